@@ -1,0 +1,103 @@
+//! The operator endpoints: `/health` (CoreDNS `health`, default :8080),
+//! `/ready` (CoreDNS `ready`, default :8181) and `/metrics` (CoreDNS
+//! `prometheus`, default :9153). A minimal HTTP/1.1 responder: one request
+//! per connection, bounded in size and time.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+/// Which endpoints one admin listener serves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Endpoints {
+    pub health: bool,
+    pub ready: bool,
+    pub metrics: bool,
+}
+
+/// What the endpoints report on.
+pub struct State {
+    pub stores: Vec<Arc<Store>>,
+    pub metrics: Arc<Metrics>,
+    /// Set at SIGTERM: health and readiness fail while DNS keeps answering.
+    pub lameduck: AtomicBool,
+}
+
+impl State {
+    /// Ready once every cluster source has completed its first sync.
+    pub fn ready(&self) -> bool {
+        !self.lameduck.load(Ordering::Relaxed) && self.stores.iter().all(|s| s.synced())
+    }
+}
+
+/// Groups the configured addresses: one listener per distinct address.
+pub fn plan(health: Option<SocketAddr>, ready: Option<SocketAddr>, metrics: Option<SocketAddr>) -> BTreeMap<SocketAddr, Endpoints> {
+    let mut plan: BTreeMap<SocketAddr, Endpoints> = BTreeMap::new();
+    if let Some(a) = health {
+        plan.entry(a).or_default().health = true;
+    }
+    if let Some(a) = ready {
+        plan.entry(a).or_default().ready = true;
+    }
+    if let Some(a) = metrics {
+        plan.entry(a).or_default().metrics = true;
+    }
+    plan
+}
+
+/// Serves one admin listener forever.
+pub async fn serve(listener: TcpListener, endpoints: Endpoints, state: Arc<State>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let state = state.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(5), respond(stream, endpoints, &state)).await;
+        });
+    }
+}
+
+async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> io::Result<()> {
+    let mut buf = vec![0u8; 4096];
+    let mut len = 0;
+    while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") && len < buf.len() {
+        let n = stream.read(&mut buf[len..]).await?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+    }
+    let request = String::from_utf8_lossy(&buf[..len]);
+    let path = request.split_whitespace().nth(1).unwrap_or("/");
+    let path = path.split('?').next().unwrap_or(path);
+    let (status, body, kind) = match path {
+        "/health" if endpoints.health => match state.lameduck.load(Ordering::Relaxed) {
+            false => ("200 OK", "OK".to_string(), "text/plain"),
+            true => ("503 Service Unavailable", "shutting down".to_string(), "text/plain"),
+        },
+        "/ready" if endpoints.ready => match state.ready() {
+            true => ("200 OK", "OK".to_string(), "text/plain"),
+            false => ("503 Service Unavailable", "not ready".to_string(), "text/plain"),
+        },
+        "/metrics" if endpoints.metrics => {
+            let synced = state.stores.iter().all(|s| s.synced());
+            ("200 OK", state.metrics.render(synced), "text/plain; version=0.0.4")
+        }
+        _ => ("404 Not Found", "not found".to_string(), "text/plain"),
+    };
+    let head = format!("HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}

@@ -1,0 +1,376 @@
+//! Tokens → server blocks → directives, with `import` and snippets resolved.
+//!
+//! ```text
+//! corefile   = { snippet | server }
+//! snippet    = "(" NAME ")" "{" tokens "}"         -- spliced by `import NAME`
+//! server     = key { key } "{" { directive } "}"   -- keys may span lines
+//! directive  = NAME { arg } [ "{" { option } "}" ] EOL
+//! option     = NAME { arg } EOL                     -- options do not nest
+//! import     = "import" PATTERN EOL                 -- a snippet or a file glob,
+//!                                                      relative to the Corefile
+//! ```
+//!
+//! Every problem is collected as a [`ConfigError`]; parsing goes on so that
+//! one run reports them all.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::lexer::{lex, Pos, Tok, Word};
+use super::ConfigError;
+
+/// A server block as written: its keys (`ZONE[:PORT]`) and directives.
+#[derive(Debug, Clone)]
+pub struct RawBlock {
+    pub keys: Vec<Word>,
+    pub open: Pos,
+    pub directives: Vec<Directive>,
+}
+
+/// A directive line, with its optional block of option lines.
+#[derive(Debug, Clone)]
+pub struct Directive {
+    pub name: Word,
+    pub args: Vec<Word>,
+    pub options: Vec<Line>,
+}
+
+/// One option line inside a directive's block.
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub name: Word,
+    pub args: Vec<Word>,
+}
+
+const MAX_IMPORT_DEPTH: usize = 10;
+
+/// Reads and parses `path` (its name as given is used in positions).
+pub fn parse_file(path: &Path, errors: &mut Vec<ConfigError>) -> Vec<RawBlock> {
+    let name: Arc<str> = Arc::from(path.display().to_string());
+    match std::fs::read_to_string(path) {
+        Ok(src) => parse_str(&name, &src, base_dir(path), errors),
+        Err(e) => {
+            errors.push(ConfigError::new(
+                &Pos { file: name, line: 0, col: 0 },
+                format!("cannot read: {e}"),
+            ));
+            Vec::new()
+        }
+    }
+}
+
+/// Parses Corefile text; `dir` resolves relative `import` paths.
+pub fn parse_str(file: &Arc<str>, src: &str, dir: PathBuf, errors: &mut Vec<ConfigError>) -> Vec<RawBlock> {
+    let toks = match lex(file, src) {
+        Ok(t) => t,
+        Err(e) => {
+            errors.push(ConfigError::new(&e.pos, e.message));
+            return Vec::new();
+        }
+    };
+    let mut snippets = HashMap::new();
+    let toks = take_snippets(toks, &mut snippets, errors);
+    let toks = expand_imports(toks, &snippets, &dir, 0, errors);
+    Grouper { toks, i: 0, errors }.blocks()
+}
+
+fn base_dir(path: &Path) -> PathBuf {
+    path.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Removes `(name) { ... }` definitions at the top level and records them.
+fn take_snippets(toks: Vec<Tok>, snippets: &mut HashMap<String, Vec<Tok>>, errors: &mut Vec<ConfigError>) -> Vec<Tok> {
+    let mut out = Vec::with_capacity(toks.len());
+    let mut it = toks.into_iter().peekable();
+    let mut at_line_start = true;
+    while let Some(tok) = it.next() {
+        let snippet = match &tok {
+            Tok::Word(w) if at_line_start && w.text.starts_with('(') && w.text.ends_with(')') && w.text.len() > 2 => {
+                Some(w.clone())
+            }
+            _ => None,
+        };
+        at_line_start = matches!(tok, Tok::Eol);
+        let Some(word) = snippet else {
+            out.push(tok);
+            continue;
+        };
+        if !matches!(it.next(), Some(Tok::Open(_))) {
+            errors.push(ConfigError::new(&word.pos, "a snippet definition needs '{' after its name"));
+            continue;
+        }
+        let mut depth = 1;
+        let mut body = Vec::new();
+        for t in it.by_ref() {
+            match t {
+                Tok::Open(_) => depth += 1,
+                Tok::Close(_) if depth == 1 => break,
+                Tok::Close(_) => depth -= 1,
+                _ => {}
+            }
+            body.push(t);
+        }
+        let name = word.text[1..word.text.len() - 1].to_string();
+        snippets.insert(name, body);
+        at_line_start = true;
+    }
+    out
+}
+
+fn expand_imports(
+    toks: Vec<Tok>,
+    snippets: &HashMap<String, Vec<Tok>>,
+    dir: &Path,
+    depth: usize,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Tok> {
+    let mut out = Vec::with_capacity(toks.len());
+    let mut i = 0;
+    while i < toks.len() {
+        let line_start = i == 0 || matches!(toks[i - 1], Tok::Eol);
+        match &toks[i] {
+            Tok::Word(w) if line_start && w.text == "import" => {
+                let arg = match toks.get(i + 1) {
+                    Some(Tok::Word(a)) if matches!(toks.get(i + 2), None | Some(Tok::Eol)) => a.clone(),
+                    _ => {
+                        errors.push(ConfigError::new(&w.pos, "import takes exactly one argument"));
+                        i = skip_line(&toks, i);
+                        continue;
+                    }
+                };
+                if depth >= MAX_IMPORT_DEPTH {
+                    errors.push(ConfigError::new(&w.pos, "import nested too deeply (a cycle?)"));
+                } else {
+                    let body = import_body(&arg, snippets, dir, errors);
+                    out.extend(expand_imports(body, snippets, dir, depth + 1, errors));
+                }
+                i = skip_line(&toks, i);
+            }
+            t => {
+                out.push(t.clone());
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+fn skip_line(toks: &[Tok], mut i: usize) -> usize {
+    while i < toks.len() && !matches!(toks[i], Tok::Eol) {
+        i += 1;
+    }
+    i + 1
+}
+
+fn import_body(arg: &Word, snippets: &HashMap<String, Vec<Tok>>, dir: &Path, errors: &mut Vec<ConfigError>) -> Vec<Tok> {
+    if let Some(body) = snippets.get(&arg.text) {
+        let mut body = body.clone();
+        body.push(Tok::Eol);
+        return body;
+    }
+    let paths = match glob_files(&dir.join(&arg.text)) {
+        Ok(p) if !p.is_empty() => p,
+        Ok(_) => {
+            errors.push(ConfigError::new(&arg.pos, format!("import '{}': no snippet or file matches", arg.text)));
+            return Vec::new();
+        }
+        Err(e) => {
+            errors.push(ConfigError::new(&arg.pos, format!("import '{}': {e}", arg.text)));
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for path in paths {
+        let name: Arc<str> = Arc::from(path.display().to_string());
+        match std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|s| lex(&name, &s).map_err(|e| format!("{}: {}", e.pos, e.message))) {
+            Ok(toks) => out.extend(toks),
+            Err(e) => errors.push(ConfigError::new(&arg.pos, format!("import {}: {e}", path.display()))),
+        }
+    }
+    out
+}
+
+/// Matches a path whose last component may hold `*` wildcards.
+fn glob_files(pattern: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let file = pattern.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+    if !file.contains('*') {
+        return Ok(if pattern.is_file() { vec![pattern.to_path_buf()] } else { Vec::new() });
+    }
+    let dir = pattern.parent().unwrap_or(Path::new("."));
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(|n| wildcard_match(file, n)))
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+fn wildcard_match(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, tail)) => {
+            name.starts_with(head)
+                && (0..=name.len() - head.len()).any(|k| {
+                    let rest = &name[head.len() + k..];
+                    name.is_char_boundary(head.len() + k) && wildcard_match(tail, rest)
+                })
+        }
+    }
+}
+
+struct Grouper<'e> {
+    toks: Vec<Tok>,
+    i: usize,
+    errors: &'e mut Vec<ConfigError>,
+}
+
+impl Grouper<'_> {
+    fn next(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.i).cloned();
+        self.i += 1;
+        t
+    }
+
+    fn blocks(mut self) -> Vec<RawBlock> {
+        let mut blocks = Vec::new();
+        let mut keys: Vec<Word> = Vec::new();
+        while let Some(tok) = self.next() {
+            match tok {
+                Tok::Eol => {}
+                Tok::Word(w) => keys.extend(w.text.split(',').filter(|k| !k.is_empty()).map(|k| Word { text: k.to_string(), ..w.clone() })),
+                Tok::Open(pos) if keys.is_empty() => {
+                    self.errors.push(ConfigError::new(&pos, "'{' without a server block key before it (e.g. '.:53 {')"));
+                    self.directives();
+                }
+                Tok::Open(open) => {
+                    let directives = self.directives();
+                    blocks.push(RawBlock { keys: std::mem::take(&mut keys), open, directives });
+                }
+                Tok::Close(pos) => self.errors.push(ConfigError::new(&pos, "unexpected '}'")),
+            }
+        }
+        if let Some(k) = keys.first() {
+            self.errors.push(ConfigError::new(&k.pos, format!("server block '{}' has no '{{ ... }}' body", k.text)));
+        }
+        blocks
+    }
+
+    /// Reads directive lines up to the block's closing brace.
+    fn directives(&mut self) -> Vec<Directive> {
+        let mut out = Vec::new();
+        while let Some((first, args, opened)) = self.line() {
+            let Some(name) = first else { return out };
+            let options = if opened { self.options() } else { Vec::new() };
+            out.push(Directive { name, args, options });
+        }
+        out
+    }
+
+    fn options(&mut self) -> Vec<Line> {
+        let mut out = Vec::new();
+        while let Some((first, args, opened)) = self.line() {
+            let Some(name) = first else { return out };
+            if opened {
+                self.errors.push(ConfigError::new(&name.pos, format!("option '{}' cannot open a block", name.text)));
+                self.options();
+            }
+            out.push(Line { name, args });
+        }
+        out
+    }
+
+    /// One line: `(name, args, ends_with_open_brace)`; `Some((None, ..))` at
+    /// a closing brace; `None` at end of input (reported as unclosed).
+    #[allow(clippy::type_complexity)]
+    fn line(&mut self) -> Option<(Option<Word>, Vec<Word>, bool)> {
+        let mut words: Vec<Word> = Vec::new();
+        loop {
+            match self.next() {
+                None => {
+                    let pos = words.first().map(|w| w.pos.clone());
+                    if let Some(p) = pos.or_else(|| self.last_pos()) {
+                        self.errors.push(ConfigError::new(&p, "unclosed '{': missing '}'"));
+                    }
+                    return None;
+                }
+                Some(Tok::Eol) if words.is_empty() => {}
+                Some(Tok::Eol) => return Some((Some(words.remove(0)), words, false)),
+                Some(Tok::Word(w)) => words.push(w),
+                Some(Tok::Close(pos)) => {
+                    if !words.is_empty() {
+                        self.errors.push(ConfigError::new(&pos, "'}' must stand on its own line"));
+                    }
+                    return Some((None, Vec::new(), false));
+                }
+                Some(Tok::Open(pos)) => {
+                    if words.is_empty() {
+                        self.errors.push(ConfigError::new(&pos, "'{' without a directive before it"));
+                        words.push(Word { text: String::new(), pos, quoted: false });
+                    }
+                    return Some((Some(words.remove(0)), words, true));
+                }
+            }
+        }
+    }
+
+    fn last_pos(&self) -> Option<Pos> {
+        self.toks.iter().rev().find_map(|t| match t {
+            Tok::Word(w) => Some(w.pos.clone()),
+            Tok::Open(p) | Tok::Close(p) => Some(p.clone()),
+            Tok::Eol => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> (Vec<RawBlock>, Vec<String>) {
+        let mut errors = Vec::new();
+        let file: Arc<str> = Arc::from("Corefile");
+        let blocks = parse_str(&file, src, PathBuf::new(), &mut errors);
+        (blocks, errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn blocks_directives_and_options() {
+        let (blocks, errors) = parse(".:53 cluster.local:1053 {\n errors\n kubernetes cluster.local {\n  pods insecure\n }\n}\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(blocks.len(), 1);
+        let keys: Vec<_> = blocks[0].keys.iter().map(|k| k.text.as_str()).collect();
+        assert_eq!(keys, [".:53", "cluster.local:1053"]);
+        let d = &blocks[0].directives;
+        assert_eq!(d[0].name.text, "errors");
+        assert_eq!(d[1].args[0].text, "cluster.local");
+        assert_eq!(d[1].options[0].name.text, "pods");
+        assert_eq!(d[1].options[0].args[0].text, "insecure");
+    }
+
+    #[test]
+    fn snippets_are_imported() {
+        let (blocks, errors) = parse("(common) {\n errors\n log\n}\n.:53 {\n import common\n ready\n}\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<_> = blocks[0].directives.iter().map(|d| d.name.text.as_str()).collect();
+        assert_eq!(names, ["errors", "log", "ready"]);
+    }
+
+    #[test]
+    fn errors_carry_positions_and_all_are_reported() {
+        let (_, errors) = parse(".:53 {\n import nothing\n}\n}\n.:54 {\n log\n");
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].starts_with("Corefile:2:9: import 'nothing'"), "{errors:?}");
+        assert!(errors[1].starts_with("Corefile:4:1: unexpected '}'"), "{errors:?}");
+        assert!(errors[2].contains("unclosed"), "{errors:?}");
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard_match("*.conf", "a.conf"));
+        assert!(wildcard_match("a*b*c", "axxbyyc"));
+        assert!(!wildcard_match("*.conf", "a.con"));
+    }
+}

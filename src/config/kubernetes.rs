@@ -1,0 +1,155 @@
+//! The `kubernetes` directive: CoreDNS's options plus `snapshot FILE`.
+//!
+//! ```text
+//! kubernetes [ZONES...] {
+//!     endpoint URL                 kubeconfig FILE [CONTEXT]      tls CERT KEY CACERT
+//!     namespaces NAMESPACE...      labels SELECTOR                pods disabled|insecure|verified
+//!     endpoint_pod_names           ttl 0..3600 (default 5)        noendpoints
+//!     fallthrough [ZONES...]       ignore empty_service           snapshot FILE
+//! }
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use hickory_proto::rr::Name;
+
+use super::args::{zone, Args};
+use super::blocks::Directive;
+use super::labels::Selector;
+use super::ConfigError;
+
+/// How `<ip>.<ns>.pod.<zone>` names are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodMode {
+    Disabled,
+    Insecure,
+    Verified,
+}
+
+/// Where the cluster's objects come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A `kubectl get ... -o yaml|json` dump, reloaded when it changes.
+    Snapshot(PathBuf),
+    /// The API server (in-cluster, `kubeconfig` or `endpoint`).
+    Api { endpoint: Option<String>, kubeconfig: Option<(PathBuf, Option<String>)>, tls: Option<[PathBuf; 3]> },
+}
+
+/// Typed options of one `kubernetes` directive.
+#[derive(Debug, Clone)]
+pub struct KubernetesConfig {
+    pub zones: Vec<Name>,
+    pub source: Source,
+    pub namespaces: Vec<String>,
+    pub labels: Option<Selector>,
+    pub pods: PodMode,
+    pub endpoint_pod_names: bool,
+    pub ttl: u32,
+    pub noendpoints: bool,
+    /// `None`: no fallthrough; `Some(empty)`: every zone.
+    pub fallthrough: Option<Vec<Name>>,
+    pub ignore_empty_service: bool,
+}
+
+impl KubernetesConfig {
+    /// Whether an NXDOMAIN for `qname` passes to the next plugin instead.
+    pub fn falls_through(&self, qname: &Name) -> bool {
+        match &self.fallthrough {
+            None => false,
+            Some(zones) => zones.is_empty() || zones.iter().any(|z| z.zone_of(qname)),
+        }
+    }
+
+    /// Whether objects of `namespace` are served under the `namespaces` option.
+    pub fn namespace_exposed(&self, namespace: &str) -> bool {
+        self.namespaces.is_empty() || self.namespaces.iter().any(|n| n == namespace)
+    }
+}
+
+/// Parses a `kubernetes` directive; `block_zones` are the server block's.
+pub fn parse(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<KubernetesConfig> {
+    let mut zones: Vec<Name> = d.args.iter().filter_map(|w| zone(w, errors)).collect();
+    if zones.is_empty() {
+        zones = block_zones.to_vec();
+    }
+    let mut cfg = KubernetesConfig {
+        zones,
+        source: Source::Api { endpoint: None, kubeconfig: None, tls: None },
+        namespaces: Vec::new(),
+        labels: None,
+        pods: PodMode::Disabled,
+        endpoint_pod_names: false,
+        ttl: 5,
+        noendpoints: false,
+        fallthrough: None,
+        ignore_empty_service: false,
+    };
+    let (mut snapshot, mut endpoint, mut kubeconfig, mut tls) = (None, None, None, None);
+    for line in &d.options {
+        let a = Args::from(line);
+        match a.name.text.as_str() {
+            "endpoint" if a.count(1, 1, errors) => endpoint = Some(a.args[0].text.clone()),
+            "kubeconfig" if a.count(1, 2, errors) => {
+                kubeconfig = Some((dir.join(&a.args[0].text), a.args.get(1).map(|w| w.text.clone())));
+            }
+            "tls" if a.count(3, 3, errors) => tls = Some([0, 1, 2].map(|i| dir.join(&a.args[i].text))),
+            "snapshot" if a.count(1, 1, errors) => snapshot = Some(dir.join(&a.args[0].text)),
+            "namespaces" if a.count(1, usize::MAX, errors) => {
+                cfg.namespaces = a.args.iter().map(|w| w.text.to_ascii_lowercase()).collect();
+            }
+            "labels" if a.count(1, usize::MAX, errors) => {
+                let text: Vec<&str> = a.args.iter().map(|w| w.text.as_str()).collect();
+                match Selector::parse(&text.join(" ")) {
+                    Ok(s) => cfg.labels = Some(s),
+                    Err(e) => errors.push(ConfigError::new(&a.args[0].pos, format!("labels: {e}"))),
+                }
+            }
+            "pods" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
+                "disabled" => cfg.pods = PodMode::Disabled,
+                "insecure" => cfg.pods = PodMode::Insecure,
+                "verified" => cfg.pods = PodMode::Verified,
+                other => errors.push(ConfigError::new(
+                    &a.args[0].pos,
+                    format!("pods: '{other}' is not one of disabled, insecure, verified"),
+                )),
+            },
+            "endpoint_pod_names" if a.count(0, 0, errors) => cfg.endpoint_pod_names = true,
+            "noendpoints" if a.count(0, 0, errors) => cfg.noendpoints = true,
+            "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
+                Some(t) if t <= 3600 => cfg.ttl = t,
+                Some(t) => errors.push(ConfigError::new(&a.args[0].pos, format!("ttl: {t} is out of range 0..3600"))),
+                None => {}
+            },
+            "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
+            "ignore" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
+                "empty_service" => cfg.ignore_empty_service = true,
+                other => errors.push(ConfigError::new(&a.args[0].pos, format!("ignore: unknown value '{other}' (expected empty_service)"))),
+            },
+            "endpoint" | "kubeconfig" | "tls" | "snapshot" | "namespaces" | "labels" | "pods" | "endpoint_pod_names"
+            | "noendpoints" | "ttl" | "ignore" => {} // wrong argument count, already reported
+            other => errors.push(ConfigError::new(
+                a.pos(),
+                format!(
+                    "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, pods, \
+                     endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot)"
+                ),
+            )),
+        }
+    }
+    cfg.source = match snapshot {
+        Some(path) => {
+            if endpoint.is_some() || kubeconfig.is_some() {
+                errors.push(ConfigError::new(&d.name.pos, "kubernetes: 'snapshot' cannot be combined with 'endpoint' or 'kubeconfig'"));
+            }
+            Source::Snapshot(path)
+        }
+        None => {
+            errors.push(ConfigError::new(
+                &d.name.pos,
+                "kubernetes: watching the Kubernetes API is not supported yet; serve a cluster dump with 'snapshot FILE'",
+            ));
+            Source::Api { endpoint, kubeconfig, tls }
+        }
+    };
+    Some(cfg)
+}

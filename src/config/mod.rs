@@ -1,0 +1,146 @@
+//! The Corefile: lexer → server blocks → one typed struct per directive.
+//!
+//! Start at [`load`]: it reads the file, groups it into server blocks
+//! ([`blocks`]), and turns each directive into typed options
+//! ([`kubernetes`], [`plugins`]). Every error carries `FILE:LINE:COL`; all of
+//! them are collected before failing, so one `clusterdns check` run lists
+//! everything wrong with a file.
+
+pub mod args;
+pub mod blocks;
+pub mod kubernetes;
+pub mod labels;
+pub mod lexer;
+pub mod plugins;
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use hickory_proto::rr::Name;
+
+pub use kubernetes::{KubernetesConfig, PodMode, Source};
+use lexer::Pos;
+
+/// One configuration problem, displayed as `FILE:LINE:COL: message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub pos: Pos,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(pos: &Pos, message: impl Into<String>) -> Self {
+        ConfigError {
+            pos: pos.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.pos, self.message)
+    }
+}
+
+/// All errors of one load, in file order.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+/// The effective configuration of the whole process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub path: PathBuf,
+    pub servers: Vec<Server>,
+    /// `health [ADDR]`, with its lameduck duration.
+    pub health: Option<plugins::Health>,
+    pub ready: Option<SocketAddr>,
+    pub prometheus: Option<SocketAddr>,
+}
+
+/// One server block: the zones it serves on a port and its plugin chain.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub zones: Vec<Name>,
+    pub port: u16,
+    /// Addresses from `bind`; empty means every address.
+    pub bind: Vec<IpAddr>,
+    pub errors: bool,
+    pub log: bool,
+    pub kubernetes: Option<KubernetesConfig>,
+}
+
+/// Loads and validates a Corefile. `default_port` applies to keys that name
+/// no port (CoreDNS's `-dns.port`).
+pub fn load(path: &Path, default_port: u16) -> Result<Config, ConfigErrors> {
+    let mut errors = Vec::new();
+    let raw = blocks::parse_file(path, &mut errors);
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut config = Config {
+        path: path.to_path_buf(),
+        servers: Vec::new(),
+        health: None,
+        ready: None,
+        prometheus: None,
+    };
+    for block in &raw {
+        if let Some(server) = plugins::server(block, default_port, &dir, &mut config, &mut errors) {
+            config.servers.push(server);
+        }
+    }
+    if raw.is_empty() && errors.is_empty() {
+        let pos = Pos { file: path.display().to_string().into(), line: 1, col: 1 };
+        errors.push(ConfigError::new(&pos, "no server blocks (expected e.g. '.:53 { ... }')"));
+    }
+    check_overlaps(&raw, &config, &mut errors);
+    if errors.is_empty() {
+        Ok(config)
+    } else {
+        Err(ConfigErrors(errors))
+    }
+}
+
+/// Two blocks may share a port, but not a zone on that port.
+fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<ConfigError>) {
+    let mut seen: Vec<(&Name, u16)> = Vec::new();
+    for (server, block) in config.servers.iter().zip(raw) {
+        for zone in &server.zones {
+            if seen.contains(&(zone, server.port)) && server.port != 0 {
+                errors.push(ConfigError::new(&block.open, format!("zone '{zone}' is served twice on port {}", server.port)));
+            }
+            seen.push((zone, server.port));
+        }
+    }
+}
+
+impl fmt::Display for Config {
+    /// The effective configuration, as `clusterdns check` prints it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "# effective configuration of {}", self.path.display())?;
+        for s in &self.servers {
+            let zones: Vec<String> = s.zones.iter().map(ToString::to_string).collect();
+            writeln!(f, "server {} port {}", zones.join(" "), s.port)?;
+            let bind: Vec<String> = s.bind.iter().map(ToString::to_string).collect();
+            writeln!(f, "  bind {}", if bind.is_empty() { "(all addresses)".into() } else { bind.join(" ") })?;
+            writeln!(f, "  errors {}  log {}", s.errors, s.log)?;
+            if let Some(k) = &s.kubernetes {
+                plugins::describe_kubernetes(f, k)?;
+            }
+        }
+        if let Some(h) = &self.health {
+            writeln!(f, "health {} lameduck {:?}", h.addr, h.lameduck)?;
+        }
+        if let Some(r) = &self.ready {
+            writeln!(f, "ready {r}")?;
+        }
+        if let Some(p) = &self.prometheus {
+            writeln!(f, "prometheus {p}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

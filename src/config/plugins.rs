@@ -1,0 +1,209 @@
+//! Server block keys and the small directives: `bind`, `errors`, `log`,
+//! `health`, `ready`, `prometheus`; and the one place that decides which
+//! directives exist at all.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::time::Duration;
+
+use hickory_proto::rr::Name;
+
+use super::args::{listen_addr, zone, Args};
+use super::blocks::{Directive, RawBlock};
+use super::lexer::Word;
+use super::{kubernetes, Config, ConfigError, KubernetesConfig, Server, Source};
+
+/// Directives this build implements.
+pub const SUPPORTED: &[&str] = &["bind", "errors", "log", "health", "ready", "prometheus", "kubernetes"];
+
+/// CoreDNS directives that a later release of clusterdns brings.
+pub const NOT_YET: &[&str] = &["forward", "cache", "loop", "reload", "loadbalance", "hosts", "file", "autopath"];
+
+/// `health [ADDR] { lameduck DURATION }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    pub addr: SocketAddr,
+    pub lameduck: Duration,
+}
+
+/// Builds one server block, recording process-wide listeners in `config`.
+pub fn server(block: &RawBlock, default_port: u16, dir: &Path, config: &mut Config, errors: &mut Vec<ConfigError>) -> Option<Server> {
+    let mut zones = Vec::new();
+    let mut port = None;
+    for key in &block.keys {
+        let Some((z, p)) = key_zone_port(key, errors) else { continue };
+        zones.push(z);
+        match (port, p) {
+            (None, _) => port = Some(p),
+            (Some(a), b) if a != b => {
+                let show = |p: Option<u16>| p.map_or("default".to_string(), |p| p.to_string());
+                errors.push(ConfigError::new(&key.pos, format!("keys of one block must share a port ({} and {})", show(a), show(b))));
+            }
+            _ => {}
+        }
+    }
+    let mut server = Server {
+        zones,
+        port: port.flatten().unwrap_or(default_port),
+        bind: Vec::new(),
+        errors: false,
+        log: false,
+        kubernetes: None,
+    };
+    for d in &block.directives {
+        directive(d, &mut server, dir, config, errors);
+    }
+    Some(server)
+}
+
+fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config, errors: &mut Vec<ConfigError>) {
+    let a = Args::from(d);
+    let name = d.name.text.as_str();
+    if !d.options.is_empty() && SUPPORTED.contains(&name) && !matches!(name, "kubernetes" | "health" | "errors" | "log") {
+        errors.push(ConfigError::new(&d.options[0].name.pos, format!("{name}: takes no options block")));
+    }
+    match name {
+        "bind" if a.count(1, usize::MAX, errors) => {
+            server.bind.extend(d.args.iter().filter_map(|w| a.parse::<IpAddr>(index_of(d, w), "an IP address", errors)));
+        }
+        "errors" => {
+            a.count(0, 0, errors);
+            no_options(d, errors);
+            server.errors = true;
+        }
+        "log" => {
+            no_options(d, errors);
+            server.log = true;
+        }
+        "health" if a.count(0, 1, errors) => config.health = health(d, errors).or(config.health.take()),
+        "ready" if a.count(0, 1, errors) => {
+            config.ready = addr_or(d, 8181, errors).or(config.ready);
+        }
+        "prometheus" if a.count(0, 1, errors) => {
+            config.prometheus = addr_or(d, 9153, errors).or(config.prometheus);
+        }
+        "kubernetes" => {
+            if server.kubernetes.is_some() {
+                errors.push(ConfigError::new(a.pos(), "kubernetes: only one per server block"));
+            }
+            server.kubernetes = kubernetes::parse(d, &server.zones, dir, errors);
+        }
+        n if SUPPORTED.contains(&n) => {} // argument count already reported
+        n if NOT_YET.contains(&n) => errors.push(ConfigError::new(
+            a.pos(),
+            format!("directive '{n}' is not supported yet by this version of clusterdns (supported: {})", SUPPORTED.join(", ")),
+        )),
+        n => errors.push(ConfigError::new(a.pos(), format!("unknown directive '{n}' (supported: {})", SUPPORTED.join(", ")))),
+    }
+}
+
+fn index_of(d: &Directive, w: &Word) -> usize {
+    d.args.iter().position(|x| std::ptr::eq(x, w)).unwrap_or(0)
+}
+
+fn no_options(d: &Directive, errors: &mut Vec<ConfigError>) {
+    for o in &d.options {
+        errors.push(ConfigError::new(&o.name.pos, format!("{}: unknown option '{}'", d.name.text, o.name.text)));
+    }
+}
+
+fn addr_or(d: &Directive, default_port: u16, errors: &mut Vec<ConfigError>) -> Option<SocketAddr> {
+    match d.args.first() {
+        Some(w) => listen_addr(w, errors),
+        None => Some(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), default_port)),
+    }
+}
+
+fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
+    let addr = addr_or(d, 8080, errors)?;
+    let mut lameduck = Duration::ZERO;
+    for line in &d.options {
+        let a = Args::from(line);
+        match a.name.text.as_str() {
+            "lameduck" if a.count(1, 1, errors) => match parse_duration(&a.args[0].text) {
+                Some(v) => lameduck = v,
+                None => errors.push(ConfigError::new(&a.args[0].pos, format!("lameduck: '{}' is not a duration (e.g. 5s)", a.args[0].text))),
+            },
+            "lameduck" => {}
+            other => errors.push(ConfigError::new(a.pos(), format!("health: unknown option '{other}' (supported: lameduck)"))),
+        }
+    }
+    Some(Health { addr, lameduck })
+}
+
+/// Parses Go-style durations: `500ms`, `5s`, `1m30s`, `2h`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        let value: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += Duration::try_from_secs_f64(value * scale).ok()?;
+    }
+    Some(total)
+}
+
+/// Splits a server block key `[dns://]ZONE[:PORT]`; the port is `None`
+/// when not written.
+fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Option<u16>)> {
+    let text = key.text.as_str();
+    if let Some(scheme) = text.split_once("://").map(|(s, _)| s).filter(|s| *s != "dns") {
+        errors.push(ConfigError::new(&key.pos, format!("'{scheme}://' servers are not supported (only dns://)")));
+        return None;
+    }
+    let text = text.trim_start_matches("dns://");
+    let (zone_text, port) = match text.rsplit_once(':') {
+        Some((z, p)) => match p.parse::<u16>() {
+            Ok(p) => (z, Some(p)),
+            Err(_) => {
+                errors.push(ConfigError::new(&key.pos, format!("'{p}' is not a port number")));
+                return None;
+            }
+        },
+        None => (text, None),
+    };
+    if zone_text.contains('/') {
+        errors.push(ConfigError::new(&key.pos, format!("'{zone_text}': CIDR notation in keys is not supported; write the reverse zone")));
+        return None;
+    }
+    let word = Word { text: if zone_text.is_empty() { ".".into() } else { zone_text.into() }, ..key.clone() };
+    Some((zone(&word, errors)?, port))
+}
+
+/// The `kubernetes` part of `clusterdns check`'s output.
+pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> fmt::Result {
+    let zones: Vec<String> = k.zones.iter().map(ToString::to_string).collect();
+    writeln!(f, "  kubernetes {}", zones.join(" "))?;
+    match &k.source {
+        Source::Snapshot(p) => writeln!(f, "    snapshot {}", p.display())?,
+        Source::Api { endpoint, .. } => writeln!(f, "    api {}", endpoint.as_deref().unwrap_or("(in-cluster)"))?,
+    }
+    writeln!(f, "    pods {:?}  ttl {}  endpoint_pod_names {}  noendpoints {}", k.pods, k.ttl, k.endpoint_pod_names, k.noendpoints)?;
+    if !k.namespaces.is_empty() {
+        writeln!(f, "    namespaces {}", k.namespaces.join(" "))?;
+    }
+    if let Some(ft) = &k.fallthrough {
+        let z: Vec<String> = ft.iter().map(ToString::to_string).collect();
+        writeln!(f, "    fallthrough {}", if z.is_empty() { "(all zones)".into() } else { z.join(" ") })?;
+    }
+    if k.ignore_empty_service {
+        writeln!(f, "    ignore empty_service")?;
+    }
+    Ok(())
+}

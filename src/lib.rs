@@ -1,0 +1,30 @@
+//! clusterdns: the DNS server for Kubernetes clusters.
+//!
+//! Two paths meet at one store:
+//!
+//! ```text
+//!            QUERY PATH (hot, never awaits the API)              WATCH PATH (never sees a query)
+//!
+//!   UDP/TCP socket ─► request ─► check ─► route ──► cluster ─┐        snapshot file (kube API: next)
+//!                                                            │                  │
+//!                                                            ▼                  ▼
+//!                                     finish (flags, EDNS, TC, rcode) ◄─ STORE ◄─ convert
+//!                                                                      (immutable snapshot, atomic swap)
+//! ```
+//!
+//! Modules in reading order:
+//! 1. [`config`]: the Corefile, lexed and checked, every error with `FILE:LINE:COL`.
+//! 2. [`store`]: compact records and the immutable [`store::Snapshot`].
+//! 3. [`watch`]: cluster objects → records → a new snapshot, swapped in whole.
+//! 4. [`query`]: sockets, header checks, routing, the cluster zone, the reply.
+//! 5. [`admin`] and [`metrics`]: `/health`, `/ready`, `/metrics`.
+//! 6. [`app`]: wiring and lifecycle.
+#![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod app;
+pub mod config;
+pub mod metrics;
+pub mod query;
+pub mod store;
+pub mod watch;

@@ -1,0 +1,124 @@
+//! The `clusterdns` binary, as a runbook: flags → config → run → drain.
+//!
+//! ```text
+//! clusterdns [-conf FILE] [-dns.port N]     serve (no -conf: ./Corefile, else zones/Corefile)
+//! clusterdns check [-conf FILE]             validate, print the effective configuration
+//! clusterdns -version
+//! ```
+//! Exit codes: 0 done, 64 bad usage or configuration, 1 runtime failure.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+const USAGE: &str = "usage: clusterdns [check] [-conf FILE] [-dns.port PORT] [-version]";
+const EXIT_CONFIG: u8 = 64;
+
+struct Flags {
+    check: bool,
+    conf: Option<PathBuf>,
+    port: u16,
+}
+
+fn main() -> ExitCode {
+    let flags = match parse_flags(std::env::args().skip(1)) {
+        Ok(Some(f)) => f,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("clusterdns: {msg}\n{USAGE}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    init_logging();
+    let path = flags.conf.clone().unwrap_or_else(default_corefile);
+    let config = match clusterdns::config::load(&path, flags.port) {
+        Ok(c) => c,
+        Err(errors) => {
+            eprintln!("{errors}");
+            eprintln!("clusterdns: {} error(s) in {}", errors.0.len(), path.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    if flags.check {
+        print!("{config}");
+        return ExitCode::SUCCESS;
+    }
+    match serve(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(config: clusterdns::config::Config) -> anyhow::Result<()> {
+    tracing::info!("clusterdns {} starting with {}", env!("CARGO_PKG_VERSION"), config.path.display());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("clusterdns-rt")
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(clusterdns::app::run(config, shutdown_signal()))?;
+    Ok(())
+}
+
+/// Completes at SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM received"),
+                _ = int.recv() => tracing::info!("SIGINT received"),
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+fn default_corefile() -> PathBuf {
+    let local = PathBuf::from("Corefile");
+    if local.is_file() {
+        local
+    } else {
+        PathBuf::from("zones/Corefile")
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).with_ansi(ansi).init();
+}
+
+/// `Ok(None)`: a flag that only prints (help, version) was handled.
+fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {
+    let mut flags = Flags { check: false, conf: None, port: 53 };
+    let mut first = true;
+    while let Some(arg) = args.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with('-') => (n.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |what: &str| inline.clone().or_else(|| args.next()).ok_or(format!("{name} needs {what}"));
+        match name.trim_start_matches('-') {
+            "check" if first && !name.starts_with('-') => flags.check = true,
+            "conf" => flags.conf = Some(PathBuf::from(value("a file")?)),
+            "dns.port" => flags.port = value("a port")?.parse().map_err(|_| "-dns.port needs a port number".to_string())?,
+            "version" => {
+                println!("clusterdns-{}", env!("CARGO_PKG_VERSION"));
+                return Ok(None);
+            }
+            "h" | "help" => {
+                println!("{USAGE}");
+                return Ok(None);
+            }
+            _ => return Err(format!("unknown argument '{arg}'")),
+        }
+        first = false;
+    }
+    Ok(Some(flags))
+}

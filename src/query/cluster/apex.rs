@@ -1,0 +1,60 @@
+//! The zone's own names: the apex (SOA, NS), `dns-version` (TXT) and the
+//! name server host `ns.dns.<zone>`.
+
+use std::net::IpAddr;
+
+use hickory_proto::rr::RecordType;
+
+use super::{Ctx, Found};
+use crate::query::answer::{self, prefixed};
+use crate::store::ServiceKind;
+
+/// The schema version of the Kubernetes DNS specification we implement.
+pub const SCHEMA_VERSION: &str = "1.1.0";
+
+/// The Service whose cluster IPs are the name server's addresses.
+const DNS_SERVICE: (&str, &str) = ("kube-system", "kube-dns");
+
+pub fn apex(c: &mut Ctx<'_, '_>) -> Found {
+    let ttl = c.cfg.ttl;
+    match c.qtype {
+        RecordType::SOA => c.out.answers.push(answer::soa(c.zone, ttl, c.snap.serial)),
+        RecordType::NS => {
+            let host = prefixed(c.zone, &["ns", "dns"]);
+            c.out.answers.push(answer::ns(c.zone, ttl, host.clone()));
+            for ip in ns_addresses(c) {
+                c.out.additional.extend(answer::address(&host, ttl, ip, RecordType::ANY));
+            }
+        }
+        _ => return Found::NoData,
+    }
+    Found::Records
+}
+
+pub fn dns_version(c: &mut Ctx<'_, '_>) -> Found {
+    if c.qtype != RecordType::TXT {
+        return Found::NoData;
+    }
+    let owner = c.owner.clone();
+    c.out.answers.push(answer::txt(&owner, c.cfg.ttl, SCHEMA_VERSION));
+    Found::Records
+}
+
+pub fn ns_host(c: &mut Ctx<'_, '_>) -> Found {
+    let owner = c.owner.clone();
+    for ip in ns_addresses(c) {
+        c.out.answers.extend(answer::address(&owner, c.cfg.ttl, ip, c.qtype));
+    }
+    if c.out.answers.is_empty() {
+        Found::NoData
+    } else {
+        Found::Records
+    }
+}
+
+fn ns_addresses(c: &Ctx<'_, '_>) -> Vec<IpAddr> {
+    match c.snap.service(DNS_SERVICE.0, DNS_SERVICE.1).map(|s| &s.kind) {
+        Some(ServiceKind::ClusterIp(ips)) => ips.to_vec(),
+        _ => Vec::new(),
+    }
+}

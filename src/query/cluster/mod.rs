@@ -1,0 +1,140 @@
+//! The cluster zone, answered from one [`Snapshot`]: a decision table.
+//!
+//! 1. Not synced yet → SERVFAIL (never NXDOMAIN for a name that may exist).
+//! 2. A reverse zone → [`reverse`]; otherwise parse the name ([`qname`]).
+//! 3. Each name kind finds records, NODATA (the name exists) or NXDOMAIN.
+//! 4. Negative answers carry the zone's SOA; NXDOMAIN may fall through to
+//!    the next plugin when `fallthrough` covers the name.
+
+mod apex;
+mod pod;
+pub mod qname;
+mod reverse;
+mod service;
+
+use std::sync::Arc;
+
+use hickory_proto::op::ResponseCode;
+use hickory_proto::rr::{Name, RecordType};
+
+use super::answer::{self, Answer};
+use crate::config::KubernetesConfig;
+use crate::store::{Snapshot, Store};
+use qname::Qname;
+
+/// How deep an ExternalName chain inside the zone is followed.
+const MAX_CHASE: u8 = 8;
+
+/// What a lookup found for one name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    Records,
+    NoData,
+    NxDomain,
+}
+
+/// The outcome of the cluster handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Answered,
+    /// NXDOMAIN covered by `fallthrough`: the next plugin decides.
+    Fallthrough,
+}
+
+/// The `kubernetes` plugin's query side: its options and its store.
+pub struct Cluster {
+    pub cfg: Arc<KubernetesConfig>,
+    pub store: Arc<Store>,
+}
+
+/// One lookup: the snapshot, the options, the zone matched, the name whose
+/// records are being collected (the query name, or a CNAME target) and the
+/// reply being built.
+pub struct Ctx<'s, 'o> {
+    pub snap: &'s Snapshot,
+    pub cfg: &'s KubernetesConfig,
+    pub zone: &'s Name,
+    pub owner: Name,
+    pub qtype: RecordType,
+    pub out: &'o mut Answer,
+}
+
+impl Cluster {
+    /// The zone of ours that `qname` falls in (the longest), if any.
+    pub fn zone_for(&self, qname: &Name) -> Option<&Name> {
+        self.cfg.zones.iter().filter(|z| z.zone_of(qname)).max_by_key(|z| z.num_labels())
+    }
+
+    /// Answers `qname`/`qtype` in `zone` (from [`Cluster::zone_for`]).
+    pub fn answer(&self, qname: &Name, qtype: RecordType, zone: &Name, out: &mut Answer) -> Outcome {
+        let snap = self.store.load();
+        if !snap.synced {
+            out.error(ResponseCode::ServFail);
+            return Outcome::Answered;
+        }
+        let mut c = Ctx { snap: &snap, cfg: &self.cfg, zone, owner: qname.clone(), qtype, out };
+        let found = match if reverse::is_reverse(zone) { reverse::answer(&mut c) } else { c.lookup(0) } {
+            Found::Records if out.answers.is_empty() => Found::NoData,
+            found => found,
+        };
+        if found == Found::NxDomain && self.cfg.falls_through(qname) {
+            out.clear();
+            return Outcome::Fallthrough;
+        }
+        out.authoritative = true;
+        match found {
+            Found::Records => out.rcode = ResponseCode::NoError,
+            Found::NoData | Found::NxDomain => {
+                out.answers.clear();
+                out.additional.clear();
+                out.rcode = if found == Found::NoData { ResponseCode::NoError } else { ResponseCode::NXDomain };
+                out.authority.push(answer::soa(zone, self.cfg.ttl, snap.serial));
+            }
+        }
+        Outcome::Answered
+    }
+}
+
+impl Ctx<'_, '_> {
+    /// Finds the records of `self.owner` (a forward name in the zone).
+    fn lookup(&mut self, depth: u8) -> Found {
+        let lower = self.owner.to_lowercase();
+        match qname::parse(&lower, self.zone) {
+            Qname::Apex => apex::apex(self),
+            Qname::DnsVersion => apex::dns_version(self),
+            Qname::NsHost => apex::ns_host(self),
+            Qname::Ent => Found::NoData,
+            Qname::Namespace { ns } => exists(self.snap.namespace(ns).is_some()),
+            Qname::Service { ns, svc } => service::service(self, ns, svc, depth),
+            Qname::ProtoEnt { ns, svc, proto } => service::proto_ent(self, ns, svc, proto),
+            Qname::Endpoint { ns, svc, host } => service::endpoint(self, ns, svc, host),
+            Qname::Port { ns, svc, port, proto } => service::port(self, ns, svc, port, proto),
+            Qname::PodNamespace { ns } => pod::namespace(self, ns),
+            Qname::Pod { ns, ip } => pod::pod(self, ns, ip),
+            Qname::Unknown => Found::NxDomain,
+        }
+    }
+
+    /// Follows a CNAME to `target` inside the zone, appending its records.
+    /// A missing target leaves the CNAME alone (the client sees the chain).
+    fn chase(&mut self, target: &Name, depth: u8) {
+        let saved = std::mem::replace(&mut self.owner, target.clone());
+        let kept = self.out.answers.len();
+        if self.lookup(depth) != Found::Records {
+            self.out.answers.truncate(kept);
+        }
+        self.owner = saved;
+    }
+}
+
+/// NODATA for a name that exists, NXDOMAIN otherwise.
+fn exists(yes: bool) -> Found {
+    if yes {
+        Found::NoData
+    } else {
+        Found::NxDomain
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,107 @@
+//! The query-name grammar of the cluster zone, parsed once per query.
+//!
+//! Labels are read right to left after the zone has been removed; every
+//! comparison is case-insensitive (the name is lower-cased first).
+//!
+//! ```text
+//! <zone>                                        Apex            SOA, NS
+//! dns-version.<zone>                            DnsVersion      TXT "1.1.0"
+//! ns.dns.<zone>                                 NsHost          A/AAAA of kube-system/kube-dns
+//! dns.<zone> | svc.<zone> | pod.<zone>          Ent             empty non-terminals
+//! <ns>.svc.<zone>                               Namespace
+//! <svc>.<ns>.svc.<zone>                         Service         A/AAAA/SRV/CNAME
+//! _<proto>.<svc>.<ns>.svc.<zone>                ProtoEnt        empty non-terminal
+//! <host>.<svc>.<ns>.svc.<zone>                  Endpoint        A/AAAA of one endpoint
+//! _<port>._<proto>.<svc>.<ns>.svc.<zone>        Port            SRV of a named port
+//! <ns>.pod.<zone>                               PodNamespace
+//! <dashed-ip>.<ns>.pod.<zone>                   Pod             A/AAAA
+//! anything else                                 Unknown         NXDOMAIN
+//! ```
+
+use hickory_proto::rr::Name;
+
+/// A parsed cluster-zone name; strings borrow the lower-cased query name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Qname<'a> {
+    Apex,
+    DnsVersion,
+    NsHost,
+    Ent,
+    Namespace { ns: &'a str },
+    Service { ns: &'a str, svc: &'a str },
+    ProtoEnt { ns: &'a str, svc: &'a str, proto: &'a str },
+    Endpoint { ns: &'a str, svc: &'a str, host: &'a str },
+    Port { ns: &'a str, svc: &'a str, port: &'a str, proto: &'a str },
+    PodNamespace { ns: &'a str },
+    Pod { ns: &'a str, ip: &'a str },
+    Unknown,
+}
+
+/// Parses `lower` (the lower-cased query name) relative to `zone`, which
+/// must be one of its suffixes.
+pub fn parse<'a>(lower: &'a Name, zone: &Name) -> Qname<'a> {
+    let rel = lower.num_labels().saturating_sub(zone.num_labels()) as usize;
+    let mut labels: [&str; 5] = [""; 5];
+    if rel > labels.len() {
+        return Qname::Unknown;
+    }
+    for (slot, label) in labels.iter_mut().zip(lower.iter().take(rel)) {
+        match std::str::from_utf8(label) {
+            Ok(s) => *slot = s,
+            Err(_) => return Qname::Unknown,
+        }
+    }
+    let l = &labels[..rel];
+    match l {
+        [] => Qname::Apex,
+        ["dns-version"] => Qname::DnsVersion,
+        ["ns", "dns"] => Qname::NsHost,
+        ["dns" | "svc" | "pod"] => Qname::Ent,
+        [ns, "svc"] => Qname::Namespace { ns },
+        [svc, ns, "svc"] => Qname::Service { ns, svc },
+        [first, svc, ns, "svc"] => match first.strip_prefix('_') {
+            Some(proto) => Qname::ProtoEnt { ns, svc, proto },
+            None => Qname::Endpoint { ns, svc, host: first },
+        },
+        [port, proto, svc, ns, "svc"] => match (port.strip_prefix('_'), proto.strip_prefix('_')) {
+            (Some(port), Some(proto)) => Qname::Port { ns, svc, port, proto },
+            _ => Qname::Unknown,
+        },
+        [ns, "pod"] => Qname::PodNamespace { ns },
+        [ip, ns, "pod"] => Qname::Pod { ns, ip },
+        _ => Qname::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(name: &str) -> String {
+        let zone = Name::from_ascii("cluster.local.").expect("zone");
+        let lower = Name::from_ascii(name).expect("name").to_lowercase();
+        format!("{:?}", parse(&lower, &zone))
+    }
+
+    #[test]
+    fn grammar() {
+        assert_eq!(p("cluster.local."), "Apex");
+        assert_eq!(p("dns-version.cluster.local."), "DnsVersion");
+        assert_eq!(p("ns.dns.cluster.local."), "NsHost");
+        assert_eq!(p("svc.cluster.local."), "Ent");
+        assert_eq!(p("Shop.svc.cluster.local."), r#"Namespace { ns: "shop" }"#);
+        assert_eq!(p("web.shop.svc.cluster.local."), r#"Service { ns: "shop", svc: "web" }"#);
+        assert_eq!(p("_tcp.web.shop.svc.cluster.local."), r#"ProtoEnt { ns: "shop", svc: "web", proto: "tcp" }"#);
+        assert_eq!(p("pg-0.pg.db.svc.cluster.local."), r#"Endpoint { ns: "db", svc: "pg", host: "pg-0" }"#);
+        assert_eq!(
+            p("_HTTP._tcp.web.shop.svc.cluster.local."),
+            r#"Port { ns: "shop", svc: "web", port: "http", proto: "tcp" }"#
+        );
+        assert_eq!(p("x._tcp.web.shop.svc.cluster.local."), "Unknown");
+        assert_eq!(p("shop.pod.cluster.local."), r#"PodNamespace { ns: "shop" }"#);
+        assert_eq!(p("10-1-2-3.shop.pod.cluster.local."), r#"Pod { ns: "shop", ip: "10-1-2-3" }"#);
+        assert_eq!(p("www.example.com.default.svc.cluster.local."), "Unknown");
+        assert_eq!(p("a.b.c.d.e.f.cluster.local."), "Unknown");
+        assert_eq!(p("web.shop.cluster.local."), "Unknown");
+    }
+}

@@ -1,0 +1,271 @@
+//! Table-driven answer tests on a hand-built snapshot: each row is a query
+//! name and type, the expected rcode, and the expected answer records as
+//! zone-file text (sorted before comparing). Negative rows also check the
+//! SOA in the authority section.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use hickory_proto::op::{Query, ResponseCode};
+use hickory_proto::rr::{Name, RecordType};
+
+use super::Cluster;
+use crate::config::{KubernetesConfig, PodMode, Source};
+use crate::query::answer::Answer;
+use crate::query::route::{Block, Router};
+use crate::store::{Builder, Endpoint, Port, Proto, ServiceKind, Store};
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().expect("test address")
+}
+
+fn port(name: &str, proto: Proto, number: u16) -> Port {
+    Port { name: name.into(), proto, port: number }
+}
+
+fn endpoints(hosts: &[(&str, &str)], ports: Vec<Port>) -> Vec<Endpoint> {
+    let ports: Arc<[Port]> = Arc::from(ports);
+    hosts.iter().map(|(h, a)| Endpoint { addr: ip(a), hostname: (*h).into(), ports: ports.clone() }).collect()
+}
+
+fn name(s: &str) -> Name {
+    Name::from_ascii(s).expect("test name")
+}
+
+/// The fixture cluster every table runs against.
+fn snapshot() -> crate::store::Snapshot {
+    let mut b = Builder::new();
+    for ns in ["default", "kube-system", "shop", "db", "quiet"] {
+        b.add_namespace(ns);
+    }
+    let cip = |ips: &[&str]| ServiceKind::ClusterIp(ips.iter().map(|s| ip(s)).collect());
+    b.add_service("default", "kubernetes", cip(&["10.96.0.1"]), vec![port("https", Proto::Tcp, 443)]);
+    b.add_service("kube-system", "kube-dns", cip(&["10.96.0.10"]), vec![port("dns", Proto::Udp, 53), port("dns-tcp", Proto::Tcp, 53)]);
+    b.add_service("shop", "web", cip(&["10.96.12.34", "fd00::1234"]), vec![port("http", Proto::Tcp, 80), port("", Proto::Tcp, 81)]);
+    b.add_endpoints("shop", "web", endpoints(&[("10-244-1-10", "10.244.1.10")], vec![port("http", Proto::Tcp, 8080)]));
+    b.add_service("shop", "payments", ServiceKind::ExternalName(name("payments.example.com.")), vec![]);
+    b.add_service("shop", "docs", ServiceKind::ExternalName(name("web.shop.svc.cluster.local.")), vec![]);
+    b.add_service("shop", "loop", ServiceKind::ExternalName(name("loop.shop.svc.cluster.local.")), vec![]);
+    b.add_service("db", "pg", ServiceKind::Headless, vec![port("postgres", Proto::Tcp, 5432)]);
+    let pg = endpoints(&[("pg-0", "10.244.3.10"), ("pg-1", "10.244.3.11"), ("pg-v6", "fd00::310")], vec![port("postgres", Proto::Tcp, 5432)]);
+    b.add_endpoints("db", "pg", pg);
+    b.add_service("db", "empty", ServiceKind::Headless, vec![port("postgres", Proto::Tcp, 5432)]);
+    b.add_service("db", "lonely", cip(&["10.96.5.5"]), vec![]);
+    b.add_pod("shop", ip("10.244.1.10"));
+    b.build(42)
+}
+
+fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesConfig {
+    KubernetesConfig {
+        zones: vec![name("cluster.local."), name("in-addr.arpa."), name("ip6.arpa.")],
+        source: Source::Snapshot("unused".into()),
+        namespaces: Vec::new(),
+        labels: None,
+        pods,
+        endpoint_pod_names: false,
+        ttl: 5,
+        noendpoints: false,
+        fallthrough: fallthrough.then(|| vec![name("in-addr.arpa."), name("ip6.arpa.")]),
+        ignore_empty_service: ignore_empty,
+    }
+}
+
+fn router(cfg: KubernetesConfig, synced: bool) -> Router {
+    let store = Arc::new(Store::default());
+    if synced {
+        store.publish(snapshot());
+    }
+    let zones = cfg.zones.clone();
+    Router { blocks: vec![Block { zones, cluster: Some(Cluster { cfg: Arc::new(cfg), store }) }] }
+}
+
+fn ask(r: &Router, qname: &str, qtype: RecordType) -> Answer {
+    let mut out = Answer::default();
+    r.answer(&Query::query(name(qname), qtype), &mut out);
+    out
+}
+
+fn text(records: &[hickory_proto::rr::Record]) -> Vec<String> {
+    let mut v: Vec<String> = records.iter().map(|r| r.to_string()).collect();
+    v.sort();
+    v
+}
+
+/// Runs rows of `(qname, qtype, rcode, answers)` against `r`.
+fn table(r: &Router, rows: &[(&str, RecordType, ResponseCode, &[&str])]) {
+    for (qname, qtype, rcode, want) in rows {
+        let got = ask(r, qname, *qtype);
+        let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!((got.rcode, text(&got.answers)), (*rcode, want), "{qname} {qtype}");
+        let negative = got.answers.is_empty() && matches!(rcode, ResponseCode::NoError | ResponseCode::NXDomain);
+        if negative {
+            let soa = got.authority.first().map(|s| s.record_type());
+            assert_eq!(soa, Some(RecordType::SOA), "{qname} {qtype}: negative answers carry the SOA");
+        }
+        if *rcode != ResponseCode::Refused && *rcode != ResponseCode::ServFail {
+            assert!(got.authoritative, "{qname} {qtype}: AA");
+        }
+    }
+}
+
+use RecordType::{A, AAAA, ANY, CNAME, NS, PTR, SOA, SRV, TXT};
+const OK: ResponseCode = ResponseCode::NoError;
+const NX: ResponseCode = ResponseCode::NXDomain;
+
+#[test]
+fn services_clusterip_headless_externalname() {
+    let r = router(config(PodMode::Disabled, true, false), true);
+    table(&r, &[
+        ("kubernetes.default.svc.cluster.local.", A, OK, &["kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"]),
+        ("KUBERNETES.Default.SVC.cluster.local.", A, OK, &["KUBERNETES.Default.SVC.cluster.local. 5 IN A 10.96.0.1"]),
+        ("kubernetes.default.svc.cluster.local.", AAAA, OK, &[]),
+        ("kubernetes.default.svc.cluster.local.", TXT, OK, &[]),
+        ("web.shop.svc.cluster.local.", AAAA, OK, &["web.shop.svc.cluster.local. 5 IN AAAA fd00::1234"]),
+        ("web.shop.svc.cluster.local.", ANY, OK, &["web.shop.svc.cluster.local. 5 IN A 10.96.12.34", "web.shop.svc.cluster.local. 5 IN AAAA fd00::1234"]),
+        ("nope.shop.svc.cluster.local.", A, NX, &[]),
+        ("web.nope.svc.cluster.local.", A, NX, &[]),
+        ("pg.db.svc.cluster.local.", A, OK, &["pg.db.svc.cluster.local. 5 IN A 10.244.3.10", "pg.db.svc.cluster.local. 5 IN A 10.244.3.11"]),
+        ("pg.db.svc.cluster.local.", AAAA, OK, &["pg.db.svc.cluster.local. 5 IN AAAA fd00::310"]),
+        ("pg-1.pg.db.svc.cluster.local.", A, OK, &["pg-1.pg.db.svc.cluster.local. 5 IN A 10.244.3.11"]),
+        ("pg-1.pg.db.svc.cluster.local.", AAAA, OK, &[]),
+        ("pg-9.pg.db.svc.cluster.local.", A, NX, &[]),
+        ("10-244-1-10.web.shop.svc.cluster.local.", A, OK, &["10-244-1-10.web.shop.svc.cluster.local. 5 IN A 10.244.1.10"]),
+        ("empty.db.svc.cluster.local.", A, NX, &[]),
+        ("empty.db.svc.cluster.local.", SRV, NX, &[]),
+        ("lonely.db.svc.cluster.local.", A, OK, &["lonely.db.svc.cluster.local. 5 IN A 10.96.5.5"]),
+        ("payments.shop.svc.cluster.local.", A, OK, &["payments.shop.svc.cluster.local. 5 IN CNAME payments.example.com."]),
+        ("payments.shop.svc.cluster.local.", CNAME, OK, &["payments.shop.svc.cluster.local. 5 IN CNAME payments.example.com."]),
+        ("docs.shop.svc.cluster.local.", A, OK, &[
+            "docs.shop.svc.cluster.local. 5 IN CNAME web.shop.svc.cluster.local.",
+            "web.shop.svc.cluster.local. 5 IN A 10.96.12.34",
+        ]),
+        ("loop.shop.svc.cluster.local.", A, OK, &[
+            "loop.shop.svc.cluster.local. 5 IN CNAME loop.shop.svc.cluster.local.",
+        ]),
+        ("www.example.com.shop.svc.cluster.local.", A, NX, &[]),
+        ("www.example.com.svc.cluster.local.", A, NX, &[]),
+        ("www.example.com.cluster.local.", A, NX, &[]),
+    ]);
+}
+
+#[test]
+fn srv_named_ports_bare_names_and_empty_non_terminals() {
+    let r = router(config(PodMode::Disabled, true, false), true);
+    table(&r, &[
+        ("_https._tcp.kubernetes.default.svc.cluster.local.", SRV, OK, &[
+            "_https._tcp.kubernetes.default.svc.cluster.local. 5 IN SRV 0 100 443 kubernetes.default.svc.cluster.local.",
+        ]),
+        ("_HTTPS._TCP.kubernetes.default.svc.cluster.local.", SRV, OK, &[
+            "_HTTPS._TCP.kubernetes.default.svc.cluster.local. 5 IN SRV 0 100 443 kubernetes.default.svc.cluster.local.",
+        ]),
+        ("_https._tcp.kubernetes.default.svc.cluster.local.", A, OK, &[]),
+        ("_https._udp.kubernetes.default.svc.cluster.local.", SRV, NX, &[]),
+        ("_nope._tcp.kubernetes.default.svc.cluster.local.", SRV, NX, &[]),
+        ("_tcp.kubernetes.default.svc.cluster.local.", A, OK, &[]),
+        ("_udp.kubernetes.default.svc.cluster.local.", A, NX, &[]),
+        ("_dns._udp.kube-dns.kube-system.svc.cluster.local.", SRV, OK, &[
+            "_dns._udp.kube-dns.kube-system.svc.cluster.local. 5 IN SRV 0 100 53 kube-dns.kube-system.svc.cluster.local.",
+        ]),
+        ("web.shop.svc.cluster.local.", SRV, OK, &[
+            "web.shop.svc.cluster.local. 5 IN SRV 0 50 80 web.shop.svc.cluster.local.",
+            "web.shop.svc.cluster.local. 5 IN SRV 0 50 81 web.shop.svc.cluster.local.",
+        ]),
+        ("_postgres._tcp.pg.db.svc.cluster.local.", SRV, OK, &[
+            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 33 5432 pg-0.pg.db.svc.cluster.local.",
+            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 33 5432 pg-1.pg.db.svc.cluster.local.",
+            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 33 5432 pg-v6.pg.db.svc.cluster.local.",
+        ]),
+    ]);
+    let srv = ask(&r, "_postgres._tcp.pg.db.svc.cluster.local.", SRV);
+    assert_eq!(text(&srv.additional), [
+        "pg-0.pg.db.svc.cluster.local. 5 IN A 10.244.3.10",
+        "pg-1.pg.db.svc.cluster.local. 5 IN A 10.244.3.11",
+        "pg-v6.pg.db.svc.cluster.local. 5 IN AAAA fd00::310",
+    ]);
+    let srv = ask(&r, "_https._tcp.kubernetes.default.svc.cluster.local.", SRV);
+    assert_eq!(text(&srv.additional), ["kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"]);
+}
+
+#[test]
+fn apex_version_namespaces_and_outside_names() {
+    let r = router(config(PodMode::Disabled, true, false), true);
+    table(&r, &[
+        ("cluster.local.", SOA, OK, &["cluster.local. 5 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 42 7200 1800 86400 5"]),
+        ("cluster.local.", NS, OK, &["cluster.local. 5 IN NS ns.dns.cluster.local."]),
+        ("cluster.local.", A, OK, &[]),
+        ("ns.dns.cluster.local.", A, OK, &["ns.dns.cluster.local. 5 IN A 10.96.0.10"]),
+        ("dns-version.cluster.local.", TXT, OK, &["dns-version.cluster.local. 5 IN TXT 1.1.0"]),
+        ("dns-version.cluster.local.", A, OK, &[]),
+        ("svc.cluster.local.", A, OK, &[]),
+        ("shop.svc.cluster.local.", A, OK, &[]),
+        ("quiet.svc.cluster.local.", AAAA, OK, &[]),
+        ("nope.svc.cluster.local.", A, NX, &[]),
+        ("example.com.", A, ResponseCode::Refused, &[]),
+        ("cluster.localx.", A, ResponseCode::Refused, &[]),
+    ]);
+    let ns = ask(&r, "cluster.local.", NS);
+    assert_eq!(text(&ns.additional), ["ns.dns.cluster.local. 5 IN A 10.96.0.10"]);
+}
+
+#[test]
+fn pods_by_mode() {
+    let insecure = router(config(PodMode::Insecure, true, false), true);
+    table(&insecure, &[
+        ("10-244-9-9.shop.pod.cluster.local.", A, OK, &["10-244-9-9.shop.pod.cluster.local. 5 IN A 10.244.9.9"]),
+        ("10-244-9-9.shop.pod.cluster.local.", AAAA, OK, &[]),
+        ("fd00--9.shop.pod.cluster.local.", AAAA, OK, &["fd00--9.shop.pod.cluster.local. 5 IN AAAA fd00::9"]),
+        ("10-244-9-9.nope.pod.cluster.local.", A, NX, &[]),
+        ("not-an-ip.shop.pod.cluster.local.", A, NX, &[]),
+        ("shop.pod.cluster.local.", A, OK, &[]),
+    ]);
+    let verified = router(config(PodMode::Verified, true, false), true);
+    table(&verified, &[
+        ("10-244-1-10.shop.pod.cluster.local.", A, OK, &["10-244-1-10.shop.pod.cluster.local. 5 IN A 10.244.1.10"]),
+        ("10-244-1-10.db.pod.cluster.local.", A, NX, &[]),
+        ("10-244-9-9.shop.pod.cluster.local.", A, NX, &[]),
+    ]);
+    let disabled = router(config(PodMode::Disabled, true, false), true);
+    table(&disabled, &[
+        ("10-244-1-10.shop.pod.cluster.local.", A, NX, &[]),
+        ("shop.pod.cluster.local.", A, NX, &[]),
+    ]);
+}
+
+#[test]
+fn reverse_lookups_and_fallthrough() {
+    let r = router(config(PodMode::Disabled, true, false), true);
+    table(&r, &[
+        ("1.0.96.10.in-addr.arpa.", PTR, OK, &["1.0.96.10.in-addr.arpa. 5 IN PTR kubernetes.default.svc.cluster.local."]),
+        ("11.3.244.10.in-addr.arpa.", PTR, OK, &["11.3.244.10.in-addr.arpa. 5 IN PTR pg-1.pg.db.svc.cluster.local."]),
+        ("10.3.244.10.in-addr.arpa.", PTR, OK, &["10.3.244.10.in-addr.arpa. 5 IN PTR pg-0.pg.db.svc.cluster.local."]),
+        ("1.0.96.10.in-addr.arpa.", A, OK, &[]),
+        (
+            "4.3.2.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.",
+            PTR,
+            OK,
+            &["4.3.2.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR web.shop.svc.cluster.local."],
+        ),
+        // Not ours: falls through, and with no next plugin the name is refused.
+        ("8.8.8.8.in-addr.arpa.", PTR, ResponseCode::Refused, &[]),
+    ]);
+    let strict = router(config(PodMode::Disabled, false, false), true);
+    table(&strict, &[("8.8.8.8.in-addr.arpa.", PTR, NX, &[]), ("in-addr.arpa.", SOA, OK, &[
+        "in-addr.arpa. 5 IN SOA ns.dns.in-addr.arpa. hostmaster.in-addr.arpa. 42 7200 1800 86400 5",
+    ])]);
+}
+
+#[test]
+fn ignore_empty_service_and_unsynced() {
+    let r = router(config(PodMode::Disabled, true, true), true);
+    table(&r, &[
+        ("lonely.db.svc.cluster.local.", A, NX, &[]),
+        ("web.shop.svc.cluster.local.", A, OK, &["web.shop.svc.cluster.local. 5 IN A 10.96.12.34"]),
+    ]);
+    let unsynced = router(config(PodMode::Disabled, true, false), false);
+    for qname in ["kubernetes.default.svc.cluster.local.", "nope.svc.cluster.local.", "cluster.local."] {
+        let got = ask(&unsynced, qname, A);
+        assert_eq!(got.rcode, ResponseCode::ServFail, "{qname}: never NXDOMAIN before the first sync");
+        assert!(got.answers.is_empty() && got.authority.is_empty());
+    }
+}

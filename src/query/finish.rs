@@ -1,0 +1,91 @@
+//! The one place replies are written: header flags, rcode (with EDNS's
+//! extended bits), the echoed question, EDNS, and truncation.
+//!
+//! Truncation: answers and authority must fit whole within the limit (less
+//! room kept for OPT), else TC is set and the records that fit are kept.
+//! Additional records are dropped silently when they do not fit (RFC 2181
+//! §9: their loss does not set TC).
+
+use hickory_proto::ProtoError;
+use hickory_proto::op::{Edns, Header, HeaderCounts, MessageType, Metadata, Query, ResponseCode};
+use hickory_proto::rr::Record;
+use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
+
+use super::answer::Answer;
+use super::request::ClientEdns;
+
+/// The payload size we advertise in our OPT record.
+pub const OUR_PAYLOAD: u16 = 1232;
+
+/// Encoded size of our OPT record (root name, type, class, TTL, rdlen).
+const OPT_LEN: usize = 11;
+
+/// The request side of a reply: what is echoed back.
+pub struct Echo<'a> {
+    pub meta: &'a Metadata,
+    pub query: Option<&'a Query>,
+    pub edns: Option<ClientEdns>,
+}
+
+/// Writes the reply into `out` (cleared first), at most `limit` bytes.
+/// Returns whether it was truncated.
+pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
+    match encode(out, echo, answer, limit) {
+        Ok(truncated) => truncated,
+        Err(_) => {
+            let mut failed = Answer::default();
+            failed.error(ResponseCode::ServFail);
+            encode(out, echo, &failed, limit).unwrap_or_else(|_| {
+                out.clear();
+                false
+            })
+        }
+    }
+}
+
+fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> Result<bool, ProtoError> {
+    out.clear();
+    let mut enc = BinEncoder::new(out);
+    let place = enc.place::<Header>()?;
+    let mut counts = HeaderCounts::default();
+    if let Some(q) = echo.query {
+        q.emit(&mut enc)?;
+        counts.queries = 1;
+    }
+    let room = if echo.edns.is_some() { limit.saturating_sub(OPT_LEN) } else { limit };
+    enc.set_max_size(u16::try_from(room).unwrap_or(u16::MAX));
+    let (answers, mut truncated) = section(&mut enc, &answer.answers)?;
+    counts.answers = answers;
+    if !truncated {
+        (counts.authorities, truncated) = section(&mut enc, &answer.authority)?;
+    }
+    if !truncated {
+        counts.additionals = section(&mut enc, &answer.additional)?.0;
+    }
+    enc.set_max_size(u16::try_from(limit).unwrap_or(u16::MAX));
+    if let Some(client) = echo.edns {
+        let mut edns = Edns::new();
+        edns.set_max_payload(OUR_PAYLOAD).set_version(0).set_dnssec_ok(client.dnssec_ok);
+        edns.set_rcode_high(answer.rcode.high());
+        Record::from(&edns).emit(&mut enc)?;
+        counts.additionals += 1;
+    }
+    let mut meta = Metadata::new(echo.meta.id, MessageType::Response, echo.meta.op_code);
+    meta.recursion_desired = echo.meta.recursion_desired;
+    meta.checking_disabled = echo.meta.checking_disabled;
+    meta.authoritative = answer.authoritative;
+    meta.truncation = truncated;
+    meta.response_code = answer.rcode;
+    place.replace(&mut enc, Header { metadata: meta, counts })?;
+    Ok(truncated)
+}
+
+/// Emits whole records while they fit; `(count, truncated)`.
+fn section(enc: &mut BinEncoder<'_>, records: &[Record]) -> Result<(u16, bool), ProtoError> {
+    let (count, truncated) = match enc.emit_all(records.iter()) {
+        Ok(n) => (n, false),
+        Err(ProtoError::NotAllRecordsWritten { count, .. }) => (count, true),
+        Err(e) => return Err(e),
+    };
+    Ok((u16::try_from(count).unwrap_or(u16::MAX), truncated))
+}

@@ -1,0 +1,45 @@
+//! Route a query to the server block with the longest matching zone, then
+//! through that block's plugin chain (today: `kubernetes`). A name no
+//! plugin answers is REFUSED: we are not a server for it.
+
+use hickory_proto::op::Query;
+
+use super::answer::Answer;
+use super::cluster::{Cluster, Outcome};
+use super::UNHANDLED;
+
+/// One server block's zones and plugins.
+pub struct Block {
+    pub zones: Vec<hickory_proto::rr::Name>,
+    pub cluster: Option<Cluster>,
+}
+
+/// The server blocks sharing one listener.
+pub struct Router {
+    pub blocks: Vec<Block>,
+}
+
+impl Router {
+    /// Fills `out` with the answer to `query`.
+    pub fn answer(&self, query: &Query, out: &mut Answer) {
+        let qname = query.name();
+        let block = self
+            .blocks
+            .iter()
+            .filter_map(|b| b.zones.iter().filter(|z| z.zone_of(qname)).map(|z| (z.num_labels(), b)).max_by_key(|(n, _)| *n))
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, b)| b);
+        let Some(block) = block else {
+            out.error(UNHANDLED);
+            return;
+        };
+        if let Some(cluster) = &block.cluster {
+            if let Some(zone) = cluster.zone_for(qname) {
+                if cluster.answer(qname, query.query_type(), zone, out) == Outcome::Answered {
+                    return;
+                }
+            }
+        }
+        out.error(UNHANDLED);
+    }
+}

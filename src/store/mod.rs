@@ -1,0 +1,101 @@
+//! The store where the two paths meet: immutable snapshots, one writer,
+//! readers that never lock.
+//!
+//! The query path calls [`Store::load`] once per query and reads the
+//! [`Snapshot`] through its lookup methods: nothing else of the store is
+//! visible to it. The watch path builds a whole new snapshot with
+//! [`Builder`] and publishes it with [`Store::publish`]; readers holding
+//! the old one finish with it, and it is freed when the last one lets go.
+
+mod build;
+pub mod records;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
+
+pub use build::Builder;
+pub use records::{Endpoint, Port, Proto, PtrTarget, Service, ServiceKind};
+
+/// The services of one namespace.
+#[derive(Debug, Default, Clone)]
+pub struct Namespace {
+    pub services: HashMap<Arc<str>, Service>,
+}
+
+/// One immutable view of the cluster. `synced` is false until every
+/// watched kind has been listed once; lookups then must not be trusted as
+/// negative answers.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot {
+    pub synced: bool,
+    /// SOA serial: seconds since the Unix epoch when the snapshot was built.
+    pub serial: u32,
+    namespaces: HashMap<Arc<str>, Namespace>,
+    reverse: HashMap<IpAddr, Vec<PtrTarget>>,
+    /// Namespaces of running pods by pod IP (only filled for `pods verified`).
+    pods: HashMap<IpAddr, Vec<Arc<str>>>,
+}
+
+impl Snapshot {
+    /// An empty, not yet synced snapshot: every cluster name is SERVFAIL.
+    pub fn unsynced() -> Self {
+        Snapshot::default()
+    }
+
+    /// The namespace, if it exists (a Namespace object or any service in it).
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
+        self.namespaces.get(name)
+    }
+
+    pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
+        self.namespaces.get(namespace)?.services.get(name)
+    }
+
+    /// PTR targets of a cluster IP or endpoint address.
+    pub fn reverse(&self, addr: IpAddr) -> &[PtrTarget] {
+        self.reverse.get(&addr).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether a running pod in `namespace` has `addr` (`pods verified`).
+    pub fn pod_exists(&self, namespace: &str, addr: IpAddr) -> bool {
+        self.pods.get(&addr).is_some_and(|nss| nss.iter().any(|n| &**n == namespace))
+    }
+
+    /// Number of services, for logs and metrics.
+    pub fn service_count(&self) -> usize {
+        self.namespaces.values().map(|n| n.services.len()).sum()
+    }
+}
+
+/// The single slot holding the current snapshot.
+pub struct Store {
+    current: ArcSwap<Snapshot>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store {
+            current: ArcSwap::from_pointee(Snapshot::unsynced()),
+        }
+    }
+}
+
+impl Store {
+    /// The current snapshot; lock-free, for one query.
+    pub fn load(&self) -> Guard<Arc<Snapshot>> {
+        self.current.load()
+    }
+
+    /// Replaces the current snapshot atomically.
+    pub fn publish(&self, snapshot: Snapshot) {
+        self.current.store(Arc::new(snapshot));
+    }
+
+    /// Whether the first full sync has happened.
+    pub fn synced(&self) -> bool {
+        self.current.load().synced
+    }
+}

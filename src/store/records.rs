@@ -1,0 +1,138 @@
+//! Compact records: only what DNS answers need, built once at ingest.
+//!
+//! Prices on a 64-bit target (names are shared `Arc<str>`, interned per
+//! snapshot, so each distinct string is stored once):
+//! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
+//! - [`Endpoint`]: 56 bytes (address 17 → 24 with padding, hostname 16,
+//!   ports shared with its EndpointSlice 16).
+//! - [`Service`]: 56 bytes plus its ports and endpoints; a ClusterIP service
+//!   adds 17 bytes per cluster IP.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use hickory_proto::rr::Name;
+
+/// A port's transport protocol, as it appears in SRV names (`_tcp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Proto {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl Proto {
+    /// Parses a Kubernetes protocol (`TCP`, `UDP`, `SCTP`; absent = TCP).
+    pub fn from_k8s(text: Option<&str>) -> Option<Proto> {
+        match text.unwrap_or("TCP") {
+            "TCP" => Some(Proto::Tcp),
+            "UDP" => Some(Proto::Udp),
+            "SCTP" => Some(Proto::Sctp),
+            _ => None,
+        }
+    }
+
+    /// The SRV label without its underscore: `tcp`, `udp`, `sctp`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+            Proto::Sctp => "sctp",
+        }
+    }
+}
+
+/// A service or endpoint port. Unnamed ports have an empty name and get no
+/// `_port._proto` SRV name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    pub name: Arc<str>,
+    pub proto: Proto,
+    pub port: u16,
+}
+
+/// A ready endpoint of a service. `hostname` is the endpoint's `hostname`,
+/// else (with `endpoint_pod_names`) its pod's name, else its dashed address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub addr: IpAddr,
+    pub hostname: Arc<str>,
+    /// The ports of the EndpointSlice this endpoint came from.
+    pub ports: Arc<[Port]>,
+}
+
+/// What a service's own name resolves to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceKind {
+    /// ClusterIP, NodePort, LoadBalancer: its cluster IPs (dual-stack: both).
+    ClusterIp(Box<[IpAddr]>),
+    /// `clusterIP: None`: the ready endpoints' addresses.
+    Headless,
+    /// `type: ExternalName`: a CNAME to this target.
+    ExternalName(Name),
+}
+
+/// One Service with everything its names need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Service {
+    pub kind: ServiceKind,
+    pub ports: Box<[Port]>,
+    /// Ready endpoints across all of the service's EndpointSlices, one per
+    /// distinct (hostname, address).
+    pub endpoints: Box<[Endpoint]>,
+}
+
+impl Service {
+    /// Whether the service's own name exists: a headless service with no
+    /// ready endpoint has no records (spec 2.4.1 → NXDOMAIN).
+    pub fn has_records(&self, ignore_empty: bool) -> bool {
+        match self.kind {
+            ServiceKind::Headless => !self.endpoints.is_empty(),
+            ServiceKind::ClusterIp(_) if ignore_empty => !self.endpoints.is_empty(),
+            _ => true,
+        }
+    }
+}
+
+/// The name a PTR answer points to: `<service>.<ns>.svc.<zone>` or
+/// `<host>.<service>.<ns>.svc.<zone>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtrTarget {
+    pub namespace: Arc<str>,
+    pub service: Arc<str>,
+    pub host: Option<Arc<str>>,
+}
+
+/// The dashed form of an address used as a hostname: `10-0-0-1`, `fd00--1`.
+pub fn dashed(addr: IpAddr) -> String {
+    match addr {
+        IpAddr::V4(v4) => v4.to_string().replace('.', "-"),
+        IpAddr::V6(v6) => v6.to_string().replace(':', "-"),
+    }
+}
+
+/// The inverse of [`dashed`]: `1-2-3-4` → 1.2.3.4, `fd00--1` → fd00::1.
+pub fn undash(label: &str) -> Option<IpAddr> {
+    if label.split('-').count() == 4 && !label.contains("--") {
+        if let Ok(v4) = label.replace('-', ".").parse() {
+            return Some(IpAddr::V4(v4));
+        }
+    }
+    label.replace('-', ":").parse().ok().map(IpAddr::V6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dashed_round_trips() {
+        for text in ["10.0.0.1", "fd00::1", "2001:db8::a:1"] {
+            let ip: IpAddr = text.parse().expect("valid ip");
+            assert_eq!(undash(&dashed(ip)), Some(ip), "{text}");
+        }
+        assert_eq!(undash("1-2-3"), None);
+        assert_eq!(undash("1-2-3-400"), None);
+        assert_eq!(undash("web"), None);
+    }
+}
