@@ -1,0 +1,219 @@
+//! Shared harness for end-to-end tests: start the real binary on port 0
+//! with a generated Corefile, read the bound ports from its "listening on"
+//! log lines, wait for readiness, and talk to it over real sockets.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RecordType};
+
+/// A fresh directory for one test's files.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("clusterdns-e2e-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
+
+/// The demo cluster dump shipped in `zones/`.
+pub fn demo_cluster() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("zones/cluster.yaml")
+}
+
+/// A running server, killed on drop.
+pub struct Server {
+    child: Child,
+    pub dns: SocketAddr,
+    pub ready: SocketAddr,
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+/// A Corefile serving `snapshot` on 127.0.0.1, port 0, with extra
+/// `kubernetes` options.
+pub fn corefile(snapshot: &Path, options: &str) -> String {
+    format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        snapshot {}\n        {options}\n    }}\n}}\n",
+        snapshot.display()
+    )
+}
+
+impl Server {
+    /// Starts the binary with `corefile_text` (written into `dir`) and
+    /// waits until it is ready.
+    pub fn start(dir: &Path, corefile_text: &str) -> Server {
+        let server = Self::spawn(dir, corefile_text);
+        server.wait_ready(Duration::from_secs(20));
+        server
+    }
+
+    /// Starts the binary without waiting for readiness.
+    pub fn spawn(dir: &Path, corefile_text: &str) -> Server {
+        let conf = dir.join("Corefile");
+        std::fs::write(&conf, corefile_text).expect("write Corefile");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+            .arg("-conf")
+            .arg(&conf)
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start clusterdns");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line.clone());
+                if let Ok(mut l) = sink.lock() {
+                    l.push(line);
+                }
+            }
+        });
+        let (mut dns, mut ready) = (None, None);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while dns.is_none() || ready.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).unwrap_or_else(|_| panic!("server did not log its addresses: {:?}", log.lock().map(|l| l.clone())));
+            if let Some(a) = line.split("listening on udp ").nth(1) {
+                dns = a.trim().parse().ok();
+            }
+            if let Some(a) = line.split("listening on ready http://").nth(1) {
+                ready = a.trim().parse().ok();
+            }
+        }
+        Server { child, dns: dns.expect("dns addr"), ready: ready.expect("ready addr"), log }
+    }
+
+    /// Polls `/ready` until it answers 200.
+    pub fn wait_ready(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if http_get(self.ready, "/ready").starts_with("HTTP/1.1 200") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("server not ready within {limit:?}");
+    }
+
+    pub fn port(&self) -> String {
+        self.dns.port().to_string()
+    }
+
+    pub fn log_contains(&self, needle: &str) -> bool {
+        self.log.lock().is_ok_and(|l| l.iter().any(|line| line.contains(needle)))
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP GET returning the whole response text ("" on failure).
+pub fn http_get(addr: SocketAddr, path: &str) -> String {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else { return String::new() };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// A query message for `name`/`qtype`; `edns` sets a UDP payload size.
+pub fn query(id: u16, name: &str, qtype: RecordType, edns: Option<u16>) -> Vec<u8> {
+    let mut m = Message::new(id, MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = true;
+    m.add_query(Query::query(Name::from_ascii(name).expect("name"), qtype));
+    if let Some(size) = edns {
+        let mut e = Edns::new();
+        e.set_max_payload(size);
+        m.set_edns(e);
+    }
+    m.to_vec().expect("encode query")
+}
+
+/// Sends raw bytes over UDP and returns the raw reply, if any (1 s).
+pub fn udp_raw(server: SocketAddr, bytes: &[u8]) -> Option<Vec<u8>> {
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    sock.set_read_timeout(Some(Duration::from_secs(1))).expect("timeout");
+    sock.send_to(bytes, server).expect("send");
+    let mut buf = vec![0u8; 65535];
+    let n = sock.recv(&mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// One UDP query, decoded.
+pub fn udp(server: SocketAddr, name: &str, qtype: RecordType) -> Message {
+    let reply = udp_raw(server, &query(0x4242, name, qtype, Some(1232))).expect("a UDP reply");
+    Message::from_vec(&reply).expect("decodable reply")
+}
+
+/// Runs a command-line client and returns its stdout.
+pub fn run(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("{cmd} must be installed (.ci/run installs it): {e}"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The answer section of a reply as sorted zone-file lines.
+pub fn answer_lines(m: &Message) -> Vec<String> {
+    let mut v: Vec<String> = m.answers.iter().map(ToString::to_string).collect();
+    v.sort();
+    v
+}
+
+/// Sends several queries on one TCP connection without waiting (pipelined)
+/// and returns the replies in the order they arrive.
+pub fn tcp_pipelined(server: SocketAddr, queries: &[Vec<u8>]) -> Vec<Message> {
+    let mut s = TcpStream::connect_timeout(&server, Duration::from_secs(2)).expect("tcp connect");
+    s.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+    let mut out = Vec::new();
+    for q in queries {
+        out.extend_from_slice(&(q.len() as u16).to_be_bytes());
+        out.extend_from_slice(q);
+    }
+    s.write_all(&out).expect("tcp write");
+    let mut replies = Vec::new();
+    for _ in queries {
+        let mut len = [0u8; 2];
+        s.read_exact(&mut len).expect("reply length");
+        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        s.read_exact(&mut buf).expect("reply body");
+        replies.push(Message::from_vec(&buf).expect("decodable reply"));
+    }
+    replies
+}
+
+/// One TCP query, decoded.
+pub fn tcp(server: SocketAddr, name: &str, qtype: RecordType) -> Message {
+    tcp_pipelined(server, &[query(0x4343, name, qtype, None)]).remove(0)
+}
+
+/// The reply's rcode as dig prints it (NOERROR, NXDOMAIN, ...).
+pub fn rcode_name(m: &Message) -> String {
+    match u16::from(m.metadata.response_code) {
+        0 => "NOERROR".into(),
+        1 => "FORMERR".into(),
+        2 => "SERVFAIL".into(),
+        3 => "NXDOMAIN".into(),
+        4 => "NOTIMP".into(),
+        5 => "REFUSED".into(),
+        16 => "BADVERS".into(),
+        n => format!("RCODE{n}"),
+    }
+}
