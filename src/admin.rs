@@ -40,7 +40,11 @@ impl State {
 }
 
 /// Groups the configured addresses: one listener per distinct address.
-pub fn plan(health: Option<SocketAddr>, ready: Option<SocketAddr>, metrics: Option<SocketAddr>) -> BTreeMap<SocketAddr, Endpoints> {
+pub fn plan(
+    health: Option<SocketAddr>,
+    ready: Option<SocketAddr>,
+    metrics: Option<SocketAddr>,
+) -> BTreeMap<SocketAddr, Endpoints> {
     let mut plan: BTreeMap<SocketAddr, Endpoints> = BTreeMap::new();
     if let Some(a) = health {
         plan.entry(a).or_default().health = true;
@@ -63,7 +67,9 @@ pub async fn serve(listener: TcpListener, endpoints: Endpoints, state: Arc<State
         };
         let state = state.clone();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(5), respond(stream, endpoints, &state)).await;
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), respond(stream, endpoints, &state))
+                    .await;
         });
     }
 }
@@ -84,15 +90,27 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
     let (status, body, kind) = match path {
         "/health" if endpoints.health => match state.lameduck.load(Ordering::Relaxed) {
             false => ("200 OK", "OK".to_string(), "text/plain"),
-            true => ("503 Service Unavailable", "shutting down".to_string(), "text/plain"),
+            true => (
+                "503 Service Unavailable",
+                "shutting down".to_string(),
+                "text/plain",
+            ),
         },
         "/ready" if endpoints.ready => match state.ready() {
             true => ("200 OK", "OK".to_string(), "text/plain"),
-            false => ("503 Service Unavailable", "not ready".to_string(), "text/plain"),
+            false => (
+                "503 Service Unavailable",
+                "not ready".to_string(),
+                "text/plain",
+            ),
         },
         "/metrics" if endpoints.metrics => {
             let synced = state.stores.iter().all(|s| s.synced());
-            ("200 OK", state.metrics.render(synced), "text/plain; version=0.0.4")
+            (
+                "200 OK",
+                state.metrics.render(synced),
+                "text/plain; version=0.0.4",
+            )
         }
         _ => ("404 Not Found", "not found".to_string(), "text/plain"),
     };

@@ -20,7 +20,11 @@ use crate::watch;
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("cannot listen on {proto} {addr}: {source}")]
-    Bind { proto: &'static str, addr: SocketAddr, source: std::io::Error },
+    Bind {
+        proto: &'static str,
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// Runs the server until `shutdown` completes, then drains and returns.
@@ -31,27 +35,53 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let mut groups: BTreeMap<(u16, Vec<IpAddr>), Vec<Block>> = BTreeMap::new();
     for server in &config.servers {
         let block = block(server, &mut stores);
-        groups.entry((server.port, server.bind.clone())).or_default().push(block);
+        groups
+            .entry((server.port, server.bind.clone()))
+            .or_default()
+            .push(block);
     }
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut threads = Vec::new();
     for ((port, bind), blocks) in groups {
-        let handler = Arc::new(Handler { router: Router { blocks }, metrics: metrics.clone() });
+        let handler = Arc::new(Handler {
+            router: Router { blocks },
+            metrics: metrics.clone(),
+        });
         for ip in listen_ips(&bind) {
             let addr = SocketAddr::new(ip, port);
             match listen(addr, workers, &handler, &stop) {
                 Ok(t) => threads.extend(t),
-                Err(e) if bind.is_empty() && ip.is_ipv6() => tracing::warn!("{e}; serving IPv4 only"),
+                Err(e) if bind.is_empty() && ip.is_ipv6() => {
+                    tracing::warn!("{e}; serving IPv4 only")
+                }
                 Err(e) => return Err(e),
             }
         }
     }
-    let state = Arc::new(State { stores, metrics, lameduck: AtomicBool::new(false) });
-    let (health, ready, prom) = (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus);
+    let state = Arc::new(State {
+        stores,
+        metrics,
+        lameduck: AtomicBool::new(false),
+    });
+    let (health, ready, prom) = (
+        config.health.as_ref().map(|h| h.addr),
+        config.ready,
+        config.prometheus,
+    );
     for (addr, endpoints) in admin::plan(health, ready, prom) {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| AppError::Bind { proto: "http", addr, source })?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| AppError::Bind {
+                proto: "http",
+                addr,
+                source,
+            })?;
         let bound = listener.local_addr().unwrap_or(addr);
-        for (on, name) in [(endpoints.health, "health"), (endpoints.ready, "ready"), (endpoints.metrics, "metrics")] {
+        for (on, name) in [
+            (endpoints.health, "health"),
+            (endpoints.ready, "ready"),
+            (endpoints.metrics, "metrics"),
+        ] {
             if on {
                 tracing::info!("listening on {name} http://{bound}");
             }
@@ -59,7 +89,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         tokio::spawn(admin::serve(listener, endpoints, state.clone()));
     }
     shutdown.await;
-    let lameduck = config.health.as_ref().map(|h| h.lameduck).unwrap_or_default();
+    let lameduck = config
+        .health
+        .as_ref()
+        .map(|h| h.lameduck)
+        .unwrap_or_default();
     state.lameduck.store(true, Ordering::Relaxed);
     if !lameduck.is_zero() {
         tracing::info!("lameduck for {lameduck:?}: still answering, health and readiness failing");
@@ -82,7 +116,10 @@ fn block(server: &Server, stores: &mut Vec<Arc<Store>>) -> Block {
         watch::start(cfg.clone(), store.clone());
         Cluster { cfg, store }
     });
-    Block { zones: server.zones.clone(), cluster }
+    Block {
+        zones: server.zones.clone(),
+        cluster,
+    }
 }
 
 fn listen_ips(bind: &[IpAddr]) -> Vec<IpAddr> {
@@ -95,11 +132,32 @@ fn listen_ips(bind: &[IpAddr]) -> Vec<IpAddr> {
 
 /// Binds UDP workers and a TCP listener on one address (the same port for
 /// both, also when the port is 0) and logs both.
-fn listen(addr: SocketAddr, workers: usize, handler: &Arc<Handler>, stop: &Arc<AtomicBool>) -> Result<Vec<std::thread::JoinHandle<()>>, AppError> {
-    let (bound, threads) = udp::start(addr, workers, handler.clone(), stop.clone()).map_err(|source| AppError::Bind { proto: "udp", addr, source })?;
-    let listener = tcp::bind(bound).map_err(|source| AppError::Bind { proto: "tcp", addr: bound, source })?;
+fn listen(
+    addr: SocketAddr,
+    workers: usize,
+    handler: &Arc<Handler>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<std::thread::JoinHandle<()>>, AppError> {
+    let (bound, threads) =
+        udp::start(addr, workers, handler.clone(), stop.clone()).map_err(|source| {
+            AppError::Bind {
+                proto: "udp",
+                addr,
+                source,
+            }
+        })?;
+    let listener = tcp::bind(bound).map_err(|source| AppError::Bind {
+        proto: "tcp",
+        addr: bound,
+        source,
+    })?;
     tracing::info!("listening on udp {bound}");
     tracing::info!("listening on tcp {bound}");
-    tokio::spawn(tcp::serve(listener, handler.clone(), tcp::MAX_CONNECTIONS, stop.clone()));
+    tokio::spawn(tcp::serve(
+        listener,
+        handler.clone(),
+        tcp::MAX_CONNECTIONS,
+        stop.clone(),
+    ));
     Ok(threads)
 }

@@ -36,7 +36,11 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(errors) => {
             eprintln!("{errors}");
-            eprintln!("clusterdns: {} error(s) in {}", errors.0.len(), path.display());
+            eprintln!(
+                "clusterdns: {} error(s) in {}",
+                errors.0.len(),
+                path.display()
+            );
             return ExitCode::from(EXIT_CONFIG);
         }
     };
@@ -54,7 +58,11 @@ fn main() -> ExitCode {
 }
 
 fn serve(config: clusterdns::config::Config) -> anyhow::Result<()> {
-    tracing::info!("clusterdns {} starting with {}", env!("CARGO_PKG_VERSION"), config.path.display());
+    tracing::info!(
+        "clusterdns {} starting with {}",
+        env!("CARGO_PKG_VERSION"),
+        config.path.display()
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("clusterdns-rt")
@@ -68,7 +76,10 @@ fn serve(config: clusterdns::config::Config) -> anyhow::Result<()> {
 /// Completes at SIGTERM or SIGINT.
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => tracing::info!("SIGTERM received"),
@@ -89,25 +100,44 @@ fn default_corefile() -> PathBuf {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).with_ansi(ansi).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(ansi)
+        .init();
 }
 
 /// `Ok(None)`: a flag that only prints (help, version) was handled.
 fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {
-    let mut flags = Flags { check: false, conf: None, port: 53 };
+    let mut flags = Flags {
+        check: false,
+        conf: None,
+        port: 53,
+    };
     let mut first = true;
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) if n.starts_with('-') => (n.to_string(), Some(v.to_string())),
             _ => (arg.clone(), None),
         };
-        let mut value = |what: &str| inline.clone().or_else(|| args.next()).ok_or(format!("{name} needs {what}"));
+        let mut value = |what: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or(format!("{name} needs {what}"))
+        };
         match name.trim_start_matches('-') {
             "check" if first && !name.starts_with('-') => flags.check = true,
             "conf" => flags.conf = Some(PathBuf::from(value("a file")?)),
-            "dns.port" => flags.port = value("a port")?.parse().map_err(|_| "-dns.port needs a port number".to_string())?,
+            "dns.port" => {
+                flags.port = value("a port")?
+                    .parse()
+                    .map_err(|_| "-dns.port needs a port number".to_string())?
+            }
             "version" => {
                 println!("clusterdns-{}", env!("CARGO_PKG_VERSION"));
                 return Ok(None);

@@ -36,7 +36,9 @@ const RCODES: [ResponseCode; 6] = [
     ResponseCode::NotImp,
     ResponseCode::Refused,
 ];
-const RCODE_NAMES: [&str; 7] = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "OTHER"];
+const RCODE_NAMES: [&str; 7] = [
+    "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "OTHER",
+];
 /// Slot for every other rcode (BADVERS, ...).
 const OTHER: usize = RCODES.len();
 
@@ -80,31 +82,70 @@ impl Metrics {
     /// The Prometheus text exposition of every counter.
     pub fn render(&self, synced: bool) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "# HELP clusterdns_responses_total Responses sent, by transport and rcode.");
+        let _ = writeln!(
+            s,
+            "# HELP clusterdns_responses_total Responses sent, by transport and rcode."
+        );
         let _ = writeln!(s, "# TYPE clusterdns_responses_total counter");
         for t in [Transport::Udp, Transport::Tcp] {
             for (i, counter) in self.responses[idx(t)].iter().enumerate() {
                 let rcode = RCODE_NAMES[i];
-                let _ = writeln!(s, "clusterdns_responses_total{{proto=\"{}\",rcode=\"{rcode}\"}} {}", t.label(), counter.load(Relaxed));
+                let _ = writeln!(
+                    s,
+                    "clusterdns_responses_total{{proto=\"{}\",rcode=\"{rcode}\"}} {}",
+                    t.label(),
+                    counter.load(Relaxed)
+                );
             }
         }
         let pairs = [
-            ("clusterdns_truncated_total", "Responses sent with TC set.", &self.truncated),
-            ("clusterdns_dropped_total", "Packets dropped without a reply (not a query, too short).", &self.dropped),
+            (
+                "clusterdns_truncated_total",
+                "Responses sent with TC set.",
+                &self.truncated,
+            ),
+            (
+                "clusterdns_dropped_total",
+                "Packets dropped without a reply (not a query, too short).",
+                &self.dropped,
+            ),
         ];
         for (name, help, counters) in pairs {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
             for t in [Transport::Udp, Transport::Tcp] {
-                let _ = writeln!(s, "{name}{{proto=\"{}\"}} {}", t.label(), counters[idx(t)].load(Relaxed));
+                let _ = writeln!(
+                    s,
+                    "{name}{{proto=\"{}\"}} {}",
+                    t.label(),
+                    counters[idx(t)].load(Relaxed)
+                );
             }
         }
-        let _ = writeln!(s, "# HELP clusterdns_tcp_rejected_total TCP connections closed at the connection cap.");
-        let _ = writeln!(s, "# TYPE clusterdns_tcp_rejected_total counter\nclusterdns_tcp_rejected_total {}", self.tcp_rejected.load(Relaxed));
-        let _ = writeln!(s, "# HELP clusterdns_kubernetes_synced Whether every watched kind has been listed once.");
-        let _ = writeln!(s, "# TYPE clusterdns_kubernetes_synced gauge\nclusterdns_kubernetes_synced {}", u8::from(synced));
+        let _ = writeln!(
+            s,
+            "# HELP clusterdns_tcp_rejected_total TCP connections closed at the connection cap."
+        );
+        let _ = writeln!(
+            s,
+            "# TYPE clusterdns_tcp_rejected_total counter\nclusterdns_tcp_rejected_total {}",
+            self.tcp_rejected.load(Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP clusterdns_kubernetes_synced Whether every watched kind has been listed once."
+        );
+        let _ = writeln!(
+            s,
+            "# TYPE clusterdns_kubernetes_synced gauge\nclusterdns_kubernetes_synced {}",
+            u8::from(synced)
+        );
         let _ = writeln!(s, "# HELP coredns_build_info A metric with a constant '1' value labeled by version, revision, and goversion.");
         let _ = writeln!(s, "# TYPE coredns_build_info gauge");
-        let _ = writeln!(s, "coredns_build_info{{version=\"{}\",revision=\"\",goversion=\"none\"}} 1", env!("CARGO_PKG_VERSION"));
+        let _ = writeln!(
+            s,
+            "coredns_build_info{{version=\"{}\",revision=\"\",goversion=\"none\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
         s
     }
 }

@@ -16,7 +16,12 @@ use hickory_proto::rr::RecordType;
 fn big_cluster(dir: &Path) -> std::path::PathBuf {
     let mut eps = String::new();
     for i in 0..100 {
-        let _ = write!(eps, "\n  - addresses: [\"10.1.{}.{}\"]\n    conditions: {{ready: true}}", i / 200, i % 200 + 1);
+        let _ = write!(
+            eps,
+            "\n  - addresses: [\"10.1.{}.{}\"]\n    conditions: {{ready: true}}",
+            i / 200,
+            i % 200 + 1
+        );
     }
     let text = format!(
         "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {{name: big}}\n\
@@ -30,41 +35,119 @@ fn big_cluster(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn dig_udp_tcp_and_kdig() {
-    let server = Server::start(&temp_dir("dig"), &corefile(&common::demo_cluster(), "ttl 30"));
+    let server = Server::start(
+        &temp_dir("dig"),
+        &corefile(&common::demo_cluster(), "ttl 30"),
+    );
     let port = server.port();
     let base = ["@127.0.0.1", "-p", &port, "+norecurse"];
     let short = |extra: &[&str]| run("dig", &[&base[..], &["+short"], extra].concat());
-    assert_eq!(short(&["kubernetes.default.svc.cluster.local"]).trim(), "10.96.0.1");
-    assert_eq!(short(&["+tcp", "kubernetes.default.svc.cluster.local"]).trim(), "10.96.0.1");
-    assert_eq!(short(&["AAAA", "web.shop.svc.cluster.local"]).trim(), "fd00:10:96::1234");
-    assert_eq!(short(&["-x", "10.96.0.1"]).trim(), "kubernetes.default.svc.cluster.local.");
-    let full = run("dig", &[&base[..], &["nosuch.shop.svc.cluster.local"]].concat());
-    assert!(full.contains("status: NXDOMAIN") && full.contains("flags: qr aa"), "{full}");
-    assert!(full.contains("IN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local."), "{full}");
-    assert!(full.contains("; EDNS: version: 0, flags:; udp: 1232"), "dig sends EDNS; we answer with OPT: {full}");
+    assert_eq!(
+        short(&["kubernetes.default.svc.cluster.local"]).trim(),
+        "10.96.0.1"
+    );
+    assert_eq!(
+        short(&["+tcp", "kubernetes.default.svc.cluster.local"]).trim(),
+        "10.96.0.1"
+    );
+    assert_eq!(
+        short(&["AAAA", "web.shop.svc.cluster.local"]).trim(),
+        "fd00:10:96::1234"
+    );
+    assert_eq!(
+        short(&["-x", "10.96.0.1"]).trim(),
+        "kubernetes.default.svc.cluster.local."
+    );
+    let full = run(
+        "dig",
+        &[&base[..], &["nosuch.shop.svc.cluster.local"]].concat(),
+    );
+    assert!(
+        full.contains("status: NXDOMAIN") && full.contains("flags: qr aa"),
+        "{full}"
+    );
+    assert!(
+        full.contains("IN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local."),
+        "{full}"
+    );
+    assert!(
+        full.contains("; EDNS: version: 0, flags:; udp: 1232"),
+        "dig sends EDNS; we answer with OPT: {full}"
+    );
 
     let kbase = ["@127.0.0.1", "-p", &port];
-    let k = run("kdig", &[&kbase[..], &["+short", "postgres-1.postgres.db.svc.cluster.local"]].concat());
+    let k = run(
+        "kdig",
+        &[
+            &kbase[..],
+            &["+short", "postgres-1.postgres.db.svc.cluster.local"],
+        ]
+        .concat(),
+    );
     assert_eq!(k.trim(), "10.244.3.11");
-    let k = run("kdig", &[&kbase[..], &["+tcp", "+short", "SRV", "_https._tcp.kubernetes.default.svc.cluster.local"]].concat());
+    let k = run(
+        "kdig",
+        &[
+            &kbase[..],
+            &[
+                "+tcp",
+                "+short",
+                "SRV",
+                "_https._tcp.kubernetes.default.svc.cluster.local",
+            ],
+        ]
+        .concat(),
+    );
     assert_eq!(k.trim(), "0 100 443 kubernetes.default.svc.cluster.local.");
     // several queries over one kept-open TCP connection
-    let k = run("kdig", &[&kbase[..], &["+tcp", "+keepopen", "+short", "kubernetes.default.svc.cluster.local", "cart.shop.svc.cluster.local", "prometheus.monitoring.svc.cluster.local"]].concat());
-    assert_eq!(k.split_whitespace().collect::<Vec<_>>(), ["10.96.0.1", "10.96.45.6", "10.96.90.9"], "{k}");
+    let k = run(
+        "kdig",
+        &[
+            &kbase[..],
+            &[
+                "+tcp",
+                "+keepopen",
+                "+short",
+                "kubernetes.default.svc.cluster.local",
+                "cart.shop.svc.cluster.local",
+                "prometheus.monitoring.svc.cluster.local",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        k.split_whitespace().collect::<Vec<_>>(),
+        ["10.96.0.1", "10.96.45.6", "10.96.90.9"],
+        "{k}"
+    );
 }
 
 #[test]
 fn tcp_pipelining_answers_every_query_on_one_connection() {
-    let server = Server::start(&temp_dir("pipeline"), &corefile(&common::demo_cluster(), ""));
-    let names = ["kubernetes.default.svc.cluster.local.", "web.shop.svc.cluster.local.", "nosuch.svc.cluster.local.", "cart.shop.svc.cluster.local."];
-    let queries: Vec<Vec<u8>> = (0..40).map(|i| query(1000 + i as u16, names[i % names.len()], RecordType::A, None)).collect();
+    let server = Server::start(
+        &temp_dir("pipeline"),
+        &corefile(&common::demo_cluster(), ""),
+    );
+    let names = [
+        "kubernetes.default.svc.cluster.local.",
+        "web.shop.svc.cluster.local.",
+        "nosuch.svc.cluster.local.",
+        "cart.shop.svc.cluster.local.",
+    ];
+    let queries: Vec<Vec<u8>> = (0..40)
+        .map(|i| query(1000 + i as u16, names[i % names.len()], RecordType::A, None))
+        .collect();
     let replies = tcp_pipelined(server.dns, &queries);
     let mut ids: Vec<u16> = replies.iter().map(|m| m.metadata.id).collect();
     ids.sort_unstable();
     assert_eq!(ids, (1000..1040).collect::<Vec<u16>>());
     for m in &replies {
         let name = m.queries[0].name().to_string();
-        let want = if name.starts_with("nosuch") { "NXDOMAIN" } else { "NOERROR" };
+        let want = if name.starts_with("nosuch") {
+            "NXDOMAIN"
+        } else {
+            "NOERROR"
+        };
         assert_eq!(common::rcode_name(m), want, "{name}");
     }
 }
@@ -75,12 +158,43 @@ fn truncation_without_edns_and_with_edns_and_complete_over_tcp() {
     let server = Server::start(&dir, &corefile(&big_cluster(&dir), ""));
     let port = server.port();
     let name = "many.big.svc.cluster.local";
-    let plain = run("dig", &["@127.0.0.1", "-p", &port, "+noedns", "+notcp", "+ignore", name]);
-    assert!(plain.contains("flags: qr tc aa") || plain.contains("flags: qr aa tc"), "TC without EDNS: {plain}");
+    let plain = run(
+        "dig",
+        &[
+            "@127.0.0.1",
+            "-p",
+            &port,
+            "+noedns",
+            "+notcp",
+            "+ignore",
+            name,
+        ],
+    );
+    assert!(
+        plain.contains("flags: qr tc aa") || plain.contains("flags: qr aa tc"),
+        "TC without EDNS: {plain}"
+    );
     let (ans, size) = (count_answers(&plain), msg_size(&plain));
-    assert!(ans > 0 && ans < 100 && size <= 512, "records that fit are kept: {ans} answers, {size} bytes");
-    let edns = run("dig", &["@127.0.0.1", "-p", &port, "+bufsize=4096", "+notcp", "+ignore", name]);
-    assert!(edns.contains(" tc"), "over 1232 bytes even with EDNS 4096: {edns}");
+    assert!(
+        ans > 0 && ans < 100 && size <= 512,
+        "records that fit are kept: {ans} answers, {size} bytes"
+    );
+    let edns = run(
+        "dig",
+        &[
+            "@127.0.0.1",
+            "-p",
+            &port,
+            "+bufsize=4096",
+            "+notcp",
+            "+ignore",
+            name,
+        ],
+    );
+    assert!(
+        edns.contains(" tc"),
+        "over 1232 bytes even with EDNS 4096: {edns}"
+    );
     assert!(msg_size(&edns) <= 1232, "capped at 1232: {edns}");
     let full = run("dig", &["@127.0.0.1", "-p", &port, "+tcp", name]);
     assert_eq!(count_answers(&full), 100, "complete over TCP");
@@ -90,11 +204,19 @@ fn truncation_without_edns_and_with_edns_and_complete_over_tcp() {
 }
 
 fn count_answers(dig: &str) -> usize {
-    dig.split(", ANSWER: ").nth(1).and_then(|s| s.split(',').next()).and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+    dig.split(", ANSWER: ")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn msg_size(dig: &str) -> usize {
-    dig.split("MSG SIZE  rcvd: ").nth(1).and_then(|s| s.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(usize::MAX)
+    dig.split("MSG SIZE  rcvd: ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// glibc's resolver through `getent`, in a private mount + network
@@ -109,7 +231,9 @@ fn glibc_resolver_walks_the_search_path() {
     }
     let dir = temp_dir("glibc");
     let conf = dir.join("Corefile");
-    let text = corefile(&common::demo_cluster(), "").replace(".:0", ".:53").replace("ready 127.0.0.1:0", "ready 127.0.0.1:8181");
+    let text = corefile(&common::demo_cluster(), "")
+        .replace(".:0", ".:53")
+        .replace("ready 127.0.0.1:0", "ready 127.0.0.1:8181");
     std::fs::write(&conf, text).expect("Corefile");
     let resolv = dir.join("resolv.conf");
     std::fs::write(&resolv, "nameserver 127.0.0.1\nsearch shop.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 timeout:1 attempts:1\n").expect("resolv.conf");
@@ -137,13 +261,33 @@ wait $pid 2>/dev/null
         conf = conf.display(),
         dir = dir.display(),
     );
-    let out = Command::new("unshare").args(["-mn", "bash", "-c", &script]).output().expect("run unshare");
+    let out = Command::new("unshare")
+        .args(["-mn", "bash", "-c", &script])
+        .output()
+        .expect("run unshare");
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)).unwrap_or("").trim().to_string();
+    let line = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
     let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-    assert!(line("hosts-web:").starts_with("10.96.12.34") || line("hosts-web:").starts_with("fd00:10:96::1234"), "{text}\n{log}");
-    assert!(line("hosts-web:").contains("web.shop.svc.cluster.local"), "{text}");
-    assert_eq!(line("ahosts-web:"), "10.96.12.34 fd00:10:96::1234", "{text}");
+    assert!(
+        line("hosts-web:").starts_with("10.96.12.34")
+            || line("hosts-web:").starts_with("fd00:10:96::1234"),
+        "{text}\n{log}"
+    );
+    assert!(
+        line("hosts-web:").contains("web.shop.svc.cluster.local"),
+        "{text}"
+    );
+    assert_eq!(
+        line("ahosts-web:"),
+        "10.96.12.34 fd00:10:96::1234",
+        "{text}"
+    );
     assert!(line("hosts-cross-ns:").starts_with("10.96.77.1"), "{text}");
     assert!(line("hosts-fqdn:").starts_with("10.96.0.1"), "{text}");
     assert!(line("hosts-missing:").ends_with("rc=2"), "{text}");

@@ -48,14 +48,25 @@ fn parse(path: &Path) -> Scenario {
                 let parts: Vec<&str> = rest.split_whitespace().collect();
                 assert!(parts.len() >= 2, "{at}: query NAME TYPE [udp|tcp]");
                 let tcp = parts.get(2) == Some(&"tcp");
-                sc.steps.push(Step { line: i + 1, name: parts[0].into(), qtype: parts[1].into(), tcp, ..Step::default() });
+                sc.steps.push(Step {
+                    line: i + 1,
+                    name: parts[0].into(),
+                    qtype: parts[1].into(),
+                    tcp,
+                    ..Step::default()
+                });
             }
             _ => {
-                let step = sc.steps.last_mut().unwrap_or_else(|| panic!("{at}: '{word}' before any query"));
+                let step = sc
+                    .steps
+                    .last_mut()
+                    .unwrap_or_else(|| panic!("{at}: '{word}' before any query"));
                 match word {
                     "rcode" => step.rcode = Some(rest),
                     "flags" => step.flags = rest.split_whitespace().map(String::from).collect(),
-                    "answer" => step.answers.push(rest.split_whitespace().collect::<Vec<_>>().join(" ")),
+                    "answer" => step
+                        .answers
+                        .push(rest.split_whitespace().collect::<Vec<_>>().join(" ")),
                     "authority" => step.authority = Some(rest),
                     other => panic!("{at}: unknown keyword '{other}'"),
                 }
@@ -75,7 +86,10 @@ fn check(step: &Step, reply: &Message, at: &str) {
         let pos = pos.unwrap_or_else(|| panic!("{at}: missing answer '{want}'; got {got:#?}"));
         unmatched.remove(pos);
     }
-    assert!(unmatched.is_empty(), "{at}: unexpected answers {unmatched:#?}");
+    assert!(
+        unmatched.is_empty(),
+        "{at}: unexpected answers {unmatched:#?}"
+    );
     for flag in &step.flags {
         let set = match flag.as_str() {
             "aa" => reply.metadata.authoritative,
@@ -88,32 +102,62 @@ fn check(step: &Step, reply: &Message, at: &str) {
         assert!(set, "{at}: flag {flag}");
     }
     if let Some(kind) = &step.authority {
-        let got: Vec<String> = reply.authorities.iter().map(|r| r.record_type().to_string()).collect();
+        let got: Vec<String> = reply
+            .authorities
+            .iter()
+            .map(|r| r.record_type().to_string())
+            .collect();
         assert_eq!(got, vec![kind.clone()], "{at}: authority section");
     }
 }
 
 /// Token-wise equality where an expected `*` matches any token.
 fn matches(want: &str, got: &str) -> bool {
-    let (w, g): (Vec<&str>, Vec<&str>) = (want.split_whitespace().collect(), got.split_whitespace().collect());
+    let (w, g): (Vec<&str>, Vec<&str>) = (
+        want.split_whitespace().collect(),
+        got.split_whitespace().collect(),
+    );
     w.len() == g.len() && w.iter().zip(&g).all(|(a, b)| *a == "*" || a == b)
 }
 
 #[test]
 fn scenarios() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("zones/scenarios");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).expect("zones/scenarios").filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "scn")).collect();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("zones/scenarios")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "scn"))
+        .collect();
     files.sort();
-    assert!(files.len() >= 3, "expected scenario files in {}", dir.display());
+    assert!(
+        files.len() >= 3,
+        "expected scenario files in {}",
+        dir.display()
+    );
     let mut steps = 0;
     for file in files {
         let sc = parse(&file);
         let cluster = sc.cluster.clone().unwrap_or_else(common::demo_cluster);
-        let tag = file.file_stem().and_then(|s| s.to_str()).unwrap_or("scn").to_string();
-        let server = Server::start(&temp_dir(&tag), &corefile(&cluster, &sc.options.join("\n        ")));
+        let tag = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("scn")
+            .to_string();
+        let server = Server::start(
+            &temp_dir(&tag),
+            &corefile(&cluster, &sc.options.join("\n        ")),
+        );
         for step in &sc.steps {
-            let qtype: RecordType = step.qtype.parse().unwrap_or_else(|_| panic!("{}:{}: bad type", file.display(), step.line));
-            let reply = if step.tcp { tcp(server.dns, &step.name, qtype) } else { udp(server.dns, &step.name, qtype) };
+            let qtype: RecordType = step
+                .qtype
+                .parse()
+                .unwrap_or_else(|_| panic!("{}:{}: bad type", file.display(), step.line));
+            let reply = if step.tcp {
+                tcp(server.dns, &step.name, qtype)
+            } else {
+                udp(server.dns, &step.name, qtype)
+            };
             check(step, &reply, &format!("{}:{}", file.display(), step.line));
             steps += 1;
         }

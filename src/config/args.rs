@@ -18,13 +18,19 @@ pub struct Args<'a> {
 
 impl<'a> From<&'a Directive> for Args<'a> {
     fn from(d: &'a Directive) -> Self {
-        Args { name: &d.name, args: &d.args }
+        Args {
+            name: &d.name,
+            args: &d.args,
+        }
     }
 }
 
 impl<'a> From<&'a Line> for Args<'a> {
     fn from(l: &'a Line) -> Self {
-        Args { name: &l.name, args: &l.args }
+        Args {
+            name: &l.name,
+            args: &l.args,
+        }
     }
 }
 
@@ -46,17 +52,28 @@ impl<'a> Args<'a> {
             (a, b) => format!("{a} to {b} arguments"),
         };
         let at = self.args.get(max).map_or(self.pos(), |w| &w.pos);
-        errors.push(ConfigError::new(at, format!("'{}' takes {want}, got {n}", self.name.text)));
+        errors.push(ConfigError::new(
+            at,
+            format!("'{}' takes {want}, got {n}", self.name.text),
+        ));
         false
     }
 
     /// Parses argument `i` with `FromStr`, reporting `what` on failure.
-    pub fn parse<T: FromStr>(&self, i: usize, what: &str, errors: &mut Vec<ConfigError>) -> Option<T> {
+    pub fn parse<T: FromStr>(
+        &self,
+        i: usize,
+        what: &str,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<T> {
         let w = self.args.get(i)?;
         match w.text.parse() {
             Ok(v) => Some(v),
             Err(_) => {
-                errors.push(ConfigError::new(&w.pos, format!("'{}': '{}' is not {what}", self.name.text, w.text)));
+                errors.push(ConfigError::new(
+                    &w.pos,
+                    format!("'{}': '{}' is not {what}", self.name.text, w.text),
+                ));
                 None
             }
         }
@@ -73,7 +90,10 @@ pub fn zone(word: &Word, errors: &mut Vec<ConfigError>) -> Option<Name> {
             Some(n)
         }
         _ => {
-            errors.push(ConfigError::new(&word.pos, format!("'{}' is not a valid zone name", word.text)));
+            errors.push(ConfigError::new(
+                &word.pos,
+                format!("'{}' is not a valid zone name", word.text),
+            ));
             None
         }
     }
@@ -83,15 +103,25 @@ pub fn zone(word: &Word, errors: &mut Vec<ConfigError>) -> Option<Name> {
 pub fn listen_addr(word: &Word, errors: &mut Vec<ConfigError>) -> Option<SocketAddr> {
     let text = word.text.as_str();
     let parsed = match text.strip_prefix(':') {
-        Some(port) => port.parse::<u16>().ok().map(|p| SocketAddr::new(IpAddr::from([0, 0, 0, 0]), p)),
+        Some(port) => port
+            .parse::<u16>()
+            .ok()
+            .map(|p| SocketAddr::new(IpAddr::from([0, 0, 0, 0]), p)),
         None => text.parse::<SocketAddr>().ok().or_else(|| {
             let (host, port) = text.rsplit_once(':')?;
-            let ip = if host == "localhost" { IpAddr::from([127, 0, 0, 1]) } else { host.parse().ok()? };
+            let ip = if host == "localhost" {
+                IpAddr::from([127, 0, 0, 1])
+            } else {
+                host.parse().ok()?
+            };
             Some(SocketAddr::new(ip, port.parse().ok()?))
         }),
     };
     if parsed.is_none() {
-        errors.push(ConfigError::new(&word.pos, format!("'{text}' is not a listen address (':PORT' or 'IP:PORT')")));
+        errors.push(ConfigError::new(
+            &word.pos,
+            format!("'{text}' is not a listen address (':PORT' or 'IP:PORT')"),
+        ));
     }
     parsed
 }

@@ -52,7 +52,11 @@ pub fn parse_file(path: &Path, errors: &mut Vec<ConfigError>) -> Vec<RawBlock> {
         Ok(src) => parse_str(&name, &src, base_dir(path), errors),
         Err(e) => {
             errors.push(ConfigError::new(
-                &Pos { file: name, line: 0, col: 0 },
+                &Pos {
+                    file: name,
+                    line: 0,
+                    col: 0,
+                },
                 format!("cannot read: {e}"),
             ));
             Vec::new()
@@ -61,7 +65,12 @@ pub fn parse_file(path: &Path, errors: &mut Vec<ConfigError>) -> Vec<RawBlock> {
 }
 
 /// Parses Corefile text; `dir` resolves relative `import` paths.
-pub fn parse_str(file: &Arc<str>, src: &str, dir: PathBuf, errors: &mut Vec<ConfigError>) -> Vec<RawBlock> {
+pub fn parse_str(
+    file: &Arc<str>,
+    src: &str,
+    dir: PathBuf,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<RawBlock> {
     let toks = match lex(file, src) {
         Ok(t) => t,
         Err(e) => {
@@ -80,13 +89,22 @@ fn base_dir(path: &Path) -> PathBuf {
 }
 
 /// Removes `(name) { ... }` definitions at the top level and records them.
-fn take_snippets(toks: Vec<Tok>, snippets: &mut HashMap<String, Vec<Tok>>, errors: &mut Vec<ConfigError>) -> Vec<Tok> {
+fn take_snippets(
+    toks: Vec<Tok>,
+    snippets: &mut HashMap<String, Vec<Tok>>,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Tok> {
     let mut out = Vec::with_capacity(toks.len());
     let mut it = toks.into_iter().peekable();
     let mut at_line_start = true;
     while let Some(tok) = it.next() {
         let snippet = match &tok {
-            Tok::Word(w) if at_line_start && w.text.starts_with('(') && w.text.ends_with(')') && w.text.len() > 2 => {
+            Tok::Word(w)
+                if at_line_start
+                    && w.text.starts_with('(')
+                    && w.text.ends_with(')')
+                    && w.text.len() > 2 =>
+            {
                 Some(w.clone())
             }
             _ => None,
@@ -97,7 +115,10 @@ fn take_snippets(toks: Vec<Tok>, snippets: &mut HashMap<String, Vec<Tok>>, error
             continue;
         };
         if !matches!(it.next(), Some(Tok::Open(_))) {
-            errors.push(ConfigError::new(&word.pos, "a snippet definition needs '{' after its name"));
+            errors.push(ConfigError::new(
+                &word.pos,
+                "a snippet definition needs '{' after its name",
+            ));
             continue;
         }
         let mut depth = 1;
@@ -132,15 +153,23 @@ fn expand_imports(
         match &toks[i] {
             Tok::Word(w) if line_start && w.text == "import" => {
                 let arg = match toks.get(i + 1) {
-                    Some(Tok::Word(a)) if matches!(toks.get(i + 2), None | Some(Tok::Eol)) => a.clone(),
+                    Some(Tok::Word(a)) if matches!(toks.get(i + 2), None | Some(Tok::Eol)) => {
+                        a.clone()
+                    }
                     _ => {
-                        errors.push(ConfigError::new(&w.pos, "import takes exactly one argument"));
+                        errors.push(ConfigError::new(
+                            &w.pos,
+                            "import takes exactly one argument",
+                        ));
                         i = skip_line(&toks, i);
                         continue;
                     }
                 };
                 if depth >= MAX_IMPORT_DEPTH {
-                    errors.push(ConfigError::new(&w.pos, "import nested too deeply (a cycle?)"));
+                    errors.push(ConfigError::new(
+                        &w.pos,
+                        "import nested too deeply (a cycle?)",
+                    ));
                 } else {
                     let body = import_body(&arg, snippets, dir, errors);
                     out.extend(expand_imports(body, snippets, dir, depth + 1, errors));
@@ -163,7 +192,12 @@ fn skip_line(toks: &[Tok], mut i: usize) -> usize {
     i + 1
 }
 
-fn import_body(arg: &Word, snippets: &HashMap<String, Vec<Tok>>, dir: &Path, errors: &mut Vec<ConfigError>) -> Vec<Tok> {
+fn import_body(
+    arg: &Word,
+    snippets: &HashMap<String, Vec<Tok>>,
+    dir: &Path,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Tok> {
     if let Some(body) = snippets.get(&arg.text) {
         let mut body = body.clone();
         body.push(Tok::Eol);
@@ -172,20 +206,32 @@ fn import_body(arg: &Word, snippets: &HashMap<String, Vec<Tok>>, dir: &Path, err
     let paths = match glob_files(&dir.join(&arg.text)) {
         Ok(p) if !p.is_empty() => p,
         Ok(_) => {
-            errors.push(ConfigError::new(&arg.pos, format!("import '{}': no snippet or file matches", arg.text)));
+            errors.push(ConfigError::new(
+                &arg.pos,
+                format!("import '{}': no snippet or file matches", arg.text),
+            ));
             return Vec::new();
         }
         Err(e) => {
-            errors.push(ConfigError::new(&arg.pos, format!("import '{}': {e}", arg.text)));
+            errors.push(ConfigError::new(
+                &arg.pos,
+                format!("import '{}': {e}", arg.text),
+            ));
             return Vec::new();
         }
     };
     let mut out = Vec::new();
     for path in paths {
         let name: Arc<str> = Arc::from(path.display().to_string());
-        match std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|s| lex(&name, &s).map_err(|e| format!("{}: {}", e.pos, e.message))) {
+        match std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|s| lex(&name, &s).map_err(|e| format!("{}: {}", e.pos, e.message)))
+        {
             Ok(toks) => out.extend(toks),
-            Err(e) => errors.push(ConfigError::new(&arg.pos, format!("import {}: {e}", path.display()))),
+            Err(e) => errors.push(ConfigError::new(
+                &arg.pos,
+                format!("import {}: {e}", path.display()),
+            )),
         }
     }
     out
@@ -193,14 +239,25 @@ fn import_body(arg: &Word, snippets: &HashMap<String, Vec<Tok>>, dir: &Path, err
 
 /// Matches a path whose last component may hold `*` wildcards.
 fn glob_files(pattern: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let file = pattern.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+    let file = pattern
+        .file_name()
+        .and_then(|f| f.to_str())
+        .unwrap_or_default();
     if !file.contains('*') {
-        return Ok(if pattern.is_file() { vec![pattern.to_path_buf()] } else { Vec::new() });
+        return Ok(if pattern.is_file() {
+            vec![pattern.to_path_buf()]
+        } else {
+            Vec::new()
+        });
     }
     let dir = pattern.parent().unwrap_or(Path::new("."));
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_str().is_some_and(|n| wildcard_match(file, n)))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| wildcard_match(file, n))
+        })
         .map(|e| e.path())
         .filter(|p| p.is_file())
         .collect();
@@ -240,20 +297,35 @@ impl Grouper<'_> {
         while let Some(tok) = self.next() {
             match tok {
                 Tok::Eol => {}
-                Tok::Word(w) => keys.extend(w.text.split(',').filter(|k| !k.is_empty()).map(|k| Word { text: k.to_string(), ..w.clone() })),
+                Tok::Word(w) => {
+                    keys.extend(w.text.split(',').filter(|k| !k.is_empty()).map(|k| Word {
+                        text: k.to_string(),
+                        ..w.clone()
+                    }))
+                }
                 Tok::Open(pos) if keys.is_empty() => {
-                    self.errors.push(ConfigError::new(&pos, "'{' without a server block key before it (e.g. '.:53 {')"));
+                    self.errors.push(ConfigError::new(
+                        &pos,
+                        "'{' without a server block key before it (e.g. '.:53 {')",
+                    ));
                     self.directives();
                 }
                 Tok::Open(open) => {
                     let directives = self.directives();
-                    blocks.push(RawBlock { keys: std::mem::take(&mut keys), open, directives });
+                    blocks.push(RawBlock {
+                        keys: std::mem::take(&mut keys),
+                        open,
+                        directives,
+                    });
                 }
                 Tok::Close(pos) => self.errors.push(ConfigError::new(&pos, "unexpected '}'")),
             }
         }
         if let Some(k) = keys.first() {
-            self.errors.push(ConfigError::new(&k.pos, format!("server block '{}' has no '{{ ... }}' body", k.text)));
+            self.errors.push(ConfigError::new(
+                &k.pos,
+                format!("server block '{}' has no '{{ ... }}' body", k.text),
+            ));
         }
         blocks
     }
@@ -264,7 +336,11 @@ impl Grouper<'_> {
         while let Some((first, args, opened)) = self.line() {
             let Some(name) = first else { return out };
             let options = if opened { self.options() } else { Vec::new() };
-            out.push(Directive { name, args, options });
+            out.push(Directive {
+                name,
+                args,
+                options,
+            });
         }
         out
     }
@@ -274,7 +350,10 @@ impl Grouper<'_> {
         while let Some((first, args, opened)) = self.line() {
             let Some(name) = first else { return out };
             if opened {
-                self.errors.push(ConfigError::new(&name.pos, format!("option '{}' cannot open a block", name.text)));
+                self.errors.push(ConfigError::new(
+                    &name.pos,
+                    format!("option '{}' cannot open a block", name.text),
+                ));
                 self.options();
             }
             out.push(Line { name, args });
@@ -292,7 +371,8 @@ impl Grouper<'_> {
                 None => {
                     let pos = words.first().map(|w| w.pos.clone());
                     if let Some(p) = pos.or_else(|| self.last_pos()) {
-                        self.errors.push(ConfigError::new(&p, "unclosed '{': missing '}'"));
+                        self.errors
+                            .push(ConfigError::new(&p, "unclosed '{': missing '}'"));
                     }
                     return None;
                 }
@@ -301,14 +381,20 @@ impl Grouper<'_> {
                 Some(Tok::Word(w)) => words.push(w),
                 Some(Tok::Close(pos)) => {
                     if !words.is_empty() {
-                        self.errors.push(ConfigError::new(&pos, "'}' must stand on its own line"));
+                        self.errors
+                            .push(ConfigError::new(&pos, "'}' must stand on its own line"));
                     }
                     return Some((None, Vec::new(), false));
                 }
                 Some(Tok::Open(pos)) => {
                     if words.is_empty() {
-                        self.errors.push(ConfigError::new(&pos, "'{' without a directive before it"));
-                        words.push(Word { text: String::new(), pos, quoted: false });
+                        self.errors
+                            .push(ConfigError::new(&pos, "'{' without a directive before it"));
+                        words.push(Word {
+                            text: String::new(),
+                            pos,
+                            quoted: false,
+                        });
                     }
                     return Some((Some(words.remove(0)), words, true));
                 }
@@ -352,9 +438,14 @@ mod tests {
 
     #[test]
     fn snippets_are_imported() {
-        let (blocks, errors) = parse("(common) {\n errors\n log\n}\n.:53 {\n import common\n ready\n}\n");
+        let (blocks, errors) =
+            parse("(common) {\n errors\n log\n}\n.:53 {\n import common\n ready\n}\n");
         assert!(errors.is_empty(), "{errors:?}");
-        let names: Vec<_> = blocks[0].directives.iter().map(|d| d.name.text.as_str()).collect();
+        let names: Vec<_> = blocks[0]
+            .directives
+            .iter()
+            .map(|d| d.name.text.as_str())
+            .collect();
         assert_eq!(names, ["errors", "log", "ready"]);
     }
 
@@ -362,8 +453,14 @@ mod tests {
     fn errors_carry_positions_and_all_are_reported() {
         let (_, errors) = parse(".:53 {\n import nothing\n}\n}\n.:54 {\n log\n");
         assert_eq!(errors.len(), 3, "{errors:?}");
-        assert!(errors[0].starts_with("Corefile:2:9: import 'nothing'"), "{errors:?}");
-        assert!(errors[1].starts_with("Corefile:4:1: unexpected '}'"), "{errors:?}");
+        assert!(
+            errors[0].starts_with("Corefile:2:9: import 'nothing'"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("Corefile:4:1: unexpected '}'"),
+            "{errors:?}"
+        );
         assert!(errors[2].contains("unclosed"), "{errors:?}");
     }
 

@@ -32,7 +32,11 @@ pub enum Source {
     /// A `kubectl get ... -o yaml|json` dump, reloaded when it changes.
     Snapshot(PathBuf),
     /// The API server (in-cluster, `kubeconfig` or `endpoint`).
-    Api { endpoint: Option<String>, kubeconfig: Option<(PathBuf, Option<String>)>, tls: Option<[PathBuf; 3]> },
+    Api {
+        endpoint: Option<String>,
+        kubeconfig: Option<(PathBuf, Option<String>)>,
+        tls: Option<[PathBuf; 3]>,
+    },
 }
 
 /// Typed options of one `kubernetes` directive.
@@ -67,14 +71,23 @@ impl KubernetesConfig {
 }
 
 /// Parses a `kubernetes` directive; `block_zones` are the server block's.
-pub fn parse(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<KubernetesConfig> {
+pub fn parse(
+    d: &Directive,
+    block_zones: &[Name],
+    dir: &Path,
+    errors: &mut Vec<ConfigError>,
+) -> Option<KubernetesConfig> {
     let mut zones: Vec<Name> = d.args.iter().filter_map(|w| zone(w, errors)).collect();
     if zones.is_empty() {
         zones = block_zones.to_vec();
     }
     let mut cfg = KubernetesConfig {
         zones,
-        source: Source::Api { endpoint: None, kubeconfig: None, tls: None },
+        source: Source::Api {
+            endpoint: None,
+            kubeconfig: None,
+            tls: None,
+        },
         namespaces: Vec::new(),
         labels: None,
         pods: PodMode::Disabled,
@@ -139,7 +152,10 @@ pub fn parse(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<C
     cfg.source = match snapshot {
         Some(path) => {
             if endpoint.is_some() || kubeconfig.is_some() {
-                errors.push(ConfigError::new(&d.name.pos, "kubernetes: 'snapshot' cannot be combined with 'endpoint' or 'kubeconfig'"));
+                errors.push(ConfigError::new(
+                    &d.name.pos,
+                    "kubernetes: 'snapshot' cannot be combined with 'endpoint' or 'kubeconfig'",
+                ));
             }
             Source::Snapshot(path)
         }
@@ -148,7 +164,11 @@ pub fn parse(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<C
                 &d.name.pos,
                 "kubernetes: watching the Kubernetes API is not supported yet; serve a cluster dump with 'snapshot FILE'",
             ));
-            Source::Api { endpoint, kubeconfig, tls }
+            Source::Api {
+                endpoint,
+                kubeconfig,
+                tls,
+            }
         }
     };
     Some(cfg)

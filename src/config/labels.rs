@@ -76,10 +76,17 @@ fn requirement(part: &str) -> Result<Requirement, String> {
     for (op, neg) in [("!=", true), ("==", false), ("=", false)] {
         if let Some((k, v)) = part.split_once(op) {
             let (k, v) = (key_of(k.trim())?, v.trim().to_string());
-            return Ok(if neg { Requirement::NotEquals(k, v) } else { Requirement::Equals(k, v) });
+            return Ok(if neg {
+                Requirement::NotEquals(k, v)
+            } else {
+                Requirement::Equals(k, v)
+            });
         }
     }
-    let words: Vec<&str> = part.splitn(3, char::is_whitespace).filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> = part
+        .splitn(3, char::is_whitespace)
+        .filter(|w| !w.is_empty())
+        .collect();
     match words.as_slice() {
         [key] => Ok(Requirement::Exists(key_of(key)?)),
         [key, op, rest] if *op == "in" || *op == "notin" => {
@@ -90,14 +97,21 @@ fn requirement(part: &str) -> Result<Requirement, String> {
                 .ok_or_else(|| format!("'{part}': expected '(v1, v2, ...)' after {op}"))?;
             let values = list.split(',').map(|v| v.trim().to_string()).collect();
             let key = key_of(key)?;
-            Ok(if *op == "in" { Requirement::In(key, values) } else { Requirement::NotIn(key, values) })
+            Ok(if *op == "in" {
+                Requirement::In(key, values)
+            } else {
+                Requirement::NotIn(key, values)
+            })
         }
         _ => Err(format!("'{part}' is not a label requirement")),
     }
 }
 
 fn key_of(key: &str) -> Result<String, String> {
-    let ok = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+    let ok = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
     if ok {
         Ok(key.to_string())
     } else {
@@ -110,17 +124,31 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn parses_and_matches_every_form() {
-        let s = Selector::parse("app=web, tier in (a, b), !legacy, env!=dev, owner").expect("valid selector");
+        let s = Selector::parse("app=web, tier in (a, b), !legacy, env!=dev, owner")
+            .expect("valid selector");
         assert_eq!(s.0.len(), 5);
         assert!(s.matches(&labels(&[("app", "web"), ("tier", "b"), ("owner", "x")])));
         assert!(!s.matches(&labels(&[("app", "web"), ("tier", "c"), ("owner", "x")])));
-        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "a"), ("owner", "x"), ("legacy", "1")])));
-        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "a"), ("owner", "x"), ("env", "dev")])));
+        assert!(!s.matches(&labels(&[
+            ("app", "web"),
+            ("tier", "a"),
+            ("owner", "x"),
+            ("legacy", "1")
+        ])));
+        assert!(!s.matches(&labels(&[
+            ("app", "web"),
+            ("tier", "a"),
+            ("owner", "x"),
+            ("env", "dev")
+        ])));
         let notin = Selector::parse("tier notin (a)").expect("valid selector");
         assert!(notin.matches(&labels(&[])));
         assert!(!notin.matches(&labels(&[("tier", "a")])));

@@ -91,8 +91,15 @@ pub fn load(path: &Path, default_port: u16) -> Result<Config, ConfigErrors> {
         }
     }
     if raw.is_empty() && errors.is_empty() {
-        let pos = Pos { file: path.display().to_string().into(), line: 1, col: 1 };
-        errors.push(ConfigError::new(&pos, "no server blocks (expected e.g. '.:53 { ... }')"));
+        let pos = Pos {
+            file: path.display().to_string().into(),
+            line: 1,
+            col: 1,
+        };
+        errors.push(ConfigError::new(
+            &pos,
+            "no server blocks (expected e.g. '.:53 { ... }')",
+        ));
     }
     check_overlaps(&raw, &config, &mut errors);
     if errors.is_empty() {
@@ -108,7 +115,10 @@ fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<Co
     for (server, block) in config.servers.iter().zip(raw) {
         for zone in &server.zones {
             if seen.contains(&(zone, server.port)) && server.port != 0 {
-                errors.push(ConfigError::new(&block.open, format!("zone '{zone}' is served twice on port {}", server.port)));
+                errors.push(ConfigError::new(
+                    &block.open,
+                    format!("zone '{zone}' is served twice on port {}", server.port),
+                ));
             }
             seen.push((zone, server.port));
         }
@@ -123,7 +133,15 @@ impl fmt::Display for Config {
             let zones: Vec<String> = s.zones.iter().map(ToString::to_string).collect();
             writeln!(f, "server {} port {}", zones.join(" "), s.port)?;
             let bind: Vec<String> = s.bind.iter().map(ToString::to_string).collect();
-            writeln!(f, "  bind {}", if bind.is_empty() { "(all addresses)".into() } else { bind.join(" ") })?;
+            writeln!(
+                f,
+                "  bind {}",
+                if bind.is_empty() {
+                    "(all addresses)".into()
+                } else {
+                    bind.join(" ")
+                }
+            )?;
             writeln!(f, "  errors {}  log {}", s.errors, s.log)?;
             if let Some(k) = &s.kubernetes {
                 plugins::describe_kubernetes(f, k)?;

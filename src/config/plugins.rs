@@ -15,10 +15,27 @@ use super::lexer::Word;
 use super::{kubernetes, Config, ConfigError, KubernetesConfig, Server, Source};
 
 /// Directives this build implements.
-pub const SUPPORTED: &[&str] = &["bind", "errors", "log", "health", "ready", "prometheus", "kubernetes"];
+pub const SUPPORTED: &[&str] = &[
+    "bind",
+    "errors",
+    "log",
+    "health",
+    "ready",
+    "prometheus",
+    "kubernetes",
+];
 
 /// CoreDNS directives that a later release of clusterdns brings.
-pub const NOT_YET: &[&str] = &["forward", "cache", "loop", "reload", "loadbalance", "hosts", "file", "autopath"];
+pub const NOT_YET: &[&str] = &[
+    "forward",
+    "cache",
+    "loop",
+    "reload",
+    "loadbalance",
+    "hosts",
+    "file",
+    "autopath",
+];
 
 /// `health [ADDR] { lameduck DURATION }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,17 +45,32 @@ pub struct Health {
 }
 
 /// Builds one server block, recording process-wide listeners in `config`.
-pub fn server(block: &RawBlock, default_port: u16, dir: &Path, config: &mut Config, errors: &mut Vec<ConfigError>) -> Option<Server> {
+pub fn server(
+    block: &RawBlock,
+    default_port: u16,
+    dir: &Path,
+    config: &mut Config,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Server> {
     let mut zones = Vec::new();
     let mut port = None;
     for key in &block.keys {
-        let Some((z, p)) = key_zone_port(key, errors) else { continue };
+        let Some((z, p)) = key_zone_port(key, errors) else {
+            continue;
+        };
         zones.push(z);
         match (port, p) {
             (None, _) => port = Some(p),
             (Some(a), b) if a != b => {
                 let show = |p: Option<u16>| p.map_or("default".to_string(), |p| p.to_string());
-                errors.push(ConfigError::new(&key.pos, format!("keys of one block must share a port ({} and {})", show(a), show(b))));
+                errors.push(ConfigError::new(
+                    &key.pos,
+                    format!(
+                        "keys of one block must share a port ({} and {})",
+                        show(a),
+                        show(b)
+                    ),
+                ));
             }
             _ => {}
         }
@@ -57,11 +89,23 @@ pub fn server(block: &RawBlock, default_port: u16, dir: &Path, config: &mut Conf
     Some(server)
 }
 
-fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config, errors: &mut Vec<ConfigError>) {
+fn directive(
+    d: &Directive,
+    server: &mut Server,
+    dir: &Path,
+    config: &mut Config,
+    errors: &mut Vec<ConfigError>,
+) {
     let a = Args::from(d);
     let name = d.name.text.as_str();
-    if !d.options.is_empty() && SUPPORTED.contains(&name) && !matches!(name, "kubernetes" | "health" | "errors" | "log") {
-        errors.push(ConfigError::new(&d.options[0].name.pos, format!("{name}: takes no options block")));
+    if !d.options.is_empty()
+        && SUPPORTED.contains(&name)
+        && !matches!(name, "kubernetes" | "health" | "errors" | "log")
+    {
+        errors.push(ConfigError::new(
+            &d.options[0].name.pos,
+            format!("{name}: takes no options block"),
+        ));
     }
     match name {
         "bind" if a.count(1, usize::MAX, errors) => {
@@ -104,7 +148,10 @@ fn index_of(d: &Directive, w: &Word) -> usize {
 
 fn no_options(d: &Directive, errors: &mut Vec<ConfigError>) {
     for o in &d.options {
-        errors.push(ConfigError::new(&o.name.pos, format!("{}: unknown option '{}'", d.name.text, o.name.text)));
+        errors.push(ConfigError::new(
+            &o.name.pos,
+            format!("{}: unknown option '{}'", d.name.text, o.name.text),
+        ));
     }
 }
 
@@ -123,10 +170,16 @@ fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
         match a.name.text.as_str() {
             "lameduck" if a.count(1, 1, errors) => match parse_duration(&a.args[0].text) {
                 Some(v) => lameduck = v,
-                None => errors.push(ConfigError::new(&a.args[0].pos, format!("lameduck: '{}' is not a duration (e.g. 5s)", a.args[0].text))),
+                None => errors.push(ConfigError::new(
+                    &a.args[0].pos,
+                    format!("lameduck: '{}' is not a duration (e.g. 5s)", a.args[0].text),
+                )),
             },
             "lameduck" => {}
-            other => errors.push(ConfigError::new(a.pos(), format!("health: unknown option '{other}' (supported: lameduck)"))),
+            other => errors.push(ConfigError::new(
+                a.pos(),
+                format!("health: unknown option '{other}' (supported: lameduck)"),
+            )),
         }
     }
     Some(Health { addr, lameduck })
@@ -140,10 +193,14 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         return None;
     }
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
         let value: f64 = rest[..digits].parse().ok()?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,
@@ -163,8 +220,15 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
 /// when not written.
 fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Option<u16>)> {
     let text = key.text.as_str();
-    if let Some(scheme) = text.split_once("://").map(|(s, _)| s).filter(|s| *s != "dns") {
-        errors.push(ConfigError::new(&key.pos, format!("'{scheme}://' servers are not supported (only dns://)")));
+    if let Some(scheme) = text
+        .split_once("://")
+        .map(|(s, _)| s)
+        .filter(|s| *s != "dns")
+    {
+        errors.push(ConfigError::new(
+            &key.pos,
+            format!("'{scheme}://' servers are not supported (only dns://)"),
+        ));
         return None;
     }
     let text = text.trim_start_matches("dns://");
@@ -172,17 +236,32 @@ fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Opt
         Some((z, p)) => match p.parse::<u16>() {
             Ok(p) => (z, Some(p)),
             Err(_) => {
-                errors.push(ConfigError::new(&key.pos, format!("'{p}' is not a port number")));
+                errors.push(ConfigError::new(
+                    &key.pos,
+                    format!("'{p}' is not a port number"),
+                ));
                 return None;
             }
         },
         None => (text, None),
     };
     if zone_text.contains('/') {
-        errors.push(ConfigError::new(&key.pos, format!("'{zone_text}': CIDR notation in keys is not supported; write the reverse zone")));
+        errors.push(ConfigError::new(
+            &key.pos,
+            format!(
+                "'{zone_text}': CIDR notation in keys is not supported; write the reverse zone"
+            ),
+        ));
         return None;
     }
-    let word = Word { text: if zone_text.is_empty() { ".".into() } else { zone_text.into() }, ..key.clone() };
+    let word = Word {
+        text: if zone_text.is_empty() {
+            ".".into()
+        } else {
+            zone_text.into()
+        },
+        ..key.clone()
+    };
     Some((zone(&word, errors)?, port))
 }
 
@@ -192,15 +271,31 @@ pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> 
     writeln!(f, "  kubernetes {}", zones.join(" "))?;
     match &k.source {
         Source::Snapshot(p) => writeln!(f, "    snapshot {}", p.display())?,
-        Source::Api { endpoint, .. } => writeln!(f, "    api {}", endpoint.as_deref().unwrap_or("(in-cluster)"))?,
+        Source::Api { endpoint, .. } => writeln!(
+            f,
+            "    api {}",
+            endpoint.as_deref().unwrap_or("(in-cluster)")
+        )?,
     }
-    writeln!(f, "    pods {:?}  ttl {}  endpoint_pod_names {}  noendpoints {}", k.pods, k.ttl, k.endpoint_pod_names, k.noendpoints)?;
+    writeln!(
+        f,
+        "    pods {:?}  ttl {}  endpoint_pod_names {}  noendpoints {}",
+        k.pods, k.ttl, k.endpoint_pod_names, k.noendpoints
+    )?;
     if !k.namespaces.is_empty() {
         writeln!(f, "    namespaces {}", k.namespaces.join(" "))?;
     }
     if let Some(ft) = &k.fallthrough {
         let z: Vec<String> = ft.iter().map(ToString::to_string).collect();
-        writeln!(f, "    fallthrough {}", if z.is_empty() { "(all zones)".into() } else { z.join(" ") })?;
+        writeln!(
+            f,
+            "    fallthrough {}",
+            if z.is_empty() {
+                "(all zones)".into()
+            } else {
+                z.join(" ")
+            }
+        )?;
     }
     if k.ignore_empty_service {
         writeln!(f, "    ignore empty_service")?;

@@ -18,7 +18,14 @@ fn errors_of(tag: &str, text: &str) -> Vec<String> {
     let path = corefile(tag, text);
     match load(&path, 53) {
         Ok(_) => Vec::new(),
-        Err(e) => e.0.iter().map(|e| e.to_string().replace(&path.display().to_string(), "Corefile")).collect(),
+        Err(e) => {
+            e.0.iter()
+                .map(|e| {
+                    e.to_string()
+                        .replace(&path.display().to_string(), "Corefile")
+                })
+                .collect()
+        }
     }
 }
 
@@ -27,10 +34,16 @@ fn the_demo_corefile_loads() {
     let cfg = load(std::path::Path::new("zones/Corefile"), 53).expect("demo Corefile is valid");
     assert_eq!(cfg.servers.len(), 1);
     assert_eq!(cfg.servers[0].port, 1053);
-    let k = cfg.servers[0].kubernetes.as_ref().expect("kubernetes directive");
+    let k = cfg.servers[0]
+        .kubernetes
+        .as_ref()
+        .expect("kubernetes directive");
     assert_eq!(k.pods, PodMode::Insecure);
     assert_eq!(k.ttl, 30);
-    assert_eq!(k.source, Source::Snapshot(PathBuf::from("zones/cluster.yaml")));
+    assert_eq!(
+        k.source,
+        Source::Snapshot(PathBuf::from("zones/cluster.yaml"))
+    );
     assert!(k.falls_through(&Name::from_ascii("1.0.0.10.in-addr.arpa.").expect("name")));
     assert!(!k.falls_through(&Name::from_ascii("x.cluster.local.").expect("name")));
     assert_eq!(cfg.ready.map(|a| a.port()), Some(8181));
@@ -64,7 +77,14 @@ fn kubeadm_default_names_each_directive_not_yet_supported() {
 }
 "#;
     let errors = errors_of("kubeadm", text);
-    let want_lines = ["Corefile:7:5: kubernetes: watching the Kubernetes API", "Corefile:13:5: directive 'forward'", "Corefile:16:5: directive 'cache'", "Corefile:20:5: directive 'loop'", "Corefile:21:5: directive 'reload'", "Corefile:22:5: directive 'loadbalance'"];
+    let want_lines = [
+        "Corefile:7:5: kubernetes: watching the Kubernetes API",
+        "Corefile:13:5: directive 'forward'",
+        "Corefile:16:5: directive 'cache'",
+        "Corefile:20:5: directive 'loop'",
+        "Corefile:21:5: directive 'reload'",
+        "Corefile:22:5: directive 'loadbalance'",
+    ];
     assert_eq!(errors.len(), want_lines.len(), "{errors:#?}");
     for (got, want) in errors.iter().zip(want_lines) {
         assert!(got.starts_with(want), "{got} should start with {want}");
@@ -93,12 +113,18 @@ fn every_error_is_reported_with_its_position() {
 #[test]
 fn ports_imports_env_and_several_blocks() {
     std::env::set_var("CLUSTERDNS_TEST_ZONE", "cluster.local");
-    let dir = corefile("imports", "").parent().map(PathBuf::from).unwrap_or_default();
+    let dir = corefile("imports", "")
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default();
     std::fs::write(dir.join("common.conf"), "errors\n").expect("write import");
     let text = "(k) {\n  kubernetes {$CLUSTERDNS_TEST_ZONE} {\n    snapshot x.yaml\n  }\n}\n{$CLUSTERDNS_TEST_ZONE} {\n  import k\n  import common.conf\n}\nexample.org:1054 {\n  log\n}\n";
     std::fs::write(dir.join("Corefile"), text).expect("write Corefile");
     let cfg = load(&dir.join("Corefile"), 5353).expect("valid");
-    assert_eq!(cfg.servers[0].port, 5353, "-dns.port applies to keys without a port");
+    assert_eq!(
+        cfg.servers[0].port, 5353,
+        "-dns.port applies to keys without a port"
+    );
     assert_eq!(cfg.servers[0].zones[0].to_string(), "cluster.local.");
     assert!(cfg.servers[0].errors && cfg.servers[0].kubernetes.is_some());
     assert_eq!(cfg.servers[1].port, 1054);
@@ -116,8 +142,14 @@ fn same_zone_twice_on_a_port_is_an_error() {
 fn durations() {
     use std::time::Duration;
     assert_eq!(plugins::parse_duration("5s"), Some(Duration::from_secs(5)));
-    assert_eq!(plugins::parse_duration("1m30s"), Some(Duration::from_secs(90)));
-    assert_eq!(plugins::parse_duration("250ms"), Some(Duration::from_millis(250)));
+    assert_eq!(
+        plugins::parse_duration("1m30s"),
+        Some(Duration::from_secs(90))
+    );
+    assert_eq!(
+        plugins::parse_duration("250ms"),
+        Some(Duration::from_millis(250))
+    );
     assert_eq!(plugins::parse_duration("5"), None);
     assert_eq!(plugins::parse_duration("s"), None);
 }

@@ -38,14 +38,24 @@ impl Answer {
 /// (`ANY` matches both).
 pub fn address(owner: &Name, ttl: u32, addr: IpAddr, qtype: RecordType) -> Option<Record> {
     match (addr, qtype) {
-        (IpAddr::V4(v4), RecordType::A | RecordType::ANY) => Some(Record::from_rdata(owner.clone(), ttl, RData::A(A(v4)))),
-        (IpAddr::V6(v6), RecordType::AAAA | RecordType::ANY) => Some(Record::from_rdata(owner.clone(), ttl, RData::AAAA(AAAA(v6)))),
+        (IpAddr::V4(v4), RecordType::A | RecordType::ANY) => {
+            Some(Record::from_rdata(owner.clone(), ttl, RData::A(A(v4))))
+        }
+        (IpAddr::V6(v6), RecordType::AAAA | RecordType::ANY) => Some(Record::from_rdata(
+            owner.clone(),
+            ttl,
+            RData::AAAA(AAAA(v6)),
+        )),
         _ => None,
     }
 }
 
 pub fn srv(owner: &Name, ttl: u32, weight: u16, port: u16, target: Name) -> Record {
-    Record::from_rdata(owner.clone(), ttl, RData::SRV(SRV::new(0, weight, port, target)))
+    Record::from_rdata(
+        owner.clone(),
+        ttl,
+        RData::SRV(SRV::new(0, weight, port, target)),
+    )
 }
 
 pub fn cname(owner: &Name, ttl: u32, target: Name) -> Record {
@@ -57,7 +67,11 @@ pub fn ptr(owner: &Name, ttl: u32, target: Name) -> Record {
 }
 
 pub fn txt(owner: &Name, ttl: u32, text: &str) -> Record {
-    Record::from_rdata(owner.clone(), ttl, RData::TXT(TXT::new(vec![text.to_string()])))
+    Record::from_rdata(
+        owner.clone(),
+        ttl,
+        RData::TXT(TXT::new(vec![text.to_string()])),
+    )
 }
 
 pub fn ns(owner: &Name, ttl: u32, target: Name) -> Record {

@@ -6,10 +6,10 @@
 //! Additional records are dropped silently when they do not fit (RFC 2181
 //! §9: their loss does not set TC).
 
-use hickory_proto::ProtoError;
 use hickory_proto::op::{Edns, Header, HeaderCounts, MessageType, Metadata, Query, ResponseCode};
 use hickory_proto::rr::Record;
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
+use hickory_proto::ProtoError;
 
 use super::answer::Answer;
 use super::request::ClientEdns;
@@ -43,7 +43,12 @@ pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) 
     }
 }
 
-fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> Result<bool, ProtoError> {
+fn encode(
+    out: &mut Vec<u8>,
+    echo: &Echo<'_>,
+    answer: &Answer,
+    limit: usize,
+) -> Result<bool, ProtoError> {
     out.clear();
     let mut enc = BinEncoder::new(out);
     let place = enc.place::<Header>()?;
@@ -52,7 +57,11 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
         q.emit(&mut enc)?;
         counts.queries = 1;
     }
-    let room = if echo.edns.is_some() { limit.saturating_sub(OPT_LEN) } else { limit };
+    let room = if echo.edns.is_some() {
+        limit.saturating_sub(OPT_LEN)
+    } else {
+        limit
+    };
     enc.set_max_size(u16::try_from(room).unwrap_or(u16::MAX));
     let (answers, mut truncated) = section(&mut enc, &answer.answers)?;
     counts.answers = answers;
@@ -65,7 +74,9 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
     enc.set_max_size(u16::try_from(limit).unwrap_or(u16::MAX));
     if let Some(client) = echo.edns {
         let mut edns = Edns::new();
-        edns.set_max_payload(OUR_PAYLOAD).set_version(0).set_dnssec_ok(client.dnssec_ok);
+        edns.set_max_payload(OUR_PAYLOAD)
+            .set_version(0)
+            .set_dnssec_ok(client.dnssec_ok);
         edns.set_rcode_high(answer.rcode.high());
         Record::from(&edns).emit(&mut enc)?;
         counts.additionals += 1;
@@ -76,7 +87,13 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
     meta.authoritative = answer.authoritative;
     meta.truncation = truncated;
     meta.response_code = answer.rcode;
-    place.replace(&mut enc, Header { metadata: meta, counts })?;
+    place.replace(
+        &mut enc,
+        Header {
+            metadata: meta,
+            counts,
+        },
+    )?;
     Ok(truncated)
 }
 

@@ -48,7 +48,12 @@ impl Handler {
                 self.metrics.dropped(transport);
                 return false;
             }
-            Checked::Reject { meta, query, edns, rcode } => {
+            Checked::Reject {
+                meta,
+                query,
+                edns,
+                rcode,
+            } => {
                 answer.error(rcode);
                 (meta, query, edns)
             }
@@ -61,7 +66,11 @@ impl Handler {
             Transport::Udp => request::udp_limit(edns),
             Transport::Tcp => usize::from(u16::MAX),
         };
-        let echo = Echo { meta: &meta, query: query.as_ref(), edns };
+        let echo = Echo {
+            meta: &meta,
+            query: query.as_ref(),
+            edns,
+        };
         let truncated = finish::write(out, &echo, answer, limit);
         self.metrics.answered(transport, answer.rcode, truncated);
         !out.is_empty()

@@ -33,7 +33,12 @@ pub struct Request {
 #[derive(Debug)]
 pub enum Checked {
     Drop,
-    Reject { meta: Metadata, query: Option<Query>, edns: Option<ClientEdns>, rcode: ResponseCode },
+    Reject {
+        meta: Metadata,
+        query: Option<Query>,
+        edns: Option<ClientEdns>,
+        rcode: ResponseCode,
+    },
     Query(Request),
 }
 
@@ -45,27 +50,50 @@ pub fn check(bytes: &[u8]) -> Checked {
     let msg = match Message::from_vec(bytes) {
         Ok(m) => m,
         Err(_) => {
-            let Ok(header) = Header::read(&mut BinDecoder::new(bytes)) else { return Checked::Drop };
-            return Checked::Reject { meta: header.metadata, query: None, edns: None, rcode: ResponseCode::FormErr };
+            let Ok(header) = Header::read(&mut BinDecoder::new(bytes)) else {
+                return Checked::Drop;
+            };
+            return Checked::Reject {
+                meta: header.metadata,
+                query: None,
+                edns: None,
+                rcode: ResponseCode::FormErr,
+            };
         }
     };
-    let edns = msg.edns.as_ref().map(|e| ClientEdns { payload: e.max_payload(), dnssec_ok: e.flags().dnssec_ok });
+    let edns = msg.edns.as_ref().map(|e| ClientEdns {
+        payload: e.max_payload(),
+        dnssec_ok: e.flags().dnssec_ok,
+    });
     let version = msg.edns.as_ref().map_or(0, |e| e.version());
     let meta = msg.metadata;
     let mut queries = msg.queries;
-    let single = if queries.len() == 1 { queries.pop() } else { None };
-    let reject = |query, rcode| Checked::Reject { meta, query, edns, rcode };
+    let single = if queries.len() == 1 {
+        queries.pop()
+    } else {
+        None
+    };
+    let reject = |query, rcode| Checked::Reject {
+        meta,
+        query,
+        edns,
+        rcode,
+    };
     if meta.message_type != MessageType::Query {
         return Checked::Drop;
     }
     if meta.op_code != OpCode::Query {
         return reject(single, ResponseCode::NotImp);
     }
-    let Some(query) = single else { return reject(None, ResponseCode::FormErr) };
+    let Some(query) = single else {
+        return reject(None, ResponseCode::FormErr);
+    };
     if version > 0 {
         return reject(Some(query), ResponseCode::BADVERS);
     }
-    if query.query_class() != DNSClass::IN || matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
+    if query.query_class() != DNSClass::IN
+        || matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR)
+    {
         return reject(Some(query), ResponseCode::Refused);
     }
     Checked::Query(Request { meta, query, edns })

@@ -26,7 +26,13 @@ impl Router {
         let block = self
             .blocks
             .iter()
-            .filter_map(|b| b.zones.iter().filter(|z| z.zone_of(qname)).map(|z| (z.num_labels(), b)).max_by_key(|(n, _)| *n))
+            .filter_map(|b| {
+                b.zones
+                    .iter()
+                    .filter(|z| z.zone_of(qname))
+                    .map(|z| (z.num_labels(), b))
+                    .max_by_key(|(n, _)| *n)
+            })
             .max_by_key(|(n, _)| *n)
             .map(|(_, b)| b);
         let Some(block) = block else {

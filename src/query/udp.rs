@@ -21,7 +21,12 @@ const RECV_BUFFER: usize = 4 << 20;
 
 /// Binds `workers` sockets on `addr` (port 0: a free port shared by all)
 /// and starts one thread per socket. Returns the bound address.
-pub fn start(addr: SocketAddr, workers: usize, handler: Arc<Handler>, stop: Arc<AtomicBool>) -> io::Result<(SocketAddr, Vec<JoinHandle<()>>)> {
+pub fn start(
+    addr: SocketAddr,
+    workers: usize,
+    handler: Arc<Handler>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<(SocketAddr, Vec<JoinHandle<()>>)> {
     let first = bind(addr)?;
     let bound = first.local_addr()?;
     let mut sockets = vec![first];
@@ -57,7 +62,16 @@ fn serve(socket: &UdpSocket, handler: &Handler, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         let (len, peer) = match socket.recv_from(&mut buf) {
             Ok(r) => r,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
             Err(e) => {
                 tracing::warn!(target: "udp", "receive failed: {e}");
                 continue;

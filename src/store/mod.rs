@@ -61,7 +61,9 @@ impl Snapshot {
 
     /// Whether a running pod in `namespace` has `addr` (`pods verified`).
     pub fn pod_exists(&self, namespace: &str, addr: IpAddr) -> bool {
-        self.pods.get(&addr).is_some_and(|nss| nss.iter().any(|n| &**n == namespace))
+        self.pods
+            .get(&addr)
+            .is_some_and(|nss| nss.iter().any(|n| &**n == namespace))
     }
 
     /// Number of services, for logs and metrics.

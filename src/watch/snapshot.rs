@@ -22,9 +22,17 @@ use crate::store::{Builder, Snapshot, Store};
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
     #[error("{path}: cannot read: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}:{col}: {message}")]
-    Syntax { path: String, line: usize, col: usize, message: String },
+    Syntax {
+        path: String,
+        line: usize,
+        col: usize,
+        message: String,
+    },
 }
 
 /// What one load produced besides the snapshot.
@@ -38,13 +46,20 @@ pub struct LoadReport {
 
 /// Reads and converts a dump file.
 pub fn load_file(path: &Path, cfg: &KubernetesConfig) -> Result<(Snapshot, LoadReport), DumpError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DumpError::Read { path: path.display().to_string(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| DumpError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
     load_str(&path.display().to_string(), &text, cfg)
 }
 
 /// Parses dump text (JSON or YAML, one document or several, a `List` or
 /// single objects) and converts every object.
-pub fn load_str(path: &str, text: &str, cfg: &KubernetesConfig) -> Result<(Snapshot, LoadReport), DumpError> {
+pub fn load_str(
+    path: &str,
+    text: &str,
+    cfg: &KubernetesConfig,
+) -> Result<(Snapshot, LoadReport), DumpError> {
     let docs = parse_documents(path, text)?;
     let mut builder = Builder::new();
     let mut report = LoadReport::default();
@@ -61,12 +76,19 @@ pub fn load_str(path: &str, text: &str, cfg: &KubernetesConfig) -> Result<(Snaps
             other => add_object(&mut builder, cfg, other, &mut report),
         }
     }
-    let serial = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_secs() as u32);
+    let serial = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs() as u32);
     Ok((builder.build(serial), report))
 }
 
 fn parse_documents(path: &str, text: &str) -> Result<Vec<Value>, DumpError> {
-    let syntax = |line: usize, col: usize, message: String| DumpError::Syntax { path: path.to_string(), line, col, message };
+    let syntax = |line: usize, col: usize, message: String| DumpError::Syntax {
+        path: path.to_string(),
+        line,
+        col,
+        message,
+    };
     if text.trim_start().starts_with('{') {
         let mut out = Vec::new();
         for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
@@ -86,12 +108,18 @@ fn parse_documents(path: &str, text: &str) -> Result<Vec<Value>, DumpError> {
 }
 
 fn add_object(b: &mut Builder, cfg: &KubernetesConfig, item: Value, report: &mut LoadReport) {
-    let kind = item.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+    let kind = item
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     report.objects += 1;
     let result = match kind.as_str() {
         "Namespace" => from_value(&item, "Namespace").and_then(|o| convert::namespace(b, cfg, &o)),
         "Service" => from_value(&item, "Service").and_then(|o| convert::service(b, cfg, &o)),
-        "EndpointSlice" => from_value(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(b, cfg, &o)),
+        "EndpointSlice" => {
+            from_value(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(b, cfg, &o))
+        }
         "Pod" => from_value(&item, "Pod").and_then(|o| convert::pod(b, cfg, &o)),
         _ => {
             report.ignored += 1;
@@ -103,11 +131,24 @@ fn add_object(b: &mut Builder, cfg: &KubernetesConfig, item: Value, report: &mut
     }
 }
 
-fn from_value<T: serde::de::DeserializeOwned>(item: &Value, kind: &'static str) -> Result<T, Invalid> {
+fn from_value<T: serde::de::DeserializeOwned>(
+    item: &Value,
+    kind: &'static str,
+) -> Result<T, Invalid> {
     T::deserialize(item).map_err(|e| {
         let meta = item.get("metadata");
-        let field = |f: &str| meta.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or_default().to_string();
-        Invalid { kind, namespace: field("namespace"), name: field("name"), reason: e.to_string() }
+        let field = |f: &str| {
+            meta.and_then(|m| m.get(f))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        Invalid {
+            kind,
+            namespace: field("namespace"),
+            name: field("name"),
+            reason: e.to_string(),
+        }
     })
 }
 
@@ -118,7 +159,9 @@ pub async fn run(path: PathBuf, cfg: Arc<KubernetesConfig>, store: Arc<Store>, i
     let mut ticker = tokio::time::interval(interval);
     loop {
         ticker.tick().await;
-        let stamp = std::fs::metadata(&path).ok().map(|m| (m.modified().unwrap_or(UNIX_EPOCH), m.len()));
+        let stamp = std::fs::metadata(&path)
+            .ok()
+            .map(|m| (m.modified().unwrap_or(UNIX_EPOCH), m.len()));
         if stamp.is_none() || stamp == last {
             if stamp.is_none() && last.is_some() {
                 tracing::warn!(target: "kubernetes", "snapshot {}: file is gone; serving the last loaded state", path.display());
@@ -140,8 +183,12 @@ pub async fn run(path: PathBuf, cfg: Arc<KubernetesConfig>, store: Arc<Store>, i
                 );
                 store.publish(snapshot);
             }
-            Ok(Err(e)) => tracing::error!(target: "kubernetes", "{e}; keeping the previously loaded state"),
-            Err(e) => tracing::error!(target: "kubernetes", "snapshot {}: loader failed: {e}", path.display()),
+            Ok(Err(e)) => {
+                tracing::error!(target: "kubernetes", "{e}; keeping the previously loaded state")
+            }
+            Err(e) => {
+                tracing::error!(target: "kubernetes", "snapshot {}: loader failed: {e}", path.display())
+            }
         }
     }
 }

@@ -23,7 +23,9 @@ pub fn apex(c: &mut Ctx<'_, '_>) -> Found {
             let host = prefixed(c.zone, &["ns", "dns"]);
             c.out.answers.push(answer::ns(c.zone, ttl, host.clone()));
             for ip in ns_addresses(c) {
-                c.out.additional.extend(answer::address(&host, ttl, ip, RecordType::ANY));
+                c.out
+                    .additional
+                    .extend(answer::address(&host, ttl, ip, RecordType::ANY));
             }
         }
         _ => return Found::NoData,
@@ -36,14 +38,18 @@ pub fn dns_version(c: &mut Ctx<'_, '_>) -> Found {
         return Found::NoData;
     }
     let owner = c.owner.clone();
-    c.out.answers.push(answer::txt(&owner, c.cfg.ttl, SCHEMA_VERSION));
+    c.out
+        .answers
+        .push(answer::txt(&owner, c.cfg.ttl, SCHEMA_VERSION));
     Found::Records
 }
 
 pub fn ns_host(c: &mut Ctx<'_, '_>) -> Found {
     let owner = c.owner.clone();
     for ip in ns_addresses(c) {
-        c.out.answers.extend(answer::address(&owner, c.cfg.ttl, ip, c.qtype));
+        c.out
+            .answers
+            .extend(answer::address(&owner, c.cfg.ttl, ip, c.qtype));
     }
     if c.out.answers.is_empty() {
         Found::NoData
@@ -53,7 +59,11 @@ pub fn ns_host(c: &mut Ctx<'_, '_>) -> Found {
 }
 
 fn ns_addresses(c: &Ctx<'_, '_>) -> Vec<IpAddr> {
-    match c.snap.service(DNS_SERVICE.0, DNS_SERVICE.1).map(|s| &s.kind) {
+    match c
+        .snap
+        .service(DNS_SERVICE.0, DNS_SERVICE.1)
+        .map(|s| &s.kind)
+    {
         Some(ServiceKind::ClusterIp(ips)) => ips.to_vec(),
         _ => Vec::new(),
     }

@@ -62,18 +62,39 @@ pub struct Ctx<'s, 'o> {
 impl Cluster {
     /// The zone of ours that `qname` falls in (the longest), if any.
     pub fn zone_for(&self, qname: &Name) -> Option<&Name> {
-        self.cfg.zones.iter().filter(|z| z.zone_of(qname)).max_by_key(|z| z.num_labels())
+        self.cfg
+            .zones
+            .iter()
+            .filter(|z| z.zone_of(qname))
+            .max_by_key(|z| z.num_labels())
     }
 
     /// Answers `qname`/`qtype` in `zone` (from [`Cluster::zone_for`]).
-    pub fn answer(&self, qname: &Name, qtype: RecordType, zone: &Name, out: &mut Answer) -> Outcome {
+    pub fn answer(
+        &self,
+        qname: &Name,
+        qtype: RecordType,
+        zone: &Name,
+        out: &mut Answer,
+    ) -> Outcome {
         let snap = self.store.load();
         if !snap.synced {
             out.error(ResponseCode::ServFail);
             return Outcome::Answered;
         }
-        let mut c = Ctx { snap: &snap, cfg: &self.cfg, zone, owner: qname.clone(), qtype, out };
-        let found = match if reverse::is_reverse(zone) { reverse::answer(&mut c) } else { c.lookup(0) } {
+        let mut c = Ctx {
+            snap: &snap,
+            cfg: &self.cfg,
+            zone,
+            owner: qname.clone(),
+            qtype,
+            out,
+        };
+        let found = match if reverse::is_reverse(zone) {
+            reverse::answer(&mut c)
+        } else {
+            c.lookup(0)
+        } {
             Found::Records if out.answers.is_empty() => Found::NoData,
             found => found,
         };
@@ -87,8 +108,13 @@ impl Cluster {
             Found::NoData | Found::NxDomain => {
                 out.answers.clear();
                 out.additional.clear();
-                out.rcode = if found == Found::NoData { ResponseCode::NoError } else { ResponseCode::NXDomain };
-                out.authority.push(answer::soa(zone, self.cfg.ttl, snap.serial));
+                out.rcode = if found == Found::NoData {
+                    ResponseCode::NoError
+                } else {
+                    ResponseCode::NXDomain
+                };
+                out.authority
+                    .push(answer::soa(zone, self.cfg.ttl, snap.serial));
             }
         }
         Outcome::Answered
@@ -108,7 +134,12 @@ impl Ctx<'_, '_> {
             Qname::Service { ns, svc } => service::service(self, ns, svc, depth),
             Qname::ProtoEnt { ns, svc, proto } => service::proto_ent(self, ns, svc, proto),
             Qname::Endpoint { ns, svc, host } => service::endpoint(self, ns, svc, host),
-            Qname::Port { ns, svc, port, proto } => service::port(self, ns, svc, port, proto),
+            Qname::Port {
+                ns,
+                svc,
+                port,
+                proto,
+            } => service::port(self, ns, svc, port, proto),
             Qname::PodNamespace { ns } => pod::namespace(self, ns),
             Qname::Pod { ns, ip } => pod::pod(self, ns, ip),
             Qname::Unknown => Found::NxDomain,

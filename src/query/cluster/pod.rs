@@ -13,7 +13,9 @@ pub fn namespace(c: &mut Ctx<'_, '_>, ns: &str) -> Found {
 }
 
 pub fn pod(c: &mut Ctx<'_, '_>, ns: &str, ip: &str) -> Found {
-    let Some(addr) = undash(ip) else { return Found::NxDomain };
+    let Some(addr) = undash(ip) else {
+        return Found::NxDomain;
+    };
     let known = match c.cfg.pods {
         PodMode::Disabled => false,
         PodMode::Insecure => c.snap.namespace(ns).is_some(),

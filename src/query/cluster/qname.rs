@@ -27,13 +27,36 @@ pub enum Qname<'a> {
     DnsVersion,
     NsHost,
     Ent,
-    Namespace { ns: &'a str },
-    Service { ns: &'a str, svc: &'a str },
-    ProtoEnt { ns: &'a str, svc: &'a str, proto: &'a str },
-    Endpoint { ns: &'a str, svc: &'a str, host: &'a str },
-    Port { ns: &'a str, svc: &'a str, port: &'a str, proto: &'a str },
-    PodNamespace { ns: &'a str },
-    Pod { ns: &'a str, ip: &'a str },
+    Namespace {
+        ns: &'a str,
+    },
+    Service {
+        ns: &'a str,
+        svc: &'a str,
+    },
+    ProtoEnt {
+        ns: &'a str,
+        svc: &'a str,
+        proto: &'a str,
+    },
+    Endpoint {
+        ns: &'a str,
+        svc: &'a str,
+        host: &'a str,
+    },
+    Port {
+        ns: &'a str,
+        svc: &'a str,
+        port: &'a str,
+        proto: &'a str,
+    },
+    PodNamespace {
+        ns: &'a str,
+    },
+    Pod {
+        ns: &'a str,
+        ip: &'a str,
+    },
     Unknown,
 }
 
@@ -61,10 +84,19 @@ pub fn parse<'a>(lower: &'a Name, zone: &Name) -> Qname<'a> {
         [svc, ns, "svc"] => Qname::Service { ns, svc },
         [first, svc, ns, "svc"] => match first.strip_prefix('_') {
             Some(proto) => Qname::ProtoEnt { ns, svc, proto },
-            None => Qname::Endpoint { ns, svc, host: first },
+            None => Qname::Endpoint {
+                ns,
+                svc,
+                host: first,
+            },
         },
         [port, proto, svc, ns, "svc"] => match (port.strip_prefix('_'), proto.strip_prefix('_')) {
-            (Some(port), Some(proto)) => Qname::Port { ns, svc, port, proto },
+            (Some(port), Some(proto)) => Qname::Port {
+                ns,
+                svc,
+                port,
+                proto,
+            },
             _ => Qname::Unknown,
         },
         [ns, "pod"] => Qname::PodNamespace { ns },
@@ -90,16 +122,31 @@ mod tests {
         assert_eq!(p("ns.dns.cluster.local."), "NsHost");
         assert_eq!(p("svc.cluster.local."), "Ent");
         assert_eq!(p("Shop.svc.cluster.local."), r#"Namespace { ns: "shop" }"#);
-        assert_eq!(p("web.shop.svc.cluster.local."), r#"Service { ns: "shop", svc: "web" }"#);
-        assert_eq!(p("_tcp.web.shop.svc.cluster.local."), r#"ProtoEnt { ns: "shop", svc: "web", proto: "tcp" }"#);
-        assert_eq!(p("pg-0.pg.db.svc.cluster.local."), r#"Endpoint { ns: "db", svc: "pg", host: "pg-0" }"#);
+        assert_eq!(
+            p("web.shop.svc.cluster.local."),
+            r#"Service { ns: "shop", svc: "web" }"#
+        );
+        assert_eq!(
+            p("_tcp.web.shop.svc.cluster.local."),
+            r#"ProtoEnt { ns: "shop", svc: "web", proto: "tcp" }"#
+        );
+        assert_eq!(
+            p("pg-0.pg.db.svc.cluster.local."),
+            r#"Endpoint { ns: "db", svc: "pg", host: "pg-0" }"#
+        );
         assert_eq!(
             p("_HTTP._tcp.web.shop.svc.cluster.local."),
             r#"Port { ns: "shop", svc: "web", port: "http", proto: "tcp" }"#
         );
         assert_eq!(p("x._tcp.web.shop.svc.cluster.local."), "Unknown");
-        assert_eq!(p("shop.pod.cluster.local."), r#"PodNamespace { ns: "shop" }"#);
-        assert_eq!(p("10-1-2-3.shop.pod.cluster.local."), r#"Pod { ns: "shop", ip: "10-1-2-3" }"#);
+        assert_eq!(
+            p("shop.pod.cluster.local."),
+            r#"PodNamespace { ns: "shop" }"#
+        );
+        assert_eq!(
+            p("10-1-2-3.shop.pod.cluster.local."),
+            r#"Pod { ns: "shop", ip: "10-1-2-3" }"#
+        );
         assert_eq!(p("www.example.com.default.svc.cluster.local."), "Unknown");
         assert_eq!(p("a.b.c.d.e.f.cluster.local."), "Unknown");
         assert_eq!(p("web.shop.cluster.local."), "Unknown");

@@ -16,12 +16,16 @@ use crate::query::answer::{self, prefixed};
 use crate::store::{Endpoint, Port, Service, ServiceKind};
 
 fn lookup<'s>(c: &Ctx<'s, '_>, ns: &str, svc: &str) -> Option<&'s Service> {
-    c.snap.service(ns, svc).filter(|s| s.has_records(c.cfg.ignore_empty_service))
+    c.snap
+        .service(ns, svc)
+        .filter(|s| s.has_records(c.cfg.ignore_empty_service))
 }
 
 /// `<svc>.<ns>.svc.<zone>`.
 pub fn service(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, depth: u8) -> Found {
-    let Some(service) = lookup(c, ns, svc) else { return Found::NxDomain };
+    let Some(service) = lookup(c, ns, svc) else {
+        return Found::NxDomain;
+    };
     match &service.kind {
         ServiceKind::ExternalName(target) => return external_name(c, target, depth),
         _ if c.qtype == RecordType::SRV => return srv_records(c, ns, svc, service, None),
@@ -33,11 +37,17 @@ pub fn service(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, depth: u8) -> Found {
 
 /// `<host>.<svc>.<ns>.svc.<zone>`: the endpoints named `host`.
 pub fn endpoint(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, host: &str) -> Found {
-    let Some(service) = lookup(c, ns, svc) else { return Found::NxDomain };
+    let Some(service) = lookup(c, ns, svc) else {
+        return Found::NxDomain;
+    };
     if matches!(service.kind, ServiceKind::ExternalName(_)) {
         return Found::NxDomain;
     }
-    let mut named = service.endpoints.iter().filter(|e| &*e.hostname == host).peekable();
+    let mut named = service
+        .endpoints
+        .iter()
+        .filter(|e| &*e.hostname == host)
+        .peekable();
     if named.peek().is_none() {
         return Found::NxDomain;
     }
@@ -47,9 +57,15 @@ pub fn endpoint(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, host: &str) -> Found {
 
 /// `_<port>._<proto>.<svc>.<ns>.svc.<zone>`: SRV of one named port.
 pub fn port(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, port: &str, proto: &str) -> Found {
-    let Some(service) = lookup(c, ns, svc) else { return Found::NxDomain };
+    let Some(service) = lookup(c, ns, svc) else {
+        return Found::NxDomain;
+    };
     let filter = Some((port, proto));
-    let exists = service.ports.iter().chain(service.endpoints.iter().flat_map(|e| e.ports.iter())).any(|p| wanted(p, filter));
+    let exists = service
+        .ports
+        .iter()
+        .chain(service.endpoints.iter().flat_map(|e| e.ports.iter()))
+        .any(|p| wanted(p, filter));
     if !exists {
         return Found::NxDomain;
     }
@@ -61,8 +77,13 @@ pub fn port(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, port: &str, proto: &str) -
 
 /// `_<proto>.<svc>.<ns>.svc.<zone>`: exists while some named port uses it.
 pub fn proto_ent(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, proto: &str) -> Found {
-    let Some(service) = lookup(c, ns, svc) else { return Found::NxDomain };
-    let used = service.ports.iter().any(|p| !p.name.is_empty() && p.proto.label() == proto);
+    let Some(service) = lookup(c, ns, svc) else {
+        return Found::NxDomain;
+    };
+    let used = service
+        .ports
+        .iter()
+        .any(|p| !p.name.is_empty() && p.proto.label() == proto);
     if used {
         Found::NoData
     } else {
@@ -84,14 +105,26 @@ fn addresses(c: &mut Ctx<'_, '_>, addrs: impl Iterator<Item = IpAddr>) {
 /// SRV records for the ports passing `filter` (`(name, proto)`; `None`
 /// for every port): service ports of a ClusterIP service, endpoint ports of
 /// a headless one.
-fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filter: Option<(&str, &str)>) -> Found {
+fn srv_records(
+    c: &mut Ctx<'_, '_>,
+    ns: &str,
+    svc: &str,
+    service: &Service,
+    filter: Option<(&str, &str)>,
+) -> Found {
     let base = prefixed(c.zone, &[svc, ns, "svc"]);
     let ttl = c.cfg.ttl;
     let mut targets: Vec<(u16, Name)> = Vec::new();
     let mut glue: Vec<(Name, IpAddr)> = Vec::new();
     match &service.kind {
         ServiceKind::ClusterIp(ips) => {
-            targets.extend(service.ports.iter().filter(|p| wanted(p, filter)).map(|p| (p.port, base.clone())));
+            targets.extend(
+                service
+                    .ports
+                    .iter()
+                    .filter(|p| wanted(p, filter))
+                    .map(|p| (p.port, base.clone())),
+            );
             if !targets.is_empty() {
                 glue.extend(ips.iter().map(|ip| (base.clone(), *ip)));
             }
@@ -100,7 +133,12 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
             for e in service.endpoints.iter() {
                 let host = endpoint_name(&base, e);
                 let before = targets.len();
-                targets.extend(e.ports.iter().filter(|p| wanted(p, filter)).map(|p| (p.port, host.clone())));
+                targets.extend(
+                    e.ports
+                        .iter()
+                        .filter(|p| wanted(p, filter))
+                        .map(|p| (p.port, host.clone())),
+                );
                 if targets.len() > before {
                     glue.push((host, e.addr));
                 }
@@ -115,7 +153,11 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
     }
     let weight = (100 / targets.len()).max(1) as u16;
     let owner = c.owner.clone();
-    c.out.answers.extend(targets.into_iter().map(|(port, target)| answer::srv(&owner, ttl, weight, port, target)));
+    c.out.answers.extend(
+        targets
+            .into_iter()
+            .map(|(port, target)| answer::srv(&owner, ttl, weight, port, target)),
+    );
     for (name, addr) in glue {
         let record = answer::address(&name, ttl, addr, RecordType::ANY);
         if let Some(g) = record.filter(|g| !c.out.additional.contains(g)) {
@@ -128,7 +170,9 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
 /// Whether `p` passes `filter`: a named port with that name and protocol,
 /// or any port when there is no filter.
 fn wanted(p: &Port, filter: Option<(&str, &str)>) -> bool {
-    filter.is_none_or(|(name, proto)| !p.name.is_empty() && &*p.name == name && p.proto.label() == proto)
+    filter.is_none_or(|(name, proto)| {
+        !p.name.is_empty() && &*p.name == name && p.proto.label() == proto
+    })
 }
 
 fn endpoint_name(base: &Name, e: &Endpoint) -> Name {

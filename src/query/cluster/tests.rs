@@ -20,12 +20,23 @@ fn ip(s: &str) -> IpAddr {
 }
 
 fn port(name: &str, proto: Proto, number: u16) -> Port {
-    Port { name: name.into(), proto, port: number }
+    Port {
+        name: name.into(),
+        proto,
+        port: number,
+    }
 }
 
 fn endpoints(hosts: &[(&str, &str)], ports: Vec<Port>) -> Vec<Endpoint> {
     let ports: Arc<[Port]> = Arc::from(ports);
-    hosts.iter().map(|(h, a)| Endpoint { addr: ip(a), hostname: (*h).into(), ports: ports.clone() }).collect()
+    hosts
+        .iter()
+        .map(|(h, a)| Endpoint {
+            addr: ip(a),
+            hostname: (*h).into(),
+            ports: ports.clone(),
+        })
+        .collect()
 }
 
 fn name(s: &str) -> Name {
@@ -39,17 +50,71 @@ fn snapshot() -> crate::store::Snapshot {
         b.add_namespace(ns);
     }
     let cip = |ips: &[&str]| ServiceKind::ClusterIp(ips.iter().map(|s| ip(s)).collect());
-    b.add_service("default", "kubernetes", cip(&["10.96.0.1"]), vec![port("https", Proto::Tcp, 443)]);
-    b.add_service("kube-system", "kube-dns", cip(&["10.96.0.10"]), vec![port("dns", Proto::Udp, 53), port("dns-tcp", Proto::Tcp, 53)]);
-    b.add_service("shop", "web", cip(&["10.96.12.34", "fd00::1234"]), vec![port("http", Proto::Tcp, 80), port("", Proto::Tcp, 81)]);
-    b.add_endpoints("shop", "web", endpoints(&[("10-244-1-10", "10.244.1.10")], vec![port("http", Proto::Tcp, 8080)]));
-    b.add_service("shop", "payments", ServiceKind::ExternalName(name("payments.example.com.")), vec![]);
-    b.add_service("shop", "docs", ServiceKind::ExternalName(name("web.shop.svc.cluster.local.")), vec![]);
-    b.add_service("shop", "loop", ServiceKind::ExternalName(name("loop.shop.svc.cluster.local.")), vec![]);
-    b.add_service("db", "pg", ServiceKind::Headless, vec![port("postgres", Proto::Tcp, 5432)]);
-    let pg = endpoints(&[("pg-0", "10.244.3.10"), ("pg-1", "10.244.3.11"), ("pg-v6", "fd00::310")], vec![port("postgres", Proto::Tcp, 5432)]);
+    b.add_service(
+        "default",
+        "kubernetes",
+        cip(&["10.96.0.1"]),
+        vec![port("https", Proto::Tcp, 443)],
+    );
+    b.add_service(
+        "kube-system",
+        "kube-dns",
+        cip(&["10.96.0.10"]),
+        vec![port("dns", Proto::Udp, 53), port("dns-tcp", Proto::Tcp, 53)],
+    );
+    b.add_service(
+        "shop",
+        "web",
+        cip(&["10.96.12.34", "fd00::1234"]),
+        vec![port("http", Proto::Tcp, 80), port("", Proto::Tcp, 81)],
+    );
+    b.add_endpoints(
+        "shop",
+        "web",
+        endpoints(
+            &[("10-244-1-10", "10.244.1.10")],
+            vec![port("http", Proto::Tcp, 8080)],
+        ),
+    );
+    b.add_service(
+        "shop",
+        "payments",
+        ServiceKind::ExternalName(name("payments.example.com.")),
+        vec![],
+    );
+    b.add_service(
+        "shop",
+        "docs",
+        ServiceKind::ExternalName(name("web.shop.svc.cluster.local.")),
+        vec![],
+    );
+    b.add_service(
+        "shop",
+        "loop",
+        ServiceKind::ExternalName(name("loop.shop.svc.cluster.local.")),
+        vec![],
+    );
+    b.add_service(
+        "db",
+        "pg",
+        ServiceKind::Headless,
+        vec![port("postgres", Proto::Tcp, 5432)],
+    );
+    let pg = endpoints(
+        &[
+            ("pg-0", "10.244.3.10"),
+            ("pg-1", "10.244.3.11"),
+            ("pg-v6", "fd00::310"),
+        ],
+        vec![port("postgres", Proto::Tcp, 5432)],
+    );
     b.add_endpoints("db", "pg", pg);
-    b.add_service("db", "empty", ServiceKind::Headless, vec![port("postgres", Proto::Tcp, 5432)]);
+    b.add_service(
+        "db",
+        "empty",
+        ServiceKind::Headless,
+        vec![port("postgres", Proto::Tcp, 5432)],
+    );
     b.add_service("db", "lonely", cip(&["10.96.5.5"]), vec![]);
     b.add_pod("shop", ip("10.244.1.10"));
     b.build(42)
@@ -57,7 +122,11 @@ fn snapshot() -> crate::store::Snapshot {
 
 fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesConfig {
     KubernetesConfig {
-        zones: vec![name("cluster.local."), name("in-addr.arpa."), name("ip6.arpa.")],
+        zones: vec![
+            name("cluster.local."),
+            name("in-addr.arpa."),
+            name("ip6.arpa."),
+        ],
         source: Source::Snapshot("unused".into()),
         namespaces: Vec::new(),
         labels: None,
@@ -76,7 +145,15 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
         store.publish(snapshot());
     }
     let zones = cfg.zones.clone();
-    Router { blocks: vec![Block { zones, cluster: Some(Cluster { cfg: Arc::new(cfg), store }) }] }
+    Router {
+        blocks: vec![Block {
+            zones,
+            cluster: Some(Cluster {
+                cfg: Arc::new(cfg),
+                store,
+            }),
+        }],
+    }
 }
 
 fn ask(r: &Router, qname: &str, qtype: RecordType) -> Answer {
@@ -97,11 +174,20 @@ fn table(r: &Router, rows: &[(&str, RecordType, ResponseCode, &[&str])]) {
         let got = ask(r, qname, *qtype);
         let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
         want.sort();
-        assert_eq!((got.rcode, text(&got.answers)), (*rcode, want), "{qname} {qtype}");
-        let negative = got.answers.is_empty() && matches!(rcode, ResponseCode::NoError | ResponseCode::NXDomain);
+        assert_eq!(
+            (got.rcode, text(&got.answers)),
+            (*rcode, want),
+            "{qname} {qtype}"
+        );
+        let negative = got.answers.is_empty()
+            && matches!(rcode, ResponseCode::NoError | ResponseCode::NXDomain);
         if negative {
             let soa = got.authority.first().map(|s| s.record_type());
-            assert_eq!(soa, Some(RecordType::SOA), "{qname} {qtype}: negative answers carry the SOA");
+            assert_eq!(
+                soa,
+                Some(RecordType::SOA),
+                "{qname} {qtype}: negative answers carry the SOA"
+            );
         }
         if *rcode != ResponseCode::Refused && *rcode != ResponseCode::ServFail {
             assert!(got.authoritative, "{qname} {qtype}: AA");
@@ -116,37 +202,109 @@ const NX: ResponseCode = ResponseCode::NXDomain;
 #[test]
 fn services_clusterip_headless_externalname() {
     let r = router(config(PodMode::Disabled, true, false), true);
-    table(&r, &[
-        ("kubernetes.default.svc.cluster.local.", A, OK, &["kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"]),
-        ("KUBERNETES.Default.SVC.cluster.local.", A, OK, &["KUBERNETES.Default.SVC.cluster.local. 5 IN A 10.96.0.1"]),
-        ("kubernetes.default.svc.cluster.local.", AAAA, OK, &[]),
-        ("kubernetes.default.svc.cluster.local.", TXT, OK, &[]),
-        ("web.shop.svc.cluster.local.", AAAA, OK, &["web.shop.svc.cluster.local. 5 IN AAAA fd00::1234"]),
-        ("web.shop.svc.cluster.local.", ANY, OK, &["web.shop.svc.cluster.local. 5 IN A 10.96.12.34", "web.shop.svc.cluster.local. 5 IN AAAA fd00::1234"]),
-        ("nope.shop.svc.cluster.local.", A, NX, &[]),
-        ("web.nope.svc.cluster.local.", A, NX, &[]),
-        ("pg.db.svc.cluster.local.", A, OK, &["pg.db.svc.cluster.local. 5 IN A 10.244.3.10", "pg.db.svc.cluster.local. 5 IN A 10.244.3.11"]),
-        ("pg.db.svc.cluster.local.", AAAA, OK, &["pg.db.svc.cluster.local. 5 IN AAAA fd00::310"]),
-        ("pg-1.pg.db.svc.cluster.local.", A, OK, &["pg-1.pg.db.svc.cluster.local. 5 IN A 10.244.3.11"]),
-        ("pg-1.pg.db.svc.cluster.local.", AAAA, OK, &[]),
-        ("pg-9.pg.db.svc.cluster.local.", A, NX, &[]),
-        ("10-244-1-10.web.shop.svc.cluster.local.", A, OK, &["10-244-1-10.web.shop.svc.cluster.local. 5 IN A 10.244.1.10"]),
-        ("empty.db.svc.cluster.local.", A, NX, &[]),
-        ("empty.db.svc.cluster.local.", SRV, NX, &[]),
-        ("lonely.db.svc.cluster.local.", A, OK, &["lonely.db.svc.cluster.local. 5 IN A 10.96.5.5"]),
-        ("payments.shop.svc.cluster.local.", A, OK, &["payments.shop.svc.cluster.local. 5 IN CNAME payments.example.com."]),
-        ("payments.shop.svc.cluster.local.", CNAME, OK, &["payments.shop.svc.cluster.local. 5 IN CNAME payments.example.com."]),
-        ("docs.shop.svc.cluster.local.", A, OK, &[
-            "docs.shop.svc.cluster.local. 5 IN CNAME web.shop.svc.cluster.local.",
-            "web.shop.svc.cluster.local. 5 IN A 10.96.12.34",
-        ]),
-        ("loop.shop.svc.cluster.local.", A, OK, &[
-            "loop.shop.svc.cluster.local. 5 IN CNAME loop.shop.svc.cluster.local.",
-        ]),
-        ("www.example.com.shop.svc.cluster.local.", A, NX, &[]),
-        ("www.example.com.svc.cluster.local.", A, NX, &[]),
-        ("www.example.com.cluster.local.", A, NX, &[]),
-    ]);
+    table(
+        &r,
+        &[
+            (
+                "kubernetes.default.svc.cluster.local.",
+                A,
+                OK,
+                &["kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"],
+            ),
+            (
+                "KUBERNETES.Default.SVC.cluster.local.",
+                A,
+                OK,
+                &["KUBERNETES.Default.SVC.cluster.local. 5 IN A 10.96.0.1"],
+            ),
+            ("kubernetes.default.svc.cluster.local.", AAAA, OK, &[]),
+            ("kubernetes.default.svc.cluster.local.", TXT, OK, &[]),
+            (
+                "web.shop.svc.cluster.local.",
+                AAAA,
+                OK,
+                &["web.shop.svc.cluster.local. 5 IN AAAA fd00::1234"],
+            ),
+            (
+                "web.shop.svc.cluster.local.",
+                ANY,
+                OK,
+                &[
+                    "web.shop.svc.cluster.local. 5 IN A 10.96.12.34",
+                    "web.shop.svc.cluster.local. 5 IN AAAA fd00::1234",
+                ],
+            ),
+            ("nope.shop.svc.cluster.local.", A, NX, &[]),
+            ("web.nope.svc.cluster.local.", A, NX, &[]),
+            (
+                "pg.db.svc.cluster.local.",
+                A,
+                OK,
+                &[
+                    "pg.db.svc.cluster.local. 5 IN A 10.244.3.10",
+                    "pg.db.svc.cluster.local. 5 IN A 10.244.3.11",
+                ],
+            ),
+            (
+                "pg.db.svc.cluster.local.",
+                AAAA,
+                OK,
+                &["pg.db.svc.cluster.local. 5 IN AAAA fd00::310"],
+            ),
+            (
+                "pg-1.pg.db.svc.cluster.local.",
+                A,
+                OK,
+                &["pg-1.pg.db.svc.cluster.local. 5 IN A 10.244.3.11"],
+            ),
+            ("pg-1.pg.db.svc.cluster.local.", AAAA, OK, &[]),
+            ("pg-9.pg.db.svc.cluster.local.", A, NX, &[]),
+            (
+                "10-244-1-10.web.shop.svc.cluster.local.",
+                A,
+                OK,
+                &["10-244-1-10.web.shop.svc.cluster.local. 5 IN A 10.244.1.10"],
+            ),
+            ("empty.db.svc.cluster.local.", A, NX, &[]),
+            ("empty.db.svc.cluster.local.", SRV, NX, &[]),
+            (
+                "lonely.db.svc.cluster.local.",
+                A,
+                OK,
+                &["lonely.db.svc.cluster.local. 5 IN A 10.96.5.5"],
+            ),
+            (
+                "payments.shop.svc.cluster.local.",
+                A,
+                OK,
+                &["payments.shop.svc.cluster.local. 5 IN CNAME payments.example.com."],
+            ),
+            (
+                "payments.shop.svc.cluster.local.",
+                CNAME,
+                OK,
+                &["payments.shop.svc.cluster.local. 5 IN CNAME payments.example.com."],
+            ),
+            (
+                "docs.shop.svc.cluster.local.",
+                A,
+                OK,
+                &[
+                    "docs.shop.svc.cluster.local. 5 IN CNAME web.shop.svc.cluster.local.",
+                    "web.shop.svc.cluster.local. 5 IN A 10.96.12.34",
+                ],
+            ),
+            (
+                "loop.shop.svc.cluster.local.",
+                A,
+                OK,
+                &["loop.shop.svc.cluster.local. 5 IN CNAME loop.shop.svc.cluster.local."],
+            ),
+            ("www.example.com.shop.svc.cluster.local.", A, NX, &[]),
+            ("www.example.com.svc.cluster.local.", A, NX, &[]),
+            ("www.example.com.cluster.local.", A, NX, &[]),
+        ],
+    );
 }
 
 #[test]
@@ -178,13 +336,19 @@ fn srv_named_ports_bare_names_and_empty_non_terminals() {
         ]),
     ]);
     let srv = ask(&r, "_postgres._tcp.pg.db.svc.cluster.local.", SRV);
-    assert_eq!(text(&srv.additional), [
-        "pg-0.pg.db.svc.cluster.local. 5 IN A 10.244.3.10",
-        "pg-1.pg.db.svc.cluster.local. 5 IN A 10.244.3.11",
-        "pg-v6.pg.db.svc.cluster.local. 5 IN AAAA fd00::310",
-    ]);
+    assert_eq!(
+        text(&srv.additional),
+        [
+            "pg-0.pg.db.svc.cluster.local. 5 IN A 10.244.3.10",
+            "pg-1.pg.db.svc.cluster.local. 5 IN A 10.244.3.11",
+            "pg-v6.pg.db.svc.cluster.local. 5 IN AAAA fd00::310",
+        ]
+    );
     let srv = ask(&r, "_https._tcp.kubernetes.default.svc.cluster.local.", SRV);
-    assert_eq!(text(&srv.additional), ["kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"]);
+    assert_eq!(
+        text(&srv.additional),
+        ["kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"]
+    );
 }
 
 #[test]
@@ -205,31 +369,58 @@ fn apex_version_namespaces_and_outside_names() {
         ("cluster.localx.", A, ResponseCode::Refused, &[]),
     ]);
     let ns = ask(&r, "cluster.local.", NS);
-    assert_eq!(text(&ns.additional), ["ns.dns.cluster.local. 5 IN A 10.96.0.10"]);
+    assert_eq!(
+        text(&ns.additional),
+        ["ns.dns.cluster.local. 5 IN A 10.96.0.10"]
+    );
 }
 
 #[test]
 fn pods_by_mode() {
     let insecure = router(config(PodMode::Insecure, true, false), true);
-    table(&insecure, &[
-        ("10-244-9-9.shop.pod.cluster.local.", A, OK, &["10-244-9-9.shop.pod.cluster.local. 5 IN A 10.244.9.9"]),
-        ("10-244-9-9.shop.pod.cluster.local.", AAAA, OK, &[]),
-        ("fd00--9.shop.pod.cluster.local.", AAAA, OK, &["fd00--9.shop.pod.cluster.local. 5 IN AAAA fd00::9"]),
-        ("10-244-9-9.nope.pod.cluster.local.", A, NX, &[]),
-        ("not-an-ip.shop.pod.cluster.local.", A, NX, &[]),
-        ("shop.pod.cluster.local.", A, OK, &[]),
-    ]);
+    table(
+        &insecure,
+        &[
+            (
+                "10-244-9-9.shop.pod.cluster.local.",
+                A,
+                OK,
+                &["10-244-9-9.shop.pod.cluster.local. 5 IN A 10.244.9.9"],
+            ),
+            ("10-244-9-9.shop.pod.cluster.local.", AAAA, OK, &[]),
+            (
+                "fd00--9.shop.pod.cluster.local.",
+                AAAA,
+                OK,
+                &["fd00--9.shop.pod.cluster.local. 5 IN AAAA fd00::9"],
+            ),
+            ("10-244-9-9.nope.pod.cluster.local.", A, NX, &[]),
+            ("not-an-ip.shop.pod.cluster.local.", A, NX, &[]),
+            ("shop.pod.cluster.local.", A, OK, &[]),
+        ],
+    );
     let verified = router(config(PodMode::Verified, true, false), true);
-    table(&verified, &[
-        ("10-244-1-10.shop.pod.cluster.local.", A, OK, &["10-244-1-10.shop.pod.cluster.local. 5 IN A 10.244.1.10"]),
-        ("10-244-1-10.db.pod.cluster.local.", A, NX, &[]),
-        ("10-244-9-9.shop.pod.cluster.local.", A, NX, &[]),
-    ]);
+    table(
+        &verified,
+        &[
+            (
+                "10-244-1-10.shop.pod.cluster.local.",
+                A,
+                OK,
+                &["10-244-1-10.shop.pod.cluster.local. 5 IN A 10.244.1.10"],
+            ),
+            ("10-244-1-10.db.pod.cluster.local.", A, NX, &[]),
+            ("10-244-9-9.shop.pod.cluster.local.", A, NX, &[]),
+        ],
+    );
     let disabled = router(config(PodMode::Disabled, true, false), true);
-    table(&disabled, &[
-        ("10-244-1-10.shop.pod.cluster.local.", A, NX, &[]),
-        ("shop.pod.cluster.local.", A, NX, &[]),
-    ]);
+    table(
+        &disabled,
+        &[
+            ("10-244-1-10.shop.pod.cluster.local.", A, NX, &[]),
+            ("shop.pod.cluster.local.", A, NX, &[]),
+        ],
+    );
 }
 
 #[test]
@@ -258,14 +449,30 @@ fn reverse_lookups_and_fallthrough() {
 #[test]
 fn ignore_empty_service_and_unsynced() {
     let r = router(config(PodMode::Disabled, true, true), true);
-    table(&r, &[
-        ("lonely.db.svc.cluster.local.", A, NX, &[]),
-        ("web.shop.svc.cluster.local.", A, OK, &["web.shop.svc.cluster.local. 5 IN A 10.96.12.34"]),
-    ]);
+    table(
+        &r,
+        &[
+            ("lonely.db.svc.cluster.local.", A, NX, &[]),
+            (
+                "web.shop.svc.cluster.local.",
+                A,
+                OK,
+                &["web.shop.svc.cluster.local. 5 IN A 10.96.12.34"],
+            ),
+        ],
+    );
     let unsynced = router(config(PodMode::Disabled, true, false), false);
-    for qname in ["kubernetes.default.svc.cluster.local.", "nope.svc.cluster.local.", "cluster.local."] {
+    for qname in [
+        "kubernetes.default.svc.cluster.local.",
+        "nope.svc.cluster.local.",
+        "cluster.local.",
+    ] {
         let got = ask(&unsynced, qname, A);
-        assert_eq!(got.rcode, ResponseCode::ServFail, "{qname}: never NXDOMAIN before the first sync");
+        assert_eq!(
+            got.rcode,
+            ResponseCode::ServFail,
+            "{qname}: never NXDOMAIN before the first sync"
+        );
         assert!(got.answers.is_empty() && got.authority.is_empty());
     }
 }
