@@ -67,9 +67,7 @@ pub async fn serve(listener: TcpListener, endpoints: Endpoints, state: Arc<State
         };
         let state = state.clone();
         tokio::spawn(async move {
-            let _ =
-                tokio::time::timeout(Duration::from_secs(5), respond(stream, endpoints, &state))
-                    .await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), respond(stream, endpoints, &state)).await;
         });
     }
 }
@@ -90,31 +88,22 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
     let (status, body, kind) = match path {
         "/health" if endpoints.health => match state.lameduck.load(Ordering::Relaxed) {
             false => ("200 OK", "OK".to_string(), "text/plain"),
-            true => (
-                "503 Service Unavailable",
-                "shutting down".to_string(),
-                "text/plain",
-            ),
+            true => ("503 Service Unavailable", "shutting down".to_string(), "text/plain"),
         },
         "/ready" if endpoints.ready => match state.ready() {
             true => ("200 OK", "OK".to_string(), "text/plain"),
-            false => (
-                "503 Service Unavailable",
-                "not ready".to_string(),
-                "text/plain",
-            ),
+            false => ("503 Service Unavailable", "not ready".to_string(), "text/plain"),
         },
         "/metrics" if endpoints.metrics => {
             let synced = state.stores.iter().all(|s| s.synced());
-            (
-                "200 OK",
-                state.metrics.render(synced),
-                "text/plain; version=0.0.4",
-            )
+            ("200 OK", state.metrics.render(synced), "text/plain; version=0.0.4")
         }
         _ => ("404 Not Found", "not found".to_string(), "text/plain"),
     };
-    let head = format!("HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
     stream.write_all(head.as_bytes()).await?;
     stream.write_all(body.as_bytes()).await?;
     stream.shutdown().await

@@ -63,11 +63,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         metrics,
         lameduck: AtomicBool::new(false),
     });
-    let (health, ready, prom) = (
-        config.health.as_ref().map(|h| h.addr),
-        config.ready,
-        config.prometheus,
-    );
+    let (health, ready, prom) = (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus);
     for (addr, endpoints) in admin::plan(health, ready, prom) {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -89,11 +85,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         tokio::spawn(admin::serve(listener, endpoints, state.clone()));
     }
     shutdown.await;
-    let lameduck = config
-        .health
-        .as_ref()
-        .map(|h| h.lameduck)
-        .unwrap_or_default();
+    let lameduck = config.health.as_ref().map(|h| h.lameduck).unwrap_or_default();
     state.lameduck.store(true, Ordering::Relaxed);
     if !lameduck.is_zero() {
         tracing::info!("lameduck for {lameduck:?}: still answering, health and readiness failing");
@@ -114,7 +106,7 @@ fn block(server: &Server, stores: &mut Vec<Arc<Store>>) -> Block {
         let store = Arc::new(Store::default());
         stores.push(store.clone());
         watch::start(cfg.clone(), store.clone());
-        Cluster { cfg, store }
+        Cluster::new(cfg, store)
     });
     Block {
         zones: server.zones.clone(),
@@ -139,12 +131,10 @@ fn listen(
     stop: &Arc<AtomicBool>,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, AppError> {
     let (bound, threads) =
-        udp::start(addr, workers, handler.clone(), stop.clone()).map_err(|source| {
-            AppError::Bind {
-                proto: "udp",
-                addr,
-                source,
-            }
+        udp::start(addr, workers, handler.clone(), stop.clone()).map_err(|source| AppError::Bind {
+            proto: "udp",
+            addr,
+            source,
         })?;
     let listener = tcp::bind(bound).map_err(|source| AppError::Bind {
         proto: "tcp",

@@ -36,11 +36,7 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(errors) => {
             eprintln!("{errors}");
-            eprintln!(
-                "clusterdns: {} error(s) in {}",
-                errors.0.len(),
-                path.display()
-            );
+            eprintln!("clusterdns: {} error(s) in {}", errors.0.len(), path.display());
             return ExitCode::from(EXIT_CONFIG);
         }
     };
@@ -76,10 +72,7 @@ fn serve(config: clusterdns::config::Config) -> anyhow::Result<()> {
 /// Completes at SIGTERM or SIGINT.
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => tracing::info!("SIGTERM received"),

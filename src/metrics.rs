@@ -139,7 +139,10 @@ impl Metrics {
             "# TYPE clusterdns_kubernetes_synced gauge\nclusterdns_kubernetes_synced {}",
             u8::from(synced)
         );
-        let _ = writeln!(s, "# HELP coredns_build_info A metric with a constant '1' value labeled by version, revision, and goversion.");
+        let _ = writeln!(
+            s,
+            "# HELP coredns_build_info A metric with a constant '1' value labeled by version, revision, and goversion."
+        );
         let _ = writeln!(s, "# TYPE coredns_build_info gauge");
         let _ = writeln!(
             s,

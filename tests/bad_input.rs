@@ -24,10 +24,7 @@ fn rcode_of(reply: Option<Vec<u8>>) -> String {
 fn msg(op: OpCode, names: &[&str]) -> Message {
     let mut m = Message::new(7, MessageType::Query, op);
     for n in names {
-        m.add_query(Query::query(
-            Name::from_ascii(n).expect("name"),
-            RecordType::A,
-        ));
+        m.add_query(Query::query(Name::from_ascii(n).expect("name"), RecordType::A));
     }
     m
 }
@@ -38,17 +35,9 @@ fn malformed_packets_get_the_right_rcode_and_nothing_breaks() {
     let s = server.dns;
     // too short to be a header, and a response: dropped
     assert!(udp_raw(s, &[0x12, 0x34, 0x01]).is_none());
-    let mut response = query(
-        9,
-        "kubernetes.default.svc.cluster.local.",
-        RecordType::A,
-        None,
-    );
+    let mut response = query(9, "kubernetes.default.svc.cluster.local.", RecordType::A, None);
     response[2] |= 0x80;
-    assert!(
-        udp_raw(s, &response).is_none(),
-        "responses are never answered"
-    );
+    assert!(udp_raw(s, &response).is_none(), "responses are never answered");
     // question counts
     let zero = msg(OpCode::Query, &[]).to_vec().expect("encode");
     assert_eq!(rcode_of(udp_raw(s, &zero)), "FORMERR");
@@ -59,17 +48,10 @@ fn malformed_packets_get_the_right_rcode_and_nothing_breaks() {
     // a compression pointer pointing at itself, and a question cut short
     let looped = [0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1];
     assert_eq!(rcode_of(udp_raw(s, &looped)), "FORMERR");
-    let cut = &query(
-        3,
-        "kubernetes.default.svc.cluster.local.",
-        RecordType::A,
-        None,
-    )[..20];
+    let cut = &query(3, "kubernetes.default.svc.cluster.local.", RecordType::A, None)[..20];
     assert_eq!(rcode_of(udp_raw(s, cut)), "FORMERR");
     // opcodes and EDNS versions
-    let notify = msg(OpCode::Notify, &["cluster.local."])
-        .to_vec()
-        .expect("encode");
+    let notify = msg(OpCode::Notify, &["cluster.local."]).to_vec().expect("encode");
     assert_eq!(rcode_of(udp_raw(s, &notify)), "NOTIMP");
     let mut v1 = msg(OpCode::Query, &["kubernetes.default.svc.cluster.local."]);
     let mut e = Edns::new();
@@ -85,16 +67,10 @@ fn malformed_packets_get_the_right_rcode_and_nothing_breaks() {
     );
     // class CH and zone transfers are refused
     let mut ch = msg(OpCode::Query, &[]);
-    let mut q = Query::query(
-        Name::from_ascii("version.bind.").expect("name"),
-        RecordType::TXT,
-    );
+    let mut q = Query::query(Name::from_ascii("version.bind.").expect("name"), RecordType::TXT);
     q.set_query_class(DNSClass::CH);
     ch.add_query(q);
-    assert_eq!(
-        rcode_of(udp_raw(s, &ch.to_vec().expect("encode"))),
-        "REFUSED"
-    );
+    assert_eq!(rcode_of(udp_raw(s, &ch.to_vec().expect("encode"))), "REFUSED");
     let axfr = query(5, "cluster.local.", RecordType::AXFR, None);
     assert_eq!(rcode_of(udp_raw(s, &axfr)), "REFUSED");
     // 2,000 deterministic garbage packets: no crash
@@ -121,13 +97,9 @@ fn malformed_packets_get_the_right_rcode_and_nothing_breaks() {
 
 #[test]
 fn tcp_length_prefix_longer_than_the_data_is_cut_off() {
-    let server = Server::start(
-        &temp_dir("tcpframe"),
-        &corefile(&common::demo_cluster(), ""),
-    );
+    let server = Server::start(&temp_dir("tcpframe"), &corefile(&common::demo_cluster(), ""));
     let mut c = TcpStream::connect(server.dns).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(6)))
-        .expect("timeout");
+    c.set_read_timeout(Some(Duration::from_secs(6))).expect("timeout");
     c.write_all(&[0x01, 0xF4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
         .expect("write");
     let started = Instant::now();
@@ -138,11 +110,7 @@ fn tcp_length_prefix_longer_than_the_data_is_cut_off() {
         started.elapsed() < Duration::from_secs(5),
         "closed by the read timeout, not left hanging"
     );
-    let ok = udp(
-        server.dns,
-        "kubernetes.default.svc.cluster.local.",
-        RecordType::A,
-    );
+    let ok = udp(server.dns, "kubernetes.default.svc.cluster.local.", RecordType::A);
     assert_eq!(common::rcode_name(&ok), "NOERROR");
 }
 
@@ -186,11 +154,7 @@ fn dumps_reload_atomically_and_malformed_ones_change_nothing() {
     let head = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: app}\n";
     std::fs::write(
         &dump,
-        format!(
-            "{head}{}{}",
-            service("one", "10.0.0.1"),
-            service("broken", "not-an-ip")
-        ),
+        format!("{head}{}{}", service("one", "10.0.0.1"), service("broken", "not-an-ip")),
     )
     .expect("write");
     let server = Server::start(&dir, &corefile(&dump, ""));
@@ -203,14 +167,9 @@ fn dumps_reload_atomically_and_malformed_ones_change_nothing() {
         a("broken.app.svc.cluster.local.").is_empty(),
         "a malformed object is skipped"
     );
-    assert!(server
-        .log_contains("Service app/broken: spec.clusterIPs: 'not-an-ip' is not an IP address"));
+    assert!(server.log_contains("Service app/broken: spec.clusterIPs: 'not-an-ip' is not an IP address"));
 
-    std::fs::write(
-        &dump,
-        format!("{head}{}  bad: [unclosed\n", service("two", "10.0.0.2")),
-    )
-    .expect("write");
+    std::fs::write(&dump, format!("{head}{}  bad: [unclosed\n", service("two", "10.0.0.2"))).expect("write");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !server.log_contains("keeping the previously loaded state") && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
@@ -222,16 +181,9 @@ fn dumps_reload_atomically_and_malformed_ones_change_nothing() {
         .cloned()
         .unwrap_or_default();
     let prefix = format!("{}:", dump.display());
-    let location: Vec<&str> = error
-        .split(&prefix)
-        .nth(1)
-        .unwrap_or("")
-        .splitn(3, ':')
-        .collect();
+    let location: Vec<&str> = error.split(&prefix).nth(1).unwrap_or("").splitn(3, ':').collect();
     assert!(
-        location.len() == 3
-            && location[0].parse::<u32>().is_ok()
-            && location[1].parse::<u32>().is_ok(),
+        location.len() == 3 && location[0].parse::<u32>().is_ok() && location[1].parse::<u32>().is_ok(),
         "FILE:LINE:COL in {error:?}"
     );
     assert_eq!(
@@ -265,11 +217,7 @@ fn not_ready_until_the_first_good_load_and_servfail_meanwhile() {
     let server = Server::spawn(&dir, &corefile(&dump, ""));
     std::thread::sleep(Duration::from_millis(1500));
     assert!(common::http_get(server.ready, "/ready").starts_with("HTTP/1.1 503"));
-    let m = udp(
-        server.dns,
-        "kubernetes.default.svc.cluster.local.",
-        RecordType::A,
-    );
+    let m = udp(server.dns, "kubernetes.default.svc.cluster.local.", RecordType::A);
     assert_eq!(
         common::rcode_name(&m),
         "SERVFAIL",
@@ -277,11 +225,7 @@ fn not_ready_until_the_first_good_load_and_servfail_meanwhile() {
     );
     std::fs::copy(common::demo_cluster(), &dump).expect("copy");
     server.wait_ready(Duration::from_secs(10));
-    let m = udp(
-        server.dns,
-        "kubernetes.default.svc.cluster.local.",
-        RecordType::A,
-    );
+    let m = udp(server.dns, "kubernetes.default.svc.cluster.local.", RecordType::A);
     assert_eq!(
         common::answer_lines(&m),
         ["kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"]

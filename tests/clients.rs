@@ -35,17 +35,11 @@ fn big_cluster(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn dig_udp_tcp_and_kdig() {
-    let server = Server::start(
-        &temp_dir("dig"),
-        &corefile(&common::demo_cluster(), "ttl 30"),
-    );
+    let server = Server::start(&temp_dir("dig"), &corefile(&common::demo_cluster(), "ttl 30"));
     let port = server.port();
     let base = ["@127.0.0.1", "-p", &port, "+norecurse"];
     let short = |extra: &[&str]| run("dig", &[&base[..], &["+short"], extra].concat());
-    assert_eq!(
-        short(&["kubernetes.default.svc.cluster.local"]).trim(),
-        "10.96.0.1"
-    );
+    assert_eq!(short(&["kubernetes.default.svc.cluster.local"]).trim(), "10.96.0.1");
     assert_eq!(
         short(&["+tcp", "kubernetes.default.svc.cluster.local"]).trim(),
         "10.96.0.1"
@@ -58,10 +52,7 @@ fn dig_udp_tcp_and_kdig() {
         short(&["-x", "10.96.0.1"]).trim(),
         "kubernetes.default.svc.cluster.local."
     );
-    let full = run(
-        "dig",
-        &[&base[..], &["nosuch.shop.svc.cluster.local"]].concat(),
-    );
+    let full = run("dig", &[&base[..], &["nosuch.shop.svc.cluster.local"]].concat());
     assert!(
         full.contains("status: NXDOMAIN") && full.contains("flags: qr aa"),
         "{full}"
@@ -78,11 +69,7 @@ fn dig_udp_tcp_and_kdig() {
     let kbase = ["@127.0.0.1", "-p", &port];
     let k = run(
         "kdig",
-        &[
-            &kbase[..],
-            &["+short", "postgres-1.postgres.db.svc.cluster.local"],
-        ]
-        .concat(),
+        &[&kbase[..], &["+short", "postgres-1.postgres.db.svc.cluster.local"]].concat(),
     );
     assert_eq!(k.trim(), "10.244.3.11");
     let k = run(
@@ -124,10 +111,7 @@ fn dig_udp_tcp_and_kdig() {
 
 #[test]
 fn tcp_pipelining_answers_every_query_on_one_connection() {
-    let server = Server::start(
-        &temp_dir("pipeline"),
-        &corefile(&common::demo_cluster(), ""),
-    );
+    let server = Server::start(&temp_dir("pipeline"), &corefile(&common::demo_cluster(), ""));
     let names = [
         "kubernetes.default.svc.cluster.local.",
         "web.shop.svc.cluster.local.",
@@ -160,15 +144,7 @@ fn truncation_without_edns_and_with_edns_and_complete_over_tcp() {
     let name = "many.big.svc.cluster.local";
     let plain = run(
         "dig",
-        &[
-            "@127.0.0.1",
-            "-p",
-            &port,
-            "+noedns",
-            "+notcp",
-            "+ignore",
-            name,
-        ],
+        &["@127.0.0.1", "-p", &port, "+noedns", "+notcp", "+ignore", name],
     );
     assert!(
         plain.contains("flags: qr tc aa") || plain.contains("flags: qr aa tc"),
@@ -181,20 +157,9 @@ fn truncation_without_edns_and_with_edns_and_complete_over_tcp() {
     );
     let edns = run(
         "dig",
-        &[
-            "@127.0.0.1",
-            "-p",
-            &port,
-            "+bufsize=4096",
-            "+notcp",
-            "+ignore",
-            name,
-        ],
+        &["@127.0.0.1", "-p", &port, "+bufsize=4096", "+notcp", "+ignore", name],
     );
-    assert!(
-        edns.contains(" tc"),
-        "over 1232 bytes even with EDNS 4096: {edns}"
-    );
+    assert!(edns.contains(" tc"), "over 1232 bytes even with EDNS 4096: {edns}");
     assert!(msg_size(&edns) <= 1232, "capped at 1232: {edns}");
     let full = run("dig", &["@127.0.0.1", "-p", &port, "+tcp", name]);
     assert_eq!(count_answers(&full), 100, "complete over TCP");
@@ -275,19 +240,11 @@ wait $pid 2>/dev/null
     };
     let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
     assert!(
-        line("hosts-web:").starts_with("10.96.12.34")
-            || line("hosts-web:").starts_with("fd00:10:96::1234"),
+        line("hosts-web:").starts_with("10.96.12.34") || line("hosts-web:").starts_with("fd00:10:96::1234"),
         "{text}\n{log}"
     );
-    assert!(
-        line("hosts-web:").contains("web.shop.svc.cluster.local"),
-        "{text}"
-    );
-    assert_eq!(
-        line("ahosts-web:"),
-        "10.96.12.34 fd00:10:96::1234",
-        "{text}"
-    );
+    assert!(line("hosts-web:").contains("web.shop.svc.cluster.local"), "{text}");
+    assert_eq!(line("ahosts-web:"), "10.96.12.34 fd00:10:96::1234", "{text}");
     assert!(line("hosts-cross-ns:").starts_with("10.96.77.1"), "{text}");
     assert!(line("hosts-fqdn:").starts_with("10.96.0.1"), "{text}");
     assert!(line("hosts-missing:").ends_with("rc=2"), "{text}");

@@ -4,10 +4,7 @@
 use std::path::Path;
 
 fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir)
-        .expect("read src")
-        .filter_map(Result::ok)
-    {
+    for entry in std::fs::read_dir(dir).expect("read src").filter_map(Result::ok) {
         let path = entry.path();
         if path.is_dir() {
             sources(&path, out);
@@ -18,9 +15,7 @@ fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 }
 
 fn offenders(module: &str, forbidden: &str) -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src")
-        .join(module);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(module);
     let mut files = Vec::new();
     sources(&root, &mut files);
     assert!(!files.is_empty(), "no sources under {}", root.display());

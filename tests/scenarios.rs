@@ -64,9 +64,7 @@ fn parse(path: &Path) -> Scenario {
                 match word {
                     "rcode" => step.rcode = Some(rest),
                     "flags" => step.flags = rest.split_whitespace().map(String::from).collect(),
-                    "answer" => step
-                        .answers
-                        .push(rest.split_whitespace().collect::<Vec<_>>().join(" ")),
+                    "answer" => step.answers.push(rest.split_whitespace().collect::<Vec<_>>().join(" ")),
                     "authority" => step.authority = Some(rest),
                     other => panic!("{at}: unknown keyword '{other}'"),
                 }
@@ -86,10 +84,7 @@ fn check(step: &Step, reply: &Message, at: &str) {
         let pos = pos.unwrap_or_else(|| panic!("{at}: missing answer '{want}'; got {got:#?}"));
         unmatched.remove(pos);
     }
-    assert!(
-        unmatched.is_empty(),
-        "{at}: unexpected answers {unmatched:#?}"
-    );
+    assert!(unmatched.is_empty(), "{at}: unexpected answers {unmatched:#?}");
     for flag in &step.flags {
         let set = match flag.as_str() {
             "aa" => reply.metadata.authoritative,
@@ -102,21 +97,14 @@ fn check(step: &Step, reply: &Message, at: &str) {
         assert!(set, "{at}: flag {flag}");
     }
     if let Some(kind) = &step.authority {
-        let got: Vec<String> = reply
-            .authorities
-            .iter()
-            .map(|r| r.record_type().to_string())
-            .collect();
+        let got: Vec<String> = reply.authorities.iter().map(|r| r.record_type().to_string()).collect();
         assert_eq!(got, vec![kind.clone()], "{at}: authority section");
     }
 }
 
 /// Token-wise equality where an expected `*` matches any token.
 fn matches(want: &str, got: &str) -> bool {
-    let (w, g): (Vec<&str>, Vec<&str>) = (
-        want.split_whitespace().collect(),
-        got.split_whitespace().collect(),
-    );
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.split_whitespace().collect(), got.split_whitespace().collect());
     w.len() == g.len() && w.iter().zip(&g).all(|(a, b)| *a == "*" || a == b)
 }
 
@@ -130,24 +118,13 @@ fn scenarios() {
         .filter(|p| p.extension().is_some_and(|x| x == "scn"))
         .collect();
     files.sort();
-    assert!(
-        files.len() >= 3,
-        "expected scenario files in {}",
-        dir.display()
-    );
+    assert!(files.len() >= 3, "expected scenario files in {}", dir.display());
     let mut steps = 0;
     for file in files {
         let sc = parse(&file);
         let cluster = sc.cluster.clone().unwrap_or_else(common::demo_cluster);
-        let tag = file
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("scn")
-            .to_string();
-        let server = Server::start(
-            &temp_dir(&tag),
-            &corefile(&cluster, &sc.options.join("\n        ")),
-        );
+        let tag = file.file_stem().and_then(|s| s.to_str()).unwrap_or("scn").to_string();
+        let server = Server::start(&temp_dir(&tag), &corefile(&cluster, &sc.options.join("\n        ")));
         for step in &sc.steps {
             let qtype: RecordType = step
                 .qtype

@@ -60,12 +60,7 @@ impl<'a> Args<'a> {
     }
 
     /// Parses argument `i` with `FromStr`, reporting `what` on failure.
-    pub fn parse<T: FromStr>(
-        &self,
-        i: usize,
-        what: &str,
-        errors: &mut Vec<ConfigError>,
-    ) -> Option<T> {
+    pub fn parse<T: FromStr>(&self, i: usize, what: &str, errors: &mut Vec<ConfigError>) -> Option<T> {
         let w = self.args.get(i)?;
         match w.text.parse() {
             Ok(v) => Some(v),

@@ -65,12 +65,7 @@ pub fn parse_file(path: &Path, errors: &mut Vec<ConfigError>) -> Vec<RawBlock> {
 }
 
 /// Parses Corefile text; `dir` resolves relative `import` paths.
-pub fn parse_str(
-    file: &Arc<str>,
-    src: &str,
-    dir: PathBuf,
-    errors: &mut Vec<ConfigError>,
-) -> Vec<RawBlock> {
+pub fn parse_str(file: &Arc<str>, src: &str, dir: PathBuf, errors: &mut Vec<ConfigError>) -> Vec<RawBlock> {
     let toks = match lex(file, src) {
         Ok(t) => t,
         Err(e) => {
@@ -89,22 +84,13 @@ fn base_dir(path: &Path) -> PathBuf {
 }
 
 /// Removes `(name) { ... }` definitions at the top level and records them.
-fn take_snippets(
-    toks: Vec<Tok>,
-    snippets: &mut HashMap<String, Vec<Tok>>,
-    errors: &mut Vec<ConfigError>,
-) -> Vec<Tok> {
+fn take_snippets(toks: Vec<Tok>, snippets: &mut HashMap<String, Vec<Tok>>, errors: &mut Vec<ConfigError>) -> Vec<Tok> {
     let mut out = Vec::with_capacity(toks.len());
     let mut it = toks.into_iter().peekable();
     let mut at_line_start = true;
     while let Some(tok) = it.next() {
         let snippet = match &tok {
-            Tok::Word(w)
-                if at_line_start
-                    && w.text.starts_with('(')
-                    && w.text.ends_with(')')
-                    && w.text.len() > 2 =>
-            {
+            Tok::Word(w) if at_line_start && w.text.starts_with('(') && w.text.ends_with(')') && w.text.len() > 2 => {
                 Some(w.clone())
             }
             _ => None,
@@ -153,23 +139,15 @@ fn expand_imports(
         match &toks[i] {
             Tok::Word(w) if line_start && w.text == "import" => {
                 let arg = match toks.get(i + 1) {
-                    Some(Tok::Word(a)) if matches!(toks.get(i + 2), None | Some(Tok::Eol)) => {
-                        a.clone()
-                    }
+                    Some(Tok::Word(a)) if matches!(toks.get(i + 2), None | Some(Tok::Eol)) => a.clone(),
                     _ => {
-                        errors.push(ConfigError::new(
-                            &w.pos,
-                            "import takes exactly one argument",
-                        ));
+                        errors.push(ConfigError::new(&w.pos, "import takes exactly one argument"));
                         i = skip_line(&toks, i);
                         continue;
                     }
                 };
                 if depth >= MAX_IMPORT_DEPTH {
-                    errors.push(ConfigError::new(
-                        &w.pos,
-                        "import nested too deeply (a cycle?)",
-                    ));
+                    errors.push(ConfigError::new(&w.pos, "import nested too deeply (a cycle?)"));
                 } else {
                     let body = import_body(&arg, snippets, dir, errors);
                     out.extend(expand_imports(body, snippets, dir, depth + 1, errors));
@@ -213,10 +191,7 @@ fn import_body(
             return Vec::new();
         }
         Err(e) => {
-            errors.push(ConfigError::new(
-                &arg.pos,
-                format!("import '{}': {e}", arg.text),
-            ));
+            errors.push(ConfigError::new(&arg.pos, format!("import '{}': {e}", arg.text)));
             return Vec::new();
         }
     };
@@ -228,10 +203,7 @@ fn import_body(
             .and_then(|s| lex(&name, &s).map_err(|e| format!("{}: {}", e.pos, e.message)))
         {
             Ok(toks) => out.extend(toks),
-            Err(e) => errors.push(ConfigError::new(
-                &arg.pos,
-                format!("import {}: {e}", path.display()),
-            )),
+            Err(e) => errors.push(ConfigError::new(&arg.pos, format!("import {}: {e}", path.display()))),
         }
     }
     out
@@ -239,10 +211,7 @@ fn import_body(
 
 /// Matches a path whose last component may hold `*` wildcards.
 fn glob_files(pattern: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let file = pattern
-        .file_name()
-        .and_then(|f| f.to_str())
-        .unwrap_or_default();
+    let file = pattern.file_name().and_then(|f| f.to_str()).unwrap_or_default();
     if !file.contains('*') {
         return Ok(if pattern.is_file() {
             vec![pattern.to_path_buf()]
@@ -253,11 +222,7 @@ fn glob_files(pattern: &Path) -> std::io::Result<Vec<PathBuf>> {
     let dir = pattern.parent().unwrap_or(Path::new("."));
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| wildcard_match(file, n))
-        })
+        .filter(|e| e.file_name().to_str().is_some_and(|n| wildcard_match(file, n)))
         .map(|e| e.path())
         .filter(|p| p.is_file())
         .collect();
@@ -297,12 +262,10 @@ impl Grouper<'_> {
         while let Some(tok) = self.next() {
             match tok {
                 Tok::Eol => {}
-                Tok::Word(w) => {
-                    keys.extend(w.text.split(',').filter(|k| !k.is_empty()).map(|k| Word {
-                        text: k.to_string(),
-                        ..w.clone()
-                    }))
-                }
+                Tok::Word(w) => keys.extend(w.text.split(',').filter(|k| !k.is_empty()).map(|k| Word {
+                    text: k.to_string(),
+                    ..w.clone()
+                })),
                 Tok::Open(pos) if keys.is_empty() => {
                     self.errors.push(ConfigError::new(
                         &pos,
@@ -336,11 +299,7 @@ impl Grouper<'_> {
         while let Some((first, args, opened)) = self.line() {
             let Some(name) = first else { return out };
             let options = if opened { self.options() } else { Vec::new() };
-            out.push(Directive {
-                name,
-                args,
-                options,
-            });
+            out.push(Directive { name, args, options });
         }
         out
     }
@@ -371,8 +330,7 @@ impl Grouper<'_> {
                 None => {
                     let pos = words.first().map(|w| w.pos.clone());
                     if let Some(p) = pos.or_else(|| self.last_pos()) {
-                        self.errors
-                            .push(ConfigError::new(&p, "unclosed '{': missing '}'"));
+                        self.errors.push(ConfigError::new(&p, "unclosed '{': missing '}'"));
                     }
                     return None;
                 }
@@ -424,7 +382,8 @@ mod tests {
 
     #[test]
     fn blocks_directives_and_options() {
-        let (blocks, errors) = parse(".:53 cluster.local:1053 {\n errors\n kubernetes cluster.local {\n  pods insecure\n }\n}\n");
+        let (blocks, errors) =
+            parse(".:53 cluster.local:1053 {\n errors\n kubernetes cluster.local {\n  pods insecure\n }\n}\n");
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(blocks.len(), 1);
         let keys: Vec<_> = blocks[0].keys.iter().map(|k| k.text.as_str()).collect();
@@ -438,14 +397,9 @@ mod tests {
 
     #[test]
     fn snippets_are_imported() {
-        let (blocks, errors) =
-            parse("(common) {\n errors\n log\n}\n.:53 {\n import common\n ready\n}\n");
+        let (blocks, errors) = parse("(common) {\n errors\n log\n}\n.:53 {\n import common\n ready\n}\n");
         assert!(errors.is_empty(), "{errors:?}");
-        let names: Vec<_> = blocks[0]
-            .directives
-            .iter()
-            .map(|d| d.name.text.as_str())
-            .collect();
+        let names: Vec<_> = blocks[0].directives.iter().map(|d| d.name.text.as_str()).collect();
         assert_eq!(names, ["errors", "log", "ready"]);
     }
 
@@ -453,14 +407,8 @@ mod tests {
     fn errors_carry_positions_and_all_are_reported() {
         let (_, errors) = parse(".:53 {\n import nothing\n}\n}\n.:54 {\n log\n");
         assert_eq!(errors.len(), 3, "{errors:?}");
-        assert!(
-            errors[0].starts_with("Corefile:2:9: import 'nothing'"),
-            "{errors:?}"
-        );
-        assert!(
-            errors[1].starts_with("Corefile:4:1: unexpected '}'"),
-            "{errors:?}"
-        );
+        assert!(errors[0].starts_with("Corefile:2:9: import 'nothing'"), "{errors:?}");
+        assert!(errors[1].starts_with("Corefile:4:1: unexpected '}'"), "{errors:?}");
         assert!(errors[2].contains("unclosed"), "{errors:?}");
     }
 

@@ -83,10 +83,7 @@ fn requirement(part: &str) -> Result<Requirement, String> {
             });
         }
     }
-    let words: Vec<&str> = part
-        .splitn(3, char::is_whitespace)
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words: Vec<&str> = part.splitn(3, char::is_whitespace).filter(|w| !w.is_empty()).collect();
     match words.as_slice() {
         [key] => Ok(Requirement::Exists(key_of(key)?)),
         [key, op, rest] if *op == "in" || *op == "notin" => {
@@ -108,10 +105,7 @@ fn requirement(part: &str) -> Result<Requirement, String> {
 }
 
 fn key_of(key: &str) -> Result<String, String> {
-    let ok = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+    let ok = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
     if ok {
         Ok(key.to_string())
     } else {
@@ -124,16 +118,12 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn parses_and_matches_every_form() {
-        let s = Selector::parse("app=web, tier in (a, b), !legacy, env!=dev, owner")
-            .expect("valid selector");
+        let s = Selector::parse("app=web, tier in (a, b), !legacy, env!=dev, owner").expect("valid selector");
         assert_eq!(s.0.len(), 5);
         assert!(s.matches(&labels(&[("app", "web"), ("tier", "b"), ("owner", "x")])));
         assert!(!s.matches(&labels(&[("app", "web"), ("tier", "c"), ("owner", "x")])));

@@ -240,10 +240,7 @@ mod tests {
     #[test]
     fn lines_braces_comments_and_quotes() {
         let got = words(".:53 { # comment\n  log \"a b\" x#y\n}\n\n");
-        assert_eq!(
-            got,
-            [".:53", "{", "\\n", "log", "a b", "x#y", "\\n", "}", "\\n"]
-        );
+        assert_eq!(got, [".:53", "{", "\\n", "log", "a b", "x#y", "\\n", "}", "\\n"]);
     }
 
     #[test]
@@ -259,10 +256,7 @@ mod tests {
     #[test]
     fn environment_substitution() {
         std::env::set_var("CLUSTERDNS_LEXER_TEST", "cluster.local");
-        assert_eq!(
-            words("{$CLUSTERDNS_LEXER_TEST}:53"),
-            ["cluster.local:53", "\\n"]
-        );
+        assert_eq!(words("{$CLUSTERDNS_LEXER_TEST}:53"), ["cluster.local:53", "\\n"]);
         assert_eq!(words("{%CLUSTERDNS_LEXER_TEST%}"), ["cluster.local", "\\n"]);
         assert_eq!(words("{$CLUSTERDNS_UNSET_VAR}x"), ["x", "\\n"]);
         assert_eq!(words("a{b}"), ["a{b}", "\\n"]);

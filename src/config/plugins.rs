@@ -15,15 +15,7 @@ use super::lexer::Word;
 use super::{kubernetes, Config, ConfigError, KubernetesConfig, Server, Source};
 
 /// Directives this build implements.
-pub const SUPPORTED: &[&str] = &[
-    "bind",
-    "errors",
-    "log",
-    "health",
-    "ready",
-    "prometheus",
-    "kubernetes",
-];
+pub const SUPPORTED: &[&str] = &["bind", "errors", "log", "health", "ready", "prometheus", "kubernetes"];
 
 /// CoreDNS directives that a later release of clusterdns brings.
 pub const NOT_YET: &[&str] = &[
@@ -65,11 +57,7 @@ pub fn server(
                 let show = |p: Option<u16>| p.map_or("default".to_string(), |p| p.to_string());
                 errors.push(ConfigError::new(
                     &key.pos,
-                    format!(
-                        "keys of one block must share a port ({} and {})",
-                        show(a),
-                        show(b)
-                    ),
+                    format!("keys of one block must share a port ({} and {})", show(a), show(b)),
                 ));
             }
             _ => {}
@@ -89,18 +77,10 @@ pub fn server(
     Some(server)
 }
 
-fn directive(
-    d: &Directive,
-    server: &mut Server,
-    dir: &Path,
-    config: &mut Config,
-    errors: &mut Vec<ConfigError>,
-) {
+fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config, errors: &mut Vec<ConfigError>) {
     let a = Args::from(d);
     let name = d.name.text.as_str();
-    if !d.options.is_empty()
-        && SUPPORTED.contains(&name)
-        && !matches!(name, "kubernetes" | "health" | "errors" | "log")
+    if !d.options.is_empty() && SUPPORTED.contains(&name) && !matches!(name, "kubernetes" | "health" | "errors" | "log")
     {
         errors.push(ConfigError::new(
             &d.options[0].name.pos,
@@ -109,7 +89,11 @@ fn directive(
     }
     match name {
         "bind" if a.count(1, usize::MAX, errors) => {
-            server.bind.extend(d.args.iter().filter_map(|w| a.parse::<IpAddr>(index_of(d, w), "an IP address", errors)));
+            server.bind.extend(
+                d.args
+                    .iter()
+                    .filter_map(|w| a.parse::<IpAddr>(index_of(d, w), "an IP address", errors)),
+            );
         }
         "errors" => {
             a.count(0, 0, errors);
@@ -136,9 +120,15 @@ fn directive(
         n if SUPPORTED.contains(&n) => {} // argument count already reported
         n if NOT_YET.contains(&n) => errors.push(ConfigError::new(
             a.pos(),
-            format!("directive '{n}' is not supported yet by this version of clusterdns (supported: {})", SUPPORTED.join(", ")),
+            format!(
+                "directive '{n}' is not supported yet by this version of clusterdns (supported: {})",
+                SUPPORTED.join(", ")
+            ),
         )),
-        n => errors.push(ConfigError::new(a.pos(), format!("unknown directive '{n}' (supported: {})", SUPPORTED.join(", ")))),
+        n => errors.push(ConfigError::new(
+            a.pos(),
+            format!("unknown directive '{n}' (supported: {})", SUPPORTED.join(", ")),
+        )),
     }
 }
 
@@ -198,9 +188,7 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
             .unwrap_or(rest.len());
         let value: f64 = rest[..digits].parse().ok()?;
         rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,
@@ -220,11 +208,7 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
 /// when not written.
 fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Option<u16>)> {
     let text = key.text.as_str();
-    if let Some(scheme) = text
-        .split_once("://")
-        .map(|(s, _)| s)
-        .filter(|s| *s != "dns")
-    {
+    if let Some(scheme) = text.split_once("://").map(|(s, _)| s).filter(|s| *s != "dns") {
         errors.push(ConfigError::new(
             &key.pos,
             format!("'{scheme}://' servers are not supported (only dns://)"),
@@ -236,10 +220,7 @@ fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Opt
         Some((z, p)) => match p.parse::<u16>() {
             Ok(p) => (z, Some(p)),
             Err(_) => {
-                errors.push(ConfigError::new(
-                    &key.pos,
-                    format!("'{p}' is not a port number"),
-                ));
+                errors.push(ConfigError::new(&key.pos, format!("'{p}' is not a port number")));
                 return None;
             }
         },
@@ -248,9 +229,7 @@ fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Opt
     if zone_text.contains('/') {
         errors.push(ConfigError::new(
             &key.pos,
-            format!(
-                "'{zone_text}': CIDR notation in keys is not supported; write the reverse zone"
-            ),
+            format!("'{zone_text}': CIDR notation in keys is not supported; write the reverse zone"),
         ));
         return None;
     }
@@ -271,11 +250,7 @@ pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> 
     writeln!(f, "  kubernetes {}", zones.join(" "))?;
     match &k.source {
         Source::Snapshot(p) => writeln!(f, "    snapshot {}", p.display())?,
-        Source::Api { endpoint, .. } => writeln!(
-            f,
-            "    api {}",
-            endpoint.as_deref().unwrap_or("(in-cluster)")
-        )?,
+        Source::Api { endpoint, .. } => writeln!(f, "    api {}", endpoint.as_deref().unwrap_or("(in-cluster)"))?,
     }
     writeln!(
         f,

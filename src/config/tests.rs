@@ -20,10 +20,7 @@ fn errors_of(tag: &str, text: &str) -> Vec<String> {
         Ok(_) => Vec::new(),
         Err(e) => {
             e.0.iter()
-                .map(|e| {
-                    e.to_string()
-                        .replace(&path.display().to_string(), "Corefile")
-                })
+                .map(|e| e.to_string().replace(&path.display().to_string(), "Corefile"))
                 .collect()
         }
     }
@@ -34,16 +31,10 @@ fn the_demo_corefile_loads() {
     let cfg = load(std::path::Path::new("zones/Corefile"), 53).expect("demo Corefile is valid");
     assert_eq!(cfg.servers.len(), 1);
     assert_eq!(cfg.servers[0].port, 1053);
-    let k = cfg.servers[0]
-        .kubernetes
-        .as_ref()
-        .expect("kubernetes directive");
+    let k = cfg.servers[0].kubernetes.as_ref().expect("kubernetes directive");
     assert_eq!(k.pods, PodMode::Insecure);
     assert_eq!(k.ttl, 30);
-    assert_eq!(
-        k.source,
-        Source::Snapshot(PathBuf::from("zones/cluster.yaml"))
-    );
+    assert_eq!(k.source, Source::Snapshot(PathBuf::from("zones/cluster.yaml")));
     assert!(k.falls_through(&Name::from_ascii("1.0.0.10.in-addr.arpa.").expect("name")));
     assert!(!k.falls_through(&Name::from_ascii("x.cluster.local.").expect("name")));
     assert_eq!(cfg.ready.map(|a| a.port()), Some(8181));
@@ -113,18 +104,12 @@ fn every_error_is_reported_with_its_position() {
 #[test]
 fn ports_imports_env_and_several_blocks() {
     std::env::set_var("CLUSTERDNS_TEST_ZONE", "cluster.local");
-    let dir = corefile("imports", "")
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let dir = corefile("imports", "").parent().map(PathBuf::from).unwrap_or_default();
     std::fs::write(dir.join("common.conf"), "errors\n").expect("write import");
     let text = "(k) {\n  kubernetes {$CLUSTERDNS_TEST_ZONE} {\n    snapshot x.yaml\n  }\n}\n{$CLUSTERDNS_TEST_ZONE} {\n  import k\n  import common.conf\n}\nexample.org:1054 {\n  log\n}\n";
     std::fs::write(dir.join("Corefile"), text).expect("write Corefile");
     let cfg = load(&dir.join("Corefile"), 5353).expect("valid");
-    assert_eq!(
-        cfg.servers[0].port, 5353,
-        "-dns.port applies to keys without a port"
-    );
+    assert_eq!(cfg.servers[0].port, 5353, "-dns.port applies to keys without a port");
     assert_eq!(cfg.servers[0].zones[0].to_string(), "cluster.local.");
     assert!(cfg.servers[0].errors && cfg.servers[0].kubernetes.is_some());
     assert_eq!(cfg.servers[1].port, 1054);
@@ -142,14 +127,8 @@ fn same_zone_twice_on_a_port_is_an_error() {
 fn durations() {
     use std::time::Duration;
     assert_eq!(plugins::parse_duration("5s"), Some(Duration::from_secs(5)));
-    assert_eq!(
-        plugins::parse_duration("1m30s"),
-        Some(Duration::from_secs(90))
-    );
-    assert_eq!(
-        plugins::parse_duration("250ms"),
-        Some(Duration::from_millis(250))
-    );
+    assert_eq!(plugins::parse_duration("1m30s"), Some(Duration::from_secs(90)));
+    assert_eq!(plugins::parse_duration("250ms"), Some(Duration::from_millis(250)));
     assert_eq!(plugins::parse_duration("5"), None);
     assert_eq!(plugins::parse_duration("s"), None);
 }

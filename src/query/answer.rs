@@ -41,21 +41,15 @@ pub fn address(owner: &Name, ttl: u32, addr: IpAddr, qtype: RecordType) -> Optio
         (IpAddr::V4(v4), RecordType::A | RecordType::ANY) => {
             Some(Record::from_rdata(owner.clone(), ttl, RData::A(A(v4))))
         }
-        (IpAddr::V6(v6), RecordType::AAAA | RecordType::ANY) => Some(Record::from_rdata(
-            owner.clone(),
-            ttl,
-            RData::AAAA(AAAA(v6)),
-        )),
+        (IpAddr::V6(v6), RecordType::AAAA | RecordType::ANY) => {
+            Some(Record::from_rdata(owner.clone(), ttl, RData::AAAA(AAAA(v6))))
+        }
         _ => None,
     }
 }
 
 pub fn srv(owner: &Name, ttl: u32, weight: u16, port: u16, target: Name) -> Record {
-    Record::from_rdata(
-        owner.clone(),
-        ttl,
-        RData::SRV(SRV::new(0, weight, port, target)),
-    )
+    Record::from_rdata(owner.clone(), ttl, RData::SRV(SRV::new(0, weight, port, target)))
 }
 
 pub fn cname(owner: &Name, ttl: u32, target: Name) -> Record {
@@ -67,24 +61,47 @@ pub fn ptr(owner: &Name, ttl: u32, target: Name) -> Record {
 }
 
 pub fn txt(owner: &Name, ttl: u32, text: &str) -> Record {
-    Record::from_rdata(
-        owner.clone(),
-        ttl,
-        RData::TXT(TXT::new(vec![text.to_string()])),
-    )
+    Record::from_rdata(owner.clone(), ttl, RData::TXT(TXT::new(vec![text.to_string()])))
 }
 
 pub fn ns(owner: &Name, ttl: u32, target: Name) -> Record {
     Record::from_rdata(owner.clone(), ttl, RData::NS(NS(target)))
 }
 
+/// A zone we answer authoritatively, with the names its SOA and NS use
+/// built once instead of per negative answer.
+#[derive(Debug, Clone)]
+pub struct Zone {
+    pub name: Name,
+    /// `ns.dns.<zone>`: the SOA's MNAME and the apex NS target.
+    pub ns_host: Name,
+    /// `hostmaster.<zone>`: the SOA's RNAME.
+    pub hostmaster: Name,
+}
+
+impl Zone {
+    pub fn new(name: Name) -> Zone {
+        Zone {
+            ns_host: prefixed(&name, &["ns", "dns"]),
+            hostmaster: prefixed(&name, &["hostmaster"]),
+            name,
+        }
+    }
+}
+
 /// The zone's SOA, as CoreDNS writes it: `ns.dns.<zone> hostmaster.<zone>`,
 /// refresh 7200, retry 1800, expire 86400, minimum = the TTL.
-pub fn soa(zone: &Name, ttl: u32, serial: u32) -> Record {
-    let mname = prefixed(zone, &["ns", "dns"]);
-    let rname = prefixed(zone, &["hostmaster"]);
-    let rdata = SOA::new(mname, rname, serial, 7200, 1800, 86400, ttl);
-    Record::from_rdata(zone.clone(), ttl, RData::SOA(rdata))
+pub fn soa(zone: &Zone, ttl: u32, serial: u32) -> Record {
+    let rdata = SOA::new(
+        zone.ns_host.clone(),
+        zone.hostmaster.clone(),
+        serial,
+        7200,
+        1800,
+        86400,
+        ttl,
+    );
+    Record::from_rdata(zone.name.clone(), ttl, RData::SOA(rdata))
 }
 
 /// `labels...` prepended to `base` (falls back to `base` on overflow).

@@ -43,12 +43,7 @@ pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) 
     }
 }
 
-fn encode(
-    out: &mut Vec<u8>,
-    echo: &Echo<'_>,
-    answer: &Answer,
-    limit: usize,
-) -> Result<bool, ProtoError> {
+fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> Result<bool, ProtoError> {
     out.clear();
     let mut enc = BinEncoder::new(out);
     let place = enc.place::<Header>()?;
@@ -87,13 +82,7 @@ fn encode(
     meta.authoritative = answer.authoritative;
     meta.truncation = truncated;
     meta.response_code = answer.rcode;
-    place.replace(
-        &mut enc,
-        Header {
-            metadata: meta,
-            counts,
-        },
-    )?;
+    place.replace(&mut enc, Header { metadata: meta, counts })?;
     Ok(truncated)
 }
 

@@ -68,11 +68,7 @@ pub fn check(bytes: &[u8]) -> Checked {
     let version = msg.edns.as_ref().map_or(0, |e| e.version());
     let meta = msg.metadata;
     let mut queries = msg.queries;
-    let single = if queries.len() == 1 {
-        queries.pop()
-    } else {
-        None
-    };
+    let single = if queries.len() == 1 { queries.pop() } else { None };
     let reject = |query, rcode| Checked::Reject {
         meta,
         query,
@@ -91,9 +87,7 @@ pub fn check(bytes: &[u8]) -> Checked {
     if version > 0 {
         return reject(Some(query), ResponseCode::BADVERS);
     }
-    if query.query_class() != DNSClass::IN
-        || matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR)
-    {
+    if query.query_class() != DNSClass::IN || matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
         return reject(Some(query), ResponseCode::Refused);
     }
     Checked::Query(Request { meta, query, edns })

@@ -45,12 +45,7 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 }
 
 /// Accepts connections until `stop` is set.
-pub async fn serve(
-    listener: TcpListener,
-    handler: Arc<Handler>,
-    max_connections: usize,
-    stop: Arc<AtomicBool>,
-) {
+pub async fn serve(listener: TcpListener, handler: Arc<Handler>, max_connections: usize, stop: Arc<AtomicBool>) {
     let slots = Arc::new(Semaphore::new(max_connections));
     while !stop.load(Ordering::Relaxed) {
         let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
@@ -110,11 +105,7 @@ async fn connection(stream: TcpStream, handler: &Handler) -> io::Result<()> {
             continue;
         }
         let mut frame = Vec::with_capacity(scratch.out.len() + 2);
-        frame.extend_from_slice(
-            &u16::try_from(scratch.out.len())
-                .unwrap_or(u16::MAX)
-                .to_be_bytes(),
-        );
+        frame.extend_from_slice(&u16::try_from(scratch.out.len()).unwrap_or(u16::MAX).to_be_bytes());
         frame.extend_from_slice(&scratch.out);
         if tx.send(frame).await.is_err() {
             break;

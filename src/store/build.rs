@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::records::{Endpoint, Port, PtrTarget, Service, ServiceKind};
-use super::{Namespace, Snapshot};
+use super::{Map, Namespace, Snapshot};
 
 /// `(namespace, name)` of a namespaced object, interned.
 type Key = (Arc<str>, Arc<str>);
@@ -20,7 +20,7 @@ pub struct Builder {
     namespaces: HashSet<Arc<str>>,
     services: HashMap<Key, (ServiceKind, Box<[Port]>)>,
     slices: HashMap<Key, Vec<Endpoint>>,
-    pods: HashMap<IpAddr, Vec<Arc<str>>>,
+    pods: Map<IpAddr, Vec<Arc<str>>>,
 }
 
 impl Builder {
@@ -43,13 +43,7 @@ impl Builder {
         self.namespaces.insert(name);
     }
 
-    pub fn add_service(
-        &mut self,
-        namespace: &str,
-        name: &str,
-        kind: ServiceKind,
-        ports: Vec<Port>,
-    ) {
+    pub fn add_service(&mut self, namespace: &str, name: &str, kind: ServiceKind, ports: Vec<Port>) {
         let key = (self.intern(namespace), self.intern(name));
         self.services.insert(key, (kind, ports.into_boxed_slice()));
     }
@@ -70,17 +64,14 @@ impl Builder {
 
     /// Builds the snapshot, marked synced, with `serial` for the SOA.
     pub fn build(mut self, serial: u32) -> Snapshot {
-        let mut namespaces: HashMap<Arc<str>, Namespace> = self
+        let mut namespaces: Map<Arc<str>, Namespace> = self
             .namespaces
             .iter()
             .map(|n| (n.clone(), Namespace::default()))
             .collect();
-        let mut reverse: HashMap<IpAddr, Vec<PtrTarget>> = HashMap::new();
+        let mut reverse: Map<IpAddr, Vec<PtrTarget>> = Map::default();
         for ((ns, name), (kind, ports)) in self.services.drain() {
-            let mut endpoints = self
-                .slices
-                .remove(&(ns.clone(), name.clone()))
-                .unwrap_or_default();
+            let mut endpoints = self.slices.remove(&(ns.clone(), name.clone())).unwrap_or_default();
             endpoints.sort_by(|a, b| (&a.hostname, a.addr).cmp(&(&b.hostname, b.addr)));
             endpoints.dedup_by(|a, b| a.hostname == b.hostname && a.addr == b.addr);
             if let ServiceKind::ClusterIp(ips) = &kind {
@@ -106,16 +97,10 @@ impl Builder {
                 ports,
                 endpoints: endpoints.into_boxed_slice(),
             };
-            namespaces
-                .entry(ns)
-                .or_default()
-                .services
-                .insert(name, service);
+            namespaces.entry(ns).or_default().services.insert(name, service);
         }
         for targets in reverse.values_mut() {
-            targets.sort_by(|a, b| {
-                (&a.namespace, &a.service, &a.host).cmp(&(&b.namespace, &b.service, &b.host))
-            });
+            targets.sort_by(|a, b| (&a.namespace, &a.service, &a.host).cmp(&(&b.namespace, &b.service, &b.host)));
         }
         Snapshot {
             synced: true,
@@ -151,11 +136,7 @@ mod tests {
         b.add_namespace("db");
         b.add_namespace("empty");
         b.add_service("db", "pg", ServiceKind::Headless, vec![]);
-        b.add_endpoints(
-            "db",
-            "pg",
-            vec![ep("10.1.0.1", "pg-0"), ep("10.1.0.2", "pg-1")],
-        );
+        b.add_endpoints("db", "pg", vec![ep("10.1.0.1", "pg-0"), ep("10.1.0.2", "pg-1")]);
         b.add_endpoints("db", "pg", vec![ep("10.1.0.1", "pg-0")]);
         b.add_service(
             "db",
@@ -169,15 +150,10 @@ mod tests {
         assert_eq!(s.service("db", "pg").map(|s| s.endpoints.len()), Some(2));
         assert!(s.namespace("empty").is_some());
         assert_eq!(
-            s.reverse("10.1.0.2".parse().expect("ip"))[0]
-                .host
-                .as_deref(),
+            s.reverse("10.1.0.2".parse().expect("ip"))[0].host.as_deref(),
             Some("pg-1")
         );
-        assert_eq!(
-            &*s.reverse("10.96.0.5".parse().expect("ip"))[0].service,
-            "api"
-        );
+        assert_eq!(&*s.reverse("10.96.0.5".parse().expect("ip"))[0].service, "api");
         assert!(
             s.reverse("10.9.9.9".parse().expect("ip")).is_empty(),
             "slices without a service are not served"

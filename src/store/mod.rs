@@ -10,11 +10,13 @@
 mod build;
 pub mod records;
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Guard};
+
+/// The maps of a snapshot: lookups hash query labels, so a fast seeded hash.
+pub type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 pub use build::Builder;
 pub use records::{Endpoint, Port, Proto, PtrTarget, Service, ServiceKind};
@@ -22,7 +24,7 @@ pub use records::{Endpoint, Port, Proto, PtrTarget, Service, ServiceKind};
 /// The services of one namespace.
 #[derive(Debug, Default, Clone)]
 pub struct Namespace {
-    pub services: HashMap<Arc<str>, Service>,
+    pub services: Map<Arc<str>, Service>,
 }
 
 /// One immutable view of the cluster. `synced` is false until every
@@ -33,10 +35,10 @@ pub struct Snapshot {
     pub synced: bool,
     /// SOA serial: seconds since the Unix epoch when the snapshot was built.
     pub serial: u32,
-    namespaces: HashMap<Arc<str>, Namespace>,
-    reverse: HashMap<IpAddr, Vec<PtrTarget>>,
+    namespaces: Map<Arc<str>, Namespace>,
+    reverse: Map<IpAddr, Vec<PtrTarget>>,
     /// Namespaces of running pods by pod IP (only filled for `pods verified`).
-    pods: HashMap<IpAddr, Vec<Arc<str>>>,
+    pods: Map<IpAddr, Vec<Arc<str>>>,
 }
 
 impl Snapshot {

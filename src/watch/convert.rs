@@ -46,18 +46,13 @@ fn ids(kind: &'static str, meta: &ObjectMeta) -> Result<(String, String), Invali
         (Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
             Ok((ns.to_ascii_lowercase(), name.to_ascii_lowercase()))
         }
-        _ => Err(invalid(
-            kind,
-            meta,
-            "metadata.namespace and metadata.name are required",
-        )),
+        _ => Err(invalid(kind, meta, "metadata.namespace and metadata.name are required")),
     }
 }
 
 pub fn namespace(b: &mut Builder, cfg: &KubernetesConfig, ns: &Namespace) -> Result<(), Invalid> {
     let name = ns.metadata.name.as_deref().filter(|n| !n.is_empty());
-    let name =
-        name.ok_or_else(|| invalid("Namespace", &ns.metadata, "metadata.name is required"))?;
+    let name = name.ok_or_else(|| invalid("Namespace", &ns.metadata, "metadata.name is required"))?;
     let name = name.to_ascii_lowercase();
     if cfg.namespace_exposed(&name) {
         b.add_namespace(&name);
@@ -100,11 +95,7 @@ pub fn service(b: &mut Builder, cfg: &KubernetesConfig, svc: &Service) -> Result
             _ => spec.cluster_ip.iter().collect(),
         };
         if texts.is_empty() {
-            return Err(invalid(
-                KIND,
-                &svc.metadata,
-                "spec.clusterIP is empty (not allocated)",
-            ));
+            return Err(invalid(KIND, &svc.metadata, "spec.clusterIP is empty (not allocated)"));
         }
         let ips = texts
             .iter()
@@ -124,8 +115,8 @@ pub fn service(b: &mut Builder, cfg: &KubernetesConfig, svc: &Service) -> Result
     for p in spec.ports.iter().flatten() {
         let proto = Proto::from_k8s(p.protocol.as_deref())
             .ok_or_else(|| invalid(KIND, &svc.metadata, "unknown port protocol"))?;
-        let number = u16::try_from(p.port)
-            .map_err(|_| invalid(KIND, &svc.metadata, format!("port {} out of range", p.port)))?;
+        let number =
+            u16::try_from(p.port).map_err(|_| invalid(KIND, &svc.metadata, format!("port {} out of range", p.port)))?;
         let name = b.intern(&p.name.as_deref().unwrap_or_default().to_ascii_lowercase());
         ports.push(Port {
             name,
@@ -137,11 +128,7 @@ pub fn service(b: &mut Builder, cfg: &KubernetesConfig, svc: &Service) -> Result
     Ok(())
 }
 
-pub fn endpoint_slice(
-    b: &mut Builder,
-    cfg: &KubernetesConfig,
-    slice: &EndpointSlice,
-) -> Result<(), Invalid> {
+pub fn endpoint_slice(b: &mut Builder, cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<(), Invalid> {
     const KIND: &str = "EndpointSlice";
     if cfg.noendpoints {
         return Ok(());
@@ -157,8 +144,8 @@ pub fn endpoint_slice(
     let mut ports = Vec::new();
     for p in slice.ports.iter().flatten() {
         let Some(number) = p.port else { continue };
-        let number = u16::try_from(number)
-            .map_err(|_| invalid(KIND, &slice.metadata, format!("port {number} out of range")))?;
+        let number =
+            u16::try_from(number).map_err(|_| invalid(KIND, &slice.metadata, format!("port {number} out of range")))?;
         let proto = Proto::from_k8s(p.protocol.as_deref())
             .ok_or_else(|| invalid(KIND, &slice.metadata, "unknown port protocol"))?;
         let name = b.intern(&p.name.as_deref().unwrap_or_default().to_ascii_lowercase());
@@ -211,28 +198,15 @@ pub fn pod(b: &mut Builder, cfg: &KubernetesConfig, pod: &Pod) -> Result<(), Inv
     let Some(status) = &pod.status else {
         return Ok(());
     };
-    if matches!(
-        status.phase.as_deref(),
-        Some("Succeeded" | "Failed" | "Unknown")
-    ) || !cfg.namespace_exposed(&ns)
-    {
+    if matches!(status.phase.as_deref(), Some("Succeeded" | "Failed" | "Unknown")) || !cfg.namespace_exposed(&ns) {
         return Ok(());
     }
-    let mut texts: Vec<&str> = status
-        .pod_ips
-        .iter()
-        .flatten()
-        .map(|p| p.ip.as_str())
-        .collect();
+    let mut texts: Vec<&str> = status.pod_ips.iter().flatten().map(|p| p.ip.as_str()).collect();
     texts.extend(status.pod_ip.as_deref());
     for text in texts {
-        let addr: IpAddr = text.parse().map_err(|_| {
-            invalid(
-                "Pod",
-                &pod.metadata,
-                format!("podIP '{text}' is not an IP address"),
-            )
-        })?;
+        let addr: IpAddr = text
+            .parse()
+            .map_err(|_| invalid("Pod", &pod.metadata, format!("podIP '{text}' is not an IP address")))?;
         b.add_pod(&ns, addr);
     }
     Ok(())

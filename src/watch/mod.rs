@@ -19,12 +19,7 @@ pub const SNAPSHOT_POLL: Duration = Duration::from_secs(1);
 /// Starts the source of one `kubernetes` directive on the current runtime.
 pub fn start(cfg: Arc<KubernetesConfig>, store: Arc<Store>) -> tokio::task::JoinHandle<()> {
     match &cfg.source {
-        Source::Snapshot(path) => tokio::spawn(snapshot::run(
-            path.clone(),
-            cfg.clone(),
-            store,
-            SNAPSHOT_POLL,
-        )),
+        Source::Snapshot(path) => tokio::spawn(snapshot::run(path.clone(), cfg.clone(), store, SNAPSHOT_POLL)),
         Source::Api { .. } => tokio::spawn(async {
             // Rejected by config validation; kept total so a store never hangs unnoticed.
             tracing::error!(target: "kubernetes", "the API source is not implemented; the store stays unsynced");

@@ -22,10 +22,7 @@ use crate::store::{Builder, Snapshot, Store};
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
     #[error("{path}: cannot read: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
     #[error("{path}:{line}:{col}: {message}")]
     Syntax {
         path: String,
@@ -55,11 +52,7 @@ pub fn load_file(path: &Path, cfg: &KubernetesConfig) -> Result<(Snapshot, LoadR
 
 /// Parses dump text (JSON or YAML, one document or several, a `List` or
 /// single objects) and converts every object.
-pub fn load_str(
-    path: &str,
-    text: &str,
-    cfg: &KubernetesConfig,
-) -> Result<(Snapshot, LoadReport), DumpError> {
+pub fn load_str(path: &str, text: &str, cfg: &KubernetesConfig) -> Result<(Snapshot, LoadReport), DumpError> {
     let docs = parse_documents(path, text)?;
     let mut builder = Builder::new();
     let mut report = LoadReport::default();
@@ -108,18 +101,12 @@ fn parse_documents(path: &str, text: &str) -> Result<Vec<Value>, DumpError> {
 }
 
 fn add_object(b: &mut Builder, cfg: &KubernetesConfig, item: Value, report: &mut LoadReport) {
-    let kind = item
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let kind = item.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
     report.objects += 1;
     let result = match kind.as_str() {
         "Namespace" => from_value(&item, "Namespace").and_then(|o| convert::namespace(b, cfg, &o)),
         "Service" => from_value(&item, "Service").and_then(|o| convert::service(b, cfg, &o)),
-        "EndpointSlice" => {
-            from_value(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(b, cfg, &o))
-        }
+        "EndpointSlice" => from_value(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(b, cfg, &o)),
         "Pod" => from_value(&item, "Pod").and_then(|o| convert::pod(b, cfg, &o)),
         _ => {
             report.ignored += 1;
@@ -131,10 +118,7 @@ fn add_object(b: &mut Builder, cfg: &KubernetesConfig, item: Value, report: &mut
     }
 }
 
-fn from_value<T: serde::de::DeserializeOwned>(
-    item: &Value,
-    kind: &'static str,
-) -> Result<T, Invalid> {
+fn from_value<T: serde::de::DeserializeOwned>(item: &Value, kind: &'static str) -> Result<T, Invalid> {
     T::deserialize(item).map_err(|e| {
         let meta = item.get("metadata");
         let field = |f: &str| {

@@ -81,12 +81,9 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(20);
         while dns.is_none() || ready.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx.recv_timeout(left).unwrap_or_else(|_| {
-                panic!(
-                    "server did not log its addresses: {:?}",
-                    log.lock().map(|l| l.clone())
-                )
-            });
+            let line = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("server did not log its addresses: {:?}", log.lock().map(|l| l.clone())));
             if let Some(a) = line.split("listening on udp ").nth(1) {
                 dns = a.trim().parse().ok();
             }
@@ -142,10 +139,7 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
         return String::new();
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    );
+    let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out
@@ -167,8 +161,7 @@ pub fn query(id: u16, name: &str, qtype: RecordType, edns: Option<u16>) -> Vec<u
 /// Sends raw bytes over UDP and returns the raw reply, if any (1 s).
 pub fn udp_raw(server: SocketAddr, bytes: &[u8]) -> Option<Vec<u8>> {
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    sock.set_read_timeout(Some(Duration::from_secs(1)))
-        .expect("timeout");
+    sock.set_read_timeout(Some(Duration::from_secs(1))).expect("timeout");
     sock.send_to(bytes, server).expect("send");
     let mut buf = vec![0u8; 65535];
     let n = sock.recv(&mut buf).ok()?;
@@ -202,8 +195,7 @@ pub fn answer_lines(m: &Message) -> Vec<String> {
 /// and returns the replies in the order they arrive.
 pub fn tcp_pipelined(server: SocketAddr, queries: &[Vec<u8>]) -> Vec<Message> {
     let mut s = TcpStream::connect_timeout(&server, Duration::from_secs(2)).expect("tcp connect");
-    s.set_read_timeout(Some(Duration::from_secs(3)))
-        .expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
     let mut out = Vec::new();
     for q in queries {
         out.extend_from_slice(&(q.len() as u16).to_be_bytes());

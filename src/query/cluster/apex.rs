@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use hickory_proto::rr::RecordType;
 
 use super::{Ctx, Found};
-use crate::query::answer::{self, prefixed};
+use crate::query::answer;
 use crate::store::ServiceKind;
 
 /// The schema version of the Kubernetes DNS specification we implement.
@@ -20,8 +20,8 @@ pub fn apex(c: &mut Ctx<'_, '_>) -> Found {
     match c.qtype {
         RecordType::SOA => c.out.answers.push(answer::soa(c.zone, ttl, c.snap.serial)),
         RecordType::NS => {
-            let host = prefixed(c.zone, &["ns", "dns"]);
-            c.out.answers.push(answer::ns(c.zone, ttl, host.clone()));
+            let host = c.zone.ns_host.clone();
+            c.out.answers.push(answer::ns(&c.zone.name, ttl, host.clone()));
             for ip in ns_addresses(c) {
                 c.out
                     .additional
@@ -38,18 +38,14 @@ pub fn dns_version(c: &mut Ctx<'_, '_>) -> Found {
         return Found::NoData;
     }
     let owner = c.owner.clone();
-    c.out
-        .answers
-        .push(answer::txt(&owner, c.cfg.ttl, SCHEMA_VERSION));
+    c.out.answers.push(answer::txt(&owner, c.cfg.ttl, SCHEMA_VERSION));
     Found::Records
 }
 
 pub fn ns_host(c: &mut Ctx<'_, '_>) -> Found {
     let owner = c.owner.clone();
     for ip in ns_addresses(c) {
-        c.out
-            .answers
-            .extend(answer::address(&owner, c.cfg.ttl, ip, c.qtype));
+        c.out.answers.extend(answer::address(&owner, c.cfg.ttl, ip, c.qtype));
     }
     if c.out.answers.is_empty() {
         Found::NoData
@@ -59,11 +55,7 @@ pub fn ns_host(c: &mut Ctx<'_, '_>) -> Found {
 }
 
 fn ns_addresses(c: &Ctx<'_, '_>) -> Vec<IpAddr> {
-    match c
-        .snap
-        .service(DNS_SERVICE.0, DNS_SERVICE.1)
-        .map(|s| &s.kind)
-    {
+    match c.snap.service(DNS_SERVICE.0, DNS_SERVICE.1).map(|s| &s.kind) {
         Some(ServiceKind::ClusterIp(ips)) => ips.to_vec(),
         _ => Vec::new(),
     }

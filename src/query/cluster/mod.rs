@@ -17,7 +17,7 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use super::answer::{self, Answer};
+use super::answer::{self, Answer, Zone};
 use crate::config::KubernetesConfig;
 use crate::store::{Snapshot, Store};
 use qname::Qname;
@@ -41,10 +41,11 @@ pub enum Outcome {
     Fallthrough,
 }
 
-/// The `kubernetes` plugin's query side: its options and its store.
+/// The `kubernetes` plugin's query side: its options, zones and store.
 pub struct Cluster {
     pub cfg: Arc<KubernetesConfig>,
     pub store: Arc<Store>,
+    zones: Vec<Zone>,
 }
 
 /// One lookup: the snapshot, the options, the zone matched, the name whose
@@ -53,69 +54,69 @@ pub struct Cluster {
 pub struct Ctx<'s, 'o> {
     pub snap: &'s Snapshot,
     pub cfg: &'s KubernetesConfig,
-    pub zone: &'s Name,
+    pub zone: &'s Zone,
+    /// Every zone of the plugin (PTR targets use the first forward zone).
+    pub zones: &'s [Zone],
     pub owner: Name,
     pub qtype: RecordType,
     pub out: &'o mut Answer,
 }
 
 impl Cluster {
+    pub fn new(cfg: Arc<KubernetesConfig>, store: Arc<Store>) -> Cluster {
+        let zones = cfg.zones.iter().cloned().map(Zone::new).collect();
+        Cluster { cfg, store, zones }
+    }
+
     /// The zone of ours that `qname` falls in (the longest), if any.
-    pub fn zone_for(&self, qname: &Name) -> Option<&Name> {
-        self.cfg
-            .zones
+    pub fn zone_for(&self, qname: &Name) -> Option<&Zone> {
+        self.zones
             .iter()
-            .filter(|z| z.zone_of(qname))
-            .max_by_key(|z| z.num_labels())
+            .filter(|z| z.name.zone_of(qname))
+            .max_by_key(|z| z.name.num_labels())
     }
 
     /// Answers `qname`/`qtype` in `zone` (from [`Cluster::zone_for`]).
-    pub fn answer(
-        &self,
-        qname: &Name,
-        qtype: RecordType,
-        zone: &Name,
-        out: &mut Answer,
-    ) -> Outcome {
+    pub fn answer(&self, qname: &Name, qtype: RecordType, zone: &Zone, out: &mut Answer) -> Outcome {
         let snap = self.store.load();
         if !snap.synced {
             out.error(ResponseCode::ServFail);
             return Outcome::Answered;
         }
+        let (cfg, zones) = (&*self.cfg, &self.zones[..]);
         let mut c = Ctx {
             snap: &snap,
-            cfg: &self.cfg,
+            cfg,
             zone,
+            zones,
             owner: qname.clone(),
             qtype,
             out,
         };
-        let found = match if reverse::is_reverse(zone) {
+        let found = if reverse::is_reverse(&zone.name) {
             reverse::answer(&mut c)
         } else {
             c.lookup(0)
-        } {
-            Found::Records if out.answers.is_empty() => Found::NoData,
-            found => found,
         };
-        if found == Found::NxDomain && self.cfg.falls_through(qname) {
+        let found = if found == Found::Records && out.answers.is_empty() {
+            Found::NoData
+        } else {
+            found
+        };
+        if found == Found::NxDomain && cfg.falls_through(qname) {
             out.clear();
             return Outcome::Fallthrough;
         }
         out.authoritative = true;
-        match found {
-            Found::Records => out.rcode = ResponseCode::NoError,
-            Found::NoData | Found::NxDomain => {
-                out.answers.clear();
-                out.additional.clear();
-                out.rcode = if found == Found::NoData {
-                    ResponseCode::NoError
-                } else {
-                    ResponseCode::NXDomain
-                };
-                out.authority
-                    .push(answer::soa(zone, self.cfg.ttl, snap.serial));
-            }
+        if found != Found::Records {
+            out.answers.clear();
+            out.additional.clear();
+            out.rcode = if found == Found::NoData {
+                ResponseCode::NoError
+            } else {
+                ResponseCode::NXDomain
+            };
+            out.authority.push(answer::soa(zone, cfg.ttl, snap.serial));
         }
         Outcome::Answered
     }
@@ -124,8 +125,9 @@ impl Cluster {
 impl Ctx<'_, '_> {
     /// Finds the records of `self.owner` (a forward name in the zone).
     fn lookup(&mut self, depth: u8) -> Found {
-        let lower = self.owner.to_lowercase();
-        match qname::parse(&lower, self.zone) {
+        let mut buf = [0u8; 255];
+        let zone_labels = self.zone.name.num_labels();
+        match qname::parse(&self.owner, zone_labels, &mut buf) {
             Qname::Apex => apex::apex(self),
             Qname::DnsVersion => apex::dns_version(self),
             Qname::NsHost => apex::ns_host(self),
@@ -134,12 +136,7 @@ impl Ctx<'_, '_> {
             Qname::Service { ns, svc } => service::service(self, ns, svc, depth),
             Qname::ProtoEnt { ns, svc, proto } => service::proto_ent(self, ns, svc, proto),
             Qname::Endpoint { ns, svc, host } => service::endpoint(self, ns, svc, host),
-            Qname::Port {
-                ns,
-                svc,
-                port,
-                proto,
-            } => service::port(self, ns, svc, port, proto),
+            Qname::Port { ns, svc, port, proto } => service::port(self, ns, svc, port, proto),
             Qname::PodNamespace { ns } => pod::namespace(self, ns),
             Qname::Pod { ns, ip } => pod::pod(self, ns, ip),
             Qname::Unknown => Found::NxDomain,

@@ -20,7 +20,7 @@
 
 use hickory_proto::rr::Name;
 
-/// A parsed cluster-zone name; strings borrow the lower-cased query name.
+/// A parsed cluster-zone name; strings borrow the lower-cased labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Qname<'a> {
     Apex,
@@ -60,19 +60,31 @@ pub enum Qname<'a> {
     Unknown,
 }
 
-/// Parses `lower` (the lower-cased query name) relative to `zone`, which
-/// must be one of its suffixes.
-pub fn parse<'a>(lower: &'a Name, zone: &Name) -> Qname<'a> {
-    let rel = lower.num_labels().saturating_sub(zone.num_labels()) as usize;
-    let mut labels: [&str; 5] = [""; 5];
-    if rel > labels.len() {
+/// Parses `name` relative to its last `zone_labels` labels (the zone),
+/// lower-casing the labels before them into `buf`, which the result borrows.
+pub fn parse<'a>(name: &Name, zone_labels: u8, buf: &'a mut [u8; 255]) -> Qname<'a> {
+    let rel = name.num_labels().saturating_sub(zone_labels) as usize;
+    if rel > 5 {
         return Qname::Unknown;
     }
-    for (slot, label) in labels.iter_mut().zip(lower.iter().take(rel)) {
-        match std::str::from_utf8(label) {
+    let mut ends = [0usize; 5];
+    let mut len = 0;
+    for (i, label) in name.iter().take(rel).enumerate() {
+        let Some(dst) = buf.get_mut(len..len + label.len()) else { return Qname::Unknown };
+        dst.copy_from_slice(label);
+        dst.make_ascii_lowercase();
+        len += label.len();
+        ends[i] = len;
+    }
+    let buf: &'a [u8] = buf;
+    let mut labels: [&str; 5] = [""; 5];
+    let mut start = 0;
+    for (slot, end) in labels.iter_mut().zip(&ends[..rel]) {
+        match std::str::from_utf8(&buf[start..*end]) {
             Ok(s) => *slot = s,
             Err(_) => return Qname::Unknown,
         }
+        start = *end;
     }
     let l = &labels[..rel];
     match l {
@@ -84,19 +96,10 @@ pub fn parse<'a>(lower: &'a Name, zone: &Name) -> Qname<'a> {
         [svc, ns, "svc"] => Qname::Service { ns, svc },
         [first, svc, ns, "svc"] => match first.strip_prefix('_') {
             Some(proto) => Qname::ProtoEnt { ns, svc, proto },
-            None => Qname::Endpoint {
-                ns,
-                svc,
-                host: first,
-            },
+            None => Qname::Endpoint { ns, svc, host: first },
         },
         [port, proto, svc, ns, "svc"] => match (port.strip_prefix('_'), proto.strip_prefix('_')) {
-            (Some(port), Some(proto)) => Qname::Port {
-                ns,
-                svc,
-                port,
-                proto,
-            },
+            (Some(port), Some(proto)) => Qname::Port { ns, svc, port, proto },
             _ => Qname::Unknown,
         },
         [ns, "pod"] => Qname::PodNamespace { ns },
@@ -110,9 +113,8 @@ mod tests {
     use super::*;
 
     fn p(name: &str) -> String {
-        let zone = Name::from_ascii("cluster.local.").expect("zone");
-        let lower = Name::from_ascii(name).expect("name").to_lowercase();
-        format!("{:?}", parse(&lower, &zone))
+        let mut buf = [0u8; 255];
+        format!("{:?}", parse(&Name::from_ascii(name).expect("name"), 2, &mut buf))
     }
 
     #[test]
@@ -139,10 +141,7 @@ mod tests {
             r#"Port { ns: "shop", svc: "web", port: "http", proto: "tcp" }"#
         );
         assert_eq!(p("x._tcp.web.shop.svc.cluster.local."), "Unknown");
-        assert_eq!(
-            p("shop.pod.cluster.local."),
-            r#"PodNamespace { ns: "shop" }"#
-        );
+        assert_eq!(p("shop.pod.cluster.local."), r#"PodNamespace { ns: "shop" }"#);
         assert_eq!(
             p("10-1-2-3.shop.pod.cluster.local."),
             r#"Pod { ns: "shop", ip: "10-1-2-3" }"#

@@ -27,7 +27,7 @@ pub fn is_reverse(zone: &Name) -> bool {
 }
 
 pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
-    if c.owner.num_labels() == c.zone.num_labels() {
+    if c.owner.num_labels() == c.zone.name.num_labels() {
         return apex::apex(c);
     }
     let Some(addr) = parse(&c.owner) else {
@@ -40,7 +40,7 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     if c.qtype != RecordType::PTR {
         return Found::NoData;
     }
-    let Some(zone) = c.cfg.zones.iter().find(|z| !is_reverse(z)) else {
+    let Some(zone) = c.zones.iter().map(|z| &z.name).find(|z| !is_reverse(z)) else {
         return Found::NoData;
     };
     let owner = c.owner.clone();
@@ -61,22 +61,10 @@ pub fn parse(name: &Name) -> Option<IpAddr> {
     let text = |l: &[u8]| std::str::from_utf8(l).ok().map(str::to_ascii_lowercase);
     match labels.as_slice() {
         [d, c, b, a, inaddr, arpa] if text(inaddr)? == "in-addr" && text(arpa)? == "arpa" => {
-            let octet = |l: &[u8]| {
-                text(l)?
-                    .parse::<u8>()
-                    .ok()
-                    .filter(|_| l.len() == 1 || l[0] != b'0')
-            };
-            Some(IpAddr::V4(Ipv4Addr::new(
-                octet(a)?,
-                octet(b)?,
-                octet(c)?,
-                octet(d)?,
-            )))
+            let octet = |l: &[u8]| text(l)?.parse::<u8>().ok().filter(|_| l.len() == 1 || l[0] != b'0');
+            Some(IpAddr::V4(Ipv4Addr::new(octet(a)?, octet(b)?, octet(c)?, octet(d)?)))
         }
-        [nibbles @ .., ip6, arpa]
-            if nibbles.len() == 32 && text(ip6)? == "ip6" && text(arpa)? == "arpa" =>
-        {
+        [nibbles @ .., ip6, arpa] if nibbles.len() == 32 && text(ip6)? == "ip6" && text(arpa)? == "arpa" => {
             let mut value: u128 = 0;
             for n in nibbles.iter().rev() {
                 let [digit] = n else { return None };

@@ -43,11 +43,7 @@ pub fn endpoint(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, host: &str) -> Found {
     if matches!(service.kind, ServiceKind::ExternalName(_)) {
         return Found::NxDomain;
     }
-    let mut named = service
-        .endpoints
-        .iter()
-        .filter(|e| &*e.hostname == host)
-        .peekable();
+    let mut named = service.endpoints.iter().filter(|e| &*e.hostname == host).peekable();
     if named.peek().is_none() {
         return Found::NxDomain;
     }
@@ -105,14 +101,8 @@ fn addresses(c: &mut Ctx<'_, '_>, addrs: impl Iterator<Item = IpAddr>) {
 /// SRV records for the ports passing `filter` (`(name, proto)`; `None`
 /// for every port): service ports of a ClusterIP service, endpoint ports of
 /// a headless one.
-fn srv_records(
-    c: &mut Ctx<'_, '_>,
-    ns: &str,
-    svc: &str,
-    service: &Service,
-    filter: Option<(&str, &str)>,
-) -> Found {
-    let base = prefixed(c.zone, &[svc, ns, "svc"]);
+fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filter: Option<(&str, &str)>) -> Found {
+    let base = prefixed(&c.zone.name, &[svc, ns, "svc"]);
     let ttl = c.cfg.ttl;
     let mut targets: Vec<(u16, Name)> = Vec::new();
     let mut glue: Vec<(Name, IpAddr)> = Vec::new();
@@ -170,9 +160,7 @@ fn srv_records(
 /// Whether `p` passes `filter`: a named port with that name and protocol,
 /// or any port when there is no filter.
 fn wanted(p: &Port, filter: Option<(&str, &str)>) -> bool {
-    filter.is_none_or(|(name, proto)| {
-        !p.name.is_empty() && &*p.name == name && p.proto.label() == proto
-    })
+    filter.is_none_or(|(name, proto)| !p.name.is_empty() && &*p.name == name && p.proto.label() == proto)
 }
 
 fn endpoint_name(base: &Name, e: &Endpoint) -> Name {
@@ -186,7 +174,7 @@ fn external_name(c: &mut Ctx<'_, '_>, target: &Name, depth: u8) -> Found {
         return Found::Records; // a loop: the chain is already in the answer
     }
     c.out.answers.push(record);
-    let in_zone = c.zone.zone_of(target);
+    let in_zone = c.zone.name.zone_of(target);
     if c.qtype == RecordType::CNAME || !in_zone || depth >= super::MAX_CHASE {
         return Found::Records;
     }

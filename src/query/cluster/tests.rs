@@ -71,10 +71,7 @@ fn snapshot() -> crate::store::Snapshot {
     b.add_endpoints(
         "shop",
         "web",
-        endpoints(
-            &[("10-244-1-10", "10.244.1.10")],
-            vec![port("http", Proto::Tcp, 8080)],
-        ),
+        endpoints(&[("10-244-1-10", "10.244.1.10")], vec![port("http", Proto::Tcp, 8080)]),
     );
     b.add_service(
         "shop",
@@ -101,11 +98,7 @@ fn snapshot() -> crate::store::Snapshot {
         vec![port("postgres", Proto::Tcp, 5432)],
     );
     let pg = endpoints(
-        &[
-            ("pg-0", "10.244.3.10"),
-            ("pg-1", "10.244.3.11"),
-            ("pg-v6", "fd00::310"),
-        ],
+        &[("pg-0", "10.244.3.10"), ("pg-1", "10.244.3.11"), ("pg-v6", "fd00::310")],
         vec![port("postgres", Proto::Tcp, 5432)],
     );
     b.add_endpoints("db", "pg", pg);
@@ -122,11 +115,7 @@ fn snapshot() -> crate::store::Snapshot {
 
 fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesConfig {
     KubernetesConfig {
-        zones: vec![
-            name("cluster.local."),
-            name("in-addr.arpa."),
-            name("ip6.arpa."),
-        ],
+        zones: vec![name("cluster.local."), name("in-addr.arpa."), name("ip6.arpa.")],
         source: Source::Snapshot("unused".into()),
         namespaces: Vec::new(),
         labels: None,
@@ -148,10 +137,7 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
     Router {
         blocks: vec![Block {
             zones,
-            cluster: Some(Cluster {
-                cfg: Arc::new(cfg),
-                store,
-            }),
+            cluster: Some(Cluster::new(Arc::new(cfg), store)),
         }],
     }
 }
@@ -174,13 +160,8 @@ fn table(r: &Router, rows: &[(&str, RecordType, ResponseCode, &[&str])]) {
         let got = ask(r, qname, *qtype);
         let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
         want.sort();
-        assert_eq!(
-            (got.rcode, text(&got.answers)),
-            (*rcode, want),
-            "{qname} {qtype}"
-        );
-        let negative = got.answers.is_empty()
-            && matches!(rcode, ResponseCode::NoError | ResponseCode::NXDomain);
+        assert_eq!((got.rcode, text(&got.answers)), (*rcode, want), "{qname} {qtype}");
+        let negative = got.answers.is_empty() && matches!(rcode, ResponseCode::NoError | ResponseCode::NXDomain);
         if negative {
             let soa = got.authority.first().map(|s| s.record_type());
             assert_eq!(
@@ -354,25 +335,45 @@ fn srv_named_ports_bare_names_and_empty_non_terminals() {
 #[test]
 fn apex_version_namespaces_and_outside_names() {
     let r = router(config(PodMode::Disabled, true, false), true);
-    table(&r, &[
-        ("cluster.local.", SOA, OK, &["cluster.local. 5 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 42 7200 1800 86400 5"]),
-        ("cluster.local.", NS, OK, &["cluster.local. 5 IN NS ns.dns.cluster.local."]),
-        ("cluster.local.", A, OK, &[]),
-        ("ns.dns.cluster.local.", A, OK, &["ns.dns.cluster.local. 5 IN A 10.96.0.10"]),
-        ("dns-version.cluster.local.", TXT, OK, &["dns-version.cluster.local. 5 IN TXT 1.1.0"]),
-        ("dns-version.cluster.local.", A, OK, &[]),
-        ("svc.cluster.local.", A, OK, &[]),
-        ("shop.svc.cluster.local.", A, OK, &[]),
-        ("quiet.svc.cluster.local.", AAAA, OK, &[]),
-        ("nope.svc.cluster.local.", A, NX, &[]),
-        ("example.com.", A, ResponseCode::Refused, &[]),
-        ("cluster.localx.", A, ResponseCode::Refused, &[]),
-    ]);
-    let ns = ask(&r, "cluster.local.", NS);
-    assert_eq!(
-        text(&ns.additional),
-        ["ns.dns.cluster.local. 5 IN A 10.96.0.10"]
+    table(
+        &r,
+        &[
+            (
+                "cluster.local.",
+                SOA,
+                OK,
+                &["cluster.local. 5 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 42 7200 1800 86400 5"],
+            ),
+            (
+                "cluster.local.",
+                NS,
+                OK,
+                &["cluster.local. 5 IN NS ns.dns.cluster.local."],
+            ),
+            ("cluster.local.", A, OK, &[]),
+            (
+                "ns.dns.cluster.local.",
+                A,
+                OK,
+                &["ns.dns.cluster.local. 5 IN A 10.96.0.10"],
+            ),
+            (
+                "dns-version.cluster.local.",
+                TXT,
+                OK,
+                &["dns-version.cluster.local. 5 IN TXT 1.1.0"],
+            ),
+            ("dns-version.cluster.local.", A, OK, &[]),
+            ("svc.cluster.local.", A, OK, &[]),
+            ("shop.svc.cluster.local.", A, OK, &[]),
+            ("quiet.svc.cluster.local.", AAAA, OK, &[]),
+            ("nope.svc.cluster.local.", A, NX, &[]),
+            ("example.com.", A, ResponseCode::Refused, &[]),
+            ("cluster.localx.", A, ResponseCode::Refused, &[]),
+        ],
     );
+    let ns = ask(&r, "cluster.local.", NS);
+    assert_eq!(text(&ns.additional), ["ns.dns.cluster.local. 5 IN A 10.96.0.10"]);
 }
 
 #[test]
@@ -441,9 +442,18 @@ fn reverse_lookups_and_fallthrough() {
         ("8.8.8.8.in-addr.arpa.", PTR, ResponseCode::Refused, &[]),
     ]);
     let strict = router(config(PodMode::Disabled, false, false), true);
-    table(&strict, &[("8.8.8.8.in-addr.arpa.", PTR, NX, &[]), ("in-addr.arpa.", SOA, OK, &[
-        "in-addr.arpa. 5 IN SOA ns.dns.in-addr.arpa. hostmaster.in-addr.arpa. 42 7200 1800 86400 5",
-    ])]);
+    table(
+        &strict,
+        &[
+            ("8.8.8.8.in-addr.arpa.", PTR, NX, &[]),
+            (
+                "in-addr.arpa.",
+                SOA,
+                OK,
+                &["in-addr.arpa. 5 IN SOA ns.dns.in-addr.arpa. hostmaster.in-addr.arpa. 42 7200 1800 86400 5"],
+            ),
+        ],
+    );
 }
 
 #[test]
