@@ -15,6 +15,9 @@ pub struct Answer {
     pub answers: Vec<Record>,
     pub authority: Vec<Record>,
     pub additional: Vec<Record>,
+    /// Whether the reply depends only on the question and the snapshot, so
+    /// it may be replayed by [`super::memo`] until the next snapshot.
+    pub memoizable: bool,
 }
 
 impl Answer {
@@ -22,6 +25,7 @@ impl Answer {
     pub fn clear(&mut self) {
         self.rcode = ResponseCode::NoError;
         self.authoritative = false;
+        self.memoizable = false;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

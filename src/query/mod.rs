@@ -11,6 +11,7 @@
 pub mod answer;
 pub mod cluster;
 pub mod finish;
+pub mod memo;
 pub mod request;
 pub mod route;
 pub mod tcp;
@@ -29,6 +30,8 @@ pub use route::{Block, Router};
 pub struct Scratch {
     pub answer: Answer,
     pub out: Vec<u8>,
+    memo: memo::Memo,
+    key: Vec<u8>,
 }
 
 /// Answers one query for the blocks of one listener.
@@ -41,7 +44,29 @@ impl Handler {
     /// Handles one message; the reply is left in `scratch.out`. Returns
     /// false when nothing is to be sent (the packet is dropped).
     pub fn handle(&self, bytes: &[u8], transport: Transport, scratch: &mut Scratch) -> bool {
-        let Scratch { answer, out } = scratch;
+        let Some(key) = memo::Key::parse(bytes, transport, &mut scratch.key) else {
+            return self.answer(bytes, transport, scratch);
+        };
+        let generation = self.router.generation();
+        if let Some((rcode, truncated)) = scratch.memo.replay(&key, bytes, generation, &mut scratch.out) {
+            self.metrics.answered(transport, rcode, truncated);
+            key.recycle(&mut scratch.key);
+            return true;
+        }
+        let sent = self.answer(bytes, transport, scratch);
+        if sent && scratch.answer.memoizable {
+            let truncated = scratch.out.get(2).is_some_and(|b| b & 0x02 != 0);
+            scratch
+                .memo
+                .remember(&key, generation, &scratch.out, scratch.answer.rcode, truncated);
+        }
+        key.recycle(&mut scratch.key);
+        sent
+    }
+
+    /// The full path: decode, check, route, answer, encode.
+    fn answer(&self, bytes: &[u8], transport: Transport, scratch: &mut Scratch) -> bool {
+        let Scratch { answer, out, .. } = scratch;
         answer.clear();
         let (meta, query, edns) = match request::check(bytes) {
             Checked::Drop => {

@@ -20,8 +20,24 @@ pub struct Router {
 }
 
 impl Router {
-    /// Fills `out` with the answer to `query`.
+    /// The sum of the stores' generations: changes whenever any of them
+    /// publishes a snapshot.
+    pub fn generation(&self) -> u64 {
+        self.blocks
+            .iter()
+            .filter_map(|b| b.cluster.as_ref())
+            .map(|c| c.store.generation())
+            .sum()
+    }
+
+    /// Fills `out` with the answer to `query`. Every answer so far comes
+    /// from the snapshot or the configuration, so all are memoizable.
     pub fn answer(&self, query: &Query, out: &mut Answer) {
+        self.route(query, out);
+        out.memoizable = true;
+    }
+
+    fn route(&self, query: &Query, out: &mut Answer) {
         let qname = query.name();
         let block = self
             .blocks

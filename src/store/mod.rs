@@ -11,6 +11,7 @@ mod build;
 pub mod records;
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Guard};
@@ -77,12 +78,15 @@ impl Snapshot {
 /// The single slot holding the current snapshot.
 pub struct Store {
     current: ArcSwap<Snapshot>,
+    /// Bumped on every publish, so readers can tell their memos are stale.
+    generation: AtomicU64,
 }
 
 impl Default for Store {
     fn default() -> Self {
         Store {
             current: ArcSwap::from_pointee(Snapshot::unsynced()),
+            generation: AtomicU64::new(0),
         }
     }
 }
@@ -96,6 +100,12 @@ impl Store {
     /// Replaces the current snapshot atomically.
     pub fn publish(&self, snapshot: Snapshot) {
         self.current.store(Arc::new(snapshot));
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// How many snapshots have been published.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Whether the first full sync has happened.

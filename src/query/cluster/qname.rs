@@ -70,7 +70,9 @@ pub fn parse<'a>(name: &Name, zone_labels: u8, buf: &'a mut [u8; 255]) -> Qname<
     let mut ends = [0usize; 5];
     let mut len = 0;
     for (i, label) in name.iter().take(rel).enumerate() {
-        let Some(dst) = buf.get_mut(len..len + label.len()) else { return Qname::Unknown };
+        let Some(dst) = buf.get_mut(len..len + label.len()) else {
+            return Qname::Unknown;
+        };
         dst.copy_from_slice(label);
         dst.make_ascii_lowercase();
         len += label.len();

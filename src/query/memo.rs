@@ -1,0 +1,250 @@
+//! Per-worker memo of encoded replies, valid for one store generation.
+//!
+//! Cluster answers depend only on the question (name without case, type),
+//! the client's EDNS (present, DO bit, payload limit) and the snapshot. So
+//! each worker keeps the bytes it last sent for such a question and, for
+//! the next identical question, copies them, patches the ID, the RD and CD
+//! bits and the question name's spelling, and is done: no decode, no
+//! lookup, no encode. Answers refer to the question name by compression
+//! pointer, so the patched spelling carries into them.
+//!
+//! A packet is memo-eligible only if it is a plain query this module can
+//! parse completely ([`Key::parse`]); anything else takes the full path.
+//! The memo is cleared when any store publishes a new snapshot and when it
+//! reaches [`MAX_ENTRIES`].
+
+use hickory_proto::op::ResponseCode;
+
+use super::request::{udp_limit, ClientEdns};
+use crate::metrics::Transport;
+use crate::store::Map;
+
+/// Entries per worker before the memo is emptied.
+pub const MAX_ENTRIES: usize = 20_000;
+
+/// The parts of a query its reply depends on, parsed from the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    /// Lower-cased question name (wire form), qtype, EDNS state and limit.
+    bytes: Vec<u8>,
+    /// Length of the question name on the wire (it starts at offset 12).
+    name_len: usize,
+}
+
+impl Key {
+    /// Parses a plain query: QR=0, opcode QUERY, one question of class IN,
+    /// no answer or authority records, at most an EDNS version 0 OPT, and
+    /// nothing after it. `None` sends the packet down the full path.
+    pub fn parse(packet: &[u8], transport: Transport, into: &mut Vec<u8>) -> Option<Key> {
+        let header = packet.get(..12)?;
+        let count = |i: usize| u16::from_be_bytes([header[i], header[i + 1]]);
+        if header[2] & 0xF8 != 0 || count(4) != 1 || count(6) != 0 || count(8) != 0 || count(10) > 1 {
+            return None;
+        }
+        into.clear();
+        let mut at = 12;
+        loop {
+            let len = usize::from(*packet.get(at)?);
+            if len > 63 || at - 12 + len + 1 > 255 {
+                return None;
+            }
+            into.extend(packet.get(at..=at + len)?.iter().map(u8::to_ascii_lowercase));
+            at += len + 1;
+            if len == 0 {
+                break;
+            }
+        }
+        let name_len = at - 12;
+        let question = packet.get(at..at + 4)?;
+        if question[2..4] != [0, 1] {
+            return None;
+        }
+        into.extend_from_slice(&question[..2]);
+        at += 4;
+        let edns = if count(10) == 1 {
+            Some(opt(packet, &mut at)?)
+        } else {
+            None
+        };
+        if at != packet.len() {
+            return None;
+        }
+        let limit = match transport {
+            Transport::Udp => udp_limit(edns) as u16,
+            Transport::Tcp => u16::MAX,
+        };
+        into.extend_from_slice(&limit.to_be_bytes());
+        into.push(match edns {
+            None => 0,
+            Some(e) => 1 + u8::from(e.dnssec_ok),
+        });
+        Some(Key {
+            bytes: std::mem::take(into),
+            name_len,
+        })
+    }
+
+    /// Gives the key's buffer back for the next parse.
+    pub fn recycle(self, into: &mut Vec<u8>) {
+        *into = self.bytes;
+    }
+}
+
+/// An OPT record at `*at`: root owner, type 41, version 0; options skipped.
+fn opt(packet: &[u8], at: &mut usize) -> Option<ClientEdns> {
+    let rr = packet.get(*at..*at + 11)?;
+    if rr[0] != 0 || rr[1..3] != [0, 41] || rr[6] != 0 {
+        return None; // not OPT, or an extended rcode / version other than 0
+    }
+    let payload = u16::from_be_bytes([rr[3], rr[4]]);
+    let dnssec_ok = rr[7] & 0x80 != 0;
+    let rdlen = usize::from(u16::from_be_bytes([rr[9], rr[10]]));
+    *at += 11 + rdlen;
+    Some(ClientEdns { payload, dnssec_ok })
+}
+
+struct Entry {
+    reply: Box<[u8]>,
+    rcode: ResponseCode,
+    truncated: bool,
+}
+
+/// One worker's memo.
+#[derive(Default)]
+pub struct Memo {
+    generation: u64,
+    entries: Map<Box<[u8]>, Entry>,
+}
+
+impl Memo {
+    /// Writes the memoized reply to `key` into `out`, patched for `packet`;
+    /// returns its rcode and truncation, or `None` on a miss.
+    pub fn replay(
+        &mut self,
+        key: &Key,
+        packet: &[u8],
+        generation: u64,
+        out: &mut Vec<u8>,
+    ) -> Option<(ResponseCode, bool)> {
+        if generation != self.generation {
+            self.entries.clear();
+            self.generation = generation;
+            return None;
+        }
+        let entry = self.entries.get(&key.bytes[..])?;
+        out.clear();
+        out.extend_from_slice(&entry.reply);
+        out[..2].copy_from_slice(&packet[..2]);
+        out[2] = (out[2] & !0x01) | (packet[2] & 0x01);
+        out[3] = (out[3] & !0x10) | (packet[3] & 0x10);
+        out[12..12 + key.name_len].copy_from_slice(&packet[12..12 + key.name_len]);
+        Some((entry.rcode, entry.truncated))
+    }
+
+    /// Remembers `reply` for `key` (made under `generation`).
+    pub fn remember(&mut self, key: &Key, generation: u64, reply: &[u8], rcode: ResponseCode, truncated: bool) {
+        if generation != self.generation {
+            self.entries.clear();
+            self.generation = generation;
+        }
+        if self.entries.len() >= MAX_ENTRIES {
+            self.entries.clear();
+        }
+        let entry = Entry {
+            reply: reply.into(),
+            rcode,
+            truncated,
+        };
+        self.entries.insert(key.bytes.as_slice().into(), entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+    use hickory_proto::rr::{Name, RecordType};
+
+    fn packet(name: &str, edns: Option<(u16, u8)>) -> Vec<u8> {
+        let mut m = Message::new(1, MessageType::Query, OpCode::Query);
+        m.add_query(Query::query(Name::from_ascii(name).expect("name"), RecordType::A));
+        if let Some((size, version)) = edns {
+            let mut e = Edns::new();
+            e.set_max_payload(size).set_version(version);
+            m.set_edns(e);
+        }
+        m.to_vec().expect("encode")
+    }
+
+    fn key(p: &[u8], t: Transport) -> Option<Vec<u8>> {
+        Key::parse(p, t, &mut Vec::new()).map(|k| k.bytes)
+    }
+
+    #[test]
+    fn keys_ignore_case_and_separate_what_changes_the_reply() {
+        let lower = key(&packet("web.shop.svc.cluster.local.", None), Transport::Udp);
+        let upper = key(&packet("WEB.Shop.svc.cluster.local.", None), Transport::Udp);
+        assert!(lower.is_some());
+        assert_eq!(lower, upper);
+        assert_ne!(lower, key(&packet("web.shop.svc.cluster.local.", None), Transport::Tcp));
+        assert_ne!(
+            lower,
+            key(&packet("web.shop.svc.cluster.local.", Some((1232, 0))), Transport::Udp)
+        );
+        assert_eq!(
+            key(&packet("a.", Some((1232, 0))), Transport::Udp),
+            key(&packet("a.", Some((4096, 0))), Transport::Udp),
+            "payloads above 1232 are capped alike"
+        );
+    }
+
+    #[test]
+    fn unusual_packets_take_the_full_path() {
+        assert_eq!(
+            key(&packet("a.", Some((1232, 1))), Transport::Udp),
+            None,
+            "EDNS version 1"
+        );
+        let mut trailing = packet("a.", None);
+        trailing.push(0);
+        assert_eq!(key(&trailing, Transport::Udp), None);
+        let mut response = packet("a.", None);
+        response[2] |= 0x80;
+        assert_eq!(key(&response, Transport::Udp), None);
+        assert_eq!(
+            key(
+                &[0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1],
+                Transport::Udp
+            ),
+            None
+        );
+        assert_eq!(key(&packet("a.", None)[..14], Transport::Udp), None);
+    }
+
+    #[test]
+    fn replay_patches_id_flags_and_spelling_and_expires_with_the_generation() {
+        let mut memo = Memo::default();
+        let first = packet("web.cluster.local.", None);
+        let k = Key::parse(&first, Transport::Udp, &mut Vec::new()).expect("key");
+        let mut reply = first.clone();
+        reply[2] |= 0x84; // QR, AA
+        memo.remember(&k, 1, &reply, ResponseCode::NoError, false);
+        let mut second = packet("WEB.cluster.local.", None);
+        second[0] = 0xAB;
+        second[2] |= 0x01; // RD
+        let k2 = Key::parse(&second, Transport::Udp, &mut Vec::new()).expect("key");
+        let mut out = Vec::new();
+        assert_eq!(
+            memo.replay(&k2, &second, 1, &mut out),
+            Some((ResponseCode::NoError, false))
+        );
+        assert_eq!(out[0], 0xAB);
+        assert_eq!(out[2] & 0x85, 0x85);
+        assert_eq!(&out[13..16], b"WEB");
+        assert_eq!(
+            memo.replay(&k2, &second, 2, &mut out),
+            None,
+            "a new snapshot empties the memo"
+        );
+    }
+}
