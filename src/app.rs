@@ -111,6 +111,7 @@ fn block(server: &Server, stores: &mut Vec<Arc<Store>>) -> Block {
     Block {
         zones: server.zones.clone(),
         cluster,
+        log: server.log,
     }
 }
 

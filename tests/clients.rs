@@ -110,6 +110,33 @@ fn dig_udp_tcp_and_kdig() {
 }
 
 #[test]
+fn the_log_directive_writes_one_line_per_query() {
+    let text = corefile(&common::demo_cluster(), "").replace("    ready", "    log\n    ready");
+    let server = Server::start(&temp_dir("log"), &text);
+    for _ in 0..2 {
+        common::udp(server.dns, "Kubernetes.default.svc.cluster.local.", RecordType::A);
+    }
+    common::tcp(server.dns, "nosuch.svc.cluster.local.", RecordType::AAAA);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let lines = server.log.lock().map(|l| l.clone()).unwrap_or_default();
+    let udp = "\"A IN Kubernetes.default.svc.cluster.local. udp ";
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("[INFO] 127.0.0.1:") && l.contains(udp) && l.contains("NOERROR qr,aa,rd"))
+            .count(),
+        2,
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("\"AAAA IN nosuch.svc.cluster.local. tcp ") && l.contains(" NXDOMAIN qr,aa,rd ")),
+        "{lines:#?}"
+    );
+}
+
+#[test]
 fn tcp_pipelining_answers_every_query_on_one_connection() {
     let server = Server::start(&temp_dir("pipeline"), &corefile(&common::demo_cluster(), ""));
     let names = [

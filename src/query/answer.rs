@@ -18,6 +18,8 @@ pub struct Answer {
     /// Whether the reply depends only on the question and the snapshot, so
     /// it may be replayed by [`super::memo`] until the next snapshot.
     pub memoizable: bool,
+    /// Whether the server block that answered has `log`.
+    pub log: bool,
 }
 
 impl Answer {
@@ -26,6 +28,7 @@ impl Answer {
         self.rcode = ResponseCode::NoError;
         self.authoritative = false;
         self.memoizable = false;
+        self.log = false;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

@@ -103,10 +103,17 @@ fn opt(packet: &[u8], at: &mut usize) -> Option<ClientEdns> {
     Some(ClientEdns { payload, dnssec_ok })
 }
 
+/// What a replayed reply reports to metrics and the query log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub rcode: ResponseCode,
+    pub truncated: bool,
+    pub log: bool,
+}
+
 struct Entry {
     reply: Box<[u8]>,
-    rcode: ResponseCode,
-    truncated: bool,
+    outcome: Outcome,
 }
 
 /// One worker's memo.
@@ -118,14 +125,8 @@ pub struct Memo {
 
 impl Memo {
     /// Writes the memoized reply to `key` into `out`, patched for `packet`;
-    /// returns its rcode and truncation, or `None` on a miss.
-    pub fn replay(
-        &mut self,
-        key: &Key,
-        packet: &[u8],
-        generation: u64,
-        out: &mut Vec<u8>,
-    ) -> Option<(ResponseCode, bool)> {
+    /// returns what it reports, or `None` on a miss.
+    pub fn replay(&mut self, key: &Key, packet: &[u8], generation: u64, out: &mut Vec<u8>) -> Option<Outcome> {
         if generation != self.generation {
             self.entries.clear();
             self.generation = generation;
@@ -138,11 +139,11 @@ impl Memo {
         out[2] = (out[2] & !0x01) | (packet[2] & 0x01);
         out[3] = (out[3] & !0x10) | (packet[3] & 0x10);
         out[12..12 + key.name_len].copy_from_slice(&packet[12..12 + key.name_len]);
-        Some((entry.rcode, entry.truncated))
+        Some(entry.outcome)
     }
 
     /// Remembers `reply` for `key` (made under `generation`).
-    pub fn remember(&mut self, key: &Key, generation: u64, reply: &[u8], rcode: ResponseCode, truncated: bool) {
+    pub fn remember(&mut self, key: &Key, generation: u64, reply: &[u8], outcome: Outcome) {
         if generation != self.generation {
             self.entries.clear();
             self.generation = generation;
@@ -152,8 +153,7 @@ impl Memo {
         }
         let entry = Entry {
             reply: reply.into(),
-            rcode,
-            truncated,
+            outcome,
         };
         self.entries.insert(key.bytes.as_slice().into(), entry);
     }
@@ -228,16 +228,18 @@ mod tests {
         let k = Key::parse(&first, Transport::Udp, &mut Vec::new()).expect("key");
         let mut reply = first.clone();
         reply[2] |= 0x84; // QR, AA
-        memo.remember(&k, 1, &reply, ResponseCode::NoError, false);
+        let outcome = Outcome {
+            rcode: ResponseCode::NoError,
+            truncated: false,
+            log: false,
+        };
+        memo.remember(&k, 1, &reply, outcome);
         let mut second = packet("WEB.cluster.local.", None);
         second[0] = 0xAB;
         second[2] |= 0x01; // RD
         let k2 = Key::parse(&second, Transport::Udp, &mut Vec::new()).expect("key");
         let mut out = Vec::new();
-        assert_eq!(
-            memo.replay(&k2, &second, 1, &mut out),
-            Some((ResponseCode::NoError, false))
-        );
+        assert_eq!(memo.replay(&k2, &second, 1, &mut out), Some(outcome));
         assert_eq!(out[0], 0xAB);
         assert_eq!(out[2] & 0x85, 0x85);
         assert_eq!(&out[13..16], b"WEB");

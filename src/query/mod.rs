@@ -11,11 +11,15 @@
 pub mod answer;
 pub mod cluster;
 pub mod finish;
+pub mod log;
 pub mod memo;
 pub mod request;
 pub mod route;
 pub mod tcp;
 pub mod udp;
+
+use std::net::SocketAddr;
+use std::time::Instant;
 
 use hickory_proto::op::ResponseCode;
 
@@ -41,38 +45,56 @@ pub struct Handler {
 }
 
 impl Handler {
-    /// Handles one message; the reply is left in `scratch.out`. Returns
-    /// false when nothing is to be sent (the packet is dropped).
-    pub fn handle(&self, bytes: &[u8], transport: Transport, scratch: &mut Scratch) -> bool {
+    /// Handles one message from `peer`; the reply is left in
+    /// `scratch.out`. Returns false when nothing is to be sent (the packet
+    /// is dropped). Plain repeated questions are replayed from the memo.
+    pub fn handle(&self, bytes: &[u8], peer: SocketAddr, transport: Transport, scratch: &mut Scratch) -> bool {
+        let started = Instant::now();
         let Some(key) = memo::Key::parse(bytes, transport, &mut scratch.key) else {
-            return self.answer(bytes, transport, scratch);
+            let Some(outcome) = self.answer(bytes, transport, scratch) else {
+                self.metrics.dropped(transport);
+                return false;
+            };
+            self.finish(peer, transport, bytes, outcome, started, scratch);
+            return true;
         };
         let generation = self.router.generation();
-        if let Some((rcode, truncated)) = scratch.memo.replay(&key, bytes, generation, &mut scratch.out) {
-            self.metrics.answered(transport, rcode, truncated);
-            key.recycle(&mut scratch.key);
-            return true;
-        }
-        let sent = self.answer(bytes, transport, scratch);
-        if sent && scratch.answer.memoizable {
-            let truncated = scratch.out.get(2).is_some_and(|b| b & 0x02 != 0);
-            scratch
-                .memo
-                .remember(&key, generation, &scratch.out, scratch.answer.rcode, truncated);
-        }
+        let outcome = match scratch.memo.replay(&key, bytes, generation, &mut scratch.out) {
+            Some(outcome) => outcome,
+            None => {
+                let outcome = self.answer(bytes, transport, scratch);
+                // a memo-eligible packet always decodes, so there is a reply
+                let outcome = outcome.unwrap_or(memo::Outcome {
+                    rcode: ResponseCode::ServFail,
+                    truncated: false,
+                    log: false,
+                });
+                if scratch.answer.memoizable {
+                    scratch.memo.remember(&key, generation, &scratch.out, outcome);
+                }
+                outcome
+            }
+        };
         key.recycle(&mut scratch.key);
-        sent
+        self.finish(peer, transport, bytes, outcome, started, scratch);
+        !scratch.out.is_empty()
     }
 
-    /// The full path: decode, check, route, answer, encode.
-    fn answer(&self, bytes: &[u8], transport: Transport, scratch: &mut Scratch) -> bool {
+    /// Counts the reply and writes the query log line when asked for.
+    fn finish(&self, peer: SocketAddr, t: Transport, bytes: &[u8], o: memo::Outcome, started: Instant, s: &Scratch) {
+        self.metrics.answered(t, o.rcode, o.truncated);
+        if o.log {
+            log::query(peer, t, bytes, &s.out, o.rcode, started);
+        }
+    }
+
+    /// The full path: decode, check, route, answer, encode. `None` when
+    /// the packet gets no reply.
+    fn answer(&self, bytes: &[u8], transport: Transport, scratch: &mut Scratch) -> Option<memo::Outcome> {
         let Scratch { answer, out, .. } = scratch;
         answer.clear();
         let (meta, query, edns) = match request::check(bytes) {
-            Checked::Drop => {
-                self.metrics.dropped(transport);
-                return false;
-            }
+            Checked::Drop => return None,
             Checked::Reject {
                 meta,
                 query,
@@ -97,8 +119,11 @@ impl Handler {
             edns,
         };
         let truncated = finish::write(out, &echo, answer, limit);
-        self.metrics.answered(transport, answer.rcode, truncated);
-        !out.is_empty()
+        (!out.is_empty()).then_some(memo::Outcome {
+            rcode: answer.rcode,
+            truncated,
+            log: answer.log,
+        })
     }
 }
 

@@ -12,6 +12,8 @@ use super::UNHANDLED;
 pub struct Block {
     pub zones: Vec<hickory_proto::rr::Name>,
     pub cluster: Option<Cluster>,
+    /// `log`: one line per query answered by this block.
+    pub log: bool,
 }
 
 /// The server blocks sharing one listener.
@@ -33,11 +35,13 @@ impl Router {
     /// Fills `out` with the answer to `query`. Every answer so far comes
     /// from the snapshot or the configuration, so all are memoizable.
     pub fn answer(&self, query: &Query, out: &mut Answer) {
-        self.route(query, out);
+        let log = self.route(query, out);
         out.memoizable = true;
+        out.log = log;
     }
 
-    fn route(&self, query: &Query, out: &mut Answer) {
+    /// Answers through the chosen block; returns that block's `log` flag.
+    fn route(&self, query: &Query, out: &mut Answer) -> bool {
         let qname = query.name();
         let block = self
             .blocks
@@ -53,15 +57,16 @@ impl Router {
             .map(|(_, b)| b);
         let Some(block) = block else {
             out.error(UNHANDLED);
-            return;
+            return false;
         };
         if let Some(cluster) = &block.cluster {
             if let Some(zone) = cluster.zone_for(qname) {
                 if cluster.answer(qname, query.query_type(), zone, out) == Outcome::Answered {
-                    return;
+                    return block.log;
                 }
             }
         }
         out.error(UNHANDLED);
+        block.log
     }
 }

@@ -65,7 +65,7 @@ pub async fn serve(listener: TcpListener, handler: Arc<Handler>, max_connections
         };
         let handler = handler.clone();
         tokio::spawn(async move {
-            if let Err(e) = connection(stream, &handler).await {
+            if let Err(e) = connection(stream, peer, &handler).await {
                 tracing::debug!(target: "tcp", "{peer}: {e}");
             }
             drop(permit);
@@ -73,7 +73,7 @@ pub async fn serve(listener: TcpListener, handler: Arc<Handler>, max_connections
     }
 }
 
-async fn connection(stream: TcpStream, handler: &Handler) -> io::Result<()> {
+async fn connection(stream: TcpStream, peer: SocketAddr, handler: &Handler) -> io::Result<()> {
     let _ = stream.set_nodelay(true);
     let (mut reader, writer) = stream.into_split();
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
@@ -101,7 +101,7 @@ async fn connection(stream: TcpStream, handler: &Handler) -> io::Result<()> {
             Err(_) => break,
             Ok(r) => r?,
         };
-        if !handler.handle(&buf, Transport::Tcp, &mut scratch) {
+        if !handler.handle(&buf, peer, Transport::Tcp, &mut scratch) {
             continue;
         }
         let mut frame = Vec::with_capacity(scratch.out.len() + 2);

@@ -75,7 +75,7 @@ fn serve(socket: &UdpSocket, handler: &Handler, stop: &AtomicBool) {
                 continue;
             }
         };
-        if handler.handle(&buf[..len], Transport::Udp, &mut scratch) {
+        if handler.handle(&buf[..len], peer, Transport::Udp, &mut scratch) {
             if let Err(e) = socket.send_to(&scratch.out, peer) {
                 tracing::debug!(target: "udp", "send to {peer} failed: {e}");
             }

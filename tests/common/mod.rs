@@ -62,11 +62,20 @@ impl Server {
             .arg(&conf)
             .env("RUST_LOG", "info")
             .stderr(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .spawn()
             .expect("start clusterdns");
         let stderr = child.stderr.take().expect("stderr");
+        let stdout = child.stdout.take().expect("stdout");
         let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(mut l) = sink.lock() {
+                    l.push(line);
+                }
+            }
+        });
         let (tx, rx) = mpsc::channel();
         let sink = log.clone();
         std::thread::spawn(move || {

@@ -138,6 +138,7 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
         blocks: vec![Block {
             zones,
             cluster: Some(Cluster::new(Arc::new(cfg), store)),
+            log: false,
         }],
     }
 }
