@@ -5,6 +5,7 @@
 //! into compact records on arrival by [`convert`].
 
 pub mod convert;
+pub mod dump;
 pub mod snapshot;
 
 use std::sync::Arc;

@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Deserialize;
+use serde::de::DeserializeSeed;
 use serde_json::Value;
 
 use super::convert::{self, Invalid};
+use super::dump::Document;
 use crate::config::KubernetesConfig;
 use crate::store::{Builder, Snapshot, Store};
 
@@ -53,29 +54,9 @@ pub fn load_file(path: &Path, cfg: &KubernetesConfig) -> Result<(Snapshot, LoadR
 /// Parses dump text (JSON or YAML, one document or several, a `List` or
 /// single objects) and converts every object.
 pub fn load_str(path: &str, text: &str, cfg: &KubernetesConfig) -> Result<(Snapshot, LoadReport), DumpError> {
-    let docs = parse_documents(path, text)?;
     let mut builder = Builder::new();
     let mut report = LoadReport::default();
-    for doc in docs {
-        match doc {
-            Value::Object(mut map) if map.contains_key("items") => {
-                if let Some(Value::Array(items)) = map.remove("items") {
-                    for item in items {
-                        add_object(&mut builder, cfg, item, &mut report);
-                    }
-                }
-            }
-            Value::Null => {}
-            other => add_object(&mut builder, cfg, other, &mut report),
-        }
-    }
-    let serial = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32);
-    Ok((builder.build(serial), report))
-}
-
-fn parse_documents(path: &str, text: &str) -> Result<Vec<Value>, DumpError> {
+    let mut each = |item: Value| add_object(&mut builder, cfg, item, &mut report);
     let syntax = |line: usize, col: usize, message: String| DumpError::Syntax {
         path: path.to_string(),
         line,
@@ -83,21 +64,23 @@ fn parse_documents(path: &str, text: &str) -> Result<Vec<Value>, DumpError> {
         message,
     };
     if text.trim_start().starts_with('{') {
-        let mut out = Vec::new();
-        for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-            out.push(doc.map_err(|e| syntax(e.line(), e.column(), e.to_string()))?);
+        let mut de = serde_json::Deserializer::from_str(text);
+        Document(&mut each)
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+            .map_err(|e| syntax(e.line(), e.column(), e.to_string()))?;
+    } else {
+        for doc in serde_yaml_ng::Deserializer::from_str(text) {
+            Document(&mut each).deserialize(doc).map_err(|e| {
+                let (line, col) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+                syntax(line, col, e.to_string())
+            })?;
         }
-        return Ok(out);
     }
-    let mut out = Vec::new();
-    for doc in serde_yaml_ng::Deserializer::from_str(text) {
-        let value = Value::deserialize(doc).map_err(|e| {
-            let (line, col) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-            syntax(line, col, e.to_string())
-        })?;
-        out.push(value);
-    }
-    Ok(out)
+    let serial = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs() as u32);
+    Ok((builder.build(serial), report))
 }
 
 fn add_object(b: &mut Builder, cfg: &KubernetesConfig, item: Value, report: &mut LoadReport) {
