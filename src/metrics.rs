@@ -42,6 +42,15 @@ const RCODE_NAMES: [&str; 7] = [
 /// Slot for every other rcode (BADVERS, ...).
 const OTHER: usize = RCODES.len();
 
+/// An rcode as dig and CoreDNS print it: `NOERROR`, `NXDOMAIN`, ...
+pub fn rcode_name(rcode: ResponseCode) -> String {
+    match u16::from(rcode) {
+        n @ 0..=5 => RCODE_NAMES[usize::from(n)].to_string(),
+        16 => "BADVERS".into(),
+        n => format!("RCODE{n}"),
+    }
+}
+
 /// Process-wide counters.
 #[derive(Default)]
 pub struct Metrics {

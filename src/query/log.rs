@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use hickory_proto::op::{Message, ResponseCode};
 
-use crate::metrics::Transport;
+use crate::metrics::{rcode_name, Transport};
 
 /// Writes the log line for `request` answered with `reply`.
 pub fn query(peer: SocketAddr, t: Transport, request: &[u8], reply: &[u8], rcode: ResponseCode, started: Instant) {
@@ -76,22 +76,9 @@ fn format_line(
         "[INFO] {host}:{port} - {} \"{qtype} {class} {name} {} {size} {dnssec_ok} {bufsize}\" {} {flags} {} {secs:.9}s",
         req.metadata.id,
         t.label(),
-        rcode_text(rcode),
+        rcode_name(rcode),
         reply.len()
     )
-}
-
-fn rcode_text(rcode: ResponseCode) -> String {
-    match u16::from(rcode) {
-        0 => "NOERROR".into(),
-        1 => "FORMERR".into(),
-        2 => "SERVFAIL".into(),
-        3 => "NXDOMAIN".into(),
-        4 => "NOTIMP".into(),
-        5 => "REFUSED".into(),
-        16 => "BADVERS".into(),
-        n => format!("RCODE{n}"),
-    }
 }
 
 #[cfg(test)]

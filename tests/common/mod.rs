@@ -229,14 +229,5 @@ pub fn tcp(server: SocketAddr, name: &str, qtype: RecordType) -> Message {
 
 /// The reply's rcode as dig prints it (NOERROR, NXDOMAIN, ...).
 pub fn rcode_name(m: &Message) -> String {
-    match u16::from(m.metadata.response_code) {
-        0 => "NOERROR".into(),
-        1 => "FORMERR".into(),
-        2 => "SERVFAIL".into(),
-        3 => "NXDOMAIN".into(),
-        4 => "NOTIMP".into(),
-        5 => "REFUSED".into(),
-        16 => "BADVERS".into(),
-        n => format!("RCODE{n}"),
-    }
+    clusterdns::metrics::rcode_name(m.metadata.response_code)
 }
