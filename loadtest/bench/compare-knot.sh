@@ -4,10 +4,13 @@
 # CPU share, qps per server core and mean latency for hits, NODATA and
 # NXDOMAIN. Loopback only; every run is bounded by -l SECONDS.
 #
-# usage: loadtest/bench/compare-knot.sh [NAMESPACES] [SERVICES_PER_NS] [SECONDS]
+# Rows alternate between the servers for ROUNDS rounds; the summary gives
+# each row's median, since loopback numbers on a shared machine drift.
+#
+# usage: loadtest/bench/compare-knot.sh [NAMESPACES] [SERVICES_PER_NS] [SECONDS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-NS=${1:-100}; PER=${2:-100}; SECS=${3:-10}
+NS=${1:-100}; PER=${2:-100}; SECS=${3:-10}; ROUNDS=${4:-3}
 for t in dnsperf knotd taskset; do
   command -v $t >/dev/null || { echo "installing dnsperf and knot"; apt-get install -y -qq dnsperf knot >/dev/null; break; }
 done
@@ -67,9 +70,29 @@ for i in $(seq 1 100); do
   dig +short @127.0.0.1 -p 5301 svc-0.ns-0.svc.cluster.local | grep -q . && dig +short @127.0.0.1 -p 5302 svc-0.ns-0.svc.cluster.local | grep -q . && break
   sleep 0.2
 done
-echo "# $((NS*PER)) services; each server on CPU 0, dnsperf on CPU 1, ${SECS}s per row"
-for kind in hits nodata nxdomain; do
-  measure clusterdns $CD 5301 "$W/$kind.txt"
-  measure knot $KN 5302 "$W/$kind.txt"
-done
+echo "# $((NS*PER)) services; each server on CPU 0, dnsperf on CPU 1, ${SECS}s per row, $ROUNDS rounds"
+for round in $(seq 1 "$ROUNDS"); do
+  for kind in hits nodata nxdomain; do
+    measure clusterdns $CD 5301 "$W/$kind.txt"
+    measure knot $KN 5302 "$W/$kind.txt"
+  done
+done | tee "$W/rows.txt"
+echo "# medians over $ROUNDS rounds (qps, server cpu share, qps per server core, mean latency ms)"
+python3 - "$W/rows.txt" <<'PY'
+import sys, statistics as st
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    rows.setdefault((f[1], f[0]), []).append((float(f[2]), float(f[5]), float(f[6]), float(f[9])))
+for kind in ("hits", "nodata", "nxdomain"):
+    per = {}
+    for server in ("clusterdns", "knot"):
+        v = rows.get((kind, server), [])
+        if not v: continue
+        med = [st.median(x[i] for x in v) for i in range(4)]
+        per[server] = med[2]
+        print(f"{server:10s} {kind:9s} {med[0]:10.0f} qps  cpu {med[1]:.2f}  {med[2]:10.0f} qps/core  mean {med[3]:.3f} ms")
+    if len(per) == 2:
+        print(f"{'ratio':10s} {kind:9s} clusterdns/knot qps per core = {per['clusterdns']/per['knot']:.2f}")
+PY
 echo "# clusterdns RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$CD/status)   knot RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$KN/status)"

@@ -116,11 +116,28 @@ struct Entry {
     outcome: Outcome,
 }
 
+/// Slots of the admission filter: a question is memoized the second time
+/// it is seen, so one-off names (a scan, a cold cache) cost no allocation.
+const SEEN_SLOTS: usize = 16_384;
+
 /// One worker's memo.
-#[derive(Default)]
 pub struct Memo {
     generation: u64,
     entries: Map<Box<[u8]>, Entry>,
+    /// Direct-mapped fingerprints of questions answered once.
+    seen: Box<[u64]>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo {
+            generation: 0,
+            entries: Map::default(),
+            seen: vec![0; SEEN_SLOTS].into_boxed_slice(),
+            hasher: foldhash::fast::FixedState::default(),
+        }
+    }
 }
 
 impl Memo {
@@ -142,11 +159,18 @@ impl Memo {
         Some(entry.outcome)
     }
 
-    /// Remembers `reply` for `key` (made under `generation`).
+    /// Remembers `reply` for `key` (made under `generation`) if the same
+    /// question was answered recently before.
     pub fn remember(&mut self, key: &Key, generation: u64, reply: &[u8], outcome: Outcome) {
         if generation != self.generation {
             self.entries.clear();
             self.generation = generation;
+        }
+        let fingerprint = std::hash::BuildHasher::hash_one(&self.hasher, &key.bytes[..]) | 1;
+        let slot = &mut self.seen[(fingerprint as usize) % SEEN_SLOTS];
+        if *slot != fingerprint {
+            *slot = fingerprint;
+            return;
         }
         if self.entries.len() >= MAX_ENTRIES {
             self.entries.clear();
@@ -233,6 +257,12 @@ mod tests {
             truncated: false,
             log: false,
         };
+        memo.remember(&k, 1, &reply, outcome);
+        assert_eq!(
+            memo.replay(&k, &first, 1, &mut Vec::new()),
+            None,
+            "admitted only when seen twice"
+        );
         memo.remember(&k, 1, &reply, outcome);
         let mut second = packet("WEB.cluster.local.", None);
         second[0] = 0xAB;
