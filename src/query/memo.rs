@@ -116,9 +116,10 @@ struct Entry {
     outcome: Outcome,
 }
 
-/// Slots of the admission filter: a question is memoized the second time
-/// it is seen, so one-off names (a scan, a cold cache) cost no allocation.
-const SEEN_SLOTS: usize = 16_384;
+/// Slots of the admission filter: once the memo is half full, a question
+/// is memoized only the second time it is seen, so one-off names (a scan,
+/// a working set larger than the memo) stop churning it.
+const SEEN_SLOTS: usize = 65_536;
 
 /// One worker's memo.
 pub struct Memo {
@@ -150,17 +151,20 @@ impl Memo {
             return None;
         }
         let entry = self.entries.get(&key.bytes[..])?;
+        let name = 12..12 + key.name_len;
         out.clear();
         out.extend_from_slice(&entry.reply);
+        out.get_mut(name.clone())?.copy_from_slice(packet.get(name)?);
         out[..2].copy_from_slice(&packet[..2]);
         out[2] = (out[2] & !0x01) | (packet[2] & 0x01);
         out[3] = (out[3] & !0x10) | (packet[3] & 0x10);
-        out[12..12 + key.name_len].copy_from_slice(&packet[12..12 + key.name_len]);
         Some(entry.outcome)
     }
 
-    /// Remembers `reply` for `key` (made under `generation`) if the same
-    /// question was answered recently before.
+    /// Remembers `reply` (which echoes the question, as every reply of
+    /// [`super::finish`] does) for `key` (made under `generation`): at once while
+    /// the memo is less than half full, else if the same question was
+    /// answered recently before.
     pub fn remember(&mut self, key: &Key, generation: u64, reply: &[u8], outcome: Outcome) {
         if generation != self.generation {
             self.entries.clear();
@@ -168,7 +172,7 @@ impl Memo {
         }
         let fingerprint = std::hash::BuildHasher::hash_one(&self.hasher, &key.bytes[..]) | 1;
         let slot = &mut self.seen[(fingerprint as usize) % SEEN_SLOTS];
-        if *slot != fingerprint {
+        if *slot != fingerprint && self.entries.len() >= MAX_ENTRIES / 2 {
             *slot = fingerprint;
             return;
         }
@@ -246,6 +250,51 @@ mod tests {
     }
 
     #[test]
+    fn a_half_full_memo_admits_only_questions_seen_twice() {
+        let mut memo = Memo::default();
+        let outcome = Outcome {
+            rcode: ResponseCode::NoError,
+            truncated: false,
+            log: false,
+        };
+        let mut buf = Vec::new();
+        for i in 0..MAX_ENTRIES / 2 {
+            let reply = packet(&format!("n{i}.local."), None);
+            let k = Key::parse(&reply, Transport::Udp, &mut buf).expect("key");
+            memo.remember(&k, 1, &reply, outcome);
+            k.recycle(&mut buf);
+        }
+        assert_eq!(memo.entries.len(), MAX_ENTRIES / 2);
+        let late = packet("late.local.", None);
+        let k = Key::parse(&late, Transport::Udp, &mut buf).expect("key");
+        memo.remember(&k, 1, &late, outcome);
+        assert_eq!(
+            memo.replay(&k, &late, 1, &mut Vec::new()),
+            None,
+            "first sighting is not admitted"
+        );
+        memo.remember(&k, 1, &late, outcome);
+        assert!(
+            memo.replay(&k, &late, 1, &mut Vec::new()).is_some(),
+            "second sighting is"
+        );
+    }
+
+    #[test]
+    fn a_reply_without_the_question_is_never_replayed() {
+        let mut memo = Memo::default();
+        let q = packet("short.local.", None);
+        let k = Key::parse(&q, Transport::Udp, &mut Vec::new()).expect("key");
+        let outcome = Outcome {
+            rcode: ResponseCode::NoError,
+            truncated: false,
+            log: false,
+        };
+        memo.remember(&k, 1, &[0u8; 12], outcome);
+        assert_eq!(memo.replay(&k, &q, 1, &mut Vec::new()), None);
+    }
+
+    #[test]
     fn replay_patches_id_flags_and_spelling_and_expires_with_the_generation() {
         let mut memo = Memo::default();
         let first = packet("web.cluster.local.", None);
@@ -257,12 +306,6 @@ mod tests {
             truncated: false,
             log: false,
         };
-        memo.remember(&k, 1, &reply, outcome);
-        assert_eq!(
-            memo.replay(&k, &first, 1, &mut Vec::new()),
-            None,
-            "admitted only when seen twice"
-        );
         memo.remember(&k, 1, &reply, outcome);
         let mut second = packet("WEB.cluster.local.", None);
         second[0] = 0xAB;
