@@ -3,12 +3,15 @@
 //!
 //! The query path calls [`Store::load`] once per query and reads the
 //! [`Snapshot`] through its lookup methods: nothing else of the store is
-//! visible to it. The watch path builds a whole new snapshot with
-//! [`Builder`] and publishes it with [`Store::publish`]; readers holding
-//! the old one finish with it, and it is freed when the last one lets go.
+//! visible to it. The watch path feeds the single [`Writer`], which edits
+//! its own copy of the snapshot and publishes it with [`Store::publish`].
+//! Snapshots are built from persistent maps: a copy costs O(1) and a change
+//! to one Service copies only the map nodes on its path, whatever the size
+//! of the cluster. Readers holding an older snapshot finish with it; it is
+//! freed when the last one lets go.
 
-mod build;
 pub mod records;
+mod write;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,16 +19,24 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Guard};
 
-/// The maps of a snapshot: lookups hash query labels, so a fast seeded hash.
+pub use records::{Endpoint, Port, Proto, PtrTarget, Service, ServiceKind};
+pub use write::{Kind, ObjectKey, PortIn, Record, Writer};
+
+/// Hash maps of the query path: lookups hash query labels, so a fast
+/// seeded hash.
 pub type Map<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-pub use build::Builder;
-pub use records::{Endpoint, Port, Proto, PtrTarget, Service, ServiceKind};
+/// Persistent (structurally shared) maps of a snapshot.
+pub type IMap<K, V> = imbl::GenericHashMap<K, V, foldhash::fast::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
 
-/// The services of one namespace.
+/// One namespace: whether its Namespace object exists, and its services.
 #[derive(Debug, Default, Clone)]
 pub struct Namespace {
-    pub services: Map<Arc<str>, Service>,
+    pub object: bool,
+    /// Services whose Service object is known (entries holding only
+    /// EndpointSlices do not count).
+    pub live_services: usize,
+    pub services: IMap<Arc<str>, Arc<Service>>,
 }
 
 /// One immutable view of the cluster. `synced` is false until every
@@ -34,12 +45,12 @@ pub struct Namespace {
 #[derive(Debug, Default, Clone)]
 pub struct Snapshot {
     pub synced: bool,
-    /// SOA serial: seconds since the Unix epoch when the snapshot was built.
+    /// SOA serial: seconds since the Unix epoch when it was published.
     pub serial: u32,
-    namespaces: Map<Arc<str>, Namespace>,
-    reverse: Map<IpAddr, Vec<PtrTarget>>,
+    namespaces: IMap<Arc<str>, Namespace>,
+    reverse: IMap<IpAddr, Arc<[PtrTarget]>>,
     /// Namespaces of running pods by pod IP (only filled for `pods verified`).
-    pods: Map<IpAddr, Vec<Arc<str>>>,
+    pods: IMap<IpAddr, Arc<[Arc<str>]>>,
 }
 
 impl Snapshot {
@@ -50,16 +61,19 @@ impl Snapshot {
 
     /// The namespace, if it exists (a Namespace object or any service in it).
     pub fn namespace(&self, name: &str) -> Option<&Namespace> {
-        self.namespaces.get(name)
+        self.namespaces.get(name).filter(|n| n.object || n.live_services > 0)
     }
 
+    /// The service, if its Service object is known.
     pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
-        self.namespaces.get(namespace)?.services.get(name)
+        let service = self.namespaces.get(namespace)?.services.get(name)?;
+        service.kind.is_some().then_some(&**service)
     }
 
-    /// PTR targets of a cluster IP or endpoint address.
+    /// PTR targets of a cluster IP or endpoint address (may name services
+    /// that do not exist; the caller checks).
     pub fn reverse(&self, addr: IpAddr) -> &[PtrTarget] {
-        self.reverse.get(&addr).map_or(&[], Vec::as_slice)
+        self.reverse.get(&addr).map_or(&[], |t| &t[..])
     }
 
     /// Whether a running pod in `namespace` has `addr` (`pods verified`).
@@ -71,7 +85,7 @@ impl Snapshot {
 
     /// Number of services, for logs and metrics.
     pub fn service_count(&self) -> usize {
-        self.namespaces.values().map(|n| n.services.len()).sum()
+        self.namespaces.values().map(|n| n.live_services).sum()
     }
 }
 

@@ -5,8 +5,9 @@
 //! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
 //! - [`Endpoint`]: 56 bytes (address 17 → 24 with padding, hostname 16,
 //!   ports shared with its EndpointSlice 16).
-//! - [`Service`]: 56 bytes plus its ports and endpoints; a ClusterIP service
-//!   adds 17 bytes per cluster IP.
+//! - [`Service`]: about 72 bytes behind an `Arc` (kind, shared ports, one
+//!   `(slice name, Arc<[Endpoint]>)` pair per EndpointSlice); a ClusterIP
+//!   service adds 17 bytes per cluster IP.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -75,28 +76,37 @@ pub enum ServiceKind {
 /// One Service with everything its names need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Service {
-    pub kind: ServiceKind,
-    pub ports: Box<[Port]>,
-    /// Ready endpoints across all of the service's EndpointSlices, one per
-    /// distinct (hostname, address).
-    pub endpoints: Box<[Endpoint]>,
+    /// `None` while only EndpointSlices of the service are known: such an
+    /// entry answers nothing until its Service arrives.
+    pub kind: Option<ServiceKind>,
+    pub ports: Arc<[Port]>,
+    /// Ready endpoints of each of the service's EndpointSlices, by slice
+    /// name, so that one slice's change replaces only its own part.
+    pub slices: Vec<(Arc<str>, Arc<[Endpoint]>)>,
 }
 
 impl Service {
+    /// Every ready endpoint across the slices (an address listed by two
+    /// slices during a migration appears twice; answers drop duplicates).
+    pub fn endpoints(&self) -> impl Iterator<Item = &Endpoint> {
+        self.slices.iter().flat_map(|(_, eps)| eps.iter())
+    }
+
     /// Whether the service's own name exists: a headless service with no
     /// ready endpoint has no records (spec 2.4.1 → NXDOMAIN).
     pub fn has_records(&self, ignore_empty: bool) -> bool {
         match self.kind {
-            ServiceKind::Headless => !self.endpoints.is_empty(),
-            ServiceKind::ClusterIp(_) if ignore_empty => !self.endpoints.is_empty(),
-            _ => true,
+            None => false,
+            Some(ServiceKind::Headless) => self.endpoints().next().is_some(),
+            Some(ServiceKind::ClusterIp(_)) if ignore_empty => self.endpoints().next().is_some(),
+            Some(_) => true,
         }
     }
 }
 
 /// The name a PTR answer points to: `<service>.<ns>.svc.<zone>` or
 /// `<host>.<service>.<ns>.svc.<zone>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PtrTarget {
     pub namespace: Arc<str>,
     pub service: Arc<str>,

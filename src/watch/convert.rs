@@ -1,13 +1,13 @@
 //! API objects → compact records, the moment they arrive.
 //!
 //! Each function takes one object, applies the `kubernetes` directive's
-//! filters (`namespaces`, `labels`, `noendpoints`, `pods`), and hands the
-//! few fields DNS needs to the [`Builder`]; the object is dropped by the
-//! caller. A malformed object is an [`Invalid`] error naming it, and
-//! nothing of it is kept.
+//! filters (`namespaces`, `labels`, `noendpoints`, `pods`), and returns the
+//! few fields DNS needs as a [`Record`]; the object is dropped by the
+//! caller. `Ok(None)` means the filters leave the object out (an update
+//! that filters out a served object deletes it). A malformed object is an
+//! [`Invalid`] error naming it, and nothing of it is kept.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use hickory_proto::rr::Name;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::config::{KubernetesConfig, PodMode};
 use crate::store::records::dashed;
-use crate::store::{Builder, Endpoint, Port, Proto, ServiceKind};
+use crate::store::{PortIn, Proto, Record, ServiceKind};
 
 /// The label tying an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -50,26 +50,19 @@ fn ids(kind: &'static str, meta: &ObjectMeta) -> Result<(String, String), Invali
     }
 }
 
-pub fn namespace(b: &mut Builder, cfg: &KubernetesConfig, ns: &Namespace) -> Result<(), Invalid> {
+pub fn namespace(cfg: &KubernetesConfig, ns: &Namespace) -> Result<Option<Record>, Invalid> {
     let name = ns.metadata.name.as_deref().filter(|n| !n.is_empty());
     let name = name.ok_or_else(|| invalid("Namespace", &ns.metadata, "metadata.name is required"))?;
     let name = name.to_ascii_lowercase();
-    if cfg.namespace_exposed(&name) {
-        b.add_namespace(&name);
-    }
-    Ok(())
+    Ok(cfg.namespace_exposed(&name).then_some(Record::Namespace { name }))
 }
 
-pub fn service(b: &mut Builder, cfg: &KubernetesConfig, svc: &Service) -> Result<(), Invalid> {
+pub fn service(cfg: &KubernetesConfig, svc: &Service) -> Result<Option<Record>, Invalid> {
     const KIND: &str = "Service";
     let (ns, name) = ids(KIND, &svc.metadata)?;
-    if !cfg.namespace_exposed(&ns) {
-        return Ok(());
-    }
-    if let Some(selector) = &cfg.labels {
-        if !selector.matches(svc.metadata.labels.as_ref().unwrap_or(&Default::default())) {
-            return Ok(());
-        }
+    let labels = svc.metadata.labels.clone().unwrap_or_default();
+    if !cfg.namespace_exposed(&ns) || cfg.labels.as_ref().is_some_and(|s| !s.matches(&labels)) {
+        return Ok(None);
     }
     let spec = svc
         .spec
@@ -111,103 +104,108 @@ pub fn service(b: &mut Builder, cfg: &KubernetesConfig, svc: &Service) -> Result
             .collect::<Result<Vec<_>, _>>()?;
         ServiceKind::ClusterIp(ips.into_boxed_slice())
     };
-    let mut ports = Vec::new();
-    for p in spec.ports.iter().flatten() {
-        let proto = Proto::from_k8s(p.protocol.as_deref())
-            .ok_or_else(|| invalid(KIND, &svc.metadata, "unknown port protocol"))?;
-        let number =
-            u16::try_from(p.port).map_err(|_| invalid(KIND, &svc.metadata, format!("port {} out of range", p.port)))?;
-        let name = b.intern(&p.name.as_deref().unwrap_or_default().to_ascii_lowercase());
-        ports.push(Port {
-            name,
-            proto,
-            port: number,
-        });
-    }
-    b.add_service(&ns, &name, kind, ports);
-    Ok(())
+    let ports = spec.ports.iter().flatten();
+    let ports = ports.map(|p| port(KIND, &svc.metadata, p.name.as_deref(), p.protocol.as_deref(), p.port));
+    let ports = ports.collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(Record::Service {
+        namespace: ns,
+        name,
+        kind,
+        ports,
+    }))
 }
 
-pub fn endpoint_slice(b: &mut Builder, cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<(), Invalid> {
+/// One port: its name lower-cased (empty when unnamed), protocol, number.
+fn port(
+    kind: &'static str,
+    meta: &ObjectMeta,
+    name: Option<&str>,
+    proto: Option<&str>,
+    number: i32,
+) -> Result<PortIn, Invalid> {
+    let proto = Proto::from_k8s(proto).ok_or_else(|| invalid(kind, meta, "unknown port protocol"))?;
+    let port = u16::try_from(number).map_err(|_| invalid(kind, meta, format!("port {number} out of range")))?;
+    Ok(PortIn {
+        name: name.unwrap_or_default().to_ascii_lowercase(),
+        proto,
+        port,
+    })
+}
+
+pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<Option<Record>, Invalid> {
     const KIND: &str = "EndpointSlice";
-    if cfg.noendpoints {
-        return Ok(());
-    }
-    let (ns, _) = ids(KIND, &slice.metadata)?;
+    let (ns, name) = ids(KIND, &slice.metadata)?;
     let labels = slice.metadata.labels.as_ref();
     let Some(service) = labels.and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
-        return Ok(()); // not managed for a Service: no DNS records
+        return Ok(None); // not managed for a Service: no DNS records
     };
-    if !cfg.namespace_exposed(&ns) || slice.address_type == "FQDN" {
-        return Ok(());
+    if cfg.noendpoints || !cfg.namespace_exposed(&ns) || slice.address_type == "FQDN" {
+        return Ok(None);
     }
-    let mut ports = Vec::new();
-    for p in slice.ports.iter().flatten() {
-        let Some(number) = p.port else { continue };
-        let number =
-            u16::try_from(number).map_err(|_| invalid(KIND, &slice.metadata, format!("port {number} out of range")))?;
-        let proto = Proto::from_k8s(p.protocol.as_deref())
-            .ok_or_else(|| invalid(KIND, &slice.metadata, "unknown port protocol"))?;
-        let name = b.intern(&p.name.as_deref().unwrap_or_default().to_ascii_lowercase());
-        ports.push(Port {
-            name,
-            proto,
-            port: number,
-        });
-    }
-    let ports: Arc<[Port]> = Arc::from(ports);
+    let ports = slice.ports.iter().flatten().filter_map(|p| Some((p, p.port?)));
+    let ports = ports.map(|(p, n)| port(KIND, &slice.metadata, p.name.as_deref(), p.protocol.as_deref(), n));
+    let ports = ports.collect::<Result<Vec<_>, _>>()?;
     let mut endpoints = Vec::new();
     for ep in &slice.endpoints {
         if ep.conditions.as_ref().and_then(|c| c.ready) == Some(false) {
             continue;
         }
         for text in &ep.addresses {
-            let addr: IpAddr = text.parse().map_err(|_| {
+            let bad = || {
                 invalid(
                     KIND,
                     &slice.metadata,
                     format!("endpoint address '{text}' is not an IP address"),
                 )
-            })?;
-            let pod_name = ep
+            };
+            let addr: IpAddr = text.parse().map_err(|_| bad())?;
+            let target = ep
                 .target_ref
                 .as_ref()
-                .filter(|r| cfg.endpoint_pod_names && r.kind.as_deref() == Some("Pod"))
-                .and_then(|r| r.name.as_deref());
+                .filter(|r| cfg.endpoint_pod_names && r.kind.as_deref() == Some("Pod"));
+            let pod_name = target.and_then(|r| r.name.as_deref());
             let host = match (ep.hostname.as_deref(), pod_name) {
                 (Some(h), _) if !h.is_empty() => h.to_ascii_lowercase(),
                 (_, Some(p)) if !p.is_empty() && !p.contains('.') => p.to_ascii_lowercase(),
                 _ => dashed(addr),
             };
-            endpoints.push(Endpoint {
-                addr,
-                hostname: b.intern(&host),
-                ports: ports.clone(),
-            });
+            endpoints.push((addr, host));
         }
     }
-    b.add_endpoints(&ns, &service.to_ascii_lowercase(), endpoints);
-    Ok(())
+    let service = service.to_ascii_lowercase();
+    Ok(Some(Record::Slice {
+        namespace: ns,
+        name,
+        service,
+        ports,
+        endpoints,
+    }))
 }
 
-pub fn pod(b: &mut Builder, cfg: &KubernetesConfig, pod: &Pod) -> Result<(), Invalid> {
-    if cfg.pods != PodMode::Verified {
-        return Ok(());
+/// A pod's IPs under `pods verified`; pods that are done (Succeeded,
+/// Failed, Unknown) have none.
+pub fn pod(cfg: &KubernetesConfig, pod: &Pod) -> Result<Option<Record>, Invalid> {
+    let (ns, name) = ids("Pod", &pod.metadata)?;
+    if cfg.pods != PodMode::Verified || !cfg.namespace_exposed(&ns) {
+        return Ok(None);
     }
-    let (ns, _) = ids("Pod", &pod.metadata)?;
-    let Some(status) = &pod.status else {
-        return Ok(());
-    };
-    if matches!(status.phase.as_deref(), Some("Succeeded" | "Failed" | "Unknown")) || !cfg.namespace_exposed(&ns) {
-        return Ok(());
+    let Some(status) = &pod.status else { return Ok(None) };
+    if matches!(status.phase.as_deref(), Some("Succeeded" | "Failed" | "Unknown")) {
+        return Ok(None);
     }
     let mut texts: Vec<&str> = status.pod_ips.iter().flatten().map(|p| p.ip.as_str()).collect();
     texts.extend(status.pod_ip.as_deref());
+    let mut ips = Vec::new();
     for text in texts {
-        let addr: IpAddr = text
-            .parse()
-            .map_err(|_| invalid("Pod", &pod.metadata, format!("podIP '{text}' is not an IP address")))?;
-        b.add_pod(&ns, addr);
+        let bad = || invalid("Pod", &pod.metadata, format!("podIP '{text}' is not an IP address"));
+        let ip: IpAddr = text.parse().map_err(|_| bad())?;
+        if !ips.contains(&ip) {
+            ips.push(ip);
+        }
     }
-    Ok(())
+    Ok(Some(Record::Pod {
+        namespace: ns,
+        name,
+        ips,
+    }))
 }

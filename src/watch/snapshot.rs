@@ -2,10 +2,11 @@
 //! endpointslices,pods -A -o yaml` (or `-o json`) dump, served as the
 //! cluster and reloaded when the file changes.
 //!
-//! A reload builds a complete new snapshot beside the served one and swaps
-//! it in whole. A file that does not parse keeps the previous snapshot and
-//! logs `FILE:LINE:COL: message`; single malformed objects are skipped with
-//! a log line naming them.
+//! A file is read and converted whole before anything is applied; it is
+//! then applied as one relist of every kind (so a reload costs work in
+//! proportion to what changed) and published at once. A file that does
+//! not parse changes nothing and logs `FILE:LINE:COL: message`; single
+//! malformed objects are skipped with a log line naming them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use serde_json::Value;
 use super::convert::{self, Invalid};
 use super::dump::Document;
 use crate::config::KubernetesConfig;
-use crate::store::{Builder, Snapshot, Store};
+use crate::store::{Kind, Record, Store, Writer};
 
 /// Why a dump could not be loaded at all.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +34,11 @@ pub enum DumpError {
     },
 }
 
-/// What one load produced besides the snapshot.
+/// What one read of a dump produced.
 #[derive(Debug, Default)]
-pub struct LoadReport {
+pub struct Loaded {
+    /// The served objects, converted.
+    pub records: Vec<Record>,
     pub objects: usize,
     pub invalid: Vec<Invalid>,
     /// Objects of kinds DNS does not use (ConfigMaps, Endpoints, ...).
@@ -43,20 +46,19 @@ pub struct LoadReport {
 }
 
 /// Reads and converts a dump file.
-pub fn load_file(path: &Path, cfg: &KubernetesConfig) -> Result<(Snapshot, LoadReport), DumpError> {
+pub fn read_file(path: &Path, cfg: &KubernetesConfig) -> Result<Loaded, DumpError> {
     let text = std::fs::read_to_string(path).map_err(|source| DumpError::Read {
         path: path.display().to_string(),
         source,
     })?;
-    load_str(&path.display().to_string(), &text, cfg)
+    read_str(&path.display().to_string(), &text, cfg)
 }
 
 /// Parses dump text (JSON or YAML, one document or several, a `List` or
-/// single objects) and converts every object.
-pub fn load_str(path: &str, text: &str, cfg: &KubernetesConfig) -> Result<(Snapshot, LoadReport), DumpError> {
-    let mut builder = Builder::new();
-    let mut report = LoadReport::default();
-    let mut each = |item: Value| add_object(&mut builder, cfg, item, &mut report);
+/// single objects) and converts every object as it is parsed.
+pub fn read_str(path: &str, text: &str, cfg: &KubernetesConfig) -> Result<Loaded, DumpError> {
+    let mut loaded = Loaded::default();
+    let mut each = |item: Value| add_object(cfg, item, &mut loaded);
     let syntax = |line: usize, col: usize, message: String| DumpError::Syntax {
         path: path.to_string(),
         line,
@@ -65,10 +67,8 @@ pub fn load_str(path: &str, text: &str, cfg: &KubernetesConfig) -> Result<(Snaps
     };
     if text.trim_start().starts_with('{') {
         let mut de = serde_json::Deserializer::from_str(text);
-        Document(&mut each)
-            .deserialize(&mut de)
-            .and_then(|()| de.end())
-            .map_err(|e| syntax(e.line(), e.column(), e.to_string()))?;
+        let parsed = Document(&mut each).deserialize(&mut de).and_then(|()| de.end());
+        parsed.map_err(|e| syntax(e.line(), e.column(), e.to_string()))?;
     } else {
         for doc in serde_yaml_ng::Deserializer::from_str(text) {
             Document(&mut each).deserialize(doc).map_err(|e| {
@@ -77,27 +77,40 @@ pub fn load_str(path: &str, text: &str, cfg: &KubernetesConfig) -> Result<(Snaps
             })?;
         }
     }
-    let serial = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32);
-    Ok((builder.build(serial), report))
+    Ok(loaded)
 }
 
-fn add_object(b: &mut Builder, cfg: &KubernetesConfig, item: Value, report: &mut LoadReport) {
+/// Applies a whole dump as one relist of every kind: what it lists is
+/// upserted, what it no longer lists is deleted at the end.
+pub fn apply(writer: &mut Writer, records: Vec<Record>) {
+    for kind in Kind::ALL {
+        writer.relist_start(kind);
+    }
+    for record in records {
+        writer.apply(record);
+    }
+    for kind in Kind::ALL {
+        writer.relist_done(kind);
+    }
+}
+
+fn add_object(cfg: &KubernetesConfig, item: Value, loaded: &mut Loaded) {
     let kind = item.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
-    report.objects += 1;
+    loaded.objects += 1;
     let result = match kind.as_str() {
-        "Namespace" => from_value(&item, "Namespace").and_then(|o| convert::namespace(b, cfg, &o)),
-        "Service" => from_value(&item, "Service").and_then(|o| convert::service(b, cfg, &o)),
-        "EndpointSlice" => from_value(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(b, cfg, &o)),
-        "Pod" => from_value(&item, "Pod").and_then(|o| convert::pod(b, cfg, &o)),
+        "Namespace" => from_value(&item, "Namespace").and_then(|o| convert::namespace(cfg, &o)),
+        "Service" => from_value(&item, "Service").and_then(|o| convert::service(cfg, &o)),
+        "EndpointSlice" => from_value(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(cfg, &o)),
+        "Pod" => from_value(&item, "Pod").and_then(|o| convert::pod(cfg, &o)),
         _ => {
-            report.ignored += 1;
-            Ok(())
+            loaded.ignored += 1;
+            Ok(None)
         }
     };
-    if let Err(e) = result {
-        report.invalid.push(e);
+    match result {
+        Ok(Some(record)) => loaded.records.push(record),
+        Ok(None) => {}
+        Err(e) => loaded.invalid.push(e),
     }
 }
 
@@ -124,6 +137,7 @@ fn from_value<T: serde::de::DeserializeOwned>(item: &Value, kind: &'static str) 
 pub async fn run(path: PathBuf, cfg: Arc<KubernetesConfig>, store: Arc<Store>, interval: Duration) {
     let mut last: Option<(SystemTime, u64)> = None;
     let mut ticker = tokio::time::interval(interval);
+    let mut writer = Some(Writer::new(&Kind::ALL));
     loop {
         ticker.tick().await;
         let stamp = std::fs::metadata(&path)
@@ -137,25 +151,37 @@ pub async fn run(path: PathBuf, cfg: Arc<KubernetesConfig>, store: Arc<Store>, i
             continue;
         }
         last = stamp;
-        let (p, c) = (path.clone(), cfg.clone());
-        match tokio::task::spawn_blocking(move || load_file(&p, &c)).await {
-            Ok(Ok((snapshot, report))) => {
-                for bad in &report.invalid {
+        let (p, c, s) = (path.clone(), cfg.clone(), store.clone());
+        let Some(mut w) = writer.take() else { return };
+        let loaded = tokio::task::spawn_blocking(move || {
+            let result = read_file(&p, &c).map(|mut loaded| {
+                apply(&mut w, std::mem::take(&mut loaded.records));
+                w.publish(&s, unix_now());
+                loaded
+            });
+            (w, result)
+        });
+        let Ok((w, result)) = loaded.await else {
+            tracing::error!(target: "kubernetes", "snapshot {}: loader failed; stopping reloads", path.display());
+            return;
+        };
+        writer = Some(w);
+        match result {
+            Ok(loaded) => {
+                for bad in &loaded.invalid {
                     tracing::warn!(target: "kubernetes", "snapshot {}: skipped malformed object {bad}", path.display());
                 }
-                tracing::info!(
-                    target: "kubernetes",
-                    "snapshot {}: loaded {} objects, {} services, {} skipped as malformed",
-                    path.display(), report.objects, snapshot.service_count(), report.invalid.len()
-                );
-                store.publish(snapshot);
+                let (objects, services, invalid) = (loaded.objects, store.load().service_count(), loaded.invalid.len());
+                tracing::info!(target: "kubernetes", "snapshot {}: loaded {objects} objects, {services} services, {invalid} skipped as malformed", path.display());
             }
-            Ok(Err(e)) => {
-                tracing::error!(target: "kubernetes", "{e}; keeping the previously loaded state")
-            }
-            Err(e) => {
-                tracing::error!(target: "kubernetes", "snapshot {}: loader failed: {e}", path.display())
-            }
+            Err(e) => tracing::error!(target: "kubernetes", "{e}; keeping the previously loaded state"),
         }
     }
+}
+
+/// Seconds since the Unix epoch, as an SOA serial.
+pub fn unix_now() -> u32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs() as u32)
 }

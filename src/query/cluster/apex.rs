@@ -55,7 +55,11 @@ pub fn ns_host(c: &mut Ctx<'_, '_>) -> Found {
 }
 
 fn ns_addresses(c: &Ctx<'_, '_>) -> Vec<IpAddr> {
-    match c.snap.service(DNS_SERVICE.0, DNS_SERVICE.1).map(|s| &s.kind) {
+    match c
+        .snap
+        .service(DNS_SERVICE.0, DNS_SERVICE.1)
+        .and_then(|s| s.kind.as_ref())
+    {
         Some(ServiceKind::ClusterIp(ips)) => ips.to_vec(),
         _ => Vec::new(),
     }

@@ -13,6 +13,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::{apex, Ctx, Found};
 use crate::query::answer::{self, prefixed};
+use crate::store::PtrTarget;
 
 /// Whether `zone` is (under) `in-addr.arpa.` or `ip6.arpa.`.
 pub fn is_reverse(zone: &Name) -> bool {
@@ -33,7 +34,9 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     let Some(addr) = parse(&c.owner) else {
         return Found::NxDomain;
     };
-    let targets = c.snap.reverse(addr);
+    let snap = c.snap;
+    let live = |t: &&PtrTarget| snap.service(&t.namespace, &t.service).is_some();
+    let targets: Vec<&PtrTarget> = snap.reverse(addr).iter().filter(live).collect();
     if targets.is_empty() {
         return Found::NxDomain;
     }

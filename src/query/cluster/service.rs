@@ -15,35 +15,38 @@ use super::{Ctx, Found};
 use crate::query::answer::{self, prefixed};
 use crate::store::{Endpoint, Port, Service, ServiceKind};
 
-fn lookup<'s>(c: &Ctx<'s, '_>, ns: &str, svc: &str) -> Option<&'s Service> {
-    c.snap
+/// The service if its name has records, with its kind.
+fn lookup<'s>(c: &Ctx<'s, '_>, ns: &str, svc: &str) -> Option<(&'s Service, &'s ServiceKind)> {
+    let service = c
+        .snap
         .service(ns, svc)
-        .filter(|s| s.has_records(c.cfg.ignore_empty_service))
+        .filter(|s| s.has_records(c.cfg.ignore_empty_service))?;
+    Some((service, service.kind.as_ref()?))
 }
 
 /// `<svc>.<ns>.svc.<zone>`.
 pub fn service(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, depth: u8) -> Found {
-    let Some(service) = lookup(c, ns, svc) else {
+    let Some((service, kind)) = lookup(c, ns, svc) else {
         return Found::NxDomain;
     };
-    match &service.kind {
+    match kind {
         ServiceKind::ExternalName(target) => return external_name(c, target, depth),
         _ if c.qtype == RecordType::SRV => return srv_records(c, ns, svc, service, None),
         ServiceKind::ClusterIp(ips) => addresses(c, ips.iter().copied()),
-        ServiceKind::Headless => addresses(c, service.endpoints.iter().map(|e| e.addr)),
+        ServiceKind::Headless => addresses(c, service.endpoints().map(|e| e.addr)),
     }
     Found::Records
 }
 
 /// `<host>.<svc>.<ns>.svc.<zone>`: the endpoints named `host`.
 pub fn endpoint(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, host: &str) -> Found {
-    let Some(service) = lookup(c, ns, svc) else {
+    let Some((service, kind)) = lookup(c, ns, svc) else {
         return Found::NxDomain;
     };
-    if matches!(service.kind, ServiceKind::ExternalName(_)) {
+    if matches!(kind, ServiceKind::ExternalName(_)) {
         return Found::NxDomain;
     }
-    let mut named = service.endpoints.iter().filter(|e| &*e.hostname == host).peekable();
+    let mut named = service.endpoints().filter(|e| &*e.hostname == host).peekable();
     if named.peek().is_none() {
         return Found::NxDomain;
     }
@@ -53,14 +56,14 @@ pub fn endpoint(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, host: &str) -> Found {
 
 /// `_<port>._<proto>.<svc>.<ns>.svc.<zone>`: SRV of one named port.
 pub fn port(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, port: &str, proto: &str) -> Found {
-    let Some(service) = lookup(c, ns, svc) else {
+    let Some((service, _)) = lookup(c, ns, svc) else {
         return Found::NxDomain;
     };
     let filter = Some((port, proto));
     let exists = service
         .ports
         .iter()
-        .chain(service.endpoints.iter().flat_map(|e| e.ports.iter()))
+        .chain(service.endpoints().flat_map(|e| e.ports.iter()))
         .any(|p| wanted(p, filter));
     if !exists {
         return Found::NxDomain;
@@ -73,7 +76,7 @@ pub fn port(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, port: &str, proto: &str) -
 
 /// `_<proto>.<svc>.<ns>.svc.<zone>`: exists while some named port uses it.
 pub fn proto_ent(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, proto: &str) -> Found {
-    let Some(service) = lookup(c, ns, svc) else {
+    let Some((service, _)) = lookup(c, ns, svc) else {
         return Found::NxDomain;
     };
     let used = service
@@ -102,11 +105,14 @@ fn addresses(c: &mut Ctx<'_, '_>, addrs: impl Iterator<Item = IpAddr>) {
 /// for every port): service ports of a ClusterIP service, endpoint ports of
 /// a headless one.
 fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filter: Option<(&str, &str)>) -> Found {
+    let Some(kind) = &service.kind else {
+        return Found::NxDomain;
+    };
     let base = prefixed(&c.zone.name, &[svc, ns, "svc"]);
     let ttl = c.cfg.ttl;
     let mut targets: Vec<(u16, Name)> = Vec::new();
     let mut glue: Vec<(Name, IpAddr)> = Vec::new();
-    match &service.kind {
+    match kind {
         ServiceKind::ClusterIp(ips) => {
             targets.extend(
                 service
@@ -120,7 +126,7 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
             }
         }
         ServiceKind::Headless => {
-            for e in service.endpoints.iter() {
+            for e in service.endpoints() {
                 let host = endpoint_name(&base, e);
                 let before = targets.len();
                 targets.extend(

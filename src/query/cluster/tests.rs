@@ -13,104 +13,83 @@ use super::Cluster;
 use crate::config::{KubernetesConfig, PodMode, Source};
 use crate::query::answer::Answer;
 use crate::query::route::{Block, Router};
-use crate::store::{Builder, Endpoint, Port, Proto, ServiceKind, Store};
+use crate::store::{PortIn, Proto, Record, ServiceKind, Store, Writer};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("test address")
 }
 
-fn port(name: &str, proto: Proto, number: u16) -> Port {
-    Port {
+fn port(name: &str, proto: Proto, number: u16) -> PortIn {
+    PortIn {
         name: name.into(),
         proto,
         port: number,
     }
 }
 
-fn endpoints(hosts: &[(&str, &str)], ports: Vec<Port>) -> Vec<Endpoint> {
-    let ports: Arc<[Port]> = Arc::from(ports);
-    hosts
-        .iter()
-        .map(|(h, a)| Endpoint {
-            addr: ip(a),
-            hostname: (*h).into(),
-            ports: ports.clone(),
-        })
-        .collect()
-}
-
 fn name(s: &str) -> Name {
     Name::from_ascii(s).expect("test name")
 }
 
+fn service(ns: &str, svc: &str, kind: ServiceKind, ports: Vec<PortIn>) -> Record {
+    Record::Service {
+        namespace: ns.into(),
+        name: svc.into(),
+        kind,
+        ports,
+    }
+}
+
+fn slice(ns: &str, svc: &str, eps: &[(&str, &str)], ports: Vec<PortIn>) -> Record {
+    let endpoints = eps.iter().map(|(h, a)| (ip(a), h.to_string())).collect();
+    Record::Slice {
+        namespace: ns.into(),
+        name: format!("{svc}-1"),
+        service: svc.into(),
+        ports,
+        endpoints,
+    }
+}
+
 /// The fixture cluster every table runs against.
 fn snapshot() -> crate::store::Snapshot {
-    let mut b = Builder::new();
+    let mut w = Writer::new(&[]);
     for ns in ["default", "kube-system", "shop", "db", "quiet"] {
-        b.add_namespace(ns);
+        w.apply(Record::Namespace { name: ns.into() });
     }
     let cip = |ips: &[&str]| ServiceKind::ClusterIp(ips.iter().map(|s| ip(s)).collect());
-    b.add_service(
+    let ext = |target: &str| ServiceKind::ExternalName(name(target));
+    let pg_port = || vec![port("postgres", Proto::Tcp, 5432)];
+    w.apply(service(
         "default",
         "kubernetes",
         cip(&["10.96.0.1"]),
         vec![port("https", Proto::Tcp, 443)],
-    );
-    b.add_service(
-        "kube-system",
-        "kube-dns",
-        cip(&["10.96.0.10"]),
-        vec![port("dns", Proto::Udp, 53), port("dns-tcp", Proto::Tcp, 53)],
-    );
-    b.add_service(
+    ));
+    let dns_ports = vec![port("dns", Proto::Udp, 53), port("dns-tcp", Proto::Tcp, 53)];
+    w.apply(service("kube-system", "kube-dns", cip(&["10.96.0.10"]), dns_ports));
+    let web_ports = vec![port("http", Proto::Tcp, 80), port("", Proto::Tcp, 81)];
+    w.apply(service("shop", "web", cip(&["10.96.12.34", "fd00::1234"]), web_ports));
+    w.apply(slice(
         "shop",
         "web",
-        cip(&["10.96.12.34", "fd00::1234"]),
-        vec![port("http", Proto::Tcp, 80), port("", Proto::Tcp, 81)],
-    );
-    b.add_endpoints(
-        "shop",
-        "web",
-        endpoints(&[("10-244-1-10", "10.244.1.10")], vec![port("http", Proto::Tcp, 8080)]),
-    );
-    b.add_service(
-        "shop",
-        "payments",
-        ServiceKind::ExternalName(name("payments.example.com.")),
-        vec![],
-    );
-    b.add_service(
-        "shop",
-        "docs",
-        ServiceKind::ExternalName(name("web.shop.svc.cluster.local.")),
-        vec![],
-    );
-    b.add_service(
-        "shop",
-        "loop",
-        ServiceKind::ExternalName(name("loop.shop.svc.cluster.local.")),
-        vec![],
-    );
-    b.add_service(
-        "db",
-        "pg",
-        ServiceKind::Headless,
-        vec![port("postgres", Proto::Tcp, 5432)],
-    );
-    let pg = endpoints(
-        &[("pg-0", "10.244.3.10"), ("pg-1", "10.244.3.11"), ("pg-v6", "fd00::310")],
-        vec![port("postgres", Proto::Tcp, 5432)],
-    );
-    b.add_endpoints("db", "pg", pg);
-    b.add_service(
-        "db",
-        "empty",
-        ServiceKind::Headless,
-        vec![port("postgres", Proto::Tcp, 5432)],
-    );
-    b.add_service("db", "lonely", cip(&["10.96.5.5"]), vec![]);
-    b.add_pod("shop", ip("10.244.1.10"));
-    b.build(42)
+        &[("10-244-1-10", "10.244.1.10")],
+        vec![port("http", Proto::Tcp, 8080)],
+    ));
+    w.apply(service("shop", "payments", ext("payments.example.com."), vec![]));
+    w.apply(service("shop", "docs", ext("web.shop.svc.cluster.local."), vec![]));
+    w.apply(service("shop", "loop", ext("loop.shop.svc.cluster.local."), vec![]));
+    w.apply(service("db", "pg", ServiceKind::Headless, pg_port()));
+    let pg = [("pg-0", "10.244.3.10"), ("pg-1", "10.244.3.11"), ("pg-v6", "fd00::310")];
+    w.apply(slice("db", "pg", &pg, pg_port()));
+    w.apply(service("db", "empty", ServiceKind::Headless, pg_port()));
+    w.apply(service("db", "lonely", cip(&["10.96.5.5"]), vec![]));
+    w.apply(Record::Pod {
+        namespace: "shop".into(),
+        name: "web-1".into(),
+        ips: vec![ip("10.244.1.10")],
+    });
+    w.snapshot(42)
 }
 
 fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesConfig {

@@ -1,0 +1,445 @@
+//! The single writer: applies one converted object at a time to its own
+//! copy of the snapshot, keeps the derived indexes (reverse, pods) in step,
+//! and handles relists.
+//!
+//! A relist of a kind ([`Writer::relist_start`] … [`Writer::relist_done`])
+//! applies every listed object as an upsert as it arrives — an upsert never
+//! removes a name — and deletes the objects the list did not contain only
+//! when it is done. So readers never see a half-listed cluster, a stable
+//! name never disappears in between, and nothing but the compact records
+//! that changed is held twice.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use super::records::{Endpoint, Port, Proto, PtrTarget, Service, ServiceKind};
+use super::{Namespace, Snapshot, Store};
+
+/// The kinds of objects the store is built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Namespace = 0,
+    Service = 1,
+    EndpointSlice = 2,
+    Pod = 3,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Namespace, Kind::Service, Kind::EndpointSlice, Kind::Pod];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Namespace => "Namespace",
+            Kind::Service => "Service",
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::Pod => "Pod",
+        }
+    }
+}
+
+/// Which object: its kind, namespace (empty for a Namespace) and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// A port as converted, before its name is interned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortIn {
+    pub name: String,
+    pub proto: Proto,
+    pub port: u16,
+}
+
+/// One converted object: only what DNS needs, names lower-cased.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Namespace {
+        name: String,
+    },
+    Service {
+        namespace: String,
+        name: String,
+        kind: ServiceKind,
+        ports: Vec<PortIn>,
+    },
+    /// Ready endpoints of one EndpointSlice: `(address, hostname)`.
+    Slice {
+        namespace: String,
+        name: String,
+        service: String,
+        ports: Vec<PortIn>,
+        endpoints: Vec<(IpAddr, String)>,
+    },
+    Pod {
+        namespace: String,
+        name: String,
+        ips: Vec<IpAddr>,
+    },
+}
+
+impl Record {
+    pub fn key(&self) -> ObjectKey {
+        let (kind, namespace, name) = match self {
+            Record::Namespace { name } => (Kind::Namespace, "", name),
+            Record::Service { namespace, name, .. } => (Kind::Service, namespace.as_str(), name),
+            Record::Slice { namespace, name, .. } => (Kind::EndpointSlice, namespace.as_str(), name),
+            Record::Pod { namespace, name, .. } => (Kind::Pod, namespace.as_str(), name),
+        };
+        ObjectKey {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.clone(),
+        }
+    }
+}
+
+type Pair = (Arc<str>, Arc<str>);
+
+/// The writer of one store.
+pub struct Writer {
+    live: Snapshot,
+    strings: HashSet<Arc<str>>,
+    strings_after_prune: usize,
+    /// `(namespace, slice)` → the service it belongs to.
+    slice_owner: HashMap<Pair, Arc<str>>,
+    /// `(namespace, pod)` → its IPs.
+    pod_ips: HashMap<Pair, Vec<IpAddr>>,
+    /// Keys seen by a relist in progress, per kind.
+    relisting: [Option<HashSet<Pair>>; 4],
+    listed: [bool; 4],
+    watched: Vec<Kind>,
+    dirty: bool,
+}
+
+impl Writer {
+    /// A writer whose snapshot is synced once every kind in `watched` has
+    /// completed a list.
+    pub fn new(watched: &[Kind]) -> Writer {
+        Writer {
+            live: Snapshot::unsynced(),
+            strings: HashSet::new(),
+            strings_after_prune: 0,
+            slice_owner: HashMap::new(),
+            pod_ips: HashMap::new(),
+            relisting: Default::default(),
+            listed: [false; 4],
+            watched: watched.to_vec(),
+            dirty: true,
+        }
+    }
+
+    /// Whether every watched kind has been listed once.
+    pub fn synced(&self) -> bool {
+        self.watched.iter().all(|k| self.listed[*k as usize])
+    }
+
+    /// Publishes the current state to `store` if anything changed.
+    pub fn publish(&mut self, store: &Store, serial: u32) -> bool {
+        if !self.dirty {
+            return false;
+        }
+        self.live.synced = self.synced();
+        self.live.serial = serial;
+        store.publish(self.live.clone());
+        self.dirty = false;
+        true
+    }
+
+    /// The current state (for tests and one-shot builds).
+    pub fn snapshot(&mut self, serial: u32) -> Snapshot {
+        self.live.synced = self.synced();
+        self.live.serial = serial;
+        self.live.clone()
+    }
+
+    fn intern(&mut self, s: &str) -> Arc<str> {
+        if let Some(existing) = self.strings.get(s) {
+            return existing.clone();
+        }
+        let arc: Arc<str> = Arc::from(s);
+        self.strings.insert(arc.clone());
+        arc
+    }
+
+    /// Drops interned strings nothing else refers to any more.
+    fn prune_strings(&mut self) {
+        self.strings.retain(|s| Arc::strong_count(s) > 1);
+        self.strings_after_prune = self.strings.len();
+    }
+
+    fn ports(&mut self, ports: Vec<PortIn>) -> Arc<[Port]> {
+        ports
+            .into_iter()
+            .map(|p| Port {
+                name: self.intern(&p.name),
+                proto: p.proto,
+                port: p.port,
+            })
+            .collect()
+    }
+
+    /// Adds or replaces one object.
+    pub fn apply(&mut self, record: Record) {
+        let key = record.key();
+        let pair = (self.intern(&key.namespace), self.intern(&key.name));
+        if let Some(seen) = &mut self.relisting[key.kind as usize] {
+            seen.insert(pair.clone());
+        }
+        match record {
+            Record::Namespace { .. } => self.edit_namespace(&pair.1, |n| n.object = true),
+            Record::Service { kind, ports, .. } => {
+                let ports = self.ports(ports);
+                self.upsert_service(&pair, kind, ports);
+            }
+            Record::Slice {
+                service,
+                ports,
+                endpoints,
+                ..
+            } => {
+                let ports = self.ports(ports);
+                let endpoints: Arc<[Endpoint]> = endpoints
+                    .into_iter()
+                    .map(|(addr, host)| Endpoint {
+                        addr,
+                        hostname: self.intern(&host),
+                        ports: ports.clone(),
+                    })
+                    .collect();
+                let service = self.intern(&service);
+                self.upsert_slice(&pair, service, endpoints);
+            }
+            Record::Pod { ips, .. } => {
+                self.remove_pod(&pair);
+                for ip in &ips {
+                    let mut nss = self.live.pods.get(ip).map(|v| v.to_vec()).unwrap_or_default();
+                    nss.push(pair.0.clone());
+                    self.live.pods.insert(*ip, nss.into());
+                }
+                self.pod_ips.insert(pair, ips);
+            }
+        }
+        self.dirty = true;
+        if self.strings.len() > 2 * self.strings_after_prune + 4096 {
+            self.prune_strings();
+        }
+    }
+
+    /// Removes one object (unknown objects are ignored).
+    pub fn delete(&mut self, key: &ObjectKey) {
+        let pair: Pair = (Arc::from(key.namespace.as_str()), Arc::from(key.name.as_str()));
+        match key.kind {
+            Kind::Namespace => self.edit_namespace(&pair.1, |n| n.object = false),
+            Kind::Service => self.delete_service(&pair),
+            Kind::EndpointSlice => self.delete_slice(&pair),
+            Kind::Pod => self.remove_pod(&pair),
+        }
+        self.dirty = true;
+    }
+
+    /// A full list of `kind` begins: objects not listed before
+    /// [`Writer::relist_done`] will be deleted then.
+    pub fn relist_start(&mut self, kind: Kind) {
+        self.relisting[kind as usize] = Some(HashSet::new());
+    }
+
+    /// The list of `kind` is complete: delete what it did not contain.
+    pub fn relist_done(&mut self, kind: Kind) {
+        let Some(seen) = self.relisting[kind as usize].take() else {
+            return;
+        };
+        let gone: Vec<Pair> = match kind {
+            Kind::Namespace => self
+                .live
+                .namespaces
+                .iter()
+                .filter(|(_, n)| n.object)
+                .map(|(k, _)| (Arc::from(""), k.clone()))
+                .collect(),
+            Kind::Service => self
+                .live
+                .namespaces
+                .iter()
+                .flat_map(|(ns, n)| {
+                    n.services
+                        .iter()
+                        .filter(|(_, s)| s.kind.is_some())
+                        .map(|(k, _)| (ns.clone(), k.clone()))
+                })
+                .collect(),
+            Kind::EndpointSlice => self.slice_owner.keys().cloned().collect(),
+            Kind::Pod => self.pod_ips.keys().cloned().collect(),
+        };
+        for pair in gone.into_iter().filter(|p| !seen.contains(p)) {
+            self.delete(&ObjectKey {
+                kind,
+                namespace: pair.0.to_string(),
+                name: pair.1.to_string(),
+            });
+        }
+        self.listed[kind as usize] = true;
+        self.dirty = true;
+        self.prune_strings();
+    }
+
+    /// Edits a namespace entry, dropping it once it holds nothing.
+    fn edit_namespace(&mut self, ns: &Arc<str>, edit: impl FnOnce(&mut Namespace)) {
+        let mut entry = self.live.namespaces.get(ns).cloned().unwrap_or_default();
+        edit(&mut entry);
+        if entry.object || !entry.services.is_empty() {
+            self.live.namespaces.insert(ns.clone(), entry);
+        } else {
+            self.live.namespaces.remove(ns);
+        }
+    }
+
+    fn get_service(&self, (ns, name): &Pair) -> Option<Arc<Service>> {
+        self.live.namespaces.get(ns)?.services.get(name).cloned()
+    }
+
+    /// Stores `service` (or removes the entry when it holds nothing).
+    fn put_service(&mut self, (ns, name): &Pair, service: Service) {
+        let keep = service.kind.is_some() || !service.slices.is_empty();
+        let old_live = self
+            .get_service(&(ns.clone(), name.clone()))
+            .is_some_and(|s| s.kind.is_some());
+        let new_live = service.kind.is_some();
+        self.edit_namespace(ns, |n| {
+            n.live_services = n.live_services + usize::from(new_live) - usize::from(old_live);
+            if keep {
+                n.services.insert(name.clone(), Arc::new(service));
+            } else {
+                n.services.remove(name);
+            }
+        });
+    }
+
+    fn upsert_service(&mut self, pair: &Pair, kind: ServiceKind, ports: Arc<[Port]>) {
+        let old = self.get_service(pair);
+        let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
+        if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
+            self.ptrs(ips.to_vec(), pair, None, false);
+        }
+        if let ServiceKind::ClusterIp(ips) = &kind {
+            self.ptrs(ips.to_vec(), pair, None, true);
+        }
+        self.put_service(
+            pair,
+            Service {
+                kind: Some(kind),
+                ports,
+                slices,
+            },
+        );
+    }
+
+    fn delete_service(&mut self, pair: &Pair) {
+        let Some(old) = self.get_service(pair) else { return };
+        if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
+            self.ptrs(ips.to_vec(), pair, None, false);
+        }
+        self.put_service(
+            pair,
+            Service {
+                kind: None,
+                ports: Arc::from(Vec::new()),
+                slices: old.slices.clone(),
+            },
+        );
+    }
+
+    fn upsert_slice(&mut self, slice: &Pair, service: Arc<str>, endpoints: Arc<[Endpoint]>) {
+        let owner_key = (slice.0.clone(), service.clone());
+        let previous_owner = self.slice_owner.insert(slice.clone(), service.clone());
+        if previous_owner.as_ref().is_some_and(|p| *p != service) {
+            self.remove_slice_from(&(slice.0.clone(), previous_owner.unwrap_or_default()), &slice.1);
+        }
+        let mut entry = match self.get_service(&owner_key) {
+            Some(s) => (*s).clone(),
+            None => Service {
+                kind: None,
+                ports: Arc::from(Vec::new()),
+                slices: Vec::new(),
+            },
+        };
+        let old = entry.slices.iter().position(|(n, _)| *n == slice.1);
+        if let Some(i) = old {
+            if entry.slices[i].1 == endpoints {
+                return; // unchanged (the common case in a relist)
+            }
+            let removed = entry.slices.remove(i).1;
+            self.endpoint_ptrs(&removed, &owner_key, false);
+        }
+        self.endpoint_ptrs(&endpoints, &owner_key, true);
+        entry.slices.push((slice.1.clone(), endpoints));
+        self.put_service(&owner_key, entry);
+    }
+
+    fn delete_slice(&mut self, slice: &Pair) {
+        if let Some(owner) = self.slice_owner.remove(slice) {
+            self.remove_slice_from(&(slice.0.clone(), owner), &slice.1);
+        }
+    }
+
+    fn remove_slice_from(&mut self, owner: &Pair, slice_name: &Arc<str>) {
+        let Some(service) = self.get_service(owner) else { return };
+        let mut entry = (*service).clone();
+        let Some(i) = entry.slices.iter().position(|(n, _)| n == slice_name) else {
+            return;
+        };
+        let removed = entry.slices.remove(i).1;
+        self.endpoint_ptrs(&removed, owner, false);
+        self.put_service(owner, entry);
+    }
+
+    fn endpoint_ptrs(&mut self, endpoints: &[Endpoint], owner: &Pair, add: bool) {
+        for e in endpoints {
+            self.ptrs(vec![e.addr], owner, Some(e.hostname.clone()), add);
+        }
+    }
+
+    /// Adds or removes one PTR target per address (a multiset: an address
+    /// listed twice is removed once per removal).
+    fn ptrs(&mut self, addrs: Vec<IpAddr>, (ns, svc): &Pair, host: Option<Arc<str>>, add: bool) {
+        let target = PtrTarget {
+            namespace: ns.clone(),
+            service: svc.clone(),
+            host,
+        };
+        for addr in addrs {
+            let mut targets = self.live.reverse.get(&addr).map(|t| t.to_vec()).unwrap_or_default();
+            if add {
+                targets.push(target.clone());
+                targets.sort();
+            } else if let Some(i) = targets.iter().position(|t| *t == target) {
+                targets.remove(i);
+            }
+            if targets.is_empty() {
+                self.live.reverse.remove(&addr);
+            } else {
+                self.live.reverse.insert(addr, targets.into());
+            }
+        }
+    }
+
+    fn remove_pod(&mut self, pair: &Pair) {
+        for ip in self.pod_ips.remove(pair).unwrap_or_default() {
+            let mut nss = self.live.pods.get(&ip).map(|v| v.to_vec()).unwrap_or_default();
+            if let Some(i) = nss.iter().position(|n| *n == pair.0) {
+                nss.remove(i);
+            }
+            if nss.is_empty() {
+                self.live.pods.remove(&ip);
+            } else {
+                self.live.pods.insert(ip, nss.into());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

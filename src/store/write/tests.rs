@@ -1,0 +1,172 @@
+//! The writer's contract: upserts and deletes keep every index in step,
+//! one slice's change leaves the others alone, and a relist deletes only
+//! at its end what it did not list.
+
+use std::net::IpAddr;
+
+use super::*;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().expect("test address")
+}
+
+fn svc(ns: &str, name: &str, ips: &[&str]) -> Record {
+    let kind = if ips.is_empty() {
+        ServiceKind::Headless
+    } else {
+        ServiceKind::ClusterIp(ips.iter().map(|s| ip(s)).collect())
+    };
+    let ports = vec![PortIn {
+        name: "http".into(),
+        proto: Proto::Tcp,
+        port: 80,
+    }];
+    Record::Service {
+        namespace: ns.into(),
+        name: name.into(),
+        kind,
+        ports,
+    }
+}
+
+fn slice(ns: &str, name: &str, service: &str, eps: &[(&str, &str)]) -> Record {
+    let endpoints = eps.iter().map(|(a, h)| (ip(a), h.to_string())).collect();
+    let ports = vec![PortIn {
+        name: "http".into(),
+        proto: Proto::Tcp,
+        port: 8080,
+    }];
+    Record::Slice {
+        namespace: ns.into(),
+        name: name.into(),
+        service: service.into(),
+        ports,
+        endpoints,
+    }
+}
+
+fn key(kind: Kind, ns: &str, name: &str) -> ObjectKey {
+    ObjectKey {
+        kind,
+        namespace: ns.into(),
+        name: name.into(),
+    }
+}
+
+fn hosts(s: &Snapshot, ns: &str, name: &str) -> Vec<String> {
+    let mut v: Vec<String> = s
+        .service(ns, name)
+        .map(|s| s.endpoints().map(|e| e.hostname.to_string()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn upserts_and_deletes_keep_reverse_and_namespaces_in_step() {
+    let mut w = Writer::new(&[Kind::Service, Kind::EndpointSlice]);
+    w.apply(slice("db", "pg-a", "pg", &[("10.1.0.1", "pg-0")]));
+    let s = w.snapshot(1);
+    assert!(!s.synced);
+    assert!(s.service("db", "pg").is_none(), "slices alone do not make a service");
+    assert!(s.namespace("db").is_none());
+    w.apply(svc("db", "pg", &[]));
+    w.apply(slice("db", "pg-b", "pg", &[("10.1.0.2", "pg-1")]));
+    let s = w.snapshot(2);
+    assert_eq!(hosts(&s, "db", "pg"), ["pg-0", "pg-1"]);
+    assert!(s.namespace("db").is_some());
+    assert_eq!(s.reverse(ip("10.1.0.2"))[0].host.as_deref(), Some("pg-1"));
+    // one slice changes: the other is untouched, the old address loses its PTR
+    w.apply(slice("db", "pg-b", "pg", &[("10.1.0.3", "pg-1")]));
+    let s = w.snapshot(3);
+    assert_eq!(hosts(&s, "db", "pg"), ["pg-0", "pg-1"]);
+    assert!(s.reverse(ip("10.1.0.2")).is_empty());
+    assert_eq!(s.reverse(ip("10.1.0.3")).len(), 1);
+    // cluster IP changes move its PTR
+    w.apply(svc("db", "api", &["10.96.0.5"]));
+    w.apply(svc("db", "api", &["10.96.0.6"]));
+    let s = w.snapshot(4);
+    assert!(s.reverse(ip("10.96.0.5")).is_empty());
+    assert_eq!(&*s.reverse(ip("10.96.0.6"))[0].service, "api");
+    assert_eq!(s.service_count(), 2);
+    w.delete(&key(Kind::Service, "db", "api"));
+    w.delete(&key(Kind::EndpointSlice, "db", "pg-a"));
+    w.delete(&key(Kind::EndpointSlice, "db", "pg-b"));
+    w.delete(&key(Kind::Service, "db", "pg"));
+    let s = w.snapshot(5);
+    assert!(s.reverse(ip("10.96.0.6")).is_empty() && s.reverse(ip("10.1.0.1")).is_empty());
+    assert!(s.namespace("db").is_none(), "nothing left in db");
+    assert_eq!(s.service_count(), 0);
+}
+
+#[test]
+fn a_relist_deletes_the_unlisted_only_when_done() {
+    let mut w = Writer::new(&[Kind::Service]);
+    w.relist_start(Kind::Service);
+    w.apply(svc("a", "one", &["10.0.0.1"]));
+    w.apply(svc("a", "two", &["10.0.0.2"]));
+    assert!(!w.synced());
+    w.relist_done(Kind::Service);
+    assert!(w.synced(), "first list of every watched kind done");
+    w.relist_start(Kind::Service);
+    w.apply(svc("a", "two", &["10.0.0.2"]));
+    w.apply(svc("a", "three", &["10.0.0.3"]));
+    let mid = w.snapshot(1);
+    assert!(
+        mid.service("a", "one").is_some(),
+        "not deleted before the list completes"
+    );
+    assert!(mid.service("a", "three").is_some(), "new objects are served at once");
+    w.relist_done(Kind::Service);
+    let done = w.snapshot(2);
+    assert!(done.service("a", "one").is_none());
+    assert!(done.reverse(ip("10.0.0.1")).is_empty());
+    assert!(done.service("a", "two").is_some() && done.service("a", "three").is_some());
+}
+
+#[test]
+fn pods_and_namespace_objects() {
+    let mut w = Writer::new(&[Kind::Namespace, Kind::Pod]);
+    w.apply(Record::Namespace { name: "quiet".into() });
+    w.apply(Record::Pod {
+        namespace: "web".into(),
+        name: "p1".into(),
+        ips: vec![ip("10.2.0.1")],
+    });
+    w.apply(Record::Pod {
+        namespace: "web".into(),
+        name: "p2".into(),
+        ips: vec![ip("10.2.0.1")],
+    });
+    let s = w.snapshot(1);
+    assert!(s.namespace("quiet").is_some());
+    assert!(s.pod_exists("web", ip("10.2.0.1")));
+    w.delete(&key(Kind::Pod, "web", "p1"));
+    assert!(
+        w.snapshot(2).pod_exists("web", ip("10.2.0.1")),
+        "p2 still has the address"
+    );
+    w.apply(Record::Pod {
+        namespace: "web".into(),
+        name: "p2".into(),
+        ips: vec![ip("10.2.0.9")],
+    });
+    let s = w.snapshot(3);
+    assert!(!s.pod_exists("web", ip("10.2.0.1")) && s.pod_exists("web", ip("10.2.0.9")));
+    w.delete(&key(Kind::Namespace, "", "quiet"));
+    assert!(w.snapshot(4).namespace("quiet").is_none());
+}
+
+#[test]
+fn a_slice_moving_to_another_service_leaves_the_first() {
+    let mut w = Writer::new(&[]);
+    w.apply(svc("n", "a", &[]));
+    w.apply(svc("n", "b", &[]));
+    w.apply(slice("n", "s1", "a", &[("10.3.0.1", "x")]));
+    w.apply(slice("n", "s1", "b", &[("10.3.0.1", "x")]));
+    let s = w.snapshot(1);
+    assert!(hosts(&s, "n", "a").is_empty());
+    assert_eq!(hosts(&s, "n", "b"), ["x"]);
+    assert_eq!(s.reverse(ip("10.3.0.1")).len(), 1);
+    assert_eq!(&*s.reverse(ip("10.3.0.1"))[0].service, "b");
+}
