@@ -46,6 +46,8 @@ pub struct KubernetesConfig {
     pub source: Source,
     pub namespaces: Vec<String>,
     pub labels: Option<Selector>,
+    /// The `labels` text as written, for server-side selection.
+    pub labels_text: Option<String>,
     pub pods: PodMode,
     pub endpoint_pod_names: bool,
     pub ttl: u32,
@@ -90,6 +92,7 @@ pub fn parse(
         },
         namespaces: Vec::new(),
         labels: None,
+        labels_text: None,
         pods: PodMode::Disabled,
         endpoint_pod_names: false,
         ttl: 5,
@@ -113,7 +116,10 @@ pub fn parse(
             "labels" if a.count(1, usize::MAX, errors) => {
                 let text: Vec<&str> = a.args.iter().map(|w| w.text.as_str()).collect();
                 match Selector::parse(&text.join(" ")) {
-                    Ok(s) => cfg.labels = Some(s),
+                    Ok(s) => {
+                        cfg.labels = Some(s);
+                        cfg.labels_text = Some(text.join(" "));
+                    }
                     Err(e) => errors.push(ConfigError::new(&a.args[0].pos, format!("labels: {e}"))),
                 }
             }
@@ -160,10 +166,15 @@ pub fn parse(
             Source::Snapshot(path)
         }
         None => {
-            errors.push(ConfigError::new(
-                &d.name.pos,
-                "kubernetes: watching the Kubernetes API is not supported yet; serve a cluster dump with 'snapshot FILE'",
-            ));
+            if let Some(url) = endpoint
+                .as_deref()
+                .filter(|u| !u.starts_with("http://") && !u.starts_with("https://"))
+            {
+                errors.push(ConfigError::new(
+                    &d.name.pos,
+                    format!("kubernetes: endpoint '{url}' must start with http:// or https://"),
+                ));
+            }
             Source::Api {
                 endpoint,
                 kubeconfig,

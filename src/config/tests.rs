@@ -69,7 +69,6 @@ fn kubeadm_default_names_each_directive_not_yet_supported() {
 "#;
     let errors = errors_of("kubeadm", text);
     let want_lines = [
-        "Corefile:7:5: kubernetes: watching the Kubernetes API",
         "Corefile:13:5: directive 'forward'",
         "Corefile:16:5: directive 'cache'",
         "Corefile:20:5: directive 'loop'",

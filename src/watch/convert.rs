@@ -51,9 +51,15 @@ fn ids(kind: &'static str, meta: &ObjectMeta) -> Result<(String, String), Invali
 }
 
 pub fn namespace(cfg: &KubernetesConfig, ns: &Namespace) -> Result<Option<Record>, Invalid> {
-    let name = ns.metadata.name.as_deref().filter(|n| !n.is_empty());
-    let name = name.ok_or_else(|| invalid("Namespace", &ns.metadata, "metadata.name is required"))?;
-    let name = name.to_ascii_lowercase();
+    namespace_meta(cfg, &ns.metadata)
+}
+
+/// A Namespace from its metadata alone (the API source watches metadata).
+pub fn namespace_meta(cfg: &KubernetesConfig, meta: &ObjectMeta) -> Result<Option<Record>, Invalid> {
+    let name = meta.name.as_deref().filter(|n| !n.is_empty());
+    let name = name
+        .ok_or_else(|| invalid("Namespace", meta, "metadata.name is required"))?
+        .to_ascii_lowercase();
     Ok(cfg.namespace_exposed(&name).then_some(Record::Namespace { name }))
 }
 

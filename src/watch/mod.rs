@@ -1,9 +1,12 @@
 //! The watch path: cluster objects in, snapshots out. It never sees a
 //! query; it only publishes to the [`Store`].
 //!
-//! Today's source is `snapshot FILE` ([`snapshot`]); objects are turned
-//! into compact records on arrival by [`convert`].
+//! Two sources: the Kubernetes API ([`api`]: watchers feeding the single
+//! writer) and `snapshot FILE` ([`snapshot`]: a kubectl dump, reloaded on
+//! change). Both turn objects into compact records on arrival ([`convert`])
+//! and apply them through [`crate::store::Writer`].
 
+pub mod api;
 pub mod convert;
 pub mod dump;
 pub mod snapshot;
@@ -21,9 +24,6 @@ pub const SNAPSHOT_POLL: Duration = Duration::from_secs(1);
 pub fn start(cfg: Arc<KubernetesConfig>, store: Arc<Store>) -> tokio::task::JoinHandle<()> {
     match &cfg.source {
         Source::Snapshot(path) => tokio::spawn(snapshot::run(path.clone(), cfg.clone(), store, SNAPSHOT_POLL)),
-        Source::Api { .. } => tokio::spawn(async {
-            // Rejected by config validation; kept total so a store never hangs unnoticed.
-            tracing::error!(target: "kubernetes", "the API source is not implemented; the store stays unsynced");
-        }),
+        Source::Api { .. } => tokio::spawn(api::run(cfg.clone(), store)),
     }
 }

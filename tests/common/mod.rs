@@ -133,6 +133,11 @@ impl Server {
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// Whether the process is still alive (checked through /proc).
+    pub fn is_running_ref(&self) -> bool {
+        std::path::Path::new(&format!("/proc/{}/status", self.child.id())).exists()
+    }
 }
 
 impl Drop for Server {

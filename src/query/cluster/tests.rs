@@ -98,6 +98,7 @@ fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesCon
         source: Source::Snapshot("unused".into()),
         namespaces: Vec::new(),
         labels: None,
+        labels_text: None,
         pods,
         endpoint_pod_names: false,
         ttl: 5,

@@ -1,0 +1,170 @@
+//! The API source end to end: kube's real client in the real binary
+//! watches the project's fake API server over loopback.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{temp_dir, udp, Server};
+use hickory_proto::rr::RecordType;
+use loadtest::fakeapi::{FakeApi, Fault};
+use serde_json::json;
+
+fn corefile(api: &FakeApi) -> String {
+    format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local in-addr.arpa {{\n        endpoint {}\n        ttl 5\n    }}\n}}\n",
+        api.url()
+    )
+}
+
+fn namespace(name: &str) -> serde_json::Value {
+    json!({"metadata": {"name": name}})
+}
+
+fn service(ns: &str, name: &str, ip: &str) -> serde_json::Value {
+    json!({"metadata": {"name": name, "namespace": ns}, "spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}})
+}
+
+fn headless_slice(ns: &str, svc: &str, ips: &[&str]) -> serde_json::Value {
+    let eps: Vec<_> = ips
+        .iter()
+        .map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}}))
+        .collect();
+    json!({"metadata": {"name": format!("{svc}-abc"), "namespace": ns, "labels": {"kubernetes.io/service-name": svc}},
+           "addressType": "IPv4", "endpoints": eps, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
+}
+
+/// The A records of `name`, as text ("NXDOMAIN"/"SERVFAIL" when negative).
+fn a(server: &Server, name: &str) -> Vec<String> {
+    let m = udp(server.dns, name, RecordType::A);
+    let rcode = common::rcode_name(&m);
+    if rcode != "NOERROR" {
+        return vec![rcode];
+    }
+    let mut v: Vec<String> = m.answers.iter().map(|r| r.data.to_string()).collect();
+    v.sort();
+    v
+}
+
+/// Polls until `name` answers `want` (bounded).
+fn eventually(server: &Server, name: &str, want: &[&str]) -> Duration {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        if a(server, name) == want {
+            return started.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{name}: wanted {want:?}, still {:?}", a(server, name));
+}
+
+fn cluster(rt: &tokio::runtime::Runtime) -> FakeApi {
+    let api = rt.block_on(FakeApi::start()).expect("fake api");
+    api.put("namespaces", namespace("default"));
+    api.put("namespaces", namespace("db"));
+    api.put("services", service("default", "kubernetes", "10.96.0.1"));
+    api.put("services", json!({"metadata": {"name": "pg", "namespace": "db"}, "spec": {"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}}));
+    api.put("endpointslices", headless_slice("db", "pg", &["10.1.0.1", "10.1.0.2"]));
+    api
+}
+
+#[test]
+fn sync_then_answer_and_follow_changes() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    let server = Server::start(&temp_dir("watch-basic"), &corefile(&api));
+    assert_eq!(a(&server, "kubernetes.default.svc.cluster.local."), ["10.96.0.1"]);
+    assert_eq!(a(&server, "pg.db.svc.cluster.local."), ["10.1.0.1", "10.1.0.2"]);
+    // add, update, delete a Service
+    api.put("services", service("default", "web", "10.96.0.50"));
+    eventually(&server, "web.default.svc.cluster.local.", &["10.96.0.50"]);
+    api.put("services", service("default", "web", "10.96.0.51"));
+    eventually(&server, "web.default.svc.cluster.local.", &["10.96.0.51"]);
+    api.delete("services", "default", "web");
+    eventually(&server, "web.default.svc.cluster.local.", &["NXDOMAIN"]);
+    // an EndpointSlice change
+    api.put("endpointslices", headless_slice("db", "pg", &["10.1.0.3"]));
+    eventually(&server, "pg.db.svc.cluster.local.", &["10.1.0.3"]);
+    // a Namespace: the empty non-terminal appears
+    let ns = |server: &Server| common::rcode_name(&udp(server.dns, "fresh.svc.cluster.local.", RecordType::A));
+    assert_eq!(ns(&server), "NXDOMAIN");
+    api.put("namespaces", namespace("fresh"));
+    let started = Instant::now();
+    while ns(&server) != "NOERROR" && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(ns(&server), "NOERROR");
+}
+
+#[test]
+fn not_ready_until_listed_and_servfail_meanwhile() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    api.set_fault(Fault::Status(503));
+    let server = Server::spawn(&temp_dir("watch-ready"), &corefile(&api));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(common::http_get(server.ready, "/ready").starts_with("HTTP/1.1 503"));
+    assert_eq!(
+        a(&server, "kubernetes.default.svc.cluster.local."),
+        ["SERVFAIL"],
+        "never NXDOMAIN before the first sync"
+    );
+    api.set_fault(Fault::None);
+    server.wait_ready(Duration::from_secs(20));
+    assert_eq!(a(&server, "kubernetes.default.svc.cluster.local."), ["10.96.0.1"]);
+}
+
+#[test]
+fn an_outage_and_a_compaction_never_change_stable_answers() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    let server = Server::start(&temp_dir("watch-outage"), &corefile(&api));
+    let stable = |server: &Server| {
+        assert_eq!(a(server, "kubernetes.default.svc.cluster.local."), ["10.96.0.1"]);
+        assert_eq!(a(server, "pg.db.svc.cluster.local."), ["10.1.0.1", "10.1.0.2"]);
+    };
+    api.set_fault(Fault::Outage);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        stable(&server);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(server.is_running_ref());
+    api.set_fault(Fault::None);
+    // a change during the outage's aftermath, then compaction: the client's
+    // resourceVersion is too old (410 Expired) and it must relist
+    let (lists_before, _) = api.counts();
+    api.put("services", service("default", "late", "10.96.0.77"));
+    api.compact();
+    api.drop_streams();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(4) {
+        stable(&server);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eventually(&server, "late.default.svc.cluster.local.", &["10.96.0.77"]);
+    let (lists_after, _) = api.counts();
+    assert!(
+        lists_after > lists_before,
+        "the client relisted ({lists_before} → {lists_after})"
+    );
+}
+
+#[test]
+fn forbidden_is_logged_with_the_rbac_fix() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    api.set_fault(Fault::Status(403));
+    let server = Server::spawn(&temp_dir("watch-403"), &corefile(&api));
+    let started = Instant::now();
+    while !server.log_contains("RBAC must allow the verbs list and watch on services")
+        && started.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        server.log_contains("RBAC must allow the verbs list and watch on services"),
+        "{:?}",
+        server.log.lock().map(|l| l.clone())
+    );
+}
