@@ -350,7 +350,15 @@ fn discovery(path: &str, api: &FakeApi) -> Option<Value> {
         let list: Vec<Value> = RESOURCES
             .iter()
             .filter(|r| (r.1 == "v1") == (group == "v1"))
-            .map(|(plural, _, kind, namespaced)| json!({"name": plural, "singularName": kind.to_lowercase(), "namespaced": namespaced, "kind": kind, "verbs": ["get", "list", "watch"]}))
+            .map(|(plural, _, kind, namespaced)| {
+                let short: &[&str] = match *plural {
+                    "services" => &["svc"],
+                    "namespaces" => &["ns"],
+                    "pods" => &["po"],
+                    _ => &[],
+                };
+                json!({"name": plural, "singularName": kind.to_lowercase(), "namespaced": namespaced, "kind": kind, "verbs": ["get", "list", "watch"], "shortNames": short})
+            })
             .collect();
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group, "resources": list})
     };

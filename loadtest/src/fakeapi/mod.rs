@@ -97,7 +97,12 @@ pub(crate) fn resource(plural: &str) -> Option<(&'static str, &'static str, &'st
 impl FakeApi {
     /// Starts serving on `127.0.0.1:0` on the current tokio runtime.
     pub async fn start() -> std::io::Result<FakeApi> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on("127.0.0.1:0").await
+    }
+
+    /// Starts serving on `addr` (keep it on loopback).
+    pub async fn start_on(addr: &str) -> std::io::Result<FakeApi> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
         let (events, _) = broadcast::channel(65_536);
         let api = FakeApi {
             state: Arc::default(),

@@ -1,0 +1,61 @@
+//! Synthetic clusters for the fake API server: `namespaces` namespaces,
+//! `services` Services spread over them, each with one EndpointSlice of
+//! `endpoints` ready endpoints. Addresses are deterministic, so a test or
+//! benchmark knows every answer in advance.
+
+use serde_json::{json, Value};
+
+use crate::fakeapi::FakeApi;
+
+/// The shape of a synthetic cluster.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub namespaces: usize,
+    pub services: usize,
+    pub endpoints: usize,
+}
+
+/// `(namespace, name)` of service `i`.
+pub fn service_name(shape: &Shape, i: usize) -> (String, String) {
+    (format!("ns-{}", i % shape.namespaces.max(1)), format!("svc-{i}"))
+}
+
+/// The cluster IP of service `i` (with `generation` bumped on changes).
+pub fn cluster_ip(i: usize, generation: usize) -> String {
+    let n = i + generation * 1_000_000;
+    format!("10.{}.{}.{}", 96 + (n >> 16) % 64, (n >> 8) & 255, n & 255)
+}
+
+pub fn service(shape: &Shape, i: usize, generation: usize) -> Value {
+    let (ns, name) = service_name(shape, i);
+    let ip = cluster_ip(i, generation);
+    json!({"metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+           "spec": {"type": "ClusterIP", "clusterIP": ip, "clusterIPs": [ip], "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}})
+}
+
+pub fn slice(shape: &Shape, i: usize) -> Value {
+    let (ns, name) = service_name(shape, i);
+    let eps: Vec<Value> = (0..shape.endpoints)
+        .map(|e| {
+            let n = i * shape.endpoints + e;
+            json!({"addresses": [format!("10.{}.{}.{}", 128 + (n >> 16) % 64, (n >> 8) & 255, n & 255)], "conditions": {"ready": true},
+                   "targetRef": {"kind": "Pod", "name": format!("{name}-{e}"), "namespace": ns}})
+        })
+        .collect();
+    json!({"metadata": {"name": format!("{name}-x1"), "namespace": ns, "labels": {"kubernetes.io/service-name": name},
+                        "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2026-11-22T00:00:00Z"}},
+           "addressType": "IPv4", "endpoints": eps, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
+}
+
+/// Puts the whole cluster into `api`.
+pub fn populate(api: &FakeApi, shape: &Shape) {
+    for n in 0..shape.namespaces {
+        api.put("namespaces", json!({"metadata": {"name": format!("ns-{n}")}}));
+    }
+    for i in 0..shape.services {
+        api.put("services", service(shape, i, 0));
+        if shape.endpoints > 0 {
+            api.put("endpointslices", slice(shape, i));
+        }
+    }
+}
