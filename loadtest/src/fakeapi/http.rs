@@ -182,33 +182,31 @@ fn shape(req: &Request, object: &Value) -> Value {
 }
 
 fn list(api: &FakeApi, req: &Request, plural: &'static str, ns: Option<&str>) -> Value {
+    use std::ops::Bound::{Excluded, Unbounded};
     let mut s = api.state();
     s.lists += 1;
     let rv = s.rv;
-    let all: Vec<Value> = s
-        .objects
-        .get(plural)
-        .map(|m| m.values().filter(|o| selected(req, ns, o)).cloned().collect())
-        .unwrap_or_default();
-    drop(s);
-    let offset: usize = req
-        .query
-        .get("continue")
-        .and_then(|c| c.split(':').nth(1)?.parse().ok())
-        .unwrap_or(0);
-    let limit: usize = req
-        .query
-        .get("limit")
-        .and_then(|l| l.parse().ok())
-        .filter(|l| *l > 0)
-        .unwrap_or(usize::MAX);
-    let page: Vec<&Value> = all.iter().skip(offset).take(limit).collect();
-    let next = offset + page.len();
-    let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if next < all.len() {
-        metadata["continue"] = json!(format!("{rv}:{next}"));
-        metadata["remainingItemCount"] = json!(all.len() - next);
+    // the continue token is "RV:LAST-KEY": the page goes on after that key
+    let after = req.query.get("continue").and_then(|c| c.split_once(':')).map(|(_, k)| k.to_string());
+    let limit: usize = req.query.get("limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0).unwrap_or(usize::MAX);
+    let mut page: Vec<(String, Value)> = Vec::new();
+    let mut more = false;
+    if let Some(objects) = s.objects.get(plural) {
+        let start = after.map_or(Unbounded, Excluded);
+        for (key, object) in objects.range::<String, _>((start, Unbounded)).filter(|(_, o)| selected(req, ns, o)) {
+            if page.len() == limit {
+                more = true;
+                break;
+            }
+            page.push((key.clone(), object.clone()));
+        }
     }
+    drop(s);
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let (true, Some((last, _))) = (more, page.last()) {
+        metadata["continue"] = json!(format!("{rv}:{last}"));
+    }
+    let page: Vec<&Value> = page.iter().map(|(_, o)| o).collect();
     let (_, api_version, kind, _) = resource(plural).unwrap_or(RESOURCES[0]);
     if req.accept.contains("as=Table") {
         return table(&page, rv);
