@@ -171,7 +171,12 @@ fn forbidden_is_logged_with_the_rbac_fix() {
 
 #[test]
 fn kubectl_lists_and_watches_the_fake() {
-    if std::process::Command::new("kubectl").arg("version").arg("--client").output().is_err() {
+    if std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
         eprintln!("SKIP kubectl_lists_and_watches_the_fake: kubectl is not installed");
         return;
     }
@@ -179,10 +184,16 @@ fn kubectl_lists_and_watches_the_fake() {
     let api = cluster(&rt);
     let server = format!("--server={}", api.url());
     let out = common::run("kubectl", &[&server, "get", "svc", "-A"]);
-    assert!(out.contains("default") && out.contains("kubernetes") && out.contains("pg"), "{out}");
+    assert!(
+        out.contains("default") && out.contains("kubernetes") && out.contains("pg"),
+        "{out}"
+    );
     let names = common::run("kubectl", &[&server, "get", "endpointslices", "-n", "db", "-o", "name"]);
     assert_eq!(names.trim(), "endpointslice.discovery.k8s.io/pg-abc");
-    let watch = std::process::Command::new("timeout").args(["3", "kubectl", &server, "get", "svc", "-A", "--watch"]).output().expect("kubectl watch");
+    let watch = std::process::Command::new("timeout")
+        .args(["3", "kubectl", &server, "get", "svc", "-A", "--watch"])
+        .output()
+        .expect("kubectl watch");
     let text = String::from_utf8_lossy(&watch.stdout);
     assert!(text.contains("kubernetes"), "{text}");
 }

@@ -35,7 +35,11 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut a = Args {
         command,
         listen: "127.0.0.1:0".into(),
-        shape: Shape { namespaces: 10, services: 100, endpoints: 5 },
+        shape: Shape {
+            namespaces: 10,
+            services: 100,
+            endpoints: 5,
+        },
         seconds: 600,
         server: None,
         changes: 200,
@@ -61,7 +65,11 @@ fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     if raw.is_empty() || raw.iter().any(|a| a == "--help" || a == "-h") {
         println!("{USAGE}");
-        return if raw.is_empty() { ExitCode::from(64) } else { ExitCode::SUCCESS };
+        return if raw.is_empty() {
+            ExitCode::from(64)
+        } else {
+            ExitCode::SUCCESS
+        };
     }
     let args = match parse(raw.into_iter()) {
         Ok(a) => a,
@@ -94,7 +102,12 @@ fn fakeapi(args: &Args) -> Result<(), String> {
         }
         .map_err(|e| e.to_string())?;
         synth::populate(&api, &args.shape);
-        println!("fake API server on {} with {} services ({} s)", api.url(), args.shape.services, args.seconds);
+        println!(
+            "fake API server on {} with {} services ({} s)",
+            api.url(),
+            args.shape.services,
+            args.seconds
+        );
         tokio::time::sleep(Duration::from_secs(args.seconds)).await;
         Ok(())
     })
@@ -102,7 +115,11 @@ fn fakeapi(args: &Args) -> Result<(), String> {
 
 fn watch_bench(args: &Args) -> Result<(), String> {
     let server = args.server.clone().ok_or("--server PATH is required")?;
-    let opts = watchbench::Options { server, shape: args.shape, changes: args.changes };
+    let opts = watchbench::Options {
+        server,
+        shape: args.shape,
+        changes: args.changes,
+    };
     let r = watchbench::run(&opts)?;
     let s = &args.shape;
     println!(

@@ -51,7 +51,9 @@ fn rss_kb(pid: u32) -> u64 {
 }
 
 fn ready(addr: SocketAddr) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else { return false };
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return false;
+    };
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
     let _ = s.write_all(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     let mut out = String::new();
@@ -66,13 +68,22 @@ fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAddr, SocketAd
     let conf = dir.join("Corefile");
     let text = format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local {{\n        endpoint {}\n    }}\n}}\n", api.url());
     std::fs::write(&conf, text).map_err(|e| e.to_string())?;
-    let mut child = Command::new(&opts.server).arg("-conf").arg(&conf).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().map_err(|e| format!("{}: {e}", opts.server.display()))?;
+    let mut child = Command::new(&opts.server)
+        .arg("-conf")
+        .arg(&conf)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", opts.server.display()))?;
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let running = Running(child);
     let mut lines = BufReader::new(stderr).lines();
     let (mut dns, mut ready_addr) = (None, None);
     while dns.is_none() || ready_addr.is_none() {
-        let line = lines.next().ok_or("server exited before listening")?.map_err(|e| e.to_string())?;
+        let line = lines
+            .next()
+            .ok_or("server exited before listening")?
+            .map_err(|e| e.to_string())?;
         if let Some(a) = line.split("listening on udp ").nth(1) {
             dns = a.trim().parse().ok();
         }
@@ -81,7 +92,11 @@ fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAddr, SocketAd
         }
     }
     std::thread::spawn(move || lines.for_each(drop));
-    Ok((running, dns.ok_or("no dns address")?, ready_addr.ok_or("no ready address")?))
+    Ok((
+        running,
+        dns.ok_or("no dns address")?,
+        ready_addr.ok_or("no ready address")?,
+    ))
 }
 
 /// Runs the whole benchmark.
@@ -124,7 +139,12 @@ pub fn run(opts: &Options) -> Result<Report, String> {
         latencies.push(changed.elapsed());
     }
     latencies.sort();
-    let pick = |q: f64| latencies.get(((latencies.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
+    let pick = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    };
 
     let peak = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));

@@ -53,11 +53,12 @@ pub struct Port {
 }
 
 /// A ready endpoint of a service. `hostname` is the endpoint's `hostname`,
-/// else (with `endpoint_pod_names`) its pod's name, else its dashed address.
+/// else (with `endpoint_pod_names`) its pod's name; `None` stands for its
+/// dashed address, derived when asked instead of stored for every pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub addr: IpAddr,
-    pub hostname: Arc<str>,
+    pub hostname: Option<Arc<str>>,
     /// The ports of the EndpointSlice this endpoint came from.
     pub ports: Arc<[Port]>,
 }
@@ -104,13 +105,42 @@ impl Service {
     }
 }
 
+/// The first label of an endpoint's name: its hostname or dashed address.
+impl Endpoint {
+    pub fn host(&self) -> std::borrow::Cow<'_, str> {
+        match &self.hostname {
+            Some(h) => std::borrow::Cow::Borrowed(h),
+            None => std::borrow::Cow::Owned(dashed(self.addr)),
+        }
+    }
+
+    /// Whether the endpoint answers to `label` (`as_ip`: the label undashed).
+    pub fn named(&self, label: &str, as_ip: Option<IpAddr>) -> bool {
+        match &self.hostname {
+            Some(h) => &**h == label,
+            None => as_ip == Some(self.addr),
+        }
+    }
+}
+
+/// Which name of a service a PTR record points to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PtrHost {
+    /// `<service>.<ns>.svc.<zone>` (a cluster IP).
+    Service,
+    /// `<host>.<service>...` for an endpoint with a hostname.
+    Named(Arc<str>),
+    /// `<dashed address>.<service>...` for an endpoint without one.
+    Dashed,
+}
+
 /// The name a PTR answer points to: `<service>.<ns>.svc.<zone>` or
 /// `<host>.<service>.<ns>.svc.<zone>`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PtrTarget {
     pub namespace: Arc<str>,
     pub service: Arc<str>,
-    pub host: Option<Arc<str>>,
+    pub host: PtrHost,
 }
 
 /// The dashed form of an address used as a hostname: `10-0-0-1`, `fd00--1`.

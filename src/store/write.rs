@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::records::{Endpoint, Port, Proto, PtrTarget, Service, ServiceKind};
+use super::records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceKind};
 use super::{Namespace, Snapshot, Store};
 
 /// The kinds of objects the store is built from.
@@ -66,13 +66,14 @@ pub enum Record {
         kind: ServiceKind,
         ports: Vec<PortIn>,
     },
-    /// Ready endpoints of one EndpointSlice: `(address, hostname)`.
+    /// Ready endpoints of one EndpointSlice: `(address, hostname)`; no
+    /// hostname stands for the dashed address.
     Slice {
         namespace: String,
         name: String,
         service: String,
         ports: Vec<PortIn>,
-        endpoints: Vec<(IpAddr, String)>,
+        endpoints: Vec<(IpAddr, Option<String>)>,
     },
     Pod {
         namespace: String,
@@ -206,7 +207,7 @@ impl Writer {
                     .into_iter()
                     .map(|(addr, host)| Endpoint {
                         addr,
-                        hostname: self.intern(&host),
+                        hostname: host.map(|h| self.intern(&h)),
                         ports: ports.clone(),
                     })
                     .collect();
@@ -322,10 +323,10 @@ impl Writer {
         let old = self.get_service(pair);
         let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
         if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
-            self.ptrs(ips.to_vec(), pair, None, false);
+            self.ptrs(ips.to_vec(), pair, PtrHost::Service, false);
         }
         if let ServiceKind::ClusterIp(ips) = &kind {
-            self.ptrs(ips.to_vec(), pair, None, true);
+            self.ptrs(ips.to_vec(), pair, PtrHost::Service, true);
         }
         self.put_service(
             pair,
@@ -340,7 +341,7 @@ impl Writer {
     fn delete_service(&mut self, pair: &Pair) {
         let Some(old) = self.get_service(pair) else { return };
         if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
-            self.ptrs(ips.to_vec(), pair, None, false);
+            self.ptrs(ips.to_vec(), pair, PtrHost::Service, false);
         }
         self.put_service(
             pair,
@@ -398,13 +399,14 @@ impl Writer {
 
     fn endpoint_ptrs(&mut self, endpoints: &[Endpoint], owner: &Pair, add: bool) {
         for e in endpoints {
-            self.ptrs(vec![e.addr], owner, Some(e.hostname.clone()), add);
+            let host = e.hostname.clone().map_or(PtrHost::Dashed, PtrHost::Named);
+            self.ptrs(vec![e.addr], owner, host, add);
         }
     }
 
     /// Adds or removes one PTR target per address (a multiset: an address
     /// listed twice is removed once per removal).
-    fn ptrs(&mut self, addrs: Vec<IpAddr>, (ns, svc): &Pair, host: Option<Arc<str>>, add: bool) {
+    fn ptrs(&mut self, addrs: Vec<IpAddr>, (ns, svc): &Pair, host: PtrHost, add: bool) {
         let target = PtrTarget {
             namespace: ns.clone(),
             service: svc.clone(),

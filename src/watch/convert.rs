@@ -15,7 +15,6 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::config::{KubernetesConfig, PodMode};
-use crate::store::records::dashed;
 use crate::store::{PortIn, Proto, Record, ServiceKind};
 
 /// The label tying an EndpointSlice to its Service.
@@ -171,9 +170,9 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
                 .filter(|r| cfg.endpoint_pod_names && r.kind.as_deref() == Some("Pod"));
             let pod_name = target.and_then(|r| r.name.as_deref());
             let host = match (ep.hostname.as_deref(), pod_name) {
-                (Some(h), _) if !h.is_empty() => h.to_ascii_lowercase(),
-                (_, Some(p)) if !p.is_empty() && !p.contains('.') => p.to_ascii_lowercase(),
-                _ => dashed(addr),
+                (Some(h), _) if !h.is_empty() => Some(h.to_ascii_lowercase()),
+                (_, Some(p)) if !p.is_empty() && !p.contains('.') => Some(p.to_ascii_lowercase()),
+                _ => None,
             };
             endpoints.push((addr, host));
         }

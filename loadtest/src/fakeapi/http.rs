@@ -187,13 +187,25 @@ fn list(api: &FakeApi, req: &Request, plural: &'static str, ns: Option<&str>) ->
     s.lists += 1;
     let rv = s.rv;
     // the continue token is "RV:LAST-KEY": the page goes on after that key
-    let after = req.query.get("continue").and_then(|c| c.split_once(':')).map(|(_, k)| k.to_string());
-    let limit: usize = req.query.get("limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0).unwrap_or(usize::MAX);
+    let after = req
+        .query
+        .get("continue")
+        .and_then(|c| c.split_once(':'))
+        .map(|(_, k)| k.to_string());
+    let limit: usize = req
+        .query
+        .get("limit")
+        .and_then(|l| l.parse().ok())
+        .filter(|l| *l > 0)
+        .unwrap_or(usize::MAX);
     let mut page: Vec<(String, Value)> = Vec::new();
     let mut more = false;
     if let Some(objects) = s.objects.get(plural) {
         let start = after.map_or(Unbounded, Excluded);
-        for (key, object) in objects.range::<String, _>((start, Unbounded)).filter(|(_, o)| selected(req, ns, o)) {
+        for (key, object) in objects
+            .range::<String, _>((start, Unbounded))
+            .filter(|(_, o)| selected(req, ns, o))
+        {
             if page.len() == limit {
                 more = true;
                 break;

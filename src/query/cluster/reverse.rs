@@ -13,7 +13,8 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::{apex, Ctx, Found};
 use crate::query::answer::{self, prefixed};
-use crate::store::PtrTarget;
+use crate::store::records::dashed;
+use crate::store::{PtrHost, PtrTarget};
 
 /// Whether `zone` is (under) `in-addr.arpa.` or `ip6.arpa.`.
 pub fn is_reverse(zone: &Name) -> bool {
@@ -50,8 +51,9 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     for t in targets {
         let base = prefixed(zone, &[&t.service, &t.namespace, "svc"]);
         let target = match &t.host {
-            Some(host) => prefixed(&base, &[host]),
-            None => base,
+            PtrHost::Named(host) => prefixed(&base, &[host]),
+            PtrHost::Dashed => prefixed(&base, &[&dashed(addr)]),
+            PtrHost::Service => base,
         };
         c.out.answers.push(answer::ptr(&owner, c.cfg.ttl, target));
     }

@@ -13,6 +13,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::{Ctx, Found};
 use crate::query::answer::{self, prefixed};
+use crate::store::records::undash;
 use crate::store::{Endpoint, Port, Service, ServiceKind};
 
 /// The service if its name has records, with its kind.
@@ -46,7 +47,8 @@ pub fn endpoint(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, host: &str) -> Found {
     if matches!(kind, ServiceKind::ExternalName(_)) {
         return Found::NxDomain;
     }
-    let mut named = service.endpoints().filter(|e| &*e.hostname == host).peekable();
+    let as_ip = undash(host);
+    let mut named = service.endpoints().filter(|e| e.named(host, as_ip)).peekable();
     if named.peek().is_none() {
         return Found::NxDomain;
     }
@@ -170,7 +172,7 @@ fn wanted(p: &Port, filter: Option<(&str, &str)>) -> bool {
 }
 
 fn endpoint_name(base: &Name, e: &Endpoint) -> Name {
-    prefixed(base, &[&e.hostname])
+    prefixed(base, &[&e.host()])
 }
 
 /// CNAME to the target; a target inside this zone is answered too.

@@ -19,6 +19,11 @@ fn ip(s: &str) -> IpAddr {
     s.parse().expect("test address")
 }
 
+/// A hostname, or `None` when it is just the dashed address.
+fn named(host: &str, addr: &str) -> Option<String> {
+    (crate::store::records::undash(host) != Some(ip(addr))).then(|| host.to_string())
+}
+
 fn port(name: &str, proto: Proto, number: u16) -> PortIn {
     PortIn {
         name: name.into(),
@@ -41,7 +46,7 @@ fn service(ns: &str, svc: &str, kind: ServiceKind, ports: Vec<PortIn>) -> Record
 }
 
 fn slice(ns: &str, svc: &str, eps: &[(&str, &str)], ports: Vec<PortIn>) -> Record {
-    let endpoints = eps.iter().map(|(h, a)| (ip(a), h.to_string())).collect();
+    let endpoints = eps.iter().map(|(h, a)| (ip(a), named(h, a))).collect();
     Record::Slice {
         namespace: ns.into(),
         name: format!("{svc}-1"),

@@ -10,6 +10,11 @@ fn ip(s: &str) -> IpAddr {
     s.parse().expect("test address")
 }
 
+/// A hostname, or `None` when it is just the dashed address.
+fn named(host: &str, addr: &str) -> Option<String> {
+    (crate::store::records::undash(host) != Some(ip(addr))).then(|| host.to_string())
+}
+
 fn svc(ns: &str, name: &str, ips: &[&str]) -> Record {
     let kind = if ips.is_empty() {
         ServiceKind::Headless
@@ -30,7 +35,7 @@ fn svc(ns: &str, name: &str, ips: &[&str]) -> Record {
 }
 
 fn slice(ns: &str, name: &str, service: &str, eps: &[(&str, &str)]) -> Record {
-    let endpoints = eps.iter().map(|(a, h)| (ip(a), h.to_string())).collect();
+    let endpoints = eps.iter().map(|(a, h)| (ip(a), named(h, a))).collect();
     let ports = vec![PortIn {
         name: "http".into(),
         proto: Proto::Tcp,
@@ -56,7 +61,7 @@ fn key(kind: Kind, ns: &str, name: &str) -> ObjectKey {
 fn hosts(s: &Snapshot, ns: &str, name: &str) -> Vec<String> {
     let mut v: Vec<String> = s
         .service(ns, name)
-        .map(|s| s.endpoints().map(|e| e.hostname.to_string()).collect())
+        .map(|s| s.endpoints().map(|e| e.host().to_string()).collect())
         .unwrap_or_default();
     v.sort();
     v
@@ -75,7 +80,10 @@ fn upserts_and_deletes_keep_reverse_and_namespaces_in_step() {
     let s = w.snapshot(2);
     assert_eq!(hosts(&s, "db", "pg"), ["pg-0", "pg-1"]);
     assert!(s.namespace("db").is_some());
-    assert_eq!(s.reverse(ip("10.1.0.2"))[0].host.as_deref(), Some("pg-1"));
+    assert_eq!(
+        s.reverse(ip("10.1.0.2"))[0].host,
+        crate::store::PtrHost::Named("pg-1".into())
+    );
     // one slice changes: the other is untouched, the old address loses its PTR
     w.apply(slice("db", "pg-b", "pg", &[("10.1.0.3", "pg-1")]));
     let s = w.snapshot(3);
