@@ -51,7 +51,7 @@ pub struct Snapshot {
     /// SOA serial: seconds since the Unix epoch when it was published.
     pub serial: u32,
     namespaces: IMap<Arc<str>, Namespace>,
-    reverse: IMap<IpAddr, Arc<[PtrTarget]>>,
+    reverse: IMap<IpAddr, records::Ptrs>,
     /// Namespaces of running pods by pod IP (only filled for `pods verified`).
     pods: IMap<IpAddr, Arc<[Arc<str>]>>,
 }
@@ -76,7 +76,7 @@ impl Snapshot {
     /// PTR targets of a cluster IP or endpoint address (may name services
     /// that do not exist; the caller checks).
     pub fn reverse(&self, addr: IpAddr) -> &[PtrTarget] {
-        self.reverse.get(&addr).map_or(&[], |t| &t[..])
+        self.reverse.get(&addr).map_or(&[], records::Ptrs::as_slice)
     }
 
     /// Whether a running pod in `namespace` has `addr` (`pods verified`).

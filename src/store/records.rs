@@ -71,7 +71,7 @@ pub enum ServiceKind {
     /// `clusterIP: None`: the ready endpoints' addresses.
     Headless,
     /// `type: ExternalName`: a CNAME to this target.
-    ExternalName(Name),
+    ExternalName(Box<Name>),
 }
 
 /// One Service with everything its names need.
@@ -141,6 +141,32 @@ pub struct PtrTarget {
     pub namespace: Arc<str>,
     pub service: Arc<str>,
     pub host: PtrHost,
+}
+
+/// The PTR targets of one address: one inline (the common case, no
+/// allocation of its own), or several shared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ptrs {
+    One(PtrTarget),
+    Many(std::sync::Arc<[PtrTarget]>),
+}
+
+impl Ptrs {
+    pub fn as_slice(&self) -> &[PtrTarget] {
+        match self {
+            Ptrs::One(t) => std::slice::from_ref(t),
+            Ptrs::Many(m) => m,
+        }
+    }
+
+    /// `None` when `targets` is empty.
+    pub fn from_vec(mut targets: Vec<PtrTarget>) -> Option<Ptrs> {
+        match targets.len() {
+            0 => None,
+            1 => targets.pop().map(Ptrs::One),
+            _ => Some(Ptrs::Many(targets.into())),
+        }
+    }
 }
 
 /// The dashed form of an address used as a hostname: `10-0-0-1`, `fd00--1`.

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceKind};
+use super::records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Ptrs, Service, ServiceKind};
 use super::{Namespace, Snapshot, Store};
 
 /// The kinds of objects the store is built from.
@@ -413,18 +413,22 @@ impl Writer {
             host,
         };
         for addr in addrs {
-            let mut targets = self.live.reverse.get(&addr).map(|t| t.to_vec()).unwrap_or_default();
+            let mut targets = self
+                .live
+                .reverse
+                .get(&addr)
+                .map(|t| t.as_slice().to_vec())
+                .unwrap_or_default();
             if add {
                 targets.push(target.clone());
                 targets.sort();
             } else if let Some(i) = targets.iter().position(|t| *t == target) {
                 targets.remove(i);
             }
-            if targets.is_empty() {
-                self.live.reverse.remove(&addr);
-            } else {
-                self.live.reverse.insert(addr, targets.into());
-            }
+            match Ptrs::from_vec(targets) {
+                Some(ptrs) => self.live.reverse.insert(addr, ptrs),
+                None => self.live.reverse.remove(&addr),
+            };
         }
     }
 

@@ -84,7 +84,7 @@ pub fn service(cfg: &KubernetesConfig, svc: &Service) -> Result<Option<Record>, 
             )
         })?;
         target_name.set_fqdn(true);
-        ServiceKind::ExternalName(target_name)
+        ServiceKind::ExternalName(Box::new(target_name))
     } else if spec.cluster_ip.as_deref() == Some("None") {
         ServiceKind::Headless
     } else {

@@ -63,7 +63,7 @@ fn snapshot() -> crate::store::Snapshot {
         w.apply(Record::Namespace { name: ns.into() });
     }
     let cip = |ips: &[&str]| ServiceKind::ClusterIp(ips.iter().map(|s| ip(s)).collect());
-    let ext = |target: &str| ServiceKind::ExternalName(name(target));
+    let ext = |target: &str| ServiceKind::ExternalName(Box::new(name(target)));
     let pg_port = || vec![port("postgres", Proto::Tcp, 5432)];
     w.apply(service(
         "default",
