@@ -34,7 +34,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let mut stores = Vec::new();
     let mut groups: BTreeMap<(u16, Vec<IpAddr>), Vec<Block>> = BTreeMap::new();
     for server in &config.servers {
-        let block = block(server, &mut stores);
+        let block = block(server, &mut stores, &metrics);
         groups
             .entry((server.port, server.bind.clone()))
             .or_default()
@@ -100,12 +100,12 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
 }
 
 /// The query-side view of one server block; starts its cluster source.
-fn block(server: &Server, stores: &mut Vec<Arc<Store>>) -> Block {
+fn block(server: &Server, stores: &mut Vec<Arc<Store>>, metrics: &Arc<Metrics>) -> Block {
     let cluster = server.kubernetes.as_ref().map(|k| {
         let cfg = Arc::new(k.clone());
         let store = Arc::new(Store::default());
         stores.push(store.clone());
-        watch::start(cfg.clone(), store.clone());
+        watch::start(cfg.clone(), store.clone(), metrics.clone());
         Cluster::new(cfg, store)
     });
     Block {

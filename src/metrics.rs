@@ -51,6 +51,125 @@ pub fn rcode_name(rcode: ResponseCode) -> String {
     }
 }
 
+/// Object kinds of the watch path, in `store::Kind` order.
+pub const KINDS: [&str; 4] = ["Namespace", "Service", "EndpointSlice", "Pod"];
+/// `service_kind` label values of the programming-latency histogram.
+pub const SERVICE_KINDS: [&str; 3] = ["cluster_ip", "headless_with_selector", "headless_without_selector"];
+/// CoreDNS's programming-latency buckets: 1 ms · 2^k, k = 0..19.
+const PROGRAMMING_BUCKETS: usize = 20;
+
+/// A histogram with CoreDNS's programming-latency buckets.
+#[derive(Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; PROGRAMMING_BUCKETS],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, seconds: f64) {
+        for (k, bucket) in self.buckets.iter().enumerate() {
+            if seconds <= 0.001 * f64::from(1u32 << k) {
+                bucket.fetch_add(1, Relaxed);
+            }
+        }
+        self.count.fetch_add(1, Relaxed);
+        self.sum_micros.fetch_add((seconds.max(0.0) * 1e6) as u64, Relaxed);
+    }
+}
+
+/// The watch path's numbers, per kind (indexed as [`KINDS`]).
+#[derive(Default)]
+pub struct Watch {
+    pub invalid: [AtomicU64; 4],
+    pub relists: [AtomicU64; 4],
+    pub errors: [AtomicU64; 4],
+    pub objects: [AtomicU64; 4],
+    /// Unix time in milliseconds of the last event or bookmark seen.
+    pub last_event_ms: [AtomicU64; 4],
+    pub programming: [Histogram; 3],
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Watch {
+    /// Records that `kind` saw an event now.
+    pub fn event(&self, kind: usize) {
+        self.last_event_ms[kind].store(now_ms(), Relaxed);
+    }
+
+    fn render(&self, s: &mut String) {
+        let counters = [
+            (
+                "clusterdns_kubernetes_invalid_objects_total",
+                "Objects skipped as malformed.",
+                &self.invalid,
+            ),
+            (
+                "clusterdns_kubernetes_relists_total",
+                "Full lists started (start-up, 410 Expired, reconnects).",
+                &self.relists,
+            ),
+            (
+                "clusterdns_kubernetes_watch_errors_total",
+                "Failed lists and watches (each is retried with backoff).",
+                &self.errors,
+            ),
+        ];
+        for (name, help, values) in counters {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (kind, v) in KINDS.iter().zip(values.iter()) {
+                let _ = writeln!(s, "{name}{{kind=\"{kind}\"}} {}", v.load(Relaxed));
+            }
+        }
+        let name = "clusterdns_kubernetes_objects";
+        let _ = writeln!(s, "# HELP {name} Objects served, by kind.\n# TYPE {name} gauge");
+        for (kind, v) in KINDS.iter().zip(self.objects.iter()) {
+            let _ = writeln!(s, "{name}{{kind=\"{kind}\"}} {}", v.load(Relaxed));
+        }
+        let name = "clusterdns_kubernetes_last_event_age_seconds";
+        let _ = writeln!(
+            s,
+            "# HELP {name} Seconds since the last event, by kind (-1: none yet).\n# TYPE {name} gauge"
+        );
+        let now = now_ms();
+        for (kind, v) in KINDS.iter().zip(self.last_event_ms.iter()) {
+            let last = v.load(Relaxed);
+            let age = if last == 0 {
+                -1.0
+            } else {
+                now.saturating_sub(last) as f64 / 1000.0
+            };
+            let _ = writeln!(s, "{name}{{kind=\"{kind}\"}} {age}");
+        }
+        let name = "coredns_kubernetes_dns_programming_duration_seconds";
+        let help = "Histogram of the time (in seconds) it took to program a dns instance.";
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} histogram");
+        for (kind, h) in SERVICE_KINDS.iter().zip(self.programming.iter()) {
+            for (k, b) in h.buckets.iter().enumerate() {
+                let le = 0.001 * f64::from(1u32 << k);
+                let _ = writeln!(
+                    s,
+                    "{name}_bucket{{service_kind=\"{kind}\",le=\"{le}\"}} {}",
+                    b.load(Relaxed)
+                );
+            }
+            let count = h.count.load(Relaxed);
+            let _ = writeln!(s, "{name}_bucket{{service_kind=\"{kind}\",le=\"+Inf\"}} {count}");
+            let _ = writeln!(
+                s,
+                "{name}_sum{{service_kind=\"{kind}\"}} {}",
+                h.sum_micros.load(Relaxed) as f64 / 1e6
+            );
+            let _ = writeln!(s, "{name}_count{{service_kind=\"{kind}\"}} {count}");
+        }
+    }
+}
+
 /// Process-wide counters.
 #[derive(Default)]
 pub struct Metrics {
@@ -58,6 +177,7 @@ pub struct Metrics {
     truncated: [AtomicU64; 2],
     dropped: [AtomicU64; 2],
     tcp_rejected: AtomicU64,
+    pub watch: Watch,
 }
 
 fn idx(t: Transport) -> usize {
@@ -148,6 +268,7 @@ impl Metrics {
             "# TYPE clusterdns_kubernetes_synced gauge\nclusterdns_kubernetes_synced {}",
             u8::from(synced)
         );
+        self.watch.render(&mut s);
         let _ = writeln!(
             s,
             "# HELP coredns_build_info A metric with a constant '1' value labeled by version, revision, and goversion."

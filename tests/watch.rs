@@ -12,7 +12,7 @@ use serde_json::json;
 
 fn corefile(api: &FakeApi) -> String {
     format!(
-        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local in-addr.arpa {{\n        endpoint {}\n        ttl 5\n    }}\n}}\n",
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    kubernetes cluster.local in-addr.arpa {{\n        endpoint {}\n        ttl 5\n    }}\n}}\n",
         api.url()
     )
 }
@@ -94,6 +94,63 @@ fn sync_then_answer_and_follow_changes() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(ns(&server), "NOERROR");
+}
+
+/// The server's /metrics text.
+fn metrics(server: &Server) -> String {
+    let lines = server.log.lock().map(|l| l.clone()).unwrap_or_default();
+    let addr = lines
+        .iter()
+        .find_map(|l| l.split("listening on metrics http://").nth(1))
+        .and_then(|a| a.trim().parse().ok());
+    addr.map(|a| common::http_get(a, "/metrics")).unwrap_or_default()
+}
+
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(-1.0)
+}
+
+#[test]
+fn malformed_objects_are_skipped_and_counted_and_programming_latency_recorded() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    let server = Server::start(&temp_dir("watch-metrics"), &corefile(&api));
+    api.put("services", service("default", "broken", "not-an-ip"));
+    api.put("services", service("default", "fine", "10.96.0.9"));
+    eventually(&server, "fine.default.svc.cluster.local.", &["10.96.0.9"]);
+    assert_eq!(a(&server, "broken.default.svc.cluster.local."), ["NXDOMAIN"]);
+    assert!(server.log_contains("Service default/broken: spec.clusterIPs: 'not-an-ip' is not an IP address"));
+    let mut slice = headless_slice("db", "pg", &["10.1.0.9"]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let stamp = loadtest::synth::rfc3339(now);
+    slice["metadata"]["annotations"] = json!({"endpoints.kubernetes.io/last-change-trigger-time": stamp});
+    api.put("endpointslices", slice);
+    eventually(&server, "pg.db.svc.cluster.local.", &["10.1.0.9"]);
+    let text = metrics(&server);
+    assert_eq!(
+        value(&text, "clusterdns_kubernetes_invalid_objects_total{kind=\"Service\"}"),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, "clusterdns_kubernetes_objects{kind=\"Service\"}"),
+        3.0,
+        "{text}"
+    );
+    assert!(
+        value(&text, "clusterdns_kubernetes_relists_total{kind=\"EndpointSlice\"}") >= 1.0,
+        "{text}"
+    );
+    let count = "coredns_kubernetes_dns_programming_duration_seconds_count{service_kind=\"headless_without_selector\"}";
+    assert_eq!(value(&text, count), 1.0, "{text}");
+    assert!(
+        value(&text, "clusterdns_kubernetes_last_event_age_seconds{kind=\"Service\"}") >= 0.0,
+        "{text}"
+    );
 }
 
 #[test]

@@ -59,3 +59,35 @@ pub fn populate(api: &FakeApi, shape: &Shape) {
         }
     }
 }
+
+/// Seconds since the Unix epoch as RFC 3339 UTC (`2026-11-22T10:00:00Z`),
+/// the form of `endpoints.kubernetes.io/last-change-trigger-time`.
+pub fn rfc3339(unix: u64) -> String {
+    let (days, secs) = (unix / 86_400, unix % 86_400);
+    // civil-from-days (Howard Hinnant's algorithm)
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rfc3339() {
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(1_795_314_195), "2026-11-22T02:23:15Z");
+        assert_eq!(super::rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+}

@@ -80,6 +80,9 @@ pub struct Service {
     /// `None` while only EndpointSlices of the service are known: such an
     /// entry answers nothing until its Service arrives.
     pub kind: Option<ServiceKind>,
+    /// Whether the Service has a selector (for the programming-latency
+    /// metric's `service_kind`).
+    pub selector: bool,
     pub ports: Arc<[Port]>,
     /// Ready endpoints of each of the service's EndpointSlices, by slice
     /// name, so that one slice's change replaces only its own part.

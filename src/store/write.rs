@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use super::records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Ptrs, Service, ServiceKind};
 use super::{Namespace, Snapshot, Store};
@@ -64,6 +65,7 @@ pub enum Record {
         namespace: String,
         name: String,
         kind: ServiceKind,
+        selector: bool,
         ports: Vec<PortIn>,
     },
     /// Ready endpoints of one EndpointSlice: `(address, hostname)`; no
@@ -74,6 +76,8 @@ pub enum Record {
         service: String,
         ports: Vec<PortIn>,
         endpoints: Vec<(IpAddr, Option<String>)>,
+        /// `endpoints.kubernetes.io/last-change-trigger-time`, if set.
+        trigger: Option<SystemTime>,
     },
     Pod {
         namespace: String,
@@ -114,6 +118,9 @@ pub struct Writer {
     listed: [bool; 4],
     watched: Vec<Kind>,
     dirty: bool,
+    /// Slice changes applied since the last [`Writer::take_programmed`]:
+    /// `(service kind index, trigger time)`, for the programming latency.
+    programmed: Vec<(usize, SystemTime)>,
 }
 
 impl Writer {
@@ -130,7 +137,25 @@ impl Writer {
             listed: [false; 4],
             watched: watched.to_vec(),
             dirty: true,
+            programmed: Vec::new(),
         }
+    }
+
+    /// The slice changes applied since the last call, with their trigger
+    /// times: `(0 cluster_ip | 1 headless_with_selector | 2 headless_without_selector, time)`.
+    pub fn take_programmed(&mut self) -> Vec<(usize, SystemTime)> {
+        std::mem::take(&mut self.programmed)
+    }
+
+    /// Objects held, by kind (in [`Kind`] order).
+    pub fn counts(&self) -> [usize; 4] {
+        let namespaces = self.live.namespaces.values().filter(|n| n.object).count();
+        [
+            namespaces,
+            self.live.service_count(),
+            self.slice_owner.len(),
+            self.pod_ips.len(),
+        ]
     }
 
     /// Whether every watched kind has been listed once.
@@ -192,14 +217,17 @@ impl Writer {
         }
         match record {
             Record::Namespace { .. } => self.edit_namespace(&pair.1, |n| n.object = true),
-            Record::Service { kind, ports, .. } => {
+            Record::Service {
+                kind, ports, selector, ..
+            } => {
                 let ports = self.ports(ports);
-                self.upsert_service(&pair, kind, ports);
+                self.upsert_service(&pair, kind, ports, selector);
             }
             Record::Slice {
                 service,
                 ports,
                 endpoints,
+                trigger,
                 ..
             } => {
                 let ports = self.ports(ports);
@@ -212,7 +240,7 @@ impl Writer {
                     })
                     .collect();
                 let service = self.intern(&service);
-                self.upsert_slice(&pair, service, endpoints);
+                self.upsert_slice(&pair, service, endpoints, trigger);
             }
             Record::Pod { ips, .. } => {
                 self.remove_pod(&pair);
@@ -319,7 +347,7 @@ impl Writer {
         });
     }
 
-    fn upsert_service(&mut self, pair: &Pair, kind: ServiceKind, ports: Arc<[Port]>) {
+    fn upsert_service(&mut self, pair: &Pair, kind: ServiceKind, ports: Arc<[Port]>, selector: bool) {
         let old = self.get_service(pair);
         let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
         if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
@@ -332,6 +360,7 @@ impl Writer {
             pair,
             Service {
                 kind: Some(kind),
+                selector,
                 ports,
                 slices,
             },
@@ -347,13 +376,20 @@ impl Writer {
             pair,
             Service {
                 kind: None,
+                selector: false,
                 ports: Arc::from(Vec::new()),
                 slices: old.slices.clone(),
             },
         );
     }
 
-    fn upsert_slice(&mut self, slice: &Pair, service: Arc<str>, endpoints: Arc<[Endpoint]>) {
+    fn upsert_slice(
+        &mut self,
+        slice: &Pair,
+        service: Arc<str>,
+        endpoints: Arc<[Endpoint]>,
+        trigger: Option<SystemTime>,
+    ) {
         let owner_key = (slice.0.clone(), service.clone());
         let previous_owner = self.slice_owner.insert(slice.clone(), service.clone());
         if previous_owner.as_ref().is_some_and(|p| *p != service) {
@@ -363,6 +399,7 @@ impl Writer {
             Some(s) => (*s).clone(),
             None => Service {
                 kind: None,
+                selector: false,
                 ports: Arc::from(Vec::new()),
                 slices: Vec::new(),
             },
@@ -377,6 +414,15 @@ impl Writer {
         }
         self.endpoint_ptrs(&endpoints, &owner_key, true);
         entry.slices.push((slice.1.clone(), endpoints));
+        let kind = match (&entry.kind, entry.selector) {
+            (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
+            (Some(ServiceKind::Headless), true) => Some(1),
+            (Some(ServiceKind::Headless), false) => Some(2),
+            _ => None,
+        };
+        if let (Some(kind), Some(at), true) = (kind, trigger, self.synced()) {
+            self.programmed.push((kind, at));
+        }
         self.put_service(&owner_key, entry);
     }
 

@@ -31,6 +31,7 @@ use tokio::sync::mpsc;
 use super::convert::{self, Invalid};
 use super::snapshot::unix_now;
 use crate::config::{KubernetesConfig, PodMode, Source};
+use crate::metrics::Metrics;
 use crate::store::{Kind, ObjectKey, Record, Store, Writer};
 
 /// The least time between two logged errors of one kind.
@@ -106,7 +107,7 @@ pub async fn client(cfg: &KubernetesConfig) -> Result<Client, ClientError> {
 }
 
 /// Runs the API source for one directive until the process exits.
-pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>) {
+pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Metrics>) {
     let client = loop {
         match client(&cfg).await {
             Ok(c) => break c,
@@ -118,60 +119,50 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>) {
     };
     let kinds = watched_kinds(&cfg);
     let (tx, rx) = mpsc::channel(4096);
-    let wc = |labels: Option<&str>| {
-        let c = watcher::Config::default();
-        match labels {
-            Some(l) => c.labels(l),
-            None => c,
-        }
+    let feed = |kind: Kind, resource| Feed {
+        kind,
+        resource,
+        tx: tx.clone(),
+        metrics: metrics.clone(),
     };
-    let labels = cfg.labels_text.clone();
+    let all = watcher::Config::default;
     for kind in &kinds {
-        let (cfg, tx) = (cfg.clone(), tx.clone());
+        let (c, kind) = (cfg.clone(), *kind);
         match kind {
             Kind::Namespace => {
-                let stream = watch_stream(Api::<PartialObjectMeta<Namespace>>::all(client.clone()), wc(None));
-                tokio::spawn(forward(
-                    stream,
-                    *kind,
-                    "namespaces",
-                    move |o| convert::namespace_meta(&cfg, &o.metadata),
-                    tx,
-                ));
+                let stream = watch_stream(Api::<PartialObjectMeta<Namespace>>::all(client.clone()), all());
+                let convert = move |o: &PartialObjectMeta<Namespace>| convert::namespace_meta(&c, &o.metadata);
+                tokio::spawn(forward(stream, feed(kind, "namespaces"), convert));
             }
             Kind::Service => {
-                let stream = watch_stream(Api::<Service>::all(client.clone()), wc(labels.as_deref()));
-                tokio::spawn(forward(
-                    stream,
-                    *kind,
-                    "services",
-                    move |o| convert::service(&cfg, o),
-                    tx,
-                ));
+                let selected = match cfg.labels_text.as_deref() {
+                    Some(labels) => all().labels(labels),
+                    None => all(),
+                };
+                let stream = watch_stream(Api::<Service>::all(client.clone()), selected);
+                tokio::spawn(forward(stream, feed(kind, "services"), move |o| {
+                    convert::service(&c, o)
+                }));
             }
             Kind::EndpointSlice => {
-                let stream = watch_stream(Api::<EndpointSlice>::all(client.clone()), wc(None));
-                tokio::spawn(forward(
-                    stream,
-                    *kind,
-                    "endpointslices.discovery.k8s.io",
-                    move |o| convert::endpoint_slice(&cfg, o),
-                    tx,
-                ));
+                let stream = watch_stream(Api::<EndpointSlice>::all(client.clone()), all());
+                let convert = move |o: &EndpointSlice| convert::endpoint_slice(&c, o);
+                tokio::spawn(forward(stream, feed(kind, "endpointslices.discovery.k8s.io"), convert));
             }
             Kind::Pod => {
-                let fields = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown";
-                let stream = watch_stream(Api::<Pod>::all(client.clone()), wc(None).fields(fields));
-                tokio::spawn(forward(stream, *kind, "pods", move |o| convert::pod(&cfg, o), tx));
+                let running = all().fields("status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown");
+                let stream = watch_stream(Api::<Pod>::all(client.clone()), running);
+                tokio::spawn(forward(stream, feed(kind, "pods"), move |o| convert::pod(&c, o)));
             }
         }
     }
     drop(tx);
-    write(rx, Writer::new(&kinds), &store).await;
+    write(rx, Writer::new(&kinds), &store, &metrics).await;
 }
 
-/// The single writer: applies every queued change, then publishes once.
-async fn write(mut rx: mpsc::Receiver<Change>, mut writer: Writer, store: &Store) {
+/// The single writer: applies every queued change, then publishes once and
+/// records what was published.
+async fn write(mut rx: mpsc::Receiver<Change>, mut writer: Writer, store: &Store, metrics: &Metrics) {
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         let mut applied = 0;
@@ -190,9 +181,22 @@ async fn write(mut rx: mpsc::Receiver<Change>, mut writer: Writer, store: &Store
         }
         let was_synced = store.synced();
         writer.publish(store, unix_now());
+        record(&mut writer, metrics);
         if !was_synced && store.synced() {
             tracing::info!(target: "kubernetes", "synced: every watched kind listed; serving {} services", store.load().service_count());
         }
+    }
+}
+
+/// Updates the object gauges and the programming latency after a publish.
+pub fn record(writer: &mut Writer, metrics: &Metrics) {
+    for (gauge, count) in metrics.watch.objects.iter().zip(writer.counts()) {
+        gauge.store(count as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+    let now = std::time::SystemTime::now();
+    for (kind, at) in writer.take_programmed() {
+        let seconds = now.duration_since(at).map_or(0.0, |d| d.as_secs_f64());
+        metrics.watch.programming[kind].observe(seconds);
     }
 }
 
@@ -210,28 +214,52 @@ fn key(kind: Kind, meta: &ObjectMeta) -> ObjectKey {
     }
 }
 
+/// Where one watcher's changes go, and what it counts.
+struct Feed {
+    kind: Kind,
+    resource: &'static str,
+    tx: mpsc::Sender<Change>,
+    metrics: Arc<Metrics>,
+}
+
 /// Converts one kind's watch events into changes for the writer.
-async fn forward<K, S, F>(stream: S, kind: Kind, resource: &'static str, convert: F, tx: mpsc::Sender<Change>)
+async fn forward<K, S, F>(stream: S, feed: Feed, convert: F)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     S: Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
     F: Fn(&K) -> Result<Option<Record>, Invalid> + Send + 'static,
 {
+    let Feed {
+        kind,
+        resource,
+        tx,
+        metrics,
+    } = feed;
+    let counters = &metrics.watch;
+    let at = kind as usize;
     let mut stream = std::pin::pin!(stream.default_backoff());
     let mut log = RateLimited::default();
     while let Some(event) = stream.next().await {
+        if event.is_ok() {
+            counters.event(at);
+        }
         let change = match event {
-            Ok(Event::Init) => Change::RelistStart(kind),
+            Ok(Event::Init) => {
+                counters.relists[at].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Change::RelistStart(kind)
+            }
             Ok(Event::InitDone) => Change::RelistDone(kind),
             Ok(Event::Apply(obj) | Event::InitApply(obj)) => match convert(&obj) {
                 Ok(record) => Change::Upsert(key(kind, obj.meta()), record),
                 Err(bad) => {
+                    counters.invalid[at].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     tracing::warn!(target: "kubernetes", "skipped malformed object {bad}");
                     continue;
                 }
             },
             Ok(Event::Delete(obj)) => Change::Delete(key(kind, obj.meta())),
             Err(e) => {
+                counters.errors[at].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 log.error(&describe(&e, resource));
                 continue;
             }

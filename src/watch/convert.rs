@@ -17,6 +17,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use crate::config::{KubernetesConfig, PodMode};
 use crate::store::{PortIn, Proto, Record, ServiceKind};
 
+/// When the change an EndpointSlice carries was triggered (the start of
+/// the DNS programming latency).
+pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+
 /// The label tying an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
@@ -112,10 +116,12 @@ pub fn service(cfg: &KubernetesConfig, svc: &Service) -> Result<Option<Record>, 
     let ports = spec.ports.iter().flatten();
     let ports = ports.map(|p| port(KIND, &svc.metadata, p.name.as_deref(), p.protocol.as_deref(), p.port));
     let ports = ports.collect::<Result<Vec<_>, _>>()?;
+    let selector = spec.selector.as_ref().is_some_and(|s| !s.is_empty());
     Ok(Some(Record::Service {
         namespace: ns,
         name,
         kind,
+        selector,
         ports,
     }))
 }
@@ -178,13 +184,24 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
         }
     }
     let service = service.to_ascii_lowercase();
+    let annotations = slice.metadata.annotations.as_ref();
+    let trigger = annotations
+        .and_then(|a| a.get(TRIGGER_TIME_ANNOTATION))
+        .and_then(|t| parse_time(t));
     Ok(Some(Record::Slice {
         namespace: ns,
         name,
         service,
         ports,
         endpoints,
+        trigger,
     }))
+}
+
+/// An RFC 3339 time as the API writes it (`2026-11-22T10:00:00Z`).
+fn parse_time(text: &str) -> Option<std::time::SystemTime> {
+    let ts: k8s_openapi::jiff::Timestamp = text.parse().ok()?;
+    Some(std::time::SystemTime::from(ts))
 }
 
 /// A pod's IPs under `pods verified`; pods that are done (Succeeded,

@@ -15,15 +15,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{KubernetesConfig, Source};
+use crate::metrics::Metrics;
 use crate::store::Store;
 
 /// How often a snapshot file is checked for changes.
 pub const SNAPSHOT_POLL: Duration = Duration::from_secs(1);
 
 /// Starts the source of one `kubernetes` directive on the current runtime.
-pub fn start(cfg: Arc<KubernetesConfig>, store: Arc<Store>) -> tokio::task::JoinHandle<()> {
+pub fn start(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Metrics>) -> tokio::task::JoinHandle<()> {
     match &cfg.source {
-        Source::Snapshot(path) => tokio::spawn(snapshot::run(path.clone(), cfg.clone(), store, SNAPSHOT_POLL)),
-        Source::Api { .. } => tokio::spawn(api::run(cfg.clone(), store)),
+        Source::Snapshot(path) => tokio::spawn(snapshot::run(path.clone(), cfg.clone(), store, metrics, SNAPSHOT_POLL)),
+        Source::Api { .. } => tokio::spawn(api::run(cfg.clone(), store, metrics)),
     }
 }

@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::convert::{self, Invalid};
 use super::dump::Document;
 use crate::config::KubernetesConfig;
+use crate::metrics::Metrics;
 use crate::store::{Kind, Record, Store, Writer};
 
 /// Why a dump could not be loaded at all.
@@ -134,7 +135,13 @@ fn from_value<T: serde::de::DeserializeOwned>(item: &Value, kind: &'static str) 
 
 /// Loads the dump into `store` now and again whenever the file changes
 /// (checked every `interval`), until the process exits.
-pub async fn run(path: PathBuf, cfg: Arc<KubernetesConfig>, store: Arc<Store>, interval: Duration) {
+pub async fn run(
+    path: PathBuf,
+    cfg: Arc<KubernetesConfig>,
+    store: Arc<Store>,
+    metrics: Arc<Metrics>,
+    interval: Duration,
+) {
     let mut last: Option<(SystemTime, u64)> = None;
     let mut ticker = tokio::time::interval(interval);
     let mut writer = Some(Writer::new(&Kind::ALL));
@@ -151,12 +158,13 @@ pub async fn run(path: PathBuf, cfg: Arc<KubernetesConfig>, store: Arc<Store>, i
             continue;
         }
         last = stamp;
-        let (p, c, s) = (path.clone(), cfg.clone(), store.clone());
+        let (p, c, s, m) = (path.clone(), cfg.clone(), store.clone(), metrics.clone());
         let Some(mut w) = writer.take() else { return };
         let loaded = tokio::task::spawn_blocking(move || {
             let result = read_file(&p, &c).map(|mut loaded| {
                 apply(&mut w, std::mem::take(&mut loaded.records));
                 w.publish(&s, unix_now());
+                super::api::record(&mut w, &m);
                 loaded
             });
             (w, result)
@@ -169,6 +177,8 @@ pub async fn run(path: PathBuf, cfg: Arc<KubernetesConfig>, store: Arc<Store>, i
         match result {
             Ok(loaded) => {
                 for bad in &loaded.invalid {
+                    let kind = crate::metrics::KINDS.iter().position(|k| *k == bad.kind).unwrap_or(0);
+                    metrics.watch.invalid[kind].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     tracing::warn!(target: "kubernetes", "snapshot {}: skipped malformed object {bad}", path.display());
                 }
                 let (objects, services, invalid) = (loaded.objects, store.load().service_count(), loaded.invalid.len());

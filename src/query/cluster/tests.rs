@@ -38,6 +38,7 @@ fn name(s: &str) -> Name {
 
 fn service(ns: &str, svc: &str, kind: ServiceKind, ports: Vec<PortIn>) -> Record {
     Record::Service {
+        selector: true,
         namespace: ns.into(),
         name: svc.into(),
         kind,
@@ -48,6 +49,7 @@ fn service(ns: &str, svc: &str, kind: ServiceKind, ports: Vec<PortIn>) -> Record
 fn slice(ns: &str, svc: &str, eps: &[(&str, &str)], ports: Vec<PortIn>) -> Record {
     let endpoints = eps.iter().map(|(h, a)| (ip(a), named(h, a))).collect();
     Record::Slice {
+        trigger: None,
         namespace: ns.into(),
         name: format!("{svc}-1"),
         service: svc.into(),

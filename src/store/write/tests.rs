@@ -27,6 +27,7 @@ fn svc(ns: &str, name: &str, ips: &[&str]) -> Record {
         port: 80,
     }];
     Record::Service {
+        selector: true,
         namespace: ns.into(),
         name: name.into(),
         kind,
@@ -42,6 +43,7 @@ fn slice(ns: &str, name: &str, service: &str, eps: &[(&str, &str)]) -> Record {
         port: 8080,
     }];
     Record::Slice {
+        trigger: None,
         namespace: ns.into(),
         name: name.into(),
         service: service.into(),
