@@ -164,8 +164,11 @@ impl Writer {
     }
 
     /// Publishes the current state to `store` if anything changed.
+    /// Before the first full sync nothing is published (readers answer
+    /// SERVFAIL either way), so the initial lists build the snapshot in
+    /// place instead of copying shared map nodes batch after batch.
     pub fn publish(&mut self, store: &Store, serial: u32) -> bool {
-        if !self.dirty {
+        if !self.dirty || !self.synced() {
             return false;
         }
         self.live.synced = self.synced();
