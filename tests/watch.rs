@@ -254,3 +254,39 @@ fn kubectl_lists_and_watches_the_fake() {
     let text = String::from_utf8_lossy(&watch.stdout);
     assert!(text.contains("kubernetes"), "{text}");
 }
+
+#[test]
+fn error_statuses_and_slow_lists_keep_the_last_state_and_recover() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    api.set_fault(Fault::SlowList(1500));
+    let server = Server::spawn(&temp_dir("watch-faults"), &corefile(&api));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        a(&server, "kubernetes.default.svc.cluster.local."),
+        ["SERVFAIL"],
+        "a slow first list is not a sync"
+    );
+    server.wait_ready(Duration::from_secs(30));
+    api.set_fault(Fault::None);
+    for status in [429, 500] {
+        api.set_fault(Fault::Status(status));
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(1500) {
+            assert_eq!(
+                a(&server, "kubernetes.default.svc.cluster.local."),
+                ["10.96.0.1"],
+                "during {status}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        api.set_fault(Fault::None);
+    }
+    api.put("services", service("default", "after", "10.96.0.88"));
+    eventually(&server, "after.default.svc.cluster.local.", &["10.96.0.88"]);
+    let errors = value(
+        &metrics(&server),
+        "clusterdns_kubernetes_watch_errors_total{kind=\"Service\"}",
+    );
+    assert!(errors >= 1.0, "the failed requests are counted ({errors})");
+}
