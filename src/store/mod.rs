@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Guard};
 
-pub use records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceKind};
+pub use records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind};
 pub use write::{Kind, ObjectKey, PortIn, Record, Writer};
 
 /// Hash maps of the query path: lookups hash query labels, so a fast

@@ -79,6 +79,7 @@ pub enum ServiceKind {
 pub struct Service {
     /// `None` while only EndpointSlices of the service are known: such an
     /// entry answers nothing until its Service arrives.
+    pub id: Arc<ServiceId>,
     pub kind: Option<ServiceKind>,
     /// Whether the Service has a selector (for the programming-latency
     /// metric's `service_kind`).
@@ -137,13 +138,43 @@ pub enum PtrHost {
     Dashed,
 }
 
+/// A service's identity, shared by its entry and every PTR target of it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServiceId {
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+}
+
+/// The empty hostname that stands for "the dashed address" in a target.
+static DASHED: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from(""));
+
 /// The name a PTR answer points to: `<service>.<ns>.svc.<zone>` or
-/// `<host>.<service>.<ns>.svc.<zone>`.
+/// `<host>.<service>.<ns>.svc.<zone>`. 24 bytes: the address index holds
+/// one per cluster IP and endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PtrTarget {
-    pub namespace: Arc<str>,
-    pub service: Arc<str>,
-    pub host: PtrHost,
+    pub service: Arc<ServiceId>,
+    /// `None`: the service name; `Some("")`: the dashed address; else the hostname.
+    host: Option<Arc<str>>,
+}
+
+impl PtrTarget {
+    pub fn new(service: Arc<ServiceId>, host: PtrHost) -> PtrTarget {
+        let host = match host {
+            PtrHost::Service => None,
+            PtrHost::Dashed => Some(DASHED.clone()),
+            PtrHost::Named(h) => Some(h),
+        };
+        PtrTarget { service, host }
+    }
+
+    pub fn host(&self) -> PtrHost {
+        match &self.host {
+            None => PtrHost::Service,
+            Some(h) if h.is_empty() => PtrHost::Dashed,
+            Some(h) => PtrHost::Named(h.clone()),
+        }
+    }
 }
 
 /// The PTR targets of one address: one inline (the common case, no

@@ -14,7 +14,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Ptrs, Service, ServiceKind};
+use super::records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Ptrs, Service, ServiceId, ServiceKind};
 use super::{Namespace, Snapshot, Store};
 
 /// The kinds of objects the store is built from.
@@ -350,18 +350,33 @@ impl Writer {
         });
     }
 
+    /// The identity of the service at `pair`: its entry's, or a new one.
+    fn id(&self, old: Option<&Arc<Service>>, (ns, name): &Pair) -> Arc<ServiceId> {
+        old.map_or_else(
+            || {
+                Arc::new(ServiceId {
+                    namespace: ns.clone(),
+                    name: name.clone(),
+                })
+            },
+            |s| s.id.clone(),
+        )
+    }
+
     fn upsert_service(&mut self, pair: &Pair, kind: ServiceKind, ports: Arc<[Port]>, selector: bool) {
         let old = self.get_service(pair);
+        let id = self.id(old.as_ref(), pair);
         let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
         if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
-            self.ptrs(ips.to_vec(), pair, PtrHost::Service, false);
+            self.ptrs(ips.to_vec(), &id, PtrHost::Service, false);
         }
         if let ServiceKind::ClusterIp(ips) = &kind {
-            self.ptrs(ips.to_vec(), pair, PtrHost::Service, true);
+            self.ptrs(ips.to_vec(), &id, PtrHost::Service, true);
         }
         self.put_service(
             pair,
             Service {
+                id,
                 kind: Some(kind),
                 selector,
                 ports,
@@ -373,11 +388,12 @@ impl Writer {
     fn delete_service(&mut self, pair: &Pair) {
         let Some(old) = self.get_service(pair) else { return };
         if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
-            self.ptrs(ips.to_vec(), pair, PtrHost::Service, false);
+            self.ptrs(ips.to_vec(), &old.id, PtrHost::Service, false);
         }
         self.put_service(
             pair,
             Service {
+                id: old.id.clone(),
                 kind: None,
                 selector: false,
                 ports: Arc::from(Vec::new()),
@@ -401,6 +417,7 @@ impl Writer {
         let mut entry = match self.get_service(&owner_key) {
             Some(s) => (*s).clone(),
             None => Service {
+                id: self.id(None, &owner_key),
                 kind: None,
                 selector: false,
                 ports: Arc::from(Vec::new()),
@@ -413,9 +430,9 @@ impl Writer {
                 return; // unchanged (the common case in a relist)
             }
             let removed = entry.slices.remove(i).1;
-            self.endpoint_ptrs(&removed, &owner_key, false);
+            self.endpoint_ptrs(&removed, &entry.id, false);
         }
-        self.endpoint_ptrs(&endpoints, &owner_key, true);
+        self.endpoint_ptrs(&endpoints, &entry.id, true);
         entry.slices.push((slice.1.clone(), endpoints));
         let kind = match (&entry.kind, entry.selector) {
             (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
@@ -442,25 +459,21 @@ impl Writer {
             return;
         };
         let removed = entry.slices.remove(i).1;
-        self.endpoint_ptrs(&removed, owner, false);
+        self.endpoint_ptrs(&removed, &entry.id, false);
         self.put_service(owner, entry);
     }
 
-    fn endpoint_ptrs(&mut self, endpoints: &[Endpoint], owner: &Pair, add: bool) {
+    fn endpoint_ptrs(&mut self, endpoints: &[Endpoint], id: &Arc<ServiceId>, add: bool) {
         for e in endpoints {
             let host = e.hostname.clone().map_or(PtrHost::Dashed, PtrHost::Named);
-            self.ptrs(vec![e.addr], owner, host, add);
+            self.ptrs(vec![e.addr], id, host, add);
         }
     }
 
     /// Adds or removes one PTR target per address (a multiset: an address
     /// listed twice is removed once per removal).
-    fn ptrs(&mut self, addrs: Vec<IpAddr>, (ns, svc): &Pair, host: PtrHost, add: bool) {
-        let target = PtrTarget {
-            namespace: ns.clone(),
-            service: svc.clone(),
-            host,
-        };
+    fn ptrs(&mut self, addrs: Vec<IpAddr>, id: &Arc<ServiceId>, host: PtrHost, add: bool) {
+        let target = PtrTarget::new(id.clone(), host);
         for addr in addrs {
             let mut targets = self
                 .live

@@ -36,7 +36,7 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
         return Found::NxDomain;
     };
     let snap = c.snap;
-    let live = |t: &&PtrTarget| snap.service(&t.namespace, &t.service).is_some();
+    let live = |t: &&PtrTarget| snap.service(&t.service.namespace, &t.service.name).is_some();
     let targets: Vec<&PtrTarget> = snap.reverse(addr).iter().filter(live).collect();
     if targets.is_empty() {
         return Found::NxDomain;
@@ -49,9 +49,9 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     };
     let owner = c.owner.clone();
     for t in targets {
-        let base = prefixed(zone, &[&t.service, &t.namespace, "svc"]);
-        let target = match &t.host {
-            PtrHost::Named(host) => prefixed(&base, &[host]),
+        let base = prefixed(zone, &[&t.service.name, &t.service.namespace, "svc"]);
+        let target = match t.host() {
+            PtrHost::Named(host) => prefixed(&base, &[&host]),
             PtrHost::Dashed => prefixed(&base, &[&dashed(addr)]),
             PtrHost::Service => base,
         };

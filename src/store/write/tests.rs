@@ -83,7 +83,7 @@ fn upserts_and_deletes_keep_reverse_and_namespaces_in_step() {
     assert_eq!(hosts(&s, "db", "pg"), ["pg-0", "pg-1"]);
     assert!(s.namespace("db").is_some());
     assert_eq!(
-        s.reverse(ip("10.1.0.2"))[0].host,
+        s.reverse(ip("10.1.0.2"))[0].host(),
         crate::store::PtrHost::Named("pg-1".into())
     );
     // one slice changes: the other is untouched, the old address loses its PTR
@@ -97,7 +97,7 @@ fn upserts_and_deletes_keep_reverse_and_namespaces_in_step() {
     w.apply(svc("db", "api", &["10.96.0.6"]));
     let s = w.snapshot(4);
     assert!(s.reverse(ip("10.96.0.5")).is_empty());
-    assert_eq!(&*s.reverse(ip("10.96.0.6"))[0].service, "api");
+    assert_eq!(&*s.reverse(ip("10.96.0.6"))[0].service.name, "api");
     assert_eq!(s.service_count(), 2);
     w.delete(&key(Kind::Service, "db", "api"));
     w.delete(&key(Kind::EndpointSlice, "db", "pg-a"));
@@ -178,5 +178,5 @@ fn a_slice_moving_to_another_service_leaves_the_first() {
     assert!(hosts(&s, "n", "a").is_empty());
     assert_eq!(hosts(&s, "n", "b"), ["x"]);
     assert_eq!(s.reverse(ip("10.3.0.1")).len(), 1);
-    assert_eq!(&*s.reverse(ip("10.3.0.1"))[0].service, "b");
+    assert_eq!(&*s.reverse(ip("10.3.0.1"))[0].service.name, "b");
 }
