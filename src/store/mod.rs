@@ -10,6 +10,7 @@
 //! of the cluster. Readers holding an older snapshot finish with it; it is
 //! freed when the last one lets go.
 
+mod change;
 pub mod records;
 mod write;
 
@@ -19,8 +20,9 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Guard};
 
+pub use change::{Kind, ObjectKey, PortIn, Record};
 pub use records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind};
-pub use write::{Kind, ObjectKey, PortIn, Record, Writer};
+pub use write::Writer;
 
 /// Hash maps of the query path: lookups hash query labels, so a fast
 /// seeded hash.

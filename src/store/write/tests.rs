@@ -5,6 +5,7 @@
 use std::net::IpAddr;
 
 use super::*;
+use crate::store::Proto;
 
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("test address")

@@ -1,0 +1,93 @@
+//! What the watch path hands the store: converted objects ([`Record`]),
+//! their keys ([`ObjectKey`]) and kinds ([`Kind`]). Plain data, no
+//! interning yet: the [`super::Writer`] interns on apply.
+
+use std::net::IpAddr;
+use std::time::SystemTime;
+
+use super::records::{Proto, ServiceKind};
+
+/// The kinds of objects the store is built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Namespace = 0,
+    Service = 1,
+    EndpointSlice = 2,
+    Pod = 3,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Namespace, Kind::Service, Kind::EndpointSlice, Kind::Pod];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Namespace => "Namespace",
+            Kind::Service => "Service",
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::Pod => "Pod",
+        }
+    }
+}
+
+/// Which object: its kind, namespace (empty for a Namespace) and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// A port as converted, before its name is interned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortIn {
+    pub name: String,
+    pub proto: Proto,
+    pub port: u16,
+}
+
+/// One converted object: only what DNS needs, names lower-cased.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Namespace {
+        name: String,
+    },
+    Service {
+        namespace: String,
+        name: String,
+        kind: ServiceKind,
+        selector: bool,
+        ports: Vec<PortIn>,
+    },
+    /// Ready endpoints of one EndpointSlice: `(address, hostname)`; no
+    /// hostname stands for the dashed address.
+    Slice {
+        namespace: String,
+        name: String,
+        service: String,
+        ports: Vec<PortIn>,
+        endpoints: Vec<(IpAddr, Option<String>)>,
+        /// `endpoints.kubernetes.io/last-change-trigger-time`, if set.
+        trigger: Option<SystemTime>,
+    },
+    Pod {
+        namespace: String,
+        name: String,
+        ips: Vec<IpAddr>,
+    },
+}
+
+impl Record {
+    pub fn key(&self) -> ObjectKey {
+        let (kind, namespace, name) = match self {
+            Record::Namespace { name } => (Kind::Namespace, "", name),
+            Record::Service { namespace, name, .. } => (Kind::Service, namespace.as_str(), name),
+            Record::Slice { namespace, name, .. } => (Kind::EndpointSlice, namespace.as_str(), name),
+            Record::Pod { namespace, name, .. } => (Kind::Pod, namespace.as_str(), name),
+        };
+        ObjectKey {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.clone(),
+        }
+    }
+}
