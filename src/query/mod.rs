@@ -62,13 +62,13 @@ impl Handler {
         let outcome = match scratch.memo.replay(&key, bytes, generation, &mut scratch.out) {
             Some(outcome) => outcome,
             None => {
-                let outcome = self.answer(bytes, transport, scratch);
-                // a memo-eligible packet always decodes, so there is a reply
-                let outcome = outcome.unwrap_or(memo::Outcome {
-                    rcode: ResponseCode::ServFail,
-                    truncated: false,
-                    log: false,
-                });
+                let Some(outcome) = self.answer(bytes, transport, scratch) else {
+                    // not reached (a memo-eligible packet always gets a reply), but never
+                    // send a previous query's bytes
+                    key.recycle(&mut scratch.key);
+                    self.metrics.dropped(transport);
+                    return false;
+                };
                 if scratch.answer.memoizable {
                     scratch.memo.remember(&key, generation, &scratch.out, outcome);
                 }
