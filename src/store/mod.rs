@@ -21,7 +21,7 @@ use std::sync::Arc;
 use arc_swap::{ArcSwap, Guard};
 
 pub use change::{Kind, ObjectKey, PortIn, Record};
-pub use records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind};
+pub use records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
 pub use write::Writer;
 
 /// Hash maps of the query path: lookups hash query labels, so a fast

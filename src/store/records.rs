@@ -3,8 +3,8 @@
 //! Prices on a 64-bit target (names are shared `Arc<str>`, interned per
 //! snapshot, so each distinct string is stored once):
 //! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
-//! - [`Endpoint`]: 56 bytes (address 17 → 24 with padding, hostname 16,
-//!   ports shared with its EndpointSlice 16).
+//! - [`Endpoint`]: 40 bytes (address 17, hostname 16, padding); its ports
+//!   are stored once per EndpointSlice ([`Slice`]).
 //! - [`Service`]: about 72 bytes behind an `Arc` (kind, shared ports, one
 //!   `(slice name, Arc<[Endpoint]>)` pair per EndpointSlice); a ClusterIP
 //!   service adds 17 bytes per cluster IP.
@@ -59,8 +59,14 @@ pub struct Port {
 pub struct Endpoint {
     pub addr: IpAddr,
     pub hostname: Option<Arc<str>>,
-    /// The ports of the EndpointSlice this endpoint came from.
+}
+
+/// One EndpointSlice of a service: its ports and ready endpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    pub name: Arc<str>,
     pub ports: Arc<[Port]>,
+    pub endpoints: Arc<[Endpoint]>,
 }
 
 /// What a service's own name resolves to.
@@ -85,16 +91,16 @@ pub struct Service {
     /// metric's `service_kind`).
     pub selector: bool,
     pub ports: Arc<[Port]>,
-    /// Ready endpoints of each of the service's EndpointSlices, by slice
-    /// name, so that one slice's change replaces only its own part.
-    pub slices: Vec<(Arc<str>, Arc<[Endpoint]>)>,
+    /// The service's EndpointSlices, so that one slice's change replaces
+    /// only its own part.
+    pub slices: Vec<Slice>,
 }
 
 impl Service {
     /// Every ready endpoint across the slices (an address listed by two
     /// slices during a migration appears twice; answers drop duplicates).
     pub fn endpoints(&self) -> impl Iterator<Item = &Endpoint> {
-        self.slices.iter().flat_map(|(_, eps)| eps.iter())
+        self.slices.iter().flat_map(|s| s.endpoints.iter())
     }
 
     /// Whether the service's own name exists: a headless service with no

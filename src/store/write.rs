@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::change::{Kind, ObjectKey, PortIn, Record};
-use super::records::{Endpoint, Port, PtrHost, PtrTarget, Ptrs, Service, ServiceId, ServiceKind};
+use super::records::{Endpoint, Port, PtrHost, PtrTarget, Ptrs, Service, ServiceId, ServiceKind, Slice};
 use super::{Namespace, Snapshot, Store};
 
 type Pair = (Arc<str>, Arc<str>);
@@ -155,11 +155,10 @@ impl Writer {
                     .map(|(addr, host)| Endpoint {
                         addr,
                         hostname: host.map(|h| self.intern(&h)),
-                        ports: ports.clone(),
                     })
                     .collect();
                 let service = self.intern(&service);
-                self.upsert_slice(&pair, service, endpoints, trigger);
+                self.upsert_slice(&pair, service, ports, endpoints, trigger);
             }
             Record::Pod { ips, .. } => {
                 self.remove_pod(&pair);
@@ -322,6 +321,7 @@ impl Writer {
         &mut self,
         slice: &Pair,
         service: Arc<str>,
+        ports: Arc<[Port]>,
         endpoints: Arc<[Endpoint]>,
         trigger: Option<SystemTime>,
     ) {
@@ -340,16 +340,20 @@ impl Writer {
                 slices: Vec::new(),
             },
         };
-        let old = entry.slices.iter().position(|(n, _)| *n == slice.1);
+        let old = entry.slices.iter().position(|s| s.name == slice.1);
         if let Some(i) = old {
-            if entry.slices[i].1 == endpoints {
+            if entry.slices[i].endpoints == endpoints && entry.slices[i].ports == ports {
                 return; // unchanged (the common case in a relist)
             }
-            let removed = entry.slices.remove(i).1;
+            let removed = entry.slices.remove(i).endpoints;
             self.endpoint_ptrs(&removed, &entry.id, false);
         }
         self.endpoint_ptrs(&endpoints, &entry.id, true);
-        entry.slices.push((slice.1.clone(), endpoints));
+        entry.slices.push(Slice {
+            name: slice.1.clone(),
+            ports,
+            endpoints,
+        });
         let kind = match (&entry.kind, entry.selector) {
             (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
             (Some(ServiceKind::Headless), true) => Some(1),
@@ -371,10 +375,10 @@ impl Writer {
     fn remove_slice_from(&mut self, owner: &Pair, slice_name: &Arc<str>) {
         let Some(service) = self.get_service(owner) else { return };
         let mut entry = (*service).clone();
-        let Some(i) = entry.slices.iter().position(|(n, _)| n == slice_name) else {
+        let Some(i) = entry.slices.iter().position(|s| &s.name == slice_name) else {
             return;
         };
-        let removed = entry.slices.remove(i).1;
+        let removed = entry.slices.remove(i).endpoints;
         self.endpoint_ptrs(&removed, &entry.id, false);
         self.put_service(owner, entry);
     }

@@ -65,7 +65,7 @@ pub fn port(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, port: &str, proto: &str) -
     let exists = service
         .ports
         .iter()
-        .chain(service.endpoints().flat_map(|e| e.ports.iter()))
+        .chain(service.slices.iter().flat_map(|s| s.ports.iter()))
         .any(|p| wanted(p, filter));
     if !exists {
         return Found::NxDomain;
@@ -128,16 +128,19 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
             }
         }
         ServiceKind::Headless => {
-            for e in service.endpoints() {
-                let host = endpoint_name(&base, e);
-                let before = targets.len();
-                targets.extend(
-                    e.ports
-                        .iter()
-                        .filter(|p| wanted(p, filter))
-                        .map(|p| (p.port, host.clone())),
-                );
-                if targets.len() > before {
+            for slice in &service.slices {
+                let ports: Vec<u16> = slice
+                    .ports
+                    .iter()
+                    .filter(|p| wanted(p, filter))
+                    .map(|p| p.port)
+                    .collect();
+                if ports.is_empty() {
+                    continue;
+                }
+                for e in slice.endpoints.iter() {
+                    let host = endpoint_name(&base, e);
+                    targets.extend(ports.iter().map(|port| (*port, host.clone())));
                     glue.push((host, e.addr));
                 }
             }
