@@ -49,7 +49,7 @@ impl Handler {
     /// `scratch.out`. Returns false when nothing is to be sent (the packet
     /// is dropped). Plain repeated questions are replayed from the memo.
     pub fn handle(&self, bytes: &[u8], peer: SocketAddr, transport: Transport, scratch: &mut Scratch) -> bool {
-        let started = Instant::now();
+        let started = self.router.logs().then(Instant::now);
         let Some(key) = memo::Key::parse(bytes, transport, &mut scratch.key) else {
             let Some(outcome) = self.answer(bytes, transport, scratch) else {
                 self.metrics.dropped(transport);
@@ -81,10 +81,18 @@ impl Handler {
     }
 
     /// Counts the reply and writes the query log line when asked for.
-    fn finish(&self, peer: SocketAddr, t: Transport, bytes: &[u8], o: memo::Outcome, started: Instant, s: &Scratch) {
+    fn finish(
+        &self,
+        peer: SocketAddr,
+        t: Transport,
+        bytes: &[u8],
+        o: memo::Outcome,
+        started: Option<Instant>,
+        s: &Scratch,
+    ) {
         self.metrics.answered(t, o.rcode, o.truncated);
         if o.log {
-            log::query(peer, t, bytes, &s.out, o.rcode, started);
+            log::query(peer, t, bytes, &s.out, o.rcode, started.unwrap_or_else(Instant::now));
         }
     }
 

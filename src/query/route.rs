@@ -32,6 +32,12 @@ impl Router {
             .sum()
     }
 
+    /// Whether any block logs queries (so the clock is read per query
+    /// only when a log line needs the duration).
+    pub fn logs(&self) -> bool {
+        self.blocks.iter().any(|b| b.log)
+    }
+
     /// Fills `out` with the answer to `query`. Every answer so far comes
     /// from the snapshot or the configuration, so all are memoizable.
     pub fn answer(&self, query: &Query, out: &mut Answer) {
