@@ -51,6 +51,26 @@ pub fn rcode_name(rcode: ResponseCode) -> String {
     }
 }
 
+/// Writes one metric family whose series differ in one label's value
+/// (`label` empty: one series without labels).
+fn family<'a, V: std::fmt::Display>(
+    s: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    label: &str,
+    series: impl IntoIterator<Item = (&'a str, V)>,
+) {
+    let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    for (value, n) in series {
+        if label.is_empty() {
+            let _ = writeln!(s, "{name} {n}");
+        } else {
+            let _ = writeln!(s, "{name}{{{label}=\"{value}\"}} {n}");
+        }
+    }
+}
+
 /// Object kinds of the watch path, in `store::Kind` order.
 pub const KINDS: [&str; 4] = ["Namespace", "Service", "EndpointSlice", "Pod"];
 /// `service_kind` label values of the programming-latency histogram.
@@ -103,6 +123,13 @@ impl Watch {
     }
 
     fn render(&self, s: &mut String) {
+        let by_kind = |values: &[AtomicU64; 4]| -> Vec<(&str, u64)> {
+            KINDS
+                .iter()
+                .zip(values.iter())
+                .map(|(k, v)| (*k, v.load(Relaxed)))
+                .collect()
+        };
         let counters = [
             (
                 "clusterdns_kubernetes_invalid_objects_total",
@@ -121,31 +148,37 @@ impl Watch {
             ),
         ];
         for (name, help, values) in counters {
-            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
-            for (kind, v) in KINDS.iter().zip(values.iter()) {
-                let _ = writeln!(s, "{name}{{kind=\"{kind}\"}} {}", v.load(Relaxed));
-            }
+            family(s, name, "counter", help, "kind", by_kind(values));
         }
-        let name = "clusterdns_kubernetes_objects";
-        let _ = writeln!(s, "# HELP {name} Objects served, by kind.\n# TYPE {name} gauge");
-        for (kind, v) in KINDS.iter().zip(self.objects.iter()) {
-            let _ = writeln!(s, "{name}{{kind=\"{kind}\"}} {}", v.load(Relaxed));
-        }
-        let name = "clusterdns_kubernetes_last_event_age_seconds";
-        let _ = writeln!(
+        family(
             s,
-            "# HELP {name} Seconds since the last event, by kind (-1: none yet).\n# TYPE {name} gauge"
+            "clusterdns_kubernetes_objects",
+            "gauge",
+            "Objects served, by kind.",
+            "kind",
+            by_kind(&self.objects),
         );
         let now = now_ms();
-        for (kind, v) in KINDS.iter().zip(self.last_event_ms.iter()) {
+        let ages = KINDS.iter().zip(self.last_event_ms.iter()).map(|(kind, v)| {
             let last = v.load(Relaxed);
-            let age = if last == 0 {
-                -1.0
-            } else {
-                now.saturating_sub(last) as f64 / 1000.0
-            };
-            let _ = writeln!(s, "{name}{{kind=\"{kind}\"}} {age}");
-        }
+            (
+                *kind,
+                if last == 0 {
+                    -1.0
+                } else {
+                    now.saturating_sub(last) as f64 / 1000.0
+                },
+            )
+        });
+        let help = "Seconds since the last event, by kind (-1: none yet).";
+        family(
+            s,
+            "clusterdns_kubernetes_last_event_age_seconds",
+            "gauge",
+            help,
+            "kind",
+            ages,
+        );
         let name = "coredns_kubernetes_dns_programming_duration_seconds";
         let help = "Histogram of the time (in seconds) it took to program a dns instance.";
         let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} histogram");
@@ -202,12 +235,6 @@ impl Metrics {
         self.tcp_rejected.fetch_add(1, Relaxed);
     }
 
-    /// Responses sent with `rcode` over `t` so far.
-    pub fn responses(&self, t: Transport, rcode: ResponseCode) -> u64 {
-        let slot = RCODES.iter().position(|r| *r == rcode).unwrap_or(OTHER);
-        self.responses[idx(t)][slot].load(Relaxed)
-    }
-
     /// The Prometheus text exposition of every counter.
     pub fn render(&self, synced: bool) -> String {
         let mut s = String::new();
@@ -217,56 +244,52 @@ impl Metrics {
         );
         let _ = writeln!(s, "# TYPE clusterdns_responses_total counter");
         for t in [Transport::Udp, Transport::Tcp] {
-            for (i, counter) in self.responses[idx(t)].iter().enumerate() {
-                let rcode = RCODE_NAMES[i];
+            for (rcode, counter) in RCODE_NAMES.iter().zip(self.responses[idx(t)].iter()) {
+                let (proto, n) = (t.label(), counter.load(Relaxed));
                 let _ = writeln!(
                     s,
-                    "clusterdns_responses_total{{proto=\"{}\",rcode=\"{rcode}\"}} {}",
-                    t.label(),
-                    counter.load(Relaxed)
+                    "clusterdns_responses_total{{proto=\"{proto}\",rcode=\"{rcode}\"}} {n}"
                 );
             }
         }
-        let pairs = [
-            (
-                "clusterdns_truncated_total",
-                "Responses sent with TC set.",
-                &self.truncated,
-            ),
-            (
-                "clusterdns_dropped_total",
-                "Packets dropped without a reply (not a query, too short).",
-                &self.dropped,
-            ),
-        ];
-        for (name, help, counters) in pairs {
-            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
-            for t in [Transport::Udp, Transport::Tcp] {
-                let _ = writeln!(
-                    s,
-                    "{name}{{proto=\"{}\"}} {}",
-                    t.label(),
-                    counters[idx(t)].load(Relaxed)
-                );
-            }
-        }
-        let _ = writeln!(
-            s,
-            "# HELP clusterdns_tcp_rejected_total TCP connections closed at the connection cap."
+        let by_proto = |values: &[AtomicU64; 2]| {
+            [Transport::Udp, Transport::Tcp].map(|t| (t.label(), values[idx(t)].load(Relaxed)))
+        };
+        let help = "Responses sent with TC set.";
+        family(
+            &mut s,
+            "clusterdns_truncated_total",
+            "counter",
+            help,
+            "proto",
+            by_proto(&self.truncated),
         );
-        let _ = writeln!(
-            s,
-            "# TYPE clusterdns_tcp_rejected_total counter\nclusterdns_tcp_rejected_total {}",
-            self.tcp_rejected.load(Relaxed)
+        let help = "Packets dropped without a reply (not a query, too short).";
+        family(
+            &mut s,
+            "clusterdns_dropped_total",
+            "counter",
+            help,
+            "proto",
+            by_proto(&self.dropped),
         );
-        let _ = writeln!(
-            s,
-            "# HELP clusterdns_kubernetes_synced Whether every watched kind has been listed once."
+        let help = "TCP connections closed at the connection cap.";
+        family(
+            &mut s,
+            "clusterdns_tcp_rejected_total",
+            "counter",
+            help,
+            "",
+            [("", self.tcp_rejected.load(Relaxed))],
         );
-        let _ = writeln!(
-            s,
-            "# TYPE clusterdns_kubernetes_synced gauge\nclusterdns_kubernetes_synced {}",
-            u8::from(synced)
+        let help = "Whether every watched kind has been listed once.";
+        family(
+            &mut s,
+            "clusterdns_kubernetes_synced",
+            "gauge",
+            help,
+            "",
+            [("", u8::from(synced))],
         );
         self.watch.render(&mut s);
         let _ = writeln!(

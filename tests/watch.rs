@@ -186,7 +186,7 @@ fn an_outage_and_a_compaction_never_change_stable_answers() {
         stable(&server);
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(server.is_running_ref());
+    assert!(server.is_running());
     api.set_fault(Fault::None);
     // a change during the outage's aftermath, then compaction: the client's
     // resourceVersion is too old (410 Expired) and it must relist

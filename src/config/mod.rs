@@ -125,23 +125,22 @@ fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<Co
     }
 }
 
+/// `items` separated by spaces, or `empty` when there are none (for
+/// `clusterdns check`'s output).
+pub(crate) fn spaced<T: fmt::Display>(items: &[T], empty: &str) -> String {
+    if items.is_empty() {
+        return empty.to_string();
+    }
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+}
+
 impl fmt::Display for Config {
     /// The effective configuration, as `clusterdns check` prints it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "# effective configuration of {}", self.path.display())?;
         for s in &self.servers {
-            let zones: Vec<String> = s.zones.iter().map(ToString::to_string).collect();
-            writeln!(f, "server {} port {}", zones.join(" "), s.port)?;
-            let bind: Vec<String> = s.bind.iter().map(ToString::to_string).collect();
-            writeln!(
-                f,
-                "  bind {}",
-                if bind.is_empty() {
-                    "(all addresses)".into()
-                } else {
-                    bind.join(" ")
-                }
-            )?;
+            writeln!(f, "server {} port {}", spaced(&s.zones, ""), s.port)?;
+            writeln!(f, "  bind {}", spaced(&s.bind, "(all addresses)"))?;
             writeln!(f, "  errors {}  log {}", s.errors, s.log)?;
             if let Some(k) = &s.kubernetes {
                 plugins::describe_kubernetes(f, k)?;

@@ -12,7 +12,7 @@ use hickory_proto::rr::Name;
 use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
-use super::{kubernetes, Config, ConfigError, KubernetesConfig, Server, Source};
+use super::{kubernetes, spaced, Config, ConfigError, KubernetesConfig, Server, Source};
 
 /// Directives this build implements.
 pub const SUPPORTED: &[&str] = &["bind", "errors", "log", "health", "ready", "prometheus", "kubernetes"];
@@ -246,8 +246,7 @@ fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Opt
 
 /// The `kubernetes` part of `clusterdns check`'s output.
 pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> fmt::Result {
-    let zones: Vec<String> = k.zones.iter().map(ToString::to_string).collect();
-    writeln!(f, "  kubernetes {}", zones.join(" "))?;
+    writeln!(f, "  kubernetes {}", spaced(&k.zones, ""))?;
     match &k.source {
         Source::Snapshot(p) => writeln!(f, "    snapshot {}", p.display())?,
         Source::Api { endpoint, .. } => writeln!(f, "    api {}", endpoint.as_deref().unwrap_or("(in-cluster)"))?,
@@ -258,19 +257,10 @@ pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> 
         k.pods, k.ttl, k.endpoint_pod_names, k.noendpoints
     )?;
     if !k.namespaces.is_empty() {
-        writeln!(f, "    namespaces {}", k.namespaces.join(" "))?;
+        writeln!(f, "    namespaces {}", spaced(&k.namespaces, ""))?;
     }
     if let Some(ft) = &k.fallthrough {
-        let z: Vec<String> = ft.iter().map(ToString::to_string).collect();
-        writeln!(
-            f,
-            "    fallthrough {}",
-            if z.is_empty() {
-                "(all zones)".into()
-            } else {
-                z.join(" ")
-            }
-        )?;
+        writeln!(f, "    fallthrough {}", spaced(ft, "(all zones)"))?;
     }
     if k.ignore_empty_service {
         writeln!(f, "    ignore empty_service")?;

@@ -181,22 +181,10 @@ async fn write(mut rx: mpsc::Receiver<Change>, mut writer: Writer, store: &Store
         }
         let was_synced = store.synced();
         writer.publish(store, unix_now());
-        record(&mut writer, metrics);
+        super::record(&mut writer, metrics);
         if !was_synced && store.synced() {
             tracing::info!(target: "kubernetes", "synced: every watched kind listed; serving {} services", store.load().service_count());
         }
-    }
-}
-
-/// Updates the object gauges and the programming latency after a publish.
-pub fn record(writer: &mut Writer, metrics: &Metrics) {
-    for (gauge, count) in metrics.watch.objects.iter().zip(writer.counts()) {
-        gauge.store(count as u64, std::sync::atomic::Ordering::Relaxed);
-    }
-    let now = std::time::SystemTime::now();
-    for (kind, at) in writer.take_programmed() {
-        let seconds = now.duration_since(at).map_or(0.0, |d| d.as_secs_f64());
-        metrics.watch.programming[kind].observe(seconds);
     }
 }
 

@@ -164,7 +164,7 @@ pub async fn run(
             let result = read_file(&p, &c).map(|mut loaded| {
                 apply(&mut w, std::mem::take(&mut loaded.records));
                 w.publish(&s, unix_now());
-                super::api::record(&mut w, &m);
+                super::record(&mut w, &m);
                 loaded
             });
             (w, result)

@@ -130,12 +130,8 @@ impl Server {
             .is_ok_and(|l| l.iter().any(|line| line.contains(needle)))
     }
 
-    pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
     /// Whether the process is still alive (checked through /proc).
-    pub fn is_running_ref(&self) -> bool {
+    pub fn is_running(&self) -> bool {
         std::path::Path::new(&format!("/proc/{}/status", self.child.id())).exists()
     }
 }

@@ -212,11 +212,6 @@ impl FakeApi {
         }
     }
 
-    /// The current resourceVersion.
-    pub fn resource_version(&self) -> u64 {
-        self.state().rv
-    }
-
     /// How many lists and watches were served (for assertions about
     /// relists).
     pub fn counts(&self) -> (u64, u64) {

@@ -37,15 +37,15 @@ pub fn dns_version(c: &mut Ctx<'_, '_>) -> Found {
     if c.qtype != RecordType::TXT {
         return Found::NoData;
     }
-    let owner = c.owner.clone();
-    c.out.answers.push(answer::txt(&owner, c.cfg.ttl, SCHEMA_VERSION));
+    let owner = &c.owner;
+    c.out.answers.push(answer::txt(owner, c.cfg.ttl, SCHEMA_VERSION));
     Found::Records
 }
 
 pub fn ns_host(c: &mut Ctx<'_, '_>) -> Found {
-    let owner = c.owner.clone();
+    let owner = &c.owner;
     for ip in ns_addresses(c) {
-        c.out.answers.extend(answer::address(&owner, c.cfg.ttl, ip, c.qtype));
+        c.out.answers.extend(answer::address(owner, c.cfg.ttl, ip, c.qtype));
     }
     if c.out.answers.is_empty() {
         Found::NoData

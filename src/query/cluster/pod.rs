@@ -24,8 +24,8 @@ pub fn pod(c: &mut Ctx<'_, '_>, ns: &str, ip: &str) -> Found {
     if !known {
         return Found::NxDomain;
     }
-    let owner = c.owner.clone();
-    match answer::address(&owner, c.cfg.ttl, addr, c.qtype) {
+    let owner = &c.owner;
+    match answer::address(owner, c.cfg.ttl, addr, c.qtype) {
         Some(record) => {
             c.out.answers.push(record);
             Found::Records

@@ -47,7 +47,7 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     let Some(zone) = c.zones.iter().map(|z| &z.name).find(|z| !is_reverse(z)) else {
         return Found::NoData;
     };
-    let owner = c.owner.clone();
+    let owner = &c.owner;
     for t in targets {
         let base = prefixed(zone, &[&t.service.name, &t.service.namespace, "svc"]);
         let target = match t.host() {
@@ -55,7 +55,7 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
             PtrHost::Dashed => prefixed(&base, &[&dashed(addr)]),
             PtrHost::Service => base,
         };
-        c.out.answers.push(answer::ptr(&owner, c.cfg.ttl, target));
+        c.out.answers.push(answer::ptr(owner, c.cfg.ttl, target));
     }
     Found::Records
 }

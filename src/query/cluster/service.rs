@@ -93,9 +93,9 @@ pub fn proto_ent(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, proto: &str) -> Found
 }
 
 fn addresses(c: &mut Ctx<'_, '_>, addrs: impl Iterator<Item = IpAddr>) {
-    let (owner, ttl, qtype) = (c.owner.clone(), c.cfg.ttl, c.qtype);
+    let (owner, ttl, qtype) = (&c.owner, c.cfg.ttl, c.qtype);
     for addr in addrs {
-        if let Some(record) = answer::address(&owner, ttl, addr, qtype) {
+        if let Some(record) = answer::address(owner, ttl, addr, qtype) {
             if !c.out.answers.contains(&record) {
                 c.out.answers.push(record);
             }
@@ -153,11 +153,11 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
         return Found::NoData;
     }
     let weight = (100 / targets.len()).max(1) as u16;
-    let owner = c.owner.clone();
+    let owner = &c.owner;
     c.out.answers.extend(
         targets
             .into_iter()
-            .map(|(port, target)| answer::srv(&owner, ttl, weight, port, target)),
+            .map(|(port, target)| answer::srv(owner, ttl, weight, port, target)),
     );
     for (name, addr) in glue {
         let record = answer::address(&name, ttl, addr, RecordType::ANY);
