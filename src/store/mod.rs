@@ -10,6 +10,7 @@
 //! of the cluster. Readers holding an older snapshot finish with it; it is
 //! freed when the last one lets go.
 
+mod addrs;
 mod change;
 pub mod records;
 mod write;
@@ -53,9 +54,9 @@ pub struct Snapshot {
     /// SOA serial: seconds since the Unix epoch when it was published.
     pub serial: u32,
     namespaces: IMap<Arc<str>, Namespace>,
-    reverse: IMap<IpAddr, records::Ptrs>,
+    reverse: addrs::AddrIndex<PtrTarget>,
     /// Namespaces of running pods by pod IP (only filled for `pods verified`).
-    pods: IMap<IpAddr, Arc<[Arc<str>]>>,
+    pods: addrs::AddrIndex<Arc<str>>,
 }
 
 impl Snapshot {
@@ -77,15 +78,13 @@ impl Snapshot {
 
     /// PTR targets of a cluster IP or endpoint address (may name services
     /// that do not exist; the caller checks).
-    pub fn reverse(&self, addr: IpAddr) -> &[PtrTarget] {
-        self.reverse.get(&addr).map_or(&[], records::Ptrs::as_slice)
+    pub fn reverse(&self, addr: IpAddr) -> impl Iterator<Item = &PtrTarget> {
+        self.reverse.get(addr)
     }
 
     /// Whether a running pod in `namespace` has `addr` (`pods verified`).
     pub fn pod_exists(&self, namespace: &str, addr: IpAddr) -> bool {
-        self.pods
-            .get(&addr)
-            .is_some_and(|nss| nss.iter().any(|n| &**n == namespace))
+        self.pods.get(addr).any(|n| &**n == namespace)
     }
 
     /// Number of services, for logs and metrics.

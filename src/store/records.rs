@@ -5,9 +5,11 @@
 //! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
 //! - [`Endpoint`]: 40 bytes (address 17, hostname 16, padding); its ports
 //!   are stored once per EndpointSlice ([`Slice`]).
-//! - [`Service`]: about 72 bytes behind an `Arc` (kind, shared ports, one
-//!   `(slice name, Arc<[Endpoint]>)` pair per EndpointSlice); a ClusterIP
-//!   service adds 17 bytes per cluster IP.
+//! - [`Service`]: about 80 bytes behind an `Arc` (kind, shared ports, an
+//!   exactly sized list of 48-byte [`Slice`]s); a ClusterIP service adds
+//!   17 bytes per cluster IP. Port lists are interned like names.
+//! - A reverse (PTR) entry: 32 bytes per IPv4 address, 40 per IPv6
+//!   (`store::addrs`).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -45,7 +47,7 @@ impl Proto {
 
 /// A service or endpoint port. Unnamed ports have an empty name and get no
 /// `_port._proto` SRV name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Port {
     pub name: Arc<str>,
     pub proto: Proto,
@@ -93,7 +95,7 @@ pub struct Service {
     pub ports: Arc<[Port]>,
     /// The service's EndpointSlices, so that one slice's change replaces
     /// only its own part.
-    pub slices: Vec<Slice>,
+    pub slices: Box<[Slice]>,
 }
 
 impl Service {
@@ -179,32 +181,6 @@ impl PtrTarget {
             None => PtrHost::Service,
             Some(h) if h.is_empty() => PtrHost::Dashed,
             Some(h) => PtrHost::Named(h.clone()),
-        }
-    }
-}
-
-/// The PTR targets of one address: one inline (the common case, no
-/// allocation of its own), or several shared.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ptrs {
-    One(PtrTarget),
-    Many(std::sync::Arc<[PtrTarget]>),
-}
-
-impl Ptrs {
-    pub fn as_slice(&self) -> &[PtrTarget] {
-        match self {
-            Ptrs::One(t) => std::slice::from_ref(t),
-            Ptrs::Many(m) => m,
-        }
-    }
-
-    /// `None` when `targets` is empty.
-    pub fn from_vec(mut targets: Vec<PtrTarget>) -> Option<Ptrs> {
-        match targets.len() {
-            0 => None,
-            1 => targets.pop().map(Ptrs::One),
-            _ => Some(Ptrs::Many(targets.into())),
         }
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::change::{Kind, ObjectKey, PortIn, Record};
-use super::records::{Endpoint, Port, PtrHost, PtrTarget, Ptrs, Service, ServiceId, ServiceKind, Slice};
+use super::records::{Endpoint, Port, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
 use super::{Namespace, Snapshot, Store};
 
 type Pair = (Arc<str>, Arc<str>);
@@ -24,6 +24,8 @@ type Pair = (Arc<str>, Arc<str>);
 pub struct Writer {
     live: Snapshot,
     strings: HashSet<Arc<str>>,
+    /// Port lists are interned too: most services share a handful.
+    port_lists: HashSet<Arc<[Port]>>,
     strings_after_prune: usize,
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
@@ -46,6 +48,7 @@ impl Writer {
         Writer {
             live: Snapshot::unsynced(),
             strings: HashSet::new(),
+            port_lists: HashSet::new(),
             strings_after_prune: 0,
             slice_owner: HashMap::new(),
             pod_ips: HashMap::new(),
@@ -112,19 +115,26 @@ impl Writer {
 
     /// Drops interned strings nothing else refers to any more.
     fn prune_strings(&mut self) {
+        self.port_lists.retain(|p| Arc::strong_count(p) > 1);
         self.strings.retain(|s| Arc::strong_count(s) > 1);
         self.strings_after_prune = self.strings.len();
     }
 
     fn ports(&mut self, ports: Vec<PortIn>) -> Arc<[Port]> {
-        ports
+        let ports: Vec<Port> = ports
             .into_iter()
             .map(|p| Port {
                 name: self.intern(&p.name),
                 proto: p.proto,
                 port: p.port,
             })
-            .collect()
+            .collect();
+        if let Some(existing) = self.port_lists.get(&ports[..]) {
+            return existing.clone();
+        }
+        let arc: Arc<[Port]> = ports.into();
+        self.port_lists.insert(arc.clone());
+        arc
     }
 
     /// Adds or replaces one object.
@@ -163,9 +173,7 @@ impl Writer {
             Record::Pod { ips, .. } => {
                 self.remove_pod(&pair);
                 for ip in &ips {
-                    let mut nss = self.live.pods.get(ip).map(|v| v.to_vec()).unwrap_or_default();
-                    nss.push(pair.0.clone());
-                    self.live.pods.insert(*ip, nss.into());
+                    self.live.pods.insert(*ip, pair.0.clone());
                 }
                 self.pod_ips.insert(pair, ips);
             }
@@ -305,13 +313,14 @@ impl Writer {
         if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
             self.ptrs(ips.to_vec(), &old.id, PtrHost::Service, false);
         }
+        let ports = self.ports(Vec::new());
         self.put_service(
             pair,
             Service {
                 id: old.id.clone(),
                 kind: None,
                 selector: false,
-                ports: Arc::from(Vec::new()),
+                ports,
                 slices: old.slices.clone(),
             },
         );
@@ -336,24 +345,26 @@ impl Writer {
                 id: self.id(None, &owner_key),
                 kind: None,
                 selector: false,
-                ports: Arc::from(Vec::new()),
-                slices: Vec::new(),
+                ports: self.ports(Vec::new()),
+                slices: Box::default(),
             },
         };
-        let old = entry.slices.iter().position(|s| s.name == slice.1);
-        if let Some(i) = old {
-            if entry.slices[i].endpoints == endpoints && entry.slices[i].ports == ports {
+        // Exactly sized: a `Vec` would hold room for four per service.
+        let mut slices = std::mem::take(&mut entry.slices).into_vec();
+        if let Some(i) = slices.iter().position(|s| s.name == slice.1) {
+            if slices[i].endpoints == endpoints && slices[i].ports == ports {
                 return; // unchanged (the common case in a relist)
             }
-            let removed = entry.slices.remove(i).endpoints;
+            let removed = slices.remove(i).endpoints;
             self.endpoint_ptrs(&removed, &entry.id, false);
         }
         self.endpoint_ptrs(&endpoints, &entry.id, true);
-        entry.slices.push(Slice {
+        slices.push(Slice {
             name: slice.1.clone(),
             ports,
             endpoints,
         });
+        entry.slices = slices.into_boxed_slice();
         let kind = match (&entry.kind, entry.selector) {
             (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
             (Some(ServiceKind::Headless), true) => Some(1),
@@ -375,10 +386,12 @@ impl Writer {
     fn remove_slice_from(&mut self, owner: &Pair, slice_name: &Arc<str>) {
         let Some(service) = self.get_service(owner) else { return };
         let mut entry = (*service).clone();
-        let Some(i) = entry.slices.iter().position(|s| &s.name == slice_name) else {
+        let mut slices = std::mem::take(&mut entry.slices).into_vec();
+        let Some(i) = slices.iter().position(|s| &s.name == slice_name) else {
             return;
         };
-        let removed = entry.slices.remove(i).endpoints;
+        let removed = slices.remove(i).endpoints;
+        entry.slices = slices.into_boxed_slice();
         self.endpoint_ptrs(&removed, &entry.id, false);
         self.put_service(owner, entry);
     }
@@ -395,36 +408,17 @@ impl Writer {
     fn ptrs(&mut self, addrs: Vec<IpAddr>, id: &Arc<ServiceId>, host: PtrHost, add: bool) {
         let target = PtrTarget::new(id.clone(), host);
         for addr in addrs {
-            let mut targets = self
-                .live
-                .reverse
-                .get(&addr)
-                .map(|t| t.as_slice().to_vec())
-                .unwrap_or_default();
             if add {
-                targets.push(target.clone());
-                targets.sort();
-            } else if let Some(i) = targets.iter().position(|t| *t == target) {
-                targets.remove(i);
+                self.live.reverse.insert(addr, target.clone());
+            } else {
+                self.live.reverse.remove(addr, &target);
             }
-            match Ptrs::from_vec(targets) {
-                Some(ptrs) => self.live.reverse.insert(addr, ptrs),
-                None => self.live.reverse.remove(&addr),
-            };
         }
     }
 
     fn remove_pod(&mut self, pair: &Pair) {
         for ip in self.pod_ips.remove(pair).unwrap_or_default() {
-            let mut nss = self.live.pods.get(&ip).map(|v| v.to_vec()).unwrap_or_default();
-            if let Some(i) = nss.iter().position(|n| *n == pair.0) {
-                nss.remove(i);
-            }
-            if nss.is_empty() {
-                self.live.pods.remove(&ip);
-            } else {
-                self.live.pods.insert(ip, nss.into());
-            }
+            self.live.pods.remove(ip, &pair.0);
         }
     }
 }

@@ -37,7 +37,7 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     };
     let snap = c.snap;
     let live = |t: &&PtrTarget| snap.service(&t.service.namespace, &t.service.name).is_some();
-    let targets: Vec<&PtrTarget> = snap.reverse(addr).iter().filter(live).collect();
+    let targets: Vec<&PtrTarget> = snap.reverse(addr).filter(live).collect();
     if targets.is_empty() {
         return Found::NxDomain;
     }
