@@ -11,8 +11,13 @@ use loadtest::fakeapi::{FakeApi, Fault};
 use serde_json::json;
 
 fn corefile(api: &FakeApi) -> String {
+    corefile_with(api, "")
+}
+
+/// The Corefile with extra `kubernetes` options.
+fn corefile_with(api: &FakeApi, options: &str) -> String {
     format!(
-        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    kubernetes cluster.local in-addr.arpa {{\n        endpoint {}\n        ttl 5\n    }}\n}}\n",
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    kubernetes cluster.local in-addr.arpa {{\n        endpoint {}\n        ttl 5\n        {options}\n    }}\n}}\n",
         api.url()
     )
 }
@@ -205,6 +210,33 @@ fn an_outage_and_a_compaction_never_change_stable_answers() {
         lists_after > lists_before,
         "the client relisted ({lists_before} → {lists_after})"
     );
+}
+
+#[test]
+fn a_silent_watch_is_reconnected_and_answers_hold_meanwhile() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    let server = Server::start(&temp_dir("watch-silent"), &corefile_with(&api, "watch_timeout 1s"));
+    api.set_fault(Fault::Silent);
+    let (_, watches_before) = api.counts();
+    // Changed while every stream is stalled: the server cannot know yet.
+    api.put("services", service("default", "quiet", "10.96.0.99"));
+    let started = Instant::now();
+    // kube's idle detection: watch_timeout + 5 s without a byte.
+    while api.counts().1 <= watches_before && started.elapsed() < Duration::from_secs(20) {
+        assert_eq!(a(&server, "kubernetes.default.svc.cluster.local."), ["10.96.0.1"]);
+        assert_eq!(a(&server, "pg.db.svc.cluster.local."), ["10.1.0.1", "10.1.0.2"]);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_, watches_after) = api.counts();
+    assert!(
+        watches_after > watches_before,
+        "a silent watch is given up and reopened ({watches_before} → {watches_after})"
+    );
+    assert_eq!(a(&server, "quiet.default.svc.cluster.local."), ["NXDOMAIN"]);
+    assert!(server.is_running());
+    api.set_fault(Fault::None);
+    eventually(&server, "quiet.default.svc.cluster.local.", &["10.96.0.99"]);
 }
 
 #[test]

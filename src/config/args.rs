@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
+use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
@@ -57,6 +58,19 @@ impl<'a> Args<'a> {
             format!("'{}' takes {want}, got {n}", self.name.text),
         ));
         false
+    }
+
+    /// Parses argument `i` as a Go-style duration (`500ms`, `5s`, `1m30s`).
+    pub fn duration(&self, i: usize, errors: &mut Vec<ConfigError>) -> Option<Duration> {
+        let w = self.args.get(i)?;
+        let parsed = parse_duration(&w.text);
+        if parsed.is_none() {
+            errors.push(ConfigError::new(
+                &w.pos,
+                format!("{}: '{}' is not a duration (e.g. 5s)", self.name.text, w.text),
+            ));
+        }
+        parsed
     }
 
     /// Parses argument `i` with `FromStr`, reporting `what` on failure.
@@ -119,4 +133,33 @@ pub fn listen_addr(word: &Word, errors: &mut Vec<ConfigError>) -> Option<SocketA
         ));
     }
     parsed
+}
+
+/// Parses Go-style durations: `500ms`, `5s`, `1m30s`, `2h`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let value: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += Duration::try_from_secs_f64(value * scale).ok()?;
+    }
+    Some(total)
 }

@@ -6,6 +6,7 @@
 //!     namespaces NAMESPACE...      labels SELECTOR                pods disabled|insecure|verified
 //!     endpoint_pod_names           ttl 0..3600 (default 5)        noendpoints
 //!     fallthrough [ZONES...]       ignore empty_service           snapshot FILE
+//!     watch_timeout DURATION (default 290s; a silent watch is reconnected 5 s after it)
 //! }
 //! ```
 
@@ -55,6 +56,10 @@ pub struct KubernetesConfig {
     /// `None`: no fallthrough; `Some(empty)`: every zone.
     pub fallthrough: Option<Vec<Name>>,
     pub ignore_empty_service: bool,
+    /// How long one watch call may last before it is renewed; a watch that
+    /// sends nothing (not even a bookmark) for this long plus 5 s is
+    /// treated as dead and reconnected (clusterdns extension).
+    pub watch_timeout: std::time::Duration,
 }
 
 impl KubernetesConfig {
@@ -99,6 +104,7 @@ pub fn parse(
         noendpoints: false,
         fallthrough: None,
         ignore_empty_service: false,
+        watch_timeout: std::time::Duration::from_secs(290),
     };
     let (mut snapshot, mut endpoint, mut kubeconfig, mut tls) = (None, None, None, None);
     for line in &d.options {
@@ -144,13 +150,18 @@ pub fn parse(
                 "empty_service" => cfg.ignore_empty_service = true,
                 other => errors.push(ConfigError::new(&a.args[0].pos, format!("ignore: unknown value '{other}' (expected empty_service)"))),
             },
+            "watch_timeout" if a.count(1, 1, errors) => match a.duration(0, errors) {
+                Some(t) if (1..=3600).contains(&t.as_secs()) => cfg.watch_timeout = t,
+                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "watch_timeout: out of range 1s..1h")),
+                None => {}
+            },
             "endpoint" | "kubeconfig" | "tls" | "snapshot" | "namespaces" | "labels" | "pods" | "endpoint_pod_names"
-            | "noendpoints" | "ttl" | "ignore" => {} // wrong argument count, already reported
+            | "noendpoints" | "ttl" | "ignore" | "watch_timeout" => {} // wrong argument count, already reported
             other => errors.push(ConfigError::new(
                 a.pos(),
                 format!(
                     "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, pods, \
-                     endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot)"
+                     endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout)"
                 ),
             )),
         }

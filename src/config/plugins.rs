@@ -158,13 +158,11 @@ fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
     for line in &d.options {
         let a = Args::from(line);
         match a.name.text.as_str() {
-            "lameduck" if a.count(1, 1, errors) => match parse_duration(&a.args[0].text) {
-                Some(v) => lameduck = v,
-                None => errors.push(ConfigError::new(
-                    &a.args[0].pos,
-                    format!("lameduck: '{}' is not a duration (e.g. 5s)", a.args[0].text),
-                )),
-            },
+            "lameduck" if a.count(1, 1, errors) => {
+                if let Some(v) = a.duration(0, errors) {
+                    lameduck = v;
+                }
+            }
             "lameduck" => {}
             other => errors.push(ConfigError::new(
                 a.pos(),
@@ -173,35 +171,6 @@ fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
         }
     }
     Some(Health { addr, lameduck })
-}
-
-/// Parses Go-style durations: `500ms`, `5s`, `1m30s`, `2h`.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
-        let value: f64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += Duration::try_from_secs_f64(value * scale).ok()?;
-    }
-    Some(total)
 }
 
 /// Splits a server block key `[dns://]ZONE[:PORT]`; the port is `None`
@@ -249,7 +218,12 @@ pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> 
     writeln!(f, "  kubernetes {}", spaced(&k.zones, ""))?;
     match &k.source {
         Source::Snapshot(p) => writeln!(f, "    snapshot {}", p.display())?,
-        Source::Api { endpoint, .. } => writeln!(f, "    api {}", endpoint.as_deref().unwrap_or("(in-cluster)"))?,
+        Source::Api { endpoint, .. } => writeln!(
+            f,
+            "    api {}  watch_timeout {:?}",
+            endpoint.as_deref().unwrap_or("(in-cluster)"),
+            k.watch_timeout
+        )?,
     }
     writeln!(
         f,

@@ -83,16 +83,18 @@ fn kubeadm_default_names_each_directive_not_yet_supported() {
 
 #[test]
 fn every_error_is_reported_with_its_position() {
-    let text = ".:53 {\n    kubernetes cluster.local {\n        snapshot c.yaml\n        pods sometimes\n        ttl 9999\n        bogus 1\n        labels app in web\n    }\n    rewrite name a b\n    errors extra\n    health :notaport\n}\n";
+    let text = ".:53 {\n    kubernetes cluster.local {\n        snapshot c.yaml\n        pods sometimes\n        ttl 9999\n        bogus 1\n        labels app in web\n        watch_timeout 0s\n        watch_timeout soon\n    }\n    rewrite name a b\n    errors extra\n    health :notaport\n}\n";
     let errors = errors_of("broken", text);
     let want = [
         "Corefile:4:14: pods: 'sometimes' is not one of disabled, insecure, verified",
         "Corefile:5:13: ttl: 9999 is out of range 0..3600",
         "Corefile:6:9: kubernetes: unknown option 'bogus'",
         "Corefile:7:16: labels: 'app in web': expected '(v1, v2, ...)' after in",
-        "Corefile:9:5: unknown directive 'rewrite'",
-        "Corefile:10:12: 'errors' takes no arguments, got 1",
-        "Corefile:11:12: ':notaport' is not a listen address",
+        "Corefile:8:23: watch_timeout: out of range 1s..1h",
+        "Corefile:9:23: watch_timeout: 'soon' is not a duration (e.g. 5s)",
+        "Corefile:11:5: unknown directive 'rewrite'",
+        "Corefile:12:12: 'errors' takes no arguments, got 1",
+        "Corefile:13:12: ':notaport' is not a listen address",
     ];
     assert_eq!(errors.len(), want.len(), "{errors:#?}");
     for (got, want) in errors.iter().zip(want) {
@@ -125,9 +127,9 @@ fn same_zone_twice_on_a_port_is_an_error() {
 #[test]
 fn durations() {
     use std::time::Duration;
-    assert_eq!(plugins::parse_duration("5s"), Some(Duration::from_secs(5)));
-    assert_eq!(plugins::parse_duration("1m30s"), Some(Duration::from_secs(90)));
-    assert_eq!(plugins::parse_duration("250ms"), Some(Duration::from_millis(250)));
-    assert_eq!(plugins::parse_duration("5"), None);
-    assert_eq!(plugins::parse_duration("s"), None);
+    assert_eq!(args::parse_duration("5s"), Some(Duration::from_secs(5)));
+    assert_eq!(args::parse_duration("1m30s"), Some(Duration::from_secs(90)));
+    assert_eq!(args::parse_duration("250ms"), Some(Duration::from_millis(250)));
+    assert_eq!(args::parse_duration("5"), None);
+    assert_eq!(args::parse_duration("s"), None);
 }

@@ -125,7 +125,8 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
         tx: tx.clone(),
         metrics: metrics.clone(),
     };
-    let all = watcher::Config::default;
+    let timeout = u32::try_from(cfg.watch_timeout.as_secs()).unwrap_or(290);
+    let all = || watcher::Config::default().timeout(timeout);
     for kind in &kinds {
         let (c, kind) = (cfg.clone(), *kind);
         match kind {

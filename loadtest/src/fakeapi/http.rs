@@ -40,7 +40,7 @@ async fn connection(stream: TcpStream, api: FakeApi) -> std::io::Result<()> {
                 continue;
             }
             Fault::SlowList(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
-            Fault::None => {}
+            Fault::None | Fault::Silent => {}
         }
         route(&mut stream, &api, &req).await?;
     }
@@ -289,6 +289,9 @@ async fn watch(
     };
     let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
     stream.get_mut().write_all(head.as_bytes()).await?;
+    if stalled(api).await {
+        return Err(std::io::Error::other("stalled watch"));
+    }
     if expired {
         chunk(
             stream,
@@ -324,6 +327,12 @@ async fn watch(
     loop {
         tokio::select! {
             event = live.recv() => match event {
+                _ if silent(api) => {
+                    if stalled(api).await {
+                        return Err(std::io::Error::other("stalled watch"));
+                    }
+                    break; // healed: the client resumes from its last version
+                }
                 Ok(e) if e.rv > last && e.resource == plural && selected(req, ns.as_deref(), &e.object) => {
                     last = e.rv;
                     chunk(stream, &json!({"type": e.kind, "object": shape(req, &e.object)})).await?;
@@ -336,8 +345,14 @@ async fn watch(
                 ticks += 1;
                 let (current, gone) = {
                     let s = api.state();
-                    (s.rv, s.stream_epoch != epoch || s.fault != Fault::None)
+                    (s.rv, s.stream_epoch != epoch || !matches!(s.fault, Fault::None | Fault::Silent))
                 };
+                if silent(api) {
+                    if stalled(api).await {
+                        return Err(std::io::Error::other("stalled watch"));
+                    }
+                    break;
+                }
                 if gone || tokio::time::Instant::now() >= deadline {
                     break;
                 }
@@ -352,6 +367,24 @@ async fn watch(
         return Err(std::io::Error::other("outage"));
     }
     stream.get_mut().write_all(b"0\r\n\r\n").await
+}
+
+fn silent(api: &FakeApi) -> bool {
+    api.state().fault == Fault::Silent
+}
+
+/// While [`Fault::Silent`] lasts, sends nothing. Returns whether the
+/// connection should just be dropped (another fault replaced the silence)
+/// instead of ending the watch cleanly (healed).
+async fn stalled(api: &FakeApi) -> bool {
+    loop {
+        let fault = api.state().fault;
+        match fault {
+            Fault::Silent => tokio::time::sleep(Duration::from_millis(100)).await,
+            Fault::None | Fault::SlowList(_) => return false,
+            Fault::Outage | Fault::Status(_) => return true,
+        }
+    }
 }
 
 /// Discovery documents kubectl reads before listing.

@@ -54,6 +54,11 @@ pub enum Fault {
     Outage,
     /// Delay every list response by this many milliseconds.
     SlowList(u64),
+    /// Watches stall: open ones and new ones send nothing (no event, no
+    /// bookmark) and ignore `timeoutSeconds`, like a connection to a hung
+    /// API server; lists still work. Once healed, a stalled watch is
+    /// closed, so its client resumes from its last resourceVersion.
+    Silent,
 }
 
 #[derive(Default)]
