@@ -90,17 +90,11 @@ impl<V: Clone + Ord> AddrIndex<V> {
     /// The values held for `addr`, in order.
     pub fn get(&self, addr: IpAddr) -> impl Iterator<Item = &V> {
         let shard = &self.shards[shard_of(addr)];
-        let (v4, v6): (&[(u32, V)], &[([u8; 16], V)]) = match addr {
-            IpAddr::V4(a) => {
-                let r = range(&shard.v4, &a.to_bits());
-                (&shard.v4[r], &[])
-            }
-            IpAddr::V6(a) => {
-                let r = range(&shard.v6, &a.octets());
-                (&[], &shard.v6[r])
-            }
+        let (v4, v6) = match addr {
+            IpAddr::V4(a) => (range(&shard.v4, &a.to_bits()), 0..0),
+            IpAddr::V6(a) => (0..0, range(&shard.v6, &a.octets())),
         };
-        v4.iter().map(|(_, v)| v).chain(v6.iter().map(|(_, v)| v))
+        shard.v4[v4].iter().map(|(_, v)| v).chain(shard.v6[v6].iter().map(|(_, v)| v))
     }
 
     fn shard_mut(&mut self, addr: IpAddr) -> &mut Shard<V> {
