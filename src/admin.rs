@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::forward::Forwarding;
 use crate::metrics::Metrics;
 use crate::store::Store;
 
@@ -26,16 +27,28 @@ pub struct Endpoints {
 
 /// What the endpoints report on.
 pub struct State {
-    pub stores: Vec<Arc<Store>>,
+    /// The stores and forwarders of the running configuration (swapped by a reload).
+    pub live: arc_swap::ArcSwap<Live>,
     pub metrics: Arc<Metrics>,
     /// Set at SIGTERM: health and readiness fail while DNS keeps answering.
     pub lameduck: AtomicBool,
 }
 
+/// What one configuration runs.
+#[derive(Default)]
+pub struct Live {
+    pub stores: Vec<Arc<Store>>,
+    pub forwardings: Vec<Arc<Forwarding>>,
+}
+
 impl State {
     /// Ready once every cluster source has completed its first sync.
     pub fn ready(&self) -> bool {
-        !self.lameduck.load(Ordering::Relaxed) && self.stores.iter().all(|s| s.synced())
+        !self.lameduck.load(Ordering::Relaxed) && self.synced()
+    }
+
+    fn synced(&self) -> bool {
+        self.live.load().stores.iter().all(|s| s.synced())
     }
 }
 
@@ -95,8 +108,9 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
             false => ("503 Service Unavailable", "not ready".to_string(), "text/plain"),
         },
         "/metrics" if endpoints.metrics => {
-            let synced = state.stores.iter().all(|s| s.synced());
-            ("200 OK", state.metrics.render(synced), "text/plain; version=0.0.4")
+            let mut text = state.metrics.render(state.synced());
+            crate::forward::render(&state.live.load().forwardings, &mut text);
+            ("200 OK", text, "text/plain; version=0.0.4")
         }
         _ => ("404 Not Found", "not found".to_string(), "text/plain"),
     };

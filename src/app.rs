@@ -1,18 +1,27 @@
-//! Wiring and lifecycle: stores and their sources, DNS listeners, admin
-//! endpoints; one log line per bound address; on shutdown, lameduck
-//! (health and readiness fail, DNS keeps answering), then stop.
+//! Wiring and lifecycle: stores and their sources, forwarders, DNS
+//! listeners, admin endpoints; one log line per bound address; `reload`
+//! (a changed Corefile is built beside the running one and switched in);
+//! on shutdown, lameduck (health and readiness fail, DNS keeps answering),
+//! then stop.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::admin::{self, State};
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RecordType};
+
+use crate::admin::{self, Live, State};
+use crate::cache::Cache;
 use crate::config::{Config, Server};
+use crate::forward::{Forward, Forwarding};
 use crate::metrics::Metrics;
 use crate::query::cluster::Cluster;
-use crate::query::{tcp, udp, Block, Handler, Router};
+use crate::query::local::{Hosts, ZoneFile};
+use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
 use crate::store::Store;
 use crate::watch;
 
@@ -27,42 +36,57 @@ pub enum AppError {
     },
 }
 
+/// Listeners are grouped by port and `bind` addresses.
+type GroupKey = (u16, Vec<IpAddr>);
+
+/// A running cluster source, reused by a reload whose `kubernetes` block
+/// is unchanged.
+struct Source {
+    store: Arc<Store>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// One listener group: its handler, its stop switch and threads, and
+/// the addresses it is bound to.
+struct Group {
+    handler: Arc<Handler>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    bound: Vec<SocketAddr>,
+}
+
+/// Everything a configuration runs, built beside the running one.
+struct Built {
+    routers: BTreeMap<GroupKey, Router>,
+    live: Live,
+    /// Loop probes to send once listening: (group, probe, zone).
+    probes: Vec<(GroupKey, Arc<LoopProbe>, Name)>,
+}
+
+struct Runtime {
+    metrics: Arc<Metrics>,
+    sources: HashMap<String, Source>,
+    groups: BTreeMap<GroupKey, Group>,
+    epoch: u64,
+    workers: usize,
+}
+
 /// Runs the server until `shutdown` completes, then drains and returns.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
-    let metrics = Arc::new(Metrics::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut stores = Vec::new();
-    let mut groups: BTreeMap<(u16, Vec<IpAddr>), Vec<Block>> = BTreeMap::new();
-    for server in &config.servers {
-        let block = block(server, &mut stores, &metrics);
-        groups
-            .entry((server.port, server.bind.clone()))
-            .or_default()
-            .push(block);
-    }
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut threads = Vec::new();
-    for ((port, bind), blocks) in groups {
-        let handler = Arc::new(Handler {
-            router: Router { blocks },
-            metrics: metrics.clone(),
-        });
-        for ip in listen_ips(&bind) {
-            let addr = SocketAddr::new(ip, port);
-            match listen(addr, workers, &handler, &stop) {
-                Ok(t) => threads.extend(t),
-                Err(e) if bind.is_empty() && ip.is_ipv6() => {
-                    tracing::warn!("{e}; serving IPv4 only")
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
+    let mut rt = Runtime {
+        metrics: Arc::new(Metrics::default()),
+        sources: HashMap::new(),
+        groups: BTreeMap::new(),
+        epoch: 0,
+        workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+    };
+    let built = rt.build(&config);
     let state = Arc::new(State {
-        stores,
-        metrics,
+        live: arc_swap::ArcSwap::from_pointee(Live::default()),
+        metrics: rt.metrics.clone(),
         lameduck: AtomicBool::new(false),
     });
+    rt.switch(built, &state)?;
     let (health, ready, prom) = (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus);
     for (addr, endpoints) in admin::plan(health, ready, prom) {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -84,35 +108,267 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         }
         tokio::spawn(admin::serve(listener, endpoints, state.clone()));
     }
-    shutdown.await;
     let lameduck = config.health.as_ref().map(|h| h.lameduck).unwrap_or_default();
+    match config.reload {
+        Some((interval, jitter)) => {
+            tokio::select! {
+                () = shutdown => {}
+                () = reload_loop(&mut rt, &state, config, interval, jitter) => {}
+            }
+        }
+        None => shutdown.await,
+    }
     state.lameduck.store(true, Ordering::Relaxed);
     if !lameduck.is_zero() {
         tracing::info!("lameduck for {lameduck:?}: still answering, health and readiness failing");
         tokio::time::sleep(lameduck).await;
     }
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        let _ = tokio::task::spawn_blocking(move || t.join()).await;
+    for (_, group) in std::mem::take(&mut rt.groups) {
+        group.stop.store(true, Ordering::Relaxed);
+        for t in group.threads {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
     }
     tracing::info!("stopped");
     Ok(())
 }
 
-/// The query-side view of one server block; starts its cluster source.
-fn block(server: &Server, stores: &mut Vec<Arc<Store>>, metrics: &Arc<Metrics>) -> Block {
-    let cluster = server.kubernetes.as_ref().map(|k| {
-        let cfg = Arc::new(k.clone());
-        let store = Arc::new(Store::default());
-        stores.push(store.clone());
-        watch::start(cfg.clone(), store.clone(), metrics.clone());
-        Cluster::new(cfg, store)
-    });
-    Block {
-        zones: server.zones.clone(),
-        cluster,
-        log: server.log,
+/// Checks the Corefile every `interval` (± `jitter`); a changed file that
+/// loads replaces the running configuration, one that does not is logged
+/// and counted while the old one keeps serving.
+async fn reload_loop(
+    rt: &mut Runtime,
+    state: &Arc<State>,
+    mut config: Config,
+    mut interval: Duration,
+    mut jitter: Duration,
+) {
+    let read = |c: &Config| std::fs::read(&c.path).ok();
+    let mut last = read(&config);
+    loop {
+        let spread = jitter.as_secs_f64() * (fastrand::f64() * 2.0 - 1.0);
+        tokio::time::sleep(Duration::from_secs_f64((interval.as_secs_f64() + spread).max(1.0))).await;
+        let now = read(&config);
+        if now == last {
+            continue;
+        }
+        last = now;
+        match crate::config::load(&config.path, config.default_port) {
+            Err(errors) => {
+                rt.metrics.reload_failed.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(target: "reload", "{} did not load; still running the previous configuration:\n{errors}", config.path.display());
+            }
+            Ok(new) => {
+                if (new.health.as_ref().map(|h| h.addr), new.ready, new.prometheus)
+                    != (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus)
+                {
+                    tracing::warn!(target: "reload", "health, ready and prometheus addresses change only on restart");
+                }
+                let built = rt.build(&new);
+                match rt.switch(built, state) {
+                    Ok(()) => tracing::info!(target: "reload", "reloaded {}", new.path.display()),
+                    Err(e) => {
+                        rt.metrics.reload_failed.fetch_add(1, Ordering::Relaxed);
+                        tracing::error!(target: "reload", "{e}; listeners that did bind serve the new configuration");
+                    }
+                }
+                if let Some((i, j)) = new.reload {
+                    (interval, jitter) = (i, j);
+                }
+                config = new;
+            }
+        }
     }
+}
+
+impl Runtime {
+    /// Builds the routers of `config`, reusing running cluster sources
+    /// whose `kubernetes` block is unchanged.
+    fn build(&mut self, config: &Config) -> Built {
+        self.epoch += 1;
+        let mut built = Built {
+            routers: BTreeMap::new(),
+            live: Live::default(),
+            probes: Vec::new(),
+        };
+        let mut kept: HashMap<String, Source> = HashMap::new();
+        for server in &config.servers {
+            let key = (server.port, server.bind.clone());
+            let block = self.block(server, &mut kept, &mut built, &key);
+            built
+                .routers
+                .entry(key)
+                .or_insert_with(|| Router {
+                    blocks: Vec::new(),
+                    epoch: self.epoch,
+                })
+                .blocks
+                .push(block);
+        }
+        for (_, old) in std::mem::replace(&mut self.sources, kept) {
+            old.task.abort();
+        }
+        built
+    }
+
+    fn block(
+        &mut self,
+        server: &Server,
+        kept: &mut HashMap<String, Source>,
+        built: &mut Built,
+        key: &GroupKey,
+    ) -> Block {
+        let cluster = server.kubernetes.as_ref().map(|k| {
+            let id = format!("{k:?}");
+            let source = kept
+                .remove(&id)
+                .or_else(|| self.sources.remove(&id))
+                .unwrap_or_else(|| {
+                    let cfg = Arc::new(k.clone());
+                    let store = Arc::new(Store::default());
+                    let task = watch::start(cfg, store.clone(), self.metrics.clone());
+                    Source { store, task }
+                });
+            let store = source.store.clone();
+            built.live.stores.push(store.clone());
+            kept.insert(id, source);
+            Cluster::new(Arc::new(k.clone()), store)
+        });
+        let forwarding = (!server.forward.is_empty()).then(|| {
+            let chain = server
+                .forward
+                .iter()
+                .cloned()
+                .map(|f| Arc::new(Forward::new(f)))
+                .collect();
+            let mut cache_cfg = server.cache.clone();
+            if let Some(c) = cache_cfg.as_mut().filter(|c| c.zones.is_empty()) {
+                c.zones = server.zones.clone();
+            }
+            let label = format!("dns://{}:{}", crate::config::spaced(&server.zones, "."), server.port);
+            Arc::new(Forwarding::new(
+                label,
+                chain,
+                cache_cfg.map(Cache::new),
+                self.metrics.clone(),
+            ))
+        });
+        if let Some(f) = &forwarding {
+            built.live.forwardings.push(f.clone());
+        }
+        let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
+        if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
+            built.probes.push((key.clone(), p.clone(), zone.clone()));
+        }
+        Block {
+            zones: server.zones.clone(),
+            hosts: server.hosts.clone().map(Hosts::new),
+            files: server.files.iter().cloned().map(ZoneFile::new).collect(),
+            cluster,
+            forwarding,
+            loop_probe,
+            log: server.log.clone(),
+            loadbalance: server.loadbalance,
+        }
+    }
+
+    /// Puts `built` in service: routers of existing listener groups are
+    /// swapped (in-flight queries finish on the old one), new groups are
+    /// bound, groups no longer configured are stopped.
+    fn switch(&mut self, built: Built, state: &State) -> Result<(), AppError> {
+        let Built { routers, live, probes } = built;
+        state.live.store(Arc::new(live));
+        let gone: Vec<GroupKey> = self
+            .groups
+            .keys()
+            .filter(|k| !routers.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(g) = self.groups.remove(&key) {
+                g.stop.store(true, Ordering::Relaxed);
+                tracing::info!("closing listeners on port {} (no longer configured)", key.0);
+            }
+        }
+        let mut result = Ok(());
+        for (key, router) in routers {
+            if let Some(g) = self.groups.get(&key) {
+                g.handler.router.store(Arc::new(router));
+                continue;
+            }
+            match self.open(&key, router) {
+                Ok(g) => {
+                    self.groups.insert(key, g);
+                }
+                Err(e) => result = Err(e),
+            }
+        }
+        for (key, probe, zone) in probes {
+            if let Some(addr) = self.groups.get(&key).and_then(|g| g.bound.first().copied()) {
+                send_probe(addr, &probe, &zone, &self.groups[&key].handler);
+            }
+        }
+        result
+    }
+
+    fn open(&self, (port, bind): &GroupKey, router: Router) -> Result<Group, AppError> {
+        let handler = Arc::new(Handler::new(router, self.metrics.clone()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut group = Group {
+            handler,
+            stop,
+            threads: Vec::new(),
+            bound: Vec::new(),
+        };
+        for ip in listen_ips(bind) {
+            let addr = SocketAddr::new(ip, *port);
+            match listen(addr, self.workers, &group.handler, &group.stop) {
+                Ok((bound, t)) => {
+                    group.threads.extend(t);
+                    group.bound.push(bound);
+                }
+                Err(e) if bind.is_empty() && ip.is_ipv6() => tracing::warn!("{e}; serving IPv4 only"),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(group)
+    }
+}
+
+/// Sends the `loop` plugin's probe (`<random>.<random>.<zone> HINFO`) to
+/// our own listener; if it comes back through an upstream, the block's
+/// router notices.
+fn send_probe(addr: SocketAddr, probe: &LoopProbe, zone: &Name, handler: &Handler) {
+    let label = || Name::from_ascii(fastrand::u64(..).to_string()).unwrap_or_else(|_| Name::root());
+    let Ok(name) = label().append_name(&label()).and_then(|n| n.append_name(zone)) else {
+        return;
+    };
+    if let Ok(mut n) = probe.name.lock() {
+        *n = Some(name.clone());
+    }
+    for block in &handler.router.load().blocks {
+        if let Some(f) = &block.forwarding {
+            if let Ok(mut p) = f.probe.lock() {
+                p.0 = Some(name.clone());
+            }
+        }
+    }
+    let target = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => SocketAddr::from(([127, 0, 0, 1], addr.port())),
+        ip if ip.is_unspecified() => SocketAddr::from((IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]), addr.port())),
+        _ => addr,
+    };
+    tokio::spawn(async move {
+        let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
+        m.metadata.recursion_desired = true;
+        m.add_query(Query::query(name, RecordType::HINFO));
+        let (Ok(bytes), Ok(socket)) = (m.to_vec(), tokio::net::UdpSocket::bind((target.ip(), 0)).await) else {
+            return;
+        };
+        let _ = socket.send_to(&bytes, target).await;
+        let mut buf = [0u8; 512];
+        let _ = tokio::time::timeout(Duration::from_secs(10), socket.recv(&mut buf)).await;
+    });
 }
 
 fn listen_ips(bind: &[IpAddr]) -> Vec<IpAddr> {
@@ -130,7 +386,7 @@ fn listen(
     workers: usize,
     handler: &Arc<Handler>,
     stop: &Arc<AtomicBool>,
-) -> Result<Vec<std::thread::JoinHandle<()>>, AppError> {
+) -> Result<(SocketAddr, Vec<std::thread::JoinHandle<()>>), AppError> {
     let (bound, threads) =
         udp::start(addr, workers, handler.clone(), stop.clone()).map_err(|source| AppError::Bind {
             proto: "udp",
@@ -150,5 +406,5 @@ fn listen(
         tcp::MAX_CONNECTIONS,
         stop.clone(),
     ));
-    Ok(threads)
+    Ok((bound, threads))
 }

@@ -23,7 +23,9 @@
 
 pub mod admin;
 pub mod app;
+pub mod cache;
 pub mod config;
+pub mod forward;
 pub mod metrics;
 pub mod query;
 pub mod store;

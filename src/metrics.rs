@@ -53,7 +53,7 @@ pub fn rcode_name(rcode: ResponseCode) -> String {
 
 /// Writes one metric family whose series differ in one label's value
 /// (`label` empty: one series without labels).
-fn family<'a, V: std::fmt::Display>(
+pub(crate) fn family<'a, V: std::fmt::Display>(
     s: &mut String,
     name: &str,
     kind: &str,
@@ -210,6 +210,8 @@ pub struct Metrics {
     truncated: [AtomicU64; 2],
     dropped: [AtomicU64; 2],
     tcp_rejected: AtomicU64,
+    /// Corefile reloads that failed (the old configuration kept running).
+    pub reload_failed: AtomicU64,
     pub watch: Watch,
 }
 
@@ -281,6 +283,15 @@ impl Metrics {
             help,
             "",
             [("", self.tcp_rejected.load(Relaxed))],
+        );
+        let help = "Corefile reloads that failed; the previous configuration keeps running.";
+        family(
+            &mut s,
+            "coredns_reload_failed_total",
+            "counter",
+            help,
+            "",
+            [("", self.reload_failed.load(Relaxed))],
         );
         let help = "Whether every watched kind has been listed once.";
         family(

@@ -8,9 +8,12 @@
 
 pub mod args;
 pub mod blocks;
+pub mod cache;
+pub mod forward;
 pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
+pub mod local;
 pub mod plugins;
 
 use std::fmt;
@@ -53,11 +56,15 @@ pub struct ConfigErrors(pub Vec<ConfigError>);
 #[derive(Debug, Clone)]
 pub struct Config {
     pub path: PathBuf,
+    /// The port of keys that name none (`-dns.port`), kept for reloads.
+    pub default_port: u16,
     pub servers: Vec<Server>,
     /// `health [ADDR]`, with its lameduck duration.
     pub health: Option<plugins::Health>,
     pub ready: Option<SocketAddr>,
     pub prometheus: Option<SocketAddr>,
+    /// `reload INTERVAL JITTER`.
+    pub reload: Option<(std::time::Duration, std::time::Duration)>,
 }
 
 /// One server block: the zones it serves on a port and its plugin chain.
@@ -68,8 +75,16 @@ pub struct Server {
     /// Addresses from `bind`; empty means every address.
     pub bind: Vec<IpAddr>,
     pub errors: bool,
-    pub log: bool,
+    pub log: Option<local::LogConfig>,
     pub kubernetes: Option<KubernetesConfig>,
+    /// `forward` directives, tried in order (`next` passes on to the next).
+    pub forward: Vec<forward::ForwardConfig>,
+    pub cache: Option<cache::CacheConfig>,
+    pub hosts: Option<local::HostsConfig>,
+    pub files: Vec<local::FileConfig>,
+    /// `loop`: `Some(exit)` when loops are detected.
+    pub loop_detect: Option<bool>,
+    pub loadbalance: bool,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name
@@ -80,10 +95,12 @@ pub fn load(path: &Path, default_port: u16) -> Result<Config, ConfigErrors> {
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut config = Config {
         path: path.to_path_buf(),
+        default_port,
         servers: Vec::new(),
         health: None,
         ready: None,
         prometheus: None,
+        reload: None,
     };
     for block in &raw {
         if let Some(server) = plugins::server(block, default_port, &dir, &mut config, &mut errors) {
@@ -141,10 +158,53 @@ impl fmt::Display for Config {
         for s in &self.servers {
             writeln!(f, "server {} port {}", spaced(&s.zones, ""), s.port)?;
             writeln!(f, "  bind {}", spaced(&s.bind, "(all addresses)"))?;
-            writeln!(f, "  errors {}  log {}", s.errors, s.log)?;
+            writeln!(f, "  errors {}  log {}", s.errors, s.log.is_some())?;
             if let Some(k) = &s.kubernetes {
                 plugins::describe_kubernetes(f, k)?;
             }
+            for fw in &s.forward {
+                writeln!(
+                    f,
+                    "  forward {} {}  policy {:?}  read_timeout {:?}  max_fails {}  max_concurrent {}{}{}",
+                    fw.from,
+                    spaced(&fw.to, ""),
+                    fw.policy,
+                    fw.read_timeout,
+                    fw.max_fails,
+                    fw.max_concurrent,
+                    if fw.force_tcp { "  force_tcp" } else { "" },
+                    if fw.prefer_udp { "  prefer_udp" } else { "" },
+                )?;
+            }
+            if let Some(c) = &s.cache {
+                writeln!(
+                    f,
+                    "  cache {}  success {}/{}s  denial {}/{}s  prefetch {:?}  serve_stale {:?}",
+                    spaced(&c.zones, "(block zones)"),
+                    c.success.capacity,
+                    c.success.max_ttl,
+                    c.denial.capacity,
+                    c.denial.max_ttl,
+                    c.prefetch,
+                    c.serve_stale
+                )?;
+            }
+            if let Some(h) = &s.hosts {
+                let file = h.file.as_ref().map_or("(inline)".into(), |p| p.display().to_string());
+                writeln!(f, "  hosts {file}  {} inline entries  ttl {}", h.inline.len(), h.ttl)?;
+            }
+            for z in &s.files {
+                writeln!(f, "  file {} {}", z.path.display(), spaced(&z.zones, ""))?;
+            }
+            if let Some(exit) = s.loop_detect {
+                writeln!(f, "  loop{}", if exit { " (exit on loop)" } else { "" })?;
+            }
+            if s.loadbalance {
+                writeln!(f, "  loadbalance")?;
+            }
+        }
+        if let Some((interval, jitter)) = self.reload {
+            writeln!(f, "reload every {interval:?} ± {jitter:?}")?;
         }
         if let Some(h) = &self.health {
             writeln!(f, "health {} lameduck {:?}", h.addr, h.lameduck)?;

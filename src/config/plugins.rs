@@ -12,13 +12,17 @@ use hickory_proto::rr::Name;
 use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
-use super::{kubernetes, spaced, Config, ConfigError, KubernetesConfig, Server, Source};
+use super::{cache, forward, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig, Server, Source};
 
 /// Directives this build implements.
-pub const SUPPORTED: &[&str] = &["bind", "errors", "log", "health", "ready", "prometheus", "kubernetes"];
-
-/// CoreDNS directives that a later release of clusterdns brings.
-pub const NOT_YET: &[&str] = &[
+pub const SUPPORTED: &[&str] = &[
+    "bind",
+    "errors",
+    "log",
+    "health",
+    "ready",
+    "prometheus",
+    "kubernetes",
     "forward",
     "cache",
     "loop",
@@ -26,7 +30,22 @@ pub const NOT_YET: &[&str] = &[
     "loadbalance",
     "hosts",
     "file",
-    "autopath",
+];
+
+/// CoreDNS directives that a later release of clusterdns brings.
+pub const NOT_YET: &[&str] = &["autopath"];
+
+/// Directives that take an options block.
+const WITH_OPTIONS: &[&str] = &[
+    "kubernetes",
+    "health",
+    "errors",
+    "log",
+    "forward",
+    "cache",
+    "hosts",
+    "file",
+    "loop",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -68,8 +87,14 @@ pub fn server(
         port: port.flatten().unwrap_or(default_port),
         bind: Vec::new(),
         errors: false,
-        log: false,
+        log: None,
         kubernetes: None,
+        forward: Vec::new(),
+        cache: None,
+        hosts: None,
+        files: Vec::new(),
+        loop_detect: None,
+        loadbalance: false,
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
@@ -80,8 +105,7 @@ pub fn server(
 fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config, errors: &mut Vec<ConfigError>) {
     let a = Args::from(d);
     let name = d.name.text.as_str();
-    if !d.options.is_empty() && SUPPORTED.contains(&name) && !matches!(name, "kubernetes" | "health" | "errors" | "log")
-    {
+    if !d.options.is_empty() && SUPPORTED.contains(&name) && !WITH_OPTIONS.contains(&name) {
         errors.push(ConfigError::new(
             &d.options[0].name.pos,
             format!("{name}: takes no options block"),
@@ -100,10 +124,27 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             no_options(d, errors);
             server.errors = true;
         }
-        "log" => {
-            no_options(d, errors);
-            server.log = true;
+        "log" => server.log = Some(local::log(d, errors)),
+        "forward" => server.forward.extend(forward::parse(d, dir, errors)),
+        "cache" => {
+            if server.cache.is_some() {
+                errors.push(ConfigError::new(a.pos(), "cache: only one per server block"));
+            }
+            server.cache = cache::parse(d, errors);
         }
+        "hosts" => {
+            if server.hosts.is_some() {
+                errors.push(ConfigError::new(a.pos(), "hosts: only one per server block"));
+            }
+            server.hosts = local::hosts(d, &server.zones, dir, errors);
+        }
+        "file" => server.files.extend(local::file(d, &server.zones, dir, errors)),
+        "loop" => server.loop_detect = Some(local::loop_exit(d, errors)),
+        "loadbalance" => {
+            local::loadbalance(d, errors);
+            server.loadbalance = true;
+        }
+        "reload" => config.reload = local::reload(d, errors).or(config.reload),
         "health" if a.count(0, 1, errors) => config.health = health(d, errors).or(config.health.take()),
         "ready" if a.count(0, 1, errors) => {
             config.ready = addr_or(d, 8181, errors).or(config.ready);

@@ -41,43 +41,55 @@ fn the_demo_corefile_loads() {
 }
 
 #[test]
-fn kubeadm_default_names_each_directive_not_yet_supported() {
-    // kubeadm's default Corefile (v1.33).
-    let text = r#".:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-       max_concurrent 1000
-    }
-    cache 30 {
-       disable success cluster.local
-       disable denial cluster.local
-    }
-    loop
-    reload
-    loadbalance
+fn kubeadm_default_loads_unchanged() {
+    // kubeadm's default Corefile (v1.33), with its resolv.conf beside it.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/zones/kubeadm.Corefile"))
+        .expect("zones/kubeadm.Corefile")
+        .replace("/etc/resolv.conf", "resolv.conf");
+    let path = corefile("kubeadm", &text);
+    let dir = path.parent().expect("dir");
+    std::fs::write(
+        dir.join("resolv.conf"),
+        "search x\nnameserver 10.0.0.2\nnameserver 10.0.0.3\n",
+    )
+    .expect("write");
+    let cfg = load(&path, 53).expect("kubeadm's Corefile loads");
+    let s = &cfg.servers[0];
+    assert_eq!(s.forward.len(), 1);
+    assert_eq!(s.forward[0].to.len(), 2);
+    assert_eq!(s.forward[0].max_concurrent, 1000);
+    let cache = s.cache.as_ref().expect("cache");
+    assert_eq!((cache.success.max_ttl, cache.denial.max_ttl), (30, 30));
+    let local = Name::from_ascii("web.default.svc.cluster.local.").expect("name");
+    let outside = Name::from_ascii("example.org.").expect("name");
+    assert!(!cache.caches(&local, false) && !cache.caches(&local, true));
+    assert!(cache.caches(&outside, false) && cache.caches(&outside, true));
+    assert_eq!(s.loop_detect, Some(false));
+    assert!(s.loadbalance);
+    assert_eq!(cfg.reload.map(|r| r.0.as_secs()), Some(30));
 }
-"#;
-    let errors = errors_of("kubeadm", text);
-    let want_lines = [
-        "Corefile:13:5: directive 'forward'",
-        "Corefile:16:5: directive 'cache'",
-        "Corefile:20:5: directive 'loop'",
-        "Corefile:21:5: directive 'reload'",
-        "Corefile:22:5: directive 'loadbalance'",
+
+#[test]
+fn forward_and_cache_options_are_checked() {
+    let text = ".:53 {\n    forward . 10.0.0.1 tls://1.1.1.1 nofile {\n        policy fastest\n        read_timeout 0s\n        next BOGUS\n        health_check 1s sideways\n        force_tcp\n        prefer_udp\n    }\n    cache 30 {\n        serve_stale 1h sometimes\n        disable neither\n        prefetch 2 1m 500%\n    }\n    reload 1s\n    log {nonsense}\n}\n";
+    let errors = errors_of("forward-errors", text);
+    let want = [
+        "Corefile:2:24: forward: 'tls://1.1.1.1': DNS over TLS upstreams are not supported",
+        "Corefile:2:38: forward: 'nofile' is not an address (IP[:PORT]) nor a readable resolv.conf file",
+        "Corefile:3:16: policy: 'fastest' is not one of random, round_robin, sequential",
+        "Corefile:4:22: read_timeout: must be above 0",
+        "Corefile:5:14: next: 'BOGUS' is not an rcode",
+        "Corefile:6:25: health_check: unknown option 'sideways'",
+        "Corefile:2:5: forward: force_tcp and prefer_udp exclude each other",
+        "Corefile:11:24: serve_stale: 'sometimes' is not immediate or verify",
+        "Corefile:12:17: disable: 'neither' is not success or denial",
+        "Corefile:13:23: prefetch: percentage must be 1%..100%",
+        "Corefile:15:5: reload: interval must be at least 2s",
+        "Corefile:16:9: log: format '{nonsense}' is not supported",
     ];
-    assert_eq!(errors.len(), want_lines.len(), "{errors:#?}");
-    for (got, want) in errors.iter().zip(want_lines) {
-        assert!(got.starts_with(want), "{got} should start with {want}");
+    assert_eq!(errors.len(), want.len(), "{errors:#?}");
+    for (got, want) in errors.iter().zip(want) {
+        assert!(got.starts_with(want), "{got}\n  should start with\n{want}");
     }
 }
 
@@ -114,7 +126,7 @@ fn ports_imports_env_and_several_blocks() {
     assert_eq!(cfg.servers[0].zones[0].to_string(), "cluster.local.");
     assert!(cfg.servers[0].errors && cfg.servers[0].kubernetes.is_some());
     assert_eq!(cfg.servers[1].port, 1054);
-    assert!(cfg.servers[1].log);
+    assert!(cfg.servers[1].log.is_some());
 }
 
 #[test]

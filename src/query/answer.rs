@@ -12,14 +12,19 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 pub struct Answer {
     pub rcode: ResponseCode,
     pub authoritative: bool,
+    /// Flags relayed from an upstream answer.
+    pub recursion_available: bool,
+    pub authentic_data: bool,
+    /// The upstream answer was truncated: the client must see TC.
+    pub truncated: bool,
     pub answers: Vec<Record>,
     pub authority: Vec<Record>,
     pub additional: Vec<Record>,
     /// Whether the reply depends only on the question and the snapshot, so
     /// it may be replayed by [`super::memo`] until the next snapshot.
     pub memoizable: bool,
-    /// Whether the server block that answered has `log`.
-    pub log: bool,
+    /// How the server block that answered logs it (`log`).
+    pub log: Option<crate::config::local::LogStyle>,
 }
 
 impl Answer {
@@ -27,8 +32,11 @@ impl Answer {
     pub fn clear(&mut self) {
         self.rcode = ResponseCode::NoError;
         self.authoritative = false;
+        self.recursion_available = false;
+        self.authentic_data = false;
+        self.truncated = false;
         self.memoizable = false;
-        self.log = false;
+        self.log = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();
@@ -36,8 +44,44 @@ impl Answer {
 
     /// An error reply with no records.
     pub fn error(&mut self, rcode: ResponseCode) {
+        let log = self.log;
         self.clear();
         self.rcode = rcode;
+        self.log = log;
+    }
+
+    /// Drops what a plugin that passed the query on may have left.
+    pub fn clear_records(&mut self) {
+        self.error(ResponseCode::NoError);
+    }
+
+    /// Takes an upstream's (or the cache's) reply: its rcode, flags and
+    /// records, less its OPT record (ours is written by `finish`).
+    pub fn relay(&mut self, msg: &hickory_proto::op::Message) {
+        self.rcode = msg.metadata.response_code;
+        self.recursion_available = msg.metadata.recursion_available;
+        self.authentic_data = msg.metadata.authentic_data;
+        self.truncated = msg.metadata.truncation;
+        self.answers.extend(msg.answers.iter().cloned());
+        self.authority.extend(msg.authorities.iter().cloned());
+        self.additional.extend(
+            msg.additionals
+                .iter()
+                .filter(|r| r.record_type() != RecordType::OPT)
+                .cloned(),
+        );
+    }
+
+    /// Shuffles A and AAAA records among themselves, keeping every other
+    /// record (CNAMEs first) in place (`loadbalance`).
+    pub fn shuffle_addresses(&mut self) {
+        let slots: Vec<usize> = (0..self.answers.len())
+            .filter(|i| matches!(self.answers[*i].record_type(), RecordType::A | RecordType::AAAA))
+            .collect();
+        for k in (1..slots.len()).rev() {
+            let j = fastrand::usize(..=k);
+            self.answers.swap(slots[k], slots[j]);
+        }
     }
 }
 

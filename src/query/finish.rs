@@ -80,6 +80,9 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
     meta.recursion_desired = echo.meta.recursion_desired;
     meta.checking_disabled = echo.meta.checking_disabled;
     meta.authoritative = answer.authoritative;
+    meta.recursion_available = answer.recursion_available;
+    meta.authentic_data = answer.authentic_data;
+    let truncated = truncated || answer.truncated;
     meta.truncation = truncated;
     meta.response_code = answer.rcode;
     place.replace(&mut enc, Header { metadata: meta, counts })?;

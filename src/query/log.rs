@@ -1,5 +1,6 @@
 //! The `log` directive: one line per answered query, in CoreDNS's
-//! `{common}` format, written to stdout:
+//! `{common}` or `{combined}` format (common plus `"{>opcode}"`), written
+//! to stdout, for the classes of answers asked for:
 //!
 //! ```text
 //! [INFO] {remote}:{port} - {id} "{type} {class} {name} {proto} {size} {do} {bufsize}" {rcode} {rflags} {rsize} {duration}
@@ -14,12 +15,26 @@ use std::time::Instant;
 
 use hickory_proto::op::{Message, ResponseCode};
 
+use crate::config::local::LogStyle;
 use crate::metrics::{rcode_name, Transport};
 
-/// Writes the log line for `request` answered with `reply`.
-pub fn query(peer: SocketAddr, t: Transport, request: &[u8], reply: &[u8], rcode: ResponseCode, started: Instant) {
+/// Writes the log line for `request` answered with `reply`, if `style`
+/// logs its class.
+pub fn query(
+    style: LogStyle,
+    peer: SocketAddr,
+    t: Transport,
+    request: &[u8],
+    reply: &[u8],
+    rcode: ResponseCode,
+    started: Instant,
+) {
+    let answers = reply.get(6..8).map_or(0, |c| u16::from_be_bytes([c[0], c[1]]));
+    if !style.logs(rcode, answers) {
+        return;
+    }
     let Ok(req) = Message::from_vec(request) else { return };
-    let line = format_line(
+    let mut line = format_line(
         peer,
         t,
         &req,
@@ -28,7 +43,21 @@ pub fn query(peer: SocketAddr, t: Transport, request: &[u8], reply: &[u8], rcode
         rcode,
         started.elapsed().as_secs_f64(),
     );
+    if style.combined {
+        line.push_str(&format!(" \"{}\"", op_name(req.metadata.op_code)));
+    }
     let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+fn op_name(op: hickory_proto::op::OpCode) -> &'static str {
+    use hickory_proto::op::OpCode;
+    match op {
+        OpCode::Query => "QUERY",
+        OpCode::Status => "STATUS",
+        OpCode::Notify => "NOTIFY",
+        OpCode::Update => "UPDATE",
+        _ => "OTHER",
+    }
 }
 
 fn format_line(

@@ -108,7 +108,7 @@ fn opt(packet: &[u8], at: &mut usize) -> Option<ClientEdns> {
 pub struct Outcome {
     pub rcode: ResponseCode,
     pub truncated: bool,
-    pub log: bool,
+    pub log: Option<crate::config::local::LogStyle>,
 }
 
 struct Entry {
@@ -255,7 +255,7 @@ mod tests {
         let outcome = Outcome {
             rcode: ResponseCode::NoError,
             truncated: false,
-            log: false,
+            log: None,
         };
         let mut buf = Vec::new();
         for i in 0..MAX_ENTRIES / 2 {
@@ -288,7 +288,7 @@ mod tests {
         let outcome = Outcome {
             rcode: ResponseCode::NoError,
             truncated: false,
-            log: false,
+            log: None,
         };
         memo.remember(&k, 1, &[0u8; 12], outcome);
         assert_eq!(memo.replay(&k, &q, 1, &mut Vec::new()), None);
@@ -304,7 +304,7 @@ mod tests {
         let outcome = Outcome {
             rcode: ResponseCode::NoError,
             truncated: false,
-            log: false,
+            log: None,
         };
         memo.remember(&k, 1, &reply, outcome);
         let mut second = packet("WEB.cluster.local.", None);

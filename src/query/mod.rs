@@ -10,7 +10,9 @@
 
 pub mod answer;
 pub mod cluster;
+pub mod defer;
 pub mod finish;
+pub mod local;
 pub mod log;
 pub mod memo;
 pub mod request;
@@ -27,7 +29,7 @@ use crate::metrics::{Metrics, Transport};
 pub use answer::Answer;
 use finish::Echo;
 use request::Checked;
-pub use route::{Block, Router};
+pub use route::{Block, LoopProbe, Routed, Router};
 
 /// Per-worker scratch space, reused for every query it handles.
 #[derive(Default)]
@@ -40,34 +42,70 @@ pub struct Scratch {
 
 /// Answers one query for the blocks of one listener.
 pub struct Handler {
-    pub router: Router,
+    /// Swapped whole by a reload; each query uses the one it loaded.
+    pub router: arc_swap::ArcSwap<Router>,
     pub metrics: std::sync::Arc<Metrics>,
 }
 
+/// What the full path did with a message.
+enum Full {
+    Reply(memo::Outcome),
+    /// No reply (dropped packet).
+    Nothing,
+    /// Handed to a task that replies later.
+    Later,
+}
+
 impl Handler {
+    pub fn new(router: Router, metrics: std::sync::Arc<Metrics>) -> Handler {
+        Handler {
+            router: arc_swap::ArcSwap::from_pointee(router),
+            metrics,
+        }
+    }
+
     /// Handles one message from `peer`; the reply is left in
-    /// `scratch.out`. Returns false when nothing is to be sent (the packet
-    /// is dropped). Plain repeated questions are replayed from the memo.
-    pub fn handle(&self, bytes: &[u8], peer: SocketAddr, transport: Transport, scratch: &mut Scratch) -> bool {
-        let started = self.router.logs().then(Instant::now);
+    /// `scratch.out`. Returns false when nothing is to be sent now (the
+    /// packet is dropped, or a task answers it later through `sink`).
+    /// Plain repeated questions are replayed from the memo.
+    pub fn handle(
+        &self,
+        bytes: &[u8],
+        peer: SocketAddr,
+        transport: Transport,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) -> bool {
+        let router = self.router.load();
+        let started = router.logs().then(Instant::now);
         let Some(key) = memo::Key::parse(bytes, transport, &mut scratch.key) else {
-            let Some(outcome) = self.answer(bytes, transport, scratch) else {
-                self.metrics.dropped(transport);
-                return false;
+            return match self.answer(&router, bytes, peer, transport, scratch, sink) {
+                Full::Reply(outcome) => {
+                    self.finish(peer, transport, bytes, outcome, started, scratch);
+                    true
+                }
+                Full::Nothing => {
+                    self.metrics.dropped(transport);
+                    false
+                }
+                Full::Later => false,
             };
-            self.finish(peer, transport, bytes, outcome, started, scratch);
-            return true;
         };
-        let generation = self.router.generation();
+        let generation = router.generation();
         let outcome = match scratch.memo.replay(&key, bytes, generation, &mut scratch.out) {
             Some(outcome) => outcome,
             None => {
-                let Some(outcome) = self.answer(bytes, transport, scratch) else {
-                    // not reached (a memo-eligible packet always gets a reply), but never
-                    // send a previous query's bytes
-                    key.recycle(&mut scratch.key);
-                    self.metrics.dropped(transport);
-                    return false;
+                let outcome = match self.answer(&router, bytes, peer, transport, scratch, sink) {
+                    Full::Reply(outcome) => outcome,
+                    Full::Nothing => {
+                        key.recycle(&mut scratch.key);
+                        self.metrics.dropped(transport);
+                        return false;
+                    }
+                    Full::Later => {
+                        key.recycle(&mut scratch.key);
+                        return false;
+                    }
                 };
                 if scratch.answer.memoizable {
                     scratch.memo.remember(&key, generation, &scratch.out, outcome);
@@ -91,18 +129,33 @@ impl Handler {
         s: &Scratch,
     ) {
         self.metrics.answered(t, o.rcode, o.truncated);
-        if o.log {
-            log::query(peer, t, bytes, &s.out, o.rcode, started.unwrap_or_else(Instant::now));
+        if let Some(style) = o.log {
+            log::query(
+                style,
+                peer,
+                t,
+                bytes,
+                &s.out,
+                o.rcode,
+                started.unwrap_or_else(Instant::now),
+            );
         }
     }
 
-    /// The full path: decode, check, route, answer, encode. `None` when
-    /// the packet gets no reply.
-    fn answer(&self, bytes: &[u8], transport: Transport, scratch: &mut Scratch) -> Option<memo::Outcome> {
+    /// The full path: decode, check, route, answer, encode.
+    fn answer(
+        &self,
+        router: &Router,
+        bytes: &[u8],
+        peer: SocketAddr,
+        transport: Transport,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) -> Full {
         let Scratch { answer, out, .. } = scratch;
         answer.clear();
         let (meta, query, edns) = match request::check(bytes) {
-            Checked::Drop => return None,
+            Checked::Drop => return Full::Nothing,
             Checked::Reject {
                 meta,
                 query,
@@ -113,7 +166,23 @@ impl Handler {
                 (meta, query, edns)
             }
             Checked::Query(req) => {
-                self.router.answer(&req.query, answer);
+                let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
+                let routed = router.answer(&req.query, dnssec_ok, req.meta.checking_disabled, answer);
+                if let Routed::Forward(forwarding, loadbalance) = routed {
+                    forwarding.submit(defer::Job {
+                        request: bytes.to_vec(),
+                        meta: req.meta,
+                        query: req.query,
+                        edns: req.edns,
+                        transport,
+                        peer,
+                        sink: sink(),
+                        log: answer.log,
+                        loadbalance,
+                        started: Instant::now(),
+                    });
+                    return Full::Later;
+                }
                 (req.meta, Some(req.query), req.edns)
             }
         };
@@ -127,7 +196,10 @@ impl Handler {
             edns,
         };
         let truncated = finish::write(out, &echo, answer, limit);
-        (!out.is_empty()).then_some(memo::Outcome {
+        if out.is_empty() {
+            return Full::Nothing;
+        }
+        Full::Reply(memo::Outcome {
             rcode: answer.rcode,
             truncated,
             log: answer.log,

@@ -1,56 +1,97 @@
 //! Route a query to the server block with the longest matching zone, then
-//! through that block's plugin chain (today: `kubernetes`). A name no
-//! plugin answers is REFUSED: we are not a server for it.
+//! through that block's plugins in CoreDNS's order: `hosts`, `file`,
+//! `kubernetes`, then `forward` (behind `cache`). A name no plugin takes
+//! is REFUSED: we are not a server for it.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use hickory_proto::op::Query;
+use hickory_proto::rr::{Name, RecordType};
 
 use super::answer::Answer;
 use super::cluster::{Cluster, Outcome};
+use super::local::{Hosts, Local, ZoneFile};
 use super::UNHANDLED;
+use crate::config::local::LogConfig;
+use crate::forward::Forwarding;
+
+/// The `loop` plugin's state: the random probe name sent to ourselves at
+/// start, and how often it came in.
+pub struct LoopProbe {
+    pub name: Mutex<Option<Name>>,
+    seen: AtomicU32,
+    pub exit: bool,
+}
+
+impl LoopProbe {
+    pub fn new(exit: bool) -> LoopProbe {
+        LoopProbe {
+            name: Mutex::new(None),
+            seen: AtomicU32::new(0),
+            exit,
+        }
+    }
+
+    /// Counts `query` if it is the probe; true when it came back (a loop).
+    fn looped(&self, query: &Query) -> bool {
+        if query.query_type() != RecordType::HINFO {
+            return false;
+        }
+        let ours = self.name.lock().ok().is_some_and(|n| n.as_ref() == Some(query.name()));
+        ours && self.seen.fetch_add(1, Ordering::Relaxed) + 1 == 2
+    }
+}
 
 /// One server block's zones and plugins.
 pub struct Block {
-    pub zones: Vec<hickory_proto::rr::Name>,
+    pub zones: Vec<Name>,
+    pub hosts: Option<Hosts>,
+    pub files: Vec<ZoneFile>,
     pub cluster: Option<Cluster>,
-    /// `log`: one line per query answered by this block.
-    pub log: bool,
+    pub forwarding: Option<Arc<Forwarding>>,
+    pub loop_probe: Option<Arc<LoopProbe>>,
+    pub log: Option<LogConfig>,
+    pub loadbalance: bool,
+}
+
+/// Where a query went.
+pub enum Routed<'a> {
+    /// `out` holds the answer.
+    Done,
+    /// Not cached: forward it (and shuffle the answer: `loadbalance`).
+    Forward(&'a Arc<Forwarding>, bool),
 }
 
 /// The server blocks sharing one listener.
 pub struct Router {
     pub blocks: Vec<Block>,
+    /// Bumped by each reload, so memoized replies of the old config die.
+    pub epoch: u64,
 }
 
 impl Router {
-    /// The sum of the stores' generations: changes whenever any of them
-    /// publishes a snapshot.
+    /// Changes whenever any store publishes a snapshot or the config is
+    /// reloaded.
     pub fn generation(&self) -> u64 {
-        self.blocks
+        let stores: u64 = self
+            .blocks
             .iter()
             .filter_map(|b| b.cluster.as_ref())
             .map(|c| c.store.generation())
-            .sum()
+            .sum();
+        stores.wrapping_add(self.epoch << 40)
     }
 
     /// Whether any block logs queries (so the clock is read per query
     /// only when a log line needs the duration).
     pub fn logs(&self) -> bool {
-        self.blocks.iter().any(|b| b.log)
+        self.blocks.iter().any(|b| b.log.is_some())
     }
 
-    /// Fills `out` with the answer to `query`. Every answer so far comes
-    /// from the snapshot or the configuration, so all are memoizable.
-    pub fn answer(&self, query: &Query, out: &mut Answer) {
-        let log = self.route(query, out);
-        out.memoizable = true;
-        out.log = log;
-    }
-
-    /// Answers through the chosen block; returns that block's `log` flag.
-    fn route(&self, query: &Query, out: &mut Answer) -> bool {
-        let qname = query.name();
-        let block = self
-            .blocks
+    /// The block with the longest zone containing `qname`.
+    fn block(&self, qname: &Name) -> Option<&Block> {
+        self.blocks
             .iter()
             .filter_map(|b| {
                 b.zones
@@ -60,19 +101,76 @@ impl Router {
                     .max_by_key(|(n, _)| *n)
             })
             .max_by_key(|(n, _)| *n)
-            .map(|(_, b)| b);
-        let Some(block) = block else {
+            .map(|(_, b)| b)
+    }
+
+    /// Answers `query` into `out`, or says it must be forwarded.
+    pub fn answer(&self, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'_> {
+        let qname = query.name();
+        let Some(block) = self.block(qname) else {
             out.error(UNHANDLED);
-            return false;
+            return Routed::Done;
         };
+        out.log = block
+            .log
+            .as_ref()
+            .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
+            .map(|l| l.style);
+        let routed = self.through(block, query, dnssec_ok, cd, out);
+        if block.loadbalance && out.answers.len() > 1 {
+            out.shuffle_addresses();
+            out.memoizable = false;
+        }
+        routed
+    }
+
+    fn through<'a>(&self, block: &'a Block, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'a> {
+        let (qname, qtype) = (query.name(), query.query_type());
+        if let Some(probe) = &block.loop_probe {
+            if probe.looped(query) {
+                loop_detected(block, probe, qname);
+            }
+        }
+        if let Some(hosts) = &block.hosts {
+            if hosts.answer(qname, qtype, out) == Local::Answered {
+                return Routed::Done;
+            }
+        }
+        for file in block.files.iter().filter(|f| f.serves(qname)) {
+            if file.answer(qname, qtype, out) == Local::Answered {
+                return Routed::Done;
+            }
+        }
         if let Some(cluster) = &block.cluster {
             if let Some(zone) = cluster.zone_for(qname) {
-                if cluster.answer(qname, query.query_type(), zone, out) == Outcome::Answered {
-                    return block.log;
+                if cluster.answer(qname, qtype, zone, out) == Outcome::Answered {
+                    out.memoizable = true;
+                    return Routed::Done;
                 }
             }
         }
+        if let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) {
+            out.clear_records();
+            if fwd.cached(query, dnssec_ok, cd, out) {
+                return Routed::Done;
+            }
+            return Routed::Forward(fwd, block.loadbalance);
+        }
         out.error(UNHANDLED);
-        block.log
+        out.memoizable = true;
+        Routed::Done
+    }
+}
+
+fn loop_detected(block: &Block, probe: &LoopProbe, qname: &Name) {
+    let upstreams = block.forwarding.as_ref().map(|f| f.loop_found()).unwrap_or_default();
+    tracing::error!(
+        target: "loop",
+        "forwarding loop detected: our probe {qname} HINFO came back through {upstreams:?}; \
+         no longer forwarding to them (the cluster zone is still served). Fix the upstream: it must not forward to this server"
+    );
+    if probe.exit {
+        tracing::error!(target: "loop", "exiting (loop {{ exit }})");
+        std::process::exit(1);
     }
 }

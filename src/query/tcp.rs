@@ -16,6 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
+use super::defer::Sink;
 use super::{Handler, Scratch};
 use crate::metrics::Transport;
 
@@ -101,7 +102,8 @@ async fn connection(stream: TcpStream, peer: SocketAddr, handler: &Handler) -> i
             Err(_) => break,
             Ok(r) => r?,
         };
-        if !handler.handle(&buf, peer, Transport::Tcp, &mut scratch) {
+        let sink = || Sink::Tcp(tx.clone());
+        if !handler.handle(&buf, peer, Transport::Tcp, &mut scratch, &sink) {
             continue;
         }
         let mut frame = Vec::with_capacity(scratch.out.len() + 2);

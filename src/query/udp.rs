@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::defer::Sink;
 use super::{Handler, Scratch};
 use crate::metrics::Transport;
 
@@ -38,7 +39,7 @@ pub fn start(
         let (handler, stop) = (handler.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name(format!("udp-{i}"))
-            .spawn(move || serve(&socket, &handler, &stop))?;
+            .spawn(move || serve(&Arc::new(socket), &handler, &stop))?;
         threads.push(thread);
     }
     Ok((bound, threads))
@@ -56,7 +57,8 @@ fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(socket.into())
 }
 
-fn serve(socket: &UdpSocket, handler: &Handler, stop: &AtomicBool) {
+fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
+    let sink = || Sink::Udp(socket.clone());
     let mut buf = vec![0u8; 65535];
     let mut scratch = Scratch::default();
     while !stop.load(Ordering::Relaxed) {
@@ -75,7 +77,7 @@ fn serve(socket: &UdpSocket, handler: &Handler, stop: &AtomicBool) {
                 continue;
             }
         };
-        if handler.handle(&buf[..len], peer, Transport::Udp, &mut scratch) {
+        if handler.handle(&buf[..len], peer, Transport::Udp, &mut scratch, &sink) {
             if let Err(e) = socket.send_to(&scratch.out, peer) {
                 tracing::debug!(target: "udp", "send to {peer} failed: {e}");
             }

@@ -94,7 +94,10 @@ impl<V: Clone + Ord> AddrIndex<V> {
             IpAddr::V4(a) => (range(&shard.v4, &a.to_bits()), 0..0),
             IpAddr::V6(a) => (0..0, range(&shard.v6, &a.octets())),
         };
-        shard.v4[v4].iter().map(|(_, v)| v).chain(shard.v6[v6].iter().map(|(_, v)| v))
+        shard.v4[v4]
+            .iter()
+            .map(|(_, v)| v)
+            .chain(shard.v6[v6].iter().map(|(_, v)| v))
     }
 
     fn shard_mut(&mut self, addr: IpAddr) -> &mut Shard<V> {

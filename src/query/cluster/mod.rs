@@ -9,7 +9,7 @@
 mod apex;
 mod pod;
 pub mod qname;
-mod reverse;
+pub mod reverse;
 mod service;
 
 use std::sync::Arc;

@@ -125,15 +125,21 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
     Router {
         blocks: vec![Block {
             zones,
+            hosts: None,
+            files: Vec::new(),
             cluster: Some(Cluster::new(Arc::new(cfg), store)),
-            log: false,
+            forwarding: None,
+            loop_probe: None,
+            log: None,
+            loadbalance: false,
         }],
+        epoch: 0,
     }
 }
 
 fn ask(r: &Router, qname: &str, qtype: RecordType) -> Answer {
     let mut out = Answer::default();
-    r.answer(&Query::query(name(qname), qtype), &mut out);
+    let _ = r.answer(&Query::query(name(qname), qtype), false, false, &mut out);
     out
 }
 

@@ -1,0 +1,255 @@
+//! The `cache` plugin: upstream answers kept for their TTL, shared by all
+//! workers.
+//!
+//! Only forwarded answers are cached: cluster names are answered from the
+//! live index (already memoized per worker until the next change), so they
+//! are never served stale from here. An entry keeps the upstream message
+//! with its original TTLs; a hit rewrites every TTL to the time left (CoreDNS's
+//! behaviour) unless `keepttl`. Negative answers live for the SOA's
+//! negative TTL (RFC 2308: the lesser of its TTL and MINIMUM). The key is
+//! the case-folded name, type, and the DO and CD bits (the class is
+//! always IN: other classes are refused before this).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::{RData, RecordType};
+
+use crate::config::cache::{CacheConfig, StaleMode};
+use crate::query::Answer;
+
+const SHARDS: usize = 16;
+
+/// Counters for `/metrics` (CoreDNS's `coredns_cache_*`).
+#[derive(Debug, Default)]
+pub struct CacheStats {
+    pub hits_success: AtomicU64,
+    pub hits_denial: AtomicU64,
+    pub misses: AtomicU64,
+    pub prefetch: AtomicU64,
+    pub served_stale: AtomicU64,
+    pub evictions: AtomicU64,
+}
+
+/// One cached answer.
+#[derive(Debug)]
+pub struct Entry {
+    msg: Message,
+    stored: Instant,
+    ttl: u32,
+    denial: bool,
+    hits: AtomicU32,
+    prefetching: AtomicBool,
+}
+
+/// What a lookup found.
+pub enum Lookup {
+    /// A live entry; `prefetch` asks the caller to refresh it now.
+    Fresh {
+        entry: Arc<Entry>,
+        prefetch: bool,
+    },
+    /// Expired but within `serve_stale`.
+    Stale(Arc<Entry>, StaleMode),
+    Miss,
+}
+
+/// A cache key: case-folded wire name, type, DO and CD.
+pub type Key = Box<[u8]>;
+
+pub struct Cache {
+    pub cfg: CacheConfig,
+    shards: Vec<Mutex<HashMap<Key, Arc<Entry>>>>,
+    /// Entries held: `[success, denial]`.
+    counts: [AtomicUsize; 2],
+    pub stats: CacheStats,
+}
+
+impl Cache {
+    pub fn new(cfg: CacheConfig) -> Cache {
+        Cache {
+            cfg,
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            counts: Default::default(),
+            stats: CacheStats::default(),
+        }
+    }
+
+    pub fn key(query: &Query, dnssec_ok: bool, checking_disabled: bool) -> Key {
+        let name = query.name().to_lowercase();
+        let mut key = name.to_ascii().into_bytes();
+        key.extend_from_slice(&u16::from(query.query_type()).to_be_bytes());
+        key.push(u8::from(dnssec_ok) | u8::from(checking_disabled) << 1);
+        key.into_boxed_slice()
+    }
+
+    fn shard(&self, key: &[u8]) -> &Mutex<HashMap<Key, Arc<Entry>>> {
+        let h = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+        });
+        &self.shards[(h % SHARDS as u64) as usize]
+    }
+
+    /// Entries held: `(success, denial)`.
+    pub fn len(&self) -> (usize, usize) {
+        (
+            self.counts[0].load(Ordering::Relaxed),
+            self.counts[1].load(Ordering::Relaxed),
+        )
+    }
+
+    pub fn get(&self, key: &[u8]) -> Lookup {
+        let found = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
+        let Some(entry) = found else {
+            self.stats.misses.fetch_add(1, Ordering::Relaxed);
+            return Lookup::Miss;
+        };
+        let age = entry.stored.elapsed();
+        let ttl = Duration::from_secs(u64::from(entry.ttl));
+        if age < ttl {
+            let hits = entry.hits.fetch_add(1, Ordering::Relaxed) + 1;
+            let counter = if entry.denial {
+                &self.stats.hits_denial
+            } else {
+                &self.stats.hits_success
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            let prefetch = self.cfg.prefetch.is_some_and(|(amount, window, percent)| {
+                let left = (ttl - age).as_secs_f64();
+                hits >= amount
+                    && age <= window
+                    && left * 100.0 <= f64::from(percent) * f64::from(entry.ttl)
+                    && !entry.prefetching.swap(true, Ordering::Relaxed)
+            });
+            if prefetch {
+                self.stats.prefetch.fetch_add(1, Ordering::Relaxed);
+            }
+            return Lookup::Fresh { entry, prefetch };
+        }
+        if let Some((window, mode)) = self.cfg.serve_stale {
+            if age < ttl + window {
+                return Lookup::Stale(entry, mode);
+            }
+        }
+        self.remove(key, &entry);
+        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        Lookup::Miss
+    }
+
+    fn remove(&self, key: &[u8], entry: &Arc<Entry>) {
+        if let Ok(mut m) = self.shard(key).lock() {
+            if m.get(key).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+                m.remove(key);
+                self.counts[usize::from(entry.denial)].fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Stores an upstream answer for `query` if it is cacheable.
+    pub fn put(&self, key: Key, query: &Query, msg: &Message) {
+        let Some((ttl, denial)) = self.lifetime(query, msg) else {
+            return;
+        };
+        let bounds = if denial { self.cfg.denial } else { self.cfg.success };
+        if bounds.capacity == 0 {
+            return;
+        }
+        let entry = Arc::new(Entry {
+            msg: msg.clone(),
+            stored: Instant::now(),
+            ttl,
+            denial,
+            hits: AtomicU32::new(0),
+            prefetching: AtomicBool::new(false),
+        });
+        let kind = usize::from(denial);
+        let Ok(mut m) = self.shard(&key).lock() else { return };
+        if self.counts[kind].load(Ordering::Relaxed) >= bounds.capacity && !m.contains_key(&key) {
+            // Evict one of the same kind from this shard: an expired one if any.
+            let victim = m
+                .iter()
+                .filter(|(_, e)| e.denial == denial)
+                .min_by_key(|(_, e)| e.stored + Duration::from_secs(u64::from(e.ttl)))
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(v) => {
+                    m.remove(&v);
+                    self.counts[kind].fetch_sub(1, Ordering::Relaxed);
+                    self.stats.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+                None => return, // this shard holds none of that kind: skip caching
+            }
+        }
+        if let Some(old) = m.insert(key, entry) {
+            self.counts[usize::from(old.denial)].fetch_sub(1, Ordering::Relaxed);
+        }
+        self.counts[kind].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How long `msg` may be cached, and whether it is a denial; `None`
+    /// when it must not be.
+    fn lifetime(&self, query: &Query, msg: &Message) -> Option<(u32, bool)> {
+        if msg.metadata.truncation {
+            return None;
+        }
+        let name = query.name();
+        match msg.metadata.response_code {
+            ResponseCode::NoError if !msg.answers.is_empty() => {
+                if !self.cfg.caches(name, false) {
+                    return None;
+                }
+                let ttl = msg
+                    .answers
+                    .iter()
+                    .chain(&msg.authorities)
+                    .map(|r| r.ttl)
+                    .min()
+                    .unwrap_or(0);
+                let b = self.cfg.success;
+                Some((ttl.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl), false))
+            }
+            ResponseCode::NoError | ResponseCode::NXDomain => {
+                if !self.cfg.caches(name, true) {
+                    return None;
+                }
+                let ttl = msg.authorities.iter().find_map(|r| match &r.data {
+                    RData::SOA(soa) if r.record_type() == RecordType::SOA => Some(r.ttl.min(soa.minimum)),
+                    _ => None,
+                })?;
+                let b = self.cfg.denial;
+                Some((ttl.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl), true))
+            }
+            ResponseCode::ServFail if !self.cfg.servfail.is_zero() && self.cfg.caches(name, true) => {
+                Some((u32::try_from(self.cfg.servfail.as_secs()).unwrap_or(300).max(1), true))
+            }
+            _ => None,
+        }
+    }
+
+    /// Fills `out` from `entry`: every TTL becomes the time left (0 when
+    /// stale), or stays as stored with `keepttl`.
+    pub fn fill(&self, entry: &Entry, out: &mut Answer) {
+        out.relay(&entry.msg);
+        if self.cfg.keepttl {
+            return;
+        }
+        let left = u64::from(entry.ttl).saturating_sub(entry.stored.elapsed().as_secs());
+        let left = u32::try_from(left).unwrap_or(0);
+        for r in out
+            .answers
+            .iter_mut()
+            .chain(out.authority.iter_mut())
+            .chain(out.additional.iter_mut())
+        {
+            r.ttl = left;
+        }
+    }
+
+    /// A refresh of `entry` finished (either way): it may prefetch again.
+    pub fn refreshed(entry: &Entry) {
+        entry.prefetching.store(false, Ordering::Relaxed);
+    }
+}

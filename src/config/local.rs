@@ -1,0 +1,262 @@
+//! Directives answering from local data and small switches: `hosts`,
+//! `file`, `loop`, `reload`, `loadbalance`, and `log`'s formats.
+//!
+//! ```text
+//! hosts [FILE [ZONES...]] {          file DBFILE [ZONES...] {
+//!     ADDRESS NAME...                    reload DURATION (1m; 0 disables)
+//!     ttl SECONDS (3600)             }
+//!     no_reverse                     loop [{ exit }]
+//!     reload DURATION (5s)           reload [INTERVAL (30s) [JITTER (15s)]]
+//!     fallthrough [ZONES...]         loadbalance [round_robin]
+//! }                                  log [NAMES...] [FORMAT] { class success|denial|error|all... }
+//! ```
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hickory_proto::rr::Name;
+
+use super::args::{zone, Args};
+use super::blocks::Directive;
+use super::ConfigError;
+
+/// `hosts`.
+#[derive(Debug, Clone)]
+pub struct HostsConfig {
+    /// `None`: inline entries only (an explicit file that is absent is
+    /// reported at load time and retried on reload).
+    pub file: Option<PathBuf>,
+    pub zones: Vec<Name>,
+    pub inline: Vec<(IpAddr, Vec<Name>)>,
+    pub ttl: u32,
+    pub no_reverse: bool,
+    pub reload: Duration,
+    pub fallthrough: Option<Vec<Name>>,
+}
+
+/// `file`.
+#[derive(Debug, Clone)]
+pub struct FileConfig {
+    pub path: PathBuf,
+    pub zones: Vec<Name>,
+    pub reload: Duration,
+}
+
+/// `log`: for which names, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// Empty: every name of the block.
+    pub names: Vec<Name>,
+    pub style: LogStyle,
+}
+
+/// The format and the classes of answers logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogStyle {
+    pub combined: bool,
+    pub success: bool,
+    pub denial: bool,
+    pub error: bool,
+}
+
+impl LogStyle {
+    /// Whether an answer with `rcode` and `answers` records is logged.
+    pub fn logs(&self, rcode: hickory_proto::op::ResponseCode, answers: u16) -> bool {
+        use hickory_proto::op::ResponseCode as R;
+        match rcode {
+            R::NoError if answers > 0 => self.success,
+            R::NoError | R::NXDomain => self.denial,
+            _ => self.error,
+        }
+    }
+}
+
+fn fallthrough(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Vec<Name> {
+    a.args.iter().filter_map(|w| zone(w, errors)).collect()
+}
+
+pub fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<HostsConfig> {
+    let mut cfg = HostsConfig {
+        file: Some(
+            d.args
+                .first()
+                .map_or_else(|| PathBuf::from("/etc/hosts"), |w| dir.join(&w.text)),
+        ),
+        zones: d.args.iter().skip(1).filter_map(|w| zone(w, errors)).collect(),
+        inline: Vec::new(),
+        ttl: 3600,
+        no_reverse: false,
+        reload: Duration::from_secs(5),
+        fallthrough: None,
+    };
+    if cfg.zones.is_empty() {
+        cfg.zones = block_zones.to_vec();
+    }
+    for line in &d.options {
+        let a = Args::from(line);
+        if let Ok(ip) = a.name.text.parse::<IpAddr>() {
+            let names: Vec<Name> = a.args.iter().filter_map(|w| zone(w, errors)).collect();
+            if names.is_empty() {
+                errors.push(ConfigError::new(a.pos(), "hosts: an address needs at least one name"));
+            }
+            cfg.inline.push((ip, names));
+            continue;
+        }
+        match a.name.text.as_str() {
+            "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
+                Some(t) if (1..=86400).contains(&t) => cfg.ttl = t,
+                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "ttl: out of range 1..86400")),
+                None => {}
+            },
+            "no_reverse" if a.count(0, 0, errors) => cfg.no_reverse = true,
+            "reload" if a.count(1, 1, errors) => cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload),
+            "fallthrough" => cfg.fallthrough = Some(fallthrough(&a, errors)),
+            "ttl" | "no_reverse" | "reload" => {}
+            other => errors.push(ConfigError::new(
+                a.pos(),
+                format!("hosts: unknown option '{other}' (supported: ADDRESS NAME..., ttl, no_reverse, reload, fallthrough)"),
+            )),
+        }
+    }
+    Some(cfg)
+}
+
+pub fn file(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<FileConfig> {
+    let a = Args::from(d);
+    if !a.count(1, usize::MAX, errors) {
+        return None;
+    }
+    let mut cfg = FileConfig {
+        path: dir.join(&d.args[0].text),
+        zones: d.args[1..].iter().filter_map(|w| zone(w, errors)).collect(),
+        reload: Duration::from_secs(60),
+    };
+    if cfg.zones.is_empty() {
+        cfg.zones = block_zones.to_vec();
+    }
+    for line in &d.options {
+        let a = Args::from(line);
+        match a.name.text.as_str() {
+            "reload" if a.count(1, 1, errors) => cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload),
+            "reload" => {}
+            other => errors.push(ConfigError::new(
+                a.pos(),
+                format!("file: unknown option '{other}' (supported: reload)"),
+            )),
+        }
+    }
+    Some(cfg)
+}
+
+/// `loop [{ exit }]`: whether a detected loop ends the process.
+pub fn loop_exit(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
+    Args::from(d).count(0, 0, errors);
+    let mut exit = false;
+    for line in &d.options {
+        let a = Args::from(line);
+        match a.name.text.as_str() {
+            "exit" if a.count(0, 0, errors) => exit = true,
+            "exit" => {}
+            other => errors.push(ConfigError::new(
+                a.pos(),
+                format!("loop: unknown option '{other}' (supported: exit)"),
+            )),
+        }
+    }
+    exit
+}
+
+/// `reload [INTERVAL [JITTER]]`.
+pub fn reload(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<(Duration, Duration)> {
+    let a = Args::from(d);
+    if !a.count(0, 2, errors) {
+        return None;
+    }
+    let interval = if a.args.is_empty() {
+        Duration::from_secs(30)
+    } else {
+        a.duration(0, errors)?
+    };
+    let jitter = if a.args.len() > 1 {
+        a.duration(1, errors)?
+    } else {
+        interval / 2
+    };
+    if interval < Duration::from_secs(2) {
+        errors.push(ConfigError::new(a.pos(), "reload: interval must be at least 2s"));
+        return None;
+    }
+    if jitter > interval / 2 {
+        errors.push(ConfigError::new(
+            a.pos(),
+            "reload: jitter must be at most half the interval",
+        ));
+        return None;
+    }
+    Some((interval, jitter))
+}
+
+/// `loadbalance [round_robin]`.
+pub fn loadbalance(d: &Directive, errors: &mut Vec<ConfigError>) {
+    let a = Args::from(d);
+    if a.count(0, 1, errors) {
+        if let Some(w) = a.args.first().filter(|w| w.text != "round_robin") {
+            errors.push(ConfigError::new(
+                &w.pos,
+                format!("loadbalance: unknown policy '{}' (supported: round_robin)", w.text),
+            ));
+        }
+    }
+}
+
+pub fn log(d: &Directive, errors: &mut Vec<ConfigError>) -> LogConfig {
+    let mut cfg = LogConfig {
+        names: Vec::new(),
+        style: LogStyle {
+            combined: false,
+            success: true,
+            denial: true,
+            error: true,
+        },
+    };
+    for w in &d.args {
+        match w.text.as_str() {
+            "{common}" => cfg.style.combined = false,
+            "{combined}" => cfg.style.combined = true,
+            t if t.contains('{') => errors.push(ConfigError::new(
+                &w.pos,
+                format!("log: format '{t}' is not supported (supported: {{common}}, {{combined}})"),
+            )),
+            _ => cfg.names.extend(zone(w, errors)),
+        }
+    }
+    let mut classes = Vec::new();
+    for line in &d.options {
+        let a = Args::from(line);
+        match a.name.text.as_str() {
+            "class" if a.count(1, usize::MAX, errors) => {
+                for w in a.args.iter() {
+                    match w.text.as_str() {
+                        c @ ("success" | "denial" | "error" | "all") => classes.push(c),
+                        other => errors.push(ConfigError::new(
+                            &w.pos,
+                            format!("class: '{other}' is not one of success, denial, error, all"),
+                        )),
+                    }
+                }
+            }
+            "class" => {}
+            other => errors.push(ConfigError::new(
+                a.pos(),
+                format!("log: unknown option '{other}' (supported: class)"),
+            )),
+        }
+    }
+    if !classes.is_empty() && !classes.contains(&"all") {
+        cfg.style.success = classes.contains(&"success");
+        cfg.style.denial = classes.contains(&"denial");
+        cfg.style.error = classes.contains(&"error");
+    }
+    cfg
+}

@@ -1,0 +1,445 @@
+//! Everything a server block answers by asking someone else: its `forward`
+//! directives (tried in order; `next RCODE` passes an answer on to the
+//! next one) behind its `cache`.
+//!
+//! ```text
+//!  worker ── cache hit ──────────────────────────────► reply now
+//!     └──── miss: Job ─► task ─► join an identical query in flight, or
+//!                                 forward (upstreams by policy, read_timeout each)
+//!                                 ─► cache ─► reply to every waiter
+//! ```
+//!
+//! Identical concurrent misses (same question, DO/CD bits and upstream
+//! protocol) share one upstream query. An upstream is marked down after
+//! `max_fails` failures in a row and probed in the background (`. IN NS`)
+//! until it answers; when every upstream is down one is tried anyway. A
+//! client always gets an answer or SERVFAIL within `read_timeout` × the
+//! upstreams tried.
+
+pub mod upstream;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RecordType};
+
+use crate::cache::{Cache, Key, Lookup};
+use crate::config::cache::StaleMode;
+use crate::config::forward::{ForwardConfig, Policy};
+use crate::metrics::{family, Metrics, Transport};
+use crate::query::defer::{deliver, Job};
+use crate::query::Answer;
+use upstream::Upstream;
+
+/// One `forward` directive.
+pub struct Forward {
+    pub cfg: ForwardConfig,
+    pub upstreams: Vec<Arc<Upstream>>,
+    next_rr: AtomicUsize,
+    inflight: AtomicUsize,
+}
+
+impl Forward {
+    pub fn new(cfg: ForwardConfig) -> Forward {
+        Forward {
+            upstreams: cfg.to.iter().map(|a| Arc::new(Upstream::new(*a))).collect(),
+            cfg,
+            next_rr: AtomicUsize::new(0),
+            inflight: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether this directive forwards `qname`.
+    pub fn handles(&self, qname: &Name) -> bool {
+        self.cfg.from.zone_of(qname) && !self.cfg.except.iter().any(|z| z.zone_of(qname))
+    }
+
+    /// Upstream indexes in the order the policy tries them.
+    fn order(&self) -> Vec<usize> {
+        let n = self.upstreams.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        match self.cfg.policy {
+            Policy::Sequential => {}
+            Policy::RoundRobin => order.rotate_left(self.next_rr.fetch_add(1, Ordering::Relaxed) % n.max(1)),
+            Policy::Random => fastrand::shuffle(&mut order),
+        }
+        order
+    }
+}
+
+/// What went into one upstream query, shared by every waiter on it.
+type Flight = Vec<Job>;
+
+/// The forwarding side of one server block.
+pub struct Forwarding {
+    pub server: String,
+    pub chain: Vec<Arc<Forward>>,
+    pub cache: Option<Cache>,
+    flights: Mutex<HashMap<(Key, bool), Flight>>,
+    runtime: tokio::runtime::Handle,
+    metrics: Arc<Metrics>,
+    pub max_concurrent_rejects: AtomicU64,
+    pub healthcheck_broken: AtomicU64,
+    pub loop_detected: AtomicU64,
+    /// The loop probe's name and the upstreams it was sent to.
+    pub probe: Mutex<(Option<Name>, Vec<Arc<Upstream>>)>,
+}
+
+impl Forwarding {
+    /// Must be called inside the runtime that will run the tasks.
+    pub fn new(server: String, chain: Vec<Arc<Forward>>, cache: Option<Cache>, metrics: Arc<Metrics>) -> Forwarding {
+        Forwarding {
+            server,
+            chain,
+            cache,
+            flights: Mutex::new(HashMap::new()),
+            runtime: tokio::runtime::Handle::current(),
+            metrics,
+            max_concurrent_rejects: AtomicU64::new(0),
+            healthcheck_broken: AtomicU64::new(0),
+            loop_detected: AtomicU64::new(0),
+            probe: Mutex::new((None, Vec::new())),
+        }
+    }
+
+    /// Whether some `forward` of this block takes `qname`.
+    pub fn handles(&self, qname: &Name) -> bool {
+        self.chain.iter().any(|f| f.handles(qname))
+    }
+
+    /// Answers from the cache if it can (a fresh entry, or a stale one with
+    /// `serve_stale immediate`, which also starts a refresh).
+    pub fn cached(self: &Arc<Self>, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> bool {
+        let Some(cache) = &self.cache else { return false };
+        let key = Cache::key(query, dnssec_ok, cd);
+        match cache.get(&key) {
+            Lookup::Fresh { entry, prefetch } => {
+                cache.fill(&entry, out);
+                if prefetch {
+                    self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
+                }
+                true
+            }
+            Lookup::Stale(entry, StaleMode::Immediate) => {
+                cache.stats.served_stale.fetch_add(1, Ordering::Relaxed);
+                cache.fill(&entry, out);
+                self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
+                true
+            }
+            Lookup::Stale(_, StaleMode::Verify) | Lookup::Miss => false,
+        }
+    }
+
+    /// Refreshes a cache entry in the background (nobody waits).
+    fn refresh(self: &Arc<Self>, query: Query, dnssec_ok: bool, cd: bool, entry: Option<Arc<crate::cache::Entry>>) {
+        let this = self.clone();
+        self.runtime.spawn(async move {
+            let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
+            m.metadata.recursion_desired = true;
+            m.metadata.checking_disabled = cd;
+            m.add_query(query.clone());
+            if dnssec_ok {
+                let mut edns = hickory_proto::op::Edns::new();
+                edns.set_max_payload(crate::query::finish::OUR_PAYLOAD);
+                edns.set_dnssec_ok(true);
+                m.edns = Some(edns);
+            }
+            let Ok(request) = m.to_vec() else { return };
+            let _ = this.resolve(&request, &query, false).await;
+            if let Some(e) = entry {
+                Cache::refreshed(&e);
+            }
+        });
+    }
+
+    /// Takes a query that missed the cache: answered from a task.
+    pub fn submit(self: &Arc<Self>, job: Job) {
+        let this = self.clone();
+        self.runtime.spawn(async move { this.run(job).await });
+    }
+
+    async fn run(self: Arc<Self>, job: Job) {
+        let tcp_upstream = |f: &Forward| f.cfg.force_tcp || (job.transport == Transport::Tcp && !f.cfg.prefer_udp);
+        let tcp = self
+            .chain
+            .iter()
+            .find(|f| f.handles(job.query.name()))
+            .is_some_and(|f| tcp_upstream(f));
+        let key = Cache::key(&job.query, job.dnssec_ok(), job.meta.checking_disabled);
+        let flight = (key.clone(), tcp);
+        {
+            let Ok(mut flights) = self.flights.lock() else { return };
+            if let Some(waiting) = flights.get_mut(&flight) {
+                waiting.push(job);
+                return;
+            }
+            flights.insert(flight.clone(), Vec::new());
+        }
+        let result = self.resolve(&job.request, &job.query, tcp).await;
+        let waiters = self
+            .flights
+            .lock()
+            .ok()
+            .and_then(|mut f| f.remove(&flight))
+            .unwrap_or_default();
+        let stale = match (&result, &self.cache) {
+            (Err(_), Some(cache)) => match cache.get(&key) {
+                Lookup::Stale(e, _) => {
+                    cache.stats.served_stale.fetch_add(1, Ordering::Relaxed);
+                    Some(e)
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        for job in std::iter::once(job).chain(waiters) {
+            let mut answer = Answer {
+                log: job.log,
+                ..Default::default()
+            };
+            match (&result, &stale, &self.cache) {
+                (Ok(msg), _, _) => answer.relay(msg),
+                (Err(_), Some(entry), Some(cache)) => cache.fill(entry, &mut answer),
+                (Err(rcode), _, _) => answer.error(*rcode),
+            }
+            deliver(&job, &mut answer, &self.metrics).await;
+        }
+    }
+
+    /// Forwards `request` through the chain and caches the outcome:
+    /// the answer, or the rcode to reply with when there is none.
+    async fn resolve(&self, request: &[u8], query: &Query, tcp: bool) -> Result<Message, ResponseCode> {
+        let mut last = Err(ResponseCode::ServFail);
+        let mut handled = false;
+        for fw in self.chain.iter().filter(|f| f.handles(query.name())) {
+            handled = true;
+            if fw.cfg.max_concurrent > 0 && fw.inflight.load(Ordering::Relaxed) >= fw.cfg.max_concurrent {
+                self.max_concurrent_rejects.fetch_add(1, Ordering::Relaxed);
+                return Err(ResponseCode::Refused);
+            }
+            fw.inflight.fetch_add(1, Ordering::Relaxed);
+            let got = self.forward_one(fw, request, query, tcp).await;
+            fw.inflight.fetch_sub(1, Ordering::Relaxed);
+            match got {
+                Some(m) if fw.cfg.next.contains(&m.metadata.response_code) => last = Ok(m),
+                Some(m) => {
+                    last = Ok(m);
+                    break;
+                }
+                None => last = Err(ResponseCode::ServFail),
+            }
+        }
+        if !handled {
+            return Err(ResponseCode::Refused);
+        }
+        if let (Ok(m), Some(cache)) = (&last, &self.cache) {
+            let key = Cache::key(query, dnssec_ok(request), checking_disabled(request));
+            cache.put(key, query, m);
+        }
+        last
+    }
+
+    /// One `forward`: its upstreams in policy order until one answers.
+    async fn forward_one(&self, fw: &Forward, request: &[u8], query: &Query, tcp: bool) -> Option<Message> {
+        let order = fw.order();
+        let mut tries: Vec<usize> = order.iter().copied().filter(|i| fw.upstreams[*i].usable()).collect();
+        if tries.is_empty() {
+            self.healthcheck_broken.fetch_add(1, Ordering::Relaxed);
+            tries.extend(
+                order
+                    .iter()
+                    .copied()
+                    .filter(|i| !fw.upstreams[*i].looping.load(Ordering::Relaxed))
+                    .take(1),
+            );
+        }
+        let mut bytes = request.to_vec();
+        for i in tries {
+            let up = &fw.upstreams[i];
+            self.note_probe(query, up);
+            let id = fastrand::u16(..);
+            if bytes.len() >= 2 {
+                bytes[..2].copy_from_slice(&id.to_be_bytes());
+            }
+            let deadline = tokio::time::Instant::now() + fw.cfg.read_timeout;
+            match up.exchange(&bytes, id, query, tcp, deadline, fw.cfg.expire).await {
+                Ok(m) => {
+                    up.fails.store(0, Ordering::Relaxed);
+                    up.trim_pool(fw.cfg.max_idle_conns, fw.cfg.expire);
+                    return Some(m);
+                }
+                Err(e) => {
+                    tracing::debug!(target: "forward", "{} for {}: {e}", up.addr, query.name());
+                    let fails = up.fails.fetch_add(1, Ordering::Relaxed) + 1;
+                    if fw.cfg.max_fails > 0 && fails >= fw.cfg.max_fails && !up.down.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(target: "forward", "upstream {} marked down after {fails} failures ({e}); probing it every {:?}", up.addr, fw.cfg.health_check);
+                        self.runtime.spawn(health_check(up.clone(), fw.cfg.clone()));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn note_probe(&self, query: &Query, up: &Arc<Upstream>) {
+        if query.query_type() != RecordType::HINFO {
+            return;
+        }
+        if let Ok(mut probe) = self.probe.lock() {
+            if probe.0.as_ref() == Some(query.name()) {
+                probe.1.push(up.clone());
+            }
+        }
+    }
+
+    /// The loop probe came back: stop forwarding to the upstreams it went to.
+    pub fn loop_found(&self) -> Vec<std::net::SocketAddr> {
+        self.loop_detected.fetch_add(1, Ordering::Relaxed);
+        let ups = self.probe.lock().map(|p| p.1.clone()).unwrap_or_default();
+        for up in &ups {
+            up.looping.store(true, Ordering::Relaxed);
+        }
+        ups.iter().map(|u| u.addr).collect()
+    }
+}
+
+fn dnssec_ok(request: &[u8]) -> bool {
+    Message::from_vec(request)
+        .ok()
+        .and_then(|m| m.edns.map(|e| e.flags().dnssec_ok))
+        .unwrap_or(false)
+}
+
+fn checking_disabled(request: &[u8]) -> bool {
+    request.get(3).is_some_and(|b| b & 0x10 != 0)
+}
+
+/// Probes a down upstream until it answers, then marks it up.
+async fn health_check(up: Arc<Upstream>, cfg: ForwardConfig) {
+    let query = Query::query(cfg.health_check_domain.clone(), RecordType::NS);
+    let started = Instant::now();
+    loop {
+        tokio::time::sleep(cfg.health_check.max(std::time::Duration::from_millis(100))).await;
+        let id = fastrand::u16(..);
+        let mut m = Message::new(id, MessageType::Query, OpCode::Query);
+        m.metadata.recursion_desired = cfg.health_check_rd;
+        m.add_query(query.clone());
+        let Ok(bytes) = m.to_vec() else { return };
+        let deadline = tokio::time::Instant::now() + cfg.read_timeout;
+        match up
+            .exchange(&bytes, id, &query, cfg.force_tcp, deadline, cfg.expire)
+            .await
+        {
+            Ok(_) => {
+                up.fails.store(0, Ordering::Relaxed);
+                up.down.store(false, Ordering::Relaxed);
+                tracing::info!(target: "forward", "upstream {} is up again (down {:.1}s)", up.addr, started.elapsed().as_secs_f64());
+                return;
+            }
+            Err(_) => {
+                up.healthcheck_failures.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The forward and cache metric families of every server block.
+pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
+    let sum = |f: fn(&Forwarding) -> u64| all.iter().map(|x| f(x)).sum::<u64>();
+    family(
+        s,
+        "coredns_forward_max_concurrent_rejects_total",
+        "counter",
+        "Queries refused because max_concurrent was reached.",
+        "",
+        [("", sum(|f| f.max_concurrent_rejects.load(Ordering::Relaxed)))],
+    );
+    family(
+        s,
+        "coredns_forward_healthcheck_broken_total",
+        "counter",
+        "Times every upstream was down and one was tried anyway.",
+        "",
+        [("", sum(|f| f.healthcheck_broken.load(Ordering::Relaxed)))],
+    );
+    family(
+        s,
+        "clusterdns_loop_detected_total",
+        "counter",
+        "Forwarding loops detected by the loop probe.",
+        "",
+        [("", sum(|f| f.loop_detected.load(Ordering::Relaxed)))],
+    );
+    let _ = writeln!(s, "# HELP coredns_proxy_healthcheck_failures_total Failed health checks per upstream.\n# TYPE coredns_proxy_healthcheck_failures_total counter");
+    for f in all {
+        for fw in &f.chain {
+            for up in &fw.upstreams {
+                let _ = writeln!(
+                    s,
+                    "coredns_proxy_healthcheck_failures_total{{proxy_name=\"forward\",to=\"{}\"}} {}",
+                    up.addr,
+                    up.healthcheck_failures.load(Ordering::Relaxed)
+                );
+            }
+        }
+    }
+    let caches: Vec<(&str, &Cache)> = all
+        .iter()
+        .filter_map(|f| Some((f.server.as_str(), f.cache.as_ref()?)))
+        .collect();
+    let _ = writeln!(
+        s,
+        "# HELP coredns_cache_entries The number of elements in the cache.\n# TYPE coredns_cache_entries gauge"
+    );
+    for (server, c) in &caches {
+        let (success, denial) = c.len();
+        let zones = crate::config::spaced(&c.cfg.zones, ".");
+        for (kind, n) in [("success", success), ("denial", denial)] {
+            let _ = writeln!(
+                s,
+                "coredns_cache_entries{{server=\"{server}\",type=\"{kind}\",zones=\"{zones}\",view=\"\"}} {n}"
+            );
+        }
+    }
+    let total = |f: fn(&Cache) -> &AtomicU64| caches.iter().map(|(_, c)| f(c).load(Ordering::Relaxed)).sum::<u64>();
+    let _ = writeln!(
+        s,
+        "# HELP coredns_cache_hits_total The count of cache hits.\n# TYPE coredns_cache_hits_total counter"
+    );
+    let _ = writeln!(
+        s,
+        "coredns_cache_hits_total{{type=\"success\"}} {}",
+        total(|c| &c.stats.hits_success)
+    );
+    let _ = writeln!(
+        s,
+        "coredns_cache_hits_total{{type=\"denial\"}} {}",
+        total(|c| &c.stats.hits_denial)
+    );
+    for (name, help, f) in [
+        (
+            "coredns_cache_misses_total",
+            "The count of cache misses.",
+            (|c| &c.stats.misses) as fn(&Cache) -> &AtomicU64,
+        ),
+        (
+            "coredns_cache_prefetch_total",
+            "The number of times the cache has prefetched a cached item.",
+            |c| &c.stats.prefetch,
+        ),
+        (
+            "coredns_cache_served_stale_total",
+            "The number of requests served from stale cache entries.",
+            |c| &c.stats.served_stale,
+        ),
+        ("coredns_cache_evictions_total", "The count of cache evictions.", |c| {
+            &c.stats.evictions
+        }),
+    ] {
+        family(s, name, "counter", help, "", [("", total(f))]);
+    }
+}

@@ -1,0 +1,199 @@
+//! One upstream resolver: exchanges over UDP (a fresh socket and random
+//! source port per query) or pooled TCP connections, and its health.
+//!
+//! An answer is accepted only if it comes from the upstream's address
+//! (connected sockets), carries the ID we chose, and repeats our question.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Message, Query};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+use tokio::time::timeout_at;
+
+/// Why an exchange failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    #[error("timed out")]
+    Timeout,
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// One upstream and its state.
+#[derive(Debug)]
+pub struct Upstream {
+    pub addr: SocketAddr,
+    /// Failures since the last success.
+    pub fails: AtomicU32,
+    pub down: AtomicBool,
+    /// Set when the loop probe came back through this upstream.
+    pub looping: AtomicBool,
+    pub healthcheck_failures: AtomicU64,
+    idle: Mutex<Vec<(TcpStream, Instant)>>,
+}
+
+impl Upstream {
+    pub fn new(addr: SocketAddr) -> Upstream {
+        Upstream {
+            addr,
+            fails: AtomicU32::new(0),
+            down: AtomicBool::new(false),
+            looping: AtomicBool::new(false),
+            healthcheck_failures: AtomicU64::new(0),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether queries may go here now.
+    pub fn usable(&self) -> bool {
+        !self.down.load(Ordering::Relaxed) && !self.looping.load(Ordering::Relaxed)
+    }
+
+    /// Sends `request` (whose ID is `id`) and waits for the matching answer
+    /// until `deadline`.
+    pub async fn exchange(
+        &self,
+        request: &[u8],
+        id: u16,
+        query: &Query,
+        tcp: bool,
+        deadline: tokio::time::Instant,
+        expire: Duration,
+    ) -> Result<Message, ExchangeError> {
+        let result = if tcp {
+            timeout_at(deadline, self.tcp(request, id, query, expire)).await
+        } else {
+            timeout_at(deadline, self.udp(request, id, query)).await
+        };
+        result.map_err(|_| ExchangeError::Timeout)?
+    }
+
+    async fn udp(&self, request: &[u8], id: u16, query: &Query) -> Result<Message, ExchangeError> {
+        let local: SocketAddr = match self.addr.ip() {
+            IpAddr::V4(_) => (IpAddr::from([0, 0, 0, 0]), 0).into(),
+            IpAddr::V6(_) => (IpAddr::from([0u16; 8]), 0).into(),
+        };
+        let socket = UdpSocket::bind(local).await?;
+        socket.connect(self.addr).await?;
+        socket.send(request).await?;
+        let mut buf = vec![0u8; 65535];
+        loop {
+            let n = socket.recv(&mut buf).await?;
+            if let Some(m) = matching(&buf[..n], id, query) {
+                return Ok(m);
+            }
+            // a stray or forged datagram: keep waiting for ours
+        }
+    }
+
+    async fn tcp(&self, request: &[u8], id: u16, query: &Query, expire: Duration) -> Result<Message, ExchangeError> {
+        let pooled = self.take(expire);
+        let fresh = pooled.is_none();
+        let stream = match pooled {
+            Some(s) => s,
+            None => TcpStream::connect(self.addr).await?,
+        };
+        match exchange_on(stream, request, id, query).await {
+            Ok((m, stream)) => {
+                self.give_back(stream);
+                Ok(m)
+            }
+            // A pooled connection the upstream closed meanwhile: once more, fresh.
+            Err(_) if !fresh => {
+                let stream = TcpStream::connect(self.addr).await?;
+                let (m, stream) = exchange_on(stream, request, id, query).await?;
+                self.give_back(stream);
+                Ok(m)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn take(&self, expire: Duration) -> Option<TcpStream> {
+        let mut idle = self.idle.lock().ok()?;
+        while let Some((s, since)) = idle.pop() {
+            if since.elapsed() < expire {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    fn give_back(&self, stream: TcpStream) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push((stream, Instant::now()));
+        }
+    }
+
+    /// Closes pooled connections beyond `max` (0: no limit) or older than `expire`.
+    pub fn trim_pool(&self, max: usize, expire: Duration) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.retain(|(_, since)| since.elapsed() < expire);
+            if max > 0 && idle.len() > max {
+                let extra = idle.len() - max;
+                idle.drain(..extra);
+            }
+        }
+    }
+}
+
+async fn exchange_on(
+    mut stream: TcpStream,
+    request: &[u8],
+    id: u16,
+    query: &Query,
+) -> Result<(Message, TcpStream), ExchangeError> {
+    let len = u16::try_from(request.len()).map_err(|_| io::Error::other("request too long"))?;
+    let mut frame = Vec::with_capacity(request.len() + 2);
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(request);
+    stream.write_all(&frame).await?;
+    loop {
+        let mut len = [0u8; 2];
+        stream.read_exact(&mut len).await?;
+        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        stream.read_exact(&mut buf).await?;
+        if let Some(m) = matching(&buf, id, query) {
+            return Ok((m, stream));
+        }
+    }
+}
+
+/// The answer in `bytes` if it is a response to our query `id`.
+pub fn matching(bytes: &[u8], id: u16, query: &Query) -> Option<Message> {
+    if bytes.len() < 12 || u16::from_be_bytes([bytes[0], bytes[1]]) != id || bytes[2] & 0x80 == 0 {
+        return None;
+    }
+    let m = Message::from_vec(bytes).ok()?;
+    let q = m.queries.first()?;
+    let same =
+        q.query_type() == query.query_type() && q.query_class() == query.query_class() && q.name() == query.name(); // case-insensitive
+    same.then_some(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::op::{MessageType, OpCode};
+    use hickory_proto::rr::{Name, RecordType};
+
+    fn reply(id: u16, name: &str) -> Vec<u8> {
+        let mut m = Message::new(id, MessageType::Response, OpCode::Query);
+        m.add_query(Query::query(Name::from_ascii(name).expect("name"), RecordType::A));
+        m.to_vec().expect("encode")
+    }
+
+    #[test]
+    fn only_our_answer_is_accepted() {
+        let q = Query::query(Name::from_ascii("Example.org.").expect("name"), RecordType::A);
+        assert!(matching(&reply(7, "example.org."), 7, &q).is_some());
+        assert!(matching(&reply(8, "example.org."), 7, &q).is_none(), "wrong id");
+        assert!(matching(&reply(7, "example.net."), 7, &q).is_none(), "wrong question");
+        assert!(matching(&[0u8; 5], 7, &q).is_none(), "garbage");
+    }
+}
