@@ -101,6 +101,12 @@ impl Cache {
         )
     }
 
+    /// The live entry under `key`, without counting a hit or a miss.
+    pub fn peek(&self, key: &[u8]) -> Option<Arc<Entry>> {
+        let entry = self.shard(key).lock().ok()?.get(key).cloned()?;
+        (entry.stored.elapsed() < Duration::from_secs(u64::from(entry.ttl))).then_some(entry)
+    }
+
     pub fn get(&self, key: &[u8]) -> Lookup {
         let found = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
         let Some(entry) = found else {

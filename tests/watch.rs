@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{temp_dir, udp, Server};
+use common::{temp_dir, udp, value, Server};
 use hickory_proto::rr::RecordType;
 use loadtest::fakeapi::{FakeApi, Fault};
 use serde_json::json;
@@ -101,22 +101,6 @@ fn sync_then_answer_and_follow_changes() {
     assert_eq!(ns(&server), "NOERROR");
 }
 
-/// The server's /metrics text.
-fn metrics(server: &Server) -> String {
-    let lines = server.log.lock().map(|l| l.clone()).unwrap_or_default();
-    let addr = lines
-        .iter()
-        .find_map(|l| l.split("listening on metrics http://").nth(1))
-        .and_then(|a| a.trim().parse().ok());
-    addr.map(|a| common::http_get(a, "/metrics")).unwrap_or_default()
-}
-
-fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-        .unwrap_or(-1.0)
-}
-
 #[test]
 fn malformed_objects_are_skipped_and_counted_and_programming_latency_recorded() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -135,7 +119,7 @@ fn malformed_objects_are_skipped_and_counted_and_programming_latency_recorded() 
     slice["metadata"]["annotations"] = json!({"endpoints.kubernetes.io/last-change-trigger-time": stamp});
     api.put("endpointslices", slice);
     eventually(&server, "pg.db.svc.cluster.local.", &["10.1.0.9"]);
-    let text = metrics(&server);
+    let text = server.metrics();
     assert_eq!(
         value(&text, "clusterdns_kubernetes_invalid_objects_total{kind=\"Service\"}"),
         1.0,
@@ -316,9 +300,6 @@ fn error_statuses_and_slow_lists_keep_the_last_state_and_recover() {
     }
     api.put("services", service("default", "after", "10.96.0.88"));
     eventually(&server, "after.default.svc.cluster.local.", &["10.96.0.88"]);
-    let errors = value(
-        &metrics(&server),
-        "clusterdns_kubernetes_watch_errors_total{kind=\"Service\"}",
-    );
+    let errors = server.metric("clusterdns_kubernetes_watch_errors_total{kind=\"Service\"}");
     assert!(errors >= 1.0, "the failed requests are counted ({errors})");
 }

@@ -186,6 +186,11 @@ impl Forwarding {
             .ok()
             .and_then(|mut f| f.remove(&flight))
             .unwrap_or_default();
+        // What the cache kept (its TTL cap applies to this first answer too).
+        let stored = match (&result, &self.cache) {
+            (Ok(_), Some(cache)) => cache.peek(&key),
+            _ => None,
+        };
         let stale = match (&result, &self.cache) {
             (Err(_), Some(cache)) => match cache.get(&key) {
                 Lookup::Stale(e, _) => {
@@ -202,6 +207,11 @@ impl Forwarding {
                 ..Default::default()
             };
             match (&result, &stale, &self.cache) {
+                (Ok(_), _, Some(cache)) if stored.is_some() => {
+                    if let Some(entry) = &stored {
+                        cache.fill(entry, &mut answer);
+                    }
+                }
                 (Ok(msg), _, _) => answer.relay(msg),
                 (Err(_), Some(entry), Some(cache)) => cache.fill(entry, &mut answer),
                 (Err(rcode), _, _) => answer.error(*rcode),

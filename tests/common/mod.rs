@@ -3,6 +3,8 @@
 //! log lines, wait for readiness, and talk to it over real sockets.
 #![allow(dead_code)]
 
+pub mod stub;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -124,6 +126,21 @@ impl Server {
         self.dns.port().to_string()
     }
 
+    /// The server's /metrics text ("" without a `prometheus` listener).
+    pub fn metrics(&self) -> String {
+        let lines = self.log.lock().map(|l| l.clone()).unwrap_or_default();
+        let addr = lines
+            .iter()
+            .find_map(|l| l.split("listening on metrics http://").nth(1))
+            .and_then(|a| a.trim().parse().ok());
+        addr.map(|a| http_get(a, "/metrics")).unwrap_or_default()
+    }
+
+    /// The value of one series in /metrics (-1 when absent).
+    pub fn metric(&self, series: &str) -> f64 {
+        value(&self.metrics(), series)
+    }
+
     pub fn log_contains(&self, needle: &str) -> bool {
         self.log
             .lock()
@@ -141,6 +158,13 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The value of `series` in a metrics text (-1 when absent).
+pub fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(-1.0)
 }
 
 /// A minimal HTTP GET returning the whole response text ("" on failure).
