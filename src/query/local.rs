@@ -115,7 +115,7 @@ impl Hosts {
             if let Some(ip) = super::cluster::reverse::parse(&lower) {
                 if let Some(names) = data.addrs.get(&ip) {
                     if qtype == RecordType::PTR || qtype == RecordType::ANY {
-                        for n in names {
+                        for n in names.iter().filter(|n| self.cfg.zones.iter().any(|z| z.zone_of(n))) {
                             out.answers.push(Record::from_rdata(
                                 qname.clone(),
                                 self.cfg.ttl,

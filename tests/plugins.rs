@@ -1,0 +1,155 @@
+//! `hosts`, `file`, `loop` and `reload` end to end.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{rcode_name, temp_dir, udp, Server};
+use hickory_proto::rr::RecordType;
+
+fn lines(server: &Server, name: &str, qtype: RecordType) -> (String, Vec<String>, usize, bool) {
+    let m = udp(server.dns, name, qtype);
+    (
+        rcode_name(&m),
+        m.answers.iter().map(|r| r.data.to_string()).collect(),
+        m.authorities.len(),
+        m.metadata.authoritative,
+    )
+}
+
+#[test]
+fn hosts_entries_and_their_reverse_with_fallthrough() {
+    let dir = temp_dir("hosts");
+    std::fs::write(dir.join("hosts"), "# comment\n192.0.2.10 db.corp.example db\n2001:db8::10 db.corp.example\n").expect("write");
+    let text = ".:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    hosts hosts corp.example in-addr.arpa {\n        192.0.2.11 inline.corp.example\n        ttl 60\n        reload 200ms\n    }\n}\n";
+    let server = Server::start(&dir, text);
+    let (rcode, ips, _, aa) = lines(&server, "db.corp.example.", RecordType::A);
+    assert_eq!((rcode.as_str(), ips, aa), ("NOERROR", vec!["192.0.2.10".to_string()], true));
+    assert_eq!(lines(&server, "db.corp.example.", RecordType::AAAA).1, ["2001:db8::10"]);
+    assert_eq!(lines(&server, "inline.corp.example.", RecordType::A).1, ["192.0.2.11"]);
+    assert_eq!(lines(&server, "10.2.0.192.in-addr.arpa.", RecordType::PTR).1, ["db.corp.example."]);
+    assert_eq!(lines(&server, "nope.corp.example.", RecordType::A).0, "NXDOMAIN");
+    // the file is reloaded when it changes
+    std::fs::write(dir.join("hosts"), "192.0.2.99 db.corp.example\n").expect("rewrite");
+    let started = Instant::now();
+    while lines(&server, "db.corp.example.", RecordType::A).1 != ["192.0.2.99"] && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(lines(&server, "db.corp.example.", RecordType::A).1, ["192.0.2.99"]);
+}
+
+#[test]
+fn a_zone_file_answers_authoritatively() {
+    let dir = temp_dir("file");
+    let zone = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("zones/example.db");
+    let text = format!(
+        "example.test:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file {} example.test\n}}\n",
+        zone.display()
+    );
+    let server = Server::start(&dir, &text);
+    let (rcode, ips, _, aa) = lines(&server, "www.example.test.", RecordType::A);
+    assert_eq!((rcode.as_str(), ips, aa), ("NOERROR", vec!["192.0.2.80".to_string()], true));
+    let (_, chain, _, _) = lines(&server, "web.example.test.", RecordType::A);
+    assert_eq!(chain, ["www.example.test.", "192.0.2.80"], "CNAME followed inside the zone");
+    let (rcode, none, soa, _) = lines(&server, "www.example.test.", RecordType::TXT);
+    assert_eq!((rcode.as_str(), none.len(), soa), ("NOERROR", 0, 1), "NODATA with the SOA");
+    let (rcode, _, soa, _) = lines(&server, "missing.example.test.", RecordType::A);
+    assert_eq!((rcode.as_str(), soa), ("NXDOMAIN", 1));
+    let (rcode, _, _, _) = lines(&server, "_tcp.www.example.test.", RecordType::A);
+    assert_eq!(rcode, "NOERROR", "an empty non-terminal exists");
+    let (rcode, answers, ns, aa) = lines(&server, "host.sub.example.test.", RecordType::A);
+    assert_eq!((rcode.as_str(), answers.len(), ns, aa), ("NOERROR", 0, 1, false), "a referral");
+    assert_eq!(lines(&server, "example.test.", RecordType::SOA).1.len(), 1);
+}
+
+#[test]
+fn a_broken_zone_file_is_reported_and_answers_servfail() {
+    let dir = temp_dir("file-broken");
+    std::fs::write(dir.join("bad.db"), "$ORIGIN bad.test.\n@ IN SOA ns hostmaster ( 1 2 3\nwww IN A 999.1.1.1\n").expect("write");
+    let text = "bad.test:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file bad.db\n}\n";
+    let server = Server::start(&dir, text);
+    assert_eq!(lines(&server, "www.bad.test.", RecordType::A).0, "SERVFAIL");
+    assert!(server.log_contains("bad.db"), "{:?}", server.log.lock().map(|l| l.clone()));
+}
+
+/// A free loopback port (bound and released).
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+#[test]
+fn a_forwarding_loop_is_detected_and_the_cluster_zone_still_answers() {
+    let dir = temp_dir("loop");
+    let port = free_port();
+    let text = format!(
+        ".:{port} {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    hosts {{\n        192.0.2.7 local.example\n        fallthrough\n    }}\n    forward . 127.0.0.1:{port} {{\n        read_timeout 500ms\n    }}\n    loop\n}}\n"
+    );
+    let server = Server::start(&dir, &text);
+    let started = Instant::now();
+    while !server.log_contains("forwarding loop detected") && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(server.log_contains("forwarding loop detected"), "{:?}", server.log.lock().map(|l| l.clone()));
+    assert_eq!(server.metric("clusterdns_loop_detected_total"), 1.0);
+    assert!(server.is_running(), "unlike CoreDNS, no crash loop");
+    assert_eq!(lines(&server, "local.example.", RecordType::A).1, ["192.0.2.7"]);
+    let started = Instant::now();
+    assert_eq!(lines(&server, "outside.example.", RecordType::A).0, "SERVFAIL");
+    assert!(started.elapsed() < Duration::from_millis(300), "no longer forwarded into the loop");
+}
+
+#[test]
+fn reload_switches_config_without_failing_a_query_and_survives_a_broken_file() {
+    let dir = temp_dir("reload");
+    let snapshot = common::demo_cluster();
+    let conf = |marker: u8| {
+        format!(
+            ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    reload 2s 0s\n    hosts {{\n        192.0.2.{marker} marker.example\n        fallthrough\n    }}\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n}}\n",
+            snapshot.display()
+        )
+    };
+    let server = Server::start(&dir, &conf(1));
+    let path = dir.join("Corefile");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (flag, dns) = (stop.clone(), server.dns);
+    // Continuous queries on another thread: every one must be answered.
+    let load = std::thread::spawn(move || {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+        sock.set_read_timeout(Some(Duration::from_secs(1))).expect("timeout");
+        let (mut sent, mut failed) = (0u32, 0u32);
+        let mut buf = vec![0u8; 1500];
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) && sent < 200_000 {
+            let q = common::query(sent as u16, "kubernetes.default.svc.cluster.local.", RecordType::A, None);
+            sock.send_to(&q, dns).expect("send");
+            sent += 1;
+            match sock.recv(&mut buf) {
+                Ok(n) if n > 3 && buf[3] & 0x0f == 0 => {}
+                _ => failed += 1,
+            }
+        }
+        (sent, failed)
+    });
+    for marker in 2..=11u8 {
+        std::fs::write(&path, conf(marker)).expect("rewrite");
+        let want = format!("192.0.2.{marker}");
+        let started = Instant::now();
+        while lines(&server, "marker.example.", RecordType::A).1 != [want.clone()] && started.elapsed() < Duration::from_secs(8) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(lines(&server, "marker.example.", RecordType::A).1, [want], "reload {marker}");
+    }
+    std::fs::write(&path, ".:0 {\n    kubernetes {\n").expect("break");
+    let started = Instant::now();
+    while server.metric("coredns_reload_failed_total") < 1.0 && started.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(server.metric("coredns_reload_failed_total"), 1.0);
+    assert_eq!(lines(&server, "marker.example.", RecordType::A).1, ["192.0.2.11"], "the old config keeps serving");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (sent, failed) = load.join().expect("load thread");
+    assert!(sent > 1000, "{sent}");
+    assert_eq!(failed, 0, "{failed} of {sent} queries failed across 10 reloads");
+}
