@@ -20,19 +20,31 @@ fn lines(server: &Server, name: &str, qtype: RecordType) -> (String, Vec<String>
 #[test]
 fn hosts_entries_and_their_reverse_with_fallthrough() {
     let dir = temp_dir("hosts");
-    std::fs::write(dir.join("hosts"), "# comment\n192.0.2.10 db.corp.example db\n2001:db8::10 db.corp.example\n").expect("write");
+    std::fs::write(
+        dir.join("hosts"),
+        "# comment\n192.0.2.10 db.corp.example db\n2001:db8::10 db.corp.example\n",
+    )
+    .expect("write");
     let text = ".:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    hosts hosts corp.example in-addr.arpa {\n        192.0.2.11 inline.corp.example\n        ttl 60\n        reload 200ms\n    }\n}\n";
     let server = Server::start(&dir, text);
     let (rcode, ips, _, aa) = lines(&server, "db.corp.example.", RecordType::A);
-    assert_eq!((rcode.as_str(), ips, aa), ("NOERROR", vec!["192.0.2.10".to_string()], true));
+    assert_eq!(
+        (rcode.as_str(), ips, aa),
+        ("NOERROR", vec!["192.0.2.10".to_string()], true)
+    );
     assert_eq!(lines(&server, "db.corp.example.", RecordType::AAAA).1, ["2001:db8::10"]);
     assert_eq!(lines(&server, "inline.corp.example.", RecordType::A).1, ["192.0.2.11"]);
-    assert_eq!(lines(&server, "10.2.0.192.in-addr.arpa.", RecordType::PTR).1, ["db.corp.example."]);
+    assert_eq!(
+        lines(&server, "10.2.0.192.in-addr.arpa.", RecordType::PTR).1,
+        ["db.corp.example."]
+    );
     assert_eq!(lines(&server, "nope.corp.example.", RecordType::A).0, "NXDOMAIN");
     // the file is reloaded when it changes
     std::fs::write(dir.join("hosts"), "192.0.2.99 db.corp.example\n").expect("rewrite");
     let started = Instant::now();
-    while lines(&server, "db.corp.example.", RecordType::A).1 != ["192.0.2.99"] && started.elapsed() < Duration::from_secs(5) {
+    while lines(&server, "db.corp.example.", RecordType::A).1 != ["192.0.2.99"]
+        && started.elapsed() < Duration::from_secs(5)
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(lines(&server, "db.corp.example.", RecordType::A).1, ["192.0.2.99"]);
@@ -48,28 +60,51 @@ fn a_zone_file_answers_authoritatively() {
     );
     let server = Server::start(&dir, &text);
     let (rcode, ips, _, aa) = lines(&server, "www.example.test.", RecordType::A);
-    assert_eq!((rcode.as_str(), ips, aa), ("NOERROR", vec!["192.0.2.80".to_string()], true));
+    assert_eq!(
+        (rcode.as_str(), ips, aa),
+        ("NOERROR", vec!["192.0.2.80".to_string()], true)
+    );
     let (_, chain, _, _) = lines(&server, "web.example.test.", RecordType::A);
-    assert_eq!(chain, ["www.example.test.", "192.0.2.80"], "CNAME followed inside the zone");
+    assert_eq!(
+        chain,
+        ["www.example.test.", "192.0.2.80"],
+        "CNAME followed inside the zone"
+    );
     let (rcode, none, soa, _) = lines(&server, "www.example.test.", RecordType::TXT);
-    assert_eq!((rcode.as_str(), none.len(), soa), ("NOERROR", 0, 1), "NODATA with the SOA");
+    assert_eq!(
+        (rcode.as_str(), none.len(), soa),
+        ("NOERROR", 0, 1),
+        "NODATA with the SOA"
+    );
     let (rcode, _, soa, _) = lines(&server, "missing.example.test.", RecordType::A);
     assert_eq!((rcode.as_str(), soa), ("NXDOMAIN", 1));
     let (rcode, _, _, _) = lines(&server, "_tcp.www.example.test.", RecordType::A);
     assert_eq!(rcode, "NOERROR", "an empty non-terminal exists");
     let (rcode, answers, ns, aa) = lines(&server, "host.sub.example.test.", RecordType::A);
-    assert_eq!((rcode.as_str(), answers.len(), ns, aa), ("NOERROR", 0, 1, false), "a referral");
+    assert_eq!(
+        (rcode.as_str(), answers.len(), ns, aa),
+        ("NOERROR", 0, 1, false),
+        "a referral"
+    );
     assert_eq!(lines(&server, "example.test.", RecordType::SOA).1.len(), 1);
 }
 
 #[test]
 fn a_broken_zone_file_is_reported_and_answers_servfail() {
     let dir = temp_dir("file-broken");
-    std::fs::write(dir.join("bad.db"), "$ORIGIN bad.test.\n@ IN SOA ns hostmaster ( 1 2 3\nwww IN A 999.1.1.1\n").expect("write");
+    std::fs::write(
+        dir.join("bad.db"),
+        "$ORIGIN bad.test.\n@ IN SOA ns hostmaster ( 1 2 3\nwww IN A 999.1.1.1\n",
+    )
+    .expect("write");
     let text = "bad.test:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file bad.db\n}\n";
     let server = Server::start(&dir, text);
     assert_eq!(lines(&server, "www.bad.test.", RecordType::A).0, "SERVFAIL");
-    assert!(server.log_contains("bad.db"), "{:?}", server.log.lock().map(|l| l.clone()));
+    assert!(
+        server.log_contains("bad.db"),
+        "{:?}",
+        server.log.lock().map(|l| l.clone())
+    );
 }
 
 /// A free loopback port (bound and released).
@@ -92,13 +127,20 @@ fn a_forwarding_loop_is_detected_and_the_cluster_zone_still_answers() {
     while !server.log_contains("forwarding loop detected") && started.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(server.log_contains("forwarding loop detected"), "{:?}", server.log.lock().map(|l| l.clone()));
+    assert!(
+        server.log_contains("forwarding loop detected"),
+        "{:?}",
+        server.log.lock().map(|l| l.clone())
+    );
     assert_eq!(server.metric("clusterdns_loop_detected_total"), 1.0);
     assert!(server.is_running(), "unlike CoreDNS, no crash loop");
     assert_eq!(lines(&server, "local.example.", RecordType::A).1, ["192.0.2.7"]);
     let started = Instant::now();
     assert_eq!(lines(&server, "outside.example.", RecordType::A).0, "SERVFAIL");
-    assert!(started.elapsed() < Duration::from_millis(300), "no longer forwarded into the loop");
+    assert!(
+        started.elapsed() < Duration::from_millis(300),
+        "no longer forwarded into the loop"
+    );
 }
 
 #[test]
@@ -122,7 +164,12 @@ fn reload_switches_config_without_failing_a_query_and_survives_a_broken_file() {
         let (mut sent, mut failed) = (0u32, 0u32);
         let mut buf = vec![0u8; 1500];
         while !flag.load(std::sync::atomic::Ordering::Relaxed) && sent < 200_000 {
-            let q = common::query(sent as u16, "kubernetes.default.svc.cluster.local.", RecordType::A, None);
+            let q = common::query(
+                sent as u16,
+                "kubernetes.default.svc.cluster.local.",
+                RecordType::A,
+                None,
+            );
             sock.send_to(&q, dns).expect("send");
             sent += 1;
             match sock.recv(&mut buf) {
@@ -136,10 +183,16 @@ fn reload_switches_config_without_failing_a_query_and_survives_a_broken_file() {
         std::fs::write(&path, conf(marker)).expect("rewrite");
         let want = format!("192.0.2.{marker}");
         let started = Instant::now();
-        while lines(&server, "marker.example.", RecordType::A).1 != [want.clone()] && started.elapsed() < Duration::from_secs(8) {
+        while lines(&server, "marker.example.", RecordType::A).1 != [want.clone()]
+            && started.elapsed() < Duration::from_secs(8)
+        {
             std::thread::sleep(Duration::from_millis(50));
         }
-        assert_eq!(lines(&server, "marker.example.", RecordType::A).1, [want], "reload {marker}");
+        assert_eq!(
+            lines(&server, "marker.example.", RecordType::A).1,
+            [want],
+            "reload {marker}"
+        );
     }
     std::fs::write(&path, ".:0 {\n    kubernetes {\n").expect("break");
     let started = Instant::now();
@@ -147,7 +200,11 @@ fn reload_switches_config_without_failing_a_query_and_survives_a_broken_file() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(server.metric("coredns_reload_failed_total"), 1.0);
-    assert_eq!(lines(&server, "marker.example.", RecordType::A).1, ["192.0.2.11"], "the old config keeps serving");
+    assert_eq!(
+        lines(&server, "marker.example.", RecordType::A).1,
+        ["192.0.2.11"],
+        "the old config keeps serving"
+    );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (sent, failed) = load.join().expect("load thread");
     assert!(sent > 1000, "{sent}");

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Side-by-side forwarding caches: clusterdns (`forward` + `cache`) and
+# Debian's unbound (a forward-zone with its cache), both forwarding to the
+# same upstream (a third process: unbound serving NAMES local names).
+# Each cache is pinned to CPU 0, dnsperf and the upstream to CPU 1. Rows:
+#   cached     names answered from the cache (warmed first)
+#   negative   NXDOMAIN answers from the cache (warmed first)
+# Reports qps per server core (qps / the server's CPU share) and medians
+# over ROUNDS rounds. Loopback only; every run is bounded by -l SECONDS.
+#
+# usage: loadtest/bench/compare-forward.sh [NAMES] [SECONDS] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+NAMES=${1:-1000}; SECS=${2:-10}; ROUNDS=${3:-3}
+for t in dnsperf unbound taskset; do
+  command -v $t >/dev/null || [ -x /usr/sbin/$t ] || { echo "installing dnsperf and unbound"; apt-get install -y -qq dnsperf unbound >/dev/null; break; }
+done
+UNBOUND=$(command -v unbound || echo /usr/sbin/unbound)
+cargo build --release -q
+W=$(mktemp -d /tmp/clusterdns-fwd.XXXX)
+. loadtest/bench/lib.sh
+
+{
+  for i in $(seq 1 "$NAMES"); do echo "  local-data: \"h$i.example.org. 3600 IN A 192.0.2.$((i % 250 + 1))\""; done
+} > "$W/names.conf"
+for i in $(seq 1 "$NAMES"); do echo "h$i.example.org A"; done > "$W/cached.txt"
+for i in $(seq 1 "$NAMES"); do echo "nx$i.example.org A"; done > "$W/negative.txt"
+
+common="  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"$W\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  do-not-query-localhost: no\n  num-threads: 1\n  verbosity: 0"
+printf "server:\n  interface: 127.0.0.1\n  port: 5310\n  pidfile: \"$W/up.pid\"\n$common\n  module-config: \"iterator\"\n  local-zone: \"example.org.\" static\n  local-data: \"example.org. 3600 IN SOA ns.example.org. h.example.org. 1 3600 600 86400 3600\"\n  include: \"$W/names.conf\"\n" > "$W/upstream.conf"
+printf "server:\n  interface: 127.0.0.1\n  port: 5312\n  pidfile: \"$W/fwd.pid\"\n$common\n  module-config: \"iterator\"\n  msg-cache-size: 64m\n  rrset-cache-size: 64m\nforward-zone:\n  name: \".\"\n  forward-addr: 127.0.0.1@5310\n" > "$W/unbound.conf"
+cat > "$W/Corefile" <<EOC
+.:5311 {
+    bind 127.0.0.1
+    forward . 127.0.0.1:5310
+    cache 3600
+}
+EOC
+
+taskset -c 1 "$UNBOUND" -d -c "$W/upstream.conf" 2>"$W/upstream.log" &
+UP=$!
+taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile" 2>"$W/clusterdns.log" &
+CD=$!
+taskset -c 0 "$UNBOUND" -d -c "$W/unbound.conf" 2>"$W/unbound.log" &
+UB=$!
+trap 'kill $UP $CD $UB 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+for i in $(seq 1 100); do
+  dig +short @127.0.0.1 -p 5311 h1.example.org | grep -q . && dig +short @127.0.0.1 -p 5312 h1.example.org | grep -q . && break
+  sleep 0.2
+done
+# warm both caches with every name
+for port in 5311 5312; do
+  for f in cached negative; do taskset -c 1 dnsperf -s 127.0.0.1 -p $port -d "$W/$f.txt" -n 1 -c 4 -q 50 >/dev/null 2>&1; done
+done
+echo "# $NAMES names; each cache on CPU 0, dnsperf and the upstream on CPU 1, ${SECS}s per row, $ROUNDS rounds"
+for round in $(seq 1 "$ROUNDS"); do
+  for kind in cached negative; do
+    measure clusterdns $CD 5311 "$W/$kind.txt"
+    measure unbound $UB 5312 "$W/$kind.txt"
+  done
+done | tee "$W/rows.txt"
+echo "# medians over $ROUNDS rounds (qps, server cpu share, qps per server core, mean latency ms)"
+medians "$W/rows.txt" unbound "cached negative"
+echo "# clusterdns RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$CD/status)   unbound RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$UB/status)"

@@ -1,0 +1,44 @@
+# Shared by the side-by-side benchmarks: CPU accounting, one dnsperf row,
+# and the median summary. Expects SECS to be set.
+
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+
+# measure NAME PID PORT QUERYFILE: one row (qps, the server's CPU share,
+# qps per server core, mean latency, lost queries); dnsperf on CPU 1.
+measure() {
+  local name=$1 pid=$2 port=$3 file=$4 hz before after out qps lat share
+  hz=$(getconf CLK_TCK)
+  before=$(cpu_ticks "$pid")
+  out=$(taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$file" -l "$SECS" -c 32 -q 400 -T 1 2>&1)
+  after=$(cpu_ticks "$pid")
+  qps=$(echo "$out" | awk '/Queries per second/ {print $4}')
+  lat=$(echo "$out" | awk '/Average Latency/ {print $4}')
+  lost=$(echo "$out" | awk '/Queries lost/ {print $3}')
+  share=$(echo "$before $after $hz $SECS" | awk '{printf "%.2f", ($2-$1)/$3/$4}')
+  printf "%-10s %-9s %10.0f qps  cpu %4s  %10.0f qps/core  mean %7.3f ms  lost %s\n" \
+    "$name" "$(basename "$file" .txt)" "$qps" "$share" "$(echo "$qps $share" | awk '{print ($2>0)?$1/$2:0}')" "$(echo "$lat" | awk '{print $1*1000}')" "$lost"
+}
+
+
+# medians ROWS PEER "KINDS": each row's median over the rounds, and the
+# clusterdns/PEER ratio of qps per server core.
+medians() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import sys, statistics as st
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    rows.setdefault((f[1], f[0]), []).append((float(f[2]), float(f[5]), float(f[6]), float(f[9])))
+peer = sys.argv[2]
+for kind in sys.argv[3].split():
+    per = {}
+    for server in ("clusterdns", peer):
+        v = rows.get((kind, server), [])
+        if not v: continue
+        med = [st.median(x[i] for x in v) for i in range(4)]
+        per[server] = med[2]
+        print(f"{server:10s} {kind:9s} {med[0]:10.0f} qps  cpu {med[1]:.2f}  {med[2]:10.0f} qps/core  mean {med[3]:.3f} ms")
+    if len(per) == 2:
+        print(f"{'ratio':10s} {kind:9s} clusterdns/{peer} qps per core = {per['clusterdns']/per[peer]:.2f}")
+PY
+}
