@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::forward::Forwarding;
 use crate::metrics::Metrics;
+use crate::query::forward::Forwarding;
 use crate::store::Store;
 
 /// Which endpoints one admin listener serves.
@@ -109,7 +109,7 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
         },
         "/metrics" if endpoints.metrics => {
             let mut text = state.metrics.render(state.synced());
-            crate::forward::render(&state.live.load().forwardings, &mut text);
+            crate::query::forward::render(&state.live.load().forwardings, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")
         }
         _ => ("404 Not Found", "not found".to_string(), "text/plain"),

@@ -15,11 +15,11 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
 use crate::admin::{self, Live, State};
-use crate::cache::Cache;
 use crate::config::{Config, Server};
-use crate::forward::{Forward, Forwarding};
 use crate::metrics::Metrics;
 use crate::query::cluster::Cluster;
+use crate::query::forward::cache::Cache;
+use crate::query::forward::{Forward, Forwarding};
 use crate::query::local::{Hosts, ZoneFile};
 use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
 use crate::store::Store;

@@ -5,10 +5,12 @@
 //! ```text
 //!            QUERY PATH (hot, never awaits the API)              WATCH PATH (never sees a query)
 //!
-//!   UDP/TCP socket ─► request ─► check ─► route ──► cluster ─┐        snapshot file (kube API: next)
-//!                                                            │                  │
-//!                                                            ▼                  ▼
-//!                                     finish (flags, EDNS, TC, rcode) ◄─ STORE ◄─ convert
+//!   UDP/TCP socket ─► request ─► check ─► route ──► hosts, file, cluster ─┐   kube API / snapshot file
+//!                                           │                             │              │
+//!                                           └──► forward ◄─┐ (a task:     │        watch ─► convert
+//!                                                (cache)   │  upstreams)  │              │
+//!                                                          ▼              ▼              ▼
+//!                                     finish (flags, EDNS, TC, rcode) ◄──────────── STORE
 //!                                                                      (immutable snapshot, atomic swap)
 //! ```
 //!
@@ -16,16 +18,15 @@
 //! 1. [`config`]: the Corefile, lexed and checked, every error with `FILE:LINE:COL`.
 //! 2. [`store`]: compact records and the immutable [`store::Snapshot`].
 //! 3. [`watch`]: cluster objects → records → a new snapshot, swapped in whole.
-//! 4. [`query`]: sockets, header checks, routing, the cluster zone, the reply.
+//! 4. [`query`]: sockets, header checks, routing, the cluster zone, local
+//!    data (`hosts`, `file`), forwarding and its cache, the reply.
 //! 5. [`admin`] and [`metrics`]: `/health`, `/ready`, `/metrics`.
 //! 6. [`app`]: wiring and lifecycle.
 #![forbid(unsafe_code)]
 
 pub mod admin;
 pub mod app;
-pub mod cache;
 pub mod config;
-pub mod forward;
 pub mod metrics;
 pub mod query;
 pub mod store;

@@ -1,17 +1,22 @@
 //! The query path: bytes in, bytes out, never awaiting the API.
 //!
 //! ```text
-//!  udp / tcp ─► request::check ─► route ─► cluster ─► finish
-//!  (sockets)    (header rules)    (zone)   (snapshot)  (flags, EDNS, TC, rcode)
+//!  udp / tcp ─► request::check ─► route ─► local (hosts, file) ─► cluster ─► finish
+//!  (sockets)    (header rules)    (zone)                          (snapshot)  (flags, EDNS, TC, rcode)
+//!                                   └──► forward: cache hit ─────────────────► finish
+//!                                          miss ─► defer::Job ─► task ─► upstream ─► defer::deliver
 //! ```
 //!
 //! Start reading at [`Handler::handle`]: one synchronous call per query,
-//! made by the UDP worker threads and the TCP connection tasks alike.
+//! made by the UDP worker threads and the TCP connection tasks alike. Only
+//! a forwarded cache miss leaves it: the query becomes a [`defer::Job`]
+//! answered by a task through the socket or connection it came from.
 
 pub mod answer;
 pub mod cluster;
 pub mod defer;
 pub mod finish;
+pub mod forward;
 pub mod local;
 pub mod log;
 pub mod memo;

@@ -14,7 +14,7 @@ use super::cluster::{Cluster, Outcome};
 use super::local::{Hosts, Local, ZoneFile};
 use super::UNHANDLED;
 use crate::config::local::LogConfig;
-use crate::forward::Forwarding;
+use crate::query::forward::Forwarding;
 
 /// The `loop` plugin's state: the random probe name sent to ourselves at
 /// start, and how often it came in.

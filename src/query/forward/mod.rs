@@ -16,6 +16,7 @@
 //! client always gets an answer or SERVFAIL within `read_timeout` × the
 //! upstreams tried.
 
+pub mod cache;
 pub mod upstream;
 
 use std::collections::HashMap;
@@ -27,11 +28,11 @@ use std::time::Instant;
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
-use crate::cache::{Cache, Key, Lookup};
 use crate::config::cache::StaleMode;
 use crate::config::forward::{ForwardConfig, Policy};
 use crate::metrics::{family, Metrics, Transport};
 use crate::query::defer::{deliver, Job};
+use crate::query::forward::cache::{Cache, Key, Lookup};
 use crate::query::Answer;
 use upstream::Upstream;
 
@@ -135,7 +136,13 @@ impl Forwarding {
     }
 
     /// Refreshes a cache entry in the background (nobody waits).
-    fn refresh(self: &Arc<Self>, query: Query, dnssec_ok: bool, cd: bool, entry: Option<Arc<crate::cache::Entry>>) {
+    fn refresh(
+        self: &Arc<Self>,
+        query: Query,
+        dnssec_ok: bool,
+        cd: bool,
+        entry: Option<Arc<crate::query::forward::cache::Entry>>,
+    ) {
         let this = self.clone();
         self.runtime.spawn(async move {
             let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
