@@ -99,10 +99,18 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
     let path = request.split_whitespace().nth(1).unwrap_or("/");
     let path = path.split('?').next().unwrap_or(path);
     let (status, body, kind) = match path {
-        "/health" if endpoints.health => match state.lameduck.load(Ordering::Relaxed) {
-            false => ("200 OK", "OK".to_string(), "text/plain"),
-            true => ("503 Service Unavailable", "shutting down".to_string(), "text/plain"),
-        },
+        "/health" if endpoints.health => {
+            let started = std::time::Instant::now();
+            let reply = match state.lameduck.load(Ordering::Relaxed) {
+                false => ("200 OK", "OK".to_string(), "text/plain"),
+                true => {
+                    state.metrics.health.failures.fetch_add(1, Ordering::Relaxed);
+                    ("503 Service Unavailable", "shutting down".to_string(), "text/plain")
+                }
+            };
+            state.metrics.health.observe(started.elapsed().as_nanos() as u64);
+            reply
+        }
         "/ready" if endpoints.ready => match state.ready() {
             true => ("200 OK", "OK".to_string(), "text/plain"),
             false => ("503 Service Unavailable", "not ready".to_string(), "text/plain"),

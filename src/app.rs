@@ -192,19 +192,30 @@ impl Runtime {
             probes: Vec::new(),
         };
         let mut kept: HashMap<String, Source> = HashMap::new();
+        let mut plugins = Vec::new();
         for server in &config.servers {
             let key = (server.port, server.bind.clone());
-            let block = self.block(server, &mut kept, &mut built, &key);
-            built
-                .routers
-                .entry(key)
-                .or_insert_with(|| Router {
-                    blocks: Vec::new(),
-                    epoch: self.epoch,
-                })
-                .blocks
-                .push(block);
+            let label = match server.bind.first() {
+                Some(ip) => format!("dns://{}", SocketAddr::new(*ip, server.port)),
+                None => format!("dns://:{}", server.port),
+            };
+            let mut block = self.block(server, &mut kept, &mut built, &key);
+            let registry = &self.metrics.registry;
+            let router = built.routers.entry(key).or_insert_with(|| Router {
+                blocks: Vec::new(),
+                epoch: self.epoch,
+                stats: vec![registry.zone(&label, "dropped")],
+            });
+            for zone in &server.zones {
+                block.zone_stats.push(router.stats.len() as u16);
+                router.stats.push(registry.zone(&label, &zone.to_string()));
+                for name in enabled(server, config) {
+                    plugins.push((label.clone(), zone.to_string(), name));
+                }
+            }
+            router.blocks.push(block);
         }
+        self.metrics.registry.set_plugins(plugins);
         for (_, old) in std::mem::replace(&mut self.sources, kept) {
             old.task.abort();
         }
@@ -262,6 +273,7 @@ impl Runtime {
         }
         Block {
             zones: server.zones.clone(),
+            zone_stats: Vec::new(),
             hosts: server.hosts.clone().map(Hosts::new),
             files: server.files.iter().cloned().map(ZoneFile::new).collect(),
             cluster,
@@ -326,6 +338,9 @@ impl Runtime {
                 Ok((bound, t)) => {
                     group.threads.extend(t);
                     group.bound.push(bound);
+                    if let Ok(mut ports) = self.metrics.udp_ports.lock() {
+                        ports.push(bound.port());
+                    }
                 }
                 Err(e) if bind.is_empty() && ip.is_ipv6() => tracing::warn!("{e}; serving IPv4 only"),
                 Err(e) => return Err(e),
@@ -369,6 +384,28 @@ fn send_probe(addr: SocketAddr, probe: &LoopProbe, zone: &Name, handler: &Handle
         let mut buf = [0u8; 512];
         let _ = tokio::time::timeout(Duration::from_secs(10), socket.recv(&mut buf)).await;
     });
+}
+
+/// The plugins of `server` (`coredns_plugin_enabled`).
+fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    let on = [
+        (server.errors, "errors"),
+        (server.log.is_some(), "log"),
+        (config.health.is_some(), "health"),
+        (config.ready.is_some(), "ready"),
+        (config.prometheus.is_some(), "prometheus"),
+        (server.hosts.is_some(), "hosts"),
+        (!server.files.is_empty(), "file"),
+        (server.kubernetes.is_some(), "kubernetes"),
+        (server.cache.is_some(), "cache"),
+        (!server.forward.is_empty(), "forward"),
+        (server.loop_detect.is_some(), "loop"),
+        (config.reload.is_some(), "reload"),
+        (server.loadbalance, "loadbalance"),
+    ];
+    names.extend(on.iter().filter(|(yes, _)| *yes).map(|(_, n)| *n));
+    names
 }
 
 fn listen_ips(bind: &[IpAddr]) -> Vec<IpAddr> {

@@ -7,6 +7,8 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::{A, AAAA, CNAME, NS, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
+use crate::metrics::{Expansion, Plugin};
+
 /// A handler's reply, reused across queries by each worker.
 #[derive(Debug, Default)]
 pub struct Answer {
@@ -25,6 +27,12 @@ pub struct Answer {
     pub memoizable: bool,
     /// How the server block that answered logs it (`log`).
     pub log: Option<crate::config::local::LogStyle>,
+    /// The router's stats slot of the zone that matched (0: none matched).
+    pub zone: u16,
+    /// The plugin that wrote the answer.
+    pub plugin: Plugin,
+    /// For an NXDOMAIN in the cluster zone: the search-path expansion it was.
+    pub expansion: Option<Expansion>,
 }
 
 impl Answer {
@@ -37,6 +45,9 @@ impl Answer {
         self.truncated = false;
         self.memoizable = false;
         self.log = None;
+        self.zone = 0;
+        self.plugin = Plugin::None;
+        self.expansion = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();
@@ -44,10 +55,10 @@ impl Answer {
 
     /// An error reply with no records.
     pub fn error(&mut self, rcode: ResponseCode) {
-        let log = self.log;
+        let (log, zone, plugin) = (self.log, self.zone, self.plugin);
         self.clear();
         self.rcode = rcode;
-        self.log = log;
+        (self.log, self.zone, self.plugin) = (log, zone, plugin);
     }
 
     /// Drops what a plugin that passed the query on may have left.

@@ -14,7 +14,7 @@ use super::finish::{self, Echo};
 use super::log;
 use super::request::{self, ClientEdns};
 use crate::config::local::LogStyle;
-use crate::metrics::{Metrics, Transport};
+use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
 
 /// Where a reply goes.
 #[derive(Clone, Debug)]
@@ -39,6 +39,8 @@ pub struct Job {
     pub log: Option<LogStyle>,
     pub loadbalance: bool,
     pub started: Instant,
+    /// Where the answer is counted (`coredns_dns_*`).
+    pub stats: Option<Arc<ZoneStats>>,
 }
 
 impl Job {
@@ -67,10 +69,28 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         edns: job.edns,
     };
     let truncated = finish::write(&mut out, &echo, answer, job.limit());
+    if matches!(job.sink, Sink::None) {
+        return;
+    }
+    metrics.in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     if out.is_empty() {
         return;
     }
-    metrics.answered(job.transport, answer.rcode, truncated);
+    if let Some(stats) = &job.stats {
+        stats.record(&Served {
+            transport: job.transport,
+            ipv6: job.peer.is_ipv6(),
+            qtype: type_slot(job.query.query_type()),
+            dnssec_ok: job.dnssec_ok(),
+            request_size: job.request.len(),
+            response_size: out.len(),
+            rcode: answer.rcode,
+            plugin: answer.plugin,
+            truncated,
+            expansion: None,
+            nanos: job.started.elapsed().as_nanos() as u64,
+        });
+    }
     if let Some(style) = job.log {
         log::query(
             style,

@@ -109,6 +109,12 @@ pub struct Outcome {
     pub rcode: ResponseCode,
     pub truncated: bool,
     pub log: Option<crate::config::local::LogStyle>,
+    /// What the metrics record (see [`crate::metrics::Served`]).
+    pub zone: u16,
+    pub plugin: crate::metrics::Plugin,
+    pub qtype: u8,
+    pub dnssec_ok: bool,
+    pub expansion: Option<crate::metrics::Expansion>,
 }
 
 struct Entry {
@@ -256,6 +262,11 @@ mod tests {
             rcode: ResponseCode::NoError,
             truncated: false,
             log: None,
+            zone: 0,
+            plugin: crate::metrics::Plugin::None,
+            qtype: 0,
+            dnssec_ok: false,
+            expansion: None,
         };
         let mut buf = Vec::new();
         for i in 0..MAX_ENTRIES / 2 {
@@ -289,6 +300,11 @@ mod tests {
             rcode: ResponseCode::NoError,
             truncated: false,
             log: None,
+            zone: 0,
+            plugin: crate::metrics::Plugin::None,
+            qtype: 0,
+            dnssec_ok: false,
+            expansion: None,
         };
         memo.remember(&k, 1, &[0u8; 12], outcome);
         assert_eq!(memo.replay(&k, &q, 1, &mut Vec::new()), None);
@@ -305,6 +321,11 @@ mod tests {
             rcode: ResponseCode::NoError,
             truncated: false,
             log: None,
+            zone: 0,
+            plugin: crate::metrics::Plugin::None,
+            qtype: 0,
+            dnssec_ok: false,
+            expansion: None,
         };
         memo.remember(&k, 1, &reply, outcome);
         let mut second = packet("WEB.cluster.local.", None);

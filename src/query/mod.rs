@@ -82,11 +82,11 @@ impl Handler {
         sink: &dyn Fn() -> defer::Sink,
     ) -> bool {
         let router = self.router.load();
-        let started = router.logs().then(Instant::now);
+        let started = Instant::now();
         let Some(key) = memo::Key::parse(bytes, transport, &mut scratch.key) else {
-            return match self.answer(&router, bytes, peer, transport, scratch, sink) {
+            return match self.answer(&router, bytes, peer, transport, scratch, sink, started) {
                 Full::Reply(outcome) => {
-                    self.finish(peer, transport, bytes, outcome, started, scratch);
+                    self.finish(&router, peer, transport, bytes, outcome, started, scratch);
                     true
                 }
                 Full::Nothing => {
@@ -100,7 +100,7 @@ impl Handler {
         let outcome = match scratch.memo.replay(&key, bytes, generation, &mut scratch.out) {
             Some(outcome) => outcome,
             None => {
-                let outcome = match self.answer(&router, bytes, peer, transport, scratch, sink) {
+                let outcome = match self.answer(&router, bytes, peer, transport, scratch, sink, started) {
                     Full::Reply(outcome) => outcome,
                     Full::Nothing => {
                         key.recycle(&mut scratch.key);
@@ -119,35 +119,50 @@ impl Handler {
             }
         };
         key.recycle(&mut scratch.key);
-        self.finish(peer, transport, bytes, outcome, started, scratch);
+        self.finish(&router, peer, transport, bytes, outcome, started, scratch);
         !scratch.out.is_empty()
     }
 
+    /// Counts a request by its client's namespace (when pods are watched).
+    fn count_client(&self, router: &Router, peer: SocketAddr) {
+        self.metrics.clients.count(router.client_namespace(peer.ip()).as_ref());
+    }
+
     /// Counts the reply and writes the query log line when asked for.
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         &self,
+        router: &Router,
         peer: SocketAddr,
         t: Transport,
         bytes: &[u8],
         o: memo::Outcome,
-        started: Option<Instant>,
+        started: Instant,
         s: &Scratch,
     ) {
-        self.metrics.answered(t, o.rcode, o.truncated);
+        if let Some(stats) = router.stats.get(usize::from(o.zone)) {
+            stats.record(&crate::metrics::Served {
+                transport: t,
+                ipv6: peer.is_ipv6(),
+                qtype: o.qtype,
+                dnssec_ok: o.dnssec_ok,
+                request_size: bytes.len(),
+                response_size: s.out.len(),
+                rcode: o.rcode,
+                plugin: o.plugin,
+                truncated: o.truncated,
+                expansion: o.expansion,
+                nanos: started.elapsed().as_nanos() as u64,
+            });
+        }
+        self.count_client(router, peer);
         if let Some(style) = o.log {
-            log::query(
-                style,
-                peer,
-                t,
-                bytes,
-                &s.out,
-                o.rcode,
-                started.unwrap_or_else(Instant::now),
-            );
+            log::query(style, peer, t, bytes, &s.out, o.rcode, started);
         }
     }
 
     /// The full path: decode, check, route, answer, encode.
+    #[allow(clippy::too_many_arguments)]
     fn answer(
         &self,
         router: &Router,
@@ -156,6 +171,7 @@ impl Handler {
         transport: Transport,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
+        started: Instant,
     ) -> Full {
         let Scratch { answer, out, .. } = scratch;
         answer.clear();
@@ -174,6 +190,8 @@ impl Handler {
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
                 let routed = router.answer(&req.query, dnssec_ok, req.meta.checking_disabled, answer);
                 if let Routed::Forward(forwarding, loadbalance) = routed {
+                    self.count_client(router, peer);
+                    self.metrics.in_flight.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     forwarding.submit(defer::Job {
                         request: bytes.to_vec(),
                         meta: req.meta,
@@ -184,7 +202,8 @@ impl Handler {
                         sink: sink(),
                         log: answer.log,
                         loadbalance,
-                        started: Instant::now(),
+                        started,
+                        stats: router.stats.get(usize::from(answer.zone)).cloned(),
                     });
                     return Full::Later;
                 }
@@ -208,6 +227,11 @@ impl Handler {
             rcode: answer.rcode,
             truncated,
             log: answer.log,
+            zone: answer.zone,
+            plugin: answer.plugin,
+            qtype: query.as_ref().map_or(u8::MAX, |q| crate::metrics::type_slot(q.query_type())),
+            dnssec_ok: edns.is_some_and(|e| e.dnssec_ok),
+            expansion: answer.expansion,
         })
     }
 }

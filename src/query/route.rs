@@ -14,6 +14,7 @@ use super::cluster::{Cluster, Outcome};
 use super::local::{Hosts, Local, ZoneFile};
 use super::UNHANDLED;
 use crate::config::local::LogConfig;
+use crate::metrics::{Plugin, ZoneStats};
 use crate::query::forward::Forwarding;
 
 /// The `loop` plugin's state: the random probe name sent to ourselves at
@@ -46,6 +47,8 @@ impl LoopProbe {
 /// One server block's zones and plugins.
 pub struct Block {
     pub zones: Vec<Name>,
+    /// The router's stats slot of each zone.
+    pub zone_stats: Vec<u16>,
     pub hosts: Option<Hosts>,
     pub files: Vec<ZoneFile>,
     pub cluster: Option<Cluster>,
@@ -68,6 +71,8 @@ pub struct Router {
     pub blocks: Vec<Block>,
     /// Bumped by each reload, so memoized replies of the old config die.
     pub epoch: u64,
+    /// `coredns_dns_*` per zone; slot 0 counts queries no zone matched.
+    pub stats: Vec<Arc<ZoneStats>>,
 }
 
 impl Router {
@@ -89,28 +94,41 @@ impl Router {
         self.blocks.iter().any(|b| b.log.is_some())
     }
 
-    /// The block with the longest zone containing `qname`.
-    fn block(&self, qname: &Name) -> Option<&Block> {
+    /// The block with the longest zone containing `qname`, and that
+    /// zone's stats slot.
+    fn block(&self, qname: &Name) -> Option<(&Block, u16)> {
         self.blocks
             .iter()
             .filter_map(|b| {
                 b.zones
                     .iter()
-                    .filter(|z| z.zone_of(qname))
-                    .map(|z| (z.num_labels(), b))
-                    .max_by_key(|(n, _)| *n)
+                    .zip(&b.zone_stats)
+                    .filter(|(z, _)| z.zone_of(qname))
+                    .map(|(z, slot)| (z.num_labels(), b, *slot))
+                    .max_by_key(|(n, _, _)| *n)
             })
-            .max_by_key(|(n, _)| *n)
-            .map(|(_, b)| b)
+            .max_by_key(|(n, _, _)| *n)
+            .map(|(_, b, slot)| (b, slot))
+    }
+
+    /// The namespace of the one running pod with `ip`, when a block
+    /// watches pods (`pods verified`).
+    pub fn client_namespace(&self, ip: std::net::IpAddr) -> Option<Arc<str>> {
+        self.blocks
+            .iter()
+            .filter_map(|b| b.cluster.as_ref())
+            .find(|c| c.cfg.pods == crate::config::PodMode::Verified)
+            .and_then(|c| c.store.load().pod_namespace(ip))
     }
 
     /// Answers `query` into `out`, or says it must be forwarded.
     pub fn answer(&self, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'_> {
         let qname = query.name();
-        let Some(block) = self.block(qname) else {
+        let Some((block, slot)) = self.block(qname) else {
             out.error(UNHANDLED);
             return Routed::Done;
         };
+        out.zone = slot;
         out.log = block
             .log
             .as_ref()
@@ -133,17 +151,20 @@ impl Router {
         }
         if let Some(hosts) = &block.hosts {
             if hosts.answer(qname, qtype, out) == Local::Answered {
+                out.plugin = Plugin::Hosts;
                 return Routed::Done;
             }
         }
         for file in block.files.iter().filter(|f| f.serves(qname)) {
             if file.answer(qname, qtype, out) == Local::Answered {
+                out.plugin = Plugin::File;
                 return Routed::Done;
             }
         }
         if let Some(cluster) = &block.cluster {
             if let Some(zone) = cluster.zone_for(qname) {
                 if cluster.answer(qname, qtype, zone, out) == Outcome::Answered {
+                    out.plugin = Plugin::Kubernetes;
                     out.memoizable = true;
                     return Routed::Done;
                 }
@@ -152,6 +173,7 @@ impl Router {
         if let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) {
             out.clear_records();
             if fwd.cached(query, dnssec_ok, cd, out) {
+                out.plugin = Plugin::Cache;
                 return Routed::Done;
             }
             return Routed::Forward(fwd, block.loadbalance);

@@ -73,6 +73,8 @@ pub enum Record {
         namespace: String,
         name: String,
         ips: Vec<IpAddr>,
+        /// Phase Running (not Pending): autopath trusts only these.
+        running: bool,
     },
 }
 

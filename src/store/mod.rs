@@ -55,8 +55,8 @@ pub struct Snapshot {
     pub serial: u32,
     namespaces: IMap<Arc<str>, Namespace>,
     reverse: addrs::AddrIndex<PtrTarget>,
-    /// Namespaces of running pods by pod IP (only filled for `pods verified`).
-    pods: addrs::AddrIndex<Arc<str>>,
+    /// Pods by IP: namespace and whether Running (only filled for `pods verified`).
+    pods: addrs::AddrIndex<(Arc<str>, bool)>,
 }
 
 impl Snapshot {
@@ -84,7 +84,17 @@ impl Snapshot {
 
     /// Whether a running pod in `namespace` has `addr` (`pods verified`).
     pub fn pod_exists(&self, namespace: &str, addr: IpAddr) -> bool {
-        self.pods.get(addr).any(|n| &**n == namespace)
+        self.pods.get(addr).any(|(n, _)| &**n == namespace)
+    }
+
+    /// The namespace of the pod with `addr`, if exactly one pod has it and
+    /// it is Running (never a guess between pods).
+    pub fn pod_namespace(&self, addr: IpAddr) -> Option<Arc<str>> {
+        let mut pods = self.pods.get(addr);
+        match (pods.next(), pods.next()) {
+            (Some((ns, true)), None) => Some(ns.clone()),
+            _ => None,
+        }
     }
 
     /// Number of services, for logs and metrics.

@@ -29,8 +29,8 @@ pub struct Writer {
     strings_after_prune: usize,
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
-    /// `(namespace, pod)` → its IPs.
-    pod_ips: HashMap<Pair, Vec<IpAddr>>,
+    /// `(namespace, pod)` → its IPs and whether it is Running.
+    pod_ips: HashMap<Pair, (Vec<IpAddr>, bool)>,
     /// Keys seen by a relist in progress, per kind.
     relisting: [Option<HashSet<Pair>>; 4],
     listed: [bool; 4],
@@ -170,12 +170,12 @@ impl Writer {
                 let service = self.intern(&service);
                 self.upsert_slice(&pair, service, ports, endpoints, trigger);
             }
-            Record::Pod { ips, .. } => {
+            Record::Pod { ips, running, .. } => {
                 self.remove_pod(&pair);
                 for ip in &ips {
-                    self.live.pods.insert(*ip, pair.0.clone());
+                    self.live.pods.insert(*ip, (pair.0.clone(), running));
                 }
-                self.pod_ips.insert(pair, ips);
+                self.pod_ips.insert(pair, (ips, running));
             }
         }
         self.dirty = true;
@@ -417,8 +417,9 @@ impl Writer {
     }
 
     fn remove_pod(&mut self, pair: &Pair) {
-        for ip in self.pod_ips.remove(pair).unwrap_or_default() {
-            self.live.pods.remove(ip, &pair.0);
+        let (ips, running) = self.pod_ips.remove(pair).unwrap_or_default();
+        for ip in ips {
+            self.live.pods.remove(ip, &(pair.0.clone(), running));
         }
     }
 }

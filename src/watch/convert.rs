@@ -229,5 +229,6 @@ pub fn pod(cfg: &KubernetesConfig, pod: &Pod) -> Result<Option<Record>, Invalid>
         namespace: ns,
         name,
         ips,
+        running: status.phase.as_deref() == Some("Running"),
     }))
 }

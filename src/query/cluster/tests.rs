@@ -95,6 +95,7 @@ fn snapshot() -> crate::store::Snapshot {
         namespace: "shop".into(),
         name: "web-1".into(),
         ips: vec![ip("10.244.1.10")],
+        running: true,
     });
     w.snapshot(42)
 }
@@ -124,6 +125,7 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
     let zones = cfg.zones.clone();
     Router {
         blocks: vec![Block {
+            zone_stats: vec![0; zones.len()],
             zones,
             hosts: None,
             files: Vec::new(),
@@ -134,6 +136,7 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
             loadbalance: false,
         }],
         epoch: 0,
+        stats: Vec::new(),
     }
 }
 

@@ -30,7 +30,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use crate::config::cache::StaleMode;
 use crate::config::forward::{ForwardConfig, Policy};
-use crate::metrics::{family, Metrics, Transport};
+use crate::metrics::{family, Metrics, Plugin, Transport};
 use crate::query::defer::{deliver, Job};
 use crate::query::forward::cache::{Cache, Key, Lookup};
 use crate::query::Answer;
@@ -213,6 +213,7 @@ impl Forwarding {
                 log: job.log,
                 ..Default::default()
             };
+            answer.plugin = Plugin::Forward;
             match (&result, &stale, &self.cache) {
                 (Ok(_), _, Some(cache)) if stored.is_some() => {
                     if let Some(entry) = &stored {
@@ -220,7 +221,10 @@ impl Forwarding {
                     }
                 }
                 (Ok(msg), _, _) => answer.relay(msg),
-                (Err(_), Some(entry), Some(cache)) => cache.fill(entry, &mut answer),
+                (Err(_), Some(entry), Some(cache)) => {
+                    answer.plugin = Plugin::Cache;
+                    cache.fill(entry, &mut answer);
+                }
                 (Err(rcode), _, _) => answer.error(*rcode),
             }
             deliver(&job, &mut answer, &self.metrics).await;

@@ -148,11 +148,13 @@ fn pods_and_namespace_objects() {
         namespace: "web".into(),
         name: "p1".into(),
         ips: vec![ip("10.2.0.1")],
+        running: true,
     });
     w.apply(Record::Pod {
         namespace: "web".into(),
         name: "p2".into(),
         ips: vec![ip("10.2.0.1")],
+        running: true,
     });
     let s = w.snapshot(1);
     assert!(s.namespace("quiet").is_some());
@@ -166,6 +168,7 @@ fn pods_and_namespace_objects() {
         namespace: "web".into(),
         name: "p2".into(),
         ips: vec![ip("10.2.0.9")],
+        running: true,
     });
     let s = w.snapshot(3);
     assert!(!s.pod_exists("web", ip("10.2.0.1")) && s.pod_exists("web", ip("10.2.0.9")));
