@@ -242,8 +242,10 @@ pub struct Health {
 
 impl Health {
     pub fn observe(&self, nanos: u64) {
-        let slot = (0..5).find(|k| nanos as f64 <= 0.00025 * 10f64.powi(*k as i32) * 1e9).unwrap_or(5);
-        self.duration.add(slot, nanos);
+        let slot = (0..5)
+            .find(|k| nanos as f64 <= 0.00025 * 10f64.powi(*k as i32) * 1e9)
+            .unwrap_or(5);
+        self.duration.add(slot, nanos, false);
     }
 }
 
@@ -253,18 +255,15 @@ impl Health {
 #[derive(Default)]
 pub struct Clients {
     named: std::sync::RwLock<Vec<(Arc<str>, AtomicU64)>>,
-    unknown: AtomicU64,
     other: AtomicU64,
 }
 
 impl Clients {
     pub const MAX: usize = 256;
 
-    pub fn count(&self, namespace: Option<&Arc<str>>) {
-        let Some(ns) = namespace else {
-            self.unknown.fetch_add(1, Relaxed);
-            return;
-        };
+    /// Counts a request from a client in `ns` (clients without a known
+    /// pod are not counted here: `unknown` is the rest of all requests).
+    pub fn count(&self, ns: &Arc<str>) {
         if let Ok(named) = self.named.read() {
             if let Some((_, n)) = named.iter().find(|(k, _)| Arc::ptr_eq(k, ns) || **k == **ns) {
                 n.fetch_add(1, Relaxed);
@@ -287,15 +286,31 @@ impl Clients {
         }
     }
 
-    fn render(&self, s: &mut String) {
-        head(s, "clusterdns_client_requests_total", "counter", "Requests by client namespace (from the client IP's pod; unknown without pods verified).");
+    fn render(&self, s: &mut String, all_requests: u64) {
+        head(
+            s,
+            "clusterdns_client_requests_total",
+            "counter",
+            "Requests by client namespace (from the client IP's pod; unknown without pods verified).",
+        );
+        let mut known = self.other.load(Relaxed);
         if let Ok(named) = self.named.read() {
             for (ns, n) in named.iter() {
-                let _ = writeln!(s, "clusterdns_client_requests_total{{namespace=\"{ns}\"}} {}", n.load(Relaxed));
+                let n = n.load(Relaxed);
+                known += n;
+                let _ = writeln!(s, "clusterdns_client_requests_total{{namespace=\"{ns}\"}} {n}");
             }
         }
-        let _ = writeln!(s, "clusterdns_client_requests_total{{namespace=\"other\"}} {}", self.other.load(Relaxed));
-        let _ = writeln!(s, "clusterdns_client_requests_total{{namespace=\"unknown\"}} {}", self.unknown.load(Relaxed));
+        let _ = writeln!(
+            s,
+            "clusterdns_client_requests_total{{namespace=\"other\"}} {}",
+            self.other.load(Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "clusterdns_client_requests_total{{namespace=\"unknown\"}} {}",
+            all_requests.saturating_sub(known)
+        );
     }
 }
 
@@ -321,30 +336,106 @@ impl Metrics {
             [Transport::Udp, Transport::Tcp].map(|t| (t.label(), values[idx(t)].load(Relaxed)))
         };
         let help = "Packets dropped without a reply (not a query, too short).";
-        family(&mut s, "clusterdns_dropped_total", "counter", help, "proto", by_proto(&self.dropped));
+        family(
+            &mut s,
+            "clusterdns_dropped_total",
+            "counter",
+            help,
+            "proto",
+            by_proto(&self.dropped),
+        );
         let help = "TCP connections closed at the connection cap.";
-        family(&mut s, "clusterdns_tcp_rejected_total", "counter", help, "", [("", self.tcp_rejected.load(Relaxed))]);
+        family(
+            &mut s,
+            "clusterdns_tcp_rejected_total",
+            "counter",
+            help,
+            "",
+            [("", self.tcp_rejected.load(Relaxed))],
+        );
         let help = "Queries being forwarded (handed to a task, not answered yet).";
-        family(&mut s, "clusterdns_requests_in_flight", "gauge", help, "", [("", self.in_flight.load(Relaxed))]);
+        family(
+            &mut s,
+            "clusterdns_requests_in_flight",
+            "gauge",
+            help,
+            "",
+            [("", self.in_flight.load(Relaxed))],
+        );
         let ports = self.udp_ports.lock().map(|p| p.clone()).unwrap_or_default();
         let help = "Datagrams the kernel dropped on our UDP sockets (full receive buffers), from /proc/net/udp.";
-        family(&mut s, "clusterdns_udp_kernel_drops", "gauge", help, "", [("", udp_drops(&ports))]);
-        self.clients.render(&mut s);
+        family(
+            &mut s,
+            "clusterdns_udp_kernel_drops",
+            "gauge",
+            help,
+            "",
+            [("", udp_drops(&ports))],
+        );
+        self.clients.render(&mut s, self.registry.requests());
         let help = "A metric that counts panics.";
-        family(&mut s, "coredns_panics_total", "counter", help, "", [("", self.panics.load(Relaxed))]);
+        family(
+            &mut s,
+            "coredns_panics_total",
+            "counter",
+            help,
+            "",
+            [("", self.panics.load(Relaxed))],
+        );
         let help = "Counter of requests made with autopath that were successful.";
-        family(&mut s, "coredns_autopath_success_total", "counter", help, "", [("", self.autopath_success.load(Relaxed))]);
-        head(&mut s, "coredns_health_request_duration_seconds", "histogram", "Histogram of the time (in seconds) each request took.");
+        family(
+            &mut s,
+            "coredns_autopath_success_total",
+            "counter",
+            help,
+            "",
+            [("", self.autopath_success.load(Relaxed))],
+        );
+        head(
+            &mut s,
+            "coredns_health_request_duration_seconds",
+            "histogram",
+            "Histogram of the time (in seconds) each request took.",
+        );
         let bounds: Vec<f64> = (0..5).map(|k| 0.00025 * 10f64.powi(k)).collect();
         let counts: Vec<u64> = self.health.duration.buckets.iter().map(|b| b.load(Relaxed)).collect();
         let sum = self.health.duration.sum.load(Relaxed) as f64 / 1e9;
-        histogram(&mut s, "coredns_health_request_duration_seconds", "", &bounds, &counts, self.health.duration.over.load(Relaxed), sum);
+        histogram(
+            &mut s,
+            "coredns_health_request_duration_seconds",
+            "",
+            &bounds,
+            &counts,
+            self.health.duration.over.load(Relaxed),
+            sum,
+        );
         let help = "The number of times the health check failed.";
-        family(&mut s, "coredns_health_request_failures_total", "counter", help, "", [("", self.health.failures.load(Relaxed))]);
+        family(
+            &mut s,
+            "coredns_health_request_failures_total",
+            "counter",
+            help,
+            "",
+            [("", self.health.failures.load(Relaxed))],
+        );
         let help = "Counter of the number of failed reload attempts.";
-        family(&mut s, "coredns_reload_failed_total", "counter", help, "", [("", self.reload_failed.load(Relaxed))]);
+        family(
+            &mut s,
+            "coredns_reload_failed_total",
+            "counter",
+            help,
+            "",
+            [("", self.reload_failed.load(Relaxed))],
+        );
         let help = "Whether every watched kind has been listed once.";
-        family(&mut s, "clusterdns_kubernetes_synced", "gauge", help, "", [("", u8::from(synced))]);
+        family(
+            &mut s,
+            "clusterdns_kubernetes_synced",
+            "gauge",
+            help,
+            "",
+            [("", u8::from(synced))],
+        );
         self.watch.render(&mut s);
         process(&mut s);
         head(&mut s, "coredns_build_info", "gauge", "A metric with a constant '1' value labeled by version, revision, and goversion from which CoreDNS was built.");
@@ -364,7 +455,10 @@ fn udp_drops(ports: &[u16]) -> u64 {
         let text = std::fs::read_to_string(file).unwrap_or_default();
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split_whitespace().collect();
-            let port = f.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            let port = f
+                .get(1)
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
             if port.is_some_and(|p| ports.contains(&p)) {
                 total += f.last().and_then(|d| d.parse::<u64>().ok()).unwrap_or(0);
             }
@@ -378,7 +472,9 @@ fn process(s: &mut String) {
     const TICKS: f64 = 100.0; // USER_HZ on Linux
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // fields after the command name (which may contain spaces)
-    let rest: Vec<&str> = stat.rsplit_once(')').map_or(Vec::new(), |(_, r)| r.split_whitespace().collect());
+    let rest: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, r)| r.split_whitespace().collect());
     let field = |i: usize| rest.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     let cpu = (field(11) + field(12)) / TICKS;
     let boot = std::fs::read_to_string("/proc/stat")
@@ -403,12 +499,42 @@ fn process(s: &mut String) {
         .and_then(|l| l.split_whitespace().nth(3)?.parse::<f64>().ok())
         .unwrap_or(0.0);
     for (name, kind, help, value) in [
-        ("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", cpu),
-        ("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", kb("VmRSS:")),
-        ("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", kb("VmSize:")),
-        ("process_open_fds", "gauge", "Number of open file descriptors.", fds as f64),
-        ("process_max_fds", "gauge", "Maximum number of open file descriptors.", max_fds),
-        ("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.", start),
+        (
+            "process_cpu_seconds_total",
+            "counter",
+            "Total user and system CPU time spent in seconds.",
+            cpu,
+        ),
+        (
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory size in bytes.",
+            kb("VmRSS:"),
+        ),
+        (
+            "process_virtual_memory_bytes",
+            "gauge",
+            "Virtual memory size in bytes.",
+            kb("VmSize:"),
+        ),
+        (
+            "process_open_fds",
+            "gauge",
+            "Number of open file descriptors.",
+            fds as f64,
+        ),
+        (
+            "process_max_fds",
+            "gauge",
+            "Maximum number of open file descriptors.",
+            max_fds,
+        ),
+        (
+            "process_start_time_seconds",
+            "gauge",
+            "Start time of the process since unix epoch in seconds.",
+            start,
+        ),
     ] {
         family(s, name, kind, help, "", [("", value)]);
     }
@@ -465,7 +591,9 @@ fn type_name(slot: usize) -> String {
 /// CoreDNS's request-duration buckets: 0.25 ms · 2^k, k = 0..15.
 const DURATION_BUCKETS: usize = 16;
 /// CoreDNS's size buckets (bytes).
-const SIZES: [f64; 14] = [0.0, 100.0, 200.0, 300.0, 400.0, 511.0, 1023.0, 2047.0, 4095.0, 8291.0, 16e3, 32e3, 48e3, 64e3];
+const SIZES: [f64; 14] = [
+    0.0, 100.0, 200.0, 300.0, 400.0, 511.0, 1023.0, 2047.0, 4095.0, 8291.0, 16e3, 32e3, 48e3, 64e3,
+];
 
 fn duration_bound(k: usize) -> f64 {
     0.00025 * f64::from(1u32 << k)
@@ -492,23 +620,24 @@ impl<const N: usize> Default for Hist<N> {
 }
 
 impl<const N: usize> Hist<N> {
-    fn add(&self, slot: usize, sum: u64) {
-        match self.buckets.get(slot) {
-            Some(b) => b.fetch_add(1, Relaxed),
-            None => self.over.fetch_add(1, Relaxed),
-        };
-        self.sum.fetch_add(sum, Relaxed);
+    fn add(&self, slot: usize, sum: u64, owned: bool) {
+        bump(self.buckets.get(slot).unwrap_or(&self.over), 1, owned);
+        bump(&self.sum, sum, owned);
     }
 }
 
+/// The smallest k with `nanos` ≤ 0.25 ms · 2^k (integer arithmetic).
 fn duration_slot(nanos: u64) -> usize {
-    (0..DURATION_BUCKETS)
-        .find(|k| nanos as f64 <= duration_bound(*k) * 1e9)
-        .unwrap_or(DURATION_BUCKETS)
+    let quarters = nanos.div_ceil(250_000);
+    if quarters <= 1 {
+        0
+    } else {
+        (64 - (quarters - 1).leading_zeros()) as usize
+    }
 }
 
 fn size_slot(bytes: usize) -> usize {
-    SIZES.iter().position(|b| bytes as f64 <= *b).unwrap_or(SIZES.len())
+    SIZES.partition_point(|b| *b < bytes as f64)
 }
 
 /// One stripe of a zone's counters.
@@ -530,13 +659,29 @@ struct Stripe {
     _pad: [u64; 8],
 }
 
-const STRIPES: usize = 8;
+/// Stripes owned by one thread each; threads beyond them share the last
+/// one.
+const OWNED_STRIPES: usize = 64;
+const STRIPES: usize = OWNED_STRIPES + 1;
 
 thread_local! {
-    static STRIPE: usize = {
+    /// This thread's stripe, and whether it is the only writer of it.
+    static STRIPE: (usize, bool) = {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        NEXT.fetch_add(1, Relaxed) % STRIPES
+        let i = NEXT.fetch_add(1, Relaxed);
+        if i < OWNED_STRIPES { (i, true) } else { (OWNED_STRIPES, false) }
     };
+}
+
+/// Adds `n`: a plain load and store when this thread is the counter's
+/// only writer (no locked instruction), else an atomic add.
+#[inline]
+fn bump(counter: &AtomicU64, n: u64, owned: bool) {
+    if owned {
+        counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+    } else {
+        counter.fetch_add(n, Relaxed);
+    }
 }
 
 /// The kind of search-path expansion a query was: an outside name with
@@ -589,24 +734,29 @@ impl ZoneStats {
 
     /// Counts one answered query.
     pub fn record(&self, q: &Served) {
-        let s = &self.stripes[STRIPE.with(|i| *i)];
+        let (stripe, owned) = STRIPE.with(|i| *i);
+        let s = &self.stripes[stripe];
         let (proto, family) = (q.transport as usize, usize::from(q.ipv6));
-        s.requests[proto][family][usize::from(q.qtype).min(TYPES.len())].fetch_add(1, Relaxed);
+        bump(
+            &s.requests[proto][family][usize::from(q.qtype).min(TYPES.len())],
+            1,
+            owned,
+        );
         let slot = RCODES.iter().position(|r| *r == q.rcode).unwrap_or(OTHER);
-        s.responses[q.plugin as usize][slot].fetch_add(1, Relaxed);
-        s.duration.add(duration_slot(q.nanos), q.nanos);
-        s.request_size[proto].add(size_slot(q.request_size), q.request_size as u64);
-        s.response_size[proto].add(size_slot(q.response_size), q.response_size as u64);
+        bump(&s.responses[q.plugin as usize][slot], 1, owned);
+        s.duration.add(duration_slot(q.nanos), q.nanos, owned);
+        s.request_size[proto].add(size_slot(q.request_size), q.request_size as u64, owned);
+        s.response_size[proto].add(size_slot(q.response_size), q.response_size as u64, owned);
         if q.dnssec_ok {
-            s.do_requests.fetch_add(1, Relaxed);
+            bump(&s.do_requests, 1, owned);
         }
         if q.truncated {
-            s.truncated[proto].fetch_add(1, Relaxed);
+            bump(&s.truncated[proto], 1, owned);
         }
         if q.rcode == ResponseCode::NXDomain {
-            s.nxdomain.fetch_add(1, Relaxed);
+            bump(&s.nxdomain, 1, owned);
             if let Some(e) = q.expansion {
-                s.expansions[e as usize].fetch_add(1, Relaxed);
+                bump(&s.expansions[e as usize], 1, owned);
             }
         }
     }
@@ -663,6 +813,21 @@ impl Registry {
         z
     }
 
+    /// All requests counted, every zone.
+    fn requests(&self) -> u64 {
+        let zones = self.zones.lock().map(|z| z.clone()).unwrap_or_default();
+        zones
+            .iter()
+            .map(|z| {
+                z.stripes
+                    .iter()
+                    .flat_map(|s| s.requests.iter().flatten().flatten())
+                    .map(|a| a.load(Relaxed))
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
     /// Replaces the `coredns_plugin_enabled` set (at start and reload).
     pub fn set_plugins(&self, enabled: Vec<(String, String, &'static str)>) {
         if let Ok(mut p) = self.plugins.lock() {
@@ -672,7 +837,12 @@ impl Registry {
 
     fn render(&self, s: &mut String) {
         let zones = self.zones.lock().map(|z| z.clone()).unwrap_or_default();
-        head(s, "coredns_dns_requests_total", "counter", "Counter of DNS requests made per zone, protocol and family.");
+        head(
+            s,
+            "coredns_dns_requests_total",
+            "counter",
+            "Counter of DNS requests made per zone, protocol and family.",
+        );
         for z in &zones {
             for (p, proto) in ["udp", "tcp"].iter().enumerate() {
                 for (f, family) in ["1", "2"].iter().enumerate() {
@@ -690,7 +860,12 @@ impl Registry {
                 }
             }
         }
-        head(s, "coredns_dns_responses_total", "counter", "Counter of response status codes.");
+        head(
+            s,
+            "coredns_dns_responses_total",
+            "counter",
+            "Counter of response status codes.",
+        );
         for z in &zones {
             for (p, plugin) in PLUGINS.iter().enumerate() {
                 for (r, rcode) in RCODE_NAMES.iter().enumerate() {
@@ -705,16 +880,39 @@ impl Registry {
                 }
             }
         }
-        head(s, "coredns_dns_request_duration_seconds", "histogram", "Histogram of the time (in seconds) each request took per zone.");
+        head(
+            s,
+            "coredns_dns_request_duration_seconds",
+            "histogram",
+            "Histogram of the time (in seconds) each request took per zone.",
+        );
         let bounds: Vec<f64> = (0..DURATION_BUCKETS).map(duration_bound).collect();
         for z in &zones {
-            let counts: Vec<u64> = (0..DURATION_BUCKETS).map(|k| z.sum(|s| &s.duration.buckets[k])).collect();
+            let counts: Vec<u64> = (0..DURATION_BUCKETS)
+                .map(|k| z.sum(|s| &s.duration.buckets[k]))
+                .collect();
             let sum = z.sum(|s| &s.duration.sum) as f64 / 1e9;
-            histogram(s, "coredns_dns_request_duration_seconds", &z.labels(), &bounds, &counts, z.sum(|s| &s.duration.over), sum);
+            histogram(
+                s,
+                "coredns_dns_request_duration_seconds",
+                &z.labels(),
+                &bounds,
+                &counts,
+                z.sum(|s| &s.duration.over),
+                sum,
+            );
         }
         for (name, help, pick) in [
-            ("coredns_dns_request_size_bytes", "Size of the EDNS0 UDP buffer in bytes (64K for TCP) per zone and protocol.", (|s: &Stripe, p: usize| &s.request_size[p]) as fn(&Stripe, usize) -> &Hist<{ SIZES.len() }>),
-            ("coredns_dns_response_size_bytes", "Size of the returned response in bytes.", |s, p| &s.response_size[p]),
+            (
+                "coredns_dns_request_size_bytes",
+                "Size of the EDNS0 UDP buffer in bytes (64K for TCP) per zone and protocol.",
+                (|s: &Stripe, p: usize| &s.request_size[p]) as fn(&Stripe, usize) -> &Hist<{ SIZES.len() }>,
+            ),
+            (
+                "coredns_dns_response_size_bytes",
+                "Size of the returned response in bytes.",
+                |s, p| &s.response_size[p],
+            ),
         ] {
             head(s, name, "histogram", help);
             for z in &zones {
@@ -722,33 +920,89 @@ impl Registry {
                     let counts: Vec<u64> = (0..SIZES.len()).map(|k| z.sum(|s| &pick(s, p).buckets[k])).collect();
                     let over = z.sum(|s| &pick(s, p).over);
                     let sum = z.sum(|s| &pick(s, p).sum) as f64;
-                    histogram(s, name, &format!("{},proto=\"{proto}\"", z.labels()), &SIZES, &counts, over, sum);
+                    histogram(
+                        s,
+                        name,
+                        &format!("{},proto=\"{proto}\"", z.labels()),
+                        &SIZES,
+                        &counts,
+                        over,
+                        sum,
+                    );
                 }
             }
         }
-        head(s, "coredns_dns_do_requests_total", "counter", "Counter of DNS requests with DO bit set per zone.");
+        head(
+            s,
+            "coredns_dns_do_requests_total",
+            "counter",
+            "Counter of DNS requests with DO bit set per zone.",
+        );
         for z in &zones {
-            let _ = writeln!(s, "coredns_dns_do_requests_total{{{}}} {}", z.labels(), z.sum(|s| &s.do_requests));
+            let _ = writeln!(
+                s,
+                "coredns_dns_do_requests_total{{{}}} {}",
+                z.labels(),
+                z.sum(|s| &s.do_requests)
+            );
         }
-        head(s, "coredns_plugin_enabled", "gauge", "A metric that indicates whether a plugin is enabled on per server and zone basis.");
+        head(
+            s,
+            "coredns_plugin_enabled",
+            "gauge",
+            "A metric that indicates whether a plugin is enabled on per server and zone basis.",
+        );
         for (server, zone, name) in self.plugins.lock().map(|p| p.clone()).unwrap_or_default() {
-            let _ = writeln!(s, "coredns_plugin_enabled{{server=\"{server}\",zone=\"{zone}\",view=\"\",name=\"{name}\"}} 1");
+            let _ = writeln!(
+                s,
+                "coredns_plugin_enabled{{server=\"{server}\",zone=\"{zone}\",view=\"\",name=\"{name}\"}} 1"
+            );
         }
-        head(s, "clusterdns_truncated_responses_total", "counter", "Responses sent with TC set, by server, zone and transport.");
+        head(
+            s,
+            "clusterdns_truncated_responses_total",
+            "counter",
+            "Responses sent with TC set, by server, zone and transport.",
+        );
         for z in &zones {
             for (p, proto) in ["udp", "tcp"].iter().enumerate() {
-                let _ = writeln!(s, "clusterdns_truncated_responses_total{{{},proto=\"{proto}\"}} {}", z.labels(), z.sum(|s| &s.truncated[p]));
+                let _ = writeln!(
+                    s,
+                    "clusterdns_truncated_responses_total{{{},proto=\"{proto}\"}} {}",
+                    z.labels(),
+                    z.sum(|s| &s.truncated[p])
+                );
             }
         }
-        head(s, "clusterdns_search_expansion_nxdomain_total", "counter", "NXDOMAIN answers to search-path expansions (an outside name with a search suffix appended), by suffix.");
+        head(
+            s,
+            "clusterdns_search_expansion_nxdomain_total",
+            "counter",
+            "NXDOMAIN answers to search-path expansions (an outside name with a search suffix appended), by suffix.",
+        );
         for z in &zones {
             for (e, suffix) in EXPANSIONS.iter().enumerate() {
-                let _ = writeln!(s, "clusterdns_search_expansion_nxdomain_total{{{},suffix=\"{suffix}\"}} {}", z.labels(), z.sum(|s| &s.expansions[e]));
+                let _ = writeln!(
+                    s,
+                    "clusterdns_search_expansion_nxdomain_total{{{},suffix=\"{suffix}\"}} {}",
+                    z.labels(),
+                    z.sum(|s| &s.expansions[e])
+                );
             }
         }
-        head(s, "clusterdns_nxdomain_total", "counter", "NXDOMAIN answers, all causes (the denominator of the search-expansion share).");
+        head(
+            s,
+            "clusterdns_nxdomain_total",
+            "counter",
+            "NXDOMAIN answers, all causes (the denominator of the search-expansion share).",
+        );
         for z in &zones {
-            let _ = writeln!(s, "clusterdns_nxdomain_total{{{}}} {}", z.labels(), z.sum(|s| &s.nxdomain));
+            let _ = writeln!(
+                s,
+                "clusterdns_nxdomain_total{{{}}} {}",
+                z.labels(),
+                z.sum(|s| &s.nxdomain)
+            );
         }
     }
 }

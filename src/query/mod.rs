@@ -125,7 +125,9 @@ impl Handler {
 
     /// Counts a request by its client's namespace (when pods are watched).
     fn count_client(&self, router: &Router, peer: SocketAddr) {
-        self.metrics.clients.count(router.client_namespace(peer.ip()).as_ref());
+        if let Some(ns) = router.client_namespace(peer.ip()) {
+            self.metrics.clients.count(&ns);
+        }
     }
 
     /// Counts the reply and writes the query log line when asked for.
@@ -191,7 +193,9 @@ impl Handler {
                 let routed = router.answer(&req.query, dnssec_ok, req.meta.checking_disabled, answer);
                 if let Routed::Forward(forwarding, loadbalance) = routed {
                     self.count_client(router, peer);
-                    self.metrics.in_flight.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    self.metrics
+                        .in_flight
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     forwarding.submit(defer::Job {
                         request: bytes.to_vec(),
                         meta: req.meta,
@@ -229,7 +233,9 @@ impl Handler {
             log: answer.log,
             zone: answer.zone,
             plugin: answer.plugin,
-            qtype: query.as_ref().map_or(u8::MAX, |q| crate::metrics::type_slot(q.query_type())),
+            qtype: query
+                .as_ref()
+                .map_or(u8::MAX, |q| crate::metrics::type_slot(q.query_type())),
             dnssec_ok: edns.is_some_and(|e| e.dnssec_ok),
             expansion: answer.expansion,
         })

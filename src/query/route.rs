@@ -164,6 +164,9 @@ impl Router {
         if let Some(cluster) = &block.cluster {
             if let Some(zone) = cluster.zone_for(qname) {
                 if cluster.answer(qname, qtype, zone, out) == Outcome::Answered {
+                    if out.rcode == hickory_proto::op::ResponseCode::NXDomain {
+                        out.expansion = cluster.expansion(qname, zone);
+                    }
                     out.plugin = Plugin::Kubernetes;
                     out.memoizable = true;
                     return Routed::Done;

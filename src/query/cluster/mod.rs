@@ -19,6 +19,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::answer::{self, Answer, Zone};
 use crate::config::KubernetesConfig;
+use crate::metrics::Expansion;
 use crate::store::{Snapshot, Store};
 use qname::Qname;
 
@@ -119,6 +120,37 @@ impl Cluster {
             out.authority.push(answer::soa(zone, cfg.ttl, snap.serial));
         }
         Outcome::Answered
+    }
+}
+
+impl Cluster {
+    /// For a name answered NXDOMAIN in `zone`: whether it is a search-path
+    /// expansion, an outside name with one of the kubelet's search
+    /// suffixes appended — `<name>.<ns>.svc.<zone>` where `<name>` has a dot
+    /// and cannot name a Service, `<name>.svc.<zone>` where no namespace is
+    /// `<name>`'s last label, or `<name>.<zone>` outside `svc` and `pod`.
+    pub fn expansion(&self, qname: &Name, zone: &Zone) -> Option<Expansion> {
+        let labels: Vec<String> = qname
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
+            .collect();
+        let n = labels.len().checked_sub(zone.name.num_labels() as usize)?;
+        let rel = &labels[..n];
+        match rel {
+            [] | [_] => None,
+            [.., last] if last == "pod" => None,
+            [.., ns, svc] if svc == "svc" => {
+                let snap = self.store.load();
+                if snap.namespace(ns).is_none() {
+                    return Some(Expansion::Svc);
+                }
+                let name = &rel[..n - 2];
+                let service = name.last()?;
+                (name.len() >= 2 && !name[0].starts_with('_') && snap.service(ns, service).is_none())
+                    .then_some(Expansion::Namespace)
+            }
+            _ => Some(Expansion::Zone),
+        }
     }
 }
 

@@ -1,0 +1,107 @@
+//! What metrics cost per query: the same query handled with the server
+//! block's `coredns_dns_*` stats attached and without, on the fastest path
+//! (a memoized cluster answer, where metrics are the largest share).
+//!
+//! `cargo bench --bench metrics_cost`
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clusterdns::metrics::Metrics;
+use clusterdns::query::cluster::Cluster;
+use clusterdns::query::defer::Sink;
+use clusterdns::query::{Block, Handler, Router, Scratch};
+use clusterdns::store::{Kind, Store, Writer};
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RecordType};
+
+fn handler(with_stats: bool) -> Handler {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = clusterdns::config::load(&root.join("zones/Corefile"), 1053).expect("demo Corefile");
+    let server = &config.servers[0];
+    let k = server.kubernetes.clone().expect("kubernetes block");
+    let loaded = clusterdns::watch::snapshot::read_file(&root.join("zones/cluster.yaml"), &k).expect("demo cluster");
+    let store = Arc::new(Store::default());
+    let mut writer = Writer::new(&Kind::ALL);
+    clusterdns::watch::snapshot::apply(&mut writer, loaded.records);
+    writer.publish(&store, 1);
+    let metrics = Arc::new(Metrics::default());
+    let stats = if with_stats {
+        vec![
+            metrics.registry.zone("dns://:1053", "dropped"),
+            metrics.registry.zone("dns://:1053", "cluster.local."),
+        ]
+    } else {
+        Vec::new()
+    };
+    let router = Router {
+        blocks: vec![Block {
+            zones: server.zones.clone(),
+            zone_stats: vec![1; server.zones.len()],
+            hosts: None,
+            files: Vec::new(),
+            cluster: Some(Cluster::new(Arc::new(k), store)),
+            forwarding: None,
+            loop_probe: None,
+            log: None,
+            loadbalance: false,
+        }],
+        epoch: 0,
+        stats,
+    };
+    Handler::new(router, metrics)
+}
+
+fn query(name: &str) -> Vec<u8> {
+    let mut m = Message::new(7, MessageType::Query, OpCode::Query);
+    m.add_query(Query::query(Name::from_ascii(name).expect("name"), RecordType::A));
+    m.to_vec().expect("encode")
+}
+
+/// Nanoseconds per handled query.
+fn run(h: &Handler, packets: &[Vec<u8>], n: usize) -> f64 {
+    let peer: SocketAddr = "10.0.0.9:5353".parse().expect("addr");
+    let mut scratch = Scratch::default();
+    let sink = || Sink::None;
+    let started = Instant::now();
+    for i in 0..n {
+        let p = &packets[i % packets.len()];
+        std::hint::black_box(h.handle(p, peer, clusterdns::metrics::Transport::Udp, &mut scratch, &sink));
+    }
+    started.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn main() {
+    let packets: Vec<Vec<u8>> = [
+        "kubernetes.default.svc.cluster.local.",
+        "web.shop.svc.cluster.local.",
+        "www.example.com.shop.svc.cluster.local.",
+        "missing.default.svc.cluster.local.",
+    ]
+    .iter()
+    .map(|n| query(n))
+    .collect();
+    let (with, without) = (handler(true), handler(false));
+    let n = 2_000_000;
+    run(&with, &packets, n / 10);
+    run(&without, &packets, n / 10);
+    let mut rows = Vec::new();
+    for _ in 0..5 {
+        rows.push((run(&without, &packets, n), run(&with, &packets, n)));
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let plain = median(rows.iter().map(|r| r.0).collect());
+    let counted = median(rows.iter().map(|r| r.1).collect());
+    println!("memoized cluster answers, median of 5 runs of {n} queries:");
+    println!("  without metrics {plain:.0} ns/query, with metrics {counted:.0} ns/query");
+    println!(
+        "  metrics cost {:.0} ns/query = {:.1}% of the per-query CPU",
+        counted - plain,
+        (counted - plain) / counted * 100.0
+    );
+}
