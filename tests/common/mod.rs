@@ -126,14 +126,42 @@ impl Server {
         self.dns.port().to_string()
     }
 
+    /// The address of an admin endpoint (`health`, `ready`, `metrics`) from the log.
+    pub fn admin(&self, name: &str) -> Option<SocketAddr> {
+        let lines = self.log.lock().map(|l| l.clone()).unwrap_or_default();
+        let marker = format!("listening on {name} http://");
+        lines
+            .iter()
+            .find_map(|l| l.split(marker.as_str()).nth(1))
+            .and_then(|a| a.trim().parse().ok())
+    }
+
     /// The server's /metrics text ("" without a `prometheus` listener).
     pub fn metrics(&self) -> String {
-        let lines = self.log.lock().map(|l| l.clone()).unwrap_or_default();
-        let addr = lines
-            .iter()
-            .find_map(|l| l.split("listening on metrics http://").nth(1))
-            .and_then(|a| a.trim().parse().ok());
-        addr.map(|a| http_get(a, "/metrics")).unwrap_or_default()
+        let response = self
+            .admin("metrics")
+            .map(|a| http_get(a, "/metrics"))
+            .unwrap_or_default();
+        response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+            .unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `limit` for the process to exit; its status if it did.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
     }
 
     /// The value of one series in /metrics (-1 when absent).

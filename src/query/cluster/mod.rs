@@ -128,7 +128,8 @@ impl Cluster {
     /// expansion, an outside name with one of the kubelet's search
     /// suffixes appended — `<name>.<ns>.svc.<zone>` where `<name>` has a dot
     /// and cannot name a Service, `<name>.svc.<zone>` where no namespace is
-    /// `<name>`'s last label, or `<name>.<zone>` outside `svc` and `pod`.
+    /// `<name>`'s last label, or `<name>.<zone>` outside `svc` and `pod`
+    /// (a short name's walk ends in the last two).
     pub fn expansion(&self, qname: &Name, zone: &Zone) -> Option<Expansion> {
         let labels: Vec<String> = qname
             .iter()
@@ -137,8 +138,9 @@ impl Cluster {
         let n = labels.len().checked_sub(zone.name.num_labels() as usize)?;
         let rel = &labels[..n];
         match rel {
-            [] | [_] => None,
+            [] => None,
             [.., last] if last == "pod" => None,
+            [only] if only == "svc" => None,
             [.., ns, svc] if svc == "svc" => {
                 let snap = self.store.load();
                 if snap.namespace(ns).is_none() {

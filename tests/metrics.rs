@@ -1,0 +1,224 @@
+//! `/metrics` from a live server after real queries: valid Prometheus text
+//! (promtool), CoreDNS's names and label sets, and search-expansion counts
+//! that match a known query mix exactly. Plus lameduck on SIGTERM.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::stub::Stub;
+use common::{http_get, query, tcp, temp_dir, udp, udp_raw, value, Server};
+use hickory_proto::rr::RecordType;
+
+fn promtool() -> Option<&'static str> {
+    ["/usr/bin/promtool", "/usr/local/bin/promtool"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+}
+
+#[test]
+fn metrics_are_coredns_compatible_and_count_search_expansions_exactly() {
+    let stub = Stub::start();
+    let dir = temp_dir("metrics");
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    health 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n    forward . {}\n    cache 30\n}}\n",
+        common::demo_cluster().display(),
+        stub.addr
+    );
+    let server = Server::start(&dir, &text);
+    // The mix: one pod's walk for www.example.com (ndots:5) from namespace
+    // shop, one for a short name of another namespace, real names, and
+    // plain misses.
+    let mix: [(&str, &str); 9] = [
+        ("www.example.com.shop.svc.cluster.local.", "NXDOMAIN"), // namespace
+        ("www.example.com.svc.cluster.local.", "NXDOMAIN"),      // svc
+        ("www.example.com.cluster.local.", "NXDOMAIN"),          // zone
+        ("www.example.com.", "NOERROR"),                         // forwarded
+        ("redis.svc.cluster.local.", "NXDOMAIN"),                // svc
+        ("redis.cluster.local.", "NXDOMAIN"),                    // zone
+        ("missing.shop.svc.cluster.local.", "NXDOMAIN"),         // a missing Service: not an expansion
+        ("web.shop.svc.cluster.local.", "NOERROR"),
+        ("kubernetes.default.svc.cluster.local.", "NOERROR"),
+    ];
+    for (name, want) in mix {
+        assert_eq!(
+            common::rcode_name(&udp(server.dns, name, RecordType::A)),
+            want,
+            "{name}"
+        );
+    }
+    // again, from the reply memo: counted the same
+    for (name, _) in mix {
+        udp(server.dns, name, RecordType::A);
+    }
+    tcp(server.dns, "web.shop.svc.cluster.local.", RecordType::AAAA);
+    let mut dnssec = query(5, "kubernetes.default.svc.cluster.local.", RecordType::A, Some(1232));
+    let n = dnssec.len();
+    dnssec[n - 4] |= 0x80; // DO bit in the OPT TTL
+    udp_raw(server.dns, &dnssec).expect("reply");
+    http_get(server.admin("health").expect("health"), "/health");
+
+    let text = server.metrics();
+    std::fs::write(dir.join("metrics.txt"), &text).expect("write");
+    match promtool() {
+        Some(tool) => {
+            let out = Command::new(tool)
+                .args(["check", "metrics"])
+                .stdin(std::fs::File::open(dir.join("metrics.txt")).expect("open"))
+                .output()
+                .expect("promtool");
+            assert!(
+                out.status.success(),
+                "promtool: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        None => eprintln!("SKIP promtool check: promtool is not installed (tests/run installs the prometheus package)"),
+    }
+    let server_label = "server=\"dns://127.0.0.1:0\",zone=\".\",view=\"\"";
+    let get = |series: &str| value(&text, series);
+    for (suffix, want) in [("namespace", 2.0), ("svc", 4.0), ("zone", 4.0)] {
+        let series = format!("clusterdns_search_expansion_nxdomain_total{{{server_label},suffix=\"{suffix}\"}}");
+        assert_eq!(get(&series), want, "{series}\n{text}");
+    }
+    assert_eq!(get(&format!("clusterdns_nxdomain_total{{{server_label}}}")), 12.0);
+    assert_eq!(
+        get(&format!(
+            "coredns_dns_requests_total{{{server_label},proto=\"udp\",family=\"1\",type=\"A\"}}"
+        )),
+        19.0
+    );
+    assert_eq!(
+        get(&format!(
+            "coredns_dns_requests_total{{{server_label},proto=\"tcp\",family=\"1\",type=\"AAAA\"}}"
+        )),
+        1.0
+    );
+    assert_eq!(
+        get(&format!(
+            "coredns_dns_responses_total{{{server_label},rcode=\"NXDOMAIN\",plugin=\"kubernetes\"}}"
+        )),
+        12.0
+    );
+    assert_eq!(
+        get(&format!(
+            "coredns_dns_responses_total{{{server_label},rcode=\"NOERROR\",plugin=\"forward\"}}"
+        )),
+        1.0
+    );
+    assert_eq!(
+        get(&format!(
+            "coredns_dns_responses_total{{{server_label},rcode=\"NOERROR\",plugin=\"cache\"}}"
+        )),
+        1.0
+    );
+    assert_eq!(get(&format!("coredns_dns_do_requests_total{{{server_label}}}")), 1.0);
+    assert_eq!(
+        get(&format!("coredns_dns_request_duration_seconds_count{{{server_label}}}")),
+        20.0
+    );
+    assert!(
+        get(&format!(
+            "coredns_dns_request_duration_seconds_bucket{{{server_label},le=\"0.00025\"}}"
+        )) >= 1.0
+    );
+    assert_eq!(
+        get(&format!(
+            "coredns_dns_request_size_bytes_count{{{server_label},proto=\"tcp\"}}"
+        )),
+        1.0
+    );
+    assert!(
+        get(&format!(
+            "coredns_dns_response_size_bytes_bucket{{{server_label},proto=\"udp\",le=\"+Inf\"}}"
+        )) == 19.0
+    );
+    for name in ["kubernetes", "forward", "cache", "prometheus", "health", "ready"] {
+        let series = format!("coredns_plugin_enabled{{{server_label},name=\"{name}\"}}");
+        assert_eq!(get(&series), 1.0, "{series}");
+    }
+    assert_eq!(get("coredns_cache_hits_total{type=\"success\"}"), 1.0);
+    assert_eq!(get("coredns_cache_misses_total"), 1.0);
+    assert!(get("coredns_health_request_duration_seconds_count") >= 1.0);
+    assert_eq!(get("clusterdns_client_requests_total{namespace=\"unknown\"}"), 20.0);
+    for family in [
+        "coredns_build_info{",
+        "coredns_panics_total ",
+        "coredns_reload_failed_total ",
+        "coredns_autopath_success_total ",
+        "coredns_health_request_failures_total ",
+        "coredns_forward_max_concurrent_rejects_total ",
+        "coredns_forward_healthcheck_broken_total ",
+        "coredns_proxy_healthcheck_failures_total{proxy_name=\"forward\",to=",
+        "coredns_cache_entries{server=",
+        "coredns_cache_prefetch_total ",
+        "coredns_cache_served_stale_total ",
+        "coredns_cache_evictions_total ",
+        "coredns_kubernetes_dns_programming_duration_seconds_bucket{service_kind=",
+        "process_resident_memory_bytes ",
+        "process_cpu_seconds_total ",
+        "process_open_fds ",
+        "process_start_time_seconds ",
+        "clusterdns_requests_in_flight ",
+        "clusterdns_udp_kernel_drops ",
+        "clusterdns_truncated_responses_total{",
+    ] {
+        assert!(text.lines().any(|l| l.starts_with(family)), "missing {family}");
+    }
+    assert!(get("process_resident_memory_bytes") > 1e6);
+}
+
+#[test]
+fn sigterm_lameduck_fails_health_at_once_keeps_answering_then_exits_zero() {
+    let dir = temp_dir("lameduck");
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    health 127.0.0.1:0 {{\n        lameduck 2s\n    }}\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n}}\n",
+        common::demo_cluster().display()
+    );
+    let mut server = Server::start(&dir, &text);
+    let health = server.admin("health").expect("health address");
+    assert!(http_get(health, "/health").starts_with("HTTP/1.1 200"));
+    let status = Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let signalled = Instant::now();
+    while !http_get(health, "/health").starts_with("HTTP/1.1 503") && signalled.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        signalled.elapsed() < Duration::from_millis(100),
+        "health failed after {:?}",
+        signalled.elapsed()
+    );
+    assert!(http_get(server.ready, "/ready").starts_with("HTTP/1.1 503"));
+    let (mut sent, mut failed) = (0, 0);
+    while signalled.elapsed() < Duration::from_millis(1500) && sent < 100_000 {
+        let reply = udp_raw(
+            server.dns,
+            &query(
+                sent as u16,
+                "kubernetes.default.svc.cluster.local.",
+                RecordType::A,
+                None,
+            ),
+        );
+        sent += 1;
+        if !reply.is_some_and(|r| r.len() > 3 && r[3] & 0x0f == 0) {
+            failed += 1;
+        }
+    }
+    assert!(sent > 100, "{sent}");
+    assert_eq!(failed, 0, "{failed} of {sent} failed during lameduck");
+    let exit = server
+        .wait_exit(Duration::from_secs(5))
+        .expect("exits after the lameduck");
+    assert_eq!(exit.code(), Some(0));
+    assert!(
+        signalled.elapsed() >= Duration::from_secs(2),
+        "not before the lameduck ends"
+    );
+}
