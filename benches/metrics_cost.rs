@@ -47,6 +47,7 @@ fn handler(with_stats: bool) -> Handler {
             loop_probe: None,
             log: None,
             loadbalance: false,
+            autopath: None,
         }],
         epoch: 0,
         stats,

@@ -281,6 +281,7 @@ impl Runtime {
             loop_probe,
             log: server.log.clone(),
             loadbalance: server.loadbalance,
+            autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
         }
     }
 
@@ -403,6 +404,7 @@ fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
         (server.loop_detect.is_some(), "loop"),
         (config.reload.is_some(), "reload"),
         (server.loadbalance, "loadbalance"),
+        (server.autopath.is_some(), "autopath"),
     ];
     names.extend(on.iter().filter(|(yes, _)| *yes).map(|(_, n)| *n));
     names

@@ -276,3 +276,89 @@ wait $pid 2>/dev/null
     assert!(line("hosts-fqdn:").starts_with("10.96.0.1"), "{text}");
     assert!(line("hosts-missing:").ends_with("rc=2"), "{text}");
 }
+
+/// `autopath`: glibc resolving an outside name from a pod costs one query
+/// to the cluster server instead of the whole search walk.
+#[test]
+fn autopath_answers_the_search_walk_in_one_query() {
+    let probe = Command::new("unshare").args(["-mn", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("SKIP autopath_answers_the_search_walk_in_one_query: cannot create namespaces here (unshare -mn needs root)");
+        return;
+    }
+    let dir = temp_dir("autopath");
+    let cluster = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: default}\n- apiVersion: v1\n  kind: Service\n  metadata: {name: kubernetes, namespace: default}\n  spec: {clusterIP: 10.96.0.1, clusterIPs: [10.96.0.1], ports: [{name: https, port: 443, protocol: TCP}]}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: client, namespace: default}\n  status: {phase: Running, podIP: 127.0.0.1, podIPs: [{ip: 127.0.0.1}]}\n";
+    std::fs::write(dir.join("cluster.yaml"), cluster).expect("cluster");
+    let conf = dir.join("Corefile");
+    let text = format!(
+        ".:53 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:8181\n    prometheus 127.0.0.1:9153\n    kubernetes cluster.local {{\n        snapshot {}\n        pods verified\n    }}\n    autopath @kubernetes\n    forward . 127.0.0.1:5300\n}}\nexample.org:5300 {{\n    bind 127.0.0.1\n    hosts {{\n        192.0.2.44 www.example.org\n    }}\n}}\n",
+        dir.join("cluster.yaml").display()
+    );
+    std::fs::write(&conf, text).expect("Corefile");
+    let resolv = dir.join("resolv.conf");
+    std::fs::write(&resolv, "nameserver 127.0.0.1\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 timeout:1 attempts:1\n").expect("resolv.conf");
+    let script = format!(
+        r#"set -u
+ip link set lo up
+mount --bind {resolv} /etc/resolv.conf
+{bin} -conf {conf} 2>{dir}/server.log &
+pid=$!
+for i in $(seq 1 100); do
+  [ "$(cat < /dev/null > /dev/tcp/127.0.0.1/8181 && echo up)" = up ] 2>/dev/null && break
+  sleep 0.1
+done
+sleep 0.5
+scrape() {{ exec 3<>/dev/tcp/127.0.0.1/9153; printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3; cat <&3 > "$1"; exec 3<&-; }}
+scrape {dir}/before.txt
+echo "ahosts: $(getent ahosts www.example.org | head -1)"
+scrape {dir}/after.txt
+echo "short: $(getent ahosts kubernetes | head -1)"
+kill $pid
+wait $pid 2>/dev/null
+"#,
+        resolv = resolv.display(),
+        bin = env!("CARGO_BIN_EXE_clusterdns"),
+        conf = conf.display(),
+        dir = dir.display(),
+    );
+    let out = Command::new("unshare")
+        .args(["-mn", "bash", "-c", &script])
+        .output()
+        .expect("run unshare");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+    let ahosts = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ahosts:"))
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    assert!(ahosts.starts_with("192.0.2.44"), "{text}\n{log}");
+    assert!(
+        ahosts.ends_with("STREAM www.example.org"),
+        "the canonical name is the outside name: {ahosts}"
+    );
+    let requests = |file: &str| -> f64 {
+        std::fs::read_to_string(dir.join(file))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("coredns_dns_requests_total{server=\"dns://127.0.0.1:53\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let walked = requests("after.txt") - requests("before.txt");
+    // glibc asks A and AAAA together: 2 queries, where the walk would be 8.
+    assert!(
+        (1.0..=2.0).contains(&walked),
+        "{walked} queries reached the cluster server (without autopath: 8)\n{log}"
+    );
+    let after = std::fs::read_to_string(dir.join("after.txt")).unwrap_or_default();
+    assert!(
+        common::value(&after, "coredns_autopath_success_total") >= 1.0,
+        "{after}"
+    );
+    assert!(
+        text.contains("short: 10.96.0.1"),
+        "a name of the pod's own namespace is answered directly: {text}"
+    );
+}

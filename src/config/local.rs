@@ -43,6 +43,60 @@ pub struct FileConfig {
     pub reload: Duration,
 }
 
+/// `autopath [ZONES...] RESOLV-CONF|@kubernetes`.
+#[derive(Debug, Clone)]
+pub struct AutopathConfig {
+    /// Empty: the block's zones.
+    pub zones: Vec<Name>,
+    /// Search domains after the pod's own (`<ns>.svc.<zone> svc.<zone> <zone>`):
+    /// a RESOLV-CONF file's `search` list; none for `@kubernetes`.
+    pub search: Vec<Name>,
+}
+
+pub fn autopath(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option<AutopathConfig> {
+    let a = Args::from(d);
+    if !a.count(1, usize::MAX, errors) {
+        return None;
+    }
+    let (last, zones) = d.args.split_last()?;
+    let zones = zones.iter().filter_map(|w| zone(w, errors)).collect();
+    let search = if last.text == "@kubernetes" {
+        Vec::new()
+    } else if last.text.starts_with('@') {
+        errors.push(ConfigError::new(
+            &last.pos,
+            format!(
+                "autopath: '{}' is not a plugin with a search path (supported: @kubernetes)",
+                last.text
+            ),
+        ));
+        return None;
+    } else {
+        let path = dir.join(&last.text);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => text
+                .lines()
+                .filter_map(|l| l.strip_prefix("search"))
+                .flat_map(str::split_whitespace)
+                .filter_map(|d| {
+                    Name::from_ascii(d).ok().map(|mut n| {
+                        n.set_fqdn(true);
+                        n.to_lowercase()
+                    })
+                })
+                .collect(),
+            Err(e) => {
+                errors.push(ConfigError::new(
+                    &last.pos,
+                    format!("autopath: cannot read {}: {e}", path.display()),
+                ));
+                return None;
+            }
+        }
+    };
+    Some(AutopathConfig { zones, search })
+}
+
 /// `log`: for which names, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogConfig {

@@ -85,6 +85,8 @@ pub struct Server {
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
     pub loadbalance: bool,
+    /// `autopath`, with where it was written (for errors).
+    pub autopath: Option<(local::AutopathConfig, lexer::Pos)>,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name
@@ -201,6 +203,14 @@ impl fmt::Display for Config {
             }
             if s.loadbalance {
                 writeln!(f, "  loadbalance")?;
+            }
+            if let Some((a, _)) = &s.autopath {
+                writeln!(
+                    f,
+                    "  autopath {} then {}",
+                    spaced(&a.zones, "(block zones)"),
+                    spaced(&a.search, "(no extra search domains)")
+                )?;
             }
         }
         if let Some((interval, jitter)) = self.reload {

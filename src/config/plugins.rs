@@ -30,10 +30,11 @@ pub const SUPPORTED: &[&str] = &[
     "loadbalance",
     "hosts",
     "file",
+    "autopath",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
-pub const NOT_YET: &[&str] = &["autopath"];
+pub const NOT_YET: &[&str] = &["acl", "any"];
 
 /// Directives that take an options block.
 const WITH_OPTIONS: &[&str] = &[
@@ -95,9 +96,22 @@ pub fn server(
         files: Vec::new(),
         loop_detect: None,
         loadbalance: false,
+        autopath: None,
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
+    }
+    if let Some((_, pos)) = &server.autopath {
+        let verified = server
+            .kubernetes
+            .as_ref()
+            .is_some_and(|k| k.pods == super::PodMode::Verified);
+        if !verified {
+            errors.push(ConfigError::new(
+                pos,
+                "autopath: needs a kubernetes directive with `pods verified` in this server block (it maps client IPs to pods)",
+            ));
+        }
     }
     Some(server)
 }
@@ -145,6 +159,7 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             server.loadbalance = true;
         }
         "reload" => config.reload = local::reload(d, errors).or(config.reload),
+        "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),
         "health" if a.count(0, 1, errors) => config.health = health(d, errors).or(config.health.take()),
         "ready" if a.count(0, 1, errors) => {
             config.ready = addr_or(d, 8181, errors).or(config.ready);

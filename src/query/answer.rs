@@ -33,6 +33,8 @@ pub struct Answer {
     pub plugin: Plugin,
     /// For an NXDOMAIN in the cluster zone: the search-path expansion it was.
     pub expansion: Option<Expansion>,
+    /// `autopath` answered a later name of the search walk.
+    pub autopath: bool,
 }
 
 impl Answer {
@@ -48,6 +50,7 @@ impl Answer {
         self.zone = 0;
         self.plugin = Plugin::None;
         self.expansion = None;
+        self.autopath = false;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hickory_proto::op::{Metadata, Query};
+use hickory_proto::op::{MessageType, Metadata, OpCode, Query, ResponseCode};
 use tokio::sync::mpsc;
 
 use super::answer::Answer;
@@ -29,9 +29,15 @@ pub enum Sink {
 /// A query that is answered later.
 #[derive(Debug)]
 pub struct Job {
+    /// What is sent upstream: the client's message, or (autopath) one for
+    /// a later name of its search walk.
     pub request: Vec<u8>,
     pub meta: Metadata,
+    /// The question forwarded (cached, coalesced under).
     pub query: Query,
+    /// The client's own question when autopath forwards another name: the
+    /// answer comes back under a CNAME from it.
+    pub asked: Option<Query>,
     pub edns: Option<ClientEdns>,
     pub transport: Transport,
     pub peer: SocketAddr,
@@ -57,15 +63,41 @@ impl Job {
     }
 }
 
+/// An upstream message asking `query` with the client's RD, CD and DO.
+pub fn request_for(query: &Query, client: &request::Request) -> Vec<u8> {
+    let mut m = hickory_proto::op::Message::new(client.meta.id, MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = client.meta.recursion_desired;
+    m.metadata.checking_disabled = client.meta.checking_disabled;
+    m.add_query(query.clone());
+    if let Some(e) = client.edns {
+        let mut edns = hickory_proto::op::Edns::new();
+        edns.set_max_payload(finish::OUR_PAYLOAD).set_dnssec_ok(e.dnssec_ok);
+        m.edns = Some(edns);
+    }
+    m.to_vec().unwrap_or_default()
+}
+
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
 pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if job.loadbalance {
         answer.shuffle_addresses();
     }
+    if let Some(asked) = &job.asked {
+        if answer.rcode == ResponseCode::NoError {
+            let cname = super::answer::cname(asked.name(), 5, job.query.name().clone());
+            answer.answers.insert(0, cname);
+            answer.plugin = crate::metrics::Plugin::Autopath;
+            metrics
+                .autopath_success
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        } else {
+            answer.error(ResponseCode::NXDomain);
+        }
+    }
     let mut out = Vec::with_capacity(512);
     let echo = Echo {
         meta: &job.meta,
-        query: Some(&job.query),
+        query: Some(job.asked.as_ref().unwrap_or(&job.query)),
         edns: job.edns,
     };
     let truncated = finish::write(&mut out, &echo, answer, job.limit());

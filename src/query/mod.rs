@@ -190,16 +190,31 @@ impl Handler {
             }
             Checked::Query(req) => {
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-                let routed = router.answer(&req.query, dnssec_ok, req.meta.checking_disabled, answer);
-                if let Routed::Forward(forwarding, loadbalance) = routed {
+                let routed = router.answer(&req.query, peer.ip(), dnssec_ok, req.meta.checking_disabled, answer);
+                if answer.autopath {
+                    self.metrics
+                        .autopath_success
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                let (forwarding, loadbalance, asked) = match routed {
+                    Routed::Done => (None, false, None),
+                    Routed::Forward(f, lb) => (Some(f), lb, None),
+                    Routed::Autopath(f, lb, candidate) => (Some(f), lb, Some(candidate)),
+                };
+                if let Some(forwarding) = forwarding {
                     self.count_client(router, peer);
                     self.metrics
                         .in_flight
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let (request, query, asked) = match asked {
+                        None => (bytes.to_vec(), req.query, None),
+                        Some(candidate) => (defer::request_for(&candidate, &req), candidate, Some(req.query)),
+                    };
                     forwarding.submit(defer::Job {
-                        request: bytes.to_vec(),
+                        request,
                         meta: req.meta,
-                        query: req.query,
+                        query,
+                        asked,
                         edns: req.edns,
                         transport,
                         peer,

@@ -13,7 +13,13 @@ use super::answer::Answer;
 use super::cluster::{Cluster, Outcome};
 use super::local::{Hosts, Local, ZoneFile};
 use super::UNHANDLED;
-use crate::config::local::LogConfig;
+use std::net::IpAddr;
+
+use hickory_proto::op::ResponseCode;
+
+use super::answer;
+use super::cluster;
+use crate::config::local::{AutopathConfig, LogConfig};
 use crate::metrics::{Plugin, ZoneStats};
 use crate::query::forward::Forwarding;
 
@@ -56,6 +62,7 @@ pub struct Block {
     pub loop_probe: Option<Arc<LoopProbe>>,
     pub log: Option<LogConfig>,
     pub loadbalance: bool,
+    pub autopath: Option<AutopathConfig>,
 }
 
 /// Where a query went.
@@ -64,6 +71,9 @@ pub enum Routed<'a> {
     Done,
     /// Not cached: forward it (and shuffle the answer: `loadbalance`).
     Forward(&'a Arc<Forwarding>, bool),
+    /// `autopath` reached the bare name and it must be forwarded: the
+    /// answer to `Query` comes back under a CNAME from the client's name.
+    Autopath(&'a Arc<Forwarding>, bool, Query),
 }
 
 /// The server blocks sharing one listener.
@@ -122,7 +132,7 @@ impl Router {
     }
 
     /// Answers `query` into `out`, or says it must be forwarded.
-    pub fn answer(&self, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'_> {
+    pub fn answer(&self, query: &Query, client: IpAddr, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'_> {
         let qname = query.name();
         let Some((block, slot)) = self.block(qname) else {
             out.error(UNHANDLED);
@@ -134,12 +144,92 @@ impl Router {
             .as_ref()
             .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
             .map(|l| l.style);
-        let routed = self.through(block, query, dnssec_ok, cd, out);
+        let routed = match self.autopath(block, query, client, dnssec_ok, cd, out) {
+            Some(routed) => routed,
+            None => self.through(block, query, dnssec_ok, cd, out),
+        };
         if block.loadbalance && out.answers.len() > 1 {
             out.shuffle_addresses();
             out.memoizable = false;
         }
         routed
+    }
+
+    /// `autopath`: for a client pod in namespace `ns` asking
+    /// `<base>.<ns>.svc.<zone>` (the first name of its search walk), walks
+    /// the rest of the pod's search path here — `<base>.svc.<zone>`,
+    /// `<base>.<zone>`, the extra search domains, then `<base>` itself — and
+    /// answers the first name that is not NXDOMAIN under a CNAME from the
+    /// asked name, so the walk costs the client one query. `None`: not
+    /// applicable (no single Running pod for the client, or another name).
+    fn autopath<'a>(
+        &'a self,
+        block: &'a Block,
+        query: &Query,
+        client: IpAddr,
+        dnssec_ok: bool,
+        cd: bool,
+        out: &mut Answer,
+    ) -> Option<Routed<'a>> {
+        let ap = block.autopath.as_ref()?;
+        let cluster = block.cluster.as_ref()?;
+        let qname = query.name();
+        if !ap.zones.is_empty() && !ap.zones.iter().any(|z| z.zone_of(qname)) {
+            return None;
+        }
+        let ns = cluster.store.load().pod_namespace(client)?;
+        let zone = cluster
+            .zones
+            .iter()
+            .find(|z| !cluster::reverse::is_reverse(&z.name))?
+            .name
+            .clone();
+        let svc_zone = Name::from_ascii("svc").ok()?.append_domain(&zone).ok()?;
+        let first = Name::from_ascii(&*ns).ok()?.append_domain(&svc_zone).ok()?;
+        if !first.zone_of(qname) || qname.num_labels() <= first.num_labels() {
+            return None;
+        }
+        // The asked name first: anything but NXDOMAIN is its own answer.
+        let asked = self.through(block, query, dnssec_ok, cd, out);
+        out.memoizable = false; // depends on the client from here on
+        if !matches!(asked, Routed::Done) || out.rcode != ResponseCode::NXDomain {
+            return Some(asked);
+        }
+        let keep = usize::from(qname.num_labels() - first.num_labels());
+        let base = Name::from_labels(qname.iter().take(keep)).ok()?;
+        let mut candidates = vec![svc_zone, zone];
+        candidates.extend(ap.search.iter().cloned());
+        candidates.push(Name::root());
+        let mut found = Answer::default();
+        for domain in candidates {
+            let Ok(name) = base.clone().append_domain(&domain) else {
+                continue;
+            };
+            let Some(home) = self.block(&name).map(|(b, _)| b) else {
+                continue;
+            };
+            let candidate = Query::query(name.clone(), query.query_type());
+            found.clear();
+            match self.through(home, &candidate, dnssec_ok, cd, &mut found) {
+                Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
+                Routed::Done => {
+                    let (log, zone) = (out.log, out.zone);
+                    std::mem::swap(out, &mut found);
+                    out.answers
+                        .insert(0, answer::cname(qname, cluster.cfg.ttl, name.clone()));
+                    (out.log, out.zone, out.plugin, out.memoizable, out.autopath) =
+                        (log, zone, Plugin::Autopath, false, true);
+                    return Some(Routed::Done);
+                }
+                Routed::Forward(fwd, lb) | Routed::Autopath(fwd, lb, _) => {
+                    return Some(Routed::Autopath(fwd, lb, candidate));
+                }
+            }
+        }
+        // Every name of the walk is NXDOMAIN: so is the asked one.
+        let routed = self.through(block, query, dnssec_ok, cd, out);
+        out.memoizable = false;
+        Some(routed)
     }
 
     fn through<'a>(&self, block: &'a Block, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'a> {

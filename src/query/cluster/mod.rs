@@ -46,7 +46,7 @@ pub enum Outcome {
 pub struct Cluster {
     pub cfg: Arc<KubernetesConfig>,
     pub store: Arc<Store>,
-    zones: Vec<Zone>,
+    pub zones: Vec<Zone>,
 }
 
 /// One lookup: the snapshot, the options, the zone matched, the name whose

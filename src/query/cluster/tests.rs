@@ -134,6 +134,7 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
             loop_probe: None,
             log: None,
             loadbalance: false,
+            autopath: None,
         }],
         epoch: 0,
         stats: Vec::new(),
@@ -142,7 +143,13 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
 
 fn ask(r: &Router, qname: &str, qtype: RecordType) -> Answer {
     let mut out = Answer::default();
-    let _ = r.answer(&Query::query(name(qname), qtype), false, false, &mut out);
+    let _ = r.answer(
+        &Query::query(name(qname), qtype),
+        [10, 0, 0, 9].into(),
+        false,
+        false,
+        &mut out,
+    );
     out
 }
 

@@ -159,6 +159,7 @@ fn pods_and_namespace_objects() {
     let s = w.snapshot(1);
     assert!(s.namespace("quiet").is_some());
     assert!(s.pod_exists("web", ip("10.2.0.1")));
+    assert_eq!(s.pod_namespace(ip("10.2.0.1")), None, "two pods share the IP: no guess");
     w.delete(&key(Kind::Pod, "web", "p1"));
     assert!(
         w.snapshot(2).pod_exists("web", ip("10.2.0.1")),
@@ -172,6 +173,18 @@ fn pods_and_namespace_objects() {
     });
     let s = w.snapshot(3);
     assert!(!s.pod_exists("web", ip("10.2.0.1")) && s.pod_exists("web", ip("10.2.0.9")));
+    assert_eq!(s.pod_namespace(ip("10.2.0.9")).as_deref(), Some("web"));
+    w.apply(Record::Pod {
+        namespace: "web".into(),
+        name: "p2".into(),
+        ips: vec![ip("10.2.0.9")],
+        running: false,
+    });
+    assert_eq!(
+        w.snapshot(4).pod_namespace(ip("10.2.0.9")),
+        None,
+        "a Pending pod is not trusted"
+    );
     w.delete(&key(Kind::Namespace, "", "quiet"));
     assert!(w.snapshot(4).namespace("quiet").is_none());
 }
