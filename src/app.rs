@@ -80,6 +80,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         epoch: 0,
         workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
     };
+    startup_doctor(&config, &rt.metrics);
     let built = rt.build(&config);
     let state = Arc::new(State {
         live: arc_swap::ArcSwap::from_pointee(Live::default()),
@@ -385,6 +386,27 @@ fn send_probe(addr: SocketAddr, probe: &LoopProbe, zone: &Name, handler: &Handle
         let mut buf = [0u8; 512];
         let _ = tokio::time::timeout(Duration::from_secs(10), socket.recv(&mut buf)).await;
     });
+}
+
+/// `clusterdns doctor`'s checks against this node, as warnings and metrics.
+fn startup_doctor(config: &Config, metrics: &Metrics) {
+    let findings = crate::doctor::check(&crate::doctor::Inputs {
+        root: "/".into(),
+        upstream_resolv: config
+            .servers
+            .iter()
+            .flat_map(|s| &s.forward)
+            .flat_map(|f| f.files.clone())
+            .collect(),
+        pod_resolv: None,
+        pods: None,
+    });
+    for f in &findings {
+        tracing::warn!(target: "doctor", "{}: {} (fix: {})", f.check, f.message, f.fix);
+    }
+    if let Ok(mut d) = metrics.doctor.lock() {
+        *d = findings.iter().map(|f| (f.check, f.severity.label())).collect();
+    }
 }
 
 /// The plugins of `server` (`coredns_plugin_enabled`).

@@ -27,6 +27,7 @@
 pub mod admin;
 pub mod app;
 pub mod config;
+pub mod doctor;
 pub mod metrics;
 pub mod query;
 pub mod store;

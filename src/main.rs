@@ -3,6 +3,8 @@
 //! ```text
 //! clusterdns [-conf FILE] [-dns.port N]     serve (no -conf: ./Corefile, else zones/Corefile)
 //! clusterdns check [-conf FILE]             validate, print the effective configuration
+//! clusterdns doctor [-conf FILE] [--root DIR] [--resolv FILE]
+//!                                           node and pod settings that break cluster DNS
 //! clusterdns -version
 //! ```
 //! Exit codes: 0 done, 64 bad usage or configuration, 1 runtime failure.
@@ -12,13 +14,17 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-const USAGE: &str = "usage: clusterdns [check] [-conf FILE] [-dns.port PORT] [-version]";
+const USAGE: &str = "usage: clusterdns [check|doctor] [-conf FILE] [-dns.port PORT] [-version]\n       clusterdns doctor [-conf FILE] [--root DIR] [--resolv POD-RESOLV-CONF]";
 const EXIT_CONFIG: u8 = 64;
 
 struct Flags {
     check: bool,
+    doctor: bool,
     conf: Option<PathBuf>,
     port: u16,
+    /// `doctor`: where /proc is read from, and a pod resolv.conf to analyse.
+    root: PathBuf,
+    resolv: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -31,6 +37,9 @@ fn main() -> ExitCode {
         }
     };
     init_logging();
+    if flags.doctor {
+        return doctor(&flags);
+    }
     let path = flags.conf.clone().unwrap_or_else(default_corefile);
     let config = match clusterdns::config::load(&path, flags.port) {
         Ok(c) => c,
@@ -50,6 +59,47 @@ fn main() -> ExitCode {
             tracing::error!("{e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints every finding; exit 1 when one is critical.
+fn doctor(flags: &Flags) -> ExitCode {
+    let path = flags.conf.clone().unwrap_or_else(default_corefile);
+    let upstream_resolv = match clusterdns::config::load(&path, flags.port) {
+        Ok(c) => c
+            .servers
+            .iter()
+            .flat_map(|s| &s.forward)
+            .flat_map(|f| f.files.clone())
+            .collect(),
+        Err(errors) => {
+            println!(
+                "(not checking upstreams: {} does not load: {} error(s); see clusterdns check)",
+                path.display(),
+                errors.0.len()
+            );
+            Vec::new()
+        }
+    };
+    let findings = clusterdns::doctor::check(&clusterdns::doctor::Inputs {
+        root: flags.root.clone(),
+        upstream_resolv,
+        pod_resolv: flags.resolv.clone(),
+        pods: None,
+    });
+    if findings.is_empty() {
+        println!("no findings: this node's DNS-relevant settings look right");
+    }
+    for f in &findings {
+        println!("{f}");
+    }
+    let critical = findings
+        .iter()
+        .any(|f| f.severity == clusterdns::doctor::Severity::Critical);
+    if critical {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
@@ -108,8 +158,11 @@ fn init_logging() {
 fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {
     let mut flags = Flags {
         check: false,
+        doctor: false,
         conf: None,
         port: 53,
+        root: PathBuf::from("/"),
+        resolv: None,
     };
     let mut first = true;
     while let Some(arg) = args.next() {
@@ -125,6 +178,9 @@ fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, 
         };
         match name.trim_start_matches('-') {
             "check" if first && !name.starts_with('-') => flags.check = true,
+            "doctor" if first && !name.starts_with('-') => flags.doctor = true,
+            "root" if flags.doctor => flags.root = PathBuf::from(value("a directory")?),
+            "resolv" if flags.doctor => flags.resolv = Some(PathBuf::from(value("a file")?)),
             "conf" => flags.conf = Some(PathBuf::from(value("a file")?)),
             "dns.port" => {
                 flags.port = value("a port")?

@@ -230,6 +230,8 @@ pub struct Metrics {
     pub clients: Clients,
     /// UDP ports we listen on (for kernel drop counts from /proc/net/udp).
     pub udp_ports: Mutex<Vec<u16>>,
+    /// `clusterdns doctor` findings at start-up: `(check, severity)`.
+    pub doctor: Mutex<Vec<(&'static str, &'static str)>>,
     pub watch: Watch,
 }
 
@@ -373,6 +375,27 @@ impl Metrics {
             [("", udp_drops(&ports))],
         );
         self.clients.render(&mut s, self.registry.requests());
+        head(
+            &mut s,
+            "clusterdns_doctor_findings",
+            "gauge",
+            "Settings that break cluster DNS found at start-up (clusterdns doctor), by check and severity.",
+        );
+        for (check, severity) in self.doctor.lock().map(|d| d.clone()).unwrap_or_default() {
+            let _ = writeln!(
+                s,
+                "clusterdns_doctor_findings{{check=\"{check}\",severity=\"{severity}\"}} 1"
+            );
+        }
+        let help = "Query log lines dropped because the log queue was full.";
+        family(
+            &mut s,
+            "clusterdns_log_dropped_total",
+            "counter",
+            help,
+            "",
+            [("", crate::query::log::dropped())],
+        );
         let help = "A metric that counts panics.";
         family(
             &mut s,

@@ -38,6 +38,8 @@ pub struct ForwardConfig {
     pub from: Name,
     pub except: Vec<Name>,
     pub to: Vec<SocketAddr>,
+    /// resolv.conf files `to` was read from (for `clusterdns doctor`).
+    pub files: Vec<std::path::PathBuf>,
     pub force_tcp: bool,
     pub prefer_udp: bool,
     pub expire: Duration,
@@ -63,13 +65,18 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     }
     let from = zone(&d.args[0], errors)?;
     let mut to = Vec::new();
+    let mut files = Vec::new();
     for w in &d.args[1..] {
         to.extend(upstreams(w, dir, errors));
+        if socket_addr(w.text.trim_start_matches("dns://")).is_none() {
+            files.push(dir.join(&w.text));
+        }
     }
     let mut cfg = ForwardConfig {
         from,
         except: Vec::new(),
         to,
+        files,
         force_tcp: false,
         prefer_udp: false,
         expire: Duration::from_secs(10),

@@ -6,11 +6,16 @@
 //! [INFO] {remote}:{port} - {id} "{type} {class} {name} {proto} {size} {do} {bufsize}" {rcode} {rflags} {rsize} {duration}
 //! ```
 //!
-//! It is written synchronously on the answering thread; the operability
-//! issue moves formatting off the query path for high rates.
+//! The answering thread only copies what the line needs into a bounded
+//! queue ([`QUEUE`] lines); one logger thread formats and writes them in
+//! batches. When the queue is full the line is dropped and counted
+//! (`clusterdns_log_dropped_total`): a slow terminal never slows DNS.
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use hickory_proto::op::{Message, ResponseCode};
@@ -18,7 +23,65 @@ use hickory_proto::op::{Message, ResponseCode};
 use crate::config::local::LogStyle;
 use crate::metrics::{rcode_name, Transport};
 
-/// Writes the log line for `request` answered with `reply`, if `style`
+/// Lines waiting for the logger thread, at most.
+pub const QUEUE: usize = 65_536;
+
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Log lines dropped because the queue was full.
+pub fn dropped() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// What one line needs, copied off the answering thread.
+struct Entry {
+    style: LogStyle,
+    peer: SocketAddr,
+    t: Transport,
+    request: Vec<u8>,
+    /// The reply's header (flags) and its length.
+    reply_head: [u8; 4],
+    reply_len: usize,
+    rcode: ResponseCode,
+    secs: f64,
+}
+
+fn queue() -> Option<&'static SyncSender<Entry>> {
+    static QUEUE_TX: OnceLock<Option<SyncSender<Entry>>> = OnceLock::new();
+    QUEUE_TX
+        .get_or_init(|| {
+            let (tx, rx) = sync_channel::<Entry>(QUEUE);
+            std::thread::Builder::new()
+                .name("query-log".into())
+                .spawn(move || write_lines(&rx))
+                .ok()
+                .map(|_| tx)
+        })
+        .as_ref()
+}
+
+/// The logger thread: formats and writes lines, flushing when idle.
+fn write_lines(rx: &Receiver<Entry>) {
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout());
+    while let Ok(first) = rx.recv() {
+        let mut next = Some(first);
+        while let Some(e) = next {
+            let mut reply = e.reply_head.to_vec();
+            reply.resize(e.reply_len.max(4), 0);
+            if let Ok(req) = Message::from_vec(&e.request) {
+                let mut line = format_line(e.peer, e.t, &req, e.request.len(), &reply, e.rcode, e.secs);
+                if e.style.combined {
+                    line.push_str(&format!(" \"{}\"", op_name(req.metadata.op_code)));
+                }
+                let _ = writeln!(out, "{line}");
+            }
+            next = rx.try_recv().ok();
+        }
+        let _ = out.flush();
+    }
+}
+
+/// Queues the log line for `request` answered with `reply`, if `style`
 /// logs its class.
 pub fn query(
     style: LogStyle,
@@ -33,20 +96,26 @@ pub fn query(
     if !style.logs(rcode, answers) {
         return;
     }
-    let Ok(req) = Message::from_vec(request) else { return };
-    let mut line = format_line(
+    let mut reply_head = [0u8; 4];
+    if let Some(h) = reply.get(..4) {
+        reply_head.copy_from_slice(h);
+    }
+    let entry = Entry {
+        style,
         peer,
         t,
-        &req,
-        request.len(),
-        reply,
+        request: request.to_vec(),
+        reply_head,
+        reply_len: reply.len(),
         rcode,
-        started.elapsed().as_secs_f64(),
-    );
-    if style.combined {
-        line.push_str(&format!(" \"{}\"", op_name(req.metadata.op_code)));
+        secs: started.elapsed().as_secs_f64(),
+    };
+    match queue() {
+        Some(tx) if tx.try_send(entry).is_ok() => {}
+        _ => {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
     }
-    let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
 fn op_name(op: hickory_proto::op::OpCode) -> &'static str {
