@@ -196,10 +196,7 @@ impl Runtime {
         let mut plugins = Vec::new();
         for server in &config.servers {
             let key = (server.port, server.bind.clone());
-            let label = match server.bind.first() {
-                Some(ip) => format!("dns://{}", SocketAddr::new(*ip, server.port)),
-                None => format!("dns://:{}", server.port),
-            };
+            let label = server_label(server);
             let mut block = self.block(server, &mut kept, &mut built, &key);
             let registry = &self.metrics.registry;
             let router = built.routers.entry(key).or_insert_with(|| Router {
@@ -257,9 +254,8 @@ impl Runtime {
             if let Some(c) = cache_cfg.as_mut().filter(|c| c.zones.is_empty()) {
                 c.zones = server.zones.clone();
             }
-            let label = format!("dns://{}:{}", crate::config::spaced(&server.zones, "."), server.port);
             Arc::new(Forwarding::new(
-                label,
+                server_label(server),
                 chain,
                 cache_cfg.map(Cache::new),
                 self.metrics.clone(),
@@ -386,6 +382,14 @@ fn send_probe(addr: SocketAddr, probe: &LoopProbe, zone: &Name, handler: &Handle
         let mut buf = [0u8; 512];
         let _ = tokio::time::timeout(Duration::from_secs(10), socket.recv(&mut buf)).await;
     });
+}
+
+/// The `server` label of a block's metrics, as CoreDNS writes it.
+fn server_label(server: &Server) -> String {
+    match server.bind.first() {
+        Some(ip) => format!("dns://{}", SocketAddr::new(*ip, server.port)),
+        None => format!("dns://:{}", server.port),
+    }
 }
 
 /// `clusterdns doctor`'s checks against this node, as warnings and metrics.

@@ -139,8 +139,26 @@ fn metrics_are_coredns_compatible_and_count_search_expansions_exactly() {
         let series = format!("coredns_plugin_enabled{{{server_label},name=\"{name}\"}}");
         assert_eq!(get(&series), 1.0, "{series}");
     }
-    assert_eq!(get("coredns_cache_hits_total{type=\"success\"}"), 1.0);
-    assert_eq!(get("coredns_cache_misses_total"), 1.0);
+    assert_eq!(
+        common::sum_of(&text, "coredns_cache_hits_total", "type=\"success\""),
+        1.0
+    );
+    assert_eq!(
+        common::sum_of(&text, "coredns_cache_requests_total", "zones=\".\""),
+        2.0
+    );
+    assert_eq!(
+        common::sum_of(&text, "coredns_cache_misses_total", "server=\"dns://127.0.0.1:0\""),
+        1.0
+    );
+    assert_eq!(
+        common::sum_of(
+            &text,
+            "coredns_proxy_request_duration_seconds_count",
+            "rcode=\"NOERROR\""
+        ),
+        1.0
+    );
     assert!(get("coredns_health_request_duration_seconds_count") >= 1.0);
     assert_eq!(get("clusterdns_client_requests_total{namespace=\"unknown\"}"), 20.0);
     for family in [
@@ -153,9 +171,10 @@ fn metrics_are_coredns_compatible_and_count_search_expansions_exactly() {
         "coredns_forward_healthcheck_broken_total ",
         "coredns_proxy_healthcheck_failures_total{proxy_name=\"forward\",to=",
         "coredns_cache_entries{server=",
-        "coredns_cache_prefetch_total ",
-        "coredns_cache_served_stale_total ",
-        "coredns_cache_evictions_total ",
+        "coredns_cache_prefetch_total{server=",
+        "coredns_cache_served_stale_total{server=",
+        "coredns_cache_evictions_total{server=",
+        "coredns_proxy_request_duration_seconds_bucket{proxy_name=\"forward\",to=",
         "coredns_kubernetes_dns_programming_duration_seconds_bucket{service_kind=",
         "process_resident_memory_bytes ",
         "process_cpu_seconds_total ",

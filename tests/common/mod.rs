@@ -169,6 +169,11 @@ impl Server {
         value(&self.metrics(), series)
     }
 
+    /// The sum of every series of `family` whose labels contain `having`.
+    pub fn metric_sum(&self, family: &str, having: &str) -> f64 {
+        sum_of(&self.metrics(), family, having)
+    }
+
     pub fn log_contains(&self, needle: &str) -> bool {
         self.log
             .lock()
@@ -186,6 +191,14 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The sum of every series of `family` whose labels contain `having`.
+pub fn sum_of(text: &str, family: &str, having: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")) && l.contains(having))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// The value of `series` in a metrics text (-1 when absent).

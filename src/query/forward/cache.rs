@@ -26,6 +26,7 @@ const SHARDS: usize = 16;
 /// Counters for `/metrics` (CoreDNS's `coredns_cache_*`).
 #[derive(Debug, Default)]
 pub struct CacheStats {
+    pub requests: AtomicU64,
     pub hits_success: AtomicU64,
     pub hits_denial: AtomicU64,
     pub misses: AtomicU64,
@@ -108,6 +109,7 @@ impl Cache {
     }
 
     pub fn get(&self, key: &[u8]) -> Lookup {
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
         let found = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
         let Some(entry) = found else {
             self.stats.misses.fetch_add(1, Ordering::Relaxed);

@@ -30,7 +30,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use crate::config::cache::StaleMode;
 use crate::config::forward::{ForwardConfig, Policy};
-use crate::metrics::{family, Metrics, Plugin, Transport};
+use crate::metrics::{family, head, Metrics, Plugin, Transport};
 use crate::query::defer::{deliver, Job};
 use crate::query::forward::cache::{Cache, Key, Lookup};
 use crate::query::Answer;
@@ -287,8 +287,11 @@ impl Forwarding {
                 bytes[..2].copy_from_slice(&id.to_be_bytes());
             }
             let deadline = tokio::time::Instant::now() + fw.cfg.read_timeout;
+            let asked = Instant::now();
             match up.exchange(&bytes, id, query, tcp, deadline, fw.cfg.expire).await {
                 Ok(m) => {
+                    let slot = crate::metrics::rcode_slot(m.metadata.response_code);
+                    up.durations[slot].observe(asked.elapsed().as_nanos() as u64);
                     up.fails.store(0, Ordering::Relaxed);
                     up.trim_pool(fw.cfg.max_idle_conns, fw.cfg.expire);
                     return Some(m);
@@ -408,45 +411,64 @@ pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
             }
         }
     }
+    head(
+        s,
+        "coredns_proxy_request_duration_seconds",
+        "histogram",
+        "Histogram of the time each request took.",
+    );
+    for f in all {
+        for fw in &f.chain {
+            for up in &fw.upstreams {
+                for (slot, rcode) in crate::metrics::RCODE_LABELS.iter().enumerate() {
+                    let labels = format!("proxy_name=\"forward\",to=\"{}\",rcode=\"{rcode}\"", up.addr);
+                    up.durations[slot].render(s, "coredns_proxy_request_duration_seconds", &labels);
+                }
+            }
+        }
+    }
     let caches: Vec<(&str, &Cache)> = all
         .iter()
         .filter_map(|f| Some((f.server.as_str(), f.cache.as_ref()?)))
         .collect();
-    let _ = writeln!(
+    let labels = |server: &str, c: &Cache| {
+        format!(
+            "server=\"{server}\",zones=\"{}\",view=\"\"",
+            crate::config::spaced(&c.cfg.zones, ".")
+        )
+    };
+    head(
         s,
-        "# HELP coredns_cache_entries The number of elements in the cache.\n# TYPE coredns_cache_entries gauge"
+        "coredns_cache_entries",
+        "gauge",
+        "The number of elements in the cache.",
     );
     for (server, c) in &caches {
         let (success, denial) = c.len();
-        let zones = crate::config::spaced(&c.cfg.zones, ".");
         for (kind, n) in [("success", success), ("denial", denial)] {
+            let _ = writeln!(s, "coredns_cache_entries{{{},type=\"{kind}\"}} {n}", labels(server, c));
+        }
+    }
+    head(s, "coredns_cache_hits_total", "counter", "The count of cache hits.");
+    for (server, c) in &caches {
+        for (kind, n) in [("success", &c.stats.hits_success), ("denial", &c.stats.hits_denial)] {
             let _ = writeln!(
                 s,
-                "coredns_cache_entries{{server=\"{server}\",type=\"{kind}\",zones=\"{zones}\",view=\"\"}} {n}"
+                "coredns_cache_hits_total{{{},type=\"{kind}\"}} {}",
+                labels(server, c),
+                n.load(Ordering::Relaxed)
             );
         }
     }
-    let total = |f: fn(&Cache) -> &AtomicU64| caches.iter().map(|(_, c)| f(c).load(Ordering::Relaxed)).sum::<u64>();
-    let _ = writeln!(
-        s,
-        "# HELP coredns_cache_hits_total The count of cache hits.\n# TYPE coredns_cache_hits_total counter"
-    );
-    let _ = writeln!(
-        s,
-        "coredns_cache_hits_total{{type=\"success\"}} {}",
-        total(|c| &c.stats.hits_success)
-    );
-    let _ = writeln!(
-        s,
-        "coredns_cache_hits_total{{type=\"denial\"}} {}",
-        total(|c| &c.stats.hits_denial)
-    );
     for (name, help, f) in [
         (
-            "coredns_cache_misses_total",
-            "The count of cache misses.",
-            (|c| &c.stats.misses) as fn(&Cache) -> &AtomicU64,
+            "coredns_cache_requests_total",
+            "The count of cache requests.",
+            (|c| &c.stats.requests) as fn(&Cache) -> &AtomicU64,
         ),
+        ("coredns_cache_misses_total", "The count of cache misses.", |c| {
+            &c.stats.misses
+        }),
         (
             "coredns_cache_prefetch_total",
             "The number of times the cache has prefetched a cached item.",
@@ -461,6 +483,9 @@ pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
             &c.stats.evictions
         }),
     ] {
-        family(s, name, "counter", help, "", [("", total(f))]);
+        head(s, name, "counter", help);
+        for (server, c) in &caches {
+            let _ = writeln!(s, "{name}{{{}}} {}", labels(server, c), f(c).load(Ordering::Relaxed));
+        }
     }
 }

@@ -34,6 +34,8 @@ pub struct Upstream {
     /// Set when the loop probe came back through this upstream.
     pub looping: AtomicBool,
     pub healthcheck_failures: AtomicU64,
+    /// `coredns_proxy_request_duration_seconds` by the answer's rcode.
+    pub durations: [crate::metrics::Durations; 7],
     idle: Mutex<Vec<(TcpStream, Instant)>>,
 }
 
@@ -45,6 +47,7 @@ impl Upstream {
             down: AtomicBool::new(false),
             looping: AtomicBool::new(false),
             healthcheck_failures: AtomicU64::new(0),
+            durations: Default::default(),
             idle: Mutex::new(Vec::new()),
         }
     }
