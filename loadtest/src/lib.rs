@@ -4,7 +4,12 @@
 //! measurements ([`dns`]).
 #![forbid(unsafe_code)]
 
+pub mod capacity;
+pub mod churn;
 pub mod dns;
+pub mod engine;
 pub mod fakeapi;
+pub mod plan;
 pub mod synth;
 pub mod watchbench;
+pub mod workload;

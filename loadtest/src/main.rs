@@ -6,20 +6,35 @@
 //!     (try: kubectl --server=http://ADDR get svc -A)
 //! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]
 //!     initial sync time, RSS, change-to-served latency and relist peak RSS
+//! loadtest run --target ADDR (--names FILE | --pods [--namespaces N] [--services N] [--lookups L])
+//!         [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N]
+//!         [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]
+//!     open-loop load at fixed rates (or a growth ramp); table, PREFIX.json, PREFIX.svg
+//! loadtest knee --target ADDR (...workload...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss FRACTION]
+//!     ramp until p99 > SLO or loss > 0.1%: the highest sustainable qps (per core with --pid)
+//! loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]
+//!     today's qps by type, protocol, rcode and search-expansion share; replicas at 1x, 2x, 5x
+//! loadtest export-zone [--namespaces N] [--services N]
+//!     the synthetic cluster's names as a zone file (for Knot, NSD, BIND)
+//! loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]
+//!     the synthetic cluster as a kubectl JSON dump (for the `snapshot FILE` source)
+//! loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]
+//!     the fake API serving a synthetic cluster, clusterdns watching it, R changes/s under query
+//!     load: change-to-served latency and the load's outcome
 //! ```
-//! The query generator, pods profile, capacity knee and reports are tracked
-//! in their own issue; until then `dnsperf` drives query load
-//! (loadtest/bench/compare-knot.sh).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use loadtest::capacity::{self, Slo};
+use loadtest::engine::{Proto, Step};
 use loadtest::fakeapi::FakeApi;
 use loadtest::synth::{self, Shape};
 use loadtest::watchbench;
+use loadtest::{plan, workload};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]";
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]\n  loadtest run --target ADDR (--names FILE | --pods) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]\n  loadtest knee --target ADDR (--names FILE | --pods) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]";
 
 struct Args {
     command: String,
@@ -28,6 +43,26 @@ struct Args {
     seconds: u64,
     server: Option<PathBuf>,
     changes: usize,
+    target: Option<String>,
+    names: Option<PathBuf>,
+    lookups: usize,
+    rate: f64,
+    ramp: Option<(f64, f64)>,
+    steps: usize,
+    step_seconds: f64,
+    tcp: bool,
+    sockets: usize,
+    pid: Option<u32>,
+    compare: Option<String>,
+    compare_pid: Option<u32>,
+    out: Option<String>,
+    factor: f64,
+    slo_ms: f64,
+    max_loss: f64,
+    metrics: Option<String>,
+    capacity: Option<PathBuf>,
+    interval: f64,
+    churn: f64,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -43,6 +78,26 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         seconds: 600,
         server: None,
         changes: 200,
+        target: None,
+        names: None,
+        lookups: 100_000,
+        rate: 10_000.0,
+        ramp: None,
+        steps: 5,
+        step_seconds: 5.0,
+        tcp: false,
+        sockets: 32,
+        pid: None,
+        compare: None,
+        compare_pid: None,
+        out: None,
+        factor: 1.25,
+        slo_ms: 5.0,
+        max_loss: 0.001,
+        metrics: None,
+        capacity: None,
+        interval: 5.0,
+        churn: 10.0,
     };
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
@@ -51,14 +106,52 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--listen" => a.listen = value()?,
             "--namespaces" => a.shape.namespaces = number(value()?)?.max(1),
             "--services" => a.shape.services = number(value()?)?,
-            "--endpoints" => a.shape.endpoints = number(value()?)?,
+            "--endpoints" | "--endpoints-per-service" => a.shape.endpoints = number(value()?)?,
+            "--churn" => a.churn = float(&flag, value()?.trim_end_matches("/s").to_string())?,
             "--seconds" => a.seconds = number(value()?)? as u64,
             "--server" => a.server = Some(PathBuf::from(value()?)),
             "--changes" => a.changes = number(value()?)?,
+            "--target" => a.target = Some(value()?),
+            "--names" => a.names = Some(PathBuf::from(value()?)),
+            "--pods" => {}
+            "--lookups" => a.lookups = number(value()?)?,
+            "--rate" => a.rate = float(&flag, value()?)?,
+            "--ramp" => a.ramp = Some(ramp(&value()?)?),
+            "--steps" => a.steps = number(value()?)?,
+            "--step-duration" => a.step_seconds = float(&flag, value()?.trim_end_matches('s').to_string())?,
+            "--tcp" => a.tcp = true,
+            "--sockets" => a.sockets = number(value()?)?.max(1),
+            "--pid" => a.pid = Some(number(value()?)? as u32),
+            "--compare" => a.compare = Some(value()?),
+            "--compare-pid" => a.compare_pid = Some(number(value()?)? as u32),
+            "--out" => a.out = Some(value()?),
+            "--factor" => a.factor = float(&flag, value()?)?.max(1.01),
+            "--slo-ms" => a.slo_ms = float(&flag, value()?)?,
+            "--max-loss" => a.max_loss = float(&flag, value()?)?,
+            "--metrics" => a.metrics = Some(value()?),
+            "--capacity" => a.capacity = Some(PathBuf::from(value()?)),
+            "--interval" => a.interval = float(&flag, value()?)?,
             other => return Err(format!("unknown flag '{other}'")),
         }
     }
     Ok(a)
+}
+
+fn float(flag: &str, v: String) -> Result<f64, String> {
+    v.parse::<f64>().map_err(|_| format!("{flag}: '{v}' is not a number"))
+}
+
+/// `1x..5x` → (1, 5).
+fn ramp(text: &str) -> Result<(f64, f64), String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or(format!("--ramp: '{text}' is not FROMx..TOx"))?;
+    let f = |t: &str| {
+        t.trim_end_matches('x')
+            .parse::<f64>()
+            .map_err(|_| format!("--ramp: '{t}' is not a factor"))
+    };
+    Ok((f(a)?, f(b)?))
 }
 
 fn main() -> ExitCode {
@@ -81,6 +174,18 @@ fn main() -> ExitCode {
     let result = match args.command.as_str() {
         "fakeapi" => fakeapi(&args),
         "watch-bench" => watch_bench(&args),
+        "run" => run(&args),
+        "knee" => knee(&args),
+        "plan" => plan(&args),
+        "cluster" => cluster(&args),
+        "export-cluster" => {
+            println!("{}", synth::dump(&args.shape));
+            Ok(())
+        }
+        "export-zone" => {
+            print!("{}", workload::zone_file(&args.shape));
+            Ok(())
+        }
         other => Err(format!("unknown command '{other}'")),
     };
     match result {
@@ -136,5 +241,170 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         r.relist_peak_rss_kb as f64 / r.steady_rss_kb.max(1) as f64,
         r.relist_time.as_secs_f64(),
     );
+    Ok(())
+}
+
+fn workload_of(args: &Args) -> Result<workload::Workload, String> {
+    match &args.names {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            workload::names_file(&text)
+        }
+        None => Ok(workload::pods(&args.shape, args.lookups, 42)),
+    }
+}
+
+fn step_of(args: &Args, target: &str, rate: f64) -> Result<Step, String> {
+    Ok(Step {
+        target: target.parse().map_err(|_| format!("'{target}' is not IP:PORT"))?,
+        proto: if args.tcp { Proto::Tcp } else { Proto::Udp },
+        rate,
+        duration: Duration::from_secs_f64(args.step_seconds),
+        sockets: args.sockets,
+        timeout: Duration::from_secs(2),
+    })
+}
+
+fn slo(args: &Args) -> Slo {
+    Slo {
+        p99_ms: args.slo_ms,
+        max_loss: args.max_loss,
+    }
+}
+
+/// Writes PREFIX.json and PREFIX.svg when asked.
+fn write_reports(
+    args: &Args,
+    rows: &[capacity::Row],
+    knee: Option<usize>,
+    w: &workload::Workload,
+    target: &str,
+) -> Result<(), String> {
+    let Some(prefix) = &args.out else { return Ok(()) };
+    let report = capacity::json(rows, knee, w, slo(args), target);
+    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(format!("{prefix}.json"), text).map_err(|e| e.to_string())?;
+    let title = format!("{target}: {}", w.description);
+    std::fs::write(format!("{prefix}.svg"), capacity::svg(rows, knee, &title)).map_err(|e| e.to_string())?;
+    println!("wrote {prefix}.json and {prefix}.svg");
+    Ok(())
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let target = args.target.clone().ok_or("--target ADDR is required")?;
+    let w = workload_of(args)?;
+    println!(
+        "{} ({} queries, {:.2} queries per lookup)",
+        w.description,
+        w.queries.len(),
+        w.amplification()
+    );
+    let rates = match args.ramp {
+        Some((from, to)) => capacity::ramp(args.rate, from, to, args.steps),
+        None => vec![args.rate],
+    };
+    let mut rows = Vec::new();
+    let mut other = Vec::new();
+    for rate in &rates {
+        let row = capacity::measure(&step_of(args, &target, *rate)?, &w, &format!("{rate:.0} qps"), args.pid)
+            .map_err(|e| e.to_string())?;
+        rows.push(row);
+        if let Some(cmp) = &args.compare {
+            let label = format!("{cmp} {rate:.0}");
+            other.push(
+                capacity::measure(&step_of(args, cmp, *rate)?, &w, &label, args.compare_pid)
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+    }
+    let knee = rows.iter().rposition(|r| slo(args).met(&r.outcome));
+    println!("{target}:\n{}", capacity::table(&rows, knee));
+    if let Some(cmp) = &args.compare {
+        let knee_other = other.iter().rposition(|r| slo(args).met(&r.outcome));
+        println!("{cmp}:\n{}", capacity::table(&other, knee_other));
+    }
+    write_reports(args, &rows, knee, &w, &target)
+}
+
+fn knee(args: &Args) -> Result<(), String> {
+    let target = args.target.clone().ok_or("--target ADDR is required")?;
+    let w = workload_of(args)?;
+    println!(
+        "{} ({} queries, {:.2} queries per lookup)",
+        w.description,
+        w.queries.len(),
+        w.amplification()
+    );
+    let template = step_of(args, &target, args.rate)?;
+    let (rows, knee) = capacity::find_knee(&template, &w, args.rate, args.factor, 40, slo(args), args.pid)
+        .map_err(|e| e.to_string())?;
+    println!("{}", capacity::table(&rows, knee));
+    match knee {
+        Some(k) => {
+            let r = &rows[k];
+            let per_core = r
+                .qps_per_core()
+                .map_or(String::new(), |q| format!(", {q:.0} qps per server core"));
+            println!(
+                "knee: {:.0} qps sustained (p99 {:.3} ms, loss {:.3}%){per_core}",
+                r.outcome.achieved(),
+                r.outcome.quantile_ms(0.99),
+                r.outcome.loss() * 100.0
+            );
+        }
+        None => println!(
+            "knee: not reached even at the first step ({:.0} qps): lower --rate",
+            args.rate
+        ),
+    }
+    write_reports(args, &rows, knee, &w, &target)
+}
+
+fn plan(args: &Args) -> Result<(), String> {
+    let url = args.metrics.clone().ok_or("--metrics URL is required")?;
+    let load = plan::current(&url, Duration::from_secs_f64(args.interval))?;
+    let knee_qps = match &args.capacity {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let report: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            Some(
+                report["knee"]["achieved_qps"]
+                    .as_f64()
+                    .ok_or(format!("{}: no knee in the report", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    print!("{}", plan::report(&load, knee_qps));
+    Ok(())
+}
+
+fn cluster(args: &Args) -> Result<(), String> {
+    let server = args
+        .server
+        .clone()
+        .ok_or("--server PATH (the clusterdns binary) is required")?;
+    let seconds = if args.seconds == 600 { 10.0 } else { args.seconds as f64 };
+    let c = loadtest::churn::Churn {
+        server,
+        shape: args.shape,
+        churn: args.churn,
+        rate: args.rate,
+        seconds,
+    };
+    let r = loadtest::churn::run(&c)?;
+    println!(
+        "{} Services x {} endpoints, {:.0} changes/s for {seconds:.0} s under {:.0} qps: {} changes, change-to-served p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+        args.shape.services,
+        args.shape.endpoints,
+        args.churn,
+        args.rate,
+        r.changes,
+        r.p50.as_secs_f64() * 1e3,
+        r.p99.as_secs_f64() * 1e3,
+        r.max.as_secs_f64() * 1e3
+    );
+    println!("{}", capacity::table(std::slice::from_ref(&r.load), None));
     Ok(())
 }

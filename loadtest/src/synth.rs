@@ -47,6 +47,24 @@ pub fn slice(shape: &Shape, i: usize) -> Value {
            "addressType": "IPv4", "endpoints": eps, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
 }
 
+/// The whole cluster as one kubectl JSON dump (`kubectl get ... -o json`).
+pub fn dump(shape: &Shape) -> String {
+    let mut items: Vec<Value> = (0..shape.namespaces)
+        .map(|n| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}")}}))
+        .collect();
+    for i in 0..shape.services {
+        let mut s = service(shape, i, 0);
+        s["apiVersion"] = json!("v1");
+        s["kind"] = json!("Service");
+        items.push(s);
+        let mut e = slice(shape, i);
+        e["apiVersion"] = json!("discovery.k8s.io/v1");
+        e["kind"] = json!("EndpointSlice");
+        items.push(e);
+    }
+    json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+}
+
 /// Puts the whole cluster into `api`.
 pub fn populate(api: &FakeApi, shape: &Shape) {
     for n in 0..shape.namespaces {

@@ -35,7 +35,7 @@ pub struct Report {
     pub relist_time: Duration,
 }
 
-struct Running(Child);
+pub(crate) struct Running(pub(crate) Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -50,7 +50,7 @@ fn rss_kb(pid: u32) -> u64 {
     line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-fn ready(addr: SocketAddr) -> bool {
+pub(crate) fn ready(addr: SocketAddr) -> bool {
     let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
         return false;
     };
@@ -62,7 +62,7 @@ fn ready(addr: SocketAddr) -> bool {
 }
 
 /// Starts the server against `api` and returns it with its DNS and ready addresses.
-fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAddr, SocketAddr), String> {
+pub(crate) fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAddr, SocketAddr), String> {
     let dir = std::env::temp_dir().join(format!("clusterdns-watchbench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let conf = dir.join("Corefile");

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The capacity knee of clusterdns and of Debian's Knot, side by side, with
+# the same workload: the pods profile over one synthetic cluster (served by
+# clusterdns from a kubectl dump, by Knot from the zone `loadtest
+# export-zone` writes). Each server pinned to CPU 0, loadtest to CPU 1; the
+# knee is the highest offered rate with p99 <= SLO and loss <= 0.1%.
+# Reports land in DIR (default /tmp): knee-clusterdns.{json,svg}, knee-knot.{json,svg}.
+#
+# usage: loadtest/bench/knee-vs-knot.sh [SERVICES] [NAMESPACES] [STEP_SECONDS] [DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SERVICES=${1:-10000}; NAMESPACES=${2:-100}; STEP=${3:-3}; OUT=${4:-/tmp}
+command -v knotd >/dev/null || { echo "installing knot"; apt-get install -y -qq knot >/dev/null; }
+cargo build --release -q
+W=$(mktemp -d /tmp/clusterdns-knee.XXXX)
+LT=./target/release/loadtest
+$LT export-cluster --services "$SERVICES" --namespaces "$NAMESPACES" --endpoints 2 > "$W/cluster.json"
+$LT export-zone --services "$SERVICES" --namespaces "$NAMESPACES" > "$W/cluster.local.zone"
+cat > "$W/Corefile" <<EOC
+.:5330 {
+    bind 127.0.0.1
+    kubernetes cluster.local {
+        snapshot $W/cluster.json
+    }
+}
+EOC
+mkdir -p "$W/knot"
+cat > "$W/knot.conf" <<EOC
+server:
+    listen: 127.0.0.1@5331
+    rundir: "$W/knot"
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+database:
+    storage: "$W/knot"
+log:
+  - target: stderr
+    any: warning
+zone:
+  - domain: cluster.local
+    file: "$W/cluster.local.zone"
+    journal-content: none
+    zonefile-sync: -1
+EOC
+taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile" 2>"$W/clusterdns.log" &
+CD=$!
+taskset -c 0 knotd -c "$W/knot.conf" 2>"$W/knot.log" &
+KN=$!
+trap 'kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+for _ in $(seq 1 100); do
+  dig +short @127.0.0.1 -p 5330 svc-0.ns-0.svc.cluster.local | grep -q . && dig +short @127.0.0.1 -p 5331 svc-0.ns-0.svc.cluster.local | grep -q . && break
+  sleep 0.2
+done
+common=(--pods --services "$SERVICES" --namespaces "$NAMESPACES" --lookups 50000 --rate 40000 --factor 1.25 --step-duration "$STEP")
+echo "# clusterdns"
+taskset -c 1 $LT knee --target 127.0.0.1:5330 "${common[@]}" --pid $CD --out "$OUT/knee-clusterdns" 2>/dev/null | tail -3
+echo "# knot"
+taskset -c 1 $LT knee --target 127.0.0.1:5331 "${common[@]}" --pid $KN --out "$OUT/knee-knot" 2>/dev/null | tail -3
