@@ -6,7 +6,7 @@
 //!     (try: kubectl --server=http://ADDR get svc -A)
 //! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]
 //!     initial sync time, RSS, change-to-served latency and relist peak RSS
-//! loadtest run --target ADDR (--names FILE | --pods [--namespaces N] [--services N] [--lookups L])
+//! loadtest run --target ADDR (--names FILE | --pods [--dump KUBECTL.json | --namespaces N --services N] [--lookups L])
 //!         [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N]
 //!         [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]
 //!     open-loop load at fixed rates (or a growth ramp); table, PREFIX.json, PREFIX.svg
@@ -45,6 +45,7 @@ struct Args {
     changes: usize,
     target: Option<String>,
     names: Option<PathBuf>,
+    dump: Option<PathBuf>,
     lookups: usize,
     rate: f64,
     ramp: Option<(f64, f64)>,
@@ -80,6 +81,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         changes: 200,
         target: None,
         names: None,
+        dump: None,
         lookups: 100_000,
         rate: 10_000.0,
         ramp: None,
@@ -114,6 +116,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--target" => a.target = Some(value()?),
             "--names" => a.names = Some(PathBuf::from(value()?)),
             "--pods" => {}
+            "--dump" => a.dump = Some(PathBuf::from(value()?)),
             "--lookups" => a.lookups = number(value()?)?,
             "--rate" => a.rate = float(&flag, value()?)?,
             "--ramp" => a.ramp = Some(ramp(&value()?)?),
@@ -245,12 +248,20 @@ fn watch_bench(args: &Args) -> Result<(), String> {
 }
 
 fn workload_of(args: &Args) -> Result<workload::Workload, String> {
-    match &args.names {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            workload::names_file(&text)
+    let read = |path: &PathBuf| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
+    match (&args.names, &args.dump) {
+        (Some(path), _) => workload::names_file(&read(path)?),
+        (None, Some(path)) => {
+            let services = workload::services_of_dump(&read(path)?)?;
+            Ok(workload::pods_over(
+                &services,
+                0,
+                args.lookups,
+                42,
+                &path.display().to_string(),
+            ))
         }
-        None => Ok(workload::pods(&args.shape, args.lookups, 42)),
+        (None, None) => Ok(workload::pods(&args.shape, args.lookups, 42)),
     }
 }
 

@@ -128,32 +128,59 @@ fn walk(name: &str, ns: &str, exists: &dyn Fn(&str) -> bool, out: &mut Vec<Vec<u
 /// The pods profile over a synthetic cluster of `shape`: `lookups`
 /// lookups, each expanded into its queries.
 pub fn pods(shape: &Shape, lookups: usize, seed: u64) -> Workload {
+    let services: Vec<(String, String)> = (0..shape.services).map(|i| synth::service_name(shape, i)).collect();
+    pods_over(&services, shape.namespaces, lookups, seed, "a synthetic cluster")
+}
+
+/// The `(namespace, name)` of every Service in a `kubectl get ... -o json` dump.
+pub fn services_of_dump(text: &str) -> Result<Vec<(String, String)>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("the dump is not JSON (kubectl -o json): {e}"))?;
+    let items = v["items"].as_array().cloned().unwrap_or_else(|| vec![v.clone()]);
+    let out: Vec<(String, String)> = items
+        .iter()
+        .filter(|i| i["kind"] == "Service")
+        .filter_map(|i| {
+            Some((
+                i["metadata"]["namespace"].as_str()?.to_string(),
+                i["metadata"]["name"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    if out.is_empty() {
+        return Err("the dump has no Services".into());
+    }
+    Ok(out)
+}
+
+/// The pods profile over `services` (Zipf over their order).
+pub fn pods_over(
+    services: &[(String, String)],
+    namespaces: usize,
+    lookups: usize,
+    seed: u64,
+    source: &str,
+) -> Workload {
     let mut rng = Rng(seed | 1);
-    let zipf = Zipf::new(shape.services);
+    let zipf = Zipf::new(services.len());
     let outside = Zipf::new(1000);
-    let exists = |name: &str| -> bool {
-        // svc-<i>.ns-<j>.svc.cluster.local exists when i % namespaces == j
-        let Some(rest) = name.strip_suffix(".svc.cluster.local") else {
-            return false;
-        };
-        let mut parts = rest.split('.');
-        match (parts.next(), parts.next(), parts.next()) {
-            (Some(svc), Some(ns), None) => {
-                let i: Option<usize> = svc.strip_prefix("svc-").and_then(|n| n.parse().ok());
-                i.is_some_and(|i| i < shape.services && synth::service_name(shape, i).0 == ns)
-            }
-            _ => false,
-        }
-    };
+    let known: std::collections::HashSet<String> = services
+        .iter()
+        .map(|(ns, svc)| format!("{svc}.{ns}.svc.cluster.local"))
+        .collect();
+    let mut all_ns: Vec<&str> = services.iter().map(|(ns, _)| ns.as_str()).collect();
+    all_ns.sort_unstable();
+    all_ns.dedup();
+    let exists = |name: &str| known.contains(name);
     let mut queries = Vec::with_capacity(lookups * 4);
     for _ in 0..lookups {
         let target = zipf.sample(&mut rng);
-        let (target_ns, svc) = synth::service_name(shape, target);
+        let (target_ns, svc) = services[target].clone();
         let roll = (rng.next() % 100) as u32;
         let (name, client_ns) = if roll < MIX[0].1 {
             (svc, target_ns)
         } else if roll < MIX[0].1 + MIX[1].1 {
-            let other = format!("ns-{}", rng.next() as usize % shape.namespaces.max(1));
+            let other = all_ns[rng.next() as usize % all_ns.len().max(1)].to_string();
             (format!("{svc}.{target_ns}"), other)
         } else if roll < MIX[0].1 + MIX[1].1 + MIX[2].1 {
             (format!("{svc}.{target_ns}.svc.cluster.local"), target_ns)
@@ -164,8 +191,9 @@ pub fn pods(shape: &Shape, lookups: usize, seed: u64) -> Workload {
     }
     Workload {
         description: format!(
-            "pods profile: {lookups} lookups over {} Services in {} namespaces (Zipf), kubelet resolv.conf ndots:5, A+AAAA",
-            shape.services, shape.namespaces
+            "pods profile: {lookups} lookups over {} Services in {} namespaces of {source} (Zipf), kubelet resolv.conf ndots:5, A+AAAA",
+            services.len(),
+            namespaces.max(all_ns.len())
         ),
         queries,
         lookups,
@@ -216,6 +244,12 @@ mod tests {
         let w = pods(&shape, 10_000, 7);
         let a = w.amplification();
         assert!((3.0..6.0).contains(&a), "amplification {a}");
+        let dump = crate::synth::dump(&shape);
+        let from_dump = pods_over(&services_of_dump(&dump).expect("dump"), 0, 10_000, 7, "dump");
+        assert_eq!(
+            from_dump.queries, w.queries,
+            "a dump of the same cluster gives the same workload"
+        );
         let f = names_file("# dnsperf\nweb.shop.svc.cluster.local A\nexample.com AAAA\n").expect("parse");
         assert_eq!(f.queries.len(), 2);
         assert!(names_file("x BOGUS").is_err());
