@@ -231,3 +231,21 @@ fn not_ready_until_the_first_good_load_and_servfail_meanwhile() {
         ["kubernetes.default.svc.cluster.local. 5 IN A 10.96.0.1"]
     );
 }
+
+#[test]
+fn a_panic_is_answered_servfail_counted_and_serving_goes_on() {
+    let dir = temp_dir("panic");
+    let text = corefile(&common::demo_cluster(), "").replace("    ready 127.0.0.1:0\n", "    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n");
+    let server = Server::start(&dir, &text);
+    // the debug build's test-only trigger
+    let udp_reply = udp(server.dns, "panic.clusterdns.test.", RecordType::A);
+    assert_eq!(common::rcode_name(&udp_reply), "SERVFAIL");
+    let tcp_reply = common::tcp(server.dns, "panic.clusterdns.test.", RecordType::A);
+    assert_eq!(common::rcode_name(&tcp_reply), "SERVFAIL");
+    for _ in 0..3 {
+        let ok = udp(server.dns, "kubernetes.default.svc.cluster.local.", RecordType::A);
+        assert_eq!(common::rcode_name(&ok), "NOERROR");
+    }
+    assert_eq!(server.metric("coredns_panics_total"), 2.0);
+    assert!(server.is_running());
+}

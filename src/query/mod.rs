@@ -69,6 +69,31 @@ impl Handler {
         }
     }
 
+    /// [`Handler::handle`] behind a panic guard: a panic while answering is
+    /// caught here, counted in `coredns_panics_total`, and answered
+    /// SERVFAIL; the worker goes on with fresh scratch space.
+    pub fn handle_guarded(
+        &self,
+        bytes: &[u8],
+        peer: SocketAddr,
+        transport: Transport,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) -> bool {
+        let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.handle(bytes, peer, transport, scratch, sink)
+        }));
+        match handled {
+            Ok(reply) => reply,
+            Err(_) => {
+                self.metrics.panics.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::error!("panic while answering a query from {peer}; answered SERVFAIL, still serving");
+                *scratch = Scratch::default();
+                servfail(bytes, transport, &mut scratch.out)
+            }
+        }
+    }
+
     /// Handles one message from `peer`; the reply is left in
     /// `scratch.out`. Returns false when nothing is to be sent now (the
     /// packet is dropped, or a task answers it later through `sink`).
@@ -189,6 +214,10 @@ impl Handler {
                 (meta, query, edns)
             }
             Checked::Query(req) => {
+                #[cfg(debug_assertions)]
+                if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
+                    panic!("test-only panic trigger (debug builds only)");
+                }
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
                 let routed = router.answer(&req.query, peer.ip(), dnssec_ok, req.meta.checking_disabled, answer);
                 if answer.autopath {
@@ -256,6 +285,33 @@ impl Handler {
         })
     }
 }
+
+/// A SERVFAIL reply to `bytes` in `out`; false when it cannot be answered.
+fn servfail(bytes: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
+    let (meta, query, edns) = match request::check(bytes) {
+        Checked::Drop => return false,
+        Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
+        Checked::Query(req) => (req.meta, Some(req.query), req.edns),
+    };
+    let mut answer = Answer::default();
+    answer.error(ResponseCode::ServFail);
+    let limit = match transport {
+        Transport::Udp => request::udp_limit(edns),
+        Transport::Tcp => usize::from(u16::MAX),
+    };
+    let echo = Echo {
+        meta: &meta,
+        query: query.as_ref(),
+        edns,
+    };
+    finish::write(out, &echo, &answer, limit);
+    !out.is_empty()
+}
+
+/// In debug builds (the tests' binary) a query for this name panics, to
+/// test that no panic reaches the process. Release builds have no trigger.
+#[cfg(debug_assertions)]
+pub const PANIC_TRIGGER: &str = "panic.clusterdns.test.";
 
 /// The rcode a query outside every plugin gets.
 pub const UNHANDLED: ResponseCode = ResponseCode::Refused;

@@ -103,7 +103,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, handler: &Handler) -> i
             Ok(r) => r?,
         };
         let sink = || Sink::Tcp(tx.clone());
-        if !handler.handle(&buf, peer, Transport::Tcp, &mut scratch, &sink) {
+        if !handler.handle_guarded(&buf, peer, Transport::Tcp, &mut scratch, &sink) {
             continue;
         }
         let mut frame = Vec::with_capacity(scratch.out.len() + 2);

@@ -77,7 +77,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
                 continue;
             }
         };
-        if handler.handle(&buf[..len], peer, Transport::Udp, &mut scratch, &sink) {
+        if handler.handle_guarded(&buf[..len], peer, Transport::Udp, &mut scratch, &sink) {
             if let Err(e) = socket.send_to(&scratch.out, peer) {
                 tracing::debug!(target: "udp", "send to {peer} failed: {e}");
             }

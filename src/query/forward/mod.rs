@@ -166,7 +166,14 @@ impl Forwarding {
     /// Takes a query that missed the cache: answered from a task.
     pub fn submit(self: &Arc<Self>, job: Job) {
         let this = self.clone();
-        self.runtime.spawn(async move { this.run(job).await });
+        let metrics = self.metrics.clone();
+        self.runtime.spawn(async move {
+            let guarded = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(this.run(job)));
+            if guarded.await.is_err() {
+                metrics.panics.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(target: "forward", "panic while forwarding a query; still serving");
+            }
+        });
     }
 
     async fn run(self: Arc<Self>, job: Job) {
