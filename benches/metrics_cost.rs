@@ -48,6 +48,8 @@ fn handler(with_stats: bool) -> Handler {
             log: None,
             loadbalance: false,
             autopath: None,
+            acl: Vec::new(),
+            any: false,
         }],
         epoch: 0,
         stats,

@@ -279,6 +279,8 @@ impl Runtime {
             log: server.log.clone(),
             loadbalance: server.loadbalance,
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
+            acl: server.acl.clone(),
+            any: server.any,
         }
     }
 
@@ -431,6 +433,8 @@ fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
         (config.reload.is_some(), "reload"),
         (server.loadbalance, "loadbalance"),
         (server.autopath.is_some(), "autopath"),
+        (!server.acl.is_empty(), "acl"),
+        (server.any, "any"),
     ];
     names.extend(on.iter().filter(|(yes, _)| *yes).map(|(_, n)| *n));
     names

@@ -118,7 +118,7 @@ fn tcp_length_prefix_longer_than_the_data_is_cut_off() {
 fn a_bad_corefile_lists_every_error_with_its_location_and_exits_64() {
     let dir = temp_dir("badconf");
     let conf = dir.join("Corefile");
-    std::fs::write(&conf, ".:53 {\n    kubernetes cluster.local {\n        snapshot x.yaml\n        ttl -1\n    }\n    acl {\n    }\n    frobnicate\n").expect("write");
+    std::fs::write(&conf, ".:53 {\n    kubernetes cluster.local {\n        snapshot x.yaml\n        ttl -1\n    }\n    acl {\n        permit net 10.0.0.0/8\n    }\n    frobnicate\n").expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
         .args(["check", "-conf"])
         .arg(&conf)
@@ -129,8 +129,8 @@ fn a_bad_corefile_lists_every_error_with_its_location_and_exits_64() {
     let c = conf.display();
     for want in [
         format!("{c}:4:13: 'ttl': '-1' is not a number of seconds"),
-        format!("{c}:6:5: directive 'acl' is not supported yet"),
-        format!("{c}:8:5: unknown directive 'frobnicate'"),
+        format!("{c}:7:9: acl: unknown action 'permit'"),
+        format!("{c}:9:5: unknown directive 'frobnicate'"),
         "unclosed '{'".to_string(),
     ] {
         assert!(err.contains(&want), "missing '{want}' in:\n{err}");
@@ -235,7 +235,10 @@ fn not_ready_until_the_first_good_load_and_servfail_meanwhile() {
 #[test]
 fn a_panic_is_answered_servfail_counted_and_serving_goes_on() {
     let dir = temp_dir("panic");
-    let text = corefile(&common::demo_cluster(), "").replace("    ready 127.0.0.1:0\n", "    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n");
+    let text = corefile(&common::demo_cluster(), "").replace(
+        "    ready 127.0.0.1:0\n",
+        "    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n",
+    );
     let server = Server::start(&dir, &text);
     // the debug build's test-only trigger
     let udp_reply = udp(server.dns, "panic.clusterdns.test.", RecordType::A);

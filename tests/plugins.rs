@@ -210,3 +210,47 @@ fn reload_switches_config_without_failing_a_query_and_survives_a_broken_file() {
     assert!(sent > 1000, "{sent}");
     assert_eq!(failed, 0, "{failed} of {sent} queries failed across 10 reloads");
 }
+
+/// One A query from `from` (a loopback address), the reply if any (1 s).
+fn ask_from(
+    from: &str,
+    server: std::net::SocketAddr,
+    name: &str,
+    qtype: RecordType,
+) -> Option<hickory_proto::op::Message> {
+    let sock = std::net::UdpSocket::bind((from, 0)).expect("bind");
+    sock.set_read_timeout(Some(Duration::from_millis(800)))
+        .expect("timeout");
+    sock.send_to(&common::query(7, name, qtype, Some(1232)), server)
+        .expect("send");
+    let mut buf = [0u8; 2048];
+    let n = sock.recv(&mut buf).ok()?;
+    hickory_proto::op::Message::from_vec(&buf[..n]).ok()
+}
+
+#[test]
+fn acl_decides_by_client_and_type_and_any_gets_a_minimal_answer() {
+    let dir = temp_dir("acl");
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    acl {{\n        drop net 127.0.0.2/32\n        block net 127.0.0.3\n        filter type TXT\n        allow net 127.0.0.0/8 ::1\n        block\n    }}\n    any\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n}}\n",
+        common::demo_cluster().display()
+    );
+    let server = Server::start(&dir, &text);
+    let name = "kubernetes.default.svc.cluster.local.";
+    let allowed = ask_from("127.0.0.1", server.dns, name, RecordType::A).expect("reply");
+    assert_eq!((rcode_name(&allowed).as_str(), allowed.answers.len()), ("NOERROR", 1));
+    // the same question again from a blocked client: no memoized answer leaks
+    let blocked = ask_from("127.0.0.3", server.dns, name, RecordType::A).expect("reply");
+    assert_eq!((rcode_name(&blocked).as_str(), blocked.answers.len()), ("REFUSED", 0));
+    assert!(
+        ask_from("127.0.0.2", server.dns, name, RecordType::A).is_none(),
+        "drop: no reply"
+    );
+    let filtered = ask_from("127.0.0.1", server.dns, name, RecordType::TXT).expect("reply");
+    assert_eq!((rcode_name(&filtered).as_str(), filtered.answers.len()), ("NOERROR", 0));
+    let any = ask_from("127.0.0.1", server.dns, name, RecordType::ANY).expect("reply");
+    assert_eq!(any.answers.len(), 1, "RFC 8482: one record");
+    assert_eq!(any.answers[0].record_type(), RecordType::HINFO);
+    let axfr = ask_from("127.0.0.1", server.dns, "cluster.local.", RecordType::AXFR).expect("reply");
+    assert_eq!(rcode_name(&axfr), "REFUSED", "zone transfers are never served");
+}

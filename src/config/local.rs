@@ -314,3 +314,103 @@ pub fn log(d: &Directive, errors: &mut Vec<ConfigError>) -> LogConfig {
     }
     cfg
 }
+
+/// What an `acl` rule does with the queries it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclAction {
+    Allow,
+    /// REFUSED.
+    Block,
+    /// NOERROR without records.
+    Filter,
+    /// No reply at all.
+    Drop,
+}
+
+/// One `acl` rule: `ACTION [type QTYPE...] [net CIDR...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AclRule {
+    pub action: AclAction,
+    /// Empty: every type.
+    pub types: Vec<hickory_proto::rr::RecordType>,
+    /// Empty: every source. `(network, prefix length)`.
+    pub nets: Vec<(IpAddr, u8)>,
+}
+
+impl AclRule {
+    pub fn matches(&self, client: IpAddr, qtype: hickory_proto::rr::RecordType) -> bool {
+        let typed = self.types.is_empty() || self.types.contains(&qtype);
+        typed && (self.nets.is_empty() || self.nets.iter().any(|(net, len)| in_net(client, *net, *len)))
+    }
+}
+
+fn in_net(ip: IpAddr, net: IpAddr, len: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(len.min(32))).unwrap_or(0);
+            a.to_bits() & mask == n.to_bits() & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(len.min(128))).unwrap_or(0);
+            a.to_bits() & mask == n.to_bits() & mask
+        }
+        _ => false,
+    }
+}
+
+/// `acl [ZONES...] { allow|block|filter|drop [type QTYPE...] [net CIDR...] }`:
+/// the first matching rule decides; no rule matching means allow.
+pub fn acl(d: &Directive, errors: &mut Vec<ConfigError>) -> Vec<AclRule> {
+    let mut rules = Vec::new();
+    for line in &d.options {
+        let a = Args::from(line);
+        let action = match a.name.text.as_str() {
+            "allow" => AclAction::Allow,
+            "block" => AclAction::Block,
+            "filter" => AclAction::Filter,
+            "drop" => AclAction::Drop,
+            other => {
+                errors.push(ConfigError::new(
+                    a.pos(),
+                    format!("acl: unknown action '{other}' (supported: allow, block, filter, drop)"),
+                ));
+                continue;
+            }
+        };
+        let mut rule = AclRule {
+            action,
+            types: Vec::new(),
+            nets: Vec::new(),
+        };
+        let mut mode = "";
+        for w in a.args.iter() {
+            match w.text.as_str() {
+                "type" | "net" => mode = if w.text == "type" { "type" } else { "net" },
+                "*" => {}
+                t if mode == "type" => match t.parse::<hickory_proto::rr::RecordType>() {
+                    Ok(rt) if !matches!(rt, hickory_proto::rr::RecordType::Unknown(_)) => rule.types.push(rt),
+                    _ => errors.push(ConfigError::new(&w.pos, format!("acl: '{t}' is not a query type"))),
+                },
+                n if mode == "net" => {
+                    let (ip, len) = n.split_once('/').unwrap_or((n, ""));
+                    match ip.parse::<IpAddr>() {
+                        Ok(ip) => {
+                            let max = if ip.is_ipv4() { 32 } else { 128 };
+                            match if len.is_empty() { Ok(max) } else { len.parse::<u8>() } {
+                                Ok(l) if l <= max => rule.nets.push((ip, l)),
+                                _ => errors.push(ConfigError::new(&w.pos, format!("acl: '{n}' is not a CIDR"))),
+                            }
+                        }
+                        Err(_) => errors.push(ConfigError::new(&w.pos, format!("acl: '{n}' is not a CIDR"))),
+                    }
+                }
+                other => errors.push(ConfigError::new(
+                    &w.pos,
+                    format!("acl: expected 'type' or 'net' before '{other}'"),
+                )),
+            }
+        }
+        rules.push(rule);
+    }
+    rules
+}

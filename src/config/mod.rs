@@ -87,6 +87,10 @@ pub struct Server {
     pub loadbalance: bool,
     /// `autopath`, with where it was written (for errors).
     pub autopath: Option<(local::AutopathConfig, lexer::Pos)>,
+    /// `acl` rules, first match wins.
+    pub acl: Vec<local::AclRule>,
+    /// `any`: ANY queries get RFC 8482's minimal answer.
+    pub any: bool,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name

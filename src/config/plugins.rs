@@ -31,10 +31,12 @@ pub const SUPPORTED: &[&str] = &[
     "hosts",
     "file",
     "autopath",
+    "acl",
+    "any",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
-pub const NOT_YET: &[&str] = &["acl", "any"];
+pub const NOT_YET: &[&str] = &[];
 
 /// Directives that take an options block.
 const WITH_OPTIONS: &[&str] = &[
@@ -47,6 +49,7 @@ const WITH_OPTIONS: &[&str] = &[
     "hosts",
     "file",
     "loop",
+    "acl",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -97,6 +100,8 @@ pub fn server(
         loop_detect: None,
         loadbalance: false,
         autopath: None,
+        acl: Vec::new(),
+        any: false,
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
@@ -159,6 +164,11 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             server.loadbalance = true;
         }
         "reload" => config.reload = local::reload(d, errors).or(config.reload),
+        "acl" => server.acl.extend(local::acl(d, errors)),
+        "any" => {
+            a.count(0, 0, errors);
+            server.any = true;
+        }
         "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),
         "health" if a.count(0, 1, errors) => config.health = health(d, errors).or(config.health.take()),
         "ready" if a.count(0, 1, errors) => {

@@ -113,6 +113,12 @@ pub fn address(owner: &Name, ttl: u32, addr: IpAddr, qtype: RecordType) -> Optio
     }
 }
 
+/// RFC 8482's answer to ANY: one HINFO record.
+pub fn hinfo_rfc8482(owner: &Name) -> Record {
+    let hinfo = hickory_proto::rr::rdata::HINFO::new("RFC8482".to_string(), String::new());
+    Record::from_rdata(owner.clone(), 8482, RData::HINFO(hinfo))
+}
+
 pub fn srv(owner: &Name, ttl: u32, weight: u16, port: u16, target: Name) -> Record {
     Record::from_rdata(owner.clone(), ttl, RData::SRV(SRV::new(0, weight, port, target)))
 }

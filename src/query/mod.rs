@@ -108,7 +108,12 @@ impl Handler {
     ) -> bool {
         let router = self.router.load();
         let started = Instant::now();
-        let Some(key) = memo::Key::parse(bytes, transport, &mut scratch.key) else {
+        let memo_key = if router.memo_allowed() {
+            memo::Key::parse(bytes, transport, &mut scratch.key)
+        } else {
+            None
+        };
+        let Some(key) = memo_key else {
             return match self.answer(&router, bytes, peer, transport, scratch, sink, started) {
                 Full::Reply(outcome) => {
                     self.finish(&router, peer, transport, bytes, outcome, started, scratch);
@@ -226,6 +231,7 @@ impl Handler {
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 let (forwarding, loadbalance, asked) = match routed {
+                    Routed::Drop => return Full::Nothing,
                     Routed::Done => (None, false, None),
                     Routed::Forward(f, lb) => (Some(f), lb, None),
                     Routed::Autopath(f, lb, candidate) => (Some(f), lb, Some(candidate)),

@@ -19,7 +19,7 @@ use hickory_proto::op::ResponseCode;
 
 use super::answer;
 use super::cluster;
-use crate::config::local::{AutopathConfig, LogConfig};
+use crate::config::local::{AclAction, AclRule, AutopathConfig, LogConfig};
 use crate::metrics::{Plugin, ZoneStats};
 use crate::query::forward::Forwarding;
 
@@ -63,12 +63,17 @@ pub struct Block {
     pub log: Option<LogConfig>,
     pub loadbalance: bool,
     pub autopath: Option<AutopathConfig>,
+    pub acl: Vec<AclRule>,
+    /// `any`: every ANY query gets RFC 8482's minimal answer.
+    pub any: bool,
 }
 
 /// Where a query went.
 pub enum Routed<'a> {
     /// `out` holds the answer.
     Done,
+    /// `acl` says: no reply at all.
+    Drop,
     /// Not cached: forward it (and shuffle the answer: `loadbalance`).
     Forward(&'a Arc<Forwarding>, bool),
     /// `autopath` reached the bare name and it must be forwarded: the
@@ -96,6 +101,12 @@ impl Router {
             .map(|c| c.store.generation())
             .sum();
         stores.wrapping_add(self.epoch << 40)
+    }
+
+    /// Whether replies may be replayed from the per-worker memo: not when
+    /// an `acl` makes the answer depend on the client.
+    pub fn memo_allowed(&self) -> bool {
+        self.blocks.iter().all(|b| b.acl.is_empty())
     }
 
     /// Whether any block logs queries (so the clock is read per query
@@ -139,6 +150,20 @@ impl Router {
             return Routed::Done;
         };
         out.zone = slot;
+        if let Some(rule) = block.acl.iter().find(|r| r.matches(client, query.query_type())) {
+            match rule.action {
+                AclAction::Allow => {}
+                AclAction::Block => {
+                    out.error(ResponseCode::Refused);
+                    return Routed::Done;
+                }
+                AclAction::Filter => {
+                    out.error(ResponseCode::NoError);
+                    return Routed::Done;
+                }
+                AclAction::Drop => return Routed::Drop,
+            }
+        }
         out.log = block
             .log
             .as_ref()
@@ -211,7 +236,8 @@ impl Router {
             let candidate = Query::query(name.clone(), query.query_type());
             found.clear();
             match self.through(home, &candidate, dnssec_ok, cd, &mut found) {
-                Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
+                Routed::Done | Routed::Drop if found.rcode == ResponseCode::NXDomain => continue,
+                Routed::Drop => continue,
                 Routed::Done => {
                     let (log, zone) = (out.log, out.zone);
                     std::mem::swap(out, &mut found);
@@ -234,6 +260,11 @@ impl Router {
 
     fn through<'a>(&self, block: &'a Block, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
+        if qtype == RecordType::ANY && block.any {
+            out.answers.push(answer::hinfo_rfc8482(qname));
+            out.memoizable = true;
+            return Routed::Done;
+        }
         if let Some(probe) = &block.loop_probe {
             if probe.looped(query) {
                 loop_detected(block, probe, qname);
@@ -263,7 +294,14 @@ impl Router {
                 }
             }
         }
-        if let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) {
+        let forwarded = block.forwarding.as_ref().filter(|f| f.handles(qname));
+        if qtype == RecordType::ANY && (block.any || forwarded.is_some()) {
+            // RFC 8482: one small record instead of everything (no amplification upstream or here).
+            out.clear_records();
+            out.answers.push(answer::hinfo_rfc8482(qname));
+            return Routed::Done;
+        }
+        if let Some(fwd) = forwarded {
             out.clear_records();
             if fwd.cached(query, dnssec_ok, cd, out) {
                 out.plugin = Plugin::Cache;

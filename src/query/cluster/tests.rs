@@ -135,6 +135,8 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
             log: None,
             loadbalance: false,
             autopath: None,
+            acl: Vec::new(),
+            any: false,
         }],
         epoch: 0,
         stats: Vec::new(),
