@@ -98,6 +98,25 @@ pub struct Server {
 pub fn load(path: &Path, default_port: u16) -> Result<Config, ConfigErrors> {
     let mut errors = Vec::new();
     let raw = blocks::parse_file(path, &mut errors);
+    build(path, raw, errors, default_port)
+}
+
+/// Loads Corefile text as if it were the file `path` (for the fuzzer and
+/// tests; `import` and relative files resolve beside `path`).
+pub fn load_str(path: &Path, text: &str, default_port: u16) -> Result<Config, ConfigErrors> {
+    let mut errors = Vec::new();
+    let name: std::sync::Arc<str> = std::sync::Arc::from(path.display().to_string());
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let raw = blocks::parse_str(&name, text, dir, &mut errors);
+    build(path, raw, errors, default_port)
+}
+
+fn build(
+    path: &Path,
+    raw: Vec<blocks::RawBlock>,
+    mut errors: Vec<ConfigError>,
+    default_port: u16,
+) -> Result<Config, ConfigErrors> {
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut config = Config {
         path: path.to_path_buf(),
