@@ -38,18 +38,9 @@ fn handler(with_stats: bool) -> Handler {
     };
     let router = Router {
         blocks: vec![Block {
-            zones: server.zones.clone(),
             zone_stats: vec![1; server.zones.len()],
-            hosts: None,
-            files: Vec::new(),
             cluster: Some(Cluster::new(Arc::new(k), store)),
-            forwarding: None,
-            loop_probe: None,
-            log: None,
-            loadbalance: false,
-            autopath: None,
-            acl: Vec::new(),
-            any: false,
+            ..Block::new(server.zones.clone())
         }],
         epoch: 0,
         stats,

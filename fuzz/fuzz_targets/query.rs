@@ -30,18 +30,9 @@ fn handler() -> &'static Handler {
         let metrics = Arc::new(Metrics::default());
         let router = Router {
             blocks: vec![Block {
-                zones: server.zones.clone(),
                 zone_stats: vec![1; server.zones.len()],
-                hosts: None,
-                files: Vec::new(),
                 cluster: Some(Cluster::new(Arc::new(k), store)),
-                forwarding: None,
-                loop_probe: None,
-                log: None,
-                loadbalance: false,
-                autopath: None,
-                acl: Vec::new(),
-                any: false,
+                ..Block::new(server.zones.clone())
             }],
             epoch: 0,
             stats: vec![

@@ -26,31 +26,12 @@ cluster.local:5301 {
     }
 }
 EOC
-mkdir -p "$W/knot"
-cat > "$W/knot.conf" <<EOC
-server:
-    listen: 127.0.0.1@5302
-    rundir: "$W/knot"
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: "$W/knot"
-log:
-  - target: stderr
-    any: warning
-zone:
-  - domain: cluster.local
-    file: "$W/cluster.local.zone"
-    journal-content: none
-    zonefile-sync: -1
-EOC
-
 . loadtest/bench/lib.sh
+KNOT_CONF=$(knot_conf "$W" 5302 "$W/cluster.local.zone")
 
 taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile" 2>"$W/clusterdns.log" &
 CD=$!
-taskset -c 0 knotd -c "$W/knot.conf" 2>"$W/knot.log" &
+taskset -c 0 knotd -c "$KNOT_CONF" 2>"$W/knot.log" &
 KN=$!
 trap 'kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 for i in $(seq 1 100); do

@@ -42,3 +42,28 @@ for kind in sys.argv[3].split():
         print(f"{'ratio':10s} {kind:9s} clusterdns/{peer} qps per core = {per['clusterdns']/per[peer]:.2f}")
 PY
 }
+
+# knot_conf DIR PORT ZONEFILE: a one-worker Knot serving cluster.local from
+# ZONEFILE on 127.0.0.1@PORT, its files under DIR/knot; prints the config path.
+knot_conf() {
+  mkdir -p "$1/knot"
+  cat > "$1/knot.conf" <<EOC
+server:
+    listen: 127.0.0.1@$2
+    rundir: "$1/knot"
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+database:
+    storage: "$1/knot"
+log:
+  - target: stderr
+    any: warning
+zone:
+  - domain: cluster.local
+    file: "$3"
+    journal-content: none
+    zonefile-sync: -1
+EOC
+  echo "$1/knot.conf"
+}

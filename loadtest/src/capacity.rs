@@ -4,7 +4,6 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -284,6 +283,3 @@ pub fn replicas(qps: f64, knee_qps: f64, growth: &[f64]) -> Vec<(f64, u64)> {
         .map(|g| (*g, ((qps * g) / (knee_qps * 0.5)).ceil().max(1.0) as u64))
         .collect()
 }
-
-/// The default step length.
-pub const STEP: Duration = Duration::from_secs(5);

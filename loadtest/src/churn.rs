@@ -7,7 +7,6 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use crate::capacity::{self, Row};
-use crate::dns::query_a;
 use crate::engine::{Proto, Step};
 use crate::fakeapi::FakeApi;
 use crate::synth::{self, Shape};
@@ -72,22 +71,7 @@ pub fn run(c: &Churn) -> Result<ChurnReport, String> {
             std::thread::sleep(wait);
         }
         let i = (n * 7919) % c.shape.services.max(1);
-        let (ns, name) = synth::service_name(&c.shape, i);
-        let want: std::net::Ipv4Addr = synth::cluster_ip(i, n + 1).parse().map_err(|_| "bad ip")?;
-        let qname = format!("{name}.{ns}.svc.cluster.local");
-        let changed = Instant::now();
-        api.put("services", synth::service(&c.shape, i, n + 1));
-        let mut id = 0u16;
-        loop {
-            id = id.wrapping_add(1);
-            if query_a(&sock, dns, &qname, id).is_some_and(|a| a == [want]) {
-                break;
-            }
-            if changed.elapsed() > Duration::from_secs(5) {
-                return Err(format!("{qname} did not change within 5 s"));
-            }
-        }
-        latencies.push(changed.elapsed());
+        latencies.push(watchbench::change_and_wait(&api, &c.shape, i, n + 1, &sock, dns)?);
         n += 1;
     }
     let load = load

@@ -265,6 +265,19 @@ fn workload_of(args: &Args) -> Result<workload::Workload, String> {
     }
 }
 
+/// `--target` and the workload, announced.
+fn target_and_workload(args: &Args) -> Result<(String, workload::Workload), String> {
+    let target = args.target.clone().ok_or("--target ADDR is required")?;
+    let w = workload_of(args)?;
+    println!(
+        "{} ({} queries, {:.2} queries per lookup)",
+        w.description,
+        w.queries.len(),
+        w.amplification()
+    );
+    Ok((target, w))
+}
+
 fn step_of(args: &Args, target: &str, rate: f64) -> Result<Step, String> {
     Ok(Step {
         target: target.parse().map_err(|_| format!("'{target}' is not IP:PORT"))?,
@@ -302,14 +315,7 @@ fn write_reports(
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let target = args.target.clone().ok_or("--target ADDR is required")?;
-    let w = workload_of(args)?;
-    println!(
-        "{} ({} queries, {:.2} queries per lookup)",
-        w.description,
-        w.queries.len(),
-        w.amplification()
-    );
+    let (target, w) = target_and_workload(args)?;
     let rates = match args.ramp {
         Some((from, to)) => capacity::ramp(args.rate, from, to, args.steps),
         None => vec![args.rate],
@@ -338,14 +344,7 @@ fn run(args: &Args) -> Result<(), String> {
 }
 
 fn knee(args: &Args) -> Result<(), String> {
-    let target = args.target.clone().ok_or("--target ADDR is required")?;
-    let w = workload_of(args)?;
-    println!(
-        "{} ({} queries, {:.2} queries per lookup)",
-        w.description,
-        w.queries.len(),
-        w.amplification()
-    );
+    let (target, w) = target_and_workload(args)?;
     let template = step_of(args, &target, args.rate)?;
     let (rows, knee) = capacity::find_knee(&template, &w, args.rate, args.factor, 40, slo(args), args.pid)
         .map_err(|e| e.to_string())?;

@@ -99,6 +99,34 @@ pub(crate) fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAdd
     ))
 }
 
+/// Gives Service `i` the cluster IP of `generation` through `api`, then
+/// queries its name on `dns` until the new address is served (at most 5 s);
+/// the time that took.
+pub(crate) fn change_and_wait(
+    api: &FakeApi,
+    shape: &Shape,
+    i: usize,
+    generation: usize,
+    sock: &UdpSocket,
+    dns: SocketAddr,
+) -> Result<Duration, String> {
+    let (ns, name) = synth::service_name(shape, i);
+    let want: std::net::Ipv4Addr = synth::cluster_ip(i, generation).parse().map_err(|_| "bad ip")?;
+    let qname = format!("{name}.{ns}.svc.cluster.local");
+    let changed = Instant::now();
+    api.put("services", synth::service(shape, i, generation));
+    let mut id = 0u16;
+    loop {
+        id = id.wrapping_add(1);
+        if query_a(sock, dns, &qname, id).is_some_and(|a| a == [want]) {
+            return Ok(changed.elapsed());
+        }
+        if changed.elapsed() > Duration::from_secs(5) {
+            return Err(format!("{qname} did not change within 5 s"));
+        }
+    }
+}
+
 /// Runs the whole benchmark.
 pub fn run(opts: &Options) -> Result<Report, String> {
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
@@ -121,22 +149,7 @@ pub fn run(opts: &Options) -> Result<Report, String> {
     let mut latencies = Vec::new();
     for c in 0..opts.changes {
         let i = (c * 7919) % opts.shape.services.max(1);
-        let (ns, name) = synth::service_name(&opts.shape, i);
-        let want: std::net::Ipv4Addr = synth::cluster_ip(i, c + 1).parse().map_err(|_| "bad ip")?;
-        let qname = format!("{name}.{ns}.svc.cluster.local");
-        let changed = Instant::now();
-        api.put("services", synth::service(&opts.shape, i, c + 1));
-        let mut id = 0u16;
-        loop {
-            id = id.wrapping_add(1);
-            if query_a(&sock, dns, &qname, id).is_some_and(|a| a == [want]) {
-                break;
-            }
-            if changed.elapsed() > Duration::from_secs(5) {
-                return Err(format!("{qname} did not change within 5 s"));
-            }
-        }
-        latencies.push(changed.elapsed());
+        latencies.push(change_and_wait(&api, &opts.shape, i, c + 1, &sock, dns)?);
     }
     latencies.sort();
     let pick = |q: f64| {

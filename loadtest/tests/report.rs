@@ -7,7 +7,6 @@ use std::net::{TcpListener, UdpSocket};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Answers every query at once: QR set, NOERROR (NXDOMAIN for names starting with "nx").
 fn responder() -> std::net::SocketAddr {
@@ -127,5 +126,4 @@ fn plan_turns_two_scrapes_and_a_knee_into_replicas() {
         .filter_map(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
         .collect();
     assert_eq!(replicas, [2, 4, 8], "{text}");
-    let _ = Duration::ZERO;
 }

@@ -50,14 +50,6 @@ pub struct Job {
 }
 
 impl Job {
-    /// The largest reply this client takes.
-    pub fn limit(&self) -> usize {
-        match self.transport {
-            Transport::Udp => request::udp_limit(self.edns),
-            Transport::Tcp => usize::from(u16::MAX),
-        }
-    }
-
     pub fn dnssec_ok(&self) -> bool {
         self.edns.is_some_and(|e| e.dnssec_ok)
     }
@@ -100,7 +92,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         query: Some(job.asked.as_ref().unwrap_or(&job.query)),
         edns: job.edns,
     };
-    let truncated = finish::write(&mut out, &echo, answer, job.limit());
+    let truncated = finish::write_for(&mut out, &echo, answer, job.transport);
     if matches!(job.sink, Sink::None) {
         return;
     }

@@ -27,6 +27,12 @@ pub struct Echo<'a> {
     pub edns: Option<ClientEdns>,
 }
 
+/// Writes the reply for a client on `transport` (its size limit follows
+/// from the transport and its EDNS). Returns whether it was truncated.
+pub fn write_for(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, transport: crate::metrics::Transport) -> bool {
+    write(out, echo, answer, super::request::limit(transport, echo.edns))
+}
+
 /// Writes the reply into `out` (cleared first), at most `limit` bytes.
 /// Returns whether it was truncated.
 pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {

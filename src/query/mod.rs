@@ -264,16 +264,12 @@ impl Handler {
                 (req.meta, Some(req.query), req.edns)
             }
         };
-        let limit = match transport {
-            Transport::Udp => request::udp_limit(edns),
-            Transport::Tcp => usize::from(u16::MAX),
-        };
         let echo = Echo {
             meta: &meta,
             query: query.as_ref(),
             edns,
         };
-        let truncated = finish::write(out, &echo, answer, limit);
+        let truncated = finish::write_for(out, &echo, answer, transport);
         if out.is_empty() {
             return Full::Nothing;
         }
@@ -301,16 +297,12 @@ fn servfail(bytes: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
     };
     let mut answer = Answer::default();
     answer.error(ResponseCode::ServFail);
-    let limit = match transport {
-        Transport::Udp => request::udp_limit(edns),
-        Transport::Tcp => usize::from(u16::MAX),
-    };
     let echo = Echo {
         meta: &meta,
         query: query.as_ref(),
         edns,
     };
-    finish::write(out, &echo, &answer, limit);
+    finish::write_for(out, &echo, &answer, transport);
     !out.is_empty()
 }
 

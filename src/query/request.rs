@@ -98,3 +98,11 @@ pub fn check(bytes: &[u8]) -> Checked {
 pub fn udp_limit(edns: Option<ClientEdns>) -> usize {
     edns.map_or(512, |e| usize::from(e.payload).clamp(512, 1232))
 }
+
+/// The largest reply a client takes over `transport`.
+pub fn limit(transport: crate::metrics::Transport, edns: Option<ClientEdns>) -> usize {
+    match transport {
+        crate::metrics::Transport::Udp => udp_limit(edns),
+        crate::metrics::Transport::Tcp => usize::from(u16::MAX),
+    }
+}

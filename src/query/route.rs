@@ -68,6 +68,26 @@ pub struct Block {
     pub any: bool,
 }
 
+impl Block {
+    /// A block serving `zones` with no plugin yet; set the ones it has.
+    pub fn new(zones: Vec<Name>) -> Block {
+        Block {
+            zone_stats: vec![0; zones.len()],
+            zones,
+            hosts: None,
+            files: Vec::new(),
+            cluster: None,
+            forwarding: None,
+            loop_probe: None,
+            log: None,
+            loadbalance: false,
+            autopath: None,
+            acl: Vec::new(),
+            any: false,
+        }
+    }
+}
+
 /// Where a query went.
 pub enum Routed<'a> {
     /// `out` holds the answer.

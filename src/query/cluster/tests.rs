@@ -125,18 +125,8 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
     let zones = cfg.zones.clone();
     Router {
         blocks: vec![Block {
-            zone_stats: vec![0; zones.len()],
-            zones,
-            hosts: None,
-            files: Vec::new(),
             cluster: Some(Cluster::new(Arc::new(cfg), store)),
-            forwarding: None,
-            loop_probe: None,
-            log: None,
-            loadbalance: false,
-            autopath: None,
-            acl: Vec::new(),
-            any: false,
+            ..Block::new(zones)
         }],
         epoch: 0,
         stats: Vec::new(),

@@ -156,7 +156,9 @@ impl Forwarding {
                 m.edns = Some(edns);
             }
             let Ok(request) = m.to_vec() else { return };
-            let _ = this.resolve(&request, &query, false).await;
+            let _ = this
+                .resolve(&request, &query, Cache::key(&query, dnssec_ok, cd), false)
+                .await;
             if let Some(e) = entry {
                 Cache::refreshed(&e);
             }
@@ -193,7 +195,7 @@ impl Forwarding {
             }
             flights.insert(flight.clone(), Vec::new());
         }
-        let result = self.resolve(&job.request, &job.query, tcp).await;
+        let result = self.resolve(&job.request, &job.query, key.clone(), tcp).await;
         let waiters = self
             .flights
             .lock()
@@ -240,7 +242,7 @@ impl Forwarding {
 
     /// Forwards `request` through the chain and caches the outcome:
     /// the answer, or the rcode to reply with when there is none.
-    async fn resolve(&self, request: &[u8], query: &Query, tcp: bool) -> Result<Message, ResponseCode> {
+    async fn resolve(&self, request: &[u8], query: &Query, key: Key, tcp: bool) -> Result<Message, ResponseCode> {
         let mut last = Err(ResponseCode::ServFail);
         let mut handled = false;
         for fw in self.chain.iter().filter(|f| f.handles(query.name())) {
@@ -265,7 +267,6 @@ impl Forwarding {
             return Err(ResponseCode::Refused);
         }
         if let (Ok(m), Some(cache)) = (&last, &self.cache) {
-            let key = Cache::key(query, dnssec_ok(request), checking_disabled(request));
             cache.put(key, query, m);
         }
         last
@@ -336,17 +337,6 @@ impl Forwarding {
         }
         ups.iter().map(|u| u.addr).collect()
     }
-}
-
-fn dnssec_ok(request: &[u8]) -> bool {
-    Message::from_vec(request)
-        .ok()
-        .and_then(|m| m.edns.map(|e| e.flags().dnssec_ok))
-        .unwrap_or(false)
-}
-
-fn checking_disabled(request: &[u8]) -> bool {
-    request.get(3).is_some_and(|b| b & 0x10 != 0)
 }
 
 /// Probes a down upstream until it answers, then marks it up.
