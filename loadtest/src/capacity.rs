@@ -271,6 +271,48 @@ pub fn svg(rows: &[Row], knee: Option<usize>, title: &str) -> String {
     s
 }
 
+/// Panels side by side, each with its line series `(color, points)` on a
+/// linear scale from 0: the same x axis (`x_label`) for all.
+pub fn panels_svg(title: &str, x_label: &str, panels: &[(&str, Vec<(&str, Vec<(f64, f64)>)>)]) -> String {
+    let (pw, h, pad) = (320.0, 300.0, 45.0);
+    let n = panels.len().max(1) as f64;
+    let w = pad + n * (pw + pad);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{pad}\" y=\"18\" font-size=\"13\">{}</text>\n",
+        xml(title)
+    );
+    let points = || panels.iter().flat_map(|p| p.1.iter().flat_map(|l| l.1.iter()));
+    let max_x = points().map(|p| p.0).fold(1e-9, f64::max);
+    for (i, (name, lines)) in panels.iter().enumerate() {
+        let left = pad + i as f64 * (pw + pad);
+        let max_y = lines.iter().flat_map(|l| l.1.iter()).map(|p| p.1).fold(1e-9, f64::max) * 1.15;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{left}\" y=\"{pad}\" width=\"{pw}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n<text x=\"{left}\" y=\"{}\">{}</text>\n<text x=\"{}\" y=\"{}\">0–{max_y:.2}</text>\n<text x=\"{left}\" y=\"{}\">{} 0–{max_x:.1}</text>",
+            h - 2.0 * pad,
+            pad - 6.0,
+            xml(name),
+            left + 4.0,
+            pad + 14.0,
+            h - pad + 15.0,
+            xml(x_label)
+        );
+        for (color, pts) in lines {
+            let p: Vec<String> = pts
+                .iter()
+                .map(|(x, y)| format!("{:.1},{:.1}", left + x / max_x * pw, h - pad - y / max_y * (h - 2.0 * pad)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
+                p.join(" ")
+            );
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
 fn xml(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }

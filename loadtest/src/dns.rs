@@ -60,3 +60,54 @@ fn parse_a(msg: &[u8]) -> Option<Vec<Ipv4Addr>> {
     }
     Some(out)
 }
+
+/// A stand-in upstream resolver on loopback for load runs that forward:
+/// every query gets one A record (`192.0.2.1`, TTL `ttl`), so the server's
+/// forward path and cache turn over. Answers until the returned guard is
+/// dropped.
+pub fn stub_upstream(ttl: u32) -> std::io::Result<(SocketAddr, Stub)> {
+    let sock = UdpSocket::bind("127.0.0.1:0")?;
+    sock.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let addr = sock.local_addr()?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 1500];
+        let mut out = Vec::with_capacity(512);
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((n, peer)) = sock.recv_from(&mut buf) else { continue };
+            if answer_a(&buf[..n], ttl, &mut out) {
+                let _ = sock.send_to(&out, peer);
+            }
+        }
+    });
+    Ok((addr, Stub(stop)))
+}
+
+/// Stops [`stub_upstream`]'s thread when dropped.
+pub struct Stub(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Stub {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The reply to `query` with one A record, without its additional section.
+fn answer_a(query: &[u8], ttl: u32, out: &mut Vec<u8>) -> bool {
+    let Some(end) = (query.len() >= 12).then(|| skip_name(query, 12)).flatten() else {
+        return false;
+    };
+    let Some(question) = query.get(..end + 4) else {
+        return false;
+    };
+    out.clear();
+    out.extend_from_slice(question);
+    out[2] = 0x81 | (query[2] & 0x01);
+    out[3] = 0x80;
+    out[6..12].copy_from_slice(&[0, 1, 0, 0, 0, 0]);
+    out.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1]);
+    out.extend_from_slice(&ttl.to_be_bytes());
+    out.extend_from_slice(&[0, 4, 192, 0, 2, 1]);
+    true
+}

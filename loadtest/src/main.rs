@@ -21,6 +21,9 @@
 //! loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]
 //!     the fake API serving a synthetic cluster, clusterdns watching it, R changes/s under query
 //!     load: change-to-served latency and the load's outcome
+//! loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]
+//!     the same for 30 minutes (default) with forwarding + cache to a stub upstream, sampled every
+//!     --interval s (default 60): RSS, open fds, p99 per sample; PREFIX.json and PREFIX.svg
 //! ```
 
 use std::path::PathBuf;
@@ -34,7 +37,7 @@ use loadtest::synth::{self, Shape};
 use loadtest::watchbench;
 use loadtest::{plan, workload};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]\n  loadtest run --target ADDR (--names FILE | --pods) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]\n  loadtest knee --target ADDR (--names FILE | --pods) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]";
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]\n  loadtest run --target ADDR (--names FILE | --pods) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]\n  loadtest knee --target ADDR (--names FILE | --pods) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
 
 struct Args {
     command: String,
@@ -62,7 +65,7 @@ struct Args {
     max_loss: f64,
     metrics: Option<String>,
     capacity: Option<PathBuf>,
-    interval: f64,
+    interval: Option<f64>,
     churn: f64,
 }
 
@@ -98,7 +101,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         max_loss: 0.001,
         metrics: None,
         capacity: None,
-        interval: 5.0,
+        interval: None,
         churn: 10.0,
     };
     while let Some(flag) = it.next() {
@@ -133,7 +136,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--max-loss" => a.max_loss = float(&flag, value()?)?,
             "--metrics" => a.metrics = Some(value()?),
             "--capacity" => a.capacity = Some(PathBuf::from(value()?)),
-            "--interval" => a.interval = float(&flag, value()?)?,
+            "--interval" => a.interval = Some(float(&flag, value()?)?),
             other => return Err(format!("unknown flag '{other}'")),
         }
     }
@@ -180,7 +183,8 @@ fn main() -> ExitCode {
         "run" => run(&args),
         "knee" => knee(&args),
         "plan" => plan(&args),
-        "cluster" => cluster(&args),
+        "cluster" => cluster(&args, false),
+        "soak" => cluster(&args, true),
         "export-cluster" => {
             println!("{}", synth::dump(&args.shape));
             Ok(())
@@ -227,6 +231,7 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         server,
         shape: args.shape,
         changes: args.changes,
+        corefile_extra: String::new(),
     };
     let r = watchbench::run(&opts)?;
     let s = &args.shape;
@@ -372,7 +377,7 @@ fn knee(args: &Args) -> Result<(), String> {
 
 fn plan(args: &Args) -> Result<(), String> {
     let url = args.metrics.clone().ok_or("--metrics URL is required")?;
-    let load = plan::current(&url, Duration::from_secs_f64(args.interval))?;
+    let load = plan::current(&url, Duration::from_secs_f64(args.interval.unwrap_or(5.0)))?;
     let knee_qps = match &args.capacity {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -390,31 +395,63 @@ fn plan(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn cluster(args: &Args) -> Result<(), String> {
+fn cluster(args: &Args, soak: bool) -> Result<(), String> {
     let server = args
         .server
         .clone()
         .ok_or("--server PATH (the clusterdns binary) is required")?;
-    let seconds = if args.seconds == 600 { 10.0 } else { args.seconds as f64 };
+    let default_seconds = if soak { 1800.0 } else { 10.0 };
+    let seconds = if args.seconds == 600 { default_seconds } else { args.seconds as f64 };
     let c = loadtest::churn::Churn {
         server,
         shape: args.shape,
         churn: args.churn,
         rate: args.rate,
         seconds,
+        interval: if soak { args.interval.unwrap_or(60.0) } else { seconds },
+        forward: soak,
     };
     let r = loadtest::churn::run(&c)?;
     println!(
-        "{} Services x {} endpoints, {:.0} changes/s for {seconds:.0} s under {:.0} qps: {} changes, change-to-served p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+        "{} Services x {} endpoints, {:.0} changes/s for {seconds:.0} s under {:.0} qps: {} changes ({} not served within 5 s), change-to-served p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
         args.shape.services,
         args.shape.endpoints,
         args.churn,
         args.rate,
-        r.changes,
-        r.p50.as_secs_f64() * 1e3,
-        r.p99.as_secs_f64() * 1e3,
-        r.max.as_secs_f64() * 1e3
+        r.changes.len(),
+        r.failed_changes,
+        r.changes.quantile(0.5).as_secs_f64() * 1e3,
+        r.changes.quantile(0.99).as_secs_f64() * 1e3,
+        r.changes.max().as_secs_f64() * 1e3
     );
-    println!("{}", capacity::table(std::slice::from_ref(&r.load), None));
+    if soak {
+        print!("{}", loadtest::churn::table(&r));
+    } else {
+        let rows: Vec<capacity::Row> = r.samples.into_iter().map(|x| x.load).collect();
+        println!("{}", capacity::table(&rows, None));
+        return Ok(());
+    }
+    if let Some(prefix) = &args.out {
+        let title = format!(
+            "soak: pods profile at {:.0} qps + {:.0} Service changes/s, {} Services",
+            args.rate, args.churn, args.shape.services
+        );
+        let json = serde_json::to_string_pretty(&loadtest::churn::json(&r)).map_err(|e| e.to_string())?;
+        std::fs::write(format!("{prefix}.json"), json).map_err(|e| e.to_string())?;
+        std::fs::write(format!("{prefix}.svg"), loadtest::churn::svg(&r, &title)).map_err(|e| e.to_string())?;
+        println!("wrote {prefix}.json and {prefix}.svg");
+    }
+    let (first, last) = (r.samples.first(), r.samples.last());
+    if let (Some(a), Some(b)) = (first, last) {
+        println!(
+            "start vs end: RSS {:.1} -> {:.1} MB, fds {} -> {}, p99 {:.3} -> {:.3} ms",
+            a.rss_kb as f64 / 1024.0,
+            b.rss_kb as f64 / 1024.0,
+            a.fds,
+            b.fds,
+            a.load.outcome.quantile_ms(0.99),
+            b.load.outcome.quantile_ms(0.99)
+        );
+    }
     Ok(())
 }

@@ -21,6 +21,8 @@ pub struct Options {
     pub shape: Shape,
     /// How many single-Service changes to time.
     pub changes: usize,
+    /// More lines for the server block (beside `kubernetes`).
+    pub corefile_extra: String,
 }
 
 /// The measurements.
@@ -44,7 +46,7 @@ impl Drop for Running {
     }
 }
 
-fn rss_kb(pid: u32) -> u64 {
+pub(crate) fn rss_kb(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("");
     line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
@@ -66,7 +68,7 @@ pub(crate) fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAdd
     let dir = std::env::temp_dir().join(format!("clusterdns-watchbench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let conf = dir.join("Corefile");
-    let text = format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local {{\n        endpoint {}\n    }}\n}}\n", api.url());
+    let text = format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local {{\n        endpoint {}\n    }}\n{}}}\n", api.url(), opts.corefile_extra);
     std::fs::write(&conf, text).map_err(|e| e.to_string())?;
     let mut child = Command::new(&opts.server)
         .arg("-conf")
