@@ -271,9 +271,12 @@ pub fn svg(rows: &[Row], knee: Option<usize>, title: &str) -> String {
     s
 }
 
+/// A titled panel of `(color, points)` lines.
+pub type Panel<'a> = (&'a str, Vec<(&'a str, Vec<(f64, f64)>)>);
+
 /// Panels side by side, each with its line series `(color, points)` on a
 /// linear scale from 0: the same x axis (`x_label`) for all.
-pub fn panels_svg(title: &str, x_label: &str, panels: &[(&str, Vec<(&str, Vec<(f64, f64)>)>)]) -> String {
+pub fn panels_svg(title: &str, x_label: &str, panels: &[Panel]) -> String {
     let (pw, h, pad) = (320.0, 300.0, 45.0);
     let n = panels.len().max(1) as f64;
     let w = pad + n * (pw + pad);
