@@ -36,15 +36,14 @@ fn handler(with_stats: bool) -> Handler {
     } else {
         Vec::new()
     };
-    let router = Router {
-        blocks: vec![Block {
+    let router = Router::new(
+        vec![Block {
             zone_stats: vec![1; server.zones.len()],
             cluster: Some(Cluster::new(Arc::new(k), store)),
             ..Block::new(server.zones.clone())
         }],
-        epoch: 0,
         stats,
-    };
+    );
     Handler::new(router, metrics)
 }
 

@@ -203,6 +203,8 @@ impl Runtime {
                 blocks: Vec::new(),
                 epoch: self.epoch,
                 stats: vec![registry.zone(&label, "dropped")],
+                tcp: server.tcp,
+                in_flight: config.in_flight.unwrap_or(crate::config::local::IN_FLIGHT),
             });
             for zone in &server.zones {
                 block.zone_stats.push(router.stats.len() as u16);
@@ -456,24 +458,33 @@ fn listen(
     handler: &Arc<Handler>,
     stop: &Arc<AtomicBool>,
 ) -> Result<(SocketAddr, Vec<std::thread::JoinHandle<()>>), AppError> {
-    let (bound, threads) =
-        udp::start(addr, workers, handler.clone(), stop.clone()).map_err(|source| AppError::Bind {
-            proto: "udp",
-            addr,
-            source,
-        })?;
-    let listener = tcp::bind(bound).map_err(|source| AppError::Bind {
-        proto: "tcp",
-        addr: bound,
+    // Port 0: the port the kernel gave UDP may be taken for TCP (by a
+    // client's connection, say); then try another.
+    let tries = if addr.port() == 0 { 20 } else { 1 };
+    let udp_error = |source| AppError::Bind {
+        proto: "udp",
+        addr,
         source,
-    })?;
+    };
+    let mut attempt = 0;
+    let (bound, sockets, listener) = loop {
+        attempt += 1;
+        let (bound, sockets) = udp::bind_all(addr, workers).map_err(udp_error)?;
+        match tcp::bind(bound) {
+            Ok(listener) => break (bound, sockets, listener),
+            Err(e) if attempt < tries && e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(source) => {
+                return Err(AppError::Bind {
+                    proto: "tcp",
+                    addr: bound,
+                    source,
+                })
+            }
+        }
+    };
+    let threads = udp::start(sockets, handler, stop).map_err(udp_error)?;
     tracing::info!("listening on udp {bound}");
     tracing::info!("listening on tcp {bound}");
-    tokio::spawn(tcp::serve(
-        listener,
-        handler.clone(),
-        tcp::MAX_CONNECTIONS,
-        stop.clone(),
-    ));
+    tokio::spawn(tcp::serve(listener, handler.clone(), stop.clone()));
     Ok((bound, threads))
 }

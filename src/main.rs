@@ -109,6 +109,7 @@ fn serve(config: clusterdns::config::Config) -> anyhow::Result<()> {
         env!("CARGO_PKG_VERSION"),
         config.path.display()
     );
+    raise_fd_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("clusterdns-rt")
@@ -117,6 +118,27 @@ fn serve(config: clusterdns::config::Config) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     runtime.block_on(clusterdns::app::run(config, shutdown_signal()))?;
     Ok(())
+}
+
+/// Raises the open-file limit to its hard limit (as Go does for CoreDNS):
+/// every TCP client and every forwarded query in flight holds a socket.
+fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!("could not raise the open-file limit from {:?}: {e}", limit.current);
+        }
+    }
+    let now = getrlimit(Resource::Nofile).current;
+    tracing::info!(
+        "open-file limit {}",
+        now.map_or("unlimited".to_string(), |n| n.to_string())
+    );
 }
 
 /// Completes at SIGTERM or SIGINT.

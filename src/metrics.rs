@@ -211,13 +211,93 @@ impl Watch {
     }
 }
 
+/// Why a TCP connection ended (`clusterdns_tcp_closed_total{reason}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpClose {
+    /// The client closed it (or reset it).
+    Client,
+    /// No query within the idle timeout.
+    Idle,
+    /// A query did not arrive whole within the read timeout.
+    Read,
+    /// The client did not take its replies within the write timeout.
+    Write,
+    /// Closed for a new connection at the connection cap (idle longest).
+    Evicted,
+    /// Server shutdown or reload.
+    Shutdown,
+}
+
+const TCP_CLOSE: [&str; 6] = [
+    "client",
+    "idle_timeout",
+    "read_timeout",
+    "write_timeout",
+    "evicted",
+    "shutdown",
+];
+
+/// TCP connection counts.
+#[derive(Default)]
+pub struct Tcp {
+    /// Open now.
+    pub open: AtomicU64,
+    closed: [AtomicU64; 6],
+    /// Refused at the cap with no idle connection to close.
+    rejected: AtomicU64,
+}
+
+impl Tcp {
+    pub fn closed(&self, why: TcpClose) {
+        self.closed[why as usize].fetch_add(1, Relaxed);
+    }
+
+    pub fn closed_count(&self, why: TcpClose) -> u64 {
+        self.closed[why as usize].load(Relaxed)
+    }
+
+    /// A connection refused because the cap was reached and none was idle.
+    pub fn rejected(&self) {
+        self.rejected.fetch_add(1, Relaxed);
+    }
+
+    fn render(&self, s: &mut String) {
+        family(
+            s,
+            "clusterdns_tcp_connections",
+            "gauge",
+            "Open TCP client connections.",
+            "",
+            [("", self.open.load(Relaxed))],
+        );
+        family(
+            s,
+            "clusterdns_tcp_closed_total",
+            "counter",
+            "TCP client connections closed, by reason.",
+            "reason",
+            TCP_CLOSE.iter().zip(&self.closed).map(|(r, n)| (*r, n.load(Relaxed))),
+        );
+        family(
+            s,
+            "clusterdns_tcp_rejected_total",
+            "counter",
+            "TCP connections refused at the connection cap (no idle connection to close).",
+            "",
+            [("", self.rejected.load(Relaxed))],
+        );
+    }
+}
+
 /// Process-wide counters.
 #[derive(Default)]
 pub struct Metrics {
     /// Per server block zone (`coredns_dns_*`).
     pub registry: Registry,
     dropped: [AtomicU64; 2],
-    tcp_rejected: AtomicU64,
+    pub tcp: Tcp,
+    /// Forwarded queries dropped because the in-flight cap was reached.
+    pub overload_dropped: AtomicU64,
     /// Panics caught at a task or worker boundary.
     pub panics: AtomicU64,
     /// Corefile reloads that failed (the old configuration kept running).
@@ -325,11 +405,6 @@ impl Metrics {
         self.dropped[idx(t)].fetch_add(1, Relaxed);
     }
 
-    /// A TCP connection refused because the connection cap was reached.
-    pub fn tcp_rejected(&self) {
-        self.tcp_rejected.fetch_add(1, Relaxed);
-    }
-
     /// The Prometheus text exposition of every counter.
     pub fn render(&self, synced: bool) -> String {
         let mut s = String::new();
@@ -346,14 +421,14 @@ impl Metrics {
             "proto",
             by_proto(&self.dropped),
         );
-        let help = "TCP connections closed at the connection cap.";
+        self.tcp.render(&mut s);
         family(
             &mut s,
-            "clusterdns_tcp_rejected_total",
+            "clusterdns_overload_dropped_total",
             "counter",
-            help,
+            "Queries dropped unanswered because the cap on forwarded queries in flight was reached.",
             "",
-            [("", self.tcp_rejected.load(Relaxed))],
+            [("", self.overload_dropped.load(Relaxed))],
         );
         let help = "Queries being forwarded (handed to a task, not answered yet).";
         family(

@@ -32,7 +32,7 @@ fn unbound(dir: &Path) -> Option<Unbound> {
         eprintln!("SKIP: unbound is not installed (tests/run installs it)");
         return None;
     };
-    let port = std::net::UdpSocket::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let port = common::free_port();
     let conf = dir.join("unbound.conf");
     let body = format!(
         "server:\n  interface: 127.0.0.1\n  port: {port}\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound.pid\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  module-config: \"iterator\"\n  local-zone: \"example.org.\" static\n  local-data: \"www.example.org. 300 IN A 192.0.2.1\"\n  local-data: \"www.example.org. 300 IN AAAA 2001:db8::1\"\n  local-data: \"example.org. 300 IN SOA ns.example.org. h.example.org. 1 3600 600 86400 60\"\n  local-data-ptr: \"192.0.2.1 www.example.org.\"\n  local-zone: \"2.0.192.in-addr.arpa.\" static\n",

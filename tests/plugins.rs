@@ -107,18 +107,10 @@ fn a_broken_zone_file_is_reported_and_answers_servfail() {
     );
 }
 
-/// A free loopback port (bound and released).
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 #[test]
 fn a_forwarding_loop_is_detected_and_the_cluster_zone_still_answers() {
     let dir = temp_dir("loop");
-    let port = free_port();
+    let port = common::free_port();
     let text = format!(
         ".:{port} {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    hosts {{\n        192.0.2.7 local.example\n        fallthrough\n    }}\n    forward . 127.0.0.1:{port} {{\n        read_timeout 500ms\n    }}\n    loop\n}}\n"
     );

@@ -28,18 +28,17 @@ fn handler() -> &'static Handler {
         clusterdns::watch::snapshot::apply(&mut writer, loaded.records);
         writer.publish(&store, 1);
         let metrics = Arc::new(Metrics::default());
-        let router = Router {
-            blocks: vec![Block {
+        let router = Router::new(
+            vec![Block {
                 zone_stats: vec![1; server.zones.len()],
                 cluster: Some(Cluster::new(Arc::new(k), store)),
                 ..Block::new(server.zones.clone())
             }],
-            epoch: 0,
-            stats: vec![
+            vec![
                 metrics.registry.zone("dns://:53", "dropped"),
                 metrics.registry.zone("dns://:53", "."),
             ],
-        };
+        );
         Handler::new(router, metrics)
     })
 }

@@ -303,7 +303,13 @@ pub fn panels_svg(title: &str, x_label: &str, panels: &[Panel]) -> String {
         for (color, pts) in lines {
             let p: Vec<String> = pts
                 .iter()
-                .map(|(x, y)| format!("{:.1},{:.1}", left + x / max_x * pw, h - pad - y / max_y * (h - 2.0 * pad)))
+                .map(|(x, y)| {
+                    format!(
+                        "{:.1},{:.1}",
+                        left + x / max_x * pw,
+                        h - pad - y / max_y * (h - 2.0 * pad)
+                    )
+                })
                 .collect();
             let _ = writeln!(
                 s,

@@ -94,9 +94,9 @@ pub fn run(c: &Churn) -> Result<ChurnReport, String> {
         server: c.server.clone(),
         shape: c.shape,
         changes: 0,
-        corefile_extra: stub.as_ref().map_or_else(String::new, |(addr, _)| {
-            format!("    forward . {addr}\n    cache 30\n")
-        }),
+        corefile_extra: stub
+            .as_ref()
+            .map_or_else(String::new, |(addr, _)| format!("    forward . {addr}\n    cache 30\n")),
     };
     let (server, dns, ready) = watchbench::spawn(&opts, &api)?;
     let started = Instant::now();
@@ -113,7 +113,14 @@ pub fn run(c: &Churn) -> Result<ChurnReport, String> {
     let made: Arc<Mutex<Vec<Duration>>> = Arc::default();
     let failed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let churner = {
-        let (stop, made, failed, api, shape, rate) = (stop.clone(), made.clone(), failed.clone(), api.clone(), c.shape, c.churn);
+        let (stop, made, failed, api, shape, rate) = (
+            stop.clone(),
+            made.clone(),
+            failed.clone(),
+            api.clone(),
+            c.shape,
+            c.churn,
+        );
         std::thread::spawn(move || -> Result<(), String> {
             let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
             let begun = Instant::now();
@@ -181,9 +188,8 @@ pub fn run(c: &Churn) -> Result<ChurnReport, String> {
 /// One row per sample: time, answered qps, loss, load p50/p99, change
 /// p99, RSS, fds.
 pub fn table(r: &ChurnReport) -> String {
-    let mut s = String::from(
-        "      minute   answered/s     loss  p50 ms  p99 ms  change p99 ms  changes   RSS MB    fds\n",
-    );
+    let mut s =
+        String::from("      minute   answered/s     loss  p50 ms  p99 ms  change p99 ms  changes   RSS MB    fds\n");
     for x in &r.samples {
         let o = &x.load.outcome;
         let _ = writeln!(

@@ -75,7 +75,9 @@ pub fn stub_upstream(ttl: u32) -> std::io::Result<(SocketAddr, Stub)> {
         let mut buf = [0u8; 1500];
         let mut out = Vec::with_capacity(512);
         while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-            let Ok((n, peer)) = sock.recv_from(&mut buf) else { continue };
+            let Ok((n, peer)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
             if answer_a(&buf[..n], ttl, &mut out) {
                 let _ = sock.send_to(&out, peer);
             }

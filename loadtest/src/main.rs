@@ -401,7 +401,11 @@ fn cluster(args: &Args, soak: bool) -> Result<(), String> {
         .clone()
         .ok_or("--server PATH (the clusterdns binary) is required")?;
     let default_seconds = if soak { 1800.0 } else { 10.0 };
-    let seconds = if args.seconds == 600 { default_seconds } else { args.seconds as f64 };
+    let seconds = if args.seconds == 600 {
+        default_seconds
+    } else {
+        args.seconds as f64
+    };
     let c = loadtest::churn::Churn {
         server,
         shape: args.shape,

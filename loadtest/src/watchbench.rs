@@ -46,7 +46,8 @@ impl Drop for Running {
     }
 }
 
-pub(crate) fn rss_kb(pid: u32) -> u64 {
+/// The resident set size of `pid` in KB (0 when unknown).
+pub fn rss_kb(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("");
     line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)

@@ -414,3 +414,107 @@ pub fn acl(d: &Directive, errors: &mut Vec<ConfigError>) -> Vec<AclRule> {
     }
     rules
 }
+
+/// How TCP clients are held to account (`timeouts` and `limits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpLimits {
+    /// From a query's first byte to its last.
+    pub read: Duration,
+    /// For each batch of replies to be taken by the client.
+    pub write: Duration,
+    /// Between queries; an idle connection is closed after it.
+    pub idle: Duration,
+    /// Open connections per listener; at the cap the connection idle
+    /// longest is closed for a new one (none idle: the new one is refused).
+    pub connections: usize,
+    /// Forwarded queries of one connection in flight at once; beyond it
+    /// the connection is not read until one is answered.
+    pub pipeline: usize,
+}
+
+impl Default for TcpLimits {
+    /// CoreDNS's timeouts (read 3 s, write 5 s, idle 10 s).
+    fn default() -> Self {
+        TcpLimits {
+            read: Duration::from_secs(3),
+            write: Duration::from_secs(5),
+            idle: Duration::from_secs(10),
+            connections: 10_000,
+            pipeline: 64,
+        }
+    }
+}
+
+/// The default cap on queries being forwarded at once (process-wide).
+pub const IN_FLIGHT: usize = 10_000;
+
+/// `timeouts { read DURATION write DURATION idle DURATION }` (CoreDNS's),
+/// into `tcp`.
+pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError>) {
+    Args::from(d).count(0, 0, errors);
+    if d.options.is_empty() {
+        errors.push(ConfigError::new(
+            &d.name.pos,
+            "timeouts: needs at least one of read, write, idle in a block (or leave the directive out)",
+        ));
+    }
+    for line in &d.options {
+        let a = Args::from(line);
+        let slot = match a.name.text.as_str() {
+            "read" => &mut tcp.read,
+            "write" => &mut tcp.write,
+            "idle" => &mut tcp.idle,
+            other => {
+                errors.push(ConfigError::new(
+                    a.pos(),
+                    format!("timeouts: unknown option '{other}' (supported: read, write, idle)"),
+                ));
+                continue;
+            }
+        };
+        if !a.count(1, 1, errors) {
+            continue;
+        }
+        match a.duration(0, errors) {
+            Some(d) if d.is_zero() || d > Duration::from_secs(86_400) => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("timeouts: {} must be between 1ms and 24h", a.name.text),
+            )),
+            Some(d) => *slot = d,
+            None => {}
+        }
+    }
+}
+
+/// `limits { connections N pipeline N in_flight N }` (a clusterdns
+/// extension): the TCP connection cap per listener, forwarded queries in
+/// flight per TCP connection, and forwarded queries in flight in all.
+pub fn limits(d: &Directive, tcp: &mut TcpLimits, in_flight: &mut Option<usize>, errors: &mut Vec<ConfigError>) {
+    Args::from(d).count(0, 0, errors);
+    for line in &d.options {
+        let a = Args::from(line);
+        let name = a.name.text.as_str();
+        if !matches!(name, "connections" | "pipeline" | "in_flight") {
+            errors.push(ConfigError::new(
+                a.pos(),
+                format!("limits: unknown option '{name}' (supported: connections, pipeline, in_flight)"),
+            ));
+            continue;
+        }
+        if !a.count(1, 1, errors) {
+            continue;
+        }
+        match a.parse::<usize>(0, "a number", errors) {
+            Some(0) => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("limits: {name} must be at least 1"),
+            )),
+            Some(n) => match name {
+                "connections" => tcp.connections = n,
+                "pipeline" => tcp.pipeline = n,
+                _ => *in_flight = Some(n),
+            },
+            None => {}
+        }
+    }
+}

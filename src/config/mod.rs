@@ -65,6 +65,8 @@ pub struct Config {
     pub prometheus: Option<SocketAddr>,
     /// `reload INTERVAL JITTER`.
     pub reload: Option<(std::time::Duration, std::time::Duration)>,
+    /// `limits { in_flight N }`: queries being forwarded at once.
+    pub in_flight: Option<usize>,
 }
 
 /// One server block: the zones it serves on a port and its plugin chain.
@@ -91,6 +93,8 @@ pub struct Server {
     pub acl: Vec<local::AclRule>,
     /// `any`: ANY queries get RFC 8482's minimal answer.
     pub any: bool,
+    /// `timeouts` and `limits` for TCP clients.
+    pub tcp: local::TcpLimits,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name
@@ -126,6 +130,7 @@ fn build(
         ready: None,
         prometheus: None,
         reload: None,
+        in_flight: None,
     };
     for block in &raw {
         if let Some(server) = plugins::server(block, default_port, &dir, &mut config, &mut errors) {

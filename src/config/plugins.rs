@@ -33,6 +33,8 @@ pub const SUPPORTED: &[&str] = &[
     "autopath",
     "acl",
     "any",
+    "timeouts",
+    "limits",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -50,6 +52,8 @@ const WITH_OPTIONS: &[&str] = &[
     "file",
     "loop",
     "acl",
+    "timeouts",
+    "limits",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -102,6 +106,7 @@ pub fn server(
         autopath: None,
         acl: Vec::new(),
         any: false,
+        tcp: local::TcpLimits::default(),
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
@@ -169,6 +174,8 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             a.count(0, 0, errors);
             server.any = true;
         }
+        "timeouts" => local::timeouts(d, &mut server.tcp, errors),
+        "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),
         "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),
         "health" if a.count(0, 1, errors) => config.health = health(d, errors).or(config.health.take()),
         "ready" if a.count(0, 1, errors) => {

@@ -146,3 +146,33 @@ fn durations() {
     assert_eq!(args::parse_duration("5"), None);
     assert_eq!(args::parse_duration("s"), None);
 }
+
+#[test]
+fn timeouts_and_limits_set_the_tcp_limits_and_are_checked() {
+    let good = ".:53 {\n    timeouts {\n        read 1s\n        idle 1m\n    }\n    limits {\n        connections 500\n        pipeline 8\n        in_flight 2000\n    }\n}\n";
+    let dir = std::env::temp_dir();
+    let cfg = super::load_str(&dir.join("Corefile"), good, 53).expect("loads");
+    let tcp = cfg.servers[0].tcp;
+    assert_eq!(
+        (tcp.read.as_secs(), tcp.write.as_secs(), tcp.idle.as_secs()),
+        (1, 5, 60),
+        "unset timeouts keep CoreDNS's defaults"
+    );
+    assert_eq!((tcp.connections, tcp.pipeline, cfg.in_flight), (500, 8, Some(2000)));
+
+    let bad = ".:53 {\n    timeouts\n    timeouts {\n        read 0s\n        linger 5s\n        idle\n    }\n    limits {\n        connections 0\n        pipeline many\n        sockets 4\n    }\n}\n";
+    let errors = errors_of("tcp-limits", bad);
+    let want = [
+        "Corefile:2:5: timeouts: needs at least one of read, write, idle",
+        "Corefile:4:14: timeouts: read must be between 1ms and 24h",
+        "Corefile:5:9: timeouts: unknown option 'linger'",
+        "Corefile:6:9: 'idle' takes exactly 1 argument, got 0",
+        "Corefile:9:21: limits: connections must be at least 1",
+        "Corefile:10:18: 'pipeline': 'many' is not a number",
+        "Corefile:11:9: limits: unknown option 'sockets'",
+    ];
+    assert_eq!(errors.len(), want.len(), "{errors:#?}");
+    for (got, want) in errors.iter().zip(want) {
+        assert!(got.starts_with(want), "{got}\n  should start with\n{want}");
+    }
+}

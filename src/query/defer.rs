@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hickory_proto::op::{MessageType, Metadata, OpCode, Query, ResponseCode};
-use tokio::sync::mpsc;
 
 use super::answer::Answer;
 use super::finish::{self, Echo};
@@ -20,8 +19,8 @@ use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
 #[derive(Clone, Debug)]
 pub enum Sink {
     Udp(Arc<UdpSocket>),
-    /// Length-prefixed frames for the connection's writer.
-    Tcp(mpsc::Sender<Vec<u8>>),
+    /// The TCP connection's writer (and its pipeline slot).
+    Tcp(Arc<super::tcp::Pending>),
     /// Nobody waits (prefetch, probes).
     None,
 }
@@ -132,12 +131,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
                 tracing::debug!(target: "udp", "send to {} failed: {e}", job.peer);
             }
         }
-        Sink::Tcp(tx) => {
-            let mut frame = Vec::with_capacity(out.len() + 2);
-            frame.extend_from_slice(&u16::try_from(out.len()).unwrap_or(u16::MAX).to_be_bytes());
-            frame.extend_from_slice(&out);
-            let _ = tx.send(frame).await;
-        }
+        Sink::Tcp(pending) => pending.send(&out).await,
         Sink::None => {}
     }
 }

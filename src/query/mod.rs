@@ -50,6 +50,8 @@ pub struct Handler {
     /// Swapped whole by a reload; each query uses the one it loaded.
     pub router: arc_swap::ArcSwap<Router>,
     pub metrics: std::sync::Arc<Metrics>,
+    /// Tells handlers apart (per-thread scratch space of TCP connections).
+    pub id: u64,
 }
 
 /// What the full path did with a message.
@@ -63,9 +65,11 @@ enum Full {
 
 impl Handler {
     pub fn new(router: Router, metrics: std::sync::Arc<Metrics>) -> Handler {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Handler {
             router: arc_swap::ArcSwap::from_pointee(router),
             metrics,
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -238,9 +242,21 @@ impl Handler {
                 };
                 if let Some(forwarding) = forwarding {
                     self.count_client(router, peer);
-                    self.metrics
+                    let busy = self
+                        .metrics
                         .in_flight
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if busy >= router.in_flight as u64 {
+                        // Overload: shed this query rather than queue
+                        // without bound (the client retries).
+                        self.metrics
+                            .in_flight
+                            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                        self.metrics
+                            .overload_dropped
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        return Full::Later;
+                    }
                     let (request, query, asked) = match asked {
                         None => (bytes.to_vec(), req.query, None),
                         Some(candidate) => (defer::request_for(&candidate, &req), candidate, Some(req.query)),

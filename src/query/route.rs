@@ -108,9 +108,25 @@ pub struct Router {
     pub epoch: u64,
     /// `coredns_dns_*` per zone; slot 0 counts queries no zone matched.
     pub stats: Vec<Arc<ZoneStats>>,
+    /// TCP timeouts and caps of this listener (its first block's).
+    pub tcp: crate::config::local::TcpLimits,
+    /// Queries being forwarded at once (process-wide); more are dropped.
+    pub in_flight: usize,
 }
 
 impl Router {
+    /// A router over `blocks` with the default TCP limits and in-flight
+    /// cap (tests, benchmarks, the fuzzer).
+    pub fn new(blocks: Vec<Block>, stats: Vec<Arc<ZoneStats>>) -> Router {
+        Router {
+            blocks,
+            epoch: 0,
+            stats,
+            tcp: Default::default(),
+            in_flight: crate::config::local::IN_FLIGHT,
+        }
+    }
+
     /// Changes whenever any store publishes a snapshot or the config is
     /// reloaded.
     pub fn generation(&self) -> u64 {

@@ -1,33 +1,42 @@
 //! TCP (RFC 7766): 2-byte length framing, many queries per connection,
 //! pipelined. Each connection has a reader that answers each query as it
 //! arrives and a writer that sends replies in the order they complete, so
-//! a slow answer never holds back a fast one. Idle connections are closed
-//! after [`IDLE_TIMEOUT`], a message that stalls half-read after
-//! [`READ_TIMEOUT`], and at most `max_connections` are open at once.
+//! a slow answer never holds back a fast one.
+//!
+//! Clients are held to [`TcpLimits`] (`timeouts`, `limits`): a query must
+//! arrive whole within `read` of its first byte (a client sending a byte a
+//! second is cut off), replies must be taken within `write`, a connection
+//! without queries is closed after `idle`. At most `connections` are open
+//! per listener: at the cap the connection idle longest is closed for the
+//! new one, and only when none is idle is the new one refused. At most
+//! `pipeline` forwarded queries of one connection are in flight; beyond
+//! that the connection is not read until one is answered (back-pressure,
+//! not an unbounded queue). An idle connection holds no buffers: answers
+//! are built in the thread's scratch space, not the connection's.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 use super::defer::Sink;
 use super::{Handler, Scratch};
-use crate::metrics::Transport;
+use crate::config::local::TcpLimits;
+use crate::metrics::{TcpClose, Transport};
 
-/// A connection with no query for this long is closed.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-/// A message must arrive whole within this time once it has started.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
 /// Replies queued for one connection's writer before its reader waits.
 const MAX_PENDING: usize = 64;
-/// Default cap on open connections per listener.
-pub const MAX_CONNECTIONS: usize = 1024;
+/// Replies written to the socket in one call, at most (bytes).
+const BATCH: usize = 16 * 1024;
 
 /// Binds a TCP listener (with `SO_REUSEPORT`, so it can share a port with
 /// a restarting process) on `addr`.
@@ -45,9 +54,124 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     TcpListener::from_std(socket.into())
 }
 
-/// Accepts connections until `stop` is set.
-pub async fn serve(listener: TcpListener, handler: Arc<Handler>, max_connections: usize, stop: Arc<AtomicBool>) {
-    let slots = Arc::new(Semaphore::new(max_connections));
+/// A reply on its way to a connection's writer, holding one of the
+/// connection's pipeline slots until it is sent.
+#[derive(Debug)]
+pub struct Pending {
+    tx: mpsc::Sender<Vec<u8>>,
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+impl Pending {
+    /// Frames `reply` and queues it for the writer (waits while the
+    /// writer's queue is full; a closed connection drops it).
+    pub async fn send(&self, reply: &[u8]) {
+        let _ = self.tx.send(frame(reply)).await;
+    }
+}
+
+fn frame(reply: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(reply.len() + 2);
+    frame.extend_from_slice(&u16::try_from(reply.len()).unwrap_or(u16::MAX).to_be_bytes());
+    frame.extend_from_slice(reply);
+    frame
+}
+
+/// One open connection, as the listener sees it.
+struct Conn {
+    /// Milliseconds since the listener's epoch at which the connection
+    /// began waiting for a query; 0 while a query is being read.
+    idle_since: AtomicU64,
+    /// Why it is being closed from outside ([`TcpClose`] as u8).
+    reason: AtomicU8,
+    close: Notify,
+    /// Forwarded queries in flight.
+    slots: Arc<Semaphore>,
+    pipeline: usize,
+}
+
+impl Conn {
+    fn close(&self, why: TcpClose) {
+        self.reason.store(why as u8, Ordering::Relaxed);
+        self.close.notify_one();
+    }
+
+    fn reason(&self) -> TcpClose {
+        match self.reason.load(Ordering::Relaxed) {
+            r if r == TcpClose::Write as u8 => TcpClose::Write,
+            r if r == TcpClose::Evicted as u8 => TcpClose::Evicted,
+            r if r == TcpClose::Client as u8 => TcpClose::Client,
+            _ => TcpClose::Shutdown,
+        }
+    }
+
+    /// Idle: waiting for a query with no forwarded query in flight.
+    fn idle(&self) -> Option<u64> {
+        let since = self.idle_since.load(Ordering::Relaxed);
+        (since != 0 && self.slots.available_permits() == self.pipeline).then_some(since)
+    }
+}
+
+/// The listener's open connections.
+struct Conns {
+    epoch: Instant,
+    next: AtomicU64,
+    open: Mutex<HashMap<u64, Arc<Conn>>>,
+}
+
+impl Conns {
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    /// Registers a new connection, closing the one idle longest when
+    /// `cap` are open; `None` when the cap is reached and none is idle.
+    fn admit(&self, limits: &TcpLimits) -> Option<(u64, Arc<Conn>)> {
+        let mut open = self.open.lock().ok()?;
+        if open.len() >= limits.connections {
+            let oldest = open
+                .iter()
+                .filter_map(|(id, c)| c.idle().map(|since| (since, *id)))
+                .min()
+                .map(|(_, id)| id)?;
+            if let Some(victim) = open.remove(&oldest) {
+                victim.close(TcpClose::Evicted);
+            }
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::new(Conn {
+            idle_since: AtomicU64::new(self.now()),
+            reason: AtomicU8::new(TcpClose::Shutdown as u8),
+            close: Notify::new(),
+            slots: Arc::new(Semaphore::new(limits.pipeline)),
+            pipeline: limits.pipeline,
+        });
+        open.insert(id, conn.clone());
+        Some((id, conn))
+    }
+
+    fn remove(&self, id: u64) {
+        if let Ok(mut open) = self.open.lock() {
+            open.remove(&id);
+        }
+    }
+
+    fn close_all(&self) {
+        if let Ok(open) = self.open.lock() {
+            for c in open.values() {
+                c.close(TcpClose::Shutdown);
+            }
+        }
+    }
+}
+
+/// Accepts connections until `stop` is set, then closes them.
+pub async fn serve(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBool>) {
+    let conns = Arc::new(Conns {
+        epoch: Instant::now(),
+        next: AtomicU64::new(0),
+        open: Mutex::new(HashMap::new()),
+    });
     while !stop.load(Ordering::Relaxed) {
         let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
         let (stream, peer) = match accepted {
@@ -59,60 +183,155 @@ pub async fn serve(listener: TcpListener, handler: Arc<Handler>, max_connections
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            handler.metrics.tcp_rejected();
+        let limits = handler.router.load().tcp;
+        let Some((id, conn)) = conns.admit(&limits) else {
+            handler.metrics.tcp.rejected();
             drop(stream);
             continue;
         };
-        let handler = handler.clone();
+        let (handler, conns) = (handler.clone(), conns.clone());
+        handler.metrics.tcp.open.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            if let Err(e) = connection(stream, peer, &handler).await {
-                tracing::debug!(target: "tcp", "{peer}: {e}");
-            }
-            drop(permit);
+            let why = connection(stream, peer, &handler, &conn, &limits, &conns).await;
+            conns.remove(id);
+            handler.metrics.tcp.closed(why);
+            handler.metrics.tcp.open.fetch_sub(1, Ordering::Relaxed);
         });
+    }
+    conns.close_all();
+}
+
+thread_local! {
+    /// Scratch space per handler for the TCP connections this thread runs.
+    static SCRATCH: RefCell<Vec<(u64, Scratch)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Answers `query` with this thread's scratch space for `handler`; the
+/// framed reply, or `None` when nothing is sent now.
+fn answer(handler: &Handler, query: &[u8], peer: SocketAddr, sink: &dyn Fn() -> Sink) -> Option<Vec<u8>> {
+    SCRATCH.with(|cell| {
+        let mut all = cell.borrow_mut();
+        let at = match all.iter().position(|(id, _)| *id == handler.id) {
+            Some(at) => at,
+            None => {
+                // Handlers of stopped listeners leave; keep a few.
+                if all.len() >= 8 {
+                    all.remove(0);
+                }
+                all.push((handler.id, Scratch::default()));
+                all.len() - 1
+            }
+        };
+        let scratch = &mut all[at].1;
+        handler
+            .handle_guarded(query, peer, Transport::Tcp, scratch, sink)
+            .then(|| frame(&scratch.out))
+    })
+}
+
+/// Reads, answers and writes one connection until it ends; why it ended.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    handler: &Handler,
+    conn: &Arc<Conn>,
+    limits: &TcpLimits,
+    conns: &Conns,
+) -> TcpClose {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, writer) = stream.into_split();
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
+    let writing = tokio::spawn(write(writer, rx, limits.write, conn.clone()));
+    let mut buf = Vec::new();
+    let why = loop {
+        conn.idle_since.store(conns.now(), Ordering::Relaxed);
+        let mut first = [0u8; 1];
+        let got = tokio::select! {
+            biased;
+            _ = conn.close.notified() => break conn.reason(),
+            got = tokio::time::timeout(limits.idle, reader.read(&mut first)) => got,
+        };
+        match got {
+            Err(_) => break TcpClose::Idle,
+            Ok(Ok(0)) | Ok(Err(_)) => break TcpClose::Client,
+            Ok(Ok(_)) => {}
+        }
+        conn.idle_since.store(0, Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + limits.read;
+        let mut second = [0u8; 1];
+        match tokio::time::timeout_at(deadline, reader.read_exact(&mut second)).await {
+            Err(_) => break TcpClose::Read,
+            Ok(Err(_)) => break TcpClose::Client,
+            Ok(Ok(_)) => {}
+        }
+        buf.resize(usize::from(u16::from_be_bytes([first[0], second[0]])), 0);
+        match tokio::time::timeout_at(deadline, reader.read_exact(&mut buf)).await {
+            Err(_) => break TcpClose::Read,
+            Ok(Err(_)) => break TcpClose::Client,
+            Ok(Ok(_)) => {}
+        }
+        // Back-pressure: with the pipeline full, read no more until a
+        // forwarded query of this connection is answered.
+        if conn.slots.available_permits() == 0 {
+            tokio::select! {
+                biased;
+                _ = conn.close.notified() => break conn.reason(),
+                _ = conn.slots.acquire() => {}
+            }
+        }
+        let sink = || {
+            Sink::Tcp(Arc::new(Pending {
+                tx: tx.clone(),
+                _slot: conn.slots.clone().try_acquire_owned().ok(),
+            }))
+        };
+        if let Some(reply) = answer(handler, &buf, peer, &sink) {
+            if tx.send(reply).await.is_err() {
+                break conn.reason();
+            }
+        }
+        if buf.capacity() > 1024 {
+            buf = Vec::new();
+        }
+    };
+    drop(tx);
+    match writing.await {
+        Ok(Some(failed)) if why != TcpClose::Evicted => failed,
+        _ => why,
     }
 }
 
-async fn connection(stream: TcpStream, peer: SocketAddr, handler: &Handler) -> io::Result<()> {
-    let _ = stream.set_nodelay(true);
-    let (mut reader, writer) = stream.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
-    let writing = tokio::spawn(async move {
-        let mut writer = BufWriter::new(writer);
-        while let Some(reply) = rx.recv().await {
-            writer.write_all(&reply).await?;
-            if rx.is_empty() {
-                writer.flush().await?;
+/// Writes replies as they come, batching those already queued; a batch
+/// not taken within `timeout` closes the connection.
+async fn write(
+    mut writer: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    timeout: Duration,
+    conn: Arc<Conn>,
+) -> Option<TcpClose> {
+    let mut batch = Vec::new();
+    while let Some(reply) = rx.recv().await {
+        batch.extend_from_slice(&reply);
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(more) => batch.extend_from_slice(&more),
+                Err(_) => break,
             }
         }
-        writer.shutdown().await
-    });
-    let mut scratch = Scratch::default();
-    let mut buf = Vec::new();
-    loop {
-        let mut len = [0u8; 2];
-        match tokio::time::timeout(IDLE_TIMEOUT, reader.read_exact(&mut len)).await {
-            Err(_) => break,
-            Ok(Err(e)) if e.kind() == io::ErrorKind::UnexpectedEof => break,
-            Ok(r) => r?,
+        let failed = match tokio::time::timeout(timeout, writer.write_all(&batch)).await {
+            Ok(Ok(())) => None,
+            Ok(Err(_)) => Some(TcpClose::Client),
+            Err(_) => Some(TcpClose::Write),
         };
-        buf.resize(usize::from(u16::from_be_bytes(len)), 0);
-        match tokio::time::timeout(READ_TIMEOUT, reader.read_exact(&mut buf)).await {
-            Err(_) => break,
-            Ok(r) => r?,
-        };
-        let sink = || Sink::Tcp(tx.clone());
-        if !handler.handle_guarded(&buf, peer, Transport::Tcp, &mut scratch, &sink) {
-            continue;
+        if let Some(why) = failed {
+            conn.close(why);
+            return Some(why);
         }
-        let mut frame = Vec::with_capacity(scratch.out.len() + 2);
-        frame.extend_from_slice(&u16::try_from(scratch.out.len()).unwrap_or(u16::MAX).to_be_bytes());
-        frame.extend_from_slice(&scratch.out);
-        if tx.send(frame).await.is_err() {
-            break;
+        batch.clear();
+        if batch.capacity() > BATCH * 4 {
+            batch = Vec::new();
         }
     }
-    drop(tx);
-    writing.await.map_err(io::Error::other)?
+    let _ = writer.shutdown().await;
+    None
 }

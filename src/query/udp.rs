@@ -20,20 +20,24 @@ const POLL: Duration = Duration::from_millis(200);
 /// Requested receive buffer: bursts of small queries queue here.
 const RECV_BUFFER: usize = 4 << 20;
 
-/// Binds `workers` sockets on `addr` (port 0: a free port shared by all)
-/// and starts one thread per socket. Returns the bound address.
-pub fn start(
-    addr: SocketAddr,
-    workers: usize,
-    handler: Arc<Handler>,
-    stop: Arc<AtomicBool>,
-) -> io::Result<(SocketAddr, Vec<JoinHandle<()>>)> {
+/// Binds `workers` sockets on `addr` (port 0: a free port shared by all).
+/// Returns the bound address.
+pub fn bind_all(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, Vec<UdpSocket>)> {
     let first = bind(addr)?;
     let bound = first.local_addr()?;
     let mut sockets = vec![first];
     for _ in 1..workers.max(1) {
         sockets.push(bind(bound)?);
     }
+    Ok((bound, sockets))
+}
+
+/// Starts one worker thread per socket.
+pub fn start(
+    sockets: Vec<UdpSocket>,
+    handler: &Arc<Handler>,
+    stop: &Arc<AtomicBool>,
+) -> io::Result<Vec<JoinHandle<()>>> {
     let mut threads = Vec::new();
     for (i, socket) in sockets.into_iter().enumerate() {
         let (handler, stop) = (handler.clone(), stop.clone());
@@ -42,7 +46,7 @@ pub fn start(
             .spawn(move || serve(&Arc::new(socket), &handler, &stop))?;
         threads.push(thread);
     }
-    Ok((bound, threads))
+    Ok(threads)
 }
 
 fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {

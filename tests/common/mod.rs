@@ -24,6 +24,23 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     dir
 }
 
+/// A UDP socket and a TCP listener on one free loopback port (a port free
+/// for UDP may be taken for TCP: try another).
+pub fn free_pair() -> (UdpSocket, std::net::TcpListener) {
+    for _ in 0..50 {
+        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+        if let Ok(tcp) = std::net::TcpListener::bind(udp.local_addr().expect("addr")) {
+            return (udp, tcp);
+        }
+    }
+    panic!("no loopback port free for both UDP and TCP in 50 tries");
+}
+
+/// A loopback port free for both UDP and TCP (bound and released).
+pub fn free_port() -> u16 {
+    free_pair().0.local_addr().expect("addr").port()
+}
+
 /// The demo cluster dump shipped in `zones/`.
 pub fn demo_cluster() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("zones/cluster.yaml")

@@ -5,7 +5,7 @@
 //! payload size). Every query received is counted.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,9 +54,8 @@ struct Shared {
 
 impl Stub {
     pub fn start() -> Stub {
-        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind stub udp");
+        let (udp, tcp) = super::free_pair();
         let addr = udp.local_addr().expect("addr");
-        let tcp = TcpListener::bind(addr).expect("bind stub tcp");
         let stub = Stub {
             addr,
             mode: Arc::new(Mutex::new(Mode::Answer)),

@@ -123,14 +123,13 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
         store.publish(snapshot());
     }
     let zones = cfg.zones.clone();
-    Router {
-        blocks: vec![Block {
+    Router::new(
+        vec![Block {
             cluster: Some(Cluster::new(Arc::new(cfg), store)),
             ..Block::new(zones)
         }],
-        epoch: 0,
-        stats: Vec::new(),
-    }
+        Vec::new(),
+    )
 }
 
 fn ask(r: &Router, qname: &str, qtype: RecordType) -> Answer {

@@ -1,0 +1,283 @@
+//! Slow, idle, greedy and flooding clients against the real binary: the
+//! TCP timeouts and caps (`timeouts`, `limits`), back-pressure on a
+//! connection's pipeline, shedding at the in-flight cap, and the memory
+//! that idle connections hold.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use common::stub::{Mode, Stub};
+use common::{query, temp_dir, udp, Server};
+use hickory_proto::op::Message;
+use hickory_proto::rr::RecordType;
+
+const NAME: &str = "kubernetes.default.svc.cluster.local.";
+
+/// The demo cluster, a forwarder to `upstream` and `extra` lines, with
+/// metrics on a free port.
+fn corefile(upstream: SocketAddr, extra: &str) -> String {
+    format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n    forward . {upstream} {{\n        read_timeout 500ms\n    }}\n{extra}}}\n",
+        common::demo_cluster().display()
+    )
+}
+
+fn framed(q: &[u8]) -> Vec<u8> {
+    let mut out = (q.len() as u16).to_be_bytes().to_vec();
+    out.extend_from_slice(q);
+    out
+}
+
+/// Reads one framed reply (`None` at EOF, reset or timeout).
+fn read_reply(s: &mut TcpStream) -> Option<Message> {
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len).ok()?;
+    let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    s.read_exact(&mut buf).ok()?;
+    Message::from_vec(&buf).ok()
+}
+
+/// Whether the server closed `s` (EOF or reset) within `limit`.
+fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
+    s.set_read_timeout(Some(limit)).expect("timeout");
+    let mut buf = [0u8; 64];
+    matches!(s.read(&mut buf), Ok(0) | Err(_))
+        && {
+            // A timeout is an error too: tell it apart from a close.
+            s.set_read_timeout(Some(Duration::from_millis(1))).expect("timeout");
+            !matches!(s.read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut)
+        }
+}
+
+/// A connection that has asked one cluster name and had its answer.
+fn asked(server: SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(server).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
+    s.write_all(&framed(&query(1, NAME, RecordType::A, None)))
+        .expect("write");
+    assert!(read_reply(&mut s).is_some(), "answered");
+    s
+}
+
+#[test]
+fn a_client_sending_a_byte_a_second_is_cut_off_and_an_idle_one_closed() {
+    let stub = Stub::start();
+    let text = corefile(stub.addr, "    timeouts {\n        read 1s\n        idle 2s\n    }\n");
+    let server = Server::start(&temp_dir("slowloris"), &text);
+    let mut idle = TcpStream::connect(server.dns).expect("connect");
+    let opened = Instant::now();
+    let mut slow = TcpStream::connect(server.dns).expect("connect");
+    let message = framed(&query(7, NAME, RecordType::A, None));
+    let started = Instant::now();
+    let mut cut_after = None;
+    for byte in &message {
+        if slow.write_all(std::slice::from_ref(byte)).is_err() {
+            cut_after = Some(started.elapsed());
+            break;
+        }
+        // Others are served meanwhile.
+        assert_eq!(common::rcode_name(&udp(server.dns, NAME, RecordType::A)), "NOERROR");
+        if closed_within(&mut slow, Duration::from_secs(1)) {
+            cut_after = Some(started.elapsed());
+            break;
+        }
+    }
+    let cut_after = cut_after.expect("the slow client was never cut off");
+    assert!(
+        cut_after < Duration::from_millis(2500),
+        "cut off within the read timeout of its first byte (took {cut_after:?})"
+    );
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(4)),
+        "the idle connection is closed"
+    );
+    let idle_for = opened.elapsed();
+    assert!(
+        idle_for >= Duration::from_millis(1800) && idle_for < Duration::from_secs(5),
+        "closed after the idle timeout (2 s), not {idle_for:?}"
+    );
+    assert_eq!(
+        server.metric("clusterdns_tcp_closed_total{reason=\"read_timeout\"}"),
+        1.0
+    );
+    assert_eq!(
+        server.metric("clusterdns_tcp_closed_total{reason=\"idle_timeout\"}"),
+        1.0
+    );
+    assert_eq!(server.metric("clusterdns_tcp_connections"), 0.0);
+}
+
+#[test]
+fn at_the_connection_cap_the_connection_idle_longest_is_closed_first() {
+    let stub = Stub::start();
+    stub.set(Mode::Silent);
+    let text = corefile(stub.addr, "    limits {\n        connections 3\n    }\n");
+    let server = Server::start(&temp_dir("conncap"), &text);
+    let mut first = asked(server.dns);
+    std::thread::sleep(Duration::from_millis(30));
+    let mut second = asked(server.dns);
+    std::thread::sleep(Duration::from_millis(30));
+    let mut third = asked(server.dns);
+    // The first asks again: now the second has been idle longest.
+    first
+        .write_all(&framed(&query(2, NAME, RecordType::A, None)))
+        .expect("write");
+    assert!(read_reply(&mut first).is_some());
+    std::thread::sleep(Duration::from_millis(30));
+    let mut fourth = asked(server.dns);
+    assert!(
+        closed_within(&mut second, Duration::from_secs(2)),
+        "the idle-longest is closed"
+    );
+    for (name, s) in [("first", &mut first), ("third", &mut third), ("fourth", &mut fourth)] {
+        s.write_all(&framed(&query(3, NAME, RecordType::A, None)))
+            .expect("write");
+        assert!(read_reply(s).is_some(), "the {name} connection still answers");
+    }
+    assert_eq!(server.metric("clusterdns_tcp_closed_total{reason=\"evicted\"}"), 1.0);
+
+    // None idle (each waits for a forwarded answer): a new one is refused.
+    for s in [&mut first, &mut third, &mut fourth] {
+        s.write_all(&framed(&query(4, "slow.example.org.", RecordType::A, None)))
+            .expect("write");
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let mut fifth = TcpStream::connect(server.dns).expect("the kernel accepts the connection");
+    assert!(closed_within(&mut fifth, Duration::from_secs(2)), "refused at the cap");
+    assert_eq!(server.metric("clusterdns_tcp_rejected_total"), 1.0);
+    assert_eq!(server.metric("clusterdns_tcp_connections"), 3.0);
+}
+
+#[test]
+fn a_full_pipeline_is_not_read_until_a_forwarded_query_is_answered() {
+    let stub = Stub::start();
+    stub.set(Mode::Silent);
+    let text = corefile(stub.addr, "    limits {\n        pipeline 2\n    }\n");
+    let server = Server::start(&temp_dir("pipeline"), &text);
+    let mut s = TcpStream::connect(server.dns).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let mut burst = Vec::new();
+    for i in 0..4u16 {
+        burst.extend(framed(&query(
+            100 + i,
+            &format!("n{i}.example.org."),
+            RecordType::A,
+            None,
+        )));
+    }
+    burst.extend(framed(&query(200, NAME, RecordType::A, None)));
+    let sent = Instant::now();
+    s.write_all(&burst).expect("write");
+    let mut cluster_at = None;
+    let mut servfails = 0;
+    for _ in 0..5 {
+        let reply = read_reply(&mut s).expect("every query is answered");
+        if reply.metadata.id == 200 {
+            cluster_at = Some(sent.elapsed());
+            assert_eq!(common::rcode_name(&reply), "NOERROR");
+        } else {
+            assert_eq!(common::rcode_name(&reply), "SERVFAIL");
+            servfails += 1;
+        }
+    }
+    assert_eq!(servfails, 4);
+    let cluster_at = cluster_at.expect("the cluster name was answered");
+    // Two forwarded queries fill the pipeline; the third waits for them
+    // (read_timeout 500 ms), the fourth is read with it, and the cluster
+    // name behind them waits for a slot again: read at about 1 s.
+    assert!(
+        cluster_at >= Duration::from_millis(800),
+        "the connection was not read while its pipeline was full (answered after {cluster_at:?})"
+    );
+}
+
+#[test]
+fn a_flood_of_forwarded_misses_is_shed_at_the_in_flight_cap_with_bounded_memory() {
+    let stub = Stub::start();
+    stub.set(Mode::Silent);
+    let text = corefile(stub.addr, "    limits {\n        in_flight 100\n    }\n");
+    let server = Server::start(&temp_dir("flood"), &text);
+    let rss = || loadtest::watchbench::rss_kb(server.pid());
+    let before = rss();
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let flood = 5_000u16;
+    for i in 0..flood {
+        let q = query(i, &format!("flood{i}.example.org."), RecordType::A, None);
+        sock.send_to(&q, server.dns).expect("send");
+        if i % 500 == 499 {
+            // Paced just enough that the kernel queue does not overflow.
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let in_flight = server.metric("clusterdns_requests_in_flight");
+    let shed = server.metric("clusterdns_overload_dropped_total");
+    let kernel = server.metric("clusterdns_udp_kernel_drops");
+    assert!(in_flight <= 100.0, "in flight {in_flight} above the cap");
+    assert_eq!(
+        shed + kernel.max(0.0) + 100.0,
+        f64::from(flood),
+        "every query beyond the cap was shed and counted ({shed} shed, {kernel} kernel drops)"
+    );
+    let grown = rss().saturating_sub(before);
+    assert!(grown < 20 * 1024, "RSS grew {grown} KB under the flood");
+    // The cluster zone answers throughout, and the in-flight queries time out.
+    assert_eq!(common::rcode_name(&udp(server.dns, NAME, RecordType::A)), "NOERROR");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.metric("clusterdns_requests_in_flight") > 0.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(server.metric("clusterdns_requests_in_flight"), 0.0);
+}
+
+#[test]
+fn ten_thousand_idle_connections_hold_bounded_memory() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    let _ = setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(hard),
+            maximum: limit.maximum,
+        },
+    );
+    let n = 10_000usize.min(hard.saturating_sub(500) as usize);
+    assert!(
+        n >= 5_000,
+        "the open-file hard limit ({hard}) leaves room for only {n} connections"
+    );
+    let stub = Stub::start();
+    let text = corefile(stub.addr, "    timeouts {\n        idle 120s\n    }\n");
+    let server = Server::start(&temp_dir("idle10k"), &text);
+    // One connection that has been used, so per-thread scratch space exists.
+    drop(asked(server.dns));
+    let before = loadtest::watchbench::rss_kb(server.pid());
+    let mut conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        let c = TcpStream::connect(server.dns).expect("connect");
+        // Closed with a reset: no TIME_WAIT left holding 10,000 ports.
+        socket2::SockRef::from(&c)
+            .set_linger(Some(Duration::ZERO))
+            .expect("linger");
+        conns.push(c);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.metric("clusterdns_tcp_connections") < n as f64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(server.metric("clusterdns_tcp_connections"), n as f64);
+    let after = loadtest::watchbench::rss_kb(server.pid());
+    let per_conn = (after.saturating_sub(before) * 1024) as f64 / n as f64;
+    eprintln!("{n} idle connections: RSS {before} KB -> {after} KB, {per_conn:.0} bytes each");
+    assert!(per_conn < 8192.0, "{per_conn:.0} bytes per idle connection");
+    // Still serving, over UDP and on a new connection.
+    assert_eq!(common::rcode_name(&udp(server.dns, NAME, RecordType::A)), "NOERROR");
+    assert_eq!(
+        common::rcode_name(&common::tcp(server.dns, NAME, RecordType::A)),
+        "NOERROR"
+    );
+}
