@@ -28,6 +28,8 @@ pub mod admin;
 pub mod app;
 pub mod config;
 pub mod doctor;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod metrics;
 pub mod query;
 pub mod store;

@@ -1,31 +1,16 @@
-//! kubectl dumps and API objects: any text is converted or rejected with a
-//! position; malformed objects are skipped and named; never a panic.
+//! kubectl dumps and API objects: any text is converted or rejected;
+//! malformed objects are skipped; never a panic (`clusterdns::fuzzing::Dump`).
 #![no_main]
 
 use std::path::Path;
 use std::sync::OnceLock;
 
-use clusterdns::config::KubernetesConfig;
+use clusterdns::fuzzing::Dump;
 use libfuzzer_sys::fuzz_target;
 
-fn config() -> &'static KubernetesConfig {
-    static C: OnceLock<KubernetesConfig> = OnceLock::new();
-    C.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let mut k = clusterdns::config::load(&root.join("zones/Corefile"), 53).expect("demo").servers[0]
-            .kubernetes
-            .clone()
-            .expect("kubernetes");
-        k.pods = clusterdns::config::PodMode::Verified;
-        k
-    })
+fn dump() -> &'static Dump {
+    static D: OnceLock<Dump> = OnceLock::new();
+    D.get_or_init(|| Dump::demo(&Path::new(env!("CARGO_MANIFEST_DIR")).join("..")))
 }
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    if let Ok(loaded) = clusterdns::watch::snapshot::read_str("fuzz.yaml", text, config()) {
-        let mut writer = clusterdns::store::Writer::new(&clusterdns::store::Kind::ALL);
-        clusterdns::watch::snapshot::apply(&mut writer, loaded.records);
-        let _ = writer.snapshot(1);
-    }
-});
+fuzz_target!(|data: &[u8]| dump().check(data));

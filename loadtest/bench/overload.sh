@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Overload: measure the knee of a server with the pods profile, then offer
+# 2x (and 1x) the knee for STEP_SECONDS and report what was answered and
+# how fast. Goodput must hold near the knee and the latency of the
+# answered queries must stay bounded (open-loop: latency counts from the
+# scheduled send time). clusterdns and Debian's Knot side by side, each
+# pinned to CPU 0, loadtest to CPU 1. Reports land in DIR (default /tmp).
+#
+# usage: loadtest/bench/overload.sh [SERVICES] [NAMESPACES] [STEP_SECONDS] [DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SERVICES=${1:-10000}; NAMESPACES=${2:-100}; STEP=${3:-10}; OUT=${4:-/tmp}
+command -v knotd >/dev/null || { echo "installing knot"; apt-get install -y -qq knot >/dev/null; }
+cargo build --release -q
+W=$(mktemp -d /tmp/clusterdns-overload.XXXX)
+LT=./target/release/loadtest
+$LT export-cluster --services "$SERVICES" --namespaces "$NAMESPACES" --endpoints 2 > "$W/cluster.json"
+$LT export-zone --services "$SERVICES" --namespaces "$NAMESPACES" > "$W/cluster.local.zone"
+cat > "$W/Corefile" <<EOC
+.:5330 {
+    bind 127.0.0.1
+    kubernetes cluster.local {
+        snapshot $W/cluster.json
+    }
+}
+EOC
+. loadtest/bench/lib.sh
+KNOT_CONF=$(knot_conf "$W" 5331 "$W/cluster.local.zone")
+taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile" 2>"$W/clusterdns.log" &
+CD=$!
+taskset -c 0 knotd -c "$KNOT_CONF" 2>"$W/knot.log" &
+KN=$!
+trap 'kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+for _ in $(seq 1 100); do
+  dig +short @127.0.0.1 -p 5330 svc-0.ns-0.svc.cluster.local | grep -q . && dig +short @127.0.0.1 -p 5331 svc-0.ns-0.svc.cluster.local | grep -q . && break
+  sleep 0.2
+done
+workload=(--pods --services "$SERVICES" --namespaces "$NAMESPACES" --lookups 50000)
+for server in clusterdns:5330:$CD knot:5331:$KN; do
+  IFS=: read -r name port pid <<<"$server"
+  taskset -c 1 $LT knee --target 127.0.0.1:$port "${workload[@]}" --rate 40000 --factor 1.25 --step-duration 3 \
+    --pid "$pid" --out "$OUT/overload-knee-$name" >/dev/null 2>&1
+  knee=$(python3 -c "import json,sys; k=json.load(open('$OUT/overload-knee-$name.json'))['knee']; print(int(k['offered_qps']) if k else 0)")
+  echo "# $name: knee $knee qps offered"
+  [ "$knee" -gt 0 ] || { echo "no knee found for $name"; continue; }
+  taskset -c 1 $LT run --target 127.0.0.1:$port "${workload[@]}" --ramp 1x..2x --steps 2 --rate "$knee" \
+    --step-duration "$STEP" --pid "$pid" --out "$OUT/overload-$name" 2>/dev/null
+done

@@ -1,0 +1,140 @@
+//! The properties the fuzz targets check, shared by the libFuzzer targets
+//! in `fuzz/` and the bounded run of them in `tests/fuzz_smoke.rs` (which
+//! `.ci/run` runs on the stable toolchain). Each takes any bytes and
+//! panics only when a property fails.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use hickory_proto::op::Message;
+
+use crate::config::KubernetesConfig;
+use crate::metrics::{Metrics, Transport};
+use crate::query::cluster::Cluster;
+use crate::query::defer::Sink;
+use crate::query::{Block, Handler, Router, Scratch};
+use crate::store::{Kind, Store, Writer};
+
+/// The demo Corefile's `kubernetes` block (from `root`/zones).
+fn demo_kubernetes(root: &Path) -> KubernetesConfig {
+    let config = crate::config::load(&root.join("zones/Corefile"), 53).expect("the demo Corefile loads");
+    config.servers[0].kubernetes.clone().expect("the demo has kubernetes")
+}
+
+/// The whole query path over the demo cluster, bytes in → bytes out.
+pub struct QueryPath {
+    handler: Handler,
+    /// One per transport, kept across inputs like a worker's (so the
+    /// reply memo is exercised across queries too).
+    scratch: [Scratch; 2],
+}
+
+impl QueryPath {
+    /// Over the demo cluster in `root`/zones.
+    pub fn demo(root: &Path) -> QueryPath {
+        let config = crate::config::load(&root.join("zones/Corefile"), 53).expect("the demo Corefile loads");
+        let server = &config.servers[0];
+        let k = demo_kubernetes(root);
+        let loaded = crate::watch::snapshot::read_file(&root.join("zones/cluster.yaml"), &k).expect("the demo dump");
+        let store = Arc::new(Store::default());
+        let mut writer = Writer::new(&Kind::ALL);
+        crate::watch::snapshot::apply(&mut writer, loaded.records);
+        writer.publish(&store, 1);
+        let metrics = Arc::new(Metrics::default());
+        let router = Router::new(
+            vec![Block {
+                zone_stats: vec![1; server.zones.len()],
+                cluster: Some(Cluster::new(Arc::new(k), store)),
+                ..Block::new(server.zones.clone())
+            }],
+            vec![
+                metrics.registry.zone("dns://:53", "dropped"),
+                metrics.registry.zone("dns://:53", "."),
+            ],
+        );
+        QueryPath {
+            handler: Handler::new(router, metrics),
+            scratch: [Scratch::default(), Scratch::default()],
+        }
+    }
+
+    /// Answers `data` over UDP and TCP, twice each (the second may come
+    /// from the memo). Every reply re-parses, carries the query's ID and
+    /// question (with its spelling), and fits the client's limit: 512
+    /// bytes over UDP without EDNS, our 1232 with it, 65535 over TCP.
+    pub fn check(&mut self, data: &[u8]) {
+        let peer: SocketAddr = SocketAddr::from(([10, 1, 2, 3], 5353));
+        let sink = || Sink::None;
+        let query = Message::from_vec(data).ok();
+        for (i, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
+            let scratch = &mut self.scratch[i];
+            for _ in 0..2 {
+                if !self.handler.handle_guarded(data, peer, transport, scratch, &sink) {
+                    continue;
+                }
+                let reply = &scratch.out;
+                let parsed = Message::from_vec(reply).expect("every reply re-parses");
+                assert_eq!(reply[..2], data[..2], "the reply's ID is the query's");
+                let limit = match transport {
+                    Transport::Udp => 1232,
+                    Transport::Tcp => 65535,
+                };
+                assert!(reply.len() <= limit, "{} bytes over {transport:?}", reply.len());
+                let Some(query) = &query else { continue };
+                if let (Some(q), Some(r), 1) = (query.queries.first(), parsed.queries.first(), query.queries.len()) {
+                    assert!(q.name().eq_case(r.name()), "the question is echoed with its spelling");
+                    assert_eq!(q.query_type(), r.query_type(), "the question's type is echoed");
+                }
+                if query.edns.is_none() && transport == Transport::Udp {
+                    assert!(reply.len() <= 512, "no EDNS: at most 512 bytes");
+                }
+            }
+        }
+    }
+}
+
+/// The Corefile parser: any text gives a configuration or errors that
+/// each start with the file's name (`FILE:LINE:COL: message`).
+pub fn corefile(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    // Imports and files are read from disk: keep away from device and
+    // process files that never end.
+    if text.contains("/dev") || text.contains("/proc") || text.contains("/sys") {
+        return;
+    }
+    match crate::config::load_str(Path::new("/nonexistent/Corefile"), text, 53) {
+        Ok(config) => {
+            let _ = config.to_string();
+        }
+        Err(errors) => {
+            for e in &errors.0 {
+                assert!(e.to_string().starts_with("/nonexistent/"), "{e}");
+            }
+        }
+    }
+}
+
+/// kubectl dumps and API objects: any text is converted (malformed
+/// objects skipped) or rejected; what converts builds a snapshot.
+pub struct Dump {
+    config: KubernetesConfig,
+}
+
+impl Dump {
+    /// With the demo's `kubernetes` block and `pods verified`.
+    pub fn demo(root: &Path) -> Dump {
+        let mut config = demo_kubernetes(root);
+        config.pods = crate::config::PodMode::Verified;
+        Dump { config }
+    }
+
+    pub fn check(&self, data: &[u8]) {
+        let Ok(text) = std::str::from_utf8(data) else { return };
+        if let Ok(loaded) = crate::watch::snapshot::read_str("fuzz.yaml", text, &self.config) {
+            let mut writer = Writer::new(&Kind::ALL);
+            crate::watch::snapshot::apply(&mut writer, loaded.records);
+            let _ = writer.snapshot(1);
+        }
+    }
+}
