@@ -408,6 +408,7 @@ fn startup_doctor(config: &Config, metrics: &Metrics) {
             .collect(),
         pod_resolv: None,
         pods: None,
+        sockets: Some(sockets_needed(config)),
     });
     for f in &findings {
         tracing::warn!(target: "doctor", "{}: {} (fix: {})", f.check, f.message, f.fix);
@@ -415,6 +416,20 @@ fn startup_doctor(config: &Config, metrics: &Metrics) {
     if let Ok(mut d) = metrics.doctor.lock() {
         *d = findings.iter().map(|f| (f.check, f.severity.label())).collect();
     }
+}
+
+/// Sockets the configuration may hold at once: each listener's TCP
+/// connection cap, the in-flight cap, and a margin for the rest.
+fn sockets_needed(config: &Config) -> u64 {
+    let mut listeners: BTreeMap<GroupKey, u64> = BTreeMap::new();
+    for s in &config.servers {
+        let addresses = listen_ips(&s.bind).len() as u64;
+        listeners
+            .entry((s.port, s.bind.clone()))
+            .or_insert(s.tcp.connections as u64 * addresses);
+    }
+    let in_flight = config.in_flight.unwrap_or(crate::config::local::IN_FLIGHT) as u64;
+    listeners.values().sum::<u64>() + in_flight + 256
 }
 
 /// The plugins of `server` (`coredns_plugin_enabled`).

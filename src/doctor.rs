@@ -62,6 +62,9 @@ pub struct Inputs {
     pub pod_resolv: Option<PathBuf>,
     /// Pods known on the node or cluster, when known (sizes the neighbour table).
     pub pods: Option<usize>,
+    /// Sockets the configuration may hold at once (TCP connection caps of
+    /// every listener + the in-flight cap), when known.
+    pub sockets: Option<u64>,
 }
 
 fn read(root: &Path, path: &str) -> Option<String> {
@@ -114,6 +117,24 @@ pub fn check(inputs: &Inputs) -> Vec<Finding> {
                 if fill >= 0.8 { Severity::Critical } else { Severity::Warning },
                 format!("the conntrack table is {:.0}% full ({count} of {max}); when it is full new DNS flows are dropped (timeouts of 5 s in pods)", fill * 100.0),
                 format!("sysctl -w net.netfilter.nf_conntrack_max={}; or run NodeLocal DNS (deploy/kubernetes/node-local) so pod DNS skips conntrack", max * 4),
+            );
+        }
+    }
+    let open_files = read(root, "/proc/self/limits").and_then(|t| {
+        let line = t.lines().find(|l| l.starts_with("Max open files"))?;
+        line.trim_start_matches("Max open files")
+            .split_whitespace()
+            .next()?
+            .parse::<u64>()
+            .ok()
+    });
+    if let (Some(need), Some(limit)) = (inputs.sockets, open_files) {
+        if limit < need {
+            add(
+                "open_files",
+                Severity::Warning,
+                format!("the open-file limit is {limit}, but the TCP connection caps and the cap on forwarded queries in flight allow up to {need} sockets; past the limit new connections and forwarded queries fail"),
+                "raise the limit (the container runtime's nofile ulimit, LimitNOFILE= for systemd) or lower `limits { connections N in_flight N }`".to_string(),
             );
         }
     }
@@ -229,12 +250,17 @@ mod tests {
             ("/proc/sys/net/ipv4/neigh/default/gc_thresh3", "16384\n"),
             ("/proc/sys/net/core/somaxconn", "4096\n"),
             ("/proc/sys/net/ipv4/ip_local_port_range", "1024\t65535\n"),
+            (
+                "/proc/self/limits",
+                "Max open files            1048576              1048576              files\n",
+            ),
         ]);
         let inputs = |root: PathBuf| Inputs {
             root,
             upstream_resolv: Vec::new(),
             pod_resolv: None,
             pods: None,
+            sockets: Some(30_000),
         };
         assert_eq!(check(&inputs(healthy)), Vec::new());
         let sick = tree(&[
@@ -244,6 +270,10 @@ mod tests {
             ("/proc/sys/net/ipv4/neigh/default/gc_thresh3", "1024\n"),
             ("/proc/sys/net/core/somaxconn", "128\n"),
             ("/proc/sys/net/ipv4/ip_local_port_range", "32768 33767\n"),
+            (
+                "/proc/self/limits",
+                "Max open files            1024                 4096                 files\n",
+            ),
             (
                 "/proc/net/snmp",
                 "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdp: 1 2 3 4 17\n",
@@ -257,6 +287,7 @@ mod tests {
                 ("udp_rmem_max", Severity::Warning),
                 ("udp_rcvbuf_errors", Severity::Warning),
                 ("conntrack_fill", Severity::Critical),
+                ("open_files", Severity::Warning),
                 ("neighbour_table", Severity::Warning),
                 ("somaxconn", Severity::Info),
                 ("ephemeral_ports", Severity::Warning),
@@ -264,7 +295,8 @@ mod tests {
         );
         assert!(found[0].fix.contains("net.core.rmem_max=8388608"));
         assert!(found[2].message.contains("95%"));
-        assert!(found[3].fix.contains("gc_thresh3=4096"));
+        assert!(found[3].message.contains("limit is 1024") && found[3].message.contains("30000"));
+        assert!(found[4].fix.contains("gc_thresh3=4096"));
     }
 
     #[test]
@@ -278,6 +310,7 @@ mod tests {
             upstream_resolv: vec![root.join("etc/upstream.conf")],
             pod_resolv: Some(root.join("etc/pod.conf")),
             pods: None,
+            sockets: None,
         });
         assert_eq!(found.len(), 2, "{found:#?}");
         assert_eq!(

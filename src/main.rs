@@ -86,6 +86,7 @@ fn doctor(flags: &Flags) -> ExitCode {
         upstream_resolv,
         pod_resolv: flags.resolv.clone(),
         pods: None,
+        sockets: None,
     });
     if findings.is_empty() {
         println!("no findings: this node's DNS-relevant settings look right");
