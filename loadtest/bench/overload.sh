@@ -38,11 +38,12 @@ done
 workload=(--pods --services "$SERVICES" --namespaces "$NAMESPACES" --lookups 50000)
 for server in clusterdns:5330:$CD knot:5331:$KN; do
   IFS=: read -r name port pid <<<"$server"
-  taskset -c 1 $LT knee --target 127.0.0.1:$port "${workload[@]}" --rate 40000 --factor 1.25 --step-duration 3 \
+  taskset -c 1 $LT knee --target 127.0.0.1:$port "${workload[@]}" --rate 40000 --factor 1.25 --step-duration 5 \
     --pid "$pid" --out "$OUT/overload-knee-$name" >/dev/null 2>&1
   knee=$(python3 -c "import json,sys; k=json.load(open('$OUT/overload-knee-$name.json'))['knee']; print(int(k['offered_qps']) if k else 0)")
   echo "# $name: knee $knee qps offered"
   [ "$knee" -gt 0 ] || { echo "no knee found for $name"; continue; }
   taskset -c 1 $LT run --target 127.0.0.1:$port "${workload[@]}" --ramp 1x..2x --steps 2 --rate "$knee" \
     --step-duration "$STEP" --pid "$pid" --out "$OUT/overload-$name" 2>/dev/null
+  echo "$name after the overload: $(grep VmRSS /proc/$pid/status)"
 done
