@@ -6,45 +6,15 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
-use clusterdns::metrics::Metrics;
-use clusterdns::query::cluster::Cluster;
 use clusterdns::query::defer::Sink;
-use clusterdns::query::{Block, Handler, Router, Scratch};
-use clusterdns::store::{Kind, Store, Writer};
+use clusterdns::query::{Handler, Scratch};
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
 fn handler(with_stats: bool) -> Handler {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let config = clusterdns::config::load(&root.join("zones/Corefile"), 1053).expect("demo Corefile");
-    let server = &config.servers[0];
-    let k = server.kubernetes.clone().expect("kubernetes block");
-    let loaded = clusterdns::watch::snapshot::read_file(&root.join("zones/cluster.yaml"), &k).expect("demo cluster");
-    let store = Arc::new(Store::default());
-    let mut writer = Writer::new(&Kind::ALL);
-    clusterdns::watch::snapshot::apply(&mut writer, loaded.records);
-    writer.publish(&store, 1);
-    let metrics = Arc::new(Metrics::default());
-    let stats = if with_stats {
-        vec![
-            metrics.registry.zone("dns://:1053", "dropped"),
-            metrics.registry.zone("dns://:1053", "cluster.local."),
-        ]
-    } else {
-        Vec::new()
-    };
-    let router = Router::new(
-        vec![Block {
-            zone_stats: vec![1; server.zones.len()],
-            cluster: Some(Cluster::new(Arc::new(k), store)),
-            ..Block::new(server.zones.clone())
-        }],
-        stats,
-    );
-    Handler::new(router, metrics)
+    clusterdns::fuzzing::demo_handler(Path::new(env!("CARGO_MANIFEST_DIR")), with_stats)
 }
 
 fn query(name: &str) -> Vec<u8> {

@@ -204,7 +204,7 @@ impl Runtime {
                 epoch: self.epoch,
                 stats: vec![registry.zone(&label, "dropped")],
                 tcp: server.tcp,
-                in_flight: config.in_flight.unwrap_or(crate::config::local::IN_FLIGHT),
+                in_flight: config.in_flight,
             });
             for zone in &server.zones {
                 block.zone_stats.push(router.stats.len() as u16);
@@ -428,8 +428,7 @@ fn sockets_needed(config: &Config) -> u64 {
             .entry((s.port, s.bind.clone()))
             .or_insert(s.tcp.connections as u64 * addresses);
     }
-    let in_flight = config.in_flight.unwrap_or(crate::config::local::IN_FLIGHT) as u64;
-    listeners.values().sum::<u64>() + in_flight + 256
+    listeners.values().sum::<u64>() + config.in_flight as u64 + 256
 }
 
 /// The plugins of `server` (`coredns_plugin_enabled`).

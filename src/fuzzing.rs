@@ -1,4 +1,4 @@
-//! The properties the fuzz targets check, shared by the libFuzzer targets
+//! The demo handler and the properties the fuzz targets check, shared by the libFuzzer targets
 //! in `fuzz/` and the bounded run of them in `tests/fuzz_smoke.rs` (which
 //! `.ci/run` runs on the stable toolchain). Each takes any bytes and
 //! panics only when a property fails.
@@ -16,10 +16,36 @@ use crate::query::defer::Sink;
 use crate::query::{Block, Handler, Router, Scratch};
 use crate::store::{Kind, Store, Writer};
 
-/// The demo Corefile's `kubernetes` block (from `root`/zones).
-fn demo_kubernetes(root: &Path) -> KubernetesConfig {
+/// A handler over the demo cluster in `root`/zones (its Corefile's first
+/// block), with or without `coredns_dns_*` stats (for the fuzzer, the
+/// smoke test and `benches/metrics_cost.rs`).
+pub fn demo_handler(root: &Path, with_stats: bool) -> Handler {
     let config = crate::config::load(&root.join("zones/Corefile"), 53).expect("the demo Corefile loads");
-    config.servers[0].kubernetes.clone().expect("the demo has kubernetes")
+    let server = &config.servers[0];
+    let k = server.kubernetes.clone().expect("the demo has kubernetes");
+    let loaded = crate::watch::snapshot::read_file(&root.join("zones/cluster.yaml"), &k).expect("the demo dump");
+    let store = Arc::new(Store::default());
+    let mut writer = Writer::new(&Kind::ALL);
+    crate::watch::snapshot::apply(&mut writer, loaded.records);
+    writer.publish(&store, 1);
+    let metrics = Arc::new(Metrics::default());
+    let stats = if with_stats {
+        vec![
+            metrics.registry.zone("dns://:53", "dropped"),
+            metrics.registry.zone("dns://:53", "."),
+        ]
+    } else {
+        Vec::new()
+    };
+    let router = Router::new(
+        vec![Block {
+            zone_stats: vec![1; server.zones.len()],
+            cluster: Some(Cluster::new(Arc::new(k), store)),
+            ..Block::new(server.zones.clone())
+        }],
+        stats,
+    );
+    Handler::new(router, metrics)
 }
 
 /// The whole query path over the demo cluster, bytes in → bytes out.
@@ -33,28 +59,8 @@ pub struct QueryPath {
 impl QueryPath {
     /// Over the demo cluster in `root`/zones.
     pub fn demo(root: &Path) -> QueryPath {
-        let config = crate::config::load(&root.join("zones/Corefile"), 53).expect("the demo Corefile loads");
-        let server = &config.servers[0];
-        let k = demo_kubernetes(root);
-        let loaded = crate::watch::snapshot::read_file(&root.join("zones/cluster.yaml"), &k).expect("the demo dump");
-        let store = Arc::new(Store::default());
-        let mut writer = Writer::new(&Kind::ALL);
-        crate::watch::snapshot::apply(&mut writer, loaded.records);
-        writer.publish(&store, 1);
-        let metrics = Arc::new(Metrics::default());
-        let router = Router::new(
-            vec![Block {
-                zone_stats: vec![1; server.zones.len()],
-                cluster: Some(Cluster::new(Arc::new(k), store)),
-                ..Block::new(server.zones.clone())
-            }],
-            vec![
-                metrics.registry.zone("dns://:53", "dropped"),
-                metrics.registry.zone("dns://:53", "."),
-            ],
-        );
         QueryPath {
-            handler: Handler::new(router, metrics),
+            handler: demo_handler(root, true),
             scratch: [Scratch::default(), Scratch::default()],
         }
     }
@@ -124,7 +130,8 @@ pub struct Dump {
 impl Dump {
     /// With the demo's `kubernetes` block and `pods verified`.
     pub fn demo(root: &Path) -> Dump {
-        let mut config = demo_kubernetes(root);
+        let demo = crate::config::load(&root.join("zones/Corefile"), 53).expect("the demo Corefile loads");
+        let mut config = demo.servers[0].kubernetes.clone().expect("the demo has kubernetes");
         config.pods = crate::config::PodMode::Verified;
         Dump { config }
     }

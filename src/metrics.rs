@@ -228,14 +228,27 @@ pub enum TcpClose {
     Shutdown,
 }
 
-const TCP_CLOSE: [&str; 6] = [
-    "client",
-    "idle_timeout",
-    "read_timeout",
-    "write_timeout",
-    "evicted",
-    "shutdown",
-];
+impl TcpClose {
+    pub const ALL: [TcpClose; 6] = [
+        TcpClose::Client,
+        TcpClose::Idle,
+        TcpClose::Read,
+        TcpClose::Write,
+        TcpClose::Evicted,
+        TcpClose::Shutdown,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            TcpClose::Client => "client",
+            TcpClose::Idle => "idle_timeout",
+            TcpClose::Read => "read_timeout",
+            TcpClose::Write => "write_timeout",
+            TcpClose::Evicted => "evicted",
+            TcpClose::Shutdown => "shutdown",
+        }
+    }
+}
 
 /// TCP connection counts.
 #[derive(Default)]
@@ -252,7 +265,7 @@ impl Tcp {
         self.closed[why as usize].fetch_add(1, Relaxed);
     }
 
-    pub fn closed_count(&self, why: TcpClose) -> u64 {
+    fn closed_count(&self, why: TcpClose) -> u64 {
         self.closed[why as usize].load(Relaxed)
     }
 
@@ -276,7 +289,7 @@ impl Tcp {
             "counter",
             "TCP client connections closed, by reason.",
             "reason",
-            TCP_CLOSE.iter().zip(&self.closed).map(|(r, n)| (*r, n.load(Relaxed))),
+            TcpClose::ALL.map(|why| (why.label(), self.closed_count(why))),
         );
         family(
             s,

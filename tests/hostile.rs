@@ -10,34 +10,24 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use common::stub::{Mode, Stub};
-use common::{query, temp_dir, udp, Server};
-use hickory_proto::op::Message;
+use common::{framed, query, read_reply, temp_dir, udp, Server};
 use hickory_proto::rr::RecordType;
 
 const NAME: &str = "kubernetes.default.svc.cluster.local.";
 
-/// The demo cluster, a forwarder to `upstream` and `extra` lines, with
-/// metrics on a free port.
-fn corefile(upstream: SocketAddr, extra: &str) -> String {
-    format!(
-        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n    forward . {upstream} {{\n        read_timeout 500ms\n    }}\n{extra}}}\n",
-        common::demo_cluster().display()
-    )
-}
-
-fn framed(q: &[u8]) -> Vec<u8> {
-    let mut out = (q.len() as u16).to_be_bytes().to_vec();
-    out.extend_from_slice(q);
-    out
-}
-
-/// Reads one framed reply (`None` at EOF, reset or timeout).
-fn read_reply(s: &mut TcpStream) -> Option<Message> {
-    let mut len = [0u8; 2];
-    s.read_exact(&mut len).ok()?;
-    let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
-    s.read_exact(&mut buf).ok()?;
-    Message::from_vec(&buf).ok()
+/// The real binary serving the demo cluster, forwarding the rest to a stub
+/// upstream in `mode` (read_timeout 500 ms), with metrics on a free port
+/// and `extra` lines in its server block.
+fn start(tag: &str, mode: Mode, extra: &str) -> (Stub, Server) {
+    let stub = Stub::start();
+    stub.set(mode);
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n    forward . {} {{\n        read_timeout 500ms\n    }}\n{extra}}}\n",
+        common::demo_cluster().display(),
+        stub.addr
+    );
+    let server = Server::start(&temp_dir(tag), &text);
+    (stub, server)
 }
 
 /// Whether the server closed `s` (EOF or reset) within `limit`.
@@ -64,9 +54,11 @@ fn asked(server: SocketAddr) -> TcpStream {
 
 #[test]
 fn a_client_sending_a_byte_a_second_is_cut_off_and_an_idle_one_closed() {
-    let stub = Stub::start();
-    let text = corefile(stub.addr, "    timeouts {\n        read 1s\n        idle 2s\n    }\n");
-    let server = Server::start(&temp_dir("slowloris"), &text);
+    let (_stub, server) = start(
+        "slowloris",
+        Mode::Answer,
+        "    timeouts {\n        read 1s\n        idle 2s\n    }\n",
+    );
     let mut idle = TcpStream::connect(server.dns).expect("connect");
     let opened = Instant::now();
     let mut slow = TcpStream::connect(server.dns).expect("connect");
@@ -112,10 +104,7 @@ fn a_client_sending_a_byte_a_second_is_cut_off_and_an_idle_one_closed() {
 
 #[test]
 fn at_the_connection_cap_the_connection_idle_longest_is_closed_first() {
-    let stub = Stub::start();
-    stub.set(Mode::Silent);
-    let text = corefile(stub.addr, "    limits {\n        connections 3\n    }\n");
-    let server = Server::start(&temp_dir("conncap"), &text);
+    let (_stub, server) = start("conncap", Mode::Silent, "    limits {\n        connections 3\n    }\n");
     let mut first = asked(server.dns);
     std::thread::sleep(Duration::from_millis(30));
     let mut second = asked(server.dns);
@@ -153,10 +142,7 @@ fn at_the_connection_cap_the_connection_idle_longest_is_closed_first() {
 
 #[test]
 fn a_full_pipeline_is_not_read_until_a_forwarded_query_is_answered() {
-    let stub = Stub::start();
-    stub.set(Mode::Silent);
-    let text = corefile(stub.addr, "    limits {\n        pipeline 2\n    }\n");
-    let server = Server::start(&temp_dir("pipeline"), &text);
+    let (_stub, server) = start("pipeline", Mode::Silent, "    limits {\n        pipeline 2\n    }\n");
     let mut s = TcpStream::connect(server.dns).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
     let mut burst = Vec::new();
@@ -196,10 +182,7 @@ fn a_full_pipeline_is_not_read_until_a_forwarded_query_is_answered() {
 
 #[test]
 fn a_flood_of_forwarded_misses_is_shed_at_the_in_flight_cap_with_bounded_memory() {
-    let stub = Stub::start();
-    stub.set(Mode::Silent);
-    let text = corefile(stub.addr, "    limits {\n        in_flight 100\n    }\n");
-    let server = Server::start(&temp_dir("flood"), &text);
+    let (_stub, server) = start("flood", Mode::Silent, "    limits {\n        in_flight 100\n    }\n");
     let rss = || loadtest::watchbench::rss_kb(server.pid());
     let before = rss();
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
@@ -250,9 +233,7 @@ fn ten_thousand_idle_connections_hold_bounded_memory() {
         n >= 5_000,
         "the open-file hard limit ({hard}) leaves room for only {n} connections"
     );
-    let stub = Stub::start();
-    let text = corefile(stub.addr, "    timeouts {\n        idle 120s\n    }\n");
-    let server = Server::start(&temp_dir("idle10k"), &text);
+    let (_stub, server) = start("idle10k", Mode::Answer, "    timeouts {\n        idle 120s\n    }\n");
     // One connection that has been used, so per-thread scratch space exists.
     drop(asked(server.dns));
     let before = loadtest::watchbench::rss_kb(server.pid());

@@ -49,7 +49,8 @@ printf 'kubernetes.default.svc.cluster.local A\nweb.shop.svc.cluster.local A\nwe
 taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile" 2>"$W/server.log" &
 SRV=$!
 trap 'kill $SRV $SLOW 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-for _ in $(seq 1 50); do dig +short -p 5320 @127.0.0.1 kubernetes.default.svc.cluster.local | grep -q . && break; sleep 0.1; done
+. loadtest/bench/lib.sh
+wait_answer 5320 kubernetes.default.svc.cluster.local
 compare() { # NAMEFILE RATE LABEL MUST_AGREE_ON_LATENCY
   local dp dq dl lt lq ll
   dp=$(taskset -c 1 dnsperf -s 127.0.0.1 -p 5320 -d "$1" -l "$SECS" -Q "$2" -c 32 -q 2000 2>&1)

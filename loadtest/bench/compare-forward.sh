@@ -44,10 +44,8 @@ CD=$!
 taskset -c 0 "$UNBOUND" -d -c "$W/unbound.conf" 2>"$W/unbound.log" &
 UB=$!
 trap 'kill $UP $CD $UB 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-for i in $(seq 1 100); do
-  dig +short @127.0.0.1 -p 5311 h1.example.org | grep -q . && dig +short @127.0.0.1 -p 5312 h1.example.org | grep -q . && break
-  sleep 0.2
-done
+wait_answer 5311 h1.example.org
+wait_answer 5312 h1.example.org
 # warm both caches with every name
 for port in 5311 5312; do
   for f in cached negative; do taskset -c 1 dnsperf -s 127.0.0.1 -p $port -d "$W/$f.txt" -n 1 -c 4 -q 50 >/dev/null 2>&1; done

@@ -18,26 +18,8 @@ cargo build --release -q
 W=$(mktemp -d /tmp/clusterdns-bench.XXXX)
 python3 loadtest/bench/gen.py "$W" "$NS" "$PER"
 
-cat > "$W/Corefile" <<EOC
-cluster.local:5301 {
-    bind 127.0.0.1
-    kubernetes cluster.local {
-        snapshot $W/cluster.json
-    }
-}
-EOC
 . loadtest/bench/lib.sh
-KNOT_CONF=$(knot_conf "$W" 5302 "$W/cluster.local.zone")
-
-taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile" 2>"$W/clusterdns.log" &
-CD=$!
-taskset -c 0 knotd -c "$KNOT_CONF" 2>"$W/knot.log" &
-KN=$!
-trap 'kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-for i in $(seq 1 100); do
-  dig +short @127.0.0.1 -p 5301 svc-0.ns-0.svc.cluster.local | grep -q . && dig +short @127.0.0.1 -p 5302 svc-0.ns-0.svc.cluster.local | grep -q . && break
-  sleep 0.2
-done
+serve_pair "$W" 5301 5302
 echo "# $((NS*PER)) services; each server on CPU 0, dnsperf on CPU 1, ${SECS}s per row, $ROUNDS rounds"
 for round in $(seq 1 "$ROUNDS"); do
   for kind in hits nodata nxdomain; do

@@ -14,27 +14,9 @@ command -v knotd >/dev/null || { echo "installing knot"; apt-get install -y -qq 
 cargo build --release -q
 W=$(mktemp -d /tmp/clusterdns-knee.XXXX)
 LT=./target/release/loadtest
-$LT export-cluster --services "$SERVICES" --namespaces "$NAMESPACES" --endpoints 2 > "$W/cluster.json"
-$LT export-zone --services "$SERVICES" --namespaces "$NAMESPACES" > "$W/cluster.local.zone"
-cat > "$W/Corefile" <<EOC
-.:5330 {
-    bind 127.0.0.1
-    kubernetes cluster.local {
-        snapshot $W/cluster.json
-    }
-}
-EOC
 . loadtest/bench/lib.sh
-KNOT_CONF=$(knot_conf "$W" 5331 "$W/cluster.local.zone")
-taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile" 2>"$W/clusterdns.log" &
-CD=$!
-taskset -c 0 knotd -c "$KNOT_CONF" 2>"$W/knot.log" &
-KN=$!
-trap 'kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-for _ in $(seq 1 100); do
-  dig +short @127.0.0.1 -p 5330 svc-0.ns-0.svc.cluster.local | grep -q . && dig +short @127.0.0.1 -p 5331 svc-0.ns-0.svc.cluster.local | grep -q . && break
-  sleep 0.2
-done
+synthetic "$W" "$SERVICES" "$NAMESPACES"
+serve_pair "$W" 5330 5331
 common=(--pods --services "$SERVICES" --namespaces "$NAMESPACES" --lookups 50000 --rate 40000 --factor 1.25 --step-duration "$STEP")
 echo "# clusterdns"
 taskset -c 1 $LT knee --target 127.0.0.1:5330 "${common[@]}" --pid $CD --out "$OUT/knee-clusterdns" 2>/dev/null | tail -3

@@ -1,5 +1,6 @@
-# Shared by the side-by-side benchmarks: CPU accounting, one dnsperf row,
-# and the median summary. Expects SECS to be set.
+# Shared by the side-by-side benchmarks: the synthetic cluster, clusterdns
+# and Knot serving it, CPU accounting, one dnsperf row, and the median
+# summary. `measure` expects SECS to be set.
 
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
@@ -66,4 +67,44 @@ zone:
     zonefile-sync: -1
 EOC
   echo "$1/knot.conf"
+}
+
+# synthetic DIR SERVICES NAMESPACES: the synthetic cluster as a kubectl dump
+# (DIR/cluster.json, for clusterdns) and as a zone file (DIR/cluster.local.zone, for Knot).
+synthetic() {
+  ./target/release/loadtest export-cluster --services "$2" --namespaces "$3" --endpoints 2 > "$1/cluster.json"
+  ./target/release/loadtest export-zone --services "$2" --namespaces "$3" > "$1/cluster.local.zone"
+}
+
+# serve_pair DIR CLUSTERDNS_PORT KNOT_PORT: clusterdns serving DIR/cluster.json
+# and Knot serving DIR/cluster.local.zone on 127.0.0.1, each pinned to CPU 0.
+# Sets CD and KN (their pids), stops both and removes DIR on exit, and
+# returns once both answer (at most 20 s).
+serve_pair() {
+  local dir=$1 cport=$2 kport=$3
+  cat > "$dir/Corefile" <<EOC
+.:$cport {
+    bind 127.0.0.1
+    kubernetes cluster.local {
+        snapshot $dir/cluster.json
+    }
+}
+EOC
+  taskset -c 0 ./target/release/clusterdns -conf "$dir/Corefile" 2>"$dir/clusterdns.log" &
+  CD=$!
+  taskset -c 0 knotd -c "$(knot_conf "$dir" "$kport" "$dir/cluster.local.zone")" 2>"$dir/knot.log" &
+  KN=$!
+  trap "kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf '$dir'" EXIT
+  wait_answer "$cport" svc-0.ns-0.svc.cluster.local
+  wait_answer "$kport" svc-0.ns-0.svc.cluster.local
+}
+
+# wait_answer PORT NAME: returns once 127.0.0.1@PORT answers NAME with an
+# address (not dig's ";; communications error", which is on stdout too),
+# after at most 100 tries.
+wait_answer() {
+  for _ in $(seq 1 100); do
+    dig +short +tries=1 +time=1 @127.0.0.1 -p "$1" "$2" | grep -q '^[0-9]' && return
+    sleep 0.2
+  done
 }

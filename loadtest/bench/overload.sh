@@ -14,27 +14,9 @@ command -v knotd >/dev/null || { echo "installing knot"; apt-get install -y -qq 
 cargo build --release -q
 W=$(mktemp -d /tmp/clusterdns-overload.XXXX)
 LT=./target/release/loadtest
-$LT export-cluster --services "$SERVICES" --namespaces "$NAMESPACES" --endpoints 2 > "$W/cluster.json"
-$LT export-zone --services "$SERVICES" --namespaces "$NAMESPACES" > "$W/cluster.local.zone"
-cat > "$W/Corefile" <<EOC
-.:5330 {
-    bind 127.0.0.1
-    kubernetes cluster.local {
-        snapshot $W/cluster.json
-    }
-}
-EOC
 . loadtest/bench/lib.sh
-KNOT_CONF=$(knot_conf "$W" 5331 "$W/cluster.local.zone")
-taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile" 2>"$W/clusterdns.log" &
-CD=$!
-taskset -c 0 knotd -c "$KNOT_CONF" 2>"$W/knot.log" &
-KN=$!
-trap 'kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-for _ in $(seq 1 100); do
-  dig +short @127.0.0.1 -p 5330 svc-0.ns-0.svc.cluster.local | grep -q . && dig +short @127.0.0.1 -p 5331 svc-0.ns-0.svc.cluster.local | grep -q . && break
-  sleep 0.2
-done
+synthetic "$W" "$SERVICES" "$NAMESPACES"
+serve_pair "$W" 5330 5331
 workload=(--pods --services "$SERVICES" --namespaces "$NAMESPACES" --lookups 50000)
 for server in clusterdns:5330:$CD knot:5331:$KN; do
   IFS=: read -r name port pid <<<"$server"

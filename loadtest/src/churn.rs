@@ -16,7 +16,7 @@ use crate::capacity::{self, Row};
 use crate::engine::{Proto, Step};
 use crate::fakeapi::FakeApi;
 use crate::synth::{self, Shape};
-use crate::watchbench::{self, Options};
+use crate::watchbench::{self, Latencies, Options};
 use crate::{dns, workload};
 
 /// What to run.
@@ -44,32 +44,6 @@ pub struct Sample {
     pub fds: usize,
     /// Change-to-served latencies of the changes made in the interval.
     pub changes: Latencies,
-}
-
-/// Sorted latencies with their quantiles.
-#[derive(Default, Clone)]
-pub struct Latencies(Vec<Duration>);
-
-impl Latencies {
-    pub fn new(mut v: Vec<Duration>) -> Self {
-        v.sort();
-        Latencies(v)
-    }
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-    pub fn quantile(&self, q: f64) -> Duration {
-        self.0
-            .get(((self.0.len() as f64 - 1.0) * q).round() as usize)
-            .copied()
-            .unwrap_or_default()
-    }
-    pub fn max(&self) -> Duration {
-        self.0.last().copied().unwrap_or_default()
-    }
 }
 
 /// What it measured.

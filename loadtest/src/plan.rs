@@ -70,27 +70,17 @@ pub fn current(url: &str, interval: Duration) -> Result<Load, String> {
     std::thread::sleep(interval);
     let second = fetch(url)?;
     let secs = t.elapsed().as_secs_f64();
-    let pick = |text: &str, family: &str, label: &str| by_label(text, family, label);
-    let by_type = rates(
-        &pick(&first, "coredns_dns_requests_total", "type"),
-        &pick(&second, "coredns_dns_requests_total", "type"),
-        secs,
-    );
-    let by_proto = rates(
-        &pick(&first, "coredns_dns_requests_total", "proto"),
-        &pick(&second, "coredns_dns_requests_total", "proto"),
-        secs,
-    );
-    let by_rcode = rates(
-        &pick(&first, "coredns_dns_responses_total", "rcode"),
-        &pick(&second, "coredns_dns_responses_total", "rcode"),
-        secs,
-    );
-    let exp = rates(
-        &pick(&first, "clusterdns_search_expansion_nxdomain_total", "suffix"),
-        &pick(&second, "clusterdns_search_expansion_nxdomain_total", "suffix"),
-        secs,
-    );
+    let rate = |family: &str, label: &str| {
+        rates(
+            &by_label(&first, family, label),
+            &by_label(&second, family, label),
+            secs,
+        )
+    };
+    let by_type = rate("coredns_dns_requests_total", "type");
+    let by_proto = rate("coredns_dns_requests_total", "proto");
+    let by_rcode = rate("coredns_dns_responses_total", "rcode");
+    let exp = rate("clusterdns_search_expansion_nxdomain_total", "suffix");
     let qps: f64 = by_type.values().sum();
     let expansion_share = if qps > 0.0 {
         exp.values().sum::<f64>() / qps

@@ -37,6 +37,32 @@ pub struct Report {
     pub relist_time: Duration,
 }
 
+/// Sorted latencies with their quantiles.
+#[derive(Default, Clone)]
+pub struct Latencies(Vec<Duration>);
+
+impl Latencies {
+    pub fn new(mut v: Vec<Duration>) -> Self {
+        v.sort();
+        Latencies(v)
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn quantile(&self, q: f64) -> Duration {
+        self.0
+            .get(((self.0.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+    pub fn max(&self) -> Duration {
+        self.0.last().copied().unwrap_or_default()
+    }
+}
+
 pub(crate) struct Running(pub(crate) Child);
 
 impl Drop for Running {
@@ -154,13 +180,7 @@ pub fn run(opts: &Options) -> Result<Report, String> {
         let i = (c * 7919) % opts.shape.services.max(1);
         latencies.push(change_and_wait(&api, &opts.shape, i, c + 1, &sock, dns)?);
     }
-    latencies.sort();
-    let pick = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 - 1.0) * q).round() as usize)
-            .copied()
-            .unwrap_or_default()
-    };
+    let latencies = Latencies::new(latencies);
 
     let peak = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -195,9 +215,9 @@ pub fn run(opts: &Options) -> Result<Report, String> {
     Ok(Report {
         sync,
         steady_rss_kb,
-        change_p50: pick(0.5),
-        change_p99: pick(0.99),
-        change_max: latencies.last().copied().unwrap_or_default(),
+        change_p50: latencies.quantile(0.5),
+        change_p99: latencies.quantile(0.99),
+        change_max: latencies.max(),
         relist_peak_rss_kb: peak.load(Ordering::Relaxed),
         relist_time,
     })

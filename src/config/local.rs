@@ -489,31 +489,31 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
 /// `limits { connections N pipeline N in_flight N }` (a clusterdns
 /// extension): the TCP connection cap per listener, forwarded queries in
 /// flight per TCP connection, and forwarded queries in flight in all.
-pub fn limits(d: &Directive, tcp: &mut TcpLimits, in_flight: &mut Option<usize>, errors: &mut Vec<ConfigError>) {
+pub fn limits(d: &Directive, tcp: &mut TcpLimits, in_flight: &mut usize, errors: &mut Vec<ConfigError>) {
     Args::from(d).count(0, 0, errors);
     for line in &d.options {
         let a = Args::from(line);
-        let name = a.name.text.as_str();
-        if !matches!(name, "connections" | "pipeline" | "in_flight") {
-            errors.push(ConfigError::new(
-                a.pos(),
-                format!("limits: unknown option '{name}' (supported: connections, pipeline, in_flight)"),
-            ));
-            continue;
-        }
+        let slot = match a.name.text.as_str() {
+            "connections" => &mut tcp.connections,
+            "pipeline" => &mut tcp.pipeline,
+            "in_flight" => &mut *in_flight,
+            other => {
+                errors.push(ConfigError::new(
+                    a.pos(),
+                    format!("limits: unknown option '{other}' (supported: connections, pipeline, in_flight)"),
+                ));
+                continue;
+            }
+        };
         if !a.count(1, 1, errors) {
             continue;
         }
         match a.parse::<usize>(0, "a number", errors) {
             Some(0) => errors.push(ConfigError::new(
                 &a.args[0].pos,
-                format!("limits: {name} must be at least 1"),
+                format!("limits: {} must be at least 1", a.name.text),
             )),
-            Some(n) => match name {
-                "connections" => tcp.connections = n,
-                "pipeline" => tcp.pipeline = n,
-                _ => *in_flight = Some(n),
-            },
+            Some(n) => *slot = n,
             None => {}
         }
     }

@@ -66,7 +66,7 @@ pub struct Config {
     /// `reload INTERVAL JITTER`.
     pub reload: Option<(std::time::Duration, std::time::Duration)>,
     /// `limits { in_flight N }`: queries being forwarded at once.
-    pub in_flight: Option<usize>,
+    pub in_flight: usize,
 }
 
 /// One server block: the zones it serves on a port and its plugin chain.
@@ -130,7 +130,7 @@ fn build(
         ready: None,
         prometheus: None,
         reload: None,
-        in_flight: None,
+        in_flight: local::IN_FLIGHT,
     };
     for block in &raw {
         if let Some(server) = plugins::server(block, default_port, &dir, &mut config, &mut errors) {

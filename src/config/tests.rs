@@ -26,6 +26,14 @@ fn errors_of(tag: &str, text: &str) -> Vec<String> {
     }
 }
 
+/// `errors` are exactly `want`, in order (each starting with its line).
+fn assert_errors(errors: &[String], want: &[&str]) {
+    assert_eq!(errors.len(), want.len(), "{errors:#?}");
+    for (got, want) in errors.iter().zip(want) {
+        assert!(got.starts_with(want), "{got}\n  should start with\n{want}");
+    }
+}
+
 #[test]
 fn the_demo_corefile_loads() {
     let cfg = load(std::path::Path::new("zones/Corefile"), 53).expect("demo Corefile is valid");
@@ -88,10 +96,7 @@ fn forward_and_cache_options_are_checked() {
         "Corefile:16:9: log: format '{nonsense}' is not supported",
         "Corefile:17:5: autopath: needs a kubernetes directive with `pods verified`",
     ];
-    assert_eq!(errors.len(), want.len(), "{errors:#?}");
-    for (got, want) in errors.iter().zip(want) {
-        assert!(got.starts_with(want), "{got}\n  should start with\n{want}");
-    }
+    assert_errors(&errors, &want);
 }
 
 #[test]
@@ -109,10 +114,7 @@ fn every_error_is_reported_with_its_position() {
         "Corefile:12:12: 'errors' takes no arguments, got 1",
         "Corefile:13:12: ':notaport' is not a listen address",
     ];
-    assert_eq!(errors.len(), want.len(), "{errors:#?}");
-    for (got, want) in errors.iter().zip(want) {
-        assert!(got.starts_with(want), "{got}\n  should start with\n{want}");
-    }
+    assert_errors(&errors, &want);
 }
 
 #[test]
@@ -158,7 +160,7 @@ fn timeouts_and_limits_set_the_tcp_limits_and_are_checked() {
         (1, 5, 60),
         "unset timeouts keep CoreDNS's defaults"
     );
-    assert_eq!((tcp.connections, tcp.pipeline, cfg.in_flight), (500, 8, Some(2000)));
+    assert_eq!((tcp.connections, tcp.pipeline, cfg.in_flight), (500, 8, 2000));
 
     let bad = ".:53 {\n    timeouts\n    timeouts {\n        read 0s\n        linger 5s\n        idle\n    }\n    limits {\n        connections 0\n        pipeline many\n        sockets 4\n    }\n}\n";
     let errors = errors_of("tcp-limits", bad);
@@ -171,8 +173,5 @@ fn timeouts_and_limits_set_the_tcp_limits_and_are_checked() {
         "Corefile:10:18: 'pipeline': 'many' is not a number",
         "Corefile:11:9: limits: unknown option 'sockets'",
     ];
-    assert_eq!(errors.len(), want.len(), "{errors:#?}");
-    for (got, want) in errors.iter().zip(want) {
-        assert!(got.starts_with(want), "{got}\n  should start with\n{want}");
-    }
+    assert_errors(&errors, &want);
 }

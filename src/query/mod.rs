@@ -59,7 +59,7 @@ enum Full {
     Reply(memo::Outcome),
     /// No reply (dropped packet).
     Nothing,
-    /// Handed to a task that replies later.
+    /// Handed to a task that replies later (or shed at the in-flight cap).
     Later,
 }
 

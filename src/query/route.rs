@@ -272,8 +272,8 @@ impl Router {
             let candidate = Query::query(name.clone(), query.query_type());
             found.clear();
             match self.through(home, &candidate, dnssec_ok, cd, &mut found) {
-                Routed::Done | Routed::Drop if found.rcode == ResponseCode::NXDomain => continue,
                 Routed::Drop => continue,
+                Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
                 Routed::Done => {
                     let (log, zone) = (out.log, out.zone);
                     std::mem::swap(out, &mut found);
@@ -331,7 +331,7 @@ impl Router {
             }
         }
         let forwarded = block.forwarding.as_ref().filter(|f| f.handles(qname));
-        if qtype == RecordType::ANY && (block.any || forwarded.is_some()) {
+        if qtype == RecordType::ANY && forwarded.is_some() {
             // RFC 8482: one small record instead of everything (no amplification upstream or here).
             out.clear_records();
             out.answers.push(answer::hinfo_rfc8482(qname));

@@ -97,12 +97,7 @@ impl Conn {
     }
 
     fn reason(&self) -> TcpClose {
-        match self.reason.load(Ordering::Relaxed) {
-            r if r == TcpClose::Write as u8 => TcpClose::Write,
-            r if r == TcpClose::Evicted as u8 => TcpClose::Evicted,
-            r if r == TcpClose::Client as u8 => TcpClose::Client,
-            _ => TcpClose::Shutdown,
-        }
+        TcpClose::ALL[usize::from(self.reason.load(Ordering::Relaxed))]
     }
 
     /// Idle: waiting for a query with no forwarded query in flight.
@@ -125,7 +120,7 @@ impl Conns {
     }
 
     /// Registers a new connection, closing the one idle longest when
-    /// `cap` are open; `None` when the cap is reached and none is idle.
+    /// `limits.connections` are open; `None` when none is idle then.
     fn admit(&self, limits: &TcpLimits) -> Option<(u64, Arc<Conn>)> {
         let mut open = self.open.lock().ok()?;
         if open.len() >= limits.connections {
@@ -295,20 +290,14 @@ async fn connection(
         }
     };
     drop(tx);
-    match writing.await {
-        Ok(Some(failed)) if why != TcpClose::Evicted => failed,
-        _ => why,
-    }
+    let _ = writing.await;
+    why
 }
 
 /// Writes replies as they come, batching those already queued; a batch
-/// not taken within `timeout` closes the connection.
-async fn write(
-    mut writer: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    timeout: Duration,
-    conn: Arc<Conn>,
-) -> Option<TcpClose> {
+/// not taken within `timeout` closes the connection (the reader learns
+/// why through `conn`).
+async fn write(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>, timeout: Duration, conn: Arc<Conn>) {
     let mut batch = Vec::new();
     while let Some(reply) = rx.recv().await {
         batch.extend_from_slice(&reply);
@@ -318,14 +307,10 @@ async fn write(
                 Err(_) => break,
             }
         }
-        let failed = match tokio::time::timeout(timeout, writer.write_all(&batch)).await {
-            Ok(Ok(())) => None,
-            Ok(Err(_)) => Some(TcpClose::Client),
-            Err(_) => Some(TcpClose::Write),
-        };
-        if let Some(why) = failed {
-            conn.close(why);
-            return Some(why);
+        match tokio::time::timeout(timeout, writer.write_all(&batch)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return conn.close(TcpClose::Client),
+            Err(_) => return conn.close(TcpClose::Write),
         }
         batch.clear();
         if batch.capacity() > BATCH * 4 {
@@ -333,5 +318,4 @@ async fn write(
         }
     }
     let _ = writer.shutdown().await;
-    None
 }

@@ -283,26 +283,34 @@ pub fn answer_lines(m: &Message) -> Vec<String> {
     v
 }
 
+/// `query` with its TCP length prefix.
+pub fn framed(query: &[u8]) -> Vec<u8> {
+    let mut out = (query.len() as u16).to_be_bytes().to_vec();
+    out.extend_from_slice(query);
+    out
+}
+
+/// Reads one length-prefixed reply (`None` at EOF, reset, timeout or an
+/// undecodable reply).
+pub fn read_reply(s: &mut TcpStream) -> Option<Message> {
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len).ok()?;
+    let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    s.read_exact(&mut buf).ok()?;
+    Message::from_vec(&buf).ok()
+}
+
 /// Sends several queries on one TCP connection without waiting (pipelined)
 /// and returns the replies in the order they arrive.
 pub fn tcp_pipelined(server: SocketAddr, queries: &[Vec<u8>]) -> Vec<Message> {
     let mut s = TcpStream::connect_timeout(&server, Duration::from_secs(2)).expect("tcp connect");
     s.set_read_timeout(Some(Duration::from_secs(3))).expect("timeout");
-    let mut out = Vec::new();
-    for q in queries {
-        out.extend_from_slice(&(q.len() as u16).to_be_bytes());
-        out.extend_from_slice(q);
-    }
+    let out: Vec<u8> = queries.iter().flat_map(|q| framed(q)).collect();
     s.write_all(&out).expect("tcp write");
-    let mut replies = Vec::new();
-    for _ in queries {
-        let mut len = [0u8; 2];
-        s.read_exact(&mut len).expect("reply length");
-        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
-        s.read_exact(&mut buf).expect("reply body");
-        replies.push(Message::from_vec(&buf).expect("decodable reply"));
-    }
-    replies
+    queries
+        .iter()
+        .map(|_| read_reply(&mut s).expect("a decodable TCP reply"))
+        .collect()
 }
 
 /// One TCP query, decoded.
