@@ -1,0 +1,447 @@
+//! The resolver matrix's data: the pods (one resolv.conf each), the cases
+//! (a name, a kind of lookup and the answer a pod must get), the clients,
+//! and what each client does differently, as expectations with reasons.
+//!
+//! What the clients do differently (each rule is applied in [`expect`]):
+//!
+//! | client | search list | over 512 bytes | SERVFAIL (server not synced) |
+//! |---|---|---|---|
+//! | glibc `getaddrinfo`, `res_search`; Node `dns.lookup` and Java `InetAddress` call it | walks it, NODATA does not stop the walk | retries over TCP | `EAI_AGAIN` / `TRY_AGAIN` (a SERVFAIL anywhere in the walk wins over the last NXDOMAIN) |
+//! | `getent hosts` / `ahosts` (glibc) | as glibc; `hosts` asks AF_INET6 first and shows IPv4 only when there is no IPv6 address | as glibc | exit status 2 for every failure: it cannot tell "not found" from "try again" |
+//! | musl 1.2.3 (static) | `getaddrinfo` walks it but stops at the first NODATA; `res_search` is `res_query` (no search list) | no TCP fallback: it keeps the whole records of the truncated 512-byte reply (what `dig +noedns +ignore` shows) | retries once, then ignores SERVFAIL and waits out its timeout (5 s) before `EAI_AGAIN` |
+//! | Go 1.19 pure resolver | walks it | EDNS 1232, TCP on TC | for a name that needs the search list Go reports the error of the name as given (`web.`, NXDOMAIN upstream): "no such host", not temporary; a fully qualified name reports "server misbehaving" (temporary) |
+//! | c-ares 1.18 `ares_getaddrinfo`, `ares_search` | walks it (ndots from resolv.conf) | TCP on TC | `ARES_ECONNREFUSED` ("Could not contact DNS servers", 1.18's word for SERVFAIL from every server); `ares_gethostbyaddr` then tries /etc/hosts and says `ARES_ENOTFOUND` |
+//! | Node `dns.resolve*` (its bundled c-ares, `ares_query`) | none: a short name is asked as is | TCP on TC | `ESERVFAIL`; `dns.reverse` (`ares_gethostbyaddr`) `ENOTFOUND` as c-ares |
+//! | dnspython 2.3, `search=True` | walks it, but a NOERROR without the type asked ends the walk (NoAnswer) | TCP on TC | `NoNameservers` |
+//! | Java JNDI DNS (`SRV`, `PTR`) | none: names are relative to the root | TCP on TC | `ServiceUnavailableException` |
+//!
+//! Java caches `InetAddress` lookups (30 s found, 10 s not found by
+//! default): `Lookup.java` turns the cache off so every cell is a fresh
+//! lookup; a pod's JVM would keep a NXDOMAIN for 10 s.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// A pod: the resolv.conf the kubelet writes for its namespace.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Pod {
+    Shop,
+    Db,
+    /// In `shop`, but its nameserver (127.0.0.3) has not synced yet.
+    Unsynced,
+}
+
+impl Pod {
+    pub const ALL: [Pod; 3] = [Pod::Shop, Pod::Db, Pod::Unsynced];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pod::Shop => "shop",
+            Pod::Db => "db",
+            Pod::Unsynced => "unsynced",
+        }
+    }
+
+    pub fn resolv_conf(self) -> String {
+        let (server, ns) = match self {
+            Pod::Shop => ("127.0.0.1", "shop"),
+            Pod::Db => ("127.0.0.1", "db"),
+            Pod::Unsynced => ("127.0.0.3", "shop"),
+        };
+        format!("nameserver {server}\nsearch {ns}.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n")
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Host,
+    Srv,
+    Cname,
+    Ptr,
+}
+
+impl Kind {
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Host => "host",
+            Kind::Srv => "srv",
+            Kind::Cname => "cname",
+            Kind::Ptr => "ptr",
+        }
+    }
+}
+
+/// How a lookup failed, as the client reports it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Class {
+    NotFound,
+    Temp,
+    /// getent's exit status 2: some failure.
+    Getent,
+    Timeout,
+    Error,
+}
+
+impl Class {
+    pub fn parse(word: &str) -> Class {
+        match word {
+            "notfound" => Class::NotFound,
+            "temp" => Class::Temp,
+            "fail" => Class::Getent,
+            "timeout" => Class::Timeout,
+            _ => Class::Error,
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Debug)]
+pub enum Outcome {
+    /// Addresses, SRV records (`prio:weight:port:target`) or names,
+    /// normalized by [`normalize`].
+    Values(Vec<String>),
+    Fail(Class),
+}
+
+pub struct Case {
+    pub id: &'static str,
+    pub pod: Pod,
+    pub kind: Kind,
+    pub name: &'static str,
+    /// Resolvable only through the pod's search list.
+    pub relative: bool,
+    /// Over 512 bytes: what a client without TCP gets is what the
+    /// truncated reply holds, recorded with dig under this case's id.
+    pub over_512: bool,
+    pub want: Outcome,
+}
+
+fn vals(v: &[&str]) -> Outcome {
+    Outcome::Values(v.iter().map(|s| (*s).to_string()).collect())
+}
+
+const NOTFOUND: Outcome = Outcome::Fail(Class::NotFound);
+const TEMP: Outcome = Outcome::Fail(Class::Temp);
+const WEB: &[&str] = &["10.96.1.10", "fd00:96::10"];
+const OUTSIDE: &[&str] = &["192.0.2.10", "2001:db8::10"];
+
+/// The generated headless Services: name, endpoint count, third octet.
+pub const BIG: [(&str, u32, u32); 2] = [("mid", 40, 3), ("huge", 100, 4)];
+
+fn big_addrs(i: usize) -> Outcome {
+    let (_, n, third) = BIG[i];
+    Outcome::Values((1..=n).map(|k| format!("10.244.{third}.{k}")).collect())
+}
+
+fn big_srv(i: usize) -> Outcome {
+    let (name, n, third) = BIG[i];
+    let weight = 100 / n;
+    Outcome::Values(
+        (1..=n)
+            .map(|k| format!("0:{weight}:80:10-244-{third}-{k}.{name}.shop.svc.cluster.local"))
+            .collect(),
+    )
+}
+
+/// Every case, in the order the matrix prints them.
+pub fn cases() -> Vec<Case> {
+    use Kind::{Cname, Host, Ptr, Srv};
+    use Pod::{Db, Shop, Unsynced};
+    let c = |id, pod, kind, name, relative, want| Case {
+        id,
+        pod,
+        kind,
+        name,
+        relative,
+        over_512: false,
+        want,
+    };
+    let peers = vals(&["10.244.2.1", "10.244.2.2", "fd00:244::1", "fd00:244::2"]);
+    let web_srv = vals(&["0:100:80:web.shop.svc.cluster.local"]);
+    let mut v = vec![
+        c("short", Shop, Host, "web", true, vals(WEB)),
+        c("short-own-ns", Shop, Host, "api", true, vals(&["10.96.1.40"])),
+        c("short-other-pod-ns", Db, Host, "api", true, vals(&["10.96.2.40"])),
+        c("svc.ns", Shop, Host, "api.db", true, vals(&["10.96.2.40"])),
+        c("svc.ns-from-db", Db, Host, "api.shop", true, vals(&["10.96.1.40"])),
+        c("fqdn", Shop, Host, "web.shop.svc.cluster.local", false, vals(WEB)),
+        c("fqdn-dot", Shop, Host, "web.shop.svc.cluster.local.", false, vals(WEB)),
+        c("mixed-case", Shop, Host, "WeB.ShOp.SvC.Cluster.LOCAL", false, vals(WEB)),
+        c("ipv6-only", Shop, Host, "v6only", true, vals(&["fd00:96::20"])),
+        c("headless", Shop, Host, "peers", true, peers),
+        c(
+            "headless-host",
+            Shop,
+            Host,
+            "peer-0.peers",
+            true,
+            vals(&["10.244.2.1", "fd00:244::1"]),
+        ),
+        c(
+            "headless-over-512",
+            Shop,
+            Host,
+            "mid.shop.svc.cluster.local",
+            false,
+            big_addrs(0),
+        ),
+        c(
+            "headless-over-1232",
+            Shop,
+            Host,
+            "huge.shop.svc.cluster.local",
+            false,
+            big_addrs(1),
+        ),
+        c("srv-short", Shop, Srv, "_http._tcp.web", true, web_srv.clone()),
+        c(
+            "srv-fqdn",
+            Shop,
+            Srv,
+            "_http._tcp.web.shop.svc.cluster.local.",
+            false,
+            web_srv,
+        ),
+        c(
+            "srv-headless",
+            Shop,
+            Srv,
+            "_http._tcp.peers.shop.svc.cluster.local",
+            false,
+            vals(&[
+                "0:50:80:peer-0.peers.shop.svc.cluster.local",
+                "0:50:80:peer-1.peers.shop.svc.cluster.local",
+            ]),
+        ),
+        c(
+            "srv-over-512",
+            Shop,
+            Srv,
+            "_http._tcp.mid.shop.svc.cluster.local",
+            false,
+            big_srv(0),
+        ),
+        c("extname-in", Shop, Host, "docs", true, vals(WEB)),
+        c("extname-out", Shop, Host, "ext", true, vals(OUTSIDE)),
+        c(
+            "extname-out-fqdn",
+            Shop,
+            Host,
+            "ext.shop.svc.cluster.local",
+            false,
+            vals(OUTSIDE),
+        ),
+        c(
+            "cname-in",
+            Shop,
+            Cname,
+            "docs.shop.svc.cluster.local.",
+            false,
+            vals(&["web.shop.svc.cluster.local"]),
+        ),
+        c(
+            "cname-out",
+            Shop,
+            Cname,
+            "ext.shop.svc.cluster.local.",
+            false,
+            vals(&["www.example.com"]),
+        ),
+        c(
+            "pod",
+            Shop,
+            Host,
+            "10-244-7-7.shop.pod.cluster.local",
+            false,
+            vals(&["10.244.7.7"]),
+        ),
+        c(
+            "pod-deleting",
+            Shop,
+            Host,
+            "10-244-7-8.shop.pod.cluster.local",
+            false,
+            NOTFOUND,
+        ),
+        c("nx-short", Shop, Host, "nosuch", true, NOTFOUND),
+        c("nx-fqdn", Shop, Host, "nosuch.shop.svc.cluster.local.", false, NOTFOUND),
+        c(
+            "nx-srv",
+            Shop,
+            Srv,
+            "_http._tcp.nosuch.shop.svc.cluster.local",
+            false,
+            NOTFOUND,
+        ),
+        c("outside", Shop, Host, "www.example.com", false, vals(OUTSIDE)),
+        c("outside-nx", Shop, Host, "nosuch.example.com", false, NOTFOUND),
+        c(
+            "ptr-svc",
+            Shop,
+            Ptr,
+            "10.96.1.10",
+            false,
+            vals(&["web.shop.svc.cluster.local"]),
+        ),
+        c(
+            "ptr-2-slices",
+            Shop,
+            Ptr,
+            "10.244.9.9",
+            false,
+            vals(&["dup-0.dup.shop.svc.cluster.local"]),
+        ),
+        c("unsynced-short", Unsynced, Host, "web", true, TEMP),
+        c(
+            "unsynced-fqdn",
+            Unsynced,
+            Host,
+            "web.shop.svc.cluster.local.",
+            false,
+            TEMP,
+        ),
+        c(
+            "unsynced-srv",
+            Unsynced,
+            Srv,
+            "_http._tcp.web.shop.svc.cluster.local.",
+            false,
+            TEMP,
+        ),
+        c("unsynced-ptr", Unsynced, Ptr, "10.96.1.10", false, TEMP),
+    ];
+    for case in &mut v {
+        case.over_512 = case.id.contains("-over-");
+    }
+    v
+}
+
+/// The clients, one column each.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Client {
+    GetentHosts,
+    GetentAhosts,
+    Glibc,
+    Musl,
+    Go,
+    Cares,
+    NodeLookup,
+    NodeResolve,
+    Dnspython,
+    Java,
+}
+
+impl Client {
+    pub const ALL: [Client; 10] = [
+        Client::GetentHosts,
+        Client::GetentAhosts,
+        Client::Glibc,
+        Client::Musl,
+        Client::Go,
+        Client::Cares,
+        Client::NodeLookup,
+        Client::NodeResolve,
+        Client::Dnspython,
+        Client::Java,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::GetentHosts => "getent-hosts",
+            Client::GetentAhosts => "getent-ahosts",
+            Client::Glibc => "glibc",
+            Client::Musl => "musl",
+            Client::Go => "go",
+            Client::Cares => "c-ares",
+            Client::NodeLookup => "node-lookup",
+            Client::NodeResolve => "node-resolve",
+            Client::Dnspython => "dnspython",
+            Client::Java => "java",
+        }
+    }
+
+    /// The kinds of lookup the client's program makes.
+    pub fn does(self, kind: Kind) -> bool {
+        match self {
+            Client::GetentHosts => matches!(kind, Kind::Host | Kind::Ptr),
+            Client::GetentAhosts | Client::NodeLookup => kind == Kind::Host,
+            Client::Glibc | Client::Musl => matches!(kind, Kind::Host | Kind::Srv),
+            Client::Cares | Client::Java => kind != Kind::Cname,
+            Client::Go | Client::NodeResolve | Client::Dnspython => true,
+        }
+    }
+}
+
+/// A lookup must end within this (no retry after a lost reply).
+pub const FAST_MS: u64 = 4000;
+/// musl waits out its 5 s timeout on SERVFAIL.
+pub const MUSL_SERVFAIL_MS: u64 = 8000;
+
+pub struct Expect {
+    pub outcome: Outcome,
+    pub max_ms: u64,
+}
+
+/// What `client` must report for `case`; `None` when it does not make
+/// that kind of lookup. `truncated` holds what the 512-byte replies of the
+/// `over_512` cases carry (dig +noedns +ignore).
+pub fn expect(client: Client, case: &Case, truncated: &HashMap<String, Vec<String>>) -> Option<Expect> {
+    if !client.does(case.kind) {
+        return None;
+    }
+    let mut outcome = case.want.clone();
+    let mut max_ms = FAST_MS;
+    let failed = matches!(outcome, Outcome::Fail(_));
+    match client {
+        Client::GetentHosts | Client::GetentAhosts if failed => outcome = Outcome::Fail(Class::Getent),
+        Client::GetentHosts if case.kind == Kind::Host => outcome = ipv6_else_ipv4(outcome),
+        Client::Musl => {
+            if case.kind == Kind::Srv && case.relative {
+                outcome = NOTFOUND; // res_search is res_query: no search list
+            }
+            if case.over_512 {
+                let got = truncated.get(case.id).cloned().unwrap_or_default();
+                outcome = Outcome::Values(normalize(case.kind, got));
+            }
+            if case.pod == Pod::Unsynced {
+                max_ms = MUSL_SERVFAIL_MS;
+            }
+        }
+        Client::Go if case.pod == Pod::Unsynced && case.relative => outcome = NOTFOUND,
+        Client::NodeResolve if case.relative => outcome = NOTFOUND,
+        // ares_gethostbyaddr tries /etc/hosts after a DNS failure and
+        // reports that lookup's ENOTFOUND (Node's dns.reverse calls it too)
+        Client::Cares | Client::NodeResolve if case.kind == Kind::Ptr && failed => outcome = NOTFOUND,
+        Client::Java if case.kind != Kind::Host && case.relative => outcome = NOTFOUND,
+        _ => {}
+    }
+    if let Outcome::Values(v) = outcome {
+        outcome = Outcome::Values(normalize(case.kind, v));
+    }
+    Some(Expect { outcome, max_ms })
+}
+
+/// `getent hosts`: gethostbyname2(AF_INET6), then AF_INET when that fails.
+fn ipv6_else_ipv4(outcome: Outcome) -> Outcome {
+    let Outcome::Values(v) = outcome else { return outcome };
+    let v6: Vec<String> = v.iter().filter(|a| a.contains(':')).cloned().collect();
+    Outcome::Values(if v6.is_empty() { v } else { v6 })
+}
+
+/// One form for every client's spelling: addresses parsed (Java writes
+/// IPv6 uncompressed) and deduplicated (getaddrinfo lists one per socket
+/// type); names lower-case without the final dot, duplicates kept (an
+/// RRset never holds any); sorted.
+pub fn normalize(kind: Kind, values: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = values
+        .into_iter()
+        .map(|v| match (kind, v.parse::<IpAddr>()) {
+            (Kind::Host, Ok(ip)) => ip.to_string(),
+            _ => v.trim_end_matches('.').to_ascii_lowercase(),
+        })
+        .collect();
+    out.sort();
+    if kind == Kind::Host {
+        out.dedup();
+    }
+    out
+}
