@@ -176,6 +176,15 @@ pub fn cases() -> Vec<Case> {
             true,
             vals(&["10.244.2.1", "fd00:244::1"]),
         ),
+        // five dots: not fewer than ndots, so asked as is before the search list
+        c(
+            "headless-host-fqdn",
+            Shop,
+            Host,
+            "peer-1.peers.shop.svc.cluster.local",
+            false,
+            vals(&["10.244.2.2", "fd00:244::2"]),
+        ),
         c(
             "headless-over-512",
             Shop,
@@ -273,6 +282,7 @@ pub fn cases() -> Vec<Case> {
             NOTFOUND,
         ),
         c("outside", Shop, Host, "www.example.com", false, vals(OUTSIDE)),
+        c("outside-dot", Shop, Host, "www.example.com.", false, vals(OUTSIDE)),
         c("outside-nx", Shop, Host, "nosuch.example.com", false, NOTFOUND),
         c(
             "ptr-svc",
