@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use hickory_proto::op::Message;
+use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use crate::config::KubernetesConfig;
 use crate::metrics::{Metrics, Transport};
@@ -27,6 +28,9 @@ pub fn demo_handler(root: &Path, with_stats: bool) -> Handler {
     let store = Arc::new(Store::default());
     let mut writer = Writer::new(&Kind::ALL);
     crate::watch::snapshot::apply(&mut writer, loaded.records);
+    for record in big_headless() {
+        writer.apply(record);
+    }
     writer.publish(&store, 1);
     let metrics = Arc::new(Metrics::default());
     let stats = if with_stats {
@@ -48,6 +52,78 @@ pub fn demo_handler(root: &Path, with_stats: bool) -> Handler {
     Handler::new(router, metrics)
 }
 
+/// Beside the demo: `many.big.svc.cluster.local`, a dual-stack headless
+/// Service with 120 named endpoints (too big for 512 bytes and for 1232,
+/// as A, AAAA and SRV), listed again in part by a second EndpointSlice, so
+/// the properties meet truncation and duplicate addresses.
+fn big_headless() -> Vec<crate::store::Record> {
+    use crate::store::{PortIn, Proto, Record, ServiceKind};
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let ports = || {
+        vec![PortIn {
+            name: "http".into(),
+            proto: Proto::Tcp,
+            port: 80,
+        }]
+    };
+    let endpoint = |i: u16| -> (IpAddr, Option<String>) {
+        let addr = if i.is_multiple_of(2) {
+            IpAddr::V4(Ipv4Addr::new(10, 250, (i >> 8) as u8, i as u8))
+        } else {
+            IpAddr::V6(Ipv6Addr::new(0xfd00, 0xbb, 0, 0, 0, 0, 0, i))
+        };
+        (addr, Some(format!("many-{i}")))
+    };
+    let slice = |name: &str, range: std::ops::Range<u16>| Record::Slice {
+        trigger: None,
+        namespace: "big".into(),
+        name: name.into(),
+        service: "many".into(),
+        ports: ports(),
+        endpoints: range.map(endpoint).collect(),
+    };
+    vec![
+        Record::Namespace { name: "big".into() },
+        Record::Service {
+            selector: true,
+            namespace: "big".into(),
+            name: "many".into(),
+            kind: ServiceKind::Headless,
+            ports: ports(),
+        },
+        slice("many-1", 0..120),
+        slice("many-2", 100..120),
+    ]
+}
+
+/// Parses a reply as strictly as the strictest stub resolvers do (glibc's
+/// and musl's `ns_initparse`): the header's counts match the records, the
+/// message ends where its last counted record ends (a truncated reply
+/// holds whole records only), and no RRset holds the same record twice.
+pub fn parse_strict(bytes: &[u8]) -> Result<Message, String> {
+    let mut decoder = BinDecoder::new(bytes);
+    let message = Message::read(&mut decoder).map_err(|e| format!("does not parse: {e}"))?;
+    if !decoder.is_empty() {
+        return Err(format!("{} bytes after the last counted record", decoder.len()));
+    }
+    let sections = [
+        ("answer", &message.answers),
+        ("authority", &message.authorities),
+        ("additional", &message.additionals),
+    ];
+    for (section, records) in sections {
+        for (i, r) in records.iter().enumerate() {
+            let same = |o: &&hickory_proto::rr::Record| {
+                o.name == r.name && o.record_type() == r.record_type() && o.dns_class == r.dns_class && o.data == r.data
+            };
+            if records[..i].iter().any(|o| same(&o)) {
+                return Err(format!("{section} section holds {r} twice"));
+            }
+        }
+    }
+    Ok(message)
+}
+
 /// The whole query path over the demo cluster, bytes in → bytes out.
 pub struct QueryPath {
     handler: Handler,
@@ -66,9 +142,10 @@ impl QueryPath {
     }
 
     /// Answers `data` over UDP and TCP, twice each (the second may come
-    /// from the memo). Every reply re-parses, carries the query's ID and
-    /// question (with its spelling), and fits the client's limit: 512
-    /// bytes over UDP without EDNS, our 1232 with it, 65535 over TCP.
+    /// from the memo). Every reply parses strictly ([`parse_strict`]),
+    /// carries the query's ID and question (with its spelling), and fits
+    /// the client's limit: 512 bytes over UDP without EDNS, our 1232 with
+    /// it, 65535 over TCP.
     pub fn check(&mut self, data: &[u8]) {
         let peer: SocketAddr = SocketAddr::from(([10, 1, 2, 3], 5353));
         let sink = || Sink::None;
@@ -80,7 +157,7 @@ impl QueryPath {
                     continue;
                 }
                 let reply = &scratch.out;
-                let parsed = Message::from_vec(reply).expect("every reply re-parses");
+                let parsed = parse_strict(reply).unwrap_or_else(|e| panic!("reply over {transport:?}: {e}"));
                 assert_eq!(reply[..2], data[..2], "the reply's ID is the query's");
                 let limit = match transport {
                     Transport::Udp => 1232,

@@ -193,6 +193,22 @@ fn truncation_without_edns_and_with_edns_and_complete_over_tcp() {
     // and dig's default (retry over TCP on TC) gets everything too
     let retried = run("dig", &["@127.0.0.1", "-p", &port, "+noedns", name]);
     assert_eq!(count_answers(&retried), 100, "{retried}");
+    // A truncated reply ends with its last whole record: glibc's and musl's
+    // ns_initparse reject a datagram with bytes left over.
+    let srv = format!("_http._tcp.{name}.");
+    for (qname, qtype) in [(format!("{name}."), RecordType::A), (srv, RecordType::SRV)] {
+        for edns in [None, Some(1232)] {
+            let reply = common::udp_raw(server.dns, &query(7, &qname, qtype, edns)).expect("a UDP reply");
+            let parsed = clusterdns::fuzzing::parse_strict(&reply)
+                .unwrap_or_else(|e| panic!("{qname} {qtype} EDNS {edns:?}: {e}"));
+            assert!(parsed.metadata.truncation, "{qname} {qtype} EDNS {edns:?}: TC");
+            assert!(
+                reply.len() <= edns.map_or(512, usize::from),
+                "{qname}: {} bytes",
+                reply.len()
+            );
+        }
+    }
 }
 
 fn count_answers(dig: &str) -> usize {

@@ -275,3 +275,80 @@ fn except_and_stub_domains_route_by_longest_zone() {
     );
     assert_eq!(main.count(), 1);
 }
+
+/// An ExternalName Service whose target is outside the cluster: the CNAME,
+/// then the target's records looked up through the block's `forward` and
+/// `cache` (as CoreDNS does), so stub resolvers get addresses; the CNAME
+/// alone while the upstream fails; the CNAME alone for a CNAME question.
+#[test]
+fn external_name_outside_the_cluster_is_followed_through_forward_and_cache() {
+    let stub = Stub::start();
+    let dir = temp_dir("fwd-extname");
+    let demo = common::demo_cluster();
+    let server = Server::start(
+        &dir,
+        &format!(
+            ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    \
+             kubernetes cluster.local {{\n        snapshot {}\n    }}\n    forward . {}\n    cache 30 {{\n        servfail 0\n    }}\n}}\n",
+            demo.display(),
+            stub.addr
+        ),
+    );
+    let name = "payments.shop.svc.cluster.local.";
+    let records = |m: &Message| -> Vec<String> { m.answers.iter().map(|r| format!("{} {}", r.name, r.data)).collect() };
+    let cname = format!("{name} payments.example.com.");
+    stub.set(Mode::ServFail);
+    let failed = udp(server.dns, name, RecordType::A);
+    assert_eq!(
+        (rcode_name(&failed), records(&failed)),
+        ("NOERROR".to_string(), vec![cname.clone()])
+    );
+    stub.set(Mode::Answer);
+    let before = stub.count();
+    for (i, m) in [
+        udp(server.dns, name, RecordType::A),
+        tcp(server.dns, name, RecordType::A),
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert_eq!(rcode_name(m), "NOERROR");
+        assert!(m.metadata.authoritative, "AA: the cluster zone answers");
+        assert_eq!(m.queries[0].name().to_string(), name, "the client's question is echoed");
+        assert_eq!(
+            records(m),
+            [cname.clone(), "payments.example.com. 192.0.2.1".to_string()],
+            "reply {i}"
+        );
+    }
+    assert_eq!(stub.count(), before + 1, "the second answer came from the cache");
+    let alone = udp(server.dns, name, RecordType::CNAME);
+    assert_eq!(records(&alone), [cname]);
+    assert_eq!(stub.count(), before + 1, "a CNAME question is not followed");
+    // inside the zone the chase is unchanged: docs -> web.shop
+    let docs = udp(server.dns, "docs.shop.svc.cluster.local.", RecordType::A);
+    assert_eq!(docs.answers.len(), 2, "{docs:?}");
+    assert_eq!(stub.count(), before + 1);
+}
+
+/// The outside target is looked up through the plugins of the block that
+/// serves it: here `hosts` answers at once, with no upstream query.
+#[test]
+fn external_name_outside_target_answered_by_hosts_needs_no_upstream() {
+    let stub = Stub::start();
+    let dir = temp_dir("fwd-extname-hosts");
+    let server = Server::start(
+        &dir,
+        &format!(
+            ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    \
+             hosts {{\n        198.51.100.7 payments.example.com\n        fallthrough\n    }}\n    \
+             kubernetes cluster.local {{\n        snapshot {}\n    }}\n    forward . {}\n}}\n",
+            common::demo_cluster().display(),
+            stub.addr
+        ),
+    );
+    let m = udp(server.dns, "payments.shop.svc.cluster.local.", RecordType::A);
+    let data: Vec<String> = m.answers.iter().map(|r| r.data.to_string()).collect();
+    assert_eq!(data, ["payments.example.com.", "198.51.100.7"]);
+    assert_eq!(stub.count(), 0);
+}

@@ -142,6 +142,9 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     if rest.is_empty() {
         return None;
     }
+    if rest == "0" {
+        return Some(total); // Go's time.ParseDuration takes a bare 0 too
+    }
     while !rest.is_empty() {
         let digits = rest
             .find(|c: char| !c.is_ascii_digit() && c != '.')

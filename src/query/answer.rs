@@ -35,6 +35,10 @@ pub struct Answer {
     pub expansion: Option<Expansion>,
     /// `autopath` answered a later name of the search walk.
     pub autopath: bool,
+    /// An ExternalName's target outside the cluster zone: the router looks
+    /// its records up (the block's other plugins, `cache`, `forward`) and
+    /// appends them after the CNAME, as CoreDNS does.
+    pub outside: Option<Name>,
 }
 
 impl Answer {
@@ -51,6 +55,7 @@ impl Answer {
         self.plugin = Plugin::None;
         self.expansion = None;
         self.autopath = false;
+        self.outside = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

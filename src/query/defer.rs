@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hickory_proto::op::{MessageType, Metadata, OpCode, Query, ResponseCode};
+use hickory_proto::rr::Record;
 
 use super::answer::Answer;
 use super::finish::{self, Echo};
@@ -34,9 +35,9 @@ pub struct Job {
     pub meta: Metadata,
     /// The question forwarded (cached, coalesced under).
     pub query: Query,
-    /// The client's own question when autopath forwards another name: the
-    /// answer comes back under a CNAME from it.
-    pub asked: Option<Query>,
+    /// When another name than the client's is forwarded (autopath, an
+    /// ExternalName's target): how its answer is put under the client's.
+    pub chase: Option<Chase>,
     pub edns: Option<ClientEdns>,
     pub transport: Transport,
     pub peer: SocketAddr,
@@ -46,6 +47,50 @@ pub struct Job {
     pub started: Instant,
     /// Where the answer is counted (`coredns_dns_*`).
     pub stats: Option<Arc<ZoneStats>>,
+}
+
+/// A forwarded name that is not the client's: the answer to it is put
+/// under the client's own question.
+#[derive(Debug)]
+pub struct Chase {
+    /// The client's question, echoed in the reply.
+    pub asked: Query,
+    /// The CNAME records leading from the asked name to the forwarded one.
+    pub prefix: Vec<Record>,
+    pub kind: ChaseKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChaseKind {
+    /// The rest of the search walk: a name that exists is answered under
+    /// the CNAME, anything else is NXDOMAIN for the asked name.
+    Autopath,
+    /// An ExternalName's outside target (CoreDNS's upstream lookup): the
+    /// CNAME, then whatever records the target has (none when it fails),
+    /// NOERROR, authoritative; an upstream's TC is kept.
+    ExternalName,
+}
+
+impl Chase {
+    fn put_under(&self, answer: &mut Answer, metrics: &Metrics) {
+        match self.kind {
+            ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
+                answer.answers.splice(0..0, self.prefix.iter().cloned());
+                answer.plugin = crate::metrics::Plugin::Autopath;
+                metrics
+                    .autopath_success
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
+            ChaseKind::ExternalName => {
+                let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
+                answer.error(ResponseCode::NoError);
+                answer.answers = self.prefix.iter().cloned().chain(found).collect();
+                (answer.truncated, answer.authoritative) = (truncated, true);
+                answer.plugin = crate::metrics::Plugin::Kubernetes;
+            }
+        }
+    }
 }
 
 impl Job {
@@ -73,22 +118,13 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if job.loadbalance {
         answer.shuffle_addresses();
     }
-    if let Some(asked) = &job.asked {
-        if answer.rcode == ResponseCode::NoError {
-            let cname = super::answer::cname(asked.name(), 5, job.query.name().clone());
-            answer.answers.insert(0, cname);
-            answer.plugin = crate::metrics::Plugin::Autopath;
-            metrics
-                .autopath_success
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        } else {
-            answer.error(ResponseCode::NXDomain);
-        }
+    if let Some(chase) = &job.chase {
+        chase.put_under(answer, metrics);
     }
     let mut out = Vec::with_capacity(512);
     let echo = Echo {
         meta: &job.meta,
-        query: Some(job.asked.as_ref().unwrap_or(&job.query)),
+        query: Some(job.chase.as_ref().map_or(&job.query, |c| &c.asked)),
         edns: job.edns,
     };
     let truncated = finish::write_for(&mut out, &echo, answer, job.transport);

@@ -82,6 +82,9 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
         Record::from(&edns).emit(&mut enc)?;
         counts.additionals += 1;
     }
+    // A record that did not fit was rolled back by moving the offset, not
+    // by cutting the buffer: the reply ends where its last whole record does.
+    let end = enc.offset();
     let mut meta = Metadata::new(echo.meta.id, MessageType::Response, echo.meta.op_code);
     meta.recursion_desired = echo.meta.recursion_desired;
     meta.checking_disabled = echo.meta.checking_disabled;
@@ -92,6 +95,7 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
     meta.truncation = truncated;
     meta.response_code = answer.rcode;
     place.replace(&mut enc, Header { metadata: meta, counts })?;
+    out.truncate(end);
     Ok(truncated)
 }
 

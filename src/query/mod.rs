@@ -32,6 +32,7 @@ use hickory_proto::op::ResponseCode;
 
 use crate::metrics::{Metrics, Transport};
 pub use answer::Answer;
+use defer::ChaseKind;
 use finish::Echo;
 use request::Checked;
 pub use route::{Block, LoopProbe, Routed, Router};
@@ -234,11 +235,12 @@ impl Handler {
                         .autopath_success
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
-                let (forwarding, loadbalance, asked) = match routed {
+                let (forwarding, loadbalance, chased) = match routed {
                     Routed::Drop => return Full::Nothing,
                     Routed::Done => (None, false, None),
                     Routed::Forward(f, lb) => (Some(f), lb, None),
-                    Routed::Autopath(f, lb, candidate) => (Some(f), lb, Some(candidate)),
+                    Routed::Autopath(f, lb, candidate) => (Some(f), lb, Some((candidate, ChaseKind::Autopath))),
+                    Routed::External(f, lb, target) => (Some(f), lb, Some((target, ChaseKind::ExternalName))),
                 };
                 if let Some(forwarding) = forwarding {
                     self.count_client(router, peer);
@@ -257,15 +259,29 @@ impl Handler {
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         return Full::Later;
                     }
-                    let (request, query, asked) = match asked {
+                    let (request, query, chase) = match chased {
                         None => (bytes.to_vec(), req.query, None),
-                        Some(candidate) => (defer::request_for(&candidate, &req), candidate, Some(req.query)),
+                        Some((forwarded, kind)) => {
+                            let prefix = match kind {
+                                ChaseKind::Autopath => {
+                                    vec![answer::cname(req.query.name(), 5, forwarded.name().clone())]
+                                }
+                                ChaseKind::ExternalName => std::mem::take(&mut answer.answers),
+                            };
+                            let request = defer::request_for(&forwarded, &req);
+                            let chase = defer::Chase {
+                                asked: req.query,
+                                prefix,
+                                kind,
+                            };
+                            (request, forwarded, Some(chase))
+                        }
                     };
                     forwarding.submit(defer::Job {
                         request,
                         meta: req.meta,
                         query,
-                        asked,
+                        chase,
                         edns: req.edns,
                         transport,
                         peer,

@@ -99,6 +99,9 @@ pub enum Routed<'a> {
     /// `autopath` reached the bare name and it must be forwarded: the
     /// answer to `Query` comes back under a CNAME from the client's name.
     Autopath(&'a Arc<Forwarding>, bool, Query),
+    /// An ExternalName's target outside the cluster must be forwarded: its
+    /// answer to `Query` comes back after the CNAME records in `out`.
+    External(&'a Arc<Forwarding>, bool, Query),
 }
 
 /// The server blocks sharing one listener.
@@ -209,6 +212,10 @@ impl Router {
             Some(routed) => routed,
             None => self.through(block, query, dnssec_ok, cd, out),
         };
+        let routed = match (routed, out.outside.take()) {
+            (Routed::Done, Some(target)) => self.outside(block, target, query, dnssec_ok, cd, out),
+            (routed, _) => routed,
+        };
         if block.loadbalance && out.answers.len() > 1 {
             out.shuffle_addresses();
             out.memoizable = false;
@@ -283,7 +290,7 @@ impl Router {
                         (log, zone, Plugin::Autopath, false, true);
                     return Some(Routed::Done);
                 }
-                Routed::Forward(fwd, lb) | Routed::Autopath(fwd, lb, _) => {
+                Routed::Forward(fwd, lb) | Routed::Autopath(fwd, lb, _) | Routed::External(fwd, lb, _) => {
                     return Some(Routed::Autopath(fwd, lb, candidate));
                 }
             }
@@ -292,6 +299,37 @@ impl Router {
         let routed = self.through(block, query, dnssec_ok, cd, out);
         out.memoizable = false;
         Some(routed)
+    }
+
+    /// The records of an ExternalName's `target` outside the cluster zone,
+    /// looked up through the plugins of the block that serves it (its
+    /// `hosts`, `file`, `cache`, or a `forward`, answered later) and put
+    /// after the CNAME in `out`. Without any, or when the lookup fails, the
+    /// CNAME stays alone.
+    fn outside<'a>(
+        &'a self,
+        block: &'a Block,
+        target: Name,
+        query: &Query,
+        dnssec_ok: bool,
+        cd: bool,
+        out: &mut Answer,
+    ) -> Routed<'a> {
+        let Some((home, _)) = self.block(&target) else {
+            return Routed::Done;
+        };
+        let chased = Query::query(target, query.query_type());
+        let mut found = Answer::default();
+        match self.through(home, &chased, dnssec_ok, cd, &mut found) {
+            Routed::Done if matches!(found.rcode, ResponseCode::NoError | ResponseCode::NXDomain) => {
+                out.answers.append(&mut found.answers);
+                out.truncated |= found.truncated;
+                out.memoizable &= found.memoizable;
+                Routed::Done
+            }
+            Routed::Forward(fwd, _) => Routed::External(fwd, block.loadbalance, chased),
+            _ => Routed::Done,
+        }
     }
 
     fn through<'a>(&self, block: &'a Block, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'a> {

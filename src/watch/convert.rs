@@ -204,11 +204,16 @@ fn parse_time(text: &str) -> Option<std::time::SystemTime> {
     Some(std::time::SystemTime::from(ts))
 }
 
-/// A pod's IPs under `pods verified`; pods that are done (Succeeded,
+/// A pod's IPs under `pods verified`; pods being deleted and pods that are done (Succeeded,
 /// Failed, Unknown) have none.
 pub fn pod(cfg: &KubernetesConfig, pod: &Pod) -> Result<Option<Record>, Invalid> {
     let (ns, name) = ids("Pod", &pod.metadata)?;
     if cfg.pods != PodMode::Verified || !cfg.namespace_exposed(&ns) {
+        return Ok(None);
+    }
+    // Being deleted: CoreDNS stops answering for it at once, and so do we
+    // (its IP may be handed to a new pod before the object is gone).
+    if pod.metadata.deletion_timestamp.is_some() {
         return Ok(None);
     }
     let Some(status) = &pod.status else { return Ok(None) };
@@ -231,4 +236,43 @@ pub fn pod(cfg: &KubernetesConfig, pod: &Pod) -> Result<Option<Record>, Invalid>
         ips,
         running: status.phase.as_deref() == Some("Running"),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::Record;
+
+    /// A pod being deleted (it has a `deletionTimestamp`) is not served
+    /// under `pods verified`; a running one is.
+    #[test]
+    fn verified_pods_skip_pods_being_deleted() {
+        let corefile = "cluster.local {\n kubernetes {\n snapshot /nonexistent.yaml\n pods verified\n }\n}\n";
+        let config = crate::config::load_str(std::path::Path::new("/t/Corefile"), corefile, 53).expect("loads");
+        let k = config.servers[0].kubernetes.clone().expect("kubernetes");
+        let pod = |name: &str, ip: &str, deleting: bool| {
+            let stamp = if deleting {
+                "\n    deletionTimestamp: \"2026-11-24T00:00:00Z\""
+            } else {
+                ""
+            };
+            format!(
+                "- apiVersion: v1\n  kind: Pod\n  metadata:\n    namespace: shop\n    name: {name}{stamp}\n  status:\n    phase: Running\n    podIP: {ip}\n"
+            )
+        };
+        let dump = format!(
+            "apiVersion: v1\nkind: List\nitems:\n{}{}",
+            pod("live", "10.244.1.1", false),
+            pod("going", "10.244.1.2", true)
+        );
+        let loaded = crate::watch::snapshot::read_str("t.yaml", &dump, &k).expect("dump");
+        let pods: Vec<&str> = loaded
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Pod { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(pods, ["live"]);
+    }
 }

@@ -12,6 +12,10 @@ use crate::store::ServiceKind;
 /// The schema version of the Kubernetes DNS specification we implement.
 pub const SCHEMA_VERSION: &str = "1.1.0";
 
+/// The TTL of the `dns-version` TXT record: fixed, as CoreDNS answers it
+/// (the schema version changes with the server, not with the cluster).
+pub const DNS_VERSION_TTL: u32 = 28800;
+
 /// The Service whose cluster IPs are the name server's addresses.
 const DNS_SERVICE: (&str, &str) = ("kube-system", "kube-dns");
 
@@ -38,7 +42,7 @@ pub fn dns_version(c: &mut Ctx<'_, '_>) -> Found {
         return Found::NoData;
     }
     let owner = &c.owner;
-    c.out.answers.push(answer::txt(owner, c.cfg.ttl, SCHEMA_VERSION));
+    c.out.answers.push(answer::txt(owner, DNS_VERSION_TTL, SCHEMA_VERSION));
     Found::Records
 }
 

@@ -55,7 +55,12 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
             PtrHost::Dashed => prefixed(&base, &[&dashed(addr)]),
             PtrHost::Service => base,
         };
-        c.out.answers.push(answer::ptr(owner, c.cfg.ttl, target));
+        // One address listed by two EndpointSlices of a Service (a
+        // migration between slices) has two index entries: one record.
+        let record = answer::ptr(owner, c.cfg.ttl, target);
+        if !c.out.answers.contains(&record) {
+            c.out.answers.push(record);
+        }
     }
     Found::Records
 }

@@ -178,17 +178,21 @@ fn endpoint_name(base: &Name, e: &Endpoint) -> Name {
     prefixed(base, &[&e.host()])
 }
 
-/// CNAME to the target; a target inside this zone is answered too.
+/// CNAME to the target; a target inside this zone is answered too, one
+/// outside it is left to the router ([`crate::query::Answer::outside`]).
 fn external_name(c: &mut Ctx<'_, '_>, target: &Name, depth: u8) -> Found {
     let record = answer::cname(&c.owner, c.cfg.ttl, target.clone());
     if c.out.answers.contains(&record) {
         return Found::Records; // a loop: the chain is already in the answer
     }
     c.out.answers.push(record);
-    let in_zone = c.zone.name.zone_of(target);
-    if c.qtype == RecordType::CNAME || !in_zone || depth >= super::MAX_CHASE {
+    if c.qtype == RecordType::CNAME || depth >= super::MAX_CHASE {
         return Found::Records;
     }
-    c.chase(target, depth + 1);
+    if c.zone.name.zone_of(target) {
+        c.chase(target, depth + 1);
+    } else if c.qtype != RecordType::ANY {
+        c.out.outside = Some(target.clone());
+    }
     Found::Records
 }

@@ -89,6 +89,16 @@ fn snapshot() -> crate::store::Snapshot {
     w.apply(service("db", "pg", ServiceKind::Headless, pg_port()));
     let pg = [("pg-0", "10.244.3.10"), ("pg-1", "10.244.3.11"), ("pg-v6", "fd00::310")];
     w.apply(slice("db", "pg", &pg, pg_port()));
+    // pg-1 listed by a second slice too (a migration between slices): its
+    // PTR, A and SRV records must each appear once.
+    w.apply(Record::Slice {
+        trigger: None,
+        namespace: "db".into(),
+        name: "pg-2".into(),
+        service: "pg".into(),
+        ports: pg_port(),
+        endpoints: vec![(ip("10.244.3.11"), named("pg-1", "10.244.3.11"))],
+    });
     w.apply(service("db", "empty", ServiceKind::Headless, pg_port()));
     w.apply(service("db", "lonely", cip(&["10.96.5.5"]), vec![]));
     w.apply(Record::Pod {
@@ -357,7 +367,7 @@ fn apex_version_namespaces_and_outside_names() {
                 "dns-version.cluster.local.",
                 TXT,
                 OK,
-                &["dns-version.cluster.local. 5 IN TXT 1.1.0"],
+                &["dns-version.cluster.local. 28800 IN TXT 1.1.0"],
             ),
             ("dns-version.cluster.local.", A, OK, &[]),
             ("svc.cluster.local.", A, OK, &[]),
