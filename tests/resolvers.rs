@@ -125,6 +125,17 @@ fn cluster_dump(dir: &Path) -> PathBuf {
     path
 }
 
+/// The upstream's zone: root.db plus `many.example.com` (over 512 bytes).
+fn root_zone(dir: &Path) -> PathBuf {
+    let mut text = std::fs::read_to_string(src().join("root.db")).expect("root.db");
+    for k in 1..=cases::MANY {
+        let _ = writeln!(text, "many.example.com. IN A 198.51.100.{k}");
+    }
+    let path = dir.join("root.db");
+    std::fs::write(&path, text).expect("write zone");
+    path
+}
+
 /// Corefiles, hosts, nsswitch.conf, resolv.confs and case lists.
 fn write_files(dir: &Path, cases: &[Case]) {
     let dump = cluster_dump(dir);
@@ -139,7 +150,7 @@ fn write_files(dir: &Path, cases: &[Case]) {
         ),
         (
             "Corefile.upstream",
-            format!(".:53 {{\n    bind 127.0.0.2\n    file {} .\n}}\n", src().join("root.db").display()),
+            format!(".:53 {{\n    bind 127.0.0.2\n    file {} .\n}}\n", root_zone(dir).display()),
         ),
         ("hosts", "127.0.0.1 localhost\n::1 localhost\n".to_string()),
         ("nsswitch.conf", "hosts: files dns\n".to_string()),

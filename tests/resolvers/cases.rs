@@ -132,6 +132,9 @@ fn big_addrs(i: usize) -> Outcome {
     Outcome::Values((1..=n).map(|k| format!("10.244.{third}.{k}")).collect())
 }
 
+/// A records of `many.example.com` at the upstream.
+pub const MANY: u32 = 40;
+
 fn big_srv(i: usize) -> Outcome {
     let (name, n, third) = BIG[i];
     let weight = 100 / n;
@@ -162,6 +165,7 @@ pub fn cases() -> Vec<Case> {
         c("short-own-ns", Shop, Host, "api", true, vals(&["10.96.1.40"])),
         c("short-other-pod-ns", Db, Host, "api", true, vals(&["10.96.2.40"])),
         c("svc.ns", Shop, Host, "api.db", true, vals(&["10.96.2.40"])),
+        c("svc.ns.svc", Shop, Host, "web.shop.svc", true, vals(WEB)),
         c("svc.ns-from-db", Db, Host, "api.shop", true, vals(&["10.96.1.40"])),
         c("fqdn", Shop, Host, "web.shop.svc.cluster.local", false, vals(WEB)),
         c("fqdn-dot", Shop, Host, "web.shop.svc.cluster.local.", false, vals(WEB)),
@@ -201,6 +205,8 @@ pub fn cases() -> Vec<Case> {
             false,
             big_addrs(1),
         ),
+        c("headless-not-ready", Shop, Host, "peer-2.peers", true, NOTFOUND),
+        c("headless-empty", Shop, Host, "empty", true, NOTFOUND),
         c("srv-short", Shop, Srv, "_http._tcp.web", true, web_srv.clone()),
         c(
             "srv-fqdn",
@@ -229,6 +235,14 @@ pub fn cases() -> Vec<Case> {
             false,
             big_srv(0),
         ),
+        c(
+            "srv-over-1232",
+            Shop,
+            Srv,
+            "_http._tcp.huge.shop.svc.cluster.local",
+            false,
+            big_srv(1),
+        ),
         c("extname-in", Shop, Host, "docs", true, vals(WEB)),
         c("extname-out", Shop, Host, "ext", true, vals(OUTSIDE)),
         c(
@@ -238,6 +252,14 @@ pub fn cases() -> Vec<Case> {
             "ext.shop.svc.cluster.local",
             false,
             vals(OUTSIDE),
+        ),
+        c(
+            "extname-out-nx",
+            Shop,
+            Host,
+            "ext-nx.shop.svc.cluster.local",
+            false,
+            NOTFOUND,
         ),
         c(
             "cname-in",
@@ -271,6 +293,14 @@ pub fn cases() -> Vec<Case> {
             false,
             NOTFOUND,
         ),
+        c(
+            "pod-unknown",
+            Shop,
+            Host,
+            "10-244-7-99.shop.pod.cluster.local",
+            false,
+            NOTFOUND,
+        ),
         c("nx-short", Shop, Host, "nosuch", true, NOTFOUND),
         c("nx-fqdn", Shop, Host, "nosuch.shop.svc.cluster.local.", false, NOTFOUND),
         c(
@@ -283,6 +313,15 @@ pub fn cases() -> Vec<Case> {
         ),
         c("outside", Shop, Host, "www.example.com", false, vals(OUTSIDE)),
         c("outside-dot", Shop, Host, "www.example.com.", false, vals(OUTSIDE)),
+        c("outside-cname", Shop, Host, "alias.example.com", false, vals(OUTSIDE)),
+        c(
+            "outside-over-512",
+            Shop,
+            Host,
+            "many.example.com",
+            false,
+            Outcome::Values((1..=MANY).map(|k| format!("198.51.100.{k}")).collect()),
+        ),
         c("outside-nx", Shop, Host, "nosuch.example.com", false, NOTFOUND),
         c(
             "ptr-svc",
