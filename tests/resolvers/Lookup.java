@@ -43,9 +43,20 @@ public class Lookup {
         }
     }
 
-    static String reverse(String ip) {
-        String[] p = ip.split("\\.");
-        return p[3] + "." + p[2] + "." + p[1] + "." + p[0] + ".in-addr.arpa.";
+    /** The reverse name of an address literal (in-addr.arpa or ip6.arpa). */
+    static String reverse(String ip) throws UnknownHostException {
+        byte[] a = InetAddress.getByName(ip).getAddress();
+        StringBuilder name = new StringBuilder();
+        for (int i = a.length - 1; i >= 0; i--) {
+            int b = a[i] & 0xff;
+            if (a.length == 4) {
+                name.append(b).append('.');
+            } else {
+                name.append(Integer.toHexString(b & 0xf)).append('.');
+                name.append(Integer.toHexString(b >> 4)).append('.');
+            }
+        }
+        return name.append(a.length == 4 ? "in-addr.arpa." : "ip6.arpa.").toString();
     }
 
     static String one(String kind, String name) {

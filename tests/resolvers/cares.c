@@ -126,9 +126,12 @@ int main(void) {
         } else if (strcmp(kind, "srv") == 0) {
             ares_search(ch, name, C_IN, T_SRV, on_srv, NULL);
         } else if (strcmp(kind, "ptr") == 0) {
+            struct in6_addr a6;
             struct in_addr a4;
-            inet_pton(AF_INET, name, &a4);
-            ares_gethostbyaddr(ch, &a4, sizeof a4, AF_INET, on_host, NULL);
+            if (inet_pton(AF_INET, name, &a4) == 1)
+                ares_gethostbyaddr(ch, &a4, sizeof a4, AF_INET, on_host, NULL);
+            else if (inet_pton(AF_INET6, name, &a6) == 1)
+                ares_gethostbyaddr(ch, &a6, sizeof a6, AF_INET6, on_host, NULL);
         } else {
             ares_destroy(ch);
             continue;

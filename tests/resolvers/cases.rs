@@ -332,6 +332,14 @@ pub fn cases() -> Vec<Case> {
             vals(&["web.shop.svc.cluster.local"]),
         ),
         c(
+            "ptr-v6",
+            Shop,
+            Ptr,
+            "fd00:96::10",
+            false,
+            vals(&["web.shop.svc.cluster.local"]),
+        ),
+        c(
             "ptr-2-slices",
             Shop,
             Ptr,
