@@ -232,9 +232,7 @@ fn msg_size(dig: &str) -> usize {
 /// resolv.conf points at it with the kubelet's search path.
 #[test]
 fn glibc_resolver_walks_the_search_path() {
-    let probe = Command::new("unshare").args(["-mn", "true"]).status();
-    if !probe.is_ok_and(|s| s.success()) {
-        eprintln!("SKIP glibc_resolver_walks_the_search_path: cannot create namespaces here (unshare -mn needs root)");
+    if !common::namespaces_or_skip("glibc_resolver_walks_the_search_path") {
         return;
     }
     let dir = temp_dir("glibc");
@@ -297,9 +295,7 @@ wait $pid 2>/dev/null
 /// to the cluster server instead of the whole search walk.
 #[test]
 fn autopath_answers_the_search_walk_in_one_query() {
-    let probe = Command::new("unshare").args(["-mn", "true"]).status();
-    if !probe.is_ok_and(|s| s.success()) {
-        eprintln!("SKIP autopath_answers_the_search_walk_in_one_query: cannot create namespaces here (unshare -mn needs root)");
+    if !common::namespaces_or_skip("autopath_answers_the_search_walk_in_one_query") {
         return;
     }
     let dir = temp_dir("autopath");

@@ -359,9 +359,7 @@ fn judge(
 
 #[test]
 fn every_resolver_a_pod_carries_gets_the_right_answer() {
-    let probe = Command::new("unshare").args(["-mn", "true"]).status();
-    if !probe.is_ok_and(|s| s.success()) {
-        eprintln!("SKIP resolver matrix: cannot create namespaces here (unshare -mn needs root)");
+    if !common::namespaces_or_skip("resolver matrix") {
         return;
     }
     let dir = common::temp_dir("resolvers");

@@ -36,6 +36,17 @@ pub fn free_pair() -> (UdpSocket, std::net::TcpListener) {
     panic!("no loopback port free for both UDP and TCP in 50 tries");
 }
 
+/// Whether this process may create mount and network namespaces
+/// (`unshare -mn` needs root); prints why `test` is skipped when not.
+pub fn namespaces_or_skip(test: &str) -> bool {
+    let probe = Command::new("unshare").args(["-mn", "true"]).status();
+    let ok = probe.is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIP {test}: cannot create namespaces here (unshare -mn needs root)");
+    }
+    ok
+}
+
 /// A loopback port free for both UDP and TCP (bound and released).
 pub fn free_port() -> u16 {
     free_pair().0.local_addr().expect("addr").port()

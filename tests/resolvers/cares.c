@@ -4,31 +4,11 @@
  * channel configured from /etc/resolv.conf (ndots, search, attempts).
  * Reads "ID KIND NAME" lines on stdin and prints "ID MILLISECONDS ok
  * VALUE..." or "ID MILLISECONDS err CLASS DETAIL". */
-#include <arpa/inet.h>
+#include "report.h"
 #include <ares.h>
 #include <arpa/nameser.h>
 #include <netdb.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/select.h>
-#include <time.h>
-
-static char result[65536];
-
-static void emit(const char *fmt, ...) {
-    size_t used = strlen(result);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(result + used, sizeof result - used, fmt, ap);
-    va_end(ap);
-}
-
-static long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 /* Sets the error line for a failed status; 1 if it failed. */
 static int failed(int status) {
@@ -55,12 +35,7 @@ static void on_addrinfo(void *arg, int status, int timeouts, struct ares_addrinf
         return;
     emit("ok");
     for (struct ares_addrinfo_node *n = res->nodes; n; n = n->ai_next) {
-        char buf[INET6_ADDRSTRLEN];
-        const void *a = n->ai_family == AF_INET
-                            ? (const void *)&((struct sockaddr_in *)n->ai_addr)->sin_addr
-                            : (const void *)&((struct sockaddr_in6 *)n->ai_addr)->sin6_addr;
-        if (inet_ntop(n->ai_family, a, buf, sizeof buf))
-            emit(" %s", buf);
+        emit_address(n->ai_addr);
     }
     ares_freeaddrinfo(res);
 }

@@ -6,33 +6,10 @@
  *   srv   res_search(C_IN, T_SRV), parsed with ns_initparse/ns_parserr
  *         (glibc walks the search list; musl's res_search is res_query)
  * Classes: notfound (no such name, or no data), temp (try again), error. */
-#include <arpa/inet.h>
+#include "report.h"
 #include <arpa/nameser.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <resolv.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <stdarg.h>
-#include <time.h>
-
-static char result[65536];
-
-/* Appends to the result line. */
-static void emit(const char *fmt, ...) {
-    size_t used = strlen(result);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(result + used, sizeof result - used, fmt, ap);
-    va_end(ap);
-}
-
-static long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 static void host(const char *name) {
     struct addrinfo hints, *res = NULL, *ai;
@@ -58,12 +35,7 @@ static void host(const char *name) {
     }
     emit("ok");
     for (ai = res; ai; ai = ai->ai_next) {
-        char buf[INET6_ADDRSTRLEN];
-        const void *a = ai->ai_family == AF_INET
-                            ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
-                            : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
-        if (inet_ntop(ai->ai_family, a, buf, sizeof buf))
-            emit(" %s", buf);
+        emit_address(ai->ai_addr);
     }
     freeaddrinfo(res);
 }
