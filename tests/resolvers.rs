@@ -364,7 +364,7 @@ fn every_resolver_a_pod_carries_gets_the_right_answer() {
     }
     let dir = common::temp_dir("resolvers");
     build_clients(&dir);
-    let cases = cases::cases();
+    let cases = cases::cases(&std::fs::read_to_string(src().join("cases.txt")).expect("cases.txt"));
     write_files(&dir, &cases);
     let started = std::time::Instant::now();
     let out = Command::new("unshare")
@@ -377,7 +377,7 @@ fn every_resolver_a_pod_carries_gets_the_right_answer() {
         String::from_utf8_lossy(&out.stderr),
         log("cluster.log")
     );
-    let kinds: HashMap<&str, Kind> = cases.iter().map(|c| (c.id, c.kind)).collect();
+    let kinds: HashMap<&str, Kind> = cases.iter().map(|c| (c.id.as_str(), c.kind)).collect();
     let got = results(&dir, &kinds);
     assert!(!got.is_empty(), "no client reported anything\n{servers}");
     let truncated = truncated_replies(&dir, &cases);

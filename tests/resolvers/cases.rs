@@ -1,6 +1,7 @@
-//! The resolver matrix's data: the pods (one resolv.conf each), the cases
-//! (a name, a kind of lookup and the answer a pod must get), the clients,
-//! and what each client does differently, as expectations with reasons.
+//! The resolver matrix's model: the pods (one resolv.conf each), the cases
+//! (read from cases.txt: a name, a kind of lookup and the answer a pod must
+//! get), the clients, and what each client does differently, as
+//! expectations with reasons.
 //!
 //! What the clients do differently (each rule is applied in [`expect`]):
 //!
@@ -103,10 +104,10 @@ pub enum Outcome {
 }
 
 pub struct Case {
-    pub id: &'static str,
+    pub id: String,
     pub pod: Pod,
     pub kind: Kind,
-    pub name: &'static str,
+    pub name: String,
     /// Resolvable only through the pod's search list.
     pub relative: bool,
     /// Over 512 bytes: what a client without TCP gets is what the
@@ -115,278 +116,65 @@ pub struct Case {
     pub want: Outcome,
 }
 
-fn vals(v: &[&str]) -> Outcome {
-    Outcome::Values(v.iter().map(|s| (*s).to_string()).collect())
-}
-
 const NOTFOUND: Outcome = Outcome::Fail(Class::NotFound);
-const TEMP: Outcome = Outcome::Fail(Class::Temp);
-const WEB: &[&str] = &["10.96.1.10", "fd00:96::10"];
-const OUTSIDE: &[&str] = &["192.0.2.10", "2001:db8::10"];
 
-/// The generated headless Services: name, endpoint count, third octet.
+/// The generated headless Services: name, endpoint count, third octet
+/// (cases.txt expects these).
 pub const BIG: [(&str, u32, u32); 2] = [("mid", 40, 3), ("huge", 100, 4)];
-
-fn big_addrs(i: usize) -> Outcome {
-    let (_, n, third) = BIG[i];
-    Outcome::Values((1..=n).map(|k| format!("10.244.{third}.{k}")).collect())
-}
-
-/// A records of `many.example.com` at the upstream.
+/// A records of `many.example.com` at the upstream (cases.txt expects these).
 pub const MANY: u32 = 40;
 
-fn big_srv(i: usize) -> Outcome {
-    let (name, n, third) = BIG[i];
-    let weight = 100 / n;
-    Outcome::Values(
-        (1..=n)
-            .map(|k| format!("0:{weight}:80:10-244-{third}-{k}.{name}.shop.svc.cluster.local"))
-            .collect(),
-    )
+/// `a{1..3}b` → `a1b a2b a3b`; any other token stays as it is.
+fn expand(token: &str) -> Vec<String> {
+    let range = token.split_once('{').and_then(|(head, rest)| {
+        let (range, tail) = rest.split_once('}')?;
+        let (from, to) = range.split_once("..")?;
+        Some((head, from.parse::<u32>().ok()?, to.parse::<u32>().ok()?, tail))
+    });
+    match range {
+        Some((head, from, to, tail)) => (from..=to).map(|k| format!("{head}{k}{tail}")).collect(),
+        None => vec![token.to_string()],
+    }
 }
 
-/// Every case, in the order the matrix prints them.
-pub fn cases() -> Vec<Case> {
-    use Kind::{Cname, Host, Ptr, Srv};
-    use Pod::{Db, Shop, Unsynced};
-    let c = |id, pod, kind, name, relative, want| Case {
-        id,
+/// Parses one line of cases.txt (see its header for the columns).
+fn case(line: &str) -> Result<Case, String> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let [id, pod, kind, name, search, want @ ..] = f.as_slice() else {
+        return Err("want ID POD KIND NAME SEARCH WANT...".into());
+    };
+    let pod = Pod::ALL
+        .into_iter()
+        .find(|p| p.name() == *pod)
+        .ok_or(format!("unknown pod {pod}"))?;
+    let kind = [Kind::Host, Kind::Srv, Kind::Cname, Kind::Ptr]
+        .into_iter()
+        .find(|k| k.word() == *kind)
+        .ok_or(format!("unknown kind {kind}"))?;
+    let want = match want {
+        [] => return Err("no WANT".into()),
+        ["notfound"] => NOTFOUND,
+        ["temp"] => Outcome::Fail(Class::Temp),
+        values => Outcome::Values(values.iter().flat_map(|v| expand(v)).collect()),
+    };
+    Ok(Case {
+        id: (*id).to_string(),
         pod,
         kind,
-        name,
-        relative,
-        over_512: false,
+        name: (*name).to_string(),
+        relative: *search == "yes",
+        over_512: id.contains("-over-"),
         want,
-    };
-    let peers = vals(&["10.244.2.1", "10.244.2.2", "fd00:244::1", "fd00:244::2"]);
-    let web_srv = vals(&["0:100:80:web.shop.svc.cluster.local"]);
-    let mut v = vec![
-        c("short", Shop, Host, "web", true, vals(WEB)),
-        c("short-own-ns", Shop, Host, "api", true, vals(&["10.96.1.40"])),
-        c("short-other-pod-ns", Db, Host, "api", true, vals(&["10.96.2.40"])),
-        c("svc.ns", Shop, Host, "api.db", true, vals(&["10.96.2.40"])),
-        c("svc.ns.svc", Shop, Host, "web.shop.svc", true, vals(WEB)),
-        c("svc.ns-from-db", Db, Host, "api.shop", true, vals(&["10.96.1.40"])),
-        c("fqdn", Shop, Host, "web.shop.svc.cluster.local", false, vals(WEB)),
-        c("fqdn-dot", Shop, Host, "web.shop.svc.cluster.local.", false, vals(WEB)),
-        c("mixed-case", Shop, Host, "WeB.ShOp.SvC.Cluster.LOCAL", false, vals(WEB)),
-        c("ipv6-only", Shop, Host, "v6only", true, vals(&["fd00:96::20"])),
-        c("headless", Shop, Host, "peers", true, peers),
-        c(
-            "headless-host",
-            Shop,
-            Host,
-            "peer-0.peers",
-            true,
-            vals(&["10.244.2.1", "fd00:244::1"]),
-        ),
-        // five dots: not fewer than ndots, so asked as is before the search list
-        c(
-            "headless-host-fqdn",
-            Shop,
-            Host,
-            "peer-1.peers.shop.svc.cluster.local",
-            false,
-            vals(&["10.244.2.2", "fd00:244::2"]),
-        ),
-        c(
-            "headless-over-512",
-            Shop,
-            Host,
-            "mid.shop.svc.cluster.local",
-            false,
-            big_addrs(0),
-        ),
-        c(
-            "headless-over-1232",
-            Shop,
-            Host,
-            "huge.shop.svc.cluster.local",
-            false,
-            big_addrs(1),
-        ),
-        c("headless-not-ready", Shop, Host, "peer-2.peers", true, NOTFOUND),
-        c("headless-empty", Shop, Host, "empty", true, NOTFOUND),
-        c("srv-short", Shop, Srv, "_http._tcp.web", true, web_srv.clone()),
-        c(
-            "srv-fqdn",
-            Shop,
-            Srv,
-            "_http._tcp.web.shop.svc.cluster.local.",
-            false,
-            web_srv,
-        ),
-        c(
-            "srv-headless",
-            Shop,
-            Srv,
-            "_http._tcp.peers.shop.svc.cluster.local",
-            false,
-            vals(&[
-                "0:50:80:peer-0.peers.shop.svc.cluster.local",
-                "0:50:80:peer-1.peers.shop.svc.cluster.local",
-            ]),
-        ),
-        c(
-            "srv-over-512",
-            Shop,
-            Srv,
-            "_http._tcp.mid.shop.svc.cluster.local",
-            false,
-            big_srv(0),
-        ),
-        c(
-            "srv-over-1232",
-            Shop,
-            Srv,
-            "_http._tcp.huge.shop.svc.cluster.local",
-            false,
-            big_srv(1),
-        ),
-        c("extname-in", Shop, Host, "docs", true, vals(WEB)),
-        c("extname-chain", Shop, Host, "docs2", true, vals(WEB)),
-        c("extname-out", Shop, Host, "ext", true, vals(OUTSIDE)),
-        c(
-            "extname-out-fqdn",
-            Shop,
-            Host,
-            "ext.shop.svc.cluster.local",
-            false,
-            vals(OUTSIDE),
-        ),
-        c(
-            "extname-out-chain",
-            Shop,
-            Host,
-            "ext-alias.shop.svc.cluster.local",
-            false,
-            vals(OUTSIDE),
-        ),
-        c(
-            "extname-out-nx",
-            Shop,
-            Host,
-            "ext-nx.shop.svc.cluster.local",
-            false,
-            NOTFOUND,
-        ),
-        c(
-            "cname-in",
-            Shop,
-            Cname,
-            "docs.shop.svc.cluster.local.",
-            false,
-            vals(&["web.shop.svc.cluster.local"]),
-        ),
-        c(
-            "cname-out",
-            Shop,
-            Cname,
-            "ext.shop.svc.cluster.local.",
-            false,
-            vals(&["www.example.com"]),
-        ),
-        c(
-            "pod",
-            Shop,
-            Host,
-            "10-244-7-7.shop.pod.cluster.local",
-            false,
-            vals(&["10.244.7.7"]),
-        ),
-        c(
-            "pod-v6",
-            Shop,
-            Host,
-            "fd00-244-7--6.shop.pod.cluster.local",
-            false,
-            vals(&["fd00:244:7::6"]),
-        ),
-        c(
-            "pod-deleting",
-            Shop,
-            Host,
-            "10-244-7-8.shop.pod.cluster.local",
-            false,
-            NOTFOUND,
-        ),
-        c(
-            "pod-unknown",
-            Shop,
-            Host,
-            "10-244-7-99.shop.pod.cluster.local",
-            false,
-            NOTFOUND,
-        ),
-        c("nx-short", Shop, Host, "nosuch", true, NOTFOUND),
-        c("nx-fqdn", Shop, Host, "nosuch.shop.svc.cluster.local.", false, NOTFOUND),
-        c(
-            "nx-srv",
-            Shop,
-            Srv,
-            "_http._tcp.nosuch.shop.svc.cluster.local",
-            false,
-            NOTFOUND,
-        ),
-        c("outside", Shop, Host, "www.example.com", false, vals(OUTSIDE)),
-        c("outside-dot", Shop, Host, "www.example.com.", false, vals(OUTSIDE)),
-        c("outside-cname", Shop, Host, "alias.example.com", false, vals(OUTSIDE)),
-        c(
-            "outside-over-512",
-            Shop,
-            Host,
-            "many.example.com",
-            false,
-            Outcome::Values((1..=MANY).map(|k| format!("198.51.100.{k}")).collect()),
-        ),
-        c("outside-nx", Shop, Host, "nosuch.example.com", false, NOTFOUND),
-        c(
-            "ptr-svc",
-            Shop,
-            Ptr,
-            "10.96.1.10",
-            false,
-            vals(&["web.shop.svc.cluster.local"]),
-        ),
-        c(
-            "ptr-v6",
-            Shop,
-            Ptr,
-            "fd00:96::10",
-            false,
-            vals(&["web.shop.svc.cluster.local"]),
-        ),
-        c(
-            "ptr-2-slices",
-            Shop,
-            Ptr,
-            "10.244.9.9",
-            false,
-            vals(&["dup-0.dup.shop.svc.cluster.local"]),
-        ),
-        c("unsynced-short", Unsynced, Host, "web", true, TEMP),
-        c(
-            "unsynced-fqdn",
-            Unsynced,
-            Host,
-            "web.shop.svc.cluster.local.",
-            false,
-            TEMP,
-        ),
-        c(
-            "unsynced-srv",
-            Unsynced,
-            Srv,
-            "_http._tcp.web.shop.svc.cluster.local.",
-            false,
-            TEMP,
-        ),
-        c("unsynced-ptr", Unsynced, Ptr, "10.96.1.10", false, TEMP),
-    ];
-    for case in &mut v {
-        case.over_512 = case.id.contains("-over-");
-    }
-    v
+    })
+}
+
+/// Every case of `text` (cases.txt), in order; panics naming a bad line.
+pub fn cases(text: &str) -> Vec<Case> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|(n, l)| case(l).unwrap_or_else(|e| panic!("cases.txt:{}: {e}", n + 1)))
+        .collect()
 }
 
 /// The clients, one column each.
@@ -473,7 +261,7 @@ pub fn expect(client: Client, case: &Case, truncated: &HashMap<String, Vec<Strin
                 outcome = NOTFOUND; // res_search is res_query: no search list
             }
             if case.over_512 {
-                let got = truncated.get(case.id).cloned().unwrap_or_default();
+                let got = truncated.get(&case.id).cloned().unwrap_or_default();
                 outcome = Outcome::Values(normalize(case.kind, got));
             }
             if case.pod == Pod::Unsynced {
