@@ -57,6 +57,7 @@ fn build_clients(dir: &Path) {
                     .env("GOPATH", go.join("path"))
                     .env("GO111MODULE", "off")
                     .env("GOPROXY", "off")
+                    .env("GOENV", "off")
                     .env("GOFLAGS", ""),
             );
         }
