@@ -63,16 +63,14 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
     } else {
         limit
     };
-    enc.set_max_size(u16::try_from(room).unwrap_or(u16::MAX));
-    let (answers, mut truncated) = section(&mut enc, &answer.answers)?;
+    let (answers, mut truncated) = section(&mut enc, &answer.answers, room)?;
     counts.answers = answers;
     if !truncated {
-        (counts.authorities, truncated) = section(&mut enc, &answer.authority)?;
+        (counts.authorities, truncated) = section(&mut enc, &answer.authority, room)?;
     }
     if !truncated {
-        counts.additionals = section(&mut enc, &answer.additional)?.0;
+        counts.additionals = section(&mut enc, &answer.additional, room)?.0;
     }
-    enc.set_max_size(u16::try_from(limit).unwrap_or(u16::MAX));
     if let Some(client) = echo.edns {
         let mut edns = Edns::new();
         edns.set_max_payload(OUR_PAYLOAD)
@@ -82,8 +80,6 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
         Record::from(&edns).emit(&mut enc)?;
         counts.additionals += 1;
     }
-    // A record that did not fit was rolled back by moving the offset, not
-    // by cutting the buffer: the reply ends where its last whole record does.
     let end = enc.offset();
     let mut meta = Metadata::new(echo.meta.id, MessageType::Response, echo.meta.op_code);
     meta.recursion_desired = echo.meta.recursion_desired;
@@ -99,12 +95,76 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
     Ok(truncated)
 }
 
-/// Emits whole records while they fit; `(count, truncated)`.
-fn section(enc: &mut BinEncoder<'_>, records: &[Record]) -> Result<(u16, bool), ProtoError> {
-    let (count, truncated) = match enc.emit_all(records.iter()) {
-        Ok(n) => (n, false),
-        Err(ProtoError::NotAllRecordsWritten { count, .. }) => (count, true),
-        Err(e) => return Err(e),
-    };
-    Ok((u16::try_from(count).unwrap_or(u16::MAX), truncated))
+/// Emits whole records while each ends within `room` bytes; `(count,
+/// truncated)`. A record is judged by where it ends once compressed (the
+/// encoder's own size limit would judge its owner name uncompressed and
+/// drop a record that fits), and one that does not fit is cut off the
+/// buffer with its compression pointers: the reply ends where its last
+/// whole record does (glibc's and musl's parsers reject anything after).
+fn section(enc: &mut BinEncoder<'_>, records: &[Record], room: usize) -> Result<(u16, bool), ProtoError> {
+    for (count, record) in records.iter().enumerate() {
+        let start = enc.offset();
+        let fits = match record.emit(enc) {
+            Ok(()) => enc.offset() <= room,
+            Err(ProtoError::MaxBufferSizeExceeded(_)) => false,
+            Err(e) => return Err(e),
+        };
+        if !fits {
+            enc.set_offset(start);
+            enc.trim();
+            return Ok((u16::try_from(count).unwrap_or(u16::MAX), true));
+        }
+    }
+    Ok((u16::try_from(records.len()).unwrap_or(u16::MAX), false))
+}
+
+#[cfg(test)]
+mod tests {
+    use hickory_proto::op::{Metadata, OpCode, Query};
+    use hickory_proto::rr::{Name, RecordType};
+
+    use super::*;
+
+    /// A truncated reply holds every whole record that fits (judged
+    /// compressed) and nothing after the last one.
+    #[test]
+    fn truncated_replies_are_packed_and_end_at_a_whole_record() {
+        let owner = Name::from_ascii("a-rather-long-service-name.some-namespace.svc.cluster.local.").expect("name");
+        let mut answer = Answer::default();
+        for i in 0..100u8 {
+            let addr = std::net::IpAddr::from([10, 0, 0, i]);
+            answer
+                .answers
+                .extend(super::super::answer::address(&owner, 5, addr, RecordType::A));
+        }
+        let meta = Metadata::new(7, MessageType::Query, OpCode::Query);
+        let query = Query::query(owner.clone(), RecordType::A);
+        for (edns, limit) in [
+            (None, 512),
+            (
+                Some(ClientEdns {
+                    payload: 1232,
+                    dnssec_ok: false,
+                }),
+                1232,
+            ),
+        ] {
+            let echo = Echo {
+                meta: &meta,
+                query: Some(&query),
+                edns,
+            };
+            let mut out = Vec::new();
+            assert!(write(&mut out, &echo, &answer, limit), "truncated");
+            let parsed = crate::fuzzing::parse_strict(&out).expect("parses strictly");
+            // one more A record, its owner a compression pointer: 2 + 10 + 4 bytes
+            assert!(
+                out.len() <= limit && out.len() + 16 > limit,
+                "{} bytes, limit {limit}",
+                out.len()
+            );
+            assert!(parsed.metadata.truncation);
+            assert!(!parsed.answers.is_empty());
+        }
+    }
 }
