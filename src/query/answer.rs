@@ -35,6 +35,8 @@ pub struct Answer {
     pub expansion: Option<Expansion>,
     /// `autopath` answered a later name of the search walk.
     pub autopath: bool,
+    /// A forwarded AAAA question `dns64` translates when its reply comes.
+    pub dns64: Option<std::sync::Arc<super::dns64::Dns64>>,
 }
 
 impl Answer {
@@ -51,6 +53,7 @@ impl Answer {
         self.plugin = Plugin::None;
         self.expansion = None;
         self.autopath = false;
+        self.dns64 = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

@@ -46,6 +46,8 @@ pub struct Job {
     pub started: Instant,
     /// Where the answer is counted (`coredns_dns_*`).
     pub stats: Option<Arc<ZoneStats>>,
+    /// An AAAA question `dns64` translates (asking A) when the reply has no AAAA.
+    pub dns64: Option<Arc<super::dns64::Dns64>>,
 }
 
 impl Job {

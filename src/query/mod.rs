@@ -15,8 +15,10 @@
 pub mod answer;
 pub mod cluster;
 pub mod defer;
+pub mod dns64;
 pub mod finish;
 pub mod forward;
+pub mod k8s_external;
 pub mod local;
 pub mod log;
 pub mod memo;
@@ -274,6 +276,7 @@ impl Handler {
                         loadbalance,
                         started,
                         stats: router.stats.get(usize::from(answer.zone)).cloned(),
+                        dns64: answer.dns64.take(),
                     });
                     return Full::Later;
                 }
