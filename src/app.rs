@@ -268,7 +268,10 @@ impl Runtime {
         if let Some(f) = &forwarding {
             built.live.forwardings.push(f.clone());
         }
-        let dns64 = server.dns64.clone().map(|d| Arc::new(Dns64::new(d, server_label(server))));
+        let dns64 = server
+            .dns64
+            .clone()
+            .map(|d| Arc::new(Dns64::new(d, server_label(server))));
         built.live.dns64.extend(dns64.clone());
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {

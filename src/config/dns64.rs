@@ -108,6 +108,21 @@ pub(super) mod tests {
             .map_err(|e| e.0.iter().map(ToString::to_string).collect())
     }
 
+    /// Each `(body, want)`: loading `body` gives exactly one error, starting with `want`.
+    pub fn one_error_each<T>(cases: &[(&str, &str)], load: impl Fn(&str) -> Result<T, Vec<String>>) {
+        for (body, want) in cases {
+            let Err(errors) = load(body) else {
+                panic!("{body}: loaded without errors")
+            };
+            assert_eq!(errors.len(), 1, "{body}: {errors:?}");
+            assert!(
+                errors[0].starts_with(want),
+                "{body}:\n{}\nshould start with\n{want}",
+                errors[0]
+            );
+        }
+    }
+
     fn dns64(body: &str) -> Result<Dns64Config, Vec<String>> {
         let text = format!(".:53 {{\n    {body}\n}}\n");
         load(&text).map(|c| c.servers[0].dns64.clone().expect("dns64"))
@@ -177,14 +192,6 @@ pub(super) mod tests {
                 "/tmp/Corefile:3:5: dns64: only one per server block",
             ),
         ];
-        for (body, want) in cases {
-            let errors = dns64(body).expect_err(body);
-            assert_eq!(errors.len(), 1, "{body}: {errors:?}");
-            assert!(
-                errors[0].starts_with(want),
-                "{body}:\n{}\nshould start with\n{want}",
-                errors[0]
-            );
-        }
+        one_error_each(cases, dns64);
     }
 }

@@ -81,7 +81,7 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
 
 #[cfg(test)]
 mod tests {
-    use super::super::dns64::tests::load;
+    use super::super::dns64::tests::{load, one_error_each};
     use super::*;
 
     fn external(body: &str) -> Result<K8sExternalConfig, Vec<String>> {
@@ -161,15 +161,7 @@ mod tests {
                 "/tmp/Corefile:6:5: k8s_external: only one per server block",
             ),
         ];
-        for (body, want) in cases {
-            let errors = external(body).expect_err(body);
-            assert_eq!(errors.len(), 1, "{body}: {errors:?}");
-            assert!(
-                errors[0].starts_with(want),
-                "{body}:\n{}\nshould start with\n{want}",
-                errors[0]
-            );
-        }
+        one_error_each(cases, external);
     }
 
     #[test]

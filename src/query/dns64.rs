@@ -66,7 +66,11 @@ impl Dns64 {
         if aaaa.rcode == ResponseCode::NXDomain {
             return false;
         }
-        self.cfg.translate_all || !aaaa.answers.iter().any(|r| matches!(r.data, RData::AAAA(a) if !is_mapped(a.0)))
+        self.cfg.translate_all
+            || !aaaa
+                .answers
+                .iter()
+                .any(|r| matches!(r.data, RData::AAAA(a) if !is_mapped(a.0)))
     }
 
     /// Replaces `out` (the reply to AAAA) by the translation of `a` (the
@@ -93,7 +97,8 @@ impl Dns64 {
             match &r.data {
                 RData::A(v4) => {
                     let data = RData::AAAA(AAAA(self.translate(v4.0)));
-                    out.answers.push(Record::from_rdata(r.name.clone(), r.ttl.min(cap), data));
+                    out.answers
+                        .push(Record::from_rdata(r.name.clone(), r.ttl.min(cap), data));
                 }
                 _ => out.answers.push(r.clone()),
             }
@@ -235,10 +240,19 @@ mod tests {
         let mapped = RData::AAAA(AAAA("::ffff:192.0.2.1".parse().expect("v6")));
         aaaa.answers.push(Record::from_rdata(owner.clone(), 60, mapped));
         assert!(d.wanted(&aaaa), "an IPv4-mapped AAAA does not count");
-        aaaa.answers
-            .push(Record::from_rdata(owner, 60, RData::AAAA(AAAA("2001:db8::1".parse().expect("v6")))));
+        aaaa.answers.push(Record::from_rdata(
+            owner,
+            60,
+            RData::AAAA(AAAA("2001:db8::1".parse().expect("v6"))),
+        ));
         assert!(!d.wanted(&aaaa));
-        let all = Dns64::new(Dns64Config { translate_all: true, ..d.cfg.clone() }, String::new());
+        let all = Dns64::new(
+            Dns64Config {
+                translate_all: true,
+                ..d.cfg.clone()
+            },
+            String::new(),
+        );
         assert!(all.wanted(&aaaa));
     }
 }

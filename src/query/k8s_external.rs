@@ -34,8 +34,8 @@ use hickory_proto::rr::RData;
 use super::answer::{self, prefixed, Answer, Zone};
 use super::cluster::{reverse, Found, Outcome};
 use super::route::{Block, Routed, Router};
-use crate::metrics::Plugin;
 use crate::config::k8s_external::K8sExternalConfig;
+use crate::metrics::Plugin;
 use crate::store::records::undash;
 use crate::store::{Service, ServiceKind, Snapshot, Store};
 
@@ -164,7 +164,9 @@ impl Lookup<'_, '_> {
         match self.qtype {
             RecordType::SOA => self.out.answers.push(answer::soa(zone, self.ttl, self.snap.serial)),
             RecordType::NS => {
-                self.out.answers.push(answer::ns(&zone.name, self.ttl, zone.ns_host.clone()));
+                self.out
+                    .answers
+                    .push(answer::ns(&zone.name, self.ttl, zone.ns_host.clone()));
                 for ip in ns_addresses(self.snap) {
                     let glue = answer::address(&zone.ns_host, self.ttl, ip, RecordType::ANY);
                     self.out.additional.extend(glue);
@@ -252,14 +254,23 @@ impl Lookup<'_, '_> {
     /// What the service's name answers: its endpoints (a headless Service
     /// with `headless` and no external address), else its external
     /// addresses, each once per port passing `filter`.
-    fn entries<'s>(&self, service: &'s Service, endpoint: Option<&str>, filter: Option<(&str, &str)>) -> Vec<Entry<'s>> {
+    fn entries<'s>(
+        &self,
+        service: &'s Service,
+        endpoint: Option<&str>,
+        filter: Option<(&str, &str)>,
+    ) -> Vec<Entry<'s>> {
         let mut entries = Vec::new();
         let headless = matches!(service.kind, Some(ServiceKind::Headless));
         if self.headless && service.external.is_none() && (headless || endpoint.is_some()) {
             let as_ip = endpoint.and_then(undash);
             for slice in service.slices.iter() {
                 let ports = ports(slice.ports.iter().map(|p| (&*p.name, p.proto.label(), p.port)), filter);
-                for e in slice.endpoints.iter().filter(|e| endpoint.is_none_or(|h| e.named(h, as_ip))) {
+                for e in slice
+                    .endpoints
+                    .iter()
+                    .filter(|e| endpoint.is_none_or(|h| e.named(h, as_ip)))
+                {
                     entries.extend(ports.iter().map(|port| Entry {
                         addr: Addr::Ip(e.addr),
                         port: *port,
@@ -272,10 +283,17 @@ impl Lookup<'_, '_> {
         let (Some(external), None) = (&service.external, endpoint) else {
             return entries;
         };
-        let ports = ports(service.ports.iter().map(|p| (&*p.name, p.proto.label(), p.port)), filter);
+        let ports = ports(
+            service.ports.iter().map(|p| (&*p.name, p.proto.label(), p.port)),
+            filter,
+        );
         let addrs = external.ips.iter().map(|ip| Addr::Ip(*ip));
         for addr in addrs.chain(external.hostnames.iter().map(Addr::Host)) {
-            entries.extend(ports.iter().map(|port| Entry { addr, port: *port, host: None }));
+            entries.extend(ports.iter().map(|port| Entry {
+                addr,
+                port: *port,
+                host: None,
+            }));
         }
         entries
     }
@@ -349,7 +367,9 @@ pub fn chase<'a>(
         return routed;
     }
     let [cname] = &out.answers[..] else { return routed };
-    let RData::CNAME(target) = &cname.data else { return routed };
+    let RData::CNAME(target) = &cname.data else {
+        return routed;
+    };
     let mut found = Answer::default();
     let asked = Query::query(target.0.clone(), query.query_type());
     if let Routed::Done = router.through(block, &asked, dnssec_ok, cd, &mut found) {
@@ -364,7 +384,10 @@ pub fn chase<'a>(
 /// The ports passing `filter` (`(name, protocol)`, named ports only);
 /// a Service or slice without ports answers once, with no port, when
 /// there is no filter.
-fn ports<'p>(all: impl Iterator<Item = (&'p str, &'static str, u16)>, filter: Option<(&str, &str)>) -> Vec<Option<u16>> {
+fn ports<'p>(
+    all: impl Iterator<Item = (&'p str, &'static str, u16)>,
+    filter: Option<(&str, &str)>,
+) -> Vec<Option<u16>> {
     let all: Vec<_> = all.collect();
     if all.is_empty() {
         return if filter.is_none() { vec![None] } else { Vec::new() };

@@ -302,7 +302,14 @@ impl Router {
     }
 
     /// `query` through `block`'s plugins in order (no autopath, no dns64).
-    pub(super) fn through<'a>(&self, block: &'a Block, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'a> {
+    pub(super) fn through<'a>(
+        &self,
+        block: &'a Block,
+        query: &Query,
+        dnssec_ok: bool,
+        cd: bool,
+        out: &mut Answer,
+    ) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
         if qtype == RecordType::ANY && block.any {
             out.answers.push(answer::hinfo_rfc8482(qname));

@@ -145,7 +145,9 @@ impl Forwarding {
     ) {
         let this = self.clone();
         self.runtime.spawn(async move {
-            let Some(request) = message(&query, dnssec_ok, cd) else { return };
+            let Some(request) = message(&query, dnssec_ok, cd) else {
+                return;
+            };
             let _ = this
                 .resolve(&request, &query, Cache::key(&query, dnssec_ok, cd), false)
                 .await;
@@ -246,7 +248,10 @@ impl Forwarding {
             out.error(ResponseCode::ServFail);
             return out;
         };
-        match self.resolve(&request, query, Cache::key(query, dnssec_ok, cd), tcp).await {
+        match self
+            .resolve(&request, query, Cache::key(query, dnssec_ok, cd), tcp)
+            .await
+        {
             Ok(m) => out.relay(&m),
             Err(rcode) => out.error(rcode),
         }
