@@ -124,6 +124,7 @@ fn prefix_translate_all_and_allow_ipv4() {
 .:{port} {{
     bind 127.0.0.1 ::1
     ready 127.0.0.1:0
+    prometheus 127.0.0.1:0
     dns64 {{
         prefix 2001:db8:64::/48
         translate_all
@@ -136,7 +137,7 @@ fn prefix_translate_all_and_allow_ipv4() {
 ",
         common::demo_cluster().display()
     );
-    let _server = Server::start(&temp_dir("dns64-options"), &text);
+    let server = Server::start(&temp_dir("dns64-options"), &text);
     // allow_ipv4: an IPv4 client gets the synthesis; /48 puts 10.96 before the u octet
     let r = v4(port, &["kubernetes.default.svc.cluster.local", "AAAA"]);
     assert_eq!(r.data(), ["2001:db8:64:a60:0:100::"], "{r:?}");
@@ -145,4 +146,11 @@ fn prefix_translate_all_and_allow_ipv4() {
     let all = v4(port, &["web.shop.svc.cluster.local", "AAAA"]).data();
     assert_eq!(own.len(), all.len(), "{own:?} {all:?}");
     assert!(all.iter().all(|a| a.starts_with("2001:db8:64:")), "{all:?}");
+    // a repeated question is translated (and counted) again, not replayed
+    assert_eq!(
+        v6(port, &["kubernetes.default.svc.cluster.local", "AAAA"]).data(),
+        r.data()
+    );
+    let series = format!("coredns_dns64_requests_translated_total{{server=\"dns://127.0.0.1:{port}\"}}");
+    assert_eq!(server.metric(&series), 3.0);
 }

@@ -88,9 +88,9 @@ impl Dns64 {
             .iter()
             .find(|r| r.record_type() == RecordType::SOA)
             .map_or(NO_SOA_TTL, |soa| soa.ttl);
-        let (log, zone, memoizable) = (out.log, out.zone, out.memoizable && a.memoizable);
-        out.clear();
-        (out.log, out.zone, out.memoizable, out.plugin) = (log, zone, memoizable, Plugin::Dns64);
+        let (log, zone) = (out.log, out.zone);
+        out.clear(); // not memoizable: every translated reply is counted
+        (out.log, out.zone, out.plugin) = (log, zone, Plugin::Dns64);
         out.recursion_available = a.recursion_available;
         out.truncated = a.truncated;
         for r in &a.answers {
