@@ -4,9 +4,12 @@
 mod common;
 
 use common::dig::{dig, Reply};
+use common::stub::Stub;
 use common::{temp_dir, Server};
 
-fn start(tag: &str) -> Server {
+/// The server (and the upstream it forwards other names to).
+fn start(tag: &str) -> (Server, Stub) {
+    let stub = Stub::start();
     let dump = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("zones/external.yaml");
     let text = format!(
         "\
@@ -23,6 +26,7 @@ fn start(tag: &str) -> Server {
     kubernetes cluster.local in-addr.arpa ip6.arpa {{
         snapshot {dump}
     }}
+    forward . {upstream}
 }}
 other.test:0 {{
     bind 127.0.0.1
@@ -36,9 +40,10 @@ other.test:0 {{
     }}
 }}
 ",
-        dump = dump.display()
+        dump = dump.display(),
+        upstream = stub.addr
     );
-    Server::start(&temp_dir(tag), &text)
+    (Server::start(&temp_dir(tag), &text), stub)
 }
 
 fn ask(server: &Server, args: &[&str]) -> Reply {
@@ -47,7 +52,7 @@ fn ask(server: &Server, args: &[&str]) -> Reply {
 
 #[test]
 fn external_ips_and_ingress_answer_under_the_zone() {
-    let server = start("k8s-external");
+    let (server, _upstream) = start("k8s-external");
     let web = ask(&server, &["web.shop.example.org", "A"]);
     assert_eq!((web.status.as_str(), web.aa()), ("NOERROR", true), "{web:?}");
     assert_eq!(web.answer, ["web.shop.example.org. 5 IN A 203.0.113.10"]);
@@ -66,6 +71,28 @@ fn external_ips_and_ingress_answer_under_the_zone() {
         ],
         "an ingress hostname is a CNAME, followed here when the block knows the target"
     );
+    let alb = ask(&server, &["alb.shop.example.org", "A"]);
+    assert_eq!(
+        (alb.status.as_str(), alb.aa(), alb.answer.clone()),
+        (
+            "NOERROR",
+            true,
+            vec![
+                "alb.shop.example.org. 5 IN CNAME alb-5678.elb.upstream.test.".to_string(),
+                "alb-5678.elb.upstream.test. 60 IN A 192.0.2.1".to_string()
+            ]
+        ),
+        "else the target is forwarded and answered under the CNAME"
+    );
+    let gone = ask(&server, &["gone.shop.example.org", "A"]);
+    assert_eq!(
+        (gone.status.as_str(), gone.answer.clone()),
+        (
+            "NOERROR",
+            vec!["gone.shop.example.org. 5 IN CNAME nx.elb.upstream.test.".to_string()]
+        ),
+        "a target that does not exist leaves the CNAME"
+    );
     // the cluster zone itself is unchanged
     assert_eq!(
         ask(&server, &["web.shop.svc.cluster.local", "A"]).data(),
@@ -75,7 +102,7 @@ fn external_ips_and_ingress_answer_under_the_zone() {
 
 #[test]
 fn negative_answers_carry_the_zones_soa() {
-    let server = start("k8s-external-negative");
+    let (server, _upstream) = start("k8s-external-negative");
     let soa = "example.org. 5 IN SOA ns1.dns.example.org. hostmaster.dns.example.org.";
     for (name, qtype, status) in [
         ("internal.shop.example.org", "A", "NXDOMAIN"), // no outside address
@@ -104,7 +131,7 @@ fn negative_answers_carry_the_zones_soa() {
 
 #[test]
 fn srv_per_port_with_glue() {
-    let server = start("k8s-external-srv");
+    let (server, _upstream) = start("k8s-external-srv");
     let srv = ask(&server, &["web.shop.example.org", "SRV"]);
     let mut answer = srv.answer.clone();
     answer.sort();
@@ -145,7 +172,7 @@ fn srv_per_port_with_glue() {
 
 #[test]
 fn apex_soa_ns_and_the_name_server_host() {
-    let server = start("k8s-external-apex");
+    let (server, _upstream) = start("k8s-external-apex");
     let soa = ask(&server, &["example.org", "SOA"]);
     assert_eq!(soa.answer.len(), 1, "{soa:?}");
     assert!(soa.answer[0].starts_with("example.org. 5 IN SOA ns1.dns.example.org. hostmaster.dns.example.org. "));
@@ -164,7 +191,7 @@ fn apex_soa_ns_and_the_name_server_host() {
 
 #[test]
 fn ptr_for_external_ips_and_fallthrough_to_the_cluster() {
-    let server = start("k8s-external-ptr");
+    let (server, _upstream) = start("k8s-external-ptr");
     let v4 = ask(&server, &["-x", "203.0.113.10"]);
     assert_eq!(v4.data(), ["web.shop.example.org."], "{v4:?}");
     assert_eq!(ask(&server, &["-x", "2001:db8::10"]).data(), ["web.shop.example.org."]);
@@ -182,7 +209,7 @@ fn ptr_for_external_ips_and_fallthrough_to_the_cluster() {
 
 #[test]
 fn apex_ttl_and_headless_options() {
-    let server = start("k8s-external-options");
+    let (server, _upstream) = start("k8s-external-options");
     let web = ask(&server, &["web.shop.other.test", "A"]);
     assert_eq!(web.answer, ["web.shop.other.test. 60 IN A 203.0.113.10"], "ttl 60");
     let ns = ask(&server, &["other.test", "NS"]);

@@ -37,6 +37,8 @@ pub struct Answer {
     pub autopath: bool,
     /// A forwarded AAAA question `dns64` translates when its reply comes.
     pub dns64: Option<std::sync::Arc<super::dns64::Dns64>>,
+    /// `k8s_external`: the CNAME to put before the forwarded answer of its target.
+    pub cname: Option<Record>,
 }
 
 impl Answer {
@@ -54,6 +56,7 @@ impl Answer {
         self.expansion = None;
         self.autopath = false;
         self.dns64 = None;
+        self.cname = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

@@ -48,6 +48,9 @@ pub struct Job {
     pub stats: Option<Arc<ZoneStats>>,
     /// An AAAA question `dns64` translates (asking A) when the reply has no AAAA.
     pub dns64: Option<Arc<super::dns64::Dns64>>,
+    /// `k8s_external`: the client's name is this CNAME to the forwarded
+    /// name (`asked` is set); it comes first, with the target's records if any.
+    pub cname: Option<hickory_proto::rr::Record>,
 }
 
 impl Job {
@@ -75,7 +78,13 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if job.loadbalance {
         answer.shuffle_addresses();
     }
-    if let Some(asked) = &job.asked {
+    if let Some(cname) = &job.cname {
+        if answer.rcode != ResponseCode::NoError {
+            answer.error(ResponseCode::NoError); // the CNAME exists whatever its target is
+        }
+        answer.answers.insert(0, cname.clone());
+        (answer.plugin, answer.authoritative) = (crate::metrics::Plugin::K8sExternal, true);
+    } else if let Some(asked) = &job.asked {
         if answer.rcode == ResponseCode::NoError {
             let cname = super::answer::cname(asked.name(), 5, job.query.name().clone());
             answer.answers.insert(0, cname);

@@ -19,7 +19,9 @@
 //! With `headless`, a headless Service without external addresses answers
 //! its ready endpoints instead. Negative answers carry the zone's SOA
 //! (`ns1.<apex>.<zone> hostmaster.<apex>.<zone>`); an NXDOMAIN covered by
-//! `fallthrough` goes on to the next plugin.
+//! `fallthrough` goes on to the next plugin. An ingress hostname's CNAME is
+//! followed ([`chase`]): here when the block knows the target, else by
+//! forwarding it (the answer comes back under the CNAME, as autopath's do).
 
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -350,9 +352,9 @@ impl Lookup<'_, '_> {
     }
 }
 
-/// An ingress hostname's CNAME is followed when the block answers the
-/// target itself (hosts, the cluster, a cache hit); otherwise the CNAME is
-/// the answer and the client's resolver follows it.
+/// An ingress hostname's CNAME is followed: answered here when the block
+/// knows the target (hosts, the cluster, a cache hit), else the target is
+/// forwarded and its answer comes back under the CNAME.
 pub fn chase<'a>(
     router: &'a Router,
     block: &'a Block,
@@ -372,11 +374,16 @@ pub fn chase<'a>(
     };
     let mut found = Answer::default();
     let asked = Query::query(target.0.clone(), query.query_type());
-    if let Routed::Done = router.through(block, &asked, dnssec_ok, cd, &mut found) {
-        if found.rcode == ResponseCode::NoError {
+    match router.through(block, &asked, dnssec_ok, cd, &mut found) {
+        Routed::Done if found.rcode == ResponseCode::NoError => {
             out.answers.append(&mut found.answers);
             out.memoizable &= found.memoizable;
         }
+        Routed::Forward(f, lb) | Routed::Autopath(f, lb, _) => {
+            out.cname = Some(cname.clone());
+            return Routed::Autopath(f, lb, asked);
+        }
+        _ => {}
     }
     Routed::Done
 }

@@ -277,6 +277,7 @@ impl Handler {
                         started,
                         stats: router.stats.get(usize::from(answer.zone)).cloned(),
                         dns64: answer.dns64.take(),
+                        cname: answer.cname.take(),
                     });
                     return Full::Later;
                 }

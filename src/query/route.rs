@@ -101,8 +101,9 @@ pub enum Routed<'a> {
     Drop,
     /// Not cached: forward it (and shuffle the answer: `loadbalance`).
     Forward(&'a Arc<Forwarding>, bool),
-    /// `autopath` reached the bare name and it must be forwarded: the
-    /// answer to `Query` comes back under a CNAME from the client's name.
+    /// `autopath` reached the bare name and it must be forwarded (or
+    /// `k8s_external` follows an ingress hostname): the answer to `Query`
+    /// comes back under a CNAME from the client's name.
     Autopath(&'a Arc<Forwarding>, bool, Query),
 }
 
