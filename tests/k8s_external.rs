@@ -34,10 +34,12 @@ other.test:0 {{
         apex ns.ext
         ttl 60
         headless
+        fallthrough
     }}
     kubernetes cluster.local {{
         snapshot {dump}
     }}
+    forward . {upstream}
 }}
 ",
         dump = dump.display(),
@@ -219,10 +221,17 @@ fn apex_ttl_and_headless_options() {
         "apex ns.ext"
     );
     assert_eq!(ask(&server, &["ns1.ns.ext.other.test", "A"]).data(), ["192.0.2.53"]);
-    let soa = ask(&server, &["nosuch.shop.other.test", "A"]);
+    let soa = ask(&server, &["web.shop.other.test", "TXT"]);
     assert!(
         soa.authority[0].starts_with("other.test. 60 IN SOA ns1.ns.ext.other.test. hostmaster.ns.ext.other.test."),
         "{soa:?}"
+    );
+    // fallthrough: an NXDOMAIN goes on to the next plugin (here forward); NODATA does not
+    let passed = ask(&server, &["nosuch.shop.other.test", "A"]);
+    assert_eq!(
+        (passed.aa(), passed.data()),
+        (false, vec!["192.0.2.1".to_string()]),
+        "{passed:?}"
     );
     // headless: a headless Service's ready endpoints, each by its name too
     assert_eq!(
@@ -230,7 +239,11 @@ fn apex_ttl_and_headless_options() {
         ["10.244.2.10", "10.244.2.11"]
     );
     assert_eq!(ask(&server, &["pg-1.pg.db.other.test", "A"]).data(), ["10.244.2.11"]);
-    assert_eq!(ask(&server, &["pg-9.pg.db.other.test", "A"]).status, "NXDOMAIN");
+    let unknown = ask(&server, &["pg-9.pg.db.other.test", "A"]);
+    assert!(
+        !unknown.aa(),
+        "no such endpoint: NXDOMAIN here, so the upstream answered: {unknown:?}"
+    );
     let srv = ask(&server, &["_postgres._tcp.pg.db.other.test", "SRV"]);
     assert_eq!(
         srv.data(),
