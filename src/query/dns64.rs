@@ -119,7 +119,9 @@ impl Dns64 {
             if at == 8 {
                 at += 1; // skip the u octet
             }
-            bytes[at] = octet;
+            if let Some(b) = bytes.get_mut(at) {
+                *b = octet;
+            }
             at += 1;
         }
         Ipv6Addr::from(bytes)

@@ -34,7 +34,7 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::RData;
 
 use super::answer::{self, prefixed, Answer, Zone};
-use super::cluster::{reverse, Found, Outcome};
+use super::cluster::{exists, reverse, Found, Outcome};
 use super::route::{Block, Routed, Router};
 use crate::config::k8s_external::K8sExternalConfig;
 use crate::metrics::Plugin;
@@ -418,10 +418,5 @@ fn ns_addresses(snap: &Snapshot) -> Vec<IpAddr> {
     }
 }
 
-fn exists(yes: bool) -> Found {
-    if yes {
-        Found::NoData
-    } else {
-        Found::NxDomain
-    }
-}
+#[cfg(test)]
+mod tests;
