@@ -39,6 +39,7 @@ pub struct State {
 pub struct Live {
     pub stores: Vec<Arc<Store>>,
     pub forwardings: Vec<Arc<Forwarding>>,
+    pub dns64: Vec<Arc<crate::query::dns64::Dns64>>,
 }
 
 impl State {
@@ -118,6 +119,7 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
         "/metrics" if endpoints.metrics => {
             let mut text = state.metrics.render(state.synced());
             crate::query::forward::render(&state.live.load().forwardings, &mut text);
+            crate::query::dns64::render(&state.live.load().dns64, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")
         }
         _ => ("404 Not Found", "not found".to_string(), "text/plain"),

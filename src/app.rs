@@ -18,8 +18,10 @@ use crate::admin::{self, Live, State};
 use crate::config::{Config, Server};
 use crate::metrics::Metrics;
 use crate::query::cluster::Cluster;
+use crate::query::dns64::Dns64;
 use crate::query::forward::cache::Cache;
 use crate::query::forward::{Forward, Forwarding};
+use crate::query::k8s_external::K8sExternal;
 use crate::query::local::{Hosts, ZoneFile};
 use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
 use crate::store::Store;
@@ -266,6 +268,11 @@ impl Runtime {
         if let Some(f) = &forwarding {
             built.live.forwardings.push(f.clone());
         }
+        let dns64 = server
+            .dns64
+            .clone()
+            .map(|d| Arc::new(Dns64::new(d, server_label(server))));
+        built.live.dns64.extend(dns64.clone());
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
             built.probes.push((key.clone(), p.clone(), zone.clone()));
@@ -283,6 +290,8 @@ impl Runtime {
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
             acl: server.acl.clone(),
             any: server.any,
+            dns64,
+            k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
         }
     }
 
@@ -451,6 +460,8 @@ fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
         (server.autopath.is_some(), "autopath"),
         (!server.acl.is_empty(), "acl"),
         (server.any, "any"),
+        (server.dns64.is_some(), "dns64"),
+        (server.k8s_external.is_some(), "k8s_external"),
     ];
     names.extend(on.iter().filter(|(yes, _)| *yes).map(|(_, n)| *n));
     names

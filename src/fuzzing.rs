@@ -90,6 +90,7 @@ fn big_headless() -> Vec<crate::store::Record> {
             name: "many".into(),
             kind: ServiceKind::Headless,
             ports: ports(),
+            external: None,
         },
         slice("many-1", 0..120),
         slice("many-2", 100..120),

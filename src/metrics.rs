@@ -664,9 +664,21 @@ pub enum Plugin {
     Hosts,
     File,
     Autopath,
+    Dns64,
+    K8sExternal,
 }
 
-const PLUGINS: [&str; 7] = ["", "kubernetes", "forward", "cache", "hosts", "file", "autopath"];
+const PLUGINS: [&str; 9] = [
+    "",
+    "kubernetes",
+    "forward",
+    "cache",
+    "hosts",
+    "file",
+    "autopath",
+    "dns64",
+    "k8s_external",
+];
 
 /// Query types CoreDNS reports by name; the rest are `other`.
 const TYPES: [RecordType; 18] = [

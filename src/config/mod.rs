@@ -9,7 +9,9 @@
 pub mod args;
 pub mod blocks;
 pub mod cache;
+pub mod dns64;
 pub mod forward;
+pub mod k8s_external;
 pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
@@ -95,6 +97,10 @@ pub struct Server {
     pub any: bool,
     /// `timeouts` and `limits` for TCP clients.
     pub tcp: local::TcpLimits,
+    /// `dns64`: AAAA synthesized from A records.
+    pub dns64: Option<dns64::Dns64Config>,
+    /// `k8s_external`: Services' external addresses under other zones.
+    pub k8s_external: Option<k8s_external::K8sExternalConfig>,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name
@@ -231,6 +237,26 @@ impl fmt::Display for Config {
             }
             if s.loadbalance {
                 writeln!(f, "  loadbalance")?;
+            }
+            if let Some(d) = &s.dns64 {
+                writeln!(
+                    f,
+                    "  dns64 {}/{}  translate_all {}  allow_ipv4 {}",
+                    d.prefix, d.length, d.translate_all, d.allow_ipv4
+                )?;
+            }
+            if let Some(e) = &s.k8s_external {
+                writeln!(
+                    f,
+                    "  k8s_external {}  apex {}  ttl {}  headless {}{}",
+                    spaced(&e.zones, ""),
+                    e.apex,
+                    e.ttl,
+                    e.headless,
+                    e.fallthrough
+                        .as_ref()
+                        .map_or(String::new(), |z| format!("  fallthrough {}", spaced(z, "(all zones)")))
+                )?;
             }
             if let Some((a, _)) = &s.autopath {
                 writeln!(

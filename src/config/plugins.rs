@@ -12,7 +12,10 @@ use hickory_proto::rr::Name;
 use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
-use super::{cache, forward, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig, Server, Source};
+use super::{
+    cache, dns64, forward, k8s_external, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig, Server,
+    Source,
+};
 
 /// Directives this build implements.
 pub const SUPPORTED: &[&str] = &[
@@ -35,6 +38,8 @@ pub const SUPPORTED: &[&str] = &[
     "any",
     "timeouts",
     "limits",
+    "dns64",
+    "k8s_external",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -54,6 +59,8 @@ const WITH_OPTIONS: &[&str] = &[
     "acl",
     "timeouts",
     "limits",
+    "dns64",
+    "k8s_external",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -107,6 +114,8 @@ pub fn server(
         acl: Vec::new(),
         any: false,
         tcp: local::TcpLimits::default(),
+        dns64: None,
+        k8s_external: None,
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
@@ -122,6 +131,12 @@ pub fn server(
                 "autopath: needs a kubernetes directive with `pods verified` in this server block (it maps client IPs to pods)",
             ));
         }
+    }
+    if let Some(e) = server.k8s_external.as_ref().filter(|_| server.kubernetes.is_none()) {
+        errors.push(ConfigError::new(
+            &e.pos,
+            "k8s_external: needs a kubernetes directive in this server block (it serves that plugin's Services)",
+        ));
     }
     Some(server)
 }
@@ -173,6 +188,18 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         "any" => {
             a.count(0, 0, errors);
             server.any = true;
+        }
+        "dns64" => {
+            if server.dns64.is_some() {
+                errors.push(ConfigError::new(a.pos(), "dns64: only one per server block"));
+            }
+            server.dns64 = Some(dns64::parse(d, errors));
+        }
+        "k8s_external" => {
+            if server.k8s_external.is_some() {
+                errors.push(ConfigError::new(a.pos(), "k8s_external: only one per server block"));
+            }
+            server.k8s_external = Some(k8s_external::parse(d, &server.zones, errors));
         }
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),

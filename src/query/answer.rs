@@ -39,6 +39,8 @@ pub struct Answer {
     /// its records up (the block's other plugins, `cache`, `forward`) and
     /// appends them after the CNAME, as CoreDNS does.
     pub outside: Option<Name>,
+    /// A forwarded AAAA question `dns64` translates when its reply comes.
+    pub dns64: Option<std::sync::Arc<super::dns64::Dns64>>,
 }
 
 impl Answer {
@@ -56,6 +58,7 @@ impl Answer {
         self.expansion = None;
         self.autopath = false;
         self.outside = None;
+        self.dns64 = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

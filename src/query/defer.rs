@@ -47,6 +47,8 @@ pub struct Job {
     pub started: Instant,
     /// Where the answer is counted (`coredns_dns_*`).
     pub stats: Option<Arc<ZoneStats>>,
+    /// An AAAA question `dns64` translates (asking A) when the reply has no AAAA.
+    pub dns64: Option<Arc<super::dns64::Dns64>>,
 }
 
 /// A forwarded name that is not the client's: the answer to it is put
@@ -65,10 +67,12 @@ pub enum ChaseKind {
     /// The rest of the search walk: a name that exists is answered under
     /// the CNAME, anything else is NXDOMAIN for the asked name.
     Autopath,
-    /// An ExternalName's outside target (CoreDNS's upstream lookup): the
+    /// A CNAME's target outside the zone (an ExternalName Service, a
+    /// `k8s_external` ingress hostname), as CoreDNS's upstream lookup: the
     /// CNAME, then whatever records the target has (none when it fails),
-    /// NOERROR, authoritative; an upstream's TC is kept.
-    ExternalName,
+    /// NOERROR, authoritative, answered by this plugin; an upstream's TC
+    /// is kept.
+    Target(crate::metrics::Plugin),
 }
 
 impl Chase {
@@ -82,12 +86,12 @@ impl Chase {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
-            ChaseKind::ExternalName => {
+            ChaseKind::Target(plugin) => {
                 let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
                 answer.error(ResponseCode::NoError);
                 answer.answers = self.prefix.iter().cloned().chain(found).collect();
                 (answer.truncated, answer.authoritative) = (truncated, true);
-                answer.plugin = crate::metrics::Plugin::Kubernetes;
+                answer.plugin = plugin;
             }
         }
     }

@@ -15,8 +15,10 @@
 pub mod answer;
 pub mod cluster;
 pub mod defer;
+pub mod dns64;
 pub mod finish;
 pub mod forward;
+pub mod k8s_external;
 pub mod local;
 pub mod log;
 pub mod memo;
@@ -240,7 +242,7 @@ impl Handler {
                     Routed::Done => (None, false, None),
                     Routed::Forward(f, lb) => (Some(f), lb, None),
                     Routed::Autopath(f, lb, candidate) => (Some(f), lb, Some((candidate, ChaseKind::Autopath))),
-                    Routed::External(f, lb, target) => (Some(f), lb, Some((target, ChaseKind::ExternalName))),
+                    Routed::External(f, lb, target) => (Some(f), lb, Some((target, ChaseKind::Target(answer.plugin)))),
                 };
                 if let Some(forwarding) = forwarding {
                     self.count_client(router, peer);
@@ -266,7 +268,7 @@ impl Handler {
                                 ChaseKind::Autopath => {
                                     vec![answer::cname(req.query.name(), 5, forwarded.name().clone())]
                                 }
-                                ChaseKind::ExternalName => std::mem::take(&mut answer.answers),
+                                ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
                             };
                             let request = defer::request_for(&forwarded, &req);
                             let chase = defer::Chase {
@@ -290,6 +292,7 @@ impl Handler {
                         loadbalance,
                         started,
                         stats: router.stats.get(usize::from(answer.zone)).cloned(),
+                        dns64: answer.dns64.take(),
                     });
                     return Full::Later;
                 }

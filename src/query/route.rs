@@ -1,7 +1,8 @@
 //! Route a query to the server block with the longest matching zone, then
-//! through that block's plugins in CoreDNS's order: `hosts`, `file`,
-//! `kubernetes`, then `forward` (behind `cache`). A name no plugin takes
-//! is REFUSED: we are not a server for it.
+//! through that block's plugins in CoreDNS's order: `hosts`,
+//! `k8s_external`, `file`, `kubernetes`, then `forward` (behind `cache`);
+//! `dns64` looks at the result of all of them. A name no plugin takes is
+//! REFUSED: we are not a server for it.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -66,6 +67,8 @@ pub struct Block {
     pub acl: Vec<AclRule>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,
+    pub dns64: Option<Arc<super::dns64::Dns64>>,
+    pub k8s_external: Option<super::k8s_external::K8sExternal>,
 }
 
 impl Block {
@@ -84,6 +87,8 @@ impl Block {
             autopath: None,
             acl: Vec::new(),
             any: false,
+            dns64: None,
+            k8s_external: None,
         }
     }
 }
@@ -96,8 +101,9 @@ pub enum Routed<'a> {
     Drop,
     /// Not cached: forward it (and shuffle the answer: `loadbalance`).
     Forward(&'a Arc<Forwarding>, bool),
-    /// `autopath` reached the bare name and it must be forwarded: the
-    /// answer to `Query` comes back under a CNAME from the client's name.
+    /// `autopath` reached the bare name and it must be forwarded (or
+    /// `k8s_external` follows an ingress hostname): the answer to `Query`
+    /// comes back under a CNAME from the client's name.
     Autopath(&'a Arc<Forwarding>, bool, Query),
     /// An ExternalName's target outside the cluster must be forwarded: its
     /// answer to `Query` comes back after the CNAME records in `out`.
@@ -212,10 +218,12 @@ impl Router {
             Some(routed) => routed,
             None => self.through(block, query, dnssec_ok, cd, out),
         };
+        let routed = super::k8s_external::chase(query, routed, out);
         let routed = match (routed, out.outside.take()) {
             (Routed::Done, Some(target)) => self.outside(block, target, query, dnssec_ok, cd, out),
             (routed, _) => routed,
         };
+        let routed = super::dns64::after(self, block, query, client, (dnssec_ok, cd), routed, out);
         if block.loadbalance && out.answers.len() > 1 {
             out.shuffle_addresses();
             out.memoizable = false;
@@ -306,7 +314,7 @@ impl Router {
     /// `hosts`, `file`, `cache`, or a `forward`, answered later) and put
     /// after the CNAME in `out`. Without any, or when the lookup fails, the
     /// CNAME stays alone.
-    fn outside<'a>(
+    pub(super) fn outside<'a>(
         &'a self,
         block: &'a Block,
         target: Name,
@@ -332,7 +340,15 @@ impl Router {
         }
     }
 
-    fn through<'a>(&self, block: &'a Block, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'a> {
+    /// `query` through `block`'s plugins in order (no autopath, no dns64).
+    pub(super) fn through<'a>(
+        &self,
+        block: &'a Block,
+        query: &Query,
+        dnssec_ok: bool,
+        cd: bool,
+        out: &mut Answer,
+    ) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
         if qtype == RecordType::ANY && block.any {
             out.answers.push(answer::hinfo_rfc8482(qname));
@@ -347,6 +363,12 @@ impl Router {
         if let Some(hosts) = &block.hosts {
             if hosts.answer(qname, qtype, out) == Local::Answered {
                 out.plugin = Plugin::Hosts;
+                return Routed::Done;
+            }
+        }
+        if let (Some(ext), Some(cluster)) = (&block.k8s_external, &block.cluster) {
+            if ext.answer(qname, qtype, &cluster.store, out) == Some(Outcome::Answered) {
+                (out.plugin, out.memoizable) = (Plugin::K8sExternal, true);
                 return Routed::Done;
             }
         }

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::time::SystemTime;
 
-use super::records::{Proto, ServiceKind};
+use super::records::{External, Proto, ServiceKind};
 
 /// The kinds of objects the store is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,6 +57,8 @@ pub enum Record {
         kind: ServiceKind,
         selector: bool,
         ports: Vec<PortIn>,
+        /// `externalIPs` and load-balancer ingress (`k8s_external`).
+        external: Option<Box<External>>,
     },
     /// Ready endpoints of one EndpointSlice: `(address, hostname)`; no
     /// hostname stands for the dashed address.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use arc_swap::{ArcSwap, Guard};
 
 pub use change::{Kind, ObjectKey, PortIn, Record};
-pub use records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
+pub use records::{Endpoint, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
 pub use write::Writer;
 
 /// Hash maps of the query path: lookups hash query labels, so a fast
@@ -57,6 +57,8 @@ pub struct Snapshot {
     reverse: addrs::AddrIndex<PtrTarget>,
     /// Pods by IP: namespace and whether Running (only filled for `pods verified`).
     pods: addrs::AddrIndex<(Arc<str>, bool)>,
+    /// Services by external IP (`k8s_external`'s PTR answers).
+    external: addrs::AddrIndex<Arc<ServiceId>>,
 }
 
 impl Snapshot {
@@ -80,6 +82,12 @@ impl Snapshot {
     /// that do not exist; the caller checks).
     pub fn reverse(&self, addr: IpAddr) -> impl Iterator<Item = &PtrTarget> {
         self.reverse.get(addr)
+    }
+
+    /// Services with `addr` among their external IPs (may name services
+    /// that no longer exist; the caller checks).
+    pub fn external_reverse(&self, addr: IpAddr) -> impl Iterator<Item = &Arc<ServiceId>> {
+        self.external.get(addr)
     }
 
     /// Whether a running pod in `namespace` has `addr` (`pods verified`).

@@ -10,6 +10,11 @@
 //!   17 bytes per cluster IP. Port lists are interned like names.
 //! - A reverse (PTR) entry: 32 bytes per IPv4 address, 40 per IPv6
 //!   (`store::addrs`).
+//! - [`Service::external`] (for `k8s_external`): 8 bytes on every Service
+//!   (a null pointer when it has no outside address, as most have); a
+//!   Service with some adds 32 bytes, 17 per IP and one parsed name per
+//!   load-balancer hostname, and one 32/40-byte entry per IP in the
+//!   snapshot's external reverse index.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -96,6 +101,30 @@ pub struct Service {
     /// The service's EndpointSlices, so that one slice's change replaces
     /// only its own part.
     pub slices: Box<[Slice]>,
+    /// Where the service is reached from outside the cluster, if anywhere
+    /// (`k8s_external`); `None` for most services.
+    pub external: Option<Box<External>>,
+}
+
+/// A Service's outside addresses, in CoreDNS's order: `spec.externalIPs`,
+/// then `status.loadBalancer.ingress[]` (its `ip`, else its `hostname`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct External {
+    pub ips: Box<[IpAddr]>,
+    /// Load-balancer ingress hostnames (answered as CNAMEs).
+    pub hostnames: Box<[Name]>,
+}
+
+impl External {
+    /// `None` when there is no address at all (the common case).
+    pub fn boxed(ips: Vec<IpAddr>, hostnames: Vec<Name>) -> Option<Box<External>> {
+        (!ips.is_empty() || !hostnames.is_empty()).then(|| {
+            Box::new(External {
+                ips: ips.into_boxed_slice(),
+                hostnames: hostnames.into_boxed_slice(),
+            })
+        })
+    }
 }
 
 impl Service {

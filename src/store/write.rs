@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::change::{Kind, ObjectKey, PortIn, Record};
-use super::records::{Endpoint, Port, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
+use super::records::{Endpoint, External, Port, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
 use super::{Namespace, Snapshot, Store};
 
 type Pair = (Arc<str>, Arc<str>);
@@ -147,10 +147,14 @@ impl Writer {
         match record {
             Record::Namespace { .. } => self.edit_namespace(&pair.1, |n| n.object = true),
             Record::Service {
-                kind, ports, selector, ..
+                kind,
+                ports,
+                selector,
+                external,
+                ..
             } => {
                 let ports = self.ports(ports);
-                self.upsert_service(&pair, kind, ports, selector);
+                self.upsert_service(&pair, kind, ports, selector, external);
             }
             Record::Slice {
                 service,
@@ -286,13 +290,22 @@ impl Writer {
         )
     }
 
-    fn upsert_service(&mut self, pair: &Pair, kind: ServiceKind, ports: Arc<[Port]>, selector: bool) {
+    fn upsert_service(
+        &mut self,
+        pair: &Pair,
+        kind: ServiceKind,
+        ports: Arc<[Port]>,
+        selector: bool,
+        external: Option<Box<External>>,
+    ) {
         let old = self.get_service(pair);
         let id = self.id(old.as_ref(), pair);
         let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
         if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
             self.ptrs(ips.to_vec(), &id, PtrHost::Service, false);
         }
+        self.external_ptrs(old.as_ref().and_then(|s| s.external.as_deref()), &id, false);
+        self.external_ptrs(external.as_deref(), &id, true);
         if let ServiceKind::ClusterIp(ips) = &kind {
             self.ptrs(ips.to_vec(), &id, PtrHost::Service, true);
         }
@@ -304,6 +317,7 @@ impl Writer {
                 selector,
                 ports,
                 slices,
+                external,
             },
         );
     }
@@ -313,6 +327,7 @@ impl Writer {
         if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
             self.ptrs(ips.to_vec(), &old.id, PtrHost::Service, false);
         }
+        self.external_ptrs(old.external.as_deref(), &old.id, false);
         let ports = self.ports(Vec::new());
         self.put_service(
             pair,
@@ -322,6 +337,7 @@ impl Writer {
                 selector: false,
                 ports,
                 slices: old.slices.clone(),
+                external: None,
             },
         );
     }
@@ -347,6 +363,7 @@ impl Writer {
                 selector: false,
                 ports: self.ports(Vec::new()),
                 slices: Box::default(),
+                external: None,
             },
         };
         // Exactly sized: a `Vec` would hold room for four per service.
@@ -412,6 +429,17 @@ impl Writer {
                 self.live.reverse.insert(addr, target.clone());
             } else {
                 self.live.reverse.remove(addr, &target);
+            }
+        }
+    }
+
+    /// Adds or removes the external reverse entries of `external`'s IPs.
+    fn external_ptrs(&mut self, external: Option<&External>, id: &Arc<ServiceId>, add: bool) {
+        for ip in external.map(|e| &e.ips[..]).unwrap_or_default() {
+            if add {
+                self.live.external.insert(*ip, id.clone());
+            } else {
+                self.live.external.remove(*ip, id);
             }
         }
     }

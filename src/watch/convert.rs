@@ -15,7 +15,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::config::{KubernetesConfig, PodMode};
-use crate::store::{PortIn, Proto, Record, ServiceKind};
+use crate::store::{External, PortIn, Proto, Record, ServiceKind};
 
 /// When the change an EndpointSlice carries was triggered (the start of
 /// the DNS programming latency).
@@ -117,13 +117,41 @@ pub fn service(cfg: &KubernetesConfig, svc: &Service) -> Result<Option<Record>, 
     let ports = ports.map(|p| port(KIND, &svc.metadata, p.name.as_deref(), p.protocol.as_deref(), p.port));
     let ports = ports.collect::<Result<Vec<_>, _>>()?;
     let selector = spec.selector.as_ref().is_some_and(|s| !s.is_empty());
+    let external = external(svc)?;
     Ok(Some(Record::Service {
         namespace: ns,
         name,
         kind,
         selector,
         ports,
+        external,
     }))
+}
+
+/// `spec.externalIPs` and `status.loadBalancer.ingress[]` (an ingress's
+/// `ip`, else its `hostname`), for `k8s_external`; `None` without any.
+fn external(svc: &Service) -> Result<Option<Box<External>>, Invalid> {
+    const KIND: &str = "Service";
+    let spec_ips = svc.spec.iter().flat_map(|s| s.external_ips.iter().flatten());
+    let ingress = svc.status.iter().flat_map(|s| s.load_balancer.iter());
+    let ingress = ingress.flat_map(|lb| lb.ingress.iter().flatten());
+    let (mut ips, mut hostnames) = (Vec::new(), Vec::new());
+    let bad = |what: &str, text: &str| invalid(KIND, &svc.metadata, format!("{what}: '{text}' is not valid"));
+    for text in spec_ips {
+        ips.push(text.parse::<IpAddr>().map_err(|_| bad("spec.externalIPs", text))?);
+    }
+    for lb in ingress {
+        match (lb.ip.as_deref().filter(|t| !t.is_empty()), lb.hostname.as_deref()) {
+            (Some(text), _) => ips.push(text.parse().map_err(|_| bad("status.loadBalancer.ingress.ip", text))?),
+            (None, Some(text)) if !text.is_empty() => {
+                let mut host = Name::from_ascii(text).map_err(|_| bad("status.loadBalancer.ingress.hostname", text))?;
+                host.set_fqdn(true);
+                hostnames.push(host.to_lowercase());
+            }
+            _ => {}
+        }
+    }
+    Ok(External::boxed(ips, hostnames))
 }
 
 /// One port: its name lower-cased (empty when unnamed), protocol, number.
@@ -240,6 +268,8 @@ pub fn pod(cfg: &KubernetesConfig, pod: &Pod) -> Result<Option<Record>, Invalid>
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use crate::store::Record;
 
     /// A pod being deleted (it has a `deletionTimestamp`) is not served
@@ -274,5 +304,39 @@ mod tests {
             })
             .collect();
         assert_eq!(pods, ["live"]);
+    }
+
+    fn convert(yaml: &str) -> Result<Option<Record>, super::Invalid> {
+        let text = ".:53 {\n    kubernetes cluster.local {\n        snapshot x.yaml\n    }\n}\n";
+        let config = crate::config::load_str(Path::new("/tmp/Corefile"), text, 53).expect("config");
+        let cfg = config.servers[0].kubernetes.clone().expect("kubernetes");
+        let svc: k8s_openapi::api::core::v1::Service = serde_yaml_ng::from_str(yaml).expect("yaml");
+        super::service(&cfg, &svc)
+    }
+
+    const LB: &str =
+        "metadata: {name: lb, namespace: shop}\nspec:\n  clusterIP: 10.96.0.9\n  externalIPs: [198.51.100.1]\n";
+
+    #[test]
+    fn external_ips_and_load_balancer_ingress_are_kept() {
+        let yaml = format!("{LB}status:\n  loadBalancer:\n    ingress:\n    - ip: 203.0.113.7\n    - hostname: LB.Example.NET\n    - {{}}\n");
+        let Ok(Some(Record::Service { external: Some(e), .. })) = convert(&yaml) else {
+            panic!("a service with external addresses")
+        };
+        let ips: Vec<String> = e.ips.iter().map(ToString::to_string).collect();
+        assert_eq!(ips, ["198.51.100.1", "203.0.113.7"], "spec first, then ingress");
+        assert_eq!(e.hostnames[0].to_string(), "lb.example.net.");
+    }
+
+    #[test]
+    fn no_external_address_costs_no_allocation_and_bad_ones_are_named() {
+        let plain = "metadata: {name: web, namespace: shop}\nspec: {clusterIP: 10.96.0.8}\n";
+        assert!(matches!(
+            convert(plain),
+            Ok(Some(Record::Service { external: None, .. }))
+        ));
+        let bad = LB.replace("198.51.100.1", "not-an-ip");
+        let err = convert(&bad).expect_err("a bad external IP is reported");
+        assert!(err.to_string().contains("spec.externalIPs: 'not-an-ip'"), "{err}");
     }
 }

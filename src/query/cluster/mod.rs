@@ -190,7 +190,7 @@ impl Ctx<'_, '_> {
 }
 
 /// NODATA for a name that exists, NXDOMAIN otherwise.
-fn exists(yes: bool) -> Found {
+pub(crate) fn exists(yes: bool) -> Found {
     if yes {
         Found::NoData
     } else {

@@ -38,6 +38,7 @@ fn name(s: &str) -> Name {
 
 fn service(ns: &str, svc: &str, kind: ServiceKind, ports: Vec<PortIn>) -> Record {
     Record::Service {
+        external: None,
         selector: true,
         namespace: ns.into(),
         name: svc.into(),

@@ -145,17 +145,9 @@ impl Forwarding {
     ) {
         let this = self.clone();
         self.runtime.spawn(async move {
-            let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
-            m.metadata.recursion_desired = true;
-            m.metadata.checking_disabled = cd;
-            m.add_query(query.clone());
-            if dnssec_ok {
-                let mut edns = hickory_proto::op::Edns::new();
-                edns.set_max_payload(crate::query::finish::OUR_PAYLOAD);
-                edns.set_dnssec_ok(true);
-                m.edns = Some(edns);
-            }
-            let Ok(request) = m.to_vec() else { return };
+            let Some(request) = message(&query, dnssec_ok, cd) else {
+                return;
+            };
             let _ = this
                 .resolve(&request, &query, Cache::key(&query, dnssec_ok, cd), false)
                 .await;
@@ -236,8 +228,34 @@ impl Forwarding {
                 }
                 (Err(rcode), _, _) => answer.error(*rcode),
             }
+            if let Some(d) = job.dns64.as_ref().filter(|d| d.wanted(&answer)) {
+                let a = Query::query(job.query.name().clone(), RecordType::A);
+                let a = self.ask(&a, job.dnssec_ok(), job.meta.checking_disabled, tcp).await;
+                d.synthesize(&mut answer, &a);
+            }
             deliver(&job, &mut answer, &self.metrics).await;
         }
+    }
+
+    /// One more question asked for a client (dns64's A): from the cache,
+    /// else through the chain.
+    async fn ask(self: &Arc<Self>, query: &Query, dnssec_ok: bool, cd: bool, tcp: bool) -> Answer {
+        let mut out = Answer::default();
+        if self.cached(query, dnssec_ok, cd, &mut out) {
+            return out;
+        }
+        let Some(request) = message(query, dnssec_ok, cd) else {
+            out.error(ResponseCode::ServFail);
+            return out;
+        };
+        match self
+            .resolve(&request, query, Cache::key(query, dnssec_ok, cd), tcp)
+            .await
+        {
+            Ok(m) => out.relay(&m),
+            Err(rcode) => out.error(rcode),
+        }
+        out
     }
 
     /// Forwards `request` through the chain and caches the outcome:
@@ -337,6 +355,21 @@ impl Forwarding {
         }
         ups.iter().map(|u| u.addr).collect()
     }
+}
+
+/// An upstream query for `query` with RD, and CD and DO as given.
+fn message(query: &Query, dnssec_ok: bool, cd: bool) -> Option<Vec<u8>> {
+    let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = true;
+    m.metadata.checking_disabled = cd;
+    m.add_query(query.clone());
+    if dnssec_ok {
+        let mut edns = hickory_proto::op::Edns::new();
+        edns.set_max_payload(crate::query::finish::OUR_PAYLOAD);
+        edns.set_dnssec_ok(true);
+        m.edns = Some(edns);
+    }
+    m.to_vec().ok()
 }
 
 /// Probes a down upstream until it answers, then marks it up.

@@ -33,6 +33,7 @@ fn svc(ns: &str, name: &str, ips: &[&str]) -> Record {
         port: 80,
     }];
     Record::Service {
+        external: None,
         selector: true,
         namespace: ns.into(),
         name: name.into(),
@@ -201,4 +202,60 @@ fn a_slice_moving_to_another_service_leaves_the_first() {
     assert_eq!(hosts(&s, "n", "b"), ["x"]);
     assert_eq!(rev(&s, ip("10.3.0.1")).len(), 1);
     assert_eq!(&*rev(&s, ip("10.3.0.1"))[0].service.name, "b");
+}
+
+#[test]
+fn external_addresses_are_kept_and_indexed_by_ip() {
+    let mut w = Writer::new(&[Kind::Service]);
+    let with = |ips: &[&str]| {
+        let Record::Service {
+            namespace,
+            name,
+            kind,
+            selector,
+            ports,
+            ..
+        } = svc("shop", "lb", &["10.96.0.9"])
+        else {
+            unreachable!("svc builds a Service")
+        };
+        let host = hickory_proto::rr::Name::from_ascii("lb.example.net.").expect("name");
+        Record::Service {
+            namespace,
+            name,
+            kind,
+            selector,
+            ports,
+            external: crate::store::External::boxed(ips.iter().map(|s| ip(s)).collect(), vec![host]),
+        }
+    };
+    w.apply(with(&["203.0.113.7", "2001:db8::7"]));
+    let s = w.snapshot(1);
+    let e = s
+        .service("shop", "lb")
+        .and_then(|s| s.external.as_deref())
+        .expect("external");
+    assert_eq!(e.ips.len(), 2);
+    assert_eq!(e.hostnames[0].to_string(), "lb.example.net.");
+    let names =
+        |s: &Snapshot, a: &str| -> Vec<String> { s.external_reverse(ip(a)).map(|i| i.name.to_string()).collect() };
+    assert_eq!(names(&s, "203.0.113.7"), ["lb"]);
+    assert_eq!(names(&s, "2001:db8::7"), ["lb"]);
+    assert!(names(&s, "10.96.0.9").is_empty(), "cluster IPs are not external");
+    w.apply(with(&["203.0.113.8"]));
+    let s = w.snapshot(2);
+    assert!(names(&s, "203.0.113.7").is_empty(), "a changed address loses its entry");
+    assert_eq!(names(&s, "203.0.113.8"), ["lb"]);
+    w.apply(svc("shop", "lb", &["10.96.0.9"]));
+    assert!(w
+        .snapshot(3)
+        .service("shop", "lb")
+        .is_some_and(|s| s.external.is_none()));
+    assert!(names(&w.snapshot(3), "203.0.113.8").is_empty());
+    w.apply(with(&["203.0.113.9"]));
+    w.delete(&key(Kind::Service, "shop", "lb"));
+    assert!(
+        names(&w.snapshot(4), "203.0.113.9").is_empty(),
+        "deleted with its service"
+    );
 }

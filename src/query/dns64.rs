@@ -1,0 +1,260 @@
+//! `dns64`: AAAA records synthesized from A records (RFC 6147) for names
+//! with none, so IPv6-only clients reach IPv4 hosts through NAT64.
+//!
+//! ```text
+//!  AAAA IN from an IPv6 client (or any client: allow_ipv4)
+//!    └─ answer as usual ─► NXDOMAIN, or AAAA records (unless translate_all): unchanged
+//!                        └► otherwise ask A the same way ─► no A record: the AAAA reply unchanged
+//!                                                         └► each A becomes an AAAA under the prefix
+//! ```
+//!
+//! Cluster names, hosts and cache hits are translated on the worker
+//! ([`Dns64::synthesize`] from `route`); a forwarded AAAA question carries
+//! its [`Dns64`] in the job and the forwarding task asks A the same way
+//! before replying (`forward::Forwarding::run`).
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use hickory_proto::op::{Query, ResponseCode};
+use hickory_proto::rr::rdata::AAAA;
+use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
+
+use super::answer::Answer;
+use super::route::{Block, Routed, Router};
+use crate::config::dns64::Dns64Config;
+use crate::metrics::Plugin;
+
+/// The TTL cap when the AAAA reply carried no SOA (RFC 6147 §5.1.7).
+const NO_SOA_TTL: u32 = 600;
+
+/// One block's `dns64`, with its `coredns_dns64_requests_translated_total`.
+#[derive(Debug)]
+pub struct Dns64 {
+    pub cfg: Dns64Config,
+    /// The block's `server` label.
+    pub server: String,
+    pub translated: AtomicU64,
+}
+
+impl Dns64 {
+    pub fn new(cfg: Dns64Config, server: String) -> Dns64 {
+        Dns64 {
+            cfg,
+            server,
+            translated: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the question is one DNS64 may answer: AAAA in class IN.
+    pub fn question(query: &Query) -> bool {
+        query.query_type() == RecordType::AAAA && query.query_class() == DNSClass::IN
+    }
+
+    /// Whether `client` gets synthesized answers (IPv6 clients, or all with `allow_ipv4`).
+    pub fn serves(&self, client: IpAddr) -> bool {
+        self.cfg.allow_ipv4 || client.is_ipv6()
+    }
+
+    /// Whether the reply to an AAAA question calls for synthesis: not
+    /// NXDOMAIN, and no usable AAAA record (IPv4-mapped ones do not count,
+    /// RFC 6147 §5.1.4) unless `translate_all`. Other errors count as an
+    /// empty answer (§5.1.2).
+    pub fn wanted(&self, aaaa: &Answer) -> bool {
+        if aaaa.rcode == ResponseCode::NXDomain {
+            return false;
+        }
+        self.cfg.translate_all
+            || !aaaa
+                .answers
+                .iter()
+                .any(|r| matches!(r.data, RData::AAAA(a) if !is_mapped(a.0)))
+    }
+
+    /// Replaces `out` (the reply to AAAA) by the translation of `a` (the
+    /// reply to A for the same name): A records become AAAA under the
+    /// prefix (TTL at most the AAAA reply's SOA TTL, else 600), other
+    /// records and the authority and additional sections pass unchanged.
+    /// Without any A record `out` is left as it was; returns whether it
+    /// was translated.
+    pub fn synthesize(&self, out: &mut Answer, a: &Answer) -> bool {
+        if !a.answers.iter().any(|r| matches!(r.data, RData::A(_))) {
+            return false;
+        }
+        let cap = out
+            .authority
+            .iter()
+            .find(|r| r.record_type() == RecordType::SOA)
+            .map_or(NO_SOA_TTL, |soa| soa.ttl);
+        let (log, zone) = (out.log, out.zone);
+        out.clear(); // not memoizable: every translated reply is counted
+        (out.log, out.zone, out.plugin) = (log, zone, Plugin::Dns64);
+        out.recursion_available = a.recursion_available;
+        out.truncated = a.truncated;
+        for r in &a.answers {
+            match &r.data {
+                RData::A(v4) => {
+                    let data = RData::AAAA(AAAA(self.translate(v4.0)));
+                    out.answers
+                        .push(Record::from_rdata(r.name.clone(), r.ttl.min(cap), data));
+                }
+                _ => out.answers.push(r.clone()),
+            }
+        }
+        out.authority.extend(a.authority.iter().cloned());
+        out.additional.extend(a.additional.iter().cloned());
+        self.translated.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// RFC 6052 §2.2: the IPv4 address embedded under the prefix, its bits
+    /// 64..71 (the "u" octet) left zero.
+    pub fn translate(&self, v4: Ipv4Addr) -> Ipv6Addr {
+        let mut bytes = self.cfg.prefix.octets();
+        let start = usize::from(self.cfg.length / 8);
+        let mut at = start;
+        for octet in v4.octets() {
+            if at == 8 {
+                at += 1; // skip the u octet
+            }
+            if let Some(b) = bytes.get_mut(at) {
+                *b = octet;
+            }
+            at += 1;
+        }
+        Ipv6Addr::from(bytes)
+    }
+}
+
+/// `dns64` after `block`'s plugins answered `query` for `client`: a reply
+/// made here is translated now (asking A through the block); a forwarded
+/// one is marked for the forwarding task.
+pub fn after<'a>(
+    router: &'a Router,
+    block: &'a Block,
+    query: &Query,
+    client: IpAddr,
+    (dnssec_ok, cd): (bool, bool),
+    routed: Routed<'a>,
+    out: &mut Answer,
+) -> Routed<'a> {
+    let Some(d) = block.dns64.as_ref().filter(|_| Dns64::question(query)) else {
+        return routed;
+    };
+    if !d.cfg.allow_ipv4 {
+        out.memoizable = false; // the reply depends on the client's address family
+    }
+    if !d.serves(client) {
+        return routed;
+    }
+    match routed {
+        Routed::Forward(..) => {
+            out.dns64 = Some(d.clone());
+            routed
+        }
+        Routed::Done if d.wanted(out) => {
+            let mut a = Answer::default();
+            let asked = Query::query(query.name().clone(), RecordType::A);
+            match router.through(block, &asked, dnssec_ok, cd, &mut a) {
+                Routed::Forward(f, lb) => {
+                    // A is not known here: the task asks both and translates.
+                    out.dns64 = Some(d.clone());
+                    Routed::Forward(f, lb)
+                }
+                _ => {
+                    d.synthesize(out, &a);
+                    Routed::Done
+                }
+            }
+        }
+        other => other,
+    }
+}
+
+/// `::ffff:0:0/96`.
+fn is_mapped(addr: Ipv6Addr) -> bool {
+    addr.to_ipv4_mapped().is_some()
+}
+
+/// `coredns_dns64_requests_translated_total{server}`, one series per server label.
+pub fn render(all: &[Arc<Dns64>], s: &mut String) {
+    let mut by_server: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for d in all {
+        *by_server.entry(d.server.as_str()).or_default() += d.translated.load(Ordering::Relaxed);
+    }
+    crate::metrics::head(
+        s,
+        "coredns_dns64_requests_translated_total",
+        "counter",
+        "Counter of DNS requests translated by dns64.",
+    );
+    for (server, n) in by_server {
+        let _ = writeln!(s, "coredns_dns64_requests_translated_total{{server=\"{server}\"}} {n}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(prefix: &str, length: u8) -> Dns64 {
+        let cfg = Dns64Config {
+            prefix: prefix.parse().expect("prefix"),
+            length,
+            translate_all: false,
+            allow_ipv4: false,
+        };
+        Dns64::new(cfg, "dns://:53".into())
+    }
+
+    #[test]
+    fn rfc_6052_examples_for_every_prefix_length() {
+        // RFC 6052 §2.4, IPv4 address 192.0.2.33.
+        let v4 = Ipv4Addr::new(192, 0, 2, 33);
+        let cases = [
+            ("2001:db8::", 32, "2001:db8:c000:221::"),
+            ("2001:db8:100::", 40, "2001:db8:1c0:2:21::"),
+            ("2001:db8:122::", 48, "2001:db8:122:c000:2:2100::"),
+            ("2001:db8:122:300::", 56, "2001:db8:122:3c0:0:221::"),
+            ("2001:db8:122:344::", 64, "2001:db8:122:344:c0:2:2100:0"),
+            ("2001:db8:122:344::", 96, "2001:db8:122:344::192.0.2.33"),
+            ("64:ff9b::", 96, "64:ff9b::192.0.2.33"),
+        ];
+        for (prefix, length, want) in cases {
+            let got = with(prefix, length).translate(v4);
+            assert_eq!(got, want.parse::<Ipv6Addr>().expect("want"), "{prefix}/{length}");
+        }
+    }
+
+    #[test]
+    fn wanted_only_without_usable_aaaa_and_not_for_nxdomain() {
+        let d = with("64:ff9b::", 96);
+        let owner = hickory_proto::rr::Name::from_ascii("x.example.").expect("name");
+        let mut aaaa = Answer::default();
+        assert!(d.wanted(&aaaa), "NODATA");
+        aaaa.rcode = ResponseCode::ServFail;
+        assert!(d.wanted(&aaaa), "other errors count as empty");
+        aaaa.rcode = ResponseCode::NXDomain;
+        assert!(!d.wanted(&aaaa));
+        aaaa.rcode = ResponseCode::NoError;
+        let mapped = RData::AAAA(AAAA("::ffff:192.0.2.1".parse().expect("v6")));
+        aaaa.answers.push(Record::from_rdata(owner.clone(), 60, mapped));
+        assert!(d.wanted(&aaaa), "an IPv4-mapped AAAA does not count");
+        aaaa.answers.push(Record::from_rdata(
+            owner,
+            60,
+            RData::AAAA(AAAA("2001:db8::1".parse().expect("v6"))),
+        ));
+        assert!(!d.wanted(&aaaa));
+        let all = Dns64::new(
+            Dns64Config {
+                translate_all: true,
+                ..d.cfg.clone()
+            },
+            String::new(),
+        );
+        assert!(all.wanted(&aaaa));
+    }
+}
