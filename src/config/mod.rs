@@ -10,11 +10,15 @@ pub mod args;
 pub mod blocks;
 pub mod cache;
 pub mod forward;
+pub mod gotmpl;
 pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
 pub mod local;
 pub mod plugins;
+pub mod rewrite;
+pub mod rewrite_edns;
+pub mod template;
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -95,6 +99,10 @@ pub struct Server {
     pub any: bool,
     /// `timeouts` and `limits` for TCP clients.
     pub tcp: local::TcpLimits,
+    /// `template` directives, in order.
+    pub templates: Vec<template::TemplateConfig>,
+    /// `rewrite` rules, in order.
+    pub rewrites: Vec<rewrite::RewriteRule>,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name

@@ -35,6 +35,8 @@ pub const SUPPORTED: &[&str] = &[
     "any",
     "timeouts",
     "limits",
+    "template",
+    "rewrite",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -54,6 +56,8 @@ const WITH_OPTIONS: &[&str] = &[
     "acl",
     "timeouts",
     "limits",
+    "template",
+    "rewrite",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -107,6 +111,8 @@ pub fn server(
         acl: Vec::new(),
         any: false,
         tcp: local::TcpLimits::default(),
+        templates: Vec::new(),
+        rewrites: Vec::new(),
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
@@ -174,6 +180,10 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             a.count(0, 0, errors);
             server.any = true;
         }
+        "template" => server
+            .templates
+            .extend(super::template::parse(d, &server.zones, errors)),
+        "rewrite" => server.rewrites.extend(super::rewrite::parse(d, errors)),
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),
         "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),
