@@ -21,6 +21,8 @@ use crate::query::cluster::Cluster;
 use crate::query::forward::cache::Cache;
 use crate::query::forward::{Forward, Forwarding};
 use crate::query::local::{Hosts, ZoneFile};
+use crate::query::rewrite::Rewrite;
+use crate::query::template::Templates;
 use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
 use crate::store::Store;
 use crate::watch;
@@ -266,6 +268,11 @@ impl Runtime {
         if let Some(f) = &forwarding {
             built.live.forwardings.push(f.clone());
         }
+        let templates =
+            (!server.templates.is_empty()).then(|| Templates::new(server.templates.clone(), server_label(server)));
+        if let Some(t) = &templates {
+            built.live.templates.push(t.stats.clone());
+        }
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
             built.probes.push((key.clone(), p.clone(), zone.clone()));
@@ -283,6 +290,10 @@ impl Runtime {
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
             acl: server.acl.clone(),
             any: server.any,
+            templates,
+            rewrite: (!server.rewrites.is_empty()).then(|| Rewrite {
+                rules: server.rewrites.clone(),
+            }),
         }
     }
 
@@ -451,6 +462,8 @@ fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
         (server.autopath.is_some(), "autopath"),
         (!server.acl.is_empty(), "acl"),
         (server.any, "any"),
+        (!server.templates.is_empty(), "template"),
+        (!server.rewrites.is_empty(), "rewrite"),
     ];
     names.extend(on.iter().filter(|(yes, _)| *yes).map(|(_, n)| *n));
     names

@@ -664,9 +664,19 @@ pub enum Plugin {
     Hosts,
     File,
     Autopath,
+    Template,
 }
 
-const PLUGINS: [&str; 7] = ["", "kubernetes", "forward", "cache", "hosts", "file", "autopath"];
+const PLUGINS: [&str; 8] = [
+    "",
+    "kubernetes",
+    "forward",
+    "cache",
+    "hosts",
+    "file",
+    "autopath",
+    "template",
+];
 
 /// Query types CoreDNS reports by name; the rest are `other`.
 const TYPES: [RecordType; 18] = [

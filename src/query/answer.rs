@@ -35,6 +35,13 @@ pub struct Answer {
     pub expansion: Option<Expansion>,
     /// `autopath` answered a later name of the search walk.
     pub autopath: bool,
+    /// A CNAME answered here whose target is forwarded: the forwarded
+    /// answer follows these records (`template`, `rewrite cname`).
+    pub chase: Option<hickory_proto::op::Query>,
+    /// RFC 8914 extended DNS error (code, text) for the OPT record.
+    pub ede: Option<(u16, String)>,
+    /// A `rewrite` whose question is forwarded: what to ask, what to undo.
+    pub rewrite: Option<Box<(hickory_proto::op::Query, super::rewrite::Revert)>>,
 }
 
 impl Answer {
@@ -51,6 +58,9 @@ impl Answer {
         self.plugin = Plugin::None;
         self.expansion = None;
         self.autopath = false;
+        self.chase = None;
+        self.ede = None;
+        self.rewrite = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

@@ -6,12 +6,12 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hickory_proto::op::{MessageType, Metadata, OpCode, Query, ResponseCode};
+use hickory_proto::op::{Metadata, Query, ResponseCode};
 
 use super::answer::Answer;
 use super::finish::{self, Echo};
 use super::log;
-use super::request::{self, ClientEdns};
+use super::request::ClientEdns;
 use crate::config::local::LogStyle;
 use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
 
@@ -46,26 +46,48 @@ pub struct Job {
     pub started: Instant,
     /// Where the answer is counted (`coredns_dns_*`).
     pub stats: Option<Arc<ZoneStats>>,
+    /// What the reply needs besides the upstream's answer (`rewrite`, a
+    /// `template` CNAME whose target is forwarded).
+    pub after: Option<Box<After>>,
+}
+
+/// The local side of a forwarded answer.
+#[derive(Debug)]
+pub struct After {
+    /// The question forwarded instead of the client's.
+    pub forward: Query,
+    /// The client's question, echoed in the reply.
+    pub question: Query,
+    /// Records answered here that come first (a CNAME to `forward`).
+    pub prefix: Vec<hickory_proto::rr::Record>,
+    /// The `rewrite` to undo.
+    pub revert: Option<super::rewrite::Revert>,
+}
+
+impl After {
+    /// Takes what `answer` says must happen around forwarding; `None`
+    /// when the client's own question is forwarded as it came.
+    pub fn take(answer: &mut Answer, client: &Query) -> Option<Box<After>> {
+        let rewrite = answer.rewrite.take();
+        let chase = answer.chase.take();
+        let forward = chase.clone().or_else(|| rewrite.as_ref().map(|r| r.0.clone()))?;
+        Some(Box::new(After {
+            forward,
+            question: client.clone(),
+            prefix: if chase.is_some() {
+                answer.answers.clone()
+            } else {
+                Vec::new()
+            },
+            revert: rewrite.map(|r| r.1),
+        }))
+    }
 }
 
 impl Job {
     pub fn dnssec_ok(&self) -> bool {
         self.edns.is_some_and(|e| e.dnssec_ok)
     }
-}
-
-/// An upstream message asking `query` with the client's RD, CD and DO.
-pub fn request_for(query: &Query, client: &request::Request) -> Vec<u8> {
-    let mut m = hickory_proto::op::Message::new(client.meta.id, MessageType::Query, OpCode::Query);
-    m.metadata.recursion_desired = client.meta.recursion_desired;
-    m.metadata.checking_disabled = client.meta.checking_disabled;
-    m.add_query(query.clone());
-    if let Some(e) = client.edns {
-        let mut edns = hickory_proto::op::Edns::new();
-        edns.set_max_payload(finish::OUR_PAYLOAD).set_dnssec_ok(e.dnssec_ok);
-        m.edns = Some(edns);
-    }
-    m.to_vec().unwrap_or_default()
 }
 
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
@@ -85,10 +107,20 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
             answer.error(ResponseCode::NXDomain);
         }
     }
+    if let Some(after) = &job.after {
+        if !after.prefix.is_empty() {
+            let upstream = std::mem::take(&mut answer.answers);
+            answer.answers = after.prefix.iter().cloned().chain(upstream).collect();
+        }
+        if let Some(revert) = &after.revert {
+            revert.answer(answer);
+        }
+    }
     let mut out = Vec::with_capacity(512);
+    let question = job.after.as_ref().map(|a| &a.question).or(job.asked.as_ref());
     let echo = Echo {
         meta: &job.meta,
-        query: Some(job.asked.as_ref().unwrap_or(&job.query)),
+        query: Some(question.unwrap_or(&job.query)),
         edns: job.edns,
     };
     let truncated = finish::write_for(&mut out, &echo, answer, job.transport);

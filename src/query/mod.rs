@@ -21,8 +21,10 @@ pub mod local;
 pub mod log;
 pub mod memo;
 pub mod request;
+pub mod rewrite;
 pub mod route;
 pub mod tcp;
+pub mod template;
 pub mod udp;
 
 use std::net::SocketAddr;
@@ -257,9 +259,18 @@ impl Handler {
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         return Full::Later;
                     }
-                    let (request, query, asked) = match asked {
-                        None => (bytes.to_vec(), req.query, None),
-                        Some(candidate) => (defer::request_for(&candidate, &req), candidate, Some(req.query)),
+                    let after = defer::After::take(answer, &req.query);
+                    let revert = after.as_ref().and_then(|a| a.revert.as_ref());
+                    let (request, query, asked) = match (asked, &after) {
+                        (None, None) => (bytes.to_vec(), req.query, None),
+                        (None, Some(a)) => {
+                            let upstream = rewrite::upstream_request(bytes, &a.forward, revert, peer, transport);
+                            (upstream, a.forward.clone(), None)
+                        }
+                        (Some(candidate), _) => {
+                            let upstream = rewrite::upstream_request(bytes, &candidate, revert, peer, transport);
+                            (upstream, candidate, Some(req.query))
+                        }
                     };
                     forwarding.submit(defer::Job {
                         request,
@@ -274,6 +285,7 @@ impl Handler {
                         loadbalance,
                         started,
                         stats: router.stats.get(usize::from(answer.zone)).cloned(),
+                        after,
                     });
                     return Full::Later;
                 }

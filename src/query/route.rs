@@ -1,5 +1,6 @@
 //! Route a query to the server block with the longest matching zone, then
-//! through that block's plugins in CoreDNS's order: `hosts`, `file`,
+//! through that block's plugins in CoreDNS's order: `rewrite` (the question
+//! changed here, the answer changed back), `template`, `hosts`, `file`,
 //! `kubernetes`, then `forward` (behind `cache`). A name no plugin takes
 //! is REFUSED: we are not a server for it.
 
@@ -12,6 +13,7 @@ use hickory_proto::rr::{Name, RecordType};
 use super::answer::Answer;
 use super::cluster::{Cluster, Outcome};
 use super::local::{Hosts, Local, ZoneFile};
+use super::template::Templated;
 use super::UNHANDLED;
 use std::net::IpAddr;
 
@@ -66,6 +68,8 @@ pub struct Block {
     pub acl: Vec<AclRule>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,
+    pub templates: Option<super::template::Templates>,
+    pub rewrite: Option<super::rewrite::Rewrite>,
 }
 
 impl Block {
@@ -84,6 +88,8 @@ impl Block {
             autopath: None,
             acl: Vec::new(),
             any: false,
+            templates: None,
+            rewrite: None,
         }
     }
 }
@@ -205,15 +211,76 @@ impl Router {
             .as_ref()
             .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
             .map(|l| l.style);
-        let routed = match self.autopath(block, query, client, dnssec_ok, cd, out) {
-            Some(routed) => routed,
-            None => self.through(block, query, dnssec_ok, cd, out),
+        let rewritten = match block.rewrite.as_ref().map(|rw| rw.apply(query)) {
+            None | Some(Ok(None)) => None,
+            Some(Ok(Some(r))) => Some(r),
+            Some(Err(e)) => {
+                tracing::debug!(target: "rewrite", "{e}");
+                out.error(ResponseCode::ServFail);
+                return Routed::Done;
+            }
         };
+        let query = rewritten.as_ref().map_or(query, |(q, _)| q);
+        if query.query_class() != hickory_proto::rr::DNSClass::IN {
+            out.error(ResponseCode::Refused);
+            return Routed::Done;
+        }
+        let mut routed = match self.autopath(block, query, client, dnssec_ok, cd, out) {
+            Some(routed) => routed,
+            None => self.through(block, query, client, dnssec_ok, cd, out),
+        };
+        if let Some((q, revert)) = rewritten {
+            if matches!(routed, Routed::Done) {
+                if let Some(target) = revert.cname(out) {
+                    routed = self.chase(q.query_type(), target, client, dnssec_ok, cd, out);
+                }
+            }
+            match routed {
+                Routed::Done => revert.answer(out),
+                _ => out.rewrite = Some(Box::new((q, revert))),
+            }
+        }
         if block.loadbalance && out.answers.len() > 1 {
             out.shuffle_addresses();
             out.memoizable = false;
         }
         routed
+    }
+
+    /// Adds the records of `target` (of `qtype`) after the CNAME answers in
+    /// `out` (a `template` CNAME, a `rewrite cname` target); when `target`
+    /// is forwarded, `out.chase` asks for its answer to follow them.
+    #[allow(clippy::too_many_arguments)]
+    fn chase(
+        &self,
+        qtype: RecordType,
+        target: Name,
+        client: IpAddr,
+        dnssec_ok: bool,
+        cd: bool,
+        out: &mut Answer,
+    ) -> Routed<'_> {
+        let Some((home, _)) = self.block(&target) else {
+            return Routed::Done; // nobody serves it: the CNAME alone
+        };
+        let q = Query::query(target, qtype);
+        let mut found = Answer {
+            chase: Some(q.clone()), // no second chase from there
+            ..Answer::default()
+        };
+        match self.through(home, &q, client, dnssec_ok, cd, &mut found) {
+            Routed::Done => {
+                out.answers.append(&mut found.answers);
+                out.memoizable &= found.memoizable;
+                Routed::Done
+            }
+            Routed::Forward(fwd, lb) | Routed::Autopath(fwd, lb, _) => {
+                out.chase = Some(q);
+                out.memoizable = false;
+                Routed::Forward(fwd, lb)
+            }
+            Routed::Drop => Routed::Done,
+        }
     }
 
     /// `autopath`: for a client pod in namespace `ns` asking
@@ -251,7 +318,7 @@ impl Router {
             return None;
         }
         // The asked name first: anything but NXDOMAIN is its own answer.
-        let asked = self.through(block, query, dnssec_ok, cd, out);
+        let asked = self.through(block, query, client, dnssec_ok, cd, out);
         out.memoizable = false; // depends on the client from here on
         if !matches!(asked, Routed::Done) || out.rcode != ResponseCode::NXDomain {
             return Some(asked);
@@ -271,7 +338,7 @@ impl Router {
             };
             let candidate = Query::query(name.clone(), query.query_type());
             found.clear();
-            match self.through(home, &candidate, dnssec_ok, cd, &mut found) {
+            match self.through(home, &candidate, client, dnssec_ok, cd, &mut found) {
                 Routed::Drop => continue,
                 Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
                 Routed::Done => {
@@ -289,12 +356,20 @@ impl Router {
             }
         }
         // Every name of the walk is NXDOMAIN: so is the asked one.
-        let routed = self.through(block, query, dnssec_ok, cd, out);
+        let routed = self.through(block, query, client, dnssec_ok, cd, out);
         out.memoizable = false;
         Some(routed)
     }
 
-    fn through<'a>(&self, block: &'a Block, query: &Query, dnssec_ok: bool, cd: bool, out: &mut Answer) -> Routed<'a> {
+    fn through<'a>(
+        &'a self,
+        block: &'a Block,
+        query: &Query,
+        client: IpAddr,
+        dnssec_ok: bool,
+        cd: bool,
+        out: &mut Answer,
+    ) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
         if qtype == RecordType::ANY && block.any {
             out.answers.push(answer::hinfo_rfc8482(qname));
@@ -304,6 +379,19 @@ impl Router {
         if let Some(probe) = &block.loop_probe {
             if probe.looped(query) {
                 loop_detected(block, probe, qname);
+            }
+        }
+        if let Some(templates) = &block.templates {
+            match templates.answer(query, client, out) {
+                Templated::Next => {}
+                Templated::Answered => {
+                    out.plugin = Plugin::Template;
+                    return Routed::Done;
+                }
+                Templated::Chase(target) => {
+                    out.plugin = Plugin::Template;
+                    return self.chase(qtype, target, client, dnssec_ok, cd, out);
+                }
             }
         }
         if let Some(hosts) = &block.hosts {

@@ -145,17 +145,9 @@ impl Forwarding {
     ) {
         let this = self.clone();
         self.runtime.spawn(async move {
-            let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
-            m.metadata.recursion_desired = true;
-            m.metadata.checking_disabled = cd;
-            m.add_query(query.clone());
-            if dnssec_ok {
-                let mut edns = hickory_proto::op::Edns::new();
-                edns.set_max_payload(crate::query::finish::OUR_PAYLOAD);
-                edns.set_dnssec_ok(true);
-                m.edns = Some(edns);
-            }
-            let Ok(request) = m.to_vec() else { return };
+            let Some(request) = query_message(&query, dnssec_ok, cd) else {
+                return;
+            };
             let _ = this
                 .resolve(&request, &query, Cache::key(&query, dnssec_ok, cd), false)
                 .await;
@@ -236,7 +228,26 @@ impl Forwarding {
                 }
                 (Err(rcode), _, _) => answer.error(*rcode),
             }
+            let cname = job.after.as_ref().and_then(|a| a.revert.as_ref());
+            if let Some(target) = cname.and_then(|r| r.cname(&mut answer)) {
+                self.chase_cname(&job, target, tcp, &mut answer).await;
+            }
             deliver(&job, &mut answer, &self.metrics).await;
+        }
+    }
+
+    /// `rewrite cname`: the records of the new CNAME target, asked upstream,
+    /// follow the rewritten CNAMEs.
+    async fn chase_cname(&self, job: &Job, target: Name, tcp: bool, answer: &mut Answer) {
+        let q = Query::query(target.clone(), job.query.query_type());
+        let (dnssec_ok, cd) = (job.dnssec_ok(), job.meta.checking_disabled);
+        let Some(request) = query_message(&q, dnssec_ok, cd) else {
+            return;
+        };
+        if let Ok(m) = self.resolve(&request, &q, Cache::key(&q, dnssec_ok, cd), tcp).await {
+            answer
+                .answers
+                .extend(m.answers.iter().filter(|r| r.name == target).cloned());
         }
     }
 
@@ -337,6 +348,21 @@ impl Forwarding {
         }
         ups.iter().map(|u| u.addr).collect()
     }
+}
+
+/// A recursive query for `query` with the given DO and CD bits.
+fn query_message(query: &Query, dnssec_ok: bool, cd: bool) -> Option<Vec<u8>> {
+    let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = true;
+    m.metadata.checking_disabled = cd;
+    m.add_query(query.clone());
+    if dnssec_ok {
+        let mut edns = hickory_proto::op::Edns::new();
+        edns.set_max_payload(crate::query::finish::OUR_PAYLOAD);
+        edns.set_dnssec_ok(true);
+        m.edns = Some(edns);
+    }
+    m.to_vec().ok()
 }
 
 /// Probes a down upstream until it answers, then marks it up.
