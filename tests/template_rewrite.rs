@@ -361,6 +361,7 @@ fn type_class_ttl_edns0_and_cname_rules() {
     bind 127.0.0.1
     ready 127.0.0.1:0
     rewrite continue ttl suffix .ttl.test 100-200
+    rewrite continue rcode suffix .sf.test SERVFAIL nxdomain
     rewrite class CH IN
     rewrite type TXT A
     rewrite continue edns0 local set 0xffee 0x61626364
@@ -413,6 +414,11 @@ fn type_class_ttl_edns0_and_cname_rules() {
         }
         other => panic!("no client subnet: {other:?}"),
     }
+    // rcode: an upstream's SERVFAIL becomes NXDOMAIN for matching names only
+    stub.set(common::stub::Mode::ServFail);
+    assert_eq!(dig(&server, &["x.sf.test"]).status, "NXDOMAIN");
+    assert_eq!(dig(&server, &["x.plain.test"]).status, "SERVFAIL");
+    stub.set(common::stub::Mode::Answer);
     // cname: the target is rewritten and its records asked for
     let cname = dig(&server, &["alias.cname.test"]);
     assert_eq!(

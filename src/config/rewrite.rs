@@ -7,6 +7,7 @@
 //! rewrite [continue|stop] type FROM TO              rewrite [continue|stop] class FROM TO
 //! rewrite [continue|stop] ttl [MATCH] NAME SECONDS|[MIN]-[MAX]
 //! rewrite [continue|stop] cname [MATCH] FROM TO
+//! rewrite [continue|stop] rcode [MATCH] NAME FROM-RCODE TO-RCODE
 //! rewrite [continue|stop] edns0 local set|replace|append CODE DATA|{qname}|{qtype}|{client_ip}|{client_port}|{protocol}
 //! rewrite [continue|stop] edns0 nsid set|replace|append
 //! rewrite [continue|stop] edns0 subnet set|replace|append V4-BITS V6-BITS
@@ -58,6 +59,12 @@ pub enum RuleKind {
     Cname {
         matcher: Matcher,
         to: String,
+    },
+    /// The reply's rcode `from` becomes `to` for matching names.
+    Rcode {
+        matcher: Matcher,
+        from: hickory_proto::op::ResponseCode,
+        to: hickory_proto::op::ResponseCode,
     },
     Edns0 {
         action: EdnsAction,
@@ -160,6 +167,7 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<RewriteRule
             RuleKind::Cname { matcher, to }
         }
         "edns0" => super::rewrite_edns::parse(field, rest, errors)?,
+        "rcode" => rcode_rule(field, rest, errors)?,
         "answer" => {
             errors.push(ConfigError::new(
                 &field.pos,
@@ -170,7 +178,9 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<RewriteRule
         other => {
             errors.push(ConfigError::new(
                 &field.pos,
-                format!("rewrite: invalid rule type '{other}' (supported: name, type, class, ttl, cname, edns0)"),
+                format!(
+                    "rewrite: invalid rule type '{other}' (supported: name, type, class, ttl, cname, rcode, edns0)"
+                ),
             ));
             return None;
         }
@@ -361,6 +371,34 @@ fn ttl_rule(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opti
             None
         }
     }
+}
+
+/// `rcode [MATCH] NAME FROM TO`: rcodes by name (any case) or number 0..23.
+fn rcode_rule(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Option<RuleKind> {
+    if !(3..=4).contains(&args.len()) {
+        let at = args.get(4).map_or(&field.pos, |w| &w.pos);
+        errors.push(ConfigError::new(at, "rewrite: rcode rules take [MATCH] NAME FROM TO"));
+        return None;
+    }
+    let (head, codes) = args.split_at(args.len() - 2);
+    let (matcher, _, _) = matched(field, &[head, &codes[..1]].concat(), errors)?;
+    let code = |w: &Word, errors: &mut Vec<ConfigError>| {
+        let by_number = w.text.parse::<u16>().ok().filter(|n| *n <= 23);
+        let by_name = super::template::rcode_by_name(&w.text.to_uppercase());
+        let found = by_number
+            .or(by_name)
+            .map(<hickory_proto::op::ResponseCode as From<u16>>::from);
+        if found.is_none() {
+            errors.push(ConfigError::new(&w.pos, format!("rewrite: invalid rcode '{}'", w.text)));
+        }
+        found
+    };
+    let (from, to) = (code(codes[0], errors), code(codes[1], errors));
+    Some(RuleKind::Rcode {
+        matcher,
+        from: from?,
+        to: to?,
+    })
 }
 
 #[cfg(test)]

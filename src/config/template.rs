@@ -65,6 +65,11 @@ const RCODES: [(&str, u16); 20] = [
     ("BADCOOKIE", 23),
 ];
 
+/// The number of an rcode name (`NXDOMAIN`, ...).
+pub fn rcode_by_name(name: &str) -> Option<u16> {
+    RCODES.iter().find(|(n, _)| *n == name).map(|(_, code)| *code)
+}
+
 /// A class name (`IN`, `CH`, `HS`, `CS`, `NONE`) or `ANY` (`None`).
 pub fn class(w: &Word, errors: &mut Vec<ConfigError>) -> Option<Option<DNSClass>> {
     match w.text.as_str() {
@@ -166,8 +171,8 @@ fn option(a: &Args<'_>, cfg: &mut TemplateConfig, errors: &mut Vec<ConfigError>)
                 }
             }
         }
-        "rcode" if a.count(1, 1, errors) => match RCODES.iter().find(|(n, _)| *n == a.args[0].text) {
-            Some((_, code)) => cfg.rcode = <ResponseCode as From<u16>>::from(*code),
+        "rcode" if a.count(1, 1, errors) => match rcode_by_name(&a.args[0].text) {
+            Some(code) => cfg.rcode = <ResponseCode as From<u16>>::from(code),
             None => errors.push(ConfigError::new(
                 &a.args[0].pos,
                 format!("template: unknown rcode '{}' (e.g. NOERROR, NXDOMAIN, SERVFAIL, REFUSED)", a.args[0].text),

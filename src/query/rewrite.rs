@@ -14,7 +14,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use hickory_proto::op::{Edns, Message, Query};
+use hickory_proto::op::{Edns, Message, Query, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
 use hickory_proto::rr::{Name, RData, Record};
 
@@ -46,6 +46,7 @@ enum Undo {
     Value(Mapping),
     Ttl(u32, u32),
     Cname(Matcher, String),
+    Rcode(ResponseCode, ResponseCode),
 }
 
 /// What the rules changed, to be undone on the reply (and the EDNS0
@@ -135,6 +136,10 @@ impl Rewrite {
                     revert.undo.push(Undo::Ttl(*min, *max));
                     true
                 }
+                RuleKind::Rcode { matcher, from, to } if matches(matcher, &name) => {
+                    revert.undo.push(Undo::Rcode(*from, *to));
+                    true
+                }
                 RuleKind::Cname { matcher, to } => {
                     revert.undo.push(Undo::Cname(matcher.clone(), to.clone()));
                     true
@@ -190,7 +195,14 @@ impl Revert {
 
     /// Maps names, values and TTLs of every record back, in rule order.
     pub fn answer(&self, out: &mut Answer) {
-        if self.undo.iter().all(|u| matches!(u, Undo::Cname(..))) {
+        for undo in &self.undo {
+            if let Undo::Rcode(from, to) = undo {
+                if out.rcode == *from {
+                    out.rcode = *to;
+                }
+            }
+        }
+        if self.undo.iter().all(|u| matches!(u, Undo::Cname(..) | Undo::Rcode(..))) {
             return;
         }
         for r in out
@@ -225,7 +237,7 @@ impl Revert {
                     }
                 }
                 Undo::Ttl(min, max) => r.ttl = r.ttl.clamp(*min, *max),
-                Undo::Cname(..) => {}
+                Undo::Cname(..) | Undo::Rcode(..) => {}
             }
         }
     }

@@ -30,10 +30,16 @@ rewrite cname suffix .cdn.example .cdn.internal
 rewrite edns0 local set 0xffee 0x61626364
 rewrite edns0 local append 65000 {client_ip}
 rewrite edns0 nsid replace
-rewrite edns0 subnet set 24 56",
+rewrite edns0 subnet set 24 56
+rewrite rcode a.example SERVFAIL 3
+rewrite rcode regex .*\.example servfail NXDOMAIN",
     )
     .expect("valid");
-    assert_eq!(s.rewrites.len(), 12);
+    assert_eq!(s.rewrites.len(), 14);
+    match &s.rewrites[13].kind {
+        RuleKind::Rcode { from, to, .. } => assert_eq!((u16::from(*from), u16::from(*to)), (2, 3)),
+        other => panic!("{other:?}"),
+    }
     match &s.rewrites[0].kind {
         RuleKind::Name {
             matcher: Matcher::Exact(f),
@@ -108,6 +114,8 @@ rewrite edns0 cookie set
 rewrite answer name a b
 rewrite flags a b
 rewrite cname a
+rewrite rcode a.example SERVFAIL
+rewrite rcode a.example SERVFAIL NOPE
 rewrite name a b {
     name c d
 }",
@@ -138,7 +146,9 @@ rewrite name a b {
         "/tmp/Corefile:23:9: rewrite: response rewrites must begin with a name rule",
         "/tmp/Corefile:24:9: rewrite: invalid rule type 'flags'",
         "/tmp/Corefile:25:9: rewrite: too few arguments for a cname rule",
-        "/tmp/Corefile:27:5: rewrite: a rule on the directive line takes no block",
+        "/tmp/Corefile:26:9: rewrite: rcode rules take [MATCH] NAME FROM TO",
+        "/tmp/Corefile:27:34: rewrite: invalid rcode 'NOPE'",
+        "/tmp/Corefile:29:5: rewrite: a rule on the directive line takes no block",
     ];
     let wrong: Vec<String> = errors
         .iter()
