@@ -240,6 +240,23 @@ impl fmt::Display for Config {
             if s.loadbalance {
                 writeln!(f, "  loadbalance")?;
             }
+            for t in &s.templates {
+                let any = |x: Option<String>| x.unwrap_or_else(|| "ANY".into());
+                writeln!(
+                    f,
+                    "  template {} {} {}  match {}  answers {}  rcode {}{}",
+                    any(t.class.map(|c| c.to_string())),
+                    any(t.qtype.map(|q| q.to_string())),
+                    spaced(&t.zones, ""),
+                    t.regex.len(),
+                    t.answer.len() + t.additional.len() + t.authority.len(),
+                    crate::metrics::rcode_name(t.rcode),
+                    if t.fallthrough.is_some() { "  fallthrough" } else { "" },
+                )?;
+            }
+            for r in &s.rewrites {
+                writeln!(f, "  rewrite {} {:?}", if r.stop { "stop" } else { "continue" }, r.kind)?;
+            }
             if let Some((a, _)) = &s.autopath {
                 writeln!(
                     f,
