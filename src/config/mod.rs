@@ -283,4 +283,4 @@ impl fmt::Display for Config {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

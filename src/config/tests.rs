@@ -26,8 +26,17 @@ fn errors_of(tag: &str, text: &str) -> Vec<String> {
     }
 }
 
+/// The one server block `.:53 { BODY }` of a Corefile at /tmp/Corefile,
+/// or every error as `FILE:LINE:COL: message`.
+pub(crate) fn server_block(body: &str) -> Result<Server, Vec<String>> {
+    let text = format!(".:53 {{\n{body}\n}}\n");
+    load_str(std::path::Path::new("/tmp/Corefile"), &text, 53)
+        .map(|mut c| c.servers.remove(0))
+        .map_err(|ConfigErrors(e)| e.iter().map(ToString::to_string).collect())
+}
+
 /// `errors` are exactly `want`, in order (each starting with its line).
-fn assert_errors(errors: &[String], want: &[&str]) {
+pub(crate) fn assert_errors(errors: &[String], want: &[&str]) {
     assert_eq!(errors.len(), want.len(), "{errors:#?}");
     for (got, want) in errors.iter().zip(want) {
         assert!(got.starts_with(want), "{got}\n  should start with\n{want}");

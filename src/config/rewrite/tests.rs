@@ -1,20 +1,11 @@
 //! `rewrite` rules as CoreDNS parses them, and every error they can report.
 
-use std::path::Path;
-
 use super::{EdnsAction, EdnsData, EdnsRule, Matcher, RuleKind};
-use crate::config::{load_str, ConfigErrors, Server};
-
-fn server(body: &str) -> Result<Server, Vec<String>> {
-    let text = format!(".:53 {{\n{body}\n}}\n");
-    load_str(Path::new("/tmp/Corefile"), &text, 53)
-        .map(|mut c| c.servers.remove(0))
-        .map_err(|ConfigErrors(e)| e.iter().map(ToString::to_string).collect())
-}
+use crate::config::tests::{assert_errors, server_block};
 
 #[test]
 fn every_rule_form_loads() {
-    let s = server(
+    let s = server_block(
         r"rewrite name foo.example bar.example
 rewrite continue name suffix .schmoogle.com .google.com answer auto
 rewrite stop {
@@ -89,7 +80,7 @@ rewrite rcode regex .*\.example servfail NXDOMAIN",
 
 #[test]
 fn every_bad_argument_is_reported_with_its_position() {
-    let errors = server(
+    let errors = server_block(
         r"rewrite
 rewrite name onlyone
 rewrite name fuzzy a b
@@ -150,12 +141,5 @@ rewrite name a b {
         "/tmp/Corefile:27:34: rewrite: invalid rcode 'NOPE'",
         "/tmp/Corefile:29:5: rewrite: a rule on the directive line takes no block",
     ];
-    let wrong: Vec<String> = errors
-        .iter()
-        .zip(want)
-        .filter(|(got, want)| !got.starts_with(*want))
-        .map(|(got, want)| format!("{got}\n  should start with\n{want}"))
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    assert_eq!(errors.len(), want.len(), "{errors:#?}");
+    assert_errors(&errors, &want);
 }

@@ -1,19 +1,10 @@
 //! `template` options and every error they can report.
 
-use std::path::Path;
-
-use crate::config::{load_str, ConfigErrors, Server};
-
-fn server(body: &str) -> Result<Server, Vec<String>> {
-    let text = format!(".:53 {{\n{body}\n}}\n");
-    load_str(Path::new("/tmp/Corefile"), &text, 53)
-        .map(|mut c| c.servers.remove(0))
-        .map_err(|ConfigErrors(e)| e.iter().map(ToString::to_string).collect())
-}
+use crate::config::tests::{assert_errors, server_block};
 
 #[test]
 fn the_readme_examples_load() {
-    let s = server(
+    let s = server_block(
         r#"template IN A example {
     match "^ip0a(?P<b>[a-f0-9]{2})(?P<c>[a-f0-9]{2})(?P<d>[a-f0-9]{2})[.]example[.]$"
     answer "{{ .Name }} 60 IN A 10.{{ parseInt .Group.b 16 8 }}.{{ parseInt .Group.c 16 8 }}.{{ parseInt .Group.d 16 8 }}"
@@ -47,7 +38,7 @@ template ANY ANY " a.example  b.example " {
 
 #[test]
 fn every_bad_argument_is_reported_with_its_position() {
-    let errors = server(
+    let errors = server_block(
         r#"template
 template XX A
 template IN BOGUS
@@ -76,12 +67,5 @@ template IN A {
         "/tmp/Corefile:12:5: 'answer' takes at least 1 argument",
         "/tmp/Corefile:13:5: template: unknown option 'frobnicate'",
     ];
-    assert_eq!(errors.len(), want.len(), "{errors:#?}");
-    let wrong: Vec<String> = errors
-        .iter()
-        .zip(want)
-        .filter(|(got, want)| !got.starts_with(*want))
-        .map(|(got, want)| format!("{got}\n  should start with\n{want}"))
-        .collect();
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert_errors(&errors, &want);
 }

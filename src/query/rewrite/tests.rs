@@ -1,7 +1,5 @@
 //! Questions rewritten and answers mapped back, without sockets.
 
-use std::path::Path;
-
 use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
@@ -9,10 +7,8 @@ use super::Rewrite;
 use crate::query::answer::{self, Answer};
 
 fn rules(body: &str) -> Rewrite {
-    let text = format!(".:53 {{\n{body}\n}}\n");
-    let cfg = crate::config::load_str(Path::new("/tmp/Corefile"), &text, 53).expect("valid");
     Rewrite {
-        rules: cfg.servers[0].rewrites.clone(),
+        rules: crate::config::tests::server_block(body).expect("valid").rewrites,
     }
 }
 
