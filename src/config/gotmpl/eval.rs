@@ -302,7 +302,7 @@ fn printf(format: &str, args: &[Value]) -> String {
             chars.next();
         }
         while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
-            width = width * 10 + d as usize;
+            width = (width * 10 + d as usize).min(255); // no output bigger than a record
             chars.next();
         }
         let Some(verb) = chars.next() else {

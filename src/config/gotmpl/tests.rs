@@ -84,3 +84,53 @@ fn unsupported_syntax_is_a_load_error() {
         assert!(err.contains(says), "{text}: {err}");
     }
 }
+
+#[test]
+fn arbitrary_text_never_panics() {
+    let pieces = [
+        "{{",
+        "}}",
+        "{{-",
+        "-}}",
+        " ",
+        ".",
+        ".Name",
+        ".Group.a",
+        ".Match",
+        "index",
+        "parseInt",
+        "printf",
+        "\"",
+        "`",
+        "\\",
+        "(",
+        ")",
+        "|",
+        "%",
+        "%99999999999999999999d",
+        "eq",
+        "and",
+        "1",
+        "-1",
+        "0x",
+        "é",
+        "/*",
+        "*/",
+        "$x",
+    ];
+    let wide = run("{{ printf \"%99999999999999999999d\" 7 }}").expect("runs");
+    assert_eq!(wide.len(), 255, "widths are capped");
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    for _ in 0..20_000 {
+        let mut text = String::new();
+        for _ in 0..(x % 12) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            text.push_str(pieces[(x % pieces.len() as u64) as usize]);
+        }
+        if let Ok(t) = Template::parse(&text) {
+            let _ = t.execute(&data());
+        }
+    }
+}
