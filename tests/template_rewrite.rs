@@ -431,3 +431,62 @@ fn type_class_ttl_edns0_and_cname_rules() {
         cname.text
     );
 }
+
+/// Gardener's search-path shortcut (gardener/gardener, pkg/component/coredns:
+/// `rewrite stop` blocks rendered for cluster.local and the common suffix
+/// example.com): names a pod's search list appended to a full name are
+/// answered as the full name, under the name asked.
+#[test]
+fn gardeners_search_path_rewrites() {
+    let stub = Stub::start();
+    let text = format!(
+        r".:0 {{
+      bind 127.0.0.1
+      ready 127.0.0.1:0
+      rewrite stop {{
+        name regex ([^\.]+)\.([^\.]+)\.svc\.cluster\.local\.svc\.cluster\.local {{1}}.{{2}}.svc.cluster.local
+        answer name ([^\.]+)\.([^\.]+)\.svc\.cluster\.local {{1}}.{{2}}.svc.cluster.local.svc.cluster.local
+        answer value ([^\.]+)\.([^\.]+)\.svc\.cluster\.local {{1}}.{{2}}.svc.cluster.local.svc.cluster.local
+      }}
+      rewrite stop {{
+        name regex (.*)\.example\.com\.svc\.cluster\.local {{1}}.example.com
+        answer name (.*)\.example\.com {{1}}.example.com.svc.cluster.local
+        answer value (.*)\.example\.com {{1}}.example.com.svc.cluster.local
+      }}
+      kubernetes cluster.local in-addr.arpa ip6.arpa {{
+          snapshot {}
+          pods insecure
+          fallthrough in-addr.arpa ip6.arpa
+          ttl 30
+      }}
+      forward . {}
+      cache 30
+      loop
+      loadbalance round_robin
+}}
+",
+        common::demo_cluster().display(),
+        stub.addr
+    );
+    let server = Server::start(&temp_dir("rewrite-gardener"), &text);
+    let cluster = dig(&server, &["kubernetes.default.svc.cluster.local.svc.cluster.local"]);
+    assert_eq!(
+        cluster.answers,
+        ["kubernetes.default.svc.cluster.local.svc.cluster.local. 30 IN A 10.96.0.1"],
+        "{}",
+        cluster.text
+    );
+    let outside = dig(&server, &["www.example.com.svc.cluster.local"]);
+    assert_eq!(
+        outside.answers,
+        ["www.example.com.svc.cluster.local. 30 IN A 192.0.2.1"],
+        "{}",
+        outside.text
+    );
+    assert_eq!(
+        stub.last().map(|m| m.queries[0].name().to_ascii()).as_deref(),
+        Some("www.example.com."),
+        "the upstream is asked the full name"
+    );
+    assert_eq!(dig(&server, &["nosuch.default.svc.cluster.local"]).status, "NXDOMAIN");
+}
