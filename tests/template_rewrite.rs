@@ -279,6 +279,7 @@ fn rewrite_corefile(stub: &Stub) -> String {
     rewrite name prefix old new answer auto
     rewrite name substring .legacy. .current. answer auto
     rewrite name substring bad. bad..x.
+    rewrite name suffix .zone.example .example.test answer auto
     rewrite stop {{
         name regex (.*)-east\.fwd\.test {{1}}.upstream.test
         answer name (.*)\.upstream\.test {{1}}-east.fwd.test
@@ -290,6 +291,7 @@ fn rewrite_corefile(stub: &Stub) -> String {
         192.0.2.22 a.current.sub.test
         fallthrough
     }}
+    file {} example.test
     kubernetes cluster.local {{
         snapshot {}
     }}
@@ -297,6 +299,9 @@ fn rewrite_corefile(stub: &Stub) -> String {
     cache 30
 }}
 ",
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("zones/example.db")
+            .display(),
         common::demo_cluster().display(),
         stub.addr
     )
@@ -323,6 +328,18 @@ fn rewritten_names_are_answered_by_every_plugin_under_the_asked_name() {
         dig(&server, &["a.legacy.sub.test"]).answers,
         ["a.legacy.sub.test. 3600 IN A 192.0.2.22"]
     );
+    // a zone file answers, CNAME target mapped back too
+    let file = dig(&server, &["web.zone.example"]);
+    assert_eq!(
+        file.answers,
+        [
+            "web.zone.example. 300 IN CNAME www.zone.example.",
+            "www.zone.example. 300 IN A 192.0.2.80"
+        ],
+        "{}",
+        file.text
+    );
+    assert!(file.flags.contains("aa"), "{}", file.flags);
     // an invalid name after the rewrite: SERVFAIL, as in CoreDNS
     assert_eq!(dig(&server, &["a.bad.test"]).status, "SERVFAIL");
     // regex + answer name: the upstream gets the new name, the client the old one

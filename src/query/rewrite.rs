@@ -107,8 +107,8 @@ impl Rewrite {
         let mut q = query.clone();
         let mut revert = Revert::default();
         let mut applied = false;
+        let mut name = q.name().to_lowercase().to_ascii();
         for rule in &self.rules {
-            let name = q.name().to_lowercase().to_ascii();
             let done = match &rule.kind {
                 RuleKind::Name {
                     matcher,
@@ -120,6 +120,7 @@ impl Rewrite {
                         let parsed = Name::from_ascii(&new).map_err(|_| InvalidName(new.clone()))?;
                         q.set_name(parsed);
                         revert.name_undo(matcher, to, *auto, answers, &name, &new);
+                        name = new;
                         true
                     }
                     None => false,
