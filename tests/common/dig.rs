@@ -1,0 +1,59 @@
+//! dig and kdig replies read back section by section, for end-to-end
+//! assertions on what a real client prints.
+
+use super::{run, Server};
+
+/// One dig reply, as dig prints it.
+#[derive(Debug)]
+pub struct Dig {
+    pub status: String,
+    pub flags: String,
+    pub question: String,
+    pub answers: Vec<String>,
+    pub authority: Vec<String>,
+    pub additional: Vec<String>,
+    pub text: String,
+}
+
+/// Section lines with runs of spaces and tabs made one space.
+fn section(text: &str, title: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(&format!(";; {title} SECTION:")))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| !l.starts_with(';') || title == "QUESTION")
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// Runs `cmd` (dig or kdig) against `server` with `args`.
+pub fn dig_with(cmd: &str, server: &Server, args: &[&str]) -> Dig {
+    let port = server.port();
+    let base = ["@127.0.0.1", "-p", port.as_str(), "+norecurse", "+nocookie"];
+    let text = run(cmd, &[&base[..], args].concat());
+    let field = |start: &str| {
+        text.split(start)
+            .nth(1)
+            .and_then(|r| r.split([',', ';']).next())
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    Dig {
+        status: field("status: "),
+        flags: field("lags: "),
+        question: section(&text, "QUESTION").join(""),
+        answers: section(&text, "ANSWER"),
+        authority: section(&text, "AUTHORITY"),
+        additional: section(&text, "ADDITIONAL")
+            .into_iter()
+            .filter(|l| !l.contains("OPT"))
+            .collect(),
+        text,
+    }
+}
+
+/// Runs dig against `server` with `args`.
+pub fn dig(server: &Server, args: &[&str]) -> Dig {
+    dig_with("dig", server, args)
+}
