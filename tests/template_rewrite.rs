@@ -222,6 +222,7 @@ fn rewrite_corefile(stub: &Stub) -> String {
         r".:0 {{
     bind 127.0.0.1
     ready 127.0.0.1:0
+    log
     rewrite name exact db.corp.example kubernetes.default.svc.cluster.local
     rewrite name suffix .hosts.example .svc.internal answer auto
     rewrite name prefix old new answer auto
@@ -299,6 +300,20 @@ fn rewritten_names_are_answered_by_every_plugin_under_the_asked_name() {
     assert_eq!(stub.count(), 1, "the second answer came from the cache, reverted too");
     let asked = stub.last().expect("a request upstream");
     assert_eq!(asked.queries[0].name().to_ascii(), "web.upstream.test.");
+    // the query log shows the client's question, as CoreDNS's log (before rewrite) does
+    let started = std::time::Instant::now();
+    while !server.log_contains("A IN web-east.fwd.test.") && started.elapsed() < std::time::Duration::from_secs(3) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        server.log_contains("\"A IN web-east.fwd.test. udp"),
+        "{:?}",
+        server.log.lock().map(|l| l.clone())
+    );
+    assert!(
+        !server.log_contains("web.upstream.test."),
+        "the rewritten name is not logged"
+    );
     // answer auto + answer value: a CNAME's owner and target both mapped back, over TCP too
     for cmd in ["dig", "kdig"] {
         let tcp = dig_with(cmd, &server, &["+tcp", "alias-x.fwd.test"]);

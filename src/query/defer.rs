@@ -62,12 +62,14 @@ pub struct After {
     pub prefix: Vec<hickory_proto::rr::Record>,
     /// The `rewrite` to undo.
     pub revert: Option<super::rewrite::Revert>,
+    /// The client's own message (logged and counted as it came).
+    pub request: Vec<u8>,
 }
 
 impl After {
     /// Takes what `answer` says must happen around forwarding; `None`
     /// when the client's own question is forwarded as it came.
-    pub fn take(answer: &mut Answer, client: &Query) -> Option<Box<After>> {
+    pub fn take(answer: &mut Answer, client: &Query, request: &[u8]) -> Option<Box<After>> {
         let rewrite = answer.rewrite.take();
         let chase = answer.chase.take();
         let forward = chase.clone().or_else(|| rewrite.as_ref().map(|r| r.0.clone()))?;
@@ -80,6 +82,7 @@ impl After {
                 Vec::new()
             },
             revert: rewrite.map(|r| r.1),
+            request: request.to_vec(),
         }))
     }
 }
@@ -131,13 +134,14 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if out.is_empty() {
         return;
     }
+    let asked = job.after.as_ref().map_or(&job.request[..], |a| &a.request[..]);
     if let Some(stats) = &job.stats {
         stats.record(&Served {
             transport: job.transport,
             ipv6: job.peer.is_ipv6(),
             qtype: type_slot(job.query.query_type()),
             dnssec_ok: job.dnssec_ok(),
-            request_size: job.request.len(),
+            request_size: asked.len(),
             response_size: out.len(),
             rcode: answer.rcode,
             plugin: answer.plugin,
@@ -147,15 +151,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         });
     }
     if let Some(style) = job.log {
-        log::query(
-            style,
-            job.peer,
-            job.transport,
-            &job.request,
-            &out,
-            answer.rcode,
-            job.started,
-        );
+        log::query(style, job.peer, job.transport, asked, &out, answer.rcode, job.started);
     }
     match &job.sink {
         Sink::Udp(socket) => {

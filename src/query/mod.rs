@@ -259,7 +259,7 @@ impl Handler {
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         return Full::Later;
                     }
-                    let after = defer::After::take(answer, &req.query);
+                    let after = defer::After::take(answer, &req.query, bytes);
                     let revert = after.as_ref().and_then(|a| a.revert.as_ref());
                     let (request, query, asked) = match (asked, &after) {
                         (None, None) => (bytes.to_vec(), req.query, None),
