@@ -170,6 +170,9 @@ fn templates_answer_every_option_and_akss_defaults() {
     );
     assert_eq!(chased.question, ";cdn.fwd.test. IN A");
     let metrics = server.metrics();
+    if let Some(verdict) = common::promtool_check(&metrics, &temp_dir("template-metrics").join("metrics.txt")) {
+        assert_eq!(verdict, Ok(()), "promtool");
+    }
     let matches = r#"zone="example.",view="",class="IN",type="A""#;
     assert_eq!(
         common::sum_of(&metrics, "coredns_template_matches_total", matches),

@@ -96,7 +96,11 @@ impl Templates {
     /// Answers `query` from `client` into `out` when a template matches.
     pub fn answer(&self, query: &Query, client: IpAddr, out: &mut Answer) -> Templated {
         // zone_of ignores case: most queries leave here without allocating.
-        if !self.list.iter().any(|t| t.zones.iter().any(|z| z.zone_of(query.name()))) {
+        if !self
+            .list
+            .iter()
+            .any(|t| t.zones.iter().any(|z| z.zone_of(query.name())))
+        {
             return Templated::Next;
         }
         let lower = query.name().to_lowercase();
