@@ -46,45 +46,30 @@ pub struct Job {
     pub started: Instant,
     /// Where the answer is counted (`coredns_dns_*`).
     pub stats: Option<Arc<ZoneStats>>,
-    /// What the reply needs besides the upstream's answer (`rewrite`, a
-    /// `template` CNAME whose target is forwarded).
-    pub after: Option<Box<After>>,
+    /// A `rewrite` to undo on the reply (`None`: the question went as asked).
+    pub rewrite: Option<Box<Rewritten>>,
+    /// A CNAME answered here (`template`, `rewrite cname`) whose target is
+    /// what was forwarded: the target's records follow it.
+    pub target: Option<Box<Target>>,
 }
 
-/// The local side of a forwarded answer.
+/// What `rewrite` changed in a forwarded question.
 #[derive(Debug)]
-pub struct After {
-    /// The question forwarded instead of the client's.
-    pub forward: Query,
+pub struct Rewritten {
     /// The client's question, echoed in the reply.
     pub question: Query,
-    /// Records answered here that come first (a CNAME to `forward`).
-    pub prefix: Vec<hickory_proto::rr::Record>,
-    /// The `rewrite` to undo.
-    pub revert: Option<super::rewrite::Revert>,
+    pub revert: super::rewrite::Revert,
     /// The client's own message (logged and counted as it came).
     pub request: Vec<u8>,
 }
 
-impl After {
-    /// Takes what `answer` says must happen around forwarding; `None`
-    /// when the client's own question is forwarded as it came.
-    pub fn take(answer: &mut Answer, client: &Query, request: &[u8]) -> Option<Box<After>> {
-        let rewrite = answer.rewrite.take();
-        let chase = answer.chase.take();
-        let forward = chase.clone().or_else(|| rewrite.as_ref().map(|r| r.0.clone()))?;
-        Some(Box::new(After {
-            forward,
-            question: client.clone(),
-            prefix: if chase.is_some() {
-                answer.answers.clone()
-            } else {
-                Vec::new()
-            },
-            revert: rewrite.map(|r| r.1),
-            request: request.to_vec(),
-        }))
-    }
+/// A CNAME answered here whose target was forwarded.
+#[derive(Debug)]
+pub struct Target {
+    /// The client's question, echoed in the reply.
+    pub asked: Query,
+    /// The records answered here: they come first.
+    pub prefix: Vec<hickory_proto::rr::Record>,
 }
 
 impl Job {
@@ -110,17 +95,17 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
             answer.error(ResponseCode::NXDomain);
         }
     }
-    if let Some(after) = &job.after {
-        if !after.prefix.is_empty() {
-            let upstream = std::mem::take(&mut answer.answers);
-            answer.answers = after.prefix.iter().cloned().chain(upstream).collect();
-        }
-        if let Some(revert) = &after.revert {
-            revert.answer(answer);
-        }
+    if let Some(target) = &job.target {
+        let upstream = std::mem::take(&mut answer.answers);
+        answer.answers = target.prefix.iter().cloned().chain(upstream).collect();
+    }
+    if let Some(rewritten) = &job.rewrite {
+        rewritten.revert.answer(answer);
     }
     let mut out = Vec::with_capacity(512);
-    let question = job.after.as_ref().map(|a| &a.question).or(job.asked.as_ref());
+    let question = (job.rewrite.as_ref().map(|r| &r.question))
+        .or(job.target.as_ref().map(|t| &t.asked))
+        .or(job.asked.as_ref());
     let echo = Echo {
         meta: &job.meta,
         query: Some(question.unwrap_or(&job.query)),
@@ -134,7 +119,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if out.is_empty() {
         return;
     }
-    let asked = job.after.as_ref().map_or(&job.request[..], |a| &a.request[..]);
+    let asked = job.rewrite.as_ref().map_or(&job.request[..], |r| &r.request[..]);
     if let Some(stats) = &job.stats {
         stats.record(&Served {
             transport: job.transport,

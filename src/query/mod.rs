@@ -259,14 +259,30 @@ impl Handler {
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         return Full::Later;
                     }
-                    let after = defer::After::take(answer, &req.query, bytes);
-                    let revert = after.as_ref().and_then(|a| a.revert.as_ref());
-                    let (request, query, asked) = match (asked, &after) {
-                        (None, None) => (bytes.to_vec(), req.query, None),
-                        (None, Some(a)) => {
-                            let upstream = rewrite::upstream_request(bytes, &a.forward, revert, peer, transport);
-                            (upstream, a.forward.clone(), None)
+                    // A template's CNAME target, or the rewritten question, goes instead.
+                    let target = answer.chase.take();
+                    let (forwarded, rewrite) = match answer.rewrite.take() {
+                        Some(r) => {
+                            let (q, revert) = *r;
+                            let rewritten = defer::Rewritten {
+                                question: req.query.clone(),
+                                revert,
+                                request: bytes.to_vec(),
+                            };
+                            (target.clone().or(Some(q)), Some(Box::new(rewritten)))
                         }
+                        None => (target.clone(), None),
+                    };
+                    let target = target.map(|_| {
+                        Box::new(defer::Target {
+                            asked: req.query.clone(),
+                            prefix: answer.answers.clone(),
+                        })
+                    });
+                    let revert = rewrite.as_ref().map(|r| &r.revert);
+                    let (request, query, asked) = match (asked, forwarded) {
+                        (None, None) => (bytes.to_vec(), req.query, None),
+                        (None, Some(q)) => (rewrite::upstream_request(bytes, &q, revert, peer, transport), q, None),
                         (Some(candidate), _) => {
                             let upstream = rewrite::upstream_request(bytes, &candidate, revert, peer, transport);
                             (upstream, candidate, Some(req.query))
@@ -285,7 +301,8 @@ impl Handler {
                         loadbalance,
                         started,
                         stats: router.stats.get(usize::from(answer.zone)).cloned(),
-                        after,
+                        rewrite,
+                        target,
                     });
                     return Full::Later;
                 }

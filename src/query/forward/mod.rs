@@ -228,8 +228,8 @@ impl Forwarding {
                 }
                 (Err(rcode), _, _) => answer.error(*rcode),
             }
-            let cname = job.after.as_ref().and_then(|a| a.revert.as_ref());
-            if let Some(target) = cname.and_then(|r| r.cname(&mut answer)) {
+            let revert = job.rewrite.as_ref().map(|r| &r.revert);
+            if let Some(target) = revert.and_then(|r| r.cname(&mut answer)) {
                 self.chase_cname(&job, target, tcp, &mut answer).await;
             }
             deliver(&job, &mut answer, &self.metrics).await;
