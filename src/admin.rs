@@ -40,6 +40,8 @@ pub struct Live {
     pub stores: Vec<Arc<Store>>,
     pub forwardings: Vec<Arc<Forwarding>>,
     pub dns64: Vec<Arc<crate::query::dns64::Dns64>>,
+    /// `coredns_template_*` of each block with templates.
+    pub templates: Vec<Arc<crate::query::template::TemplateStats>>,
 }
 
 impl State {
@@ -120,6 +122,7 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
             let mut text = state.metrics.render(state.synced());
             crate::query::forward::render(&state.live.load().forwardings, &mut text);
             crate::query::dns64::render(&state.live.load().dns64, &mut text);
+            crate::query::template::render(&state.live.load().templates, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")
         }
         _ => ("404 Not Found", "not found".to_string(), "text/plain"),

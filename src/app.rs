@@ -23,6 +23,8 @@ use crate::query::forward::cache::Cache;
 use crate::query::forward::{Forward, Forwarding};
 use crate::query::k8s_external::K8sExternal;
 use crate::query::local::{Hosts, ZoneFile};
+use crate::query::rewrite::Rewrite;
+use crate::query::template::Templates;
 use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
 use crate::store::Store;
 use crate::watch;
@@ -273,6 +275,11 @@ impl Runtime {
             .clone()
             .map(|d| Arc::new(Dns64::new(d, server_label(server))));
         built.live.dns64.extend(dns64.clone());
+        let templates =
+            (!server.templates.is_empty()).then(|| Templates::new(server.templates.clone(), server_label(server)));
+        if let Some(t) = &templates {
+            built.live.templates.push(t.stats.clone());
+        }
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
             built.probes.push((key.clone(), p.clone(), zone.clone()));
@@ -292,6 +299,10 @@ impl Runtime {
             any: server.any,
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
+            templates,
+            rewrite: (!server.rewrites.is_empty()).then(|| Rewrite {
+                rules: server.rewrites.clone(),
+            }),
         }
     }
 
@@ -462,6 +473,8 @@ fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
         (server.any, "any"),
         (server.dns64.is_some(), "dns64"),
         (server.k8s_external.is_some(), "k8s_external"),
+        (!server.templates.is_empty(), "template"),
+        (!server.rewrites.is_empty(), "rewrite"),
     ];
     names.extend(on.iter().filter(|(yes, _)| *yes).map(|(_, n)| *n));
     names

@@ -666,9 +666,10 @@ pub enum Plugin {
     Autopath,
     Dns64,
     K8sExternal,
+    Template,
 }
 
-const PLUGINS: [&str; 9] = [
+const PLUGINS: [&str; 10] = [
     "",
     "kubernetes",
     "forward",
@@ -678,6 +679,7 @@ const PLUGINS: [&str; 9] = [
     "autopath",
     "dns64",
     "k8s_external",
+    "template",
 ];
 
 /// Query types CoreDNS reports by name; the rest are `other`.

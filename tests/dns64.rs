@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::dig::{dig, Reply};
+use common::dig::{dig_at as dig, Dig as Reply};
 use common::stub::Stub;
 use common::{free_port, temp_dir, Server};
 
@@ -72,19 +72,27 @@ fn aaaa_is_synthesized_for_ipv6_clients_only() {
     let _server = start("dns64", port, &stub);
     // a v4 client first: its NODATA must not be replayed to the v6 client
     let plain = v4(port, &["kubernetes.default.svc.cluster.local", "AAAA"]);
-    assert_eq!((plain.status.as_str(), plain.answer.len()), ("NOERROR", 0), "{plain:?}");
+    assert_eq!(
+        (plain.status.as_str(), plain.answers.len()),
+        ("NOERROR", 0),
+        "{plain:?}"
+    );
     let cluster = v6(port, &["kubernetes.default.svc.cluster.local", "AAAA"]);
     assert_eq!(
-        cluster.answer,
+        cluster.answers,
         ["kubernetes.default.svc.cluster.local. 5 IN AAAA 64:ff9b::a60:1"],
         "10.96.0.1 under 64:ff9b::/96: {cluster:?}"
     );
     let again = v4(port, &["kubernetes.default.svc.cluster.local", "AAAA"]);
-    assert_eq!(again.answer.len(), 0, "and the v6 answer is not replayed to v4 clients");
+    assert_eq!(
+        again.answers.len(),
+        0,
+        "and the v6 answer is not replayed to v4 clients"
+    );
     // a name with its own AAAA keeps it; a missing name stays NXDOMAIN
     let dual = v6(port, &["web.shop.svc.cluster.local", "AAAA"]);
     assert!(dual.data().iter().all(|a| !a.starts_with("64:ff9b")), "{dual:?}");
-    assert_eq!(dual.answer.len(), 1);
+    assert_eq!(dual.answers.len(), 1);
     assert_eq!(v6(port, &["nosuch.shop.svc.cluster.local", "AAAA"]).status, "NXDOMAIN");
     // hosts entries
     assert_eq!(v6(port, &["v4only.hosts.test", "AAAA"]).data(), ["64:ff9b::c000:207"]);
@@ -93,7 +101,7 @@ fn aaaa_is_synthesized_for_ipv6_clients_only() {
     assert_eq!(v6(port, &["v4only.hosts.test", "A"]).data(), ["192.0.2.7"]);
     // the PREFIX argument of another block
     assert_eq!(v6(port, &["a.alt.test", "AAAA"]).data(), ["64:1337::c000:209"]);
-    assert_eq!(v4(port, &["a.alt.test", "AAAA"]).answer.len(), 0);
+    assert_eq!(v4(port, &["a.alt.test", "AAAA"]).answers.len(), 0);
 }
 
 #[test]
@@ -107,7 +115,7 @@ fn forwarded_names_are_translated_after_a_second_lookup() {
     let www = v6(port, &["www.example.com", "AAAA"]);
     assert_eq!(www.status, "NOERROR", "{www:?}");
     assert_eq!(
-        www.answer,
+        www.answers,
         ["www.example.com. 60 IN AAAA 64:ff9b::c000:201"],
         "the upstream's A 192.0.2.1 (TTL 60, under the 600 s cap without an SOA)"
     );
@@ -124,7 +132,7 @@ fn forwarded_names_are_translated_after_a_second_lookup() {
     // NXDOMAIN is not translated; IPv4 clients get the upstream's empty answer
     assert_eq!(v6(port, &["nx.example.com", "AAAA"]).status, "NXDOMAIN");
     let v4_client = v4(port, &["other.example.com", "AAAA"]);
-    assert_eq!((v4_client.status.as_str(), v4_client.answer.len()), ("NOERROR", 0));
+    assert_eq!((v4_client.status.as_str(), v4_client.answers.len()), ("NOERROR", 0));
     let translated = server.metric(&format!(
         "coredns_dns64_requests_translated_total{{server=\"dns://127.0.0.1:{port}\"}}"
     ));

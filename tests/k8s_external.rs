@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::dig::{dig, Reply};
+use common::dig::{dig_at as dig, Dig as Reply};
 use common::stub::Stub;
 use common::{temp_dir, Server};
 
@@ -57,7 +57,7 @@ fn external_ips_and_ingress_answer_under_the_zone() {
     let (server, _upstream) = start("k8s-external");
     let web = ask(&server, &["web.shop.example.org", "A"]);
     assert_eq!((web.status.as_str(), web.aa()), ("NOERROR", true), "{web:?}");
-    assert_eq!(web.answer, ["web.shop.example.org. 5 IN A 203.0.113.10"]);
+    assert_eq!(web.answers, ["web.shop.example.org. 5 IN A 203.0.113.10"]);
     assert_eq!(ask(&server, &["web.shop.example.org", "AAAA"]).data(), ["2001:db8::10"]);
     assert_eq!(
         ask(&server, &["legacy.shop.example.org", "A"]).data(),
@@ -66,7 +66,7 @@ fn external_ips_and_ingress_answer_under_the_zone() {
     );
     let elb = ask(&server, &["elb.shop.example.org", "A"]);
     assert_eq!(
-        elb.answer,
+        elb.answers,
         [
             "elb.shop.example.org. 5 IN CNAME lb-1234.elb.ext.test.",
             "lb-1234.elb.ext.test. 3600 IN A 192.0.2.80"
@@ -75,7 +75,7 @@ fn external_ips_and_ingress_answer_under_the_zone() {
     );
     let alb = ask(&server, &["alb.shop.example.org", "A"]);
     assert_eq!(
-        (alb.status.as_str(), alb.aa(), alb.answer.clone()),
+        (alb.status.as_str(), alb.aa(), alb.answers.clone()),
         (
             "NOERROR",
             true,
@@ -88,7 +88,7 @@ fn external_ips_and_ingress_answer_under_the_zone() {
     );
     let gone = ask(&server, &["gone.shop.example.org", "A"]);
     assert_eq!(
-        (gone.status.as_str(), gone.answer.clone()),
+        (gone.status.as_str(), gone.answers.clone()),
         (
             "NOERROR",
             vec!["gone.shop.example.org. 5 IN CNAME nx.elb.upstream.test.".to_string()]
@@ -119,7 +119,7 @@ fn negative_answers_carry_the_zones_soa() {
     ] {
         let r = ask(&server, &[name, qtype]);
         assert_eq!(
-            (r.status.as_str(), r.answer.len()),
+            (r.status.as_str(), r.answers.len()),
             (status, 0),
             "{name} {qtype}: {r:?}"
         );
@@ -135,7 +135,7 @@ fn negative_answers_carry_the_zones_soa() {
 fn srv_per_port_with_glue() {
     let (server, _upstream) = start("k8s-external-srv");
     let srv = ask(&server, &["web.shop.example.org", "SRV"]);
-    let mut answer = srv.answer.clone();
+    let mut answer = srv.answers.clone();
     answer.sort();
     assert_eq!(
         answer,
@@ -176,10 +176,10 @@ fn srv_per_port_with_glue() {
 fn apex_soa_ns_and_the_name_server_host() {
     let (server, _upstream) = start("k8s-external-apex");
     let soa = ask(&server, &["example.org", "SOA"]);
-    assert_eq!(soa.answer.len(), 1, "{soa:?}");
-    assert!(soa.answer[0].starts_with("example.org. 5 IN SOA ns1.dns.example.org. hostmaster.dns.example.org. "));
+    assert_eq!(soa.answers.len(), 1, "{soa:?}");
+    assert!(soa.answers[0].starts_with("example.org. 5 IN SOA ns1.dns.example.org. hostmaster.dns.example.org. "));
     let ns = ask(&server, &["example.org", "NS"]);
-    assert_eq!(ns.answer, ["example.org. 5 IN NS ns1.dns.example.org."]);
+    assert_eq!(ns.answers, ["example.org. 5 IN NS ns1.dns.example.org."]);
     assert_eq!(
         ns.additional,
         ["ns1.dns.example.org. 5 IN A 192.0.2.53"],
@@ -187,7 +187,7 @@ fn apex_soa_ns_and_the_name_server_host() {
     );
     assert_eq!(ask(&server, &["ns1.dns.example.org", "A"]).data(), ["192.0.2.53"]);
     let ent = ask(&server, &["dns.example.org", "A"]);
-    assert_eq!((ent.status.as_str(), ent.answer.len()), ("NOERROR", 0));
+    assert_eq!((ent.status.as_str(), ent.answers.len()), ("NOERROR", 0));
     assert_eq!(ask(&server, &["ns2.dns.example.org", "A"]).status, "NXDOMAIN");
 }
 
@@ -213,10 +213,10 @@ fn ptr_for_external_ips_and_fallthrough_to_the_cluster() {
 fn apex_ttl_and_headless_options() {
     let (server, _upstream) = start("k8s-external-options");
     let web = ask(&server, &["web.shop.other.test", "A"]);
-    assert_eq!(web.answer, ["web.shop.other.test. 60 IN A 203.0.113.10"], "ttl 60");
+    assert_eq!(web.answers, ["web.shop.other.test. 60 IN A 203.0.113.10"], "ttl 60");
     let ns = ask(&server, &["other.test", "NS"]);
     assert_eq!(
-        ns.answer,
+        ns.answers,
         ["other.test. 60 IN NS ns1.ns.ext.other.test."],
         "apex ns.ext"
     );

@@ -11,12 +11,6 @@ use common::stub::Stub;
 use common::{http_get, query, tcp, temp_dir, udp, udp_raw, value, Server};
 use hickory_proto::rr::RecordType;
 
-fn promtool() -> Option<&'static str> {
-    ["/usr/bin/promtool", "/usr/local/bin/promtool"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())
-}
-
 #[test]
 fn metrics_are_coredns_compatible_and_count_search_expansions_exactly() {
     let stub = Stub::start();
@@ -60,21 +54,8 @@ fn metrics_are_coredns_compatible_and_count_search_expansions_exactly() {
     http_get(server.admin("health").expect("health"), "/health");
 
     let text = server.metrics();
-    std::fs::write(dir.join("metrics.txt"), &text).expect("write");
-    match promtool() {
-        Some(tool) => {
-            let out = Command::new(tool)
-                .args(["check", "metrics"])
-                .stdin(std::fs::File::open(dir.join("metrics.txt")).expect("open"))
-                .output()
-                .expect("promtool");
-            assert!(
-                out.status.success(),
-                "promtool: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+    match common::promtool_check(&text, &dir.join("metrics.txt")) {
+        Some(verdict) => assert_eq!(verdict, Ok(()), "promtool"),
         None => eprintln!("SKIP promtool check: promtool is not installed (tests/run installs the prometheus package)"),
     }
     let server_label = "server=\"dns://127.0.0.1:0\",zone=\".\",view=\"\"";

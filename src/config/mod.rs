@@ -11,12 +11,16 @@ pub mod blocks;
 pub mod cache;
 pub mod dns64;
 pub mod forward;
+pub mod gotmpl;
 pub mod k8s_external;
 pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
 pub mod local;
 pub mod plugins;
+pub mod rewrite;
+pub mod rewrite_edns;
+pub mod template;
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -101,6 +105,10 @@ pub struct Server {
     pub dns64: Option<dns64::Dns64Config>,
     /// `k8s_external`: Services' external addresses under other zones.
     pub k8s_external: Option<k8s_external::K8sExternalConfig>,
+    /// `template` directives, in order.
+    pub templates: Vec<template::TemplateConfig>,
+    /// `rewrite` rules, in order.
+    pub rewrites: Vec<rewrite::RewriteRule>,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name
@@ -258,6 +266,23 @@ impl fmt::Display for Config {
                         .map_or(String::new(), |z| format!("  fallthrough {}", spaced(z, "(all zones)")))
                 )?;
             }
+            for t in &s.templates {
+                let any = |x: Option<String>| x.unwrap_or_else(|| "ANY".into());
+                writeln!(
+                    f,
+                    "  template {} {} {}  match {}  answers {}  rcode {}{}",
+                    any(t.class.map(|c| c.to_string())),
+                    any(t.qtype.map(|q| q.to_string())),
+                    spaced(&t.zones, ""),
+                    t.regex.len(),
+                    t.answer.len() + t.additional.len() + t.authority.len(),
+                    crate::metrics::rcode_name(t.rcode),
+                    if t.fallthrough.is_some() { "  fallthrough" } else { "" },
+                )?;
+            }
+            for r in &s.rewrites {
+                writeln!(f, "  rewrite {} {:?}", if r.stop { "stop" } else { "continue" }, r.kind)?;
+            }
             if let Some((a, _)) = &s.autopath {
                 writeln!(
                     f,
@@ -284,4 +309,4 @@ impl fmt::Display for Config {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -40,6 +40,8 @@ pub const SUPPORTED: &[&str] = &[
     "limits",
     "dns64",
     "k8s_external",
+    "template",
+    "rewrite",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -61,6 +63,8 @@ const WITH_OPTIONS: &[&str] = &[
     "limits",
     "dns64",
     "k8s_external",
+    "template",
+    "rewrite",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -116,6 +120,8 @@ pub fn server(
         tcp: local::TcpLimits::default(),
         dns64: None,
         k8s_external: None,
+        templates: Vec::new(),
+        rewrites: Vec::new(),
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
@@ -201,6 +207,10 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             }
             server.k8s_external = Some(k8s_external::parse(d, &server.zones, errors));
         }
+        "template" => server
+            .templates
+            .extend(super::template::parse(d, &server.zones, errors)),
+        "rewrite" => server.rewrites.extend(super::rewrite::parse(d, errors)),
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),
         "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),

@@ -26,8 +26,17 @@ fn errors_of(tag: &str, text: &str) -> Vec<String> {
     }
 }
 
+/// The one server block `.:53 { BODY }` of a Corefile at /tmp/Corefile,
+/// or every error as `FILE:LINE:COL: message`.
+pub(crate) fn server_block(body: &str) -> Result<Server, Vec<String>> {
+    let text = format!(".:53 {{\n{body}\n}}\n");
+    load_str(std::path::Path::new("/tmp/Corefile"), &text, 53)
+        .map(|mut c| c.servers.remove(0))
+        .map_err(|ConfigErrors(e)| e.iter().map(ToString::to_string).collect())
+}
+
 /// `errors` are exactly `want`, in order (each starting with its line).
-fn assert_errors(errors: &[String], want: &[&str]) {
+pub(crate) fn assert_errors(errors: &[String], want: &[&str]) {
     assert_eq!(errors.len(), want.len(), "{errors:#?}");
     for (got, want) in errors.iter().zip(want) {
         assert!(got.starts_with(want), "{got}\n  should start with\n{want}");
@@ -101,7 +110,7 @@ fn forward_and_cache_options_are_checked() {
 
 #[test]
 fn every_error_is_reported_with_its_position() {
-    let text = ".:53 {\n    kubernetes cluster.local {\n        snapshot c.yaml\n        pods sometimes\n        ttl 9999\n        bogus 1\n        labels app in web\n        watch_timeout 0s\n        watch_timeout soon\n    }\n    rewrite name a b\n    errors extra\n    health :notaport\n}\n";
+    let text = ".:53 {\n    kubernetes cluster.local {\n        snapshot c.yaml\n        pods sometimes\n        ttl 9999\n        bogus 1\n        labels app in web\n        watch_timeout 0s\n        watch_timeout soon\n    }\n    frobnicate name a b\n    errors extra\n    health :notaport\n}\n";
     let errors = errors_of("broken", text);
     let want = [
         "Corefile:4:14: pods: 'sometimes' is not one of disabled, insecure, verified",
@@ -110,7 +119,7 @@ fn every_error_is_reported_with_its_position() {
         "Corefile:7:16: labels: 'app in web': expected '(v1, v2, ...)' after in",
         "Corefile:8:23: watch_timeout: out of range 1s..1h",
         "Corefile:9:23: watch_timeout: 'soon' is not a duration (e.g. 5s)",
-        "Corefile:11:5: unknown directive 'rewrite'",
+        "Corefile:11:5: unknown directive 'frobnicate'",
         "Corefile:12:12: 'errors' takes no arguments, got 1",
         "Corefile:13:12: ':notaport' is not a listen address",
     ];

@@ -41,6 +41,10 @@ pub struct Answer {
     pub outside: Option<Name>,
     /// A forwarded AAAA question `dns64` translates when its reply comes.
     pub dns64: Option<std::sync::Arc<super::dns64::Dns64>>,
+    /// RFC 8914 extended DNS error (code, text) for the OPT record.
+    pub ede: Option<(u16, String)>,
+    /// A `rewrite` whose question is forwarded: what to ask, what to undo.
+    pub rewrite: Option<Box<(hickory_proto::op::Query, super::rewrite::Revert)>>,
 }
 
 impl Answer {
@@ -59,6 +63,8 @@ impl Answer {
         self.autopath = false;
         self.outside = None;
         self.dns64 = None;
+        self.ede = None;
+        self.rewrite = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();

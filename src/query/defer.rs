@@ -6,13 +6,13 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hickory_proto::op::{MessageType, Metadata, OpCode, Query, ResponseCode};
+use hickory_proto::op::{Metadata, Query, ResponseCode};
 use hickory_proto::rr::Record;
 
 use super::answer::Answer;
 use super::finish::{self, Echo};
 use super::log;
-use super::request::{self, ClientEdns};
+use super::request::ClientEdns;
 use crate::config::local::LogStyle;
 use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
 
@@ -49,6 +49,18 @@ pub struct Job {
     pub stats: Option<Arc<ZoneStats>>,
     /// An AAAA question `dns64` translates (asking A) when the reply has no AAAA.
     pub dns64: Option<Arc<super::dns64::Dns64>>,
+    /// A `rewrite` to undo on the reply (`None`: the question went as asked).
+    pub rewrite: Option<Box<Rewritten>>,
+}
+
+/// What `rewrite` changed in a forwarded question.
+#[derive(Debug)]
+pub struct Rewritten {
+    /// The client's question, echoed in the reply.
+    pub question: Query,
+    pub revert: super::rewrite::Revert,
+    /// The client's own message (logged and counted as it came).
+    pub request: Vec<u8>,
 }
 
 /// A forwarded name that is not the client's: the answer to it is put
@@ -103,20 +115,6 @@ impl Job {
     }
 }
 
-/// An upstream message asking `query` with the client's RD, CD and DO.
-pub fn request_for(query: &Query, client: &request::Request) -> Vec<u8> {
-    let mut m = hickory_proto::op::Message::new(client.meta.id, MessageType::Query, OpCode::Query);
-    m.metadata.recursion_desired = client.meta.recursion_desired;
-    m.metadata.checking_disabled = client.meta.checking_disabled;
-    m.add_query(query.clone());
-    if let Some(e) = client.edns {
-        let mut edns = hickory_proto::op::Edns::new();
-        edns.set_max_payload(finish::OUR_PAYLOAD).set_dnssec_ok(e.dnssec_ok);
-        m.edns = Some(edns);
-    }
-    m.to_vec().unwrap_or_default()
-}
-
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
 pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if job.loadbalance {
@@ -125,10 +123,14 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if let Some(chase) = &job.chase {
         chase.put_under(answer, metrics);
     }
+    if let Some(rewritten) = &job.rewrite {
+        rewritten.revert.answer(answer);
+    }
     let mut out = Vec::with_capacity(512);
+    let question = (job.rewrite.as_ref().map(|r| &r.question)).or(job.chase.as_ref().map(|c| &c.asked));
     let echo = Echo {
         meta: &job.meta,
-        query: Some(job.chase.as_ref().map_or(&job.query, |c| &c.asked)),
+        query: Some(question.unwrap_or(&job.query)),
         edns: job.edns,
     };
     let truncated = finish::write_for(&mut out, &echo, answer, job.transport);
@@ -139,13 +141,14 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if out.is_empty() {
         return;
     }
+    let asked = job.rewrite.as_ref().map_or(&job.request[..], |r| &r.request[..]);
     if let Some(stats) = &job.stats {
         stats.record(&Served {
             transport: job.transport,
             ipv6: job.peer.is_ipv6(),
             qtype: type_slot(job.query.query_type()),
             dnssec_ok: job.dnssec_ok(),
-            request_size: job.request.len(),
+            request_size: asked.len(),
             response_size: out.len(),
             rcode: answer.rcode,
             plugin: answer.plugin,
@@ -155,15 +158,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         });
     }
     if let Some(style) = job.log {
-        log::query(
-            style,
-            job.peer,
-            job.transport,
-            &job.request,
-            &out,
-            answer.rcode,
-            job.started,
-        );
+        log::query(style, job.peer, job.transport, asked, &out, answer.rcode, job.started);
     }
     match &job.sink {
         Sink::Udp(socket) => {

@@ -157,7 +157,7 @@ pub fn after<'a>(
         Routed::Done if d.wanted(out) => {
             let mut a = Answer::default();
             let asked = Query::query(query.name().clone(), RecordType::A);
-            match router.through(block, &asked, dnssec_ok, cd, &mut a) {
+            match router.through(block, &asked, client, dnssec_ok, cd, &mut a) {
                 Routed::Forward(f, lb) => {
                     // A is not known here: the task asks both and translates.
                     out.dns64 = Some(d.clone());

@@ -58,8 +58,9 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
         q.emit(&mut enc)?;
         counts.queries = 1;
     }
+    let ede_len = answer.ede.as_ref().map_or(0, |(_, text)| 6 + text.len());
     let room = if echo.edns.is_some() {
-        limit.saturating_sub(OPT_LEN)
+        limit.saturating_sub(OPT_LEN + ede_len)
     } else {
         limit
     };
@@ -77,6 +78,13 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
             .set_version(0)
             .set_dnssec_ok(client.dnssec_ok);
         edns.set_rcode_high(answer.rcode.high());
+        if let Some((code, text)) = &answer.ede {
+            let mut data = code.to_be_bytes().to_vec();
+            data.extend_from_slice(text.as_bytes());
+            edns.options_mut()
+                .insert(hickory_proto::rr::rdata::opt::EdnsOption::Unknown(15, data));
+            // RFC 8914
+        }
         Record::from(&edns).emit(&mut enc)?;
         counts.additionals += 1;
     }

@@ -23,14 +23,16 @@ pub mod local;
 pub mod log;
 pub mod memo;
 pub mod request;
+pub mod rewrite;
 pub mod route;
 pub mod tcp;
+pub mod template;
 pub mod udp;
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use hickory_proto::op::ResponseCode;
+use hickory_proto::op::{Query, ResponseCode};
 
 use crate::metrics::{Metrics, Transport};
 pub use answer::Answer;
@@ -261,24 +263,7 @@ impl Handler {
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         return Full::Later;
                     }
-                    let (request, query, chase) = match chased {
-                        None => (bytes.to_vec(), req.query, None),
-                        Some((forwarded, kind)) => {
-                            let prefix = match kind {
-                                ChaseKind::Autopath => {
-                                    vec![answer::cname(req.query.name(), 5, forwarded.name().clone())]
-                                }
-                                ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
-                            };
-                            let request = defer::request_for(&forwarded, &req);
-                            let chase = defer::Chase {
-                                asked: req.query,
-                                prefix,
-                                kind,
-                            };
-                            (request, forwarded, Some(chase))
-                        }
-                    };
+                    let (request, query, chase, rewrite) = upstream(bytes, &req, chased, answer, peer, transport);
                     forwarding.submit(defer::Job {
                         request,
                         meta: req.meta,
@@ -293,6 +278,7 @@ impl Handler {
                         started,
                         stats: router.stats.get(usize::from(answer.zone)).cloned(),
                         dns64: answer.dns64.take(),
+                        rewrite,
                     });
                     return Full::Later;
                 }
@@ -321,6 +307,52 @@ impl Handler {
             expansion: answer.expansion,
         })
     }
+}
+
+/// What a forwarded query sends upstream, the question it is cached and
+/// coalesced under, and how its answer comes back to the client: as is;
+/// under the client's question when another name goes (autopath's next
+/// name, a CNAME's outside target: [`defer::Chase`]); mapped back when
+/// `rewrite` changed the question ([`defer::Rewritten`]).
+fn upstream(
+    bytes: &[u8],
+    req: &request::Request,
+    chased: Option<(Query, ChaseKind)>,
+    answer: &mut Answer,
+    peer: SocketAddr,
+    transport: Transport,
+) -> (Vec<u8>, Query, Option<defer::Chase>, Option<Box<defer::Rewritten>>) {
+    let rewritten = answer.rewrite.take().map(|r| {
+        let (q, revert) = *r;
+        let rewritten = defer::Rewritten {
+            question: req.query.clone(),
+            revert,
+            request: bytes.to_vec(),
+        };
+        (q, Box::new(rewritten))
+    });
+    let (forwarded, chase) = match chased {
+        None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
+        Some((forwarded, kind)) => {
+            let prefix = match kind {
+                ChaseKind::Autopath => vec![answer::cname(req.query.name(), 5, forwarded.name().clone())],
+                ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
+            };
+            let chase = defer::Chase {
+                asked: req.query.clone(),
+                prefix,
+                kind,
+            };
+            (Some(forwarded), Some(chase))
+        }
+    };
+    let rewrite = rewritten.map(|(_, r)| r);
+    let Some(forwarded) = forwarded else {
+        return (bytes.to_vec(), req.query.clone(), None, rewrite);
+    };
+    let revert = rewrite.as_ref().map(|r| &r.revert);
+    let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, transport);
+    (request, forwarded, chase, rewrite)
 }
 
 /// A SERVFAIL reply to `bytes` in `out`; false when it cannot be answered.

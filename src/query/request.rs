@@ -8,10 +8,12 @@
 //! | opcode is not QUERY                        | NOTIMP   |
 //! | question count is not 1                    | FORMERR  |
 //! | EDNS version above 0                       | BADVERS  |
-//! | class is not IN, or a zone transfer        | REFUSED  |
+//! | a zone transfer                            | REFUSED  |
+//!
+//! (A class other than IN is refused by `route`, after `rewrite class`.)
 
 use hickory_proto::op::{Header, Message, MessageType, Metadata, OpCode, Query, ResponseCode};
-use hickory_proto::rr::{DNSClass, RecordType};
+use hickory_proto::rr::RecordType;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 /// What the client said about EDNS.
@@ -87,7 +89,7 @@ pub fn check(bytes: &[u8]) -> Checked {
     if version > 0 {
         return reject(Some(query), ResponseCode::BADVERS);
     }
-    if query.query_class() != DNSClass::IN || matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
+    if matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
         return reject(Some(query), ResponseCode::Refused);
     }
     Checked::Query(Request { meta, query, edns })

@@ -1,8 +1,11 @@
 //! Route a query to the server block with the longest matching zone, then
-//! through that block's plugins in CoreDNS's order: `hosts`,
+//! through that block's plugins in CoreDNS's order: `rewrite` (the question
+//! changed here, the answer changed back), `template`, `hosts`,
 //! `k8s_external`, `file`, `kubernetes`, then `forward` (behind `cache`);
-//! `dns64` looks at the result of all of them. A name no plugin takes is
-//! REFUSED: we are not a server for it.
+//! `dns64` looks at the result of all of them. A CNAME whose target lies
+//! outside (an ExternalName Service, a `k8s_external` ingress hostname, a
+//! `template` or `rewrite cname` answer) has the target's records looked up
+//! and appended. A name no plugin takes is REFUSED: we are not a server for it.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,6 +16,7 @@ use hickory_proto::rr::{Name, RecordType};
 use super::answer::Answer;
 use super::cluster::{Cluster, Outcome};
 use super::local::{Hosts, Local, ZoneFile};
+use super::template::Templated;
 use super::UNHANDLED;
 use std::net::IpAddr;
 
@@ -69,6 +73,8 @@ pub struct Block {
     pub any: bool,
     pub dns64: Option<Arc<super::dns64::Dns64>>,
     pub k8s_external: Option<super::k8s_external::K8sExternal>,
+    pub templates: Option<super::template::Templates>,
+    pub rewrite: Option<super::rewrite::Rewrite>,
 }
 
 impl Block {
@@ -89,6 +95,8 @@ impl Block {
             any: false,
             dns64: None,
             k8s_external: None,
+            templates: None,
+            rewrite: None,
         }
     }
 }
@@ -214,16 +222,41 @@ impl Router {
             .as_ref()
             .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
             .map(|l| l.style);
+        let rewritten = match block.rewrite.as_ref().map(|rw| rw.apply(query)) {
+            None | Some(Ok(None)) => None,
+            Some(Ok(Some(r))) => Some(r),
+            Some(Err(e)) => {
+                tracing::debug!(target: "rewrite", "{e}");
+                out.error(ResponseCode::ServFail);
+                return Routed::Done;
+            }
+        };
+        let query = rewritten.as_ref().map_or(query, |(q, _)| q);
+        if query.query_class() != hickory_proto::rr::DNSClass::IN {
+            out.error(ResponseCode::Refused);
+            return Routed::Done;
+        }
         let routed = match self.autopath(block, query, client, dnssec_ok, cd, out) {
             Some(routed) => routed,
-            None => self.through(block, query, dnssec_ok, cd, out),
+            None => self.through(block, query, client, dnssec_ok, cd, out),
         };
         let routed = super::k8s_external::chase(query, routed, out);
+        if let (Some((_, revert)), Routed::Done) = (&rewritten, &routed) {
+            if let Some(target) = revert.cname(out) {
+                out.outside = Some(target);
+            }
+        }
         let routed = match (routed, out.outside.take()) {
-            (Routed::Done, Some(target)) => self.outside(block, target, query, dnssec_ok, cd, out),
+            (Routed::Done, Some(target)) => self.outside(block, target, query, client, dnssec_ok, cd, out),
             (routed, _) => routed,
         };
         let routed = super::dns64::after(self, block, query, client, (dnssec_ok, cd), routed, out);
+        if let Some((q, revert)) = rewritten {
+            match routed {
+                Routed::Done => revert.answer(out),
+                _ => out.rewrite = Some(Box::new((q, revert))),
+            }
+        }
         if block.loadbalance && out.answers.len() > 1 {
             out.shuffle_addresses();
             out.memoizable = false;
@@ -266,7 +299,7 @@ impl Router {
             return None;
         }
         // The asked name first: anything but NXDOMAIN is its own answer.
-        let asked = self.through(block, query, dnssec_ok, cd, out);
+        let asked = self.through(block, query, client, dnssec_ok, cd, out);
         out.memoizable = false; // depends on the client from here on
         if !matches!(asked, Routed::Done) || out.rcode != ResponseCode::NXDomain {
             return Some(asked);
@@ -286,7 +319,7 @@ impl Router {
             };
             let candidate = Query::query(name.clone(), query.query_type());
             found.clear();
-            match self.through(home, &candidate, dnssec_ok, cd, &mut found) {
+            match self.through(home, &candidate, client, dnssec_ok, cd, &mut found) {
                 Routed::Drop => continue,
                 Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
                 Routed::Done => {
@@ -304,7 +337,7 @@ impl Router {
             }
         }
         // Every name of the walk is NXDOMAIN: so is the asked one.
-        let routed = self.through(block, query, dnssec_ok, cd, out);
+        let routed = self.through(block, query, client, dnssec_ok, cd, out);
         out.memoizable = false;
         Some(routed)
     }
@@ -314,11 +347,13 @@ impl Router {
     /// `hosts`, `file`, `cache`, or a `forward`, answered later) and put
     /// after the CNAME in `out`. Without any, or when the lookup fails, the
     /// CNAME stays alone.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn outside<'a>(
         &'a self,
         block: &'a Block,
         target: Name,
         query: &Query,
+        client: IpAddr,
         dnssec_ok: bool,
         cd: bool,
         out: &mut Answer,
@@ -328,7 +363,7 @@ impl Router {
         };
         let chased = Query::query(target, query.query_type());
         let mut found = Answer::default();
-        match self.through(home, &chased, dnssec_ok, cd, &mut found) {
+        match self.through(home, &chased, client, dnssec_ok, cd, &mut found) {
             Routed::Done if matches!(found.rcode, ResponseCode::NoError | ResponseCode::NXDomain) => {
                 out.answers.append(&mut found.answers);
                 out.truncated |= found.truncated;
@@ -342,9 +377,10 @@ impl Router {
 
     /// `query` through `block`'s plugins in order (no autopath, no dns64).
     pub(super) fn through<'a>(
-        &self,
+        &'a self,
         block: &'a Block,
         query: &Query,
+        client: IpAddr,
         dnssec_ok: bool,
         cd: bool,
         out: &mut Answer,
@@ -358,6 +394,20 @@ impl Router {
         if let Some(probe) = &block.loop_probe {
             if probe.looped(query) {
                 loop_detected(block, probe, qname);
+            }
+        }
+        if let Some(templates) = &block.templates {
+            match templates.answer(query, client, out) {
+                Templated::Next => {}
+                Templated::Answered => {
+                    out.plugin = Plugin::Template;
+                    return Routed::Done;
+                }
+                Templated::Chase(target) => {
+                    out.plugin = Plugin::Template;
+                    out.outside = Some(target);
+                    return Routed::Done;
+                }
             }
         }
         if let Some(hosts) = &block.hosts {

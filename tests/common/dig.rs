@@ -1,21 +1,25 @@
-//! `dig` run against a test server, its reply split into status, flags and
-//! sections of records (whitespace collapsed, so `name ttl IN type data`).
+//! dig and kdig replies read back section by section, for end-to-end
+//! assertions on what a real client prints.
 
-/// One dig reply.
-#[derive(Debug, Default)]
-pub struct Reply {
+use super::{run, Server};
+
+/// One dig reply, as dig prints it.
+#[derive(Debug)]
+pub struct Dig {
     pub status: String,
     pub flags: String,
-    pub answer: Vec<String>,
+    pub question: String,
+    pub answers: Vec<String>,
     pub authority: Vec<String>,
     pub additional: Vec<String>,
+    pub text: String,
 }
 
-impl Reply {
-    /// The data of the answer records (last fields after the type).
+impl Dig {
+    /// The data of the answer records (the fields after the type), sorted.
     pub fn data(&self) -> Vec<String> {
         let mut v: Vec<String> = self
-            .answer
+            .answers
             .iter()
             .map(|r| r.splitn(5, ' ').nth(4).unwrap_or_default().to_string())
             .collect();
@@ -29,51 +33,57 @@ impl Reply {
     }
 }
 
-/// `dig @server -p port ARGS...` with every section shown.
-pub fn dig(server: &str, port: u16, args: &[&str]) -> Reply {
-    let port = port.to_string();
-    let mut all = vec![
-        format!("@{server}"),
-        "-p".into(),
-        port,
-        "+noall".into(),
-        "+comments".into(),
-        "+answer".into(),
-        "+authority".into(),
-        "+additional".into(),
-        "+nocookie".into(),
-        "+time=2".into(),
-        "+tries=1".into(),
-    ];
-    all.extend(args.iter().map(ToString::to_string));
-    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
-    parse(&super::run("dig", &refs))
+/// Section lines with runs of spaces and tabs made one space.
+fn section(text: &str, title: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(&format!(";; {title} SECTION:")))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| !l.starts_with(';') || title == "QUESTION")
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
 }
 
-fn parse(text: &str) -> Reply {
-    let mut reply = Reply::default();
-    let mut section = None;
-    for line in text.lines() {
-        if let Some(rest) = line.split("status: ").nth(1) {
-            reply.status = rest.split(',').next().unwrap_or_default().to_string();
-        }
-        if let Some(rest) = line.strip_prefix(";; flags: ") {
-            reply.flags = rest.split(';').next().unwrap_or_default().trim().to_string();
-        }
-        if line.starts_with(";; ") && line.ends_with("SECTION:") {
-            section = line.split_whitespace().nth(1).map(str::to_string);
-            continue;
-        }
-        if line.trim().is_empty() || line.starts_with(';') {
-            continue;
-        }
-        let record = line.split_whitespace().collect::<Vec<_>>().join(" ");
-        match section.as_deref() {
-            Some("ANSWER") => reply.answer.push(record),
-            Some("AUTHORITY") => reply.authority.push(record),
-            Some("ADDITIONAL") => reply.additional.push(record),
-            _ => {}
-        }
+/// Runs `cmd` (dig or kdig) against `addr` port `port` with `args` (one
+/// try, two seconds).
+pub fn ask(cmd: &str, addr: &str, port: &str, args: &[&str]) -> Dig {
+    let at = format!("@{addr}");
+    let once = if cmd == "kdig" { "+retry=0" } else { "+tries=1" };
+    let base = [at.as_str(), "-p", port, "+nocookie", "+time=2", once];
+    let text = run(cmd, &[&base[..], args].concat());
+    let field = |start: &str| {
+        text.split(start)
+            .nth(1)
+            .and_then(|r| r.split([',', ';']).next())
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    Dig {
+        status: field("status: "),
+        flags: field("lags: "),
+        question: section(&text, "QUESTION").join(""),
+        answers: section(&text, "ANSWER"),
+        authority: section(&text, "AUTHORITY"),
+        additional: section(&text, "ADDITIONAL")
+            .into_iter()
+            .filter(|l| !l.contains("OPT"))
+            .collect(),
+        text,
     }
-    reply
+}
+
+/// Runs `cmd` (dig or kdig) against `server` with `args`, without RD.
+pub fn dig_with(cmd: &str, server: &Server, args: &[&str]) -> Dig {
+    ask(cmd, "127.0.0.1", &server.port(), &[&["+norecurse"][..], args].concat())
+}
+
+/// Runs dig against `server` with `args`.
+pub fn dig(server: &Server, args: &[&str]) -> Dig {
+    dig_with("dig", server, args)
+}
+
+/// Runs dig against `addr` port `port` with `args`.
+pub fn dig_at(addr: &str, port: u16, args: &[&str]) -> Dig {
+    ask("dig", addr, &port.to_string(), args)
 }

@@ -237,6 +237,28 @@ pub fn value(text: &str, series: &str) -> f64 {
         .unwrap_or(-1.0)
 }
 
+/// `promtool check metrics` over a metrics page written to `file`: `None`
+/// when promtool is not installed (tests/run installs it), else its verdict.
+pub fn promtool_check(text: &str, file: &Path) -> Option<Result<(), String>> {
+    let tool = ["/usr/bin/promtool", "/usr/local/bin/promtool"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())?;
+    std::fs::write(file, text).expect("write metrics");
+    let out = Command::new(tool)
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(file).expect("open"))
+        .output()
+        .expect("promtool");
+    Some(match out.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    })
+}
+
 /// A minimal HTTP GET returning the whole response text ("" on failure).
 pub fn http_get(addr: SocketAddr, path: &str) -> String {
     let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {

@@ -2,7 +2,8 @@
 //! demand. It answers every name with `A 192.0.2.1` (TTL `ttl`), names
 //! starting with `nx.` with NXDOMAIN and an SOA, and `big.` TXT with about
 //! 2 KB of TXT strings (over UDP: TC when it does not fit the request's
-//! payload size). Every query received is counted.
+//! payload size), `alias.` names A with a CNAME to `real.cdn.example.` and
+//! its address. Every query received is counted and kept (the last 100).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -37,6 +38,8 @@ pub struct Stub {
     pub mode: Arc<Mutex<Mode>>,
     pub queries: Arc<AtomicU64>,
     pub ttl: Arc<AtomicU32>,
+    /// The requests received, oldest first.
+    pub seen: Arc<Mutex<Vec<Message>>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -50,6 +53,19 @@ struct Shared {
     mode: Arc<Mutex<Mode>>,
     queries: Arc<AtomicU64>,
     ttl: Arc<AtomicU32>,
+    seen: Arc<Mutex<Vec<Message>>>,
+}
+
+impl Shared {
+    fn saw(&self, req: &Message) {
+        self.queries.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut seen) = self.seen.lock() {
+            if seen.len() >= 100 {
+                seen.remove(0);
+            }
+            seen.push(req.clone());
+        }
+    }
 }
 
 impl Stub {
@@ -61,6 +77,7 @@ impl Stub {
             mode: Arc::new(Mutex::new(Mode::Answer)),
             queries: Arc::new(AtomicU64::new(0)),
             ttl: Arc::new(AtomicU32::new(60)),
+            seen: Arc::new(Mutex::new(Vec::new())),
             stop: Arc::new(AtomicBool::new(false)),
         };
         let shared = || {
@@ -68,6 +85,7 @@ impl Stub {
                 mode: stub.mode.clone(),
                 queries: stub.queries.clone(),
                 ttl: stub.ttl.clone(),
+                seen: stub.seen.clone(),
             })
         };
         let (s, stop) = (shared(), stub.stop.clone());
@@ -108,6 +126,11 @@ impl Stub {
     pub fn count(&self) -> u64 {
         self.queries.load(Ordering::Relaxed)
     }
+
+    /// The last request received, if any.
+    pub fn last(&self) -> Option<Message> {
+        self.seen.lock().ok()?.last().cloned()
+    }
 }
 
 fn mode(s: &Shared) -> Mode {
@@ -142,6 +165,12 @@ fn answer(req: &Message, s: &Shared, rcode: Option<ResponseCode>) -> Message {
             m.answers
                 .push(Record::from_rdata(name.clone(), ttl, RData::TXT(TXT::new(vec![text]))));
         }
+    } else if lower.starts_with("alias.") && q.query_type() == RecordType::A {
+        let real = Name::from_ascii("real.cdn.example.").expect("name");
+        let cname = hickory_proto::rr::rdata::CNAME(real.clone());
+        m.answers.push(Record::from_rdata(name, ttl, RData::CNAME(cname)));
+        m.answers
+            .push(Record::from_rdata(real, ttl, RData::A(A::new(192, 0, 2, 1))));
     } else if q.query_type() == RecordType::A {
         m.answers
             .push(Record::from_rdata(name, ttl, RData::A(A::new(192, 0, 2, 1))));
@@ -151,7 +180,7 @@ fn answer(req: &Message, s: &Shared, rcode: Option<ResponseCode>) -> Message {
 
 fn serve_udp(udp: &UdpSocket, peer: SocketAddr, req: &[u8], s: &Shared) {
     let Ok(req) = Message::from_vec(req) else { return };
-    s.queries.fetch_add(1, Ordering::Relaxed);
+    s.saw(&req);
     let limit = req.edns.as_ref().map_or(512, |e| usize::from(e.max_payload().max(512)));
     let send = |m: &Message| {
         if let Ok(b) = m.to_vec() {
@@ -217,7 +246,7 @@ fn serve_tcp(mut conn: TcpStream, s: &Shared) {
             return;
         }
         let Ok(req) = Message::from_vec(&buf) else { return };
-        s.queries.fetch_add(1, Ordering::Relaxed);
+        s.saw(&req);
         let m = match mode(s) {
             Mode::Silent => continue,
             Mode::ServFail => answer(&req, s, Some(ResponseCode::ServFail)),

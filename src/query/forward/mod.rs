@@ -228,6 +228,15 @@ impl Forwarding {
                 }
                 (Err(rcode), _, _) => answer.error(*rcode),
             }
+            let revert = job.rewrite.as_ref().map(|r| &r.revert);
+            if let Some(target) = revert.and_then(|r| r.cname(&mut answer)) {
+                // `rewrite cname`: the new target's records follow the CNAMEs.
+                let q = Query::query(target.clone(), job.query.query_type());
+                let found = self.ask(&q, job.dnssec_ok(), job.meta.checking_disabled, tcp).await;
+                answer
+                    .answers
+                    .extend(found.answers.into_iter().filter(|r| r.name == target));
+            }
             if let Some(d) = job.dns64.as_ref().filter(|d| d.wanted(&answer)) {
                 let a = Query::query(job.query.name().clone(), RecordType::A);
                 let a = self.ask(&a, job.dnssec_ok(), job.meta.checking_disabled, tcp).await;

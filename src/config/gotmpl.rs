@@ -1,0 +1,328 @@
+//! The part of Go's `text/template` that `template` RR lines use, parsed
+//! once at load (so unsupported syntax is a config error with its
+//! position) and run per matching query.
+//!
+//! ```text
+//! template = { text | "{{" ["-"] action ["-"] "}}" }      -- "-" trims the adjacent spaces
+//! action   = pipeline | "/*" comment "*/"
+//! pipeline = command { "|" command }                      -- a command's value is the last
+//! command  = operand { operand } | FUNC { operand }       --   argument of the next one
+//! operand  = "." | field { field } | STRING | RAW | NUMBER | "true" | "false" | "(" pipeline ")"
+//! field    = "." NAME                                      -- .Name .Group.a .Question.Qtype
+//! FUNC     = parseInt | index | len | printf | print | println | eq | ne | lt | le | gt | ge
+//!          | and | or | not
+//! ```
+//!
+//! Not supported (an error at load): `if`/`range`/`with`/`define` and the
+//! other keywords, variables (`$x`), and the escaping functions.
+
+use std::fmt::Write as _;
+
+mod eval;
+pub use eval::{Data, Value};
+
+/// A parsed template and the text it came from.
+#[derive(Debug, Clone)]
+pub struct Template {
+    pub source: String,
+    nodes: Vec<Node>,
+    /// Whether the output depends on the client (`.Remote`).
+    pub uses_remote: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Text(String),
+    Action(Pipeline),
+}
+
+#[derive(Debug, Clone)]
+struct Pipeline(Vec<Command>);
+
+#[derive(Debug, Clone)]
+struct Command(Vec<Operand>);
+
+#[derive(Debug, Clone)]
+enum Operand {
+    Dot,
+    Field(Vec<String>),
+    Str(String),
+    Int(i64),
+    Bool(bool),
+    Func(Func),
+    Sub(Pipeline),
+}
+
+/// The functions templates may call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Func {
+    ParseInt,
+    Index,
+    Len,
+    Printf,
+    Print,
+    Println,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Not,
+}
+
+const FUNCS: [(&str, Func); 15] = [
+    ("parseInt", Func::ParseInt),
+    ("index", Func::Index),
+    ("len", Func::Len),
+    ("printf", Func::Printf),
+    ("print", Func::Print),
+    ("println", Func::Println),
+    ("eq", Func::Eq),
+    ("ne", Func::Ne),
+    ("lt", Func::Lt),
+    ("le", Func::Le),
+    ("gt", Func::Gt),
+    ("ge", Func::Ge),
+    ("and", Func::And),
+    ("or", Func::Or),
+    ("not", Func::Not),
+];
+
+/// Field paths a template may use (`*` is any map key).
+const FIELDS: &[&[&str]] = &[
+    &["Name"],
+    &["Zone"],
+    &["Class"],
+    &["Type"],
+    &["Regex"],
+    &["Remote"],
+    &["Match"],
+    &["Group"],
+    &["Group", "*"],
+    &["Question"],
+    &["Question", "Name"],
+    &["Question", "Qtype"],
+    &["Question", "Qclass"],
+    &["Message", "Question"],
+    &["Meta"],
+];
+
+const KEYWORDS: [&str; 11] = [
+    "if", "else", "end", "range", "with", "define", "template", "block", "break", "continue", "nil",
+];
+
+impl Template {
+    /// Parses `source`; the error says what is wrong and where in it.
+    pub fn parse(source: &str) -> Result<Template, String> {
+        let mut nodes = Vec::new();
+        let mut rest = source;
+        let mut trim_next = false;
+        while !rest.is_empty() {
+            let Some(open) = rest.find("{{") else {
+                push_text(&mut nodes, rest, trim_next, false);
+                break;
+            };
+            let mut inner = &rest[open + 2..];
+            let trim_before = inner.starts_with("- ") || inner.starts_with("-\t");
+            push_text(&mut nodes, &rest[..open], trim_next, trim_before);
+            if trim_before {
+                inner = &inner[1..];
+            }
+            let Some(close) = inner.find("}}") else {
+                return Err(format!("unclosed action at offset {open}"));
+            };
+            let mut body = &inner[..close];
+            trim_next = body.ends_with(" -") || body.ends_with("\t-");
+            if trim_next {
+                body = &body[..body.len() - 1];
+            }
+            rest = &inner[close + 2..];
+            let body = body.trim();
+            if body.starts_with("/*") && body.ends_with("*/") {
+                continue;
+            }
+            let mut p = Parser {
+                toks: tokens(body)?,
+                i: 0,
+            };
+            let pipeline = p.pipeline()?;
+            if p.i < p.toks.len() {
+                return Err(format!("unexpected '{}' in {{{{{body}}}}}", p.toks[p.i]));
+            }
+            nodes.push(Node::Action(pipeline));
+        }
+        let uses_remote = source.contains(".Remote");
+        Ok(Template {
+            source: source.to_string(),
+            nodes,
+            uses_remote,
+        })
+    }
+
+    /// Runs the template over `data`; an error is an execution failure.
+    pub fn execute(&self, data: &Data<'_>) -> Result<String, String> {
+        let mut out = String::new();
+        for node in &self.nodes {
+            match node {
+                Node::Text(t) => out.push_str(t),
+                Node::Action(p) => {
+                    let v = eval::pipeline(p, data)?;
+                    let _ = write!(out, "{v}");
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn push_text(nodes: &mut Vec<Node>, text: &str, trim_start: bool, trim_end: bool) {
+    let mut t = text;
+    if trim_start {
+        t = t.trim_start();
+    }
+    if trim_end {
+        t = t.trim_end();
+    }
+    if !t.is_empty() {
+        nodes.push(Node::Text(t.to_string()));
+    }
+}
+
+/// Splits an action into tokens: strings keep their quotes, fields their dot.
+fn tokens(body: &str) -> Result<Vec<String>, String> {
+    let chars: Vec<char> = body.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        match c {
+            '(' | ')' | '|' => i += 1,
+            '"' | '`' => {
+                i += 1;
+                while i < chars.len() && chars[i] != c {
+                    i += if c == '"' && chars[i] == '\\' { 2 } else { 1 };
+                }
+                if i >= chars.len() {
+                    return Err(format!("unterminated string in {{{{{body}}}}}"));
+                }
+                i += 1;
+            }
+            _ => {
+                while i < chars.len() && !chars[i].is_whitespace() && !"()|\"`".contains(chars[i]) {
+                    i += 1;
+                }
+            }
+        }
+        out.push(chars[start..i].iter().collect());
+    }
+    Ok(out)
+}
+
+struct Parser {
+    toks: Vec<String>,
+    i: usize,
+}
+
+impl Parser {
+    fn pipeline(&mut self) -> Result<Pipeline, String> {
+        let mut cmds = vec![self.command()?];
+        while self.toks.get(self.i).is_some_and(|t| t == "|") {
+            self.i += 1;
+            cmds.push(self.command()?);
+        }
+        Ok(Pipeline(cmds))
+    }
+
+    fn command(&mut self) -> Result<Command, String> {
+        let mut ops = Vec::new();
+        while let Some(t) = self.toks.get(self.i).cloned() {
+            if t == "|" || t == ")" {
+                break;
+            }
+            self.i += 1;
+            ops.push(if t == "(" {
+                let sub = self.pipeline()?;
+                if self.toks.get(self.i).map(String::as_str) != Some(")") {
+                    return Err("missing ')'".into());
+                }
+                self.i += 1;
+                Operand::Sub(sub)
+            } else {
+                operand(&t)?
+            });
+        }
+        if ops.is_empty() {
+            return Err("missing value for command".into());
+        }
+        Ok(Command(ops))
+    }
+}
+
+fn operand(t: &str) -> Result<Operand, String> {
+    if t == "." {
+        return Ok(Operand::Dot);
+    }
+    if let Some(path) = t.strip_prefix('.') {
+        let parts: Vec<String> = path.split('.').map(str::to_string).collect();
+        let known = FIELDS
+            .iter()
+            .any(|f| f.len() == parts.len() && f.iter().zip(&parts).all(|(want, got)| *want == "*" || want == got));
+        if !known {
+            return Err(format!(
+                "field '{t}' is not supported (supported: .Name .Zone .Class .Type .Regex .Remote .Match .Group[.KEY] .Question[.Name|.Qtype|.Qclass] .Message.Question .Meta)"
+            ));
+        }
+        return Ok(Operand::Field(parts));
+    }
+    if let Some(q) = t.strip_prefix('"') {
+        return unquote(&q[..q.len().saturating_sub(1)]).map(Operand::Str);
+    }
+    if let Some(raw) = t.strip_prefix('`') {
+        return Ok(Operand::Str(raw[..raw.len().saturating_sub(1)].to_string()));
+    }
+    match t {
+        "true" | "false" => return Ok(Operand::Bool(t == "true")),
+        _ if t.starts_with('$') => return Err(format!("variables ('{t}') are not supported")),
+        _ if KEYWORDS.contains(&t) => return Err(format!("'{t}' is not supported")),
+        _ => {}
+    }
+    if let Some((_, f)) = FUNCS.iter().find(|(n, _)| *n == t) {
+        return Ok(Operand::Func(*f));
+    }
+    let number = match t.strip_prefix("0x") {
+        Some(hex) => i64::from_str_radix(hex, 16).ok(),
+        None => t.parse::<i64>().ok(),
+    };
+    number
+        .map(Operand::Int)
+        .ok_or_else(|| format!("function \"{t}\" not defined"))
+}
+
+fn unquote(s: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(c @ ('\\' | '"')) => out.push(c),
+            other => return Err(format!("unsupported escape '\\{}'", other.unwrap_or(' '))),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

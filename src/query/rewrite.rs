@@ -1,0 +1,349 @@
+//! `rewrite` at query time: the question is changed before the plugins
+//! see it ([`Rewrite::apply`]), and the answer is changed back before the
+//! client sees it ([`Revert::answer`]); the client's own question is
+//! always the one echoed. EDNS0 rules change only what a forwarded query
+//! carries upstream ([`upstream_request`]).
+//!
+//! ```text
+//!  question ─► rules in order (stop: the first that applies ends the list)
+//!              ├─ name/type/class: a new question, and how to undo it
+//!              ├─ ttl, cname: kept for the reply
+//!              └─ edns0: kept for the upstream request
+//!  reply ◄─ cname targets re-resolved ◄─ names, values and TTLs reverted
+//! ```
+
+use std::net::{IpAddr, SocketAddr};
+
+use hickory_proto::op::{Edns, Message, Query, ResponseCode};
+use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
+use hickory_proto::rr::{Name, RData, Record};
+
+use super::answer::Answer;
+use crate::config::rewrite::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
+use crate::metrics::Transport;
+
+/// One server block's `rewrite` rules.
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    pub rules: Vec<RewriteRule>,
+}
+
+/// How a string in the reply is mapped back.
+#[derive(Debug, Clone)]
+enum Mapping {
+    /// `answer name|value FROM TO`.
+    Regex(regex::Regex, String),
+    /// The rewritten name (and names below it) back to the asked one.
+    Remap { from: String, to: String },
+    /// A suffix back to the asked suffix.
+    Suffix { from: String, to: String },
+}
+
+/// What to do to the reply.
+#[derive(Debug, Clone)]
+enum Undo {
+    Name(Mapping),
+    Value(Mapping),
+    Ttl(u32, u32),
+    Cname(Matcher, String),
+    Rcode(ResponseCode, ResponseCode),
+}
+
+/// What the rules changed, to be undone on the reply (and the EDNS0
+/// options a forwarded request gets).
+#[derive(Debug, Clone, Default)]
+pub struct Revert {
+    undo: Vec<Undo>,
+    pub edns: Vec<(EdnsAction, EdnsRule)>,
+}
+
+/// `name` rewritten by `matcher` and `to` (groups `{N}` filled in), or
+/// `None` when it does not match. `name` is lowercase and fully qualified.
+pub fn rewrite_name(matcher: &Matcher, to: &str, name: &str) -> Option<String> {
+    match matcher {
+        Matcher::Exact(from) => (name == from).then(|| to.to_string()),
+        Matcher::Prefix(p) => name.strip_prefix(p.as_str()).map(|rest| format!("{to}{rest}")),
+        Matcher::Suffix(s) => name.strip_suffix(s.as_str()).map(|rest| format!("{rest}{to}")),
+        Matcher::Substring(s) => name.contains(s.as_str()).then(|| name.replace(s.as_str(), to)),
+        Matcher::Regex(re) => re.captures(name).map(|caps| fill_groups(to, &caps)),
+    }
+}
+
+fn fill_groups(template: &str, caps: &regex::Captures<'_>) -> String {
+    let mut out = template.to_string();
+    for (i, m) in caps.iter().enumerate() {
+        out = out.replace(&format!("{{{i}}}"), m.map_or("", |m| m.as_str()));
+    }
+    out
+}
+
+fn matches(matcher: &Matcher, name: &str) -> bool {
+    rewrite_name(matcher, "", name).is_some()
+}
+
+impl Mapping {
+    fn apply(&self, src: &str) -> Option<String> {
+        match self {
+            Mapping::Regex(re, to) => re.captures(src).map(|caps| fill_groups(to, &caps)),
+            Mapping::Remap { from, to } if src == from => Some(to.clone()),
+            Mapping::Remap { from, to } => src
+                .strip_suffix(from.as_str())
+                .filter(|head| head.ends_with('.'))
+                .map(|head| format!("{head}{to}")),
+            Mapping::Suffix { from, to } => src.strip_suffix(from.as_str()).map(|head| format!("{head}{to}")),
+        }
+    }
+}
+
+/// Why the question could not be rewritten (CoreDNS answers SERVFAIL).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid name after rewrite: {0}")]
+pub struct InvalidName(pub String);
+
+impl Rewrite {
+    /// Applies the rules to `query`: the question to answer instead and
+    /// what to undo, or `None` when no rule applied.
+    pub fn apply(&self, query: &Query) -> Result<Option<(Query, Revert)>, InvalidName> {
+        let mut q = query.clone();
+        let mut revert = Revert::default();
+        let mut applied = false;
+        let mut name = q.name().to_lowercase().to_ascii();
+        for rule in &self.rules {
+            let done = match &rule.kind {
+                RuleKind::Name {
+                    matcher,
+                    to,
+                    auto,
+                    answers,
+                } => match rewrite_name(matcher, to, &name) {
+                    Some(new) => {
+                        let parsed = Name::from_ascii(&new).map_err(|_| InvalidName(new.clone()))?;
+                        q.set_name(parsed);
+                        revert.name_undo(matcher, to, *auto, answers, &name, &new);
+                        name = new;
+                        true
+                    }
+                    None => false,
+                },
+                RuleKind::Type { from, to } if q.query_type() == *from => {
+                    q.set_query_type(*to);
+                    true
+                }
+                RuleKind::Class { from, to } if q.query_class() == *from => {
+                    q.set_query_class(*to);
+                    true
+                }
+                RuleKind::Ttl { matcher, min, max } if matches(matcher, &name) => {
+                    revert.undo.push(Undo::Ttl(*min, *max));
+                    true
+                }
+                RuleKind::Rcode { matcher, from, to } if matches(matcher, &name) => {
+                    revert.undo.push(Undo::Rcode(*from, *to));
+                    true
+                }
+                RuleKind::Cname { matcher, to } => {
+                    revert.undo.push(Undo::Cname(matcher.clone(), to.clone()));
+                    true
+                }
+                RuleKind::Edns0 { action, option } => {
+                    revert.edns.push((*action, option.clone()));
+                    true
+                }
+                _ => false,
+            };
+            applied |= done;
+            if done && rule.stop {
+                break;
+            }
+        }
+        Ok(applied.then_some((q, revert)))
+    }
+}
+
+impl Revert {
+    fn name_undo(
+        &mut self,
+        matcher: &Matcher,
+        to: &str,
+        auto: bool,
+        answers: &[crate::config::rewrite::AnswerRule],
+        asked: &str,
+        rewritten: &str,
+    ) {
+        if auto {
+            let mapping = match matcher {
+                Matcher::Suffix(suffix) => Mapping::Suffix {
+                    from: to.to_string(),
+                    to: suffix.clone(),
+                },
+                _ => Mapping::Remap {
+                    from: rewritten.to_string(),
+                    to: asked.to_string(),
+                },
+            };
+            self.undo.push(Undo::Name(mapping.clone()));
+            self.undo.push(Undo::Value(mapping));
+        }
+        for a in answers {
+            let mapping = Mapping::Regex(a.pattern.clone(), a.to.clone());
+            self.undo.push(if a.value {
+                Undo::Value(mapping)
+            } else {
+                Undo::Name(mapping)
+            });
+        }
+    }
+
+    /// Maps names, values and TTLs of every record back, in rule order.
+    pub fn answer(&self, out: &mut Answer) {
+        for undo in &self.undo {
+            if let Undo::Rcode(from, to) = undo {
+                if out.rcode == *from {
+                    out.rcode = *to;
+                }
+            }
+        }
+        if self.undo.iter().all(|u| matches!(u, Undo::Cname(..) | Undo::Rcode(..))) {
+            return;
+        }
+        for r in out
+            .answers
+            .iter_mut()
+            .chain(&mut out.authority)
+            .chain(&mut out.additional)
+        {
+            self.record(r);
+        }
+    }
+
+    fn record(&self, r: &mut Record) {
+        for undo in &self.undo {
+            match undo {
+                Undo::Name(m) => {
+                    if let Some(n) = m
+                        .apply(&r.name.to_lowercase().to_ascii())
+                        .and_then(|n| Name::from_ascii(n).ok())
+                    {
+                        r.name = n;
+                    }
+                }
+                Undo::Value(m) => {
+                    if let Some(target) = value_mut(&mut r.data) {
+                        if let Some(n) = m
+                            .apply(&target.to_lowercase().to_ascii())
+                            .and_then(|n| Name::from_ascii(n).ok())
+                        {
+                            *target = n;
+                        }
+                    }
+                }
+                Undo::Ttl(min, max) => r.ttl = r.ttl.clamp(*min, *max),
+                Undo::Cname(..) | Undo::Rcode(..) => {}
+            }
+        }
+    }
+
+    /// `cname` rules: rewrites the targets of the CNAMEs in `out` and keeps
+    /// only the CNAMEs; returns the new target whose records must follow.
+    pub fn cname(&self, out: &mut Answer) -> Option<Name> {
+        let mut target = None;
+        for undo in &self.undo {
+            let Undo::Cname(matcher, to) = undo else { continue };
+            for r in &mut out.answers {
+                let RData::CNAME(c) = &mut r.data else { continue };
+                let old = c.0.to_lowercase().to_ascii();
+                if let Some(new) = rewrite_name(matcher, to, &old).and_then(|n| Name::from_ascii(n).ok()) {
+                    c.0 = new.clone();
+                    target = Some(new);
+                }
+            }
+        }
+        if target.is_some() {
+            out.answers.retain(|r| matches!(r.data, RData::CNAME(_)));
+        }
+        target
+    }
+}
+
+/// The name a record points to, which `answer value` rewrites (CoreDNS's
+/// list: CNAME, DNAME, NS, MX, SRV, NAPTR, SOA's MNAME).
+fn value_mut(data: &mut RData) -> Option<&mut Name> {
+    match data {
+        RData::CNAME(c) => Some(&mut c.0),
+        RData::NS(n) => Some(&mut n.0),
+        RData::MX(mx) => Some(&mut mx.exchange),
+        RData::SRV(srv) => Some(&mut srv.target),
+        RData::NAPTR(n) => Some(&mut n.replacement),
+        RData::SOA(soa) => Some(&mut soa.mname),
+        _ => None,
+    }
+}
+
+/// The message a rewritten query sends upstream: the client's request
+/// with `query` as its question and `revert`'s EDNS0 rules applied.
+pub fn upstream_request(
+    bytes: &[u8],
+    query: &Query,
+    revert: Option<&Revert>,
+    peer: SocketAddr,
+    t: Transport,
+) -> Vec<u8> {
+    let Ok(mut m) = Message::from_vec(bytes) else {
+        return bytes.to_vec();
+    };
+    m.queries = vec![query.clone()];
+    for (action, rule) in revert.map_or(&[][..], |r| &r.edns[..]) {
+        let edns = m.edns.get_or_insert_with(|| {
+            let mut e = Edns::new();
+            e.set_max_payload(super::finish::OUR_PAYLOAD);
+            e
+        });
+        let Some((code, option)) = option_for(rule, query, peer, t) else {
+            continue;
+        };
+        let opts = &mut edns.options_mut().options;
+        let present = opts.iter().position(|(c, _)| *c == code);
+        match (present, action) {
+            (Some(i), EdnsAction::Set | EdnsAction::Replace) => opts[i].1 = option,
+            (None, EdnsAction::Set | EdnsAction::Append) => opts.push((code, option)),
+            _ => {}
+        }
+    }
+    m.to_vec().unwrap_or_else(|_| bytes.to_vec())
+}
+
+fn option_for(rule: &EdnsRule, query: &Query, peer: SocketAddr, t: Transport) -> Option<(EdnsCode, EdnsOption)> {
+    Some(match rule {
+        EdnsRule::Nsid => (EdnsCode::NSID, EdnsOption::NSID(NSIDPayload::new(Vec::new()).ok()?)),
+        EdnsRule::Subnet { v4, v6 } => {
+            let (ip, len) = match peer.ip() {
+                IpAddr::V4(a) => {
+                    let mask = u32::MAX.checked_shl(32 - u32::from(*v4)).unwrap_or(0);
+                    (IpAddr::from(std::net::Ipv4Addr::from_bits(a.to_bits() & mask)), *v4)
+                }
+                IpAddr::V6(a) => {
+                    let mask = u128::MAX.checked_shl(128 - u32::from(*v6)).unwrap_or(0);
+                    (IpAddr::from(std::net::Ipv6Addr::from_bits(a.to_bits() & mask)), *v6)
+                }
+            };
+            (EdnsCode::Subnet, EdnsOption::Subnet(ClientSubnet::new(ip, len, 0)))
+        }
+        EdnsRule::Local { code, data } => {
+            let bytes = match data {
+                EdnsData::Bytes(b) => b.clone(),
+                EdnsData::Qname => query.name().to_ascii().into_bytes(),
+                EdnsData::Qtype => u16::from(query.query_type()).to_be_bytes().to_vec(),
+                EdnsData::ClientIp => match peer.ip() {
+                    IpAddr::V4(a) => a.octets().to_vec(),
+                    IpAddr::V6(a) => a.octets().to_vec(),
+                },
+                EdnsData::ClientPort => peer.port().to_be_bytes().to_vec(),
+                EdnsData::Protocol => t.label().as_bytes().to_vec(),
+            };
+            (EdnsCode::from(*code), EdnsOption::Unknown(*code, bytes))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,275 @@
+//! `template` at query time: the first template whose zone, class, type
+//! and regex match renders the answer (CoreDNS's decision table):
+//!
+//! | situation                                              | result            |
+//! |--------------------------------------------------------|-------------------|
+//! | no template's zone holds the name                      | next plugin       |
+//! | zone holds it, class or type differ                    | next template     |
+//! | no regex matches, `fallthrough` covers the name        | next template     |
+//! | no regex matches, no `fallthrough`                     | SERVFAIL          |
+//! | a regex matches, `rcode SERVFAIL`                      | SERVFAIL          |
+//! | a regex matches                                        | rendered records, rcode, AA |
+//! | a rendered A/AAAA answer is a CNAME                    | its target is looked up too |
+//!
+//! A template that fails to run or renders something that is not a
+//! record answers SERVFAIL and counts in `coredns_template_*_failures_total`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use hickory_proto::op::{Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+use super::answer::Answer;
+use crate::config::gotmpl::{Data, Template};
+use crate::config::template::TemplateConfig;
+
+/// What the templates did with a query.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Templated {
+    Next,
+    Answered,
+    /// Answered with a CNAME whose target's records must be added.
+    Chase(Name),
+}
+
+/// `coredns_template_*` of one server block: `(family, labels) → count`.
+#[derive(Debug, Default)]
+pub struct TemplateStats {
+    pub server: String,
+    series: Mutex<BTreeMap<(usize, String), u64>>,
+}
+
+const FAMILIES: [(&str, &str); 3] = [
+    ("coredns_template_matches_total", "Counter of template regex matches."),
+    (
+        "coredns_template_template_failures_total",
+        "Counter of go template failures.",
+    ),
+    ("coredns_template_rr_failures_total", "Counter of mis-templated RRs."),
+];
+
+impl TemplateStats {
+    fn count(&self, family: usize, labels: String) {
+        if let Ok(mut s) = self.series.lock() {
+            *s.entry((family, labels)).or_default() += 1;
+        }
+    }
+}
+
+/// The `coredns_template_*` families of every server block.
+pub fn render(all: &[Arc<TemplateStats>], s: &mut String) {
+    for (i, (name, help)) in FAMILIES.iter().enumerate() {
+        crate::metrics::head(s, name, "counter", help);
+        for stats in all {
+            let Ok(series) = stats.series.lock() else { continue };
+            for ((_, labels), n) in series.range((i, String::new())..(i + 1, String::new())) {
+                let _ = writeln!(s, "{name}{{server=\"{}\",{labels}}} {n}", stats.server);
+            }
+        }
+    }
+}
+
+/// One server block's templates.
+pub struct Templates {
+    list: Vec<TemplateConfig>,
+    pub stats: Arc<TemplateStats>,
+}
+
+fn escape(label: &str) -> String {
+    label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+impl Templates {
+    pub fn new(list: Vec<TemplateConfig>, server: String) -> Templates {
+        Templates {
+            list,
+            stats: Arc::new(TemplateStats {
+                server,
+                series: Mutex::default(),
+            }),
+        }
+    }
+
+    /// Answers `query` from `client` into `out` when a template matches.
+    pub fn answer(&self, query: &Query, client: IpAddr, out: &mut Answer) -> Templated {
+        // zone_of ignores case: most queries leave here without allocating.
+        if !self
+            .list
+            .iter()
+            .any(|t| t.zones.iter().any(|z| z.zone_of(query.name())))
+        {
+            return Templated::Next;
+        }
+        let lower = query.name().to_lowercase();
+        let name = lower.to_ascii();
+        for t in &self.list {
+            let Some(zone) = t
+                .zones
+                .iter()
+                .filter(|z| z.zone_of(&lower))
+                .max_by_key(|z| z.num_labels())
+            else {
+                continue;
+            };
+            let (qclass, qtype) = (query.query_class(), query.query_type());
+            let class_ok = t.class.is_none_or(|c| c == qclass) || qclass == hickory_proto::rr::DNSClass::ANY;
+            let type_ok = t.qtype.is_none_or(|ty| ty == qtype) || qtype == RecordType::ANY;
+            if !class_ok || !type_ok {
+                continue;
+            }
+            let found = match t.regex.is_empty() {
+                true => Some((".*".to_string(), vec![(Some(name.clone()), None)])),
+                false => t.regex.iter().find_map(|re| {
+                    let caps = re.captures(&name)?;
+                    let groups = caps
+                        .iter()
+                        .zip(re.capture_names())
+                        .map(|(m, n)| (m.map(|m| m.as_str().to_string()), n.map(str::to_string)))
+                        .collect();
+                    Some((re.as_str().to_string(), groups))
+                }),
+            };
+            let Some((regex, groups)) = found else {
+                let through = t
+                    .fallthrough
+                    .as_ref()
+                    .is_some_and(|zones| zones.is_empty() || zones.iter().any(|z| z.zone_of(&lower)));
+                if through {
+                    continue;
+                }
+                out.error(ResponseCode::ServFail);
+                return Templated::Answered;
+            };
+            let class = t
+                .class
+                .filter(|_| qclass == hickory_proto::rr::DNSClass::ANY)
+                .unwrap_or(qclass)
+                .to_string();
+            let qtype_name = t
+                .qtype
+                .filter(|_| qtype == RecordType::ANY)
+                .unwrap_or(qtype)
+                .to_string();
+            let zone = zone.to_ascii();
+            let data = Data {
+                zone: &zone,
+                name: &name,
+                class: &class,
+                qtype: &qtype_name,
+                regex: &regex,
+                matches: groups.iter().map(|(m, _)| m.clone().unwrap_or_default()).collect(),
+                groups: group_map(&groups),
+                remote: client.to_string(),
+                question: (&name, u16::from(qtype), u16::from(qclass)),
+            };
+            return self.render(t, &data, query, out);
+        }
+        Templated::Next
+    }
+
+    fn render(&self, t: &TemplateConfig, data: &Data<'_>, query: &Query, out: &mut Answer) -> Templated {
+        let labels = format!(
+            "zone=\"{}\",view=\"\",class=\"{}\",type=\"{}\"",
+            escape(data.zone),
+            data.class,
+            data.qtype
+        );
+        self.stats.count(0, labels.clone());
+        if t.rcode == ResponseCode::ServFail {
+            out.error(ResponseCode::ServFail);
+            return Templated::Answered;
+        }
+        out.error(t.rcode);
+        out.authoritative = true;
+        out.memoizable = ![&t.answer, &t.additional, &t.authority]
+            .iter()
+            .any(|list| list.iter().any(|x| x.uses_remote));
+        for (section, list) in [
+            ("answer", &t.answer),
+            ("additional", &t.additional),
+            ("authority", &t.authority),
+        ] {
+            for tmpl in list {
+                match self.record(tmpl, data, section, &labels) {
+                    Some(r) if section == "answer" => out.answers.push(r),
+                    Some(r) if section == "additional" => out.additional.push(r),
+                    Some(r) => out.authority.push(r),
+                    None => {
+                        out.error(ResponseCode::ServFail);
+                        return Templated::Answered;
+                    }
+                }
+            }
+        }
+        out.ede = t.ederror.clone();
+        if !matches!(query.query_type(), RecordType::A | RecordType::AAAA) {
+            return Templated::Answered;
+        }
+        let target = out.answers.iter().find_map(|r| match &r.data {
+            RData::CNAME(c) => Some(c.0.clone()),
+            _ => None,
+        });
+        match target {
+            Some(target) if !out.answers.iter().any(|r| r.name == target) => Templated::Chase(target),
+            _ => Templated::Answered,
+        }
+    }
+
+    /// Runs one template and reads its output as a record (counting failures).
+    fn record(&self, tmpl: &Template, data: &Data<'_>, section: &str, labels: &str) -> Option<Record> {
+        let failure = |family: usize, why: &str| {
+            tracing::debug!(target: "template", "{section} template {:?} for {}: {why}", tmpl.source, data.name);
+            let full = format!("{labels},section=\"{section}\",template=\"{}\"", escape(&tmpl.source));
+            self.stats.count(family, full);
+        };
+        let text = match tmpl.execute(data) {
+            Ok(t) => t,
+            Err(e) => {
+                failure(1, &e);
+                return None;
+            }
+        };
+        match parse_rr(&text) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                failure(2, &e);
+                None
+            }
+        }
+    }
+}
+
+/// Named groups and every group by number, as `.Group` holds them.
+fn group_map(groups: &[(Option<String>, Option<String>)]) -> Vec<(String, String)> {
+    let mut map: Vec<(String, String)> = Vec::new();
+    let mut set = |k: String, v: String| match map.iter_mut().find(|(key, _)| *key == k) {
+        Some(slot) => slot.1 = v,
+        None => map.push((k, v)),
+    };
+    for (i, (m, _)) in groups.iter().enumerate() {
+        set(i.to_string(), m.clone().unwrap_or_default());
+    }
+    for (m, n) in groups {
+        if let Some(n) = n {
+            set(n.clone(), m.clone().unwrap_or_default());
+        }
+    }
+    map
+}
+
+/// One zone-file record line (origin `.`, default TTL 3600, class IN), as
+/// miekg/dns's `NewRR` reads it.
+pub fn parse_rr(text: &str) -> Result<Record, String> {
+    let zone = format!("$TTL 3600\n{}\n", text.trim());
+    let parser = hickory_proto::serialize::txt::Parser::new(zone, None, Some(Name::root()));
+    let (_, sets) = parser.parse().map_err(|e| e.to_string())?;
+    sets.into_values()
+        .find_map(|set| set.records_without_rrsigs().next().cloned())
+        .ok_or_else(|| format!("no record in {text:?}"))
+}
+
+#[cfg(test)]
+mod tests;
