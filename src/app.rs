@@ -17,10 +17,12 @@ use hickory_proto::rr::{Name, RecordType};
 use crate::admin::{self, Live, State};
 use crate::config::{Config, Server};
 use crate::metrics::Metrics;
+use crate::query::chaos::Chaos;
 use crate::query::cluster::Cluster;
 use crate::query::forward::cache::Cache;
 use crate::query::forward::{Forward, Forwarding};
 use crate::query::local::{Hosts, ZoneFile};
+use crate::query::localhost::LocalNames;
 use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
 use crate::store::Store;
 use crate::watch;
@@ -283,6 +285,9 @@ impl Runtime {
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
             acl: server.acl.clone(),
             any: server.any,
+            bufsize: server.bufsize,
+            chaos: server.chaos.clone().map(Chaos::new),
+            local: server.local.map(LocalNames::new),
         }
     }
 
@@ -451,6 +456,9 @@ fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
         (server.autopath.is_some(), "autopath"),
         (!server.acl.is_empty(), "acl"),
         (server.any, "any"),
+        (server.bufsize.is_some(), "bufsize"),
+        (server.chaos.is_some(), "chaos"),
+        (server.local.is_some(), "local"),
     ];
     names.extend(on.iter().filter(|(yes, _)| *yes).map(|(_, n)| *n));
     names

@@ -493,6 +493,15 @@ impl Metrics {
             "",
             [("", self.panics.load(Relaxed))],
         );
+        let help = "The number of queries under .localhost. (or localhost.<domain>) seen by the local plugin.";
+        family(
+            &mut s,
+            "coredns_local_localhost_requests_total",
+            "counter",
+            help,
+            "",
+            [("", crate::query::localhost::localhost_requests())],
+        );
         let help = "Counter of requests made with autopath that were successful.";
         family(
             &mut s,
@@ -664,9 +673,21 @@ pub enum Plugin {
     Hosts,
     File,
     Autopath,
+    Chaos,
+    Local,
 }
 
-const PLUGINS: [&str; 7] = ["", "kubernetes", "forward", "cache", "hosts", "file", "autopath"];
+const PLUGINS: [&str; 9] = [
+    "",
+    "kubernetes",
+    "forward",
+    "cache",
+    "hosts",
+    "file",
+    "autopath",
+    "chaos",
+    "local",
+];
 
 /// Query types CoreDNS reports by name; the rest are `other`.
 const TYPES: [RecordType; 18] = [

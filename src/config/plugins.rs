@@ -12,7 +12,7 @@ use hickory_proto::rr::Name;
 use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
-use super::{cache, forward, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig, Server, Source};
+use super::{cache, chaos, forward, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig, Server, Source};
 
 /// Directives this build implements.
 pub const SUPPORTED: &[&str] = &[
@@ -35,6 +35,9 @@ pub const SUPPORTED: &[&str] = &[
     "any",
     "timeouts",
     "limits",
+    "bufsize",
+    "chaos",
+    "local",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -54,6 +57,7 @@ const WITH_OPTIONS: &[&str] = &[
     "acl",
     "timeouts",
     "limits",
+    "local",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -107,6 +111,9 @@ pub fn server(
         acl: Vec::new(),
         any: false,
         tcp: local::TcpLimits::default(),
+        bufsize: None,
+        chaos: None,
+        local: None,
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
@@ -174,6 +181,9 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             a.count(0, 0, errors);
             server.any = true;
         }
+        "bufsize" => server.bufsize = chaos::bufsize(d, errors).or(server.bufsize),
+        "chaos" => server.chaos = Some(chaos::chaos(d)),
+        "local" => server.local = Some(chaos::local(d, errors)),
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),
         "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),

@@ -35,6 +35,8 @@ pub struct Answer {
     pub expansion: Option<Expansion>,
     /// `autopath` answered a later name of the search walk.
     pub autopath: bool,
+    /// `bufsize` of the block that took the query: the EDNS payload cap.
+    pub bufsize: Option<u16>,
 }
 
 impl Answer {
@@ -51,6 +53,7 @@ impl Answer {
         self.plugin = Plugin::None;
         self.expansion = None;
         self.autopath = false;
+        self.bufsize = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();
@@ -58,10 +61,10 @@ impl Answer {
 
     /// An error reply with no records.
     pub fn error(&mut self, rcode: ResponseCode) {
-        let (log, zone, plugin) = (self.log, self.zone, self.plugin);
+        let (log, zone, plugin, bufsize) = (self.log, self.zone, self.plugin, self.bufsize);
         self.clear();
         self.rcode = rcode;
-        (self.log, self.zone, self.plugin) = (log, zone, plugin);
+        (self.log, self.zone, self.plugin, self.bufsize) = (log, zone, plugin, bufsize);
     }
 
     /// Drops what a plugin that passed the query on may have left.

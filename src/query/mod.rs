@@ -13,11 +13,13 @@
 //! answered by a task through the socket or connection it came from.
 
 pub mod answer;
+pub mod chaos;
 pub mod cluster;
 pub mod defer;
 pub mod finish;
 pub mod forward;
 pub mod local;
+pub mod localhost;
 pub mod log;
 pub mod memo;
 pub mod request;
@@ -229,6 +231,7 @@ impl Handler {
                 }
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
                 let routed = router.answer(&req.query, peer.ip(), dnssec_ok, req.meta.checking_disabled, answer);
+                let edns = request::capped(req.edns, answer.bufsize);
                 if answer.autopath {
                     self.metrics
                         .autopath_success
@@ -257,16 +260,19 @@ impl Handler {
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         return Full::Later;
                     }
-                    let (request, query, asked) = match asked {
+                    let (mut request, query, asked) = match asked {
                         None => (bytes.to_vec(), req.query, None),
                         Some(candidate) => (defer::request_for(&candidate, &req), candidate, Some(req.query)),
                     };
+                    if let Some(cap) = answer.bufsize {
+                        request::cap_payload(&mut request, cap);
+                    }
                     forwarding.submit(defer::Job {
                         request,
                         meta: req.meta,
                         query,
                         asked,
-                        edns: req.edns,
+                        edns,
                         transport,
                         peer,
                         sink: sink(),
@@ -277,7 +283,7 @@ impl Handler {
                     });
                     return Full::Later;
                 }
-                (req.meta, Some(req.query), req.edns)
+                (req.meta, Some(req.query), edns)
             }
         };
         let echo = Echo {

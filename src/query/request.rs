@@ -8,7 +8,7 @@
 //! | opcode is not QUERY                        | NOTIMP   |
 //! | question count is not 1                    | FORMERR  |
 //! | EDNS version above 0                       | BADVERS  |
-//! | class is not IN, or a zone transfer        | REFUSED  |
+//! | class is not IN or CH, or a zone transfer  | REFUSED  |
 
 use hickory_proto::op::{Header, Message, MessageType, Metadata, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, RecordType};
@@ -87,10 +87,68 @@ pub fn check(bytes: &[u8]) -> Checked {
     if version > 0 {
         return reject(Some(query), ResponseCode::BADVERS);
     }
-    if query.query_class() != DNSClass::IN || matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
+    if !matches!(query.query_class(), DNSClass::IN | DNSClass::CH)
+        || matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR)
+    {
         return reject(Some(query), ResponseCode::Refused);
     }
     Checked::Query(Request { meta, query, edns })
+}
+
+/// `bufsize`: the client's EDNS payload lowered to `cap` (never raised).
+pub fn capped(edns: Option<ClientEdns>, cap: Option<u16>) -> Option<ClientEdns> {
+    match (edns, cap) {
+        (Some(e), Some(cap)) => Some(ClientEdns {
+            payload: e.payload.min(cap),
+            ..e
+        }),
+        _ => edns,
+    }
+}
+
+/// `bufsize` for a request sent upstream: lowers the payload size of its
+/// OPT record (the CLASS field) to `cap` in place. A message it cannot
+/// walk is left as it is.
+pub fn cap_payload(message: &mut [u8], cap: u16) {
+    let count = |i: usize| {
+        message
+            .get(i..i + 2)
+            .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+    };
+    let (questions, records) = (count(4), count(6) + count(8) + count(10));
+    let mut at = 12;
+    for _ in 0..questions {
+        let Some(end) = skip_name(message, at) else { return };
+        at = end + 4;
+    }
+    for _ in 0..records {
+        let Some(end) = skip_name(message, at) else { return };
+        let Some(fixed) = message.get(end..end + 10) else {
+            return;
+        };
+        let (rtype, class) = (
+            u16::from_be_bytes([fixed[0], fixed[1]]),
+            u16::from_be_bytes([fixed[2], fixed[3]]),
+        );
+        let rdlen = usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+        if rtype == 41 && class > cap {
+            message[end + 2..end + 4].copy_from_slice(&cap.to_be_bytes());
+        }
+        at = end + 10 + rdlen;
+    }
+}
+
+/// The offset just past the (possibly compressed) name at `at`.
+fn skip_name(message: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let len = *message.get(at)?;
+        match len {
+            0 => return Some(at + 1),
+            l if l & 0xC0 == 0xC0 => return Some(at + 2),
+            l if l & 0xC0 == 0 => at += usize::from(l) + 1,
+            _ => return None,
+        }
+    }
 }
 
 /// The largest UDP response a client accepts: its EDNS payload capped at

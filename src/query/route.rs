@@ -7,11 +7,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hickory_proto::op::Query;
-use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use super::answer::Answer;
+use super::chaos::Chaos;
 use super::cluster::{Cluster, Outcome};
 use super::local::{Hosts, Local, ZoneFile};
+use super::localhost::LocalNames;
 use super::UNHANDLED;
 use std::net::IpAddr;
 
@@ -66,6 +68,12 @@ pub struct Block {
     pub acl: Vec<AclRule>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,
+    /// `bufsize`: the EDNS payload cap of requests to this block.
+    pub bufsize: Option<u16>,
+    /// `chaos`: CH TXT questions about the server.
+    pub chaos: Option<Chaos>,
+    /// `local`: localhost and the loopback reverse zones.
+    pub local: Option<LocalNames>,
 }
 
 impl Block {
@@ -84,6 +92,9 @@ impl Block {
             autopath: None,
             acl: Vec::new(),
             any: false,
+            bufsize: None,
+            chaos: None,
+            local: None,
         }
     }
 }
@@ -186,6 +197,20 @@ impl Router {
             return Routed::Done;
         };
         out.zone = slot;
+        out.bufsize = block.bufsize;
+        out.log = block
+            .log
+            .as_ref()
+            .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
+            .map(|l| l.style);
+        // CoreDNS's order: log, local, acl, any, chaos, ... (plugin.cfg).
+        if let Some(local) = &block.local {
+            if local.answer(qname, query.query_type(), query.query_class(), out) == Local::Answered {
+                out.plugin = Plugin::Local;
+                out.memoizable = true;
+                return Routed::Done;
+            }
+        }
         if let Some(rule) = block.acl.iter().find(|r| r.matches(client, query.query_type())) {
             match rule.action {
                 AclAction::Allow => {}
@@ -200,11 +225,6 @@ impl Router {
                 AclAction::Drop => return Routed::Drop,
             }
         }
-        out.log = block
-            .log
-            .as_ref()
-            .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
-            .map(|l| l.style);
         let routed = match self.autopath(block, query, client, dnssec_ok, cd, out) {
             Some(routed) => routed,
             None => self.through(block, query, dnssec_ok, cd, out),
@@ -299,6 +319,19 @@ impl Router {
         if qtype == RecordType::ANY && block.any {
             out.answers.push(answer::hinfo_rfc8482(qname));
             out.memoizable = true;
+            return Routed::Done;
+        }
+        if query.query_class() != DNSClass::IN {
+            // Only `chaos` answers another class (CH); the rest is not ours.
+            let chaos = block
+                .chaos
+                .as_ref()
+                .map(|c| c.answer(qname, qtype, query.query_class(), out));
+            if chaos == Some(Local::Answered) {
+                out.plugin = Plugin::Chaos;
+            } else {
+                out.error(UNHANDLED);
+            }
             return Routed::Done;
         }
         if let Some(probe) = &block.loop_probe {
