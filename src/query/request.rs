@@ -164,3 +164,45 @@ pub fn limit(transport: crate::metrics::Transport, edns: Option<ClientEdns>) -> 
         crate::metrics::Transport::Tcp => usize::from(u16::MAX),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::op::{Edns, Message, MessageType, OpCode};
+    use hickory_proto::rr::Name;
+
+    fn with_payload(payload: u16) -> Vec<u8> {
+        let mut m = Message::new(7, MessageType::Query, OpCode::Query);
+        m.add_query(Query::query(
+            Name::from_ascii("a.example.").expect("name"),
+            RecordType::A,
+        ));
+        let mut edns = Edns::new();
+        edns.set_max_payload(payload);
+        m.edns = Some(edns);
+        m.to_vec().expect("encodes")
+    }
+
+    fn payload(bytes: &[u8]) -> Option<u16> {
+        Message::from_vec(bytes).expect("decodes").edns.map(|e| e.max_payload())
+    }
+
+    #[test]
+    fn bufsize_lowers_the_opt_payload_only() {
+        let mut big = with_payload(4096);
+        cap_payload(&mut big, 1232);
+        assert_eq!(payload(&big), Some(1232));
+        let mut small = with_payload(600);
+        cap_payload(&mut small, 1232);
+        assert_eq!(payload(&small), Some(600));
+        let mut cut = with_payload(4096);
+        cut.truncate(20);
+        cap_payload(&mut cut, 512); // cannot walk: left alone, no panic
+        let client = ClientEdns {
+            payload: 4096,
+            dnssec_ok: true,
+        };
+        assert_eq!(capped(Some(client), Some(512)).map(|e| e.payload), Some(512));
+        assert_eq!(capped(None, Some(512)), None);
+    }
+}
