@@ -133,6 +133,11 @@ fn k3s() {
 }
 
 #[test]
+fn rke1() {
+    distro("rke1", nothing);
+}
+
+#[test]
 fn rke2() {
     distro("rke2", nothing);
 }
@@ -235,6 +240,7 @@ fn every_distribution_file_is_tested() {
         "minikube",
         "openshift",
         "ovhcloud",
+        "rke1",
         "rke2",
         "talos",
     ];
