@@ -9,7 +9,8 @@
 //! | any other name in those four zones                       | NXDOMAIN                        |
 //!
 //! Negative answers carry the zone's SOA (`localhost. root.localhost.`);
-//! every TTL is a week, as CoreDNS's. Only class IN is answered.
+//! every TTL is a week, as CoreDNS's. Only class IN is answered. Counted
+//! answers are not memoized, so every one of them is counted.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,6 +72,7 @@ impl LocalNames {
             if !loopback(qname, qtype, out) {
                 out.authority.push(self.soa(qname));
             }
+            out.memoizable = false; // a replay would not be counted
             return Local::Answered;
         }
         let Some(zone) = self.zones.iter().find(|z| z.zone_of(&lower)) else {
@@ -101,6 +103,7 @@ impl LocalNames {
             out.rcode = ResponseCode::NXDomain;
             out.authority.push(self.soa(&origin));
         }
+        out.memoizable = true;
         Local::Answered
     }
 

@@ -207,7 +207,6 @@ impl Router {
         if let Some(local) = &block.local {
             if local.answer(qname, query.query_type(), query.query_class(), out) == Local::Answered {
                 out.plugin = Plugin::Local;
-                out.memoizable = true;
                 return Routed::Done;
             }
         }
