@@ -21,10 +21,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::stub::Stub;
-use common::{demo_cluster, free_port, run, temp_dir, Server};
+use common::{check, demo_cluster, free_port, run, temp_dir, Server};
 
 fn distros() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("zones/distros")
@@ -81,16 +80,8 @@ fn dig(server: &Server, args: &[&str]) -> String {
 /// forwarded name; `more` asks what is particular to the distribution.
 fn distro(name: &str, more: impl Fn(&Server, &Stub)) {
     let file = distros().join(format!("{name}.Corefile"));
-    let check = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(["check", "-conf"])
-        .arg(&file)
-        .output()
-        .expect("run clusterdns check");
-    assert!(
-        check.status.success(),
-        "{name}: check failed:\n{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+    let (status, stderr) = check(&file);
+    assert!(status.success(), "{name}: check failed:\n{stderr}");
     let dir = temp_dir(&format!("distro-{name}"));
     std::fs::create_dir_all(dir.join("custom")).expect("custom dir");
     let stub = Stub::start();

@@ -4,11 +4,10 @@
 mod common;
 
 use std::net::UdpSocket;
-use std::process::Command;
 use std::time::Duration;
 
 use common::stub::Stub;
-use common::{query, run, temp_dir, Server};
+use common::{check, query, run, temp_dir, Server};
 use hickory_proto::op::Message;
 use hickory_proto::rr::RecordType;
 
@@ -163,13 +162,8 @@ fn import_globs_that_match_nothing_warn_and_missing_files_fail() {
     let text =
         ".:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    import custom/*.override\n}\nimport custom/*.server\n";
     std::fs::write(&conf, text).expect("write");
-    let check = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(["check", "-conf"])
-        .arg(&conf)
-        .output()
-        .expect("run check");
-    let stderr = String::from_utf8_lossy(&check.stderr);
-    assert!(check.status.success(), "{stderr}");
+    let (status, stderr) = check(&conf);
+    assert!(status.success(), "{stderr}");
     assert!(
         stderr.contains("Corefile:4:12: No files matching import glob pattern: custom/*.override"),
         "{stderr}"
@@ -189,12 +183,7 @@ fn import_globs_that_match_nothing_warn_and_missing_files_fail() {
     // A named file that does not exist is an error with its position.
     let missing = ".:0 {\n    import custom/extra.conf\n}\n";
     std::fs::write(&conf, missing).expect("write");
-    let check = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(["check", "-conf"])
-        .arg(&conf)
-        .output()
-        .expect("run check");
-    let stderr = String::from_utf8_lossy(&check.stderr);
-    assert_eq!(check.status.code(), Some(64), "{stderr}");
+    let (status, stderr) = check(&conf);
+    assert_eq!(status.code(), Some(64), "{stderr}");
     assert!(stderr.contains("Corefile:2:12: import 'custom/extra.conf'"), "{stderr}");
 }
