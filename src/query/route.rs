@@ -1,7 +1,8 @@
 //! Route a query to the server block with the longest matching zone, then
-//! through that block's plugins in CoreDNS's order: `hosts`, `file`,
-//! `kubernetes`, then `forward` (behind `cache`). A name no plugin takes
-//! is REFUSED: we are not a server for it.
+//! through that block's plugins in CoreDNS's order: `local`, `acl`, `any`,
+//! `chaos` (class CH), `hosts`, `file`, `kubernetes`, then `forward`
+//! (behind `cache`); `bufsize` rides along in the answer. A name no plugin
+//! takes is REFUSED: we are not a server for it.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
