@@ -17,12 +17,14 @@ use hickory_proto::rr::{Name, RecordType};
 use crate::admin::{self, Live, State};
 use crate::config::{Config, Server};
 use crate::metrics::Metrics;
+use crate::query::chaos::Chaos;
 use crate::query::cluster::Cluster;
 use crate::query::dns64::Dns64;
 use crate::query::forward::cache::Cache;
 use crate::query::forward::{Forward, Forwarding};
 use crate::query::k8s_external::K8sExternal;
 use crate::query::local::{Hosts, ZoneFile};
+use crate::query::localhost::LocalNames;
 use crate::query::rewrite::Rewrite;
 use crate::query::template::Templates;
 use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
@@ -303,6 +305,9 @@ impl Runtime {
             rewrite: (!server.rewrites.is_empty()).then(|| Rewrite {
                 rules: server.rewrites.clone(),
             }),
+            bufsize: server.bufsize,
+            chaos: server.chaos.clone().map(Chaos::new),
+            local: server.local.map(LocalNames::new),
         }
     }
 
@@ -475,6 +480,9 @@ fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
         (server.k8s_external.is_some(), "k8s_external"),
         (!server.templates.is_empty(), "template"),
         (!server.rewrites.is_empty(), "rewrite"),
+        (server.bufsize.is_some(), "bufsize"),
+        (server.chaos.is_some(), "chaos"),
+        (server.local.is_some(), "local"),
     ];
     names.extend(on.iter().filter(|(yes, _)| *yes).map(|(_, n)| *n));
     names

@@ -493,6 +493,15 @@ impl Metrics {
             "",
             [("", self.panics.load(Relaxed))],
         );
+        let help = "The number of queries under .localhost. (or localhost.<domain>) seen by the local plugin.";
+        family(
+            &mut s,
+            "coredns_local_localhost_requests_total",
+            "counter",
+            help,
+            "",
+            [("", crate::query::localhost::localhost_requests())],
+        );
         let help = "Counter of requests made with autopath that were successful.";
         family(
             &mut s,
@@ -667,9 +676,11 @@ pub enum Plugin {
     Dns64,
     K8sExternal,
     Template,
+    Chaos,
+    Local,
 }
 
-const PLUGINS: [&str; 10] = [
+const PLUGINS: [&str; 12] = [
     "",
     "kubernetes",
     "forward",
@@ -680,6 +691,8 @@ const PLUGINS: [&str; 10] = [
     "dns64",
     "k8s_external",
     "template",
+    "chaos",
+    "local",
 ];
 
 /// Query types CoreDNS reports by name; the rest are `other`.

@@ -181,12 +181,28 @@ fn import_body(
         body.push(Tok::Eol);
         return body;
     }
-    let paths = match glob_files(&dir.join(&arg.text)) {
+    let pattern = dir.join(&arg.text);
+    let is_glob = pattern
+        .file_name()
+        .and_then(|f| f.to_str())
+        .is_some_and(|f| f.contains('*'));
+    // As CoreDNS: a glob that matches nothing (yet), also in a directory
+    // that does not exist, is a warning, so an empty `custom/` directory of
+    // overrides loads; a named file that does not exist is an error.
+    let paths = match glob_files(&pattern) {
+        Err(e) if is_glob && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        found => found,
+    };
+    let paths = match paths {
         Ok(p) if !p.is_empty() => p,
+        Ok(_) if is_glob => {
+            tracing::warn!(target: "import", "{}: No files matching import glob pattern: {}", arg.pos, arg.text);
+            return Vec::new();
+        }
         Ok(_) => {
             errors.push(ConfigError::new(
                 &arg.pos,
-                format!("import '{}': no snippet or file matches", arg.text),
+                format!("import '{}': no snippet or file of that name", arg.text),
             ));
             return Vec::new();
         }

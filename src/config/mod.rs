@@ -9,6 +9,7 @@
 pub mod args;
 pub mod blocks;
 pub mod cache;
+pub mod chaos;
 pub mod dns64;
 pub mod forward;
 pub mod gotmpl;
@@ -109,6 +110,12 @@ pub struct Server {
     pub templates: Vec<template::TemplateConfig>,
     /// `rewrite` rules, in order.
     pub rewrites: Vec<rewrite::RewriteRule>,
+    /// `bufsize`: the largest EDNS payload a request may advertise.
+    pub bufsize: Option<u16>,
+    /// `chaos`: CH TXT `version.bind` and friends.
+    pub chaos: Option<chaos::ChaosConfig>,
+    /// `local`, with whether the `localhost.<anything>` prefix form is on.
+    pub local: Option<bool>,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name
@@ -282,6 +289,15 @@ impl fmt::Display for Config {
             }
             for r in &s.rewrites {
                 writeln!(f, "  rewrite {} {:?}", if r.stop { "stop" } else { "continue" }, r.kind)?;
+            }
+            if let Some(size) = s.bufsize {
+                writeln!(f, "  bufsize {size}")?;
+            }
+            if let Some(c) = &s.chaos {
+                writeln!(f, "  chaos {} {}", c.version, spaced(&c.authors, "(no authors)"))?;
+            }
+            if let Some(prefix) = s.local {
+                writeln!(f, "  local  localhost_prefix {}", if prefix { "on" } else { "off" })?;
             }
             if let Some((a, _)) = &s.autopath {
                 writeln!(

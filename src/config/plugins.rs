@@ -13,8 +13,8 @@ use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
 use super::{
-    cache, dns64, forward, k8s_external, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig, Server,
-    Source,
+    cache, chaos, dns64, forward, k8s_external, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig,
+    Server, Source,
 };
 
 /// Directives this build implements.
@@ -42,6 +42,9 @@ pub const SUPPORTED: &[&str] = &[
     "k8s_external",
     "template",
     "rewrite",
+    "bufsize",
+    "chaos",
+    "local",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -65,6 +68,7 @@ const WITH_OPTIONS: &[&str] = &[
     "k8s_external",
     "template",
     "rewrite",
+    "local",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -122,6 +126,9 @@ pub fn server(
         k8s_external: None,
         templates: Vec::new(),
         rewrites: Vec::new(),
+        bufsize: None,
+        chaos: None,
+        local: None,
     };
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
@@ -211,6 +218,9 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             .templates
             .extend(super::template::parse(d, &server.zones, errors)),
         "rewrite" => server.rewrites.extend(super::rewrite::parse(d, errors)),
+        "bufsize" => server.bufsize = chaos::bufsize(d, errors).or(server.bufsize),
+        "chaos" => server.chaos = Some(chaos::chaos(d)),
+        "local" => server.local = Some(chaos::local(d, errors)),
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),
         "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),

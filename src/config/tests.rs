@@ -184,3 +184,23 @@ fn timeouts_and_limits_set_the_tcp_limits_and_are_checked() {
     ];
     assert_errors(&errors, &want);
 }
+
+#[test]
+fn an_empty_import_glob_is_no_error_but_a_missing_file_is() {
+    let path = corefile(
+        "import-glob",
+        ".:53 {\n import custom/*.override\n import nodir/*.conf\n ready\n}\nimport custom/*.server\n",
+    );
+    let dir = path.parent().expect("dir").to_path_buf();
+    std::fs::create_dir_all(dir.join("custom")).expect("custom dir");
+    let cfg = load(&path, 53).expect("globs matching nothing load");
+    assert_eq!(cfg.servers.len(), 1);
+    std::fs::write(dir.join("custom/a.override"), "chaos v1\n").expect("write");
+    let cfg = load(&path, 53).expect("loads");
+    assert!(cfg.servers[0].chaos.is_some(), "the override is imported");
+    let errors = errors_of("import-missing", ".:53 {\n import custom/missing.conf\n}\n");
+    assert_errors(
+        &errors,
+        &["Corefile:2:9: import 'custom/missing.conf': no snippet or file of that name"],
+    );
+}

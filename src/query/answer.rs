@@ -45,6 +45,8 @@ pub struct Answer {
     pub ede: Option<(u16, String)>,
     /// A `rewrite` whose question is forwarded: what to ask, what to undo.
     pub rewrite: Option<Box<(hickory_proto::op::Query, super::rewrite::Revert)>>,
+    /// `bufsize` of the block that took the query: the EDNS payload cap.
+    pub bufsize: Option<u16>,
 }
 
 impl Answer {
@@ -65,6 +67,7 @@ impl Answer {
         self.dns64 = None;
         self.ede = None;
         self.rewrite = None;
+        self.bufsize = None;
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();
@@ -72,10 +75,10 @@ impl Answer {
 
     /// An error reply with no records.
     pub fn error(&mut self, rcode: ResponseCode) {
-        let (log, zone, plugin) = (self.log, self.zone, self.plugin);
+        let (log, zone, plugin, bufsize) = (self.log, self.zone, self.plugin, self.bufsize);
         self.clear();
         self.rcode = rcode;
-        (self.log, self.zone, self.plugin) = (log, zone, plugin);
+        (self.log, self.zone, self.plugin, self.bufsize) = (log, zone, plugin, bufsize);
     }
 
     /// Drops what a plugin that passed the query on may have left.

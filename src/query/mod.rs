@@ -13,6 +13,7 @@
 //! answered by a task through the socket or connection it came from.
 
 pub mod answer;
+pub mod chaos;
 pub mod cluster;
 pub mod defer;
 pub mod dns64;
@@ -20,6 +21,7 @@ pub mod finish;
 pub mod forward;
 pub mod k8s_external;
 pub mod local;
+pub mod localhost;
 pub mod log;
 pub mod memo;
 pub mod request;
@@ -234,6 +236,7 @@ impl Handler {
                 }
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
                 let routed = router.answer(&req.query, peer.ip(), dnssec_ok, req.meta.checking_disabled, answer);
+                let edns = request::capped(req.edns, answer.bufsize);
                 if answer.autopath {
                     self.metrics
                         .autopath_success
@@ -263,13 +266,16 @@ impl Handler {
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         return Full::Later;
                     }
-                    let (request, query, chase, rewrite) = upstream(bytes, &req, chased, answer, peer, transport);
+                    let (mut request, query, chase, rewrite) = upstream(bytes, &req, chased, answer, peer, transport);
+                    if let Some(cap) = answer.bufsize {
+                        request::cap_payload(&mut request, cap);
+                    }
                     forwarding.submit(defer::Job {
                         request,
                         meta: req.meta,
                         query,
                         chase,
-                        edns: req.edns,
+                        edns,
                         transport,
                         peer,
                         sink: sink(),
@@ -282,7 +288,7 @@ impl Handler {
                     });
                     return Full::Later;
                 }
-                (req.meta, Some(req.query), req.edns)
+                (req.meta, Some(req.query), edns)
             }
         };
         let echo = Echo {

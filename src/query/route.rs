@@ -1,8 +1,9 @@
 //! Route a query to the server block with the longest matching zone, then
-//! through that block's plugins in CoreDNS's order: `rewrite` (the question
-//! changed here, the answer changed back), `template`, `hosts`,
-//! `k8s_external`, `file`, `kubernetes`, then `forward` (behind `cache`);
-//! `dns64` looks at the result of all of them. A CNAME whose target lies
+//! through that block's plugins in CoreDNS's order: `local`, `acl`, `chaos`
+//! (class CH), `rewrite` (the question changed here, the answer changed
+//! back), `any`, `template`, `hosts`, `k8s_external`, `file`, `kubernetes`,
+//! then `forward` (behind `cache`); `dns64` looks at the result of all of
+//! them, and `bufsize` rides along in the answer. A CNAME whose target lies
 //! outside (an ExternalName Service, a `k8s_external` ingress hostname, a
 //! `template` or `rewrite cname` answer) has the target's records looked up
 //! and appended. A name no plugin takes is REFUSED: we are not a server for it.
@@ -11,11 +12,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hickory_proto::op::Query;
-use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use super::answer::Answer;
+use super::chaos::Chaos;
 use super::cluster::{Cluster, Outcome};
 use super::local::{Hosts, Local, ZoneFile};
+use super::localhost::LocalNames;
 use super::template::Templated;
 use super::UNHANDLED;
 use std::net::IpAddr;
@@ -75,6 +78,12 @@ pub struct Block {
     pub k8s_external: Option<super::k8s_external::K8sExternal>,
     pub templates: Option<super::template::Templates>,
     pub rewrite: Option<super::rewrite::Rewrite>,
+    /// `bufsize`: the EDNS payload cap of requests to this block.
+    pub bufsize: Option<u16>,
+    /// `chaos`: CH TXT questions about the server.
+    pub chaos: Option<Chaos>,
+    /// `local`: localhost and the loopback reverse zones.
+    pub local: Option<LocalNames>,
 }
 
 impl Block {
@@ -97,6 +106,9 @@ impl Block {
             k8s_external: None,
             templates: None,
             rewrite: None,
+            bufsize: None,
+            chaos: None,
+            local: None,
         }
     }
 }
@@ -203,6 +215,19 @@ impl Router {
             return Routed::Done;
         };
         out.zone = slot;
+        out.bufsize = block.bufsize;
+        out.log = block
+            .log
+            .as_ref()
+            .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
+            .map(|l| l.style);
+        // CoreDNS's order: log, local, acl, any, chaos, ... (plugin.cfg).
+        if let Some(local) = &block.local {
+            if local.answer(qname, query.query_type(), query.query_class(), out) == Local::Answered {
+                out.plugin = Plugin::Local;
+                return Routed::Done;
+            }
+        }
         if let Some(rule) = block.acl.iter().find(|r| r.matches(client, query.query_type())) {
             match rule.action {
                 AclAction::Allow => {}
@@ -217,11 +242,12 @@ impl Router {
                 AclAction::Drop => return Routed::Drop,
             }
         }
-        out.log = block
-            .log
-            .as_ref()
-            .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
-            .map(|l| l.style);
+        if let Some(chaos) = block.chaos.as_ref().filter(|_| query.query_class() != DNSClass::IN) {
+            if chaos.answer(qname, query.query_type(), query.query_class(), out) == Local::Answered {
+                out.plugin = Plugin::Chaos;
+                return Routed::Done;
+            }
+        }
         let rewritten = match block.rewrite.as_ref().map(|rw| rw.apply(query)) {
             None | Some(Ok(None)) => None,
             Some(Ok(Some(r))) => Some(r),
@@ -232,8 +258,8 @@ impl Router {
             }
         };
         let query = rewritten.as_ref().map_or(query, |(q, _)| q);
-        if query.query_class() != hickory_proto::rr::DNSClass::IN {
-            out.error(ResponseCode::Refused);
+        if query.query_class() != DNSClass::IN {
+            out.error(UNHANDLED); // another class than IN (after `rewrite class`) is not ours
             return Routed::Done;
         }
         let routed = match self.autopath(block, query, client, dnssec_ok, cd, out) {

@@ -301,6 +301,16 @@ pub fn udp(server: SocketAddr, name: &str, qtype: RecordType) -> Message {
     Message::from_vec(&reply).expect("decodable reply")
 }
 
+/// `clusterdns check -conf CONF`: its exit status and stderr.
+pub fn check(conf: &Path) -> (std::process::ExitStatus, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args(["check", "-conf"])
+        .arg(conf)
+        .output()
+        .expect("run clusterdns check");
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// Runs a command-line client and returns its stdout.
 pub fn run(cmd: &str, args: &[&str]) -> String {
     let out = Command::new(cmd)

@@ -1,0 +1,189 @@
+//! `bufsize`, `chaos`, `local` and `import` globs end to end: the real
+//! binary, asked with dig, forwarding to the in-process stub upstream.
+
+mod common;
+
+use std::net::UdpSocket;
+use std::time::Duration;
+
+use common::stub::Stub;
+use common::{check, query, run, temp_dir, Server};
+use hickory_proto::op::Message;
+use hickory_proto::rr::RecordType;
+
+/// A server block on 127.0.0.1 with `body`, forwarding to `stub`, with
+/// `ready` and `prometheus` on free loopback ports.
+fn corefile(stub: &Stub, body: &str) -> String {
+    format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n{body}\n    forward . {}\n}}\n",
+        stub.addr
+    )
+}
+
+/// `dig @server ARGS...` (one try, short timeout), stdout.
+fn dig(server: &Server, args: &[&str]) -> String {
+    let port = server.port();
+    let mut all = vec!["@127.0.0.1", "-p", &port, "+tries=1", "+time=2"];
+    all.extend_from_slice(args);
+    run("dig", &all)
+}
+
+#[test]
+fn chaos_answers_ch_txt_about_the_server() {
+    let dir = temp_dir("chaos");
+    let stub = Stub::start();
+    let server = Server::start(
+        &dir,
+        &corefile(&stub, "    chaos clusterdns-test ops@example.org dev@example.org"),
+    );
+    let short = |name: &str| dig(&server, &["+short", "CH", "TXT", name]);
+    assert_eq!(short("version.bind").trim(), "\"clusterdns-test\"");
+    assert_eq!(short("version.server").trim(), "\"clusterdns-test\"");
+    let mut authors: Vec<_> = short("authors.bind").lines().map(str::to_string).collect();
+    authors.sort();
+    assert_eq!(authors, ["\"dev@example.org\"", "\"ops@example.org\""]);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+    assert_eq!(short("hostname.bind").trim(), format!("\"{}\"", host.trim()));
+    assert_eq!(short("id.server").trim(), format!("\"{}\"", host.trim()));
+    let full = dig(&server, &["CH", "TXT", "version.bind"]);
+    assert!(full.contains("0\tCH\tTXT\t\"clusterdns-test\""), "{full}");
+    // Another CH name or type is not ours; nothing in class CH is forwarded.
+    assert!(dig(&server, &["CH", "TXT", "other.bind"]).contains("status: REFUSED"));
+    assert!(dig(&server, &["CH", "A", "version.bind"]).contains("status: REFUSED"));
+    // IN TXT version.bind is an ordinary name: forwarded.
+    assert!(dig(&server, &["IN", "TXT", "version.bind"]).contains("status: NOERROR"));
+    assert_eq!(stub.count(), 1, "only the IN question reached the upstream");
+}
+
+#[test]
+fn local_answers_loopback_names_and_never_forwards_them() {
+    let dir = temp_dir("local");
+    let stub = Stub::start();
+    let server = Server::start(&dir, &corefile(&stub, "    local"));
+    let short = |args: &[&str]| dig(&server, &[&["+short"], args].concat()).trim().to_string();
+    assert_eq!(short(&["localhost", "A"]), "127.0.0.1");
+    assert_eq!(short(&["localhost", "AAAA"]), "::1");
+    assert_eq!(short(&["localhost", "NS"]), "localhost.");
+    assert_eq!(short(&["app.localhost", "A"]), "127.0.0.1");
+    assert_eq!(short(&["localhost.example.com", "AAAA"]), "::1");
+    assert_eq!(short(&["-x", "127.0.0.1"]), "localhost.");
+    let nx = dig(&server, &["-x", "127.0.0.5"]);
+    assert!(
+        nx.contains("status: NXDOMAIN") && nx.contains("root.localhost."),
+        "{nx}"
+    );
+    let nodata = dig(&server, &["0.in-addr.arpa", "TXT"]);
+    assert!(
+        nodata.contains("status: NOERROR") && nodata.contains("ANSWER: 0"),
+        "{nodata}"
+    );
+    assert!(short(&["255.in-addr.arpa", "SOA"]).starts_with("localhost. root.localhost. 1 0 0 0 604800"));
+    assert_eq!(stub.count(), 0, "local names never reach the upstream");
+    assert_eq!(short(&["www.example.org", "A"]), "192.0.2.1");
+    assert_eq!(stub.count(), 1);
+    // Repeated: each one counts (not replayed from the memo).
+    assert_eq!(short(&["app.localhost", "A"]), "127.0.0.1");
+    assert_eq!(server.metric("coredns_local_localhost_requests_total"), 3.0);
+    let plugin = server.metric_sum("coredns_dns_responses_total", "plugin=\"local\"");
+    assert_eq!(plugin, 10.0);
+}
+
+#[test]
+fn local_without_the_prefix_form_forwards_localhost_dot_domain() {
+    let dir = temp_dir("local-off");
+    let stub = Stub::start();
+    let body = "    local {\n        localhost_prefix off\n    }";
+    let server = Server::start(&dir, &corefile(&stub, body));
+    let short = |name: &str| dig(&server, &["+short", name, "A"]).trim().to_string();
+    assert_eq!(short("localhost.example.com"), "192.0.2.1");
+    assert_eq!(short("a.localhost"), "127.0.0.1");
+    assert_eq!(stub.count(), 1);
+}
+
+/// 40 addresses for `many.test.`: about 700 bytes of answer.
+fn many_hosts() -> String {
+    let lines: Vec<String> = (1..=40).map(|i| format!("        10.0.0.{i} many.test")).collect();
+    format!("    hosts {{\n{}\n    }}", lines.join("\n"))
+}
+
+#[test]
+fn bufsize_caps_the_payload_a_client_advertises() {
+    let dir = temp_dir("bufsize");
+    let stub = Stub::start();
+    let capped = Server::start(&dir, &corefile(&stub, &format!("    bufsize 512\n{}", many_hosts())));
+    let dir2 = temp_dir("bufsize-none");
+    let plain = Server::start(&dir2, &corefile(&stub, &many_hosts()));
+    let ask = |s: &Server| dig(s, &["+ignore", "+bufsize=1232", "many.test", "A"]);
+    let (small, whole) = (ask(&capped), ask(&plain));
+    assert!(small.contains("flags: qr aa tc") || small.contains(" tc"), "{small}");
+    assert!(whole.contains("ANSWER: 40"), "{whole}");
+    // Without EDNS the limit is 512 either way; over TCP there is none.
+    assert!(dig(&capped, &["+tcp", "many.test", "A"]).contains("ANSWER: 40"));
+}
+
+/// The EDNS payload size of the request `body`'s server forwards to a
+/// bare UDP socket when a client asks with a payload of 4096.
+fn forwarded_payload(tag: &str, body: &str) -> Option<u16> {
+    let upstream = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    upstream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let dir = temp_dir(tag);
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n{body}\n    forward . {}\n}}\n",
+        upstream.local_addr().expect("addr")
+    );
+    let server = Server::start(&dir, &text);
+    let client = std::thread::spawn({
+        let dns = server.dns;
+        move || common::udp_raw(dns, &query(9, "up.example.", RecordType::A, Some(4096)))
+    });
+    let mut buf = [0u8; 1500];
+    let (n, _) = upstream.recv_from(&mut buf).expect("the query reaches the upstream");
+    let _ = client.join();
+    Message::from_vec(&buf[..n])
+        .expect("decodes")
+        .edns
+        .map(|e| e.max_payload())
+}
+
+#[test]
+fn bufsize_lowers_the_payload_sent_upstream() {
+    assert_eq!(forwarded_payload("bufsize-up", "    bufsize 1232"), Some(1232));
+    assert_eq!(forwarded_payload("bufsize-up-512", "    bufsize 512"), Some(512));
+    assert_eq!(forwarded_payload("bufsize-up-none", ""), Some(4096));
+}
+
+#[test]
+fn import_globs_that_match_nothing_warn_and_missing_files_fail() {
+    let dir = temp_dir("import");
+    std::fs::create_dir_all(dir.join("custom")).expect("custom dir");
+    let conf = dir.join("Corefile");
+    let text =
+        ".:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    import custom/*.override\n}\nimport custom/*.server\n";
+    std::fs::write(&conf, text).expect("write");
+    let (status, stderr) = check(&conf);
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Corefile:4:12: No files matching import glob pattern: custom/*.override"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:6:8: No files matching import glob pattern: custom/*.server"),
+        "{stderr}"
+    );
+    // An override file appears: it is imported into the block.
+    std::fs::write(dir.join("custom/x.override"), "chaos v-imported\n").expect("write");
+    let server = Server::start(&dir, text);
+    assert_eq!(
+        dig(&server, &["+short", "CH", "TXT", "version.bind"]).trim(),
+        "\"v-imported\""
+    );
+    drop(server);
+    // A named file that does not exist is an error with its position.
+    let missing = ".:0 {\n    import custom/extra.conf\n}\n";
+    std::fs::write(&conf, missing).expect("write");
+    let (status, stderr) = check(&conf);
+    assert_eq!(status.code(), Some(64), "{stderr}");
+    assert!(stderr.contains("Corefile:2:12: import 'custom/extra.conf'"), "{stderr}");
+}
