@@ -157,7 +157,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--interval" => a.interval = Some(float(&flag, value()?)?),
             "--index" => a.index = Some(number(value()?)?),
             "--of" => a.of = number(value()?)?,
-            "--start-at" => a.start_at = Some(float(&flag, value()?)?),
+            "--start-at" => a.start_at = Some(float(&flag, value()?)?).filter(|t| *t > 0.0),
             "--log-report" => a.log_report = true,
             file if a.command == "merge" && !file.starts_with('-') => a.files.push(PathBuf::from(file)),
             other => return Err(format!("unknown flag '{other}'")),
@@ -281,19 +281,13 @@ fn workload_of(args: &Args) -> Result<workload::Workload, String> {
     match (&args.names, &args.dump) {
         (Some(path), _) => workload::names_file(&read(path)?),
         (None, Some(path)) => {
-            let services = if path.as_os_str() == "api" {
+            let (services, source) = if path.as_os_str() == "api" {
                 let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-                rt.block_on(incluster::services())?
+                (rt.block_on(incluster::services())?, "the Kubernetes API".to_string())
             } else {
-                workload::services_of_dump(&read(path)?)?
+                (workload::services_of_dump(&read(path)?)?, path.display().to_string())
             };
-            Ok(workload::pods_over(
-                &services,
-                0,
-                args.lookups,
-                42,
-                &path.display().to_string(),
-            ))
+            Ok(workload::pods_over(&services, 0, args.lookups, 42, &source))
         }
         (None, None) => Ok(workload::pods(&args.shape, args.lookups, 42)),
     }

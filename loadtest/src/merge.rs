@@ -103,6 +103,20 @@ fn step(reports: &[Report], k: usize, notes: &mut Vec<String>) -> Row {
         sum.add(o);
         achieved += o.achieved();
         longest = longest.max(o.seconds);
+        // The engine sends every query, late if it must: a step that took
+        // longer than planned had a generator short of CPU.
+        let planned = o.sent as f64 / o.offered.max(1e-9);
+        if o.seconds > 1.1 * planned {
+            let who = r
+                .generators
+                .first()
+                .map_or("a generator".into(), |g| format!("generator {} ({})", g.index, g.host));
+            notes.push(format!(
+                "step {}: {who} took {:.1} s to send a {planned:.1} s step: it could not keep its rate (its CPU), so its latencies include its own delay; add generators",
+                k + 1,
+                o.seconds
+            ));
+        }
     }
     sum.seconds = if achieved > 0.0 {
         sum.answered as f64 / achieved

@@ -9,10 +9,12 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use loadtest::capacity::{Row, Slo};
+use loadtest::fakeapi::FakeApi;
 use loadtest::merge::merge;
 use loadtest::outcome::Outcome;
 use loadtest::report::{self, Generator, Report};
 use loadtest::schedule::unix_now;
+use loadtest::synth::{self, Shape};
 
 fn report_of(rows: Vec<Row>, generators: Vec<Generator>) -> Report {
     Report {
@@ -111,7 +113,7 @@ fn merged_halves_equal_the_whole_to_the_bucket() {
 
 #[test]
 fn merge_refuses_a_generator_twice_and_notes_what_is_missing() {
-    let (_, a, b) = whole_and_halves(1000, 1000.0);
+    let (_, a, b) = whole_and_halves(2000, 1000.0);
     let one = report_of(vec![a.clone()], vec![generator(1, 3)]);
     let err = merge(&[one.clone(), one.clone()]).expect_err("twice");
     assert!(err.contains("generator 1 of 3 is reported more than once"), "{err}");
@@ -121,6 +123,16 @@ fn merge_refuses_a_generator_twice_and_notes_what_is_missing() {
     let notes = m.notes.join("\n");
     assert!(notes.contains("2 of 3 generators reported (missing: 2)"), "{notes}");
     assert!(notes.contains("merged the first 1"), "{notes}");
+    let mut slow = a;
+    slow.outcome.seconds *= 1.5;
+    let m = merge(&[report_of(vec![slow], vec![generator(0, 1)])]).expect("merge");
+    assert!(
+        m.notes
+            .join("")
+            .contains("generator 0 (gen-0) took 3.0 s to send a 2.0 s step"),
+        "{:?}",
+        m.notes
+    );
     assert!(
         report::read("--- loadtest report begin ---\n{").is_err(),
         "a cut log is an error"
@@ -241,4 +253,49 @@ fn four_generators_on_a_shared_schedule_agree_with_one() {
     }
     let svg = std::fs::read_to_string(format!("{merged}.svg")).expect("svg");
     assert!(svg.contains("4 generators merged") && svg.contains("polyline"));
+}
+
+#[test]
+fn the_pods_profile_reads_the_services_through_the_api() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = rt.block_on(FakeApi::start()).expect("fake API");
+    let shape = Shape {
+        namespaces: 3,
+        services: 30,
+        endpoints: 1,
+    };
+    synth::populate(&api, &shape);
+    let d = dir("api");
+    let kubeconfig = d.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: fake, cluster: {{server: \"{}\"}}}}]\nusers: [{{name: me, user: {{}}}}]\ncontexts: [{{name: fake, context: {{cluster: fake, user: me}}}}]\ncurrent-context: fake\n",
+            api.url()
+        ),
+    )
+    .expect("kubeconfig");
+    let target = delayed_responder(Duration::from_millis(1), 10).to_string();
+    let out = loadtest(&[
+        "run",
+        "--target",
+        &target,
+        "--pods",
+        "--services-from",
+        "api",
+        "--lookups",
+        "500",
+    ])
+    .args(["--rate", "200", "--step-duration", "0.5", "--log-report"])
+    .env("KUBECONFIG", &kubeconfig)
+    .output()
+    .expect("run");
+    let text = ok(out);
+    assert!(
+        text.contains("500 lookups over 30 Services in 3 namespaces of the Kubernetes API"),
+        "{text}"
+    );
+    let reports = report::read(&text).expect("the framed report");
+    assert_eq!(reports[0].rows[0].outcome.sent, 100);
+    assert_eq!(reports[0].generators[0].of, 1);
 }
