@@ -36,6 +36,9 @@ pub struct Step {
     /// Sockets (UDP) or connections (TCP).
     pub sockets: usize,
     pub timeout: Duration,
+    /// Yield the core between sends that are close together instead of
+    /// spinning: for several generators pinned to one core (`--of N`).
+    pub yield_idle: bool,
 }
 
 /// Sent-time table: `[socket][id]` → nanoseconds since start of the
@@ -162,6 +165,12 @@ pub fn run(step: &Step, queries: &[Vec<u8>], progress: &dyn Fn(f64)) -> io::Resu
             Duration::ZERO
         };
         rx.drain(&mut poll, &mut events, &mut conns, wait);
+        if wait.is_zero() && step.yield_idle {
+            // Sends less than 2 ms apart: let another generator on this
+            // core send what it has due, rather than spin through a whole
+            // scheduler slice while its queries wait.
+            std::thread::yield_now();
+        }
         if last_report.elapsed() > Duration::from_millis(200) {
             progress(sent as f64 / total.max(1) as f64);
             last_report = Instant::now();

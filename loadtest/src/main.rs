@@ -322,6 +322,7 @@ fn step_of(args: &Args, target: &str, rate: f64) -> Result<Step, String> {
         duration: Duration::from_secs_f64(args.step_seconds),
         sockets: args.sockets,
         timeout: TIMEOUT,
+        yield_idle: args.of > 1,
     })
 }
 
@@ -356,6 +357,7 @@ fn write_reports(
             pid: std::process::id(),
             start_at: schedule.start_at,
             slot_seconds: schedule.slot,
+            first_step: rows.first().map(|r| r.started),
         }],
         rows,
     };

@@ -25,6 +25,8 @@ pub struct Generator {
     /// The shared start (Unix seconds) and the seconds between steps.
     pub start_at: Option<f64>,
     pub slot_seconds: f64,
+    /// When its first step started by its own clock (Unix seconds).
+    pub first_step: Option<f64>,
 }
 
 /// A run's report: what was offered to whom, and each step.
@@ -57,24 +59,23 @@ fn step_json(r: &Row) -> Value {
     })
 }
 
-fn generator_json(g: &Generator, first_step: Option<f64>) -> Value {
+fn generator_json(g: &Generator) -> Value {
     json!({
         "index": g.index, "of": g.of, "host": g.host, "node": g.node, "pid": g.pid,
         "start_at": g.start_at, "slot_seconds": g.slot_seconds,
-        "clock": {"first_step_unix": first_step, "late_ms": g.start_at.zip(first_step).map(|(a, s)| (s - a) * 1e3)},
+        "clock": {"first_step_unix": g.first_step, "late_ms": g.start_at.zip(g.first_step).map(|(a, s)| (s - a) * 1e3)},
     })
 }
 
 /// The JSON report (also what `loadtest plan --capacity` reads).
 pub fn json(report: &Report, knee: Option<usize>) -> Value {
-    let first = report.rows.first().map(|r| r.started);
     let knee_row = knee.and_then(|k| report.rows.get(k));
     json!({
         "target": report.target,
         "workload": report.workload,
         "amplification": report.amplification,
         "slo": {"p99_ms": report.slo.p99_ms, "max_loss": report.slo.max_loss},
-        "generators": report.generators.iter().map(|g| generator_json(g, first)).collect::<Vec<_>>(),
+        "generators": report.generators.iter().map(generator_json).collect::<Vec<_>>(),
         "steps": report.rows.iter().map(step_json).collect::<Vec<_>>(),
         "knee": knee_row.map(|r| json!({"offered_qps": r.outcome.offered, "achieved_qps": r.outcome.achieved(), "qps_per_core": r.qps_per_core()})),
     })
@@ -180,6 +181,7 @@ fn generator_of(g: &Value) -> Generator {
         pid: g["pid"].as_u64().unwrap_or(0) as u32,
         start_at: g["start_at"].as_f64(),
         slot_seconds: g["slot_seconds"].as_f64().unwrap_or(0.0),
+        first_step: g["clock"]["first_step_unix"].as_f64(),
     }
 }
 
