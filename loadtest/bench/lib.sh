@@ -82,21 +82,27 @@ synthetic() {
 # returns once both answer (at most 20 s).
 serve_pair() {
   local dir=$1 cport=$2 kport=$3
-  cat > "$dir/Corefile" <<EOC
-.:$cport {
-    bind 127.0.0.1
-    kubernetes cluster.local {
-        snapshot $dir/cluster.json
-    }
-}
-EOC
-  taskset -c 0 ./target/release/clusterdns -conf "$dir/Corefile" 2>"$dir/clusterdns.log" &
-  CD=$!
+  serve_clusterdns "$dir" "$cport"
   taskset -c 0 knotd -c "$(knot_conf "$dir" "$kport" "$dir/cluster.local.zone")" 2>"$dir/knot.log" &
   KN=$!
   trap "kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf '$dir'" EXIT
   wait_answer "$cport" svc-0.ns-0.svc.cluster.local
   wait_answer "$kport" svc-0.ns-0.svc.cluster.local
+}
+
+# serve_clusterdns DIR PORT: clusterdns serving DIR/cluster.json on
+# 127.0.0.1:PORT, pinned to CPU 0; sets CD (its pid). The caller stops it.
+serve_clusterdns() {
+  cat > "$1/Corefile" <<EOC
+.:$2 {
+    bind 127.0.0.1
+    kubernetes cluster.local {
+        snapshot $1/cluster.json
+    }
+}
+EOC
+  taskset -c 0 ./target/release/clusterdns -conf "$1/Corefile" 2>"$1/clusterdns.log" &
+  CD=$!
 }
 
 # wait_answer PORT NAME: returns once 127.0.0.1@PORT answers NAME with an

@@ -3,11 +3,10 @@
 //! knee marked).
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-
-use serde_json::{json, Value};
+use std::io::{IsTerminal, Write as _};
 
 use crate::engine::{self, Outcome, Step};
+use crate::schedule::{unix_now, Schedule};
 use crate::workload::Workload;
 
 /// When a step is still sustainable.
@@ -30,6 +29,8 @@ pub struct Row {
     pub outcome: Outcome,
     /// CPU seconds the target used during the step.
     pub cpu_seconds: Option<f64>,
+    /// When the step started (Unix seconds; 0 when unknown).
+    pub started: f64,
 }
 
 impl Row {
@@ -48,10 +49,15 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-/// Runs one step with a progress bar on stderr.
+/// Runs one step with a progress bar on stderr (when it is a terminal:
+/// not in a pod's log).
 pub fn measure(step: &Step, workload: &Workload, label: &str, pid: Option<u32>) -> std::io::Result<Row> {
     let before = pid.and_then(cpu_seconds);
+    let terminal = std::io::stderr().is_terminal();
     let bar = |done: f64| {
+        if !terminal {
+            return;
+        }
         let filled = (done * 30.0).round() as usize;
         eprint!(
             "\r{label:>14} [{}{}] {:3.0}%",
@@ -61,13 +67,17 @@ pub fn measure(step: &Step, workload: &Workload, label: &str, pid: Option<u32>) 
         );
         let _ = std::io::stderr().flush();
     };
+    let started = unix_now();
     let outcome = engine::run(step, &workload.queries, &bar)?;
-    eprintln!();
+    if terminal {
+        eprintln!();
+    }
     let after = pid.and_then(cpu_seconds);
     Ok(Row {
         label: label.to_string(),
         outcome,
         cpu_seconds: before.zip(after).map(|(b, a)| a - b),
+        started,
     })
 }
 
@@ -86,8 +96,19 @@ pub fn ramp(base: f64, from: f64, to: f64, steps: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The knee of measured steps: the last of the leading steps that all met
+/// the SLO.
+pub fn knee(rows: &[Row], slo: Slo) -> Option<usize> {
+    rows.iter()
+        .position(|r| !slo.met(&r.outcome))
+        .unwrap_or(rows.len())
+        .checked_sub(1)
+}
+
 /// Searches the knee: rates grow by `factor` until the SLO breaks (or
-/// `max_steps`); the knee is the highest rate that met it.
+/// `max_steps`); the knee is the highest rate that met it. Each step waits
+/// for its time in `schedule`.
+#[allow(clippy::too_many_arguments)]
 pub fn find_knee(
     template: &Step,
     workload: &Workload,
@@ -96,15 +117,17 @@ pub fn find_knee(
     max_steps: usize,
     slo: Slo,
     pid: Option<u32>,
+    schedule: &Schedule,
 ) -> std::io::Result<(Vec<Row>, Option<usize>)> {
     let mut rows = Vec::new();
     let mut knee = None;
     let mut rate = start;
-    for _ in 0..max_steps {
+    for k in 0..max_steps {
         let step = Step {
             rate,
             ..template.clone()
         };
+        schedule.wait(k);
         let row = measure(&step, workload, &format!("{rate:.0} qps"), pid)?;
         let ok = slo.met(&row.outcome);
         rows.push(row);
@@ -148,37 +171,43 @@ pub fn table(rows: &[Row], knee: Option<usize>) -> String {
     s
 }
 
-pub fn rcode_name(c: usize) -> &'static str {
-    ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"]
-        .get(c)
-        .copied()
-        .unwrap_or("OTHER")
+const RCODES: [&str; 11] = [
+    "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH",
+    "NOTZONE",
+];
+
+/// An rcode's name (`RCODE12` for those without one).
+pub fn rcode_name(c: usize) -> String {
+    RCODES.get(c).map_or(format!("RCODE{c}"), |n| n.to_string())
 }
 
-/// The JSON report (also what `loadtest plan --capacity` reads).
-pub fn json(rows: &[Row], knee: Option<usize>, workload: &Workload, slo: Slo, target: &str) -> Value {
-    let steps: Vec<Value> = rows
+/// The rcode [`rcode_name`] names.
+pub fn rcode_code(name: &str) -> Option<usize> {
+    RCODES
         .iter()
-        .map(|r| {
-            let o = &r.outcome;
-            json!({
-                "label": r.label, "offered_qps": o.offered, "achieved_qps": o.achieved(),
-                "sent": o.sent, "answered": o.answered, "lost": o.lost, "loss": o.loss(),
-                "p50_ms": o.quantile_ms(0.5), "p99_ms": o.quantile_ms(0.99), "p999_ms": o.quantile_ms(0.999),
-                "mean_ms": o.mean_ms(), "cpu_seconds": r.cpu_seconds, "qps_per_core": r.qps_per_core(),
-                "rcodes": o.rcodes.iter().enumerate().filter(|(_, n)| **n > 0).map(|(c, n)| (rcode_name(c).to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-            })
-        })
-        .collect();
-    let knee_row = knee.map(|k| &rows[k]);
-    json!({
-        "target": target,
-        "workload": workload.description,
-        "amplification": workload.amplification(),
-        "slo": {"p99_ms": slo.p99_ms, "max_loss": slo.max_loss},
-        "steps": steps,
-        "knee": knee_row.map(|r| json!({"offered_qps": r.outcome.offered, "achieved_qps": r.outcome.achieved(), "qps_per_core": r.qps_per_core()})),
-    })
+        .position(|n| *n == name)
+        .or_else(|| name.strip_prefix("RCODE")?.parse().ok().filter(|c| *c < 16))
+}
+
+/// The knee in a sentence, or advice when the first step already broke the SLO.
+pub fn knee_line(rows: &[Row], knee: Option<usize>) -> String {
+    match knee.and_then(|k| rows.get(k)) {
+        Some(r) => {
+            let per_core = r
+                .qps_per_core()
+                .map_or(String::new(), |q| format!(", {q:.0} qps per server core"));
+            format!(
+                "knee: {:.0} qps sustained (p99 {:.3} ms, loss {:.3}%){per_core}",
+                r.outcome.achieved(),
+                r.outcome.quantile_ms(0.99),
+                r.outcome.loss() * 100.0
+            )
+        }
+        None => format!(
+            "knee: not reached even at the first step ({:.0} qps): lower --rate",
+            rows.first().map_or(0.0, |r| r.outcome.offered)
+        ),
+    }
 }
 
 /// The SVG plot: achieved vs offered (left), latency percentiles vs

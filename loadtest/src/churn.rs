@@ -131,6 +131,7 @@ pub fn run(c: &Churn) -> Result<ChurnReport, String> {
             duration: Duration::from_secs_f64(interval),
             sockets: 32,
             timeout: Duration::from_secs(2),
+            yield_idle: false,
         };
         let label = if count == 1 {
             "load".to_string()

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpStream, UdpSocket};
 use mio::{Events, Interest, Poll, Token};
 
+pub use crate::outcome::Outcome;
+
 /// UDP or pipelined TCP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proto {
@@ -34,78 +36,9 @@ pub struct Step {
     /// Sockets (UDP) or connections (TCP).
     pub sockets: usize,
     pub timeout: Duration,
-}
-
-/// Log-linear latency buckets: 16 per power of two of microseconds.
-const SUB: usize = 16;
-const BUCKETS: usize = 40 * SUB;
-
-/// What a step measured.
-#[derive(Debug, Clone, Default)]
-pub struct Outcome {
-    pub offered: f64,
-    pub sent: u64,
-    pub answered: u64,
-    pub lost: u64,
-    pub seconds: f64,
-    /// Answers by rcode (0..15).
-    pub rcodes: [u64; 16],
-    buckets: Vec<u64>,
-    sum_us: f64,
-}
-
-fn bucket(us: f64) -> usize {
-    if us < 1.0 {
-        return 0;
-    }
-    let exp = us.log2().floor();
-    let frac = us / exp.exp2() - 1.0;
-    ((exp as usize) * SUB + (frac * SUB as f64) as usize).min(BUCKETS - 1)
-}
-
-fn bucket_value(i: usize) -> f64 {
-    let (exp, sub) = (i / SUB, i % SUB);
-    (exp as f64).exp2() * (1.0 + (sub as f64 + 0.5) / SUB as f64)
-}
-
-impl Outcome {
-    /// Achieved answers per second.
-    pub fn achieved(&self) -> f64 {
-        self.answered as f64 / self.seconds.max(1e-9)
-    }
-
-    pub fn loss(&self) -> f64 {
-        if self.sent == 0 {
-            0.0
-        } else {
-            self.lost as f64 / self.sent as f64
-        }
-    }
-
-    pub fn mean_ms(&self) -> f64 {
-        if self.answered == 0 {
-            0.0
-        } else {
-            self.sum_us / self.answered as f64 / 1000.0
-        }
-    }
-
-    /// The `q` quantile (0..1) of latency, in milliseconds.
-    pub fn quantile_ms(&self, q: f64) -> f64 {
-        let total: u64 = self.buckets.iter().sum();
-        if total == 0 {
-            return 0.0;
-        }
-        let want = (q * total as f64).ceil() as u64;
-        let mut seen = 0;
-        for (i, n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen >= want.max(1) {
-                return bucket_value(i) / 1000.0;
-            }
-        }
-        bucket_value(BUCKETS - 1) / 1000.0
-    }
+    /// Yield the core between sends that are close together instead of
+    /// spinning: for several generators pinned to one core (`--of N`).
+    pub yield_idle: bool,
 }
 
 /// Sent-time table: `[socket][id]` → nanoseconds since start of the
@@ -128,11 +61,16 @@ fn open(step: &Step) -> io::Result<Vec<(Conn, Conn)>> {
     for _ in 0..step.sockets.max(1) {
         match step.proto {
             Proto::Udp => {
-                let local: SocketAddr = if step.target.is_ipv6() {
-                    "[::1]:0".parse().map_err(io::Error::other)?
-                } else {
-                    "127.0.0.1:0".parse().map_err(io::Error::other)?
-                };
+                // Loopback for a loopback target; else whatever route the
+                // kernel picks (a Service IP from a pod).
+                let local: SocketAddr = match (step.target.is_ipv6(), step.target.ip().is_loopback()) {
+                    (true, true) => "[::1]:0",
+                    (true, false) => "[::]:0",
+                    (false, true) => "127.0.0.1:0",
+                    (false, false) => "0.0.0.0:0",
+                }
+                .parse()
+                .map_err(io::Error::other)?;
                 let std = std::net::UdpSocket::bind(local)?;
                 std.connect(step.target)?;
                 std.set_nonblocking(true)?;
@@ -177,10 +115,7 @@ pub fn run(step: &Step, queries: &[Vec<u8>], progress: &dyn Fn(f64)) -> io::Resu
     }
     let mut rx = Receiver {
         pending: Pending((0..n * 65536).map(|_| AtomicU64::new(0)).collect()),
-        out: Outcome {
-            buckets: vec![0; BUCKETS],
-            ..Default::default()
-        },
+        out: Outcome::default(),
         streams: vec![Vec::new(); n],
         buf: vec![0u8; 65536],
         timeout_ns: step.timeout.as_nanos() as u64,
@@ -230,6 +165,12 @@ pub fn run(step: &Step, queries: &[Vec<u8>], progress: &dyn Fn(f64)) -> io::Resu
             Duration::ZERO
         };
         rx.drain(&mut poll, &mut events, &mut conns, wait);
+        if wait.is_zero() && step.yield_idle {
+            // Sends less than 2 ms apart: let another generator on this
+            // core send what it has due, rather than spin through a whole
+            // scheduler slice while its queries wait.
+            std::thread::yield_now();
+        }
         if last_report.elapsed() > Duration::from_millis(200) {
             progress(sent as f64 / total.max(1) as f64);
             last_report = Instant::now();
@@ -297,12 +238,7 @@ impl Receiver {
             slot.store(sent, Ordering::Relaxed); // too late: stays lost
             return;
         }
-        let out = &mut self.out;
-        out.answered += 1;
-        out.rcodes[rcode] += 1;
-        let us = latency as f64 / 1000.0;
-        out.buckets[bucket(us)] += 1;
-        out.sum_us += us;
+        self.out.record(latency as f64 / 1000.0, rcode);
     }
 
     /// Waits up to `wait` for replies and reads all that arrived.
@@ -380,20 +316,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_come_from_the_buckets() {
-        let mut o = Outcome {
-            buckets: vec![0; BUCKETS],
-            ..Default::default()
-        };
-        for us in [100.0, 200.0, 400.0, 800.0] {
-            for _ in 0..25 {
-                o.buckets[bucket(us)] += 1;
-            }
-        }
-        let p50 = o.quantile_ms(0.5);
-        assert!((0.19..0.22).contains(&p50), "{p50}");
-        let p99 = o.quantile_ms(0.99);
-        assert!((0.78..0.84).contains(&p99), "{p99}");
+    fn queries_are_wire_format() {
         assert_eq!(
             query("a.b", 1),
             [0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, b'a', 1, b'b', 0, 0, 1, 0, 1]

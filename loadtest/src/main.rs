@@ -6,12 +6,17 @@
 //!     (try: kubectl --server=http://ADDR get svc -A)
 //! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]
 //!     initial sync time, RSS, change-to-served latency and relist peak RSS
-//! loadtest run --target ADDR (--names FILE | --pods [--dump KUBECTL.json | --namespaces N --services N] [--lookups L])
+//! loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|KUBECTL.json | --namespaces N --services N] [--lookups L])
 //!         [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N]
-//!         [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]
+//!         [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report]
+//!         [--index I --of N --start-at UNIX_TIME]
 //!     open-loop load at fixed rates (or a growth ramp); table, PREFIX.json, PREFIX.svg
+//!     (--log-report: the JSON on stdout between markers, for `kubectl logs`); with --of N,
+//!     generator I (default $JOB_COMPLETION_INDEX) offers 1/N of each rate, steps starting together
 //! loadtest knee --target ADDR (...workload...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss FRACTION]
 //!     ramp until p99 > SLO or loss > 0.1%: the highest sustainable qps (per core with --pid)
+//! loadtest merge REPORT... [--out PREFIX]
+//!     the reports (JSON files or logs) of N generators as one: qps summed, histograms added
 //! loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]
 //!     today's qps by type, protocol, rcode and search-expansion share; replicas at 1x, 2x, 5x
 //! loadtest export-zone [--namespaces N] [--services N]
@@ -26,6 +31,8 @@
 //!     --interval s (default 60): RSS, open fds, p99 per sample; PREFIX.json and PREFIX.svg
 //! ```
 
+mod args;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -33,132 +40,15 @@ use std::time::Duration;
 use loadtest::capacity::{self, Slo};
 use loadtest::engine::{Proto, Step};
 use loadtest::fakeapi::FakeApi;
-use loadtest::synth::{self, Shape};
+use loadtest::report::{self, Generator, Report};
+use loadtest::schedule::Schedule;
+use loadtest::synth;
 use loadtest::watchbench;
-use loadtest::{plan, workload};
+use loadtest::{incluster, merge, plan, workload};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]\n  loadtest run --target ADDR (--names FILE | --pods) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]\n  loadtest knee --target ADDR (--names FILE | --pods) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
+use args::{parse, Args};
 
-struct Args {
-    command: String,
-    listen: String,
-    shape: Shape,
-    seconds: u64,
-    server: Option<PathBuf>,
-    changes: usize,
-    target: Option<String>,
-    names: Option<PathBuf>,
-    dump: Option<PathBuf>,
-    lookups: usize,
-    rate: f64,
-    ramp: Option<(f64, f64)>,
-    steps: usize,
-    step_seconds: f64,
-    tcp: bool,
-    sockets: usize,
-    pid: Option<u32>,
-    compare: Option<String>,
-    compare_pid: Option<u32>,
-    out: Option<String>,
-    factor: f64,
-    slo_ms: f64,
-    max_loss: f64,
-    metrics: Option<String>,
-    capacity: Option<PathBuf>,
-    interval: Option<f64>,
-    churn: f64,
-}
-
-fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
-    let command = it.next().ok_or("a command is required")?;
-    let mut a = Args {
-        command,
-        listen: "127.0.0.1:0".into(),
-        shape: Shape {
-            namespaces: 10,
-            services: 100,
-            endpoints: 5,
-        },
-        seconds: 600,
-        server: None,
-        changes: 200,
-        target: None,
-        names: None,
-        dump: None,
-        lookups: 100_000,
-        rate: 10_000.0,
-        ramp: None,
-        steps: 5,
-        step_seconds: 5.0,
-        tcp: false,
-        sockets: 32,
-        pid: None,
-        compare: None,
-        compare_pid: None,
-        out: None,
-        factor: 1.25,
-        slo_ms: 5.0,
-        max_loss: 0.001,
-        metrics: None,
-        capacity: None,
-        interval: None,
-        churn: 10.0,
-    };
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        let number = |v: String| v.parse::<usize>().map_err(|_| format!("{flag}: '{v}' is not a number"));
-        match flag.as_str() {
-            "--listen" => a.listen = value()?,
-            "--namespaces" => a.shape.namespaces = number(value()?)?.max(1),
-            "--services" => a.shape.services = number(value()?)?,
-            "--endpoints" | "--endpoints-per-service" => a.shape.endpoints = number(value()?)?,
-            "--churn" => a.churn = float(&flag, value()?.trim_end_matches("/s").to_string())?,
-            "--seconds" => a.seconds = number(value()?)? as u64,
-            "--server" => a.server = Some(PathBuf::from(value()?)),
-            "--changes" => a.changes = number(value()?)?,
-            "--target" => a.target = Some(value()?),
-            "--names" => a.names = Some(PathBuf::from(value()?)),
-            "--pods" => {}
-            "--dump" => a.dump = Some(PathBuf::from(value()?)),
-            "--lookups" => a.lookups = number(value()?)?,
-            "--rate" => a.rate = float(&flag, value()?)?,
-            "--ramp" => a.ramp = Some(ramp(&value()?)?),
-            "--steps" => a.steps = number(value()?)?,
-            "--step-duration" => a.step_seconds = float(&flag, value()?.trim_end_matches('s').to_string())?,
-            "--tcp" => a.tcp = true,
-            "--sockets" => a.sockets = number(value()?)?.max(1),
-            "--pid" => a.pid = Some(number(value()?)? as u32),
-            "--compare" => a.compare = Some(value()?),
-            "--compare-pid" => a.compare_pid = Some(number(value()?)? as u32),
-            "--out" => a.out = Some(value()?),
-            "--factor" => a.factor = float(&flag, value()?)?.max(1.01),
-            "--slo-ms" => a.slo_ms = float(&flag, value()?)?,
-            "--max-loss" => a.max_loss = float(&flag, value()?)?,
-            "--metrics" => a.metrics = Some(value()?),
-            "--capacity" => a.capacity = Some(PathBuf::from(value()?)),
-            "--interval" => a.interval = Some(float(&flag, value()?)?),
-            other => return Err(format!("unknown flag '{other}'")),
-        }
-    }
-    Ok(a)
-}
-
-fn float(flag: &str, v: String) -> Result<f64, String> {
-    v.parse::<f64>().map_err(|_| format!("{flag}: '{v}' is not a number"))
-}
-
-/// `1x..5x` → (1, 5).
-fn ramp(text: &str) -> Result<(f64, f64), String> {
-    let (a, b) = text
-        .split_once("..")
-        .ok_or(format!("--ramp: '{text}' is not FROMx..TOx"))?;
-    let f = |t: &str| {
-        t.trim_end_matches('x')
-            .parse::<f64>()
-            .map_err(|_| format!("--ramp: '{t}' is not a factor"))
-    };
-    Ok((f(a)?, f(b)?))
-}
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -182,6 +72,7 @@ fn main() -> ExitCode {
         "watch-bench" => watch_bench(&args),
         "run" => run(&args),
         "knee" => knee(&args),
+        "merge" => merge(&args),
         "plan" => plan(&args),
         "cluster" => cluster(&args, false),
         "soak" => cluster(&args, true),
@@ -257,23 +148,23 @@ fn workload_of(args: &Args) -> Result<workload::Workload, String> {
     match (&args.names, &args.dump) {
         (Some(path), _) => workload::names_file(&read(path)?),
         (None, Some(path)) => {
-            let services = workload::services_of_dump(&read(path)?)?;
-            Ok(workload::pods_over(
-                &services,
-                0,
-                args.lookups,
-                42,
-                &path.display().to_string(),
-            ))
+            let (services, source) = if path.as_os_str() == "api" {
+                let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+                (rt.block_on(incluster::services())?, "the Kubernetes API".to_string())
+            } else {
+                (workload::services_of_dump(&read(path)?)?, path.display().to_string())
+            };
+            Ok(workload::pods_over(&services, 0, args.lookups, 42, &source))
         }
         (None, None) => Ok(workload::pods(&args.shape, args.lookups, 42)),
     }
 }
 
-/// `--target` and the workload, announced.
-fn target_and_workload(args: &Args) -> Result<(String, workload::Workload), String> {
-    let target = args.target.clone().ok_or("--target ADDR is required")?;
-    let w = workload_of(args)?;
+/// `--target` and the workload (this generator's rotation of it), announced.
+fn target_and_workload(args: &Args, schedule: &Schedule) -> Result<(String, workload::Workload), String> {
+    let target = incluster::target(args.target.as_deref().ok_or("--target ADDR is required")?)?.to_string();
+    let mut w = workload_of(args)?;
+    schedule.rotate(&mut w.queries);
     println!(
         "{} ({} queries, {:.2} queries per lookup)",
         w.description,
@@ -283,6 +174,13 @@ fn target_and_workload(args: &Args) -> Result<(String, workload::Workload), Stri
     Ok((target, w))
 }
 
+fn schedule_of(args: &Args) -> Result<Schedule, String> {
+    Schedule::new(args.index, args.of, args.start_at, args.step_seconds, TIMEOUT)
+}
+
+/// How long a query may wait for its answer before it counts as lost.
+const TIMEOUT: Duration = Duration::from_secs(2);
+
 fn step_of(args: &Args, target: &str, rate: f64) -> Result<Step, String> {
     Ok(Step {
         target: target.parse().map_err(|_| format!("'{target}' is not IP:PORT"))?,
@@ -290,7 +188,8 @@ fn step_of(args: &Args, target: &str, rate: f64) -> Result<Step, String> {
         rate,
         duration: Duration::from_secs_f64(args.step_seconds),
         sockets: args.sockets,
-        timeout: Duration::from_secs(2),
+        timeout: TIMEOUT,
+        yield_idle: args.of > 1,
     })
 }
 
@@ -301,33 +200,56 @@ fn slo(args: &Args) -> Slo {
     }
 }
 
-/// Writes PREFIX.json and PREFIX.svg when asked.
+/// Writes PREFIX.json and PREFIX.svg, and the report to stdout between
+/// markers, when asked.
 fn write_reports(
     args: &Args,
-    rows: &[capacity::Row],
+    rows: Vec<capacity::Row>,
     knee: Option<usize>,
     w: &workload::Workload,
     target: &str,
+    schedule: &Schedule,
 ) -> Result<(), String> {
-    let Some(prefix) = &args.out else { return Ok(()) };
-    let report = capacity::json(rows, knee, w, slo(args), target);
-    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    std::fs::write(format!("{prefix}.json"), text).map_err(|e| e.to_string())?;
-    let title = format!("{target}: {}", w.description);
-    std::fs::write(format!("{prefix}.svg"), capacity::svg(rows, knee, &title)).map_err(|e| e.to_string())?;
-    println!("wrote {prefix}.json and {prefix}.svg");
+    let (host, node) = incluster::identity();
+    let report = Report {
+        target: target.to_string(),
+        workload: w.description.clone(),
+        amplification: w.amplification(),
+        slo: slo(args),
+        generators: vec![Generator {
+            index: schedule.index,
+            of: schedule.of,
+            host,
+            node,
+            pid: std::process::id(),
+            start_at: schedule.start_at,
+            slot_seconds: schedule.slot,
+            first_step: rows.first().map(|r| r.started),
+        }],
+        rows,
+    };
+    if args.log_report {
+        print!("{}", report::to_log(&report::json(&report, knee)));
+    }
+    if let Some(prefix) = &args.out {
+        report::write_files(prefix, &report, knee)?;
+        println!("wrote {prefix}.json and {prefix}.svg");
+    }
     Ok(())
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let (target, w) = target_and_workload(args)?;
+    let schedule = schedule_of(args)?;
+    let (target, w) = target_and_workload(args, &schedule)?;
+    let rate = schedule.share(args.rate);
     let rates = match args.ramp {
-        Some((from, to)) => capacity::ramp(args.rate, from, to, args.steps),
-        None => vec![args.rate],
+        Some((from, to)) => capacity::ramp(rate, from, to, args.steps),
+        None => vec![rate],
     };
     let mut rows = Vec::new();
     let mut other = Vec::new();
-    for rate in &rates {
+    for (k, rate) in rates.iter().enumerate() {
+        schedule.wait(k);
         let row = capacity::measure(&step_of(args, &target, *rate)?, &w, &format!("{rate:.0} qps"), args.pid)
             .map_err(|e| e.to_string())?;
         rows.push(row);
@@ -345,34 +267,44 @@ fn run(args: &Args) -> Result<(), String> {
         let knee_other = other.iter().rposition(|r| slo(args).met(&r.outcome));
         println!("{cmp}:\n{}", capacity::table(&other, knee_other));
     }
-    write_reports(args, &rows, knee, &w, &target)
+    write_reports(args, rows, knee, &w, &target, &schedule)
 }
 
 fn knee(args: &Args) -> Result<(), String> {
-    let (target, w) = target_and_workload(args)?;
-    let template = step_of(args, &target, args.rate)?;
-    let (rows, knee) = capacity::find_knee(&template, &w, args.rate, args.factor, 40, slo(args), args.pid)
+    let schedule = schedule_of(args)?;
+    let (target, w) = target_and_workload(args, &schedule)?;
+    let start = schedule.share(args.rate);
+    let template = step_of(args, &target, start)?;
+    let (rows, knee) = capacity::find_knee(&template, &w, start, args.factor, 40, slo(args), args.pid, &schedule)
         .map_err(|e| e.to_string())?;
     println!("{}", capacity::table(&rows, knee));
-    match knee {
-        Some(k) => {
-            let r = &rows[k];
-            let per_core = r
-                .qps_per_core()
-                .map_or(String::new(), |q| format!(", {q:.0} qps per server core"));
-            println!(
-                "knee: {:.0} qps sustained (p99 {:.3} ms, loss {:.3}%){per_core}",
-                r.outcome.achieved(),
-                r.outcome.quantile_ms(0.99),
-                r.outcome.loss() * 100.0
-            );
-        }
-        None => println!(
-            "knee: not reached even at the first step ({:.0} qps): lower --rate",
-            args.rate
-        ),
+    println!("{}", capacity::knee_line(&rows, knee));
+    write_reports(args, rows, knee, &w, &target, &schedule)
+}
+
+fn merge(args: &Args) -> Result<(), String> {
+    if args.files.is_empty() {
+        return Err("merge needs the reports: loadtest merge REPORT.json... (or logs with framed reports)".into());
     }
-    write_reports(args, &rows, knee, &w, &target)
+    let reports = merge::read_files(&args.files)?;
+    let m = merge::merge(&reports)?;
+    println!(
+        "{} reports from {} file(s), {} generators: {}",
+        reports.len(),
+        args.files.len(),
+        m.report.generators.len(),
+        m.report.target
+    );
+    for note in &m.notes {
+        println!("note: {note}");
+    }
+    println!("{}", capacity::table(&m.report.rows, m.knee));
+    println!("{}", capacity::knee_line(&m.report.rows, m.knee));
+    if let Some(prefix) = &args.out {
+        report::write_files(prefix, &m.report, m.knee)?;
+        println!("wrote {prefix}.json and {prefix}.svg");
+    }
+    Ok(())
 }
 
 fn plan(args: &Args) -> Result<(), String> {
