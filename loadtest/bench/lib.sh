@@ -76,7 +76,8 @@ synthetic() {
   ./target/release/loadtest export-zone --services "$2" --namespaces "$3" > "$1/cluster.local.zone"
 }
 
-# serve_pair DIR CLUSTERDNS_PORT KNOT_PORT: clusterdns serving DIR/cluster.json
+# serve_pair DIR CLUSTERDNS_PORT KNOT_PORT: clusterdns ($CLUSTERDNS, default
+# the release build) serving DIR/cluster.json
 # and Knot serving DIR/cluster.local.zone on 127.0.0.1, each pinned to CPU 0.
 # Sets CD and KN (their pids), stops both and removes DIR on exit, and
 # returns once both answer (at most 20 s).
@@ -90,7 +91,7 @@ serve_pair() {
     }
 }
 EOC
-  taskset -c 0 ./target/release/clusterdns -conf "$dir/Corefile" 2>"$dir/clusterdns.log" &
+  taskset -c 0 "${CLUSTERDNS:-./target/release/clusterdns}" -conf "$dir/Corefile" 2>"$dir/clusterdns.log" &
   CD=$!
   taskset -c 0 knotd -c "$(knot_conf "$dir" "$kport" "$dir/cluster.local.zone")" 2>"$dir/knot.log" &
   KN=$!
