@@ -2,7 +2,9 @@
 # and Knot serving it, CPU accounting, one dnsperf row, and the median
 # summary. `measure` expects SECS to be set.
 
-cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+# cpu_ticks PID: user + system ticks (fields 14 and 15 of /proc/PID/stat,
+# counted after the command name, which may hold spaces: "(nsd: main)").
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12+$13}'; }
 
 # measure NAME PID PORT QUERYFILE: one row (qps, the server's CPU share,
 # qps per server core, mean latency, lost queries); dnsperf on CPU 1.
