@@ -449,7 +449,7 @@ impl Metrics {
             &mut s,
             "clusterdns_udp_late_dropped_total",
             "counter",
-            "UDP queries dropped unanswered because they waited in the receive queue longer than clients wait (1 s: the server was stopped or starved).",
+            "UDP queries dropped unanswered because they waited in the receive queue too long (over 1 s; under overload, over 10 ms).",
             "",
             [("", self.udp_late_dropped.load(Relaxed))],
         );

@@ -6,16 +6,21 @@
 //! replies, each to the address its query came from. Buffers are the
 //! worker's own, reused for every batch.
 //!
-//! Overload is bounded in time, twice. The receive buffer holds a few
-//! milliseconds of work ([`RECV_BUFFER`]), so under a flood the kernel
-//! drops the excess at the door (`clusterdns_udp_kernel_drops`) and what
-//! is answered has not queued long. And the kernel stamps each datagram as
-//! it arrives (`SO_TIMESTAMPNS`): a query that waited longer than
-//! [`MAX_WAIT`] (the worker was stopped or starved) is dropped unanswered
-//! and counted (`clusterdns_udp_late_dropped_total`) rather than answered
-//! after its client gave up, which would only make the queries behind it
-//! late too. The same stamp starts the query's duration metric, so it
-//! counts the time spent queued.
+//! Overload is bounded in time. The kernel stamps each datagram as it
+//! arrives (`SO_TIMESTAMPNS`), which tells the worker how long each query
+//! queued. A queue that never empties over a [`WINDOW`] (every query in it
+//! waited more than [`STANDING`]) is overload, not a burst: the worker then
+//! shrinks its receive buffer to a few milliseconds of work
+//! ([`TIGHT_BUFFER`]) so that the kernel drops the excess at the door
+//! (`clusterdns_udp_kernel_drops`), which costs the worker nothing, and
+//! what it answers has not queued long. Once a batch finds the queue empty
+//! again the buffer grows back ([`ROOMY_BUFFER`]), so bursts and pauses (a
+//! CPU-throttled pod) are absorbed, not dropped. A query that waited longer
+//! than [`MAX_WAIT`] (the worker was stopped or starved), or under overload
+//! longer than [`OVERLOAD_WAIT`] (the backlog from before the buffer
+//! shrank), is dropped unanswered and counted
+//! (`clusterdns_udp_late_dropped_total`) rather than answered late. The same stamp starts the
+//! query's duration metric, so it counts the time spent queued.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
@@ -43,10 +48,74 @@ const SIZE: usize = 4096;
 /// the shortest stub-resolver timeout in common use (`options timeout:1`);
 /// glibc, musl and Go retry after 2.5 to 5 s.
 pub const MAX_WAIT: Duration = Duration::from_secs(1);
-/// Requested receive buffer. The kernel doubles it and charges about
+/// Receive buffer while the worker keeps up: bursts and pauses queue here.
+pub const ROOMY_BUFFER: usize = 4 << 20;
+/// Receive buffer under overload. The kernel doubles it and charges about
 /// 830 bytes per queued query (measured on loopback), so about 315
 /// queries queue: 3 ms of work at 10 µs a query.
-pub const RECV_BUFFER: usize = 128 << 10;
+pub const TIGHT_BUFFER: usize = 128 << 10;
+/// How long the queue is watched before the buffer is resized.
+pub const WINDOW: Duration = Duration::from_millis(100);
+/// A queue whose every query waited longer than this for a whole window
+/// is overload.
+pub const STANDING: Duration = Duration::from_millis(5);
+
+/// Under overload, a query older than this is dropped too: the backlog
+/// queued before the buffer shrank is not answered late.
+pub const OVERLOAD_WAIT: Duration = Duration::from_millis(10);
+
+/// How long queries queue, per worker: says when to resize the receive
+/// buffer (CoDel's idea: a queue that never drains over a window is a
+/// standing queue, not a burst).
+#[derive(Debug)]
+pub struct Queue {
+    window_end: Instant,
+    least: Duration,
+    drained: bool,
+    tight: bool,
+}
+
+impl Queue {
+    pub fn new(now: Instant) -> Queue {
+        Queue {
+            window_end: now + WINDOW,
+            least: Duration::MAX,
+            drained: false,
+            tight: false,
+        }
+    }
+
+    /// How long a query may have queued and still be answered.
+    pub fn limit(&self) -> Duration {
+        if self.tight {
+            OVERLOAD_WAIT
+        } else {
+            MAX_WAIT
+        }
+    }
+
+    /// Notes a batch (the least wait in it; whether it emptied the queue)
+    /// and returns the receive buffer to switch to, if any.
+    pub fn observe(&mut self, least: Duration, drained: bool, now: Instant) -> Option<usize> {
+        self.least = self.least.min(least);
+        self.drained |= drained;
+        if now < self.window_end {
+            return None;
+        }
+        let standing = self.least > STANDING;
+        let drained = self.drained;
+        (self.least, self.drained, self.window_end) = (Duration::MAX, false, now + WINDOW);
+        if !self.tight && standing {
+            self.tight = true;
+            return Some(TIGHT_BUFFER);
+        }
+        if self.tight && drained {
+            self.tight = false;
+            return Some(ROOMY_BUFFER);
+        }
+        None
+    }
+}
 
 /// Binds `workers` sockets on `addr` (port 0: a free port shared by all).
 /// Returns the bound address.
@@ -83,7 +152,7 @@ fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
         socket.set_only_v6(true)?;
     }
     socket.set_reuse_port(true)?;
-    let _ = socket.set_recv_buffer_size(RECV_BUFFER);
+    let _ = socket.set_recv_buffer_size(ROOMY_BUFFER);
     socket.bind(&addr.into())?;
     socket.set_read_timeout(Some(POLL))?;
     socket::setsockopt(&socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
@@ -201,6 +270,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
     let sink = || Sink::Udp(socket.clone());
     let mut batch = Batch::new();
     let mut scratch = Scratch::default();
+    let mut queue = Queue::new(Instant::now());
     while !stop.load(Ordering::Relaxed) {
         match batch.receive(socket) {
             Ok(()) => {}
@@ -211,7 +281,12 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
             }
         }
         let now = Instant::now();
-        let mut late = 0;
+        let least = batch.got.iter().map(|d| d.waited).min().unwrap_or_default();
+        if let Some(size) = queue.observe(least, batch.got.len() < BATCH, now) {
+            tracing::debug!(target: "udp", "receive buffer now {size} bytes");
+            let _ = socket2::SockRef::from(&**socket).set_recv_buffer_size(size);
+        }
+        let (mut late, limit) = (0, queue.limit());
         for i in 0..batch.got.len() {
             let d = batch.got[i];
             let Some(peer) = d.from.as_ref().and_then(peer) else {
@@ -221,7 +296,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
                 handler.metrics.dropped(Transport::Udp);
                 continue;
             }
-            if d.waited > MAX_WAIT {
+            if d.waited > limit {
                 late += 1;
                 continue;
             }
@@ -238,5 +313,35 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
             handler.metrics.udp_late_dropped.fetch_add(late, Ordering::Relaxed);
         }
         batch.send(socket);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_standing_queue_tightens_the_buffer_and_an_emptied_one_loosens_it() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(t0);
+        // A pause: one window's queries waited long, but a batch emptied
+        // the queue within the window, and the least wait was short.
+        assert_eq!(q.observe(40 * MS, false, t0 + 10 * MS), None);
+        assert_eq!(q.observe(Duration::ZERO, true, t0 + 50 * MS), None);
+        assert_eq!(q.observe(Duration::ZERO, true, t0 + 101 * MS), None);
+        // Overload: every query of a whole window waited over 5 ms.
+        assert_eq!(q.observe(8 * MS, false, t0 + 150 * MS), None);
+        assert_eq!(q.limit(), MAX_WAIT);
+        assert_eq!(q.observe(6 * MS, false, t0 + 202 * MS), Some(TIGHT_BUFFER));
+        assert_eq!(q.limit(), OVERLOAD_WAIT);
+        // Still full batches: stays tight, however short the waits.
+        assert_eq!(q.observe(MS, false, t0 + 303 * MS), None);
+        // The queue emptied: roomy again at the end of the window.
+        assert_eq!(q.observe(Duration::ZERO, true, t0 + 350 * MS), None);
+        assert_eq!(q.observe(Duration::ZERO, true, t0 + 404 * MS), Some(ROOMY_BUFFER));
+        assert_eq!(q.limit(), MAX_WAIT);
+        assert_eq!(q.observe(Duration::ZERO, true, t0 + 505 * MS), None);
     }
 }
