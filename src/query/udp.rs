@@ -209,14 +209,16 @@ impl Batch {
         for msg in results {
             let stamp = msg.cmsgs().ok().and_then(|mut c| {
                 c.find_map(|m| match m {
-                    ControlMessageOwned::ScmTimestampns(t) => {
-                        Some(Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32))
-                    }
+                    ControlMessageOwned::ScmTimestampns(t) => u64::try_from(t.tv_sec()).ok().and_then(|secs| {
+                        Duration::from_secs(secs).checked_add(Duration::from_nanos(t.tv_nsec().unsigned_abs()))
+                    }),
                     _ => None,
                 })
             });
+            // A stamp from a clock set back, or far off, counts as no wait.
             let waited = stamp
-                .and_then(|at| wall.duration_since(SystemTime::UNIX_EPOCH + at).ok())
+                .and_then(|at| SystemTime::UNIX_EPOCH.checked_add(at))
+                .and_then(|at| wall.duration_since(at).ok())
                 .filter(|w| *w < Duration::from_secs(10))
                 .unwrap_or_default();
             self.got.push(Datagram {
