@@ -31,7 +31,14 @@ fn run(h: &Handler, packets: &[Vec<u8>], n: usize) -> f64 {
     let started = Instant::now();
     for i in 0..n {
         let p = &packets[i % packets.len()];
-        std::hint::black_box(h.handle(p, peer, clusterdns::metrics::Transport::Udp, &mut scratch, &sink));
+        std::hint::black_box(h.handle(
+            p,
+            peer,
+            clusterdns::metrics::Transport::Udp,
+            &mut scratch,
+            &sink,
+            started,
+        ));
     }
     started.elapsed().as_nanos() as f64 / n as f64
 }

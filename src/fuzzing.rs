@@ -154,7 +154,10 @@ impl QueryPath {
         for (i, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
             let scratch = &mut self.scratch[i];
             for _ in 0..2 {
-                if !self.handler.handle_guarded(data, peer, transport, scratch, &sink) {
+                if !self
+                    .handler
+                    .handle_guarded(data, peer, transport, scratch, &sink, std::time::Instant::now())
+                {
                     continue;
                 }
                 let reply = &scratch.out;

@@ -311,6 +311,8 @@ pub struct Metrics {
     pub tcp: Tcp,
     /// Forwarded queries dropped because the in-flight cap was reached.
     pub overload_dropped: AtomicU64,
+    /// UDP queries dropped because they waited in the receive queue too long.
+    pub udp_late_dropped: AtomicU64,
     /// Panics caught at a task or worker boundary.
     pub panics: AtomicU64,
     /// Corefile reloads that failed (the old configuration kept running).
@@ -442,6 +444,14 @@ impl Metrics {
             "Queries dropped unanswered because the cap on forwarded queries in flight was reached.",
             "",
             [("", self.overload_dropped.load(Relaxed))],
+        );
+        family(
+            &mut s,
+            "clusterdns_udp_late_dropped_total",
+            "counter",
+            "UDP queries dropped unanswered because they waited in the receive queue too long (over 1 s; under overload, over 10 ms).",
+            "",
+            [("", self.udp_late_dropped.load(Relaxed))],
         );
         let help = "Queries being forwarded (handed to a task, not answered yet).";
         family(

@@ -1,7 +1,7 @@
 //! Slow, idle, greedy and flooding clients against the real binary: the
 //! TCP timeouts and caps (`timeouts`, `limits`), back-pressure on a
-//! connection's pipeline, shedding at the in-flight cap, and the memory
-//! that idle connections hold.
+//! connection's pipeline, shedding at the in-flight cap, dropping UDP
+//! queries that waited too long, and the memory that idle connections hold.
 
 mod common;
 
@@ -199,11 +199,12 @@ fn a_flood_of_forwarded_misses_is_shed_at_the_in_flight_cap_with_bounded_memory(
     let in_flight = server.metric("clusterdns_requests_in_flight");
     let shed = server.metric("clusterdns_overload_dropped_total");
     let kernel = server.metric("clusterdns_udp_kernel_drops");
+    let late = server.metric("clusterdns_udp_late_dropped_total");
     assert!(in_flight <= 100.0, "in flight {in_flight} above the cap");
     assert_eq!(
-        shed + kernel.max(0.0) + 100.0,
+        shed + kernel.max(0.0) + late + 100.0,
         f64::from(flood),
-        "every query beyond the cap was shed and counted ({shed} shed, {kernel} kernel drops)"
+        "every query beyond the cap was shed and counted ({shed} shed, {kernel} kernel drops, {late} late)"
     );
     let grown = rss().saturating_sub(before);
     assert!(grown < 20 * 1024, "RSS grew {grown} KB under the flood");
@@ -261,4 +262,31 @@ fn ten_thousand_idle_connections_hold_bounded_memory() {
         common::rcode_name(&common::tcp(server.dns, NAME, RecordType::A)),
         "NOERROR"
     );
+}
+
+#[test]
+fn udp_queries_that_waited_too_long_are_dropped_and_counted_not_answered_late() {
+    let (_stub, server) = start("late", Mode::Answer, "");
+    assert_eq!(common::rcode_name(&udp(server.dns, NAME, RecordType::A)), "NOERROR");
+    // The kernel turns receive timestamps on in a deferred work item after
+    // the first socket asks; until then a datagram is stamped when read.
+    std::thread::sleep(Duration::from_millis(300));
+    // Stopped, the server cannot read: what arrives meanwhile waits in the
+    // kernel's queue longer than the limit (1 s).
+    let pid = server.pid().to_string();
+    common::run("kill", &["-STOP", &pid]);
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    for i in 0..10u16 {
+        sock.send_to(&query(500 + i, NAME, RecordType::A, None), server.dns)
+            .expect("send");
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    common::run("kill", &["-CONT", &pid]);
+    sock.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let mut buf = [0u8; 512];
+    assert!(sock.recv(&mut buf).is_err(), "a late query was answered");
+    assert_eq!(server.metric("clusterdns_udp_late_dropped_total"), 10.0);
+    // Fresh queries are answered as before.
+    assert_eq!(common::rcode_name(&udp(server.dns, NAME, RecordType::A)), "NOERROR");
 }

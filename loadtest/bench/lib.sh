@@ -2,7 +2,9 @@
 # and Knot serving it, CPU accounting, one dnsperf row, and the median
 # summary. `measure` expects SECS to be set.
 
-cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+# cpu_ticks PID: user + system ticks (fields 14 and 15 of /proc/PID/stat,
+# counted after the command name, which may hold spaces: "(nsd: main)").
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12+$13}'; }
 
 # measure NAME PID PORT QUERYFILE: one row (qps, the server's CPU share,
 # qps per server core, mean latency, lost queries); dnsperf on CPU 1.
@@ -76,7 +78,8 @@ synthetic() {
   ./target/release/loadtest export-zone --services "$2" --namespaces "$3" > "$1/cluster.local.zone"
 }
 
-# serve_pair DIR CLUSTERDNS_PORT KNOT_PORT: clusterdns serving DIR/cluster.json
+# serve_pair DIR CLUSTERDNS_PORT KNOT_PORT: clusterdns ($CLUSTERDNS, default
+# the release build) serving DIR/cluster.json
 # and Knot serving DIR/cluster.local.zone on 127.0.0.1, each pinned to CPU 0.
 # Sets CD and KN (their pids), stops both and removes DIR on exit, and
 # returns once both answer (at most 20 s).
@@ -101,7 +104,7 @@ serve_clusterdns() {
     }
 }
 EOC
-  taskset -c 0 ./target/release/clusterdns -conf "$1/Corefile" 2>"$1/clusterdns.log" &
+  taskset -c 0 "${CLUSTERDNS:-./target/release/clusterdns}" -conf "$1/Corefile" 2>"$1/clusterdns.log" &
   CD=$!
 }
 

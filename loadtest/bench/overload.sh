@@ -6,6 +6,9 @@
 # scheduled send time). clusterdns and Debian's Knot side by side, each
 # pinned to CPU 0, loadtest to CPU 1. Reports land in DIR (default /tmp).
 #
+# RATE sets where the knee search starts (default 40000 qps); CLUSTERDNS
+# names another clusterdns binary (say, main's, for before/after).
+#
 # usage: loadtest/bench/overload.sh [SERVICES] [NAMESPACES] [STEP_SECONDS] [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,7 +23,7 @@ serve_pair "$W" 5330 5331
 workload=(--pods --services "$SERVICES" --namespaces "$NAMESPACES" --lookups 50000)
 for server in clusterdns:5330:$CD knot:5331:$KN; do
   IFS=: read -r name port pid <<<"$server"
-  taskset -c 1 $LT knee --target 127.0.0.1:$port "${workload[@]}" --rate 40000 --factor 1.25 --step-duration 5 \
+  taskset -c 1 $LT knee --target 127.0.0.1:$port "${workload[@]}" --rate "${RATE:-40000}" --factor 1.25 --step-duration 5 \
     --pid "$pid" --out "$OUT/overload-knee-$name" >/dev/null 2>&1
   knee=$(python3 -c "import json,sys; k=json.load(open('$OUT/overload-knee-$name.json'))['knee']; print(int(k['offered_qps']) if k else 0)")
   echo "# $name: knee $knee qps offered"

@@ -90,9 +90,10 @@ impl Handler {
         transport: Transport,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
+        started: Instant,
     ) -> bool {
         let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.handle(bytes, peer, transport, scratch, sink)
+            self.handle(bytes, peer, transport, scratch, sink, started)
         }));
         match handled {
             Ok(reply) => reply,
@@ -108,7 +109,9 @@ impl Handler {
     /// Handles one message from `peer`; the reply is left in
     /// `scratch.out`. Returns false when nothing is to be sent now (the
     /// packet is dropped, or a task answers it later through `sink`).
-    /// Plain repeated questions are replayed from the memo.
+    /// Plain repeated questions are replayed from the memo. `started` is
+    /// when the query arrived (its batch's clock read, less the time the
+    /// kernel queued it): request durations count from there.
     pub fn handle(
         &self,
         bytes: &[u8],
@@ -116,9 +119,9 @@ impl Handler {
         transport: Transport,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
+        started: Instant,
     ) -> bool {
         let router = self.router.load();
-        let started = Instant::now();
         let memo_key = if router.memo_allowed() {
             memo::Key::parse(bytes, transport, &mut scratch.key)
         } else {

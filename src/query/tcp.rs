@@ -1,7 +1,9 @@
 //! TCP (RFC 7766): 2-byte length framing, many queries per connection,
-//! pipelined. Each connection has a reader that answers each query as it
-//! arrives and a writer that sends replies in the order they complete, so
-//! a slow answer never holds back a fast one.
+//! pipelined. Each connection has a reader and a writer. The reader takes
+//! whatever the client has sent in one read, answers every whole query in
+//! it and hands their replies to the writer together (one write for the
+//! lot); the writer sends replies in the order they complete, so a slow
+//! (forwarded) answer never holds back a fast one.
 //!
 //! Clients are held to [`TcpLimits`] (`timeouts`, `limits`): a query must
 //! arrive whole within `read` of its first byte (a client sending a byte a
@@ -37,6 +39,10 @@ use crate::metrics::{TcpClose, Transport};
 const MAX_PENDING: usize = 64;
 /// Replies written to the socket in one call, at most (bytes).
 const BATCH: usize = 16 * 1024;
+/// Room made for each read of a connection (bytes)...
+const READ_CHUNK: usize = 16 * 1024;
+/// ...when less than this is left.
+const READ_ROOM: usize = 2048;
 
 /// Binds a TCP listener (with `SO_REUSEPORT`, so it can share a port with
 /// a restarting process) on `addr`.
@@ -72,9 +78,14 @@ impl Pending {
 
 fn frame(reply: &[u8]) -> Vec<u8> {
     let mut frame = Vec::with_capacity(reply.len() + 2);
-    frame.extend_from_slice(&u16::try_from(reply.len()).unwrap_or(u16::MAX).to_be_bytes());
-    frame.extend_from_slice(reply);
+    push_frame(&mut frame, reply);
     frame
+}
+
+/// Appends `reply` to `out` with its 2-byte length.
+fn push_frame(out: &mut Vec<u8>, reply: &[u8]) {
+    out.extend_from_slice(&u16::try_from(reply.len()).unwrap_or(u16::MAX).to_be_bytes());
+    out.extend_from_slice(reply);
 }
 
 /// One open connection, as the listener sees it.
@@ -201,9 +212,16 @@ thread_local! {
     static SCRATCH: RefCell<Vec<(u64, Scratch)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Answers `query` with this thread's scratch space for `handler`; the
-/// framed reply, or `None` when nothing is sent now.
-fn answer(handler: &Handler, query: &[u8], peer: SocketAddr, sink: &dyn Fn() -> Sink) -> Option<Vec<u8>> {
+/// Answers `query` with this thread's scratch space for `handler` and
+/// appends the framed reply to `out` (nothing when no reply is sent now).
+fn answer(
+    handler: &Handler,
+    query: &[u8],
+    peer: SocketAddr,
+    sink: &dyn Fn() -> Sink,
+    started: Instant,
+    out: &mut Vec<u8>,
+) {
     SCRATCH.with(|cell| {
         let mut all = cell.borrow_mut();
         let at = match all.iter().position(|(id, _)| *id == handler.id) {
@@ -218,13 +236,21 @@ fn answer(handler: &Handler, query: &[u8], peer: SocketAddr, sink: &dyn Fn() -> 
             }
         };
         let scratch = &mut all[at].1;
-        handler
-            .handle_guarded(query, peer, Transport::Tcp, scratch, sink)
-            .then(|| frame(&scratch.out))
+        if handler.handle_guarded(query, peer, Transport::Tcp, scratch, sink, started) {
+            push_frame(out, &scratch.out);
+        }
     })
 }
 
+/// The length of the first frame in `bytes` when it is all there.
+fn whole_frame(bytes: &[u8]) -> Option<usize> {
+    let len = usize::from(u16::from_be_bytes([*bytes.first()?, *bytes.get(1)?]));
+    (bytes.len() >= 2 + len).then_some(len)
+}
+
 /// Reads, answers and writes one connection until it ends; why it ended.
+/// Each read takes whatever the client has sent; every whole query in it
+/// is answered before the replies go to the writer, together.
 async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -237,40 +263,70 @@ async fn connection(
     let (mut reader, writer) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
     let writing = tokio::spawn(write(writer, rx, limits.write, conn.clone()));
-    let mut buf = Vec::new();
+    let mut inbox = Vec::new();
+    // While part of a query is in: when all of it must be.
+    let mut deadline: Option<tokio::time::Instant> = None;
     let why = loop {
-        conn.idle_since.store(conns.now(), Ordering::Relaxed);
-        let mut first = [0u8; 1];
+        if deadline.is_none() {
+            conn.idle_since.store(conns.now(), Ordering::Relaxed);
+        }
+        if inbox.capacity() - inbox.len() < READ_ROOM {
+            inbox.reserve(READ_CHUNK);
+        }
+        let wait = deadline.unwrap_or_else(|| tokio::time::Instant::now() + limits.idle);
         let got = tokio::select! {
             biased;
             _ = conn.close.notified() => break conn.reason(),
-            got = tokio::time::timeout(limits.idle, reader.read(&mut first)) => got,
+            got = tokio::time::timeout_at(wait, reader.read_buf(&mut inbox)) => got,
         };
         match got {
+            Err(_) if deadline.is_some() => break TcpClose::Read,
             Err(_) => break TcpClose::Idle,
             Ok(Ok(0)) | Ok(Err(_)) => break TcpClose::Client,
             Ok(Ok(_)) => {}
         }
         conn.idle_since.store(0, Ordering::Relaxed);
-        let deadline = tokio::time::Instant::now() + limits.read;
-        let mut second = [0u8; 1];
-        match tokio::time::timeout_at(deadline, reader.read_exact(&mut second)).await {
-            Err(_) => break TcpClose::Read,
-            Ok(Err(_)) => break TcpClose::Client,
-            Ok(Ok(_)) => {}
+        let arrived = tokio::time::Instant::now();
+        let answered = match answer_all(&inbox, peer, handler, conn, &tx, arrived.into_std()).await {
+            Ok(n) => n,
+            Err(why) => break why,
+        };
+        inbox.drain(..answered);
+        if inbox.is_empty() {
+            deadline = None;
+            // An idle connection holds no buffer.
+            inbox = Vec::new();
+        } else if answered > 0 || deadline.is_none() {
+            deadline = Some(arrived + limits.read);
         }
-        buf.resize(usize::from(u16::from_be_bytes([first[0], second[0]])), 0);
-        match tokio::time::timeout_at(deadline, reader.read_exact(&mut buf)).await {
-            Err(_) => break TcpClose::Read,
-            Ok(Err(_)) => break TcpClose::Client,
-            Ok(Ok(_)) => {}
-        }
+    };
+    drop(tx);
+    let _ = writing.await;
+    why
+}
+
+/// Answers every whole query at the start of `inbox` and hands the
+/// replies to the writer at once; how many bytes were answered.
+async fn answer_all(
+    inbox: &[u8],
+    peer: SocketAddr,
+    handler: &Handler,
+    conn: &Arc<Conn>,
+    tx: &mpsc::Sender<Vec<u8>>,
+    started: Instant,
+) -> Result<usize, TcpClose> {
+    let mut at = 0;
+    let mut out = Vec::new();
+    while let Some(len) = whole_frame(&inbox[at..]) {
         // Back-pressure: with the pipeline full, read no more until a
         // forwarded query of this connection is answered.
         if conn.slots.available_permits() == 0 {
+            if !out.is_empty() && tx.send(std::mem::take(&mut out)).await.is_err() {
+                return Err(conn.reason());
+            }
             tokio::select! {
                 biased;
-                _ = conn.close.notified() => break conn.reason(),
+                _ = conn.close.notified() => return Err(conn.reason()),
                 _ = conn.slots.acquire() => {}
             }
         }
@@ -280,27 +336,20 @@ async fn connection(
                 _slot: conn.slots.clone().try_acquire_owned().ok(),
             }))
         };
-        if let Some(reply) = answer(handler, &buf, peer, &sink) {
-            if tx.send(reply).await.is_err() {
-                break conn.reason();
-            }
-        }
-        if buf.capacity() > 1024 {
-            buf = Vec::new();
-        }
-    };
-    drop(tx);
-    let _ = writing.await;
-    why
+        answer(handler, &inbox[at + 2..at + 2 + len], peer, &sink, started, &mut out);
+        at += 2 + len;
+    }
+    if !out.is_empty() && tx.send(out).await.is_err() {
+        return Err(conn.reason());
+    }
+    Ok(at)
 }
 
 /// Writes replies as they come, batching those already queued; a batch
 /// not taken within `timeout` closes the connection (the reader learns
 /// why through `conn`).
 async fn write(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>, timeout: Duration, conn: Arc<Conn>) {
-    let mut batch = Vec::new();
-    while let Some(reply) = rx.recv().await {
-        batch.extend_from_slice(&reply);
+    while let Some(mut batch) = rx.recv().await {
         while batch.len() < BATCH {
             match rx.try_recv() {
                 Ok(more) => batch.extend_from_slice(&more),
@@ -311,10 +360,6 @@ async fn write(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>, time
             Ok(Ok(())) => {}
             Ok(Err(_)) => return conn.close(TcpClose::Client),
             Err(_) => return conn.close(TcpClose::Write),
-        }
-        batch.clear();
-        if batch.capacity() > BATCH * 4 {
-            batch = Vec::new();
         }
     }
     let _ = writer.shutdown().await;

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# What a query costs, side by side in one run: clusterdns against the
+# zero-work floor (loadtest/bench/echo.c: recvmmsg, flip QR, sendmmsg) and
+# against Knot, NSD and unbound serving the same names. Every server is
+# pinned to CPU 0 and dnsperf to CPU 1; rows alternate between the servers
+# for ROUNDS rounds and the summary gives each row's median.
+#
+#   fixed    UDP at a fixed 50k qps: server CPU µs per answered query (CPU
+#            seconds from /proc/PID/stat ÷ queries answered), loss, mean latency;
+#            echo-ts is the echo with kernel receive timestamps (SO_TIMESTAMPNS)
+#   udp      UDP at saturation: qps per server core (qps ÷ server CPU share)
+#   tcp      TCP at saturation, 32 persistent connections with up to 400
+#            queries outstanding (pipelined): qps per server core
+#
+# Names: the synthetic 10,000 Services (100 namespaces × 100), queried as
+# 70% A of a Service, 10% AAAA of a v4-only Service (NODATA), 20% NXDOMAIN.
+# BASE=PATH adds a second clusterdns binary (say, main's) as "base", for
+# before/after numbers from the same run. Loopback only; every dnsperf run
+# is bounded by -l SECONDS.
+#
+# usage: loadtest/bench/cpu-per-query.sh [SECONDS] [ROUNDS] [TESTS]   (TESTS default "fixed udp tcp")
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SECS=${1:-5}; ROUNDS=${2:-3}; TESTS=${3:-fixed udp tcp}
+for t in dnsperf knotd nsd unbound gcc; do
+  command -v $t >/dev/null || [ -x /usr/sbin/$t ] || {
+    echo "installing the peers"; apt-get install -y -qq dnsperf knot nsd unbound gcc >/dev/null; break; }
+done
+cargo build --release -q --bin clusterdns
+W=$(mktemp -d /tmp/clusterdns-cpq.XXXX)
+. loadtest/bench/lib.sh
+gcc -O2 -o "$W/echo" loadtest/bench/echo.c
+python3 loadtest/bench/gen.py "$W" 100 100 >/dev/null
+python3 - "$W" <<'PY'
+import sys
+w = sys.argv[1]
+hits, nodata, nx = (open(f"{w}/{k}.txt").read().split("\n")[:-1] for k in ("hits", "nodata", "nxdomain"))
+mix = []
+for i in range(len(hits)):
+    k = i % 10
+    mix.append(hits[i] if k < 7 else nodata[i] if k == 7 else nx[i])
+open(f"{w}/mix.txt", "w").write("\n".join(mix) + "\n")
+PY
+
+# The servers: name:port:pid, in the order rows alternate.
+SERVERS=()
+PIDS=()
+start() { # start NAME PORT COMMAND...
+  local name=$1 port=$2; shift 2
+  taskset -c 0 "$@" >"$W/$name.log" 2>&1 &
+  PIDS+=($!); SERVERS+=("$name:$port:$!")
+}
+trap 'kill ${PIDS[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+
+corefile() { printf '.:%s {\n    bind 127.0.0.1\n    kubernetes cluster.local {\n        snapshot %s\n    }\n}\n' "$1" "$W/cluster.json" > "$W/Corefile.$1"; }
+corefile 5340; start clusterdns 5340 ./target/release/clusterdns -conf "$W/Corefile.5340"
+if [ -n "${BASE:-}" ]; then corefile 5341; start base 5341 "$BASE" -conf "$W/Corefile.5341"; fi
+start echo 5342 "$W/echo" 5342
+start echo-ts 5346 "$W/echo" 5346 ts
+start knot 5343 knotd -c "$(knot_conf "$W" 5343 "$W/cluster.local.zone")"
+cat > "$W/nsd.conf" <<EOC
+server:
+    ip-address: 127.0.0.1@5344
+    server-count: 1
+    username: ""
+    chroot: ""
+    zonesdir: "$W"
+    pidfile: "$W/nsd.pid"
+    xfrdfile: "$W/xfrd.state"
+    zonelistfile: "$W/zone.list"
+    database: ""
+    logfile: "$W/nsd.log"
+    tcp-count: 200
+    rrl-ratelimit: 0
+remote-control:
+    control-enable: no
+zone:
+    name: cluster.local
+    zonefile: cluster.local.zone
+EOC
+start nsd 5344 nsd -d -c "$W/nsd.conf"
+cat > "$W/unbound.conf" <<EOC
+server:
+    interface: 127.0.0.1
+    port: 5345
+    do-daemonize: no
+    use-syslog: no
+    logfile: ""
+    chroot: ""
+    username: ""
+    directory: "$W"
+    pidfile: "$W/unbound.pid"
+    num-threads: 1
+    do-ip6: no
+    incoming-num-tcp: 200
+    verbosity: 0
+auth-zone:
+    name: "cluster.local."
+    zonefile: "$W/cluster.local.zone"
+    for-downstream: yes
+    for-upstream: no
+    fallback-enabled: no
+EOC
+start unbound 5345 "$(command -v unbound || echo /usr/sbin/unbound)" -d -c "$W/unbound.conf"
+for s in "${SERVERS[@]}"; do
+  IFS=: read -r name port _ <<<"$s"
+  [[ $name == echo* ]] || wait_answer "$port" svc-0.ns-0.svc.cluster.local
+done
+
+# CPU ticks of PID and its descendants (NSD serves from a forked child).
+ticks() {
+  local t p
+  t=$(cpu_ticks "$1")
+  for p in $(pgrep -P "$1" || true); do t=$((t + $(ticks "$p"))); done
+  echo "$t"
+}
+
+# row TEST NAME PORT PID DNSPERF_ARGS...: TEST NAME qps cpu_share qps_per_core µs_per_query mean_ms lost%
+row() {
+  local test=$1 name=$2 port=$3 pid=$4 hz before after out; shift 4
+  hz=$(getconf CLK_TCK)
+  before=$(ticks "$pid")
+  out=$(taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$W/mix.txt" -l "$SECS" -T 1 "$@" 2>&1 || true)
+  after=$(ticks "$pid")
+  echo "$out" | awk -v t="$test" -v n="$name" -v cpu="$(( after - before ))" -v hz="$hz" -v secs="$SECS" '
+    /Queries completed/ {done=$3} /Queries lost/ {lost=$4} /Queries per second/ {qps=$4}
+    /Average Latency/ {lat=$4}
+    END {share=cpu/hz/secs; gsub(/[()%]/, "", lost)
+         printf "%-6s %-10s %9.0f %5.2f %9.0f %7.2f %7.3f %6.2f\n", t, n, qps, share,
+           (share>0)?qps/share:0, (done>0)?cpu/hz/done*1e6:0, lat*1000, lost}'
+}
+
+tests_for() { # which servers take part in TEST
+  case $1 in
+    fixed) echo "clusterdns base echo echo-ts knot" ;;
+    udp) echo "clusterdns base echo knot nsd unbound" ;;
+    tcp) echo "clusterdns base knot nsd unbound" ;;
+  esac
+}
+echo "# 10,000 Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU 0, dnsperf on CPU 1; ${SECS}s per row, $ROUNDS rounds"
+echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%"
+for round in $(seq 1 "$ROUNDS"); do
+  for test in $TESTS; do
+    for s in "${SERVERS[@]}"; do
+      IFS=: read -r name port pid <<<"$s"
+      [[ " $(tests_for "$test") " == *" $name "* ]] || continue
+      case $test in
+        fixed) row fixed "$name" "$port" "$pid" -c 32 -q 400 -Q 50000 ;;
+        udp) row udp "$name" "$port" "$pid" -c 32 -q 400 ;;
+        tcp) row tcp "$name" "$port" "$pid" -m tcp -c 32 -q 400 ;;
+      esac
+    done
+  done
+done | tee "$W/rows.txt"
+echo "# medians over $ROUNDS rounds"
+python3 - "$W/rows.txt" <<'PY'
+import sys, statistics as st
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    rows.setdefault((f[0], f[1]), []).append([float(x) for x in f[2:]])
+med = {k: [st.median(r[i] for r in v) for i in range(6)] for k, v in rows.items()}
+for (test, name), m in med.items():
+    print(f"{test:6s} {name:10s} {m[0]:9.0f} qps  cpu {m[1]:4.2f}  {m[2]:9.0f} qps/core  {m[3]:6.2f} µs/query  mean {m[4]:.3f} ms  lost {m[5]:.2f}%")
+def ratio(test, col, a, b, what):
+    if (test, a) in med and (test, b) in med and med[(test, b)][col]:
+        print(f"ratio  {test:6s} {a}/{b} {what} = {med[(test, a)][col] / med[(test, b)][col]:.2f}")
+for peer in ("echo", "echo-ts", "knot", "base"):
+    ratio("fixed", 3, "clusterdns", peer, "µs per query")
+for test in ("udp", "tcp"):
+    for peer in ("knot", "nsd", "unbound", "base"):
+        ratio(test, 2, "clusterdns", peer, "qps per core")
+PY
