@@ -4,8 +4,9 @@
 //! loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]
 //!     serve a synthetic cluster from the fake Kubernetes API server
 //!     (try: kubectl --server=http://ADDR get svc -A)
-//! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]
-//!     initial sync time, RSS, change-to-served latency and relist peak RSS
+//! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist]
+//!     initial sync time, RSS, change-to-served latency and relist peak RSS; --pod-objects N adds
+//!     N Pods (`pods verified`); --persist also restarts the server warm during an API outage
 //! loadtest run --target ADDR (--names FILE | --pods [--dump KUBECTL.json | --namespaces N --services N] [--lookups L])
 //!         [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N]
 //!         [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]
@@ -37,7 +38,7 @@ use loadtest::synth::{self, Shape};
 use loadtest::watchbench;
 use loadtest::{plan, workload};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]\n  loadtest run --target ADDR (--names FILE | --pods) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]\n  loadtest knee --target ADDR (--names FILE | --pods) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist]\n  loadtest run --target ADDR (--names FILE | --pods) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]\n  loadtest knee --target ADDR (--names FILE | --pods) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
 
 struct Args {
     command: String,
@@ -67,6 +68,8 @@ struct Args {
     capacity: Option<PathBuf>,
     interval: Option<f64>,
     churn: f64,
+    pod_objects: usize,
+    persist: bool,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -103,6 +106,8 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         capacity: None,
         interval: None,
         churn: 10.0,
+        pod_objects: 0,
+        persist: false,
     };
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
@@ -119,6 +124,8 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--target" => a.target = Some(value()?),
             "--names" => a.names = Some(PathBuf::from(value()?)),
             "--pods" => {}
+            "--pod-objects" => a.pod_objects = number(value()?)?,
+            "--persist" => a.persist = true,
             "--dump" => a.dump = Some(PathBuf::from(value()?)),
             "--lookups" => a.lookups = number(value()?)?,
             "--rate" => a.rate = float(&flag, value()?)?,
@@ -232,13 +239,16 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         shape: args.shape,
         changes: args.changes,
         corefile_extra: String::new(),
+        pods: args.pod_objects,
+        persist: args.persist,
     };
     let r = watchbench::run(&opts)?;
     let s = &args.shape;
     println!(
-        "services {} x {} endpoints: sync {:.2} s, steady RSS {:.1} MB, change-to-served p50 {:.2} ms p99 {:.2} ms max {:.2} ms ({} changes), relist peak RSS {:.1} MB ({:.2}x steady, {:.1} s)",
+        "services {} x {} endpoints, {} pods: sync {:.2} s, steady RSS {:.1} MB, change-to-served p50 {:.2} ms p99 {:.2} ms max {:.2} ms ({} changes), relist peak RSS {:.1} MB ({:.2}x steady), relist served a deletion in {:.2} s",
         s.services,
         s.endpoints,
+        args.pod_objects,
         r.sync.as_secs_f64(),
         r.steady_rss_kb as f64 / 1024.0,
         r.change_p50.as_secs_f64() * 1e3,
@@ -249,6 +259,15 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         r.relist_peak_rss_kb as f64 / r.steady_rss_kb.max(1) as f64,
         r.relist_time.as_secs_f64(),
     );
+    if let Some(w) = &r.warm {
+        println!(
+            "  restart with persist during an API outage: answered in {:.2} s (state file {:.1} MB), RSS {:.1} MB; after the API returned, synced (a deletion served) in {:.2} s",
+            w.answered.as_secs_f64(),
+            w.file_bytes as f64 / 1e6,
+            w.rss_kb as f64 / 1024.0,
+            w.reconciled.as_secs_f64(),
+        );
+    }
     Ok(())
 }
 

@@ -23,7 +23,7 @@ use arc_swap::{ArcSwap, Guard};
 
 pub use change::{Kind, ObjectKey, PortIn, Record};
 pub use records::{Endpoint, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
-pub use write::Writer;
+pub use write::{Export, Writer};
 
 /// Hash maps of the query path: lookups hash query labels, so a fast
 /// seeded hash.

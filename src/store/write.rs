@@ -18,6 +18,8 @@ use super::change::{Kind, ObjectKey, PortIn, Record};
 use super::records::{Endpoint, Port, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
 use super::{Namespace, Snapshot, Store};
 
+pub use export::Export;
+
 type Pair = (Arc<str>, Arc<str>);
 
 /// The writer of one store.
@@ -33,7 +35,12 @@ pub struct Writer {
     pod_ips: HashMap<Pair, (Vec<IpAddr>, bool)>,
     /// Keys seen by a relist in progress, per kind.
     relisting: [Option<HashSet<Pair>>; 4],
+    /// Objects the relist in progress changed (upserts that differed, and
+    /// deletions at its end), per kind.
+    relist_changes: [usize; 4],
     listed: [bool; 4],
+    /// Listed by the source itself (not only restored from disk).
+    confirmed: [bool; 4],
     watched: Vec<Kind>,
     dirty: bool,
     /// Slice changes applied since the last [`Writer::take_programmed`]:
@@ -53,7 +60,9 @@ impl Writer {
             slice_owner: HashMap::new(),
             pod_ips: HashMap::new(),
             relisting: Default::default(),
+            relist_changes: [0; 4],
             listed: [false; 4],
+            confirmed: [false; 4],
             watched: watched.to_vec(),
             dirty: true,
             programmed: Vec::new(),
@@ -80,6 +89,22 @@ impl Writer {
     /// Whether every watched kind has been listed once.
     pub fn synced(&self) -> bool {
         self.watched.iter().all(|k| self.listed[*k as usize])
+    }
+
+    /// Whether every watched kind has been listed by the source (not
+    /// only restored by [`Writer::restored`]).
+    pub fn confirmed(&self) -> bool {
+        self.watched.iter().all(|k| self.confirmed[*k as usize])
+    }
+
+    /// The objects applied so far are a state restored from disk: serve
+    /// them as synced until the source lists each kind and reconciles.
+    pub fn restored(&mut self) {
+        for kind in &self.watched {
+            self.listed[*kind as usize] = true;
+        }
+        self.dirty = true;
+        self.prune_strings();
     }
 
     /// Publishes the current state to `store` if anything changed.
@@ -137,20 +162,49 @@ impl Writer {
         arc
     }
 
-    /// Adds or replaces one object.
-    pub fn apply(&mut self, record: Record) {
+    /// Adds or replaces one object; whether that changed anything.
+    pub fn apply(&mut self, record: Record) -> bool {
         let key = record.key();
         let pair = (self.intern(&key.namespace), self.intern(&key.name));
-        if let Some(seen) = &mut self.relisting[key.kind as usize] {
-            seen.insert(pair.clone());
+        let relisting = match &mut self.relisting[key.kind as usize] {
+            Some(seen) => {
+                seen.insert(pair.clone());
+                true
+            }
+            None => false,
+        };
+        let changed = self.upsert(pair, record);
+        if changed {
+            self.dirty = true;
+            self.relist_changes[key.kind as usize] += usize::from(relisting);
         }
+        if self.strings.len() > 2 * self.strings_after_prune + 4096 {
+            self.prune_strings();
+        }
+        changed
+    }
+
+    fn upsert(&mut self, pair: Pair, record: Record) -> bool {
         match record {
-            Record::Namespace { .. } => self.edit_namespace(&pair.1, |n| n.object = true),
+            Record::Namespace { .. } => {
+                let known = self.live.namespaces.get(&pair.1).is_some_and(|n| n.object);
+                if !known {
+                    self.edit_namespace(&pair.1, |n| n.object = true);
+                }
+                !known
+            }
             Record::Service {
                 kind, ports, selector, ..
             } => {
                 let ports = self.ports(ports);
+                let old = self.get_service(&pair);
+                let same =
+                    |s: &Arc<Service>| s.kind.as_ref() == Some(&kind) && s.ports == ports && s.selector == selector;
+                if old.as_ref().is_some_and(same) {
+                    return false;
+                }
                 self.upsert_service(&pair, kind, ports, selector);
+                true
             }
             Record::Slice {
                 service,
@@ -168,19 +222,19 @@ impl Writer {
                     })
                     .collect();
                 let service = self.intern(&service);
-                self.upsert_slice(&pair, service, ports, endpoints, trigger);
+                self.upsert_slice(&pair, service, ports, endpoints, trigger)
             }
             Record::Pod { ips, running, .. } => {
+                if self.pod_ips.get(&pair).is_some_and(|(i, r)| *i == ips && *r == running) {
+                    return false;
+                }
                 self.remove_pod(&pair);
                 for ip in &ips {
                     self.live.pods.insert(*ip, (pair.0.clone(), running));
                 }
                 self.pod_ips.insert(pair, (ips, running));
+                true
             }
-        }
-        self.dirty = true;
-        if self.strings.len() > 2 * self.strings_after_prune + 4096 {
-            self.prune_strings();
         }
     }
 
@@ -200,12 +254,15 @@ impl Writer {
     /// [`Writer::relist_done`] will be deleted then.
     pub fn relist_start(&mut self, kind: Kind) {
         self.relisting[kind as usize] = Some(HashSet::new());
+        self.relist_changes[kind as usize] = 0;
     }
 
     /// The list of `kind` is complete: delete what it did not contain.
-    pub fn relist_done(&mut self, kind: Kind) {
+    /// Returns how many objects the relist changed (upserts that differed
+    /// from what was held, and deletions).
+    pub fn relist_done(&mut self, kind: Kind) -> usize {
         let Some(seen) = self.relisting[kind as usize].take() else {
-            return;
+            return 0;
         };
         let gone: Vec<Pair> = match kind {
             Kind::Namespace => self
@@ -229,7 +286,9 @@ impl Writer {
             Kind::EndpointSlice => self.slice_owner.keys().cloned().collect(),
             Kind::Pod => self.pod_ips.keys().cloned().collect(),
         };
+        let mut changes = std::mem::take(&mut self.relist_changes[kind as usize]);
         for pair in gone.into_iter().filter(|p| !seen.contains(p)) {
+            changes += 1;
             self.delete(&ObjectKey {
                 kind,
                 namespace: pair.0.to_string(),
@@ -237,8 +296,10 @@ impl Writer {
             });
         }
         self.listed[kind as usize] = true;
+        self.confirmed[kind as usize] = true;
         self.dirty = true;
         self.prune_strings();
+        changes
     }
 
     /// Edits a namespace entry, dropping it once it holds nothing.
@@ -333,7 +394,7 @@ impl Writer {
         ports: Arc<[Port]>,
         endpoints: Arc<[Endpoint]>,
         trigger: Option<SystemTime>,
-    ) {
+    ) -> bool {
         let owner_key = (slice.0.clone(), service.clone());
         let previous_owner = self.slice_owner.insert(slice.clone(), service.clone());
         if previous_owner.as_ref().is_some_and(|p| *p != service) {
@@ -353,7 +414,7 @@ impl Writer {
         let mut slices = std::mem::take(&mut entry.slices).into_vec();
         if let Some(i) = slices.iter().position(|s| s.name == slice.1) {
             if slices[i].endpoints == endpoints && slices[i].ports == ports {
-                return; // unchanged (the common case in a relist)
+                return false; // unchanged (the common case in a relist)
             }
             let removed = slices.remove(i).endpoints;
             self.endpoint_ptrs(&removed, &entry.id, false);
@@ -375,6 +436,7 @@ impl Writer {
             self.programmed.push((kind, at));
         }
         self.put_service(&owner_key, entry);
+        true
     }
 
     fn delete_slice(&mut self, slice: &Pair) {
@@ -424,5 +486,6 @@ impl Writer {
     }
 }
 
+mod export;
 #[cfg(test)]
 mod tests;

@@ -27,7 +27,11 @@ pub(crate) async fn serve(listener: TcpListener, api: FakeApi) {
 async fn connection(stream: TcpStream, api: FakeApi) -> std::io::Result<()> {
     let mut stream = BufReader::new(stream);
     while let Some(req) = read_request(&mut stream).await? {
-        let fault = api.state().fault;
+        let fault = {
+            let mut s = api.state();
+            s.requests += 1;
+            s.fault
+        };
         match fault {
             Fault::Outage => return Ok(()),
             Fault::Status(code) => {

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! Tests drive it through [`FakeApi`]: put and delete objects, compact the
-//! history, cut every watch stream, and inject outages or error statuses.
+//! history, cut every watch stream, change objects behind the watches'
+//! backs, and inject outages or error statuses.
 
 mod http;
 mod select;
@@ -76,6 +77,8 @@ pub(crate) struct State {
     /// Requests served: lists and watches.
     lists: u64,
     watches: u64,
+    /// Every request received, faults included.
+    requests: u64,
 }
 
 /// The handle tests hold; cheap to clone.
@@ -165,6 +168,44 @@ impl FakeApi {
         rv
     }
 
+    /// Creates or replaces an object without telling any watch: no event,
+    /// no history (a watch cache that missed a change). Only a list sees it.
+    pub fn put_unannounced(&self, plural: &str, mut object: Value) {
+        let Some((plural, api_version, kind, _)) = resource(plural) else {
+            return;
+        };
+        let mut s = self.state();
+        s.rv += 1;
+        let rv = s.rv;
+        object["apiVersion"] = json!(api_version);
+        object["kind"] = json!(kind);
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        s.objects.entry(plural).or_default().insert(key_of(&object), object);
+    }
+
+    /// Deletes an object without telling any watch (see
+    /// [`FakeApi::put_unannounced`]); false if it did not exist.
+    pub fn delete_unannounced(&self, plural: &str, namespace: &str, name: &str) -> bool {
+        let Some((plural, ..)) = resource(plural) else {
+            return false;
+        };
+        let mut s = self.state();
+        s.rv += 1;
+        let key = format!("{namespace}/{name}");
+        s.objects.entry(plural).or_default().remove(&key).is_some()
+    }
+
+    /// An API server restart after its history was compacted: every watch
+    /// stream ends, and every client's resourceVersion is now too old, so
+    /// resuming gets ERROR 410 Expired and must relist.
+    pub fn restart(&self) {
+        let mut s = self.state();
+        s.rv += 1;
+        s.compacted = s.rv;
+        s.history.clear();
+        s.stream_epoch += 1;
+    }
+
     /// Deletes an object (a DELETED event); false if it did not exist.
     pub fn delete(&self, plural: &str, namespace: &str, name: &str) -> bool {
         let Some((plural, ..)) = resource(plural) else {
@@ -215,6 +256,12 @@ impl FakeApi {
         if fault != Fault::None {
             s.stream_epoch += 1;
         }
+    }
+
+    /// How many requests arrived, failed ones included (for assertions
+    /// about retry rates).
+    pub fn requests(&self) -> u64 {
+        self.state().requests
     }
 
     /// How many lists and watches were served (for assertions about
