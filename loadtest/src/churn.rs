@@ -73,6 +73,7 @@ pub fn run(c: &Churn) -> Result<ChurnReport, String> {
             .map_or_else(String::new, |(addr, _)| format!("    forward . {addr}\n    cache 30\n")),
         pods: 0,
         persist: false,
+        pin_server: None,
     };
     let (server, dns, ready) = watchbench::spawn(&opts, &api)?;
     let started = Instant::now();

@@ -4,7 +4,7 @@
 //! loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]
 //!     serve a synthetic cluster from the fake Kubernetes API server
 //!     (try: kubectl --server=http://ADDR get svc -A)
-//! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist]
+//! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist] [--pin-server CPU]
 //!     initial sync time, RSS, change-to-served latency and relist peak RSS; --pod-objects N adds
 //!     N Pods (`pods verified`); --persist also restarts the server warm during an API outage
 //! loadtest run --target ADDR (--names FILE | --pods [--dump KUBECTL.json | --namespaces N --services N] [--lookups L])
@@ -38,7 +38,7 @@ use loadtest::synth::{self, Shape};
 use loadtest::watchbench;
 use loadtest::{plan, workload};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist]\n  loadtest run --target ADDR (--names FILE | --pods) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]\n  loadtest knee --target ADDR (--names FILE | --pods) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist] [--pin-server CPU]\n  loadtest run --target ADDR (--names FILE | --pods) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX]\n  loadtest knee --target ADDR (--names FILE | --pods) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
 
 struct Args {
     command: String,
@@ -70,6 +70,7 @@ struct Args {
     churn: f64,
     pod_objects: usize,
     persist: bool,
+    pin_server: Option<usize>,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -108,6 +109,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         churn: 10.0,
         pod_objects: 0,
         persist: false,
+        pin_server: None,
     };
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
@@ -126,6 +128,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--pods" => {}
             "--pod-objects" => a.pod_objects = number(value()?)?,
             "--persist" => a.persist = true,
+            "--pin-server" => a.pin_server = Some(number(value()?)?),
             "--dump" => a.dump = Some(PathBuf::from(value()?)),
             "--lookups" => a.lookups = number(value()?)?,
             "--rate" => a.rate = float(&flag, value()?)?,
@@ -241,6 +244,7 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         corefile_extra: String::new(),
         pods: args.pod_objects,
         persist: args.persist,
+        pin_server: args.pin_server,
     };
     let r = watchbench::run(&opts)?;
     let s = &args.shape;
@@ -258,6 +262,11 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         r.relist_peak_rss_kb as f64 / 1024.0,
         r.relist_peak_rss_kb as f64 / r.steady_rss_kb.max(1) as f64,
         r.relist_time.as_secs_f64(),
+    );
+    println!(
+        "  CPU during the sync: server {:.2} s, fake API server (this process) {:.2} s",
+        r.sync_cpu_server.as_secs_f64(),
+        r.sync_cpu_fake.as_secs_f64()
     );
     if let Some(w) = &r.warm {
         println!(

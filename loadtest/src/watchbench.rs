@@ -31,6 +31,8 @@ pub struct Options {
     pub pods: usize,
     /// Restart warm from a `persist` file during an API outage.
     pub persist: bool,
+    /// Run the server on this CPU only (`taskset -c`).
+    pub pin_server: Option<usize>,
 }
 
 /// A restart with `persist` while the API server is down.
@@ -55,6 +57,10 @@ pub struct Report {
     pub relist_peak_rss_kb: u64,
     pub relist_time: Duration,
     pub warm: Option<Warm>,
+    /// CPU time during the initial sync: the server's, and the bench
+    /// process's (the fake API server, serializing the lists).
+    pub sync_cpu_server: Duration,
+    pub sync_cpu_fake: Duration,
 }
 
 /// Sorted latencies with their quantiles.
@@ -90,6 +96,16 @@ impl Drop for Running {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// CPU time (user + system) `pid` has used so far (`/proc/PID/stat`;
+/// the bench's own process is `std::process::id()`).
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // the fields after the command name (which may hold spaces) in parentheses
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 /// The resident set size of `pid` in KB (0 when unknown).
@@ -128,7 +144,15 @@ pub(crate) fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAdd
     }
     let text = format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local {{\n        endpoint {}\n{options}    }}\n{}}}\n", api.url(), opts.corefile_extra);
     std::fs::write(&conf, text).map_err(|e| e.to_string())?;
-    let mut child = Command::new(&opts.server)
+    let mut command = match opts.pin_server {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(cpu.to_string()).arg(&opts.server);
+            c
+        }
+        None => Command::new(&opts.server),
+    };
+    let mut child = command
         .arg("-conf")
         .arg(&conf)
         .stderr(Stdio::piped())
@@ -257,15 +281,18 @@ pub fn run(opts: &Options) -> Result<Report, String> {
     synth::populate_pods(&api, &opts.shape, opts.pods);
     let _ = std::fs::remove_file(work_dir().join("state"));
     let started = Instant::now();
+    let fake_before = cpu_time(std::process::id());
     let (server, dns, ready_addr) = spawn(opts, &api)?;
     let pid = server.0.id();
     while !ready(ready_addr) {
         if started.elapsed() > Duration::from_secs(900) {
             return Err("not ready within 900 s".into());
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
     let sync = started.elapsed();
+    let sync_cpu_server = cpu_time(pid);
+    let sync_cpu_fake = cpu_time(std::process::id()).saturating_sub(fake_before);
     std::thread::sleep(Duration::from_secs(2));
     let steady_rss_kb = rss_kb(pid);
 
@@ -311,6 +338,8 @@ pub fn run(opts: &Options) -> Result<Report, String> {
         relist_peak_rss_kb,
         relist_time,
         warm,
+        sync_cpu_server,
+        sync_cpu_fake,
     })
 }
 

@@ -91,6 +91,13 @@ impl<W: Write> Enc<W> {
         Ok(())
     }
 
+    /// A namespaced record's tag and key.
+    fn head(&mut self, tag: u8, namespace: &str, name: &str) -> std::io::Result<()> {
+        self.u8(tag)?;
+        self.str(namespace)?;
+        self.str(name)
+    }
+
     pub fn record(&mut self, record: &Record) -> std::io::Result<()> {
         match record {
             Record::Namespace { name } => {
@@ -104,9 +111,7 @@ impl<W: Write> Enc<W> {
                 selector,
                 ports,
             } => {
-                self.u8(1)?;
-                self.str(namespace)?;
-                self.str(name)?;
+                self.head(1, namespace, name)?;
                 self.u8(u8::from(*selector))?;
                 match kind {
                     ServiceKind::ClusterIp(ips) => {
@@ -129,9 +134,7 @@ impl<W: Write> Enc<W> {
                 endpoints,
                 ..
             } => {
-                self.u8(2)?;
-                self.str(namespace)?;
-                self.str(name)?;
+                self.head(2, namespace, name)?;
                 self.str(service)?;
                 self.ports(ports)?;
                 self.varint(endpoints.len() as u64)?;
@@ -153,9 +156,7 @@ impl<W: Write> Enc<W> {
                 ips,
                 running,
             } => {
-                self.u8(3)?;
-                self.str(namespace)?;
-                self.str(name)?;
+                self.head(3, namespace, name)?;
                 self.u8(u8::from(*running))?;
                 self.ips(ips)
             }

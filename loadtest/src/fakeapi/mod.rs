@@ -137,62 +137,71 @@ impl FakeApi {
     /// Creates or replaces an object of `plural` (ADDED or MODIFIED); its
     /// `kind`, `apiVersion` and `metadata.resourceVersion` are filled in.
     /// Returns the new resourceVersion.
-    pub fn put(&self, plural: &str, mut object: Value) -> u64 {
-        let Some((plural, api_version, kind, _)) = resource(plural) else {
-            return 0;
-        };
-        let mut s = self.state();
-        s.rv += 1;
-        let rv = s.rv;
-        object["apiVersion"] = json!(api_version);
-        object["kind"] = json!(kind);
-        object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        if object["metadata"]["uid"].is_null() {
-            object["metadata"]["uid"] = json!(format!("uid-{rv}"));
-        }
-        let existed = s
-            .objects
-            .entry(plural)
-            .or_default()
-            .insert(key_of(&object), object.clone())
-            .is_some();
-        let event = Event {
-            resource: plural,
-            kind: if existed { "MODIFIED" } else { "ADDED" },
-            object,
-            rv,
-        };
-        s.history.push(event.clone());
-        drop(s);
-        let _ = self.events.send(event);
-        rv
+    pub fn put(&self, plural: &str, object: Value) -> u64 {
+        self.write(plural, Some(object), None, true)
     }
 
     /// Creates or replaces an object without telling any watch: no event,
     /// no history (a watch cache that missed a change). Only a list sees it.
-    pub fn put_unannounced(&self, plural: &str, mut object: Value) {
-        let Some((plural, api_version, kind, _)) = resource(plural) else {
-            return;
-        };
-        let mut s = self.state();
-        s.rv += 1;
-        let rv = s.rv;
-        object["apiVersion"] = json!(api_version);
-        object["kind"] = json!(kind);
-        object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        s.objects.entry(plural).or_default().insert(key_of(&object), object);
+    pub fn put_unannounced(&self, plural: &str, object: Value) {
+        self.write(plural, Some(object), None, false);
+    }
+
+    /// Deletes an object (a DELETED event); false if it did not exist.
+    pub fn delete(&self, plural: &str, namespace: &str, name: &str) -> bool {
+        self.write(plural, None, Some(format!("{namespace}/{name}")), true) != 0
     }
 
     /// Deletes an object without telling any watch (see
     /// [`FakeApi::put_unannounced`]); false if it did not exist.
     pub fn delete_unannounced(&self, plural: &str, namespace: &str, name: &str) -> bool {
-        let Some((plural, ..)) = resource(plural) else {
-            return false;
+        self.write(plural, None, Some(format!("{namespace}/{name}")), false) != 0
+    }
+
+    /// Puts `object`, or deletes the object at `key`; records and sends the
+    /// event when `announce`. Returns the new resourceVersion (0: nothing
+    /// to delete, or an unknown resource).
+    fn write(&self, plural: &str, object: Option<Value>, key: Option<String>, announce: bool) -> u64 {
+        let Some((plural, api_version, kind, _)) = resource(plural) else {
+            return 0;
         };
         let mut s = self.state();
+        let objects = s.objects.entry(plural).or_default();
+        let (mut object, kind_of_event) = match (object, key) {
+            (Some(mut object), _) => {
+                object["apiVersion"] = json!(api_version);
+                object["kind"] = json!(kind);
+                let existed = objects.contains_key(&key_of(&object));
+                (object, if existed { "MODIFIED" } else { "ADDED" })
+            }
+            (None, Some(key)) => match objects.remove(&key) {
+                Some(object) => (object, "DELETED"),
+                None => return 0,
+            },
+            (None, None) => return 0,
+        };
         s.rv += 1;
-        let key = format!("{namespace}/{name}");
-        s.objects.entry(plural).or_default().remove(&key).is_some()
+        let rv = s.rv;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        if kind_of_event != "DELETED" {
+            if object["metadata"]["uid"].is_null() {
+                object["metadata"]["uid"] = json!(format!("uid-{rv}"));
+            }
+            let objects = s.objects.entry(plural).or_default();
+            objects.insert(key_of(&object), object.clone());
+        }
+        if announce {
+            let event = Event {
+                resource: plural,
+                kind: kind_of_event,
+                object,
+                rv,
+            };
+            s.history.push(event.clone());
+            drop(s);
+            let _ = self.events.send(event);
+        }
+        rv
     }
 
     /// An API server restart after its history was compacted: every watch
@@ -204,35 +213,6 @@ impl FakeApi {
         s.compacted = s.rv;
         s.history.clear();
         s.stream_epoch += 1;
-    }
-
-    /// Deletes an object (a DELETED event); false if it did not exist.
-    pub fn delete(&self, plural: &str, namespace: &str, name: &str) -> bool {
-        let Some((plural, ..)) = resource(plural) else {
-            return false;
-        };
-        let mut s = self.state();
-        let Some(mut object) = s
-            .objects
-            .entry(plural)
-            .or_default()
-            .remove(&format!("{namespace}/{name}"))
-        else {
-            return false;
-        };
-        s.rv += 1;
-        let rv = s.rv;
-        object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        let event = Event {
-            resource: plural,
-            kind: "DELETED",
-            object,
-            rv,
-        };
-        s.history.push(event.clone());
-        drop(s);
-        let _ = self.events.send(event);
-        true
     }
 
     /// Forgets the event history: watches from an older resourceVersion
