@@ -32,7 +32,9 @@ pub struct Writer {
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
     /// `(namespace, pod)` → its IPs and whether it is Running.
-    pod_ips: HashMap<Pair, (Vec<IpAddr>, bool)>,
+    pod_ips: HashMap<Pair, (PodIps, bool)>,
+    /// Namespace → its index in the snapshot's `pod_namespaces`.
+    pod_namespace_ids: HashMap<Arc<str>, u32>,
     /// Keys seen by a relist in progress, per kind.
     relisting: [Option<HashSet<Pair>>; 4],
     /// Objects the relist in progress changed (upserts that differed, and
@@ -59,6 +61,7 @@ impl Writer {
             strings_after_prune: 0,
             slice_owner: HashMap::new(),
             pod_ips: HashMap::new(),
+            pod_namespace_ids: HashMap::new(),
             relisting: Default::default(),
             relist_changes: [0; 4],
             listed: [false; 4],
@@ -165,7 +168,12 @@ impl Writer {
     /// Adds or replaces one object; whether that changed anything.
     pub fn apply(&mut self, record: Record) -> bool {
         let key = record.key();
-        let pair = (self.intern(&key.namespace), self.intern(&key.name));
+        // Pod and slice names are unique: interning would only add a set entry.
+        let name = match key.kind {
+            Kind::Pod | Kind::EndpointSlice => Arc::from(key.name.as_str()),
+            _ => self.intern(&key.name),
+        };
+        let pair = (self.intern(&key.namespace), name);
         let relisting = match &mut self.relisting[key.kind as usize] {
             Some(seen) => {
                 seen.insert(pair.clone());
@@ -225,12 +233,14 @@ impl Writer {
                 self.upsert_slice(&pair, service, ports, endpoints, trigger)
             }
             Record::Pod { ips, running, .. } => {
+                let ips = PodIps::from(ips);
                 if self.pod_ips.get(&pair).is_some_and(|(i, r)| *i == ips && *r == running) {
                     return false;
                 }
                 self.remove_pod(&pair);
-                for ip in &ips {
-                    self.live.pods.insert(*ip, (pair.0.clone(), running));
+                let ns = self.pod_namespace_id(&pair.0);
+                for ip in ips.iter() {
+                    self.live.pods.insert(*ip, (ns, running));
                 }
                 self.pod_ips.insert(pair, (ips, running));
                 true
@@ -303,13 +313,14 @@ impl Writer {
     }
 
     /// Edits a namespace entry, dropping it once it holds nothing.
+    /// The entry is taken out of the map while it is edited, so that its
+    /// service map is not shared and is edited in place unless a published
+    /// snapshot holds it (a clone would copy the path of every insert).
     fn edit_namespace(&mut self, ns: &Arc<str>, edit: impl FnOnce(&mut Namespace)) {
-        let mut entry = self.live.namespaces.get(ns).cloned().unwrap_or_default();
+        let mut entry = self.live.namespaces.remove(ns).unwrap_or_default();
         edit(&mut entry);
         if entry.object || !entry.services.is_empty() {
             self.live.namespaces.insert(ns.clone(), entry);
-        } else {
-            self.live.namespaces.remove(ns);
         }
     }
 
@@ -479,9 +490,50 @@ impl Writer {
     }
 
     fn remove_pod(&mut self, pair: &Pair) {
-        let (ips, running) = self.pod_ips.remove(pair).unwrap_or_default();
-        for ip in ips {
-            self.live.pods.remove(ip, &(pair.0.clone(), running));
+        let Some((ips, running)) = self.pod_ips.remove(pair) else {
+            return;
+        };
+        let ns = self.pod_namespace_id(&pair.0);
+        for ip in ips.iter() {
+            self.live.pods.remove(*ip, &(ns, running));
+        }
+    }
+
+    /// The index of `namespace` in the snapshot's pod namespaces (added
+    /// on first sight; the table only grows, by one name per namespace).
+    fn pod_namespace_id(&mut self, namespace: &Arc<str>) -> u32 {
+        if let Some(id) = self.pod_namespace_ids.get(namespace) {
+            return *id;
+        }
+        let id = self.live.pod_namespaces.len() as u32;
+        Arc::make_mut(&mut self.live.pod_namespaces).push(namespace.clone());
+        self.pod_namespace_ids.insert(namespace.clone(), id);
+        id
+    }
+}
+
+/// A pod's IPs, without a heap allocation for the common single one
+/// (24 bytes: a hash-map slot for every pod pays for what is inline).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PodIps {
+    One(IpAddr),
+    Other(Box<[IpAddr]>),
+}
+
+impl From<Vec<IpAddr>> for PodIps {
+    fn from(ips: Vec<IpAddr>) -> PodIps {
+        match ips.as_slice() {
+            [one] => PodIps::One(*one),
+            _ => PodIps::Other(ips.into_boxed_slice()),
+        }
+    }
+}
+
+impl PodIps {
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, IpAddr> {
+        match self {
+            PodIps::One(ip) => std::slice::from_ref(ip).iter(),
+            PodIps::Other(ips) => ips.iter(),
         }
     }
 }

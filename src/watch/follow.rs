@@ -30,8 +30,11 @@ use super::lean::{Object, Page};
 use crate::metrics::Metrics;
 use crate::store::{Kind, ObjectKey, Record};
 
-/// Objects per list page: few round trips, pages of a few MB.
-pub const PAGE: u32 = 5000;
+/// Objects per list page. Larger pages measured no faster here and cost
+/// memory: a page's text and decoded objects are held at once, in every
+/// kind listing in parallel, and the holes they leave stay in the heap
+/// (5,000: 165 MB steady RSS at 100,000 Services × 5 endpoints).
+pub const PAGE: u32 = 500;
 
 /// Why a watcher resumed or relisted, in `metrics::RESTART_REASONS` order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,8 +247,12 @@ where
         } else {
             request.list(&params)
         };
-        let text = f.client.request_text(req.map_err(kube::Error::BuildRequest)?).await?;
-        let page: Page<T> = serde_json::from_str(&text).map_err(kube::Error::SerdeError)?;
+        let body = f.client.request_stream(req.map_err(kube::Error::BuildRequest)?).await?;
+        let mut text = Vec::new();
+        futures::AsyncReadExt::read_to_end(&mut std::pin::pin!(body), &mut text)
+            .await
+            .map_err(kube::Error::ReadEvents)?;
+        let page: Page<T> = serde_json::from_slice(&text).map_err(kube::Error::SerdeError)?;
         drop(text);
         f.metrics.watch.event(t.kind as usize);
         count += page.items.len();

@@ -21,7 +21,7 @@ impl Writer {
     /// A frozen copy of the current state.
     pub fn export(&self) -> Export {
         let pods = self.pod_ips.iter();
-        let pods = pods.map(|(pair, (ips, running))| (pair.clone(), ips.clone(), *running));
+        let pods = pods.map(|(pair, (ips, running))| (pair.clone(), ips.iter().copied().collect(), *running));
         Export {
             namespaces: self.live.namespaces.clone(),
             pods: pods.collect(),
