@@ -9,7 +9,9 @@
 //! name never disappears in between, and nothing but the compact records
 //! that changed is held twice.
 
-use std::collections::{HashMap, HashSet};
+/// The writer's own tables hash with foldhash too (SipHash was 2% of a sync).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -45,6 +47,9 @@ pub struct Writer {
     confirmed: [bool; 4],
     watched: Vec<Kind>,
     dirty: bool,
+    /// Nothing published yet: reverse entries are pushed unsorted and
+    /// sorted once before the first publish.
+    building: bool,
     /// Slice changes applied since the last [`Writer::take_programmed`]:
     /// `(service kind index, trigger time)`, for the programming latency.
     programmed: Vec<(usize, SystemTime)>,
@@ -56,18 +61,19 @@ impl Writer {
     pub fn new(watched: &[Kind]) -> Writer {
         Writer {
             live: Snapshot::unsynced(),
-            strings: HashSet::new(),
-            port_lists: HashSet::new(),
+            strings: HashSet::default(),
+            port_lists: HashSet::default(),
             strings_after_prune: 0,
-            slice_owner: HashMap::new(),
-            pod_ips: HashMap::new(),
-            pod_namespace_ids: HashMap::new(),
+            slice_owner: HashMap::default(),
+            pod_ips: HashMap::default(),
+            pod_namespace_ids: HashMap::default(),
             relisting: Default::default(),
             relist_changes: [0; 4],
             listed: [false; 4],
             confirmed: [false; 4],
             watched: watched.to_vec(),
             dirty: true,
+            building: true,
             programmed: Vec::new(),
         }
     }
@@ -118,6 +124,7 @@ impl Writer {
         if !self.dirty || !self.synced() {
             return false;
         }
+        self.finish_build();
         self.live.synced = self.synced();
         self.live.serial = serial;
         store.publish(self.live.clone());
@@ -127,9 +134,18 @@ impl Writer {
 
     /// The current state (for tests and one-shot builds).
     pub fn snapshot(&mut self, serial: u32) -> Snapshot {
+        self.finish_build();
         self.live.synced = self.synced();
         self.live.serial = serial;
         self.live.clone()
+    }
+
+    /// Ends the bulk build of the first snapshot (before it is shown).
+    fn finish_build(&mut self) {
+        if std::mem::take(&mut self.building) {
+            self.live.reverse.sort();
+            self.live.pods.sort();
+        }
     }
 
     fn intern(&mut self, s: &str) -> Arc<str> {
@@ -167,14 +183,14 @@ impl Writer {
 
     /// Adds or replaces one object; whether that changed anything.
     pub fn apply(&mut self, record: Record) -> bool {
-        let key = record.key();
+        let (kind, namespace, name) = record.key_parts();
         // Pod and slice names are unique: interning would only add a set entry.
-        let name = match key.kind {
-            Kind::Pod | Kind::EndpointSlice => Arc::from(key.name.as_str()),
-            _ => self.intern(&key.name),
+        let name = match kind {
+            Kind::Pod | Kind::EndpointSlice => Arc::from(name),
+            _ => self.intern(name),
         };
-        let pair = (self.intern(&key.namespace), name);
-        let relisting = match &mut self.relisting[key.kind as usize] {
+        let pair = (self.intern(namespace), name);
+        let relisting = match &mut self.relisting[kind as usize] {
             Some(seen) => {
                 seen.insert(pair.clone());
                 true
@@ -184,7 +200,7 @@ impl Writer {
         let changed = self.upsert(pair, record);
         if changed {
             self.dirty = true;
-            self.relist_changes[key.kind as usize] += usize::from(relisting);
+            self.relist_changes[kind as usize] += usize::from(relisting);
         }
         if self.strings.len() > 2 * self.strings_after_prune + 4096 {
             self.prune_strings();
@@ -240,7 +256,11 @@ impl Writer {
                 self.remove_pod(&pair);
                 let ns = self.pod_namespace_id(&pair.0);
                 for ip in ips.iter() {
-                    self.live.pods.insert(*ip, (ns, running));
+                    if self.building {
+                        self.live.pods.push(*ip, (ns, running));
+                    } else {
+                        self.live.pods.insert(*ip, (ns, running));
+                    }
                 }
                 self.pod_ips.insert(pair, (ips, running));
                 true
@@ -263,7 +283,7 @@ impl Writer {
     /// A full list of `kind` begins: objects not listed before
     /// [`Writer::relist_done`] will be deleted then.
     pub fn relist_start(&mut self, kind: Kind) {
-        self.relisting[kind as usize] = Some(HashSet::new());
+        self.relisting[kind as usize] = Some(HashSet::default());
         self.relist_changes[kind as usize] = 0;
     }
 
@@ -363,10 +383,10 @@ impl Writer {
         let id = self.id(old.as_ref(), pair);
         let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
         if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
-            self.ptrs(ips.to_vec(), &id, PtrHost::Service, false);
+            self.ptrs(ips, &id, PtrHost::Service, false);
         }
         if let ServiceKind::ClusterIp(ips) = &kind {
-            self.ptrs(ips.to_vec(), &id, PtrHost::Service, true);
+            self.ptrs(ips, &id, PtrHost::Service, true);
         }
         self.put_service(
             pair,
@@ -383,7 +403,7 @@ impl Writer {
     fn delete_service(&mut self, pair: &Pair) {
         let Some(old) = self.get_service(pair) else { return };
         if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
-            self.ptrs(ips.to_vec(), &old.id, PtrHost::Service, false);
+            self.ptrs(ips, &old.id, PtrHost::Service, false);
         }
         let ports = self.ports(Vec::new());
         self.put_service(
@@ -472,19 +492,21 @@ impl Writer {
     fn endpoint_ptrs(&mut self, endpoints: &[Endpoint], id: &Arc<ServiceId>, add: bool) {
         for e in endpoints {
             let host = e.hostname.clone().map_or(PtrHost::Dashed, PtrHost::Named);
-            self.ptrs(vec![e.addr], id, host, add);
+            self.ptrs(std::slice::from_ref(&e.addr), id, host, add);
         }
     }
 
     /// Adds or removes one PTR target per address (a multiset: an address
     /// listed twice is removed once per removal).
-    fn ptrs(&mut self, addrs: Vec<IpAddr>, id: &Arc<ServiceId>, host: PtrHost, add: bool) {
+    fn ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, host: PtrHost, add: bool) {
         let target = PtrTarget::new(id.clone(), host);
         for addr in addrs {
-            if add {
-                self.live.reverse.insert(addr, target.clone());
+            if add && self.building {
+                self.live.reverse.push(*addr, target.clone());
+            } else if add {
+                self.live.reverse.insert(*addr, target.clone());
             } else {
-                self.live.reverse.remove(addr, &target);
+                self.live.reverse.remove(*addr, &target);
             }
         }
     }
