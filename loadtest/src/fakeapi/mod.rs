@@ -66,6 +66,9 @@ pub enum Fault {
 pub(crate) struct State {
     /// `resource` → `namespace/name` → object.
     objects: BTreeMap<&'static str, BTreeMap<String, Value>>,
+    /// The same objects serialized once, for plain lists (serializing every
+    /// page again was most of the fake's own cost in a large sync).
+    texts: BTreeMap<&'static str, BTreeMap<String, Arc<str>>>,
     rv: u64,
     /// Events after the compaction point, oldest first.
     history: Vec<Event>,
@@ -175,7 +178,10 @@ impl FakeApi {
                 (object, if existed { "MODIFIED" } else { "ADDED" })
             }
             (None, Some(key)) => match objects.remove(&key) {
-                Some(object) => (object, "DELETED"),
+                Some(object) => {
+                    s.texts.entry(plural).or_default().remove(&key);
+                    (object, "DELETED")
+                }
                 None => return 0,
             },
             (None, None) => return 0,
@@ -187,6 +193,8 @@ impl FakeApi {
             if object["metadata"]["uid"].is_null() {
                 object["metadata"]["uid"] = json!(format!("uid-{rv}"));
             }
+            let text: Arc<str> = Arc::from(object.to_string());
+            s.texts.entry(plural).or_default().insert(key_of(&object), text);
             let objects = s.objects.entry(plural).or_default();
             objects.insert(key_of(&object), object.clone());
         }
