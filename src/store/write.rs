@@ -21,6 +21,7 @@ use super::records::{Endpoint, Port, PtrHost, PtrTarget, Service, ServiceId, Ser
 use super::{Namespace, Snapshot, Store};
 
 pub use export::Export;
+use pods::PodIps;
 
 type Pair = (Arc<str>, Arc<str>);
 
@@ -252,23 +253,7 @@ impl Writer {
                 let service = self.intern(&service);
                 self.upsert_slice(&pair, service, ports, endpoints, trigger)
             }
-            Record::Pod { ips, running, .. } => {
-                let ips = PodIps::from(ips);
-                if self.pod_ips.get(&pair).is_some_and(|(i, r)| *i == ips && *r == running) {
-                    return false;
-                }
-                self.remove_pod(&pair);
-                let ns = self.pod_namespace_id(&pair.0);
-                for ip in ips.iter() {
-                    if self.building {
-                        self.live.pods.push(*ip, (ns, running));
-                    } else {
-                        self.live.pods.insert(*ip, (ns, running));
-                    }
-                }
-                self.pod_ips.insert(pair, (ips, running));
-                true
-            }
+            Record::Pod { ips, running, .. } => self.upsert_pod(pair, ips, running),
         }
     }
 
@@ -282,60 +267,6 @@ impl Writer {
             Kind::Pod => self.remove_pod(&pair),
         }
         self.dirty = true;
-    }
-
-    /// A full list of `kind` begins: objects not listed before
-    /// [`Writer::relist_done`] will be deleted then.
-    pub fn relist_start(&mut self, kind: Kind) {
-        self.relisting[kind as usize] = Some(HashSet::default());
-        self.relist_changes[kind as usize] = 0;
-    }
-
-    /// The list of `kind` is complete: delete what it did not contain.
-    /// Returns how many objects the relist changed (upserts that differed
-    /// from what was held, and deletions).
-    pub fn relist_done(&mut self, kind: Kind) -> usize {
-        let Some(seen) = self.relisting[kind as usize].take() else {
-            return 0;
-        };
-        let gone: Vec<Pair> = match kind {
-            Kind::Namespace => self
-                .live
-                .namespaces
-                .iter()
-                .filter(|(_, n)| n.object)
-                .map(|(k, _)| (Arc::from(""), k.clone()))
-                .collect(),
-            Kind::Service => self
-                .live
-                .namespaces
-                .iter()
-                .flat_map(|(ns, n)| {
-                    n.services
-                        .iter()
-                        .filter(|(_, s)| s.kind.is_some())
-                        .map(|(k, _)| (ns.clone(), k.clone()))
-                })
-                .collect(),
-            Kind::EndpointSlice => self.slice_owner.keys().cloned().collect(),
-            Kind::Pod => self.pod_ips.keys().cloned().collect(),
-        };
-        let mut changes = std::mem::take(&mut self.relist_changes[kind as usize]);
-        let listed = |p: &Pair| seen.contains(&std::hash::BuildHasher::hash_one(&self.seen_hasher, p));
-        let gone: Vec<Pair> = gone.into_iter().filter(|p| !listed(p)).collect();
-        for pair in gone {
-            changes += 1;
-            self.delete(&ObjectKey {
-                kind,
-                namespace: pair.0.to_string(),
-                name: pair.1.to_string(),
-            });
-        }
-        self.listed[kind as usize] = true;
-        self.confirmed[kind as usize] = true;
-        self.dirty = true;
-        self.prune_strings();
-        changes
     }
 
     /// Edits a namespace entry, dropping it once it holds nothing.
@@ -516,56 +447,10 @@ impl Writer {
             }
         }
     }
-
-    fn remove_pod(&mut self, pair: &Pair) {
-        let Some((ips, running)) = self.pod_ips.remove(pair) else {
-            return;
-        };
-        let ns = self.pod_namespace_id(&pair.0);
-        for ip in ips.iter() {
-            self.live.pods.remove(*ip, &(ns, running));
-        }
-    }
-
-    /// The index of `namespace` in the snapshot's pod namespaces (added
-    /// on first sight; the table only grows, by one name per namespace).
-    fn pod_namespace_id(&mut self, namespace: &Arc<str>) -> u32 {
-        if let Some(id) = self.pod_namespace_ids.get(namespace) {
-            return *id;
-        }
-        let id = self.live.pod_namespaces.len() as u32;
-        Arc::make_mut(&mut self.live.pod_namespaces).push(namespace.clone());
-        self.pod_namespace_ids.insert(namespace.clone(), id);
-        id
-    }
-}
-
-/// A pod's IPs, without a heap allocation for the common single one
-/// (24 bytes: a hash-map slot for every pod pays for what is inline).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum PodIps {
-    One(IpAddr),
-    Other(Box<[IpAddr]>),
-}
-
-impl From<Vec<IpAddr>> for PodIps {
-    fn from(ips: Vec<IpAddr>) -> PodIps {
-        match ips.as_slice() {
-            [one] => PodIps::One(*one),
-            _ => PodIps::Other(ips.into_boxed_slice()),
-        }
-    }
-}
-
-impl PodIps {
-    pub(crate) fn iter(&self) -> std::slice::Iter<'_, IpAddr> {
-        match self {
-            PodIps::One(ip) => std::slice::from_ref(ip).iter(),
-            PodIps::Other(ips) => ips.iter(),
-        }
-    }
 }
 
 mod export;
+mod pods;
+mod relist;
 #[cfg(test)]
 mod tests;
