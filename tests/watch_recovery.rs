@@ -120,7 +120,7 @@ fn a_restart_during_an_outage_serves_the_persisted_state_then_reconciles() {
     assert_eq!(a(&server, "gone-later.default.svc.cluster.local."), ["10.96.0.80"]);
     assert_eq!(a(&server, "pg.db.svc.cluster.local."), ["10.1.0.1", "10.1.0.2"]);
     assert!(http_get(server.ready, "/ready").starts_with("HTTP/1.1 200"));
-    assert!(server.log_contains("not yet confirmed by the API"));
+    assert!(logged(&server, "not yet confirmed by the API", Duration::from_secs(2)));
     assert_eq!(server.metric("clusterdns_kubernetes_state_unconfirmed"), 1.0);
     assert!(server.metric("clusterdns_kubernetes_unconfirmed_state_age_seconds") >= 0.0);
 

@@ -183,11 +183,11 @@ pub async fn restore(
     let shown = p.path.display();
     match loaded {
         Ok((mut w, Ok((written, count)))) => {
+            let written_ms = written.duration_since(UNIX_EPOCH).map_or(1, |d| d.as_millis() as u64);
+            metrics.watch.unconfirmed_written_ms.store(written_ms.max(1), Relaxed);
             w.restored();
             w.publish(store, super::snapshot::unix_now());
             super::record(&mut w, metrics);
-            let written_ms = written.duration_since(UNIX_EPOCH).map_or(1, |d| d.as_millis() as u64);
-            metrics.watch.unconfirmed_written_ms.store(written_ms.max(1), Relaxed);
             let age = SystemTime::now().duration_since(written).unwrap_or_default().as_secs();
             let (services, took) = (store.load().service_count(), started.elapsed().as_secs_f64());
             tracing::warn!(target: "kubernetes", "persist {shown}: serving the state saved {age} s ago ({count} objects, {services} services, loaded in {took:.2} s), not yet confirmed by the API");
