@@ -106,10 +106,27 @@ impl Histogram {
     }
 }
 
+/// Why a watcher resumed its watch or relisted (`reason` label), in
+/// `watch::follow::Reason` order.
+pub const RESTART_REASONS: [&str; 6] = ["start", "watch_ended", "expired", "stalled", "error", "resync"];
+/// The reasons a resume can have (a relist: the others, and `error`).
+const RESUME_REASONS: [bool; 6] = [false, true, false, true, true, false];
+
 /// The watch path's numbers, per kind (indexed as [`KINDS`]).
 #[derive(Default)]
 pub struct Watch {
     pub invalid: [AtomicU64; 4],
+    /// Watches resumed from the last resourceVersion, by reason.
+    pub resumes: [[AtomicU64; 6]; 4],
+    /// Full lists, by reason.
+    pub relists_by: [[AtomicU64; 6]; 4],
+    /// Objects a `resync` relist found different from what was served.
+    pub resync_corrections: [AtomicU64; 4],
+    /// Unix ms when the state served from the `persist` file was written,
+    /// while no list has confirmed it yet (0: nothing unconfirmed).
+    pub unconfirmed_written_ms: AtomicU64,
+    /// State file writes that failed.
+    pub persist_failures: AtomicU64,
     pub relists: [AtomicU64; 4],
     pub errors: [AtomicU64; 4],
     pub objects: [AtomicU64; 4],
@@ -128,6 +145,28 @@ impl Watch {
     /// Records that `kind` saw an event now.
     pub fn event(&self, kind: usize) {
         self.last_event_ms[kind].store(now_ms(), Relaxed);
+    }
+
+    /// `clusterdns_kubernetes_watch_restarts_total{kind,action,reason}`.
+    fn render_restarts(&self, s: &mut String) {
+        let name = "clusterdns_kubernetes_watch_restarts_total";
+        let help = "Watches resumed (action=resume) and full lists (action=relist), by kind and reason.";
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (k, kind) in KINDS.iter().enumerate() {
+            for (action, counts) in [("resume", &self.resumes[k]), ("relist", &self.relists_by[k])] {
+                for (r, reason) in RESTART_REASONS.iter().enumerate() {
+                    let resume_only = RESUME_REASONS[r] && RESTART_REASONS[r] != "error";
+                    if (action == "resume" && !RESUME_REASONS[r]) || (action == "relist" && resume_only) {
+                        continue;
+                    }
+                    let n = counts[r].load(Relaxed);
+                    let _ = writeln!(
+                        s,
+                        "{name}{{kind=\"{kind}\",action=\"{action}\",reason=\"{reason}\"}} {n}"
+                    );
+                }
+            }
+        }
     }
 
     fn render(&self, s: &mut String) {
@@ -158,6 +197,50 @@ impl Watch {
         for (name, help, values) in counters {
             family(s, name, "counter", help, "kind", by_kind(values));
         }
+        self.render_restarts(s);
+        family(
+            s,
+            "clusterdns_kubernetes_resync_corrections_total",
+            "counter",
+            "Objects a periodic relist (resync) found different from what was served, and corrected.",
+            "kind",
+            by_kind(&self.resync_corrections),
+        );
+        let written = self.unconfirmed_written_ms.load(Relaxed);
+        let age = if written == 0 {
+            0.0
+        } else {
+            now_ms().saturating_sub(written) as f64 / 1000.0
+        };
+        let help = "Age in seconds of the state served from the persist file while the API has not confirmed it (0: confirmed, or none).";
+        family(
+            s,
+            "clusterdns_kubernetes_unconfirmed_state_age_seconds",
+            "gauge",
+            help,
+            "",
+            [("", age)],
+        );
+        let help = "1 while the served state comes from the persist file and no full list has confirmed it.";
+        let unconfirmed = [("", u8::from(written != 0))];
+        family(
+            s,
+            "clusterdns_kubernetes_state_unconfirmed",
+            "gauge",
+            help,
+            "",
+            unconfirmed,
+        );
+        let help = "Writes of the persist file that failed.";
+        let failures = [("", self.persist_failures.load(Relaxed))];
+        family(
+            s,
+            "clusterdns_kubernetes_persist_failures_total",
+            "counter",
+            help,
+            "",
+            failures,
+        );
         family(
             s,
             "clusterdns_kubernetes_objects",

@@ -71,6 +71,9 @@ pub fn run(c: &Churn) -> Result<ChurnReport, String> {
         corefile_extra: stub
             .as_ref()
             .map_or_else(String::new, |(addr, _)| format!("    forward . {addr}\n    cache 30\n")),
+        pods: 0,
+        persist: false,
+        pin_server: None,
     };
     let (server, dns, ready) = watchbench::spawn(&opts, &api)?;
     let started = Instant::now();

@@ -4,8 +4,9 @@
 //! loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]
 //!     serve a synthetic cluster from the fake Kubernetes API server
 //!     (try: kubectl --server=http://ADDR get svc -A)
-//! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]
-//!     initial sync time, RSS, change-to-served latency and relist peak RSS
+//! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist] [--pin-server CPU]
+//!     initial sync time, RSS, change-to-served latency and relist peak RSS; --pod-objects N adds
+//!     N Pods (`pods verified`); --persist also restarts the server warm during an API outage
 //! loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|KUBECTL.json | --namespaces N --services N] [--lookups L])
 //!         [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N]
 //!         [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report]
@@ -48,7 +49,7 @@ use loadtest::{incluster, merge, plan, workload};
 
 use args::{parse, Args};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist] [--pin-server CPU]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -123,13 +124,17 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         shape: args.shape,
         changes: args.changes,
         corefile_extra: String::new(),
+        pods: args.pod_objects,
+        persist: args.persist,
+        pin_server: args.pin_server,
     };
     let r = watchbench::run(&opts)?;
     let s = &args.shape;
     println!(
-        "services {} x {} endpoints: sync {:.2} s, steady RSS {:.1} MB, change-to-served p50 {:.2} ms p99 {:.2} ms max {:.2} ms ({} changes), relist peak RSS {:.1} MB ({:.2}x steady, {:.1} s)",
+        "services {} x {} endpoints, {} pods: sync {:.2} s, steady RSS {:.1} MB, change-to-served p50 {:.2} ms p99 {:.2} ms max {:.2} ms ({} changes), relist peak RSS {:.1} MB ({:.2}x steady), relist served a deletion in {:.2} s",
         s.services,
         s.endpoints,
+        args.pod_objects,
         r.sync.as_secs_f64(),
         r.steady_rss_kb as f64 / 1024.0,
         r.change_p50.as_secs_f64() * 1e3,
@@ -140,6 +145,20 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         r.relist_peak_rss_kb as f64 / r.steady_rss_kb.max(1) as f64,
         r.relist_time.as_secs_f64(),
     );
+    println!(
+        "  CPU during the sync: server {:.2} s, fake API server (this process) {:.2} s",
+        r.sync_cpu_server.as_secs_f64(),
+        r.sync_cpu_fake.as_secs_f64()
+    );
+    if let Some(w) = &r.warm {
+        println!(
+            "  restart with persist during an API outage: answered in {:.2} s (state file {:.1} MB), RSS {:.1} MB; after the API returned, synced (a deletion served) in {:.2} s",
+            w.answered.as_secs_f64(),
+            w.file_bytes as f64 / 1e6,
+            w.rss_kb as f64 / 1024.0,
+            w.reconciled.as_secs_f64(),
+        );
+    }
     Ok(())
 }
 

@@ -78,6 +78,22 @@ pub fn populate(api: &FakeApi, shape: &Shape) {
     }
 }
 
+/// Pod `i`: Running, in namespace `i % namespaces`, one IP from 10.192.0.0/10.
+pub fn pod(shape: &Shape, i: usize) -> Value {
+    let ns = format!("ns-{}", i % shape.namespaces.max(1));
+    let ip = format!("10.{}.{}.{}", 192 + (i >> 16) % 64, (i >> 8) & 255, i & 255);
+    json!({"metadata": {"name": format!("pod-{i}"), "namespace": ns, "labels": {"app": format!("app-{}", i % 1000)}},
+           "spec": {"nodeName": format!("node-{}", i % 500), "containers": [{"name": "main", "image": "registry.example/app:1"}]},
+           "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "hostIP": "192.168.0.1"}})
+}
+
+/// Puts `count` Pods into `api`.
+pub fn populate_pods(api: &FakeApi, shape: &Shape, count: usize) {
+    for i in 0..count {
+        api.put("pods", pod(shape, i));
+    }
+}
+
 /// Seconds since the Unix epoch as RFC 3339 UTC (`2026-11-22T10:00:00Z`),
 /// the form of `endpoints.kubernetes.io/last-change-trigger-time`.
 pub fn rfc3339(unix: u64) -> String {

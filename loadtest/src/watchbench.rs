@@ -1,6 +1,10 @@
 //! `loadtest watch-bench`: the watch path's numbers against the fake API
 //! server — initial sync time, steady RSS, change-to-served latency, and
-//! peak RSS while a forced relist (history compaction → 410 Expired) runs.
+//! peak RSS while a forced relist (history compaction → 410 Expired) runs,
+//! timed until a Service deleted at the compaction answers NXDOMAIN. With
+//! `persist`, the server is then restarted while the API is down: how soon
+//! it answers from its state file, and how soon it reconciles once the API
+//! is back.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -23,6 +27,23 @@ pub struct Options {
     pub changes: usize,
     /// More lines for the server block (beside `kubernetes`).
     pub corefile_extra: String,
+    /// Pods to serve (`pods verified`).
+    pub pods: usize,
+    /// Restart warm from a `persist` file during an API outage.
+    pub persist: bool,
+    /// Run the server on this CPU only (`taskset -c`).
+    pub pin_server: Option<usize>,
+}
+
+/// A restart with `persist` while the API server is down.
+#[derive(Debug)]
+pub struct Warm {
+    /// From spawn to the first answer of a cluster name.
+    pub answered: Duration,
+    pub file_bytes: u64,
+    pub rss_kb: u64,
+    /// From the API's return to a deletion made during the outage served.
+    pub reconciled: Duration,
 }
 
 /// The measurements.
@@ -35,6 +56,11 @@ pub struct Report {
     pub change_max: Duration,
     pub relist_peak_rss_kb: u64,
     pub relist_time: Duration,
+    pub warm: Option<Warm>,
+    /// CPU time during the initial sync: the server's, and the bench
+    /// process's (the fake API server, serializing the lists).
+    pub sync_cpu_server: Duration,
+    pub sync_cpu_fake: Duration,
 }
 
 /// Sorted latencies with their quantiles.
@@ -72,6 +98,16 @@ impl Drop for Running {
     }
 }
 
+/// CPU time (user + system) `pid` has used so far (`/proc/PID/stat`;
+/// the bench's own process is `std::process::id()`).
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // the fields after the command name (which may hold spaces) in parentheses
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
 /// The resident set size of `pid` in KB (0 when unknown).
 pub fn rss_kb(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -90,14 +126,33 @@ pub(crate) fn ready(addr: SocketAddr) -> bool {
     out.starts_with("HTTP/1.1 200")
 }
 
+fn work_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("clusterdns-watchbench-{}", std::process::id()))
+}
+
 /// Starts the server against `api` and returns it with its DNS and ready addresses.
 pub(crate) fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAddr, SocketAddr), String> {
-    let dir = std::env::temp_dir().join(format!("clusterdns-watchbench-{}", std::process::id()));
+    let dir = work_dir();
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let conf = dir.join("Corefile");
-    let text = format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local {{\n        endpoint {}\n    }}\n{}}}\n", api.url(), opts.corefile_extra);
+    let mut options = String::new();
+    if opts.pods > 0 {
+        options.push_str("        pods verified\n");
+    }
+    if opts.persist {
+        options.push_str(&format!("        persist {}\n", dir.join("state").display()));
+    }
+    let text = format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local {{\n        endpoint {}\n{options}    }}\n{}}}\n", api.url(), opts.corefile_extra);
     std::fs::write(&conf, text).map_err(|e| e.to_string())?;
-    let mut child = Command::new(&opts.server)
+    let mut command = match opts.pin_server {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(cpu.to_string()).arg(&opts.server);
+            c
+        }
+        None => Command::new(&opts.server),
+    };
+    let mut child = command
         .arg("-conf")
         .arg(&conf)
         .stderr(Stdio::piped())
@@ -156,25 +211,93 @@ pub(crate) fn change_and_wait(
     }
 }
 
+/// Queries `qname` until `done` holds for its answer (at most `limit`);
+/// the time that took.
+fn until(
+    sock: &UdpSocket,
+    dns: SocketAddr,
+    qname: &str,
+    limit: Duration,
+    done: impl Fn(Option<Vec<std::net::Ipv4Addr>>) -> bool,
+) -> Result<Duration, String> {
+    let started = Instant::now();
+    let mut id = 0u16;
+    loop {
+        id = id.wrapping_add(1);
+        if done(query_a(sock, dns, qname, id)) {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > limit {
+            return Err(format!("{qname}: not as expected within {limit:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn qname(shape: &Shape, i: usize) -> String {
+    let (ns, name) = synth::service_name(shape, i);
+    format!("{name}.{ns}.svc.cluster.local")
+}
+
+/// Samples the peak RSS of `pid` until dropped.
+struct PeakRss {
+    peak: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakRss {
+    fn start(pid: u32) -> PeakRss {
+        let peak = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, s) = (peak.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                p.fetch_max(rss_kb(pid), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        PeakRss {
+            peak,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
 /// Runs the whole benchmark.
 pub fn run(opts: &Options) -> Result<Report, String> {
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let api = rt.block_on(FakeApi::start()).map_err(|e| e.to_string())?;
     synth::populate(&api, &opts.shape);
+    synth::populate_pods(&api, &opts.shape, opts.pods);
+    let _ = std::fs::remove_file(work_dir().join("state"));
     let started = Instant::now();
+    let fake_before = cpu_time(std::process::id());
     let (server, dns, ready_addr) = spawn(opts, &api)?;
     let pid = server.0.id();
     while !ready(ready_addr) {
         if started.elapsed() > Duration::from_secs(900) {
             return Err("not ready within 900 s".into());
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
     let sync = started.elapsed();
+    let sync_cpu_server = cpu_time(pid);
+    let sync_cpu_fake = cpu_time(std::process::id()).saturating_sub(fake_before);
     std::thread::sleep(Duration::from_secs(2));
     let steady_rss_kb = rss_kb(pid);
 
     let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(500)));
     let mut latencies = Vec::new();
     for c in 0..opts.changes {
         let i = (c * 7919) % opts.shape.services.max(1);
@@ -182,43 +305,67 @@ pub fn run(opts: &Options) -> Result<Report, String> {
     }
     let latencies = Latencies::new(latencies);
 
-    let peak = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (peak, stop) = (peak.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_kb(pid), Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        })
-    };
-    let (lists_before, _) = api.counts();
-    let relist_started = Instant::now();
-    api.compact();
-    api.drop_streams();
-    let kinds = 3;
-    while api.counts().0 < lists_before + kinds && relist_started.elapsed() < Duration::from_secs(600) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // the lists are served; give the writer time to apply them
-    let probe = synth::service_name(&opts.shape, 0);
-    let probe = format!("{}.{}.svc.cluster.local", probe.1, probe.0);
-    std::thread::sleep(Duration::from_secs(2));
-    let relist_time = relist_started.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    let _ = sampler.join();
-    if query_a(&sock, dns, &probe, 7).is_none() {
+    // An API server restart with its history compacted (every watch
+    // dropped, 410 Expired on resume) and a Service deleted meanwhile: it
+    // answers NXDOMAIN once the relist of Services is complete.
+    let sampler = PeakRss::start(pid);
+    let last = opts.shape.services.saturating_sub(1);
+    let (ns, name) = synth::service_name(&opts.shape, last);
+    api.delete_unannounced("services", &ns, &name);
+    api.restart();
+    let relist_time = until(&sock, dns, &qname(&opts.shape, last), Duration::from_secs(600), |a| {
+        a.is_none()
+    })?;
+    std::thread::sleep(Duration::from_secs(1));
+    let relist_peak_rss_kb = sampler.finish();
+    if query_a(&sock, dns, &qname(&opts.shape, 0), 7).is_none() {
         return Err("the probe name does not answer after the relist".into());
     }
-    drop(server);
+    let warm = if opts.persist {
+        std::thread::sleep(Duration::from_secs(6)); // the state is saved within 5 s of a change
+        drop(server);
+        Some(warm_restart(opts, &api, &sock)?)
+    } else {
+        drop(server);
+        None
+    };
     Ok(Report {
         sync,
         steady_rss_kb,
         change_p50: latencies.quantile(0.5),
         change_p99: latencies.quantile(0.99),
         change_max: latencies.max(),
-        relist_peak_rss_kb: peak.load(Ordering::Relaxed),
+        relist_peak_rss_kb,
         relist_time,
+        warm,
+        sync_cpu_server,
+        sync_cpu_fake,
+    })
+}
+
+/// Restarts the server while the API is down, then brings the API back
+/// with one Service deleted meanwhile.
+fn warm_restart(opts: &Options, api: &FakeApi, sock: &UdpSocket) -> Result<Warm, String> {
+    let file_bytes = std::fs::metadata(work_dir().join("state")).map_or(0, |m| m.len());
+    api.set_fault(crate::fakeapi::Fault::Outage);
+    let spawned = Instant::now();
+    let (server, dns, _) = spawn(opts, api)?;
+    until(sock, dns, &qname(&opts.shape, 0), Duration::from_secs(60), |a| {
+        a.is_some()
+    })?;
+    let answered = spawned.elapsed();
+    let rss_kb = rss_kb(server.0.id());
+    let (ns, name) = synth::service_name(&opts.shape, 0);
+    api.delete("services", &ns, &name);
+    let back = Instant::now();
+    api.set_fault(crate::fakeapi::Fault::None);
+    until(sock, dns, &qname(&opts.shape, 0), Duration::from_secs(600), |a| {
+        a.is_none()
+    })?;
+    Ok(Warm {
+        answered,
+        file_bytes,
+        rss_kb,
+        reconciled: back.elapsed(),
     })
 }

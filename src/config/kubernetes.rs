@@ -7,6 +7,8 @@
 //!     endpoint_pod_names           ttl 0..3600 (default 5)        noendpoints
 //!     fallthrough [ZONES...]       ignore empty_service           snapshot FILE
 //!     watch_timeout DURATION (default 290s; a silent watch is reconnected 5 s after it)
+//!     persist FILE [MAX_AGE]       (default 1h: serve a saved state at start)
+//!     resync DURATION              (off: relist every DURATION, counting corrections)
 //! }
 //! ```
 
@@ -60,6 +62,18 @@ pub struct KubernetesConfig {
     /// sends nothing (not even a bookmark) for this long plus 5 s is
     /// treated as dead and reconnected (clusterdns extension).
     pub watch_timeout: std::time::Duration,
+    /// `persist FILE [MAX_AGE]`: keep the synced state on disk and serve
+    /// it at start while the API is listed (clusterdns extension).
+    pub persist: Option<Persist>,
+    /// `resync DURATION`: relist every kind this often (off by default).
+    pub resync: Option<std::time::Duration>,
+}
+
+/// Where the state is kept, and how old a saved state may be to be served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Persist {
+    pub path: PathBuf,
+    pub max_age: std::time::Duration,
 }
 
 impl KubernetesConfig {
@@ -105,6 +119,8 @@ pub fn parse(
         fallthrough: None,
         ignore_empty_service: false,
         watch_timeout: std::time::Duration::from_secs(290),
+        persist: None,
+        resync: None,
     };
     let (mut snapshot, mut endpoint, mut kubeconfig, mut tls) = (None, None, None, None);
     for line in &d.options {
@@ -155,13 +171,35 @@ pub fn parse(
                 Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "watch_timeout: out of range 1s..1h")),
                 None => {}
             },
+            "persist" if a.count(1, 2, errors) => {
+                let max_age = match a.args.len() {
+                    2 => match a.duration(1, errors) {
+                        Some(t) if t >= std::time::Duration::from_secs(1) => Some(t),
+                        Some(_) => {
+                            errors.push(ConfigError::new(&a.args[1].pos, "persist: MAX_AGE must be at least 1s"));
+                            None
+                        }
+                        None => None,
+                    },
+                    _ => Some(std::time::Duration::from_secs(3600)),
+                };
+                cfg.persist = max_age.map(|max_age| Persist {
+                    path: dir.join(&a.args[0].text),
+                    max_age,
+                });
+            }
+            "resync" if a.count(1, 1, errors) => match a.duration(0, errors) {
+                Some(t) if t >= std::time::Duration::from_secs(1) => cfg.resync = Some(t),
+                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "resync: must be at least 1s")),
+                None => {}
+            },
             "endpoint" | "kubeconfig" | "tls" | "snapshot" | "namespaces" | "labels" | "pods" | "endpoint_pod_names"
-            | "noendpoints" | "ttl" | "ignore" | "watch_timeout" => {} // wrong argument count, already reported
+            | "noendpoints" | "ttl" | "ignore" | "watch_timeout" | "persist" | "resync" => {} // wrong argument count, already reported
             other => errors.push(ConfigError::new(
                 a.pos(),
                 format!(
                     "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, pods, \
-                     endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout)"
+                     endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout, persist, resync)"
                 ),
             )),
         }
@@ -172,6 +210,12 @@ pub fn parse(
                 errors.push(ConfigError::new(
                     &d.name.pos,
                     "kubernetes: 'snapshot' cannot be combined with 'endpoint' or 'kubeconfig'",
+                ));
+            }
+            if cfg.persist.is_some() || cfg.resync.is_some() {
+                errors.push(ConfigError::new(
+                    &d.name.pos,
+                    "kubernetes: 'persist' and 'resync' apply to the API source, not to 'snapshot'",
                 ));
             }
             Source::Snapshot(path)

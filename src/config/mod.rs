@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use hickory_proto::rr::Name;
 
-pub use kubernetes::{KubernetesConfig, PodMode, Source};
+pub use kubernetes::{KubernetesConfig, Persist, PodMode, Source};
 use lexer::Pos;
 
 /// One configuration problem, displayed as `FILE:LINE:COL: message`.

@@ -345,6 +345,12 @@ pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> 
             k.watch_timeout
         )?,
     }
+    if let Some(p) = &k.persist {
+        writeln!(f, "    persist {}  max_age {:?}", p.path.display(), p.max_age)?;
+    }
+    if let Some(r) = k.resync {
+        writeln!(f, "    resync {r:?}")?;
+    }
     writeln!(
         f,
         "    pods {:?}  ttl {}  endpoint_pod_names {}  noendpoints {}",

@@ -22,6 +22,9 @@ const SHARDS: usize = 2048;
 struct Shard<V> {
     v4: Vec<(u32, V)>,
     v6: Vec<([u8; 16], V)>,
+    /// Filled by [`AddrIndex::push`] and not yet sorted: only while the
+    /// writer builds its first snapshot, never in a published one.
+    unsorted: bool,
 }
 
 impl<V> Default for Shard<V> {
@@ -29,7 +32,16 @@ impl<V> Default for Shard<V> {
         Shard {
             v4: Vec::new(),
             v6: Vec::new(),
+            unsorted: false,
         }
+    }
+}
+
+impl<V: Ord> Shard<V> {
+    fn sort(&mut self) {
+        self.v4.sort_unstable();
+        self.v6.sort_unstable();
+        self.unsorted = false;
     }
 }
 
@@ -113,8 +125,32 @@ impl<V: Clone + Ord> AddrIndex<V> {
         }
     }
 
+    /// Adds one `value` for `addr` without keeping the shard sorted: for
+    /// building a first snapshot in bulk (a sorted insert moves half a
+    /// shard each time). [`AddrIndex::sort`] must follow before any lookup.
+    pub fn push(&mut self, addr: IpAddr, value: V) {
+        let shard = self.shard_mut(addr);
+        match addr {
+            IpAddr::V4(a) => shard.v4.push((a.to_bits(), value)),
+            IpAddr::V6(a) => shard.v6.push((a.octets(), value)),
+        }
+        shard.unsorted = true;
+    }
+
+    /// Sorts the shards [`AddrIndex::push`] filled.
+    pub fn sort(&mut self) {
+        for i in 0..SHARDS {
+            if self.shards[i].unsorted {
+                Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[i]).sort();
+            }
+        }
+    }
+
     /// Removes one `value` of `addr`, if held.
     pub fn remove(&mut self, addr: IpAddr, value: &V) {
+        if self.shards[shard_of(addr)].unsorted {
+            self.shard_mut(addr).sort();
+        }
         if !self.get(addr).any(|v| v == value) {
             return; // no copy of the shard for nothing
         }
@@ -168,5 +204,22 @@ mod tests {
             .filter(|i| Arc::ptr_eq(&before.shards[*i], &idx.shards[*i]))
             .count();
         assert!(shared >= SHARDS - 2, "{shared}");
+    }
+
+    #[test]
+    fn pushed_in_bulk_then_sorted_equals_inserted() {
+        let (mut bulk, mut sorted) = (AddrIndex::default(), AddrIndex::default());
+        for i in (0..5_000u32).rev() {
+            let (addr, value) = (IpAddr::V4((i % 700).into()), i % 3);
+            bulk.push(addr, value);
+            sorted.insert(addr, value);
+        }
+        bulk.remove(IpAddr::V4(5u32.into()), &2);
+        sorted.remove(IpAddr::V4(5u32.into()), &2);
+        bulk.sort();
+        for i in 0..700u32 {
+            let addr = IpAddr::V4(i.into());
+            assert!(bulk.get(addr).eq(sorted.get(addr)), "{addr}");
+        }
     }
 }

@@ -82,16 +82,21 @@ pub enum Record {
 
 impl Record {
     pub fn key(&self) -> ObjectKey {
-        let (kind, namespace, name) = match self {
-            Record::Namespace { name } => (Kind::Namespace, "", name),
-            Record::Service { namespace, name, .. } => (Kind::Service, namespace.as_str(), name),
-            Record::Slice { namespace, name, .. } => (Kind::EndpointSlice, namespace.as_str(), name),
-            Record::Pod { namespace, name, .. } => (Kind::Pod, namespace.as_str(), name),
-        };
+        let (kind, namespace, name) = self.key_parts();
         ObjectKey {
             kind,
             namespace: namespace.to_string(),
-            name: name.clone(),
+            name: name.to_string(),
+        }
+    }
+
+    /// Kind, namespace (empty for a Namespace) and name, borrowed.
+    pub fn key_parts(&self) -> (Kind, &str, &str) {
+        match self {
+            Record::Namespace { name } => (Kind::Namespace, "", name),
+            Record::Service { namespace, name, .. } => (Kind::Service, namespace, name),
+            Record::Slice { namespace, name, .. } => (Kind::EndpointSlice, namespace, name),
+            Record::Pod { namespace, name, .. } => (Kind::Pod, namespace, name),
         }
     }
 }

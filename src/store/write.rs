@@ -9,7 +9,9 @@
 //! name never disappears in between, and nothing but the compact records
 //! that changed is held twice.
 
-use std::collections::{HashMap, HashSet};
+/// The writer's own tables hash with foldhash too (SipHash was 2% of a sync).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -17,6 +19,9 @@ use std::time::SystemTime;
 use super::change::{Kind, ObjectKey, PortIn, Record};
 use super::records::{Endpoint, External, Port, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
 use super::{Namespace, Snapshot, Store};
+
+pub use export::Export;
+use pods::PodIps;
 
 type Pair = (Arc<str>, Arc<str>);
 
@@ -30,12 +35,25 @@ pub struct Writer {
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
     /// `(namespace, pod)` → its IPs and whether it is Running.
-    pod_ips: HashMap<Pair, (Vec<IpAddr>, bool)>,
-    /// Keys seen by a relist in progress, per kind.
-    relisting: [Option<HashSet<Pair>>; 4],
+    pod_ips: HashMap<Pair, (PodIps, bool)>,
+    /// Namespace → its index in the snapshot's `pod_namespaces`.
+    pod_namespace_ids: HashMap<Arc<str>, u32>,
+    /// Keys seen by a relist in progress, per kind, as 64-bit hashes (8
+    /// bytes a key instead of 32: the relist peak of 150,000 Pods; a
+    /// collision would only keep a deleted object until the next relist).
+    relisting: [Option<HashSet<u64>>; 4],
+    seen_hasher: foldhash::fast::RandomState,
+    /// Objects the relist in progress changed (upserts that differed, and
+    /// deletions at its end), per kind.
+    relist_changes: [usize; 4],
     listed: [bool; 4],
+    /// Listed by the source itself (not only restored from disk).
+    confirmed: [bool; 4],
     watched: Vec<Kind>,
     dirty: bool,
+    /// Nothing published yet: reverse entries are pushed unsorted and
+    /// sorted once before the first publish.
+    building: bool,
     /// Slice changes applied since the last [`Writer::take_programmed`]:
     /// `(service kind index, trigger time)`, for the programming latency.
     programmed: Vec<(usize, SystemTime)>,
@@ -47,15 +65,20 @@ impl Writer {
     pub fn new(watched: &[Kind]) -> Writer {
         Writer {
             live: Snapshot::unsynced(),
-            strings: HashSet::new(),
-            port_lists: HashSet::new(),
+            strings: HashSet::default(),
+            port_lists: HashSet::default(),
             strings_after_prune: 0,
-            slice_owner: HashMap::new(),
-            pod_ips: HashMap::new(),
+            slice_owner: HashMap::default(),
+            pod_ips: HashMap::default(),
+            pod_namespace_ids: HashMap::default(),
             relisting: Default::default(),
+            seen_hasher: foldhash::fast::RandomState::default(),
+            relist_changes: [0; 4],
             listed: [false; 4],
+            confirmed: [false; 4],
             watched: watched.to_vec(),
             dirty: true,
+            building: true,
             programmed: Vec::new(),
         }
     }
@@ -82,6 +105,22 @@ impl Writer {
         self.watched.iter().all(|k| self.listed[*k as usize])
     }
 
+    /// Whether every watched kind has been listed by the source (not
+    /// only restored by [`Writer::restored`]).
+    pub fn confirmed(&self) -> bool {
+        self.watched.iter().all(|k| self.confirmed[*k as usize])
+    }
+
+    /// The objects applied so far are a state restored from disk: serve
+    /// them as synced until the source lists each kind and reconciles.
+    pub fn restored(&mut self) {
+        for kind in &self.watched {
+            self.listed[*kind as usize] = true;
+        }
+        self.dirty = true;
+        self.prune_strings();
+    }
+
     /// Publishes the current state to `store` if anything changed.
     /// Before the first full sync nothing is published (readers answer
     /// SERVFAIL either way), so the initial lists build the snapshot in
@@ -90,6 +129,7 @@ impl Writer {
         if !self.dirty || !self.synced() {
             return false;
         }
+        self.finish_build();
         self.live.synced = self.synced();
         self.live.serial = serial;
         store.publish(self.live.clone());
@@ -99,9 +139,18 @@ impl Writer {
 
     /// The current state (for tests and one-shot builds).
     pub fn snapshot(&mut self, serial: u32) -> Snapshot {
+        self.finish_build();
         self.live.synced = self.synced();
         self.live.serial = serial;
         self.live.clone()
+    }
+
+    /// Ends the bulk build of the first snapshot (before it is shown).
+    fn finish_build(&mut self) {
+        if std::mem::take(&mut self.building) {
+            self.live.reverse.sort();
+            self.live.pods.sort();
+        }
     }
 
     fn intern(&mut self, s: &str) -> Arc<str> {
@@ -137,15 +186,42 @@ impl Writer {
         arc
     }
 
-    /// Adds or replaces one object.
-    pub fn apply(&mut self, record: Record) {
-        let key = record.key();
-        let pair = (self.intern(&key.namespace), self.intern(&key.name));
-        if let Some(seen) = &mut self.relisting[key.kind as usize] {
-            seen.insert(pair.clone());
+    /// Adds or replaces one object; whether that changed anything.
+    pub fn apply(&mut self, record: Record) -> bool {
+        let (kind, namespace, name) = record.key_parts();
+        // Pod and slice names are unique: interning would only add a set entry.
+        let name = match kind {
+            Kind::Pod | Kind::EndpointSlice => Arc::from(name),
+            _ => self.intern(name),
+        };
+        let pair = (self.intern(namespace), name);
+        let relisting = match &mut self.relisting[kind as usize] {
+            Some(seen) => {
+                seen.insert(std::hash::BuildHasher::hash_one(&self.seen_hasher, &pair));
+                true
+            }
+            None => false,
+        };
+        let changed = self.upsert(pair, record);
+        if changed {
+            self.dirty = true;
+            self.relist_changes[kind as usize] += usize::from(relisting);
         }
+        if self.strings.len() > 2 * self.strings_after_prune + 4096 {
+            self.prune_strings();
+        }
+        changed
+    }
+
+    fn upsert(&mut self, pair: Pair, record: Record) -> bool {
         match record {
-            Record::Namespace { .. } => self.edit_namespace(&pair.1, |n| n.object = true),
+            Record::Namespace { .. } => {
+                let known = self.live.namespaces.get(&pair.1).is_some_and(|n| n.object);
+                if !known {
+                    self.edit_namespace(&pair.1, |n| n.object = true);
+                }
+                !known
+            }
             Record::Service {
                 kind,
                 ports,
@@ -154,7 +230,18 @@ impl Writer {
                 ..
             } => {
                 let ports = self.ports(ports);
+                let old = self.get_service(&pair);
+                let same = |s: &Arc<Service>| {
+                    s.kind.as_ref() == Some(&kind)
+                        && s.ports == ports
+                        && s.selector == selector
+                        && s.external == external
+                };
+                if old.as_ref().is_some_and(same) {
+                    return false;
+                }
                 self.upsert_service(&pair, kind, ports, selector, external);
+                true
             }
             Record::Slice {
                 service,
@@ -172,19 +259,9 @@ impl Writer {
                     })
                     .collect();
                 let service = self.intern(&service);
-                self.upsert_slice(&pair, service, ports, endpoints, trigger);
+                self.upsert_slice(&pair, service, ports, endpoints, trigger)
             }
-            Record::Pod { ips, running, .. } => {
-                self.remove_pod(&pair);
-                for ip in &ips {
-                    self.live.pods.insert(*ip, (pair.0.clone(), running));
-                }
-                self.pod_ips.insert(pair, (ips, running));
-            }
-        }
-        self.dirty = true;
-        if self.strings.len() > 2 * self.strings_after_prune + 4096 {
-            self.prune_strings();
+            Record::Pod { ips, running, .. } => self.upsert_pod(pair, ips, running),
         }
     }
 
@@ -200,59 +277,15 @@ impl Writer {
         self.dirty = true;
     }
 
-    /// A full list of `kind` begins: objects not listed before
-    /// [`Writer::relist_done`] will be deleted then.
-    pub fn relist_start(&mut self, kind: Kind) {
-        self.relisting[kind as usize] = Some(HashSet::new());
-    }
-
-    /// The list of `kind` is complete: delete what it did not contain.
-    pub fn relist_done(&mut self, kind: Kind) {
-        let Some(seen) = self.relisting[kind as usize].take() else {
-            return;
-        };
-        let gone: Vec<Pair> = match kind {
-            Kind::Namespace => self
-                .live
-                .namespaces
-                .iter()
-                .filter(|(_, n)| n.object)
-                .map(|(k, _)| (Arc::from(""), k.clone()))
-                .collect(),
-            Kind::Service => self
-                .live
-                .namespaces
-                .iter()
-                .flat_map(|(ns, n)| {
-                    n.services
-                        .iter()
-                        .filter(|(_, s)| s.kind.is_some())
-                        .map(|(k, _)| (ns.clone(), k.clone()))
-                })
-                .collect(),
-            Kind::EndpointSlice => self.slice_owner.keys().cloned().collect(),
-            Kind::Pod => self.pod_ips.keys().cloned().collect(),
-        };
-        for pair in gone.into_iter().filter(|p| !seen.contains(p)) {
-            self.delete(&ObjectKey {
-                kind,
-                namespace: pair.0.to_string(),
-                name: pair.1.to_string(),
-            });
-        }
-        self.listed[kind as usize] = true;
-        self.dirty = true;
-        self.prune_strings();
-    }
-
     /// Edits a namespace entry, dropping it once it holds nothing.
+    /// The entry is taken out of the map while it is edited, so that its
+    /// service map is not shared and is edited in place unless a published
+    /// snapshot holds it (a clone would copy the path of every insert).
     fn edit_namespace(&mut self, ns: &Arc<str>, edit: impl FnOnce(&mut Namespace)) {
-        let mut entry = self.live.namespaces.get(ns).cloned().unwrap_or_default();
+        let mut entry = self.live.namespaces.remove(ns).unwrap_or_default();
         edit(&mut entry);
         if entry.object || !entry.services.is_empty() {
             self.live.namespaces.insert(ns.clone(), entry);
-        } else {
-            self.live.namespaces.remove(ns);
         }
     }
 
@@ -302,12 +335,12 @@ impl Writer {
         let id = self.id(old.as_ref(), pair);
         let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
         if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
-            self.ptrs(ips.to_vec(), &id, PtrHost::Service, false);
+            self.ptrs(ips, &id, PtrHost::Service, false);
         }
         self.external_ptrs(old.as_ref().and_then(|s| s.external.as_deref()), &id, false);
         self.external_ptrs(external.as_deref(), &id, true);
         if let ServiceKind::ClusterIp(ips) = &kind {
-            self.ptrs(ips.to_vec(), &id, PtrHost::Service, true);
+            self.ptrs(ips, &id, PtrHost::Service, true);
         }
         self.put_service(
             pair,
@@ -325,7 +358,7 @@ impl Writer {
     fn delete_service(&mut self, pair: &Pair) {
         let Some(old) = self.get_service(pair) else { return };
         if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
-            self.ptrs(ips.to_vec(), &old.id, PtrHost::Service, false);
+            self.ptrs(ips, &old.id, PtrHost::Service, false);
         }
         self.external_ptrs(old.external.as_deref(), &old.id, false);
         let ports = self.ports(Vec::new());
@@ -349,7 +382,7 @@ impl Writer {
         ports: Arc<[Port]>,
         endpoints: Arc<[Endpoint]>,
         trigger: Option<SystemTime>,
-    ) {
+    ) -> bool {
         let owner_key = (slice.0.clone(), service.clone());
         let previous_owner = self.slice_owner.insert(slice.clone(), service.clone());
         if previous_owner.as_ref().is_some_and(|p| *p != service) {
@@ -370,7 +403,7 @@ impl Writer {
         let mut slices = std::mem::take(&mut entry.slices).into_vec();
         if let Some(i) = slices.iter().position(|s| s.name == slice.1) {
             if slices[i].endpoints == endpoints && slices[i].ports == ports {
-                return; // unchanged (the common case in a relist)
+                return false; // unchanged (the common case in a relist)
             }
             let removed = slices.remove(i).endpoints;
             self.endpoint_ptrs(&removed, &entry.id, false);
@@ -392,6 +425,7 @@ impl Writer {
             self.programmed.push((kind, at));
         }
         self.put_service(&owner_key, entry);
+        true
     }
 
     fn delete_slice(&mut self, slice: &Pair) {
@@ -416,19 +450,21 @@ impl Writer {
     fn endpoint_ptrs(&mut self, endpoints: &[Endpoint], id: &Arc<ServiceId>, add: bool) {
         for e in endpoints {
             let host = e.hostname.clone().map_or(PtrHost::Dashed, PtrHost::Named);
-            self.ptrs(vec![e.addr], id, host, add);
+            self.ptrs(std::slice::from_ref(&e.addr), id, host, add);
         }
     }
 
     /// Adds or removes one PTR target per address (a multiset: an address
     /// listed twice is removed once per removal).
-    fn ptrs(&mut self, addrs: Vec<IpAddr>, id: &Arc<ServiceId>, host: PtrHost, add: bool) {
+    fn ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, host: PtrHost, add: bool) {
         let target = PtrTarget::new(id.clone(), host);
         for addr in addrs {
-            if add {
-                self.live.reverse.insert(addr, target.clone());
+            if add && self.building {
+                self.live.reverse.push(*addr, target.clone());
+            } else if add {
+                self.live.reverse.insert(*addr, target.clone());
             } else {
-                self.live.reverse.remove(addr, &target);
+                self.live.reverse.remove(*addr, &target);
             }
         }
     }
@@ -443,14 +479,10 @@ impl Writer {
             }
         }
     }
-
-    fn remove_pod(&mut self, pair: &Pair) {
-        let (ips, running) = self.pod_ips.remove(pair).unwrap_or_default();
-        for ip in ips {
-            self.live.pods.remove(ip, &(pair.0.clone(), running));
-        }
-    }
 }
 
+mod export;
+mod pods;
+mod relist;
 #[cfg(test)]
 mod tests;

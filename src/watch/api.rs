@@ -1,34 +1,31 @@
-//! The Kubernetes API source: one kube watcher per kind (always with a
-//! backoff), converting each object the moment it arrives and sending the
-//! compact record to the single writer task, which applies and publishes.
+//! The Kubernetes API source: one follower per kind ([`super::follow`]:
+//! list, then watch, resume at once, back off only on repeated failures)
+//! converting each object the moment it arrives and sending the compact
+//! record to the single writer task, which applies, publishes and (with
+//! `persist`) saves the state to disk ([`super::persist`]).
 //!
 //! ```text
-//!  watcher(Namespace, metadata only) ─┐
-//!  watcher(Service)                   ├─► mpsc ─► writer task: apply a batch ─► publish
-//!  watcher(EndpointSlice)             │           (Init → relist_start, InitDone → relist_done)
-//!  watcher(Pod) [pods verified]      ─┘
+//!  follow(Namespace, metadata only) ─┐
+//!  follow(Service)                   ├─► mpsc ─► writer: apply a batch ─► publish ─► persist (coalesced)
+//!  follow(EndpointSlice)             │           (RelistStart → relist_start, RelistDone → relist_done)
+//!  follow(Pod) [pods verified]      ─┘
 //! ```
 //!
-//! Nothing here keeps an API object: no reflector stores. When the API is
-//! unreachable the watchers retry with backoff and the store keeps serving
-//! its last state; errors are logged at most once per [`LOG_EVERY`] per kind.
+//! Nothing here keeps an API object. When the API is unreachable the
+//! followers retry with backoff and the store keeps serving its last
+//! state (at start, the persisted one); errors are logged at most once per
+//! [`LOG_EVERY`] per kind.
 
-use std::fmt::Debug;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::PartialObjectMeta;
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::{watcher as watch_stream, WatchStreamExt};
-use kube::{Api, Client, Resource};
-use serde::de::DeserializeOwned;
+use kube::Client;
 use tokio::sync::mpsc;
 
-use super::convert::{self, Invalid};
+use super::follow::{self, Follower, Target};
+use super::lean;
+use super::persist::{self, Saver};
 use super::snapshot::unix_now;
 use crate::config::{KubernetesConfig, PodMode, Source};
 use crate::metrics::Metrics;
@@ -38,6 +35,17 @@ use crate::store::{Kind, ObjectKey, Record, Store, Writer};
 pub const LOG_EVERY: Duration = Duration::from_secs(10);
 /// Changes applied before the writer publishes, at most.
 const BATCH: usize = 10_000;
+
+/// One message from a follower to the writer.
+#[derive(Debug)]
+pub enum Change {
+    /// An object was added or changed; `None`: the filters now leave it out.
+    Upsert(ObjectKey, Option<Record>),
+    Delete(ObjectKey),
+    /// A full list begins; `true`: a `resync`, whose corrections are counted.
+    RelistStart(Kind, bool),
+    RelistDone(Kind),
+}
 
 /// Why the API client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -50,16 +58,6 @@ pub enum ClientError {
     Endpoint(String),
     #[error("client: {0}")]
     Client(#[from] kube::Error),
-}
-
-/// One message from a watcher to the writer.
-#[derive(Debug)]
-enum Change {
-    /// An object was added or changed; `None`: the filters now leave it out.
-    Upsert(ObjectKey, Option<Record>),
-    Delete(ObjectKey),
-    RelistStart(Kind),
-    RelistDone(Kind),
 }
 
 /// Which kinds a `kubernetes` directive watches.
@@ -108,6 +106,12 @@ pub async fn client(cfg: &KubernetesConfig) -> Result<Client, ClientError> {
 
 /// Runs the API source for one directive until the process exits.
 pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Metrics>) {
+    let kinds = watched_kinds(&cfg);
+    let mut writer = Writer::new(&kinds);
+    let saver = match &cfg.persist {
+        Some(p) => Some(persist::restore(p, &cfg, &mut writer, &store, &metrics).await),
+        None => None,
+    };
     let client = loop {
         match client(&cfg).await {
             Ok(c) => break c,
@@ -117,168 +121,154 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
             }
         }
     };
-    let kinds = watched_kinds(&cfg);
     let (tx, rx) = mpsc::channel(4096);
-    let feed = |kind: Kind, resource| Feed {
-        kind,
-        resource,
-        tx: tx.clone(),
-        metrics: metrics.clone(),
-    };
-    let timeout = u32::try_from(cfg.watch_timeout.as_secs()).unwrap_or(290);
-    let all = || watcher::Config::default().timeout(timeout);
     for kind in &kinds {
-        let (c, kind) = (cfg.clone(), *kind);
+        let c = cfg.clone();
+        let target = |resource, path, metadata_only, labels: Option<&String>, fields: Option<&str>| Target {
+            kind: *kind,
+            resource,
+            path,
+            metadata_only,
+            labels: labels.cloned(),
+            fields: fields.map(str::to_string),
+        };
         match kind {
             Kind::Namespace => {
-                let stream = watch_stream(Api::<PartialObjectMeta<Namespace>>::all(client.clone()), all());
-                let convert = move |o: &PartialObjectMeta<Namespace>| convert::namespace_meta(&c, &o.metadata);
-                tokio::spawn(forward(stream, feed(kind, "namespaces"), convert));
+                let t = target("namespaces", "/api/v1/namespaces", true, None, None);
+                let convert = move |o: &lean::Namespace| super::convert::namespace(&c, o);
+                tokio::spawn(follow::run(follower(&cfg, &client, &tx, &metrics, t, convert)));
             }
             Kind::Service => {
-                let selected = match cfg.labels_text.as_deref() {
-                    Some(labels) => all().labels(labels),
-                    None => all(),
-                };
-                let stream = watch_stream(Api::<Service>::all(client.clone()), selected);
-                tokio::spawn(forward(stream, feed(kind, "services"), move |o| {
-                    convert::service(&c, o)
-                }));
+                let t = target("services", "/api/v1/services", false, cfg.labels_text.as_ref(), None);
+                let convert = move |o: &lean::Service| super::convert::service(&c, o);
+                tokio::spawn(follow::run(follower(&cfg, &client, &tx, &metrics, t, convert)));
             }
             Kind::EndpointSlice => {
-                let stream = watch_stream(Api::<EndpointSlice>::all(client.clone()), all());
-                let convert = move |o: &EndpointSlice| convert::endpoint_slice(&c, o);
-                tokio::spawn(forward(stream, feed(kind, "endpointslices.discovery.k8s.io"), convert));
+                let path = "/apis/discovery.k8s.io/v1/endpointslices";
+                let t = target("endpointslices.discovery.k8s.io", path, false, None, None);
+                let convert = move |o: &lean::EndpointSlice| super::convert::endpoint_slice(&c, o);
+                tokio::spawn(follow::run(follower(&cfg, &client, &tx, &metrics, t, convert)));
             }
             Kind::Pod => {
-                let running = all().fields("status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown");
-                let stream = watch_stream(Api::<Pod>::all(client.clone()), running);
-                tokio::spawn(forward(stream, feed(kind, "pods"), move |o| convert::pod(&c, o)));
+                let running = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown";
+                let t = target("pods", "/api/v1/pods", false, None, Some(running));
+                let convert = move |o: &lean::Pod| super::convert::pod(&c, o);
+                tokio::spawn(follow::run(follower(&cfg, &client, &tx, &metrics, t, convert)));
             }
         }
     }
     drop(tx);
-    write(rx, Writer::new(&kinds), &store, &metrics).await;
+    write(rx, writer, &store, &metrics, saver).await;
+}
+
+fn follower<F>(
+    cfg: &KubernetesConfig,
+    client: &Client,
+    tx: &mpsc::Sender<Change>,
+    metrics: &Arc<Metrics>,
+    target: Target,
+    convert: F,
+) -> Follower<F> {
+    Follower {
+        target,
+        client: client.clone(),
+        tx: tx.clone(),
+        metrics: metrics.clone(),
+        convert,
+        watch_timeout: cfg.watch_timeout,
+        resync: cfg.resync,
+    }
 }
 
 /// The single writer: applies every queued change, then publishes once and
-/// records what was published.
-async fn write(mut rx: mpsc::Receiver<Change>, mut writer: Writer, store: &Store, metrics: &Metrics) {
-    while let Some(first) = rx.recv().await {
+/// records what was published; saves the state when the saver says so.
+async fn write(
+    mut rx: mpsc::Receiver<Change>,
+    mut writer: Writer,
+    store: &Store,
+    metrics: &Metrics,
+    mut saver: Option<Saver>,
+) {
+    let mut resyncing = [false; 4];
+    loop {
+        let due = saver.as_ref().and_then(Saver::due);
+        let first = match due {
+            Some(at) => tokio::select! {
+                change = rx.recv() => change,
+                () = tokio::time::sleep_until(at.into()) => {
+                    if let Some(s) = saver.as_mut() {
+                        s.save(&writer);
+                    }
+                    continue;
+                }
+            },
+            None => rx.recv().await,
+        };
+        let Some(first) = first else { return };
         let mut next = Some(first);
         let mut applied = 0;
         while let Some(change) = next.take() {
-            match change {
-                Change::Upsert(_, Some(record)) => writer.apply(record),
-                Change::Upsert(key, None) | Change::Delete(key) => writer.delete(&key),
-                Change::RelistStart(kind) => writer.relist_start(kind),
-                Change::RelistDone(kind) => {
-                    writer.relist_done(kind);
-                    tracing::info!(target: "kubernetes", "{}: listed", kind.name());
-                }
-            }
+            apply(&mut writer, change, &mut resyncing, metrics);
             applied += 1;
             next = if applied < BATCH { rx.try_recv().ok() } else { None };
         }
         let was_synced = store.synced();
-        writer.publish(store, unix_now());
+        let published = writer.publish(store, unix_now());
         super::record(&mut writer, metrics);
         if !was_synced && store.synced() {
             tracing::info!(target: "kubernetes", "synced: every watched kind listed; serving {} services", store.load().service_count());
         }
-    }
-}
-
-fn key(kind: Kind, meta: &ObjectMeta) -> ObjectKey {
-    let lower = |s: &Option<String>| s.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let namespace = if kind == Kind::Namespace {
-        String::new()
-    } else {
-        lower(&meta.namespace)
-    };
-    ObjectKey {
-        kind,
-        namespace,
-        name: lower(&meta.name),
-    }
-}
-
-/// Where one watcher's changes go, and what it counts.
-struct Feed {
-    kind: Kind,
-    resource: &'static str,
-    tx: mpsc::Sender<Change>,
-    metrics: Arc<Metrics>,
-}
-
-/// Converts one kind's watch events into changes for the writer.
-async fn forward<K, S, F>(stream: S, feed: Feed, convert: F)
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    S: Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
-    F: Fn(&K) -> Result<Option<Record>, Invalid> + Send + 'static,
-{
-    let Feed {
-        kind,
-        resource,
-        tx,
-        metrics,
-    } = feed;
-    let counters = &metrics.watch;
-    let at = kind as usize;
-    let mut stream = std::pin::pin!(stream.default_backoff());
-    let mut log = RateLimited::default();
-    while let Some(event) = stream.next().await {
-        if event.is_ok() {
-            counters.event(at);
+        if published && writer.confirmed() {
+            if metrics.watch.unconfirmed_written_ms.swap(0, Relaxed) != 0 {
+                tracing::info!(target: "kubernetes", "every watched kind listed: the state restored from disk is reconciled with the API");
+            }
+            if let Some(s) = saver.as_mut() {
+                s.changed();
+            }
         }
-        let change = match event {
-            Ok(Event::Init) => {
-                counters.relists[at].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Change::RelistStart(kind)
+    }
+}
+
+fn apply(writer: &mut Writer, change: Change, resyncing: &mut [bool; 4], metrics: &Metrics) {
+    match change {
+        Change::Upsert(_, Some(record)) => {
+            writer.apply(record);
+        }
+        Change::Upsert(key, None) | Change::Delete(key) => writer.delete(&key),
+        Change::RelistStart(kind, resync) => {
+            resyncing[kind as usize] = resync;
+            writer.relist_start(kind);
+        }
+        Change::RelistDone(kind) => {
+            let corrected = writer.relist_done(kind);
+            if std::mem::take(&mut resyncing[kind as usize]) && corrected > 0 {
+                metrics.watch.resync_corrections[kind as usize].fetch_add(corrected as u64, Relaxed);
+                tracing::warn!(target: "kubernetes", "{}: resync corrected {corrected} objects the watch had missed", kind.name());
             }
-            Ok(Event::InitDone) => Change::RelistDone(kind),
-            Ok(Event::Apply(obj) | Event::InitApply(obj)) => match convert(&obj) {
-                Ok(record) => Change::Upsert(key(kind, obj.meta()), record),
-                Err(bad) => {
-                    counters.invalid[at].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    tracing::warn!(target: "kubernetes", "skipped malformed object {bad}");
-                    continue;
-                }
-            },
-            Ok(Event::Delete(obj)) => Change::Delete(key(kind, obj.meta())),
-            Err(e) => {
-                counters.errors[at].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                log.error(&describe(&e, resource));
-                continue;
-            }
-        };
-        if tx.send(change).await.is_err() {
-            return;
         }
     }
 }
 
 /// An operator-facing description of a watch error.
-fn describe(e: &watcher::Error, resource: &str) -> String {
+pub fn describe(e: &kube::Error, resource: &str) -> String {
     let text = e.to_string();
     let forbidden = text.contains("403") || text.to_ascii_lowercase().contains("forbidden");
     if forbidden {
         format!("watching {resource}: {text}; RBAC must allow the verbs list and watch on {resource} for this service account")
     } else {
-        format!("watching {resource}: {text}; retrying with backoff, serving the last known state")
+        format!("watching {resource}: {text}; retrying, serving the last known state")
     }
 }
 
 /// Logs an error at most once per [`LOG_EVERY`], counting the rest.
 #[derive(Default)]
-struct RateLimited {
+pub struct RateLimited {
     last: Option<Instant>,
     suppressed: u64,
 }
 
 impl RateLimited {
-    fn error(&mut self, message: &str) {
+    pub fn error(&mut self, message: &str) {
         if self.last.is_some_and(|t| t.elapsed() < LOG_EVERY) {
             self.suppressed += 1;
             return;

@@ -10,9 +10,8 @@
 use std::net::IpAddr;
 
 use hickory_proto::rr::Name;
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::lean::{EndpointSlice, Meta as ObjectMeta, Namespace, Pod, Service};
 
 use crate::config::{KubernetesConfig, PodMode};
 use crate::store::{External, PortIn, Proto, Record, ServiceKind};
@@ -69,8 +68,9 @@ pub fn namespace_meta(cfg: &KubernetesConfig, meta: &ObjectMeta) -> Result<Optio
 pub fn service(cfg: &KubernetesConfig, svc: &Service) -> Result<Option<Record>, Invalid> {
     const KIND: &str = "Service";
     let (ns, name) = ids(KIND, &svc.metadata)?;
-    let labels = svc.metadata.labels.clone().unwrap_or_default();
-    if !cfg.namespace_exposed(&ns) || cfg.labels.as_ref().is_some_and(|s| !s.matches(&labels)) {
+    let empty = std::collections::BTreeMap::new();
+    let labels = svc.metadata.labels.as_ref().unwrap_or(&empty);
+    if !cfg.namespace_exposed(&ns) || cfg.labels.as_ref().is_some_and(|s| !s.matches(labels)) {
         return Ok(None);
     }
     let spec = svc
@@ -114,7 +114,12 @@ pub fn service(cfg: &KubernetesConfig, svc: &Service) -> Result<Option<Record>, 
         ServiceKind::ClusterIp(ips.into_boxed_slice())
     };
     let ports = spec.ports.iter().flatten();
-    let ports = ports.map(|p| port(KIND, &svc.metadata, p.name.as_deref(), p.protocol.as_deref(), p.port));
+    let ports = ports.map(|p| {
+        let number = p
+            .port
+            .ok_or_else(|| invalid(KIND, &svc.metadata, "spec.ports[].port is required"))?;
+        port(KIND, &svc.metadata, p.name.as_deref(), p.protocol.as_deref(), number)
+    });
     let ports = ports.collect::<Result<Vec<_>, _>>()?;
     let selector = spec.selector.as_ref().is_some_and(|s| !s.is_empty());
     let external = external(svc)?;
@@ -185,7 +190,7 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
     let ports = ports.map(|(p, n)| port(KIND, &slice.metadata, p.name.as_deref(), p.protocol.as_deref(), n));
     let ports = ports.collect::<Result<Vec<_>, _>>()?;
     let mut endpoints = Vec::new();
-    for ep in &slice.endpoints {
+    for ep in slice.endpoints.iter().flatten() {
         if ep.conditions.as_ref().and_then(|c| c.ready) == Some(false) {
             continue;
         }
@@ -212,10 +217,8 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
         }
     }
     let service = service.to_ascii_lowercase();
-    let annotations = slice.metadata.annotations.as_ref();
-    let trigger = annotations
-        .and_then(|a| a.get(TRIGGER_TIME_ANNOTATION))
-        .and_then(|t| parse_time(t));
+    let trigger = slice.metadata.trigger_time.as_ref();
+    let trigger = trigger.and_then(|t| t.0.as_deref()).and_then(parse_time);
     Ok(Some(Record::Slice {
         namespace: ns,
         name,
@@ -232,8 +235,8 @@ fn parse_time(text: &str) -> Option<std::time::SystemTime> {
     Some(std::time::SystemTime::from(ts))
 }
 
-/// A pod's IPs under `pods verified`; pods being deleted and pods that are done (Succeeded,
-/// Failed, Unknown) have none.
+/// A pod's IPs under `pods verified`; pods that are done (Succeeded,
+/// Failed, Unknown) or being deleted (`deletionTimestamp` set) have none.
 pub fn pod(cfg: &KubernetesConfig, pod: &Pod) -> Result<Option<Record>, Invalid> {
     let (ns, name) = ids("Pod", &pod.metadata)?;
     if cfg.pods != PodMode::Verified || !cfg.namespace_exposed(&ns) {
@@ -310,7 +313,7 @@ mod tests {
         let text = ".:53 {\n    kubernetes cluster.local {\n        snapshot x.yaml\n    }\n}\n";
         let config = crate::config::load_str(Path::new("/tmp/Corefile"), text, 53).expect("config");
         let cfg = config.servers[0].kubernetes.clone().expect("kubernetes");
-        let svc: k8s_openapi::api::core::v1::Service = serde_yaml_ng::from_str(yaml).expect("yaml");
+        let svc: super::super::lean::Service = serde_yaml_ng::from_str(yaml).expect("yaml");
         super::service(&cfg, &svc)
     }
 

@@ -7,8 +7,13 @@
 //! and apply them through [`crate::store::Writer`].
 
 pub mod api;
+pub mod backoff;
+mod codec;
 pub mod convert;
 pub mod dump;
+pub mod follow;
+pub mod lean;
+pub mod persist;
 pub mod snapshot;
 
 use std::sync::Arc;

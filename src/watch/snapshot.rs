@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::convert::{self, Invalid};
 use super::dump::Document;
+use super::lean;
 use crate::config::KubernetesConfig;
 use crate::metrics::Metrics;
 use crate::store::{Kind, Record, Store, Writer};
@@ -99,10 +100,12 @@ fn add_object(cfg: &KubernetesConfig, item: Value, loaded: &mut Loaded) {
     let kind = item.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
     loaded.objects += 1;
     let result = match kind.as_str() {
-        "Namespace" => from_value(&item, "Namespace").and_then(|o| convert::namespace(cfg, &o)),
-        "Service" => from_value(&item, "Service").and_then(|o| convert::service(cfg, &o)),
-        "EndpointSlice" => from_value(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(cfg, &o)),
-        "Pod" => from_value(&item, "Pod").and_then(|o| convert::pod(cfg, &o)),
+        "Namespace" => from_value::<lean::Namespace>(&item, "Namespace").and_then(|o| convert::namespace(cfg, &o)),
+        "Service" => from_value::<lean::Service>(&item, "Service").and_then(|o| convert::service(cfg, &o)),
+        "EndpointSlice" => {
+            from_value::<lean::EndpointSlice>(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(cfg, &o))
+        }
+        "Pod" => from_value::<lean::Pod>(&item, "Pod").and_then(|o| convert::pod(cfg, &o)),
         _ => {
             loaded.ignored += 1;
             Ok(None)

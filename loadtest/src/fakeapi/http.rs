@@ -27,7 +27,11 @@ pub(crate) async fn serve(listener: TcpListener, api: FakeApi) {
 async fn connection(stream: TcpStream, api: FakeApi) -> std::io::Result<()> {
     let mut stream = BufReader::new(stream);
     while let Some(req) = read_request(&mut stream).await? {
-        let fault = api.state().fault;
+        let fault = {
+            let mut s = api.state();
+            s.requests += 1;
+            s.fault
+        };
         match fault {
             Fault::Outage => return Ok(()),
             Fault::Status(code) => {
@@ -118,7 +122,10 @@ fn status(code: u16, message: &str) -> Value {
 }
 
 async fn respond(stream: &mut BufReader<TcpStream>, code: u16, body: &Value) -> std::io::Result<()> {
-    let body = body.to_string();
+    respond_text(stream, code, &body.to_string()).await
+}
+
+async fn respond_text(stream: &mut BufReader<TcpStream>, code: u16, body: &str) -> std::io::Result<()> {
     let head = format!(
         "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -164,7 +171,7 @@ async fn route(stream: &mut BufReader<TcpStream>, api: &FakeApi, req: &Request) 
         return watch(stream, api, req, plural, ns).await;
     }
     let body = list(api, req, plural, ns.as_deref());
-    respond(stream, 200, &body).await
+    respond_text(stream, 200, &body).await
 }
 
 fn selected(req: &Request, ns: Option<&str>, object: &Value) -> bool {
@@ -181,7 +188,7 @@ fn shape(req: &Request, object: &Value) -> Value {
     object.clone()
 }
 
-fn list(api: &FakeApi, req: &Request, plural: &'static str, ns: Option<&str>) -> Value {
+fn list(api: &FakeApi, req: &Request, plural: &'static str, ns: Option<&str>) -> String {
     use std::ops::Bound::{Excluded, Unbounded};
     let mut s = api.state();
     s.lists += 1;
@@ -198,36 +205,61 @@ fn list(api: &FakeApi, req: &Request, plural: &'static str, ns: Option<&str>) ->
         .and_then(|l| l.parse().ok())
         .filter(|l| *l > 0)
         .unwrap_or(usize::MAX);
+    // Plain lists are written from the objects' stored texts; shaped ones
+    // (metadata only, Table) from the objects.
+    let plain = !req.accept.contains("as=");
     let mut page: Vec<(String, Value)> = Vec::new();
-    let mut more = false;
+    let mut texts: Vec<std::sync::Arc<str>> = Vec::new();
+    let (mut count, mut last, mut more) = (0, None, false);
     if let Some(objects) = s.objects.get(plural) {
         let start = after.map_or(Unbounded, Excluded);
+        let stored = s.texts.get(plural);
         for (key, object) in objects
             .range::<String, _>((start, Unbounded))
             .filter(|(_, o)| selected(req, ns, o))
         {
-            if page.len() == limit {
+            if count == limit {
                 more = true;
                 break;
             }
-            page.push((key.clone(), object.clone()));
+            count += 1;
+            last = Some(key.clone());
+            match stored.and_then(|t| t.get(key)).filter(|_| plain) {
+                Some(text) => texts.push(text.clone()),
+                None => page.push((key.clone(), object.clone())),
+            }
         }
     }
     drop(s);
     let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if let (true, Some((last, _))) = (more, page.last()) {
+    if let (true, Some(last)) = (more, last) {
         metadata["continue"] = json!(format!("{rv}:{last}"));
     }
     let page: Vec<&Value> = page.iter().map(|(_, o)| o).collect();
     let (_, api_version, kind, _) = resource(plural).unwrap_or(RESOURCES[0]);
     if req.accept.contains("as=Table") {
-        return table(&page, rv);
+        return table(&page, rv).to_string();
     }
     let items: Vec<Value> = page.iter().map(|o| shape(req, o)).collect();
     if req.accept.contains("as=PartialObjectMetadataList") {
-        return json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items});
+        return json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items}).to_string();
     }
-    json!({"kind": format!("{kind}List"), "apiVersion": api_version, "metadata": metadata, "items": items})
+    let mut body =
+        format!("{{\"kind\":\"{kind}List\",\"apiVersion\":\"{api_version}\",\"metadata\":{metadata},\"items\":[");
+    let shaped: Vec<String> = items.iter().map(ToString::to_string).collect();
+    for (i, text) in texts
+        .iter()
+        .map(|t| &**t)
+        .chain(shaped.iter().map(String::as_str))
+        .enumerate()
+    {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(text);
+    }
+    body.push_str("]}");
+    body
 }
 
 /// The server-side printing kubectl asks for: NAME and AGE columns.

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! Tests drive it through [`FakeApi`]: put and delete objects, compact the
-//! history, cut every watch stream, and inject outages or error statuses.
+//! history, cut every watch stream, change objects behind the watches'
+//! backs, and inject outages or error statuses.
 
 mod http;
 mod select;
@@ -65,6 +66,9 @@ pub enum Fault {
 pub(crate) struct State {
     /// `resource` → `namespace/name` → object.
     objects: BTreeMap<&'static str, BTreeMap<String, Value>>,
+    /// The same objects serialized once, for plain lists (serializing every
+    /// page again was most of the fake's own cost in a large sync).
+    texts: BTreeMap<&'static str, BTreeMap<String, Arc<str>>>,
     rv: u64,
     /// Events after the compaction point, oldest first.
     history: Vec<Event>,
@@ -76,6 +80,8 @@ pub(crate) struct State {
     /// Requests served: lists and watches.
     lists: u64,
     watches: u64,
+    /// Every request received, faults included.
+    requests: u64,
 }
 
 /// The handle tests hold; cheap to clone.
@@ -134,64 +140,87 @@ impl FakeApi {
     /// Creates or replaces an object of `plural` (ADDED or MODIFIED); its
     /// `kind`, `apiVersion` and `metadata.resourceVersion` are filled in.
     /// Returns the new resourceVersion.
-    pub fn put(&self, plural: &str, mut object: Value) -> u64 {
-        let Some((plural, api_version, kind, _)) = resource(plural) else {
-            return 0;
-        };
-        let mut s = self.state();
-        s.rv += 1;
-        let rv = s.rv;
-        object["apiVersion"] = json!(api_version);
-        object["kind"] = json!(kind);
-        object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        if object["metadata"]["uid"].is_null() {
-            object["metadata"]["uid"] = json!(format!("uid-{rv}"));
-        }
-        let existed = s
-            .objects
-            .entry(plural)
-            .or_default()
-            .insert(key_of(&object), object.clone())
-            .is_some();
-        let event = Event {
-            resource: plural,
-            kind: if existed { "MODIFIED" } else { "ADDED" },
-            object,
-            rv,
-        };
-        s.history.push(event.clone());
-        drop(s);
-        let _ = self.events.send(event);
-        rv
+    pub fn put(&self, plural: &str, object: Value) -> u64 {
+        self.write(plural, Some(object), None, true)
+    }
+
+    /// Creates or replaces an object without telling any watch: no event,
+    /// no history (a watch cache that missed a change). Only a list sees it.
+    pub fn put_unannounced(&self, plural: &str, object: Value) {
+        self.write(plural, Some(object), None, false);
     }
 
     /// Deletes an object (a DELETED event); false if it did not exist.
     pub fn delete(&self, plural: &str, namespace: &str, name: &str) -> bool {
-        let Some((plural, ..)) = resource(plural) else {
-            return false;
+        self.write(plural, None, Some(format!("{namespace}/{name}")), true) != 0
+    }
+
+    /// Deletes an object without telling any watch (see
+    /// [`FakeApi::put_unannounced`]); false if it did not exist.
+    pub fn delete_unannounced(&self, plural: &str, namespace: &str, name: &str) -> bool {
+        self.write(plural, None, Some(format!("{namespace}/{name}")), false) != 0
+    }
+
+    /// Puts `object`, or deletes the object at `key`; records and sends the
+    /// event when `announce`. Returns the new resourceVersion (0: nothing
+    /// to delete, or an unknown resource).
+    fn write(&self, plural: &str, object: Option<Value>, key: Option<String>, announce: bool) -> u64 {
+        let Some((plural, api_version, kind, _)) = resource(plural) else {
+            return 0;
         };
         let mut s = self.state();
-        let Some(mut object) = s
-            .objects
-            .entry(plural)
-            .or_default()
-            .remove(&format!("{namespace}/{name}"))
-        else {
-            return false;
+        let objects = s.objects.entry(plural).or_default();
+        let (mut object, kind_of_event) = match (object, key) {
+            (Some(mut object), _) => {
+                object["apiVersion"] = json!(api_version);
+                object["kind"] = json!(kind);
+                let existed = objects.contains_key(&key_of(&object));
+                (object, if existed { "MODIFIED" } else { "ADDED" })
+            }
+            (None, Some(key)) => match objects.remove(&key) {
+                Some(object) => {
+                    s.texts.entry(plural).or_default().remove(&key);
+                    (object, "DELETED")
+                }
+                None => return 0,
+            },
+            (None, None) => return 0,
         };
         s.rv += 1;
         let rv = s.rv;
         object["metadata"]["resourceVersion"] = json!(rv.to_string());
-        let event = Event {
-            resource: plural,
-            kind: "DELETED",
-            object,
-            rv,
-        };
-        s.history.push(event.clone());
-        drop(s);
-        let _ = self.events.send(event);
-        true
+        if kind_of_event != "DELETED" {
+            if object["metadata"]["uid"].is_null() {
+                object["metadata"]["uid"] = json!(format!("uid-{rv}"));
+            }
+            let text: Arc<str> = Arc::from(object.to_string());
+            s.texts.entry(plural).or_default().insert(key_of(&object), text);
+            let objects = s.objects.entry(plural).or_default();
+            objects.insert(key_of(&object), object.clone());
+        }
+        if announce {
+            let event = Event {
+                resource: plural,
+                kind: kind_of_event,
+                object,
+                rv,
+            };
+            s.history.push(event.clone());
+            drop(s);
+            let _ = self.events.send(event);
+        }
+        rv
+    }
+
+    /// An API server restart after its history was compacted: every watch
+    /// stream ends, and every client's resourceVersion is now too old, so
+    /// resuming gets ERROR 410 Expired and must relist.
+    pub fn restart(&self) {
+        let mut s = self.state();
+        s.rv += 1;
+        s.compacted = s.rv;
+        s.history.clear();
+        s.stream_epoch += 1;
     }
 
     /// Forgets the event history: watches from an older resourceVersion
@@ -215,6 +244,12 @@ impl FakeApi {
         if fault != Fault::None {
             s.stream_epoch += 1;
         }
+    }
+
+    /// How many requests arrived, failed ones included (for assertions
+    /// about retry rates).
+    pub fn requests(&self) -> u64 {
+        self.state().requests
     }
 
     /// How many lists and watches were served (for assertions about

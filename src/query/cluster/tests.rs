@@ -125,6 +125,8 @@ fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesCon
         fallthrough: fallthrough.then(|| vec![name("in-addr.arpa."), name("ip6.arpa.")]),
         ignore_empty_service: ignore_empty,
         watch_timeout: std::time::Duration::from_secs(290),
+        persist: None,
+        resync: None,
     }
 }
 

@@ -1,0 +1,81 @@
+//! The writer's state as plain [`Record`]s again, for the `persist` file:
+//! an [`Export`] is taken in O(pods) on the writer (the maps are
+//! persistent, so the services are shared, not copied) and turned into
+//! records elsewhere, while the writer goes on.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use super::{Pair, Writer};
+use crate::store::change::{PortIn, Record};
+use crate::store::records::Port;
+use crate::store::{IMap, Namespace};
+
+/// A frozen copy of what a writer holds.
+pub struct Export {
+    namespaces: IMap<Arc<str>, Namespace>,
+    pods: Vec<(Pair, Vec<IpAddr>, bool)>,
+}
+
+impl Writer {
+    /// A frozen copy of the current state.
+    pub fn export(&self) -> Export {
+        let pods = self.pod_ips.iter();
+        let pods = pods.map(|(pair, (ips, running))| (pair.clone(), ips.iter().copied().collect(), *running));
+        Export {
+            namespaces: self.live.namespaces.clone(),
+            pods: pods.collect(),
+        }
+    }
+}
+
+fn ports_in(ports: &[Port]) -> Vec<PortIn> {
+    ports
+        .iter()
+        .map(|p| PortIn {
+            name: p.name.to_string(),
+            proto: p.proto,
+            port: p.port,
+        })
+        .collect()
+}
+
+impl Export {
+    /// Every object as a record: namespaces, services, slices, pods.
+    pub fn records(&self) -> impl Iterator<Item = Record> + '_ {
+        let namespaces = self.namespaces.iter().filter(|(_, n)| n.object);
+        let namespaces = namespaces.map(|(name, _)| Record::Namespace { name: name.to_string() });
+        let services = self.namespaces.iter().flat_map(|(ns, n)| {
+            n.services.values().flat_map(move |s| {
+                let service = s.kind.clone().map(|kind| Record::Service {
+                    namespace: ns.to_string(),
+                    name: s.id.name.to_string(),
+                    kind,
+                    selector: s.selector,
+                    ports: ports_in(&s.ports),
+                    external: s.external.clone(),
+                });
+                let slices = s.slices.iter().map(move |slice| Record::Slice {
+                    namespace: ns.to_string(),
+                    name: slice.name.to_string(),
+                    service: s.id.name.to_string(),
+                    ports: ports_in(&slice.ports),
+                    endpoints: slice
+                        .endpoints
+                        .iter()
+                        .map(|e| (e.addr, e.hostname.as_deref().map(str::to_string)))
+                        .collect(),
+                    trigger: None,
+                });
+                service.into_iter().chain(slices)
+            })
+        });
+        let pods = self.pods.iter().map(|((ns, name), ips, running)| Record::Pod {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            ips: ips.clone(),
+            running: *running,
+        });
+        namespaces.chain(services).chain(pods)
+    }
+}

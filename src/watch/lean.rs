@@ -1,0 +1,254 @@
+//! The API objects as the watch path decodes them: only the fields DNS
+//! needs (or will need), so decoding skips everything else without
+//! allocating (`managedFields`, most annotations, container specs, ...).
+//!
+//! Decoding a Service into `k8s-openapi`'s type builds every field of the
+//! object; these types keep a handful. The same types read the API's JSON
+//! and a `kubectl` dump's YAML (through `serde_json::Value`), so both
+//! sources share one conversion ([`super::convert`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+use super::convert::TRIGGER_TIME_ANNOTATION;
+
+/// `metadata`, the parts DNS uses.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Meta {
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub resource_version: Option<String>,
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Only `endpoints.kubernetes.io/last-change-trigger-time` is kept.
+    #[serde(rename = "annotations")]
+    pub trigger_time: Option<TriggerTime>,
+    pub deletion_timestamp: Option<String>,
+}
+
+/// The trigger-time annotation picked out of `annotations`; every other
+/// annotation (a `kubectl.kubernetes.io/last-applied-configuration` can be
+/// kilobytes) is skipped unread.
+#[derive(Debug, Default, Clone)]
+pub struct TriggerTime(pub Option<String>);
+
+impl<'de> Deserialize<'de> for TriggerTime {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Pick;
+        impl<'de> Visitor<'de> for Pick {
+            type Value = TriggerTime;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of annotations")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TriggerTime, A::Error> {
+                let mut found = None;
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == TRIGGER_TIME_ANNOTATION {
+                        found = map.next_value::<Option<String>>()?;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(TriggerTime(found))
+            }
+        }
+        d.deserialize_map(Pick)
+    }
+}
+
+/// A Namespace (the API source asks for metadata only).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Namespace {
+    pub metadata: Meta,
+}
+
+/// A Service or EndpointSlice port.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Port {
+    pub name: Option<String>,
+    pub protocol: Option<String>,
+    pub port: Option<i32>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Service {
+    pub metadata: Meta,
+    pub spec: Option<ServiceSpec>,
+    pub status: Option<ServiceStatus>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ServiceSpec {
+    #[serde(rename = "type")]
+    pub type_: Option<String>,
+    #[serde(rename = "clusterIP")]
+    pub cluster_ip: Option<String>,
+    #[serde(rename = "clusterIPs")]
+    pub cluster_ips: Option<Vec<String>>,
+    pub external_name: Option<String>,
+    /// For `k8s_external`.
+    #[serde(rename = "externalIPs")]
+    pub external_ips: Option<Vec<String>>,
+    pub ports: Option<Vec<Port>>,
+    pub selector: Option<BTreeMap<String, String>>,
+}
+
+/// `status.loadBalancer.ingress`, for `k8s_external`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ServiceStatus {
+    pub load_balancer: Option<LoadBalancer>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct LoadBalancer {
+    pub ingress: Option<Vec<Ingress>>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Ingress {
+    pub ip: Option<String>,
+    pub hostname: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EndpointSlice {
+    pub metadata: Meta,
+    pub address_type: String,
+    pub endpoints: Option<Vec<Endpoint>>,
+    pub ports: Option<Vec<Port>>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Endpoint {
+    pub addresses: Vec<String>,
+    pub conditions: Option<Conditions>,
+    pub hostname: Option<String>,
+    pub target_ref: Option<TargetRef>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Conditions {
+    pub ready: Option<bool>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct TargetRef {
+    pub kind: Option<String>,
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Pod {
+    pub metadata: Meta,
+    pub status: Option<PodStatus>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct PodStatus {
+    pub phase: Option<String>,
+    #[serde(rename = "podIP")]
+    pub pod_ip: Option<String>,
+    #[serde(rename = "podIPs")]
+    pub pod_ips: Option<Vec<PodIp>>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct PodIp {
+    pub ip: String,
+}
+
+/// One page of a list: its items and where it leaves off.
+#[derive(Debug, Deserialize)]
+#[serde(bound = "T: Deserialize<'de>")]
+pub struct Page<T> {
+    #[serde(default)]
+    pub metadata: ListMeta,
+    #[serde(default = "Vec::new", deserialize_with = "items")]
+    pub items: Vec<T>,
+}
+
+/// `null` items are an empty page.
+fn items<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListMeta {
+    pub resource_version: Option<String>,
+    #[serde(rename = "continue")]
+    pub continue_: Option<String>,
+}
+
+/// What every lean object offers the watch loop.
+pub trait Object: for<'de> Deserialize<'de> + Clone + Send + 'static {
+    fn meta(&self) -> &Meta;
+}
+
+macro_rules! object {
+    ($($t:ty),*) => {$(
+        impl Object for $t {
+            fn meta(&self) -> &Meta {
+                &self.metadata
+            }
+        }
+    )*};
+}
+object!(Namespace, Service, EndpointSlice, Pod);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_only_what_dns_needs() {
+        let text = r#"{"metadata": {"name": "web", "namespace": "shop", "resourceVersion": "7",
+            "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"big\": 1}",
+                            "endpoints.kubernetes.io/last-change-trigger-time": "2026-11-22T00:00:00Z"}},
+            "spec": {"type": "LoadBalancer", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"],
+                     "externalIPs": ["192.0.2.1"], "ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": "198.51.100.1"}, {"hostname": "lb.example.com"}]}}}"#;
+        let svc: Service = serde_json::from_str(text).expect("decodes");
+        assert_eq!(svc.metadata.resource_version.as_deref(), Some("7"));
+        let trigger = svc.metadata.trigger_time.and_then(|t| t.0);
+        assert_eq!(trigger.as_deref(), Some("2026-11-22T00:00:00Z"));
+        let spec = svc.spec.expect("spec");
+        assert_eq!(spec.external_ips, Some(vec!["192.0.2.1".to_string()]));
+        let ingress = svc
+            .status
+            .and_then(|s| s.load_balancer)
+            .and_then(|l| l.ingress)
+            .expect("ingress");
+        assert_eq!(ingress[0].ip.as_deref(), Some("198.51.100.1"));
+        assert_eq!(ingress[1].hostname.as_deref(), Some("lb.example.com"));
+    }
+
+    #[test]
+    fn pages_with_null_items_and_null_annotations() {
+        let page: Page<Pod> =
+            serde_json::from_str(r#"{"metadata": {"resourceVersion": "9", "continue": "x"}, "items": null}"#)
+                .expect("page");
+        assert!(page.items.is_empty());
+        assert_eq!(page.metadata.continue_.as_deref(), Some("x"));
+        let ns: Namespace = serde_json::from_str(r#"{"metadata": {"name": "a", "annotations": null}}"#).expect("ns");
+        assert_eq!(ns.metadata.name.as_deref(), Some("a"));
+    }
+}
