@@ -326,6 +326,57 @@ pub struct Metrics {
     /// `clusterdns doctor` findings at start-up: `(check, severity)`.
     pub doctor: Mutex<Vec<(&'static str, &'static str)>>,
     pub watch: Watch,
+    pub nodelocal: NodeLocal,
+}
+
+/// `errortype` values of node-cache's `coredns_nodecache_setup_errors_total`.
+pub const NODECACHE_ERRORS: [&str; 5] = [
+    "iptables",
+    "iptables_lock",
+    "interface_add",
+    "interface_check",
+    "configmap",
+];
+/// `what` values of `clusterdns_nodelocal_restored_total`.
+pub const RESTORED: [&str; 3] = ["rule", "address", "interface"];
+
+/// The `nodelocal` directive's counters (rendered only when it runs).
+#[derive(Default)]
+pub struct NodeLocal {
+    pub enabled: std::sync::atomic::AtomicBool,
+    pub setup_errors: [AtomicU64; 5],
+    pub restored: [AtomicU64; 3],
+}
+
+impl NodeLocal {
+    fn render(&self, s: &mut String) {
+        if !self.enabled.load(Relaxed) {
+            return;
+        }
+        let values = |names: &'static [&'static str], v: &[AtomicU64]| -> Vec<(&'static str, u64)> {
+            names.iter().zip(v).map(|(n, c)| (*n, c.load(Relaxed))).collect()
+        };
+        let help = "The number of errors during periodic network setup for node-cache";
+        let errors = values(&NODECACHE_ERRORS, &self.setup_errors);
+        family(
+            s,
+            "coredns_nodecache_setup_errors_total",
+            "counter",
+            help,
+            "errortype",
+            errors,
+        );
+        let help = "Node-local rules, addresses and interfaces found missing by the periodic check and restored.";
+        let restored = values(&RESTORED, &self.restored);
+        family(
+            s,
+            "clusterdns_nodelocal_restored_total",
+            "counter",
+            help,
+            "what",
+            restored,
+        );
+    }
 }
 
 /// `coredns_health_*`: the time to answer each `/health` request.
@@ -548,6 +599,7 @@ impl Metrics {
             [("", u8::from(synced))],
         );
         self.watch.render(&mut s);
+        self.nodelocal.render(&mut s);
         process(&mut s);
         head(&mut s, "coredns_build_info", "gauge", "A metric with a constant '1' value labeled by version, revision, and goversion from which CoreDNS was built.");
         let _ = writeln!(

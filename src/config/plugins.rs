@@ -12,7 +12,9 @@ use hickory_proto::rr::Name;
 use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
-use super::{cache, forward, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig, Server, Source};
+use super::{
+    cache, forward, kubernetes, local, nodelocal, spaced, Config, ConfigError, KubernetesConfig, Server, Source,
+};
 
 /// Directives this build implements.
 pub const SUPPORTED: &[&str] = &[
@@ -35,6 +37,7 @@ pub const SUPPORTED: &[&str] = &[
     "any",
     "timeouts",
     "limits",
+    "nodelocal",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -54,6 +57,7 @@ const WITH_OPTIONS: &[&str] = &[
     "acl",
     "timeouts",
     "limits",
+    "nodelocal",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -108,8 +112,12 @@ pub fn server(
         any: false,
         tcp: local::TcpLimits::default(),
     };
+    let had_nodelocal = config.nodelocal.is_some();
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
+    }
+    if let Some(n) = config.nodelocal.as_mut().filter(|_| !had_nodelocal) {
+        nodelocal::resolve(n, &server, errors);
     }
     if let Some((_, pos)) = &server.autopath {
         let verified = server
@@ -176,6 +184,13 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         }
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),
+        "nodelocal" => {
+            if config.nodelocal.is_some() {
+                errors.push(ConfigError::new(a.pos(), "nodelocal: only one per Corefile"));
+            } else {
+                config.nodelocal = Some(nodelocal::parse(d, server.port, errors));
+            }
+        }
         "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),
         "health" if a.count(0, 1, errors) => config.health = health(d, errors).or(config.health.take()),
         "ready" if a.count(0, 1, errors) => {
