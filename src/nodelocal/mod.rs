@@ -38,11 +38,11 @@ pub enum NodeLocalError {
     NoNetAdmin(String),
     #[error("nodelocal: cannot open a netlink socket: {0}")]
     Netlink(io::Error),
-    #[error("nodelocal: interface {name}: cannot {step}: {source}{hint}")]
+    #[error("nodelocal: interface {name}: cannot {step}: {cause}{hint}")]
     Interface {
         name: String,
         step: &'static str,
-        source: io::Error,
+        cause: io::Error,
         hint: &'static str,
     },
 }
@@ -57,7 +57,7 @@ impl NodeLocalError {
         NodeLocalError::Interface {
             name: name.to_string(),
             step: e.step,
-            source: e.source,
+            cause: e.source,
             hint,
         }
     }

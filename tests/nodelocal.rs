@@ -1,0 +1,451 @@
+//! Node-local mode (`nodelocal`) end to end in private network namespaces:
+//! a "node" namespace runs the cluster DNS (a clusterdns serving the demo
+//! cluster on 10.10.0.2, reached through kube-proxy-like DNAT rules for
+//! the kube-dns and kube-dns-upstream Service IPs) and the node-local
+//! clusterdns; a "pod" namespace is joined to it by a veth pair and asks
+//! with dig. Checked: node-cache's rules after start, answers on the
+//! link-local address and (transparent mode) the kube-dns IP without
+//! conntrack entries, a rule and an address deleted by hand restored
+//! within `check`, teardown at SIGTERM (and none with `teardown off`),
+//! the NET_ADMIN error, and the interface: an existing one (veth), and a
+//! created `dummy` one where the kernel has the dummy link type.
+//!
+//! Needs root (network namespaces), iptables and dig; conntrack for the
+//! conntrack checks. What is missing is printed as `nodelocal: NOT
+//! CHECKED: ...` and the rest still runs.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const LINK_LOCAL: &str = "169.254.20.10";
+const KUBE_DNS: &str = "10.96.0.10";
+const POD: &str = "10.200.0.2";
+
+/// The namespaces and processes of one run, removed on drop (also when
+/// an assertion fails).
+struct Lab {
+    node: String,
+    pod: String,
+    children: Vec<Child>,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in [&self.node, &self.pod] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+fn out(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+impl Lab {
+    /// Runs `cmd` with sh in namespace `ns`.
+    fn sh(&self, ns: &str, cmd: &str) -> (bool, String) {
+        let o = Command::new("ip")
+            .args(["netns", "exec", ns, "sh", "-c", cmd])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run ip netns exec");
+        (o.status.success(), out(&o))
+    }
+
+    fn must(&self, ns: &str, cmd: &str) -> String {
+        let (ok, text) = self.sh(ns, cmd);
+        assert!(ok, "`{cmd}` in {ns} failed: {text}");
+        text
+    }
+
+    /// Our rules in `table` (`-S` lines, without kube-proxy's stand-ins).
+    fn rules(&self, ipt: &str, table: &str) -> Vec<String> {
+        let text = self.must(&self.node, &format!("{ipt} -t {table} -S"));
+        text.lines()
+            .filter(|l| l.starts_with("-A") && !l.contains("ctstate"))
+            .map(String::from)
+            .collect()
+    }
+
+    /// The node-local server's /metrics page (bash's /dev/tcp: no curl needed).
+    fn metrics(&self) -> String {
+        let cmd =
+            format!("exec 3<>/dev/tcp/{LINK_LOCAL}/9253; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3");
+        let o = Command::new("ip")
+            .args(["netns", "exec", &self.node, "bash", "-c", &cmd])
+            .output()
+            .expect("bash");
+        out(&o)
+    }
+
+    fn dig(&self, server: &str, name: &str, tcp: bool) -> String {
+        let flag = if tcp { "+tcp" } else { "+notcp" };
+        let cmd = format!("dig {flag} +short +time=2 +tries=1 @{server} {name} A");
+        self.sh(&self.pod, &cmd).1.trim().to_string()
+    }
+
+    /// Starts clusterdns in the node namespace with `corefile`; returns
+    /// its index in `children` and its log file.
+    fn start(&mut self, tag: &str, corefile: &str) -> (usize, std::path::PathBuf) {
+        let conf = self.dir.join(format!("{tag}.Corefile"));
+        std::fs::write(&conf, corefile).expect("write Corefile");
+        let log = self.dir.join(format!("{tag}.log"));
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.node, env!("CARGO_BIN_EXE_clusterdns"), "-conf"])
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start clusterdns");
+        self.children.push(child);
+        (self.children.len() - 1, log)
+    }
+
+    /// SIGTERM to child `i`; waits for it to exit (at most 10 s).
+    fn stop(&mut self, i: usize) -> bool {
+        let pid = self.children[i].id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.children[i].try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("clusterdns did not exit within 10 s of SIGTERM");
+    }
+}
+
+/// Waits until `log` holds `text` (at most `secs`); returns the log.
+fn wait_log(log: &std::path::Path, text: &str, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let now = std::fs::read_to_string(log).unwrap_or_default();
+        if now.contains(text) {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no '{text}' in {} within {secs}s:\n{now}",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Polls `check` for up to `secs`.
+fn eventually(secs: f64, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    check()
+}
+
+/// node-cache's rules for one address as `iptables -S` prints them,
+/// written out independently of src/nodelocal/rules.rs.
+fn expected(ip: &str) -> (Vec<String>, Vec<String>) {
+    let mut raw = Vec::new();
+    let mut filter = Vec::new();
+    for p in ["tcp", "udp"] {
+        raw.push(format!("-A PREROUTING -d {ip}/32 -p {p} -m {p} --dport 53 -j NOTRACK"));
+        raw.push(format!("-A OUTPUT -s {ip}/32 -p {p} -m {p} --sport 53 -j NOTRACK"));
+        raw.push(format!("-A OUTPUT -d {ip}/32 -p {p} -m {p} --dport 53 -j NOTRACK"));
+        filter.push(format!("-A INPUT -d {ip}/32 -p {p} -m {p} --dport 53 -j ACCEPT"));
+        filter.push(format!("-A OUTPUT -s {ip}/32 -p {p} -m {p} --sport 53 -j ACCEPT"));
+    }
+    raw.push(format!("-A OUTPUT -d {ip}/32 -p tcp -m tcp --dport 8080 -j NOTRACK"));
+    raw.push(format!("-A OUTPUT -s {ip}/32 -p tcp -m tcp --sport 8080 -j NOTRACK"));
+    (raw, filter)
+}
+
+fn node_corefile(interface: &str, extra: &str) -> String {
+    format!(
+        "cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {{\n    bind {LINK_LOCAL} {KUBE_DNS}\n    forward . 10.96.0.11 {{\n        force_tcp\n    }}\n    cache 30\n    health {LINK_LOCAL}:8080\n    prometheus {LINK_LOCAL}:9253\n    nodelocal {{\n        interface {interface}\n        addresses {LINK_LOCAL} {KUBE_DNS}\n        check 1s\n        {extra}\n    }}\n}}\n"
+    )
+}
+
+/// Builds the namespaces; `Err` names what this machine lacks.
+fn lab() -> Result<Lab, String> {
+    let id = std::process::id() % 100_000;
+    let lab = Lab {
+        node: format!("cdns-node-{id}"),
+        pod: format!("cdns-pod-{id}"),
+        children: Vec::new(),
+        dir: common::temp_dir("nodelocal"),
+    };
+    for ns in [&lab.node, &lab.pod] {
+        let o = Command::new("ip")
+            .args(["netns", "add", ns])
+            .output()
+            .map_err(|e| format!("ip: {e}"))?;
+        if !o.status.success() {
+            return Err(format!(
+                "cannot create network namespaces (needs root): {}",
+                out(&o).trim()
+            ));
+        }
+    }
+    let (n, p) = (lab.node.clone(), lab.pod.clone());
+    for tool in ["iptables", "dig"] {
+        if !lab.sh(&n, &format!("command -v {tool}")).0 {
+            return Err(format!("{tool} is not installed"));
+        }
+    }
+    if let (false, e) = lab.sh(&n, "iptables -t raw -S") {
+        return Err(format!(
+            "the kernel has no raw table (CONFIG_IP_NF_RAW or nf_tables): {}",
+            e.trim()
+        ));
+    }
+    lab.must(&n, &format!("ip link set lo up && ip link add vn type veth peer name vp netns {p} && ip addr add 10.200.0.1/24 dev vn && ip link set vn up && ip addr add 10.10.0.2/32 dev lo && ip route add 10.96.0.0/16 dev vn"));
+    lab.must(&p, &format!("ip link set lo up && ip addr add {POD}/24 dev vp && ip link set vp up && ip route add default via 10.200.0.1"));
+    // An existing interface for `interface`: one end of a veth pair, down.
+    lab.must(&n, "ip link add nl0 type veth peer name nl0p");
+    // kube-proxy's part: Service IPs DNATed to the cluster DNS, and a
+    // conntrack-state rule (as kube-proxy installs) after which ours must come.
+    lab.must(&n, &format!("iptables -t nat -A PREROUTING -d {KUBE_DNS} -p udp --dport 53 -j DNAT --to-destination 10.10.0.2 && iptables -t nat -A PREROUTING -d {KUBE_DNS} -p tcp --dport 53 -j DNAT --to-destination 10.10.0.2 && iptables -t nat -A OUTPUT -d 10.96.0.11 -p tcp --dport 53 -j DNAT --to-destination 10.10.0.2 && iptables -A INPUT -m conntrack --ctstate INVALID -j DROP"));
+    Ok(lab)
+}
+
+/// The pod's conntrack entries in the node namespace; `None` when this
+/// kernel or machine cannot list them.
+fn pod_flows(lab: &Lab) -> Option<usize> {
+    let (ok, text) = lab.sh(&lab.node, &format!("conntrack -L -s {POD}"));
+    ok.then(|| text.lines().filter(|l| l.contains(&format!("src={POD}"))).count())
+}
+
+#[test]
+fn node_local_mode_in_network_namespaces() {
+    let mut lab = match lab() {
+        Ok(l) => l,
+        Err(why) => {
+            println!("nodelocal: NOT CHECKED: {why}");
+            return;
+        }
+    };
+    let (node, cluster_conf) = (lab.node.clone(), format!(".:53 {{\n    bind 10.10.0.2\n    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        snapshot {}\n    }}\n}}\n", common::demo_cluster().display()));
+    let (_, cluster_log) = lab.start("cluster", &cluster_conf);
+    wait_log(&cluster_log, "listening on tcp 10.10.0.2:53", 10);
+    // Control: before node-local, the pod's query to the kube-dns IP goes
+    // through DNAT to the cluster DNS and is tracked.
+    assert!(eventually(5.0, || lab.dig(
+        KUBE_DNS,
+        "kubernetes.default.svc.cluster.local",
+        false
+    ) == "10.96.0.1"));
+    let conntrack = pod_flows(&lab);
+    match conntrack {
+        Some(n) => assert!(n >= 1, "the control query left no conntrack entry: the conntrack check could not fail"),
+        None => println!("nodelocal: NOT CHECKED: conntrack -L does not work here (no conntrack tool or nf_conntrack_netlink): conntrack bypass unverified"),
+    }
+
+    // Transparent + link-local on an existing interface.
+    let (i, log) = lab.start("node", &node_corefile("nl0", ""));
+    let text = wait_log(&log, "NOTRACK/ACCEPT rules installed through", 15);
+    assert!(text.contains("24 of 24 NOTRACK/ACCEPT rules installed"), "{text}");
+    let ipt = if text.contains("through iptables-legacy") {
+        "iptables-legacy"
+    } else if text.contains("through iptables-nft") {
+        "iptables-nft"
+    } else {
+        "iptables"
+    };
+    let (mut raw, mut filter) = (Vec::new(), Vec::new());
+    for ip in [LINK_LOCAL, KUBE_DNS] {
+        let (r, f) = expected(ip);
+        raw.extend(r);
+        filter.extend(f);
+    }
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(lab.rules(ipt, "raw")), sorted(raw.clone()), "raw table");
+    assert_eq!(sorted(lab.rules(ipt, "filter")), sorted(filter.clone()), "filter table");
+    let input = lab.must(&node, &format!("{ipt} -S INPUT"));
+    assert!(
+        input.trim_end().ends_with("-j DROP"),
+        "ACCEPT rules are inserted above kube-proxy's: {input}"
+    );
+    assert!(
+        lab.must(&node, "ip -o link show nl0").contains(",UP"),
+        "interface brought up"
+    );
+
+    // Answers on both addresses, UDP and TCP, and no conntrack entry.
+    if conntrack.is_some() {
+        lab.must(&node, "conntrack -F");
+    }
+    for tcp in [false, true] {
+        assert_eq!(
+            lab.dig(LINK_LOCAL, "kubernetes.default.svc.cluster.local", tcp),
+            "10.96.0.1"
+        );
+        assert_eq!(lab.dig(KUBE_DNS, "web.shop.svc.cluster.local", tcp), "10.96.12.34");
+    }
+    if conntrack.is_some() {
+        assert_eq!(
+            pod_flows(&lab),
+            Some(0),
+            "the pod's DNS must skip conntrack: {}",
+            lab.sh(&node, "conntrack -L").1
+        );
+    }
+    assert!(lab
+        .metrics()
+        .contains("coredns_dns_requests_total{server=\"dns://169.254.20.10:53\""));
+
+    // A rule and an address deleted by hand come back within `check` (1 s).
+    lab.must(&node, &format!("{ipt} -t raw -D PREROUTING -d {KUBE_DNS} -p udp --dport 53 -j NOTRACK && ip addr del {LINK_LOCAL}/32 dev nl0"));
+    assert!(
+        eventually(3.0, || sorted(lab.rules(ipt, "raw")) == sorted(raw.clone())),
+        "rule not restored"
+    );
+    assert!(
+        eventually(3.0, || lab.sh(&node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL)),
+        "address not restored"
+    );
+    let m = lab.metrics();
+    assert!(
+        m.contains("clusterdns_nodelocal_restored_total{what=\"rule\"} 1"),
+        "{m}"
+    );
+    assert!(
+        m.contains("clusterdns_nodelocal_restored_total{what=\"address\"} 1"),
+        "{m}"
+    );
+    assert!(
+        m.contains("coredns_nodecache_setup_errors_total{errortype=\"iptables\"} 0"),
+        "{m}"
+    );
+    wait_log(
+        &log,
+        "rule was missing, added back: -t raw PREROUTING -p udp -d 10.96.0.10",
+        1,
+    );
+
+    // `clusterdns doctor` on this node: nothing wrong with the node-local setup.
+    let conf = lab.dir.join("node.Corefile");
+    let doctor = lab
+        .sh(
+            &node,
+            &format!("{} doctor -conf {}", env!("CARGO_BIN_EXE_clusterdns"), conf.display()),
+        )
+        .1;
+    assert!(
+        !doctor.contains("nodelocal_"),
+        "doctor on a healthy node-local node: {doctor}"
+    );
+
+    // SIGTERM: rules and addresses are gone; the kube-dns IP is the cluster DNS's again.
+    assert!(lab.stop(i), "clean exit");
+    wait_log(&log, "torn down", 1);
+    assert!(
+        lab.rules(ipt, "raw").is_empty() && lab.rules(ipt, "filter").is_empty(),
+        "rules left after teardown"
+    );
+    assert!(
+        !lab.sh(&node, "ip -o addr show dev nl0").1.contains("inet "),
+        "addresses left after teardown"
+    );
+    assert!(lab.sh(&node, "ip -o link show nl0").0, "an existing interface is kept");
+    assert_eq!(
+        lab.dig(KUBE_DNS, "web.shop.svc.cluster.local", false),
+        "10.96.12.34",
+        "rolled back to DNAT"
+    );
+    let doctor = lab
+        .sh(
+            &node,
+            &format!("{} doctor -conf {}", env!("CARGO_BIN_EXE_clusterdns"), conf.display()),
+        )
+        .1;
+    assert!(
+        doctor.contains("nodelocal_addresses") && doctor.contains("nodelocal_rules"),
+        "doctor after teardown: {doctor}"
+    );
+
+    // `teardown off`: everything stays; a restart finds it in place.
+    let (i, log) = lab.start("keep", &node_corefile("nl0", "teardown off"));
+    wait_log(&log, "NOTRACK/ACCEPT rules installed", 15);
+    assert!(lab.stop(i));
+    wait_log(&log, "teardown off: leaving interface nl0", 1);
+    assert_eq!(sorted(lab.rules(ipt, "raw")), sorted(raw.clone()), "rules kept");
+    assert!(lab.sh(&node, "ip -o addr show dev nl0").1.contains(KUBE_DNS));
+    let (i, log) = lab.start("again", &node_corefile("nl0", ""));
+    let text = wait_log(&log, "NOTRACK/ACCEPT rules installed", 15);
+    assert!(
+        text.contains("0 of 24 NOTRACK/ACCEPT rules installed") && text.contains("24 already there"),
+        "{text}"
+    );
+    assert!(lab.stop(i));
+    assert!(lab.rules(ipt, "raw").is_empty(), "teardown after a restart");
+
+    // Without NET_ADMIN: a clear error, nothing changed.
+    let conf = lab.dir.join("nocap.Corefile");
+    std::fs::write(&conf, node_corefile("nl0", "")).expect("write Corefile");
+    let nocap = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &node,
+            "setpriv",
+            "--inh-caps=-net_admin",
+            "--bounding-set=-net_admin",
+            env!("CARGO_BIN_EXE_clusterdns"),
+            "-conf",
+        ])
+        .arg(&conf)
+        .output()
+        .expect("setpriv");
+    let text = out(&nocap);
+    assert!(
+        !nocap.status.success() && text.contains("lacks the NET_ADMIN capability"),
+        "{text}"
+    );
+    assert!(
+        !lab.sh(&node, "ip -o addr show dev nl0").1.contains("inet "),
+        "nothing set up without NET_ADMIN"
+    );
+
+    // A missing interface: a dummy link, deleted at teardown, where the
+    // kernel has the type; a clear error where it does not.
+    let dummy = lab.sh(&node, "ip link add probe0 type dummy && ip link del probe0").0;
+    let (i, log) = lab.start("dummy", &node_corefile("nodelocaldns", ""));
+    if dummy {
+        let text = wait_log(&log, "NOTRACK/ACCEPT rules installed", 15);
+        assert!(text.contains("interface nodelocaldns created (dummy)"), "{text}");
+        assert_eq!(
+            lab.dig(LINK_LOCAL, "kubernetes.default.svc.cluster.local", false),
+            "10.96.0.1"
+        );
+        assert!(lab.stop(i));
+        assert!(
+            !lab.sh(&node, "ip link show nodelocaldns").0,
+            "dummy link deleted at teardown"
+        );
+    } else {
+        println!("nodelocal: NOT CHECKED: this kernel has no `dummy` link type; checked the clear error instead, and an existing interface above");
+        let text = wait_log(&log, "no `dummy` link type", 10);
+        assert!(
+            text.contains("interface nodelocaldns: cannot create a dummy link"),
+            "{text}"
+        );
+        assert!(!lab.stop(i), "exits with an error");
+    }
+}
