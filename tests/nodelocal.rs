@@ -16,6 +16,7 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,7 +30,7 @@ struct Lab {
     node: String,
     pod: String,
     children: Vec<Child>,
-    dir: std::path::PathBuf,
+    dir: PathBuf,
 }
 
 impl Drop for Lab {
@@ -89,6 +90,13 @@ impl Lab {
         out(&o)
     }
 
+    /// `clusterdns doctor` with the Corefile of run `tag`.
+    fn doctor(&self, tag: &str) -> String {
+        let conf = self.dir.join(format!("{tag}.Corefile"));
+        let cmd = format!("{} doctor -conf {}", env!("CARGO_BIN_EXE_clusterdns"), conf.display());
+        self.sh(&self.node, &cmd).1
+    }
+
     fn dig(&self, server: &str, name: &str, tcp: bool) -> String {
         let flag = if tcp { "+tcp" } else { "+notcp" };
         let cmd = format!("dig {flag} +short +time=2 +tries=1 @{server} {name} A");
@@ -97,7 +105,7 @@ impl Lab {
 
     /// Starts clusterdns in the node namespace with `corefile`; returns
     /// its index in `children` and its log file.
-    fn start(&mut self, tag: &str, corefile: &str) -> (usize, std::path::PathBuf) {
+    fn start(&mut self, tag: &str, corefile: &str) -> (usize, PathBuf) {
         let conf = self.dir.join(format!("{tag}.Corefile"));
         std::fs::write(&conf, corefile).expect("write Corefile");
         let log = self.dir.join(format!("{tag}.log"));
@@ -128,7 +136,7 @@ impl Lab {
 }
 
 /// Waits until `log` holds `text` (at most `secs`); returns the log.
-fn wait_log(log: &std::path::Path, text: &str, secs: u64) -> String {
+fn wait_log(log: &Path, text: &str, secs: u64) -> String {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         let now = std::fs::read_to_string(log).unwrap_or_default();
@@ -229,6 +237,24 @@ fn pod_flows(lab: &Lab) -> Option<usize> {
     ok.then(|| text.lines().filter(|l| l.contains(&format!("src={POD}"))).count())
 }
 
+/// Both tables' expected rules for the link-local and kube-dns addresses, sorted.
+fn expected_rules() -> (Vec<String>, Vec<String>) {
+    let (mut raw, mut filter) = (Vec::new(), Vec::new());
+    for ip in [LINK_LOCAL, KUBE_DNS] {
+        let (r, f) = expected(ip);
+        raw.extend(r);
+        filter.extend(f);
+    }
+    raw.sort();
+    filter.sort();
+    (raw, filter)
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
 #[test]
 fn node_local_mode_in_network_namespaces() {
     let mut lab = match lab() {
@@ -238,58 +264,63 @@ fn node_local_mode_in_network_namespaces() {
             return;
         }
     };
-    let (node, cluster_conf) = (lab.node.clone(), format!(".:53 {{\n    bind 10.10.0.2\n    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        snapshot {}\n    }}\n}}\n", common::demo_cluster().display()));
-    let (_, cluster_log) = lab.start("cluster", &cluster_conf);
-    wait_log(&cluster_log, "listening on tcp 10.10.0.2:53", 10);
-    // Control: before node-local, the pod's query to the kube-dns IP goes
-    // through DNAT to the cluster DNS and is tracked.
-    assert!(eventually(5.0, || lab.dig(
-        KUBE_DNS,
-        "kubernetes.default.svc.cluster.local",
-        false
-    ) == "10.96.0.1"));
-    let conntrack = pod_flows(&lab);
+    let conntrack = cluster_dns_and_control(&mut lab);
+    let (i, log, ipt) = transparent_on_an_existing_interface(&mut lab, conntrack);
+    restored_within_check(&lab, ipt, &log);
+    torn_down_at_sigterm(&mut lab, ipt, i, &log);
+    teardown_off_and_restart(&mut lab, ipt);
+    without_net_admin(&lab);
+    dummy_or_its_clear_error(&mut lab);
+}
+
+/// Starts the cluster DNS; the control query to the kube-dns IP (DNAT)
+/// must leave a conntrack entry, or the bypass check could not fail.
+/// `None`: conntrack cannot be listed here.
+fn cluster_dns_and_control(lab: &mut Lab) -> Option<usize> {
+    let conf = format!(
+        ".:53 {{\n    bind 10.10.0.2\n    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        snapshot {}\n    }}\n}}\n",
+        common::demo_cluster().display()
+    );
+    let (_, log) = lab.start("cluster", &conf);
+    wait_log(&log, "listening on tcp 10.10.0.2:53", 10);
+    let answered = eventually(5.0, || {
+        lab.dig(KUBE_DNS, "kubernetes.default.svc.cluster.local", false) == "10.96.0.1"
+    });
+    assert!(answered, "the cluster DNS answers through DNAT");
+    let conntrack = pod_flows(lab);
     match conntrack {
         Some(n) => assert!(n >= 1, "the control query left no conntrack entry: the conntrack check could not fail"),
         None => println!("nodelocal: NOT CHECKED: conntrack -L does not work here (no conntrack tool or nf_conntrack_netlink): conntrack bypass unverified"),
     }
+    conntrack
+}
 
-    // Transparent + link-local on an existing interface.
+/// Link-local + transparent on an existing interface (a veth end, down):
+/// node-cache's rules, above kube-proxy's; answers on both addresses over
+/// UDP and TCP with no conntrack entry for the pod. Returns the server,
+/// its log and the iptables it used.
+fn transparent_on_an_existing_interface(lab: &mut Lab, conntrack: Option<usize>) -> (usize, PathBuf, &'static str) {
     let (i, log) = lab.start("node", &node_corefile("nl0", ""));
     let text = wait_log(&log, "NOTRACK/ACCEPT rules installed through", 15);
     assert!(text.contains("24 of 24 NOTRACK/ACCEPT rules installed"), "{text}");
-    let ipt = if text.contains("through iptables-legacy") {
-        "iptables-legacy"
-    } else if text.contains("through iptables-nft") {
-        "iptables-nft"
-    } else {
-        "iptables"
-    };
-    let (mut raw, mut filter) = (Vec::new(), Vec::new());
-    for ip in [LINK_LOCAL, KUBE_DNS] {
-        let (r, f) = expected(ip);
-        raw.extend(r);
-        filter.extend(f);
-    }
-    let sorted = |mut v: Vec<String>| {
-        v.sort();
-        v
-    };
-    assert_eq!(sorted(lab.rules(ipt, "raw")), sorted(raw.clone()), "raw table");
-    assert_eq!(sorted(lab.rules(ipt, "filter")), sorted(filter.clone()), "filter table");
-    let input = lab.must(&node, &format!("{ipt} -S INPUT"));
+    let ipt = ["iptables-legacy", "iptables-nft"]
+        .into_iter()
+        .find(|b| text.contains(&format!("through {b}")))
+        .unwrap_or("iptables");
+    let (raw, filter) = expected_rules();
+    assert_eq!(sorted(lab.rules(ipt, "raw")), raw, "raw table");
+    assert_eq!(sorted(lab.rules(ipt, "filter")), filter, "filter table");
+    let input = lab.must(&lab.node, &format!("{ipt} -S INPUT"));
     assert!(
         input.trim_end().ends_with("-j DROP"),
-        "ACCEPT rules are inserted above kube-proxy's: {input}"
+        "ACCEPT rules go above kube-proxy's: {input}"
     );
     assert!(
-        lab.must(&node, "ip -o link show nl0").contains(",UP"),
+        lab.must(&lab.node, "ip -o link show nl0").contains(",UP"),
         "interface brought up"
     );
-
-    // Answers on both addresses, UDP and TCP, and no conntrack entry.
     if conntrack.is_some() {
-        lab.must(&node, "conntrack -F");
+        lab.must(&lab.node, "conntrack -F");
     }
     for tcp in [false, true] {
         assert_eq!(
@@ -299,94 +330,88 @@ fn node_local_mode_in_network_namespaces() {
         assert_eq!(lab.dig(KUBE_DNS, "web.shop.svc.cluster.local", tcp), "10.96.12.34");
     }
     if conntrack.is_some() {
-        assert_eq!(
-            pod_flows(&lab),
-            Some(0),
-            "the pod's DNS must skip conntrack: {}",
-            lab.sh(&node, "conntrack -L").1
-        );
+        let all = lab.sh(&lab.node, "conntrack -L").1;
+        assert_eq!(pod_flows(lab), Some(0), "the pod's DNS must skip conntrack: {all}");
     }
-    assert!(lab
-        .metrics()
-        .contains("coredns_dns_requests_total{server=\"dns://169.254.20.10:53\""));
-
-    // A rule and an address deleted by hand come back within `check` (1 s).
-    lab.must(&node, &format!("{ipt} -t raw -D PREROUTING -d {KUBE_DNS} -p udp --dport 53 -j NOTRACK && ip addr del {LINK_LOCAL}/32 dev nl0"));
+    let served = lab.metrics();
     assert!(
-        eventually(3.0, || sorted(lab.rules(ipt, "raw")) == sorted(raw.clone())),
+        served.contains("coredns_dns_requests_total{server=\"dns://169.254.20.10:53\""),
+        "{served}"
+    );
+    (i, log, ipt)
+}
+
+/// A rule and an address deleted by hand are back within `check` (1 s),
+/// logged and counted; doctor finds nothing wrong.
+fn restored_within_check(lab: &Lab, ipt: &str, log: &Path) {
+    lab.must(&lab.node, &format!("{ipt} -t raw -D PREROUTING -d {KUBE_DNS} -p udp --dport 53 -j NOTRACK && ip addr del {LINK_LOCAL}/32 dev nl0"));
+    let (raw, _) = expected_rules();
+    assert!(
+        eventually(3.0, || sorted(lab.rules(ipt, "raw")) == raw),
         "rule not restored"
     );
-    assert!(
-        eventually(3.0, || lab.sh(&node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL)),
-        "address not restored"
-    );
+    let address_back = eventually(3.0, || {
+        lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL)
+    });
+    assert!(address_back, "address not restored");
     let m = lab.metrics();
-    assert!(
-        m.contains("clusterdns_nodelocal_restored_total{what=\"rule\"} 1"),
-        "{m}"
-    );
-    assert!(
-        m.contains("clusterdns_nodelocal_restored_total{what=\"address\"} 1"),
-        "{m}"
-    );
-    assert!(
-        m.contains("coredns_nodecache_setup_errors_total{errortype=\"iptables\"} 0"),
-        "{m}"
-    );
+    for series in [
+        "clusterdns_nodelocal_restored_total{what=\"rule\"} 1",
+        "clusterdns_nodelocal_restored_total{what=\"address\"} 1",
+        "coredns_nodecache_setup_errors_total{errortype=\"iptables\"} 0",
+    ] {
+        assert!(m.contains(series), "no {series} in:\n{m}");
+    }
     wait_log(
-        &log,
+        log,
         "rule was missing, added back: -t raw PREROUTING -p udp -d 10.96.0.10",
         1,
     );
-
-    // `clusterdns doctor` on this node: nothing wrong with the node-local setup.
-    let conf = lab.dir.join("node.Corefile");
-    let doctor = lab
-        .sh(
-            &node,
-            &format!("{} doctor -conf {}", env!("CARGO_BIN_EXE_clusterdns"), conf.display()),
-        )
-        .1;
+    let doctor = lab.doctor("node");
     assert!(
         !doctor.contains("nodelocal_"),
         "doctor on a healthy node-local node: {doctor}"
     );
+}
 
-    // SIGTERM: rules and addresses are gone; the kube-dns IP is the cluster DNS's again.
+/// SIGTERM: rules and addresses gone, the existing interface kept, and the
+/// kube-dns IP answered by the cluster DNS through DNAT again.
+fn torn_down_at_sigterm(lab: &mut Lab, ipt: &str, i: usize, log: &Path) {
     assert!(lab.stop(i), "clean exit");
-    wait_log(&log, "torn down", 1);
+    wait_log(log, "torn down", 1);
     assert!(
         lab.rules(ipt, "raw").is_empty() && lab.rules(ipt, "filter").is_empty(),
         "rules left after teardown"
     );
     assert!(
-        !lab.sh(&node, "ip -o addr show dev nl0").1.contains("inet "),
+        !lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains("inet "),
         "addresses left after teardown"
     );
-    assert!(lab.sh(&node, "ip -o link show nl0").0, "an existing interface is kept");
+    assert!(
+        lab.sh(&lab.node, "ip -o link show nl0").0,
+        "an existing interface is kept"
+    );
     assert_eq!(
         lab.dig(KUBE_DNS, "web.shop.svc.cluster.local", false),
         "10.96.12.34",
         "rolled back to DNAT"
     );
-    let doctor = lab
-        .sh(
-            &node,
-            &format!("{} doctor -conf {}", env!("CARGO_BIN_EXE_clusterdns"), conf.display()),
-        )
-        .1;
+    let doctor = lab.doctor("node");
     assert!(
         doctor.contains("nodelocal_addresses") && doctor.contains("nodelocal_rules"),
         "doctor after teardown: {doctor}"
     );
+}
 
-    // `teardown off`: everything stays; a restart finds it in place.
+/// `teardown off` leaves everything; a restart finds it all in place and
+/// its teardown removes it.
+fn teardown_off_and_restart(lab: &mut Lab, ipt: &str) {
     let (i, log) = lab.start("keep", &node_corefile("nl0", "teardown off"));
     wait_log(&log, "NOTRACK/ACCEPT rules installed", 15);
     assert!(lab.stop(i));
     wait_log(&log, "teardown off: leaving interface nl0", 1);
-    assert_eq!(sorted(lab.rules(ipt, "raw")), sorted(raw.clone()), "rules kept");
-    assert!(lab.sh(&node, "ip -o addr show dev nl0").1.contains(KUBE_DNS));
+    assert_eq!(sorted(lab.rules(ipt, "raw")), expected_rules().0, "rules kept");
+    assert!(lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains(KUBE_DNS));
     let (i, log) = lab.start("again", &node_corefile("nl0", ""));
     let text = wait_log(&log, "NOTRACK/ACCEPT rules installed", 15);
     assert!(
@@ -395,21 +420,23 @@ fn node_local_mode_in_network_namespaces() {
     );
     assert!(lab.stop(i));
     assert!(lab.rules(ipt, "raw").is_empty(), "teardown after a restart");
+}
 
-    // Without NET_ADMIN: a clear error, nothing changed.
+/// Without NET_ADMIN: a clear error at once, nothing changed.
+fn without_net_admin(lab: &Lab) {
     let conf = lab.dir.join("nocap.Corefile");
     std::fs::write(&conf, node_corefile("nl0", "")).expect("write Corefile");
     let nocap = Command::new("ip")
         .args([
             "netns",
             "exec",
-            &node,
+            &lab.node,
             "setpriv",
             "--inh-caps=-net_admin",
             "--bounding-set=-net_admin",
-            env!("CARGO_BIN_EXE_clusterdns"),
-            "-conf",
         ])
+        .arg(env!("CARGO_BIN_EXE_clusterdns"))
+        .arg("-conf")
         .arg(&conf)
         .output()
         .expect("setpriv");
@@ -419,13 +446,17 @@ fn node_local_mode_in_network_namespaces() {
         "{text}"
     );
     assert!(
-        !lab.sh(&node, "ip -o addr show dev nl0").1.contains("inet "),
+        !lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains("inet "),
         "nothing set up without NET_ADMIN"
     );
+}
 
-    // A missing interface: a dummy link, deleted at teardown, where the
-    // kernel has the type; a clear error where it does not.
-    let dummy = lab.sh(&node, "ip link add probe0 type dummy && ip link del probe0").0;
+/// A missing interface: a dummy link, deleted at teardown, where the
+/// kernel has the type; a clear error where it does not.
+fn dummy_or_its_clear_error(lab: &mut Lab) {
+    let dummy = lab
+        .sh(&lab.node, "ip link add probe0 type dummy && ip link del probe0")
+        .0;
     let (i, log) = lab.start("dummy", &node_corefile("nodelocaldns", ""));
     if dummy {
         let text = wait_log(&log, "NOTRACK/ACCEPT rules installed", 15);
@@ -436,11 +467,11 @@ fn node_local_mode_in_network_namespaces() {
         );
         assert!(lab.stop(i));
         assert!(
-            !lab.sh(&node, "ip link show nodelocaldns").0,
+            !lab.sh(&lab.node, "ip link show nodelocaldns").0,
             "dummy link deleted at teardown"
         );
     } else {
-        println!("nodelocal: NOT CHECKED: this kernel has no `dummy` link type; checked the clear error instead, and an existing interface above");
+        println!("nodelocal: NOT CHECKED: this kernel has no `dummy` link type; checked its clear error instead (and an existing interface above)");
         let text = wait_log(&log, "no `dummy` link type", 10);
         assert!(
             text.contains("interface nodelocaldns: cannot create a dummy link"),
