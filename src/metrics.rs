@@ -340,6 +340,9 @@ pub const NODECACHE_ERRORS: [&str; 5] = [
 /// `what` values of `clusterdns_nodelocal_restored_total`.
 pub const RESTORED: [&str; 3] = ["rule", "address", "interface"];
 
+/// A counter family by one label: name, help, label, values, counters.
+type Labelled<'a> = (&'a str, &'a str, &'a str, &'a [&'a str], &'a [AtomicU64]);
+
 /// The `nodelocal` directive's counters (rendered only when it runs).
 #[derive(Default)]
 pub struct NodeLocal {
@@ -353,29 +356,26 @@ impl NodeLocal {
         if !self.enabled.load(Relaxed) {
             return;
         }
-        let values = |names: &'static [&'static str], v: &[AtomicU64]| -> Vec<(&'static str, u64)> {
-            names.iter().zip(v).map(|(n, c)| (*n, c.load(Relaxed))).collect()
-        };
-        let help = "The number of errors during periodic network setup for node-cache";
-        let errors = values(&NODECACHE_ERRORS, &self.setup_errors);
-        family(
-            s,
-            "coredns_nodecache_setup_errors_total",
-            "counter",
-            help,
-            "errortype",
-            errors,
-        );
-        let help = "Node-local rules, addresses and interfaces found missing by the periodic check and restored.";
-        let restored = values(&RESTORED, &self.restored);
-        family(
-            s,
-            "clusterdns_nodelocal_restored_total",
-            "counter",
-            help,
-            "what",
-            restored,
-        );
+        let families: [Labelled<'_>; 2] = [
+            (
+                "coredns_nodecache_setup_errors_total",
+                "The number of errors during periodic network setup for node-cache",
+                "errortype",
+                &NODECACHE_ERRORS,
+                &self.setup_errors,
+            ),
+            (
+                "clusterdns_nodelocal_restored_total",
+                "Node-local rules, addresses and interfaces found missing by the periodic check and restored.",
+                "what",
+                &RESTORED,
+                &self.restored,
+            ),
+        ];
+        for (name, help, label, names, counters) in families {
+            let series = names.iter().zip(counters).map(|(n, c)| (*n, c.load(Relaxed)));
+            family(s, name, "counter", help, label, series);
+        }
     }
 }
 

@@ -17,152 +17,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+use common::netns::{eventually, out, wait_log, Lab};
 
 const LINK_LOCAL: &str = "169.254.20.10";
 const KUBE_DNS: &str = "10.96.0.10";
 const POD: &str = "10.200.0.2";
-
-/// The namespaces and processes of one run, removed on drop (also when
-/// an assertion fails).
-struct Lab {
-    node: String,
-    pod: String,
-    children: Vec<Child>,
-    dir: PathBuf,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        for ns in [&self.node, &self.pod] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
-
-fn out(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-impl Lab {
-    /// Runs `cmd` with sh in namespace `ns`.
-    fn sh(&self, ns: &str, cmd: &str) -> (bool, String) {
-        let o = Command::new("ip")
-            .args(["netns", "exec", ns, "sh", "-c", cmd])
-            .stdin(Stdio::null())
-            .output()
-            .expect("run ip netns exec");
-        (o.status.success(), out(&o))
-    }
-
-    fn must(&self, ns: &str, cmd: &str) -> String {
-        let (ok, text) = self.sh(ns, cmd);
-        assert!(ok, "`{cmd}` in {ns} failed: {text}");
-        text
-    }
-
-    /// Our rules in `table` (`-S` lines, without kube-proxy's stand-ins).
-    fn rules(&self, ipt: &str, table: &str) -> Vec<String> {
-        let text = self.must(&self.node, &format!("{ipt} -t {table} -S"));
-        text.lines()
-            .filter(|l| l.starts_with("-A") && !l.contains("ctstate"))
-            .map(String::from)
-            .collect()
-    }
-
-    /// The node-local server's /metrics page (bash's /dev/tcp: no curl needed).
-    fn metrics(&self) -> String {
-        let cmd =
-            format!("exec 3<>/dev/tcp/{LINK_LOCAL}/9253; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3");
-        let o = Command::new("ip")
-            .args(["netns", "exec", &self.node, "bash", "-c", &cmd])
-            .output()
-            .expect("bash");
-        out(&o)
-    }
-
-    /// `clusterdns doctor` with the Corefile of run `tag`.
-    fn doctor(&self, tag: &str) -> String {
-        let conf = self.dir.join(format!("{tag}.Corefile"));
-        let cmd = format!("{} doctor -conf {}", env!("CARGO_BIN_EXE_clusterdns"), conf.display());
-        self.sh(&self.node, &cmd).1
-    }
-
-    fn dig(&self, server: &str, name: &str, tcp: bool) -> String {
-        let flag = if tcp { "+tcp" } else { "+notcp" };
-        let cmd = format!("dig {flag} +short +time=2 +tries=1 @{server} {name} A");
-        self.sh(&self.pod, &cmd).1.trim().to_string()
-    }
-
-    /// Starts clusterdns in the node namespace with `corefile`; returns
-    /// its index in `children` and its log file.
-    fn start(&mut self, tag: &str, corefile: &str) -> (usize, PathBuf) {
-        let conf = self.dir.join(format!("{tag}.Corefile"));
-        std::fs::write(&conf, corefile).expect("write Corefile");
-        let log = self.dir.join(format!("{tag}.log"));
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.node, env!("CARGO_BIN_EXE_clusterdns"), "-conf"])
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("start clusterdns");
-        self.children.push(child);
-        (self.children.len() - 1, log)
-    }
-
-    /// SIGTERM to child `i`; waits for it to exit (at most 10 s).
-    fn stop(&mut self, i: usize) -> bool {
-        let pid = self.children[i].id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.children[i].try_wait() {
-                return status.success();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("clusterdns did not exit within 10 s of SIGTERM");
-    }
-}
-
-/// Waits until `log` holds `text` (at most `secs`); returns the log.
-fn wait_log(log: &Path, text: &str, secs: u64) -> String {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let now = std::fs::read_to_string(log).unwrap_or_default();
-        if now.contains(text) {
-            return now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no '{text}' in {} within {secs}s:\n{now}",
-            log.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Polls `check` for up to `secs`.
-fn eventually(secs: f64, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs_f64(secs);
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    check()
-}
 
 /// node-cache's rules for one address as `iptables -S` prints them,
 /// written out independently of src/nodelocal/rules.rs.
@@ -333,7 +194,7 @@ fn transparent_on_an_existing_interface(lab: &mut Lab, conntrack: Option<usize>)
         let all = lab.sh(&lab.node, "conntrack -L").1;
         assert_eq!(pod_flows(lab), Some(0), "the pod's DNS must skip conntrack: {all}");
     }
-    let served = lab.metrics();
+    let served = lab.metrics(LINK_LOCAL, 9253);
     assert!(
         served.contains("coredns_dns_requests_total{server=\"dns://169.254.20.10:53\""),
         "{served}"
@@ -354,7 +215,7 @@ fn restored_within_check(lab: &Lab, ipt: &str, log: &Path) {
         lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL)
     });
     assert!(address_back, "address not restored");
-    let m = lab.metrics();
+    let m = lab.metrics(LINK_LOCAL, 9253);
     for series in [
         "clusterdns_nodelocal_restored_total{what=\"rule\"} 1",
         "clusterdns_nodelocal_restored_total{what=\"address\"} 1",

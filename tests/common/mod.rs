@@ -3,6 +3,7 @@
 //! log lines, wait for readiness, and talk to it over real sockets.
 #![allow(dead_code)]
 
+pub mod netns;
 pub mod stub;
 
 use std::io::{BufRead, BufReader, Read, Write};
