@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RATE=${1:-20000}; ROUNDS=${2:-3}; SECS=${3:-5}
-cargo build --release -q --bin clusterdns -p loadtest --bin loadtest
+cargo build --release -q --bin clusterdns && cargo build --release -q -p loadtest --bin loadtest
 BIN=$PWD/target/release
 W=$(mktemp -d /tmp/nodelocal-bench.XXXX)
 N=nlb-node-$$; P=nlb-pod-$$
@@ -74,6 +74,7 @@ n taskset -c 0 "$BIN/clusterdns" -conf "$W/node.Corefile" 2> "$W/node.log" &
 for _ in $(seq 1 100); do grep -q "rules installed" "$W/node.log" && break; sleep 0.1; done
 grep "rules installed" "$W/node.log"
 NPID=$(pgrep -n -f "$W/node.Corefile")
+echo "columns: offered qps, achieved qps, loss, p50 ms, p99 ms, p99.9 ms, mean ms, qps/core, rcodes"
 echo "rate $RATE qps, $SECS s per round, $ROUNDS rounds; $(wc -l < "$W/names") names; loadtest --sockets 256"
 for r in $(seq 1 "$ROUNDS"); do
   for target in 169.254.20.10 10.96.0.10; do
@@ -83,7 +84,7 @@ for r in $(seq 1 "$ROUNDS"); do
     p taskset -c 1 "$BIN/loadtest" run --target "$target:53" --names "$W/names" --rate "$RATE" \
         --step-duration "$SECS" --sockets 256 --pid "$pid" --out "$W/r$r-$target" > "$W/r$r-$target.txt" 2>&1
     after=$(n conntrack -C)
-    row=$(grep -E "^ *[0-9]+ qps|qps" "$W/r$r-$target.txt" | tail -1)
+    row=$(awk '/offered qps/ {getline; print; exit}' "$W/r$r-$target.txt")
     echo "round $r $target: conntrack +$((after - before)); $row"
   done
 done

@@ -53,6 +53,17 @@ pub struct LinkError {
     pub source: io::Error,
 }
 
+impl LinkError {
+    /// node-cache's `errortype`: creating the link, or anything else.
+    pub fn errortype(&self) -> &'static str {
+        if self.step.starts_with("create") {
+            "interface_add"
+        } else {
+            "interface_check"
+        }
+    }
+}
+
 fn io_error(e: rtnetlink::Error) -> io::Error {
     match e {
         rtnetlink::Error::NetlinkError(m) => m.to_io(),

@@ -89,12 +89,7 @@ impl NodeLocal {
         metrics.nodelocal.enabled.store(true, Relaxed);
         let netlink = Netlink::connect().map_err(NodeLocalError::Netlink)?;
         let repairs = netlink.ensure(&cfg.interface, &cfg.addresses).await.map_err(|e| {
-            let kind = if e.step.starts_with("create") {
-                "interface_add"
-            } else {
-                "interface_check"
-            };
-            setup_error(&metrics, kind);
+            setup_error(&metrics, e.errortype());
             NodeLocalError::interface(&cfg.interface, e)
         })?;
         tracing::info!(target: "nodelocal",
@@ -125,19 +120,19 @@ impl NodeLocal {
         let Some(ipt) = &self.iptables else {
             return;
         };
-        let mut added = 0;
+        let (mut added, mut present) = (0, 0);
         for rule in &self.rules {
             match ipt.ensure(rule).await {
                 Ok(true) => added += 1,
-                Ok(false) => {}
+                Ok(false) => present += 1,
                 Err(e) => self.rule_error(&e),
             }
         }
         tracing::info!(target: "nodelocal",
-            "{added} of {} NOTRACK/ACCEPT rules installed through {} ({} already there)",
+            "{added} of {} NOTRACK/ACCEPT rules installed through {} ({present} already there, {} failed)",
             self.rules.len(),
             ipt.backend,
-            self.rules.len() - added
+            self.rules.len() - added - present
         );
     }
 
@@ -164,14 +159,7 @@ impl NodeLocal {
                 }
             }
             Err(e) => {
-                setup_error(
-                    &self.metrics,
-                    if e.step.starts_with("create") {
-                        "interface_add"
-                    } else {
-                        "interface_check"
-                    },
-                );
+                setup_error(&self.metrics, e.errortype());
                 tracing::error!(target: "nodelocal", "{}", NodeLocalError::interface(&self.cfg.interface, e));
             }
         }
