@@ -21,8 +21,10 @@ cargo build --release -q --bin clusterdns && cargo build --release -q -p loadtes
 BIN=$PWD/target/release
 W=$(mktemp -d /tmp/nodelocal-bench.XXXX)
 N=nlb-node-$$; P=nlb-pod-$$
+PIDS=()
 cleanup() {
-  kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  sleep 1
   ip netns del "$N" 2>/dev/null || true; ip netns del "$P" 2>/dev/null || true
   rm -rf "$W"
 }
@@ -69,11 +71,11 @@ cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
 }
 EOC
 n taskset -c 0 "$BIN/clusterdns" -conf "$W/cluster.Corefile" 2> "$W/cluster.log" &
-CPID=$!
+CPID=$!; PIDS+=("$CPID")
 n taskset -c 0 "$BIN/clusterdns" -conf "$W/node.Corefile" 2> "$W/node.log" &
+NPID=$!; PIDS+=("$NPID")
 for _ in $(seq 1 100); do grep -q "rules installed" "$W/node.log" && break; sleep 0.1; done
 grep "rules installed" "$W/node.log"
-NPID=$(pgrep -n -f "$W/node.Corefile")
 echo "columns: offered qps, achieved qps, loss, p50 ms, p99 ms, p99.9 ms, mean ms, qps/core, rcodes"
 echo "rate $RATE qps, $SECS s per round, $ROUNDS rounds; $(wc -l < "$W/names") names; loadtest --sockets 256"
 for r in $(seq 1 "$ROUNDS"); do
@@ -82,7 +84,8 @@ for r in $(seq 1 "$ROUNDS"); do
     n conntrack -F 2>/dev/null
     before=$(n conntrack -C)
     p taskset -c 1 "$BIN/loadtest" run --target "$target:53" --names "$W/names" --rate "$RATE" \
-        --step-duration "$SECS" --sockets 256 --pid "$pid" --out "$W/r$r-$target" > "$W/r$r-$target.txt" 2>&1
+        --step-duration "$SECS" --sockets 256 --pid "$pid" --out "$W/r$r-$target" > "$W/r$r-$target.txt" 2>&1 \
+      || { echo "loadtest failed:"; cat "$W/r$r-$target.txt"; exit 1; }
     after=$(n conntrack -C)
     row=$(awk '/offered qps/ {getline; print; exit}' "$W/r$r-$target.txt")
     echo "round $r $target: conntrack +$((after - before)); $row"

@@ -128,10 +128,13 @@ fn open(step: &Step) -> io::Result<Vec<(Conn, Conn)>> {
     for _ in 0..step.sockets.max(1) {
         match step.proto {
             Proto::Udp => {
-                let local: SocketAddr = if step.target.is_ipv6() {
-                    "[::1]:0".parse().map_err(io::Error::other)?
-                } else {
-                    "127.0.0.1:0".parse().map_err(io::Error::other)?
+                // Loopback targets from loopback; others (a node-local
+                // address in a network namespace) from any address.
+                let local: SocketAddr = match (step.target.is_ipv6(), step.target.ip().is_loopback()) {
+                    (true, true) => "[::1]:0".parse().map_err(io::Error::other)?,
+                    (false, true) => "127.0.0.1:0".parse().map_err(io::Error::other)?,
+                    (true, false) => "[::]:0".parse().map_err(io::Error::other)?,
+                    (false, false) => "0.0.0.0:0".parse().map_err(io::Error::other)?,
                 };
                 let std = std::net::UdpSocket::bind(local)?;
                 std.connect(step.target)?;
