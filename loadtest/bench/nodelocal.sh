@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RATE=${1:-20000}; ROUNDS=${2:-3}; SECS=${3:-5}
-cargo build --release -q --bin clusterdns && cargo build --release -q -p loadtest --bin loadtest
+[ -n "${NOBUILD:-}" ] || { cargo build --release -q --bin clusterdns && cargo build --release -q -p loadtest --bin loadtest; }
 BIN=$PWD/target/release
 W=$(mktemp -d /tmp/nodelocal-bench.XXXX)
 N=nlb-node-$$; P=nlb-pod-$$
