@@ -17,6 +17,7 @@ use hickory_proto::rr::{Name, RecordType};
 use crate::admin::{self, Live, State};
 use crate::config::{Config, Server};
 use crate::metrics::Metrics;
+use crate::nodelocal::NodeLocal;
 use crate::query::chaos::Chaos;
 use crate::query::cluster::Cluster;
 use crate::query::dns64::Dns64;
@@ -40,6 +41,8 @@ pub enum AppError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    NodeLocal(#[from] crate::nodelocal::NodeLocalError),
 }
 
 /// Listeners are grouped by port and `bind` addresses.
@@ -87,13 +90,66 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
     };
     startup_doctor(&config, &rt.metrics);
+    // The node-local interface and addresses exist before the listeners bind.
+    let nodelocal = match config.nodelocal.clone() {
+        Some(cfg) => Some(Arc::new(NodeLocal::setup(cfg, rt.metrics.clone()).await?)),
+        None => None,
+    };
     let built = rt.build(&config);
     let state = Arc::new(State {
         live: arc_swap::ArcSwap::from_pointee(Live::default()),
         metrics: rt.metrics.clone(),
         lameduck: AtomicBool::new(false),
     });
-    rt.switch(built, &state)?;
+    let started = match rt.switch(built, &state) {
+        Ok(()) => bind_admin(&config, &state).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = started {
+        if let Some(n) = &nodelocal {
+            n.teardown().await;
+        }
+        return Err(e);
+    }
+    // Rules only once listening (as node-cache waits for CoreDNS).
+    let keeper = match &nodelocal {
+        Some(n) => {
+            n.install().await;
+            Some(tokio::spawn(n.clone().keep()))
+        }
+        None => None,
+    };
+    let lameduck = config.health.as_ref().map(|h| h.lameduck).unwrap_or_default();
+    match config.reload {
+        Some((interval, jitter)) => {
+            tokio::select! {
+                () = shutdown => {}
+                () = reload_loop(&mut rt, &state, config, interval, jitter) => {}
+            }
+        }
+        None => shutdown.await,
+    }
+    state.lameduck.store(true, Ordering::Relaxed);
+    if !lameduck.is_zero() {
+        tracing::info!("lameduck for {lameduck:?}: still answering, health and readiness failing");
+        tokio::time::sleep(lameduck).await;
+    }
+    if let (Some(n), Some(k)) = (&nodelocal, keeper) {
+        k.abort();
+        n.teardown().await;
+    }
+    for (_, group) in std::mem::take(&mut rt.groups) {
+        group.stop.store(true, Ordering::Relaxed);
+        for t in group.threads {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Binds `/health`, `/ready` and `/metrics` and logs each.
+async fn bind_admin(config: &Config, state: &Arc<State>) -> Result<(), AppError> {
     let (health, ready, prom) = (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus);
     for (addr, endpoints) in admin::plan(health, ready, prom) {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -115,28 +171,6 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         }
         tokio::spawn(admin::serve(listener, endpoints, state.clone()));
     }
-    let lameduck = config.health.as_ref().map(|h| h.lameduck).unwrap_or_default();
-    match config.reload {
-        Some((interval, jitter)) => {
-            tokio::select! {
-                () = shutdown => {}
-                () = reload_loop(&mut rt, &state, config, interval, jitter) => {}
-            }
-        }
-        None => shutdown.await,
-    }
-    state.lameduck.store(true, Ordering::Relaxed);
-    if !lameduck.is_zero() {
-        tracing::info!("lameduck for {lameduck:?}: still answering, health and readiness failing");
-        tokio::time::sleep(lameduck).await;
-    }
-    for (_, group) in std::mem::take(&mut rt.groups) {
-        group.stop.store(true, Ordering::Relaxed);
-        for t in group.threads {
-            let _ = tokio::task::spawn_blocking(move || t.join()).await;
-        }
-    }
-    tracing::info!("stopped");
     Ok(())
 }
 
@@ -170,6 +204,9 @@ async fn reload_loop(
                     != (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus)
                 {
                     tracing::warn!(target: "reload", "health, ready and prometheus addresses change only on restart");
+                }
+                if new.nodelocal != config.nodelocal {
+                    tracing::warn!(target: "reload", "nodelocal changes only on restart");
                 }
                 let built = rt.build(&new);
                 match rt.switch(built, state) {

@@ -21,7 +21,8 @@
 //! 4. [`query`]: sockets, header checks, routing, the cluster zone, local
 //!    data (`hosts`, `file`), forwarding and its cache, the reply.
 //! 5. [`admin`] and [`metrics`]: `/health`, `/ready`, `/metrics`.
-//! 6. [`app`]: wiring and lifecycle.
+//! 6. [`app`]: wiring and lifecycle; [`nodelocal`]: the node's interface and
+//!    NOTRACK rules when running as a node-local cache.
 #![forbid(unsafe_code)]
 
 pub mod admin;
@@ -31,6 +32,7 @@ pub mod doctor;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod metrics;
+pub mod nodelocal;
 pub mod query;
 pub mod store;
 pub mod watch;

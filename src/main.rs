@@ -65,29 +65,38 @@ fn main() -> ExitCode {
 /// Prints every finding; exit 1 when one is critical.
 fn doctor(flags: &Flags) -> ExitCode {
     let path = flags.conf.clone().unwrap_or_else(default_corefile);
-    let upstream_resolv = match clusterdns::config::load(&path, flags.port) {
-        Ok(c) => c
-            .servers
-            .iter()
-            .flat_map(|s| &s.forward)
-            .flat_map(|f| f.files.clone())
-            .collect(),
+    let (upstream_resolv, nodelocal) = match clusterdns::config::load(&path, flags.port) {
+        Ok(c) => (
+            c.servers
+                .iter()
+                .flat_map(|s| &s.forward)
+                .flat_map(|f| f.files.clone())
+                .collect(),
+            c.nodelocal,
+        ),
         Err(errors) => {
             println!(
                 "(not checking upstreams: {} does not load: {} error(s); see clusterdns check)",
                 path.display(),
                 errors.0.len()
             );
-            Vec::new()
+            (Vec::new(), None)
         }
     };
-    let findings = clusterdns::doctor::check(&clusterdns::doctor::Inputs {
+    let mut findings = clusterdns::doctor::check(&clusterdns::doctor::Inputs {
         root: flags.root.clone(),
         upstream_resolv,
         pod_resolv: flags.resolv.clone(),
         pods: None,
         sockets: None,
     });
+    // A node-local node: its interface, rules and conntrack bypass.
+    if let Some(n) = nodelocal {
+        match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => findings.extend(rt.block_on(clusterdns::nodelocal::doctor::check(&n))),
+            Err(e) => println!("(not checking nodelocal: {e})"),
+        }
+    }
     if findings.is_empty() {
         println!("no findings: this node's DNS-relevant settings look right");
     }

@@ -411,6 +411,57 @@ pub struct Metrics {
     /// `clusterdns doctor` findings at start-up: `(check, severity)`.
     pub doctor: Mutex<Vec<(&'static str, &'static str)>>,
     pub watch: Watch,
+    pub nodelocal: NodeLocal,
+}
+
+/// `errortype` values of node-cache's `coredns_nodecache_setup_errors_total`.
+pub const NODECACHE_ERRORS: [&str; 5] = [
+    "iptables",
+    "iptables_lock",
+    "interface_add",
+    "interface_check",
+    "configmap",
+];
+/// `what` values of `clusterdns_nodelocal_restored_total`.
+pub const RESTORED: [&str; 3] = ["rule", "address", "interface"];
+
+/// A counter family by one label: name, help, label, values, counters.
+type Labelled<'a> = (&'a str, &'a str, &'a str, &'a [&'a str], &'a [AtomicU64]);
+
+/// The `nodelocal` directive's counters (rendered only when it runs).
+#[derive(Default)]
+pub struct NodeLocal {
+    pub enabled: std::sync::atomic::AtomicBool,
+    pub setup_errors: [AtomicU64; 5],
+    pub restored: [AtomicU64; 3],
+}
+
+impl NodeLocal {
+    fn render(&self, s: &mut String) {
+        if !self.enabled.load(Relaxed) {
+            return;
+        }
+        let families: [Labelled<'_>; 2] = [
+            (
+                "coredns_nodecache_setup_errors_total",
+                "The number of errors during periodic network setup for node-cache",
+                "errortype",
+                &NODECACHE_ERRORS,
+                &self.setup_errors,
+            ),
+            (
+                "clusterdns_nodelocal_restored_total",
+                "Node-local rules, addresses and interfaces found missing by the periodic check and restored.",
+                "what",
+                &RESTORED,
+                &self.restored,
+            ),
+        ];
+        for (name, help, label, names, counters) in families {
+            let series = names.iter().zip(counters).map(|(n, c)| (*n, c.load(Relaxed)));
+            family(s, name, "counter", help, label, series);
+        }
+    }
 }
 
 /// `coredns_health_*`: the time to answer each `/health` request.
@@ -650,6 +701,7 @@ impl Metrics {
             [("", u8::from(synced))],
         );
         self.watch.render(&mut s);
+        self.nodelocal.render(&mut s);
         process(&mut s);
         head(&mut s, "coredns_build_info", "gauge", "A metric with a constant '1' value labeled by version, revision, and goversion from which CoreDNS was built.");
         let _ = writeln!(

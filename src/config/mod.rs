@@ -18,6 +18,7 @@ pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
 pub mod local;
+pub mod nodelocal;
 pub mod plugins;
 pub mod rewrite;
 pub mod rewrite_edns;
@@ -74,6 +75,8 @@ pub struct Config {
     pub reload: Option<(std::time::Duration, std::time::Duration)>,
     /// `limits { in_flight N }`: queries being forwarded at once.
     pub in_flight: usize,
+    /// `nodelocal`: the node's interface and NOTRACK rules (one per Corefile).
+    pub nodelocal: Option<nodelocal::NodeLocalConfig>,
 }
 
 /// One server block: the zones it serves on a port and its plugin chain.
@@ -152,6 +155,7 @@ fn build(
         prometheus: None,
         reload: None,
         in_flight: local::IN_FLIGHT,
+        nodelocal: None,
     };
     for block in &raw {
         if let Some(server) = plugins::server(block, default_port, &dir, &mut config, &mut errors) {
@@ -168,6 +172,9 @@ fn build(
             &pos,
             "no server blocks (expected e.g. '.:53 { ... }')",
         ));
+    }
+    if let (Some(n), Some(h)) = (config.nodelocal.as_mut(), &config.health) {
+        n.health_port = h.addr.port();
     }
     check_overlaps(&raw, &config, &mut errors);
     if errors.is_empty() {
@@ -319,6 +326,19 @@ impl fmt::Display for Config {
         }
         if let Some(p) = &self.prometheus {
             writeln!(f, "prometheus {p}")?;
+        }
+        if let Some(n) = &self.nodelocal {
+            writeln!(
+                f,
+                "nodelocal interface {}  addresses {}  port {}  health port {}  iptables {}  teardown {}  check {:?}",
+                n.interface,
+                spaced(&n.addresses, ""),
+                n.port,
+                n.health_port,
+                n.iptables,
+                n.teardown,
+                n.check
+            )?;
         }
         Ok(())
     }

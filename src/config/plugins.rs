@@ -13,8 +13,8 @@ use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
 use super::{
-    cache, chaos, dns64, forward, k8s_external, kubernetes, local, spaced, Config, ConfigError, KubernetesConfig,
-    Server, Source,
+    cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, spaced, Config, ConfigError,
+    KubernetesConfig, Server, Source,
 };
 
 /// Directives this build implements.
@@ -45,6 +45,7 @@ pub const SUPPORTED: &[&str] = &[
     "bufsize",
     "chaos",
     "local",
+    "nodelocal",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -69,6 +70,7 @@ const WITH_OPTIONS: &[&str] = &[
     "template",
     "rewrite",
     "local",
+    "nodelocal",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -130,8 +132,12 @@ pub fn server(
         chaos: None,
         local: None,
     };
+    let had_nodelocal = config.nodelocal.is_some();
     for d in &block.directives {
         directive(d, &mut server, dir, config, errors);
+    }
+    if let Some(n) = config.nodelocal.as_mut().filter(|_| !had_nodelocal) {
+        nodelocal::resolve(n, &server, errors);
     }
     if let Some((_, pos)) = &server.autopath {
         let verified = server
@@ -223,6 +229,13 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         "local" => server.local = Some(chaos::local(d, errors)),
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),
+        "nodelocal" => {
+            if config.nodelocal.is_some() {
+                errors.push(ConfigError::new(a.pos(), "nodelocal: only one per Corefile"));
+            } else {
+                config.nodelocal = Some(nodelocal::parse(d, server.port, errors));
+            }
+        }
         "autopath" => server.autopath = local::autopath(d, dir, errors).map(|c| (c, a.pos().clone())),
         "health" if a.count(0, 1, errors) => config.health = health(d, errors).or(config.health.take()),
         "ready" if a.count(0, 1, errors) => {

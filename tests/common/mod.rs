@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod dig;
+pub mod netns;
 pub mod stub;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,0 +1,234 @@
+//! Node-local mode (the `nodelocal` directive): what NodeLocal DNSCache's
+//! `node-cache` does around CoreDNS, done by the same binary that answers.
+//!
+//! ```text
+//!  start ── setup: NET_ADMIN? ─► interface (dummy, or the one named) up ─► addresses
+//!    │                                                  (before the listeners bind)
+//!    ├──── listeners bound ─► install: NOTRACK + ACCEPT rules (rules.rs)
+//!    ├──── every `check`: verify ─► restore what is missing; log, count
+//!    └──── SIGTERM ─► lameduck ─► teardown (unless `teardown off`) ─► stop
+//! ```
+//!
+//! Rules go in only once the listeners are bound, as node-cache waits for
+//! CoreDNS: a server that cannot start must not pull traffic (in
+//! transparent mode, the kube-dns Service IP) away from the cluster DNS.
+//! Setup errors count in node-cache's `coredns_nodecache_setup_errors_total
+//! {errortype}`, repairs in `clusterdns_nodelocal_restored_total{what}`.
+
+pub mod doctor;
+pub mod link;
+pub mod rules;
+
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use crate::config::nodelocal::NodeLocalConfig;
+use crate::metrics::{Metrics, NODECACHE_ERRORS, RESTORED};
+use link::{LinkError, Netlink};
+use rules::{Iptables, Rule};
+
+/// `CAP_NET_ADMIN`'s bit in `/proc/self/status`'s `CapEff`.
+const CAP_NET_ADMIN: u32 = 12;
+
+/// Why node-local mode could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeLocalError {
+    #[error("nodelocal: this process lacks the NET_ADMIN capability, needed to set up interface {0} and its rules (add NET_ADMIN to the container's securityContext.capabilities, see deploy/kubernetes/node-local)")]
+    NoNetAdmin(String),
+    #[error("nodelocal: cannot open a netlink socket: {0}")]
+    Netlink(io::Error),
+    #[error("nodelocal: interface {name}: cannot {step}: {cause}{hint}")]
+    Interface {
+        name: String,
+        step: &'static str,
+        cause: io::Error,
+        hint: &'static str,
+    },
+}
+
+impl NodeLocalError {
+    fn interface(name: &str, e: LinkError) -> Self {
+        let hint = if e.source.kind() == io::ErrorKind::PermissionDenied {
+            " (nodelocal needs the NET_ADMIN capability)"
+        } else {
+            ""
+        };
+        NodeLocalError::Interface {
+            name: name.to_string(),
+            step: e.step,
+            cause: e.source,
+            hint,
+        }
+    }
+}
+
+/// Whether this process holds `CAP_NET_ADMIN` (`None`: cannot tell).
+pub fn has_net_admin() -> Option<bool> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim();
+    let caps = u64::from_str_radix(hex, 16).ok()?;
+    Some(caps & (1 << CAP_NET_ADMIN) != 0)
+}
+
+/// The node's interface, addresses and rules, kept in place while running.
+pub struct NodeLocal {
+    cfg: NodeLocalConfig,
+    netlink: Netlink,
+    rules: Vec<Rule>,
+    iptables: Option<Iptables>,
+    metrics: Arc<Metrics>,
+}
+
+impl NodeLocal {
+    /// Sets up the interface and its addresses (before the listeners bind).
+    pub async fn setup(cfg: NodeLocalConfig, metrics: Arc<Metrics>) -> Result<NodeLocal, NodeLocalError> {
+        if has_net_admin() == Some(false) {
+            return Err(NodeLocalError::NoNetAdmin(cfg.interface.clone()));
+        }
+        metrics.nodelocal.enabled.store(true, Relaxed);
+        let netlink = Netlink::connect().map_err(NodeLocalError::Netlink)?;
+        let repairs = netlink.ensure(&cfg.interface, &cfg.addresses).await.map_err(|e| {
+            setup_error(&metrics, e.errortype());
+            NodeLocalError::interface(&cfg.interface, e)
+        })?;
+        tracing::info!(target: "nodelocal",
+            "interface {} {} with {}",
+            cfg.interface,
+            if repairs.created { "created (dummy)" } else { "in place" },
+            crate::config::spaced(&cfg.addresses, "")
+        );
+        let iptables = if cfg.iptables {
+            let backend = rules::detect().await;
+            tracing::info!(target: "nodelocal", "iptables backend: {backend}");
+            Some(Iptables { backend })
+        } else {
+            None
+        };
+        Ok(NodeLocal {
+            rules: rules::rules(&cfg.addresses, cfg.port, cfg.health_port),
+            cfg,
+            netlink,
+            iptables,
+            metrics,
+        })
+    }
+
+    /// Installs the rules (once the listeners are bound). Failures are
+    /// logged and counted; the next check retries them.
+    pub async fn install(&self) {
+        let Some(ipt) = &self.iptables else {
+            return;
+        };
+        let (mut added, mut present) = (0, 0);
+        for rule in &self.rules {
+            match ipt.ensure(rule).await {
+                Ok(true) => added += 1,
+                Ok(false) => present += 1,
+                Err(e) => self.rule_error(&e),
+            }
+        }
+        tracing::info!(target: "nodelocal",
+            "{added} of {} NOTRACK/ACCEPT rules installed through {} ({present} already there, {} failed)",
+            self.rules.len(),
+            ipt.backend,
+            self.rules.len() - added - present
+        );
+    }
+
+    /// One verify-and-restore pass; returns how many things it restored.
+    pub async fn verify(&self) -> usize {
+        let mut restored = 0;
+        match self.netlink.ensure(&self.cfg.interface, &self.cfg.addresses).await {
+            Ok(r) => {
+                let name = &self.cfg.interface;
+                if r.created || r.set_up {
+                    restored += 1;
+                    self.restored("interface", 1);
+                    let what = if r.created {
+                        "was missing, recreated"
+                    } else {
+                        "was down, brought up"
+                    };
+                    tracing::warn!(target: "nodelocal", "interface {name} {what}");
+                }
+                if !r.added.is_empty() {
+                    restored += r.added.len();
+                    self.restored("address", r.added.len() as u64);
+                    tracing::warn!(target: "nodelocal", "interface {name}: addresses were missing, added back: {}", crate::config::spaced(&r.added, ""));
+                }
+            }
+            Err(e) => {
+                setup_error(&self.metrics, e.errortype());
+                tracing::error!(target: "nodelocal", "{}", NodeLocalError::interface(&self.cfg.interface, e));
+            }
+        }
+        if let Some(ipt) = &self.iptables {
+            for rule in &self.rules {
+                match ipt.ensure(rule).await {
+                    Ok(true) => {
+                        restored += 1;
+                        self.restored("rule", 1);
+                        tracing::warn!(target: "nodelocal", "rule was missing, added back: {rule}");
+                    }
+                    Ok(false) => {}
+                    Err(e) => self.rule_error(&e),
+                }
+            }
+        }
+        restored
+    }
+
+    /// Verifies and restores every `check` interval, until dropped.
+    pub async fn keep(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(self.cfg.check);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            self.verify().await;
+        }
+    }
+
+    /// Removes the rules and the addresses (the interface too when it is a
+    /// dummy link), unless `teardown off`.
+    pub async fn teardown(&self) {
+        if !self.cfg.teardown {
+            tracing::info!(target: "nodelocal", "teardown off: leaving interface {} and its rules in place", self.cfg.interface);
+            return;
+        }
+        if let Some(ipt) = &self.iptables {
+            for rule in &self.rules {
+                if let Err(e) = ipt.delete(rule).await {
+                    tracing::error!(target: "nodelocal", "teardown: {e}");
+                }
+            }
+        }
+        match self.netlink.remove(&self.cfg.interface, &self.cfg.addresses).await {
+            Ok(()) => {
+                tracing::info!(target: "nodelocal", "torn down: rules and addresses of {} removed", self.cfg.interface)
+            }
+            Err(e) => {
+                tracing::error!(target: "nodelocal", "teardown: {}", NodeLocalError::interface(&self.cfg.interface, e))
+            }
+        }
+    }
+
+    fn rule_error(&self, e: &rules::RuleError) {
+        let kind = if e.lock() { "iptables_lock" } else { "iptables" };
+        setup_error(&self.metrics, kind);
+        tracing::error!(target: "nodelocal", "rule not in place, retrying in {:?}: {e}", self.cfg.check);
+    }
+
+    fn restored(&self, what: &str, n: u64) {
+        if let Some(i) = RESTORED.iter().position(|w| *w == what) {
+            self.metrics.nodelocal.restored[i].fetch_add(n, Relaxed);
+        }
+    }
+}
+
+fn setup_error(metrics: &Metrics, kind: &str) {
+    if let Some(i) = NODECACHE_ERRORS.iter().position(|k| *k == kind) {
+        metrics.nodelocal.setup_errors[i].fetch_add(1, Relaxed);
+    }
+}
