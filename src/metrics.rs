@@ -583,7 +583,7 @@ impl Metrics {
             &mut s,
             "clusterdns_udp_late_dropped_total",
             "counter",
-            "UDP queries dropped unanswered because they waited in the receive queue too long (over 1 s; under overload, over 10 ms).",
+            "UDP queries dropped unanswered because they waited in the receive queue longer than a client waits (over 1 s).",
             "",
             [("", self.udp_late_dropped.load(Relaxed))],
         );

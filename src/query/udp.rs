@@ -16,11 +16,12 @@
 //! what it answers has not queued long. Once a batch finds the queue empty
 //! again the buffer grows back ([`ROOMY_BUFFER`]), so bursts and pauses (a
 //! CPU-throttled pod) are absorbed, not dropped. A query that waited longer
-//! than [`MAX_WAIT`] (the worker was stopped or starved), or under overload
-//! longer than [`OVERLOAD_WAIT`] (the backlog from before the buffer
-//! shrank), is dropped unanswered and counted
-//! (`clusterdns_udp_late_dropped_total`) rather than answered late. The same stamp starts the
-//! query's duration metric, so it counts the time spent queued.
+//! than a client waits ([`MAX_WAIT`]: the worker was stopped or starved) is
+//! dropped unanswered and counted (`clusterdns_udp_late_dropped_total`)
+//! rather than answered late. A query younger than that is still wanted
+//! (stub resolvers retry after 1 to 5 s), so a starved worker's backlog is
+//! answered, not dropped. The same stamp starts the query's duration
+//! metric, so it counts the time spent queued.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
@@ -60,10 +61,6 @@ pub const WINDOW: Duration = Duration::from_millis(100);
 /// is overload.
 pub const STANDING: Duration = Duration::from_millis(5);
 
-/// Under overload, a query older than this is dropped too: the backlog
-/// queued before the buffer shrank is not answered late.
-pub const OVERLOAD_WAIT: Duration = Duration::from_millis(10);
-
 /// How long queries queue, per worker: says when to resize the receive
 /// buffer (CoDel's idea: a queue that never drains over a window is a
 /// standing queue, not a burst).
@@ -82,15 +79,6 @@ impl Queue {
             least: Duration::MAX,
             drained: false,
             tight: false,
-        }
-    }
-
-    /// How long a query may have queued and still be answered.
-    pub fn limit(&self) -> Duration {
-        if self.tight {
-            OVERLOAD_WAIT
-        } else {
-            MAX_WAIT
         }
     }
 
@@ -288,7 +276,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
             tracing::debug!(target: "udp", "receive buffer now {size} bytes");
             let _ = socket2::SockRef::from(&**socket).set_recv_buffer_size(size);
         }
-        let (mut late, limit) = (0, queue.limit());
+        let (mut late, limit) = (0, MAX_WAIT);
         for i in 0..batch.got.len() {
             let d = batch.got[i];
             let Some(peer) = d.from.as_ref().and_then(peer) else {
@@ -335,15 +323,12 @@ mod tests {
         assert_eq!(q.observe(Duration::ZERO, true, t0 + 101 * MS), None);
         // Overload: every query of a whole window waited over 5 ms.
         assert_eq!(q.observe(8 * MS, false, t0 + 150 * MS), None);
-        assert_eq!(q.limit(), MAX_WAIT);
         assert_eq!(q.observe(6 * MS, false, t0 + 202 * MS), Some(TIGHT_BUFFER));
-        assert_eq!(q.limit(), OVERLOAD_WAIT);
         // Still full batches: stays tight, however short the waits.
         assert_eq!(q.observe(MS, false, t0 + 303 * MS), None);
         // The queue emptied: roomy again at the end of the window.
         assert_eq!(q.observe(Duration::ZERO, true, t0 + 350 * MS), None);
         assert_eq!(q.observe(Duration::ZERO, true, t0 + 404 * MS), Some(ROOMY_BUFFER));
-        assert_eq!(q.limit(), MAX_WAIT);
         assert_eq!(q.observe(Duration::ZERO, true, t0 + 505 * MS), None);
     }
 }
