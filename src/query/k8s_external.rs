@@ -30,14 +30,9 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use hickory_proto::op::Query;
-use hickory_proto::rr::RData;
-
 use super::answer::{self, prefixed, Answer, Zone};
 use super::cluster::{exists, reverse, Found, Outcome};
-use super::route::Routed;
 use crate::config::k8s_external::K8sExternalConfig;
-use crate::metrics::Plugin;
 use crate::store::records::undash;
 use crate::store::{Service, ServiceKind, Snapshot, Store};
 
@@ -317,6 +312,11 @@ impl Lookup<'_, '_> {
         });
         if let (false, Some(host)) = (has_ip, host) {
             self.out.answers.push(answer::cname(self.qname, self.ttl, host.clone()));
+            // Followed like an ExternalName's outside target: the router
+            // looks it up and puts its records after the CNAME.
+            if matches!(self.qtype, RecordType::A | RecordType::AAAA) {
+                self.out.outside = Some(host.clone());
+            }
         }
     }
 
@@ -350,22 +350,6 @@ impl Lookup<'_, '_> {
             }
         }
     }
-}
-
-/// An ingress hostname's CNAME is followed like an ExternalName's outside
-/// target: the router looks the target up ([`Answer::outside`]) and puts
-/// its records after the CNAME.
-pub fn chase<'a>(query: &Query, routed: Routed<'a>, out: &mut Answer) -> Routed<'a> {
-    let address = matches!(query.query_type(), RecordType::A | RecordType::AAAA);
-    if !matches!(routed, Routed::Done) || out.plugin != Plugin::K8sExternal || !address {
-        return routed;
-    }
-    if let [cname] = &out.answers[..] {
-        if let RData::CNAME(target) = &cname.data {
-            out.outside = Some(target.0.clone());
-        }
-    }
-    routed
 }
 
 /// The ports passing `filter` (`(name, protocol)`, named ports only);

@@ -266,7 +266,6 @@ impl Router {
             Some(routed) => routed,
             None => self.through(block, query, client, dnssec_ok, cd, out),
         };
-        let routed = super::k8s_external::chase(query, routed, out);
         if let (Some((_, revert)), Routed::Done) = (&rewritten, &routed) {
             if let Some(target) = revert.cname(out) {
                 out.outside = Some(target);

@@ -276,7 +276,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
             tracing::debug!(target: "udp", "receive buffer now {size} bytes");
             let _ = socket2::SockRef::from(&**socket).set_recv_buffer_size(size);
         }
-        let (mut late, limit) = (0, MAX_WAIT);
+        let mut late = 0;
         for i in 0..batch.got.len() {
             let d = batch.got[i];
             let Some(peer) = d.from.as_ref().and_then(peer) else {
@@ -286,7 +286,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
                 handler.metrics.dropped(Transport::Udp);
                 continue;
             }
-            if d.waited > limit {
+            if d.waited > MAX_WAIT {
                 late += 1;
                 continue;
             }
