@@ -117,3 +117,32 @@ wait_answer() {
     sleep 0.2
   done
 }
+
+# limit_cpu PCT PID...: caps each server at PCT% of one core, each in its
+# own cgroup v1 CFS quota with a short period: 2 ms, or longer where the
+# kernel's 1 ms minimum quota needs it (25% → 1 ms of every 4 ms), so a
+# throttled server stalls a few ms at a time, like a pod with a CPU limit. One generator
+# core can then offer twice a server's knee. The caller's EXIT trap must
+# call unlimit_cpu, which removes the groups.
+CGROUPS=()
+limit_cpu() {
+  local pct=$1 pid group; shift
+  for pid in "$@"; do
+    group=/sys/fs/cgroup/cpu/clusterdns-bench-$$-$pid
+    mkdir -p "$group"
+    local period=2000 quota=$((pct * 20))
+    if [ "$quota" -lt 1000 ]; then period=$((100000 / pct)); quota=1000; fi
+    echo "$period" > "$group/cpu.cfs_period_us"
+    echo "$quota" > "$group/cpu.cfs_quota_us"
+    echo "$pid" > "$group/cgroup.procs"
+    CGROUPS+=("$group")
+  done
+}
+unlimit_cpu() {
+  local group pid
+  for group in "${CGROUPS[@]}"; do
+    [ -d "$group" ] || continue
+    while read -r pid; do echo "$pid" > /sys/fs/cgroup/cpu/cgroup.procs 2>/dev/null || true; done < "$group/cgroup.procs"
+    rmdir "$group" 2>/dev/null || true
+  done
+}

@@ -7,7 +7,10 @@
 # pinned to CPU 0, loadtest to CPU 1. Reports land in DIR (default /tmp).
 #
 # RATE sets where the knee search starts (default 40000 qps); CLUSTERDNS
-# names another clusterdns binary (say, main's, for before/after).
+# names another clusterdns binary (say, main's, for before/after). On a
+# machine where one generator core cannot offer twice a server's knee,
+# QUOTA=PCT caps each server at PCT% of its core (lib.sh's limit_cpu) so
+# that it can: the knee and the overload are then both measured under the cap.
 #
 # usage: loadtest/bench/overload.sh [SERVICES] [NAMESPACES] [STEP_SECONDS] [DIR]
 set -euo pipefail
@@ -20,6 +23,10 @@ LT=./target/release/loadtest
 . loadtest/bench/lib.sh
 synthetic "$W" "$SERVICES" "$NAMESPACES"
 serve_pair "$W" 5330 5331
+if [ -n "${QUOTA:-}" ]; then
+  limit_cpu "$QUOTA" "$CD" "$KN"
+  trap "unlimit_cpu; kill $CD $KN 2>/dev/null; wait 2>/dev/null; rm -rf '$W'" EXIT
+fi
 workload=(--pods --services "$SERVICES" --namespaces "$NAMESPACES" --lookups 50000)
 for server in clusterdns:5330:$CD knot:5331:$KN; do
   IFS=: read -r name port pid <<<"$server"
