@@ -263,10 +263,17 @@ fn apply(writer: &mut Writer, change: Change, resyncing: &mut [bool; 4], metrics
 
 /// An operator-facing description of a watch error.
 pub fn describe(e: &Failure, resource: &str, token_file: Option<&std::path::Path>) -> String {
-    let token = token_file.map_or_else(|| "the configured credentials".to_string(), |p| format!("the token in {}", p.display()));
+    let token = token_file.map_or_else(
+        || "the configured credentials".to_string(),
+        |p| format!("the token in {}", p.display()),
+    );
     match e.code() {
-        Some(401) => format!("watching {resource}: {e}; the API server rejected {token} (it is read again for each request)"),
-        Some(403) => format!("watching {resource}: {e}; RBAC must allow the verbs list and watch on {resource} for this service account"),
+        Some(401) => {
+            format!("watching {resource}: {e}; the API server rejected {token} (it is read again for each request)")
+        }
+        Some(403) => format!(
+            "watching {resource}: {e}; RBAC must allow the verbs list and watch on {resource} for this service account"
+        ),
         Some(429) => format!("watching {resource}: {e}; the API server is overloaded or starting, retrying as it asks"),
         _ => format!("watching {resource}: {e}; retrying, serving the last known state"),
     }

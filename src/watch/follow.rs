@@ -332,8 +332,10 @@ where
         Err(e) => return End::Failed(e.into()),
     };
     // Watch streams are read as they come, never compressed.
-    req.headers_mut()
-        .insert(http::header::ACCEPT_ENCODING, http::HeaderValue::from_static("identity"));
+    req.headers_mut().insert(
+        http::header::ACCEPT_ENCODING,
+        http::HeaderValue::from_static("identity"),
+    );
     let opened = tokio::time::timeout(wire::PAGE_TIMEOUT, f.api.send(req)).await;
     let mut frames = match opened {
         Ok(Ok(res)) => Frames::new(res.into_body()),

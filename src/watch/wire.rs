@@ -125,7 +125,12 @@ impl Api {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|s| Duration::from_secs(s).min(RETRY_AFTER_MAX));
-        let body = res.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let body = res
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
         let parsed = serde_json::from_slice::<StatusBody>(&body).unwrap_or_else(|_| StatusBody {
             message: Some(String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_string()),
             ..StatusBody::default()
@@ -142,7 +147,11 @@ impl Api {
     pub async fn fetch(&self, req: http::Request<Vec<u8>>) -> Result<Vec<u8>, Failure> {
         let read = async {
             let res = self.send(req).await?;
-            let body = res.into_body().collect().await.map_err(|e| Failure::Read(e.to_string()))?;
+            let body = res
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| Failure::Read(e.to_string()))?;
             Ok(body.to_bytes().to_vec())
         };
         tokio::time::timeout(PAGE_TIMEOUT, read)
@@ -162,7 +171,10 @@ pub enum Event<T> {
     /// An `ERROR` event (or a bare Status): `410` means expired.
     Error(Failure),
     /// An object the lean types could not read: skipped.
-    Malformed { meta: Meta, error: String },
+    Malformed {
+        meta: Meta,
+        error: String,
+    },
     /// An event type this client does not know: skipped.
     Unknown(String),
 }
@@ -240,7 +252,9 @@ fn skeleton(object: &serde_json::Value) -> Meta {
 
 /// One list page's items, each read on its own: the slow path for a page
 /// the typed reading rejected.
-pub fn lenient_items<T: Object>(text: &[u8]) -> Result<(super::lean::ListMeta, Vec<Result<T, (Meta, String)>>), Failure> {
+pub fn lenient_items<T: Object>(
+    text: &[u8],
+) -> Result<(super::lean::ListMeta, Vec<Result<T, (Meta, String)>>), Failure> {
     let mut value: serde_json::Value = serde_json::from_slice(text)?;
     let meta = super::lean::ListMeta::deserialize(&value["metadata"]).unwrap_or_default();
     let items = match value.get_mut("items").map(serde_json::Value::take) {
@@ -344,9 +358,7 @@ mod tests {
         let ok = r#"{"type":"ADDED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"spec":{"clusterIP":"10.0.0.1"}}}"#;
         assert!(matches!(event(ok), Event::Upsert(s) if s.metadata.resource_version.as_deref() == Some("5")));
         let bad = r#"{"type":"MODIFIED","object":{"metadata":{"name":"a","namespace":"n","resourceVersion":"6"},"spec":{"ports":[{"port":"eighty"}]}}}"#;
-        assert!(
-            matches!(event(bad), Event::Malformed { meta, .. } if meta.resource_version.as_deref() == Some("6"))
-        );
+        assert!(matches!(event(bad), Event::Malformed { meta, .. } if meta.resource_version.as_deref() == Some("6")));
         let deleted = r#"{"type":"DELETED","object":{"metadata":{"name":"a","namespace":"n","resourceVersion":"7"},"spec":{"ports":"odd"}}}"#;
         assert!(matches!(event(deleted), Event::Delete(m) if m.name.as_deref() == Some("a")));
         let bookmark = r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"99"}}}"#;
@@ -381,8 +393,11 @@ mod tests {
             "\n"
         );
         for cut in [1, 7, 30, 67, 68, 100] {
-            let chunks: Vec<Result<http_body::Frame<&'static [u8]>, std::convert::Infallible>> =
-                text.as_bytes().chunks(cut).map(|c| Ok(http_body::Frame::data(c))).collect();
+            let chunks: Vec<Result<http_body::Frame<&'static [u8]>, std::convert::Infallible>> = text
+                .as_bytes()
+                .chunks(cut)
+                .map(|c| Ok(http_body::Frame::data(c)))
+                .collect();
             let body = http_body_util::StreamBody::new(futures::stream::iter(chunks));
             let mut frames = Frames::new(body);
             let mut seen = Vec::new();
