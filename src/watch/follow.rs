@@ -247,7 +247,13 @@ fn page<T: Object, F>(f: &Follower<F>, text: &[u8]) -> Result<Page<T>, Failure> 
             let (metadata, items) = wire::lenient_items::<T>(text)?;
             let items = items
                 .into_iter()
-                .filter_map(|item| item.map_err(|(meta, error)| malformed(f, &meta, &error)).ok())
+                .filter_map(|item| match item {
+                    wire::Item::Read(object) => Some(object),
+                    wire::Item::Unreadable { meta, error } => {
+                        malformed(f, &meta, &error);
+                        None
+                    }
+                })
                 .collect();
             Ok(Page { metadata, items })
         }

@@ -250,11 +250,15 @@ fn skeleton(object: &serde_json::Value) -> Meta {
     }
 }
 
+/// One item of a page read on its own.
+pub enum Item<T> {
+    Read(T),
+    Unreadable { meta: Meta, error: String },
+}
+
 /// One list page's items, each read on its own: the slow path for a page
 /// the typed reading rejected.
-pub fn lenient_items<T: Object>(
-    text: &[u8],
-) -> Result<(super::lean::ListMeta, Vec<Result<T, (Meta, String)>>), Failure> {
+pub fn lenient_items<T: Object>(text: &[u8]) -> Result<(super::lean::ListMeta, Vec<Item<T>>), Failure> {
     let mut value: serde_json::Value = serde_json::from_slice(text)?;
     let meta = super::lean::ListMeta::deserialize(&value["metadata"]).unwrap_or_default();
     let items = match value.get_mut("items").map(serde_json::Value::take) {
@@ -263,7 +267,13 @@ pub fn lenient_items<T: Object>(
     };
     let items = items
         .into_iter()
-        .map(|item| T::deserialize(&item).map_err(|e| (skeleton(&item), e.to_string())))
+        .map(|item| match T::deserialize(&item) {
+            Ok(object) => Item::Read(object),
+            Err(e) => Item::Unreadable {
+                meta: skeleton(&item),
+                error: e.to_string(),
+            },
+        })
         .collect();
     Ok((meta, items))
 }
@@ -313,12 +323,15 @@ where
                 }
             };
             let Ok(data) = frame.into_data() else { continue };
-            self.buf.extend_from_slice(data.as_ref());
+            let data = data.as_ref();
+            self.buf.extend_from_slice(data);
             if self.buf.len() > MAX_EVENT {
                 return Some(Err(Failure::Read(format!("an event larger than {MAX_EVENT} bytes"))));
             }
-            // A complete value ends with '}' (then maybe whitespace).
-            self.ready = self.buf.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'}');
+            // A complete value ends with '}' (then maybe whitespace); the
+            // API server ends each event with a newline.
+            self.ready =
+                data.contains(&b'\n') || self.buf.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'}');
         }
     }
 
@@ -379,8 +392,8 @@ mod tests {
         let (meta, items) = lenient_items::<Service>(page).expect("page");
         assert_eq!(meta.continue_.as_deref(), Some("c"));
         assert_eq!(items.len(), 3);
-        assert!(items[0].is_ok() && items[2].is_ok());
-        assert!(matches!(&items[1], Err((m, _)) if m.name.as_deref() == Some("b")));
+        assert!(matches!(items[0], Item::Read(_)) && matches!(items[2], Item::Read(_)));
+        assert!(matches!(&items[1], Item::Unreadable { meta, .. } if meta.name.as_deref() == Some("b")));
     }
 
     #[tokio::test]
@@ -409,5 +422,17 @@ mod tests {
             }
             assert_eq!(seen, ["1", "2", "3"], "chunks of {cut}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_complete_event_is_not_held_back_by_the_start_of_the_next() {
+        let chunk: &'static [u8] =
+            b"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\"}}}\n{\"type\":\"ADD";
+        let first = futures::stream::iter([Ok::<_, std::convert::Infallible>(http_body::Frame::data(chunk))]);
+        let body = http_body_util::StreamBody::new(futures::StreamExt::chain(first, futures::stream::pending()));
+        let mut frames = Frames::new(body);
+        let next = tokio::time::timeout(Duration::from_secs(1), frames.next()).await;
+        let text = next.expect("not held back").expect("an event").expect("complete");
+        assert!(matches!(decode::<Service>(&text), Ok(Event::Bookmark(rv)) if rv == "1"));
     }
 }
