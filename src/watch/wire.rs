@@ -144,7 +144,7 @@ impl Api {
     }
 
     /// Sends a list request and reads its whole body, bounded in time.
-    pub async fn fetch(&self, req: http::Request<Vec<u8>>) -> Result<Vec<u8>, Failure> {
+    pub async fn fetch(&self, req: http::Request<Vec<u8>>) -> Result<impl std::ops::Deref<Target = [u8]>, Failure> {
         let read = async {
             let res = self.send(req).await?;
             let body = res
@@ -152,7 +152,7 @@ impl Api {
                 .collect()
                 .await
                 .map_err(|e| Failure::Read(e.to_string()))?;
-            Ok(body.to_bytes().to_vec())
+            Ok(body.to_bytes())
         };
         tokio::time::timeout(PAGE_TIMEOUT, read)
             .await
