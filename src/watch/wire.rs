@@ -85,15 +85,26 @@ struct StatusBody {
     code: Option<u16>,
     reason: Option<String>,
     message: Option<String>,
+    details: Option<StatusDetails>,
+}
+
+/// `details.retryAfterSeconds`: the wait a Status asks for where no
+/// `Retry-After` header can (an `ERROR` event), or besides it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct StatusDetails {
+    retry_after_seconds: Option<u64>,
 }
 
 impl StatusBody {
     fn failure(self, http: u16, retry_after: Option<Duration>) -> Failure {
+        let asked = self.details.and_then(|d| d.retry_after_seconds).filter(|s| *s > 0);
+        let asked = asked.map(|s| Duration::from_secs(s).min(RETRY_AFTER_MAX));
         Failure::Status {
             code: self.code.filter(|c| *c != 0).unwrap_or(http),
             reason: self.reason.unwrap_or_default(),
             message: self.message.unwrap_or_default(),
-            retry_after,
+            retry_after: retry_after.or(asked),
         }
     }
 }
@@ -381,6 +392,8 @@ mod tests {
         let bare = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Gone","code":410}"#;
         assert!(matches!(event(bare), Event::Error(f) if f.code() == Some(410)));
         assert!(matches!(event(r#"{"type":"FUTURE","object":{}}"#), Event::Unknown(t) if t == "FUTURE"));
+        let busy = r#"{"type":"ERROR","object":{"kind":"Status","reason":"TooManyRequests","code":429,"details":{"retryAfterSeconds":3}}}"#;
+        assert!(matches!(event(busy), Event::Error(f) if f.retry_after() == Some(Duration::from_secs(3))));
     }
 
     #[test]

@@ -228,7 +228,10 @@ class Handler(BaseHTTPRequestHandler):
             entry["status"] = fault["status"]
             headers = [("Retry-After", str(fault["retry_after"]))] if fault.get("retry_after") is not None else []
             reason = {429: "TooManyRequests", 503: "ServiceUnavailable"}.get(fault["status"], "InternalError")
-            return self.reply(fault["status"], status(fault["status"], reason, "injected fault"), headers)
+            body = status(fault["status"], reason, "injected fault")
+            if fault.get("retry_after") is not None:
+                body["details"] = {"retryAfterSeconds": int(fault["retry_after"])}
+            return self.reply(fault["status"], body, headers)
         name, kind, api_version, _ = resource
         if name in st.forbidden:
             entry["status"] = 403
