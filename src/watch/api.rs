@@ -27,6 +27,7 @@ use super::follow::{self, Follower, Target};
 use super::lean;
 use super::persist::{self, Saver};
 use super::snapshot::unix_now;
+use super::wire::{Api, Failure};
 use crate::config::{KubernetesConfig, PodMode, Source};
 use crate::metrics::Metrics;
 use crate::store::{Kind, ObjectKey, Record, Store, Writer};
@@ -73,8 +74,11 @@ pub fn watched_kinds(cfg: &KubernetesConfig) -> Vec<Kind> {
 }
 
 /// Builds the client the directive asks for: `kubeconfig`, `endpoint`
-/// (with `tls`), or the in-cluster service account.
-pub async fn client(cfg: &KubernetesConfig) -> Result<Client, ClientError> {
+/// (with `tls`), or the in-cluster service account. A token file (the
+/// service account's, or a kubeconfig's `tokenFile`) is read by
+/// [`Api::send`] for each request, and kube's own retries are off: the
+/// followers retry, log and count.
+pub async fn client(cfg: &KubernetesConfig) -> Result<Api, ClientError> {
     let Source::Api {
         endpoint,
         kubeconfig,
@@ -101,7 +105,15 @@ pub async fn client(cfg: &KubernetesConfig) -> Result<Client, ClientError> {
         config.auth_info.client_key = Some(key.display().to_string());
     }
     config.connect_timeout = Some(Duration::from_secs(5));
-    Ok(Client::try_from(config)?)
+    config.default_retry = false;
+    let token_file = match config.auth_info.token {
+        Some(_) => None,
+        None => config.auth_info.token_file.take().map(std::path::PathBuf::from),
+    };
+    Ok(Api {
+        client: Client::try_from(config)?,
+        token_file,
+    })
 }
 
 /// Runs the API source for one directive until the process exits.
@@ -112,9 +124,9 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
         Some(p) => Some(persist::restore(p, &cfg, &mut writer, &store, &metrics).await),
         None => None,
     };
-    let client = loop {
+    let api = loop {
         match client(&cfg).await {
-            Ok(c) => break c,
+            Ok(c) => break Arc::new(c),
             Err(e) => {
                 tracing::error!(target: "kubernetes", "cannot build the API client: {e}; retrying in 5s");
                 tokio::time::sleep(Duration::from_secs(5)).await;
@@ -136,24 +148,24 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
             Kind::Namespace => {
                 let t = target("namespaces", "/api/v1/namespaces", true, None, None);
                 let convert = move |o: &lean::Namespace| super::convert::namespace(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &client, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
             }
             Kind::Service => {
                 let t = target("services", "/api/v1/services", false, cfg.labels_text.as_ref(), None);
                 let convert = move |o: &lean::Service| super::convert::service(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &client, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
             }
             Kind::EndpointSlice => {
                 let path = "/apis/discovery.k8s.io/v1/endpointslices";
                 let t = target("endpointslices.discovery.k8s.io", path, false, None, None);
                 let convert = move |o: &lean::EndpointSlice| super::convert::endpoint_slice(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &client, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
             }
             Kind::Pod => {
                 let running = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown";
                 let t = target("pods", "/api/v1/pods", false, None, Some(running));
                 let convert = move |o: &lean::Pod| super::convert::pod(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &client, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
             }
         }
     }
@@ -163,7 +175,7 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
 
 fn follower<F>(
     cfg: &KubernetesConfig,
-    client: &Client,
+    api: &Arc<Api>,
     tx: &mpsc::Sender<Change>,
     metrics: &Arc<Metrics>,
     target: Target,
@@ -171,7 +183,7 @@ fn follower<F>(
 ) -> Follower<F> {
     Follower {
         target,
-        client: client.clone(),
+        api: api.clone(),
         tx: tx.clone(),
         metrics: metrics.clone(),
         convert,
@@ -250,13 +262,20 @@ fn apply(writer: &mut Writer, change: Change, resyncing: &mut [bool; 4], metrics
 }
 
 /// An operator-facing description of a watch error.
-pub fn describe(e: &kube::Error, resource: &str) -> String {
-    let text = e.to_string();
-    let forbidden = text.contains("403") || text.to_ascii_lowercase().contains("forbidden");
-    if forbidden {
-        format!("watching {resource}: {text}; RBAC must allow the verbs list and watch on {resource} for this service account")
-    } else {
-        format!("watching {resource}: {text}; retrying, serving the last known state")
+pub fn describe(e: &Failure, resource: &str, token_file: Option<&std::path::Path>) -> String {
+    let token = token_file.map_or_else(
+        || "the configured credentials".to_string(),
+        |p| format!("the token in {}", p.display()),
+    );
+    match e.code() {
+        Some(401) => {
+            format!("watching {resource}: {e}; the API server rejected {token} (it is read again for each request)")
+        }
+        Some(403) => format!(
+            "watching {resource}: {e}; RBAC must allow the verbs list and watch on {resource} for this service account"
+        ),
+        Some(429) => format!("watching {resource}: {e}; the API server is overloaded or starting, retrying as it asks"),
+        _ => format!("watching {resource}: {e}; retrying, serving the last known state"),
     }
 }
 

@@ -35,6 +35,13 @@ impl Backoff {
         self.healthy_since.get_or_insert(now);
     }
 
+    /// An attempt failed and the server asked for a wait (`Retry-After`,
+    /// already capped): the longer of that and the backoff's.
+    pub fn failed_asking(&mut self, now: Instant, asked: Option<Duration>) -> Duration {
+        let wait = self.failed(now);
+        asked.map_or(wait, |a| wait.max(a.min(MAX)))
+    }
+
     /// An attempt failed: how long to wait before the next one.
     pub fn failed(&mut self, now: Instant) -> Duration {
         if self.healthy_since.is_some_and(|t| now.duration_since(t) >= HEALTHY) {
@@ -71,6 +78,15 @@ mod tests {
         assert!(waits[1] >= FIRST && waits[1] <= FIRST * 2, "{waits:?}");
         assert!(waits.iter().all(|w| *w <= MAX), "{waits:?}");
         assert!(waits[11] >= MAX / 2, "{waits:?}");
+    }
+
+    #[test]
+    fn retry_after_is_honoured_even_first_but_capped() {
+        let mut b = Backoff::default();
+        let t = Instant::now();
+        assert_eq!(b.failed_asking(t, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(b.failed_asking(t, Some(Duration::from_secs(3600))), MAX);
+        assert!(b.failed_asking(t, None) <= MAX);
     }
 
     #[test]

@@ -18,15 +18,14 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use kube::api::{ListParams, WatchEvent, WatchParams};
-use kube::Client;
+use kube::api::{ListParams, WatchParams};
 use tokio::sync::mpsc;
 
 use super::api::{describe, Change, RateLimited};
 use super::backoff::{Backoff, QUICK_END};
 use super::convert::Invalid;
-use super::lean::{Object, Page};
+use super::lean::{Meta, Object, Page};
+use super::wire::{self, Api, Event, Failure, Frames};
 use crate::metrics::Metrics;
 use crate::store::{Kind, ObjectKey, Record};
 
@@ -68,7 +67,7 @@ pub struct Target {
 /// Everything one kind's follower needs.
 pub struct Follower<F> {
     pub target: Target,
-    pub client: Client,
+    pub api: Arc<Api>,
     pub tx: mpsc::Sender<Change>,
     pub metrics: Arc<Metrics>,
     pub convert: F,
@@ -87,7 +86,7 @@ enum End {
     Stalled,
     /// Time for the periodic relist.
     Resync,
-    Failed(kube::Error),
+    Failed(Failure),
     /// The writer is gone (shutdown or reload).
     Stopped,
 }
@@ -136,6 +135,18 @@ where
                     version = Some(rv);
                 }
                 Ok(None) => return,
+                Err(e) if e.code() == Some(410) => {
+                    // A continue token expired: the list starts over
+                    // (what it upserted stays; nothing is deleted until
+                    // a list completes).
+                    reason = Reason::Expired;
+                    tracing::info!(target: "kubernetes", "{}: the list's continue token expired ({e}); listing again from the start", kind.name());
+                    let wait = backoff.failed_asking(Instant::now(), e.retry_after());
+                    if sleep_or_stop(&f, wait).await {
+                        return;
+                    }
+                    continue;
+                }
                 Err(e) => {
                     reason = Reason::Error;
                     if wait_after(&f, &mut backoff, &mut log, &e).await {
@@ -181,13 +192,13 @@ where
 
 /// Counts and logs a failure, then waits as the backoff says; true when
 /// the writer went away meanwhile.
-async fn wait_after<F>(f: &Follower<F>, backoff: &mut Backoff, log: &mut RateLimited, e: &kube::Error) -> bool {
+async fn wait_after<F>(f: &Follower<F>, backoff: &mut Backoff, log: &mut RateLimited, e: &Failure) -> bool {
     let kind = f.target.kind;
     f.metrics.watch.errors[kind as usize].fetch_add(1, Relaxed);
-    let wait = backoff.failed(Instant::now());
+    let wait = backoff.failed_asking(Instant::now(), e.retry_after());
     log.error(&format!(
         "{} (attempt {}, next in {:.1} s)",
-        describe(e, f.target.resource),
+        describe(e, f.target.resource, f.api.token_file.as_deref()),
         backoff.failures(),
         wait.as_secs_f64()
     ));
@@ -201,31 +212,57 @@ async fn sleep_or_stop<F>(f: &Follower<F>, wait: Duration) -> bool {
     }
 }
 
-/// Sends one object's change; false when the writer is gone.
-async fn send<T: Object, F>(f: &Follower<F>, object: &T, deleted: bool) -> bool
+/// Sends one object's upsert; false when the writer is gone.
+async fn send<T: Object, F>(f: &Follower<F>, object: &T) -> bool
 where
     F: Fn(&T) -> Result<Option<Record>, Invalid>,
 {
     let kind = f.target.kind;
     let key = key(kind, object.meta());
-    let change = if deleted {
-        Change::Delete(key)
-    } else {
-        match (f.convert)(object) {
-            Ok(record) => Change::Upsert(key, record),
-            Err(bad) => {
-                f.metrics.watch.invalid[kind as usize].fetch_add(1, Relaxed);
-                tracing::warn!(target: "kubernetes", "skipped malformed object {bad}");
-                return true;
-            }
+    let change = match (f.convert)(object) {
+        Ok(record) => Change::Upsert(key, record),
+        Err(bad) => {
+            f.metrics.watch.invalid[kind as usize].fetch_add(1, Relaxed);
+            tracing::warn!(target: "kubernetes", "skipped malformed object {bad}");
+            return true;
         }
     };
     f.tx.send(change).await.is_ok()
 }
 
+/// Counts and logs an object the lean types could not read; it is skipped.
+fn malformed<F>(f: &Follower<F>, meta: &Meta, error: &str) {
+    let kind = f.target.kind;
+    f.metrics.watch.invalid[kind as usize].fetch_add(1, Relaxed);
+    let name = |s: &Option<String>| s.clone().unwrap_or_default();
+    tracing::warn!(target: "kubernetes", "skipped malformed object {} {}/{}: {error}", kind.name(), name(&meta.namespace), name(&meta.name));
+}
+
+/// Decodes one list page: every item at once, or (when one of them does
+/// not fit the lean types) each on its own, skipping the unreadable ones.
+fn page<T: Object, F>(f: &Follower<F>, text: &[u8]) -> Result<Page<T>, Failure> {
+    match serde_json::from_slice::<Page<T>>(text) {
+        Ok(page) => Ok(page),
+        Err(_) => {
+            let (metadata, items) = wire::lenient_items::<T>(text)?;
+            let items = items
+                .into_iter()
+                .filter_map(|item| match item {
+                    wire::Item::Read(object) => Some(object),
+                    wire::Item::Unreadable { meta, error } => {
+                        malformed(f, &meta, &error);
+                        None
+                    }
+                })
+                .collect();
+            Ok(Page { metadata, items })
+        }
+    }
+}
+
 /// Lists every page (`resync`: count what it corrects); `Ok(None)` when the writer went away. Returns the
 /// list's resourceVersion and how many objects it held.
-async fn list<T: Object, F>(f: &Follower<F>, resync: bool) -> Result<Option<(String, usize)>, kube::Error>
+async fn list<T: Object, F>(f: &Follower<F>, resync: bool) -> Result<Option<(String, usize)>, Failure>
 where
     F: Fn(&T) -> Result<Option<Record>, Invalid>,
 {
@@ -247,17 +284,13 @@ where
         } else {
             request.list(&params)
         };
-        let body = f.client.request_stream(req.map_err(kube::Error::BuildRequest)?).await?;
-        let mut text = Vec::new();
-        futures::AsyncReadExt::read_to_end(&mut std::pin::pin!(body), &mut text)
-            .await
-            .map_err(kube::Error::ReadEvents)?;
-        let page: Page<T> = serde_json::from_slice(&text).map_err(kube::Error::SerdeError)?;
+        let text = f.api.fetch(req?).await?;
+        let page: Page<T> = page(f, &text)?;
         drop(text);
         f.metrics.watch.event(t.kind as usize);
         count += page.items.len();
         for object in &page.items {
-            if !send(f, object, false).await {
+            if !send(f, object).await {
                 return Ok(None);
             }
         }
@@ -300,46 +333,64 @@ where
     } else {
         request.watch(&params, &rv)
     };
-    let req = match req {
+    let mut req = match req {
         Ok(r) => r,
-        Err(e) => return End::Failed(kube::Error::BuildRequest(e)),
+        Err(e) => return End::Failed(e.into()),
     };
-    let stream = match f.client.request_events::<T>(req).await {
-        Ok(s) => s,
-        Err(e) => return End::Failed(e),
+    // Watch streams are read as they come, never compressed.
+    req.headers_mut().insert(
+        http::header::ACCEPT_ENCODING,
+        http::HeaderValue::from_static("identity"),
+    );
+    let opened = tokio::time::timeout(wire::PAGE_TIMEOUT, f.api.send(req)).await;
+    let mut frames = match opened {
+        Ok(Ok(res)) => Frames::new(res.into_body()),
+        Ok(Err(e)) if e.code() == Some(410) => return End::Expired,
+        Ok(Err(e)) => return End::Failed(e),
+        Err(_) => return End::Failed(Failure::Timeout(wire::PAGE_TIMEOUT)),
     };
     backoff.ok(Instant::now());
-    let mut stream = std::pin::pin!(stream);
     let idle = f.watch_timeout + Duration::from_secs(5);
     loop {
         let deadline = resync_at.map_or(idle, |at| at.saturating_duration_since(Instant::now()).min(idle));
         let next = tokio::select! {
-            next = tokio::time::timeout(deadline, stream.next()) => next,
+            next = tokio::time::timeout(deadline, frames.next()) => next,
             () = f.tx.closed() => return End::Stopped,
         };
-        let event = match next {
+        let text = match next {
             Err(_) if resync_at.is_some_and(|at| Instant::now() >= at) => return End::Resync,
             Err(_) => return End::Stalled,
             Ok(None) => return End::Closed,
-            Ok(Some(Err(kube::Error::Api(status)))) if status.code == 410 => return End::Expired,
             Ok(Some(Err(e))) => return End::Failed(e),
-            Ok(Some(Ok(event))) => event,
+            Ok(Some(Ok(text))) => text,
         };
         f.metrics.watch.event(t.kind as usize);
-        let (object, deleted) = match event {
-            WatchEvent::Added(o) | WatchEvent::Modified(o) => (o, false),
-            WatchEvent::Deleted(o) => (o, true),
-            WatchEvent::Bookmark(b) => {
-                *version = Some(b.metadata.resource_version);
-                continue;
-            }
-            WatchEvent::Error(status) if status.code == 410 => return End::Expired,
-            WatchEvent::Error(status) => return End::Failed(kube::Error::Api(status)),
+        let event = match wire::decode::<T>(&text) {
+            Ok(event) => event,
+            Err(e) => return End::Failed(e),
         };
-        if let Some(rv) = &object.meta().resource_version {
-            *version = Some(rv.clone());
+        let (meta_version, sent) = match event {
+            Event::Upsert(object) => (object.meta().resource_version.clone(), send(f, &object).await),
+            Event::Delete(meta) => {
+                let sent = f.tx.send(Change::Delete(key(t.kind, &meta))).await.is_ok();
+                (meta.resource_version, sent)
+            }
+            Event::Bookmark(rv) => (Some(rv), true),
+            Event::Malformed { meta, error } => {
+                malformed(f, &meta, &error);
+                (meta.resource_version, true)
+            }
+            Event::Error(e) if e.code() == Some(410) => return End::Expired,
+            Event::Error(e) => return End::Failed(e),
+            Event::Unknown(kind) => {
+                tracing::debug!(target: "kubernetes", "{}: skipped a watch event of type {kind}", t.kind.name());
+                (None, true)
+            }
+        };
+        if let Some(rv) = meta_version.filter(|rv| !rv.is_empty()) {
+            *version = Some(rv);
         }
-        if !send(f, &object, deleted).await {
+        if !sent {
             return End::Stopped;
         }
     }

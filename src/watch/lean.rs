@@ -124,6 +124,7 @@ pub struct Ingress {
 #[serde(rename_all = "camelCase", default)]
 pub struct EndpointSlice {
     pub metadata: Meta,
+    #[serde(deserialize_with = "null_default")]
     pub address_type: String,
     pub endpoints: Option<Vec<Endpoint>>,
     pub ports: Option<Vec<Port>>,
@@ -132,6 +133,7 @@ pub struct EndpointSlice {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Endpoint {
+    #[serde(deserialize_with = "null_default")]
     pub addresses: Vec<String>,
     pub conditions: Option<Conditions>,
     pub hostname: Option<String>,
@@ -171,6 +173,7 @@ pub struct PodStatus {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub struct PodIp {
+    #[serde(deserialize_with = "null_default")]
     pub ip: String,
 }
 
@@ -180,13 +183,15 @@ pub struct PodIp {
 pub struct Page<T> {
     #[serde(default)]
     pub metadata: ListMeta,
-    #[serde(default = "Vec::new", deserialize_with = "items")]
+    #[serde(default = "Vec::new", deserialize_with = "null_default")]
     pub items: Vec<T>,
 }
 
-/// `null` items are an empty page.
-fn items<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
-    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+/// `null` read as the default: Go writes a nil slice without `omitempty`
+/// as `null` (a page's `items`, a slice's `endpoints`), and a value this
+/// client need not insist on is better empty than the object lost.
+fn null_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -250,5 +255,12 @@ mod tests {
         assert_eq!(page.metadata.continue_.as_deref(), Some("x"));
         let ns: Namespace = serde_json::from_str(r#"{"metadata": {"name": "a", "annotations": null}}"#).expect("ns");
         assert_eq!(ns.metadata.name.as_deref(), Some("a"));
+        let slice: EndpointSlice = serde_json::from_str(
+            r#"{"metadata": {"name": "s", "labels": null}, "addressType": null, "ports": null,
+                "endpoints": [{"addresses": null, "conditions": {"ready": null}, "unknownField": {"x": [1]}}]}"#,
+        )
+        .expect("slice");
+        let endpoints = slice.endpoints.expect("endpoints");
+        assert!(endpoints[0].addresses.is_empty() && slice.address_type.is_empty());
     }
 }

@@ -15,6 +15,7 @@ pub mod follow;
 pub mod lean;
 pub mod persist;
 pub mod snapshot;
+pub mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
