@@ -93,7 +93,7 @@ fn hits_are_the_same_answer_with_ttls_counted_down_the_clients_id_and_spelling()
     let server = front(&f, up.dns, "cache 30", "");
     for (name, rcode) in [("www.example.org.", "NOERROR"), ("nx.example.org.", "NXDOMAIN")] {
         let (_, first) = ask_raw(&server, 1, name, RecordType::A, Some(1232));
-        assert_eq!(first.metadata.response_code.to_string(), rcode, "{name}");
+        assert_eq!(common::rcode_name(&first), rcode, "{name}");
         assert!(
             ttls(&first).iter().all(|t| *t == 30),
             "capped by `cache 30`: {:?}",
@@ -233,7 +233,7 @@ fn a_stale_entry_is_served_when_the_upstream_is_gone() {
     std::thread::sleep(Duration::from_millis(1500));
     for id in 0..REPEATS as u16 {
         let (_, m) = ask_raw(&server, id, "www.example.org.", RecordType::A, None);
-        assert_eq!(m.metadata.response_code.to_string(), "NOERROR");
+        assert_eq!(common::rcode_name(&m), "NOERROR");
         assert_eq!(m.answers.len(), 3);
         assert_eq!(ttls(&m), [0, 0, 0], "stale: TTL 0");
     }

@@ -154,3 +154,156 @@ fn addresses_of_two_owners_are_not_shuffled_as_bytes() {
         Some((Vec::new(), 0))
     );
 }
+
+mod replay {
+    //! `Handler::handle` over a block that forwards behind a `cache`
+    //! holding entries put here: the first hit is routed and learned, the
+    //! next ones replayed (seen in the worker's table).
+
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
+    use hickory_proto::rr::{Name, RecordType};
+
+    use crate::metrics::{Metrics, Transport};
+    use crate::query::answer::{self, Zone};
+    use crate::query::defer::Sink;
+    use crate::query::forward::cache::Cache;
+    use crate::query::forward::{Forward, Forwarding};
+    use crate::query::{Block, Handler, Router, Scratch};
+
+    fn handler(rt: &tokio::runtime::Runtime, extra: &str) -> Handler {
+        let text = format!(".:53 {{\n    forward . 127.0.0.1:9\n    cache 30\n    {extra}\n}}\n");
+        let config = crate::config::load_str(std::path::Path::new("Corefile"), &text, 53).expect("loads");
+        let server = &config.servers[0];
+        let _runtime = rt.enter();
+        let chain = server
+            .forward
+            .iter()
+            .cloned()
+            .map(|f| Arc::new(Forward::new(f)))
+            .collect();
+        let mut cfg = server.cache.clone().expect("cache");
+        cfg.zones = server.zones.clone();
+        let metrics = Arc::new(Metrics::default());
+        let forwarding = Forwarding::new("dns://:53".into(), chain, Some(Cache::new(cfg)), metrics.clone());
+        let block = Block {
+            forwarding: Some(Arc::new(forwarding)),
+            loadbalance: server.loadbalance,
+            hosts: server.hosts.clone().map(crate::query::local::Hosts::new),
+            ..Block::new(server.zones.clone())
+        };
+        Handler::new(Router::new(vec![block], Vec::new()), metrics)
+    }
+
+    fn cache(h: &Handler) -> Arc<Forwarding> {
+        h.router.load().blocks[0].forwarding.clone().expect("forwarding")
+    }
+
+    /// Puts the upstream's answer to `name` A (DO set): an address, or
+    /// NXDOMAIN with the SOA.
+    fn put(h: &Handler, name: &str, nx: bool) {
+        let q = Query::query(Name::from_ascii(name).expect("name"), RecordType::A);
+        let mut m = Message::new(1, MessageType::Response, OpCode::Query);
+        m.add_query(q.clone());
+        if nx {
+            m.metadata.response_code = ResponseCode::NXDomain;
+            m.authorities.push(answer::soa(
+                &Zone::new(Name::from_ascii("example.org.").expect("zone")),
+                60,
+                1,
+            ));
+        } else {
+            m.answers
+                .extend(answer::address(q.name(), 300, [192, 0, 2, 1].into(), RecordType::A));
+        }
+        let f = cache(h);
+        let c = f.cache.as_ref().expect("cache");
+        c.put(Cache::key(&q, true, false), &q, &m);
+    }
+
+    fn ask(h: &Handler, s: &mut Scratch, id: u16, name: &str, at: Instant) -> Message {
+        let mut m = Message::new(id, MessageType::Query, OpCode::Query);
+        m.metadata.recursion_desired = true;
+        m.add_query(Query::query(Name::from_ascii(name).expect("name"), RecordType::A));
+        let mut e = Edns::new();
+        e.set_max_payload(1232).set_dnssec_ok(true);
+        m.set_edns(e);
+        let bytes = m.to_vec().expect("encode");
+        let peer: SocketAddr = "127.0.0.1:5000".parse().expect("addr");
+        let sink = || -> Sink { panic!("a cache hit needs no sink") };
+        assert!(h.handle(&bytes, peer, Transport::Udp, s, &sink, at), "answered now");
+        crate::fuzzing::parse_strict(&s.out).expect("strict")
+    }
+
+    fn learned(s: &Scratch) -> usize {
+        s.hits.entries.iter().map(|m| m.len()).sum()
+    }
+
+    #[test]
+    fn hits_are_learned_then_replayed_with_ttls_counting_down() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let h = handler(&rt, "");
+        let mut s = Scratch::default();
+        put(&h, "www.example.org.", false);
+        put(&h, "nx.example.org.", true);
+        let now = Instant::now();
+        let first = ask(&h, &mut s, 1, "www.example.org.", now);
+        assert_eq!(learned(&s), 1, "the routed hit is learned");
+        assert_eq!(first.answers[0].ttl, 30);
+        for (k, secs) in [(2u16, 3u64), (3, 7), (4, 29)] {
+            let m = ask(&h, &mut s, k, "WWW.example.ORG.", now + Duration::from_secs(secs));
+            assert_eq!(m.metadata.id, k);
+            assert_eq!(m.queries[0].name().to_ascii(), "WWW.example.ORG.");
+            assert_eq!(m.answers[0].ttl, 30 - secs as u32, "the time left");
+            assert!(m.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok), "OPT untouched");
+        }
+        let nx = ask(&h, &mut s, 5, "nx.example.org.", now);
+        assert_eq!(
+            (nx.metadata.response_code, nx.authorities[0].ttl),
+            (ResponseCode::NXDomain, 30)
+        );
+        let nx = ask(&h, &mut s, 6, "nx.example.org.", now + Duration::from_secs(12));
+        assert_eq!(nx.authorities[0].ttl, 18, "the SOA's TTL counts down too");
+        assert_eq!(learned(&s), 2);
+        let f = cache(&h);
+        let stats = &f.cache.as_ref().expect("cache").stats;
+        let count = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            (
+                count(&stats.requests),
+                count(&stats.hits_success),
+                count(&stats.hits_denial)
+            ),
+            (6, 4, 2),
+            "replays count as the routed hits do"
+        );
+        put(&h, "www.example.org.", false); // a refresh retires the learned entry
+        let m = ask(&h, &mut s, 7, "www.example.org.", Instant::now());
+        assert_eq!(m.answers[0].ttl, 30, "the new entry's TTL, not the retired one's");
+        let m = ask(
+            &h,
+            &mut s,
+            8,
+            "www.example.org.",
+            Instant::now() + Duration::from_secs(5),
+        );
+        assert_eq!(m.answers[0].ttl, 25, "learned again");
+    }
+
+    #[test]
+    fn routes_that_may_change_without_a_reload_are_not_learned() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let h = handler(&rt, "hosts {\n        fallthrough\n    }");
+        let mut s = Scratch::default();
+        put(&h, "www.example.org.", false);
+        let now = Instant::now();
+        for id in 0..3 {
+            let m = ask(&h, &mut s, id, "www.example.org.", now);
+            assert_eq!(m.answers.len(), 1, "a hit");
+        }
+        assert_eq!(learned(&s), 0, "`hosts` reloads: always routed");
+    }
+}
