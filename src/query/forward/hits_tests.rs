@@ -45,8 +45,10 @@ fn positive(ttl: u32, n: u8) -> Answer {
 }
 
 fn negative(ttl: u32) -> Answer {
-    let mut a = Answer::default();
-    a.rcode = ResponseCode::NXDomain;
+    let mut a = Answer {
+        rcode: ResponseCode::NXDomain,
+        ..Answer::default()
+    };
     a.authority.push(answer::soa(&Zone::new(name("example.org.")), ttl, 1));
     a
 }
