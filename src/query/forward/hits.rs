@@ -32,6 +32,7 @@ use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 use super::cache::{Cache, Entry};
 use super::Forwarding;
 use crate::query::memo::{Key, Outcome};
+use crate::query::request::skip_name;
 use crate::query::route::{Block, Router};
 use crate::query::Answer;
 use crate::store::Map;
@@ -235,19 +236,6 @@ fn walk(reply: &[u8]) -> Option<Walked> {
         at += 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
     }
     (at == reply.len()).then_some(walked)
-}
-
-/// The offset just past the (possibly compressed) name at `at`.
-fn skip_name(reply: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        let len = *reply.get(at)?;
-        match len {
-            0 => return Some(at + 1),
-            l if l & 0xC0 == 0xC0 => return Some(at + 2),
-            l if l > 63 => return None,
-            l => at += 1 + usize::from(l),
-        }
-    }
 }
 
 /// `loadbalance`'s shuffle as byte swaps: the answer's addresses trade
