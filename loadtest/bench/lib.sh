@@ -24,7 +24,8 @@ measure() {
 
 
 # medians ROWS PEER "KINDS": each row's median over the rounds, and the
-# clusterdns/PEER ratio of qps per server core.
+# clusterdns/PEER ratio of qps per server core (and clusterdns/base when
+# rows of a "base" binary are present).
 medians() {
   python3 - "$1" "$2" "$3" <<'PY'
 import sys, statistics as st
@@ -35,14 +36,15 @@ for line in open(sys.argv[1]):
 peer = sys.argv[2]
 for kind in sys.argv[3].split():
     per = {}
-    for server in ("clusterdns", peer):
+    for server in ("clusterdns", peer, "base"):
         v = rows.get((kind, server), [])
         if not v: continue
         med = [st.median(x[i] for x in v) for i in range(4)]
         per[server] = med[2]
         print(f"{server:10s} {kind:9s} {med[0]:10.0f} qps  cpu {med[1]:.2f}  {med[2]:10.0f} qps/core  mean {med[3]:.3f} ms")
-    if len(per) == 2:
-        print(f"{'ratio':10s} {kind:9s} clusterdns/{peer} qps per core = {per['clusterdns']/per[peer]:.2f}")
+    for other in (peer, "base"):
+        if "clusterdns" in per and per.get(other):
+            print(f"{'ratio':10s} {kind:9s} clusterdns/{other} qps per core = {per['clusterdns']/per[other]:.2f}")
 PY
 }
 

@@ -84,6 +84,22 @@ impl Key {
         })
     }
 
+    /// The key as bytes (lower-cased name, type, limit, EDNS state).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Patches a reply copied into `out` for `packet` (whose key this is):
+    /// its ID, RD and CD bits and the question name's spelling.
+    pub fn echo(&self, packet: &[u8], out: &mut [u8]) -> Option<()> {
+        let name = 12..12 + self.name_len;
+        out.get_mut(name.clone())?.copy_from_slice(packet.get(name)?);
+        out.get_mut(..2)?.copy_from_slice(packet.get(..2)?);
+        out[2] = (out[2] & !0x01) | (packet[2] & 0x01);
+        out[3] = (out[3] & !0x10) | (packet[3] & 0x10);
+        Some(())
+    }
+
     /// Gives the key's buffer back for the next parse.
     pub fn recycle(self, into: &mut Vec<u8>) {
         *into = self.bytes;
@@ -157,13 +173,9 @@ impl Memo {
             return None;
         }
         let entry = self.entries.get(&key.bytes[..])?;
-        let name = 12..12 + key.name_len;
         out.clear();
         out.extend_from_slice(&entry.reply);
-        out.get_mut(name.clone())?.copy_from_slice(packet.get(name)?);
-        out[..2].copy_from_slice(&packet[..2]);
-        out[2] = (out[2] & !0x01) | (packet[2] & 0x01);
-        out[3] = (out[3] & !0x10) | (packet[3] & 0x10);
+        key.echo(packet, out)?;
         Some(entry.outcome)
     }
 

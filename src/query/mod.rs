@@ -5,6 +5,7 @@
 //!  (sockets)    (header rules)    (zone)                          (snapshot)  (flags, EDNS, TC, rcode)
 //!                                   └──► forward: cache hit ─────────────────► finish
 //!                                          miss ─► defer::Job ─► task ─► upstream ─► defer::deliver
+//!  request ─► memo / forward::hits replay (an earlier reply's bytes, patched) ──► finish
 //! ```
 //!
 //! Start reading at [`Handler::handle`]: one synchronous call per query,
@@ -50,6 +51,8 @@ pub struct Scratch {
     pub out: Vec<u8>,
     memo: memo::Memo,
     key: Vec<u8>,
+    /// Cache hits replayed as bytes ([`forward::hits`]).
+    hits: forward::hits::Hits,
 }
 
 /// Answers one query for the blocks of one listener.
@@ -109,7 +112,9 @@ impl Handler {
     /// Handles one message from `peer`; the reply is left in
     /// `scratch.out`. Returns false when nothing is to be sent now (the
     /// packet is dropped, or a task answers it later through `sink`).
-    /// Plain repeated questions are replayed from the memo. `started` is
+    /// Plain repeated questions are replayed from the memo, and repeated
+    /// cache hits from [`forward::hits`] (learned from the full path's
+    /// reply, so their route is skipped too). `started` is
     /// when the query arrived (its batch's clock read, less the time the
     /// kernel queued it): request durations count from there.
     pub fn handle(
@@ -141,7 +146,11 @@ impl Handler {
             };
         };
         let generation = router.generation();
-        let outcome = match scratch.memo.replay(&key, bytes, generation, &mut scratch.out) {
+        let replayed = scratch
+            .memo
+            .replay(&key, bytes, generation, &mut scratch.out)
+            .or_else(|| scratch.hits.replay(&router, &key, bytes, started, &mut scratch.out));
+        let outcome = match replayed {
             Some(outcome) => outcome,
             None => {
                 let outcome = match self.answer(&router, bytes, peer, transport, scratch, sink, started) {
@@ -158,6 +167,9 @@ impl Handler {
                 };
                 if scratch.answer.memoizable {
                     scratch.memo.remember(&key, generation, &scratch.out, outcome);
+                } else if outcome.plugin == crate::metrics::Plugin::Cache {
+                    let Scratch { hits, answer, out, .. } = &mut *scratch;
+                    hits.learn(&router, &key, bytes, answer, out, outcome, started);
                 }
                 outcome
             }

@@ -182,7 +182,7 @@ impl Router {
 
     /// The block with the longest zone containing `qname`, and that
     /// zone's stats slot.
-    fn block(&self, qname: &Name) -> Option<(&Block, u16)> {
+    pub(crate) fn block(&self, qname: &Name) -> Option<(&Block, u16)> {
         self.blocks
             .iter()
             .filter_map(|b| {

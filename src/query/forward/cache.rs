@@ -44,6 +44,8 @@ pub struct Entry {
     denial: bool,
     hits: AtomicU32,
     prefetching: AtomicBool,
+    /// Left the map (replaced, evicted, expired): replays of it stop.
+    retired: AtomicBool,
 }
 
 /// What a lookup found.
@@ -115,30 +117,13 @@ impl Cache {
             self.stats.misses.fetch_add(1, Ordering::Relaxed);
             return Lookup::Miss;
         };
-        let age = entry.stored.elapsed();
-        let ttl = Duration::from_secs(u64::from(entry.ttl));
-        if age < ttl {
-            let hits = entry.hits.fetch_add(1, Ordering::Relaxed) + 1;
-            let counter = if entry.denial {
-                &self.stats.hits_denial
-            } else {
-                &self.stats.hits_success
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
-            let prefetch = self.cfg.prefetch.is_some_and(|(amount, window, percent)| {
-                let left = (ttl - age).as_secs_f64();
-                hits >= amount
-                    && age <= window
-                    && left * 100.0 <= f64::from(percent) * f64::from(entry.ttl)
-                    && !entry.prefetching.swap(true, Ordering::Relaxed)
-            });
-            if prefetch {
-                self.stats.prefetch.fetch_add(1, Ordering::Relaxed);
-            }
+        let now = Instant::now();
+        if let Some(prefetch) = self.hit(&entry, now) {
             return Lookup::Fresh { entry, prefetch };
         }
+        let age = now.saturating_duration_since(entry.stored);
         if let Some((window, mode)) = self.cfg.serve_stale {
-            if age < ttl + window {
+            if age < Duration::from_secs(u64::from(entry.ttl)) + window {
                 return Lookup::Stale(entry, mode);
             }
         }
@@ -147,10 +132,60 @@ impl Cache {
         Lookup::Miss
     }
 
+    /// A hit replayed from a worker's [`super::hits`]: counted as a request
+    /// and a hit exactly like [`Cache::get`]'s, with its prefetch decision;
+    /// `None` (nothing counted) when `entry` has expired or left the cache.
+    pub fn replayed(&self, entry: &Entry, now: Instant) -> Option<bool> {
+        if entry.retired.load(Ordering::Relaxed) || !self.live(entry, now) {
+            return None;
+        }
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        self.hit(entry, now)
+    }
+
+    fn live(&self, entry: &Entry, now: Instant) -> bool {
+        now.saturating_duration_since(entry.stored) < Duration::from_secs(u64::from(entry.ttl))
+    }
+
+    /// Counts a hit on a live `entry` (`None` if it has expired) and says
+    /// whether it should be prefetched now.
+    fn hit(&self, entry: &Entry, now: Instant) -> Option<bool> {
+        if !self.live(entry, now) {
+            return None;
+        }
+        let counter = if entry.denial {
+            &self.stats.hits_denial
+        } else {
+            &self.stats.hits_success
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let Some((amount, window, percent)) = self.cfg.prefetch else {
+            return Some(false);
+        };
+        let hits = entry.hits.fetch_add(1, Ordering::Relaxed) + 1;
+        let age = now.saturating_duration_since(entry.stored);
+        let left = f64::from(entry.ttl) - age.as_secs_f64();
+        let prefetch = hits >= amount
+            && age <= window
+            && left * 100.0 <= f64::from(percent) * f64::from(entry.ttl)
+            && !entry.prefetching.swap(true, Ordering::Relaxed);
+        if prefetch {
+            self.stats.prefetch.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(prefetch)
+    }
+
+    /// Whole seconds `entry` has left at `now`: the TTL a hit reports.
+    pub fn left(&self, entry: &Entry, now: Instant) -> u32 {
+        let age = now.saturating_duration_since(entry.stored).as_secs();
+        u32::try_from(u64::from(entry.ttl).saturating_sub(age)).unwrap_or(0)
+    }
+
     fn remove(&self, key: &[u8], entry: &Arc<Entry>) {
         if let Ok(mut m) = self.shard(key).lock() {
             if m.get(key).is_some_and(|e| Arc::ptr_eq(e, entry)) {
                 m.remove(key);
+                entry.retired.store(true, Ordering::Relaxed);
                 self.counts[usize::from(entry.denial)].fetch_sub(1, Ordering::Relaxed);
             }
         }
@@ -172,6 +207,7 @@ impl Cache {
             denial,
             hits: AtomicU32::new(0),
             prefetching: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
         });
         let kind = usize::from(denial);
         let Ok(mut m) = self.shard(&key).lock() else { return };
@@ -184,7 +220,9 @@ impl Cache {
                 .map(|(k, _)| k.clone());
             match victim {
                 Some(v) => {
-                    m.remove(&v);
+                    if let Some(gone) = m.remove(&v) {
+                        gone.retired.store(true, Ordering::Relaxed);
+                    }
                     self.counts[kind].fetch_sub(1, Ordering::Relaxed);
                     self.stats.evictions.fetch_add(1, Ordering::Relaxed);
                 }
@@ -192,6 +230,7 @@ impl Cache {
             }
         }
         if let Some(old) = m.insert(key, entry) {
+            old.retired.store(true, Ordering::Relaxed);
             self.counts[usize::from(old.denial)].fetch_sub(1, Ordering::Relaxed);
         }
         self.counts[kind].fetch_add(1, Ordering::Relaxed);
@@ -244,8 +283,7 @@ impl Cache {
         if self.cfg.keepttl {
             return;
         }
-        let left = u64::from(entry.ttl).saturating_sub(entry.stored.elapsed().as_secs());
-        let left = u32::try_from(left).unwrap_or(0);
+        let left = self.left(entry, Instant::now());
         for r in out
             .answers
             .iter_mut()

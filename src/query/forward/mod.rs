@@ -3,7 +3,8 @@
 //! next one) behind its `cache`.
 //!
 //! ```text
-//!  worker ── cache hit ──────────────────────────────► reply now
+//!  worker ── hit replayed as bytes (hits) ──────────────► reply now
+//!     ├──── cache hit (routed, then learned by hits) ──► reply now
 //!     └──── miss: Job ─► task ─► join an identical query in flight, or
 //!                                 forward (upstreams by policy, read_timeout each)
 //!                                 ─► cache ─► reply to every waiter
@@ -17,6 +18,7 @@
 //! upstreams tried.
 
 pub mod cache;
+pub mod hits;
 pub mod upstream;
 
 use std::collections::HashMap;

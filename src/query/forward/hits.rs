@@ -1,0 +1,283 @@
+//! Cache hits replayed as bytes, per worker: no decode, no route, no
+//! `Record` clone, no encode.
+//!
+//! The first time a worker answers a question from the `cache` (the full
+//! path: decode, route, [`super::cache::Cache::fill`], `finish`), it keeps
+//! the reply it wrote, the offsets of its TTLs, and the shared cache entry it
+//! came from, under the memo's key of the question (name without case,
+//! type, EDNS state and size limit) and the CD bit (the cache keys on it).
+//! The next identical question is answered by copying those bytes and
+//! patching the ID, the RD and CD bits, the question's spelling and every
+//! TTL (the time the entry has left, from the batch's clock; `keepttl`
+//! leaves them), shuffling the addresses for `loadbalance`, and counting
+//! the hit (and starting a prefetch) exactly as the full path would.
+//!
+//! A replay is only as good as the route it skips, so a question is kept
+//! only where the route to the cache is fixed by the config alone: a block
+//! with no `acl`, `rewrite`, `template`, `hosts` (reloads), for a name
+//! outside its `kubernetes`, `k8s_external` and `file` zones (those change
+//! with the store or a reload), not AAAA under `dns64`, not ANY or the
+//! loop probe's HINFO. Everything is dropped on a config reload. An entry
+//! dies with its cache entry: when it expires (the full path then serves
+//! it stale or forwards it) or leaves the shared cache (replaced by a
+//! refresh, evicted).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use hickory_proto::op::Query;
+use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
+
+use super::cache::{Cache, Entry};
+use super::Forwarding;
+use crate::query::memo::{Key, Outcome};
+use crate::query::request::skip_name;
+use crate::query::route::{Block, Router};
+use crate::query::Answer;
+use crate::store::Map;
+
+/// Entries per worker before the whole table is emptied.
+pub const MAX_ENTRIES: usize = 10_000;
+
+/// One replayable cache hit.
+struct Hit {
+    reply: Box<[u8]>,
+    /// Where each TTL field of `reply` starts (OPT's is not a TTL).
+    ttls: Box<[u16]>,
+    /// `loadbalance`: where each address's TTL starts (then its RDATA
+    /// length and RDATA of `rdata_len` bytes); empty: nothing to shuffle.
+    shuffle: Box<[u16]>,
+    rdata_len: u16,
+    forwarding: Arc<Forwarding>,
+    entry: Arc<Entry>,
+    outcome: Outcome,
+}
+
+/// One worker's replayable cache hits.
+#[derive(Default)]
+pub struct Hits {
+    /// The router the entries were learned under (its epoch and address).
+    router: (u64, usize),
+    /// Indexed by the query's CD bit.
+    entries: [Map<Box<[u8]>, Hit>; 2],
+}
+
+impl Hits {
+    /// Writes the reply to `packet` (with memo key `key`) into `out` from a
+    /// learned cache hit, counting it as a hit; `None` when there is none
+    /// (the full path answers, and may [`Hits::learn`] it).
+    pub fn replay(
+        &mut self,
+        router: &Router,
+        key: &Key,
+        packet: &[u8],
+        now: Instant,
+        out: &mut Vec<u8>,
+    ) -> Option<Outcome> {
+        let id = (router.epoch, std::ptr::from_ref(router) as usize);
+        if self.router != id {
+            self.entries.iter_mut().for_each(Map::clear);
+            self.router = id;
+            return None;
+        }
+        let map = &mut self.entries[usize::from(cd(packet)?)];
+        let hit = map.get(key.bytes())?;
+        let cache = hit.forwarding.cache.as_ref()?;
+        let Some(prefetch) = cache.replayed(&hit.entry, now) else {
+            map.remove(key.bytes());
+            return None;
+        };
+        out.clear();
+        out.extend_from_slice(&hit.reply);
+        key.echo(packet, out)?;
+        if !cache.cfg.keepttl {
+            patch_ttls(out, &hit.ttls, cache.left(&hit.entry, now))?;
+        }
+        shuffle(out, &hit.shuffle, usize::from(hit.rdata_len));
+        if prefetch {
+            let cd = cd(packet)?;
+            let query = question(packet)?;
+            hit.forwarding
+                .refresh(query, hit.outcome.dnssec_ok, cd, Some(hit.entry.clone()));
+        }
+        Some(hit.outcome)
+    }
+
+    /// Keeps `reply`, just written by the full path from the cache
+    /// (`answer.plugin` is `Cache`) for `packet`, if its route may be
+    /// skipped next time and the cache entry it came from is still live.
+    #[allow(clippy::too_many_arguments)]
+    pub fn learn(
+        &mut self,
+        router: &Router,
+        key: &Key,
+        packet: &[u8],
+        answer: &Answer,
+        reply: &[u8],
+        outcome: Outcome,
+        now: Instant,
+    ) -> Option<()> {
+        let query = question(packet)?;
+        let cd = cd(packet)?;
+        let (block, _) = router.block(query.name())?;
+        let forwarding = fixed_route(block, &query)?;
+        let cache = forwarding.cache.as_ref()?;
+        let entry = cache.peek(&Cache::key(&query, outcome.dnssec_ok, cd))?;
+        let walked = walk(reply)?;
+        // The reply must be this entry's (not one it replaced meanwhile).
+        let left = i64::from(cache.left(&entry, now));
+        let ttl_at = |at: u16| reply.get(usize::from(at)..usize::from(at) + 4).map(be32);
+        let same = walked
+            .ttls
+            .iter()
+            .all(|at| ttl_at(*at).is_some_and(|t| (i64::from(t) - left).abs() <= 1));
+        if !cache.cfg.keepttl && !same {
+            return None;
+        }
+        let (shuffle, rdata_len) = if block.loadbalance {
+            shuffle_slots(answer, &walked)?
+        } else {
+            (Vec::new(), 0)
+        };
+        let map = &mut self.entries[usize::from(cd)];
+        if map.len() >= MAX_ENTRIES {
+            map.clear();
+        }
+        let hit = Hit {
+            reply: reply.into(),
+            ttls: walked.ttls.into(),
+            shuffle: shuffle.into(),
+            rdata_len,
+            forwarding: forwarding.clone(),
+            entry,
+            outcome,
+        };
+        map.insert(key.bytes().into(), hit);
+        Some(())
+    }
+}
+
+/// Sets every TTL at `ttls` to `left`.
+fn patch_ttls(out: &mut [u8], ttls: &[u16], left: u32) -> Option<()> {
+    for at in ttls.iter().map(|t| usize::from(*t)) {
+        out.get_mut(at..at + 4)?.copy_from_slice(&left.to_be_bytes());
+    }
+    Some(())
+}
+
+/// The request's CD bit.
+fn cd(packet: &[u8]) -> Option<bool> {
+    Some(packet.get(3)? & 0x10 != 0)
+}
+
+/// The request's question (rare paths only: learning, prefetch).
+fn question(packet: &[u8]) -> Option<Query> {
+    Query::read(&mut BinDecoder::new(packet.get(12..)?)).ok()
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// The block's forwarding, when the route of `query` through `block` to its
+/// cache depends on the config alone (see the module doc).
+fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a Arc<Forwarding>> {
+    let (qname, qtype) = (query.name(), query.query_type());
+    let config_only = block.acl.is_empty()
+        && block.rewrite.is_none()
+        && block.templates.is_none()
+        && block.hosts.is_none()
+        && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
+        && !(block.dns64.is_some() && super::super::dns64::Dns64::question(query));
+    let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
+    let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
+        && block.k8s_external.as_ref().is_none_or(|k| !inside(&k.cfg.zones))
+        && !block.files.iter().any(|f| f.serves(qname));
+    let forwarding = block.forwarding.as_ref()?;
+    (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)
+}
+
+/// What [`walk`] finds in a reply.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Walked {
+    ttls: Vec<u16>,
+    /// Answer-section A and AAAA records: (TTL offset, type).
+    addresses: Vec<(u16, RecordType)>,
+}
+
+/// Walks a reply's records: where every TTL is (OPT's TTL field holds
+/// EDNS flags, not a TTL) and the answer section's addresses. `None` for a
+/// reply that does not parse to its end.
+fn walk(reply: &[u8]) -> Option<Walked> {
+    let count = |i: usize| {
+        reply
+            .get(i..i + 2)
+            .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+    };
+    let (questions, answers) = (count(4)?, count(6)?);
+    let records = answers + count(8)? + count(10)?;
+    let mut at = 12;
+    for _ in 0..questions {
+        at = skip_name(reply, at)? + 4;
+    }
+    let mut walked = Walked::default();
+    for i in 0..records {
+        at = skip_name(reply, at)?;
+        let fixed = reply.get(at..at + 10)?;
+        let rtype = RecordType::from(u16::from_be_bytes([fixed[0], fixed[1]]));
+        let ttl = u16::try_from(at + 4).ok()?;
+        if rtype != RecordType::OPT {
+            walked.ttls.push(ttl);
+        }
+        if i < answers && matches!(rtype, RecordType::A | RecordType::AAAA) {
+            walked.addresses.push((ttl, rtype));
+        }
+        at += 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+    }
+    (at == reply.len()).then_some(walked)
+}
+
+/// `loadbalance`'s shuffle as byte swaps: the answer's addresses trade
+/// their (TTL, RDATA), which is the same as trading whole records when
+/// they share one owner and one type. `None` when they do not (the
+/// question is then never replayed).
+fn shuffle_slots(answer: &Answer, walked: &Walked) -> Option<(Vec<u16>, u16)> {
+    let addresses: Vec<_> = answer
+        .answers
+        .iter()
+        .filter(|r| matches!(r.record_type(), RecordType::A | RecordType::AAAA))
+        .collect();
+    if addresses.len() < 2 {
+        return Some((Vec::new(), 0));
+    }
+    let first = addresses[0];
+    let alike = addresses
+        .iter()
+        .all(|r| r.name == first.name && r.record_type() == first.record_type());
+    if !alike || walked.addresses.len() != addresses.len() {
+        return None;
+    }
+    let rdata_len = if first.record_type() == RecordType::A { 4 } else { 16 };
+    Some((walked.addresses.iter().map(|(at, _)| *at).collect(), rdata_len))
+}
+
+/// Fisher-Yates over the slots: each trades its 4-byte TTL, 2-byte length
+/// and `rdata_len` bytes of RDATA.
+fn shuffle(out: &mut [u8], slots: &[u16], rdata_len: usize) {
+    let span = 6 + rdata_len;
+    for k in (1..slots.len()).rev() {
+        let j = fastrand::usize(..=k);
+        let (a, b) = (usize::from(slots[k]), usize::from(slots[j]));
+        if a == b || a.max(b) + span > out.len() {
+            continue;
+        }
+        let (lo, hi) = (a.min(b), a.max(b));
+        let (head, tail) = out.split_at_mut(hi);
+        head[lo..lo + span].swap_with_slice(&mut tail[..span]);
+    }
+}
+
+#[cfg(test)]
+#[path = "hits_tests.rs"]
+mod tests;

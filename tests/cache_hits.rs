@@ -1,0 +1,274 @@
+//! Cache hits replayed as bytes (`src/query/forward/hits.rs`), end to end:
+//! the real binary forwarding to a second clusterdns serving a `file`
+//! zone. Each worker answers a hit the first time through the full path and
+//! from then on by patching the bytes it wrote, so every test sends enough
+//! repeats for every worker to replay, and checks what clients see: the
+//! same answer with the TTLs counted down, the client's ID and spelling,
+//! the metrics of a hit, a prefetch, stale answers, `loadbalance`,
+//! truncation. Every reply must parse strictly.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use clusterdns::fuzzing::parse_strict;
+use common::dig::ask;
+use common::{query, temp_dir, udp_raw, Server};
+use hickory_proto::op::Message;
+use hickory_proto::rr::{Record, RecordType};
+
+/// Repeats sent so that every UDP worker has learned and replayed a hit.
+const REPEATS: usize = 12;
+
+/// The upstream: a clusterdns serving example.org from a zone file.
+fn upstream(dir: &Path) -> Server {
+    let mut zone = String::from(
+        "$ORIGIN example.org.\n$TTL 300\n@ IN SOA ns hostmaster 1 3600 600 86400 60\n@ IN NS ns\nns IN A 192.0.2.53\n\
+         www IN A 192.0.2.1\nwww IN A 192.0.2.2\nwww IN A 192.0.2.3\nshort 10 IN A 192.0.2.9\n",
+    );
+    for k in 1..=40 {
+        let _ = writeln!(zone, "many IN A 198.51.100.{k}");
+    }
+    std::fs::write(dir.join("example.org.db"), zone).expect("zone");
+    let conf = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    file {} example.org\n}}\n",
+        dir.join("example.org.db").display()
+    );
+    Server::start(dir, &conf)
+}
+
+/// The server under test: `forward` to `up` behind `cache` with `extra`.
+fn front(dir: &Path, up: SocketAddr, cache: &str, extra: &str) -> Server {
+    let conf = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    forward . {up} {{\n        read_timeout 300ms\n    }}\n    {cache}\n    {extra}\n}}\n"
+    );
+    Server::start(dir, &conf)
+}
+
+fn dirs(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = temp_dir(tag);
+    let (u, f) = (dir.join("up"), dir.join("front"));
+    std::fs::create_dir_all(&u).expect("dir");
+    std::fs::create_dir_all(&f).expect("dir");
+    (u, f)
+}
+
+/// One raw UDP query with `id` and an optional EDNS payload, parsed strictly.
+fn ask_raw(server: &Server, id: u16, name: &str, qtype: RecordType, edns: Option<u16>) -> (Vec<u8>, Message) {
+    let bytes = udp_raw(server.dns, &query(id, name, qtype, edns)).expect("a reply");
+    let parsed = parse_strict(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (bytes, parsed)
+}
+
+/// Every record but OPT, TTLs zeroed: what must not change between hits.
+fn without_ttls(m: &Message) -> Vec<Record> {
+    m.answers
+        .iter()
+        .chain(&m.authorities)
+        .chain(m.additionals.iter().filter(|r| r.record_type() != RecordType::OPT))
+        .map(|r| {
+            let mut r = r.clone();
+            r.ttl = 0;
+            r
+        })
+        .collect()
+}
+
+fn ttls(m: &Message) -> Vec<u32> {
+    m.answers
+        .iter()
+        .chain(&m.authorities)
+        .chain(m.additionals.iter().filter(|r| r.record_type() != RecordType::OPT))
+        .map(|r| r.ttl)
+        .collect()
+}
+
+#[test]
+fn hits_are_the_same_answer_with_ttls_counted_down_the_clients_id_and_spelling() {
+    let (u, f) = dirs("hits-same");
+    let up = upstream(&u);
+    let server = front(&f, up.dns, "cache 30", "");
+    for (name, rcode) in [("www.example.org.", "NOERROR"), ("nx.example.org.", "NXDOMAIN")] {
+        let (_, first) = ask_raw(&server, 1, name, RecordType::A, Some(1232));
+        assert_eq!(common::rcode_name(&first), rcode, "{name}");
+        assert!(
+            ttls(&first).iter().all(|t| *t == 30),
+            "capped by `cache 30`: {:?}",
+            ttls(&first)
+        );
+        for id in 0..REPEATS as u16 {
+            let (_, m) = ask_raw(&server, 100 + id, name, RecordType::A, Some(1232));
+            assert_eq!(m.metadata.id, 100 + id, "the client's ID");
+            assert_eq!(without_ttls(&m), without_ttls(&first));
+        }
+        std::thread::sleep(Duration::from_millis(1100));
+        for id in 0..REPEATS as u16 {
+            let (_, m) = ask_raw(&server, 200 + id, name, RecordType::A, Some(1232));
+            assert_eq!(m.metadata.id, 200 + id);
+            assert_eq!(without_ttls(&m), without_ttls(&first), "{name}: the same records");
+            assert_eq!(
+                m.metadata,
+                {
+                    let mut h = first.metadata;
+                    h.id = 200 + id;
+                    h
+                },
+                "the same flags"
+            );
+            let t = ttls(&m);
+            assert!(
+                !t.is_empty() && t.iter().all(|t| *t < 30 && *t >= 27),
+                "{name}: every TTL counted down: {t:?}"
+            );
+            assert_eq!(m.edns.as_ref().map(|e| e.max_payload()), Some(1232), "OPT untouched");
+        }
+    }
+    // the spelling of the question, as dig prints it, and RD/CD echoed
+    for _ in 0..REPEATS {
+        let d = ask("dig", "127.0.0.1", &server.port(), &["WwW.ExAmple.ORG", "A"]);
+        assert_eq!(d.status, "NOERROR");
+        assert!(d.question.starts_with(";WwW.ExAmple.ORG."), "{}", d.question);
+        assert_eq!(d.data(), ["192.0.2.1", "192.0.2.2", "192.0.2.3"]);
+        assert!(d.flags.split(' ').any(|f| f == "rd"), "{}", d.flags);
+        let d = ask(
+            "dig",
+            "127.0.0.1",
+            &server.port(),
+            &["+norecurse", "+cdflag", "www.example.org", "A"],
+        );
+        assert!(!d.flags.split(' ').any(|f| f == "rd"), "{}", d.flags);
+        assert!(d.flags.split(' ').any(|f| f == "cd"), "{}", d.flags);
+    }
+}
+
+#[test]
+fn replayed_hits_count_as_hits_in_every_metric() {
+    let (u, f) = dirs("hits-metrics");
+    let up = upstream(&u);
+    let server = front(&f, up.dns, "cache 30", "");
+    let family = |f: &str, having: &str| server.metric_sum(f, having);
+    ask_raw(&server, 1, "www.example.org.", RecordType::A, None);
+    ask_raw(&server, 2, "nx.example.org.", RecordType::A, None);
+    let before = (
+        family("coredns_cache_requests_total", ""),
+        family("coredns_cache_misses_total", ""),
+        family("coredns_cache_hits_total", "type=\"success\""),
+        family("coredns_cache_hits_total", "type=\"denial\""),
+        family("coredns_dns_requests_total", ""),
+        family("coredns_dns_responses_total", "plugin=\"cache\""),
+        family("coredns_dns_responses_total", "rcode=\"NXDOMAIN\""),
+    );
+    assert_eq!((before.0, before.1, before.2 + before.3), (2.0, 2.0, 0.0));
+    for id in 0..REPEATS as u16 {
+        ask_raw(&server, id, "www.example.org.", RecordType::A, None);
+        ask_raw(&server, id, "nx.example.org.", RecordType::A, None);
+    }
+    let n = REPEATS as f64;
+    assert_eq!(family("coredns_cache_requests_total", ""), before.0 + 2.0 * n);
+    assert_eq!(family("coredns_cache_misses_total", ""), before.1);
+    assert_eq!(family("coredns_cache_hits_total", "type=\"success\""), before.2 + n);
+    assert_eq!(family("coredns_cache_hits_total", "type=\"denial\""), before.3 + n);
+    assert_eq!(family("coredns_dns_requests_total", ""), before.4 + 2.0 * n);
+    assert_eq!(
+        family("coredns_dns_responses_total", "plugin=\"cache\""),
+        before.5 + 2.0 * n
+    );
+    assert_eq!(
+        family("coredns_dns_responses_total", "rcode=\"NXDOMAIN\""),
+        before.6 + n
+    );
+    assert_eq!(
+        family("coredns_dns_request_duration_seconds_count", ""),
+        before.4 + 2.0 * n,
+        "every replay timed"
+    );
+}
+
+#[test]
+fn replayed_hits_still_trigger_one_prefetch() {
+    let (u, f) = dirs("hits-prefetch");
+    let up = upstream(&u);
+    let server = front(&f, up.dns, "cache {\n        prefetch 2 1m 90%\n    }", "");
+    let upstream_asked = || up.metric_sum("coredns_dns_requests_total", "");
+    ask_raw(&server, 1, "short.example.org.", RecordType::A, None); // TTL 10
+    for id in 0..REPEATS as u16 {
+        ask_raw(&server, id, "short.example.org.", RecordType::A, None);
+    }
+    assert_eq!(upstream_asked(), 1.0);
+    assert_eq!(server.metric_sum("coredns_cache_prefetch_total", ""), 0.0);
+    std::thread::sleep(Duration::from_millis(1200)); // 8.8 s of 10 left: under 90%
+    for id in 0..REPEATS as u16 {
+        let (_, m) = ask_raw(&server, id, "short.example.org.", RecordType::A, None);
+        assert_eq!(m.answers.len(), 1);
+    }
+    let started = Instant::now();
+    while upstream_asked() < 2.0 && started.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(upstream_asked(), 2.0, "one prefetch went upstream");
+    std::thread::sleep(Duration::from_millis(200)); // its answer reaches the cache
+    assert_eq!(server.metric_sum("coredns_cache_prefetch_total", ""), 1.0);
+    // the refreshed entry is served (its TTL starts again), still from bytes
+    for id in 0..REPEATS as u16 {
+        let (_, m) = ask_raw(&server, id, "short.example.org.", RecordType::A, None);
+        assert!(m.answers[0].ttl >= 9, "{:?}", ttls(&m));
+    }
+    assert_eq!(upstream_asked(), 2.0);
+}
+
+#[test]
+fn a_stale_entry_is_served_when_the_upstream_is_gone() {
+    let (u, f) = dirs("hits-stale");
+    let up = upstream(&u);
+    let cache = "cache {\n        success 100 1 1\n        serve_stale 1h\n    }";
+    let server = front(&f, up.dns, cache, "");
+    for id in 0..REPEATS as u16 {
+        let (_, m) = ask_raw(&server, id, "www.example.org.", RecordType::A, None);
+        assert_eq!(m.answers.len(), 3);
+    }
+    drop(up);
+    std::thread::sleep(Duration::from_millis(1500));
+    for id in 0..REPEATS as u16 {
+        let (_, m) = ask_raw(&server, id, "www.example.org.", RecordType::A, None);
+        assert_eq!(common::rcode_name(&m), "NOERROR");
+        assert_eq!(m.answers.len(), 3);
+        assert_eq!(ttls(&m), [0, 0, 0], "stale: TTL 0");
+    }
+    assert!(server.metric_sum("coredns_cache_served_stale_total", "") >= REPEATS as f64);
+}
+
+#[test]
+fn loadbalance_still_rotates_replayed_addresses() {
+    let (u, f) = dirs("hits-lb");
+    let up = upstream(&u);
+    let server = front(&f, up.dns, "cache 30", "loadbalance");
+    let mut orders = std::collections::HashSet::new();
+    for id in 0..4 * REPEATS as u16 {
+        let (_, m) = ask_raw(&server, id, "www.example.org.", RecordType::A, None);
+        let order: Vec<String> = m.answers.iter().map(|r| r.data.to_string()).collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, ["192.0.2.1", "192.0.2.2", "192.0.2.3"]);
+        orders.insert(order);
+    }
+    assert!(orders.len() >= 3, "orders seen: {orders:?}");
+}
+
+#[test]
+fn truncation_follows_each_clients_limit() {
+    let (u, f) = dirs("hits-tc");
+    let up = upstream(&u);
+    let server = front(&f, up.dns, "cache 30", "");
+    for round in 0..REPEATS as u16 {
+        let (small, m) = ask_raw(&server, round, "many.example.org.", RecordType::A, None);
+        assert!(m.metadata.truncation && small.len() <= 512, "no EDNS: truncated to 512");
+        let (big, m) = ask_raw(&server, round, "many.example.org.", RecordType::A, Some(1232));
+        assert!(!m.metadata.truncation && big.len() > 512, "EDNS 1232: whole");
+        assert_eq!(m.answers.len(), 40);
+        let m = common::tcp(server.dns, "many.example.org.", RecordType::A);
+        assert_eq!(m.answers.len(), 40, "TCP: whole");
+    }
+}
