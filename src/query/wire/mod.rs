@@ -182,21 +182,18 @@ impl Writer<'_> {
     fn name(&mut self, name: &Name, compress: bool) -> Result<(), Unsupported> {
         let begin = self.out.len();
         let compress = compress && self.compressed < COMPRESSED_NAMES;
-        let mut starts = [0usize; 128];
-        let mut labels = 0;
         for label in name.iter() {
-            if label.len() > 63 || labels == starts.len() {
+            if label.len() > 63 {
                 return Err(Unsupported);
             }
-            starts[labels] = self.out.len();
-            labels += 1;
             self.string(label)?;
         }
         let end = self.out.len();
         if compress {
             self.compressed += 1;
         }
-        for &start in &starts[..labels] {
+        let mut start = begin;
+        while start < end {
             if compress {
                 if let Some(at) = self.lookup(start, end) {
                     self.out.truncate(start);
@@ -208,6 +205,7 @@ impl Writer<'_> {
                 self.candidates[self.stored] = start as u16;
                 self.stored += 1;
             }
+            start += usize::from(self.out[start]) + 1; // the next label
         }
         self.out.push(0);
         if self.out.len() - begin > 255 {
