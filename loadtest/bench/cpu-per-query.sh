@@ -14,6 +14,8 @@
 #
 # Names: the synthetic 10,000 Services (100 namespaces × 100), queried as
 # 70% A of a Service, 10% AAAA of a v4-only Service (NODATA), 20% NXDOMAIN.
+# NAMESPACES=N and PER_NS=M (default 100 each) size the cluster: 1000×100
+# cycles 100,000 names, more than a worker's memo holds (its misses).
 # BASE=PATH adds a second clusterdns binary (say, main's) as "base", for
 # before/after numbers from the same run. Loopback only; every dnsperf run
 # is bounded by -l SECONDS.
@@ -30,7 +32,7 @@ cargo build --release -q --bin clusterdns
 W=$(mktemp -d /tmp/clusterdns-cpq.XXXX)
 . loadtest/bench/lib.sh
 gcc -O2 -o "$W/echo" loadtest/bench/echo.c
-python3 loadtest/bench/gen.py "$W" 100 100 >/dev/null
+python3 loadtest/bench/gen.py "$W" "${NAMESPACES:-100}" "${PER_NS:-100}" >/dev/null
 python3 - "$W" <<'PY'
 import sys
 w = sys.argv[1]
@@ -137,7 +139,7 @@ tests_for() { # which servers take part in TEST
     tcp) echo "clusterdns base knot nsd unbound" ;;
   esac
 }
-echo "# 10,000 Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU 0, dnsperf on CPU 1; ${SECS}s per row, $ROUNDS rounds"
+echo "# $(( ${NAMESPACES:-100} * ${PER_NS:-100} )) Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU 0, dnsperf on CPU 1; ${SECS}s per row, $ROUNDS rounds"
 echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%"
 for round in $(seq 1 "$ROUNDS"); do
   for test in $TESTS; do

@@ -18,7 +18,7 @@ use super::request::ClientEdns;
 pub const OUR_PAYLOAD: u16 = 1232;
 
 /// Encoded size of our OPT record (root name, type, class, TTL, rdlen).
-const OPT_LEN: usize = 11;
+pub(super) const OPT_LEN: usize = 11;
 
 /// The request side of a reply: what is echoed back.
 pub struct Echo<'a> {
@@ -33,9 +33,19 @@ pub fn write_for(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, transport:
     write(out, echo, answer, super::request::limit(transport, echo.edns))
 }
 
-/// Writes the reply into `out` (cleared first), at most `limit` bytes.
+/// Writes the reply into `out` (cleared first), at most `limit` bytes:
+/// straight as bytes ([`super::wire`]) when it holds only the record types
+/// that writer knows, else with hickory's encoder (the same bytes).
 /// Returns whether it was truncated.
 pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
+    match super::wire::encode(out, echo, answer, limit) {
+        Some(truncated) => truncated,
+        None => write_with_hickory(out, echo, answer, limit),
+    }
+}
+
+/// [`write`] with hickory's encoder (a SERVFAIL when it fails).
+pub(super) fn write_with_hickory(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
     match encode(out, echo, answer, limit) {
         Ok(truncated) => truncated,
         Err(_) => {

@@ -8,14 +8,15 @@
 //! lookup, no encode. Answers refer to the question name by compression
 //! pointer, so the patched spelling carries into them.
 //!
-//! A packet is memo-eligible only if it is a plain query this module can
-//! parse completely ([`Key::parse`]); anything else takes the full path.
+//! A packet is memo-eligible only if it is a plain query the request
+//! parser reads completely ([`request::parse`]); anything else takes the
+//! full path.
 //! The memo is cleared when any store publishes a new snapshot and when it
 //! reaches [`MAX_ENTRIES`].
 
 use hickory_proto::op::ResponseCode;
 
-use super::request::{udp_limit, ClientEdns};
+use super::request::{self, udp_limit, Wire};
 use crate::metrics::Transport;
 use crate::store::Map;
 
@@ -32,55 +33,32 @@ pub struct Key {
 }
 
 impl Key {
-    /// Parses a plain query: QR=0, opcode QUERY, one question of class IN,
-    /// no answer or authority records, at most an EDNS version 0 OPT, and
-    /// nothing after it. `None` sends the packet down the full path.
+    /// The key of a plain query ([`request::parse`]) with EDNS version 0;
+    /// `None` sends the packet down the full path.
     pub fn parse(packet: &[u8], transport: Transport, into: &mut Vec<u8>) -> Option<Key> {
-        let header = packet.get(..12)?;
-        let count = |i: usize| u16::from_be_bytes([header[i], header[i + 1]]);
-        if header[2] & 0xF8 != 0 || count(4) != 1 || count(6) != 0 || count(8) != 0 || count(10) > 1 {
+        Key::of(packet, &request::parse(packet)?, transport, into)
+    }
+
+    /// The key of `packet`, already parsed as `wire`.
+    pub fn of(packet: &[u8], wire: &Wire, transport: Transport, into: &mut Vec<u8>) -> Option<Key> {
+        if wire.version != 0 {
             return None;
         }
         into.clear();
-        let mut at = 12;
-        loop {
-            let len = usize::from(*packet.get(at)?);
-            if len > 63 || at - 12 + len + 1 > 255 {
-                return None;
-            }
-            into.extend(packet.get(at..=at + len)?.iter().map(u8::to_ascii_lowercase));
-            at += len + 1;
-            if len == 0 {
-                break;
-            }
-        }
-        let name_len = at - 12;
-        let question = packet.get(at..at + 4)?;
-        if question[2..4] != [0, 1] {
-            return None;
-        }
-        into.extend_from_slice(&question[..2]);
-        at += 4;
-        let edns = if count(10) == 1 {
-            Some(opt(packet, &mut at)?)
-        } else {
-            None
-        };
-        if at != packet.len() {
-            return None;
-        }
+        into.extend(wire.name(packet).iter().map(u8::to_ascii_lowercase));
+        into.extend_from_slice(&wire.qtype.to_be_bytes());
         let limit = match transport {
-            Transport::Udp => udp_limit(edns) as u16,
+            Transport::Udp => udp_limit(wire.edns) as u16,
             Transport::Tcp => u16::MAX,
         };
         into.extend_from_slice(&limit.to_be_bytes());
-        into.push(match edns {
+        into.push(match wire.edns {
             None => 0,
             Some(e) => 1 + u8::from(e.dnssec_ok),
         });
         Some(Key {
             bytes: std::mem::take(into),
-            name_len,
+            name_len: wire.name_len,
         })
     }
 
@@ -104,19 +82,6 @@ impl Key {
     pub fn recycle(self, into: &mut Vec<u8>) {
         *into = self.bytes;
     }
-}
-
-/// An OPT record at `*at`: root owner, type 41, version 0; options skipped.
-fn opt(packet: &[u8], at: &mut usize) -> Option<ClientEdns> {
-    let rr = packet.get(*at..*at + 11)?;
-    if rr[0] != 0 || rr[1..3] != [0, 41] || rr[6] != 0 {
-        return None; // not OPT, or an extended rcode / version other than 0
-    }
-    let payload = u16::from_be_bytes([rr[3], rr[4]]);
-    let dnssec_ok = rr[7] & 0x80 != 0;
-    let rdlen = usize::from(u16::from_be_bytes([rr[9], rr[10]]));
-    *at += 11 + rdlen;
-    Some(ClientEdns { payload, dnssec_ok })
 }
 
 /// What a replayed reply reports to metrics and the query log.

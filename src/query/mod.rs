@@ -31,6 +31,7 @@ pub mod route;
 pub mod tcp;
 pub mod template;
 pub mod udp;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -62,6 +63,16 @@ pub struct Handler {
     pub metrics: std::sync::Arc<Metrics>,
     /// Tells handlers apart (per-thread scratch space of TCP connections).
     pub id: u64,
+}
+
+/// A message as it came in, with what [`request::parse`] read of it.
+#[derive(Clone, Copy)]
+struct Arrival<'a> {
+    bytes: &'a [u8],
+    wire: Option<request::Wire>,
+    peer: SocketAddr,
+    transport: Transport,
+    started: Instant,
 }
 
 /// What the full path did with a message.
@@ -127,13 +138,20 @@ impl Handler {
         started: Instant,
     ) -> bool {
         let router = self.router.load();
-        let memo_key = if router.memo_allowed() {
-            memo::Key::parse(bytes, transport, &mut scratch.key)
-        } else {
-            None
+        let wire = request::parse(bytes);
+        let memo_key = match &wire {
+            Some(wire) if router.memo_allowed() => memo::Key::of(bytes, wire, transport, &mut scratch.key),
+            _ => None,
+        };
+        let at = Arrival {
+            bytes,
+            wire,
+            peer,
+            transport,
+            started,
         };
         let Some(key) = memo_key else {
-            return match self.answer(&router, bytes, peer, transport, scratch, sink, started) {
+            return match self.answer(&router, &at, scratch, sink) {
                 Full::Reply(outcome) => {
                     self.finish(&router, peer, transport, bytes, outcome, started, scratch);
                     true
@@ -153,7 +171,7 @@ impl Handler {
         let outcome = match replayed {
             Some(outcome) => outcome,
             None => {
-                let outcome = match self.answer(&router, bytes, peer, transport, scratch, sink, started) {
+                let outcome = match self.answer(&router, &at, scratch, sink) {
                     Full::Reply(outcome) => outcome,
                     Full::Nothing => {
                         key.recycle(&mut scratch.key);
@@ -219,21 +237,18 @@ impl Handler {
         }
     }
 
-    /// The full path: decode, check, route, answer, encode.
-    #[allow(clippy::too_many_arguments)]
-    fn answer(
-        &self,
-        router: &Router,
-        bytes: &[u8],
-        peer: SocketAddr,
-        transport: Transport,
-        scratch: &mut Scratch,
-        sink: &dyn Fn() -> defer::Sink,
-        started: Instant,
-    ) -> Full {
+    /// The full path: check, route, answer, encode.
+    fn answer(&self, router: &Router, at: &Arrival<'_>, scratch: &mut Scratch, sink: &dyn Fn() -> defer::Sink) -> Full {
+        let Arrival {
+            bytes,
+            peer,
+            transport,
+            started,
+            ..
+        } = *at;
         let Scratch { answer, out, .. } = scratch;
         answer.clear();
-        let (meta, query, edns) = match request::check(bytes) {
+        let (meta, query, edns) = match request::check_parsed(bytes, at.wire) {
             Checked::Drop => return Full::Nothing,
             Checked::Reject {
                 meta,
