@@ -68,6 +68,26 @@ pub fn render(all: &[Arc<TemplateStats>], s: &mut String) {
     }
 }
 
+/// A regex match's groups: `(text, group name)`.
+type Groups = Vec<(Option<String>, Option<String>)>;
+
+/// The first of `t`'s regexes that matches `name` (none: `.*`), with its
+/// groups as `(text, name)`.
+fn matched(t: &TemplateConfig, name: &str) -> Option<(String, Groups)> {
+    if t.regex.is_empty() {
+        return Some((".*".to_string(), vec![(Some(name.to_string()), None)]));
+    }
+    t.regex.iter().find_map(|re| {
+        let caps = re.captures(name)?;
+        let groups = caps
+            .iter()
+            .zip(re.capture_names())
+            .map(|(m, n)| (m.map(|m| m.as_str().to_string()), n.map(str::to_string)))
+            .collect();
+        Some((re.as_str().to_string(), groups))
+    })
+}
+
 /// One server block's templates.
 pub struct Templates {
     list: Vec<TemplateConfig>,
@@ -116,19 +136,7 @@ impl Templates {
             if !class_ok || !type_ok {
                 continue;
             }
-            let found = match t.regex.is_empty() {
-                true => Some((".*".to_string(), vec![(Some(name.clone()), None)])),
-                false => t.regex.iter().find_map(|re| {
-                    let caps = re.captures(&name)?;
-                    let groups = caps
-                        .iter()
-                        .zip(re.capture_names())
-                        .map(|(m, n)| (m.map(|m| m.as_str().to_string()), n.map(str::to_string)))
-                        .collect();
-                    Some((re.as_str().to_string(), groups))
-                }),
-            };
-            let Some((regex, groups)) = found else {
+            let Some((regex, groups)) = matched(t, &name) else {
                 let through = t
                     .fallthrough
                     .as_ref()
