@@ -58,6 +58,7 @@ fn metrics_are_coredns_compatible_and_count_search_expansions_exactly() {
         Some(verdict) => assert_eq!(verdict, Ok(()), "promtool"),
         None => eprintln!("SKIP promtool check: promtool is not installed (tests/run installs the prometheus package)"),
     }
+    assert_catalogued(&text);
     let server_label = "server=\"dns://127.0.0.1:0\",zone=\".\",view=\"\"";
     let get = |series: &str| value(&text, series);
     for (suffix, want) in [("namespace", 2.0), ("svc", 4.0), ("zone", 4.0)] {
@@ -168,6 +169,46 @@ fn metrics_are_coredns_compatible_and_count_search_expansions_exactly() {
         assert!(text.lines().any(|l| l.starts_with(family)), "missing {family}");
     }
     assert!(get("process_resident_memory_bytes") > 1e6);
+}
+
+/// Every family on the page is in `metrics::catalogue` with the same type
+/// and help, and every series carries exactly the catalogue's labels (a
+/// histogram's `le` aside): the catalogue is the one list of what
+/// `/metrics` shows.
+fn assert_catalogued(text: &str) {
+    use clusterdns::metrics::catalogue::ALL;
+    let family = |name: &str| ALL.iter().find(|f| f.name == name);
+    let mut seen = 0;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            let f = family(name).unwrap_or_else(|| panic!("{name} is not in metrics::catalogue"));
+            assert_eq!(f.help, help, "{name}");
+            seen += 1;
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            assert_eq!(family(name).map(|f| f.kind), Some(kind), "{name}");
+        } else {
+            let series = line.rsplit_once(' ').map_or(line, |(s, _)| s);
+            let (name, labels) = series.split_once('{').unwrap_or((series, "}"));
+            let base = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|sfx| {
+                    name.strip_suffix(sfx)
+                        .filter(|b| family(b).is_some_and(|f| f.kind == "histogram"))
+                })
+                .unwrap_or(name);
+            let f = family(base).unwrap_or_else(|| panic!("{line}: {base} is not in metrics::catalogue"));
+            let names: Vec<&str> = labels
+                .trim_end_matches('}')
+                .split("\",")
+                .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
+                .filter(|k| *k != "le")
+                .collect();
+            assert_eq!(names, f.labels, "{line}");
+        }
+    }
+    assert!(seen > 50, "only {seen} families on the page");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use hickory_proto::op::{Metadata, Query, ResponseCode};
 use hickory_proto::rr::Record;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::answer::Answer;
 use super::finish::{self, Echo};
@@ -21,9 +22,39 @@ use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
 pub enum Sink {
     Udp(Arc<UdpSocket>),
     /// The TCP connection's writer (and its pipeline slot).
-    Tcp(Arc<super::tcp::Pending>),
+    Tcp(Arc<Pending>),
     /// Nobody waits (prefetch, probes).
     None,
+}
+
+/// A reply on its way to a TCP connection's writer, holding one of the
+/// connection's pipeline slots until it is sent. (Here rather than in
+/// `tcp`, which makes them: `tcp` uses this module, never the reverse.)
+#[derive(Debug)]
+pub struct Pending {
+    tx: mpsc::Sender<Vec<u8>>,
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+impl Pending {
+    /// A reply slot of the connection whose writer reads `tx`.
+    pub fn new(tx: mpsc::Sender<Vec<u8>>, slot: Option<OwnedSemaphorePermit>) -> Pending {
+        Pending { tx, _slot: slot }
+    }
+
+    /// Frames `reply` and queues it for the writer (waits while the
+    /// writer's queue is full; a closed connection drops it).
+    pub async fn send(&self, reply: &[u8]) {
+        let mut frame = Vec::with_capacity(reply.len() + 2);
+        push_frame(&mut frame, reply);
+        let _ = self.tx.send(frame).await;
+    }
+}
+
+/// Appends `reply` to `out` with its 2-byte length (DNS over TCP).
+pub fn push_frame(out: &mut Vec<u8>, reply: &[u8]) {
+    out.extend_from_slice(&u16::try_from(reply.len()).unwrap_or(u16::MAX).to_be_bytes());
+    out.extend_from_slice(reply);
 }
 
 /// A query that is answered later.

@@ -184,14 +184,10 @@ pub fn render(all: &[Arc<Dns64>], s: &mut String) {
     for d in all {
         *by_server.entry(d.server.as_str()).or_default() += d.translated.load(Ordering::Relaxed);
     }
-    crate::metrics::head(
-        s,
-        "coredns_dns64_requests_translated_total",
-        "counter",
-        "Counter of DNS requests translated by dns64.",
-    );
+    let family = crate::metrics::catalogue::DNS64_TRANSLATED;
+    family.head(s);
     for (server, n) in by_server {
-        let _ = writeln!(s, "coredns_dns64_requests_translated_total{{server=\"{server}\"}} {n}");
+        let _ = writeln!(s, "{}{{server=\"{server}\"}} {n}", family.name);
     }
 }
 

@@ -13,7 +13,7 @@
 //! answers are not memoized, so every one of them is counted.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::SOA;
@@ -31,13 +31,9 @@ const ZONES: [&str; 4] = [
 ];
 const LOOPBACK_PTR: &str = "1.0.0.127.in-addr.arpa.";
 
-/// `coredns_local_localhost_requests_total`: questions under
-/// `.localhost.` or (prefix on) `localhost.<anything>`.
-static LOCALHOST_REQUESTS: AtomicU64 = AtomicU64::new(0);
-
 /// The count behind `coredns_local_localhost_requests_total`.
 pub fn localhost_requests() -> u64 {
-    LOCALHOST_REQUESTS.load(Ordering::Relaxed)
+    crate::metrics::LOCALHOST_REQUESTS.load(Ordering::Relaxed)
 }
 
 /// The `local` plugin of one server block.
@@ -67,7 +63,7 @@ impl LocalNames {
         let text = lower.to_ascii();
         let longer = text.len() > "localhost.".len();
         if longer && (text.ends_with(".localhost.") || (self.prefix && text.starts_with("localhost."))) {
-            LOCALHOST_REQUESTS.fetch_add(1, Ordering::Relaxed);
+            crate::metrics::LOCALHOST_REQUESTS.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(target: "local", "intercepting localhost query for {qname} {qtype}");
             if !loopback(qname, qtype, out) {
                 out.authority.push(self.soa(qname));

@@ -13,7 +13,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -26,11 +26,9 @@ use crate::metrics::{rcode_name, Transport};
 /// Lines waiting for the logger thread, at most.
 pub const QUEUE: usize = 65_536;
 
-static DROPPED: AtomicU64 = AtomicU64::new(0);
-
 /// Log lines dropped because the queue was full.
 pub fn dropped() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
+    crate::metrics::LOG_DROPPED.load(Ordering::Relaxed)
 }
 
 /// What one line needs, copied off the answering thread.
@@ -113,7 +111,7 @@ pub fn query(
     match queue() {
         Some(tx) if tx.try_send(entry).is_ok() => {}
         _ => {
-            DROPPED.fetch_add(1, Ordering::Relaxed);
+            crate::metrics::LOG_DROPPED.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

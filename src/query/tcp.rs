@@ -28,9 +28,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, Notify, Semaphore};
 
-use super::defer::Sink;
+use super::defer::{push_frame, Pending, Sink};
 use super::{Handler, Scratch};
 use crate::config::local::TcpLimits;
 use crate::metrics::{TcpClose, Transport};
@@ -58,34 +58,6 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.listen(1024)?;
     socket.set_nonblocking(true)?;
     TcpListener::from_std(socket.into())
-}
-
-/// A reply on its way to a connection's writer, holding one of the
-/// connection's pipeline slots until it is sent.
-#[derive(Debug)]
-pub struct Pending {
-    tx: mpsc::Sender<Vec<u8>>,
-    _slot: Option<OwnedSemaphorePermit>,
-}
-
-impl Pending {
-    /// Frames `reply` and queues it for the writer (waits while the
-    /// writer's queue is full; a closed connection drops it).
-    pub async fn send(&self, reply: &[u8]) {
-        let _ = self.tx.send(frame(reply)).await;
-    }
-}
-
-fn frame(reply: &[u8]) -> Vec<u8> {
-    let mut frame = Vec::with_capacity(reply.len() + 2);
-    push_frame(&mut frame, reply);
-    frame
-}
-
-/// Appends `reply` to `out` with its 2-byte length.
-fn push_frame(out: &mut Vec<u8>, reply: &[u8]) {
-    out.extend_from_slice(&u16::try_from(reply.len()).unwrap_or(u16::MAX).to_be_bytes());
-    out.extend_from_slice(reply);
 }
 
 /// One open connection, as the listener sees it.
@@ -331,10 +303,10 @@ async fn answer_all(
             }
         }
         let sink = || {
-            Sink::Tcp(Arc::new(Pending {
-                tx: tx.clone(),
-                _slot: conn.slots.clone().try_acquire_owned().ok(),
-            }))
+            Sink::Tcp(Arc::new(Pending::new(
+                tx.clone(),
+                conn.slots.clone().try_acquire_owned().ok(),
+            )))
         };
         answer(handler, &inbox[at + 2..at + 2 + len], peer, &sink, started, &mut out);
         at += 2 + len;

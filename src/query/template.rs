@@ -25,6 +25,7 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 use super::answer::Answer;
 use crate::config::gotmpl::{Data, Template};
 use crate::config::template::TemplateConfig;
+use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
 
 /// What the templates did with a query.
 #[derive(Debug, PartialEq, Eq)]
@@ -42,14 +43,8 @@ pub struct TemplateStats {
     series: Mutex<BTreeMap<(usize, String), u64>>,
 }
 
-const FAMILIES: [(&str, &str); 3] = [
-    ("coredns_template_matches_total", "Counter of template regex matches."),
-    (
-        "coredns_template_template_failures_total",
-        "Counter of go template failures.",
-    ),
-    ("coredns_template_rr_failures_total", "Counter of mis-templated RRs."),
-];
+/// The families, in the order `count` indexes them.
+const FAMILIES: [Family; 3] = [TEMPLATE_MATCHES, TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES];
 
 impl TemplateStats {
     fn count(&self, family: usize, labels: String) {
@@ -61,8 +56,9 @@ impl TemplateStats {
 
 /// The `coredns_template_*` families of every server block.
 pub fn render(all: &[Arc<TemplateStats>], s: &mut String) {
-    for (i, (name, help)) in FAMILIES.iter().enumerate() {
-        crate::metrics::head(s, name, "counter", help);
+    for (i, family) in FAMILIES.iter().enumerate() {
+        let name = family.name;
+        family.head(s);
         for stats in all {
             let Ok(series) = stats.series.lock() else { continue };
             for ((_, labels), n) in series.range((i, String::new())..(i + 1, String::new())) {
@@ -70,6 +66,26 @@ pub fn render(all: &[Arc<TemplateStats>], s: &mut String) {
             }
         }
     }
+}
+
+/// A regex match's groups: `(text, group name)`.
+type Groups = Vec<(Option<String>, Option<String>)>;
+
+/// The first of `t`'s regexes that matches `name` (none: `.*`), with its
+/// groups as `(text, name)`.
+fn matched(t: &TemplateConfig, name: &str) -> Option<(String, Groups)> {
+    if t.regex.is_empty() {
+        return Some((".*".to_string(), vec![(Some(name.to_string()), None)]));
+    }
+    t.regex.iter().find_map(|re| {
+        let caps = re.captures(name)?;
+        let groups = caps
+            .iter()
+            .zip(re.capture_names())
+            .map(|(m, n)| (m.map(|m| m.as_str().to_string()), n.map(str::to_string)))
+            .collect();
+        Some((re.as_str().to_string(), groups))
+    })
 }
 
 /// One server block's templates.
@@ -120,19 +136,7 @@ impl Templates {
             if !class_ok || !type_ok {
                 continue;
             }
-            let found = match t.regex.is_empty() {
-                true => Some((".*".to_string(), vec![(Some(name.clone()), None)])),
-                false => t.regex.iter().find_map(|re| {
-                    let caps = re.captures(&name)?;
-                    let groups = caps
-                        .iter()
-                        .zip(re.capture_names())
-                        .map(|(m, n)| (m.map(|m| m.as_str().to_string()), n.map(str::to_string)))
-                        .collect();
-                    Some((re.as_str().to_string(), groups))
-                }),
-            };
-            let Some((regex, groups)) = found else {
+            let Some((regex, groups)) = matched(t, &name) else {
                 let through = t
                     .fallthrough
                     .as_ref()

@@ -1,0 +1,85 @@
+//! The enums a query reports its labels with ([`Transport`], [`Plugin`],
+//! [`Expansion`], a query type's slot, an rcode's slot): the hot path
+//! indexes counter arrays by them and never looks a label string up. The
+//! strings themselves are in the [`catalogue`](super::catalogue).
+
+use hickory_proto::op::ResponseCode;
+use hickory_proto::rr::RecordType;
+
+use super::catalogue::{PROTOS, RCODES, RCODE_NAMES, TYPES};
+
+/// The transport a query arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Udp,
+    Tcp,
+}
+
+impl Transport {
+    pub fn label(self) -> &'static str {
+        PROTOS[self as usize]
+    }
+}
+
+/// Which plugin wrote a response (`plugin` label of `coredns_dns_responses_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Plugin {
+    /// Written by the server itself (header errors, no zone, no plugin).
+    #[default]
+    None,
+    Kubernetes,
+    Forward,
+    Cache,
+    Hosts,
+    File,
+    Autopath,
+    Dns64,
+    K8sExternal,
+    Template,
+    Chaos,
+    Local,
+}
+
+/// The kind of search-path expansion a query was: an outside name with
+/// one of the kubelet's search suffixes appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Expansion {
+    /// `<name>.<ns>.svc.<zone>`
+    Namespace,
+    /// `<name>.svc.<zone>`
+    Svc,
+    /// `<name>.<zone>`
+    Zone,
+}
+
+/// Slot for every other rcode (BADVERS, ...).
+pub(super) const OTHER: usize = RCODES.len();
+
+/// An rcode as dig and CoreDNS print it: `NOERROR`, `NXDOMAIN`, ...
+pub fn rcode_name(rcode: ResponseCode) -> String {
+    match u16::from(rcode) {
+        n @ 0..=5 => RCODE_NAMES[usize::from(n)].to_string(),
+        16 => "BADVERS".into(),
+        n => format!("RCODE{n}"),
+    }
+}
+
+/// The rcode slot of `rcode` (its index in [`RCODE_LABELS`]).
+pub fn rcode_slot(rcode: ResponseCode) -> usize {
+    RCODES.iter().position(|r| *r == rcode).unwrap_or(OTHER)
+}
+
+/// The names of the rcode slots.
+pub const RCODE_LABELS: [&str; 7] = RCODE_NAMES;
+
+/// The `type` label slot of `qtype`.
+pub fn type_slot(qtype: RecordType) -> u8 {
+    TYPES.iter().position(|t| *t == qtype).unwrap_or(TYPES.len()) as u8
+}
+
+/// The `type` label of a slot.
+pub(super) fn type_name(slot: usize) -> String {
+    TYPES.get(slot).map_or("other".to_string(), ToString::to_string)
+}
