@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 pub use catalogue::{KINDS, NODECACHE_ERRORS, RESTART_REASONS, RESTORED, SERVICE_KINDS};
-pub use clients::Clients;
+pub use clients::{ClientSlots, Clients};
 pub use hist::{Durations, Histogram};
 pub use labels::{rcode_name, rcode_slot, type_slot, Expansion, Plugin, Transport, RCODE_LABELS};
 pub use nodelocal::{Health, NodeLocal};

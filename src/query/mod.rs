@@ -54,6 +54,8 @@ pub struct Scratch {
     key: Vec<u8>,
     /// Cache hits replayed as bytes ([`forward::hits`]).
     hits: forward::hits::Hits,
+    /// Client addresses → `clusterdns_client_requests_total` series.
+    clients: crate::metrics::ClientSlots,
 }
 
 /// Answers one query for the blocks of one listener.
@@ -197,10 +199,16 @@ impl Handler {
         !scratch.out.is_empty()
     }
 
-    /// Counts a request by its client's namespace (when pods are watched).
-    fn count_client(&self, router: &Router, peer: SocketAddr) {
-        if let Some(ns) = router.client_namespace(peer.ip()) {
-            self.metrics.clients.count(&ns);
+    /// Counts a request by its client's namespace (when pods are
+    /// verified): the address is resolved once per worker and generation.
+    fn count_client(&self, router: &Router, peer: SocketAddr, slots: &mut crate::metrics::ClientSlots) {
+        if !router.counts_clients() {
+            return;
+        }
+        let clients = &self.metrics.clients;
+        let ip = peer.ip();
+        if let Some(slot) = slots.slot(router.generation(), ip, clients, || router.client_namespace(ip)) {
+            clients.count_slot(slot);
         }
     }
 
@@ -214,7 +222,7 @@ impl Handler {
         bytes: &[u8],
         o: memo::Outcome,
         started: Instant,
-        s: &Scratch,
+        s: &mut Scratch,
     ) {
         if let Some(stats) = router.stats.get(usize::from(o.zone)) {
             stats.record(&crate::metrics::Served {
@@ -231,7 +239,7 @@ impl Handler {
                 nanos: started.elapsed().as_nanos() as u64,
             });
         }
-        self.count_client(router, peer);
+        self.count_client(router, peer, &mut s.clients);
         if let Some(style) = o.log {
             log::query(style, peer, t, bytes, &s.out, o.rcode, started);
         }
@@ -246,7 +254,9 @@ impl Handler {
             started,
             ..
         } = *at;
-        let Scratch { answer, out, .. } = scratch;
+        let Scratch {
+            answer, out, clients, ..
+        } = scratch;
         answer.clear();
         let (meta, query, edns) = match request::check_parsed(bytes, at.wire) {
             Checked::Drop => return Full::Nothing,
@@ -280,7 +290,7 @@ impl Handler {
                     Routed::External(f, lb, target) => (Some(f), lb, Some((target, ChaseKind::Target(answer.plugin)))),
                 };
                 if let Some(forwarding) = forwarding {
-                    self.count_client(router, peer);
+                    self.count_client(router, peer, clients);
                     let busy = self
                         .metrics
                         .in_flight

@@ -197,6 +197,15 @@ impl Router {
             .map(|(_, b, slot)| (b, slot))
     }
 
+    /// Whether requests are counted by client namespace: a block watches
+    /// pods (`pods verified`).
+    pub fn counts_clients(&self) -> bool {
+        self.blocks
+            .iter()
+            .filter_map(|b| b.cluster.as_ref())
+            .any(|c| c.cfg.pods == crate::config::PodMode::Verified)
+    }
+
     /// The namespace of the one running pod with `ip`, when a block
     /// watches pods (`pods verified`).
     pub fn client_namespace(&self, ip: std::net::IpAddr) -> Option<Arc<str>> {

@@ -279,5 +279,4 @@ fn shuffle(out: &mut [u8], slots: &[u16], rdata_len: usize) {
 }
 
 #[cfg(test)]
-#[path = "hits_tests.rs"]
 mod tests;
