@@ -63,7 +63,7 @@ impl Export {
                     endpoints: slice
                         .endpoints
                         .iter()
-                        .map(|e| (e.addr, e.hostname.as_deref().map(str::to_string)))
+                        .map(|e| (e.addr, e.hostname.map(|h| h.to_string())))
                         .collect(),
                     trigger: None,
                 });
