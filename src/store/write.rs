@@ -22,7 +22,7 @@ use super::records::{Endpoints, External, Port, Service, ServiceId, ServiceKind,
 use super::{Namespace, Snapshot, Store};
 
 pub use export::Export;
-use pods::PodIps;
+use pods::Pod;
 
 type Pair = (Arc<str>, Arc<str>);
 
@@ -35,8 +35,8 @@ pub struct Writer {
     strings_after_prune: usize,
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
-    /// `(namespace, pod)` → its IPs and whether it is Running.
-    pod_ips: HashMap<Pair, (PodIps, bool)>,
+    /// `namespace/pod` → its IPs and whether it is Running.
+    pod_ips: HashMap<Box<str>, Pod>,
     /// Namespace → its index in the snapshot's `pod_namespaces`.
     pod_namespace_ids: HashMap<Arc<str>, u32>,
     /// Keys seen by a relist in progress, per kind, as 64-bit hashes (8
