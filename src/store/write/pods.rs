@@ -18,8 +18,10 @@ impl Writer {
         if self.pod_ips.get(&key).is_some_and(|p| *p == pod) {
             return false;
         }
-        self.remove_pod(&pair);
         let ns = self.pod_namespace_id(&pair.0);
+        if let Some(old) = self.pod_ips.remove(&key) {
+            self.unindex_pod(ns, &old);
+        }
         for ip in pod.ips() {
             if self.building {
                 self.live.pods.push(ip, (ns, running));
@@ -36,6 +38,10 @@ impl Writer {
             return;
         };
         let ns = self.pod_namespace_id(&pair.0);
+        self.unindex_pod(ns, &pod);
+    }
+
+    fn unindex_pod(&mut self, ns: u32, pod: &Pod) {
         for ip in pod.ips() {
             self.live.pods.remove(ip, &(ns, pod.running()));
         }
