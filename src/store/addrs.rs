@@ -4,7 +4,7 @@
 //!
 //! Entries live in [`SHARDS`] shards chosen by a hash of the address; a
 //! shard is two sorted vectors (IPv4 keys as `u32`, IPv6 as bytes), so an
-//! IPv4 entry of the reverse index costs 32 bytes with no per-entry node.
+//! IPv4 entry of the reverse index costs 16 bytes with no per-entry node.
 //! A copy of the index is O(1) (one `Arc`); the writer's first edit of a
 //! shard after a publish copies that shard (a few hundred entries at
 //! 100,000 Services) and the shard table, never the whole index.
@@ -38,9 +38,13 @@ impl<V> Default for Shard<V> {
 }
 
 impl<V: Ord> Shard<V> {
+    /// Sorts a shard filled in bulk and gives back the room its growth
+    /// left (up to half of it: a build pushes without knowing the count).
     fn sort(&mut self) {
         self.v4.sort_unstable();
         self.v6.sort_unstable();
+        self.v4.shrink_to_fit();
+        self.v6.shrink_to_fit();
         self.unsorted = false;
     }
 }

@@ -22,7 +22,9 @@ use std::sync::Arc;
 use arc_swap::{ArcSwap, Guard};
 
 pub use change::{Kind, ObjectKey, PortIn, Record};
-pub use records::{Endpoint, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
+pub use records::{
+    Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice,
+};
 pub use write::{Export, Writer};
 
 /// Hash maps of the query path: lookups hash query labels, so a fast
@@ -54,7 +56,12 @@ pub struct Snapshot {
     /// SOA serial: seconds since the Unix epoch when it was published.
     pub serial: u32,
     namespaces: IMap<Arc<str>, Namespace>,
-    reverse: addrs::AddrIndex<PtrTarget>,
+    /// Services by cluster IP (PTR to the service's name).
+    reverse: addrs::AddrIndex<Arc<ServiceId>>,
+    /// Services by endpoint address, one entry per endpoint (16 bytes for
+    /// IPv4): the PTR target's first label is read from the service's
+    /// endpoints when asked, not stored for each.
+    endpoint_reverse: addrs::AddrIndex<Arc<ServiceId>>,
     /// Pods by IP: namespace (an index into `pod_namespaces`: 12 bytes an
     /// entry instead of 32) and whether Running (only for `pods verified`).
     pods: addrs::AddrIndex<(u32, bool)>,
@@ -81,10 +88,33 @@ impl Snapshot {
         service.kind.is_some().then_some(&**service)
     }
 
-    /// PTR targets of a cluster IP or endpoint address (may name services
-    /// that do not exist; the caller checks).
-    pub fn reverse(&self, addr: IpAddr) -> impl Iterator<Item = &PtrTarget> {
-        self.reverse.get(addr)
+    /// PTR targets of a cluster IP or endpoint address, in order (may name
+    /// services that do not exist; the caller checks).
+    pub fn reverse(&self, addr: IpAddr) -> impl Iterator<Item = PtrTarget> {
+        let mut targets: Vec<PtrTarget> = self
+            .reverse
+            .get(addr)
+            .map(|id| PtrTarget::new(id.clone(), PtrHost::Service))
+            .collect();
+        let mut last: Option<&Arc<ServiceId>> = None;
+        for id in self.endpoint_reverse.get(addr) {
+            // An address held twice by a service (two slices) is one
+            // entry per slice: its endpoints are read once.
+            if last.replace(id) == Some(id) {
+                continue;
+            }
+            let entry = self
+                .namespaces
+                .get(&*id.namespace)
+                .and_then(|n| n.services.get(&*id.name));
+            let endpoints = entry.into_iter().flat_map(|s| s.endpoints());
+            for e in endpoints.filter(|e| e.addr == addr) {
+                let host = e.hostname.map_or(PtrHost::Dashed, |h| PtrHost::Named(h.clone()));
+                targets.push(PtrTarget::new(id.clone(), host));
+            }
+        }
+        targets.sort_unstable();
+        targets.into_iter()
     }
 
     /// Services with `addr` among their external IPs (may name services

@@ -3,13 +3,15 @@
 //! Prices on a 64-bit target (names are shared `Arc<str>`, interned per
 //! snapshot, so each distinct string is stored once):
 //! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
-//! - [`Endpoint`]: 40 bytes (address 17, hostname 16, padding); its ports
+//! - An endpoint: 4 bytes for IPv4, 16 for IPv6 ([`Endpoints`]), plus 16
+//!   for its hostname when some endpoint of its slice has one; its ports
 //!   are stored once per EndpointSlice ([`Slice`]).
 //! - [`Service`]: about 80 bytes behind an `Arc` (kind, shared ports, an
-//!   exactly sized list of 48-byte [`Slice`]s); a ClusterIP service adds
+//!   exactly sized list of 72-byte [`Slice`]s); a ClusterIP service adds
 //!   17 bytes per cluster IP. Port lists are interned like names.
-//! - A reverse (PTR) entry: 32 bytes per IPv4 address, 40 per IPv6
-//!   (`store::addrs`).
+//! - A reverse (PTR) entry: 16 bytes per IPv4 address, 24 per IPv6
+//!   (`store::addrs`): it names the service only, and an endpoint's
+//!   hostname is read from the service when a PTR query asks.
 //! - [`Service::external`] (for `k8s_external`): 8 bytes on every Service
 //!   (a null pointer when it has no outside address, as most have); a
 //!   Service with some adds 32 bytes, 17 per IP and one parsed name per
@@ -59,13 +61,104 @@ pub struct Port {
     pub port: u16,
 }
 
-/// A ready endpoint of a service. `hostname` is the endpoint's `hostname`,
-/// else (with `endpoint_pod_names`) its pod's name; `None` stands for its
-/// dashed address, derived when asked instead of stored for every pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
+/// A ready endpoint of a service, as read from its slice. `hostname` is
+/// the endpoint's `hostname`, else (with `endpoint_pod_names`) its pod's
+/// name; `None` stands for its dashed address, derived when asked instead
+/// of stored for every pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint<'a> {
     pub addr: IpAddr,
-    pub hostname: Option<Arc<str>>,
+    pub hostname: Option<&'a Arc<str>>,
+}
+
+/// A slice's ready endpoints, packed: an EndpointSlice has one address
+/// family, so an IPv4 endpoint takes 4 bytes (a list of 40-byte records
+/// cost 45 bytes an endpoint); hostnames are held only when some endpoint
+/// has one.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Endpoints {
+    addrs: Addrs,
+    /// One per endpoint when any has a hostname, else empty.
+    hosts: Box<[Option<Arc<str>>]>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Addrs {
+    V4(Box<[u32]>),
+    V6(Box<[[u8; 16]]>),
+    /// Both families in one list (never from a real EndpointSlice).
+    Mixed(Box<[IpAddr]>),
+}
+
+impl Default for Addrs {
+    fn default() -> Self {
+        Addrs::V4(Box::default())
+    }
+}
+
+impl Endpoints {
+    /// Packs `(address, hostname)` pairs, keeping their order.
+    pub fn new(endpoints: Vec<(IpAddr, Option<Arc<str>>)>) -> Endpoints {
+        let all_v4 = endpoints.iter().all(|(a, _)| a.is_ipv4());
+        let all_v6 = endpoints.iter().all(|(a, _)| a.is_ipv6());
+        let addrs = endpoints.iter().map(|(a, _)| *a);
+        let addrs = match (all_v4, all_v6) {
+            (true, _) => Addrs::V4(addrs.filter_map(v4_bits).collect()),
+            (_, true) => Addrs::V6(addrs.filter_map(v6_octets).collect()),
+            _ => Addrs::Mixed(addrs.collect()),
+        };
+        let hosts = if endpoints.iter().any(|(_, h)| h.is_some()) {
+            endpoints.into_iter().map(|(_, h)| h).collect()
+        } else {
+            Box::default()
+        };
+        Endpoints { addrs, hosts }
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.addrs {
+            Addrs::V4(a) => a.len(),
+            Addrs::V6(a) => a.len(),
+            Addrs::Mixed(a) => a.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The address of endpoint `i` (`i < len`).
+    fn addr(&self, i: usize) -> Option<IpAddr> {
+        match &self.addrs {
+            Addrs::V4(a) => a.get(i).map(|b| IpAddr::V4((*b).into())),
+            Addrs::V6(a) => a.get(i).map(|b| IpAddr::V6((*b).into())),
+            Addrs::Mixed(a) => a.get(i).copied(),
+        }
+    }
+
+    /// The endpoints in their slice's order.
+    pub fn iter(&self) -> impl Iterator<Item = Endpoint<'_>> + '_ {
+        (0..self.len()).filter_map(move |i| {
+            Some(Endpoint {
+                addr: self.addr(i)?,
+                hostname: self.hosts.get(i).and_then(Option::as_ref),
+            })
+        })
+    }
+}
+
+fn v4_bits(addr: IpAddr) -> Option<u32> {
+    match addr {
+        IpAddr::V4(a) => Some(a.to_bits()),
+        IpAddr::V6(_) => None,
+    }
+}
+
+fn v6_octets(addr: IpAddr) -> Option<[u8; 16]> {
+    match addr {
+        IpAddr::V6(a) => Some(a.octets()),
+        IpAddr::V4(_) => None,
+    }
 }
 
 /// One EndpointSlice of a service: its ports and ready endpoints.
@@ -73,7 +166,7 @@ pub struct Endpoint {
 pub struct Slice {
     pub name: Arc<str>,
     pub ports: Arc<[Port]>,
-    pub endpoints: Arc<[Endpoint]>,
+    pub endpoints: Endpoints,
 }
 
 /// What a service's own name resolves to.
@@ -130,7 +223,7 @@ impl External {
 impl Service {
     /// Every ready endpoint across the slices (an address listed by two
     /// slices during a migration appears twice; answers drop duplicates).
-    pub fn endpoints(&self) -> impl Iterator<Item = &Endpoint> {
+    pub fn endpoints(&self) -> impl Iterator<Item = Endpoint<'_>> {
         self.slices.iter().flat_map(|s| s.endpoints.iter())
     }
 
@@ -146,10 +239,10 @@ impl Service {
     }
 }
 
-/// The first label of an endpoint's name: its hostname or dashed address.
-impl Endpoint {
-    pub fn host(&self) -> std::borrow::Cow<'_, str> {
-        match &self.hostname {
+impl<'a> Endpoint<'a> {
+    /// The first label of the endpoint's name: its hostname or dashed address.
+    pub fn host(&self) -> std::borrow::Cow<'a, str> {
+        match self.hostname {
             Some(h) => std::borrow::Cow::Borrowed(h),
             None => std::borrow::Cow::Owned(dashed(self.addr)),
         }
@@ -157,7 +250,7 @@ impl Endpoint {
 
     /// Whether the endpoint answers to `label` (`as_ip`: the label undashed).
     pub fn named(&self, label: &str, as_ip: Option<IpAddr>) -> bool {
-        match &self.hostname {
+        match self.hostname {
             Some(h) => &**h == label,
             None => as_ip == Some(self.addr),
         }
@@ -186,8 +279,8 @@ pub struct ServiceId {
 static DASHED: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from(""));
 
 /// The name a PTR answer points to: `<service>.<ns>.svc.<zone>` or
-/// `<host>.<service>.<ns>.svc.<zone>`. 24 bytes: the address index holds
-/// one per cluster IP and endpoint.
+/// `<host>.<service>.<ns>.svc.<zone>`; built when a PTR query asks
+/// ([`crate::store::Snapshot::reverse`]), not stored.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PtrTarget {
     pub service: Arc<ServiceId>,

@@ -16,12 +16,13 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::addrs::AddrIndex;
 use super::change::{Kind, ObjectKey, PortIn, Record};
-use super::records::{Endpoint, External, Port, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice};
+use super::records::{Endpoints, External, Port, Service, ServiceId, ServiceKind, Slice};
 use super::{Namespace, Snapshot, Store};
 
 pub use export::Export;
-use pods::PodIps;
+use pods::Pod;
 
 type Pair = (Arc<str>, Arc<str>);
 
@@ -34,8 +35,8 @@ pub struct Writer {
     strings_after_prune: usize,
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
-    /// `(namespace, pod)` → its IPs and whether it is Running.
-    pod_ips: HashMap<Pair, (PodIps, bool)>,
+    /// `namespace/pod` → its IPs and whether it is Running.
+    pod_ips: HashMap<Box<str>, Pod>,
     /// Namespace → its index in the snapshot's `pod_namespaces`.
     pod_namespace_ids: HashMap<Arc<str>, u32>,
     /// Keys seen by a relist in progress, per kind, as 64-bit hashes (8
@@ -149,6 +150,7 @@ impl Writer {
     fn finish_build(&mut self) {
         if std::mem::take(&mut self.building) {
             self.live.reverse.sort();
+            self.live.endpoint_reverse.sort();
             self.live.pods.sort();
         }
     }
@@ -251,13 +253,11 @@ impl Writer {
                 ..
             } => {
                 let ports = self.ports(ports);
-                let endpoints: Arc<[Endpoint]> = endpoints
+                let endpoints = endpoints
                     .into_iter()
-                    .map(|(addr, host)| Endpoint {
-                        addr,
-                        hostname: host.map(|h| self.intern(&h)),
-                    })
+                    .map(|(addr, host)| (addr, host.map(|h| self.intern(&h))))
                     .collect();
+                let endpoints = Endpoints::new(endpoints);
                 let service = self.intern(&service);
                 self.upsert_slice(&pair, service, ports, endpoints, trigger)
             }
@@ -335,12 +335,12 @@ impl Writer {
         let id = self.id(old.as_ref(), pair);
         let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
         if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
-            self.ptrs(ips, &id, PtrHost::Service, false);
+            self.ptrs(ips, &id, false);
         }
         self.external_ptrs(old.as_ref().and_then(|s| s.external.as_deref()), &id, false);
         self.external_ptrs(external.as_deref(), &id, true);
         if let ServiceKind::ClusterIp(ips) = &kind {
-            self.ptrs(ips, &id, PtrHost::Service, true);
+            self.ptrs(ips, &id, true);
         }
         self.put_service(
             pair,
@@ -358,7 +358,7 @@ impl Writer {
     fn delete_service(&mut self, pair: &Pair) {
         let Some(old) = self.get_service(pair) else { return };
         if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
-            self.ptrs(ips, &old.id, PtrHost::Service, false);
+            self.ptrs(ips, &old.id, false);
         }
         self.external_ptrs(old.external.as_deref(), &old.id, false);
         let ports = self.ports(Vec::new());
@@ -380,7 +380,7 @@ impl Writer {
         slice: &Pair,
         service: Arc<str>,
         ports: Arc<[Port]>,
-        endpoints: Arc<[Endpoint]>,
+        endpoints: Endpoints,
         trigger: Option<SystemTime>,
     ) -> bool {
         let owner_key = (slice.0.clone(), service.clone());
@@ -447,25 +447,18 @@ impl Writer {
         self.put_service(owner, entry);
     }
 
-    fn endpoint_ptrs(&mut self, endpoints: &[Endpoint], id: &Arc<ServiceId>, add: bool) {
-        for e in endpoints {
-            let host = e.hostname.clone().map_or(PtrHost::Dashed, PtrHost::Named);
-            self.ptrs(std::slice::from_ref(&e.addr), id, host, add);
+    /// Adds or removes one endpoint reverse entry per endpoint (a
+    /// multiset: an address listed twice is removed once per removal).
+    fn endpoint_ptrs(&mut self, endpoints: &Endpoints, id: &Arc<ServiceId>, add: bool) {
+        for e in endpoints.iter() {
+            edit_index(&mut self.live.endpoint_reverse, self.building, e.addr, id, add);
         }
     }
 
-    /// Adds or removes one PTR target per address (a multiset: an address
-    /// listed twice is removed once per removal).
-    fn ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, host: PtrHost, add: bool) {
-        let target = PtrTarget::new(id.clone(), host);
+    /// Adds or removes one cluster-IP reverse entry per address.
+    fn ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, add: bool) {
         for addr in addrs {
-            if add && self.building {
-                self.live.reverse.push(*addr, target.clone());
-            } else if add {
-                self.live.reverse.insert(*addr, target.clone());
-            } else {
-                self.live.reverse.remove(*addr, &target);
-            }
+            edit_index(&mut self.live.reverse, self.building, *addr, id, add);
         }
     }
 
@@ -478,6 +471,17 @@ impl Writer {
                 self.live.external.remove(*ip, id);
             }
         }
+    }
+}
+
+/// Adds (pushed unsorted while `building`) or removes one `id` of `addr`.
+fn edit_index(index: &mut AddrIndex<Arc<ServiceId>>, building: bool, addr: IpAddr, id: &Arc<ServiceId>, add: bool) {
+    if add && building {
+        index.push(addr, id.clone());
+    } else if add {
+        index.insert(addr, id.clone());
+    } else {
+        index.remove(addr, id);
     }
 }
 

@@ -36,8 +36,8 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
         return Found::NxDomain;
     };
     let snap = c.snap;
-    let live = |t: &&PtrTarget| snap.service(&t.service.namespace, &t.service.name).is_some();
-    let targets: Vec<&PtrTarget> = snap.reverse(addr).filter(live).collect();
+    let live = |t: &PtrTarget| snap.service(&t.service.namespace, &t.service.name).is_some();
+    let targets: Vec<PtrTarget> = snap.reverse(addr).filter(live).collect();
     if targets.is_empty() {
         return Found::NxDomain;
     }

@@ -139,7 +139,7 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
                     continue;
                 }
                 for e in slice.endpoints.iter() {
-                    let host = endpoint_name(&base, e);
+                    let host = endpoint_name(&base, &e);
                     targets.extend(ports.iter().map(|port| (*port, host.clone())));
                     glue.push((host, e.addr));
                 }
@@ -174,7 +174,7 @@ fn wanted(p: &Port, filter: Option<(&str, &str)>) -> bool {
     filter.is_none_or(|(name, proto)| !p.name.is_empty() && &*p.name == name && p.proto.label() == proto)
 }
 
-fn endpoint_name(base: &Name, e: &Endpoint) -> Name {
+fn endpoint_name(base: &Name, e: &Endpoint<'_>) -> Name {
     prefixed(base, &[&e.host()])
 }
 

@@ -3,10 +3,10 @@
 //! persistent, so the services are shared, not copied) and turned into
 //! records elsewhere, while the writer goes on.
 
-use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::{Pair, Writer};
+use super::pods::{split_key, Pod};
+use super::Writer;
 use crate::store::change::{PortIn, Record};
 use crate::store::records::Port;
 use crate::store::{IMap, Namespace};
@@ -14,14 +14,13 @@ use crate::store::{IMap, Namespace};
 /// A frozen copy of what a writer holds.
 pub struct Export {
     namespaces: IMap<Arc<str>, Namespace>,
-    pods: Vec<(Pair, Vec<IpAddr>, bool)>,
+    pods: Vec<(Box<str>, Pod)>,
 }
 
 impl Writer {
     /// A frozen copy of the current state.
     pub fn export(&self) -> Export {
-        let pods = self.pod_ips.iter();
-        let pods = pods.map(|(pair, (ips, running))| (pair.clone(), ips.iter().copied().collect(), *running));
+        let pods = self.pod_ips.iter().map(|(key, pod)| (key.clone(), pod.clone()));
         Export {
             namespaces: self.live.namespaces.clone(),
             pods: pods.collect(),
@@ -63,18 +62,21 @@ impl Export {
                     endpoints: slice
                         .endpoints
                         .iter()
-                        .map(|e| (e.addr, e.hostname.as_deref().map(str::to_string)))
+                        .map(|e| (e.addr, e.hostname.map(|h| h.to_string())))
                         .collect(),
                     trigger: None,
                 });
                 service.into_iter().chain(slices)
             })
         });
-        let pods = self.pods.iter().map(|((ns, name), ips, running)| Record::Pod {
-            namespace: ns.to_string(),
-            name: name.to_string(),
-            ips: ips.clone(),
-            running: *running,
+        let pods = self.pods.iter().map(|(key, pod)| {
+            let (ns, name) = split_key(key);
+            Record::Pod {
+                namespace: ns.to_string(),
+                name: name.to_string(),
+                ips: pod.ips().collect(),
+                running: pod.running(),
+            }
         });
         namespaces.chain(services).chain(pods)
     }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::pods::split_key;
 use super::{HashSet, Pair, Writer};
 use crate::store::change::{Kind, ObjectKey};
 
@@ -23,12 +24,14 @@ impl Writer {
         let Some(seen) = self.relisting[kind as usize].take() else {
             return 0;
         };
+        let hasher = &self.seen_hasher;
+        let listed = |ns: &str, name: &str| seen.contains(&std::hash::BuildHasher::hash_one(hasher, (ns, name)));
         let gone: Vec<Pair> = match kind {
             Kind::Namespace => self
                 .live
                 .namespaces
                 .iter()
-                .filter(|(_, n)| n.object)
+                .filter(|(k, n)| n.object && !listed("", k))
                 .map(|(k, _)| (Arc::from(""), k.clone()))
                 .collect(),
             Kind::Service => self
@@ -38,16 +41,25 @@ impl Writer {
                 .flat_map(|(ns, n)| {
                     n.services
                         .iter()
-                        .filter(|(_, s)| s.kind.is_some())
+                        .filter(|(k, s)| s.kind.is_some() && !listed(ns, k))
                         .map(|(k, _)| (ns.clone(), k.clone()))
                 })
                 .collect(),
-            Kind::EndpointSlice => self.slice_owner.keys().cloned().collect(),
-            Kind::Pod => self.pod_ips.keys().cloned().collect(),
+            Kind::EndpointSlice => self
+                .slice_owner
+                .keys()
+                .filter(|(ns, k)| !listed(ns, k))
+                .cloned()
+                .collect(),
+            Kind::Pod => self
+                .pod_ips
+                .keys()
+                .map(|key| split_key(key))
+                .filter(|(ns, name)| !listed(ns, name))
+                .map(|(ns, name)| (Arc::from(ns), Arc::from(name)))
+                .collect(),
         };
         let mut changes = std::mem::take(&mut self.relist_changes[kind as usize]);
-        let listed = |p: &Pair| seen.contains(&std::hash::BuildHasher::hash_one(&self.seen_hasher, p));
-        let gone: Vec<Pair> = gone.into_iter().filter(|p| !listed(p)).collect();
         for pair in gone {
             changes += 1;
             self.delete(&ObjectKey {

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use super::*;
-use crate::store::Proto;
+use crate::store::{Proto, PtrHost, PtrTarget};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("test address")
@@ -13,7 +13,7 @@ fn ip(s: &str) -> IpAddr {
 
 /// The PTR targets of `addr` in `snap`.
 fn rev(snap: &Snapshot, addr: IpAddr) -> Vec<PtrTarget> {
-    snap.reverse(addr).cloned().collect()
+    snap.reverse(addr).collect()
 }
 
 /// A hostname, or `None` when it is just the dashed address.
@@ -258,4 +258,51 @@ fn external_addresses_are_kept_and_indexed_by_ip() {
         names(&w.snapshot(4), "203.0.113.9").is_empty(),
         "deleted with its service"
     );
+}
+
+#[test]
+fn ptr_hostnames_are_read_from_the_service_in_order() {
+    let mut w = Writer::new(&[Kind::Service, Kind::EndpointSlice]);
+    w.apply(svc("db", "pg", &["10.1.0.1"]));
+    // the same address in two slices, under two names, and the dashed one
+    w.apply(slice("db", "pg-a", "pg", &[("10.1.0.1", "pg-1"), ("10.1.0.9", "x")]));
+    w.apply(slice(
+        "db",
+        "pg-b",
+        "pg",
+        &[("10.1.0.1", "10-1-0-1"), ("10.1.0.1", "pg-0")],
+    ));
+    w.apply(svc("app", "web", &[]));
+    w.apply(slice(
+        "app",
+        "web-a",
+        "web",
+        &[("fd00::1", "fd00--1"), ("10.1.0.1", "w")],
+    ));
+    let s = w.snapshot(1);
+    let found: Vec<(String, PtrHost)> = rev(&s, ip("10.1.0.1"))
+        .into_iter()
+        .map(|t| (t.service.name.to_string(), t.host()))
+        .collect();
+    let named = |h: &str| PtrHost::Named(h.into());
+    // by namespace and service, then the service's name, the dashed
+    // address and the hostnames in order
+    let want = [
+        ("web", named("w")),
+        ("pg", PtrHost::Service),
+        ("pg", PtrHost::Dashed),
+        ("pg", named("pg-0")),
+        ("pg", named("pg-1")),
+    ];
+    assert_eq!(found, want.map(|(s, h)| (s.to_string(), h)));
+    assert_eq!(rev(&s, ip("fd00::1"))[0].host(), PtrHost::Dashed);
+    // removing one slice removes its entries only
+    w.delete(&key(Kind::EndpointSlice, "db", "pg-b"));
+    let s = w.snapshot(2);
+    assert_eq!(rev(&s, ip("10.1.0.1")).len(), 3);
+    let eps: Vec<_> = s
+        .service("app", "web")
+        .map(|s| s.endpoints().map(|e| e.addr).collect())
+        .unwrap_or_default();
+    assert_eq!(eps, [ip("fd00::1"), ip("10.1.0.1")], "a mixed list keeps its order");
 }
