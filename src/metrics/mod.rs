@@ -31,7 +31,6 @@ pub use clients::{ClientSlots, Clients};
 pub use hist::{Durations, Histogram};
 pub use labels::{rcode_name, rcode_slot, type_slot, Expansion, Plugin, Transport, RCODE_LABELS};
 pub use nodelocal::{Health, NodeLocal};
-pub(crate) use render::family;
 pub use render::head;
 pub use tcp::{Tcp, TcpClose};
 pub use watch::Watch;

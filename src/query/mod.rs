@@ -247,18 +247,9 @@ impl Handler {
 
     /// The full path: check, route, answer, encode.
     fn answer(&self, router: &Router, at: &Arrival<'_>, scratch: &mut Scratch, sink: &dyn Fn() -> defer::Sink) -> Full {
-        let Arrival {
-            bytes,
-            peer,
-            transport,
-            started,
-            ..
-        } = *at;
-        let Scratch {
-            answer, out, clients, ..
-        } = scratch;
-        answer.clear();
-        let (meta, query, edns) = match request::check_parsed(bytes, at.wire) {
+        scratch.answer.clear();
+        let answer = &mut scratch.answer;
+        let (meta, query, edns) = match request::check_parsed(at.bytes, at.wire) {
             Checked::Drop => return Full::Nothing,
             Checked::Reject {
                 meta,
@@ -275,7 +266,7 @@ impl Handler {
                     panic!("test-only panic trigger (debug builds only)");
                 }
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-                let routed = router.answer(&req.query, peer.ip(), dnssec_ok, req.meta.checking_disabled, answer);
+                let routed = router.answer(&req.query, at.peer.ip(), dnssec_ok, req.meta.checking_disabled, answer);
                 let edns = request::capped(req.edns, answer.bufsize);
                 if answer.autopath {
                     self.metrics
@@ -290,42 +281,13 @@ impl Handler {
                     Routed::External(f, lb, target) => (Some(f), lb, Some((target, ChaseKind::Target(answer.plugin)))),
                 };
                 if let Some(forwarding) = forwarding {
-                    self.count_client(router, peer, clients);
-                    let busy = self
-                        .metrics
-                        .in_flight
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    if busy >= router.in_flight as u64 {
-                        // Overload: shed this query rather than queue
-                        // without bound (the client retries).
-                        self.metrics
-                            .in_flight
-                            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                        self.metrics
-                            .overload_dropped
-                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        return Full::Later;
-                    }
-                    let (mut request, query, chase, rewrite) = upstream(bytes, &req, chased, answer, peer, transport);
-                    if let Some(cap) = answer.bufsize {
-                        request::cap_payload(&mut request, cap);
-                    }
-                    forwarding.submit(defer::Job {
-                        request,
-                        meta: req.meta,
-                        query,
-                        chase,
-                        edns,
-                        transport,
-                        peer,
-                        sink: sink(),
-                        log: answer.log,
+                    let onward = Onward {
+                        forwarding,
                         loadbalance,
-                        started,
-                        stats: router.stats.get(usize::from(answer.zone)).cloned(),
-                        dns64: answer.dns64.take(),
-                        rewrite,
-                    });
+                        chased,
+                        edns,
+                    };
+                    self.forward(router, at, req, onward, scratch, sink);
                     return Full::Later;
                 }
                 (req.meta, Some(req.query), edns)
@@ -336,7 +298,8 @@ impl Handler {
             query: query.as_ref(),
             edns,
         };
-        let truncated = finish::write_for(out, &echo, answer, transport);
+        let (answer, out) = (&scratch.answer, &mut scratch.out);
+        let truncated = finish::write_for(out, &echo, answer, at.transport);
         if out.is_empty() {
             return Full::Nothing;
         }
@@ -353,6 +316,59 @@ impl Handler {
             expansion: answer.expansion,
         })
     }
+
+    /// Hands a routed query to its forwarding task, or sheds it when too
+    /// many are in flight (the client retries).
+    fn forward(
+        &self,
+        router: &Router,
+        at: &Arrival<'_>,
+        req: request::Request,
+        onward: Onward<'_>,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.count_client(router, at.peer, &mut scratch.clients);
+        if self.metrics.in_flight.fetch_add(1, Relaxed) >= router.in_flight as u64 {
+            self.metrics.in_flight.fetch_sub(1, Relaxed);
+            self.metrics.overload_dropped.fetch_add(1, Relaxed);
+            return;
+        }
+        let answer = &mut scratch.answer;
+        let (mut request, query, chase, rewrite) =
+            upstream(at.bytes, &req, onward.chased, answer, at.peer, at.transport);
+        if let Some(cap) = answer.bufsize {
+            request::cap_payload(&mut request, cap);
+        }
+        onward.forwarding.submit(defer::Job {
+            request,
+            meta: req.meta,
+            query,
+            chase,
+            edns: onward.edns,
+            transport: at.transport,
+            peer: at.peer,
+            sink: sink(),
+            log: answer.log,
+            loadbalance: onward.loadbalance,
+            started: at.started,
+            stats: router.stats.get(usize::from(answer.zone)).cloned(),
+            dns64: answer.dns64.take(),
+            rewrite,
+        });
+    }
+}
+
+/// How a routed query goes on upstream.
+struct Onward<'r> {
+    forwarding: &'r std::sync::Arc<forward::Forwarding>,
+    /// Shuffle the answer (`loadbalance`).
+    loadbalance: bool,
+    /// Another name is asked for the client's ([`defer::Chase`]).
+    chased: Option<(Query, ChaseKind)>,
+    /// The client's EDNS, `bufsize` applied.
+    edns: Option<request::ClientEdns>,
 }
 
 /// What a forwarded query sends upstream, the question it is cached and

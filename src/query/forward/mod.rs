@@ -19,10 +19,12 @@
 
 pub mod cache;
 pub mod hits;
+mod render;
 pub mod upstream;
 
+pub use render::render;
+
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -32,7 +34,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use crate::config::cache::StaleMode;
 use crate::config::forward::{ForwardConfig, Policy};
-use crate::metrics::{family, head, Metrics, Plugin, Transport};
+use crate::metrics::{Metrics, Plugin, Transport};
 use crate::query::defer::{deliver, Job};
 use crate::query::forward::cache::{Cache, Key, Lookup};
 use crate::query::Answer;
@@ -408,125 +410,6 @@ async fn health_check(up: Arc<Upstream>, cfg: ForwardConfig) {
             Err(_) => {
                 up.healthcheck_failures.fetch_add(1, Ordering::Relaxed);
             }
-        }
-    }
-}
-
-/// The forward and cache metric families of every server block.
-pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
-    let sum = |f: fn(&Forwarding) -> u64| all.iter().map(|x| f(x)).sum::<u64>();
-    family(
-        s,
-        "coredns_forward_max_concurrent_rejects_total",
-        "counter",
-        "Queries refused because max_concurrent was reached.",
-        "",
-        [("", sum(|f| f.max_concurrent_rejects.load(Ordering::Relaxed)))],
-    );
-    family(
-        s,
-        "coredns_forward_healthcheck_broken_total",
-        "counter",
-        "Times every upstream was down and one was tried anyway.",
-        "",
-        [("", sum(|f| f.healthcheck_broken.load(Ordering::Relaxed)))],
-    );
-    family(
-        s,
-        "clusterdns_loop_detected_total",
-        "counter",
-        "Forwarding loops detected by the loop probe.",
-        "",
-        [("", sum(|f| f.loop_detected.load(Ordering::Relaxed)))],
-    );
-    let _ = writeln!(s, "# HELP coredns_proxy_healthcheck_failures_total Failed health checks per upstream.\n# TYPE coredns_proxy_healthcheck_failures_total counter");
-    for f in all {
-        for fw in &f.chain {
-            for up in &fw.upstreams {
-                let _ = writeln!(
-                    s,
-                    "coredns_proxy_healthcheck_failures_total{{proxy_name=\"forward\",to=\"{}\"}} {}",
-                    up.addr,
-                    up.healthcheck_failures.load(Ordering::Relaxed)
-                );
-            }
-        }
-    }
-    head(
-        s,
-        "coredns_proxy_request_duration_seconds",
-        "histogram",
-        "Histogram of the time each request took.",
-    );
-    for f in all {
-        for fw in &f.chain {
-            for up in &fw.upstreams {
-                for (slot, rcode) in crate::metrics::RCODE_LABELS.iter().enumerate() {
-                    let labels = format!("proxy_name=\"forward\",to=\"{}\",rcode=\"{rcode}\"", up.addr);
-                    up.durations[slot].render(s, "coredns_proxy_request_duration_seconds", &labels);
-                }
-            }
-        }
-    }
-    let caches: Vec<(&str, &Cache)> = all
-        .iter()
-        .filter_map(|f| Some((f.server.as_str(), f.cache.as_ref()?)))
-        .collect();
-    let labels = |server: &str, c: &Cache| {
-        format!(
-            "server=\"{server}\",zones=\"{}\",view=\"\"",
-            crate::config::spaced(&c.cfg.zones, ".")
-        )
-    };
-    head(
-        s,
-        "coredns_cache_entries",
-        "gauge",
-        "The number of elements in the cache.",
-    );
-    for (server, c) in &caches {
-        let (success, denial) = c.len();
-        for (kind, n) in [("success", success), ("denial", denial)] {
-            let _ = writeln!(s, "coredns_cache_entries{{{},type=\"{kind}\"}} {n}", labels(server, c));
-        }
-    }
-    head(s, "coredns_cache_hits_total", "counter", "The count of cache hits.");
-    for (server, c) in &caches {
-        for (kind, n) in [("success", &c.stats.hits_success), ("denial", &c.stats.hits_denial)] {
-            let _ = writeln!(
-                s,
-                "coredns_cache_hits_total{{{},type=\"{kind}\"}} {}",
-                labels(server, c),
-                n.load(Ordering::Relaxed)
-            );
-        }
-    }
-    for (name, help, f) in [
-        (
-            "coredns_cache_requests_total",
-            "The count of cache requests.",
-            (|c| &c.stats.requests) as fn(&Cache) -> &AtomicU64,
-        ),
-        ("coredns_cache_misses_total", "The count of cache misses.", |c| {
-            &c.stats.misses
-        }),
-        (
-            "coredns_cache_prefetch_total",
-            "The number of times the cache has prefetched a cached item.",
-            |c| &c.stats.prefetch,
-        ),
-        (
-            "coredns_cache_served_stale_total",
-            "The number of requests served from stale cache entries.",
-            |c| &c.stats.served_stale,
-        ),
-        ("coredns_cache_evictions_total", "The count of cache evictions.", |c| {
-            &c.stats.evictions
-        }),
-    ] {
-        head(s, name, "counter", help);
-        for (server, c) in &caches {
-            let _ = writeln!(s, "{name}{{{}}} {}", labels(server, c), f(c).load(Ordering::Relaxed));
         }
     }
 }

@@ -1,0 +1,82 @@
+//! The `forward` and `cache` metric families of every server block, named
+//! by [`crate::metrics::catalogue`] and rendered beside their counters.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use super::cache::Cache;
+use super::Forwarding;
+use crate::metrics::catalogue::{self as c, Family};
+
+/// Writes the forward and cache families of `all` blocks.
+pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
+    forwarding(all, s);
+    let caches: Vec<(&str, &Cache)> = all
+        .iter()
+        .filter_map(|f| Some((f.server.as_str(), f.cache.as_ref()?)))
+        .collect();
+    caching(&caches, s);
+}
+
+/// The block-wide counters, then per upstream its failed health checks
+/// and request durations.
+fn forwarding(all: &[Arc<Forwarding>], s: &mut String) {
+    let sum = |f: fn(&Forwarding) -> &AtomicU64| all.iter().map(|x| f(x).load(Relaxed)).sum::<u64>();
+    c::FORWARD_MAX_CONCURRENT_REJECTS.single(s, sum(|f| &f.max_concurrent_rejects));
+    c::FORWARD_HEALTHCHECK_BROKEN.single(s, sum(|f| &f.healthcheck_broken));
+    c::LOOP_DETECTED.single(s, sum(|f| &f.loop_detected));
+    let upstreams = || all.iter().flat_map(|f| &f.chain).flat_map(|fw| &fw.upstreams);
+    c::PROXY_HEALTHCHECK_FAILURES.head(s);
+    for up in upstreams() {
+        let failures = up.healthcheck_failures.load(Relaxed);
+        let name = c::PROXY_HEALTHCHECK_FAILURES.name;
+        let _ = writeln!(s, "{name}{{proxy_name=\"forward\",to=\"{}\"}} {failures}", up.addr);
+    }
+    c::PROXY_DURATION.head(s);
+    for up in upstreams() {
+        for (slot, rcode) in crate::metrics::RCODE_LABELS.iter().enumerate() {
+            let labels = format!("proxy_name=\"forward\",to=\"{}\",rcode=\"{rcode}\"", up.addr);
+            up.durations[slot].render(s, c::PROXY_DURATION.name, &labels);
+        }
+    }
+}
+
+/// Every cache's entries, hits and other counters, labelled by server
+/// block and zones.
+fn caching(caches: &[(&str, &Cache)], s: &mut String) {
+    let labels = |server: &str, cache: &Cache| {
+        let zones = crate::config::spaced(&cache.cfg.zones, ".");
+        format!("server=\"{server}\",zones=\"{zones}\",view=\"\"")
+    };
+    c::CACHE_ENTRIES.head(s);
+    for (server, cache) in caches {
+        let (success, denial) = cache.len();
+        for (kind, n) in [("success", success), ("denial", denial)] {
+            let name = c::CACHE_ENTRIES.name;
+            let _ = writeln!(s, "{name}{{{},type=\"{kind}\"}} {n}", labels(server, cache));
+        }
+    }
+    c::CACHE_HITS.head(s);
+    for (server, cache) in caches {
+        let stats = &cache.stats;
+        for (kind, n) in [("success", &stats.hits_success), ("denial", &stats.hits_denial)] {
+            let (name, n) = (c::CACHE_HITS.name, n.load(Relaxed));
+            let _ = writeln!(s, "{name}{{{},type=\"{kind}\"}} {n}", labels(server, cache));
+        }
+    }
+    let counters: [(Family, fn(&Cache) -> &AtomicU64); 5] = [
+        (c::CACHE_REQUESTS, |c| &c.stats.requests),
+        (c::CACHE_MISSES, |c| &c.stats.misses),
+        (c::CACHE_PREFETCH, |c| &c.stats.prefetch),
+        (c::CACHE_SERVED_STALE, |c| &c.stats.served_stale),
+        (c::CACHE_EVICTIONS, |c| &c.stats.evictions),
+    ];
+    for (family, counter) in counters {
+        family.head(s);
+        for (server, cache) in caches {
+            let n = counter(cache).load(Relaxed);
+            let _ = writeln!(s, "{}{{{}}} {n}", family.name, labels(server, cache));
+        }
+    }
+}
