@@ -9,6 +9,9 @@ use super::cache::Cache;
 use super::Forwarding;
 use crate::metrics::catalogue::{self as c, Family};
 
+/// One of a cache's plain counters.
+type CacheCounter = fn(&Cache) -> &AtomicU64;
+
 /// Writes the forward and cache families of `all` blocks.
 pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
     forwarding(all, s);
@@ -65,7 +68,7 @@ fn caching(caches: &[(&str, &Cache)], s: &mut String) {
             let _ = writeln!(s, "{name}{{{},type=\"{kind}\"}} {n}", labels(server, cache));
         }
     }
-    let counters: [(Family, fn(&Cache) -> &AtomicU64); 5] = [
+    let counters: [(Family, CacheCounter); 5] = [
         (c::CACHE_REQUESTS, |c| &c.stats.requests),
         (c::CACHE_MISSES, |c| &c.stats.misses),
         (c::CACHE_PREFETCH, |c| &c.stats.prefetch),
