@@ -628,6 +628,16 @@ impl Metrics {
             "",
             [("", crate::query::log::dropped())],
         );
+        let (kept, dropped) = crate::query::memo::revalidations();
+        let help = "Memoized replies checked after a store change: kept (nothing they depend on changed) or dropped.";
+        family(
+            &mut s,
+            "clusterdns_memo_revalidations_total",
+            "counter",
+            help,
+            "result",
+            [("kept", kept), ("dropped", dropped)],
+        );
         let help = "A metric that counts panics.";
         family(
             &mut s,

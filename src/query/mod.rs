@@ -140,8 +140,8 @@ impl Handler {
                 Full::Later => false,
             };
         };
-        let generation = router.generation();
-        let outcome = match scratch.memo.replay(&key, bytes, generation, &mut scratch.out) {
+        let view = router.memo_view();
+        let outcome = match scratch.memo.replay(&key, bytes, &view, &mut scratch.out) {
             Some(outcome) => outcome,
             None => {
                 let outcome = match self.answer(&router, bytes, peer, transport, scratch, sink, started) {
@@ -157,7 +157,8 @@ impl Handler {
                     }
                 };
                 if scratch.answer.memoizable {
-                    scratch.memo.remember(&key, generation, &scratch.out, outcome);
+                    let deps = scratch.answer.deps;
+                    scratch.memo.remember(&key, &view, &scratch.out, outcome, deps);
                 }
                 outcome
             }

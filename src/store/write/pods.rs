@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::{Pair, Writer};
+use crate::store::Dep;
 
 impl Writer {
     /// Adds or replaces a pod; whether that changed anything.
@@ -18,6 +19,7 @@ impl Writer {
         self.remove_pod(&pair);
         let ns = self.pod_namespace_id(&pair.0);
         for ip in ips.iter() {
+            self.changed.add(Dep::pod(&pair.0, *ip));
             if self.building {
                 self.live.pods.push(*ip, (ns, running));
             } else {
@@ -34,6 +36,7 @@ impl Writer {
         };
         let ns = self.pod_namespace_id(&pair.0);
         for ip in ips.iter() {
+            self.changed.add(Dep::pod(&pair.0, *ip));
             self.live.pods.remove(*ip, &(ns, running));
         }
     }
