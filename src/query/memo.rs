@@ -161,13 +161,31 @@ const SEEN_SLOTS: usize = 65_536;
 const ARENA_BYTES: usize = 4 << 20;
 
 /// Entries kept, and dropped, when a publish was found not to touch them
-/// or to touch them (`clusterdns_memo_revalidations_total`).
-static KEPT: AtomicU64 = AtomicU64::new(0);
-static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// or to touch them (`clusterdns_memo_revalidations_total`): in stripes on
+/// their own cache lines, each memo writing one, so workers do not share
+/// a counter.
+#[repr(align(64))]
+struct Stripe {
+    kept: AtomicU64,
+    dropped: AtomicU64,
+}
+
+const STRIPES: usize = 16;
+static COUNTS: [Stripe; STRIPES] = [const {
+    Stripe {
+        kept: AtomicU64::new(0),
+        dropped: AtomicU64::new(0),
+    }
+}; STRIPES];
 
 /// `(kept, dropped)` entries across publishes so far, process-wide.
 pub fn revalidations() -> (u64, u64) {
-    (KEPT.load(Ordering::Relaxed), DROPPED.load(Ordering::Relaxed))
+    COUNTS.iter().fold((0, 0), |(k, d), s| {
+        (
+            k + s.kept.load(Ordering::Relaxed),
+            d + s.dropped.load(Ordering::Relaxed),
+        )
+    })
 }
 
 /// One worker's memo.
@@ -177,6 +195,7 @@ pub struct Memo {
     /// Direct-mapped fingerprints of questions answered once.
     seen: Box<[u64]>,
     hasher: foldhash::fast::FixedState,
+    counts: &'static Stripe,
 }
 
 impl Default for Memo {
@@ -186,6 +205,7 @@ impl Default for Memo {
             entries: Arena::new(ARENA_BYTES),
             seen: vec![0; SEEN_SLOTS].into_boxed_slice(),
             hasher: foldhash::fast::FixedState::default(),
+            counts: &COUNTS[fastrand::usize(..STRIPES)],
         }
     }
 }
@@ -213,11 +233,11 @@ impl Memo {
         let (meta, reply) = self.entries.get(fp, &key.bytes)?;
         if meta.generation != view.generation {
             let Some(store) = view.store.filter(|s| s.unchanged_since(meta.generation, &meta.deps)) else {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
+                self.counts.dropped.fetch_add(1, Ordering::Relaxed);
                 self.entries.remove(fp);
                 return None;
             };
-            KEPT.fetch_add(1, Ordering::Relaxed);
+            self.counts.kept.fetch_add(1, Ordering::Relaxed);
             meta.generation = view.generation;
             let at = usize::from(meta.serial_at);
             if let Some(serial) = reply.get_mut(at..at + 4).filter(|_| at != 0) {
