@@ -139,7 +139,7 @@ pub fn cap_payload(message: &mut [u8], cap: u16) {
 }
 
 /// The offset just past the (possibly compressed) name at `at`.
-fn skip_name(message: &[u8], mut at: usize) -> Option<usize> {
+pub(crate) fn skip_name(message: &[u8], mut at: usize) -> Option<usize> {
     loop {
         let len = *message.get(at)?;
         match len {

@@ -9,7 +9,6 @@ use std::time::Instant;
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
-use crate::config::{KubernetesConfig, PodMode, Source};
 use crate::metrics::{Metrics, Transport};
 use crate::query::cluster::Cluster;
 use crate::query::defer::Sink;
@@ -118,25 +117,10 @@ fn question(rng: &mut fastrand::Rng) -> Vec<u8> {
 }
 
 fn handler(store: Arc<Store>) -> Handler {
-    let cfg = KubernetesConfig {
-        zones: vec![
-            Name::from_ascii("cluster.local.").expect("zone"),
-            Name::from_ascii("in-addr.arpa.").expect("zone"),
-        ],
-        source: Source::Snapshot("unused".into()),
-        namespaces: Vec::new(),
-        labels: None,
-        labels_text: None,
-        pods: PodMode::Verified,
-        endpoint_pod_names: false,
-        ttl: 5,
-        noendpoints: false,
-        fallthrough: None,
-        ignore_empty_service: false,
-        watch_timeout: std::time::Duration::from_secs(290),
-        persist: None,
-        resync: None,
-    };
+    let corefile = ".:53 {\n    kubernetes cluster.local in-addr.arpa {\n        snapshot unused\n        pods verified\n    }\n}\n";
+    let config =
+        crate::config::load_str(std::path::Path::new("/nonexistent/Corefile"), corefile, 53).expect("Corefile");
+    let cfg = config.servers[0].kubernetes.clone().expect("kubernetes");
     let zones = cfg.zones.clone();
     let block = Block {
         cluster: Some(Cluster::new(Arc::new(cfg), store)),

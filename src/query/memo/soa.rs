@@ -2,18 +2,7 @@
 //! answer kept across a publish can carry the current serial, as a fresh
 //! answer would.
 
-/// Skips the (possibly compressed) name at `at`; the offset after it.
-fn skip_name(msg: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        let len = *msg.get(at)?;
-        match len {
-            0 => return Some(at + 1),
-            l if l & 0xC0 == 0xC0 => return Some(at + 2),
-            l if l < 64 => at += 1 + usize::from(l),
-            _ => return None,
-        }
-    }
-}
+use crate::query::request::skip_name;
 
 const SOA: [u8; 2] = [0, 6];
 
