@@ -38,6 +38,6 @@ for name in dict.fromkeys(r[1] for r in rows):
     for churn in ("0", sys.argv[2]):
         sel = [r for r in rows if r[1] == name and r[2] == churn]
         med[name, churn] = statistics.median(float(r[5]) for r in sel)
-        print(f"{name:6} {churn:>7}  {statistics.median(float(r[3]) for r in sel):>17.0}  {med[name, churn]:>15.0}")
+        print(f"{name:6} {churn:>7}  {statistics.median(float(r[3]) for r in sel):>17.0f}  {med[name, churn]:>15.0f}")
     print(f"{name:6} churn/quiet qps/core: {med[name, sys.argv[2]] / med[name, '0']:.3f}")
 PY
