@@ -33,6 +33,8 @@ pub struct Churn {
     /// Also forward names outside the cluster (through `cache 30`) to a
     /// stub upstream on loopback, as a real deployment does.
     pub forward: bool,
+    /// Pin the server to this CPU (`taskset -c`).
+    pub pin_server: Option<usize>,
 }
 
 /// One interval of the run.
@@ -73,7 +75,7 @@ pub fn run(c: &Churn) -> Result<ChurnReport, String> {
             .map_or_else(String::new, |(addr, _)| format!("    forward . {addr}\n    cache 30\n")),
         pods: 0,
         persist: false,
-        pin_server: None,
+        pin_server: c.pin_server,
     };
     let (server, dns, ready) = watchbench::spawn(&opts, &api)?;
     let started = Instant::now();

@@ -24,7 +24,7 @@
 //!     the synthetic cluster's names as a zone file (for Knot, NSD, BIND)
 //! loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]
 //!     the synthetic cluster as a kubectl JSON dump (for the `snapshot FILE` source)
-//! loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]
+//! loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S] [--pin-server CPU]
 //!     the fake API serving a synthetic cluster, clusterdns watching it, R changes/s under query
 //!     load: change-to-served latency and the load's outcome
 //! loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]
@@ -49,7 +49,7 @@ use loadtest::{incluster, merge, plan, workload};
 
 use args::{parse, Args};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist] [--pin-server CPU]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist] [--pin-server CPU]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S] [--pin-server CPU]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -365,6 +365,7 @@ fn cluster(args: &Args, soak: bool) -> Result<(), String> {
         seconds,
         interval: if soak { args.interval.unwrap_or(60.0) } else { seconds },
         forward: soak,
+        pin_server: args.pin_server,
     };
     let r = loadtest::churn::run(&c)?;
     println!(

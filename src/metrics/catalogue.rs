@@ -160,6 +160,11 @@ pub const LOG_DROPPED: Family = counter(
     "Query log lines dropped because the log queue was full.",
     &[],
 );
+pub const MEMO_REVALIDATIONS: Family = counter(
+    "clusterdns_memo_revalidations_total",
+    "Memoized replies checked after a store change: kept (nothing they depend on changed) or dropped.",
+    &["result"],
+);
 pub const PANICS: Family = counter("coredns_panics_total", "A metric that counts panics.", &[]);
 pub const LOCALHOST_REQUESTS: Family = counter(
     "coredns_local_localhost_requests_total",
@@ -353,7 +358,7 @@ pub const ALL: &[Family] = &[
     DNS_REQUESTS, DNS_RESPONSES, DNS_DURATION, DNS_REQUEST_SIZE, DNS_RESPONSE_SIZE, DNS_DO_REQUESTS,
     PLUGIN_ENABLED, TRUNCATED, SEARCH_EXPANSION_NXDOMAIN, NXDOMAIN, DROPPED, TCP_CONNECTIONS,
     TCP_CLOSED, TCP_REJECTED, OVERLOAD_DROPPED, UDP_LATE_DROPPED, IN_FLIGHT, UDP_KERNEL_DROPS,
-    CLIENT_REQUESTS, DOCTOR_FINDINGS, LOG_DROPPED, PANICS, LOCALHOST_REQUESTS, AUTOPATH_SUCCESS,
+    CLIENT_REQUESTS, DOCTOR_FINDINGS, LOG_DROPPED, MEMO_REVALIDATIONS, PANICS, LOCALHOST_REQUESTS, AUTOPATH_SUCCESS,
     HEALTH_DURATION, HEALTH_FAILURES, RELOAD_FAILED, SYNCED, BUILD_INFO, PROCESS[0], PROCESS[1],
     PROCESS[2], PROCESS[3], PROCESS[4], PROCESS[5], INVALID_OBJECTS, RELISTS, WATCH_ERRORS,
     WATCH_RESTARTS, RESYNC_CORRECTIONS, UNCONFIRMED_AGE, STATE_UNCONFIRMED, PERSIST_FAILURES, OBJECTS,

@@ -9,12 +9,13 @@
 //! label up, and adds to a per-thread stripe ([`hist`]) so workers do not
 //! fight over cache lines. The Prometheus text is written at scrape time
 //! ([`render`]), each group of counters by its own file: [`zone`],
-//! [`tcp`], [`clients`], [`watch`], [`nodelocal`], [`process`].
+//! [`tcp`], [`clients`], [`memo`], [`watch`], [`nodelocal`], [`process`].
 
 pub mod catalogue;
 mod clients;
 mod hist;
 mod labels;
+mod memo;
 mod nodelocal;
 mod process;
 mod render;
@@ -30,6 +31,7 @@ pub use catalogue::{KINDS, NODECACHE_ERRORS, RESTART_REASONS, RESTORED, SERVICE_
 pub use clients::{ClientSlots, Clients};
 pub use hist::{Durations, Histogram};
 pub use labels::{rcode_name, rcode_slot, type_slot, Expansion, Plugin, Transport, RCODE_LABELS};
+pub use memo::{memo_stripe, revalidations, MemoStripe};
 pub use nodelocal::{Health, NodeLocal};
 pub use render::head;
 pub use tcp::{Tcp, TcpClose};
@@ -99,6 +101,8 @@ impl Metrics {
             let _ = writeln!(s, "{name}{{check=\"{check}\",severity=\"{severity}\"}} 1");
         }
         c::LOG_DROPPED.single(&mut s, LOG_DROPPED.load(Relaxed));
+        let (kept, dropped) = revalidations();
+        c::MEMO_REVALIDATIONS.by(&mut s, [("kept", kept), ("dropped", dropped)]);
         c::PANICS.single(&mut s, self.panics.load(Relaxed));
         c::LOCALHOST_REQUESTS.single(&mut s, LOCALHOST_REQUESTS.load(Relaxed));
         c::AUTOPATH_SUCCESS.single(&mut s, self.autopath_success.load(Relaxed));

@@ -25,6 +25,10 @@ pub struct Answer {
     /// Whether the reply depends only on the question and the snapshot, so
     /// it may be replayed by [`super::memo`] until the next snapshot.
     pub memoizable: bool,
+    /// What in the store a memoizable reply depends on: a change to
+    /// anything else leaves its memo entry in place. Everything unless the
+    /// handler says less (only the cluster zone does).
+    pub deps: crate::store::Deps,
     /// How the server block that answered logs it (`log`).
     pub log: Option<crate::config::local::LogStyle>,
     /// The router's stats slot of the zone that matched (0: none matched).
@@ -58,6 +62,7 @@ impl Answer {
         self.authentic_data = false;
         self.truncated = false;
         self.memoizable = false;
+        self.deps = crate::store::Deps::EVERYTHING;
         self.log = None;
         self.zone = 0;
         self.plugin = Plugin::None;

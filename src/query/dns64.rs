@@ -143,6 +143,7 @@ pub fn after<'a>(
     let Some(d) = block.dns64.as_ref().filter(|_| Dns64::question(query)) else {
         return routed;
     };
+    out.deps = crate::store::Deps::EVERYTHING; // the reply may come from a second lookup
     if !d.cfg.allow_ipv4 {
         out.memoizable = false; // the reply depends on the client's address family
     }

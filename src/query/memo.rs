@@ -1,4 +1,5 @@
-//! Per-worker memo of encoded replies, valid for one store generation.
+//! Per-worker memo of encoded replies, kept across store changes that do
+//! not touch them.
 //!
 //! Cluster answers depend only on the question (name without case, type),
 //! the client's EDNS (present, DO bit, payload limit) and the snapshot. So
@@ -10,15 +11,26 @@
 //!
 //! A packet is memo-eligible only if it is a plain query the request
 //! parser reads completely ([`request::parse`]); anything else takes the
-//! full path.
-//! The memo is cleared when any store publishes a new snapshot and when it
-//! reaches [`MAX_ENTRIES`].
+//! full path. Each entry remembers the store generation it was built at
+//! and what in the store it depends on ([`Deps`]); after a publish it is
+//! replayed only if the store's change table shows none of that changed
+//! (its negative answer's SOA serial is then rewritten to the current
+//! one). A config reload empties the memo; the bytes live in one ring
+//! ([`arena`]), so eviction frees nothing.
 
 use hickory_proto::op::ResponseCode;
 
+use std::sync::atomic::Ordering;
+
 use super::request::{self, udp_limit, Wire};
 use crate::metrics::Transport;
-use crate::store::Map;
+use crate::store::{Deps, Store};
+use arena::Arena;
+
+mod arena;
+#[cfg(test)]
+mod props;
+mod soa;
 
 /// Entries per worker before the memo is emptied.
 pub const MAX_ENTRIES: usize = 20_000;
@@ -98,9 +110,26 @@ pub struct Outcome {
     pub expansion: Option<crate::metrics::Expansion>,
 }
 
-struct Entry {
-    reply: Box<[u8]>,
+/// What the memo keeps per entry besides the bytes.
+#[derive(Debug, Clone, Copy)]
+struct Meta {
     outcome: Outcome,
+    /// The generation the reply was built at (or last found still exact).
+    generation: u64,
+    deps: Deps,
+    /// Offset in the reply of its SOA's serial (0: none), rewritten when
+    /// the entry outlives a publish.
+    serial_at: u16,
+}
+
+/// What the memo checks its entries against: the router's config epoch,
+/// the generation of its stores, and the one store whose change table
+/// can keep entries across a publish (none when several stores serve).
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub epoch: u64,
+    pub generation: u64,
+    pub store: Option<&'a Store>,
 }
 
 /// Slots of the admission filter: once the memo is half full, a question
@@ -108,65 +137,103 @@ struct Entry {
 /// a working set larger than the memo) stop churning it.
 const SEEN_SLOTS: usize = 65_536;
 
+/// Bytes of keys and replies one worker keeps (allocated as used).
+const ARENA_BYTES: usize = 4 << 20;
+
+pub use crate::metrics::revalidations;
+
 /// One worker's memo.
 pub struct Memo {
-    generation: u64,
-    entries: Map<Box<[u8]>, Entry>,
+    epoch: u64,
+    entries: Arena<Meta>,
     /// Direct-mapped fingerprints of questions answered once.
     seen: Box<[u64]>,
     hasher: foldhash::fast::FixedState,
+    counts: &'static crate::metrics::MemoStripe,
 }
 
 impl Default for Memo {
     fn default() -> Self {
         Memo {
-            generation: 0,
-            entries: Map::default(),
+            epoch: 0,
+            entries: Arena::new(ARENA_BYTES),
             seen: vec![0; SEEN_SLOTS].into_boxed_slice(),
             hasher: foldhash::fast::FixedState::default(),
+            counts: crate::metrics::memo_stripe(),
         }
     }
 }
 
 impl Memo {
-    /// Writes the memoized reply to `key` into `out`, patched for `packet`;
-    /// returns what it reports, or `None` on a miss.
-    pub fn replay(&mut self, key: &Key, packet: &[u8], generation: u64, out: &mut Vec<u8>) -> Option<Outcome> {
-        if generation != self.generation {
+    /// Empties the memo when the configuration changed.
+    fn sync(&mut self, view: &View<'_>) {
+        if view.epoch != self.epoch {
             self.entries.clear();
-            self.generation = generation;
-            return None;
+            self.epoch = view.epoch;
         }
-        let entry = self.entries.get(&key.bytes[..])?;
+    }
+
+    fn fingerprint(&self, key: &Key) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, &key.bytes[..]) | 1
+    }
+
+    /// Writes the memoized reply to `key` into `out`, patched for `packet`;
+    /// returns what it reports, or `None` on a miss. An entry built at an
+    /// older generation is replayed only if nothing it depends on changed
+    /// since (its generation then moves up, so the check is paid once).
+    pub fn replay(&mut self, key: &Key, packet: &[u8], view: &View<'_>, out: &mut Vec<u8>) -> Option<Outcome> {
+        self.sync(view);
+        let fp = self.fingerprint(key);
+        let (meta, reply) = self.entries.get(fp, &key.bytes)?;
+        if meta.generation != view.generation {
+            let Some(store) = view.store.filter(|s| s.unchanged_since(meta.generation, &meta.deps)) else {
+                self.counts.dropped.fetch_add(1, Ordering::Relaxed);
+                self.entries.remove(fp);
+                return None;
+            };
+            self.counts.kept.fetch_add(1, Ordering::Relaxed);
+            meta.generation = view.generation;
+            let at = usize::from(meta.serial_at);
+            if let Some(serial) = reply.get_mut(at..at + 4).filter(|_| at != 0) {
+                serial.copy_from_slice(&store.serial().to_be_bytes());
+            }
+        }
         out.clear();
-        out.extend_from_slice(&entry.reply);
+        out.extend_from_slice(reply);
         key.echo(packet, out)?;
-        Some(entry.outcome)
+        Some(meta.outcome)
     }
 
     /// Remembers `reply` (which echoes the question, as every reply of
-    /// [`super::finish`] does) for `key` (made under `generation`): at once while
-    /// the memo is less than half full, else if the same question was
-    /// answered recently before.
-    pub fn remember(&mut self, key: &Key, generation: u64, reply: &[u8], outcome: Outcome) {
-        if generation != self.generation {
-            self.entries.clear();
-            self.generation = generation;
+    /// [`super::finish`] does) for `key`, built at `view`'s generation and
+    /// depending on `deps` in its store: at once while the memo is less
+    /// than half full, else if the same question was answered recently
+    /// before.
+    pub fn remember(&mut self, key: &Key, view: &View<'_>, reply: &[u8], outcome: Outcome, deps: Deps) {
+        self.sync(view);
+        if reply.len() < 12 + key.name_len {
+            return; // no question to patch the spelling of
         }
-        let fingerprint = std::hash::BuildHasher::hash_one(&self.hasher, &key.bytes[..]) | 1;
+        let fingerprint = self.fingerprint(key);
         let slot = &mut self.seen[(fingerprint as usize) % SEEN_SLOTS];
         if *slot != fingerprint && self.entries.len() >= MAX_ENTRIES / 2 {
             *slot = fingerprint;
             return;
         }
-        if self.entries.len() >= MAX_ENTRIES {
-            self.entries.clear();
-        }
-        let entry = Entry {
-            reply: reply.into(),
-            outcome,
+        // A reply whose SOA cannot be found for patching is kept only
+        // within its own generation.
+        let (deps, serial_at) = match soa::serial_at(reply).map(|at| at.map(u16::try_from)) {
+            Some(None) => (deps, 0),
+            Some(Some(Ok(at))) => (deps, at),
+            None | Some(Some(Err(_))) => (Deps::EVERYTHING, 0),
         };
-        self.entries.insert(key.bytes.as_slice().into(), entry);
+        let meta = Meta {
+            outcome,
+            generation: view.generation,
+            deps,
+            serial_at,
+        };
+        self.entries.insert(fingerprint, &key.bytes, reply, meta, MAX_ENTRIES);
     }
 }
 
@@ -185,6 +252,14 @@ mod tests {
             m.set_edns(e);
         }
         m.to_vec().expect("encode")
+    }
+
+    fn view(generation: u64) -> View<'static> {
+        View {
+            epoch: 0,
+            generation,
+            store: None,
+        }
     }
 
     fn key(p: &[u8], t: Transport) -> Option<Vec<u8>> {
@@ -249,21 +324,21 @@ mod tests {
         for i in 0..MAX_ENTRIES / 2 {
             let reply = packet(&format!("n{i}.local."), None);
             let k = Key::parse(&reply, Transport::Udp, &mut buf).expect("key");
-            memo.remember(&k, 1, &reply, outcome);
+            memo.remember(&k, &view(1), &reply, outcome, Deps::NONE);
             k.recycle(&mut buf);
         }
         assert_eq!(memo.entries.len(), MAX_ENTRIES / 2);
         let late = packet("late.local.", None);
         let k = Key::parse(&late, Transport::Udp, &mut buf).expect("key");
-        memo.remember(&k, 1, &late, outcome);
+        memo.remember(&k, &view(1), &late, outcome, Deps::NONE);
         assert_eq!(
-            memo.replay(&k, &late, 1, &mut Vec::new()),
+            memo.replay(&k, &late, &view(1), &mut Vec::new()),
             None,
             "first sighting is not admitted"
         );
-        memo.remember(&k, 1, &late, outcome);
+        memo.remember(&k, &view(1), &late, outcome, Deps::NONE);
         assert!(
-            memo.replay(&k, &late, 1, &mut Vec::new()).is_some(),
+            memo.replay(&k, &late, &view(1), &mut Vec::new()).is_some(),
             "second sighting is"
         );
     }
@@ -283,8 +358,8 @@ mod tests {
             dnssec_ok: false,
             expansion: None,
         };
-        memo.remember(&k, 1, &[0u8; 12], outcome);
-        assert_eq!(memo.replay(&k, &q, 1, &mut Vec::new()), None);
+        memo.remember(&k, &view(1), &[0u8; 12], outcome, Deps::NONE);
+        assert_eq!(memo.replay(&k, &q, &view(1), &mut Vec::new()), None);
     }
 
     #[test]
@@ -304,20 +379,20 @@ mod tests {
             dnssec_ok: false,
             expansion: None,
         };
-        memo.remember(&k, 1, &reply, outcome);
+        memo.remember(&k, &view(1), &reply, outcome, Deps::NONE);
         let mut second = packet("WEB.cluster.local.", None);
         second[0] = 0xAB;
         second[2] |= 0x01; // RD
         let k2 = Key::parse(&second, Transport::Udp, &mut Vec::new()).expect("key");
         let mut out = Vec::new();
-        assert_eq!(memo.replay(&k2, &second, 1, &mut out), Some(outcome));
+        assert_eq!(memo.replay(&k2, &second, &view(1), &mut out), Some(outcome));
         assert_eq!(out[0], 0xAB);
         assert_eq!(out[2] & 0x85, 0x85);
         assert_eq!(&out[13..16], b"WEB");
         assert_eq!(
-            memo.replay(&k2, &second, 2, &mut out),
+            memo.replay(&k2, &second, &view(2), &mut out),
             None,
-            "a new snapshot empties the memo"
+            "without a store to ask, a new generation drops the entry"
         );
     }
 }

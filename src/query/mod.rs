@@ -165,10 +165,10 @@ impl Handler {
                 Full::Later => false,
             };
         };
-        let generation = router.generation();
+        let view = router.memo_view();
         let replayed = scratch
             .memo
-            .replay(&key, bytes, generation, &mut scratch.out)
+            .replay(&key, bytes, &view, &mut scratch.out)
             .or_else(|| scratch.hits.replay(&router, &key, bytes, started, &mut scratch.out));
         let outcome = match replayed {
             Some(outcome) => outcome,
@@ -186,7 +186,8 @@ impl Handler {
                     }
                 };
                 if scratch.answer.memoizable {
-                    scratch.memo.remember(&key, generation, &scratch.out, outcome);
+                    let deps = scratch.answer.deps;
+                    scratch.memo.remember(&key, &view, &scratch.out, outcome, deps);
                 } else if outcome.plugin == crate::metrics::Plugin::Cache {
                     let Scratch { hits, answer, out, .. } = &mut *scratch;
                     hits.learn(&router, &key, bytes, answer, out, outcome, started);
@@ -207,7 +208,9 @@ impl Handler {
         }
         let clients = &self.metrics.clients;
         let ip = peer.ip();
-        if let Some(slot) = slots.slot(router.generation(), ip, clients, || router.client_namespace(ip)) {
+        let view = router.memo_view();
+        let generation = view.generation.wrapping_add(view.epoch << 40);
+        if let Some(slot) = slots.slot(generation, ip, clients, || router.client_namespace(ip)) {
             clients.count_slot(slot);
         }
     }

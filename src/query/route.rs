@@ -156,16 +156,23 @@ impl Router {
         }
     }
 
-    /// Changes whenever any store publishes a snapshot or the config is
-    /// reloaded.
-    pub fn generation(&self) -> u64 {
-        let stores: u64 = self
-            .blocks
-            .iter()
-            .filter_map(|b| b.cluster.as_ref())
-            .map(|c| c.store.generation())
-            .sum();
-        stores.wrapping_add(self.epoch << 40)
+    /// What memo entries are checked against: the config epoch, the sum
+    /// of the stores' generations (it changes whenever any store
+    /// publishes), and the store when there is exactly one (whose change
+    /// table then keeps entries a publish did not touch).
+    pub fn memo_view(&self) -> super::memo::View<'_> {
+        let mut stores = self.blocks.iter().filter_map(|b| b.cluster.as_ref()).map(|c| &*c.store);
+        let first = stores.next();
+        let mut view = super::memo::View {
+            epoch: self.epoch,
+            generation: first.map_or(0, |s| s.generation()),
+            store: first,
+        };
+        for other in stores.filter(|s| first.is_some_and(|f| !std::ptr::eq(f, *s))) {
+            view.generation = view.generation.wrapping_add(other.generation());
+            view.store = None;
+        }
+        view
     }
 
     /// Whether replies may be replayed from the per-worker memo: not when
@@ -402,6 +409,7 @@ impl Router {
                 out.answers.append(&mut found.answers);
                 out.truncated |= found.truncated;
                 out.memoizable &= found.memoizable;
+                out.deps.union(&found.deps);
                 Routed::Done
             }
             Routed::Forward(fwd, _) => Routed::External(fwd, block.loadbalance, chased),
@@ -466,7 +474,7 @@ impl Router {
             if let Some(zone) = cluster.zone_for(qname) {
                 if cluster.answer(qname, qtype, zone, out) == Outcome::Answered {
                     if out.rcode == hickory_proto::op::ResponseCode::NXDomain {
-                        out.expansion = cluster.expansion(qname, zone);
+                        out.expansion = cluster.expansion(qname, zone, &mut out.deps);
                     }
                     out.plugin = Plugin::Kubernetes;
                     out.memoizable = true;

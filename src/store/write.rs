@@ -18,6 +18,7 @@ use std::time::SystemTime;
 
 use super::addrs::AddrIndex;
 use super::change::{Kind, ObjectKey, PortIn, Record};
+use super::changes::{Changed, Dep};
 use super::records::{Endpoints, External, Port, Service, ServiceId, ServiceKind, Slice};
 use super::{Namespace, Snapshot, Store};
 
@@ -58,6 +59,8 @@ pub struct Writer {
     /// Slice changes applied since the last [`Writer::take_programmed`]:
     /// `(service kind index, trigger time)`, for the programming latency.
     programmed: Vec<(usize, SystemTime)>,
+    /// What changed since the last publish, for the readers' memos.
+    changed: Changed,
 }
 
 impl Writer {
@@ -81,6 +84,7 @@ impl Writer {
             dirty: true,
             building: true,
             programmed: Vec::new(),
+            changed: Changed::default(),
         }
     }
 
@@ -118,6 +122,7 @@ impl Writer {
         for kind in &self.watched {
             self.listed[*kind as usize] = true;
         }
+        self.changed.everything();
         self.dirty = true;
         self.prune_strings();
     }
@@ -131,9 +136,12 @@ impl Writer {
             return false;
         }
         self.finish_build();
+        if !self.live.synced {
+            self.changed.everything(); // SERVFAIL answers end
+        }
         self.live.synced = self.synced();
         self.live.serial = serial;
-        store.publish(self.live.clone());
+        store.publish_changes(self.live.clone(), &std::mem::take(&mut self.changed));
         self.dirty = false;
         true
     }
@@ -283,7 +291,11 @@ impl Writer {
     /// snapshot holds it (a clone would copy the path of every insert).
     fn edit_namespace(&mut self, ns: &Arc<str>, edit: impl FnOnce(&mut Namespace)) {
         let mut entry = self.live.namespaces.remove(ns).unwrap_or_default();
+        let existed = entry.object || entry.live_services > 0;
         edit(&mut entry);
+        if existed != (entry.object || entry.live_services > 0) {
+            self.changed.add(Dep::namespace(ns));
+        }
         if entry.object || !entry.services.is_empty() {
             self.live.namespaces.insert(ns.clone(), entry);
         }
@@ -300,6 +312,13 @@ impl Writer {
             .get_service(&(ns.clone(), name.clone()))
             .is_some_and(|s| s.kind.is_some());
         let new_live = service.kind.is_some();
+        self.changed.add(Dep::service(ns, name));
+        if old_live != new_live {
+            // PTR answers name only live services: the endpoints' change.
+            for e in service.endpoints() {
+                self.changed.add(Dep::ptr(e.addr));
+            }
+        }
         self.edit_namespace(ns, |n| {
             n.live_services = n.live_services + usize::from(new_live) - usize::from(old_live);
             if keep {
@@ -451,6 +470,7 @@ impl Writer {
     /// multiset: an address listed twice is removed once per removal).
     fn endpoint_ptrs(&mut self, endpoints: &Endpoints, id: &Arc<ServiceId>, add: bool) {
         for e in endpoints.iter() {
+            self.changed.add(Dep::ptr(e.addr));
             edit_index(&mut self.live.endpoint_reverse, self.building, e.addr, id, add);
         }
     }
@@ -458,6 +478,7 @@ impl Writer {
     /// Adds or removes one cluster-IP reverse entry per address.
     fn ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, add: bool) {
         for addr in addrs {
+            self.changed.add(Dep::ptr(*addr));
             edit_index(&mut self.live.reverse, self.building, *addr, id, add);
         }
     }

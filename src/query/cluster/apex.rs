@@ -17,7 +17,7 @@ pub const SCHEMA_VERSION: &str = "1.1.0";
 pub const DNS_VERSION_TTL: u32 = 28800;
 
 /// The Service whose cluster IPs are the name server's addresses.
-const DNS_SERVICE: (&str, &str) = ("kube-system", "kube-dns");
+pub(super) const DNS_SERVICE: (&str, &str) = ("kube-system", "kube-dns");
 
 pub fn apex(c: &mut Ctx<'_, '_>) -> Found {
     let ttl = c.cfg.ttl;

@@ -20,7 +20,8 @@ use hickory_proto::rr::{Name, RecordType};
 use super::answer::{self, Answer, Zone};
 use crate::config::KubernetesConfig;
 use crate::metrics::Expansion;
-use crate::store::{Snapshot, Store};
+use crate::store::records::undash;
+use crate::store::{Dep, Deps, Snapshot, Store};
 use qname::Qname;
 
 /// How deep an ExternalName chain inside the zone is followed.
@@ -85,6 +86,7 @@ impl Cluster {
             return Outcome::Answered;
         }
         let (cfg, zones) = (&*self.cfg, &self.zones[..]);
+        out.deps = Deps::NONE; // each lookup below adds what it reads
         let mut c = Ctx {
             snap: &snap,
             cfg,
@@ -129,8 +131,9 @@ impl Cluster {
     /// suffixes appended — `<name>.<ns>.svc.<zone>` where `<name>` has a dot
     /// and cannot name a Service, `<name>.svc.<zone>` where no namespace is
     /// `<name>`'s last label, or `<name>.<zone>` outside `svc` and `pod`
-    /// (a short name's walk ends in the last two).
-    pub fn expansion(&self, qname: &Name, zone: &Zone) -> Option<Expansion> {
+    /// (a short name's walk ends in the last two). What it reads is added
+    /// to `deps`.
+    pub fn expansion(&self, qname: &Name, zone: &Zone, deps: &mut Deps) -> Option<Expansion> {
         let labels: Vec<String> = qname
             .iter()
             .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
@@ -143,11 +146,13 @@ impl Cluster {
             [only] if only == "svc" => None,
             [.., ns, svc] if svc == "svc" => {
                 let snap = self.store.load();
+                deps.add(Dep::namespace(ns));
                 if snap.namespace(ns).is_none() {
                     return Some(Expansion::Svc);
                 }
                 let name = &rel[..n - 2];
                 let service = name.last()?;
+                deps.add(Dep::service(ns, service));
                 (name.len() >= 2 && !name[0].starts_with('_') && snap.service(ns, service).is_none())
                     .then_some(Expansion::Namespace)
             }
@@ -161,7 +166,9 @@ impl Ctx<'_, '_> {
     fn lookup(&mut self, depth: u8) -> Found {
         let mut buf = [0u8; 255];
         let zone_labels = self.zone.name.num_labels();
-        match qname::parse(&self.owner, zone_labels, &mut buf) {
+        let name = qname::parse(&self.owner, zone_labels, &mut buf);
+        self.declare(&name);
+        match name {
             Qname::Apex => apex::apex(self),
             Qname::DnsVersion => apex::dns_version(self),
             Qname::NsHost => apex::ns_host(self),
@@ -174,6 +181,32 @@ impl Ctx<'_, '_> {
             Qname::PodNamespace { ns } => pod::namespace(self, ns),
             Qname::Pod { ns, ip } => pod::pod(self, ns, ip),
             Qname::Unknown => Found::NxDomain,
+        }
+    }
+
+    /// Declares what the answer to `name` reads from the snapshot: the
+    /// namespace's existence for names under `<ns>.svc` and `<ns>.pod`, the
+    /// one Service a service name turns on, the kube-dns Service for the
+    /// name server's host, everything for the apex (its SOA serial and NS
+    /// glue). The SOA of negative answers is patched by the memo.
+    fn declare(&mut self, name: &Qname<'_>) {
+        let deps = &mut self.out.deps;
+        match *name {
+            Qname::Apex => *deps = Deps::EVERYTHING,
+            Qname::NsHost => deps.add(Dep::service(apex::DNS_SERVICE.0, apex::DNS_SERVICE.1)),
+            Qname::DnsVersion | Qname::Ent | Qname::Unknown => {}
+            Qname::Namespace { ns } | Qname::PodNamespace { ns } => deps.add(Dep::namespace(ns)),
+            Qname::Service { ns, svc }
+            | Qname::ProtoEnt { ns, svc, .. }
+            | Qname::Endpoint { ns, svc, .. }
+            | Qname::Port { ns, svc, .. } => {
+                deps.add(Dep::namespace(ns));
+                deps.add(Dep::service(ns, svc));
+            }
+            Qname::Pod { ns, ip } => match (self.cfg.pods, undash(ip)) {
+                (crate::config::PodMode::Verified, Some(addr)) => deps.add(Dep::pod(ns, addr)),
+                _ => deps.add(Dep::namespace(ns)),
+            },
         }
     }
 

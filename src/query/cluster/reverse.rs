@@ -30,11 +30,15 @@ pub fn is_reverse(zone: &Name) -> bool {
 
 pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     if c.owner.num_labels() == c.zone.name.num_labels() {
+        c.out.deps = crate::store::Deps::EVERYTHING;
         return apex::apex(c);
     }
     let Some(addr) = parse(&c.owner) else {
         return Found::NxDomain;
     };
+    // The writer marks an address's PTR key when its targets change and
+    // when a service they name comes or goes.
+    c.out.deps.add(crate::store::Dep::ptr(addr));
     let snap = c.snap;
     let live = |t: &PtrTarget| snap.service(&t.service.namespace, &t.service.name).is_some();
     let targets: Vec<PtrTarget> = snap.reverse(addr).filter(live).collect();

@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::{Pair, Writer};
+use crate::store::Dep;
 
 impl Writer {
     /// Adds or replaces a pod; whether that changed anything.
@@ -20,9 +21,10 @@ impl Writer {
         }
         let ns = self.pod_namespace_id(&pair.0);
         if let Some(old) = self.pod_ips.remove(&key) {
-            self.unindex_pod(ns, &old);
+            self.unindex_pod(&pair.0, ns, &old);
         }
         for ip in pod.ips() {
+            self.changed.add(Dep::pod(&pair.0, ip));
             if self.building {
                 self.live.pods.push(ip, (ns, running));
             } else {
@@ -38,11 +40,12 @@ impl Writer {
             return;
         };
         let ns = self.pod_namespace_id(&pair.0);
-        self.unindex_pod(ns, &pod);
+        self.unindex_pod(&pair.0, ns, &pod);
     }
 
-    fn unindex_pod(&mut self, ns: u32, pod: &Pod) {
+    fn unindex_pod(&mut self, namespace: &str, ns: u32, pod: &Pod) {
         for ip in pod.ips() {
+            self.changed.add(Dep::pod(namespace, ip));
             self.live.pods.remove(ip, &(ns, pod.running()));
         }
     }
