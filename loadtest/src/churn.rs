@@ -57,7 +57,14 @@ pub struct ChurnReport {
     pub failed_changes: usize,
 }
 
+/// Runs the churn benchmark, then removes the server's work directory.
 pub fn run(c: &Churn) -> Result<ChurnReport, String> {
+    let report = measure(c);
+    watchbench::remove_work_dir();
+    report
+}
+
+fn measure(c: &Churn) -> Result<ChurnReport, String> {
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let api = Arc::new(rt.block_on(FakeApi::start()).map_err(|e| e.to_string())?);
     synth::populate(&api, &c.shape);

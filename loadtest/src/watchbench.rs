@@ -273,8 +273,20 @@ impl PeakRss {
     }
 }
 
-/// Runs the whole benchmark.
+/// Runs the whole benchmark, then removes its work directory (the
+/// Corefile and the `persist` state file).
 pub fn run(opts: &Options) -> Result<Report, String> {
+    let report = measure(opts);
+    remove_work_dir();
+    report
+}
+
+/// Removes the directory [`spawn`] writes the server's files to.
+pub(crate) fn remove_work_dir() {
+    let _ = std::fs::remove_dir_all(work_dir());
+}
+
+fn measure(opts: &Options) -> Result<Report, String> {
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let api = rt.block_on(FakeApi::start()).map_err(|e| e.to_string())?;
     synth::populate(&api, &opts.shape);
