@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECS=${1:-10}; ROUNDS=${2:-3}; QPS=${3:-30000}; SERVICES=${4:-10000}; CHURN=${5:-5}
-cargo build --release -q --bin clusterdns --bin loadtest
+cargo build --release -q -p clusterdns -p loadtest
 W=$(mktemp -d /tmp/clusterdns-churn.XXXX)
 trap 'rm -rf "$W"' EXIT
 BINS=("new:$PWD/target/release/clusterdns")
