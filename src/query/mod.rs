@@ -43,7 +43,7 @@ pub use answer::Answer;
 use defer::ChaseKind;
 use finish::Echo;
 use request::Checked;
-pub use route::{Block, LoopProbe, Routed, Router};
+pub use route::{Asker, Block, LoopProbe, Routed, Router};
 
 /// Per-worker scratch space, reused for every query it handles.
 #[derive(Default)]
@@ -269,7 +269,12 @@ impl Handler {
                     panic!("test-only panic trigger (debug builds only)");
                 }
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-                let routed = router.answer(&req.query, at.peer.ip(), dnssec_ok, req.meta.checking_disabled, answer);
+                let asker = Asker {
+                    client: at.peer.ip(),
+                    dnssec_ok,
+                    cd: req.meta.checking_disabled,
+                };
+                let routed = router.answer(&req.query, asker, answer);
                 let edns = request::capped(req.edns, answer.bufsize);
                 if answer.autopath {
                     self.metrics
