@@ -268,13 +268,9 @@ impl Handler {
                 if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
                     panic!("test-only panic trigger (debug builds only)");
                 }
+                let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-                let asker = Asker {
-                    client: at.peer.ip(),
-                    dnssec_ok,
-                    cd: req.meta.checking_disabled,
-                };
-                let routed = router.answer(&req.query, asker, answer);
+                let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
                 let edns = request::capped(req.edns, answer.bufsize);
                 if answer.autopath {
                     self.metrics
