@@ -23,7 +23,7 @@ use hickory_proto::rr::rdata::AAAA;
 use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 
 use super::answer::Answer;
-use super::route::{Block, Routed, Router};
+use super::route::{Asker, Block, Routed, Router};
 use crate::config::dns64::Dns64Config;
 use crate::metrics::Plugin;
 
@@ -128,15 +128,14 @@ impl Dns64 {
     }
 }
 
-/// `dns64` after `block`'s plugins answered `query` for `client`: a reply
+/// `dns64` after `block`'s plugins answered `query` for `asker`: a reply
 /// made here is translated now (asking A through the block); a forwarded
 /// one is marked for the forwarding task.
 pub fn after<'a>(
     router: &'a Router,
     block: &'a Block,
     query: &Query,
-    client: IpAddr,
-    (dnssec_ok, cd): (bool, bool),
+    asker: Asker,
     routed: Routed<'a>,
     out: &mut Answer,
 ) -> Routed<'a> {
@@ -147,7 +146,7 @@ pub fn after<'a>(
     if !d.cfg.allow_ipv4 {
         out.memoizable = false; // the reply depends on the client's address family
     }
-    if !d.serves(client) {
+    if !d.serves(asker.client) {
         return routed;
     }
     match routed {
@@ -158,7 +157,7 @@ pub fn after<'a>(
         Routed::Done if d.wanted(out) => {
             let mut a = Answer::default();
             let asked = Query::query(query.name().clone(), RecordType::A);
-            match router.through(block, &asked, client, dnssec_ok, cd, &mut a) {
+            match router.through(block, &asked, asker, &mut a) {
                 Routed::Forward(f, lb) => {
                     // A is not known here: the task asks both and translates.
                     out.dns64 = Some(d.clone());

@@ -43,7 +43,7 @@ pub use answer::Answer;
 use defer::ChaseKind;
 use finish::Echo;
 use request::Checked;
-pub use route::{Block, LoopProbe, Routed, Router};
+pub use route::{Asker, Block, LoopProbe, Routed, Router};
 
 /// Per-worker scratch space, reused for every query it handles.
 #[derive(Default)]
@@ -268,8 +268,9 @@ impl Handler {
                 if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
                     panic!("test-only panic trigger (debug builds only)");
                 }
+                let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-                let routed = router.answer(&req.query, at.peer.ip(), dnssec_ok, req.meta.checking_disabled, answer);
+                let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
                 let edns = request::capped(req.edns, answer.bufsize);
                 if answer.autopath {
                     self.metrics

@@ -71,6 +71,28 @@ pub fn render(all: &[Arc<TemplateStats>], s: &mut String) {
 /// A regex match's groups: `(text, group name)`.
 type Groups = Vec<(Option<String>, Option<String>)>;
 
+/// The zone of template `t` that the question (its name `lower`) is
+/// under, when `t` takes the question's class and type.
+fn takes<'a>(t: &'a TemplateConfig, lower: &Name, query: &Query) -> Option<&'a Name> {
+    let zone = t
+        .zones
+        .iter()
+        .filter(|z| z.zone_of(lower))
+        .max_by_key(|z| z.num_labels())?;
+    let (qclass, qtype) = (query.query_class(), query.query_type());
+    let class_ok = t.class.is_none_or(|c| c == qclass) || qclass == hickory_proto::rr::DNSClass::ANY;
+    let type_ok = t.qtype.is_none_or(|ty| ty == qtype) || qtype == RecordType::ANY;
+    (class_ok && type_ok).then_some(zone)
+}
+
+/// Whether a name none of template `t`'s regexes match goes on to the next plugin
+/// (`fallthrough`, for all zones or one `lower` is under).
+fn falls_through(t: &TemplateConfig, lower: &Name) -> bool {
+    t.fallthrough
+        .as_ref()
+        .is_some_and(|zones| zones.is_empty() || zones.iter().any(|z| z.zone_of(lower)))
+}
+
 /// The first of `t`'s regexes that matches `name` (none: `.*`), with its
 /// groups as `(text, name)`.
 fn matched(t: &TemplateConfig, name: &str) -> Option<(String, Groups)> {
@@ -122,26 +144,12 @@ impl Templates {
         let lower = query.name().to_lowercase();
         let name = lower.to_ascii();
         for t in &self.list {
-            let Some(zone) = t
-                .zones
-                .iter()
-                .filter(|z| z.zone_of(&lower))
-                .max_by_key(|z| z.num_labels())
-            else {
+            let Some(zone) = takes(t, &lower, query) else {
                 continue;
             };
             let (qclass, qtype) = (query.query_class(), query.query_type());
-            let class_ok = t.class.is_none_or(|c| c == qclass) || qclass == hickory_proto::rr::DNSClass::ANY;
-            let type_ok = t.qtype.is_none_or(|ty| ty == qtype) || qtype == RecordType::ANY;
-            if !class_ok || !type_ok {
-                continue;
-            }
             let Some((regex, groups)) = matched(t, &name) else {
-                let through = t
-                    .fallthrough
-                    .as_ref()
-                    .is_some_and(|zones| zones.is_empty() || zones.iter().any(|z| z.zone_of(&lower)));
-                if through {
+                if falls_through(t, &lower) {
                     continue;
                 }
                 out.error(ResponseCode::ServFail);

@@ -111,18 +111,48 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
         return Found::NxDomain;
     };
     let base = prefixed(&c.zone.name, &[svc, ns, "svc"]);
+    let Some(SrvTargets { mut targets, glue }) = srv_targets(kind, service, &base, filter) else {
+        return Found::NoData;
+    };
+    targets.sort();
+    targets.dedup();
+    if targets.is_empty() {
+        return Found::NoData;
+    }
     let ttl = c.cfg.ttl;
+    let weight = (100 / targets.len()).max(1) as u16;
+    let owner = &c.owner;
+    c.out.answers.extend(
+        targets
+            .into_iter()
+            .map(|(port, target)| answer::srv(owner, ttl, weight, port, target)),
+    );
+    for (name, addr) in glue {
+        let record = answer::address(&name, ttl, addr, RecordType::ANY);
+        if let Some(g) = record.filter(|g| !c.out.additional.contains(g)) {
+            c.out.additional.push(g);
+        }
+    }
+    Found::Records
+}
+
+/// The SRV targets of one service and the addresses they need as glue.
+struct SrvTargets {
+    /// (port, target name) pairs.
+    targets: Vec<(u16, Name)>,
+    glue: Vec<(Name, IpAddr)>,
+}
+
+/// The SRV targets of `service` (named `base`) passing `filter`: the
+/// service name for a ClusterIP, each endpoint's name when headless.
+/// `None` for an ExternalName, which has no SRV records.
+fn srv_targets(kind: &ServiceKind, service: &Service, base: &Name, filter: Option<(&str, &str)>) -> Option<SrvTargets> {
     let mut targets: Vec<(u16, Name)> = Vec::new();
     let mut glue: Vec<(Name, IpAddr)> = Vec::new();
     match kind {
         ServiceKind::ClusterIp(ips) => {
-            targets.extend(
-                service
-                    .ports
-                    .iter()
-                    .filter(|p| wanted(p, filter))
-                    .map(|p| (p.port, base.clone())),
-            );
+            let ports = service.ports.iter().filter(|p| wanted(p, filter));
+            targets.extend(ports.map(|p| (p.port, base.clone())));
             if !targets.is_empty() {
                 glue.extend(ips.iter().map(|ip| (base.clone(), *ip)));
             }
@@ -139,33 +169,15 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
                     continue;
                 }
                 for e in slice.endpoints.iter() {
-                    let host = endpoint_name(&base, &e);
+                    let host = endpoint_name(base, &e);
                     targets.extend(ports.iter().map(|port| (*port, host.clone())));
                     glue.push((host, e.addr));
                 }
             }
         }
-        ServiceKind::ExternalName(_) => return Found::NoData,
+        ServiceKind::ExternalName(_) => return None,
     }
-    targets.sort();
-    targets.dedup();
-    if targets.is_empty() {
-        return Found::NoData;
-    }
-    let weight = (100 / targets.len()).max(1) as u16;
-    let owner = &c.owner;
-    c.out.answers.extend(
-        targets
-            .into_iter()
-            .map(|(port, target)| answer::srv(owner, ttl, weight, port, target)),
-    );
-    for (name, addr) in glue {
-        let record = answer::address(&name, ttl, addr, RecordType::ANY);
-        if let Some(g) = record.filter(|g| !c.out.additional.contains(g)) {
-            c.out.additional.push(g);
-        }
-    }
-    Found::Records
+    Some(SrvTargets { targets, glue })
 }
 
 /// Whether `p` passes `filter`: a named port with that name and protocol,

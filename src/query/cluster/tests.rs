@@ -147,13 +147,12 @@ fn router(cfg: KubernetesConfig, synced: bool) -> Router {
 
 fn ask(r: &Router, qname: &str, qtype: RecordType) -> Answer {
     let mut out = Answer::default();
-    let _ = r.answer(
-        &Query::query(name(qname), qtype),
-        [10, 0, 0, 9].into(),
-        false,
-        false,
-        &mut out,
-    );
+    let asker = crate::query::Asker {
+        client: [10, 0, 0, 9].into(),
+        dnssec_ok: false,
+        cd: false,
+    };
+    let _ = r.answer(&Query::query(name(qname), qtype), asker, &mut out);
     out
 }
 

@@ -15,9 +15,11 @@
 //! `max_fails` failures in a row and probed in the background (`. IN NS`)
 //! until it answers; when every upstream is down one is tried anyway. A
 //! client always gets an answer or SERVFAIL within `read_timeout` × the
-//! upstreams tried.
+//! upstreams tried. A miss's task (joining, asking, replying to every
+//! waiter) is `flight.rs`; each upstream (sockets, health) is `upstream.rs`.
 
 pub mod cache;
+mod flight;
 pub mod hits;
 mod render;
 pub mod upstream;
@@ -34,8 +36,8 @@ use hickory_proto::rr::{Name, RecordType};
 
 use crate::config::cache::StaleMode;
 use crate::config::forward::{ForwardConfig, Policy};
-use crate::metrics::{Metrics, Plugin, Transport};
-use crate::query::defer::{deliver, Job};
+use crate::metrics::Metrics;
+use crate::query::defer::Job;
 use crate::query::forward::cache::{Cache, Key, Lookup};
 use crate::query::Answer;
 use upstream::Upstream;
@@ -172,82 +174,6 @@ impl Forwarding {
                 tracing::error!(target: "forward", "panic while forwarding a query; still serving");
             }
         });
-    }
-
-    async fn run(self: Arc<Self>, job: Job) {
-        let tcp_upstream = |f: &Forward| f.cfg.force_tcp || (job.transport == Transport::Tcp && !f.cfg.prefer_udp);
-        let tcp = self
-            .chain
-            .iter()
-            .find(|f| f.handles(job.query.name()))
-            .is_some_and(|f| tcp_upstream(f));
-        let key = Cache::key(&job.query, job.dnssec_ok(), job.meta.checking_disabled);
-        let flight = (key.clone(), tcp);
-        {
-            let Ok(mut flights) = self.flights.lock() else { return };
-            if let Some(waiting) = flights.get_mut(&flight) {
-                waiting.push(job);
-                return;
-            }
-            flights.insert(flight.clone(), Vec::new());
-        }
-        let result = self.resolve(&job.request, &job.query, key.clone(), tcp).await;
-        let waiters = self
-            .flights
-            .lock()
-            .ok()
-            .and_then(|mut f| f.remove(&flight))
-            .unwrap_or_default();
-        // What the cache kept (its TTL cap applies to this first answer too).
-        let stored = match (&result, &self.cache) {
-            (Ok(_), Some(cache)) => cache.peek(&key),
-            _ => None,
-        };
-        let stale = match (&result, &self.cache) {
-            (Err(_), Some(cache)) => match cache.get(&key) {
-                Lookup::Stale(e, _) => {
-                    cache.stats.served_stale.fetch_add(1, Ordering::Relaxed);
-                    Some(e)
-                }
-                _ => None,
-            },
-            _ => None,
-        };
-        for job in std::iter::once(job).chain(waiters) {
-            let mut answer = Answer {
-                log: job.log,
-                ..Default::default()
-            };
-            answer.plugin = Plugin::Forward;
-            match (&result, &stale, &self.cache) {
-                (Ok(_), _, Some(cache)) if stored.is_some() => {
-                    if let Some(entry) = &stored {
-                        cache.fill(entry, &mut answer);
-                    }
-                }
-                (Ok(msg), _, _) => answer.relay(msg),
-                (Err(_), Some(entry), Some(cache)) => {
-                    answer.plugin = Plugin::Cache;
-                    cache.fill(entry, &mut answer);
-                }
-                (Err(rcode), _, _) => answer.error(*rcode),
-            }
-            let revert = job.rewrite.as_ref().map(|r| &r.revert);
-            if let Some(target) = revert.and_then(|r| r.cname(&mut answer)) {
-                // `rewrite cname`: the new target's records follow the CNAMEs.
-                let q = Query::query(target.clone(), job.query.query_type());
-                let found = self.ask(&q, job.dnssec_ok(), job.meta.checking_disabled, tcp).await;
-                answer
-                    .answers
-                    .extend(found.answers.into_iter().filter(|r| r.name == target));
-            }
-            if let Some(d) = job.dns64.as_ref().filter(|d| d.wanted(&answer)) {
-                let a = Query::query(job.query.name().clone(), RecordType::A);
-                let a = self.ask(&a, job.dnssec_ok(), job.meta.checking_disabled, tcp).await;
-                d.synthesize(&mut answer, &a);
-            }
-            deliver(&job, &mut answer, &self.metrics).await;
-        }
     }
 
     /// One more question asked for a client (dns64's A): from the cache,

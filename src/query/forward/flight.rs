@@ -1,0 +1,119 @@
+//! The task of one query that missed the cache: it leads a flight (or
+//! joins the identical one already in flight), asks upstream once, and
+//! answers every waiter from what came back: the entry the cache kept, the
+//! message as relayed, or a stale entry when the upstreams failed; then it
+//! adds what the router left for later (a `rewrite cname` target's
+//! records, `dns64`'s translation).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use hickory_proto::op::{Message, Query, ResponseCode};
+use hickory_proto::rr::RecordType;
+
+use super::cache::{self, Cache, Key, Lookup};
+use super::Forwarding;
+use crate::metrics::{Plugin, Transport};
+use crate::query::defer::{deliver, Job};
+use crate::query::Answer;
+
+impl Forwarding {
+    /// Answers `job` and every identical query that arrives while its
+    /// upstream query is in flight (or joins one already in flight).
+    pub(super) async fn run(self: Arc<Self>, job: Job) {
+        let tcp = self.over_tcp(&job);
+        let key = Cache::key(&job.query, job.dnssec_ok(), job.meta.checking_disabled);
+        let flight = (key.clone(), tcp);
+        let Some(job) = self.lead(job, &flight) else {
+            return;
+        };
+        let result = self.resolve(&job.request, &job.query, key.clone(), tcp).await;
+        let waiters = self
+            .flights
+            .lock()
+            .ok()
+            .and_then(|mut f| f.remove(&flight))
+            .unwrap_or_default();
+        let kept = self.kept(&result, &key);
+        for job in std::iter::once(job).chain(waiters) {
+            let mut answer = Answer {
+                log: job.log,
+                ..Default::default()
+            };
+            self.fill(&result, kept.as_ref(), &mut answer);
+            self.complete(&job, &mut answer, tcp).await;
+            deliver(&job, &mut answer, &self.metrics).await;
+        }
+    }
+
+    /// Whether `job` goes upstream over TCP (`force_tcp`, or a TCP client
+    /// without `prefer_udp`), by the first `forward` that takes it.
+    fn over_tcp(&self, job: &Job) -> bool {
+        let forward = self.chain.iter().find(|f| f.handles(job.query.name()));
+        forward.is_some_and(|f| f.cfg.force_tcp || (job.transport == Transport::Tcp && !f.cfg.prefer_udp))
+    }
+
+    /// `job` back when it leads `flight` (nothing identical in flight);
+    /// `None` when it joined the waiters of the one in flight.
+    fn lead(&self, job: Job, flight: &(Key, bool)) -> Option<Job> {
+        let mut flights = self.flights.lock().ok()?;
+        if let Some(waiting) = flights.get_mut(flight) {
+            waiting.push(job);
+            return None;
+        }
+        flights.insert(flight.clone(), Vec::new());
+        Some(job)
+    }
+
+    /// The cache entry for `key` after `result`: the one just stored (its
+    /// TTL cap applies to this first answer too), or on failure a stale
+    /// one to serve instead.
+    fn kept(&self, result: &Result<Message, ResponseCode>, key: &Key) -> Option<Arc<cache::Entry>> {
+        let cache = self.cache.as_ref()?;
+        if result.is_ok() {
+            return cache.peek(key);
+        }
+        match cache.get(key) {
+            Lookup::Stale(e, _) => {
+                cache.stats.served_stale.fetch_add(1, Ordering::Relaxed);
+                Some(e)
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes the upstream's `result` into `answer`: as the cache `kept`
+    /// it, relayed as it came, or the stale entry kept in its place.
+    fn fill(&self, result: &Result<Message, ResponseCode>, kept: Option<&Arc<cache::Entry>>, answer: &mut Answer) {
+        answer.plugin = Plugin::Forward;
+        match (result, kept.zip(self.cache.as_ref())) {
+            (Ok(_), Some((entry, cache))) => cache.fill(entry, answer),
+            (Ok(msg), None) => answer.relay(msg),
+            (Err(_), Some((entry, cache))) => {
+                answer.plugin = Plugin::Cache;
+                cache.fill(entry, answer);
+            }
+            (Err(rcode), None) => answer.error(*rcode),
+        }
+    }
+
+    /// What the router left for after the upstream's answer: the records
+    /// of a `rewrite cname` target, and `dns64`'s translation.
+    async fn complete(self: &Arc<Self>, job: &Job, answer: &mut Answer, tcp: bool) {
+        let (dnssec_ok, cd) = (job.dnssec_ok(), job.meta.checking_disabled);
+        let revert = job.rewrite.as_ref().map(|r| &r.revert);
+        if let Some(target) = revert.and_then(|r| r.cname(answer)) {
+            // `rewrite cname`: the new target's records follow the CNAMEs.
+            let q = Query::query(target.clone(), job.query.query_type());
+            let found = self.ask(&q, dnssec_ok, cd, tcp).await;
+            answer
+                .answers
+                .extend(found.answers.into_iter().filter(|r| r.name == target));
+        }
+        if let Some(d) = job.dns64.as_ref().filter(|d| d.wanted(answer)) {
+            let a = Query::query(job.query.name().clone(), RecordType::A);
+            let a = self.ask(&a, dnssec_ok, cd, tcp).await;
+            d.synthesize(answer, &a);
+        }
+    }
+}

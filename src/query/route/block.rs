@@ -1,0 +1,113 @@
+//! One server block as the router holds it: its zones and the plugins it
+//! enables (`Block`), and the `loop` plugin's probe with what happens when
+//! it comes back. The order the plugins run in lives in `route.rs`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hickory_proto::op::Query;
+use hickory_proto::rr::{Name, RecordType};
+
+use crate::config::local::{AclRule, AutopathConfig, LogConfig};
+use crate::query::chaos::Chaos;
+use crate::query::cluster::Cluster;
+use crate::query::forward::Forwarding;
+use crate::query::local::{Hosts, ZoneFile};
+use crate::query::localhost::LocalNames;
+
+/// The `loop` plugin's state: the random probe name sent to ourselves at
+/// start, and how often it came in.
+pub struct LoopProbe {
+    pub name: Mutex<Option<Name>>,
+    seen: AtomicU32,
+    pub exit: bool,
+}
+
+impl LoopProbe {
+    pub fn new(exit: bool) -> LoopProbe {
+        LoopProbe {
+            name: Mutex::new(None),
+            seen: AtomicU32::new(0),
+            exit,
+        }
+    }
+
+    /// Counts `query` if it is the probe; true when it came back (a loop).
+    pub(super) fn looped(&self, query: &Query) -> bool {
+        if query.query_type() != RecordType::HINFO {
+            return false;
+        }
+        let ours = self.name.lock().ok().is_some_and(|n| n.as_ref() == Some(query.name()));
+        ours && self.seen.fetch_add(1, Ordering::Relaxed) + 1 == 2
+    }
+}
+
+/// One server block's zones and plugins.
+pub struct Block {
+    pub zones: Vec<Name>,
+    /// The router's stats slot of each zone.
+    pub zone_stats: Vec<u16>,
+    pub hosts: Option<Hosts>,
+    pub files: Vec<ZoneFile>,
+    pub cluster: Option<Cluster>,
+    pub forwarding: Option<Arc<Forwarding>>,
+    pub loop_probe: Option<Arc<LoopProbe>>,
+    pub log: Option<LogConfig>,
+    pub loadbalance: bool,
+    pub autopath: Option<AutopathConfig>,
+    pub acl: Vec<AclRule>,
+    /// `any`: every ANY query gets RFC 8482's minimal answer.
+    pub any: bool,
+    pub dns64: Option<Arc<crate::query::dns64::Dns64>>,
+    pub k8s_external: Option<crate::query::k8s_external::K8sExternal>,
+    pub templates: Option<crate::query::template::Templates>,
+    pub rewrite: Option<crate::query::rewrite::Rewrite>,
+    /// `bufsize`: the EDNS payload cap of requests to this block.
+    pub bufsize: Option<u16>,
+    /// `chaos`: CH TXT questions about the server.
+    pub chaos: Option<Chaos>,
+    /// `local`: localhost and the loopback reverse zones.
+    pub local: Option<LocalNames>,
+}
+
+impl Block {
+    /// A block serving `zones` with no plugin yet; set the ones it has.
+    pub fn new(zones: Vec<Name>) -> Block {
+        Block {
+            zone_stats: vec![0; zones.len()],
+            zones,
+            hosts: None,
+            files: Vec::new(),
+            cluster: None,
+            forwarding: None,
+            loop_probe: None,
+            log: None,
+            loadbalance: false,
+            autopath: None,
+            acl: Vec::new(),
+            any: false,
+            dns64: None,
+            k8s_external: None,
+            templates: None,
+            rewrite: None,
+            bufsize: None,
+            chaos: None,
+            local: None,
+        }
+    }
+}
+
+/// Logs a forwarding loop (our probe came back) and, with `loop { exit }`,
+/// ends the process.
+pub(super) fn loop_detected(block: &Block, probe: &LoopProbe, qname: &Name) {
+    let upstreams = block.forwarding.as_ref().map(|f| f.loop_found()).unwrap_or_default();
+    tracing::error!(
+        target: "loop",
+        "forwarding loop detected: our probe {qname} HINFO came back through {upstreams:?}; \
+         no longer forwarding to them (the cluster zone is still served). Fix the upstream: it must not forward to this server"
+    );
+    if probe.exit {
+        tracing::error!(target: "loop", "exiting (loop {{ exit }})");
+        std::process::exit(1);
+    }
+}

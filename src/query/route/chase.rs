@@ -1,0 +1,160 @@
+//! Lookups of a second name on the client's behalf, each sent through the
+//! plugins of the block that serves it: `autopath`'s walk of a pod's
+//! search path, and the records of a CNAME's target outside the zone that
+//! answered (an ExternalName Service, a `template` or `rewrite` CNAME).
+
+use hickory_proto::op::{Query, ResponseCode};
+use hickory_proto::rr::Name;
+
+use super::{Asker, Block, Routed, Router};
+use crate::metrics::Plugin;
+use crate::query::answer::{self, Answer};
+use crate::query::cluster;
+
+impl Router {
+    /// `autopath`: for a client pod in namespace `ns` asking
+    /// `<base>.<ns>.svc.<zone>` (the first name of its search walk), walks
+    /// the rest of the pod's search path here — `<base>.svc.<zone>`,
+    /// `<base>.<zone>`, the extra search domains, then `<base>` itself — and
+    /// answers the first name that is not NXDOMAIN under a CNAME from the
+    /// asked name, so the walk costs the client one query. `None`: not
+    /// applicable (no single Running pod for the client, or another name).
+    pub(super) fn autopath<'a>(
+        &'a self,
+        block: &'a Block,
+        query: &Query,
+        asker: Asker,
+        out: &mut Answer,
+    ) -> Option<Routed<'a>> {
+        let path = search_path(block, query, asker)?;
+        // The asked name first: anything but NXDOMAIN is its own answer.
+        let asked = self.through(block, query, asker, out);
+        out.memoizable = false; // depends on the client from here on
+        if !matches!(asked, Routed::Done) || out.rcode != ResponseCode::NXDomain {
+            return Some(asked);
+        }
+        let qname = query.name();
+        let keep = usize::from(qname.num_labels() - path.first.num_labels());
+        let base = Name::from_labels(qname.iter().take(keep)).ok()?;
+        if let Some(routed) = self.walk(&base, path, query, asker, out) {
+            return Some(routed);
+        }
+        // Every name of the walk is NXDOMAIN: so is the asked one.
+        let routed = self.through(block, query, asker, out);
+        out.memoizable = false;
+        Some(routed)
+    }
+
+    /// Asks `base` under each domain still to walk of `path` in turn; the
+    /// first that is not NXDOMAIN answers `query` under a CNAME from the
+    /// asked name (or is forwarded, to come back so). `None`: all were
+    /// NXDOMAIN.
+    fn walk<'a>(
+        &'a self,
+        base: &Name,
+        path: SearchPath,
+        query: &Query,
+        asker: Asker,
+        out: &mut Answer,
+    ) -> Option<Routed<'a>> {
+        let mut found = Answer::default();
+        for domain in path.walk {
+            let Ok(name) = base.clone().append_domain(&domain) else {
+                continue;
+            };
+            let Some((home, _)) = self.block(&name) else {
+                continue;
+            };
+            let candidate = Query::query(name.clone(), query.query_type());
+            found.clear();
+            match self.through(home, &candidate, asker, &mut found) {
+                Routed::Drop => continue,
+                Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
+                Routed::Done => {
+                    let (log, zone) = (out.log, out.zone);
+                    std::mem::swap(out, &mut found);
+                    out.answers.insert(0, answer::cname(query.name(), path.ttl, name));
+                    (out.log, out.zone, out.plugin, out.memoizable, out.autopath) =
+                        (log, zone, Plugin::Autopath, false, true);
+                    return Some(Routed::Done);
+                }
+                Routed::Forward(fwd, lb) | Routed::Autopath(fwd, lb, _) | Routed::External(fwd, lb, _) => {
+                    return Some(Routed::Autopath(fwd, lb, candidate));
+                }
+            }
+        }
+        None
+    }
+
+    /// The records of an ExternalName's `target` outside the cluster zone,
+    /// looked up through the plugins of the block that serves it (its
+    /// `hosts`, `file`, `cache`, or a `forward`, answered later) and put
+    /// after the CNAME in `out`. Without any, or when the lookup fails, the
+    /// CNAME stays alone.
+    pub(super) fn outside<'a>(
+        &'a self,
+        block: &'a Block,
+        target: Name,
+        query: &Query,
+        asker: Asker,
+        out: &mut Answer,
+    ) -> Routed<'a> {
+        let Some((home, _)) = self.block(&target) else {
+            return Routed::Done;
+        };
+        let chased = Query::query(target, query.query_type());
+        let mut found = Answer::default();
+        match self.through(home, &chased, asker, &mut found) {
+            Routed::Done if matches!(found.rcode, ResponseCode::NoError | ResponseCode::NXDomain) => {
+                out.answers.append(&mut found.answers);
+                out.truncated |= found.truncated;
+                out.memoizable &= found.memoizable;
+                out.deps.union(&found.deps);
+                Routed::Done
+            }
+            Routed::Forward(fwd, _) => Routed::External(fwd, block.loadbalance, chased),
+            _ => Routed::Done,
+        }
+    }
+}
+
+/// A client pod's search path, as `autopath` walks it.
+struct SearchPath {
+    /// The first search domain, `<ns>.svc.<zone>`: the asked name is under it.
+    first: Name,
+    /// The domains still to walk: `svc.<zone>`, `<zone>`, the extra search
+    /// domains, the root.
+    walk: Vec<Name>,
+    /// The TTL of the CNAME from the asked name (the cluster zone's).
+    ttl: u32,
+}
+
+/// The client's search path, when `autopath` applies to `query` in `block`.
+fn search_path(block: &Block, query: &Query, asker: Asker) -> Option<SearchPath> {
+    let ap = block.autopath.as_ref()?;
+    let cluster = block.cluster.as_ref()?;
+    let qname = query.name();
+    if !ap.zones.is_empty() && !ap.zones.iter().any(|z| z.zone_of(qname)) {
+        return None;
+    }
+    let ns = cluster.store.load().pod_namespace(asker.client)?;
+    let zone = cluster
+        .zones
+        .iter()
+        .find(|z| !cluster::reverse::is_reverse(&z.name))?
+        .name
+        .clone();
+    let svc_zone = Name::from_ascii("svc").ok()?.append_domain(&zone).ok()?;
+    let first = Name::from_ascii(&*ns).ok()?.append_domain(&svc_zone).ok()?;
+    if !first.zone_of(qname) || qname.num_labels() <= first.num_labels() {
+        return None;
+    }
+    let mut walk = vec![svc_zone, zone];
+    walk.extend(ap.search.iter().cloned());
+    walk.push(Name::root());
+    Some(SearchPath {
+        first,
+        walk,
+        ttl: cluster.cfg.ttl,
+    })
+}
