@@ -21,8 +21,7 @@ use crate::nodelocal::NodeLocal;
 use crate::query::chaos::Chaos;
 use crate::query::cluster::Cluster;
 use crate::query::dns64::Dns64;
-use crate::query::forward::cache::Cache;
-use crate::query::forward::{Forward, Forwarding};
+use crate::query::forward::Forwarding;
 use crate::query::k8s_external::K8sExternal;
 use crate::query::local::{Hosts, ZoneFile};
 use crate::query::localhost::LocalNames;
@@ -288,24 +287,7 @@ impl Runtime {
             kept.insert(id, source);
             Cluster::new(Arc::new(k.clone()), store)
         });
-        let forwarding = (!server.forward.is_empty()).then(|| {
-            let chain = server
-                .forward
-                .iter()
-                .cloned()
-                .map(|f| Arc::new(Forward::new(f)))
-                .collect();
-            let mut cache_cfg = server.cache.clone();
-            if let Some(c) = cache_cfg.as_mut().filter(|c| c.zones.is_empty()) {
-                c.zones = server.zones.clone();
-            }
-            Arc::new(Forwarding::new(
-                server_label(server),
-                chain,
-                cache_cfg.map(Cache::new),
-                self.metrics.clone(),
-            ))
-        });
+        let forwarding = Forwarding::of(server, server_label(server), self.metrics.clone()).map(Arc::new);
         if let Some(f) = &forwarding {
             built.live.forwardings.push(f.clone());
         }

@@ -187,15 +187,8 @@ fn health_check(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigEr
 
 /// An rcode by its name: `NXDOMAIN`, `SERVFAIL`, `REFUSED`, ...
 pub fn rcode(text: &str) -> Option<ResponseCode> {
-    let all = [
-        ResponseCode::NoError,
-        ResponseCode::FormErr,
-        ResponseCode::ServFail,
-        ResponseCode::NXDomain,
-        ResponseCode::NotImp,
-        ResponseCode::Refused,
-    ];
-    all.into_iter()
+    crate::metrics::catalogue::RCODES
+        .into_iter()
         .find(|r| crate::metrics::rcode_name(*r).eq_ignore_ascii_case(text))
 }
 

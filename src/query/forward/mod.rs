@@ -97,6 +97,27 @@ pub struct Forwarding {
 }
 
 impl Forwarding {
+    /// The forwarding of one server block (its `forward` directives in
+    /// order, and its `cache`, by default for the block's zones); `None`
+    /// when the block forwards nothing. Must be called inside the runtime
+    /// that will run the tasks.
+    pub fn of(server: &crate::config::Server, label: String, metrics: Arc<Metrics>) -> Option<Forwarding> {
+        if server.forward.is_empty() {
+            return None;
+        }
+        let chain = server
+            .forward
+            .iter()
+            .cloned()
+            .map(|f| Arc::new(Forward::new(f)))
+            .collect();
+        let mut cache = server.cache.clone();
+        if let Some(c) = cache.as_mut().filter(|c| c.zones.is_empty()) {
+            c.zones = server.zones.clone();
+        }
+        Some(Forwarding::new(label, chain, cache.map(Cache::new), metrics))
+    }
+
     /// Must be called inside the runtime that will run the tasks.
     pub fn new(server: String, chain: Vec<Arc<Forward>>, cache: Option<Cache>, metrics: Arc<Metrics>) -> Forwarding {
         Forwarding {

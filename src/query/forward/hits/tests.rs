@@ -173,7 +173,7 @@ mod replay {
     use crate::query::answer::{self, Zone};
     use crate::query::defer::Sink;
     use crate::query::forward::cache::Cache;
-    use crate::query::forward::{Forward, Forwarding};
+    use crate::query::forward::Forwarding;
     use crate::query::{Block, Handler, Router, Scratch};
 
     fn handler(rt: &tokio::runtime::Runtime, extra: &str) -> Handler {
@@ -181,16 +181,8 @@ mod replay {
         let config = crate::config::load_str(std::path::Path::new("Corefile"), &text, 53).expect("loads");
         let server = &config.servers[0];
         let _runtime = rt.enter();
-        let chain = server
-            .forward
-            .iter()
-            .cloned()
-            .map(|f| Arc::new(Forward::new(f)))
-            .collect();
-        let mut cfg = server.cache.clone().expect("cache");
-        cfg.zones = server.zones.clone();
         let metrics = Arc::new(Metrics::default());
-        let forwarding = Forwarding::new("dns://:53".into(), chain, Some(Cache::new(cfg)), metrics.clone());
+        let forwarding = Forwarding::of(server, "dns://:53".into(), metrics.clone()).expect("forwards");
         let block = Block {
             forwarding: Some(Arc::new(forwarding)),
             loadbalance: server.loadbalance,
