@@ -34,6 +34,7 @@ use crate::query::forward::Forwarding;
 
 mod block;
 mod chase;
+mod direct;
 
 pub use block::{Block, LoopProbe};
 

@@ -18,10 +18,19 @@ use crate::store::{Endpoint, Port, Service, ServiceKind};
 
 /// The service if its name has records, with its kind.
 fn lookup<'s>(c: &Ctx<'s, '_>, ns: &str, svc: &str) -> Option<(&'s Service, &'s ServiceKind)> {
-    let service = c
-        .snap
+    find(c.snap, c.cfg, ns, svc)
+}
+
+/// [`lookup`] outside a [`Ctx`] (the direct writer's).
+pub(super) fn find<'s>(
+    snap: &'s crate::store::Snapshot,
+    cfg: &crate::config::KubernetesConfig,
+    ns: &str,
+    svc: &str,
+) -> Option<(&'s Service, &'s ServiceKind)> {
+    let service = snap
         .service(ns, svc)
-        .filter(|s| s.has_records(c.cfg.ignore_empty_service))?;
+        .filter(|s| s.has_records(cfg.ignore_empty_service))?;
     Some((service, service.kind.as_ref()?))
 }
 
