@@ -4,16 +4,17 @@
 //! | question                                  | reply                               |
 //! |-------------------------------------------|-------------------------------------|
 //! | A/AAAA of a ClusterIP or headless Service | its addresses of that family        |
+//! | A/AAAA of `<host>.<svc>.<ns>.svc`         | the endpoints named `host`          |
 //! | the same, no address of that family       | NODATA, the zone's SOA in authority |
 //! | A/AAAA of a missing Service, `<ns>.svc`,  | NXDOMAIN or NODATA, the zone's SOA  |
 //! | or a name the grammar does not know       |                                     |
 //!
-//! Anything else (other types, ExternalName, endpoints, pods, SRV, PTR,
+//! Anything else (other types, ExternalName, pods, SRV, PTR,
 //! the apex, not yet synced, an NXDOMAIN that falls through) returns
 //! `None` and takes the Record path ([`Cluster::answer`]), which decides
-//! the same way: [`super::service::find`], [`super::declare`] and
+//! the same way: `service::find` and `service::named`, [`super::declare`] and
 //! [`Cluster::expansion`] serve both, and the bytes come from the same
-//! writer ([`crate::query::wire::Reply`]). `wire/tests.rs` checks that
+//! writer ([`crate::query::wire::Reply`]). `direct/tests.rs` checks that
 //! the two paths write the same bytes.
 
 use std::net::IpAddr;
@@ -112,6 +113,13 @@ impl Cluster {
                 Some((_, ServiceKind::ExternalName(_))) => return None,
                 Some((_, ServiceKind::ClusterIp(ips))) => collect(addrs, ips.iter().copied(), qtype),
                 Some((service, ServiceKind::Headless)) => collect(addrs, service.endpoints().map(|e| e.addr), qtype),
+            },
+            Qname::Endpoint { ns, svc, host } => match service::named(snap, &self.cfg, ns, svc, host) {
+                None => Found::NxDomain,
+                Some(mut named) => match named.next() {
+                    None => Found::NxDomain,
+                    Some(first) => collect(addrs, std::iter::once(first).chain(named), qtype),
+                },
             },
             Qname::Namespace { ns } => super::exists(snap.namespace(ns).is_some()),
             Qname::Unknown => Found::NxDomain,

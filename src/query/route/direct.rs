@@ -33,6 +33,9 @@ impl Router {
         }
         let block = self.enter(query.name(), answer)?;
         let cluster = block.cluster.as_ref().filter(|c| c.direct && writes_direct(block))?;
+        if block.dns64.is_some() && query.query_type() != RecordType::A {
+            return None;
+        }
         if block.files.iter().any(|f| f.serves(query.name())) {
             return None;
         }
@@ -57,8 +60,9 @@ impl Router {
 /// written straight: no `local`, `acl`, `rewrite`, `autopath`,
 /// `template`, `hosts` or `k8s_external` before `kubernetes` (`chaos`,
 /// `any` and `loop` never take A or AAAA of class IN; `file` zones are
-/// checked per name), and no `dns64` after it (`loadbalance` is done by
-/// the writer; an ExternalName, the one outside chase, takes the whole way).
+/// checked per name). After it, `dns64` takes AAAA questions only (checked
+/// per question), `loadbalance` is done by the writer, and an
+/// ExternalName, the one outside chase, takes the whole way.
 fn writes_direct(block: &Block) -> bool {
     block.local.is_none()
         && block.acl.is_empty()
@@ -67,5 +71,4 @@ fn writes_direct(block: &Block) -> bool {
         && block.templates.is_none()
         && block.hosts.is_none()
         && block.k8s_external.is_none()
-        && block.dns64.is_none()
 }

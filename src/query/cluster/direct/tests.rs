@@ -1,8 +1,8 @@
 //! The direct writer against the Record path: for every question over the
 //! demo dump and over a generated cluster (several IPs, dual-stack,
 //! headless with hostnames, names at the size limits), every EDNS
-//! variant, UDP and TCP, and Corefiles with `loadbalance`, `fallthrough`
-//! and another TTL, the two write the same bytes and tell the memo and the
+//! variant, UDP and TCP, and Corefiles with `loadbalance`, `fallthrough`,
+//! `dns64` and another TTL, the two write the same bytes and tell the memo and the
 //! metrics the same things.
 
 use std::net::{IpAddr, SocketAddr};
@@ -14,6 +14,7 @@ use hickory_proto::rr::{Name, RecordType};
 use crate::metrics::{Metrics, Transport};
 use crate::query::cluster::Cluster;
 use crate::query::defer::Sink;
+use crate::query::dns64::Dns64;
 use crate::query::{Block, Handler, Router, Scratch};
 use crate::store::{Kind, PortIn, Proto, Record, ServiceKind, Store, Writer};
 
@@ -31,6 +32,7 @@ pub(crate) fn without_direct(h: &Handler) -> Handler {
         zone_stats: b.zone_stats.clone(),
         cluster: Some(cluster),
         loadbalance: b.loadbalance,
+        dns64: b.dns64.clone(),
         ..Block::new(b.zones.clone())
     };
     Handler::new(Router::new(vec![block], Vec::new()), Arc::new(Metrics::default()))
@@ -115,6 +117,10 @@ fn the_demo_cluster_is_written_as_the_record_path_writes_it() {
         "payments.shop.svc.cluster.local.",
         "docs.shop.svc.cluster.local.",
         "nothere.shop.svc.cluster.local.",
+        "many-4.many.big.svc.cluster.local.",
+        "MANY-5.many.big.svc.cluster.local.",
+        "none-1.many.big.svc.cluster.local.",
+        "x.docs.shop.svc.cluster.local.",
         "www.example.com.shop.svc.cluster.local.",
         "www.example.com.nons.svc.cluster.local.",
         "shop.svc.cluster.local.",
@@ -230,6 +236,7 @@ fn handler(corefile: &str, store: &Arc<Store>) -> Handler {
     let block = Block {
         cluster: Some(Cluster::new(Arc::new(cfg), store.clone())),
         loadbalance: server.loadbalance,
+        dns64: (server.dns64.clone()).map(|d| Arc::new(Dns64::new(d, "dns://:53".into()))),
         ..Block::new(server.zones.clone())
     };
     Handler::new(Router::new(vec![block], Vec::new()), Arc::new(Metrics::default()))
@@ -257,7 +264,12 @@ fn generated_clusters_are_written_as_the_record_path_writes_them() {
             names.push(format!("{svc}.{ns}.svc.cluster.local."));
         }
         names.push(format!("www.example.com.{ns}.svc.cluster.local."));
-        names.push(format!("h1.hl.{ns}.svc.cluster.local."));
+        for host in ["h1", "H1", "10-1-0-2", "10-1-0-3", "zz", &"h".repeat(63)] {
+            names.push(format!("{host}.hl.{ns}.svc.cluster.local."));
+        }
+        names.push(format!("h1.ext.{ns}.svc.cluster.local."));
+        names.push(format!("h1.nosuch.{ns}.svc.cluster.local."));
+        names.push(format!("10-2-0-7.big.{ns}.svc.cluster.local."));
         names.push(format!("{ns}.svc.cluster.local."));
     }
     // Names of 255 bytes and near it: the longest a question can be.
@@ -273,7 +285,10 @@ fn generated_clusters_are_written_as_the_record_path_writes_them() {
     let variants = [
         ("", ""),
         ("    loadbalance\n", "        ttl 30\n"),
-        ("", "        fallthrough\n"),
+        (
+            "    dns64 64:ff9b::/96 {\n        allow_ipv4\n    }\n",
+            "        fallthrough\n",
+        ),
     ];
     for (plugins, extra) in variants {
         let corefile = format!(".:53 {{\n{plugins}    {zone}{extra}    }}\n}}\n");
