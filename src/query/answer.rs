@@ -51,6 +51,9 @@ pub struct Answer {
     pub rewrite: Option<Box<(hickory_proto::op::Query, super::rewrite::Revert)>>,
     /// `bufsize` of the block that took the query: the EDNS payload cap.
     pub bufsize: Option<u16>,
+    /// Scratch space of the cluster zone's direct writer: the addresses
+    /// it writes (no records are built for them).
+    pub addrs: Vec<IpAddr>,
 }
 
 impl Answer {
@@ -76,6 +79,7 @@ impl Answer {
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();
+        self.addrs.clear();
     }
 
     /// An error reply with no records.
@@ -182,18 +186,15 @@ impl Zone {
     }
 }
 
+/// The SOA's refresh, retry and expire, as CoreDNS writes them.
+pub const SOA_TIMERS: [i32; 3] = [7200, 1800, 86400];
+
 /// The zone's SOA, as CoreDNS writes it: `ns.dns.<zone> hostmaster.<zone>`,
 /// refresh 7200, retry 1800, expire 86400, minimum = the TTL.
 pub fn soa(zone: &Zone, ttl: u32, serial: u32) -> Record {
-    let rdata = SOA::new(
-        zone.ns_host.clone(),
-        zone.hostmaster.clone(),
-        serial,
-        7200,
-        1800,
-        86400,
-        ttl,
-    );
+    let [refresh, retry, expire] = SOA_TIMERS;
+    let (mname, rname) = (zone.ns_host.clone(), zone.hostmaster.clone());
+    let rdata = SOA::new(mname, rname, serial, refresh, retry, expire, ttl);
     Record::from_rdata(zone.name.clone(), ttl, RData::SOA(rdata))
 }
 

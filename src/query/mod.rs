@@ -268,6 +268,11 @@ impl Handler {
                 if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
                     panic!("test-only panic trigger (debug builds only)");
                 }
+                let out = &mut scratch.out;
+                if let Some((truncated, edns)) = router.write_direct(&req, at.transport, answer, out) {
+                    return Full::Reply(outcome(answer, truncated, Some(&req.query), edns));
+                }
+                answer.clear();
                 let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
                 let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
                 let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
@@ -307,18 +312,7 @@ impl Handler {
         if out.is_empty() {
             return Full::Nothing;
         }
-        Full::Reply(memo::Outcome {
-            rcode: answer.rcode,
-            truncated,
-            log: answer.log,
-            zone: answer.zone,
-            plugin: answer.plugin,
-            qtype: query
-                .as_ref()
-                .map_or(u8::MAX, |q| crate::metrics::type_slot(q.query_type())),
-            dnssec_ok: edns.is_some_and(|e| e.dnssec_ok),
-            expansion: answer.expansion,
-        })
+        Full::Reply(outcome(answer, truncated, query.as_ref(), edns))
     }
 
     /// Hands a routed query to its forwarding task, or sheds it when too
@@ -361,6 +355,25 @@ impl Handler {
             dns64: answer.dns64.take(),
             rewrite,
         });
+    }
+}
+
+/// What the memo and the metrics keep of a reply written for `answer`.
+fn outcome(
+    answer: &Answer,
+    truncated: bool,
+    query: Option<&Query>,
+    edns: Option<request::ClientEdns>,
+) -> memo::Outcome {
+    memo::Outcome {
+        rcode: answer.rcode,
+        truncated,
+        log: answer.log,
+        zone: answer.zone,
+        plugin: answer.plugin,
+        qtype: query.map_or(u8::MAX, |q| crate::metrics::type_slot(q.query_type())),
+        dnssec_ok: edns.is_some_and(|e| e.dnssec_ok),
+        expansion: answer.expansion,
     }
 }
 

@@ -14,7 +14,10 @@
 //! `file`, `kubernetes`, `forward` with `cache`), then `settle` (the outside
 //! CNAME target, `dns64`, `rewrite` reverted, `loadbalance`). What a block
 //! holds is in `route/block.rs`; the lookups of a second name (`autopath`'s
-//! search walk, an outside CNAME target) in `route/chase.rs`.
+//! search walk, an outside CNAME target) in `route/chase.rs`; the short way
+//! for the cluster zone's common answers, written straight from the
+//! snapshot when no plugin of the block needs their records, in
+//! `route/direct.rs` (tried first by [`super::Handler`]).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -34,6 +37,7 @@ use crate::query::forward::Forwarding;
 
 mod block;
 mod chase;
+mod direct;
 
 pub use block::{Block, LoopProbe};
 

@@ -7,6 +7,7 @@
 //!    the next plugin when `fallthrough` covers the name.
 
 mod apex;
+pub mod direct;
 mod pod;
 pub mod qname;
 pub mod reverse;
@@ -48,6 +49,9 @@ pub struct Cluster {
     pub cfg: Arc<KubernetesConfig>,
     pub store: Arc<Store>,
     pub zones: Vec<Zone>,
+    /// Whether its common answers may be written straight from the
+    /// snapshot ([`direct`]); tests turn it off to compare the two paths.
+    pub direct: bool,
 }
 
 /// One lookup: the snapshot, the options, the zone matched, the name whose
@@ -67,7 +71,12 @@ pub struct Ctx<'s, 'o> {
 impl Cluster {
     pub fn new(cfg: Arc<KubernetesConfig>, store: Arc<Store>) -> Cluster {
         let zones = cfg.zones.iter().cloned().map(Zone::new).collect();
-        Cluster { cfg, store, zones }
+        Cluster {
+            cfg,
+            store,
+            zones,
+            direct: true,
+        }
     }
 
     /// The zone of ours that `qname` falls in (the longest), if any.
@@ -190,24 +199,7 @@ impl Ctx<'_, '_> {
     /// name server's host, everything for the apex (its SOA serial and NS
     /// glue). The SOA of negative answers is patched by the memo.
     fn declare(&mut self, name: &Qname<'_>) {
-        let deps = &mut self.out.deps;
-        match *name {
-            Qname::Apex => *deps = Deps::EVERYTHING,
-            Qname::NsHost => deps.add(Dep::service(apex::DNS_SERVICE.0, apex::DNS_SERVICE.1)),
-            Qname::DnsVersion | Qname::Ent | Qname::Unknown => {}
-            Qname::Namespace { ns } | Qname::PodNamespace { ns } => deps.add(Dep::namespace(ns)),
-            Qname::Service { ns, svc }
-            | Qname::ProtoEnt { ns, svc, .. }
-            | Qname::Endpoint { ns, svc, .. }
-            | Qname::Port { ns, svc, .. } => {
-                deps.add(Dep::namespace(ns));
-                deps.add(Dep::service(ns, svc));
-            }
-            Qname::Pod { ns, ip } => match (self.cfg.pods, undash(ip)) {
-                (crate::config::PodMode::Verified, Some(addr)) => deps.add(Dep::pod(ns, addr)),
-                _ => deps.add(Dep::namespace(ns)),
-            },
-        }
+        declare(self.cfg, name, &mut self.out.deps);
     }
 
     /// Follows a CNAME to `target` inside the zone, appending its records.
@@ -219,6 +211,27 @@ impl Ctx<'_, '_> {
             self.out.answers.truncate(kept);
         }
         self.owner = saved;
+    }
+}
+
+/// What the answer to `name` reads from the snapshot ([`Ctx::declare`]).
+fn declare(cfg: &KubernetesConfig, name: &Qname<'_>, deps: &mut Deps) {
+    match *name {
+        Qname::Apex => *deps = Deps::EVERYTHING,
+        Qname::NsHost => deps.add(Dep::service(apex::DNS_SERVICE.0, apex::DNS_SERVICE.1)),
+        Qname::DnsVersion | Qname::Ent | Qname::Unknown => {}
+        Qname::Namespace { ns } | Qname::PodNamespace { ns } => deps.add(Dep::namespace(ns)),
+        Qname::Service { ns, svc }
+        | Qname::ProtoEnt { ns, svc, .. }
+        | Qname::Endpoint { ns, svc, .. }
+        | Qname::Port { ns, svc, .. } => {
+            deps.add(Dep::namespace(ns));
+            deps.add(Dep::service(ns, svc));
+        }
+        Qname::Pod { ns, ip } => match (cfg.pods, undash(ip)) {
+            (crate::config::PodMode::Verified, Some(addr)) => deps.add(Dep::pod(ns, addr)),
+            _ => deps.add(Dep::namespace(ns)),
+        },
     }
 }
 

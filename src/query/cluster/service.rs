@@ -18,10 +18,19 @@ use crate::store::{Endpoint, Port, Service, ServiceKind};
 
 /// The service if its name has records, with its kind.
 fn lookup<'s>(c: &Ctx<'s, '_>, ns: &str, svc: &str) -> Option<(&'s Service, &'s ServiceKind)> {
-    let service = c
-        .snap
+    find(c.snap, c.cfg, ns, svc)
+}
+
+/// [`lookup`] outside a [`Ctx`] (the direct writer's).
+pub(super) fn find<'s>(
+    snap: &'s crate::store::Snapshot,
+    cfg: &crate::config::KubernetesConfig,
+    ns: &str,
+    svc: &str,
+) -> Option<(&'s Service, &'s ServiceKind)> {
+    let service = snap
         .service(ns, svc)
-        .filter(|s| s.has_records(c.cfg.ignore_empty_service))?;
+        .filter(|s| s.has_records(cfg.ignore_empty_service))?;
     Some((service, service.kind.as_ref()?))
 }
 
@@ -41,19 +50,36 @@ pub fn service(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, depth: u8) -> Found {
 
 /// `<host>.<svc>.<ns>.svc.<zone>`: the endpoints named `host`.
 pub fn endpoint(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, host: &str) -> Found {
-    let Some((service, kind)) = lookup(c, ns, svc) else {
+    let Some(mut named) = named(c.snap, c.cfg, ns, svc, host).map(Iterator::peekable) else {
         return Found::NxDomain;
     };
-    if matches!(kind, ServiceKind::ExternalName(_)) {
-        return Found::NxDomain;
-    }
-    let as_ip = undash(host);
-    let mut named = service.endpoints().filter(|e| e.named(host, as_ip)).peekable();
     if named.peek().is_none() {
         return Found::NxDomain;
     }
-    addresses(c, named.map(|e| e.addr));
+    addresses(c, named);
     Found::Records
+}
+
+/// The addresses of the endpoints of `ns/svc` named `host` (`None`: no
+/// such Service, or an ExternalName).
+pub(super) fn named<'s>(
+    snap: &'s crate::store::Snapshot,
+    cfg: &crate::config::KubernetesConfig,
+    ns: &str,
+    svc: &str,
+    host: &'s str,
+) -> Option<impl Iterator<Item = IpAddr> + 's> {
+    let (service, kind) = find(snap, cfg, ns, svc)?;
+    if matches!(kind, ServiceKind::ExternalName(_)) {
+        return None;
+    }
+    let as_ip = undash(host);
+    Some(
+        service
+            .endpoints()
+            .filter(move |e| e.named(host, as_ip))
+            .map(|e| e.addr),
+    )
 }
 
 /// `_<port>._<proto>.<svc>.<ns>.svc.<zone>`: SRV of one named port.

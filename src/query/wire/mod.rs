@@ -29,59 +29,206 @@ const CANDIDATES: usize = 64;
 const COMPRESSED_NAMES: usize = 120;
 
 /// The buffer being written and its compression state.
-struct Writer<'o> {
+struct Writer<'o, 'q> {
     out: &'o mut Vec<u8>,
     candidates: [u16; CANDIDATES],
     stored: usize,
     compressed: usize,
+    /// The question's name (not the root), written at offset 12: a record
+    /// owned by this very name is a pointer to it, as a lookup would find.
+    question: Option<&'q Name>,
 }
 
 /// Why a message cannot be written here.
-struct Unsupported;
+pub struct Unsupported;
+
+/// One record as the writer takes it, borrowed: from a hickory [`Record`]
+/// ([`encode`]) or straight from the snapshot (the cluster zone's
+/// [`Reply`]s), so both write the same bytes.
+pub struct Rec<'a> {
+    pub owner: &'a Name,
+    pub rtype: u16,
+    pub class: u16,
+    pub ttl: u32,
+    pub data: Data<'a>,
+}
+
+/// The RDATA of a [`Rec`].
+pub enum Data<'a> {
+    V4(std::net::Ipv4Addr),
+    V6(std::net::Ipv6Addr),
+    /// CNAME, PTR, NS: one compressed name.
+    Name(&'a Name),
+    Soa(&'a hickory_proto::rr::rdata::SOA),
+    /// A zone's SOA from its prebuilt names ([`super::answer::soa`]'s
+    /// values): the zone, the serial, the TTL (also the minimum).
+    ZoneSoa(&'a super::answer::Zone, u32, u32),
+    Srv(&'a hickory_proto::rr::rdata::SRV),
+    Txt(&'a hickory_proto::rr::rdata::TXT),
+    Hinfo(&'a hickory_proto::rr::rdata::HINFO),
+}
+
+impl<'a> Rec<'a> {
+    /// The A or AAAA record of `addr` at `owner` (class IN).
+    pub fn address(owner: &'a Name, ttl: u32, addr: std::net::IpAddr) -> Rec<'a> {
+        let (rtype, data) = match addr {
+            std::net::IpAddr::V4(v4) => (1, Data::V4(v4)),
+            std::net::IpAddr::V6(v6) => (28, Data::V6(v6)),
+        };
+        Rec {
+            owner,
+            rtype,
+            class: 1,
+            ttl,
+            data,
+        }
+    }
+
+    /// `zone`'s SOA (class IN), as [`super::answer::soa`] builds it.
+    pub fn zone_soa(zone: &'a super::answer::Zone, ttl: u32, serial: u32) -> Rec<'a> {
+        Rec {
+            owner: &zone.name,
+            rtype: 6,
+            class: 1,
+            ttl,
+            data: Data::ZoneSoa(zone, serial, ttl),
+        }
+    }
+
+    /// `record` as the writer takes it; `None` for a type it does not know.
+    fn of(record: &'a Record) -> Option<Rec<'a>> {
+        let data = match &record.data {
+            RData::A(a) => Data::V4(a.0),
+            RData::AAAA(a) => Data::V6(a.0),
+            RData::CNAME(n) => Data::Name(&n.0),
+            RData::PTR(n) => Data::Name(&n.0),
+            RData::NS(n) => Data::Name(&n.0),
+            RData::SOA(soa) => Data::Soa(soa),
+            RData::SRV(srv) => Data::Srv(srv),
+            RData::TXT(txt) => Data::Txt(txt),
+            RData::HINFO(h) => Data::Hinfo(h),
+            _ => return None,
+        };
+        Some(Rec {
+            owner: &record.name,
+            rtype: record.record_type().into(),
+            class: record.dns_class.into(),
+            ttl: record.ttl,
+            data,
+        })
+    }
+}
+
+/// The sections records are pushed into, in this order.
+pub const ANSWER: usize = 1;
+pub const AUTHORITY: usize = 2;
+pub const ADDITIONAL: usize = 3;
+
+/// A reply being written: room for the header and the question first,
+/// then records pushed section by section ([`ANSWER`], [`AUTHORITY`],
+/// [`ADDITIONAL`], in that order), then [`Reply::finish`] writes OPT and
+/// the header. The truncation rules of [`super::finish`] apply as each
+/// record is pushed.
+pub struct Reply<'o, 'q> {
+    w: Writer<'o, 'q>,
+    counts: [u16; 4],
+    /// Where records must end (the limit less room for OPT).
+    room: usize,
+    /// A record of this section did not fit: the section is closed.
+    full: [bool; 4],
+    /// An answer or authority record did not fit: TC, and later sections
+    /// are closed too.
+    truncated: bool,
+}
+
+impl<'o, 'q> Reply<'o, 'q> {
+    /// Clears `out` and writes room for the header and the question;
+    /// `ede_len` is the size of the extended error's option, if any.
+    pub fn start(out: &'o mut Vec<u8>, echo: &Echo<'q>, ede_len: usize, limit: usize) -> Result<Self, Unsupported> {
+        out.clear();
+        out.extend_from_slice(&[0; 12]);
+        let mut w = Writer {
+            out,
+            candidates: [0; CANDIDATES],
+            stored: 0,
+            compressed: 0,
+            question: None,
+        };
+        let mut counts = [0u16; 4];
+        if let Some(q) = echo.query {
+            w.name(q.name(), true)?;
+            w.u16(q.query_type().into());
+            w.u16(q.query_class().into());
+            counts[0] = 1;
+            w.question = Some(q.name()).filter(|n| !n.is_root());
+        }
+        let room = match echo.edns {
+            Some(_) => limit.saturating_sub(super::finish::OPT_LEN + ede_len),
+            None => limit,
+        };
+        Ok(Reply {
+            w,
+            counts,
+            room,
+            full: [false; 4],
+            truncated: false,
+        })
+    }
+
+    /// Writes `rec` into `section` if it fits; one that does not is cut
+    /// off and closes its section (for answer and authority: every
+    /// section, with TC).
+    pub fn push(&mut self, section: usize, rec: &Rec<'_>) -> Result<(), Unsupported> {
+        if self.truncated || self.full[section] {
+            return Ok(());
+        }
+        let start = self.w.out.len();
+        self.w.record(rec)?;
+        if self.w.out.len() > self.room || self.w.out.len() > usize::from(u16::MAX) {
+            self.w.out.truncate(start);
+            self.full[section] = true;
+            self.truncated = section < ADDITIONAL;
+        } else {
+            self.counts[section] = self.counts[section].saturating_add(1);
+        }
+        Ok(())
+    }
+
+    /// Writes OPT (when the client sent EDNS) and the header with
+    /// `answer`'s flags and rcode. Returns whether the reply is truncated;
+    /// `None` when it came out over 65,535 bytes.
+    pub fn finish(mut self, echo: &Echo<'_>, answer: &Answer) -> Option<bool> {
+        if let Some(client) = echo.edns {
+            self.w.opt(client.dnssec_ok, answer);
+            self.counts[3] += 1;
+        }
+        if self.w.out.len() > usize::from(u16::MAX) {
+            return None; // hickory's encoder fails here: let it decide
+        }
+        let truncated = self.truncated || answer.truncated;
+        header(self.w.out, echo, answer, truncated, self.counts);
+        Some(truncated)
+    }
+}
 
 /// Writes the reply into `out` (cleared first), at most `limit` bytes,
 /// with the same sections, truncation and bytes as hickory's encoder (see
 /// [`super::finish`]). Returns whether it was truncated; `None` when the
 /// answer holds a record this writer does not know (`out` is then junk).
 pub fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> Option<bool> {
-    out.clear();
-    out.extend_from_slice(&[0; 12]);
-    let mut w = Writer {
-        out,
-        candidates: [0; CANDIDATES],
-        stored: 0,
-        compressed: 0,
-    };
-    let mut counts = [0u16; 4];
-    if let Some(q) = echo.query {
-        w.name(q.name(), true).ok()?;
-        w.u16(q.query_type().into());
-        w.u16(q.query_class().into());
-        counts[0] = 1;
-    }
     let ede_len = answer.ede.as_ref().map_or(0, |(_, text)| 6 + text.len());
-    let room = match echo.edns {
-        Some(_) => limit.saturating_sub(super::finish::OPT_LEN + ede_len),
-        None => limit,
-    };
-    let (answers, mut truncated) = w.section(&answer.answers, room).ok()?;
-    counts[1] = answers;
-    if !truncated {
-        (counts[2], truncated) = w.section(&answer.authority, room).ok()?;
+    let mut reply = Reply::start(out, echo, ede_len, limit).ok()?;
+    let sections = [
+        (ANSWER, &answer.answers),
+        (AUTHORITY, &answer.authority),
+        (ADDITIONAL, &answer.additional),
+    ];
+    for (section, records) in sections {
+        for record in records.iter() {
+            reply.push(section, &Rec::of(record)?).ok()?;
+        }
     }
-    if !truncated {
-        counts[3] = w.section(&answer.additional, room).ok()?.0;
-    }
-    if let Some(client) = echo.edns {
-        w.opt(client.dnssec_ok, answer);
-        counts[3] += 1;
-    }
-    if w.out.len() > usize::from(u16::MAX) {
-        return None; // hickory's encoder fails here: let it decide
-    }
-    let truncated = truncated || answer.truncated;
-    header(w.out, echo, answer, truncated, counts);
-    Some(truncated)
+    reply.finish(echo, answer)
 }
 
 /// The header: the echoed ID, opcode, RD and CD; the answer's flags and
@@ -104,7 +251,7 @@ fn header(out: &mut [u8], echo: &Echo<'_>, answer: &Answer, truncated: bool, cou
     }
 }
 
-impl Writer<'_> {
+impl Writer<'_, '_> {
     fn u16(&mut self, v: u16) {
         self.out.extend_from_slice(&v.to_be_bytes());
     }
@@ -113,34 +260,18 @@ impl Writer<'_> {
         self.out.extend_from_slice(&v.to_be_bytes());
     }
 
-    /// Whole records while each ends within `room` (judged compressed); a
-    /// record that does not fit is cut off. `(count, truncated)`.
-    fn section(&mut self, records: &[Record], room: usize) -> Result<(u16, bool), Unsupported> {
-        for (count, record) in records.iter().enumerate() {
-            let start = self.out.len();
-            self.record(record)?;
-            if self.out.len() > room || self.out.len() > usize::from(u16::MAX) {
-                self.out.truncate(start);
-                return Ok((u16::try_from(count).unwrap_or(u16::MAX), true));
-            }
-        }
-        Ok((u16::try_from(records.len()).unwrap_or(u16::MAX), false))
-    }
-
-    fn record(&mut self, record: &Record) -> Result<(), Unsupported> {
-        self.name(&record.name, true)?;
-        self.u16(record.record_type().into());
-        self.u16(record.dns_class.into());
-        self.u32(record.ttl);
+    fn record(&mut self, rec: &Rec<'_>) -> Result<(), Unsupported> {
+        self.name(rec.owner, true)?;
+        self.u16(rec.rtype);
+        self.u16(rec.class);
+        self.u32(rec.ttl);
         let at = self.out.len();
         self.u16(0);
-        match &record.data {
-            RData::A(a) => self.out.extend_from_slice(&a.0.octets()),
-            RData::AAAA(a) => self.out.extend_from_slice(&a.0.octets()),
-            RData::CNAME(n) => self.name(&n.0, true)?,
-            RData::PTR(n) => self.name(&n.0, true)?,
-            RData::NS(n) => self.name(&n.0, true)?,
-            RData::SOA(soa) => {
+        match &rec.data {
+            Data::V4(a) => self.out.extend_from_slice(&a.octets()),
+            Data::V6(a) => self.out.extend_from_slice(&a.octets()),
+            Data::Name(n) => self.name(n, true)?,
+            Data::Soa(soa) => {
                 self.name(&soa.mname, true)?;
                 self.name(&soa.rname, true)?;
                 self.u32(soa.serial);
@@ -149,22 +280,30 @@ impl Writer<'_> {
                 }
                 self.u32(soa.minimum);
             }
-            RData::SRV(srv) => {
+            Data::ZoneSoa(zone, serial, minimum) => {
+                self.name(&zone.ns_host, true)?;
+                self.name(&zone.hostmaster, true)?;
+                self.u32(*serial);
+                for v in super::answer::SOA_TIMERS {
+                    self.out.extend_from_slice(&v.to_be_bytes());
+                }
+                self.u32(*minimum);
+            }
+            Data::Srv(srv) => {
                 for v in [srv.priority, srv.weight, srv.port] {
                     self.u16(v);
                 }
                 self.name(&srv.target, false)?;
             }
-            RData::TXT(txt) => {
+            Data::Txt(txt) => {
                 for s in txt.txt_data.iter() {
                     self.string(s)?;
                 }
             }
-            RData::HINFO(h) => {
+            Data::Hinfo(h) => {
                 self.string(&h.cpu)?;
                 self.string(&h.os)?;
             }
-            _ => return Err(Unsupported),
         }
         let len = u16::try_from(self.out.len() - at - 2).map_err(|_| Unsupported)?;
         self.out[at..at + 2].copy_from_slice(&len.to_be_bytes());
@@ -182,6 +321,12 @@ impl Writer<'_> {
     fn name(&mut self, name: &Name, compress: bool) -> Result<(), Unsupported> {
         let begin = self.out.len();
         let compress = compress && self.compressed < COMPRESSED_NAMES;
+        if compress && self.question.is_some_and(|q| std::ptr::eq(q, name)) {
+            // Stored first, at 12: the lookup below would find it first.
+            self.compressed += 1;
+            self.u16(0xC000 | 12);
+            return Ok(());
+        }
         for label in name.iter() {
             if label.len() > 63 {
                 return Err(Unsupported);

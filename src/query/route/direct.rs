@@ -1,0 +1,74 @@
+//! The short way for the cluster zone's common answers: when the block that
+//! takes the question has no plugin before `kubernetes` that could take it
+//! and none after that reads or changes the answer's records, the cluster
+//! writes the reply straight from the snapshot
+//! ([`crate::query::cluster::direct`]); `loadbalance` shuffles the
+//! addresses it writes. Everything else goes the whole way
+//! ([`Router::answer`]).
+
+use hickory_proto::rr::{DNSClass, RecordType};
+
+use super::{Block, Router};
+use crate::metrics::Transport;
+use crate::query::answer::Answer;
+use crate::query::cluster::direct::Direct;
+use crate::query::finish::Echo;
+use crate::query::request::{self, ClientEdns, Request};
+
+impl Router {
+    /// Writes the reply to `req` into `out` the short way, with `answer`
+    /// holding what the memo and metrics need. Returns whether it was
+    /// truncated and the EDNS it answered with; `None`: it takes the whole
+    /// way, and `answer` and `out` are to be cleared first.
+    pub(crate) fn write_direct(
+        &self,
+        req: &Request,
+        transport: Transport,
+        answer: &mut Answer,
+        out: &mut Vec<u8>,
+    ) -> Option<(bool, Option<ClientEdns>)> {
+        let query = &req.query;
+        if !matches!(query.query_type(), RecordType::A | RecordType::AAAA) || query.query_class() != DNSClass::IN {
+            return None;
+        }
+        let block = self.enter(query.name(), answer)?;
+        let cluster = block.cluster.as_ref().filter(|c| c.direct && writes_direct(block))?;
+        if block.dns64.is_some() && query.query_type() != RecordType::A {
+            return None;
+        }
+        if block.files.iter().any(|f| f.serves(query.name())) {
+            return None;
+        }
+        let zone = cluster.zone_for(query.name())?;
+        let edns = request::capped(req.edns, answer.bufsize);
+        let echo = Echo {
+            meta: &req.meta,
+            query: Some(query),
+            edns,
+        };
+        let how = Direct {
+            echo: &echo,
+            limit: request::limit(transport, edns),
+            shuffle: block.loadbalance,
+        };
+        let truncated = cluster.write_direct(query, zone, &how, answer, out)?;
+        Some((truncated, edns))
+    }
+}
+
+/// Whether `block`'s cluster answers to A and AAAA questions may be
+/// written straight: no `local`, `acl`, `rewrite`, `autopath`,
+/// `template`, `hosts` or `k8s_external` before `kubernetes` (`chaos`,
+/// `any` and `loop` never take A or AAAA of class IN; `file` zones are
+/// checked per name). After it, `dns64` takes AAAA questions only (checked
+/// per question), `loadbalance` is done by the writer, and an
+/// ExternalName, the one outside chase, takes the whole way.
+fn writes_direct(block: &Block) -> bool {
+    block.local.is_none()
+        && block.acl.is_empty()
+        && block.rewrite.is_none()
+        && block.autopath.is_none()
+        && block.templates.is_none()
+        && block.hosts.is_none()
+        && block.k8s_external.is_none()
+}
