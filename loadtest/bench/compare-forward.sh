@@ -69,5 +69,5 @@ for round in $(seq 1 "$ROUNDS"); do
 done | tee "$W/rows.txt"
 echo "# medians over $ROUNDS rounds (qps, server cpu share, qps per server core, mean latency ms)"
 medians "$W/rows.txt" unbound "cached negative"
-medians "$W/rows.txt" echo "cached negative" | grep "clusterdns/echo"
+medians "$W/rows.txt" echo "cached negative" | grep -E "^echo|clusterdns/echo"
 echo "# clusterdns RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$CD/status)   unbound RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$UB/status)${BS:+   base RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$BS/status)}"
