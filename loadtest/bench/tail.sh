@@ -36,21 +36,13 @@ W=$(mktemp -d /tmp/clusterdns-tail.XXXX)
 gcc -O2 -o "$W/echo" loadtest/bench/echo.c
 synthetic "$W" 10000 100
 
-SERVERS=()
-PIDS=()
-start() { # start NAME PORT COMMAND...
-  local name=$1 port=$2; shift 2
-  taskset -c 0 "$@" >"$W/$name.log" 2>&1 &
-  PIDS+=($!); SERVERS+=("$name:$port")
-}
 trap 'kill ${PIDS[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-corefile() { printf '.:%s {\n    bind 127.0.0.1\n    kubernetes cluster.local {\n        snapshot %s\n    }\n}\n' "$1" "$W/cluster.json" > "$W/Corefile.$1"; }
-corefile 5360; start clusterdns 5360 ./target/release/clusterdns -conf "$W/Corefile.5360"
-if [ -n "${BASE:-}" ]; then corefile 5361; start base 5361 "$BASE" -conf "$W/Corefile.5361"; fi
+cluster_corefile 5360; start clusterdns 5360 ./target/release/clusterdns -conf "$W/Corefile.5360"
+if [ -n "${BASE:-}" ]; then cluster_corefile 5361; start base 5361 "$BASE" -conf "$W/Corefile.5361"; fi
 start echo 5362 "$W/echo" 5362
 start knot 5363 knotd -c "$(knot_conf "$W" 5363 "$W/cluster.local.zone")"
 for s in "${SERVERS[@]}"; do
-  IFS=: read -r name port <<<"$s"
+  IFS=: read -r name port _ <<<"$s"
   [ "$name" = echo ] || wait_answer "$port" svc-0.ns-0.svc.cluster.local
 done
 
@@ -58,7 +50,7 @@ echo "# pods profile at $RATE qps open loop, ${SECS}s per row, $ROUNDS rounds; s
 echo "# server       achieved  loss%   p50_ms   p99_ms p99.9_ms  mean_ms"
 for round in $(seq 1 "$ROUNDS"); do
   for s in "${SERVERS[@]}"; do
-    IFS=: read -r name port <<<"$s"
+    IFS=: read -r name port _ <<<"$s"
     taskset -c 1 ./target/release/loadtest run --target "127.0.0.1:$port" --pods \
       --services 10000 --namespaces 100 --lookups 50000 --rate "$RATE" --step-duration "$SECS" 2>&1 |
       awk -v n="$name" '$1 ~ /^[0-9.]+$/ && NF >= 8 {gsub(/%/, "", $3);
