@@ -5,7 +5,8 @@
 //! repeats for every worker to replay, and checks what clients see: the
 //! same answer with the TTLs counted down, the client's ID and spelling,
 //! the metrics of a hit, a prefetch, stale answers, `loadbalance`,
-//! truncation. Every reply must parse strictly.
+//! truncation, and behind `hosts` the end of replays when its file takes
+//! the name. Every reply must parse strictly.
 
 mod common;
 
@@ -270,5 +271,39 @@ fn truncation_follows_each_clients_limit() {
         assert_eq!(m.answers.len(), 40);
         let m = common::tcp(server.dns, "many.example.org.", RecordType::A);
         assert_eq!(m.answers.len(), 40, "TCP: whole");
+    }
+}
+
+#[test]
+fn behind_hosts_a_reload_that_takes_the_name_ends_its_replays() {
+    let (u, f) = dirs("hits-hosts");
+    let up = upstream(&u);
+    let hosts = f.join("hosts");
+    std::fs::write(&hosts, "192.0.2.99 other.example.org\n").expect("hosts");
+    let extra = format!(
+        "hosts {} {{\n        reload 100ms\n        fallthrough\n    }}",
+        hosts.display()
+    );
+    let server = front(&f, up.dns, "cache 30", &extra);
+    for id in 0..REPEATS as u16 {
+        let (_, m) = ask_raw(&server, id, "www.example.org.", RecordType::A, None);
+        assert_eq!(m.answers.len(), 3, "the upstream's, through the cache");
+    }
+    let hits = server.metric_sum("coredns_cache_hits_total", "");
+    assert_eq!(hits, (REPEATS - 1) as f64, "every repeat a hit");
+    std::fs::write(&hosts, "192.0.2.99 other.example.org\n10.1.2.3 www.example.org\n").expect("hosts");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, m) = ask_raw(&server, 100, "www.example.org.", RecordType::A, None);
+        if m.answers.len() == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the cached answer outlived the hosts reload");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for id in 0..REPEATS as u16 {
+        let (_, m) = ask_raw(&server, id, "www.example.org.", RecordType::A, None);
+        let data: Vec<String> = m.answers.iter().map(|r| r.data.to_string()).collect();
+        assert_eq!(data, ["10.1.2.3"], "every worker answers from hosts now");
     }
 }

@@ -6,7 +6,9 @@
 #   cached     names answered from the cache (warmed first)
 #   negative   NXDOMAIN answers from the cache (warmed first)
 # Reports qps per server core (qps / the server's CPU share) and medians
-# over ROUNDS rounds. BASE=PATH adds a second clusterdns binary (say,
+# over ROUNDS rounds, against unbound and against the zero-work echo
+# (loadtest/bench/echo.c on CPU 0 too: the kernel's UDP path and dnsperf,
+# the floor no cache can pass; its replies are the questions with QR set). BASE=PATH adds a second clusterdns binary (say,
 # main's) as "base", measured in the same rounds, for before/after ratios.
 # Loopback only; every run is bounded by -l SECONDS.
 #
@@ -14,13 +16,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NAMES=${1:-1000}; SECS=${2:-10}; ROUNDS=${3:-3}
-for t in dnsperf unbound taskset; do
-  command -v $t >/dev/null || [ -x /usr/sbin/$t ] || { echo "installing dnsperf and unbound"; apt-get install -y -qq dnsperf unbound >/dev/null; break; }
+for t in dnsperf unbound taskset gcc; do
+  command -v $t >/dev/null || [ -x /usr/sbin/$t ] || { echo "installing dnsperf, unbound and gcc"; apt-get install -y -qq dnsperf unbound gcc >/dev/null; break; }
 done
 UNBOUND=$(command -v unbound || echo /usr/sbin/unbound)
 cargo build --release -q
 W=$(mktemp -d /tmp/clusterdns-fwd.XXXX)
 . loadtest/bench/lib.sh
+gcc -O2 -o "$W/echo" loadtest/bench/echo.c
 
 {
   for i in $(seq 1 "$NAMES"); do echo "  local-data: \"h$i.example.org. 3600 IN A 192.0.2.$((i % 250 + 1))\""; done
@@ -40,13 +43,15 @@ taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile.5311" 2>"$W/clusterd
 CD=$!
 taskset -c 0 "$UNBOUND" -d -c "$W/unbound.conf" 2>"$W/unbound.log" &
 UB=$!
+taskset -c 0 "$W/echo" 5314 &
+EC=$!
 BS=
 if [ -n "${BASE:-}" ]; then
   corefile 5313
   taskset -c 0 "$BASE" -conf "$W/Corefile.5313" 2>"$W/base.log" &
   BS=$!
 fi
-trap 'kill $UP $CD $UB $BS 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+trap 'kill $UP $CD $UB $EC $BS 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 ports="5311 5312${BS:+ 5313}"
 for port in $ports; do wait_answer $port h1.example.org; done
 # warm every cache with every name
@@ -58,9 +63,11 @@ for round in $(seq 1 "$ROUNDS"); do
   for kind in cached negative; do
     measure clusterdns $CD 5311 "$W/$kind.txt"
     measure unbound $UB 5312 "$W/$kind.txt"
+    measure echo $EC 5314 "$W/$kind.txt"
     [ -z "$BS" ] || measure base $BS 5313 "$W/$kind.txt"
   done
 done | tee "$W/rows.txt"
 echo "# medians over $ROUNDS rounds (qps, server cpu share, qps per server core, mean latency ms)"
 medians "$W/rows.txt" unbound "cached negative"
+medians "$W/rows.txt" echo "cached negative" | grep -E "^echo|clusterdns/echo"
 echo "# clusterdns RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$CD/status)   unbound RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$UB/status)${BS:+   base RSS: $(awk '/VmRSS/ {print $2, $3}' /proc/$BS/status)}"

@@ -44,19 +44,10 @@ for i in range(len(hits)):
 open(f"{w}/mix.txt", "w").write("\n".join(mix) + "\n")
 PY
 
-# The servers: name:port:pid, in the order rows alternate.
-SERVERS=()
-PIDS=()
-start() { # start NAME PORT COMMAND...
-  local name=$1 port=$2; shift 2
-  taskset -c 0 "$@" >"$W/$name.log" 2>&1 &
-  PIDS+=($!); SERVERS+=("$name:$port:$!")
-}
 trap 'kill ${PIDS[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 
-corefile() { printf '.:%s {\n    bind 127.0.0.1\n    kubernetes cluster.local {\n        snapshot %s\n    }\n}\n' "$1" "$W/cluster.json" > "$W/Corefile.$1"; }
-corefile 5340; start clusterdns 5340 ./target/release/clusterdns -conf "$W/Corefile.5340"
-if [ -n "${BASE:-}" ]; then corefile 5341; start base 5341 "$BASE" -conf "$W/Corefile.5341"; fi
+cluster_corefile 5340; start clusterdns 5340 ./target/release/clusterdns -conf "$W/Corefile.5340"
+if [ -n "${BASE:-}" ]; then cluster_corefile 5341; start base 5341 "$BASE" -conf "$W/Corefile.5341"; fi
 start echo 5342 "$W/echo" 5342
 start echo-ts 5346 "$W/echo" 5346 ts
 start knot 5343 knotd -c "$(knot_conf "$W" 5343 "$W/cluster.local.zone")"

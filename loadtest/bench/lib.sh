@@ -120,6 +120,24 @@ wait_answer() {
   done
 }
 
+# start NAME PORT COMMAND...: COMMAND pinned to CPU 0, its output in
+# $W/NAME.log; appends NAME:PORT:PID to SERVERS (the order rows alternate
+# in) and the pid to PIDS, which the caller's EXIT trap kills.
+SERVERS=()
+PIDS=()
+start() {
+  local name=$1 port=$2; shift 2
+  taskset -c 0 "$@" >"$W/$name.log" 2>&1 &
+  PIDS+=($!); SERVERS+=("$name:$port:$!")
+}
+
+# cluster_corefile PORT: $W/Corefile.PORT, clusterdns on 127.0.0.1:PORT
+# serving the synthetic cluster $W/cluster.json.
+cluster_corefile() {
+  printf '.:%s {\n    bind 127.0.0.1\n    kubernetes cluster.local {\n        snapshot %s\n    }\n}\n' \
+    "$1" "$W/cluster.json" > "$W/Corefile.$1"
+}
+
 # limit_cpu PCT PID...: caps each server at PCT% of one core, each in its
 # own cgroup v1 CFS quota with a short period: 2 ms, or longer where the
 # kernel's 1 ms minimum quota needs it (25% → 1 ms of every 4 ms), so a

@@ -13,6 +13,7 @@
 
 pub mod catalogue;
 mod clients;
+mod counts;
 mod hist;
 mod labels;
 mod memo;
@@ -29,6 +30,7 @@ use std::sync::Mutex;
 
 pub use catalogue::{KINDS, NODECACHE_ERRORS, RESTART_REASONS, RESTORED, SERVICE_KINDS};
 pub use clients::{ClientSlots, Clients};
+pub use counts::Counts;
 pub use hist::{Durations, Histogram};
 pub use labels::{rcode_name, rcode_slot, type_slot, Expansion, Plugin, Transport, RCODE_LABELS};
 pub use memo::{memo_stripe, revalidations, MemoStripe};

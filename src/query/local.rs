@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -59,6 +60,8 @@ struct HostsData {
 pub struct Hosts {
     cfg: HostsConfig,
     data: Arc<ArcSwap<HostsData>>,
+    /// Reloads of the file so far (see [`Hosts::reloads`]).
+    reloads: Arc<AtomicU64>,
 }
 
 fn parse_hosts(text: &str, into: &mut HostsData) {
@@ -101,11 +104,22 @@ fn load_hosts(cfg: &HostsConfig) -> HostsData {
 impl Hosts {
     pub fn new(cfg: HostsConfig) -> Hosts {
         let data = Arc::new(ArcSwap::from_pointee(load_hosts(&cfg)));
+        let reloads = Arc::new(AtomicU64::new(0));
         if let Some(path) = cfg.file.clone() {
-            let (c, d) = (cfg.clone(), data.clone());
-            watch_file(path, cfg.reload, move || d.store(Arc::new(load_hosts(&c))));
+            let (c, d, r) = (cfg.clone(), data.clone(), reloads.clone());
+            watch_file(path, cfg.reload, move || {
+                d.store(Arc::new(load_hosts(&c)));
+                r.fetch_add(1, Ordering::Release);
+            });
         }
-        Hosts { cfg, data }
+        Hosts { cfg, data, reloads }
+    }
+
+    /// Counts the file's reloads, each after its data is in place: what
+    /// was decided past `hosts` (a learned cache hit) holds while the
+    /// count read before deciding has not moved.
+    pub fn reloads(&self) -> &Arc<AtomicU64> {
+        &self.reloads
     }
 
     pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Local {

@@ -23,16 +23,31 @@ use crate::query::Answer;
 
 const SHARDS: usize = 16;
 
-/// Counters for `/metrics` (CoreDNS's `coredns_cache_*`).
+/// What a cache counts for `/metrics` (CoreDNS's `coredns_cache_*`).
+#[derive(Debug, Clone, Copy)]
+pub enum Stat {
+    Requests,
+    HitsSuccess,
+    HitsDenial,
+    Misses,
+    Prefetch,
+    ServedStale,
+    Evictions,
+}
+
+/// The counts of [`Stat`], in per-thread stripes: every worker bumps
+/// them on every hit, so a shared counter would bounce between cores.
 #[derive(Debug, Default)]
-pub struct CacheStats {
-    pub requests: AtomicU64,
-    pub hits_success: AtomicU64,
-    pub hits_denial: AtomicU64,
-    pub misses: AtomicU64,
-    pub prefetch: AtomicU64,
-    pub served_stale: AtomicU64,
-    pub evictions: AtomicU64,
+pub struct CacheStats(crate::metrics::Counts<7>);
+
+impl CacheStats {
+    pub fn add(&self, stat: Stat) {
+        self.0.add(stat as usize, 1);
+    }
+
+    pub fn get(&self, stat: Stat) -> u64 {
+        self.0.get(stat as usize)
+    }
 }
 
 /// One cached answer.
@@ -46,6 +61,38 @@ pub struct Entry {
     prefetching: AtomicBool,
     /// Left the map (replaced, evicted, expired): replays of it stop.
     retired: AtomicBool,
+}
+
+/// What a replay needs of an [`Entry`] to count and age it, copied out
+/// so a worker's learned hit need not read the shared entry per query
+/// (with many names, that read is a cache miss each time).
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    stored: Instant,
+    ttl: u32,
+    denial: bool,
+}
+
+impl Stamp {
+    fn live(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.stored) < Duration::from_secs(u64::from(self.ttl))
+    }
+
+    /// Whole seconds left at `now`: the TTL a hit reports.
+    pub fn left(&self, now: Instant) -> u32 {
+        let age = now.saturating_duration_since(self.stored).as_secs();
+        u32::try_from(u64::from(self.ttl).saturating_sub(age)).unwrap_or(0)
+    }
+}
+
+impl Entry {
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            stored: self.stored,
+            ttl: self.ttl,
+            denial: self.denial,
+        }
+    }
 }
 
 /// What a lookup found.
@@ -68,6 +115,9 @@ pub struct Cache {
     shards: Vec<Mutex<HashMap<Key, Arc<Entry>>>>,
     /// Entries held: `[success, denial]`.
     counts: [AtomicUsize; 2],
+    /// Entries retired so far: a replay that saw this number last time
+    /// knows its entry is still in the map without reading it.
+    retirements: AtomicU64,
     pub stats: CacheStats,
 }
 
@@ -77,6 +127,7 @@ impl Cache {
             cfg,
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             counts: Default::default(),
+            retirements: AtomicU64::new(0),
             stats: CacheStats::default(),
         }
     }
@@ -111,14 +162,14 @@ impl Cache {
     }
 
     pub fn get(&self, key: &[u8]) -> Lookup {
-        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        self.stats.add(Stat::Requests);
         let found = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
         let Some(entry) = found else {
-            self.stats.misses.fetch_add(1, Ordering::Relaxed);
+            self.stats.add(Stat::Misses);
             return Lookup::Miss;
         };
         let now = Instant::now();
-        if let Some(prefetch) = self.hit(&entry, now) {
+        if let Some(prefetch) = self.hit(&entry, entry.stamp(), now) {
             return Lookup::Fresh { entry, prefetch };
         }
         let age = now.saturating_duration_since(entry.stored);
@@ -128,37 +179,52 @@ impl Cache {
             }
         }
         self.remove(key, &entry);
-        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        self.stats.add(Stat::Misses);
         Lookup::Miss
     }
 
     /// A hit replayed from a worker's [`super::hits`]: counted as a request
     /// and a hit exactly like [`Cache::get`]'s, with its prefetch decision;
     /// `None` (nothing counted) when `entry` has expired or left the cache.
-    pub fn replayed(&self, entry: &Entry, now: Instant) -> Option<bool> {
-        if entry.retired.load(Ordering::Relaxed) || !self.live(entry, now) {
+    /// `seen` is the caller's count of retirements when it last found
+    /// `entry` in the map: the entry is read only when that has moved on.
+    pub fn replayed(&self, entry: &Entry, stamp: Stamp, seen: &mut u64, now: Instant) -> Option<bool> {
+        let retirements = self.retirements.load(Ordering::Acquire);
+        if retirements != *seen {
+            if entry.retired.load(Ordering::Relaxed) {
+                return None;
+            }
+            *seen = retirements;
+        }
+        if !stamp.live(now) {
             return None;
         }
-        self.stats.requests.fetch_add(1, Ordering::Relaxed);
-        self.hit(entry, now)
+        self.stats.add(Stat::Requests);
+        self.hit(entry, stamp, now)
     }
 
-    fn live(&self, entry: &Entry, now: Instant) -> bool {
-        now.saturating_duration_since(entry.stored) < Duration::from_secs(u64::from(entry.ttl))
+    /// Retirements so far (see [`Cache::replayed`]).
+    pub fn retirements(&self) -> u64 {
+        self.retirements.load(Ordering::Acquire)
+    }
+
+    /// Marks `entry`, just taken out of the map, as retired.
+    fn retire(&self, entry: &Entry) {
+        entry.retired.store(true, Ordering::Relaxed);
+        self.retirements.fetch_add(1, Ordering::Release);
     }
 
     /// Counts a hit on a live `entry` (`None` if it has expired) and says
     /// whether it should be prefetched now.
-    fn hit(&self, entry: &Entry, now: Instant) -> Option<bool> {
-        if !self.live(entry, now) {
+    fn hit(&self, entry: &Entry, stamp: Stamp, now: Instant) -> Option<bool> {
+        if !stamp.live(now) {
             return None;
         }
-        let counter = if entry.denial {
-            &self.stats.hits_denial
+        self.stats.add(if stamp.denial {
+            Stat::HitsDenial
         } else {
-            &self.stats.hits_success
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+            Stat::HitsSuccess
+        });
         let Some((amount, window, percent)) = self.cfg.prefetch else {
             return Some(false);
         };
@@ -170,22 +236,16 @@ impl Cache {
             && left * 100.0 <= f64::from(percent) * f64::from(entry.ttl)
             && !entry.prefetching.swap(true, Ordering::Relaxed);
         if prefetch {
-            self.stats.prefetch.fetch_add(1, Ordering::Relaxed);
+            self.stats.add(Stat::Prefetch);
         }
         Some(prefetch)
-    }
-
-    /// Whole seconds `entry` has left at `now`: the TTL a hit reports.
-    pub fn left(&self, entry: &Entry, now: Instant) -> u32 {
-        let age = now.saturating_duration_since(entry.stored).as_secs();
-        u32::try_from(u64::from(entry.ttl).saturating_sub(age)).unwrap_or(0)
     }
 
     fn remove(&self, key: &[u8], entry: &Arc<Entry>) {
         if let Ok(mut m) = self.shard(key).lock() {
             if m.get(key).is_some_and(|e| Arc::ptr_eq(e, entry)) {
                 m.remove(key);
-                entry.retired.store(true, Ordering::Relaxed);
+                self.retire(entry);
                 self.counts[usize::from(entry.denial)].fetch_sub(1, Ordering::Relaxed);
             }
         }
@@ -221,16 +281,16 @@ impl Cache {
             match victim {
                 Some(v) => {
                     if let Some(gone) = m.remove(&v) {
-                        gone.retired.store(true, Ordering::Relaxed);
+                        self.retire(&gone);
                     }
                     self.counts[kind].fetch_sub(1, Ordering::Relaxed);
-                    self.stats.evictions.fetch_add(1, Ordering::Relaxed);
+                    self.stats.add(Stat::Evictions);
                 }
                 None => return, // this shard holds none of that kind: skip caching
             }
         }
         if let Some(old) = m.insert(key, entry) {
-            old.retired.store(true, Ordering::Relaxed);
+            self.retire(&old);
             self.counts[usize::from(old.denial)].fetch_sub(1, Ordering::Relaxed);
         }
         self.counts[kind].fetch_add(1, Ordering::Relaxed);
@@ -283,7 +343,7 @@ impl Cache {
         if self.cfg.keepttl {
             return;
         }
-        let left = self.left(entry, Instant::now());
+        let left = entry.stamp().left(Instant::now());
         for r in out
             .answers
             .iter_mut()

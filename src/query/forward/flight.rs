@@ -5,7 +5,6 @@
 //! adds what the router left for later (a `rewrite cname` target's
 //! records, `dns64`'s translation).
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use hickory_proto::op::{Message, Query, ResponseCode};
@@ -75,7 +74,7 @@ impl Forwarding {
         }
         match cache.get(key) {
             Lookup::Stale(e, _) => {
-                cache.stats.served_stale.fetch_add(1, Ordering::Relaxed);
+                cache.stats.add(cache::Stat::ServedStale);
                 Some(e)
             }
             _ => None,

@@ -14,14 +14,17 @@
 //!
 //! A replay is only as good as the route it skips, so a question is kept
 //! only where the route to the cache is fixed by the config alone: a block
-//! with no `acl`, `rewrite`, `template`, `hosts` (reloads), for a name
+//! with no `acl`, `rewrite`, `template`, for a name
 //! outside its `kubernetes`, `k8s_external` and `file` zones (those change
 //! with the store or a reload), not AAAA under `dns64`, not ANY or the
-//! loop probe's HINFO. Everything is dropped on a config reload. An entry
+//! loop probe's HINFO. Behind `hosts`, a question is kept only if the
+//! hosts data passes it on, and is replayed only while the hosts file has
+//! not reloaded since. Everything is dropped on a config reload. An entry
 //! dies with its cache entry: when it expires (the full path then serves
 //! it stale or forwards it) or leaves the shared cache (replaced by a
 //! refresh, evicted).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,8 +32,9 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
-use super::cache::{Cache, Entry};
+use super::cache::{Cache, Entry, Stamp};
 use super::Forwarding;
+use crate::query::local::Local;
 use crate::query::memo::{Key, Outcome};
 use crate::query::request::skip_name;
 use crate::query::route::{Block, Router};
@@ -51,6 +55,12 @@ struct Hit {
     rdata_len: u16,
     forwarding: Arc<Forwarding>,
     entry: Arc<Entry>,
+    /// `entry`'s times and kind, and the cache's retirements when `entry`
+    /// was last known to be in it: a replay reads only these.
+    stamp: Stamp,
+    seen: u64,
+    /// The block's `hosts` reloads, and their count when learned.
+    hosts: Option<(Arc<AtomicU64>, u64)>,
     outcome: Outcome,
 }
 
@@ -82,9 +92,17 @@ impl Hits {
             return None;
         }
         let map = &mut self.entries[usize::from(cd(packet)?)];
-        let hit = map.get(key.bytes())?;
+        let hit = map.get_mut(key.bytes())?;
+        if hit
+            .hosts
+            .as_ref()
+            .is_some_and(|(now, seen)| now.load(Ordering::Acquire) != *seen)
+        {
+            map.remove(key.bytes());
+            return None;
+        }
         let cache = hit.forwarding.cache.as_ref()?;
-        let Some(prefetch) = cache.replayed(&hit.entry, now) else {
+        let Some(prefetch) = cache.replayed(&hit.entry, hit.stamp, &mut hit.seen, now) else {
             map.remove(key.bytes());
             return None;
         };
@@ -92,7 +110,7 @@ impl Hits {
         out.extend_from_slice(&hit.reply);
         key.echo(packet, out)?;
         if !cache.cfg.keepttl {
-            patch_ttls(out, &hit.ttls, cache.left(&hit.entry, now))?;
+            patch_ttls(out, &hit.ttls, hit.stamp.left(now))?;
         }
         shuffle(out, &hit.shuffle, usize::from(hit.rdata_len));
         if prefetch {
@@ -122,11 +140,14 @@ impl Hits {
         let cd = cd(packet)?;
         let (block, _) = router.block(query.name())?;
         let forwarding = fixed_route(block, &query)?;
+        let hosts = past_hosts(block, &query)?;
         let cache = forwarding.cache.as_ref()?;
+        // Read before the entry: a retirement after this is seen next time.
+        let seen = cache.retirements();
         let entry = cache.peek(&Cache::key(&query, outcome.dnssec_ok, cd))?;
         let walked = walk(reply)?;
         // The reply must be this entry's (not one it replaced meanwhile).
-        let left = i64::from(cache.left(&entry, now));
+        let left = i64::from(entry.stamp().left(now));
         let ttl_at = |at: u16| reply.get(usize::from(at)..usize::from(at) + 4).map(be32);
         let same = walked
             .ttls
@@ -150,6 +171,9 @@ impl Hits {
             shuffle: shuffle.into(),
             rdata_len,
             forwarding: forwarding.clone(),
+            stamp: entry.stamp(),
+            seen,
+            hosts,
             entry,
             outcome,
         };
@@ -187,7 +211,6 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a Arc<Forwarding
     let config_only = block.acl.is_empty()
         && block.rewrite.is_none()
         && block.templates.is_none()
-        && block.hosts.is_none()
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
         && !(block.dns64.is_some() && super::super::dns64::Dns64::question(query));
     let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
@@ -196,6 +219,17 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a Arc<Forwarding
         && !block.files.iter().any(|f| f.serves(qname));
     let forwarding = block.forwarding.as_ref()?;
     (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)
+}
+
+/// The block's `hosts` reloads and their count now, if `query` goes past
+/// `hosts` with the data loaded since (`Some(None)`: no `hosts`); `None`
+/// when `hosts` answers it, so that nothing may be learned.
+fn past_hosts(block: &Block, query: &Query) -> Option<Option<(Arc<AtomicU64>, u64)>> {
+    let Some(hosts) = &block.hosts else { return Some(None) };
+    // Counted before the data is read: a reload after this moves it.
+    let seen = hosts.reloads().load(Ordering::Acquire);
+    let passed = hosts.answer(query.name(), query.query_type(), &mut Answer::default()) == Local::Next;
+    passed.then(|| Some((hosts.reloads().clone(), seen)))
 }
 
 /// What [`walk`] finds in a reply.

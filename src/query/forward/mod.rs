@@ -153,7 +153,7 @@ impl Forwarding {
                 true
             }
             Lookup::Stale(entry, StaleMode::Immediate) => {
-                cache.stats.served_stale.fetch_add(1, Ordering::Relaxed);
+                cache.stats.add(cache::Stat::ServedStale);
                 cache.fill(&entry, out);
                 self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
                 true

@@ -5,12 +5,9 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use super::cache::Cache;
+use super::cache::{Cache, Stat};
 use super::Forwarding;
 use crate::metrics::catalogue::{self as c, Family};
-
-/// One of a cache's plain counters.
-type CacheCounter = fn(&Cache) -> &AtomicU64;
 
 /// Writes the forward and cache families of `all` blocks.
 pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
@@ -63,22 +60,22 @@ fn caching(caches: &[(&str, &Cache)], s: &mut String) {
     c::CACHE_HITS.head(s);
     for (server, cache) in caches {
         let stats = &cache.stats;
-        for (kind, n) in [("success", &stats.hits_success), ("denial", &stats.hits_denial)] {
-            let (name, n) = (c::CACHE_HITS.name, n.load(Relaxed));
+        for (kind, stat) in [("success", Stat::HitsSuccess), ("denial", Stat::HitsDenial)] {
+            let (name, n) = (c::CACHE_HITS.name, stats.get(stat));
             let _ = writeln!(s, "{name}{{{},type=\"{kind}\"}} {n}", labels(server, cache));
         }
     }
-    let counters: [(Family, CacheCounter); 5] = [
-        (c::CACHE_REQUESTS, |c| &c.stats.requests),
-        (c::CACHE_MISSES, |c| &c.stats.misses),
-        (c::CACHE_PREFETCH, |c| &c.stats.prefetch),
-        (c::CACHE_SERVED_STALE, |c| &c.stats.served_stale),
-        (c::CACHE_EVICTIONS, |c| &c.stats.evictions),
+    let counters: [(Family, Stat); 5] = [
+        (c::CACHE_REQUESTS, Stat::Requests),
+        (c::CACHE_MISSES, Stat::Misses),
+        (c::CACHE_PREFETCH, Stat::Prefetch),
+        (c::CACHE_SERVED_STALE, Stat::ServedStale),
+        (c::CACHE_EVICTIONS, Stat::Evictions),
     ];
-    for (family, counter) in counters {
+    for (family, stat) in counters {
         family.head(s);
         for (server, cache) in caches {
-            let n = counter(cache).load(Relaxed);
+            let n = cache.stats.get(stat);
             let _ = writeln!(s, "{}{{{}}} {n}", family.name, labels(server, cache));
         }
     }

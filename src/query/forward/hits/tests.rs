@@ -264,12 +264,12 @@ mod replay {
         assert_eq!(learned(&s), 2);
         let f = cache(&h);
         let stats = &f.cache.as_ref().expect("cache").stats;
-        let count = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        use crate::query::forward::cache::Stat;
         assert_eq!(
             (
-                count(&stats.requests),
-                count(&stats.hits_success),
-                count(&stats.hits_denial)
+                stats.get(Stat::Requests),
+                stats.get(Stat::HitsSuccess),
+                stats.get(Stat::HitsDenial)
             ),
             (6, 4, 2),
             "replays count as the routed hits do"
@@ -288,16 +288,33 @@ mod replay {
     }
 
     #[test]
-    fn routes_that_may_change_without_a_reload_are_not_learned() {
+    fn behind_hosts_what_it_passes_on_is_learned_until_it_reloads() {
         let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-        let h = handler(&rt, "hosts {\n        fallthrough\n    }");
+        let h = handler(
+            &rt,
+            "hosts {\n        192.0.2.99 mine.example.org\n        fallthrough\n    }",
+        );
         let mut s = Scratch::default();
         put(&h, "www.example.org.", false);
+        put(&h, "mine.example.org.", false);
         let now = Instant::now();
         for id in 0..3 {
             let m = ask(&h, &mut s, id, "www.example.org.", now);
             assert_eq!(m.answers.len(), 1, "a hit");
+            let m = ask(&h, &mut s, id, "mine.example.org.", now);
+            assert_eq!(m.answers[0].data.to_string(), "192.0.2.99", "from hosts");
         }
-        assert_eq!(learned(&s), 0, "`hosts` reloads: always routed");
+        assert_eq!(learned(&s), 1, "only the name hosts passed on");
+        let seen = |s: &Scratch| -> Vec<u64> {
+            let hits = s.hits.entries.iter().flat_map(|m| m.values());
+            hits.filter_map(|hit| hit.hosts.as_ref().map(|(_, n)| *n)).collect()
+        };
+        assert_eq!(seen(&s), [0]);
+        let router = h.router.load();
+        let hosts = router.blocks[0].hosts.as_ref().expect("hosts");
+        hosts.reloads().fetch_add(1, std::sync::atomic::Ordering::Release);
+        let m = ask(&h, &mut s, 9, "www.example.org.", now);
+        assert_eq!(m.answers.len(), 1, "a hit");
+        assert_eq!(seen(&s), [1], "not replayed after a reload: routed and learned again");
     }
 }
