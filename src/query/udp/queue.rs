@@ -1,0 +1,210 @@
+//! The overload policy of a UDP worker, kept apart from the sockets so that
+//! it can be tested with made-up clocks. It watches two things: how long
+//! the queries of each batch queued (the kernel's receive stamps) and
+//! whether the kernel dropped datagrams at the door (the socket's drop
+//! count, read only while the buffer is tight). From them it decides the
+//! receive buffer's size and which queries are too stale to answer.
+//!
+//! A queue whose least wait stays above [`STANDING`] for [`INTERVAL`] is
+//! overload, not a burst (CoDel's rule): the buffer is tightened, and what
+//! queued before that moment (the backlog of the roomy buffer) is dropped
+//! unanswered rather than answered late. The buffer stays tight until the
+//! kernel has dropped nothing for [`CALM`]: a CPU-throttled worker empties
+//! its short queue in every slice of CPU it gets while still shedding, so
+//! an empty queue does not end the overload, the drops ending does.
+
+use std::time::{Duration, Instant};
+
+/// A query older than this when its batch is read is dropped unanswered:
+/// the shortest stub-resolver timeout in common use (`options timeout:1`);
+/// glibc, musl and Go retry after 2.5 to 5 s.
+pub const MAX_WAIT: Duration = Duration::from_secs(1);
+/// Receive buffer while the worker keeps up: bursts and pauses queue here.
+pub const ROOMY_BUFFER: usize = 4 << 20;
+/// Receive buffer under overload. The kernel doubles it and charges about
+/// 830 bytes per queued query (measured on loopback), so about 315
+/// queries queue: one to three milliseconds of work.
+pub const TIGHT_BUFFER: usize = 128 << 10;
+/// A queue whose least wait stays above this for [`INTERVAL`] is standing.
+pub const STANDING: Duration = Duration::from_millis(5);
+/// How long the least wait must stay above [`STANDING`]. A pause of 50 ms
+/// at moderate load drains in a few milliseconds, well within it.
+pub const INTERVAL: Duration = Duration::from_millis(50);
+/// The buffer grows back once the kernel has dropped nothing for this long.
+pub const CALM: Duration = Duration::from_millis(500);
+
+/// What to do with the receive buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Shrink it to [`TIGHT_BUFFER`] and start reading the drop count.
+    Tighten,
+    /// Grow it back to [`ROOMY_BUFFER`] and stop reading the drop count.
+    Loosen,
+}
+
+/// How long queries queue, per worker, and whether the kernel sheds.
+#[derive(Debug)]
+pub struct Queue {
+    /// Since when every batch's least wait was above [`STANDING`].
+    above_since: Option<Instant>,
+    /// When the buffer was tightened, while it is tight.
+    tightened: Option<Instant>,
+    /// When the kernel last dropped at the door (or the buffer tightened).
+    last_drop: Instant,
+    /// The socket's drop count as last reported.
+    drops: Option<u32>,
+}
+
+impl Queue {
+    pub fn new(now: Instant) -> Queue {
+        Queue {
+            above_since: None,
+            tightened: None,
+            last_drop: now,
+            drops: None,
+        }
+    }
+
+    pub fn is_tight(&self) -> bool {
+        self.tightened.is_some()
+    }
+
+    /// Notes a batch: the least wait in it (`None`: no datagram carried a
+    /// stamp; an idle worker reports zero) and the socket's drop count if
+    /// the kernel reported one. Returns the change to make, if any.
+    pub fn observe(&mut self, least: Option<Duration>, drops: Option<u32>, now: Instant) -> Option<Change> {
+        if let Some(count) = drops {
+            if self.drops.is_some_and(|seen| seen != count) {
+                self.last_drop = now;
+            }
+            self.drops = Some(count);
+        }
+        if self.tightened.is_some() {
+            if now.saturating_duration_since(self.last_drop) < CALM {
+                return None;
+            }
+            self.tightened = None;
+            return Some(Change::Loosen);
+        }
+        match least {
+            Some(wait) if wait > STANDING => {
+                let since = *self.above_since.get_or_insert(now);
+                if now.saturating_duration_since(since) >= INTERVAL {
+                    (self.above_since, self.tightened, self.last_drop) = (None, Some(now), now);
+                    return Some(Change::Tighten);
+                }
+            }
+            Some(_) => self.above_since = None,
+            None => {}
+        }
+        None
+    }
+
+    /// Whether a query that waited `waited` until `now` is still worth
+    /// answering: not older than [`MAX_WAIT`], and not part of the backlog
+    /// that queued before the buffer was tightened.
+    pub fn fresh(&self, waited: Duration, now: Instant) -> bool {
+        if waited > MAX_WAIT {
+            return false;
+        }
+        match (self.tightened, now.checked_sub(waited)) {
+            (Some(tightened), Some(queued)) => queued >= tightened,
+            _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn at(t0: Instant, ms: u32) -> Instant {
+        t0 + ms * MS
+    }
+
+    #[test]
+    fn a_pause_at_moderate_load_keeps_the_buffer_roomy() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(t0);
+        // 50 ms stopped: the first batches after it waited long, then the
+        // queue drains within a few milliseconds.
+        for (ms, wait) in [(0, 0), (60, 50), (61, 45), (63, 30), (66, 8), (68, 0), (200, 0)] {
+            assert_eq!(q.observe(Some(wait * MS), None, at(t0, ms)), None, "at {ms} ms");
+        }
+        // A pause longer than the interval, answered in one go, too.
+        assert_eq!(q.observe(Some(300 * MS), None, at(t0, 500)), None);
+        assert_eq!(q.observe(Some(Duration::ZERO), None, at(t0, 504)), None);
+        assert!(!q.is_tight());
+        assert!(q.fresh(900 * MS, at(t0, 505)));
+        assert!(!q.fresh(1001 * MS, at(t0, 1505)));
+    }
+
+    #[test]
+    fn a_standing_queue_tightens_the_buffer_and_flushes_its_backlog() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(t0);
+        assert_eq!(q.observe(Some(6 * MS), None, at(t0, 10)), None);
+        assert_eq!(q.observe(Some(20 * MS), None, at(t0, 40)), None);
+        // Stamps missing from a whole batch say nothing either way.
+        assert_eq!(q.observe(None, None, at(t0, 50)), None);
+        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 60)), Some(Change::Tighten));
+        assert!(q.is_tight());
+        // The roomy buffer's backlog, queued before 60 ms, is dropped;
+        // what queued after it is answered.
+        assert!(!q.fresh(40 * MS, at(t0, 70)));
+        assert!(!q.fresh(11 * MS, at(t0, 70)));
+        assert!(q.fresh(9 * MS, at(t0, 70)));
+        // A standing queue cut short by an empty one does not tighten.
+        let mut q = Queue::new(t0);
+        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 10)), None);
+        assert_eq!(q.observe(Some(MS), None, at(t0, 40)), None);
+        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 70)), None);
+        assert!(!q.is_tight());
+    }
+
+    #[test]
+    fn the_buffer_stays_tight_while_the_kernel_drops_even_if_the_queue_empties() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(t0);
+        q.observe(Some(30 * MS), None, t0);
+        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 50)), Some(Change::Tighten));
+        // Throttled: each slice of CPU empties the short queue (least wait
+        // 0), while the count of datagrams dropped at the door keeps rising.
+        let mut count = 7;
+        for ms in (60..2000u32).step_by(8) {
+            count += 40;
+            assert_eq!(
+                q.observe(Some(Duration::ZERO), Some(count), at(t0, ms)),
+                None,
+                "at {ms} ms"
+            );
+        }
+        // The drops stop: roomy again once they have stopped for CALM.
+        assert_eq!(q.observe(Some(Duration::ZERO), Some(count), at(t0, 2300)), None);
+        assert_eq!(q.observe(Some(Duration::ZERO), Some(count), at(t0, 2493)), None);
+        assert_eq!(
+            q.observe(Some(Duration::ZERO), Some(count), at(t0, 2500)),
+            Some(Change::Loosen)
+        );
+        assert!(!q.is_tight());
+        assert!(q.fresh(50 * MS, at(t0, 2600)));
+    }
+
+    #[test]
+    fn without_drop_counts_the_buffer_loosens_after_calm_and_tightens_again() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(t0);
+        q.observe(Some(30 * MS), None, t0);
+        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 50)), Some(Change::Tighten));
+        // The first count is a baseline, not a drop.
+        assert_eq!(q.observe(Some(MS), Some(1000), at(t0, 100)), None);
+        assert_eq!(q.observe(Some(MS), Some(1000), at(t0, 549)), None);
+        assert_eq!(q.observe(Some(MS), None, at(t0, 550)), Some(Change::Loosen));
+        // An idle worker reports a zero wait; a standing queue re-tightens.
+        assert_eq!(q.observe(Some(Duration::ZERO), None, at(t0, 600)), None);
+        assert_eq!(q.observe(Some(9 * MS), None, at(t0, 700)), None);
+        assert_eq!(q.observe(Some(9 * MS), None, at(t0, 750)), Some(Change::Tighten));
+    }
+}
