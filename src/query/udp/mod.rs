@@ -10,8 +10,9 @@
 //! The kernel stamps each datagram as it arrives (`SO_TIMESTAMPNS`), which
 //! tells the worker how long each query queued. While the worker keeps up,
 //! the receive buffer is roomy ([`ROOMY_BUFFER`]), so bursts and pauses
-//! queue rather than drop. When the least wait stays over [`STANDING`] for
-//! [`INTERVAL`] (a standing queue: overload, not a burst), the worker
+//! queue rather than drop. When the queue stays non-empty (full batches)
+//! with its least wait over [`STANDING`] for [`INTERVAL`] (a standing
+//! queue: overload, not a burst), the worker
 //! shrinks the buffer to a few milliseconds of work ([`TIGHT_BUFFER`]) so
 //! that the kernel drops the excess at the door
 //! (`clusterdns_udp_kernel_drops`), which costs the worker nothing, and it
@@ -111,7 +112,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
             Ok(()) => {}
             Err(Errno::EAGAIN) => {
                 // Idle: the queue is empty.
-                let change = queue.observe(Some(Duration::ZERO), None, Instant::now());
+                let change = queue.observe(Some(Duration::ZERO), false, None, Instant::now());
                 adjust(socket, &mut batch, change);
                 continue;
             }
@@ -123,7 +124,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
         }
         let now = Instant::now();
         let least = batch.got.iter().filter_map(|d| d.waited).min();
-        let change = queue.observe(least, batch.drops, now);
+        let change = queue.observe(least, batch.got.len() == BATCH, batch.drops, now);
         adjust(socket, &mut batch, change);
         let mut late = 0;
         for i in 0..batch.got.len() {

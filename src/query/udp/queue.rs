@@ -5,8 +5,11 @@
 //! count, read only while the buffer is tight). From them it decides the
 //! receive buffer's size and which queries are too stale to answer.
 //!
-//! A queue whose least wait stays above [`STANDING`] for [`INTERVAL`] is
-//! overload, not a burst (CoDel's rule): the buffer is tightened, and what
+//! A queue that stays non-empty (every batch full) with a least wait above
+//! [`STANDING`] for [`INTERVAL`] is overload, not a burst (CoDel's rule; a
+//! batch that is not full emptied the queue, which ends the interval, so
+//! sparse queries that each waited on a busy machine are no standing
+//! queue): the buffer is tightened, and what
 //! queued before that moment (the backlog of the roomy buffer) is dropped
 //! unanswered rather than answered late. The buffer stays tight until the
 //! kernel has dropped nothing for [`CALM`]: a CPU-throttled worker empties
@@ -70,9 +73,10 @@ impl Queue {
     }
 
     /// Notes a batch: the least wait in it (`None`: no datagram carried a
-    /// stamp; an idle worker reports zero) and the socket's drop count if
-    /// the kernel reported one. Returns the change to make, if any.
-    pub fn observe(&mut self, least: Option<Duration>, drops: Option<u32>, now: Instant) -> Option<Change> {
+    /// stamp; an idle worker reports zero), whether it was full (the queue
+    /// held more) and the socket's drop count if the kernel reported one.
+    /// Returns the change to make, if any.
+    pub fn observe(&mut self, least: Option<Duration>, full: bool, drops: Option<u32>, now: Instant) -> Option<Change> {
         if let Some(count) = drops {
             if self.drops.is_some_and(|seen| seen != count) {
                 self.last_drop = now;
@@ -87,15 +91,15 @@ impl Queue {
             return Some(Change::Loosen);
         }
         match least {
-            Some(wait) if wait > STANDING => {
+            Some(wait) if full && wait > STANDING => {
                 let since = *self.above_since.get_or_insert(now);
                 if now.saturating_duration_since(since) >= INTERVAL {
                     (self.above_since, self.tightened, self.last_drop) = (None, Some(now), now);
                     return Some(Change::Tighten);
                 }
             }
-            Some(_) => self.above_since = None,
-            None => {}
+            None if full => {}
+            _ => self.above_since = None,
         }
         None
     }
@@ -119,6 +123,7 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+    const FULL: bool = true;
 
     fn at(t0: Instant, ms: u32) -> Instant {
         t0 + ms * MS
@@ -130,12 +135,24 @@ mod tests {
         let mut q = Queue::new(t0);
         // 50 ms stopped: the first batches after it waited long, then the
         // queue drains within a few milliseconds.
-        for (ms, wait) in [(0, 0), (60, 50), (61, 45), (63, 30), (66, 8), (68, 0), (200, 0)] {
-            assert_eq!(q.observe(Some(wait * MS), None, at(t0, ms)), None, "at {ms} ms");
+        for (ms, wait, full) in [
+            (0, 0, false),
+            (60, 50, true),
+            (61, 45, true),
+            (63, 30, true),
+            (66, 8, false),
+        ] {
+            assert_eq!(q.observe(Some(wait * MS), full, None, at(t0, ms)), None, "at {ms} ms");
         }
         // A pause longer than the interval, answered in one go, too.
-        assert_eq!(q.observe(Some(300 * MS), None, at(t0, 500)), None);
-        assert_eq!(q.observe(Some(Duration::ZERO), None, at(t0, 504)), None);
+        assert_eq!(q.observe(Some(300 * MS), FULL, None, at(t0, 500)), None);
+        assert_eq!(q.observe(Some(Duration::ZERO), false, None, at(t0, 504)), None);
+        assert!(!q.is_tight());
+        // Sparse queries that each waited on a busy machine: every batch
+        // emptied the queue, so there is no standing queue.
+        for ms in [600, 640, 680, 720] {
+            assert_eq!(q.observe(Some(9 * MS), false, None, at(t0, ms)), None, "at {ms} ms");
+        }
         assert!(!q.is_tight());
         assert!(q.fresh(900 * MS, at(t0, 505)));
         assert!(!q.fresh(1001 * MS, at(t0, 1505)));
@@ -145,11 +162,11 @@ mod tests {
     fn a_standing_queue_tightens_the_buffer_and_flushes_its_backlog() {
         let t0 = Instant::now();
         let mut q = Queue::new(t0);
-        assert_eq!(q.observe(Some(6 * MS), None, at(t0, 10)), None);
-        assert_eq!(q.observe(Some(20 * MS), None, at(t0, 40)), None);
+        assert_eq!(q.observe(Some(6 * MS), FULL, None, at(t0, 10)), None);
+        assert_eq!(q.observe(Some(20 * MS), FULL, None, at(t0, 40)), None);
         // Stamps missing from a whole batch say nothing either way.
-        assert_eq!(q.observe(None, None, at(t0, 50)), None);
-        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 60)), Some(Change::Tighten));
+        assert_eq!(q.observe(None, FULL, None, at(t0, 50)), None);
+        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 60)), Some(Change::Tighten));
         assert!(q.is_tight());
         // The roomy buffer's backlog, queued before 60 ms, is dropped;
         // what queued after it is answered.
@@ -158,9 +175,9 @@ mod tests {
         assert!(q.fresh(9 * MS, at(t0, 70)));
         // A standing queue cut short by an empty one does not tighten.
         let mut q = Queue::new(t0);
-        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 10)), None);
-        assert_eq!(q.observe(Some(MS), None, at(t0, 40)), None);
-        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 70)), None);
+        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 10)), None);
+        assert_eq!(q.observe(Some(MS), FULL, None, at(t0, 40)), None);
+        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 70)), None);
         assert!(!q.is_tight());
     }
 
@@ -168,24 +185,24 @@ mod tests {
     fn the_buffer_stays_tight_while_the_kernel_drops_even_if_the_queue_empties() {
         let t0 = Instant::now();
         let mut q = Queue::new(t0);
-        q.observe(Some(30 * MS), None, t0);
-        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 50)), Some(Change::Tighten));
+        q.observe(Some(30 * MS), FULL, None, t0);
+        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 50)), Some(Change::Tighten));
         // Throttled: each slice of CPU empties the short queue (least wait
         // 0), while the count of datagrams dropped at the door keeps rising.
         let mut count = 7;
         for ms in (60..2000u32).step_by(8) {
             count += 40;
             assert_eq!(
-                q.observe(Some(Duration::ZERO), Some(count), at(t0, ms)),
+                q.observe(Some(Duration::ZERO), false, Some(count), at(t0, ms)),
                 None,
                 "at {ms} ms"
             );
         }
         // The drops stop: roomy again once they have stopped for CALM.
-        assert_eq!(q.observe(Some(Duration::ZERO), Some(count), at(t0, 2300)), None);
-        assert_eq!(q.observe(Some(Duration::ZERO), Some(count), at(t0, 2493)), None);
+        assert_eq!(q.observe(Some(Duration::ZERO), FULL, Some(count), at(t0, 2300)), None);
+        assert_eq!(q.observe(Some(Duration::ZERO), FULL, Some(count), at(t0, 2493)), None);
         assert_eq!(
-            q.observe(Some(Duration::ZERO), Some(count), at(t0, 2500)),
+            q.observe(Some(Duration::ZERO), FULL, Some(count), at(t0, 2500)),
             Some(Change::Loosen)
         );
         assert!(!q.is_tight());
@@ -196,15 +213,15 @@ mod tests {
     fn without_drop_counts_the_buffer_loosens_after_calm_and_tightens_again() {
         let t0 = Instant::now();
         let mut q = Queue::new(t0);
-        q.observe(Some(30 * MS), None, t0);
-        assert_eq!(q.observe(Some(30 * MS), None, at(t0, 50)), Some(Change::Tighten));
+        q.observe(Some(30 * MS), FULL, None, t0);
+        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 50)), Some(Change::Tighten));
         // The first count is a baseline, not a drop.
-        assert_eq!(q.observe(Some(MS), Some(1000), at(t0, 100)), None);
-        assert_eq!(q.observe(Some(MS), Some(1000), at(t0, 549)), None);
-        assert_eq!(q.observe(Some(MS), None, at(t0, 550)), Some(Change::Loosen));
+        assert_eq!(q.observe(Some(MS), FULL, Some(1000), at(t0, 100)), None);
+        assert_eq!(q.observe(Some(MS), FULL, Some(1000), at(t0, 549)), None);
+        assert_eq!(q.observe(Some(MS), FULL, None, at(t0, 550)), Some(Change::Loosen));
         // An idle worker reports a zero wait; a standing queue re-tightens.
-        assert_eq!(q.observe(Some(Duration::ZERO), None, at(t0, 600)), None);
-        assert_eq!(q.observe(Some(9 * MS), None, at(t0, 700)), None);
-        assert_eq!(q.observe(Some(9 * MS), None, at(t0, 750)), Some(Change::Tighten));
+        assert_eq!(q.observe(Some(Duration::ZERO), false, None, at(t0, 600)), None);
+        assert_eq!(q.observe(Some(9 * MS), FULL, None, at(t0, 700)), None);
+        assert_eq!(q.observe(Some(9 * MS), FULL, None, at(t0, 750)), Some(Change::Tighten));
     }
 }
