@@ -19,7 +19,9 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}; SECS=${2:-10}
 QUOTA=${QUOTA:-12}; RATE=${RATE:-90000}; MODERATE=${MODERATE:-20000}; PAUSES=${PAUSES:-10}
 command -v knotd >/dev/null || { echo "installing knot"; apt-get install -y -qq knot >/dev/null; }
-cargo build --release -q -p clusterdns -p loadtest
+# The server alone, as cpu-per-query.sh and a BASE binary build it.
+cargo build --release -q --bin clusterdns
+[ -x target/release/loadtest ] || cargo build --release -q -p loadtest
 . loadtest/bench/lib.sh
 LT=./target/release/loadtest
 W=$(mktemp -d /tmp/clusterdns-over2x.XXXX)
