@@ -19,7 +19,8 @@
 //! drops unanswered the backlog queued before that moment
 //! (`clusterdns_udp_late_dropped_total`), so what it answers has not queued
 //! long. It then reads the socket's drop count (`SO_RXQ_OVFL`) and keeps
-//! the buffer tight until the kernel has dropped nothing for [`CALM`]: a
+//! the buffer tight until, over a window of [`CALM`], the kernel dropped at
+//! most a tenth of the arrivals ([`SHED`]): a
 //! CPU-throttled worker empties its short queue in every slice of CPU it
 //! gets while still shedding, so an empty queue alone does not mean the
 //! overload is over. A query that waited longer than a client waits
@@ -48,7 +49,7 @@ use super::{Handler, Scratch};
 use crate::metrics::Transport;
 use batch::Batch;
 pub use batch::BATCH;
-pub use queue::{Change, Queue, CALM, INTERVAL, MAX_WAIT, ROOMY_BUFFER, STANDING, TIGHT_BUFFER};
+pub use queue::{Change, Queue, CALM, INTERVAL, MAX_WAIT, ROOMY_BUFFER, SHED, STANDING, TIGHT_BUFFER};
 
 /// How often an idle worker checks for shutdown.
 const POLL: Duration = Duration::from_millis(200);
@@ -112,7 +113,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
             Ok(()) => {}
             Err(Errno::EAGAIN) => {
                 // Idle: the queue is empty.
-                let change = queue.observe(Some(Duration::ZERO), false, None, Instant::now());
+                let change = queue.observe(Some(Duration::ZERO), 0, None, Instant::now());
                 adjust(socket, &mut batch, change);
                 continue;
             }
@@ -124,7 +125,7 @@ fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
         }
         let now = Instant::now();
         let least = batch.got.iter().filter_map(|d| d.waited).min();
-        let change = queue.observe(least, batch.got.len() == BATCH, batch.drops, now);
+        let change = queue.observe(least, batch.got.len(), batch.drops, now);
         adjust(socket, &mut batch, change);
         let mut late = 0;
         for i in 0..batch.got.len() {
