@@ -159,6 +159,14 @@ mod tests {
         t0 + ms * MS
     }
 
+    /// A queue that stood from `t0` and was tightened 50 ms later.
+    fn tightened_at_50_ms(t0: Instant) -> Queue {
+        let mut q = Queue::new(t0);
+        q.observe(Some(30 * MS), FULL, None, t0);
+        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 50)), Some(Change::Tighten));
+        q
+    }
+
     #[test]
     fn a_pause_at_moderate_load_keeps_the_buffer_roomy() {
         let t0 = Instant::now();
@@ -214,9 +222,7 @@ mod tests {
     #[test]
     fn the_buffer_stays_tight_while_the_kernel_sheds_even_if_the_queue_empties() {
         let t0 = Instant::now();
-        let mut q = Queue::new(t0);
-        q.observe(Some(30 * MS), FULL, None, t0);
-        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 50)), Some(Change::Tighten));
+        let mut q = tightened_at_50_ms(t0);
         // Throttled: each slice of CPU empties the short queue (least wait
         // 0), while the kernel drops as many at the door as are read.
         let mut count = 7;
@@ -244,9 +250,7 @@ mod tests {
     #[test]
     fn pauses_at_moderate_load_do_not_keep_the_buffer_tight() {
         let t0 = Instant::now();
-        let mut q = Queue::new(t0);
-        q.observe(Some(30 * MS), FULL, None, t0);
-        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 50)), Some(Change::Tighten));
+        let mut q = tightened_at_50_ms(t0);
         // 20k qps, a 50 ms pause every 450 ms: the tight buffer drops about
         // 700 of each 9,000 arrivals (under a tenth): roomy after a window.
         let mut count = 0u32;
@@ -263,9 +267,7 @@ mod tests {
     #[test]
     fn without_drop_counts_the_buffer_loosens_after_calm_and_tightens_again() {
         let t0 = Instant::now();
-        let mut q = Queue::new(t0);
-        q.observe(Some(30 * MS), FULL, None, t0);
-        assert_eq!(q.observe(Some(30 * MS), FULL, None, at(t0, 50)), Some(Change::Tighten));
+        let mut q = tightened_at_50_ms(t0);
         // The first count is a baseline, not a drop.
         assert_eq!(q.observe(Some(MS), SOME, Some(1000), at(t0, 100)), None);
         assert_eq!(q.observe(Some(MS), FULL, Some(1000), at(t0, 549)), None);
