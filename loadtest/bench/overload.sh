@@ -17,7 +17,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SERVICES=${1:-10000}; NAMESPACES=${2:-100}; STEP=${3:-10}; OUT=${4:-/tmp}
 command -v knotd >/dev/null || { echo "installing knot"; apt-get install -y -qq knot >/dev/null; }
-cargo build --release -q
+# The server alone, as cpu-per-query.sh and a BASE binary build it (building
+# the workspace unifies features differently and rebuilds clusterdns).
+cargo build --release -q --bin clusterdns
+[ -x target/release/loadtest ] || cargo build --release -q -p loadtest
 W=$(mktemp -d /tmp/clusterdns-overload.XXXX)
 LT=./target/release/loadtest
 . loadtest/bench/lib.sh

@@ -132,7 +132,7 @@ pub const OVERLOAD_DROPPED: Family = counter(
 );
 pub const UDP_LATE_DROPPED: Family = counter(
     "clusterdns_udp_late_dropped_total",
-    "UDP queries dropped unanswered because they waited in the receive queue longer than a client waits (over 1 s).",
+    "UDP queries dropped unanswered because they waited in the receive queue too long: over 1 s (longer than a client waits), or queued before the worker detected overload.",
     &[],
 );
 pub const IN_FLIGHT: Family = gauge(

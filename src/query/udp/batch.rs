@@ -1,0 +1,203 @@
+//! A UDP worker's batch: the buffers, headers and control space for one
+//! `recvmmsg` and one `sendmmsg`, reused for every batch. Each received
+//! datagram comes with the kernel's receive stamp (how long it queued) and,
+//! while the worker asks for it, the socket's count of datagrams dropped
+//! at the door (`SO_RXQ_OVFL`).
+//!
+//! nix's `recvmmsg` does not reset each header's control length between
+//! calls, and the kernel leaves there the length it used. Once a slot held
+//! a datagram with less control data (a stamp without a drop count), a
+//! later one with more comes back cut (`MSG_CTRUNC`) and its drop count is
+//! lost, and with it the stamp (nix gives no control data from a cut
+//! buffer). So the headers are rebuilt, which restores the full length,
+//! whenever a batch was cut and when the worker starts reading drop counts.
+
+use std::io::{IoSlice, IoSliceMut};
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, SystemTime};
+
+use nix::errno::Errno;
+use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, MultiHeaders, SockaddrStorage};
+use nix::sys::time::TimeSpec;
+
+/// Datagrams received and replies sent per system call, at most.
+pub const BATCH: usize = 32;
+/// The largest query read whole; a longer datagram is dropped.
+pub const SIZE: usize = 4096;
+
+/// One received datagram, as the batch loop sees it.
+#[derive(Clone, Copy)]
+pub struct Datagram {
+    pub len: usize,
+    pub from: Option<SockaddrStorage>,
+    /// Time spent in the receive queue before the batch was read (`None`:
+    /// the kernel's stamp was missing).
+    pub waited: Option<Duration>,
+    pub truncated: bool,
+}
+
+/// A worker's buffers, reused for every batch.
+pub struct Batch {
+    pub bufs: Box<[[u8; SIZE]; BATCH]>,
+    received: MultiHeaders<SockaddrStorage>,
+    sending: MultiHeaders<SockaddrStorage>,
+    pub got: Vec<Datagram>,
+    /// The socket's drop count, if a datagram of the last batch carried it.
+    pub drops: Option<u32>,
+    /// The replies back to back, and where each goes.
+    pub out: Vec<u8>,
+    pub replies: Vec<(usize, usize)>,
+    pub to: Vec<Option<SockaddrStorage>>,
+}
+
+fn receiving() -> MultiHeaders<SockaddrStorage> {
+    MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(TimeSpec, u32)))
+}
+
+impl Batch {
+    pub fn new() -> Batch {
+        Batch {
+            bufs: Box::new([[0; SIZE]; BATCH]),
+            received: receiving(),
+            sending: MultiHeaders::preallocate(BATCH, None),
+            got: Vec::with_capacity(BATCH),
+            drops: None,
+            out: Vec::with_capacity(BATCH * 512),
+            replies: Vec::with_capacity(BATCH),
+            to: Vec::with_capacity(BATCH),
+        }
+    }
+
+    /// Restores every slot's full control space (see the module comment).
+    pub fn make_room(&mut self) {
+        self.received = receiving();
+    }
+
+    /// Receives up to [`BATCH`] datagrams (waits for the first).
+    pub fn receive(&mut self, socket: &UdpSocket) -> Result<(), Errno> {
+        self.got.clear();
+        self.drops = None;
+        let mut iovs = self.bufs.each_mut().map(|b| [IoSliceMut::new(b)]);
+        let results = socket::recvmmsg(
+            socket.as_raw_fd(),
+            &mut self.received,
+            iovs.iter_mut(),
+            MsgFlags::MSG_WAITFORONE,
+            None,
+        )?;
+        let wall = SystemTime::now();
+        let mut cut = false;
+        for msg in results {
+            let mut stamp = None;
+            for m in msg.cmsgs().into_iter().flatten() {
+                match m {
+                    ControlMessageOwned::ScmTimestampns(t) => stamp = since_epoch(t),
+                    ControlMessageOwned::RxqOvfl(count) => self.drops = Some(count),
+                    _ => {}
+                }
+            }
+            cut |= msg.flags.contains(MsgFlags::MSG_CTRUNC);
+            // A stamp from a clock set back, or far off, counts as no wait.
+            let waited = stamp
+                .and_then(|at| SystemTime::UNIX_EPOCH.checked_add(at))
+                .map(|at| wall.duration_since(at).unwrap_or_default())
+                .filter(|w| *w < Duration::from_secs(10));
+            self.got.push(Datagram {
+                len: msg.bytes,
+                from: msg.address,
+                waited,
+                truncated: msg.flags.contains(MsgFlags::MSG_TRUNC),
+            });
+        }
+        if cut {
+            self.make_room();
+        }
+        Ok(())
+    }
+
+    /// Sends the replies gathered; a reply the kernel refuses is skipped.
+    pub fn send(&mut self, socket: &UdpSocket) {
+        let mut at = 0;
+        while at < self.replies.len() {
+            let (out, replies) = (&self.out, &self.replies[at..]);
+            let slices: [[IoSlice<'_>; 1]; BATCH] =
+                std::array::from_fn(|k| [IoSlice::new(replies.get(k).map_or(&[][..], |&(s, e)| &out[s..e]))]);
+            let none: [socket::ControlMessage<'_>; 0] = [];
+            match socket::sendmmsg(
+                socket.as_raw_fd(),
+                &mut self.sending,
+                slices[..replies.len()].iter(),
+                &self.to[at..],
+                none,
+                MsgFlags::empty(),
+            ) {
+                Ok(sent) => at += sent.count().max(1),
+                Err(Errno::EINTR) => {}
+                Err(e) => {
+                    tracing::debug!(target: "udp", "send failed: {e}");
+                    at += 1;
+                }
+            }
+        }
+        self.out.clear();
+        self.replies.clear();
+        self.to.clear();
+    }
+}
+
+fn since_epoch(t: TimeSpec) -> Option<Duration> {
+    let secs = u64::try_from(t.tv_sec()).ok()?;
+    Duration::from_secs(secs).checked_add(Duration::from_nanos(t.tv_nsec().unsigned_abs()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receive_all(batch: &mut Batch, socket: &UdpSocket) -> Vec<Datagram> {
+        let mut all = Vec::new();
+        while batch.receive(socket).is_ok() {
+            all.extend_from_slice(&batch.got);
+            if batch.got.len() < BATCH {
+                break;
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_datagram_is_stamped_and_drop_counts_survive_shrunken_headers() {
+        let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+        let to = server.local_addr().expect("address");
+        let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let mut batch = Batch::new();
+        // Stamps only: each slot's control length shrinks to a stamp's.
+        for _ in 0..BATCH {
+            client.send_to(b"query", to).expect("send");
+        }
+        let got = receive_all(&mut batch, &server);
+        assert_eq!(got.len(), BATCH);
+        assert!(got.iter().all(|d| d.waited.is_some_and(|w| w < Duration::from_secs(1))));
+        assert_eq!(batch.drops, None);
+        // A buffer of a few datagrams, and counts asked for: most are dropped.
+        socket2::SockRef::from(&server).set_recv_buffer_size(1).expect("buffer");
+        socket::setsockopt(&server, socket::sockopt::RxqOvfl, &1).expect("drop counts");
+        for _ in 0..200 {
+            client.send_to(b"query", to).expect("send");
+        }
+        let queued = receive_all(&mut batch, &server).len();
+        assert!(queued > 0 && queued < 50, "{queued} queued");
+        // The next datagram carries the count. Its slot is too short for it
+        // (MSG_CTRUNC: nix then gives none of its control data, not even the
+        // stamp), which rebuilds the headers: the next one has both.
+        client.send_to(b"query", to).expect("send");
+        let got = receive_all(&mut batch, &server);
+        assert_eq!((got.len(), got[0].waited, batch.drops), (1, None, None));
+        client.send_to(b"query", to).expect("send");
+        let got = receive_all(&mut batch, &server);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].waited.is_some());
+        assert_eq!(batch.drops, u32::try_from(200 - queued).ok());
+    }
+}

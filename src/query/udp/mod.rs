@@ -1,0 +1,175 @@
+//! UDP: one `SO_REUSEPORT` socket per worker thread, so the kernel spreads
+//! clients across workers. Each worker loops over batches: one `recvmmsg`
+//! (`MSG_WAITFORONE`: wait for the first datagram, then take what is
+//! queued, up to [`BATCH`]), one clock read, each query answered
+//! synchronously in the worker's scratch space, and one `sendmmsg` of the
+//! replies, each to the address its query came from. Buffers are the
+//! worker's own, reused for every batch ([`batch`]).
+//!
+//! Overload is bounded in time ([`queue`] has the policy and its reasons).
+//! The kernel stamps each datagram as it arrives (`SO_TIMESTAMPNS`), which
+//! tells the worker how long each query queued. While the worker keeps up,
+//! the receive buffer is roomy ([`ROOMY_BUFFER`]), so bursts and pauses
+//! queue rather than drop. When the queue stays non-empty (full batches)
+//! with its least wait over [`STANDING`] for [`INTERVAL`] (a standing
+//! queue: overload, not a burst), the worker
+//! shrinks the buffer to a few milliseconds of work ([`TIGHT_BUFFER`]) so
+//! that the kernel drops the excess at the door
+//! (`clusterdns_udp_kernel_drops`), which costs the worker nothing, and it
+//! drops unanswered the backlog queued before that moment
+//! (`clusterdns_udp_late_dropped_total`), so what it answers has not queued
+//! long. It then reads the socket's drop count (`SO_RXQ_OVFL`) and keeps
+//! the buffer tight until, over a window of [`CALM`], the kernel dropped at
+//! most a tenth of the arrivals ([`SHED`]): a
+//! CPU-throttled worker empties its short queue in every slice of CPU it
+//! gets while still shedding, so an empty queue alone does not mean the
+//! overload is over. A query that waited longer than a client waits
+//! ([`MAX_WAIT`]: the worker was stopped or starved) is dropped unanswered
+//! and counted too; a younger one is still wanted (stub resolvers retry
+//! after 1 to 5 s), so a starved worker's backlog is answered outside
+//! overload. The same stamp starts the query's duration metric, so it
+//! counts the time spent queued.
+
+mod batch;
+mod queue;
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::socket::{self, sockopt, SockaddrStorage};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::defer::Sink;
+use super::{Handler, Scratch};
+use crate::metrics::Transport;
+use batch::Batch;
+pub use batch::BATCH;
+pub use queue::{Change, Queue, CALM, INTERVAL, MAX_WAIT, ROOMY_BUFFER, SHED, STANDING, TIGHT_BUFFER};
+
+/// How often an idle worker checks for shutdown.
+const POLL: Duration = Duration::from_millis(200);
+
+/// Binds `workers` sockets on `addr` (port 0: a free port shared by all).
+/// Returns the bound address.
+pub fn bind_all(addr: SocketAddr, workers: usize) -> io::Result<(SocketAddr, Vec<UdpSocket>)> {
+    let first = bind(addr)?;
+    let bound = first.local_addr()?;
+    let mut sockets = vec![first];
+    for _ in 1..workers.max(1) {
+        sockets.push(bind(bound)?);
+    }
+    Ok((bound, sockets))
+}
+
+/// Starts one worker thread per socket.
+pub fn start(
+    sockets: Vec<UdpSocket>,
+    handler: &Arc<Handler>,
+    stop: &Arc<AtomicBool>,
+) -> io::Result<Vec<JoinHandle<()>>> {
+    let mut threads = Vec::new();
+    for (i, socket) in sockets.into_iter().enumerate() {
+        let (handler, stop) = (handler.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("udp-{i}"))
+            .spawn(move || serve(&Arc::new(socket), &handler, &stop))?;
+        threads.push(thread);
+    }
+    Ok(threads)
+}
+
+fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_port(true)?;
+    let _ = socket.set_recv_buffer_size(ROOMY_BUFFER);
+    socket.bind(&addr.into())?;
+    socket.set_read_timeout(Some(POLL))?;
+    socket::setsockopt(&socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
+    Ok(socket.into())
+}
+
+fn peer(from: &SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = from.as_sockaddr_in() {
+        return Some(SocketAddr::from(*v4));
+    }
+    from.as_sockaddr_in6().map(|v6| SocketAddr::from(*v6))
+}
+
+fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
+    let sink = || Sink::Udp(socket.clone());
+    let mut batch = Batch::new();
+    let mut scratch = Scratch::default();
+    let mut queue = Queue::new(Instant::now());
+    while !stop.load(Ordering::Relaxed) {
+        match batch.receive(socket) {
+            Ok(()) => {}
+            Err(Errno::EAGAIN) => {
+                // Idle: the queue is empty.
+                let change = queue.observe(Some(Duration::ZERO), 0, None, Instant::now());
+                adjust(socket, &mut batch, change);
+                continue;
+            }
+            Err(Errno::EINTR) => continue,
+            Err(e) => {
+                tracing::warn!(target: "udp", "receive failed: {e}");
+                continue;
+            }
+        }
+        let now = Instant::now();
+        let least = batch.got.iter().filter_map(|d| d.waited).min();
+        let change = queue.observe(least, batch.got.len(), batch.drops, now);
+        adjust(socket, &mut batch, change);
+        let mut late = 0;
+        for i in 0..batch.got.len() {
+            let d = batch.got[i];
+            let Some(peer) = d.from.as_ref().and_then(peer) else {
+                continue;
+            };
+            if d.truncated {
+                handler.metrics.dropped(Transport::Udp);
+                continue;
+            }
+            let waited = d.waited.unwrap_or_default();
+            if !queue.fresh(waited, now) {
+                late += 1;
+                continue;
+            }
+            let started = now.checked_sub(waited).unwrap_or(now);
+            let query = &batch.bufs[i][..d.len];
+            if handler.handle_guarded(query, peer, Transport::Udp, &mut scratch, &sink, started) {
+                let start = batch.out.len();
+                batch.out.extend_from_slice(&scratch.out);
+                batch.replies.push((start, batch.out.len()));
+                batch.to.push(d.from);
+            }
+        }
+        if late > 0 {
+            handler.metrics.udp_late_dropped.fetch_add(late, Ordering::Relaxed);
+        }
+        batch.send(socket);
+    }
+}
+
+/// Applies the queue's decision: the receive buffer's size, and whether
+/// the kernel reports the socket's drop count with each datagram.
+fn adjust(socket: &UdpSocket, batch: &mut Batch, change: Option<Change>) {
+    let Some(change) = change else {
+        return;
+    };
+    let tight = change == Change::Tighten;
+    let size = if tight { TIGHT_BUFFER } else { ROOMY_BUFFER };
+    tracing::debug!(target: "udp", "receive buffer now {size} bytes");
+    let _ = socket2::SockRef::from(socket).set_recv_buffer_size(size);
+    let _ = socket::setsockopt(socket, sockopt::RxqOvfl, &i32::from(tight));
+    if tight {
+        batch.make_room();
+    }
+}
