@@ -153,51 +153,66 @@ impl Handler {
             started,
         };
         let Some(key) = memo_key else {
-            return match self.answer(&router, &at, scratch, sink) {
-                Full::Reply(outcome) => {
-                    self.finish(&router, peer, transport, bytes, outcome, started, scratch);
-                    true
-                }
-                Full::Nothing => {
-                    self.metrics.dropped(transport);
-                    false
-                }
-                Full::Later => false,
+            let Some(outcome) = self.full(&router, &at, scratch, sink) else {
+                return false;
             };
+            self.finish(&router, peer, transport, bytes, outcome, started, scratch);
+            return true;
         };
         let view = router.memo_view();
         let replayed = scratch
             .memo
             .replay(&key, bytes, &view, &mut scratch.out)
             .or_else(|| scratch.hits.replay(&router, &key, bytes, started, &mut scratch.out));
-        let outcome = match replayed {
-            Some(outcome) => outcome,
-            None => {
-                let outcome = match self.answer(&router, &at, scratch, sink) {
-                    Full::Reply(outcome) => outcome,
-                    Full::Nothing => {
-                        key.recycle(&mut scratch.key);
-                        self.metrics.dropped(transport);
-                        return false;
-                    }
-                    Full::Later => {
-                        key.recycle(&mut scratch.key);
-                        return false;
-                    }
-                };
-                if scratch.answer.memoizable {
-                    let deps = scratch.answer.deps;
-                    scratch.memo.remember(&key, &view, &scratch.out, outcome, deps);
-                } else if outcome.plugin == crate::metrics::Plugin::Cache {
-                    let Scratch { hits, answer, out, .. } = &mut *scratch;
-                    hits.learn(&router, &key, bytes, answer, out, outcome, started);
-                }
-                outcome
-            }
-        };
+        let outcome = replayed.or_else(|| self.learned(&router, &at, &key, &view, scratch, sink));
         key.recycle(&mut scratch.key);
+        let Some(outcome) = outcome else {
+            return false;
+        };
         self.finish(&router, peer, transport, bytes, outcome, started, scratch);
         !scratch.out.is_empty()
+    }
+
+    /// The full path, counting a dropped message: the outcome of a reply
+    /// written now, `None` when there is none to send now.
+    fn full(
+        &self,
+        router: &Router,
+        at: &Arrival<'_>,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) -> Option<memo::Outcome> {
+        match self.answer(router, at, scratch, sink) {
+            Full::Reply(outcome) => Some(outcome),
+            Full::Nothing => {
+                self.metrics.dropped(at.transport);
+                None
+            }
+            Full::Later => None,
+        }
+    }
+
+    /// The full path for a question the memo and the cache-hit replay
+    /// missed: its reply is remembered (a memoizable answer) or learned
+    /// (a cache hit) for the next time it is asked.
+    fn learned(
+        &self,
+        router: &Router,
+        at: &Arrival<'_>,
+        key: &memo::Key,
+        view: &memo::View<'_>,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) -> Option<memo::Outcome> {
+        let outcome = self.full(router, at, scratch, sink)?;
+        if scratch.answer.memoizable {
+            let deps = scratch.answer.deps;
+            scratch.memo.remember(key, view, &scratch.out, outcome, deps);
+        } else if outcome.plugin == crate::metrics::Plugin::Cache {
+            let Scratch { hits, answer, out, .. } = &mut *scratch;
+            hits.learn(router, key, at.bytes, answer, out, outcome, at.started);
+        }
+        Some(outcome)
     }
 
     /// Counts a request by its client's namespace (when pods are
@@ -263,44 +278,10 @@ impl Handler {
                 answer.error(rcode);
                 (meta, query, edns)
             }
-            Checked::Query(req) => {
-                #[cfg(debug_assertions)]
-                if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
-                    panic!("test-only panic trigger (debug builds only)");
-                }
-                let out = &mut scratch.out;
-                if let Some((truncated, edns)) = router.write_direct(&req, at.transport, answer, out) {
-                    return Full::Reply(outcome(answer, truncated, Some(&req.query), edns));
-                }
-                answer.clear();
-                let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
-                let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-                let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
-                let edns = request::capped(req.edns, answer.bufsize);
-                if answer.autopath {
-                    self.metrics
-                        .autopath_success
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
-                let (forwarding, loadbalance, chased) = match routed {
-                    Routed::Drop => return Full::Nothing,
-                    Routed::Done => (None, false, None),
-                    Routed::Forward(f, lb) => (Some(f), lb, None),
-                    Routed::Autopath(f, lb, candidate) => (Some(f), lb, Some((candidate, ChaseKind::Autopath))),
-                    Routed::External(f, lb, target) => (Some(f), lb, Some((target, ChaseKind::Target(answer.plugin)))),
-                };
-                if let Some(forwarding) = forwarding {
-                    let onward = Onward {
-                        forwarding,
-                        loadbalance,
-                        chased,
-                        edns,
-                    };
-                    self.forward(router, at, req, onward, scratch, sink);
-                    return Full::Later;
-                }
-                (req.meta, Some(req.query), edns)
-            }
+            Checked::Query(req) => match self.route(router, at, req, scratch, sink) {
+                Ok(routed) => routed,
+                Err(done) => return done,
+            },
         };
         let echo = Echo {
             meta: &meta,
@@ -313,6 +294,52 @@ impl Handler {
             return Full::Nothing;
         }
         Full::Reply(outcome(answer, truncated, query.as_ref(), edns))
+    }
+
+    /// A checked query: written straight from the snapshot where the
+    /// block allows, else routed. `Err` is the path's end (written,
+    /// handed on, dropped); `Ok` is what to encode from `scratch.answer`.
+    fn route(
+        &self,
+        router: &Router,
+        at: &Arrival<'_>,
+        req: request::Request,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) -> Result<(hickory_proto::op::Metadata, Option<Query>, Option<request::ClientEdns>), Full> {
+        #[cfg(debug_assertions)]
+        if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
+            panic!("test-only panic trigger (debug builds only)");
+        }
+        let answer = &mut scratch.answer;
+        if let Some((truncated, edns)) = router.write_direct(&req, at.transport, answer, &mut scratch.out) {
+            return Err(Full::Reply(outcome(answer, truncated, Some(&req.query), edns)));
+        }
+        answer.clear();
+        let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
+        let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
+        let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
+        let edns = request::capped(req.edns, answer.bufsize);
+        if answer.autopath {
+            self.metrics
+                .autopath_success
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let (forwarding, loadbalance, chased) = match routed {
+            Routed::Drop => return Err(Full::Nothing),
+            Routed::Done => return Ok((req.meta, Some(req.query), edns)),
+            Routed::Forward(f, lb) => (f, lb, None),
+            Routed::Autopath(f, lb, candidate) => (f, lb, Some((candidate, ChaseKind::Autopath))),
+            Routed::External(f, lb, target) => (f, lb, Some((target, ChaseKind::Target(answer.plugin)))),
+        };
+        let onward = Onward {
+            forwarding,
+            loadbalance,
+            chased,
+            edns,
+        };
+        self.forward(router, at, req, onward, scratch, sink);
+        Err(Full::Later)
     }
 
     /// Hands a routed query to its forwarding task, or sheds it when too
