@@ -1,9 +1,11 @@
 //! The demo handler and the properties the fuzz targets check, shared by the libFuzzer targets
 //! in `fuzz/` and the bounded run of them in `tests/fuzz_smoke.rs` (which
 //! `.ci/run` runs on the stable toolchain). Each takes any bytes and
-//! panics only when a property fails.
+//! panics only when a property fails: the query path's replies
+//! ([`path`]), the request parser against hickory's decoder
+//! ([`request`]), cache hits replayed as bytes ([`hits`]), the Corefile
+//! parser and the dump conversion (here).
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -11,11 +13,18 @@ use hickory_proto::op::Message;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use crate::config::KubernetesConfig;
-use crate::metrics::{Metrics, Transport};
+use crate::metrics::Metrics;
 use crate::query::cluster::Cluster;
-use crate::query::defer::Sink;
-use crate::query::{Block, Handler, Router, Scratch};
+use crate::query::{Block, Handler, Router};
 use crate::store::{Kind, Store, Writer};
+
+mod hits;
+mod path;
+mod request;
+
+pub use hits::CacheHits;
+pub use path::QueryPath;
+pub use request::parser_agrees;
 
 /// A handler over the demo cluster in `root`/zones (its Corefile's first
 /// block), with or without `coredns_dns_*` stats (for the fuzzer, the
@@ -123,62 +132,6 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Message, String> {
         }
     }
     Ok(message)
-}
-
-/// The whole query path over the demo cluster, bytes in → bytes out.
-pub struct QueryPath {
-    handler: Handler,
-    /// One per transport, kept across inputs like a worker's (so the
-    /// reply memo is exercised across queries too).
-    scratch: [Scratch; 2],
-}
-
-impl QueryPath {
-    /// Over the demo cluster in `root`/zones.
-    pub fn demo(root: &Path) -> QueryPath {
-        QueryPath {
-            handler: demo_handler(root, true),
-            scratch: [Scratch::default(), Scratch::default()],
-        }
-    }
-
-    /// Answers `data` over UDP and TCP, twice each (the second may come
-    /// from the memo). Every reply parses strictly ([`parse_strict`]),
-    /// carries the query's ID and question (with its spelling), and fits
-    /// the client's limit: 512 bytes over UDP without EDNS, our 1232 with
-    /// it, 65535 over TCP.
-    pub fn check(&mut self, data: &[u8]) {
-        let peer: SocketAddr = SocketAddr::from(([10, 1, 2, 3], 5353));
-        let sink = || Sink::None;
-        let query = Message::from_vec(data).ok();
-        for (i, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
-            let scratch = &mut self.scratch[i];
-            for _ in 0..2 {
-                if !self
-                    .handler
-                    .handle_guarded(data, peer, transport, scratch, &sink, std::time::Instant::now())
-                {
-                    continue;
-                }
-                let reply = &scratch.out;
-                let parsed = parse_strict(reply).unwrap_or_else(|e| panic!("reply over {transport:?}: {e}"));
-                assert_eq!(reply[..2], data[..2], "the reply's ID is the query's");
-                let limit = match transport {
-                    Transport::Udp => 1232,
-                    Transport::Tcp => 65535,
-                };
-                assert!(reply.len() <= limit, "{} bytes over {transport:?}", reply.len());
-                let Some(query) = &query else { continue };
-                if let (Some(q), Some(r), 1) = (query.queries.first(), parsed.queries.first(), query.queries.len()) {
-                    assert!(q.name().eq_case(r.name()), "the question is echoed with its spelling");
-                    assert_eq!(q.query_type(), r.query_type(), "the question's type is echoed");
-                }
-                if query.edns.is_none() && transport == Transport::Udp {
-                    assert!(reply.len() <= 512, "no EDNS: at most 512 bytes");
-                }
-            }
-        }
-    }
 }
 
 /// The Corefile parser: any text gives a configuration or errors that

@@ -1,5 +1,7 @@
 //! The whole query path, bytes in → bytes out, over the demo cluster, with
-//! the properties every reply must have (`clusterdns::fuzzing::QueryPath`).
+//! the properties every reply must have (`clusterdns::fuzzing::QueryPath`):
+//! the wire parser agrees with hickory's decoder, replies are strict and
+//! hickory's bytes, memo and cache-hit replays equal the full path's reply.
 #![no_main]
 
 use std::path::Path;

@@ -45,7 +45,7 @@ pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) 
 }
 
 /// [`write`] with hickory's encoder (a SERVFAIL when it fails).
-pub(super) fn write_with_hickory(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
+pub(crate) fn write_with_hickory(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
     match encode(out, echo, answer, limit) {
         Ok(truncated) => truncated,
         Err(_) => {
