@@ -26,6 +26,26 @@ pub use hits::CacheHits;
 pub use path::QueryPath;
 pub use request::parser_agrees;
 
+/// A handler like `h` (one block with a cluster) whose cluster answers
+/// take the Record path only.
+pub fn without_direct(h: &Handler) -> Handler {
+    let router = h.router.load();
+    let b = &router.blocks[0];
+    let c = b.cluster.as_ref().expect("a cluster block");
+    let cluster = Cluster {
+        direct: false,
+        ..Cluster::new(c.cfg.clone(), c.store.clone())
+    };
+    let block = Block {
+        zone_stats: b.zone_stats.clone(),
+        cluster: Some(cluster),
+        loadbalance: b.loadbalance,
+        dns64: b.dns64.clone(),
+        ..Block::new(b.zones.clone())
+    };
+    Handler::new(Router::new(vec![block], Vec::new()), Arc::new(Metrics::default()))
+}
+
 /// A handler over the demo cluster in `root`/zones (its Corefile's first
 /// block), with or without `coredns_dns_*` stats (for the fuzzer, the
 /// smoke test and `benches/metrics_cost.rs`).

@@ -24,6 +24,9 @@ use crate::query::{Handler, Scratch};
 /// transport kept across inputs (so the memo replays across queries).
 pub struct QueryPath {
     handler: Handler,
+    /// The same cluster with every answer taking the Record path: what
+    /// the direct writer ([`crate::query::cluster::direct`]) must equal.
+    records: Handler,
     warm: [Scratch; 2],
     hits: CacheHits,
 }
@@ -31,8 +34,10 @@ pub struct QueryPath {
 impl QueryPath {
     /// Over the demo cluster in `root`/zones.
     pub fn demo(root: &Path) -> QueryPath {
+        let handler = demo_handler(root, true);
         QueryPath {
-            handler: demo_handler(root, true),
+            records: super::without_direct(&handler),
+            handler,
             warm: [Scratch::default(), Scratch::default()],
             hits: CacheHits::new(),
         }
@@ -44,8 +49,10 @@ impl QueryPath {
     /// left an entry). Every reply parses strictly ([`parse_strict`]),
     /// carries the query's ID and question (with its spelling), and fits
     /// the client's limit: 512 bytes over UDP without EDNS, our 1232 with
-    /// it, 65535 over TCP. The fresh reply is hickory's bytes for its
-    /// answer; its replay is the same bytes; the warm worker's is the
+    /// it, 65535 over TCP. The fresh reply is the Record path's bytes,
+    /// and those are hickory's for the Record path's answer (so a reply
+    /// written straight from the snapshot is held to hickory's bytes
+    /// too); its replay is the same bytes; the warm worker's is the
     /// same message up to the case of names. Nothing panics.
     pub fn check(&mut self, data: &[u8]) {
         super::request::parser_agrees(data);
@@ -59,9 +66,20 @@ impl QueryPath {
                 .handler
                 .handle_guarded(data, peer, transport, &mut fresh, &sink, now);
             assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
+            let mut records = Scratch::default();
+            let by_records = self
+                .records
+                .handle_guarded(data, peer, transport, &mut records, &sink, now);
+            assert_eq!(by_records, answered, "the Record path answers when the direct one does");
             if answered {
                 reply_holds(data, &fresh.out, query.as_ref(), transport);
-                hickory_writes_the_same(data, &fresh, transport);
+                hickory_writes_the_same(data, &records, transport);
+                assert!(
+                    fresh.out == records.out,
+                    "over {transport:?}, the direct writer's bytes are not the Record path's:\n{:?}\nRecord path:\n{:?}",
+                    Message::from_vec(&fresh.out),
+                    Message::from_vec(&records.out)
+                );
             }
             // The same worker again: from its memo, built for this spelling.
             let first = std::mem::take(&mut fresh.out);

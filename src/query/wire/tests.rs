@@ -78,7 +78,7 @@ fn long_name() -> String {
 fn replies_are_the_bytes_hickory_writes() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     // The Record path: its answers are what hickory encodes here.
-    let handler = crate::query::cluster::direct::tests::without_direct(&crate::fuzzing::demo_handler(root, false));
+    let handler = crate::fuzzing::without_direct(&crate::fuzzing::demo_handler(root, false));
     let peer = SocketAddr::from(([10, 1, 2, 3], 5353));
     let long = long_name();
     let questions = QUESTIONS.iter().copied().chain([(long.as_str(), RecordType::A)]);

@@ -11,32 +11,13 @@ use std::sync::Arc;
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
+use crate::fuzzing::without_direct;
 use crate::metrics::{Metrics, Transport};
 use crate::query::cluster::Cluster;
 use crate::query::defer::Sink;
 use crate::query::dns64::Dns64;
 use crate::query::{Block, Handler, Router, Scratch};
 use crate::store::{Kind, PortIn, Proto, Record, ServiceKind, Store, Writer};
-
-/// A handler like `h` (one block with a cluster) whose cluster answers
-/// take the Record path only.
-pub(crate) fn without_direct(h: &Handler) -> Handler {
-    let router = h.router.load();
-    let b = &router.blocks[0];
-    let c = b.cluster.as_ref().expect("a cluster block");
-    let cluster = Cluster {
-        direct: false,
-        ..Cluster::new(c.cfg.clone(), c.store.clone())
-    };
-    let block = Block {
-        zone_stats: b.zone_stats.clone(),
-        cluster: Some(cluster),
-        loadbalance: b.loadbalance,
-        dns64: b.dns64.clone(),
-        ..Block::new(b.zones.clone())
-    };
-    Handler::new(Router::new(vec![block], Vec::new()), Arc::new(Metrics::default()))
-}
 
 fn packet(name: &Name, qtype: RecordType, edns: Option<(u16, bool, u8)>) -> Vec<u8> {
     let mut m = Message::new(0xBEEF, MessageType::Query, OpCode::Query);
