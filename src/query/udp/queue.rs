@@ -123,6 +123,8 @@ impl Queue {
                 let since = *self.above_since.get_or_insert(now);
                 if now.saturating_duration_since(since) >= INTERVAL {
                     (self.above_since, self.tightened) = (None, Some(now));
+                    // Counts start again: drops while roomy are not this window's.
+                    self.drops = None;
                     (self.window, self.read, self.shed) = (now, 0, 0);
                     return Some(Change::Tighten);
                 }
@@ -276,5 +278,14 @@ mod tests {
         assert_eq!(q.observe(Some(Duration::ZERO), 0, None, at(t0, 600)), None);
         assert_eq!(q.observe(Some(9 * MS), FULL, None, at(t0, 700)), None);
         assert_eq!(q.observe(Some(9 * MS), FULL, None, at(t0, 750)), Some(Change::Tighten));
+        // What the kernel dropped while roomy (the count moved from 1000
+        // to 50,000 unread) is not this tight phase's shedding: its first
+        // count is a baseline again, and a calm window loosens.
+        assert_eq!(q.observe(Some(MS), FULL, Some(50_000), at(t0, 760)), None);
+        assert_eq!(q.observe(Some(MS), FULL, Some(50_001), at(t0, 1249)), None);
+        assert_eq!(
+            q.observe(Some(MS), FULL, Some(50_002), at(t0, 1251)),
+            Some(Change::Loosen)
+        );
     }
 }
