@@ -118,10 +118,16 @@ impl Answer {
         let slots: Vec<usize> = (0..self.answers.len())
             .filter(|i| matches!(self.answers[*i].record_type(), RecordType::A | RecordType::AAAA))
             .collect();
-        for k in (1..slots.len()).rev() {
-            let j = fastrand::usize(..=k);
-            self.answers.swap(slots[k], slots[j]);
-        }
+        shuffle(slots.len(), |k, j| self.answers.swap(slots[k], slots[j]));
+    }
+}
+
+/// `loadbalance`'s draws, one place for every form it shuffles (records,
+/// addresses written straight from the snapshot, a cache hit's bytes): a
+/// Fisher-Yates shuffle of `len` items, each step a `swap(k, j)`, `j <= k`.
+pub fn shuffle(len: usize, mut swap: impl FnMut(usize, usize)) {
+    for k in (1..len).rev() {
+        swap(k, fastrand::usize(..=k));
     }
 }
 

@@ -148,10 +148,7 @@ fn collect(addrs: &mut Vec<IpAddr>, all: impl Iterator<Item = IpAddr>, qtype: Re
 /// `loadbalance`'s shuffle: the same draws as
 /// [`Answer::shuffle_addresses`] makes over the same records.
 fn shuffle(addrs: &mut [IpAddr]) {
-    for k in (1..addrs.len()).rev() {
-        let j = fastrand::usize(..=k);
-        addrs.swap(k, j);
-    }
+    crate::query::answer::shuffle(addrs.len(), |k, j| addrs.swap(k, j));
 }
 
 #[cfg(test)]

@@ -300,16 +300,15 @@ fn shuffle_slots(answer: &Answer, walked: &Walked) -> Option<(Vec<u16>, u16)> {
 /// and `rdata_len` bytes of RDATA.
 fn shuffle(out: &mut [u8], slots: &[u16], rdata_len: usize) {
     let span = 6 + rdata_len;
-    for k in (1..slots.len()).rev() {
-        let j = fastrand::usize(..=k);
+    crate::query::answer::shuffle(slots.len(), |k, j| {
         let (a, b) = (usize::from(slots[k]), usize::from(slots[j]));
         if a == b || a.max(b) + span > out.len() {
-            continue;
+            return;
         }
         let (lo, hi) = (a.min(b), a.max(b));
         let (head, tail) = out.split_at_mut(hi);
         head[lo..lo + span].swap_with_slice(&mut tail[..span]);
-    }
+    });
 }
 
 #[cfg(test)]
