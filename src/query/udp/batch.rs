@@ -11,6 +11,12 @@
 //! lost, and with it the stamp (nix gives no control data from a cut
 //! buffer). So the headers are rebuilt, which restores the full length,
 //! whenever a batch was cut and when the worker starts reading drop counts.
+//! A slot whose datagram carried no control data at all (the kernel turns
+//! stamps on a moment after a socket asks, so the first datagrams may come
+//! unstamped) keeps a control length of 0 and cuts every later stamp: a
+//! batch with an unstamped datagram rebuilds them too, a bounded number of
+//! times ([`UNSTAMPED_REBUILDS`]), so a kernel that never stamps costs no
+//! rebuild per batch.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::UdpSocket;
@@ -25,6 +31,8 @@ use nix::sys::time::TimeSpec;
 pub const BATCH: usize = 32;
 /// The largest query read whole; a longer datagram is dropped.
 pub const SIZE: usize = 4096;
+/// Rebuilds a worker makes for batches with an unstamped datagram.
+pub const UNSTAMPED_REBUILDS: u8 = 64;
 
 /// One received datagram, as the batch loop sees it.
 #[derive(Clone, Copy)]
@@ -49,6 +57,8 @@ pub struct Batch {
     pub out: Vec<u8>,
     pub replies: Vec<(usize, usize)>,
     pub to: Vec<Option<SockaddrStorage>>,
+    /// Rebuilds left for unstamped datagrams (see the module comment).
+    unstamped: u8,
 }
 
 fn receiving() -> MultiHeaders<SockaddrStorage> {
@@ -66,6 +76,7 @@ impl Batch {
             out: Vec::with_capacity(BATCH * 512),
             replies: Vec::with_capacity(BATCH),
             to: Vec::with_capacity(BATCH),
+            unstamped: UNSTAMPED_REBUILDS,
         }
     }
 
@@ -87,7 +98,7 @@ impl Batch {
             None,
         )?;
         let wall = SystemTime::now();
-        let mut cut = false;
+        let (mut cut, mut bare) = (false, false);
         for msg in results {
             let mut stamp = None;
             for m in msg.cmsgs().into_iter().flatten() {
@@ -98,6 +109,7 @@ impl Batch {
                 }
             }
             cut |= msg.flags.contains(MsgFlags::MSG_CTRUNC);
+            bare |= stamp.is_none();
             // A stamp from a clock set back, or far off, counts as no wait.
             let waited = stamp
                 .and_then(|at| SystemTime::UNIX_EPOCH.checked_add(at))
@@ -111,6 +123,9 @@ impl Batch {
             });
         }
         if cut {
+            self.make_room();
+        } else if bare && self.unstamped > 0 {
+            self.unstamped -= 1;
             self.make_room();
         }
         Ok(())
@@ -199,5 +214,30 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert!(got[0].waited.is_some());
         assert_eq!(batch.drops, u32::try_from(200 - queued).ok());
+    }
+
+    #[test]
+    fn a_slot_that_held_an_unstamped_datagram_stamps_again() {
+        // A socket not yet stamping (as before the kernel turns stamps on):
+        // its datagram leaves the slot's control length at 0.
+        let server = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let to = server.local_addr().expect("address");
+        let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let mut batch = Batch::new();
+        client.send_to(b"query", to).expect("send");
+        let got = receive_all(&mut batch, &server);
+        assert_eq!((got.len(), got[0].waited), (1, None));
+        // Stamps on: the same slot must carry the next one's stamp, and
+        // the stamp must say how long it queued.
+        socket::setsockopt(&server, socket::sockopt::ReceiveTimestampns, &true).expect("stamps");
+        client.send_to(b"query", to).expect("send");
+        std::thread::sleep(Duration::from_millis(50));
+        let got = receive_all(&mut batch, &server);
+        assert_eq!(got.len(), 1);
+        assert!(
+            got[0].waited.is_some_and(|w| w >= Duration::from_millis(40)),
+            "{:?}",
+            got[0].waited
+        );
     }
 }
