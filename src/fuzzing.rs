@@ -23,7 +23,7 @@ mod path;
 mod request;
 
 pub use hits::CacheHits;
-pub use path::QueryPath;
+pub use path::{with_echo, QueryPath};
 pub use request::parser_agrees;
 
 /// A handler like `h` (one block with a cluster) whose cluster answers

@@ -143,9 +143,11 @@ pub(super) fn reply_holds(data: &[u8], out: &[u8], query: Option<&Message>, tran
     }
 }
 
-/// The reply the query path wrote for `data` is what hickory's encoder
-/// writes for the answer it built.
-pub(super) fn hickory_writes_the_same(data: &[u8], scratch: &Scratch, transport: Transport) {
+/// Calls `f` with what the query path echoed in its reply to `data` (the
+/// header, the question, the client's EDNS under the answer's `bufsize`)
+/// and the reply's size limit over `transport`: what an encoder needs to
+/// write the reply again from `scratch.answer`.
+pub fn with_echo<R>(data: &[u8], scratch: &Scratch, transport: Transport, f: impl FnOnce(&Echo<'_>, usize) -> R) -> R {
     let (meta, query, edns) = match request::check(data) {
         Checked::Query(r) => (r.meta, Some(r.query), request::capped(r.edns, scratch.answer.bufsize)),
         Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
@@ -156,8 +158,16 @@ pub(super) fn hickory_writes_the_same(data: &[u8], scratch: &Scratch, transport:
         query: query.as_ref(),
         edns,
     };
+    f(&echo, request::limit(transport, edns))
+}
+
+/// The reply the query path wrote for `data` is what hickory's encoder
+/// writes for the answer it built.
+pub(super) fn hickory_writes_the_same(data: &[u8], scratch: &Scratch, transport: Transport) {
     let mut hickory = Vec::new();
-    finish::write_with_hickory(&mut hickory, &echo, &scratch.answer, request::limit(transport, edns));
+    with_echo(data, scratch, transport, |echo, limit| {
+        finish::write_with_hickory(&mut hickory, echo, &scratch.answer, limit)
+    });
     assert!(
         hickory == scratch.out,
         "over {transport:?}, hickory writes other bytes:\n{:?}\nours:\n{:?}",

@@ -8,7 +8,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::*;
 use crate::metrics::Transport;
-use crate::query::request::{self, Checked, ClientEdns};
+use crate::query::request::ClientEdns;
 use crate::query::{defer::Sink, finish, Scratch};
 
 /// Questions over the demo cluster (a fixture dump, plus a headless
@@ -100,21 +100,11 @@ fn replies_are_the_bytes_hickory_writes() {
                 let what = format!("{name} {qtype} {e:?} {transport:?}");
                 let reply = crate::fuzzing::parse_strict(&scratch.out).unwrap_or_else(|err| panic!("{what}: {err}"));
                 truncated += usize::from(reply.metadata.truncation);
-                let (meta, query, edns) = match request::check(&bytes) {
-                    Checked::Query(r) => (r.meta, Some(r.query), request::capped(r.edns, scratch.answer.bufsize)),
-                    Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
-                    Checked::Drop => panic!("{what}: dropped"),
-                };
-                let echo = Echo {
-                    meta: &meta,
-                    query: query.as_ref(),
-                    edns,
-                };
-                let limit = request::limit(transport, edns);
-                let mut hickory = Vec::new();
-                finish::write_with_hickory(&mut hickory, &echo, &scratch.answer, limit);
-                let mut ours = Vec::new();
-                encode(&mut ours, &echo, &scratch.answer, limit).expect("written as bytes");
+                let (mut hickory, mut ours) = (Vec::new(), Vec::new());
+                crate::fuzzing::with_echo(&bytes, &scratch, transport, |echo, limit| {
+                    finish::write_with_hickory(&mut hickory, echo, &scratch.answer, limit);
+                    encode(&mut ours, echo, &scratch.answer, limit).expect("written as bytes");
+                });
                 assert!(ours == scratch.out, "{what}: the query path wrote these bytes");
                 assert!(
                     scratch.out == hickory,
