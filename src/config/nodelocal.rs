@@ -10,6 +10,8 @@
 //!     iptables on|off      -setupiptables (default on)
 //!     teardown on|off      -skipteardown inverted (default on)
 //!     check DURATION       -syncinterval (default 60s)
+//!     lockdir DIR          where instances on one node see each other (default
+//!                          /run/clusterdns/nodelocal; a hostPath in the DaemonSet)
 //! }
 //! ```
 //!
@@ -18,6 +20,7 @@
 //! `health` directive's (8080 without one, node-cache's default).
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::Args;
@@ -27,6 +30,8 @@ use super::{ConfigError, Server};
 
 /// node-cache's default interface name.
 pub const INTERFACE: &str = "nodelocaldns";
+/// Where instances on one node coordinate (see `nodelocal::lease`).
+pub const LOCKDIR: &str = "/run/clusterdns/nodelocal";
 
 /// Typed options of the `nodelocal` directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +43,8 @@ pub struct NodeLocalConfig {
     pub iptables: bool,
     pub teardown: bool,
     pub check: Duration,
+    /// The directory of the instance leases and the node lock.
+    pub lockdir: PathBuf,
     /// The DNS port of the block `nodelocal` is written in.
     pub port: u16,
     /// The `health` port (the liveness probe's connections skip conntrack too).
@@ -56,6 +63,7 @@ pub fn parse(d: &Directive, port: u16, errors: &mut Vec<ConfigError>) -> NodeLoc
         iptables: true,
         teardown: true,
         check: Duration::from_secs(60),
+        lockdir: PathBuf::from(LOCKDIR),
         port,
         health_port: 8080,
         pos: a.pos().clone(),
@@ -92,11 +100,22 @@ pub fn parse(d: &Directive, port: u16, errors: &mut Vec<ConfigError>) -> NodeLoc
                 Some(d) => cfg.check = d,
                 None => {}
             },
-            "interface" | "addresses" | "iptables" | "teardown" | "check" => {}
+            "lockdir" if o.count(1, 1, errors) => {
+                let dir = &o.args[0];
+                if dir.text.starts_with('/') {
+                    cfg.lockdir = PathBuf::from(&dir.text);
+                } else {
+                    errors.push(ConfigError::new(
+                        &dir.pos,
+                        format!("nodelocal: lockdir must be an absolute path, not '{}'", dir.text),
+                    ));
+                }
+            }
+            "interface" | "addresses" | "iptables" | "teardown" | "check" | "lockdir" => {}
             other => errors.push(ConfigError::new(
                 o.pos(),
                 format!(
-                    "nodelocal: unknown option '{other}' (supported: interface, addresses, iptables, teardown, check)"
+                    "nodelocal: unknown option '{other}' (supported: interface, addresses, iptables, teardown, check, lockdir)"
                 ),
             )),
         }
@@ -177,13 +196,14 @@ mod tests {
 
     #[test]
     fn options_parse_and_every_mistake_is_reported_with_its_place() {
-        let c = load(".:1053 {\n bind 169.254.20.10\n nodelocal {\n  interface eth1\n  addresses 169.254.20.10\n  iptables off\n  teardown off\n  check 2s\n }\n}\n").expect("loads");
+        let c = load(".:1053 {\n bind 169.254.20.10\n nodelocal {\n  interface eth1\n  addresses 169.254.20.10\n  iptables off\n  teardown off\n  check 2s\n  lockdir /var/run/dns\n }\n}\n").expect("loads");
         let n = c.nodelocal.expect("nodelocal");
         assert_eq!(
             (n.interface.as_str(), n.iptables, n.teardown, n.port),
             ("eth1", false, false, 1053)
         );
-        let e = load(".:53 {\n bind 169.254.20.10\n nodelocal {\n  interface a/b\n  addresses 10.0.0.9 nope\n  iptables maybe\n  check 0s\n  ebtables on\n }\n}\n.:54 {\n nodelocal {\n  addresses 169.254.20.11\n }\n}\n")
+        assert_eq!(n.lockdir, std::path::Path::new("/var/run/dns"));
+        let e = load(".:53 {\n bind 169.254.20.10\n nodelocal {\n  interface a/b\n  addresses 10.0.0.9 nope\n  iptables maybe\n  check 0s\n  ebtables on\n  lockdir run\n }\n}\n.:54 {\n nodelocal {\n  addresses 169.254.20.11\n }\n}\n")
             .expect_err("errors");
         for want in [
             "Corefile:4:13: nodelocal: 'a/b' is not an interface name",
@@ -191,8 +211,9 @@ mod tests {
             "Corefile:6:12: nodelocal: iptables takes on or off, not 'maybe'",
             "Corefile:7:9: nodelocal: check must be longer than 0",
             "Corefile:8:3: nodelocal: unknown option 'ebtables'",
+            "Corefile:9:11: nodelocal: lockdir must be an absolute path, not 'run'",
             "Corefile:3:2: nodelocal: 10.0.0.9 is not among this block's bind addresses",
-            "Corefile:12:2: nodelocal: only one per Corefile",
+            "Corefile:13:2: nodelocal: only one per Corefile",
         ] {
             assert!(e.contains(want), "missing {want:?} in:\n{e}");
         }

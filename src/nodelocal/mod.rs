@@ -16,6 +16,8 @@
 //! {errortype}`, repairs in `clusterdns_nodelocal_restored_total{what}`.
 
 pub mod doctor;
+pub mod handover;
+pub mod lease;
 pub mod link;
 pub mod rules;
 
@@ -25,6 +27,7 @@ use std::sync::Arc;
 
 use crate::config::nodelocal::NodeLocalConfig;
 use crate::metrics::{Metrics, NODECACHE_ERRORS, RESTORED};
+use lease::{Lease, NodeLock, Phase};
 use link::{LinkError, Netlink};
 use rules::{Iptables, Rule};
 
@@ -78,6 +81,9 @@ pub struct NodeLocal {
     rules: Vec<Rule>,
     iptables: Option<Iptables>,
     metrics: Arc<Metrics>,
+    /// This instance's lease in `lockdir`; `None` when the directory is
+    /// unusable (then it runs as if alone: teardown at exit).
+    lease: std::sync::Mutex<Option<Lease>>,
 }
 
 impl NodeLocal {
@@ -88,10 +94,27 @@ impl NodeLocal {
         }
         metrics.nodelocal.enabled.store(true, Relaxed);
         let netlink = Netlink::connect().map_err(NodeLocalError::Netlink)?;
+        // Joined under the node lock: an instance leaving now either sees
+        // this one, or has finished its teardown before the setup below.
+        let guard = node_lock(&cfg.lockdir).await;
+        let lease = match guard.as_ref().map(|_| Lease::join(&cfg.lockdir)) {
+            Some(Ok(l)) => Some(l),
+            Some(Err(e)) => {
+                tracing::warn!(target: "nodelocal", "cannot join {}: {e}; running as the only instance (teardown at exit)", cfg.lockdir.display());
+                None
+            }
+            None => None,
+        };
+        if let Some(l) = &lease {
+            let others = l.others();
+            tracing::info!(target: "nodelocal", "instance {} in {}; {} other instance(s) running{}", l.name(), cfg.lockdir.display(), others.len(),
+                if others.is_empty() { "" } else { ": their interface and rules are kept as they are" });
+        }
         let repairs = netlink.ensure(&cfg.interface, &cfg.addresses).await.map_err(|e| {
             setup_error(&metrics, e.errortype());
             NodeLocalError::interface(&cfg.interface, e)
         })?;
+        drop(guard);
         tracing::info!(target: "nodelocal",
             "interface {} {} with {}",
             cfg.interface,
@@ -111,7 +134,34 @@ impl NodeLocal {
             netlink,
             iptables,
             metrics,
+            lease: std::sync::Mutex::new(lease),
         })
+    }
+
+    /// Tells the other instances on the node what this one is doing.
+    pub fn announce(&self, phase: Phase) {
+        if let Some(l) = self.lease.lock().ok().as_deref().and_then(Option::as_ref) {
+            l.set(phase);
+        }
+    }
+
+    /// The other live instances on the node and their phases.
+    pub fn others(&self) -> Vec<(String, Phase)> {
+        let others = match self.lease.lock().ok().as_deref() {
+            Some(Some(l)) => l.others(),
+            _ => Vec::new(),
+        };
+        self.metrics.nodelocal.peers.store(others.len() as u64, Relaxed);
+        others
+    }
+
+    /// Holds the node lock (none when `lockdir` is unusable).
+    async fn lock(&self) -> Option<NodeLock> {
+        let joined = matches!(self.lease.lock().ok().as_deref(), Some(Some(_)));
+        match joined {
+            true => node_lock(&self.cfg.lockdir).await,
+            false => None,
+        }
     }
 
     /// Installs the rules (once the listeners are bound). Failures are
@@ -120,6 +170,7 @@ impl NodeLocal {
         let Some(ipt) = &self.iptables else {
             return;
         };
+        let _guard = self.lock().await;
         let (mut added, mut present) = (0, 0);
         for rule in &self.rules {
             match ipt.ensure(rule).await {
@@ -138,6 +189,7 @@ impl NodeLocal {
 
     /// One verify-and-restore pass; returns how many things it restored.
     pub async fn verify(&self) -> usize {
+        let _guard = self.lock().await;
         let mut restored = 0;
         match self.netlink.ensure(&self.cfg.interface, &self.cfg.addresses).await {
             Ok(r) => {
@@ -190,9 +242,26 @@ impl NodeLocal {
         }
     }
 
-    /// Removes the rules and the addresses (the interface too when it is a
-    /// dummy link), unless `teardown off`.
-    pub async fn teardown(&self) {
+    /// Leaves the node: the last instance out removes the rules and the
+    /// addresses (the interface too when it is a dummy link), unless
+    /// `teardown off`; while another instance lives, everything stays.
+    pub async fn leave(&self) {
+        let guard = self.lock().await;
+        let others = self.others();
+        if !others.is_empty() {
+            let names: Vec<&str> = others.iter().map(|(n, _)| n.as_str()).collect();
+            tracing::info!(target: "nodelocal", "not tearing down: {} other instance(s) still running ({}); interface {} and its rules stay", names.len(), names.join(", "), self.cfg.interface);
+        } else {
+            self.teardown().await;
+        }
+        // Gone from the directory before the lock is released.
+        if let Ok(mut lease) = self.lease.lock() {
+            *lease = None;
+        }
+        drop(guard);
+    }
+
+    async fn teardown(&self) {
         if !self.cfg.teardown {
             tracing::info!(target: "nodelocal", "teardown off: leaving interface {} and its rules in place", self.cfg.interface);
             return;
@@ -224,6 +293,20 @@ impl NodeLocal {
         if let Some(i) = RESTORED.iter().position(|w| *w == what) {
             self.metrics.nodelocal.restored[i].fetch_add(n, Relaxed);
         }
+    }
+}
+
+/// Takes the node lock in `dir`, waiting for another instance's; `None`
+/// (logged) when the directory is unusable.
+async fn node_lock(dir: &std::path::Path) -> Option<NodeLock> {
+    let owned = dir.to_path_buf();
+    match tokio::task::spawn_blocking(move || lease::node_lock(&owned)).await {
+        Ok(Ok(lock)) => Some(lock),
+        Ok(Err(e)) => {
+            tracing::warn!(target: "nodelocal", "cannot take the node lock in {}: {e}", dir.display());
+            None
+        }
+        Err(_) => None,
     }
 }
 
