@@ -53,21 +53,60 @@ fn surge_client() {
     println!("{}", surge::client(&targets, NAME, RATE, TCP_CONNECTIONS, secs));
 }
 
+/// How the rules are programmed in one run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// `rules auto` with no kube-proxy nftables table: iptables.
+    Iptables,
+    /// `rules auto` beside a `kube-proxy` nftables table: nftables.
+    Nftables,
+}
+
+impl Mode {
+    /// A shell command printing our rules, one per line with the target.
+    fn list(self, ipt: &str) -> String {
+        match self {
+            Mode::Iptables => format!("{ipt}-save -t raw; {ipt}-save -t filter"),
+            Mode::Nftables => "nft list table inet clusterdns-nodelocal".into(),
+        }
+    }
+
+    /// Our rules in `text` (what [`Mode::list`] printed).
+    fn count(self, text: &str) -> usize {
+        match self {
+            Mode::Iptables => text
+                .lines()
+                .filter(|l| l.starts_with("-A") && (l.contains("NOTRACK") || l.contains("ACCEPT")))
+                .count(),
+            Mode::Nftables => text.lines().filter(|l| l.trim_end().ends_with("notrack")).count(),
+        }
+    }
+
+    /// Rules for the two addresses: node-cache's 12 each; 8 notrack each in nftables.
+    fn expected(self) -> usize {
+        match self {
+            Mode::Iptables => 24,
+            Mode::Nftables => 16,
+        }
+    }
+}
+
 fn corefile(lab: &Lab) -> String {
     format!(
-        "cluster.local:53 in-addr.arpa:53 {{\n    bind {LINK_LOCAL} {KUBE_DNS}\n    kubernetes cluster.local in-addr.arpa {{\n        snapshot {}\n    }}\n    health {LINK_LOCAL}:8080\n    ready {LINK_LOCAL}:8181\n    prometheus {LINK_LOCAL}:9253\n    nodelocal {{\n        interface nl0\n        check 1s\n        lockdir {}\n    }}\n}}\n",
+        "cluster.local:53 in-addr.arpa:53 {{\n    bind {LINK_LOCAL} {KUBE_DNS}\n    kubernetes cluster.local in-addr.arpa {{\n        snapshot {}\n    }}\n    health {LINK_LOCAL}:8080\n    ready {LINK_LOCAL}:8181\n    prometheus {LINK_LOCAL}:9253\n    nodelocal {{\n        interface nl0\n        check 1s\n        rules auto\n        lockdir {}\n    }}\n}}\n",
         common::demo_cluster().display(),
         lab.dir.join("lockdir").display()
     )
 }
 
-fn lab() -> Result<Lab, String> {
+fn lab(mode: Mode) -> Result<Lab, String> {
     let id = std::process::id() % 100_000;
+    let m = if mode == Mode::Iptables { "i" } else { "n" };
     let lab = Lab {
-        node: format!("cdns-snode-{id}"),
-        pod: format!("cdns-spod-{id}"),
+        node: format!("cdns-s{m}node-{id}"),
+        pod: format!("cdns-s{m}pod-{id}"),
         children: Vec::new(),
-        dir: common::temp_dir("nodelocal-surge"),
+        dir: common::temp_dir(&format!("nodelocal-surge-{m}")),
     };
     for ns in [&lab.node, &lab.pod] {
         let o = Command::new("ip")
@@ -81,8 +120,14 @@ fn lab() -> Result<Lab, String> {
             ));
         }
     }
-    if !lab.sh(&lab.node, "command -v iptables").0 {
-        return Err("iptables is not installed (apt-get install -y iptables)".into());
+    for (tool, package) in [("iptables", "iptables"), ("nft", "nftables")] {
+        if !lab.sh(&lab.node, &format!("command -v {tool}")).0 {
+            return Err(format!("{tool} is not installed (apt-get install -y {package})"));
+        }
+    }
+    if mode == Mode::Nftables {
+        // kube-proxy's nftables mode, as `rules auto` recognises it.
+        lab.must(&lab.node, "nft add table ip kube-proxy");
     }
     let (n, p) = (lab.node.clone(), lab.pod.clone());
     lab.must(&n, &format!("ip link set lo up && ip link add vn type veth peer name vp netns {p} && ip addr add 10.200.0.1/24 dev vn && ip link set vn up && ip route add 10.96.0.0/16 dev vn && ip link add nl0 type veth peer name nl0p"));
@@ -118,13 +163,13 @@ fn finish_client(child: std::process::Child) -> Tally {
 }
 
 /// Samples the node every 100 ms until `done`: `(samples, bad samples,
-/// the first bad one)`. Good: both addresses on nl0 and each of the 24
+/// the first bad one)`. Good: both addresses on nl0 and each of the
 /// rules exactly once.
-fn watch_node(lab: &Lab, ipt: &str, done: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, u64, String)> {
-    let (node, ipt) = (lab.node.clone(), ipt.to_string());
+fn watch_node(lab: &Lab, mode: Mode, ipt: &str, done: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, u64, String)> {
+    let node = lab.node.clone();
+    let cmd = format!("ip -o addr show dev nl0; {}", mode.list(ipt));
     std::thread::spawn(move || {
         let (mut samples, mut bad, mut first) = (0, 0, String::new());
-        let cmd = format!("ip -o addr show dev nl0; {ipt}-save -t raw; {ipt}-save -t filter");
         while !done.load(Ordering::Relaxed) && samples < 2000 {
             let o = Command::new("ip")
                 .args(["netns", "exec", &node, "sh", "-c", &cmd])
@@ -134,12 +179,9 @@ fn watch_node(lab: &Lab, ipt: &str, done: Arc<AtomicBool>) -> std::thread::JoinH
                 .iter()
                 .filter(|a| text.contains(&format!("inet {a}/32")))
                 .count();
-            let rules = text
-                .lines()
-                .filter(|l| l.starts_with("-A") && (l.contains("NOTRACK") || l.contains("ACCEPT")))
-                .count();
+            let rules = mode.count(&text);
             samples += 1;
-            if addrs != 2 || rules != 24 {
+            if addrs != 2 || rules != mode.expected() {
                 bad += 1;
                 if first.is_empty() {
                     first = format!("{addrs} addresses, {rules} rules:\n{text}");
@@ -155,7 +197,7 @@ fn watch_node(lab: &Lab, ipt: &str, done: Arc<AtomicBool>) -> std::thread::JoinH
 fn start_serving(lab: &mut Lab, tag: &str) -> (usize, PathBuf, String) {
     let conf = corefile(lab);
     let (i, log) = lab.start(tag, &conf);
-    let text = wait_log(&log, "NOTRACK/ACCEPT rules installed", 30);
+    let text = wait_log(&log, "rules installed through", 30);
     (i, log, text)
 }
 
@@ -166,7 +208,13 @@ fn kill9(lab: &mut Lab, i: usize) {
 
 #[test]
 fn surge_upgrades_lose_no_query() {
-    let mut lab = match lab() {
+    for mode in [Mode::Iptables, Mode::Nftables] {
+        surges(mode);
+    }
+}
+
+fn surges(mode: Mode) {
+    let mut lab = match lab(mode) {
         Ok(l) => l,
         Err(why) if std::env::var_os("CI").is_some() => panic!("nodelocal surge: {why}"),
         Err(why) => {
@@ -179,9 +227,15 @@ fn surge_upgrades_lose_no_query() {
         .into_iter()
         .find(|b| text.contains(&format!("through {b}")))
         .unwrap_or("iptables");
+    let through = if mode == Mode::Nftables {
+        "through nftables"
+    } else {
+        "through iptables"
+    };
+    assert!(text.contains(through), "{mode:?}: {text}");
     let surges = 4;
     let done = Arc::new(AtomicBool::new(false));
-    let watcher = watch_node(&lab, ipt, done.clone());
+    let watcher = watch_node(&lab, mode, ipt, done.clone());
     let client = start_client(&lab, 14.0);
     std::thread::sleep(Duration::from_millis(1500));
     let handed = AtomicU64::new(0);
@@ -202,7 +256,7 @@ fn surge_upgrades_lose_no_query() {
     let tally = finish_client(client);
     done.store(true, Ordering::Relaxed);
     let (samples, bad, first) = watcher.join().expect("watcher");
-    println!("nodelocal surge: {surges} hand-overs under {RATE} UDP qps + {TCP_CONNECTIONS} TCP connections: {tally:?}; node checked {samples} times, {bad} bad");
+    println!("nodelocal surge ({mode:?}): {surges} hand-overs under {RATE} UDP qps + {TCP_CONNECTIONS} TCP connections: {tally:?}; node checked {samples} times, {bad} bad");
     assert!(tally.sent > (RATE * 10.0) as u64, "the load ran: {tally:?}");
     assert_eq!((tally.lost, tally.servfail), (0, 0), "UDP across hand-overs: {tally:?}");
     assert_eq!(
@@ -222,7 +276,7 @@ fn surge_upgrades_lose_no_query() {
     kill9(&mut lab, old);
     std::thread::sleep(Duration::from_millis(1500));
     let killed = finish_client(client);
-    println!("nodelocal surge: kill -9 of the old instance beside a serving new one: {killed:?}");
+    println!("nodelocal surge ({mode:?}): kill -9 of the old instance beside a serving new one: {killed:?}");
     assert!(killed.lost <= killed.sent / 100 && killed.servfail == 0, "{killed:?}");
     assert!(
         lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL),
@@ -235,12 +289,18 @@ fn surge_upgrades_lose_no_query() {
     assert!(lab.stop(new), "last instance exits cleanly");
     let (last, _, _) = start_serving(&mut lab, "b1");
     let baseline = finish_client(client);
-    println!("nodelocal surge: stop-then-start baseline: {baseline:?}");
+    println!("nodelocal surge ({mode:?}): stop-then-start baseline: {baseline:?}");
 
     assert!(lab.stop(last), "last instance exits cleanly");
     assert!(
         lab.rules(ipt, "raw").is_empty() && lab.rules(ipt, "filter").is_empty(),
-        "rules left after the last one stopped"
+        "iptables rules left after the last one stopped"
+    );
+    let left = lab.sh(&lab.node, &Mode::Nftables.list(ipt)).1;
+    assert_eq!(
+        Mode::Nftables.count(&left),
+        0,
+        "nftables rules left after the last one stopped: {left}"
     );
     assert!(
         !lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains("inet "),

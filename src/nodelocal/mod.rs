@@ -16,9 +16,11 @@
 //! {errortype}`, repairs in `clusterdns_nodelocal_restored_total{what}`.
 
 pub mod doctor;
+pub mod firewall;
 pub mod handover;
 pub mod lease;
 pub mod link;
+pub mod nftables;
 pub mod rules;
 
 use std::io;
@@ -27,9 +29,9 @@ use std::sync::Arc;
 
 use crate::config::nodelocal::NodeLocalConfig;
 use crate::metrics::{Metrics, NODECACHE_ERRORS, RESTORED};
+use firewall::Firewall;
 use lease::{Lease, NodeLock, Phase};
 use link::{LinkError, Netlink};
-use rules::{Iptables, Rule};
 
 /// `CAP_NET_ADMIN`'s bit in `/proc/self/status`'s `CapEff`.
 const CAP_NET_ADMIN: u32 = 12;
@@ -78,8 +80,8 @@ pub fn has_net_admin() -> Option<bool> {
 pub struct NodeLocal {
     cfg: NodeLocalConfig,
     netlink: Netlink,
-    rules: Vec<Rule>,
-    iptables: Option<Iptables>,
+    /// The NOTRACK rules and their front-end (none with `iptables off`).
+    firewall: Option<Firewall>,
     metrics: Arc<Metrics>,
     /// This instance's lease in `lockdir`; `None` when the directory is
     /// unusable (then it runs as if alone: teardown at exit).
@@ -121,18 +123,10 @@ impl NodeLocal {
             if repairs.created { "created (dummy)" } else { "in place" },
             crate::config::spaced(&cfg.addresses, "")
         );
-        let iptables = if cfg.iptables {
-            let backend = rules::detect().await;
-            tracing::info!(target: "nodelocal", "iptables backend: {backend}");
-            Some(Iptables { backend })
-        } else {
-            None
-        };
         Ok(NodeLocal {
-            rules: rules::rules(&cfg.addresses, cfg.port, cfg.health_port),
+            firewall: Firewall::choose(&cfg).await,
             cfg,
             netlink,
-            iptables,
             metrics,
             lease: std::sync::Mutex::new(lease),
         })
@@ -167,23 +161,18 @@ impl NodeLocal {
     /// Installs the rules (once the listeners are bound). Failures are
     /// logged and counted; the next check retries them.
     pub async fn install(&self) {
-        let Some(ipt) = &self.iptables else {
+        let Some(firewall) = &self.firewall else {
             return;
         };
         let _guard = self.lock().await;
-        let (mut added, mut present) = (0, 0);
-        for rule in &self.rules {
-            match ipt.ensure(rule).await {
-                Ok(true) => added += 1,
-                Ok(false) => present += 1,
-                Err(e) => self.rule_error(&e),
-            }
-        }
+        let pass = firewall.ensure().await;
+        pass.errors.iter().for_each(|e| self.rule_error(e));
         tracing::info!(target: "nodelocal",
-            "{added} of {} NOTRACK/ACCEPT rules installed through {} ({present} already there, {} failed)",
-            self.rules.len(),
-            ipt.backend,
-            self.rules.len() - added - present
+            "{} of {} NOTRACK/ACCEPT rules installed through {firewall} ({} already there, {} failed)",
+            pass.added.len(),
+            firewall.count(),
+            pass.present,
+            firewall.count() - pass.added.len() - pass.present
         );
     }
 
@@ -215,17 +204,13 @@ impl NodeLocal {
                 tracing::error!(target: "nodelocal", "{}", NodeLocalError::interface(&self.cfg.interface, e));
             }
         }
-        if let Some(ipt) = &self.iptables {
-            for rule in &self.rules {
-                match ipt.ensure(rule).await {
-                    Ok(true) => {
-                        restored += 1;
-                        self.restored("rule", 1);
-                        tracing::warn!(target: "nodelocal", "rule was missing, added back: {rule}");
-                    }
-                    Ok(false) => {}
-                    Err(e) => self.rule_error(&e),
-                }
+        if let Some(firewall) = &self.firewall {
+            let pass = firewall.ensure().await;
+            pass.errors.iter().for_each(|e| self.rule_error(e));
+            for rule in &pass.added {
+                restored += 1;
+                self.restored("rule", 1);
+                tracing::warn!(target: "nodelocal", "rule was missing, added back: {rule}");
             }
         }
         restored
@@ -266,11 +251,9 @@ impl NodeLocal {
             tracing::info!(target: "nodelocal", "teardown off: leaving interface {} and its rules in place", self.cfg.interface);
             return;
         }
-        if let Some(ipt) = &self.iptables {
-            for rule in &self.rules {
-                if let Err(e) = ipt.delete(rule).await {
-                    tracing::error!(target: "nodelocal", "teardown: {e}");
-                }
+        if let Some(firewall) = &self.firewall {
+            for e in firewall.remove().await {
+                tracing::error!(target: "nodelocal", "teardown: {e}");
             }
         }
         match self.netlink.remove(&self.cfg.interface, &self.cfg.addresses).await {
