@@ -55,24 +55,11 @@ fn node_corefile(interface: &str, extra: &str) -> String {
 /// Builds the namespaces; `Err` names what this machine lacks.
 fn lab() -> Result<Lab, String> {
     let id = std::process::id() % 100_000;
-    let lab = Lab {
-        node: format!("cdns-node-{id}"),
-        pod: format!("cdns-pod-{id}"),
-        children: Vec::new(),
-        dir: common::temp_dir("nodelocal"),
-    };
-    for ns in [&lab.node, &lab.pod] {
-        let o = Command::new("ip")
-            .args(["netns", "add", ns])
-            .output()
-            .map_err(|e| format!("ip: {e}"))?;
-        if !o.status.success() {
-            return Err(format!(
-                "cannot create network namespaces (needs root): {}",
-                out(&o).trim()
-            ));
-        }
-    }
+    let lab = Lab::create(
+        format!("cdns-node-{id}"),
+        format!("cdns-pod-{id}"),
+        common::temp_dir("nodelocal"),
+    )?;
     let (n, p) = (lab.node.clone(), lab.pod.clone());
     for tool in ["iptables", "dig"] {
         if !lab.sh(&n, &format!("command -v {tool}")).0 {

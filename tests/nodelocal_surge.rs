@@ -102,24 +102,11 @@ fn corefile(lab: &Lab) -> String {
 fn lab(mode: Mode) -> Result<Lab, String> {
     let id = std::process::id() % 100_000;
     let m = if mode == Mode::Iptables { "i" } else { "n" };
-    let lab = Lab {
-        node: format!("cdns-s{m}node-{id}"),
-        pod: format!("cdns-s{m}pod-{id}"),
-        children: Vec::new(),
-        dir: common::temp_dir(&format!("nodelocal-surge-{m}")),
-    };
-    for ns in [&lab.node, &lab.pod] {
-        let o = Command::new("ip")
-            .args(["netns", "add", ns])
-            .output()
-            .map_err(|e| format!("ip: {e}"))?;
-        if !o.status.success() {
-            return Err(format!(
-                "cannot create network namespaces (needs root): {}",
-                common::netns::out(&o)
-            ));
-        }
-    }
+    let lab = Lab::create(
+        format!("cdns-s{m}node-{id}"),
+        format!("cdns-s{m}pod-{id}"),
+        common::temp_dir(&format!("nodelocal-surge-{m}")),
+    )?;
     for (tool, package) in [("iptables", "iptables"), ("nft", "nftables")] {
         if !lab.sh(&lab.node, &format!("command -v {tool}")).0 {
             return Err(format!("{tool} is not installed (apt-get install -y {package})"));
