@@ -23,15 +23,22 @@ PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENTRYPOINT = ["/clusterdns"]
 CMD = ["-conf", "/etc/coredns/Corefile"]
 # Left out of the Debian root file system: device nodes come from the
-# runtime; apt's state, logs and the build host's resolv.conf/hostname do not belong.
+# runtime; apt's and dpkg's state (but dpkg's status file, which scanners
+# read), logs and the build host's resolv.conf/hostname do not belong.
 ROOTFS_DROP = [
     "dev",
     "etc/apt",
+    "etc/dpkg",
     "etc/fstab",
     "etc/hostname",
     "etc/resolv.conf",
     "var/cache",
     "var/lib/apt",
+    "var/lib/dpkg/alternatives",
+    "var/lib/dpkg/arch",
+    "var/lib/dpkg/info",
+    "var/lib/dpkg/triggers",
+    "var/lib/dpkg/updates",
     "var/log",
     "usr/share/man",
     "usr/share/lintian",
