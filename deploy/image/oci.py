@@ -84,6 +84,8 @@ def entries_from_tar(layer):
             if m.ischr() or m.isblk() or m.isfifo():
                 continue
             target = by_name.get(m.linkname) if m.islnk() else m
+            if target is None:
+                raise ValueError(f"{layer['tar']}: {m.name} links to {m.linkname}, which it does not hold")
             kind = tarfile.REGTYPE if m.islnk() else m.type
             info = tar_info(path, m.mode, kind, (m.uid, m.gid))
             info.mtime = min(m.mtime, EPOCH)
