@@ -256,18 +256,29 @@ fn surges(mode: Mode) {
         "{bad} of {samples} samples wrong; first: {first}"
     );
 
-    // A crash in the middle of a hand-over: the survivor keeps serving.
-    let client = start_client(&lab, 5.0);
+    // A crash of either instance while both serve: the survivor keeps
+    // serving, with everything in place.
+    let client = start_client(&lab, 6.0);
     std::thread::sleep(Duration::from_millis(1000));
     let (new, _, _) = start_serving(&mut lab, "k1");
     kill9(&mut lab, old);
     std::thread::sleep(Duration::from_millis(1500));
+    let (doomed, _, _) = start_serving(&mut lab, "k2");
+    kill9(&mut lab, doomed);
+    std::thread::sleep(Duration::from_millis(1000));
     let killed = finish_client(client);
-    println!("nodelocal surge ({mode:?}): kill -9 of the old instance beside a serving new one: {killed:?}");
+    println!(
+        "nodelocal surge ({mode:?}): kill -9 of the old instance, then of a new one, beside a serving one: {killed:?}"
+    );
     assert!(killed.lost <= killed.sent / 100 && killed.servfail == 0, "{killed:?}");
     assert!(
         lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL),
         "survivor keeps the address"
+    );
+    assert_eq!(
+        mode.count(&lab.sh(&lab.node, &mode.list(ipt)).1),
+        mode.expected(),
+        "survivor keeps the rules"
     );
 
     // The baseline: stop, then start (what node-cache can do).
@@ -292,6 +303,17 @@ fn surges(mode: Mode) {
     assert!(
         !lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains("inet "),
         "addresses left after the last one stopped"
+    );
+    let leases: Vec<_> = std::fs::read_dir(lab.dir.join("lockdir"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        leases.iter().all(|n| !n.starts_with("instance-")),
+        "leases left (the killed ones' are removed by whoever looks next): {leases:?}"
     );
     assert!(
         baseline.lost + baseline.tcp_lost > 0,
