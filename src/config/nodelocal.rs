@@ -45,6 +45,16 @@ pub enum RulesMode {
     Auto,
 }
 
+impl std::fmt::Display for RulesMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RulesMode::Iptables => "iptables",
+            RulesMode::Nftables => "nftables",
+            RulesMode::Auto => "auto",
+        })
+    }
+}
+
 /// Typed options of the `nodelocal` directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeLocalConfig {
