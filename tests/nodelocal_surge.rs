@@ -241,6 +241,11 @@ fn surges(mode: Mode) {
         std::thread::sleep(Duration::from_millis(700));
     }
     let tally = finish_client(client);
+    let doctor = lab.doctor(&format!("s{surges}"));
+    assert!(
+        !doctor.contains("nodelocal_rules"),
+        "{mode:?}: doctor finds rules missing: {doctor}"
+    );
     done.store(true, Ordering::Relaxed);
     let (samples, bad, first) = watcher.join().expect("watcher");
     println!("nodelocal surge ({mode:?}): {surges} hand-overs under {RATE} UDP qps + {TCP_CONNECTIONS} TCP connections: {tally:?}; node checked {samples} times, {bad} bad");

@@ -44,13 +44,18 @@ impl Firewall {
         let nft = match cfg.rules {
             RulesMode::Iptables => false,
             RulesMode::Nftables => true,
-            RulesMode::Auto => {
-                let kube_proxy = nftables::kube_proxy_uses_nftables().await;
-                tracing::info!(target: "nodelocal", "rules auto: kube-proxy's nftables tables {}: using {}",
-                    if kube_proxy { "found" } else { "not found" },
-                    if kube_proxy { "nftables" } else { "iptables" });
-                kube_proxy
-            }
+            RulesMode::Auto => match nftables::kube_proxy_uses_nftables().await {
+                Ok(kube_proxy) => {
+                    tracing::info!(target: "nodelocal", "rules auto: kube-proxy's nftables tables {}: using {}",
+                        if kube_proxy { "found" } else { "not found" },
+                        if kube_proxy { "nftables" } else { "iptables" });
+                    kube_proxy
+                }
+                Err(e) => {
+                    tracing::warn!(target: "nodelocal", "rules auto: cannot ask nftables ({e}): using iptables");
+                    false
+                }
+            },
         };
         if nft {
             return Some(Firewall::Nftables {

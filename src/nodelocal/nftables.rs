@@ -149,17 +149,16 @@ async fn nft(args: &[&str], input: Option<&[u8]>) -> Result<String, RuleError> {
     }
 }
 
-/// Whether kube-proxy runs in its nftables mode here (its tables exist).
-pub async fn kube_proxy_uses_nftables() -> bool {
-    let Ok(out) = nft(&["list", "tables"], None).await else {
-        return false;
-    };
+/// Whether kube-proxy runs in its nftables mode here (its tables exist);
+/// the error when `nft` cannot be run.
+pub async fn kube_proxy_uses_nftables() -> Result<bool, RuleError> {
+    let out = nft(&["list", "tables"], None).await?;
     let listing: Value = serde_json::from_str(&out).unwrap_or_default();
     let items = listing["nftables"].as_array().map(Vec::as_slice).unwrap_or_default();
-    items
+    Ok(items
         .iter()
         .filter_map(|i| i.get("table"))
-        .any(|t| t["name"] == "kube-proxy")
+        .any(|t| t["name"] == "kube-proxy"))
 }
 
 /// How many of `rules` are missing from our table (all when it is absent).
