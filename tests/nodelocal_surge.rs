@@ -188,6 +188,20 @@ fn start_serving(lab: &mut Lab, tag: &str) -> (usize, PathBuf, String) {
     (i, log, text)
 }
 
+/// Waits (at most 10 s) until `/ready` answers 200: the first instance,
+/// alone, binds before its cluster state is loaded and answers SERVFAIL
+/// for cluster names until then, as CoreDNS does.
+fn wait_ready(lab: &Lab) {
+    let cmd = format!("exec 3<>/dev/tcp/{LINK_LOCAL}/8181; printf 'GET /ready HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3");
+    let ready = common::netns::eventually(10.0, || {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &lab.node, "bash", "-c", &cmd])
+            .output();
+        o.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("200 OK"))
+    });
+    assert!(ready, "the first instance is not ready within 10 s");
+}
+
 fn kill9(lab: &mut Lab, i: usize) {
     let _ = lab.children[i].kill();
     let _ = lab.children[i].wait();
@@ -210,6 +224,7 @@ fn surges(mode: Mode) {
         }
     };
     let (mut old, _, text) = start_serving(&mut lab, "a0");
+    wait_ready(&lab);
     let ipt = ["iptables-legacy", "iptables-nft"]
         .into_iter()
         .find(|b| text.contains(&format!("through {b}")))
@@ -275,7 +290,9 @@ fn surges(mode: Mode) {
     println!(
         "nodelocal surge ({mode:?}): kill -9 of the old instance, then of a new one, beside a serving one: {killed:?}"
     );
-    assert!(killed.lost <= killed.sent / 100 && killed.servfail == 0, "{killed:?}");
+    // Lost: what the killed ones held queued, never a gap (under a second
+    // of the load, however busy the machine).
+    assert!(killed.lost < RATE as u64 && killed.servfail == 0, "{killed:?}");
     assert!(
         lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL),
         "survivor keeps the address"
