@@ -42,10 +42,10 @@ fn expected(ip: &str) -> (Vec<String>, Vec<String>) {
     (raw, filter)
 }
 
-/// A node-local Corefile; its `lockdir` is this test process's own (the
+/// A node-local Corefile; its `lockdir` is in this test's directory (the
 /// default, under /run, is shared by every instance on the machine).
 fn node_corefile(interface: &str, extra: &str) -> String {
-    let lockdir = std::env::temp_dir().join(format!("clusterdns-nodelocal-{}", std::process::id()));
+    let lockdir = std::env::temp_dir().join(format!("clusterdns-e2e-nodelocal-{}/lockdir", std::process::id()));
     format!(
         "cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {{\n    bind {LINK_LOCAL} {KUBE_DNS}\n    forward . 10.96.0.11 {{\n        force_tcp\n    }}\n    cache 30\n    health {LINK_LOCAL}:8080\n    prometheus {LINK_LOCAL}:9253\n    nodelocal {{\n        interface {interface}\n        addresses {LINK_LOCAL} {KUBE_DNS}\n        check 1s\n        lockdir {}\n        {extra}\n    }}\n}}\n",
         lockdir.display()
