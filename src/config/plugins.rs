@@ -2,7 +2,6 @@
 //! `health`, `ready`, `prometheus`; and the one place that decides which
 //! directives exist at all.
 
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
@@ -12,10 +11,7 @@ use hickory_proto::rr::Name;
 use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
-use super::{
-    cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, spaced, Config, ConfigError,
-    KubernetesConfig, Server, Source,
-};
+use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, Config, ConfigError, Server};
 
 /// Directives this build implements.
 pub const SUPPORTED: &[&str] = &[
@@ -344,39 +340,4 @@ fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Opt
         ..key.clone()
     };
     Some((zone(&word, errors)?, port))
-}
-
-/// The `kubernetes` part of `clusterdns check`'s output.
-pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> fmt::Result {
-    writeln!(f, "  kubernetes {}", spaced(&k.zones, ""))?;
-    match &k.source {
-        Source::Snapshot(p) => writeln!(f, "    snapshot {}", p.display())?,
-        Source::Api { endpoint, .. } => writeln!(
-            f,
-            "    api {}  watch_timeout {:?}",
-            endpoint.as_deref().unwrap_or("(in-cluster)"),
-            k.watch_timeout
-        )?,
-    }
-    if let Some(p) = &k.persist {
-        writeln!(f, "    persist {}  max_age {:?}", p.path.display(), p.max_age)?;
-    }
-    if let Some(r) = k.resync {
-        writeln!(f, "    resync {r:?}")?;
-    }
-    writeln!(
-        f,
-        "    pods {:?}  ttl {}  endpoint_pod_names {}  noendpoints {}",
-        k.pods, k.ttl, k.endpoint_pod_names, k.noendpoints
-    )?;
-    if !k.namespaces.is_empty() {
-        writeln!(f, "    namespaces {}", spaced(&k.namespaces, ""))?;
-    }
-    if let Some(ft) = &k.fallthrough {
-        writeln!(f, "    fallthrough {}", spaced(ft, "(all zones)"))?;
-    }
-    if k.ignore_empty_service {
-        writeln!(f, "    ignore empty_service")?;
-    }
-    Ok(())
 }
