@@ -71,6 +71,8 @@ pub struct Config {
     /// `health [ADDR]`, with its lameduck duration.
     pub health: Option<plugins::Health>,
     pub ready: Option<SocketAddr>,
+    /// `ready { monitor continuously }` (default `until-ready`).
+    pub ready_continuously: bool,
     pub prometheus: Option<SocketAddr>,
     /// `reload INTERVAL JITTER`.
     pub reload: Option<(std::time::Duration, std::time::Duration)>,
@@ -153,6 +155,7 @@ fn build(
         servers: Vec::new(),
         health: None,
         ready: None,
+        ready_continuously: false,
         prometheus: None,
         reload: None,
         in_flight: local::IN_FLIGHT,

@@ -161,9 +161,12 @@ fn server_directive(b: &mut Block, name: &str, s: &Server, global: Option<&Confi
             b.directive("nodelocal".into(), &options);
         }),
         "ready" => global
-            .and_then(|g| g.ready)
+            .and_then(|g| g.ready.map(|a| (a, g.ready_continuously)))
             .into_iter()
-            .for_each(|a| b.line(1, format_args!("ready {a}"))),
+            .for_each(|(a, c)| {
+                let monitor = if c { "continuously" } else { "until-ready" };
+                b.directive(format!("ready {a}"), &[format!("monitor {monitor}")]);
+            }),
         "health" => global.and_then(|g| g.health.as_ref()).into_iter().for_each(|h| {
             b.directive(
                 format!("health {}", h.addr),

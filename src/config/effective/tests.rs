@@ -152,7 +152,7 @@ fn every_option_is_printed_with_its_value() {
         "    reload 10s 4s".into(),
         "    bufsize 1400".into(),
         "    bind 127.0.0.1".into(),
-        "    ready 127.0.0.1:8181".into(),
+        "    ready 127.0.0.1:8181 {\n        monitor until-ready\n    }".into(),
         "    health 127.0.0.1:8080 {\n        lameduck 5s\n    }".into(),
         "    prometheus 127.0.0.1:9153".into(),
         "    errors".into(),
