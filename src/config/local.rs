@@ -51,6 +51,8 @@ pub struct AutopathConfig {
     /// Search domains after the pod's own (`<ns>.svc.<zone> svc.<zone> <zone>`):
     /// a RESOLV-CONF file's `search` list; none for `@kubernetes`.
     pub search: Vec<Name>,
+    /// The RESOLV-CONF file; `None` for `@kubernetes`.
+    pub resolv: Option<PathBuf>,
 }
 
 pub fn autopath(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option<AutopathConfig> {
@@ -60,6 +62,7 @@ pub fn autopath(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Opt
     }
     let (last, zones) = d.args.split_last()?;
     let zones = zones.iter().filter_map(|w| zone(w, errors)).collect();
+    let resolv = (!last.text.starts_with('@')).then(|| dir.join(&last.text));
     let search = if last.text == "@kubernetes" {
         Vec::new()
     } else if last.text.starts_with('@') {
@@ -94,7 +97,7 @@ pub fn autopath(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Opt
             }
         }
     };
-    Some(AutopathConfig { zones, search })
+    Some(AutopathConfig { zones, search, resolv })
 }
 
 /// `log`: for which names, and how.

@@ -11,6 +11,7 @@ pub mod blocks;
 pub mod cache;
 pub mod chaos;
 pub mod dns64;
+pub mod effective;
 pub mod forward;
 pub mod gotmpl;
 pub mod k8s_external;
@@ -70,6 +71,8 @@ pub struct Config {
     /// `health [ADDR]`, with its lameduck duration.
     pub health: Option<plugins::Health>,
     pub ready: Option<SocketAddr>,
+    /// `ready { monitor continuously }` (default `until-ready`).
+    pub ready_continuously: bool,
     pub prometheus: Option<SocketAddr>,
     /// `reload INTERVAL JITTER`.
     pub reload: Option<(std::time::Duration, std::time::Duration)>,
@@ -152,6 +155,7 @@ fn build(
         servers: Vec::new(),
         health: None,
         ready: None,
+        ready_continuously: false,
         prometheus: None,
         reload: None,
         in_flight: local::IN_FLIGHT,
@@ -200,150 +204,13 @@ fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<Co
     }
 }
 
-/// `items` separated by spaces, or `empty` when there are none (for
-/// `clusterdns check`'s output).
+/// `items` separated by spaces, or `empty` when there are none (for log
+/// lines and `clusterdns doctor`).
 pub(crate) fn spaced<T: fmt::Display>(items: &[T], empty: &str) -> String {
     if items.is_empty() {
         return empty.to_string();
     }
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
-}
-
-impl fmt::Display for Config {
-    /// The effective configuration, as `clusterdns check` prints it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "# effective configuration of {}", self.path.display())?;
-        for s in &self.servers {
-            writeln!(f, "server {} port {}", spaced(&s.zones, ""), s.port)?;
-            writeln!(f, "  bind {}", spaced(&s.bind, "(all addresses)"))?;
-            writeln!(f, "  errors {}  log {}", s.errors, s.log.is_some())?;
-            if let Some(k) = &s.kubernetes {
-                plugins::describe_kubernetes(f, k)?;
-            }
-            for fw in &s.forward {
-                writeln!(
-                    f,
-                    "  forward {} {}  policy {:?}  read_timeout {:?}  max_fails {}  max_concurrent {}{}{}",
-                    fw.from,
-                    spaced(&fw.to, ""),
-                    fw.policy,
-                    fw.read_timeout,
-                    fw.max_fails,
-                    fw.max_concurrent,
-                    if fw.force_tcp { "  force_tcp" } else { "" },
-                    if fw.prefer_udp { "  prefer_udp" } else { "" },
-                )?;
-            }
-            if let Some(c) = &s.cache {
-                writeln!(
-                    f,
-                    "  cache {}  success {}/{}s  denial {}/{}s  prefetch {:?}  serve_stale {:?}",
-                    spaced(&c.zones, "(block zones)"),
-                    c.success.capacity,
-                    c.success.max_ttl,
-                    c.denial.capacity,
-                    c.denial.max_ttl,
-                    c.prefetch,
-                    c.serve_stale
-                )?;
-            }
-            if let Some(h) = &s.hosts {
-                let file = h.file.as_ref().map_or("(inline)".into(), |p| p.display().to_string());
-                writeln!(f, "  hosts {file}  {} inline entries  ttl {}", h.inline.len(), h.ttl)?;
-            }
-            for z in &s.files {
-                writeln!(f, "  file {} {}", z.path.display(), spaced(&z.zones, ""))?;
-            }
-            if let Some(exit) = s.loop_detect {
-                writeln!(f, "  loop{}", if exit { " (exit on loop)" } else { "" })?;
-            }
-            if s.loadbalance {
-                writeln!(f, "  loadbalance")?;
-            }
-            if let Some(d) = &s.dns64 {
-                writeln!(
-                    f,
-                    "  dns64 {}/{}  translate_all {}  allow_ipv4 {}",
-                    d.prefix, d.length, d.translate_all, d.allow_ipv4
-                )?;
-            }
-            if let Some(e) = &s.k8s_external {
-                writeln!(
-                    f,
-                    "  k8s_external {}  apex {}  ttl {}  headless {}{}",
-                    spaced(&e.zones, ""),
-                    e.apex,
-                    e.ttl,
-                    e.headless,
-                    e.fallthrough
-                        .as_ref()
-                        .map_or(String::new(), |z| format!("  fallthrough {}", spaced(z, "(all zones)")))
-                )?;
-            }
-            for t in &s.templates {
-                let any = |x: Option<String>| x.unwrap_or_else(|| "ANY".into());
-                writeln!(
-                    f,
-                    "  template {} {} {}  match {}  answers {}  rcode {}{}",
-                    any(t.class.map(|c| c.to_string())),
-                    any(t.qtype.map(|q| q.to_string())),
-                    spaced(&t.zones, ""),
-                    t.regex.len(),
-                    t.answer.len() + t.additional.len() + t.authority.len(),
-                    crate::metrics::rcode_name(t.rcode),
-                    if t.fallthrough.is_some() { "  fallthrough" } else { "" },
-                )?;
-            }
-            for r in &s.rewrites {
-                writeln!(f, "  rewrite {} {:?}", if r.stop { "stop" } else { "continue" }, r.kind)?;
-            }
-            if let Some(size) = s.bufsize {
-                writeln!(f, "  bufsize {size}")?;
-            }
-            if let Some(c) = &s.chaos {
-                writeln!(f, "  chaos {} {}", c.version, spaced(&c.authors, "(no authors)"))?;
-            }
-            if let Some(prefix) = s.local {
-                writeln!(f, "  local  localhost_prefix {}", if prefix { "on" } else { "off" })?;
-            }
-            if let Some((a, _)) = &s.autopath {
-                writeln!(
-                    f,
-                    "  autopath {} then {}",
-                    spaced(&a.zones, "(block zones)"),
-                    spaced(&a.search, "(no extra search domains)")
-                )?;
-            }
-        }
-        if let Some((interval, jitter)) = self.reload {
-            writeln!(f, "reload every {interval:?} ± {jitter:?}")?;
-        }
-        if let Some(h) = &self.health {
-            writeln!(f, "health {} lameduck {:?}", h.addr, h.lameduck)?;
-        }
-        if let Some(r) = &self.ready {
-            writeln!(f, "ready {r}")?;
-        }
-        if let Some(p) = &self.prometheus {
-            writeln!(f, "prometheus {p}")?;
-        }
-        if let Some(n) = &self.nodelocal {
-            writeln!(
-                f,
-                "nodelocal interface {}  addresses {}  port {}  health port {}  iptables {}  rules {}  teardown {}  check {:?}  lockdir {}",
-                n.interface,
-                spaced(&n.addresses, ""),
-                n.port,
-                n.health_port,
-                n.iptables,
-                n.rules,
-                n.teardown,
-                n.check,
-                n.lockdir.display()
-            )?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

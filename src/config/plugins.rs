@@ -2,7 +2,6 @@
 //! `health`, `ready`, `prometheus`; and the one place that decides which
 //! directives exist at all.
 
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
@@ -12,10 +11,7 @@ use hickory_proto::rr::Name;
 use super::args::{listen_addr, zone, Args};
 use super::blocks::{Directive, RawBlock};
 use super::lexer::Word;
-use super::{
-    cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, spaced, Config, ConfigError,
-    KubernetesConfig, Server, Source,
-};
+use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, Config, ConfigError, Server};
 
 /// Directives this build implements.
 pub const SUPPORTED: &[&str] = &[
@@ -55,6 +51,7 @@ pub const NOT_YET: &[&str] = &[];
 const WITH_OPTIONS: &[&str] = &[
     "kubernetes",
     "health",
+    "ready",
     "errors",
     "log",
     "forward",
@@ -178,7 +175,21 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             );
         }
         "errors" => {
-            a.count(0, 0, errors);
+            if server.errors {
+                errors.push(ConfigError::new(a.pos(), "errors: only one per server block"));
+            }
+            // `stdout`: CoreDNS's legacy destination, where its log goes anyway.
+            if a.count(0, 1, errors) {
+                if let Some(w) = d.args.first().filter(|w| w.text != "stdout") {
+                    errors.push(ConfigError::new(
+                        &w.pos,
+                        format!(
+                            "errors: '{}' is not a destination (errors go to the log; only 'stdout' is accepted)",
+                            w.text
+                        ),
+                    ));
+                }
+            }
             no_options(d, errors);
             server.errors = true;
         }
@@ -240,6 +251,7 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         "health" if a.count(0, 1, errors) => config.health = health(d, errors).or(config.health.take()),
         "ready" if a.count(0, 1, errors) => {
             config.ready = addr_or(d, 8181, errors).or(config.ready);
+            config.ready_continuously = ready_monitor(d, errors);
         }
         "prometheus" if a.count(0, 1, errors) => {
             config.prometheus = addr_or(d, 9153, errors).or(config.prometheus);
@@ -283,6 +295,32 @@ fn addr_or(d: &Directive, default_port: u16, errors: &mut Vec<ConfigError>) -> O
         Some(w) => listen_addr(w, errors),
         None => Some(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), default_port)),
     }
+}
+
+/// `ready { monitor until-ready|continuously }`: true for `continuously`.
+/// Both answer alike here: readiness is the first sync of every cluster
+/// source, which never goes back (lameduck fails `/ready` in both modes).
+fn ready_monitor(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
+    let mut continuously = false;
+    for line in &d.options {
+        let a = Args::from(line);
+        match a.name.text.as_str() {
+            "monitor" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
+                "until-ready" => continuously = false,
+                "continuously" => continuously = true,
+                other => errors.push(ConfigError::new(
+                    &a.args[0].pos,
+                    format!("ready: monitor '{other}' is not one of until-ready, continuously"),
+                )),
+            },
+            "monitor" => {}
+            other => errors.push(ConfigError::new(
+                a.pos(),
+                format!("ready: unknown option '{other}' (supported: monitor)"),
+            )),
+        }
+    }
+    continuously
 }
 
 fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
@@ -344,39 +382,4 @@ fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Opt
         ..key.clone()
     };
     Some((zone(&word, errors)?, port))
-}
-
-/// The `kubernetes` part of `clusterdns check`'s output.
-pub fn describe_kubernetes(f: &mut fmt::Formatter<'_>, k: &KubernetesConfig) -> fmt::Result {
-    writeln!(f, "  kubernetes {}", spaced(&k.zones, ""))?;
-    match &k.source {
-        Source::Snapshot(p) => writeln!(f, "    snapshot {}", p.display())?,
-        Source::Api { endpoint, .. } => writeln!(
-            f,
-            "    api {}  watch_timeout {:?}",
-            endpoint.as_deref().unwrap_or("(in-cluster)"),
-            k.watch_timeout
-        )?,
-    }
-    if let Some(p) = &k.persist {
-        writeln!(f, "    persist {}  max_age {:?}", p.path.display(), p.max_age)?;
-    }
-    if let Some(r) = k.resync {
-        writeln!(f, "    resync {r:?}")?;
-    }
-    writeln!(
-        f,
-        "    pods {:?}  ttl {}  endpoint_pod_names {}  noendpoints {}",
-        k.pods, k.ttl, k.endpoint_pod_names, k.noendpoints
-    )?;
-    if !k.namespaces.is_empty() {
-        writeln!(f, "    namespaces {}", spaced(&k.namespaces, ""))?;
-    }
-    if let Some(ft) = &k.fallthrough {
-        writeln!(f, "    fallthrough {}", spaced(ft, "(all zones)"))?;
-    }
-    if k.ignore_empty_service {
-        writeln!(f, "    ignore empty_service")?;
-    }
-    Ok(())
 }

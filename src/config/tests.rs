@@ -120,7 +120,7 @@ fn every_error_is_reported_with_its_position() {
         "Corefile:8:23: watch_timeout: out of range 1s..1h",
         "Corefile:9:23: watch_timeout: 'soon' is not a duration (e.g. 5s)",
         "Corefile:11:5: unknown directive 'frobnicate'",
-        "Corefile:12:12: 'errors' takes no arguments, got 1",
+        "Corefile:12:12: errors: 'extra' is not a destination",
         "Corefile:13:12: ':notaport' is not a listen address",
     ];
     assert_errors(&errors, &want);

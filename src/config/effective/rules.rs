@@ -1,0 +1,99 @@
+//! The printout of the directives made of rules: `rewrite` (each rule as
+//! one line) and `template` (its regexes, answers and rcode).
+
+use super::{names, quote, with, Block};
+use crate::config::rewrite::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
+
+pub(super) fn template(b: &mut Block, t: &crate::config::template::TemplateConfig) {
+    let class = t.class.map_or("ANY".to_string(), |c| c.to_string());
+    let qtype = t.qtype.map_or("ANY".to_string(), |q| q.to_string());
+    let mut options: Vec<String> = t.regex.iter().map(|r| format!("match {}", quote(r.as_str()))).collect();
+    for (section, list) in [
+        ("answer", &t.answer),
+        ("additional", &t.additional),
+        ("authority", &t.authority),
+    ] {
+        options.extend(list.iter().map(|x| format!("{section} {}", quote(&x.source))));
+    }
+    options.push(format!("rcode {}", crate::metrics::rcode_name(t.rcode)));
+    if let Some((code, reason)) = &t.ederror {
+        options.push(
+            format!("ederror {code} {}", quote(reason))
+                .trim_end_matches(" \"\"")
+                .to_string(),
+        );
+    }
+    options.extend(t.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
+    b.directive(with(&format!("template {class} {qtype}"), &names(&t.zones)), &options);
+}
+
+fn matcher(m: &Matcher) -> String {
+    match m {
+        Matcher::Exact(s) => format!("exact {s}"),
+        Matcher::Prefix(s) => format!("prefix {s}"),
+        Matcher::Suffix(s) => format!("suffix {s}"),
+        Matcher::Substring(s) => format!("substring {s}"),
+        Matcher::Regex(r) => format!("regex {}", quote(r.as_str())),
+    }
+}
+
+pub(super) fn rewrite(b: &mut Block, r: &RewriteRule) {
+    let flow = if r.stop { "stop" } else { "continue" };
+    let rule = match &r.kind {
+        RuleKind::Name {
+            matcher: m,
+            to,
+            auto,
+            answers,
+        } => {
+            let mut s = format!("name {} {}", matcher(m), quote(to));
+            if *auto {
+                s.push_str(" answer auto");
+            }
+            for a in answers {
+                let what = if a.value { "value" } else { "name" };
+                s.push_str(&format!(
+                    " answer {what} {} {}",
+                    quote(a.pattern.as_str()),
+                    quote(&a.to)
+                ));
+            }
+            s
+        }
+        RuleKind::Type { from, to } => format!("type {from} {to}"),
+        RuleKind::Class { from, to } => format!("class {from} {to}"),
+        RuleKind::Ttl { matcher: m, min, max } => format!("ttl {} {min}-{max}", matcher(m)),
+        RuleKind::Cname { matcher: m, to } => format!("cname {} {}", matcher(m), quote(to)),
+        RuleKind::Rcode { matcher: m, from, to } => format!(
+            "rcode {} {} {}",
+            matcher(m),
+            crate::metrics::rcode_name(*from),
+            crate::metrics::rcode_name(*to)
+        ),
+        RuleKind::Edns0 { action, option } => edns0(*action, option),
+    };
+    b.line(1, format_args!("rewrite {flow} {rule}"));
+}
+
+fn edns0(action: EdnsAction, option: &EdnsRule) -> String {
+    let action = match action {
+        EdnsAction::Set => "set",
+        EdnsAction::Replace => "replace",
+        EdnsAction::Append => "append",
+    };
+    match option {
+        EdnsRule::Nsid => format!("edns0 nsid {action}"),
+        EdnsRule::Subnet { v4, v6 } => format!("edns0 subnet {action} {v4} {v6}"),
+        EdnsRule::Local { code, data } => {
+            let data = match data {
+                EdnsData::Bytes(bytes) => format!("0x{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+                EdnsData::Qname => "{qname}".into(),
+                EdnsData::Qtype => "{qtype}".into(),
+                EdnsData::ClientIp => "{client_ip}".into(),
+                EdnsData::ClientPort => "{client_port}".into(),
+                EdnsData::Protocol => "{protocol}".into(),
+            };
+            format!("edns0 local {action} 0x{code:04x} {data}")
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The printout of the directives that bring data in: `kubernetes`,
+//! `forward` and `cache`, every option with its value or default.
+
+use super::{duration, names, with, Block};
+use crate::config::cache::{Bounds, CacheConfig, StaleMode};
+use crate::config::forward::{ForwardConfig, Policy};
+use crate::config::kubernetes::{KubernetesConfig, PodMode, Source};
+
+fn bounds(kind: &str, x: &Bounds) -> String {
+    format!("{kind} {} {} {}", x.capacity, x.max_ttl, x.min_ttl)
+}
+
+pub(super) fn cache(b: &mut Block, c: &CacheConfig) {
+    let mut options = vec![bounds("success", &c.success), bounds("denial", &c.denial)];
+    if let Some((hits, window, percent)) = c.prefetch {
+        options.push(format!("prefetch {hits} {} {percent}%", duration(window)));
+    }
+    if let Some((d, mode)) = c.serve_stale {
+        let mode = if mode == StaleMode::Verify {
+            "verify"
+        } else {
+            "immediate"
+        };
+        options.push(format!("serve_stale {} {mode}", duration(d)));
+    }
+    options.push(format!("servfail {}", duration(c.servfail)));
+    for (kind, zones) in [("success", &c.disable_success), ("denial", &c.disable_denial)] {
+        if let Some(z) = zones {
+            options.push(with(&format!("disable {kind}"), &names(z)));
+        }
+    }
+    options.extend(c.keepttl.then(|| "keepttl".to_string()));
+    b.directive(with("cache", &names(&c.zones)), &options);
+}
+
+pub(super) fn kubernetes(b: &mut Block, k: &KubernetesConfig) {
+    let mut options = Vec::new();
+    match &k.source {
+        Source::Snapshot(p) => options.push(format!("snapshot {}", p.display())),
+        Source::Api {
+            endpoint,
+            kubeconfig,
+            tls,
+        } => {
+            options.extend(endpoint.as_ref().map(|e| format!("endpoint {e}")));
+            if let Some((path, context)) = kubeconfig {
+                options.push(
+                    format!("kubeconfig {} {}", path.display(), context.as_deref().unwrap_or(""))
+                        .trim_end()
+                        .to_string(),
+                );
+            }
+            if let Some([cert, key, ca]) = tls {
+                options.push(format!("tls {} {} {}", cert.display(), key.display(), ca.display()));
+            }
+            options.push(format!("watch_timeout {}", duration(k.watch_timeout)));
+            if let Some(p) = &k.persist {
+                options.push(format!("persist {} {}", p.path.display(), duration(p.max_age)));
+            }
+            options.extend(k.resync.map(|r| format!("resync {}", duration(r))));
+        }
+    }
+    if !k.namespaces.is_empty() {
+        options.push(format!("namespaces {}", k.namespaces.join(" ")));
+    }
+    options.extend(k.labels_text.as_ref().map(|l| format!("labels {l}")));
+    let pods = match k.pods {
+        PodMode::Disabled => "disabled",
+        PodMode::Insecure => "insecure",
+        PodMode::Verified => "verified",
+    };
+    options.push(format!("pods {pods}"));
+    options.extend(k.endpoint_pod_names.then(|| "endpoint_pod_names".to_string()));
+    options.push(format!("ttl {}", k.ttl));
+    options.extend(k.noendpoints.then(|| "noendpoints".to_string()));
+    options.extend(k.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
+    options.extend(k.ignore_empty_service.then(|| "ignore empty_service".to_string()));
+    b.directive(with("kubernetes", &names(&k.zones)), &options);
+}
+
+pub(super) fn forward(b: &mut Block, fw: &ForwardConfig) {
+    let to: Vec<String> = fw.to.iter().map(ToString::to_string).collect();
+    let mut options = Vec::new();
+    if !fw.except.is_empty() {
+        options.push(format!("except {}", names(&fw.except)));
+    }
+    options.extend(fw.force_tcp.then(|| "force_tcp".to_string()));
+    options.extend(fw.prefer_udp.then(|| "prefer_udp".to_string()));
+    options.push(format!("expire {}", duration(fw.expire)));
+    options.push(format!("max_idle_conns {}", fw.max_idle_conns));
+    options.push(format!("read_timeout {}", duration(fw.read_timeout)));
+    options.push(format!("max_fails {}", fw.max_fails));
+    let mut health = format!("health_check {}", duration(fw.health_check));
+    if !fw.health_check_rd {
+        health.push_str(" no_rec");
+    }
+    health.push_str(&format!(" domain {}", fw.health_check_domain));
+    options.push(health);
+    let policy = match fw.policy {
+        Policy::Random => "random",
+        Policy::RoundRobin => "round_robin",
+        Policy::Sequential => "sequential",
+    };
+    options.push(format!("policy {policy}"));
+    options.push(format!("max_concurrent {}", fw.max_concurrent));
+    if !fw.next.is_empty() {
+        let codes: Vec<String> = fw.next.iter().map(|r| crate::metrics::rcode_name(*r)).collect();
+        options.push(format!("next {}", codes.join(" ")));
+    }
+    b.directive(format!("forward {} {}", fw.from, to.join(" ")), &options);
+}
