@@ -157,7 +157,8 @@ pub fn after<'a>(
         Routed::Done if d.wanted(out) => {
             let mut a = Answer::default();
             let asked = Query::query(query.name().clone(), RecordType::A);
-            match router.through(block, &asked, asker, &mut a) {
+            match router.guarded(block, block, &asked, asker, &mut a) {
+                Routed::Forward(..) if out.denied => Routed::Done, // `acl` denied the AAAA question
                 Routed::Forward(f, lb) => {
                     // A is not known here: the task asks both and translates.
                     out.dns64 = Some(d.clone());
@@ -165,6 +166,7 @@ pub fn after<'a>(
                 }
                 _ => {
                     d.synthesize(out, &a);
+                    out.memoizable &= a.memoizable;
                     Routed::Done
                 }
             }
