@@ -77,6 +77,22 @@ fn in_net(ip: IpAddr, net: IpAddr, len: u8) -> bool {
     }
 }
 
+/// How `clusterdns check` prints a rule: its zones, then each policy with
+/// its types (`*`: all) and nets.
+pub fn describe(rule: &AclRule) -> String {
+    let mut text = super::spaced(&rule.zones, "");
+    for p in &rule.policies {
+        let types = match &p.types {
+            None => "*".to_string(),
+            Some(t) => t.iter().map(|q| RecordType::from(*q).to_string()).collect::<Vec<_>>().join(" "),
+        };
+        let nets: Vec<String> = p.nets.iter().map(|(ip, len)| format!("{ip}/{len}")).collect();
+        let action = format!("{:?}", p.action).to_ascii_lowercase();
+        text.push_str(&format!(" {{ {action} type {types} net {} }}", nets.join(" ")));
+    }
+    text
+}
+
 /// Every address, IPv4 and IPv6.
 fn everyone() -> Vec<(IpAddr, u8)> {
     vec![(IpAddr::from([0u8; 4]), 0), (IpAddr::from([0u8; 16]), 0)]

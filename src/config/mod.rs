@@ -307,6 +307,9 @@ impl fmt::Display for Config {
             if let Some(prefix) = s.local {
                 writeln!(f, "  local  localhost_prefix {}", if prefix { "on" } else { "off" })?;
             }
+            for rule in &s.acl {
+                writeln!(f, "  acl {}", acl::describe(rule))?;
+            }
             if let Some((a, _)) = &s.autopath {
                 writeln!(
                     f,

@@ -51,6 +51,11 @@ fn types_nets_and_stars() {
     assert_eq!(p[1].types, None, "type * matches every type");
     assert!(p[1].matches(ip("10.0.0.1"), 65) && !p[1].matches(ip("10.0.0.2"), 1));
     assert!(p[2].matches(ip("::1"), 1) && p[2].matches(ip("8.8.8.8"), 1), "net *: everyone");
+    assert_eq!(
+        super::describe(&s.acl[0]),
+        ". { block type A AAAA MX net 192.168.0.0/16 2001:db8::/32 } { filter type * net 10.0.0.1/32 } \
+         { drop type * net 0.0.0.0/0 ::/0 }"
+    );
 }
 
 #[test]
