@@ -57,7 +57,10 @@ fn in_namespace(inner: &str) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success() && text.contains("1 passed"), "{inner} in a namespace:\n{text}");
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{inner} in a namespace:\n{text}"
+    );
 }
 
 /// Inside the namespace: loopback up with the server's and the clients'
@@ -102,9 +105,11 @@ fn ask(from: &str, server: &str, name: &str, qtype: RecordType, via: Via, edns: 
             Some(Message::from_vec(&buf[..n]).expect("decodable reply"))
         }
         Via::Tcp => {
-            let sock = socket2::Socket::new(socket2::Domain::for_address(to), socket2::Type::STREAM, None).expect("socket");
+            let sock =
+                socket2::Socket::new(socket2::Domain::for_address(to), socket2::Type::STREAM, None).expect("socket");
             sock.bind(&from.into()).expect("bind source");
-            sock.connect_timeout(&to.into(), Duration::from_secs(2)).expect("connect");
+            sock.connect_timeout(&to.into(), Duration::from_secs(2))
+                .expect("connect");
             let mut s: std::net::TcpStream = sock.into();
             s.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
             s.write_all(&framed(&q)).expect("write");
@@ -155,7 +160,10 @@ fn assert_answered(from: &str, name: &str, via: Via, times: usize) {
     for i in 0..times * 2 {
         let m = ask(from, SERVER, name, RecordType::A, via, i % 2 == 0).expect("a reply");
         assert_eq!(rcode_name(&m), "NOERROR", "{name} from {from} {via:?}");
-        assert!(!m.answers.is_empty() && ede(&m).is_none(), "{name} from {from} {via:?}: {m:?}");
+        assert!(
+            !m.answers.is_empty() && ede(&m).is_none(),
+            "{name} from {from} {via:?}: {m:?}"
+        );
     }
 }
 
@@ -205,7 +213,14 @@ fn ns_issue_corefile() {
         assert_answered(DENIED, &outside, via, 1);
         assert_answered(ALLOWED, &outside, via, 2);
         assert_answered(DENIED, &outside, via, 2);
-        assert_denied(ALLOWED, "secret.shop.svc.cluster.local.", RecordType::A, via, "REFUSED", 15);
+        assert_denied(
+            ALLOWED,
+            "secret.shop.svc.cluster.local.",
+            RecordType::A,
+            via,
+            "REFUSED",
+            15,
+        );
     }
 }
 
@@ -234,7 +249,11 @@ fn ns_coalesced() {
         let (from, m) = t.join().expect("asker");
         let m = m.expect("a reply within 2 s");
         let got = (rcode_name(&m), m.answers.len(), ede(&m).map(|e| e.0));
-        let want = if from == DENIED { ("REFUSED".into(), 0, Some(15)) } else { ("NOERROR".into(), 1, None) };
+        let want = if from == DENIED {
+            ("REFUSED".into(), 0, Some(15))
+        } else {
+            ("NOERROR".into(), 1, None)
+        };
         assert_eq!(got, want, "from {from}");
     }
     assert!(stub.count() > before, "the allowed clients' question went upstream");
@@ -261,8 +280,14 @@ fn ns_filter_drop() {
     for via in [Via::Udp, Via::Tcp] {
         assert_answered(ALLOWED, name, via, 2);
         assert_denied(DENIED, name, RecordType::AAAA, via, "NOERROR", 17);
-        assert!(ask(DENIED, SERVER, name, RecordType::A, via, true).is_none(), "drop: no reply");
-        assert!(ask("fd00::3", "fd00::53", name, RecordType::A, via, true).is_none(), "IPv6 drop");
+        assert!(
+            ask(DENIED, SERVER, name, RecordType::A, via, true).is_none(),
+            "drop: no reply"
+        );
+        assert!(
+            ask("fd00::3", "fd00::53", name, RecordType::A, via, true).is_none(),
+            "IPv6 drop"
+        );
         let v6 = ask("fd00::7", "fd00::53", name, RecordType::A, via, true).expect("IPv6 allowed");
         assert_eq!((rcode_name(&v6).as_str(), v6.answers.len()), ("NOERROR", 1));
         assert_denied(ALLOWED, name, RecordType::TXT, via, "REFUSED", 15);
@@ -307,7 +332,11 @@ fn ns_autopath_judged() {
     let resolv = dir.join("resolv.conf");
     std::fs::write(&resolv, "search public.example protected.example\n").expect("resolv.conf");
     let hosts = dir.join("hosts");
-    std::fs::write(&hosts, "192.0.2.123 secret.protected.example\n192.0.2.124 open.public.example\n").expect("hosts");
+    std::fs::write(
+        &hosts,
+        "192.0.2.123 secret.protected.example\n192.0.2.124 open.public.example\n",
+    )
+    .expect("hosts");
     // hosts answers NXDOMAIN for the other names of its zones: the walk goes on
     let body = format!(
         "    acl protected.example {{\n        block\n    }}\n    autopath {}\n    hosts {} public.example protected.example",
@@ -318,7 +347,11 @@ fn ns_autopath_judged() {
     for via in [Via::Udp, Via::Tcp] {
         // the pod's search walk reaches open.public.example: answered in one query
         let open = ask(POD, SERVER, "open.shop.svc.cluster.local.", RecordType::A, via, true).expect("reply");
-        assert_eq!((rcode_name(&open).as_str(), open.answers.len()), ("NOERROR", 2), "{open:?}");
+        assert_eq!(
+            (rcode_name(&open).as_str(), open.answers.len()),
+            ("NOERROR", 2),
+            "{open:?}"
+        );
         // direct and through the walk, the protected name is refused
         assert_denied(POD, "secret.protected.example.", RecordType::A, via, "REFUSED", 15);
         assert_denied(POD, "secret.shop.svc.cluster.local.", RecordType::A, via, "REFUSED", 15);

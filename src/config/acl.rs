@@ -84,7 +84,11 @@ pub fn describe(rule: &AclRule) -> String {
     for p in &rule.policies {
         let types = match &p.types {
             None => "*".to_string(),
-            Some(t) => t.iter().map(|q| RecordType::from(*q).to_string()).collect::<Vec<_>>().join(" "),
+            Some(t) => t
+                .iter()
+                .map(|q| RecordType::from(*q).to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
         };
         let nets: Vec<String> = p.nets.iter().map(|(ip, len)| format!("{ip}/{len}")).collect();
         let action = format!("{:?}", p.action).to_ascii_lowercase();
@@ -104,7 +108,11 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
     if zones.is_empty() {
         zones = block_zones.to_vec();
     }
-    let policies = d.options.iter().filter_map(|line| policy(&Args::from(line), errors)).collect();
+    let policies = d
+        .options
+        .iter()
+        .filter_map(|line| policy(&Args::from(line), errors))
+        .collect();
     AclRule { zones, policies }
 }
 
@@ -146,10 +154,7 @@ fn policy(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<AclPolicy> {
             return None;
         }
         if tokens.is_empty() {
-            errors.push(ConfigError::new(
-                &head.pos,
-                format!("acl: no value after '{section}'"),
-            ));
+            errors.push(ConfigError::new(&head.pos, format!("acl: no value after '{section}'")));
             return None;
         }
         for w in tokens {
@@ -167,7 +172,11 @@ fn policy(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<AclPolicy> {
                 _ => cidr(t).map(|n| p.nets.push(n)),
             };
             if ok.is_none() {
-                let what = if section == "type" { "a query type" } else { "an address or CIDR" };
+                let what = if section == "type" {
+                    "a query type"
+                } else {
+                    "an address or CIDR"
+                };
                 errors.push(ConfigError::new(&w.pos, format!("acl: '{t}' is not {what}")));
                 return None;
             }

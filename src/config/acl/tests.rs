@@ -31,7 +31,10 @@ fn zones_scope_each_directive_and_default_to_the_blocks() {
     );
     let bare = &s.acl[1].policies[0];
     assert_eq!((bare.action, bare.types.clone()), (AclAction::Block, None));
-    assert!(bare.matches(ip("10.9.9.9"), 1) && bare.matches(ip("fd00::1"), 28), "no net: everyone");
+    assert!(
+        bare.matches(ip("10.9.9.9"), 1) && bare.matches(ip("fd00::1"), 28),
+        "no net: everyone"
+    );
     let one = &s.acl[0].policies[0];
     assert!(one.matches(ip("10.1.2.3"), 1) && one.matches(ip("::ffff:10.1.2.3"), 16));
     assert!(!one.matches(ip("10.1.2.4"), 1));
@@ -50,7 +53,10 @@ fn types_nets_and_stars() {
     assert!(!p[0].matches(ip("192.169.0.1"), 1) && !p[0].matches(ip("192.168.0.1"), 16));
     assert_eq!(p[1].types, None, "type * matches every type");
     assert!(p[1].matches(ip("10.0.0.1"), 65) && !p[1].matches(ip("10.0.0.2"), 1));
-    assert!(p[2].matches(ip("::1"), 1) && p[2].matches(ip("8.8.8.8"), 1), "net *: everyone");
+    assert!(
+        p[2].matches(ip("::1"), 1) && p[2].matches(ip("8.8.8.8"), 1),
+        "net *: everyone"
+    );
     assert_eq!(
         super::describe(&s.acl[0]),
         ". { block type A AAAA MX net 192.168.0.0/16 2001:db8::/32 } { filter type * net 10.0.0.1/32 } \

@@ -27,7 +27,11 @@ fn both(rules: &[AclRule], name: &str, qtype: u16, client: &str) -> AclAction {
     let decoded = Name::from_ascii(name).expect("name");
     let by_name = judge(rules, &decoded, qtype, client);
     let bytes = wire(name);
-    assert_eq!(by_name, judge(rules, WireName(&bytes), qtype, client), "{name} from {client}");
+    assert_eq!(
+        by_name,
+        judge(rules, WireName(&bytes), qtype, client),
+        "{name} from {client}"
+    );
     by_name
 }
 
@@ -61,9 +65,21 @@ fn a_directive_with_no_matching_policy_passes_to_the_next_and_allow_ends_it() {
     );
     use AclAction::{Allow, Block, Drop, Filter};
     assert_eq!(both(&r, "a.example.org.", 1, "192.168.1.1"), Block);
-    assert_eq!(both(&r, "a.example.org.", 28, "192.168.1.1"), Filter, "first rule passes");
-    assert_eq!(both(&r, "a.example.org.", 28, "10.1.1.1"), Allow, "allow ends the search");
-    assert_eq!(both(&r, "a.example.net.", 1, "10.1.1.1"), Drop, "only the last rule's zone");
+    assert_eq!(
+        both(&r, "a.example.org.", 28, "192.168.1.1"),
+        Filter,
+        "first rule passes"
+    );
+    assert_eq!(
+        both(&r, "a.example.org.", 28, "10.1.1.1"),
+        Allow,
+        "allow ends the search"
+    );
+    assert_eq!(
+        both(&r, "a.example.net.", 1, "10.1.1.1"),
+        Drop,
+        "only the last rule's zone"
+    );
     assert_eq!(both(&r, "a.example.org.", 1, "172.16.0.1"), Allow, "nothing matched");
 }
 
