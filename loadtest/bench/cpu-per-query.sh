@@ -17,8 +17,11 @@
 # NAMESPACES=N and PER_NS=M (default 100 each) size the cluster: 1000×100
 # cycles 100,000 names, more than a worker's memo holds (its misses).
 # BASE=PATH adds a second clusterdns binary (say, main's) as "base", for
-# before/after numbers from the same run. Loopback only; every dnsperf run
-# is bounded by -l SECONDS.
+# before/after numbers from the same run; BIN=PATH runs another binary as
+# "clusterdns" than the one cargo builds here. EXTRA='LINES' (\n between
+# lines) adds directives to the "clusterdns" server block only, e.g.
+# EXTRA='acl secret.shop.svc.cluster.local {\n block\n}' for the cost of
+# an acl. Loopback only; every dnsperf run is bounded by -l SECONDS.
 #
 # usage: loadtest/bench/cpu-per-query.sh [SECONDS] [ROUNDS] [TESTS]   (TESTS default "fixed udp tcp")
 set -euo pipefail
@@ -46,7 +49,12 @@ PY
 
 trap 'kill ${PIDS[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 
-cluster_corefile 5340; start clusterdns 5340 ./target/release/clusterdns -conf "$W/Corefile.5340"
+cluster_corefile 5340
+if [ -n "${EXTRA:-}" ]; then
+  { head -n 2 "$W/Corefile.5340"; printf '%b\n' "$EXTRA"; tail -n +3 "$W/Corefile.5340"; } > "$W/Corefile.x"
+  mv "$W/Corefile.x" "$W/Corefile.5340"
+fi
+start clusterdns 5340 "${BIN:-./target/release/clusterdns}" -conf "$W/Corefile.5340"
 if [ -n "${BASE:-}" ]; then cluster_corefile 5341; start base 5341 "$BASE" -conf "$W/Corefile.5341"; fi
 start echo 5342 "$W/echo" 5342
 start echo-ts 5346 "$W/echo" 5346 ts

@@ -6,6 +6,7 @@
 //! them are collected before failing, so one `clusterdns check` run lists
 //! everything wrong with a file.
 
+pub mod acl;
 pub mod args;
 pub mod blocks;
 pub mod cache;
@@ -102,8 +103,8 @@ pub struct Server {
     pub loadbalance: bool,
     /// `autopath`, with where it was written (for errors).
     pub autopath: Option<(local::AutopathConfig, lexer::Pos)>,
-    /// `acl` rules, first match wins.
-    pub acl: Vec<local::AclRule>,
+    /// `acl` directives in order (see [`acl`]).
+    pub acl: Vec<acl::AclRule>,
     /// `any`: ANY queries get RFC 8482's minimal answer.
     pub any: bool,
     /// `timeouts` and `limits` for TCP clients.

@@ -214,7 +214,7 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             server.loadbalance = true;
         }
         "reload" => config.reload = local::reload(d, errors).or(config.reload),
-        "acl" => server.acl.extend(local::acl(d, errors)),
+        "acl" => server.acl.push(super::acl::parse(d, &server.zones, errors)),
         "any" => {
             a.count(0, 0, errors);
             server.any = true;

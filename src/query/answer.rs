@@ -47,6 +47,9 @@ pub struct Answer {
     pub dns64: Option<std::sync::Arc<super::dns64::Dns64>>,
     /// RFC 8914 extended DNS error (code, text) for the OPT record.
     pub ede: Option<(u16, String)>,
+    /// `acl` blocked or filtered the question (`dns64` then translates
+    /// only an A answer it can ask here, never a forwarded one).
+    pub denied: bool,
     /// A `rewrite` whose question is forwarded: what to ask, what to undo.
     pub rewrite: Option<Box<(hickory_proto::op::Query, super::rewrite::Revert)>>,
     /// `bufsize` of the block that took the query: the EDNS payload cap.
@@ -74,6 +77,7 @@ impl Answer {
         self.outside = None;
         self.dns64 = None;
         self.ede = None;
+        self.denied = false;
         self.rewrite = None;
         self.bufsize = None;
         self.answers.clear();

@@ -129,8 +129,9 @@ impl Dns64 {
 }
 
 /// `dns64` after `block`'s plugins answered `query` for `asker`: a reply
-/// made here is translated now (asking A through the block); a forwarded
-/// one is marked for the forwarding task.
+/// made here is translated now (asking A through the block, judged by its
+/// `acl` as CoreDNS's second lookup is); a forwarded one is marked for the
+/// forwarding task when the `acl` lets the client ask A.
 pub fn after<'a>(
     router: &'a Router,
     block: &'a Block,
@@ -151,13 +152,17 @@ pub fn after<'a>(
     }
     match routed {
         Routed::Forward(..) => {
-            out.dns64 = Some(d.clone());
+            // the task asks A too: only if `acl` would let this client ask it
+            if router.admits(query.name(), u16::from(RecordType::A), asker.client) {
+                out.dns64 = Some(d.clone());
+            }
             routed
         }
         Routed::Done if d.wanted(out) => {
             let mut a = Answer::default();
             let asked = Query::query(query.name().clone(), RecordType::A);
-            match router.through(block, &asked, asker, &mut a) {
+            match router.guarded(block, block, &asked, asker, &mut a) {
+                Routed::Forward(..) if out.denied => Routed::Done, // `acl` denied the AAAA question
                 Routed::Forward(f, lb) => {
                     // A is not known here: the task asks both and translates.
                     out.dns64 = Some(d.clone());
@@ -165,6 +170,7 @@ pub fn after<'a>(
                 }
                 _ => {
                     d.synthesize(out, &a);
+                    out.memoizable &= a.memoizable;
                     Routed::Done
                 }
             }

@@ -72,6 +72,8 @@ pub struct Handler {
 struct Arrival<'a> {
     bytes: &'a [u8],
     wire: Option<request::Wire>,
+    /// [`Router::admits`] for a plain query (`wire`).
+    admitted: Option<bool>,
     peer: SocketAddr,
     transport: Transport,
     started: Instant,
@@ -141,13 +143,16 @@ impl Handler {
     ) -> bool {
         let router = self.router.load();
         let wire = request::parse(bytes);
+        // `acl` first: a denied client never reaches a replay (coredns#8289).
+        let admitted = wire.map(|w| router.admits(route::WireName(w.name(bytes)), w.qtype, peer.ip()));
         let memo_key = match &wire {
-            Some(wire) if router.memo_allowed() => memo::Key::of(bytes, wire, transport, &mut scratch.key),
+            Some(wire) if admitted == Some(true) => memo::Key::of(bytes, wire, transport, &mut scratch.key),
             _ => None,
         };
         let at = Arrival {
             bytes,
             wire,
+            admitted,
             peer,
             transport,
             started,
@@ -312,7 +317,9 @@ impl Handler {
             panic!("test-only panic trigger (debug builds only)");
         }
         let answer = &mut scratch.answer;
-        if let Some((truncated, edns)) = router.write_direct(&req, at.transport, answer, &mut scratch.out) {
+        let admitted = (at.admitted)
+            .unwrap_or_else(|| router.admits(req.query.name(), u16::from(req.query.query_type()), at.peer.ip()));
+        if let Some((truncated, edns)) = router.write_direct(&req, admitted, at.transport, answer, &mut scratch.out) {
             return Err(Full::Reply(outcome(answer, truncated, Some(&req.query), edns)));
         }
         answer.clear();

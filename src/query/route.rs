@@ -1,23 +1,28 @@
 //! Route a query to the server block with the longest matching zone, then
-//! through that block's plugins in CoreDNS's order: `local`, `acl`, `chaos`
-//! (class CH), `rewrite` (the question changed here, the answer changed
-//! back), `any`, `template`, `hosts`, `k8s_external`, `file`, `kubernetes`,
-//! then `forward` (behind `cache`); `dns64` looks at the result of all of
-//! them, and `bufsize` rides along in the answer. A CNAME whose target lies
-//! outside (an ExternalName Service, a `k8s_external` ingress hostname, a
-//! `template` or `rewrite cname` answer) has the target's records looked up
-//! and appended. A name no plugin takes is REFUSED: we are not a server for it.
+//! through that block's plugins in CoreDNS's order (its `plugin.cfg`):
+//! `local`, `dns64` (around the rest: it looks at their result), `any`,
+//! `chaos` (class CH), `rewrite` (the question changed here, the answer
+//! changed back), `autopath`, `acl` (on the rewritten name, and on every
+//! name `autopath` tries), then `cache` with the plugins answering data:
+//! `template`, `hosts`, `k8s_external`, `file`, `kubernetes`, `forward`
+//! (behind `cache`); `bufsize` rides along in the answer. A CNAME whose
+//! target lies outside (an ExternalName Service, a `k8s_external` ingress
+//! hostname, a `template` or `rewrite cname` answer) has the target's
+//! records looked up and appended. A name no plugin takes is REFUSED: we
+//! are not a server for it.
 //!
 //! `Router::answer` reads as that order: `enter` (the block, `log`,
-//! `bufsize`), `guard` (`local`, `acl`, `chaos`), `rewrite`, `autopath` or
-//! `through` (`any`, `loop`, `template`, `data` for `hosts`/`k8s_external`/
-//! `file`, `kubernetes`, `forward` with `cache`), then `settle` (the outside
-//! CNAME target, `dns64`, `rewrite` reverted, `loadbalance`). What a block
-//! holds is in `route/block.rs`; the lookups of a second name (`autopath`'s
-//! search walk, an outside CNAME target) in `route/chase.rs`; the short way
-//! for the cluster zone's common answers, written straight from the
-//! snapshot when no plugin of the block needs their records, in
-//! `route/direct.rs` (tried first by [`super::Handler`]).
+//! `bufsize`), `early` (`local`, `any`, `chaos`), `rewrite`, the `acl`
+//! verdict, `autopath` or `through` (`any`, `loop`, `template`, `data` for
+//! `hosts`/`k8s_external`/`file`, `kubernetes`, `forward` with `cache`),
+//! then `settle` (the outside CNAME target, `dns64`, `rewrite` reverted,
+//! `loadbalance`). What a block holds is in `route/block.rs`; the `acl`
+//! decision (on a decoded name, or on wire bytes before a replay) in
+//! `route/acl.rs`; the lookups of a second name (`autopath`'s search walk,
+//! an outside CNAME target) in `route/chase.rs`; the short way for the
+//! cluster zone's common answers, written straight from the snapshot when
+//! no plugin of the block needs their records, in `route/direct.rs` (tried
+//! first by [`super::Handler`]).
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -31,13 +36,15 @@ use super::local::Local;
 use super::rewrite::Revert;
 use super::template::Templated;
 use super::UNHANDLED;
-use crate::config::local::AclAction;
 use crate::metrics::{Plugin, ZoneStats};
 use crate::query::forward::Forwarding;
 
+mod acl;
 mod block;
 mod chase;
 mod direct;
+
+pub(crate) use acl::{Asked, WireName};
 
 pub use block::{Block, LoopProbe};
 
@@ -115,12 +122,6 @@ impl Router {
         view
     }
 
-    /// Whether replies may be replayed from the per-worker memo: not when
-    /// an `acl` makes the answer depend on the client.
-    pub fn memo_allowed(&self) -> bool {
-        self.blocks.iter().all(|b| b.acl.is_empty())
-    }
-
     /// Whether any block logs queries (so the clock is read per query
     /// only when a log line needs the duration).
     pub fn logs(&self) -> bool {
@@ -129,14 +130,14 @@ impl Router {
 
     /// The block with the longest zone containing `qname`, and that
     /// zone's stats slot.
-    pub(crate) fn block(&self, qname: &Name) -> Option<(&Block, u16)> {
+    pub(crate) fn block<N: Asked>(&self, qname: N) -> Option<(&Block, u16)> {
         self.blocks
             .iter()
             .filter_map(|b| {
                 b.zones
                     .iter()
                     .zip(&b.zone_stats)
-                    .filter(|(z, _)| z.zone_of(qname))
+                    .filter(|(z, _)| qname.under(z))
                     .map(|(z, slot)| (z.num_labels(), b, *slot))
                     .max_by_key(|(n, _, _)| *n)
             })
@@ -169,8 +170,7 @@ impl Router {
         let Some(block) = self.enter(query.name(), out) else {
             return Routed::Done;
         };
-        // CoreDNS's order: log, local, acl, any, chaos, ... (plugin.cfg).
-        if let Some(routed) = guard(block, query, asker.client, out) {
+        if let Some(routed) = early(block, query, out) {
             return routed;
         }
         let rewritten = match block.rewrite.as_ref().map(|rw| rw.apply(query)).transpose() {
@@ -182,14 +182,22 @@ impl Router {
             }
         };
         let asked = rewritten.as_ref().map_or(query, |(q, _)| q);
-        if asked.query_class() != DNSClass::IN {
+        // `acl` judges the name `rewrite` made (GHSA-c9v3-4pv7-87pr), before `cache`.
+        let verdict = acl::judge(&block.acl, asked.name(), u16::from(asked.query_type()), asker.client);
+        let routed = if let Some(denied) = acl::deny(verdict, out) {
+            denied
+        } else if asked.query_class() != DNSClass::IN {
             out.error(UNHANDLED); // another class than IN (after `rewrite class`) is not ours
             return Routed::Done;
-        }
-        let routed = match self.autopath(block, asked, asker, out) {
-            Some(routed) => routed,
-            None => self.through(block, asked, asker, out),
+        } else {
+            match self.autopath(block, asked, asker, out) {
+                Some(routed) => routed,
+                None => self.through(block, asked, asker, out),
+            }
         };
+        if rewritten.is_some() && !block.acl.is_empty() {
+            out.memoizable = false; // the replay's check sees the client's name, not this one
+        }
         self.settle(block, query, asker, rewritten, routed, out)
     }
 
@@ -252,9 +260,7 @@ impl Router {
     /// then `cache` and `forward`.
     pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
-        if qtype == RecordType::ANY && block.any {
-            out.answers.push(answer::hinfo_rfc8482(qname));
-            out.memoizable = true;
+        if any(block, query, out) {
             return Routed::Done;
         }
         if let Some(probe) = &block.loop_probe {
@@ -272,9 +278,9 @@ impl Router {
     }
 }
 
-/// `local`, `acl` and `chaos`, before anything may change the question:
-/// `Some` when one of them settled the query.
-fn guard<'a>(block: &Block, query: &Query, client: IpAddr, out: &mut Answer) -> Option<Routed<'a>> {
+/// `local`, `any` and `chaos`, before anything may change the question
+/// and before `acl`: `Some` when one of them settled the query.
+fn early<'a>(block: &Block, query: &Query, out: &mut Answer) -> Option<Routed<'a>> {
     let (qname, qtype, qclass) = (query.name(), query.query_type(), query.query_class());
     if let Some(local) = &block.local {
         if local.answer(qname, qtype, qclass, out) == Local::Answered {
@@ -282,19 +288,8 @@ fn guard<'a>(block: &Block, query: &Query, client: IpAddr, out: &mut Answer) -> 
             return Some(Routed::Done);
         }
     }
-    if let Some(rule) = block.acl.iter().find(|r| r.matches(client, qtype)) {
-        match rule.action {
-            AclAction::Allow => {}
-            AclAction::Block => {
-                out.error(ResponseCode::Refused);
-                return Some(Routed::Done);
-            }
-            AclAction::Filter => {
-                out.error(ResponseCode::NoError);
-                return Some(Routed::Done);
-            }
-            AclAction::Drop => return Some(Routed::Drop),
-        }
+    if any(block, query, out) {
+        return Some(Routed::Done);
     }
     let chaos = block.chaos.as_ref().filter(|_| qclass != DNSClass::IN)?;
     if chaos.answer(qname, qtype, qclass, out) == Local::Answered {
@@ -302,6 +297,16 @@ fn guard<'a>(block: &Block, query: &Query, client: IpAddr, out: &mut Answer) -> 
         return Some(Routed::Done);
     }
     None
+}
+
+/// `any`: RFC 8482's minimal answer to an ANY question; true when written.
+fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
+    if query.query_type() != RecordType::ANY || !block.any {
+        return false;
+    }
+    out.answers.push(answer::hinfo_rfc8482(query.name()));
+    out.memoizable = true;
+    true
 }
 
 /// `template`: true when it answered (a CNAME to a name outside is chased

@@ -11,9 +11,10 @@
 use std::fmt::{self, Display, Write as _};
 use std::time::Duration;
 
-use hickory_proto::rr::Name;
+use hickory_proto::rr::{Name, RecordType};
 
-use super::local::{AclAction, AclRule, FileConfig, HostsConfig, LogConfig, TcpLimits};
+use super::acl::{AclAction, AclRule};
+use super::local::{FileConfig, HostsConfig, LogConfig, TcpLimits};
 use super::{Config, Server};
 use rules::{rewrite, template};
 use sources::{cache, forward, kubernetes};
@@ -271,35 +272,30 @@ fn log(b: &mut Block, l: &LogConfig) {
     b.directive(head, &[format!("class {}", classes.join(" "))]);
 }
 
+/// One `acl ZONES { ... }` per rule, in the order they are tried; every
+/// policy with its types and nets written out (`*`: all).
 fn acl(b: &mut Block, rules: &[AclRule]) {
-    if rules.is_empty() {
-        return;
+    for rule in rules {
+        let options: Vec<String> = rule
+            .policies
+            .iter()
+            .map(|p| {
+                let action = match p.action {
+                    AclAction::Allow => "allow",
+                    AclAction::Block => "block",
+                    AclAction::Filter => "filter",
+                    AclAction::Drop => "drop",
+                };
+                let types = p.types.as_ref().map_or("*".to_string(), |t| {
+                    let t: Vec<String> = t.iter().map(|q| RecordType::from(*q).to_string()).collect();
+                    t.join(" ")
+                });
+                let nets: Vec<String> = p.nets.iter().map(|(ip, len)| format!("{ip}/{len}")).collect();
+                format!("{action} type {types} net {}", nets.join(" "))
+            })
+            .collect();
+        b.directive(with("acl", &super::spaced(&rule.zones, "")), &options);
     }
-    let options: Vec<String> = rules
-        .iter()
-        .map(|r| {
-            let action = match r.action {
-                AclAction::Allow => "allow",
-                AclAction::Block => "block",
-                AclAction::Filter => "filter",
-                AclAction::Drop => "drop",
-            };
-            let types: Vec<String> = r.types.iter().map(ToString::to_string).collect();
-            let nets: Vec<String> = r.nets.iter().map(|(ip, len)| format!("{ip}/{len}")).collect();
-            let types = if types.is_empty() {
-                "*".to_string()
-            } else {
-                types.join(" ")
-            };
-            let nets = if nets.is_empty() {
-                "*".to_string()
-            } else {
-                nets.join(" ")
-            };
-            format!("{action} type {types} net {nets}")
-        })
-        .collect();
-    b.directive("acl".into(), &options);
 }
 
 fn hosts(b: &mut Block, h: &HostsConfig) {

@@ -14,7 +14,7 @@
 //!
 //! A replay is only as good as the route it skips, so a question is kept
 //! only where the route to the cache is fixed by the config alone: a block
-//! with no `acl`, `rewrite`, `template`, for a name
+//! with no `rewrite`, `template`, for a name
 //! outside its `kubernetes`, `k8s_external` and `file` zones (those change
 //! with the store or a reload), not AAAA under `dns64`, not ANY or the
 //! loop probe's HINFO. Behind `hosts`, a question is kept only if the
@@ -22,7 +22,9 @@
 //! not reloaded since. Everything is dropped on a config reload. An entry
 //! dies with its cache entry: when it expires (the full path then serves
 //! it stale or forwards it) or leaves the shared cache (replaced by a
-//! refresh, evicted).
+//! refresh, evicted). A block's `acl` is no reason to skip it: the caller
+//! replays only to a client the `acl` admits for the question as asked
+//! ([`Router::admits`]), which with no `rewrite` is the name it judges.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -208,8 +210,7 @@ fn be32(b: &[u8]) -> u32 {
 /// cache depends on the config alone (see the module doc).
 fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a Arc<Forwarding>> {
     let (qname, qtype) = (query.name(), query.query_type());
-    let config_only = block.acl.is_empty()
-        && block.rewrite.is_none()
+    let config_only = block.rewrite.is_none()
         && block.templates.is_none()
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
         && !(block.dns64.is_some() && super::super::dns64::Dns64::question(query));

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
-use crate::config::local::{AclRule, AutopathConfig, LogConfig};
+use crate::config::acl::AclRule;
+use crate::config::local::{AutopathConfig, LogConfig};
 use crate::query::chaos::Chaos;
 use crate::query::cluster::Cluster;
 use crate::query::forward::Forwarding;
@@ -55,6 +56,7 @@ pub struct Block {
     pub log: Option<LogConfig>,
     pub loadbalance: bool,
     pub autopath: Option<AutopathConfig>,
+    /// `acl` directives in order ([`super::acl`]).
     pub acl: Vec<AclRule>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,

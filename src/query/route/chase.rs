@@ -36,7 +36,7 @@ impl Router {
         let qname = query.name();
         let keep = usize::from(qname.num_labels() - path.first.num_labels());
         let base = Name::from_labels(qname.iter().take(keep)).ok()?;
-        if let Some(routed) = self.walk(&base, path, query, asker, out) {
+        if let Some(routed) = self.walk(block, &base, path, query, asker, out) {
             return Some(routed);
         }
         // Every name of the walk is NXDOMAIN: so is the asked one.
@@ -47,10 +47,12 @@ impl Router {
 
     /// Asks `base` under each domain still to walk of `path` in turn; the
     /// first that is not NXDOMAIN answers `query` under a CNAME from the
-    /// asked name (or is forwarded, to come back so). `None`: all were
-    /// NXDOMAIN.
+    /// asked name (or is forwarded, to come back so). Each name is judged
+    /// by `acl` first (coredns#8290): a denied one ends the walk with the
+    /// denial, as in CoreDNS. `None`: all were NXDOMAIN.
     fn walk<'a>(
         &'a self,
+        entry: &Block,
         base: &Name,
         path: SearchPath,
         query: &Query,
@@ -67,9 +69,15 @@ impl Router {
             };
             let candidate = Query::query(name.clone(), query.query_type());
             found.clear();
-            match self.through(home, &candidate, asker, &mut found) {
-                Routed::Drop => continue,
+            match self.guarded(entry, home, &candidate, asker, &mut found) {
+                Routed::Drop => return Some(Routed::Drop),
                 Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
+                Routed::Done if found.denied => {
+                    let (log, zone) = (out.log, out.zone);
+                    std::mem::swap(out, &mut found);
+                    (out.log, out.zone, out.memoizable) = (log, zone, false);
+                    return Some(Routed::Done);
+                }
                 Routed::Done => {
                     let (log, zone) = (out.log, out.zone);
                     std::mem::swap(out, &mut found);
@@ -88,9 +96,9 @@ impl Router {
 
     /// The records of an ExternalName's `target` outside the cluster zone,
     /// looked up through the plugins of the block that serves it (its
-    /// `hosts`, `file`, `cache`, or a `forward`, answered later) and put
-    /// after the CNAME in `out`. Without any, or when the lookup fails, the
-    /// CNAME stays alone.
+    /// `acl`, then its `hosts`, `file`, `cache`, or a `forward`, answered
+    /// later) and put after the CNAME in `out`. Without any, when the
+    /// lookup fails or `acl` denies it, the CNAME stays alone.
     pub(super) fn outside<'a>(
         &'a self,
         block: &'a Block,
@@ -104,11 +112,12 @@ impl Router {
         };
         let chased = Query::query(target, query.query_type());
         let mut found = Answer::default();
-        match self.through(home, &chased, asker, &mut found) {
+        let routed = self.guarded(home, home, &chased, asker, &mut found);
+        out.memoizable &= found.memoizable; // also a denial (found by `acl`) is not memoized
+        match routed {
             Routed::Done if matches!(found.rcode, ResponseCode::NoError | ResponseCode::NXDomain) => {
                 out.answers.append(&mut found.answers);
                 out.truncated |= found.truncated;
-                out.memoizable &= found.memoizable;
                 out.deps.union(&found.deps);
                 Routed::Done
             }

@@ -17,18 +17,22 @@ use crate::query::request::{self, ClientEdns, Request};
 
 impl Router {
     /// Writes the reply to `req` into `out` the short way, with `answer`
-    /// holding what the memo and metrics need. Returns whether it was
-    /// truncated and the EDNS it answered with; `None`: it takes the whole
-    /// way, and `answer` and `out` are to be cleared first.
+    /// holding what the memo and metrics need. `admitted`: the block's
+    /// `acl` lets this client ask this question ([`Router::admits`]).
+    /// Returns whether it was truncated and the EDNS it answered with;
+    /// `None`: it takes the whole way, and `answer` and `out` are to be
+    /// cleared first.
     pub(crate) fn write_direct(
         &self,
         req: &Request,
+        admitted: bool,
         transport: Transport,
         answer: &mut Answer,
         out: &mut Vec<u8>,
     ) -> Option<(bool, Option<ClientEdns>)> {
         let query = &req.query;
-        if !matches!(query.query_type(), RecordType::A | RecordType::AAAA) || query.query_class() != DNSClass::IN {
+        let asked = matches!(query.query_type(), RecordType::A | RecordType::AAAA);
+        if !admitted || !asked || query.query_class() != DNSClass::IN {
             return None;
         }
         let block = self.enter(query.name(), answer)?;
@@ -57,15 +61,15 @@ impl Router {
 }
 
 /// Whether `block`'s cluster answers to A and AAAA questions may be
-/// written straight: no `local`, `acl`, `rewrite`, `autopath`,
-/// `template`, `hosts` or `k8s_external` before `kubernetes` (`chaos`,
-/// `any` and `loop` never take A or AAAA of class IN; `file` zones are
-/// checked per name). After it, `dns64` takes AAAA questions only (checked
+/// written straight: no `local`, `rewrite`, `autopath`, `template`,
+/// `hosts` or `k8s_external` before `kubernetes` (`chaos`, `any` and
+/// `loop` never take A or AAAA of class IN; `file` zones are checked per
+/// name; `acl` per query, by the caller, on the name the client asked,
+/// which with no `rewrite` or `autopath` is the name judged). After it, `dns64` takes AAAA questions only (checked
 /// per question), `loadbalance` is done by the writer, and an
 /// ExternalName, the one outside chase, takes the whole way.
 fn writes_direct(block: &Block) -> bool {
     block.local.is_none()
-        && block.acl.is_empty()
         && block.rewrite.is_none()
         && block.autopath.is_none()
         && block.templates.is_none()

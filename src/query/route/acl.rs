@@ -1,0 +1,139 @@
+//! `acl` on the query path: the decision for one name, client and type,
+//! taken the same way on a decoded name (the full path) and on the name's
+//! wire bytes (before a memo or cache-hit replay, without decoding or
+//! allocating), and the reply a denial writes.
+//!
+//! A block's `acl` directives are tried in order; one whose zones do not
+//! hold the name is skipped, and in one that does, the first policy that
+//! matches the client and type decides (`allow` ends the search); a
+//! directive where none matches passes on to the next; no decision means
+//! allow. A blocked query is REFUSED with extended error 15 (Blocked), a
+//! filtered one NOERROR without records with 17 (Filtered), both with no
+//! extra text and only to EDNS clients; a dropped one gets no reply.
+
+use std::net::IpAddr;
+
+use hickory_proto::op::{Query, ResponseCode};
+use hickory_proto::rr::Name;
+
+use super::{Asker, Block, Routed, Router};
+use crate::config::acl::{AclAction, AclRule};
+use crate::query::answer::Answer;
+
+/// RFC 8914 info codes.
+const EDE_BLOCKED: u16 = 15;
+const EDE_FILTERED: u16 = 17;
+
+/// A question name the router can place under a zone: decoded, or as the
+/// client's wire bytes.
+pub(crate) trait Asked: Copy {
+    /// Whether the name is `zone` or below it (ASCII case ignored).
+    fn under(self, zone: &Name) -> bool;
+}
+
+impl Asked for &Name {
+    fn under(self, zone: &Name) -> bool {
+        zone.zone_of(self)
+    }
+}
+
+/// A question name in wire form, uncompressed, as [`crate::query::request::parse`]
+/// accepted it (labels of at most 63 bytes, ending in the root label).
+#[derive(Clone, Copy)]
+pub(crate) struct WireName<'a>(pub &'a [u8]);
+
+impl Asked for WireName<'_> {
+    fn under(self, zone: &Name) -> bool {
+        let name = self.0;
+        let zone_len = zone.iter().map(|l| l.len() + 1).sum::<usize>() + 1;
+        let Some(at) = name.len().checked_sub(zone_len) else {
+            return false;
+        };
+        let mut label = 0;
+        while label < at {
+            label += usize::from(name[label]) + 1;
+        }
+        if label != at {
+            return false; // the zone's bytes would start inside a label
+        }
+        for l in zone.iter() {
+            let Some(text) = name.get(label + 1..label + 1 + l.len()) else {
+                return false;
+            };
+            if usize::from(name[label]) != l.len() || !text.eq_ignore_ascii_case(l) {
+                return false;
+            }
+            label += l.len() + 1;
+        }
+        true
+    }
+}
+
+/// What `rules` decide for `client` asking `qtype` of `name`.
+pub(crate) fn judge<N: Asked>(rules: &[AclRule], name: N, qtype: u16, client: IpAddr) -> AclAction {
+    for rule in rules.iter().filter(|r| r.zones.iter().any(|z| name.under(z))) {
+        if let Some(p) = rule.policies.iter().find(|p| p.matches(client, qtype)) {
+            return p.action;
+        }
+    }
+    AclAction::Allow
+}
+
+/// Writes what `action` answers into `out`: `None` when the query goes on.
+pub(super) fn deny<'a>(action: AclAction, out: &mut Answer) -> Option<Routed<'a>> {
+    let (rcode, ede) = match action {
+        AclAction::Allow => return None,
+        AclAction::Drop => return Some(Routed::Drop),
+        AclAction::Block => (ResponseCode::Refused, EDE_BLOCKED),
+        AclAction::Filter => (ResponseCode::NoError, EDE_FILTERED),
+    };
+    out.error(rcode);
+    (out.ede, out.denied) = (Some((ede, String::new())), true);
+    Some(Routed::Done)
+}
+
+impl Router {
+    /// Whether `client` may ask `qtype` of `name` (decoded, or the wire
+    /// bytes of a plain query) before any plugin changes the question: what allows a memo or cache-hit
+    /// replay, or the cluster's direct writer, for this query. Cheap when
+    /// no block has an `acl`; never allocates.
+    pub(crate) fn admits<N: Asked>(&self, name: N, qtype: u16, client: IpAddr) -> bool {
+        if self.blocks.iter().all(|b| b.acl.is_empty()) {
+            return true;
+        }
+        let Some((block, _)) = self.block(name) else {
+            return true; // no block: REFUSED by the full path
+        };
+        block.acl.is_empty() || judge(&block.acl, name, qtype, client) == AclAction::Allow
+    }
+
+    /// A second name asked on the client's behalf (an `autopath` search
+    /// name, an outside CNAME target, `dns64`'s A question) through
+    /// `home`, the block that serves it: judged by `home`'s `acl` (and
+    /// `entry`'s, the block the client asked, when it is another), then
+    /// its plugins. Its answer is then never memoized when an `acl` judged
+    /// it: the memo's check before a replay sees only the client's name.
+    pub(crate) fn guarded<'a>(
+        &'a self,
+        entry: &Block,
+        home: &'a Block,
+        query: &Query,
+        asker: Asker,
+        out: &mut Answer,
+    ) -> Routed<'a> {
+        let qtype = u16::from(query.query_type());
+        let mut verdict = judge(&home.acl, query.name(), qtype, asker.client);
+        if verdict == AclAction::Allow && !std::ptr::eq(entry, home) {
+            verdict = judge(&entry.acl, query.name(), qtype, asker.client);
+        }
+        let judged = !home.acl.is_empty() || !entry.acl.is_empty();
+        let routed = deny(verdict, out).unwrap_or_else(|| self.through(home, query, asker, out));
+        if judged {
+            out.memoizable = false;
+        }
+        routed
+    }
+}
+
+#[cfg(test)]
+mod tests;
