@@ -12,6 +12,7 @@ pub mod cache;
 pub mod chaos;
 pub mod dns64;
 pub mod forward;
+pub mod forward_to;
 pub mod gotmpl;
 pub mod k8s_external;
 pub mod kubernetes;
@@ -221,18 +222,7 @@ impl fmt::Display for Config {
                 plugins::describe_kubernetes(f, k)?;
             }
             for fw in &s.forward {
-                writeln!(
-                    f,
-                    "  forward {} {}  policy {:?}  read_timeout {:?}  max_fails {}  max_concurrent {}{}{}",
-                    fw.from,
-                    spaced(&fw.to, ""),
-                    fw.policy,
-                    fw.read_timeout,
-                    fw.max_fails,
-                    fw.max_concurrent,
-                    if fw.force_tcp { "  force_tcp" } else { "" },
-                    if fw.prefer_udp { "  prefer_udp" } else { "" },
-                )?;
+                writeln!(f, "  {}", fw.describe())?;
             }
             if let Some(c) = &s.cache {
                 writeln!(
