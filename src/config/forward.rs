@@ -180,7 +180,10 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     if cfg.to.len() > MAX_UPSTREAMS {
         errors.push(ConfigError::new(
             a.pos(),
-            format!("forward: more than {MAX_UPSTREAMS} upstreams ({}); CoreDNS refuses this too", cfg.to.len()),
+            format!(
+                "forward: more than {MAX_UPSTREAMS} upstreams ({}); CoreDNS refuses this too",
+                cfg.to.len()
+            ),
         ));
     }
     if cfg.to.is_empty() {

@@ -105,7 +105,10 @@ fn one(w: &Word, dir: &Path, resolver: &[SocketAddr], errors: &mut Vec<ConfigErr
         return found;
     }
     let Some((host, port)) = hostname(bare) else {
-        let e = read.err().map(|e| format!(" ({}: {e})", path.display())).unwrap_or_default();
+        let e = read
+            .err()
+            .map(|e| format!(" ({}: {e})", path.display()))
+            .unwrap_or_default();
         errors.push(ConfigError::new(
             &w.pos,
             format!("forward: '{text}' is not an address (IP[:PORT]), a readable resolv.conf file nor a hostname{e}"),

@@ -42,7 +42,9 @@ impl Forwarding {
                     continue;
                 }
                 self.healthcheck_broken.fetch_add(1, Ordering::Relaxed);
-                let fallback = order.iter().find(|j| !fw.upstreams[**j].looping.load(Ordering::Relaxed));
+                let fallback = order
+                    .iter()
+                    .find(|j| !fw.upstreams[**j].looping.load(Ordering::Relaxed));
                 match fallback {
                     Some(j) if !fw.cfg.failfast => up = &fw.upstreams[*j],
                     _ => return None,

@@ -70,7 +70,8 @@ impl Forward {
     /// `next_on_nodata` for NOERROR without answer records).
     fn passes_on(&self, m: &Message) -> bool {
         let rcode = m.metadata.response_code;
-        self.cfg.next.contains(&rcode) || (self.cfg.next_on_nodata && rcode == ResponseCode::NoError && m.answers.is_empty())
+        self.cfg.next.contains(&rcode)
+            || (self.cfg.next_on_nodata && rcode == ResponseCode::NoError && m.answers.is_empty())
     }
 
     /// Upstream indexes in the order the policy tries them.
@@ -246,7 +247,11 @@ impl Forwarding {
                     last = Ok(m);
                     break;
                 }
-                None => last = Err(ResponseCode::ServFail),
+                None => {
+                    // No answer is SERVFAIL, as in CoreDNS: only answers go on (`next`).
+                    last = Err(ResponseCode::ServFail);
+                    break;
+                }
             }
         }
         if !handled {
@@ -307,10 +312,7 @@ async fn health_check(up: Arc<Upstream>, cfg: ForwardConfig) {
         m.add_query(query.clone());
         let Ok(bytes) = m.to_vec() else { return };
         let deadline = tokio::time::Instant::now() + cfg.read_timeout;
-        match up
-            .exchange(&bytes, id, &query, cfg.force_tcp, deadline, &cfg)
-            .await
-        {
+        match up.exchange(&bytes, id, &query, cfg.force_tcp, deadline, &cfg).await {
             Ok(_) => {
                 up.fails.store(0, Ordering::Relaxed);
                 up.down.store(false, Ordering::Relaxed);

@@ -93,7 +93,13 @@ impl Upstream {
         SocketAddr::new(source.unwrap_or(any), 0)
     }
 
-    async fn udp(&self, request: &[u8], id: u16, query: &Query, source: Option<IpAddr>) -> Result<Message, ExchangeError> {
+    async fn udp(
+        &self,
+        request: &[u8],
+        id: u16,
+        query: &Query,
+        source: Option<IpAddr>,
+    ) -> Result<Message, ExchangeError> {
         let socket = UdpSocket::bind(self.local(source)).await?;
         socket.connect(self.addr).await?;
         socket.send(request).await?;
