@@ -187,7 +187,10 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
         ));
     }
     if cfg.to.is_empty() {
-        errors.push(ConfigError::new(a.pos(), "forward: no upstream to forward to"));
+        errors.push(ConfigError::new(
+            a.pos(),
+            "forward: no valid upstream addresses found (a resolv.conf file without nameserver lines adds none)",
+        ));
         return None;
     }
     Some(cfg)

@@ -95,14 +95,9 @@ fn one(w: &Word, dir: &Path, resolver: &[SocketAddr], errors: &mut Vec<ConfigErr
     let path = dir.join(bare);
     let read = std::fs::read_to_string(&path);
     if let Ok(body) = &read {
-        let found = resolv_conf(body);
-        if found.is_empty() {
-            errors.push(ConfigError::new(
-                &w.pos,
-                format!("forward: {} has no nameserver line", path.display()),
-            ));
-        }
-        return found;
+        // A file without nameserver lines adds none (as in CoreDNS); only
+        // a forward left with no upstream at all is an error.
+        return resolv_conf(body);
     }
     let Some((host, port)) = hostname(bare) else {
         let e = read
