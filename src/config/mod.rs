@@ -218,6 +218,17 @@ impl fmt::Display for Config {
             writeln!(f, "server {} port {}", spaced(&s.zones, ""), s.port)?;
             writeln!(f, "  bind {}", spaced(&s.bind, "(all addresses)"))?;
             writeln!(f, "  errors {}  log {}", s.errors, s.log.is_some())?;
+            let t = &s.tcp;
+            let maxq = if t.max_queries == 0 {
+                "-1".to_string()
+            } else {
+                t.max_queries.to_string()
+            };
+            writeln!(
+                f,
+                "  timeouts read {:?}  write {:?}  idle {:?}  maxtcpqueries {maxq}",
+                t.read, t.write, t.idle
+            )?;
             if let Some(k) = &s.kubernetes {
                 plugins::describe_kubernetes(f, k)?;
             }

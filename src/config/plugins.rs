@@ -250,6 +250,12 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             }
             server.kubernetes = kubernetes::parse(d, &server.zones, dir, errors);
         }
+        "shed" => errors.push(ConfigError::new(
+            a.pos(),
+            "shed: not supported; clusterdns sheds load its own way: forwarded queries beyond \
+             `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see Hardening in the \
+             README; remove the directive or write `limits { in_flight N }`",
+        )),
         n if SUPPORTED.contains(&n) => {} // argument count already reported
         n if NOT_YET.contains(&n) => errors.push(ConfigError::new(
             a.pos(),
