@@ -494,7 +494,9 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
         if !a.count(1, 1, errors) {
             continue;
         }
-        match a.duration(0, errors) {
+        // As CoreDNS: a bare number is seconds.
+        let secs = a.args[0].text.parse::<u64>().ok().map(Duration::from_secs);
+        match secs.or_else(|| a.duration(0, errors)) {
             Some(d) if d.is_zero() || d > Duration::from_secs(86_400) => errors.push(ConfigError::new(
                 &a.args[0].pos,
                 format!("timeouts: {} must be between 1ms and 24h", a.name.text),
