@@ -203,3 +203,16 @@ fn an_empty_import_glob_is_no_error_but_a_missing_file_is() {
         &["Corefile:2:9: import 'custom/missing.conf': no snippet or file of that name"],
     );
 }
+
+#[test]
+fn bind_takes_interfaces_and_except() {
+    // plugin/bind/setup_test.go TestSetupBind/6 and /7: `lo` is its addresses.
+    let s = server_block("    bind 1.2.3.4 lo").expect("loads");
+    assert!(s.bind.contains(&"1.2.3.4".parse().expect("ip")) && s.bind.contains(&"127.0.0.1".parse().expect("ip")));
+    let s = server_block("    bind lo {\n        except 127.0.0.1\n    }").expect("loads");
+    assert!(
+        !s.bind.is_empty() && !s.bind.contains(&"127.0.0.1".parse().expect("ip")),
+        "{:?}",
+        s.bind
+    );
+}
