@@ -86,7 +86,7 @@ fn coredns_tables() {
             None => eprintln!(
                 "{name}: {} rows, {} pass, {} documented differences",
                 o.rows,
-                o.rows - o.failures.len(),
+                o.rows.saturating_sub(o.failures.len()),
                 o.differs
             ),
         }
