@@ -244,6 +244,10 @@ pub fn reload(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<(Duration,
         errors.push(ConfigError::new(a.pos(), "reload: interval must be at least 2s"));
         return None;
     }
+    if !jitter.is_zero() && jitter < Duration::from_secs(1) {
+        errors.push(ConfigError::new(a.pos(), "reload: jitter must be 0 or at least 1s"));
+        return None;
+    }
     if jitter > interval / 2 {
         errors.push(ConfigError::new(
             a.pos(),
