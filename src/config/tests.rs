@@ -215,8 +215,14 @@ fn a_zone_file_that_does_not_parse_is_an_error_at_its_directive() {
     let text = "example.org:53 {\n    file good.db\n}\nexample.net:53 {\n    file bad.db example.net\n    file missing.db\n}\n";
     let got = match load_str(&dir.join("Corefile"), text, 53) {
         Ok(_) => Vec::new(),
-        Err(ConfigErrors(e)) => e.iter().map(|e| format!("{}:{}: {}", e.pos.line, e.pos.col, e.message)).collect(),
+        Err(ConfigErrors(e)) => e
+            .iter()
+            .map(|e| format!("{}:{}: {}", e.pos.line, e.pos.col, e.message))
+            .collect(),
     };
     assert_eq!(got.len(), 1, "{got:#?}");
-    assert!(got[0].starts_with("5:5: file: ") && got[0].contains("bad.db does not load"), "{got:#?}");
+    assert!(
+        got[0].starts_with("5:5: file: ") && got[0].contains("bad.db does not load"),
+        "{got:#?}"
+    );
 }
