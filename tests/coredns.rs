@@ -88,7 +88,7 @@ fn coredns_tables() {
             None => eprintln!(
                 "{name}: {} rows, {} pass, {} documented differences, {} known gaps",
                 o.rows,
-                o.rows - o.failures.len() - o.gaps,
+                o.rows.saturating_sub(o.failures.len() + o.gaps),
                 o.differs,
                 o.gaps
             ),

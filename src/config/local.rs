@@ -192,6 +192,7 @@ pub fn file(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<Co
     if cfg.zones.is_empty() {
         cfg.zones = block_zones.to_vec();
     }
+    zone_loads(&cfg, a.pos(), errors);
     for line in &d.options {
         let a = Args::from(line);
         match a.name.text.as_str() {
@@ -204,6 +205,22 @@ pub fn file(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<Co
         }
     }
     Some(cfg)
+}
+
+/// A zone file that exists must parse, as CoreDNS refuses to start with
+/// one that does not (a missing one may appear later: reloads retry it).
+fn zone_loads(cfg: &FileConfig, pos: &super::lexer::Pos, errors: &mut Vec<ConfigError>) {
+    let Ok(text) = std::fs::read_to_string(&cfg.path) else {
+        return;
+    };
+    let origin = cfg.zones.first().cloned().unwrap_or_else(Name::root);
+    let parser = hickory_proto::serialize::txt::Parser::new(text, Some(cfg.path.clone()), Some(origin));
+    if let Err(e) = parser.parse() {
+        errors.push(ConfigError::new(
+            pos,
+            format!("file: {} does not load: {e}", cfg.path.display()),
+        ));
+    }
 }
 
 /// `loop [{ exit }]`: whether a detected loop ends the process.

@@ -216,3 +216,25 @@ fn bind_takes_interfaces_and_except() {
         s.bind
     );
 }
+
+#[test]
+fn a_zone_file_that_does_not_parse_is_an_error_at_its_directive() {
+    let dir = std::env::temp_dir().join(format!("clusterdns-zoneparse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let soa = "@ 3600 IN SOA ns.example.org. admin.example.org. 1 7200 3600 1209600 3600\n";
+    std::fs::write(dir.join("good.db"), soa).expect("write");
+    std::fs::write(dir.join("bad.db"), format!("{soa}www 3600 IN A not-an-address\n")).expect("write");
+    let text = "example.org:53 {\n    file good.db\n}\nexample.net:53 {\n    file bad.db example.net\n    file missing.db\n}\n";
+    let got = match load_str(&dir.join("Corefile"), text, 53) {
+        Ok(_) => Vec::new(),
+        Err(ConfigErrors(e)) => e
+            .iter()
+            .map(|e| format!("{}:{}: {}", e.pos.line, e.pos.col, e.message))
+            .collect(),
+    };
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert!(
+        got[0].starts_with("5:5: file: ") && got[0].contains("bad.db does not load"),
+        "{got:#?}"
+    );
+}
