@@ -13,6 +13,7 @@ pub mod chaos;
 pub mod dns64;
 pub mod forward;
 pub mod gotmpl;
+pub mod hosts;
 pub mod k8s_external;
 pub mod kubernetes;
 pub mod labels;
@@ -92,11 +93,12 @@ pub struct Server {
     /// `forward` directives, tried in order (`next` passes on to the next).
     pub forward: Vec<forward::ForwardConfig>,
     pub cache: Option<cache::CacheConfig>,
-    pub hosts: Option<local::HostsConfig>,
+    pub hosts: Option<hosts::HostsConfig>,
     pub files: Vec<local::FileConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
-    pub loadbalance: bool,
+    /// `loadbalance`: shuffled answers, `prefer`red networks first.
+    pub loadbalance: Option<hosts::LoadbalanceConfig>,
     /// `autopath`, with where it was written (for errors).
     pub autopath: Option<(local::AutopathConfig, lexer::Pos)>,
     /// `acl` rules, first match wins.
@@ -257,8 +259,9 @@ impl fmt::Display for Config {
             if let Some(exit) = s.loop_detect {
                 writeln!(f, "  loop{}", if exit { " (exit on loop)" } else { "" })?;
             }
-            if s.loadbalance {
-                writeln!(f, "  loadbalance")?;
+            if let Some(lb) = &s.loadbalance {
+                let prefer: Vec<String> = lb.prefer.iter().map(|n| format!("{}/{}", n.addr, n.len)).collect();
+                writeln!(f, "  loadbalance round_robin  prefer {}", if prefer.is_empty() { "(none)".into() } else { prefer.join(" ") })?;
             }
             if let Some(d) = &s.dns64 {
                 writeln!(

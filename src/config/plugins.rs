@@ -119,7 +119,7 @@ pub fn server(
         hosts: None,
         files: Vec::new(),
         loop_detect: None,
-        loadbalance: false,
+        loadbalance: None,
         autopath: None,
         acl: Vec::new(),
         any: false,
@@ -194,18 +194,18 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             if server.hosts.is_some() {
                 errors.push(ConfigError::new(a.pos(), "hosts: only one per server block"));
             }
-            server.hosts = local::hosts(d, &server.zones, dir, errors);
+            server.hosts = super::hosts::hosts(d, &server.zones, dir, errors);
         }
         "file" => server.files.extend(local::file(d, &server.zones, dir, errors)),
         "loop" => server.loop_detect = Some(local::loop_exit(d, errors)),
         "loadbalance" => {
-            local::loadbalance(d, errors);
-            server.loadbalance = true;
+            server.loadbalance = Some(super::hosts::loadbalance(d, errors));
         }
         "reload" => config.reload = local::reload(d, errors).or(config.reload),
         "acl" => server.acl.extend(local::acl(d, errors)),
         "any" => {
             a.count(0, 0, errors);
+            no_options(d, errors);
             server.any = true;
         }
         "dns64" => {

@@ -7,6 +7,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::{A, AAAA, CNAME, NS, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
+use crate::config::hosts::{LoadbalanceConfig, Net};
 use crate::metrics::{Expansion, Plugin};
 
 /// A handler's reply, reused across queries by each worker.
@@ -112,14 +113,86 @@ impl Answer {
         );
     }
 
-    /// Shuffles A and AAAA records among themselves, keeping every other
-    /// record (CNAMEs first) in place (`loadbalance`).
-    pub fn shuffle_addresses(&mut self) {
-        let slots: Vec<usize> = (0..self.answers.len())
-            .filter(|i| matches!(self.answers[*i].record_type(), RecordType::A | RecordType::AAAA))
-            .collect();
-        shuffle(slots.len(), |k, j| self.answers.swap(slots[k], slots[j]));
+    /// `loadbalance` on a NOERROR answer, as CoreDNS orders it: in each
+    /// section, a run of addresses of one type is shuffled; a mixed one
+    /// becomes CNAMEs, the other records, the addresses shuffled, the MX
+    /// records shuffled. Then, with `prefer`, the answer and additional
+    /// sections become CNAMEs, the addresses in the preferred networks (in
+    /// the order they are listed) then the others, MX, the rest. Returns
+    /// whether an order was drawn (the reply is then not memoized).
+    pub fn balance(&mut self, lb: &LoadbalanceConfig) -> bool {
+        if self.rcode != ResponseCode::NoError {
+            return false;
+        }
+        let drawn = [&self.answers, &self.authority, &self.additional]
+            .iter()
+            .any(|s| s.len() > 1);
+        for section in [&mut self.answers, &mut self.authority, &mut self.additional] {
+            round_robin(section);
+        }
+        if !lb.prefer.is_empty() {
+            prefer(&mut self.answers, &lb.prefer);
+            prefer(&mut self.additional, &lb.prefer);
+        }
+        drawn
     }
+}
+
+fn is_address(r: &Record) -> bool {
+    matches!(r.record_type(), RecordType::A | RecordType::AAAA)
+}
+
+/// CoreDNS's round robin of one section (see [`Answer::balance`]).
+fn round_robin(records: &mut Vec<Record>) {
+    if records.len() < 2 {
+        return;
+    }
+    let first = records[0].record_type();
+    if is_address(&records[0]) && records.iter().all(|r| r.record_type() == first) {
+        shuffle(records.len(), |k, j| records.swap(k, j));
+        return;
+    }
+    let (mut cname, mut rest, mut addrs, mut mx) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in records.drain(..) {
+        match r.record_type() {
+            RecordType::CNAME => cname.push(r),
+            RecordType::A | RecordType::AAAA => addrs.push(r),
+            RecordType::MX => mx.push(r),
+            _ => rest.push(r),
+        }
+    }
+    shuffle(addrs.len(), |k, j| addrs.swap(k, j));
+    shuffle(mx.len(), |k, j| mx.swap(k, j));
+    records.extend(cname.into_iter().chain(rest).chain(addrs).chain(mx));
+}
+
+fn address_of(r: &Record) -> Option<IpAddr> {
+    match &r.data {
+        RData::A(a) => Some(IpAddr::V4(a.0)),
+        RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+        _ => None,
+    }
+}
+
+/// `loadbalance { prefer }`'s order of one section (see [`Answer::balance`]).
+fn prefer(records: &mut Vec<Record>, nets: &[Net]) {
+    let (mut cname, mut addrs, mut mx, mut rest) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in records.drain(..) {
+        match r.record_type() {
+            RecordType::CNAME => cname.push(r),
+            RecordType::A | RecordType::AAAA => addrs.push(r),
+            RecordType::MX => mx.push(r),
+            _ => rest.push(r),
+        }
+    }
+    let rank = |r: &Record| {
+        let ip = address_of(r);
+        nets.iter()
+            .position(|n| ip.is_some_and(|ip| n.contains(ip)))
+            .unwrap_or(nets.len())
+    };
+    addrs.sort_by_key(rank); // stable: the shuffled order within a rank stays
+    records.extend(cname.into_iter().chain(addrs).chain(mx).chain(rest));
 }
 
 /// `loadbalance`'s draws, one place for every form it shuffles (records,
@@ -145,9 +218,9 @@ pub fn address(owner: &Name, ttl: u32, addr: IpAddr, qtype: RecordType) -> Optio
     }
 }
 
-/// RFC 8482's answer to ANY: one HINFO record.
+/// `any`'s answer to ANY (RFC 8482): one HINFO record, CoreDNS's.
 pub fn hinfo_rfc8482(owner: &Name) -> Record {
-    let hinfo = hickory_proto::rr::rdata::HINFO::new("RFC8482".to_string(), String::new());
+    let hinfo = hickory_proto::rr::rdata::HINFO::new("ANY obsoleted".to_string(), "See RFC 8482".to_string());
     Record::from_rdata(owner.clone(), 8482, RData::HINFO(hinfo))
 }
 

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
+use crate::config::hosts::LoadbalanceConfig;
 use crate::config::local::{AclRule, AutopathConfig, LogConfig};
 use crate::query::chaos::Chaos;
 use crate::query::cluster::Cluster;
@@ -53,7 +54,8 @@ pub struct Block {
     pub forwarding: Option<Arc<Forwarding>>,
     pub loop_probe: Option<Arc<LoopProbe>>,
     pub log: Option<LogConfig>,
-    pub loadbalance: bool,
+    /// `loadbalance`: how answers are shuffled and ordered.
+    pub loadbalance: Option<Arc<LoadbalanceConfig>>,
     pub autopath: Option<AutopathConfig>,
     pub acl: Vec<AclRule>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
@@ -82,7 +84,7 @@ impl Block {
             forwarding: None,
             loop_probe: None,
             log: None,
-            loadbalance: false,
+            loadbalance: None,
             autopath: None,
             acl: Vec::new(),
             any: false,

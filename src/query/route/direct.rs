@@ -49,7 +49,7 @@ impl Router {
         let how = Direct {
             echo: &echo,
             limit: request::limit(transport, edns),
-            shuffle: block.loadbalance,
+            shuffle: block.loadbalance.is_some(),
         };
         let truncated = cluster.write_direct(query, zone, &how, answer, out)?;
         Some((truncated, edns))
@@ -61,10 +61,12 @@ impl Router {
 /// `template`, `hosts` or `k8s_external` before `kubernetes` (`chaos`,
 /// `any` and `loop` never take A or AAAA of class IN; `file` zones are
 /// checked per name). After it, `dns64` takes AAAA questions only (checked
-/// per question), `loadbalance` is done by the writer, and an
+/// per question), `loadbalance` is done by the writer (not its
+/// `prefer`: the full path orders those records), and an
 /// ExternalName, the one outside chase, takes the whole way.
 fn writes_direct(block: &Block) -> bool {
-    block.local.is_none()
+    block.loadbalance.as_ref().is_none_or(|lb| lb.prefer.is_empty())
+        && block.local.is_none()
         && block.acl.is_empty()
         && block.rewrite.is_none()
         && block.autopath.is_none()
