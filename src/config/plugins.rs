@@ -71,6 +71,7 @@ const WITH_OPTIONS: &[&str] = &[
     "rewrite",
     "local",
     "nodelocal",
+    "loadbalance",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -205,7 +206,6 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         "acl" => server.acl.extend(local::acl(d, errors)),
         "any" => {
             a.count(0, 0, errors);
-            no_options(d, errors);
             server.any = true;
         }
         "dns64" => {
