@@ -64,7 +64,7 @@ rewrite rcode regex .*\.example servfail NXDOMAIN",
         other => panic!("{other:?}"),
     }
     match &s.rewrites[8].kind {
-        RuleKind::Edns0 { action, option } => assert_eq!(
+        RuleKind::Edns0 { action, option, .. } => assert_eq!(
             (*action, option),
             (
                 EdnsAction::Set,
