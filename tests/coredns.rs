@@ -1,0 +1,276 @@
+//! CoreDNS's own plugin test tables, converted to data (`tests/coredns/*.table`,
+//! format in `tests/coredns/README.md`) and run against the real binary:
+//! one server per Corefile of a table, queries sent from this process over
+//! UDP/TCP, `check` rows through `clusterdns check`. Tables run in parallel
+//! threads; a table with `from` addresses runs in its own network namespace.
+//! Every mismatch is reported as `FILE:LINE: CASE: want vs got`.
+//!
+//! `COREDNS_TABLE=chaos cargo test --test coredns` runs the tables whose file
+//! name contains `chaos`.
+
+#[path = "coredns/check.rs"]
+mod check;
+#[path = "coredns/records.rs"]
+mod records;
+#[path = "coredns/serve.rs"]
+mod serve;
+#[path = "coredns/table.rs"]
+mod table;
+#[path = "coredns/upstream.rs"]
+mod upstream;
+#[path = "coredns/wire.rs"]
+mod wire;
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// What one table file came to.
+#[derive(Default)]
+struct Outcome {
+    rows: usize,
+    differs: usize,
+    failures: Vec<String>,
+    /// Why the table could not run here (outside CI only).
+    skipped: Option<String>,
+}
+
+fn tables() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/coredns");
+    let filter = std::env::var("COREDNS_TABLE").unwrap_or_default();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| {
+        p.extension().is_some_and(|e| e == "table")
+            && p.file_name().is_some_and(|n| n.to_string_lossy().contains(&filter))
+    });
+    files.sort();
+    files
+}
+
+#[test]
+fn coredns_tables() {
+    let files = tables();
+    assert!(
+        !files.is_empty(),
+        "no tests/coredns/*.table files (COREDNS_TABLE filter?)"
+    );
+    // At most 4 tables at once: each starts a server.
+    let mut outcomes = Vec::new();
+    for chunk in files.chunks(4) {
+        let handles: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let f = f.clone();
+                let tag = format!("cdt{}x{}", std::process::id() % 100000, outcomes.len() + i);
+                std::thread::spawn(move || run_table(&f, &tag))
+            })
+            .collect();
+        for (f, h) in chunk.iter().zip(handles) {
+            let o = h.join().unwrap_or_else(|_| Outcome {
+                failures: vec!["runner panicked".into()],
+                ..Outcome::default()
+            });
+            outcomes.push((f.clone(), o));
+        }
+    }
+    let mut failed = Vec::new();
+    for (f, o) in &outcomes {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match &o.skipped {
+            Some(why) => eprintln!("SKIP {name}: {why}"),
+            None => eprintln!(
+                "{name}: {} rows, {} pass, {} documented differences",
+                o.rows,
+                o.rows - o.failures.len(),
+                o.differs
+            ),
+        }
+        failed.extend(o.failures.iter().cloned());
+    }
+    assert!(
+        failed.is_empty(),
+        "{} row(s) failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+/// Runs one table in this thread (which may enter a namespace).
+fn run_table(file: &Path, tag: &str) -> Outcome {
+    let shown = format!(
+        "tests/coredns/{}",
+        file.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    );
+    let mut o = Outcome::default();
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            return Outcome {
+                failures: vec![format!("{shown}: {e}")],
+                ..o
+            }
+        }
+    };
+    let t = match table::parse(&text) {
+        Ok(t) => t,
+        Err(e) => {
+            return Outcome {
+                failures: vec![format!("{shown}:{e}")],
+                ..o
+            }
+        }
+    };
+    o.rows = t.checks.len() + t.servers.iter().map(|s| s.cases.len()).sum::<usize>();
+    o.differs = t.checks.iter().filter(|c| c.differs.is_some()).count()
+        + t.servers
+            .iter()
+            .flat_map(|s| &s.cases)
+            .filter(|c| c.differs.is_some())
+            .count();
+    if t.sources.is_empty() {
+        o.failures
+            .push(format!("{shown}:1: no 'source' line naming the Go test"));
+    }
+    let fail =
+        |o: &mut Outcome, line: usize, name: &str, why: &str| o.failures.push(format!("{shown}:{line}: {name}: {why}"));
+    let dir = std::env::temp_dir().join(format!("clusterdns-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        fail(&mut o, 1, "setup", &e.to_string());
+        return o;
+    }
+    let froms: Vec<IpAddr> = t
+        .servers
+        .iter()
+        .flat_map(|s| &s.cases)
+        .filter_map(|c| c.query.from)
+        .collect();
+    let _netns = if froms.is_empty() {
+        None
+    } else {
+        match serve::Netns::enter(tag) {
+            Ok(ns) => {
+                if let Err(e) = ns.addresses(&froms) {
+                    fail(&mut o, 1, "setup", &e);
+                    return o;
+                }
+                Some(ns)
+            }
+            Err(e) if std::env::var_os("CI").is_none() => {
+                o.skipped = Some(format!(
+                    "cannot create a network namespace ({e}); run as root with iproute2"
+                ));
+                return o;
+            }
+            Err(e) => {
+                fail(
+                    &mut o,
+                    1,
+                    "setup",
+                    &format!("{e} (CI needs root and iproute2 for tables with 'from')"),
+                );
+                return o;
+            }
+        }
+    };
+    let v6 = froms.iter().any(IpAddr::is_ipv6);
+    let bind: Vec<IpAddr> = if v6 {
+        vec![[127, 0, 0, 1].into(), [0u16, 0, 0, 0, 0, 0, 0, 1].into()]
+    } else {
+        vec![[127, 0, 0, 1].into()]
+    };
+    let mut upstreams = Vec::new();
+    for (name, lines) in &t.upstreams {
+        match upstream::Upstream::start(bind[0], lines) {
+            Ok(u) => upstreams.push((name.clone(), u)),
+            Err(e) => fail(
+                &mut o,
+                lines.first().map_or(1, |l| l.0),
+                &format!("upstream {name}"),
+                &e,
+            ),
+        }
+    }
+    let fill = |text: &str| {
+        let mut text = text.replace("{dir}", &dir.display().to_string());
+        for (name, u) in &upstreams {
+            text = text.replace(&format!("{{upstream:{name}}}"), &u.addr.to_string());
+        }
+        text
+    };
+    for (name, body) in &t.files {
+        if let Err(e) = std::fs::write(dir.join(name), fill(body)) {
+            fail(&mut o, 1, name, &e.to_string());
+        }
+    }
+    for s in &t.servers {
+        run_server(&shown, &dir, s, &bind, &fill(&s.corefile), &mut o);
+    }
+    let checks: Vec<table::Check> = t
+        .checks
+        .iter()
+        .map(|c| table::Check {
+            snippet: fill(&c.snippet),
+            ..c.clone()
+        })
+        .collect();
+    match check::run_all(&dir, &checks) {
+        Ok(fails) => fails.iter().for_each(|(c, why)| fail(&mut o, c.line, &c.name, why)),
+        Err(e) => fail(&mut o, 1, "check", &e),
+    }
+    if o.failures.is_empty() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    o
+}
+
+/// Starts one Corefile and asks every case of it.
+fn run_server(shown: &str, dir: &Path, s: &table::Server, bind: &[IpAddr], corefile: &str, o: &mut Outcome) {
+    let (text, added) = serve::rewrite(corefile, bind);
+    let conf = dir.join(format!("Corefile.{}", s.line));
+    if let Err(e) = std::fs::write(&conf, &text) {
+        o.failures.push(format!("{shown}:{}: Corefile: {e}", s.line));
+        return;
+    }
+    let running = match serve::start(&conf, if added { bind.len() } else { 1 }) {
+        Ok(r) => r,
+        Err(e) => {
+            for c in &s.cases {
+                o.failures.push(format!("{shown}:{}: {}: {e}", c.line, c.name));
+            }
+            return;
+        }
+    };
+    for c in &s.cases {
+        let Some(to) = running.target(c.query.from) else {
+            o.failures.push(format!(
+                "{shown}:{}: {}: no listener for a client at {:?}",
+                c.line, c.name, c.query.from
+            ));
+            continue;
+        };
+        let problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
+            Ok(reply) => wire::compare(&c.want, reply.as_ref()),
+            Err(e) => vec![e],
+        };
+        if !problems.is_empty() {
+            let why = c
+                .differs
+                .as_ref()
+                .map_or(String::new(), |d| format!(" (differs on purpose: {d})"));
+            o.failures.push(format!(
+                "{shown}:{}: {}{why}:\n    {}",
+                c.line,
+                c.name,
+                problems.join("\n    ")
+            ));
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! The `.table` format (README.md in this folder): a line-oriented file of
+//! sections (`source`, `corefile <<`, `file NAME <<`, `upstream NAME <<`)
+//! and rows (`case NAME` with a query and expectations, `check NAME` with an
+//! accept/reject snippet). Parsing keeps every row's line for reports.
+
+use std::net::IpAddr;
+
+/// One parsed `.table` file.
+#[derive(Debug, Default)]
+pub struct Table {
+    pub sources: Vec<String>,
+    /// Auxiliary files written beside the Corefile: (name, text).
+    pub files: Vec<(String, String)>,
+    /// Canned upstreams: (name, lines with their line numbers).
+    pub upstreams: Vec<(String, Vec<(usize, String)>)>,
+    pub servers: Vec<Server>,
+    pub checks: Vec<Check>,
+}
+
+/// One Corefile and the cases asked of it.
+#[derive(Debug, Default)]
+pub struct Server {
+    pub line: usize,
+    pub corefile: String,
+    pub cases: Vec<Case>,
+}
+
+/// `case NAME`: one query and what the reply must be.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub line: usize,
+    pub name: String,
+    pub query: Query,
+    pub want: Want,
+    pub differs: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub name: String,
+    pub qtype: String,
+    pub class: String,
+    pub tcp: bool,
+    pub from: Option<IpAddr>,
+    /// `Some(size)`: an OPT record with this payload size.
+    pub edns: Option<u16>,
+    pub dnssec_ok: bool,
+    pub rd: bool,
+    pub cd: bool,
+}
+
+/// Expectations; a section is `None` when the row says `ignore SECTION`.
+#[derive(Debug, Clone)]
+pub struct Want {
+    pub rcode: String,
+    /// (flag, set?) for every flag the row names.
+    pub flags: Vec<(String, bool)>,
+    pub answer: Option<Vec<String>>,
+    pub ns: Option<Vec<String>>,
+    pub extra: Option<Vec<String>>,
+    pub ordered: bool,
+    /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
+    pub ede: Option<Option<u16>>,
+    pub no_reply: bool,
+}
+
+impl Default for Want {
+    fn default() -> Self {
+        Want {
+            rcode: "NOERROR".into(),
+            flags: Vec::new(),
+            answer: Some(Vec::new()),
+            ns: Some(Vec::new()),
+            extra: Some(Vec::new()),
+            ordered: false,
+            ede: None,
+            no_reply: false,
+        }
+    }
+}
+
+/// `check NAME`: a snippet `clusterdns check` must accept or reject.
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub line: usize,
+    pub name: String,
+    pub accept: bool,
+    /// The snippet is a whole Corefile (`accept-corefile`), not a directive.
+    pub whole: bool,
+    pub snippet: String,
+    pub error: Option<String>,
+    pub differs: Option<String>,
+}
+
+/// Reads `<<` blocks: the lines after `at` up to a line `>>`.
+fn block(lines: &[&str], at: &mut usize, start: usize) -> Result<String, String> {
+    let mut text = String::new();
+    while *at < lines.len() {
+        let line = lines[*at];
+        *at += 1;
+        if line.trim() == ">>" {
+            return Ok(text);
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    Err(format!("{start}: '<<' block not closed with '>>'"))
+}
+
+/// Parses a table; errors are `LINE: message`.
+pub fn parse(text: &str) -> Result<Table, String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut t = Table::default();
+    let mut at = 0;
+    // The row being filled: a case or a check.
+    let mut row: Option<Row> = None;
+    while at < lines.len() {
+        let n = at + 1;
+        let line = lines[at].trim();
+        at += 1;
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let rest = rest.trim();
+        let here = |e: String| format!("{n}: {e}");
+        match word {
+            "source" => t.sources.push(rest.to_string()),
+            "corefile" | "file" | "upstream" => {
+                finish(&mut t, row.take()).map_err(here)?;
+                let name = rest
+                    .strip_suffix("<<")
+                    .map(str::trim)
+                    .ok_or_else(|| here(format!("{word} needs '<<'")))?;
+                let body = block(&lines, &mut at, n)?;
+                match word {
+                    "corefile" => t.servers.push(Server {
+                        line: n,
+                        corefile: body,
+                        cases: Vec::new(),
+                    }),
+                    "file" => t.files.push((name.to_string(), body)),
+                    _ => {
+                        let first = n + 1;
+                        let body = body
+                            .lines()
+                            .enumerate()
+                            .map(|(i, l)| (first + i, l.to_string()))
+                            .collect();
+                        t.upstreams.push((name.to_string(), body));
+                    }
+                }
+            }
+            "case" | "check" => {
+                finish(&mut t, row.take()).map_err(here)?;
+                row = Some(Row::new(word == "case", n, rest));
+            }
+            _ => {
+                let r = row
+                    .as_mut()
+                    .ok_or_else(|| here(format!("'{word}' outside a case or check")))?;
+                let snippet = if rest.ends_with("<<")
+                    && matches!(word, "accept" | "reject" | "accept-corefile" | "reject-corefile")
+                {
+                    Some(block(&lines, &mut at, n)?)
+                } else {
+                    None
+                };
+                r.line(word, rest, snippet).map_err(here)?;
+            }
+        }
+    }
+    finish(&mut t, row.take()).map_err(|e| format!("{}: {e}", lines.len()))?;
+    Ok(t)
+}
+
+/// A row being read.
+enum Row {
+    Case(Case, bool),
+    Check(Check, bool),
+}
+
+impl Row {
+    fn new(case: bool, line: usize, name: &str) -> Row {
+        if case {
+            let query = Query {
+                name: String::new(),
+                qtype: "A".into(),
+                class: "IN".into(),
+                tcp: false,
+                from: None,
+                edns: None,
+                dnssec_ok: false,
+                rd: true,
+                cd: false,
+            };
+            Row::Case(
+                Case {
+                    line,
+                    name: name.into(),
+                    query,
+                    want: Want::default(),
+                    differs: None,
+                },
+                false,
+            )
+        } else {
+            let check = Check {
+                line,
+                name: name.into(),
+                accept: true,
+                whole: false,
+                snippet: String::new(),
+                error: None,
+                differs: None,
+            };
+            Row::Check(check, false)
+        }
+    }
+
+    /// Applies one line of a row.
+    fn line(&mut self, word: &str, rest: &str, block: Option<String>) -> Result<(), String> {
+        if let Some(reason) = word.strip_prefix("differs:").map(|r| format!("{r} {rest}")) {
+            let reason = reason.trim().to_string();
+            if reason.is_empty() {
+                return Err("'differs:' needs a reason".into());
+            }
+            match self {
+                Row::Case(c, _) => {
+                    c.differs = Some(reason);
+                    c.want = Want::default();
+                }
+                Row::Check(c, seen) => {
+                    c.differs = Some(reason);
+                    *seen = false;
+                }
+            }
+            return Ok(());
+        }
+        match self {
+            Row::Case(c, has_query) => case_line(c, has_query, word, rest),
+            Row::Check(c, seen) => {
+                match word {
+                    "accept" | "reject" | "accept-corefile" | "reject-corefile" => {
+                        c.accept = word.starts_with("accept");
+                        c.whole = word.ends_with("-corefile");
+                        c.snippet = block.unwrap_or_else(|| rest.to_string());
+                        c.error = None;
+                        *seen = true;
+                    }
+                    "error" => c.error = Some(rest.to_string()),
+                    _ => return Err(format!("unknown check line '{word}'")),
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Result<(), String> {
+    let w = &mut c.want;
+    match (word, rest) {
+        ("query", _) => {
+            c.query = query(rest)?;
+            *has_query = true;
+        }
+        ("rcode", _) => w.rcode = rest.to_ascii_uppercase(),
+        ("flags", _) => {
+            for f in rest.split_whitespace() {
+                let (set, name) = f.strip_prefix('-').map_or((true, f), |n| (false, n));
+                if !["qr", "aa", "tc", "rd", "ra", "ad", "cd"].contains(&name) {
+                    return Err(format!("unknown flag '{name}'"));
+                }
+                w.flags.push((name.to_string(), set));
+            }
+        }
+        ("answer" | "ns" | "extra", _) => {
+            crate::records::parse(rest).map_err(|e| format!("{word}: {e}"))?;
+            let section = match word {
+                "answer" => &mut w.answer,
+                "ns" => &mut w.ns,
+                _ => &mut w.extra,
+            };
+            section.get_or_insert_with(Vec::new).push(rest.to_string());
+        }
+        ("ignore", _) => {
+            for s in rest.split_whitespace() {
+                match s {
+                    "answer" => w.answer = None,
+                    "ns" => w.ns = None,
+                    "extra" => w.extra = None,
+                    _ => return Err(format!("ignore takes answer, ns or extra, not '{s}'")),
+                }
+            }
+        }
+        ("ordered", "") => w.ordered = true,
+        ("no", "reply") => w.no_reply = true,
+        ("ede", "none") => w.ede = Some(None),
+        ("ede", code) => w.ede = Some(Some(code.parse().map_err(|_| format!("bad EDE code '{code}'"))?)),
+        _ => return Err(format!("unknown case line '{word} {rest}'")),
+    }
+    Ok(())
+}
+
+/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd]`
+fn query(rest: &str) -> Result<Query, String> {
+    let mut words = rest.split_whitespace();
+    let name = words.next().ok_or("query needs a name")?.to_string();
+    let mut q = Query {
+        name,
+        qtype: "A".into(),
+        class: "IN".into(),
+        tcp: false,
+        from: None,
+        edns: None,
+        dnssec_ok: false,
+        rd: true,
+        cd: false,
+    };
+    let mut typed = false;
+    while let Some(w) = words.next() {
+        match w {
+            "tcp" => q.tcp = true,
+            "udp" => q.tcp = false,
+            "from" => {
+                q.from = Some(
+                    words
+                        .next()
+                        .and_then(|a| a.parse().ok())
+                        .ok_or("from needs an IP address")?,
+                )
+            }
+            "edns" => {
+                q.edns = Some(
+                    words
+                        .next()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or("edns needs a payload size")?,
+                )
+            }
+            "noedns" => q.edns = None,
+            "do" => {
+                q.dnssec_ok = true;
+                q.edns.get_or_insert(4096);
+            }
+            "nord" => q.rd = false,
+            "cd" => q.cd = true,
+            "IN" | "CH" | "CHAOS" | "HS" | "NONE" | "ANY" if typed => q.class = w.to_string(),
+            t if !typed => {
+                q.qtype = t.to_ascii_uppercase();
+                typed = true;
+            }
+            other => return Err(format!("unknown query word '{other}'")),
+        }
+    }
+    Ok(q)
+}
+
+/// Files a finished row into the table.
+fn finish(t: &mut Table, row: Option<Row>) -> Result<(), String> {
+    match row {
+        None => Ok(()),
+        Some(Row::Case(c, has_query)) => {
+            if !has_query {
+                return Err(format!("case '{}' (line {}) has no query", c.name, c.line));
+            }
+            let server = t
+                .servers
+                .last_mut()
+                .ok_or_else(|| format!("case '{}' before any corefile", c.name))?;
+            server.cases.push(c);
+            Ok(())
+        }
+        Some(Row::Check(c, seen)) => {
+            if !seen {
+                return Err(format!(
+                    "check '{}' (line {}) has no accept/reject line",
+                    c.name, c.line
+                ));
+            }
+            t.checks.push(c);
+            Ok(())
+        }
+    }
+}

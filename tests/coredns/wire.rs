@@ -1,0 +1,239 @@
+//! Asking one case over the wire and comparing the reply with the row:
+//! the query is built and the reply parsed strictly with hickory-proto
+//! (nothing may be left over), sent from the row's `from` address over UDP
+//! or TCP, and every difference is listed as `what: want X, got Y`.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query as Question};
+use hickory_proto::rr::{DNSClass, Name, RecordType};
+use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
+
+use crate::records;
+use crate::table::{Query, Want};
+
+/// How long a reply may take; `no reply` rows wait this long for nothing.
+const WAIT: Duration = Duration::from_secs(2);
+const SILENCE: Duration = Duration::from_millis(800);
+
+fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
+    let name = Name::from_ascii(&q.name).map_err(|e| format!("bad query name '{}': {e}", q.name))?;
+    let qtype: RecordType = q.qtype.parse().map_err(|_| format!("bad query type '{}'", q.qtype))?;
+    let class: DNSClass = match q.class.as_str() {
+        "CHAOS" => DNSClass::CH,
+        c => c.parse().map_err(|_| format!("bad class '{c}'"))?,
+    };
+    let mut m = Message::new(id, MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = q.rd;
+    m.metadata.checking_disabled = q.cd;
+    let mut question = Question::query(name, qtype);
+    question.set_query_class(class);
+    m.add_query(question);
+    if let Some(size) = q.edns {
+        let mut e = Edns::new();
+        e.set_max_payload(size);
+        e.set_dnssec_ok(q.dnssec_ok);
+        m.set_edns(e);
+    }
+    m.to_vec().map_err(|e| format!("encode query: {e}"))
+}
+
+/// Parses a reply; bytes after the message are an error.
+pub fn strict(bytes: &[u8]) -> Result<Message, String> {
+    let mut d = BinDecoder::new(bytes);
+    let m = Message::read(&mut d).map_err(|e| format!("reply does not parse: {e}"))?;
+    if !d.is_empty() {
+        return Err(format!("{} bytes left over after the reply", d.len()));
+    }
+    Ok(m)
+}
+
+/// Sends `q` to `server`; `Ok(None)` when no reply came within `wait`.
+pub fn ask(q: &Query, server: SocketAddr, wait: Duration) -> Result<Option<Message>, String> {
+    let id = fastrand::u16(..);
+    let bytes = request(q, id)?;
+    let local = q.from.unwrap_or(if server.is_ipv4() {
+        IpAddr::from([127, 0, 0, 1])
+    } else {
+        IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
+    });
+    let reply = if q.tcp {
+        tcp(local, server, &bytes, wait)?
+    } else {
+        udp(local, server, &bytes, id, wait)?
+    };
+    let Some(reply) = reply else { return Ok(None) };
+    let m = strict(&reply)?;
+    if m.metadata.id != id {
+        return Err(format!("reply ID {} for query ID {id}", m.metadata.id));
+    }
+    Ok(Some(m))
+}
+
+fn udp(local: IpAddr, server: SocketAddr, bytes: &[u8], id: u16, wait: Duration) -> Result<Option<Vec<u8>>, String> {
+    let sock = UdpSocket::bind((local, 0)).map_err(|e| format!("bind {local}: {e}"))?;
+    sock.send_to(bytes, server).map_err(|e| format!("send: {e}"))?;
+    let deadline = Instant::now() + wait;
+    let mut buf = vec![0u8; 65535];
+    // Stray datagrams (another ID) are skipped, at most 10.
+    for _ in 0..10 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let _ = sock.set_read_timeout(Some(left));
+        let Ok((n, from)) = sock.recv_from(&mut buf) else { break };
+        if from == server && n >= 2 && u16::from_be_bytes([buf[0], buf[1]]) == id {
+            return Ok(Some(buf[..n].to_vec()));
+        }
+    }
+    Ok(None)
+}
+
+/// A TCP connection from `local` (bound before connecting).
+fn connect(local: IpAddr, server: SocketAddr) -> Result<TcpStream, String> {
+    use nix::sys::socket::{bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrStorage};
+    use std::os::fd::AsRawFd;
+    let family = if local.is_ipv4() {
+        AddressFamily::Inet
+    } else {
+        AddressFamily::Inet6
+    };
+    let fd: OwnedFd = socket(family, SockType::Stream, SockFlag::empty(), None).map_err(|e| format!("socket: {e}"))?;
+    bind(fd.as_raw_fd(), &SockaddrStorage::from(SocketAddr::new(local, 0)))
+        .map_err(|e| format!("bind {local}: {e}"))?;
+    connect(fd.as_raw_fd(), &SockaddrStorage::from(server)).map_err(|e| format!("connect {server}: {e}"))?;
+    Ok(TcpStream::from(fd))
+}
+
+fn tcp(local: IpAddr, server: SocketAddr, bytes: &[u8], wait: Duration) -> Result<Option<Vec<u8>>, String> {
+    let mut conn = connect(local, server)?;
+    let _ = conn.set_read_timeout(Some(wait));
+    let mut frame = u16::try_from(bytes.len())
+        .map_err(|_| "query too long")?
+        .to_be_bytes()
+        .to_vec();
+    frame.extend_from_slice(bytes);
+    conn.write_all(&frame).map_err(|e| format!("tcp write: {e}"))?;
+    let mut len = [0u8; 2];
+    if conn.read_exact(&mut len).is_err() {
+        return Ok(None);
+    }
+    let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    conn.read_exact(&mut buf)
+        .map_err(|e| format!("tcp reply cut short: {e}"))?;
+    Ok(Some(buf))
+}
+
+/// The rcode's name as CoreDNS's tables write it.
+pub fn rcode_name(m: &Message) -> String {
+    let code = u16::from(m.metadata.response_code);
+    let names = [
+        "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH",
+        "NOTZONE",
+    ];
+    match names.get(usize::from(code)) {
+        Some(n) => n.to_string(),
+        None if code == 16 => "BADVERS".into(),
+        None => format!("RCODE{code}"),
+    }
+}
+
+fn flag(m: &Message, name: &str) -> bool {
+    let h = &m.metadata;
+    match name {
+        "qr" => h.message_type == MessageType::Response,
+        "aa" => h.authoritative,
+        "tc" => h.truncation,
+        "rd" => h.recursion_desired,
+        "ra" => h.recursion_available,
+        "ad" => h.authentic_data,
+        _ => h.checking_disabled,
+    }
+}
+
+/// The EDE info code of a reply, if it carries one.
+fn ede(m: &Message) -> Option<u16> {
+    let opt = m.edns.as_ref()?;
+    opt.options().as_ref().iter().find_map(|(_, o)| match o {
+        hickory_proto::rr::rdata::opt::EdnsOption::Unknown(15, data) if data.len() >= 2 => {
+            Some(u16::from_be_bytes([data[0], data[1]]))
+        }
+        _ => None,
+    })
+}
+
+fn section(
+    what: &str,
+    want: Option<&Vec<String>>,
+    got: &[hickory_proto::rr::Record],
+    ordered: bool,
+    out: &mut Vec<String>,
+) {
+    let Some(want) = want else { return };
+    let mut want: Vec<String> = want.iter().map(|l| records::canonical(l)).collect();
+    let mut got: Vec<String> = got.iter().map(records::show).collect();
+    if !ordered {
+        want.sort();
+        got.sort();
+    }
+    if want != got {
+        out.push(format!(
+            "{what}:\n      want [{}]\n      got  [{}]",
+            want.join(" | "),
+            got.join(" | ")
+        ));
+    }
+}
+
+/// Every difference between `reply` and `want`.
+pub fn compare(want: &Want, reply: Option<&Message>) -> Vec<String> {
+    let m = match (want.no_reply, reply) {
+        (true, None) => return Vec::new(),
+        (true, Some(m)) => {
+            return vec![format!(
+                "want no reply, got {} with {} answers",
+                rcode_name(m),
+                m.answers.len()
+            )]
+        }
+        (false, None) => return vec![format!("want {}, got no reply within {WAIT:?}", want.rcode)],
+        (false, Some(m)) => m,
+    };
+    let mut out = Vec::new();
+    let rcode = rcode_name(m);
+    if rcode != want.rcode {
+        out.push(format!("rcode: want {}, got {rcode}", want.rcode));
+    }
+    for (name, set) in &want.flags {
+        if flag(m, name) != *set {
+            out.push(format!(
+                "flag {name}: want {}, got {}",
+                if *set { "set" } else { "clear" },
+                if *set { "clear" } else { "set" }
+            ));
+        }
+    }
+    section("answer", want.answer.as_ref(), &m.answers, want.ordered, &mut out);
+    section("ns", want.ns.as_ref(), &m.authorities, want.ordered, &mut out);
+    section("extra", want.extra.as_ref(), &m.additionals, want.ordered, &mut out);
+    if let Some(code) = want.ede {
+        let got = ede(m);
+        if got != code {
+            out.push(format!("ede: want {code:?}, got {got:?}"));
+        }
+    }
+    out
+}
+
+/// How long to wait for a case's reply.
+pub fn wait_for(want: &Want) -> Duration {
+    if want.no_reply {
+        SILENCE
+    } else {
+        WAIT
+    }
+}
