@@ -200,7 +200,10 @@ fn any_answers_hinfo_and_without_it_an_any_question_is_forwarded() {
     drop(without);
     let with = Server::start(&temp_dir("any-on"), &corefile(&stub, "    any"));
     let out = dig(&with, &["ANY", "x.example.org"]);
-    assert!(out.contains("8482\tIN\tHINFO\t\"ANY obsoleted\" \"See RFC 8482\""), "{out}");
+    assert!(
+        out.contains("8482\tIN\tHINFO\t\"ANY obsoleted\" \"See RFC 8482\""),
+        "{out}"
+    );
     assert_eq!(stub.count(), 1, "any answered it");
     assert!(dig(&with, &["A", "x.example.org"]).contains("192.0.2.1"));
     let conf = temp_dir("any-check").join("Corefile");
@@ -226,10 +229,17 @@ fn loadbalance_prefer_puts_the_listed_networks_first() {
     }
     assert_eq!(tails.len(), 2, "the others are still shuffled: {tails:?}");
     let conf = temp_dir("lb-check").join("Corefile");
-    let text = ".:53 {\n    loadbalance weighted w.txt\n}\n.:54 {\n    loadbalance {\n        prefer 10.0.0.0/33\n    }\n}\n";
+    let text =
+        ".:53 {\n    loadbalance weighted w.txt\n}\n.:54 {\n    loadbalance {\n        prefer 10.0.0.0/33\n    }\n}\n";
     std::fs::write(&conf, text).expect("write");
     let (status, stderr) = check(&conf);
     assert!(!status.success());
-    assert!(stderr.contains("Corefile:2:17: loadbalance: the weighted policy is not supported"), "{stderr}");
-    assert!(stderr.contains("Corefile:6:16: loadbalance: prefer: '10.0.0.0/33' is not a CIDR"), "{stderr}");
+    assert!(
+        stderr.contains("Corefile:2:17: loadbalance: the weighted policy is not supported"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:6:16: loadbalance: prefer: '10.0.0.0/33' is not a CIDR"),
+        "{stderr}"
+    );
 }

@@ -365,10 +365,15 @@ fn serve_stale_response_ttl_and_failure_recheck() {
     std::thread::sleep(Duration::from_millis(1500));
     let asked = || {
         let seen = stub.seen.lock().map(|s| s.clone()).unwrap_or_default();
-        seen.iter().filter(|m| m.queries[0].name().to_ascii() == "r.example.org.").count()
+        seen.iter()
+            .filter(|m| m.queries[0].name().to_ascii() == "r.example.org.")
+            .count()
     };
     // stale: served with the response TTL, and one refresh goes upstream
-    assert_eq!(a(&server, "r.example.org."), ("NOERROR".into(), vec!["192.0.2.1".into()], vec![30]));
+    assert_eq!(
+        a(&server, "r.example.org."),
+        ("NOERROR".into(), vec!["192.0.2.1".into()], vec![30])
+    );
     let started = Instant::now();
     while asked() < 2 && started.elapsed() < Duration::from_secs(3) {
         std::thread::sleep(Duration::from_millis(20));
@@ -380,12 +385,22 @@ fn serve_stale_response_ttl_and_failure_recheck() {
         assert_eq!(a(&server, "r.example.org.").2, [30]);
     }
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(asked(), after_failure, "within the recheck period nothing more is asked");
+    assert_eq!(
+        asked(),
+        after_failure,
+        "within the recheck period nothing more is asked"
+    );
     let conf = temp_dir("fwd-stale-check").join("Corefile");
     let text = ".:53 {\n    cache {\n        serve_stale 1h verify 100ms\n        serve_stale_policy prefer_positive\n    }\n}\n";
     std::fs::write(&conf, text).expect("write");
     let (status, stderr) = common::check(&conf);
     assert!(!status.success());
-    assert!(stderr.contains("Corefile:3:31: serve_stale: a verify timeout other than 0"), "{stderr}");
-    assert!(stderr.contains("Corefile:4:9: cache: serve_stale_policy prefer_positive is not supported"), "{stderr}");
+    assert!(
+        stderr.contains("Corefile:3:31: serve_stale: a verify timeout other than 0"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:4:9: cache: serve_stale_policy prefer_positive is not supported"),
+        "{stderr}"
+    );
 }

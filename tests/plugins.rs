@@ -72,7 +72,12 @@ fn hosts_server(tag: &str, stub: &Stub, zones: &str, options: &str) -> Server {
 #[test]
 fn hosts_answers_as_coredns_does_wildcards_cidr_zones_ptr_and_servfail() {
     let stub = Stub::start();
-    let server = hosts_server("hosts-cdns", &stub, "example.org 10.0.0.0/8", "        10.1.2.3 inline.example.org");
+    let server = hosts_server(
+        "hosts-cdns",
+        &stub,
+        "example.org 10.0.0.0/8",
+        "        10.1.2.3 inline.example.org",
+    );
     let a = |name: &str| lines(&server, name, RecordType::A);
     assert_eq!(a("web.example.org.").1, ["10.0.0.5"]);
     // `*.apps` answers one more label; an exact entry wins; not the apex, not two labels
@@ -81,7 +86,10 @@ fn hosts_answers_as_coredns_does_wildcards_cidr_zones_ptr_and_servfail() {
     assert_eq!(a("deep.x.apps.example.org.").0, "SERVFAIL");
     assert_eq!(a("apps.example.org.").0, "SERVFAIL");
     // another type, or the other family, of a name in the data: NODATA
-    assert_eq!(lines(&server, "web.example.org.", RecordType::TXT), ("NOERROR".into(), vec![], 0, true));
+    assert_eq!(
+        lines(&server, "web.example.org.", RecordType::TXT),
+        ("NOERROR".into(), vec![], 0, true)
+    );
     assert_eq!(a("v6only.example.org."), ("NOERROR".into(), vec![], 0, true));
     // the CIDR zone is 10.in-addr.arpa.: PTR of the file's and inline addresses
     let ptr = |name: &str| lines(&server, name, RecordType::PTR);
@@ -93,7 +101,11 @@ fn hosts_answers_as_coredns_does_wildcards_cidr_zones_ptr_and_servfail() {
     assert_eq!(ptr("7.2.0.192.in-addr.arpa.").0, "NOERROR");
     // an address without an entry goes on (to forward), fallthrough or not
     assert_eq!(ptr("9.9.9.10.in-addr.arpa.").0, "NOERROR");
-    assert_eq!(stub.count(), 3, "the three PTR questions without an entry were forwarded");
+    assert_eq!(
+        stub.count(),
+        3,
+        "the three PTR questions without an entry were forwarded"
+    );
     assert_eq!(a("other.example.net.").1, ["192.0.2.1"], "outside the zones: forwarded");
 }
 
@@ -113,15 +125,26 @@ fn hosts_fallthrough_unsupported_and_no_reverse_pass_questions_on() {
     // `check` refuses fallthrough_unsupported alone, and inline lines after fallthrough
     let dir = temp_dir("hosts-ftu-check");
     let conf = dir.join("Corefile");
-    std::fs::write(&conf, ".:53 {\n    hosts {\n        fallthrough_unsupported\n    }\n}\n").expect("write");
+    std::fs::write(
+        &conf,
+        ".:53 {\n    hosts {\n        fallthrough_unsupported\n    }\n}\n",
+    )
+    .expect("write");
     let (status, stderr) = check(&conf);
     assert!(!status.success());
-    assert!(stderr.contains("Corefile:3:9: hosts: fallthrough_unsupported requires fallthrough"), "{stderr}");
-    let late = ".:53 {\n    hosts {\n        fallthrough\n        10.0.0.1 a.example.org\n        ttl 70000\n    }\n}\n";
+    assert!(
+        stderr.contains("Corefile:3:9: hosts: fallthrough_unsupported requires fallthrough"),
+        "{stderr}"
+    );
+    let late =
+        ".:53 {\n    hosts {\n        fallthrough\n        10.0.0.1 a.example.org\n        ttl 70000\n    }\n}\n";
     std::fs::write(&conf, late).expect("write");
     let (status, stderr) = check(&conf);
     assert!(!status.success());
-    assert!(stderr.contains("Corefile:4:9: hosts: an inline entry after fallthrough"), "{stderr}");
+    assert!(
+        stderr.contains("Corefile:4:9: hosts: an inline entry after fallthrough"),
+        "{stderr}"
+    );
     assert!(stderr.contains("Corefile:5:13: ttl: out of range 1..65535"), "{stderr}");
 }
 

@@ -497,7 +497,11 @@ fn edns0_unset_and_revert_and_answer_rules_without_the_repeated_keyword() {
     let opts = &upstream.edns.as_ref().expect("OPT").options().options;
     let codes: Vec<u16> = opts.iter().map(|(k, _)| u16::from(*k)).collect();
     assert_eq!(codes, [0xffee], "0xfffe and NSID unset, 0xffee set: {opts:?}");
-    assert!(!plain.text.contains("65518"), "revert: the reply carries no 0xffee\n{}", plain.text);
+    assert!(
+        !plain.text.contains("65518"),
+        "revert: the reply carries no 0xffee\n{}",
+        plain.text
+    );
     // `answer value FROM TO name FROM TO`: the second rule without `answer`
     let alias = dig(&server, &["alias.av.test"]);
     assert_eq!(
@@ -509,7 +513,10 @@ fn edns0_unset_and_revert_and_answer_rules_without_the_repeated_keyword() {
         "{}",
         alias.text
     );
-    assert_eq!(stub.last().map(|m| m.queries[0].name().to_ascii()), Some("alias.upstream.test.".into()));
+    assert_eq!(
+        stub.last().map(|m| m.queries[0].name().to_ascii()),
+        Some("alias.upstream.test.".into())
+    );
 }
 
 #[test]
@@ -529,8 +536,20 @@ fn check_refuses_the_rewrite_forms_it_cannot_honour_with_the_nearest_one() {
     std::fs::write(&conf, text).expect("write");
     let (status, stderr) = common::check(&conf);
     assert!(!status.success());
-    assert!(stderr.contains("Corefile:4:9: rewrite: one edns0 rule per rewrite"), "{stderr}");
-    assert!(stderr.contains("Corefile:6:36: rewrite: '{server_ip}' is not supported"), "{stderr}");
-    assert!(stderr.contains("Corefile:7:19: rewrite: edns0 nsid unset takes no arguments"), "{stderr}");
-    assert!(stderr.contains("Corefile:8:13: rewrite: 'answer auto' cannot be combined"), "{stderr}");
+    assert!(
+        stderr.contains("Corefile:4:9: rewrite: one edns0 rule per rewrite"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:6:36: rewrite: '{server_ip}' is not supported"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:7:19: rewrite: edns0 nsid unset takes no arguments"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:8:13: rewrite: 'answer auto' cannot be combined"),
+        "{stderr}"
+    );
 }

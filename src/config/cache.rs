@@ -98,10 +98,15 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
         keepttl: false,
     };
     let mut args = d.args.iter().peekable();
-    if let Some(ttl) = args.peek().and_then(|w| w.text.parse::<u32>().ok()) {
+    if let Some((w, ttl)) = args.peek().and_then(|w| Some((*w, w.text.parse::<i64>().ok()?))) {
         args.next();
-        cfg.success.max_ttl = ttl;
-        cfg.denial.max_ttl = ttl;
+        match u32::try_from(ttl) {
+            Ok(ttl) if ttl > 0 => (cfg.success.max_ttl, cfg.denial.max_ttl) = (ttl, ttl),
+            _ => errors.push(ConfigError::new(
+                &w.pos,
+                format!("cache: TTL {ttl} must be at least 1 second"),
+            )),
+        }
     }
     cfg.zones = args.filter_map(|w| zone(w, errors)).collect();
     for line in &d.options {
@@ -220,7 +225,10 @@ fn serve_stale(a: &Args<'_>, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError
             )),
             Some(t) => match u32::try_from(t.as_secs()) {
                 Ok(s) => cfg.stale_ttl = s,
-                Err(_) => errors.push(ConfigError::new(&a.args[at].pos, "serve_stale: response TTL out of range")),
+                Err(_) => errors.push(ConfigError::new(
+                    &a.args[at].pos,
+                    "serve_stale: response TTL out of range",
+                )),
             },
             None => {}
         }

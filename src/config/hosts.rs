@@ -272,6 +272,8 @@ mod tests {
         assert!(Net::parse("10.0.0.0/33").is_none());
         let net = Net::parse("10.1.0.0/16").expect("cidr");
         assert!(net.contains("10.1.2.3".parse().expect("ip")) && !net.contains("10.2.0.1".parse().expect("ip")));
-        assert!(Net::parse("0.0.0.0/0").expect("cidr").contains("1.2.3.4".parse().expect("ip")));
+        assert!(Net::parse("0.0.0.0/0")
+            .expect("cidr")
+            .contains("1.2.3.4".parse().expect("ip")));
     }
 }

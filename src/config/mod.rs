@@ -248,10 +248,28 @@ impl fmt::Display for Config {
                     c.prefetch,
                     c.serve_stale
                 )?;
+                writeln!(
+                    f,
+                    "    serve_stale response_ttl {}s  failure_recheck {:?}  servfail {:?}  keepttl {}",
+                    c.stale_ttl, c.stale_recheck, c.servfail, c.keepttl
+                )?;
             }
             if let Some(h) = &s.hosts {
                 let file = h.file.as_ref().map_or("(inline)".into(), |p| p.display().to_string());
-                writeln!(f, "  hosts {file}  {} inline entries  ttl {}", h.inline.len(), h.ttl)?;
+                writeln!(
+                    f,
+                    "  hosts {file} {}  {} inline entries  ttl {}  reload {:?}  no_reverse {}  fallthrough {}  \
+                     fallthrough_unsupported {}",
+                    spaced(&h.zones, ""),
+                    h.inline.len(),
+                    h.ttl,
+                    h.reload,
+                    h.no_reverse,
+                    h.fallthrough
+                        .as_ref()
+                        .map_or("off".into(), |z| spaced(z, "(all zones)")),
+                    h.fallthrough_unsupported
+                )?;
             }
             for z in &s.files {
                 writeln!(f, "  file {} {}", z.path.display(), spaced(&z.zones, ""))?;
@@ -261,7 +279,18 @@ impl fmt::Display for Config {
             }
             if let Some(lb) = &s.loadbalance {
                 let prefer: Vec<String> = lb.prefer.iter().map(|n| format!("{}/{}", n.addr, n.len)).collect();
-                writeln!(f, "  loadbalance round_robin  prefer {}", if prefer.is_empty() { "(none)".into() } else { prefer.join(" ") })?;
+                writeln!(
+                    f,
+                    "  loadbalance round_robin  prefer {}",
+                    if prefer.is_empty() {
+                        "(none)".into()
+                    } else {
+                        prefer.join(" ")
+                    }
+                )?;
+            }
+            if s.any {
+                writeln!(f, "  any  (ANY answered with RFC 8482's HINFO)")?;
             }
             if let Some(d) = &s.dns64 {
                 writeln!(

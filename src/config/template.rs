@@ -102,6 +102,13 @@ pub fn record_type(w: &Word, errors: &mut Vec<ConfigError>) -> Option<Option<Rec
 
 /// A compiled regular expression (Go's RE2 syntax is the `regex` crate's).
 pub fn regex(w: &Word, errors: &mut Vec<ConfigError>) -> Option<regex::Regex> {
+    if w.text.len() > 10_000 {
+        errors.push(ConfigError::new(
+            &w.pos,
+            format!("regex pattern too long: {} > 10000", w.text.len()),
+        ));
+        return None;
+    }
     match regex::Regex::new(&w.text) {
         Ok(r) => Some(r),
         Err(e) => {

@@ -349,7 +349,11 @@ impl Cache {
         if self.cfg.keepttl && !stale {
             return;
         }
-        let left = if stale { self.cfg.stale_ttl } else { entry.stamp().left(now) };
+        let left = if stale {
+            self.cfg.stale_ttl
+        } else {
+            entry.stamp().left(now)
+        };
         for r in out
             .answers
             .iter_mut()
