@@ -142,6 +142,21 @@ fn is_address(r: &Record) -> bool {
     matches!(r.record_type(), RecordType::A | RecordType::AAAA)
 }
 
+/// `records` taken apart as `[CNAME, other, A and AAAA, MX]`, each in order.
+fn partition(records: &mut Vec<Record>) -> [Vec<Record>; 4] {
+    let mut parts: [Vec<Record>; 4] = Default::default();
+    for r in records.drain(..) {
+        let slot = match r.record_type() {
+            RecordType::CNAME => 0,
+            RecordType::A | RecordType::AAAA => 2,
+            RecordType::MX => 3,
+            _ => 1,
+        };
+        parts[slot].push(r);
+    }
+    parts
+}
+
 /// CoreDNS's round robin of one section (see [`Answer::balance`]).
 fn round_robin(records: &mut Vec<Record>) {
     if records.len() < 2 {
@@ -152,15 +167,7 @@ fn round_robin(records: &mut Vec<Record>) {
         shuffle(records.len(), |k, j| records.swap(k, j));
         return;
     }
-    let (mut cname, mut rest, mut addrs, mut mx) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for r in records.drain(..) {
-        match r.record_type() {
-            RecordType::CNAME => cname.push(r),
-            RecordType::A | RecordType::AAAA => addrs.push(r),
-            RecordType::MX => mx.push(r),
-            _ => rest.push(r),
-        }
-    }
+    let [cname, rest, mut addrs, mut mx] = partition(records);
     shuffle(addrs.len(), |k, j| addrs.swap(k, j));
     shuffle(mx.len(), |k, j| mx.swap(k, j));
     records.extend(cname.into_iter().chain(rest).chain(addrs).chain(mx));
@@ -176,15 +183,7 @@ fn address_of(r: &Record) -> Option<IpAddr> {
 
 /// `loadbalance { prefer }`'s order of one section (see [`Answer::balance`]).
 fn prefer(records: &mut Vec<Record>, nets: &[Net]) {
-    let (mut cname, mut addrs, mut mx, mut rest) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for r in records.drain(..) {
-        match r.record_type() {
-            RecordType::CNAME => cname.push(r),
-            RecordType::A | RecordType::AAAA => addrs.push(r),
-            RecordType::MX => mx.push(r),
-            _ => rest.push(r),
-        }
-    }
+    let [cname, rest, mut addrs, mx] = partition(records);
     let rank = |r: &Record| {
         let ip = address_of(r);
         nets.iter()
@@ -287,4 +286,52 @@ pub fn prefixed(base: &Name, labels: &[&str]) -> Name {
         };
     }
     name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rr(text: &str) -> Record {
+        let n = Name::from_ascii("x.example.").expect("name");
+        match text.split_once(' ') {
+            Some(("A", ip)) => address(&n, 60, ip.parse().expect("ip"), RecordType::A).expect("A"),
+            Some(("CNAME", t)) => cname(&n, 60, Name::from_ascii(t).expect("target")),
+            Some(("MX", t)) => Record::from_rdata(
+                n,
+                60,
+                RData::MX(hickory_proto::rr::rdata::MX::new(10, Name::from_ascii(t).expect("mx"))),
+            ),
+            _ => Record::from_rdata(n, 60, RData::TXT(TXT::new(vec![text.to_string()]))),
+        }
+    }
+
+    fn kinds(a: &Answer) -> Vec<String> {
+        a.answers.iter().map(|r| r.record_type().to_string()).collect()
+    }
+
+    #[test]
+    fn balance_orders_sections_as_coredns_and_prefer_puts_networks_first() {
+        let mut a = Answer::default();
+        for t in ["A 10.0.0.1", "t", "MX m.", "CNAME c.", "A 192.168.1.1", "A 10.9.20.5"] {
+            a.answers.push(rr(t));
+        }
+        assert!(a.balance(&LoadbalanceConfig::default()));
+        assert_eq!(kinds(&a), ["CNAME", "TXT", "A", "A", "A", "MX"]);
+        let prefer = LoadbalanceConfig {
+            prefer: vec![Net::parse("10.9.20.0/24").expect("net"), Net::parse("192.168.1.0/24").expect("net")],
+        };
+        a.balance(&prefer);
+        assert_eq!(kinds(&a), ["CNAME", "A", "A", "A", "MX", "TXT"]);
+        let addrs: Vec<String> = a.answers[1..3].iter().map(|r| r.data.to_string()).collect();
+        assert_eq!(addrs, ["10.9.20.5", "192.168.1.1"]);
+        // not NOERROR: left as it is
+        let mut nx = Answer {
+            rcode: ResponseCode::NXDomain,
+            ..Answer::default()
+        };
+        nx.answers.extend([rr("t"), rr("CNAME c.")]);
+        assert!(!nx.balance(&prefer));
+        assert_eq!(kinds(&nx), ["TXT", "CNAME"]);
+    }
 }
