@@ -319,7 +319,10 @@ mod tests {
         assert!(a.balance(&LoadbalanceConfig::default()));
         assert_eq!(kinds(&a), ["CNAME", "TXT", "A", "A", "A", "MX"]);
         let prefer = LoadbalanceConfig {
-            prefer: vec![Net::parse("10.9.20.0/24").expect("net"), Net::parse("192.168.1.0/24").expect("net")],
+            prefer: vec![
+                Net::parse("10.9.20.0/24").expect("net"),
+                Net::parse("192.168.1.0/24").expect("net"),
+            ],
         };
         a.balance(&prefer);
         assert_eq!(kinds(&a), ["CNAME", "A", "A", "A", "MX", "TXT"]);
@@ -333,5 +336,49 @@ mod tests {
         nx.answers.extend([rr("t"), rr("CNAME c.")]);
         assert!(!nx.balance(&prefer));
         assert_eq!(kinds(&nx), ["TXT", "CNAME"]);
+    }
+
+    /// plugin/loadbalance/prefer_test.go TestSortPreferred (coredns/coredns),
+    /// as data: the order `prefer` gives, before any shuffle.
+    #[test]
+    fn coredns_sort_preferred() {
+        let n = Name::from_ascii("example.org.").expect("name");
+        let mut records: Vec<Record> = [
+            "10.9.30.1",
+            "10.9.20.5",
+            "192.168.1.2",
+            "10.10.0.1",
+            "10.9.20.3",
+            "172.16.0.1",
+            "2001:db8::1",
+            "2001:db8:abcd::1",
+            "fd00::1",
+        ]
+        .iter()
+        .filter_map(|ip| {
+            let ip: IpAddr = ip.parse().ok()?;
+            address(&n, 300, ip, if ip.is_ipv4() { RecordType::A } else { RecordType::AAAA })
+        })
+        .collect();
+        records.push(cname(&n, 300, Name::from_ascii("alias.example.org.").expect("target")));
+        let nets: Vec<Net> = ["2001:db8::/32", "10.9.20.0/24", "10.9.30.0/24"]
+            .iter()
+            .filter_map(|c| Net::parse(c))
+            .collect();
+        prefer(&mut records, &nets);
+        let order: Vec<String> = records.iter().map(|r| r.data.to_string()).collect();
+        let want = [
+            "alias.example.org.",
+            "2001:db8::1",
+            "2001:db8:abcd::1",
+            "10.9.20.5",
+            "10.9.20.3",
+            "10.9.30.1",
+            "192.168.1.2",
+            "10.10.0.1",
+            "172.16.0.1",
+            "fd00::1",
+        ];
+        assert_eq!(order, want);
     }
 }
