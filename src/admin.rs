@@ -74,6 +74,24 @@ pub fn plan(
     plan
 }
 
+/// Binds an admin listener on `addr`. `shared`: with `SO_REUSEPORT`, so a
+/// second instance on the node (a surge upgrade of the node-local
+/// DaemonSet, whose pods share the host's addresses) can bind it while the
+/// first still serves; sockets of another user cannot join the group.
+pub fn bind(addr: SocketAddr, shared: bool) -> io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(shared)?;
+    socket.bind(&addr.into())?;
+    socket.listen(128)?;
+    socket.set_nonblocking(true)?;
+    TcpListener::from_std(socket.into())
+}
+
 /// Serves one admin listener forever.
 pub async fn serve(listener: TcpListener, endpoints: Endpoints, state: Arc<State>) {
     loop {

@@ -17,7 +17,8 @@ use hickory_proto::rr::{Name, RecordType};
 use crate::admin::{self, Live, State};
 use crate::config::{Config, Server};
 use crate::metrics::Metrics;
-use crate::nodelocal::NodeLocal;
+use crate::nodelocal::lease::Phase;
+use crate::nodelocal::{handover, NodeLocal};
 use crate::query::chaos::Chaos;
 use crate::query::cluster::Cluster;
 use crate::query::dns64::Dns64;
@@ -61,6 +62,10 @@ struct Group {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
     bound: Vec<SocketAddr>,
+    /// A second handle on each UDP socket, to take it out of its
+    /// `SO_REUSEPORT` group at a hand-over; the TCP accept loops.
+    udp: Vec<std::net::UdpSocket>,
+    tcp: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// Everything a configuration runs, built beside the running one.
@@ -95,24 +100,32 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         None => None,
     };
     let built = rt.build(&config);
+    if let Some(n) = &nodelocal {
+        // Beside a running instance, join its listeners only when ready.
+        handover::await_ready(n, &built.live.stores).await;
+    }
     let state = Arc::new(State {
         live: arc_swap::ArcSwap::from_pointee(Live::default()),
         metrics: rt.metrics.clone(),
         lameduck: AtomicBool::new(false),
     });
     let started = match rt.switch(built, &state) {
-        Ok(()) => bind_admin(&config, &state).await,
+        Ok(()) => bind_admin(&config, &state, nodelocal.is_some()).await,
         Err(e) => Err(e),
     };
-    if let Err(e) = started {
-        if let Some(n) = &nodelocal {
-            n.teardown().await;
+    let admin = match started {
+        Ok(tasks) => tasks,
+        Err(e) => {
+            if let Some(n) = &nodelocal {
+                n.leave().await;
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
+    };
     // Rules only once listening (as node-cache waits for CoreDNS).
     let keeper = match &nodelocal {
         Some(n) => {
+            n.announce(Phase::Serving);
             n.install().await;
             Some(tokio::spawn(n.clone().keep()))
         }
@@ -133,31 +146,43 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         tracing::info!("lameduck for {lameduck:?}: still answering, health and readiness failing");
         tokio::time::sleep(lameduck).await;
     }
-    if let (Some(n), Some(k)) = (&nodelocal, keeper) {
-        k.abort();
-        n.teardown().await;
+    let successor = match &nodelocal {
+        Some(n) => handover::successor(n).await,
+        None => false,
+    };
+    if successor {
+        // The successor answers the probes from now on.
+        admin.iter().for_each(tokio::task::JoinHandle::abort);
+    } else if let Some(n) = &nodelocal {
+        // Alone: tear down before closing (in transparent mode the kube-dns
+        // IP goes back to kube-proxy's DNAT while this still answers).
+        keeper.as_ref().map(tokio::task::JoinHandle::abort);
+        n.leave().await;
     }
-    for (_, group) in std::mem::take(&mut rt.groups) {
-        group.stop.store(true, Ordering::Relaxed);
-        for t in group.threads {
-            let _ = tokio::task::spawn_blocking(move || t.join()).await;
-        }
+    rt.stop(successor).await;
+    if let (true, Some(n)) = (successor, &nodelocal) {
+        keeper.as_ref().map(tokio::task::JoinHandle::abort);
+        n.leave().await;
     }
     tracing::info!("stopped");
     Ok(())
 }
 
-/// Binds `/health`, `/ready` and `/metrics` and logs each.
-async fn bind_admin(config: &Config, state: &Arc<State>) -> Result<(), AppError> {
+/// Binds `/health`, `/ready` and `/metrics` (`shared`: with
+/// `SO_REUSEPORT`, for node-local surge upgrades) and logs each.
+async fn bind_admin(
+    config: &Config,
+    state: &Arc<State>,
+    shared: bool,
+) -> Result<Vec<tokio::task::JoinHandle<()>>, AppError> {
     let (health, ready, prom) = (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus);
+    let mut tasks = Vec::new();
     for (addr, endpoints) in admin::plan(health, ready, prom) {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| AppError::Bind {
-                proto: "http",
-                addr,
-                source,
-            })?;
+        let listener = admin::bind(addr, shared).map_err(|source| AppError::Bind {
+            proto: "http",
+            addr,
+            source,
+        })?;
         let bound = listener.local_addr().unwrap_or(addr);
         for (on, name) in [
             (endpoints.health, "health"),
@@ -168,9 +193,9 @@ async fn bind_admin(config: &Config, state: &Arc<State>) -> Result<(), AppError>
                 tracing::info!("listening on {name} http://{bound}");
             }
         }
-        tokio::spawn(admin::serve(listener, endpoints, state.clone()));
+        tasks.push(tokio::spawn(admin::serve(listener, endpoints, state.clone())));
     }
-    Ok(())
+    Ok(tasks)
 }
 
 /// Checks the Corefile every `interval` (± `jitter`); a changed file that
@@ -369,6 +394,29 @@ impl Runtime {
         result
     }
 
+    /// Stops every listener group. `handover`: another instance serves, so
+    /// first take the UDP sockets out of their groups and answer what they
+    /// hold (see [`handover`]).
+    async fn stop(&mut self, handover: bool) {
+        let groups = std::mem::take(&mut self.groups);
+        if handover {
+            let sockets: Vec<&std::net::UdpSocket> = groups.values().flat_map(|g| &g.udp).collect();
+            handover::drain_udp(&sockets, &self.metrics).await;
+        }
+        let mut tcp = Vec::new();
+        for (_, group) in groups {
+            group.stop.store(true, Ordering::Relaxed);
+            for t in group.threads {
+                let _ = tokio::task::spawn_blocking(move || t.join()).await;
+            }
+            tcp.extend(group.tcp);
+        }
+        for t in tcp {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+        handover::await_forwarded(&self.metrics).await;
+    }
+
     fn open(&self, (port, bind): &GroupKey, router: Router) -> Result<Group, AppError> {
         let handler = Arc::new(Handler::new(router, self.metrics.clone()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -377,12 +425,21 @@ impl Runtime {
             stop,
             threads: Vec::new(),
             bound: Vec::new(),
+            udp: Vec::new(),
+            tcp: Vec::new(),
         };
         for ip in listen_ips(bind) {
             let addr = SocketAddr::new(ip, *port);
             match listen(addr, self.workers, &group.handler, &group.stop) {
-                Ok((bound, t)) => {
-                    group.threads.extend(t);
+                Ok(Listening {
+                    bound,
+                    threads,
+                    udp,
+                    tcp,
+                }) => {
+                    group.threads.extend(threads);
+                    group.udp.extend(udp);
+                    group.tcp.push(tcp);
                     group.bound.push(bound);
                     if let Ok(mut ports) = self.metrics.udp_ports.lock() {
                         ports.push(bound.port());
@@ -515,6 +572,14 @@ fn listen_ips(bind: &[IpAddr]) -> Vec<IpAddr> {
     }
 }
 
+/// One address's listeners, as [`listen`] started them.
+struct Listening {
+    bound: SocketAddr,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    udp: Vec<std::net::UdpSocket>,
+    tcp: tokio::task::JoinHandle<()>,
+}
+
 /// Binds UDP workers and a TCP listener on one address (the same port for
 /// both, also when the port is 0) and logs both.
 fn listen(
@@ -522,7 +587,7 @@ fn listen(
     workers: usize,
     handler: &Arc<Handler>,
     stop: &Arc<AtomicBool>,
-) -> Result<(SocketAddr, Vec<std::thread::JoinHandle<()>>), AppError> {
+) -> Result<Listening, AppError> {
     // Port 0: the port the kernel gave UDP may be taken for TCP (by a
     // client's connection, say); then try another.
     let tries = if addr.port() == 0 { 20 } else { 1 };
@@ -547,9 +612,16 @@ fn listen(
             }
         }
     };
+    let dups = sockets.iter().map(|s| s.try_clone()).collect::<Result<_, _>>();
+    let udp = dups.map_err(udp_error)?;
     let threads = udp::start(sockets, handler, stop).map_err(udp_error)?;
     tracing::info!("listening on udp {bound}");
     tracing::info!("listening on tcp {bound}");
-    tokio::spawn(tcp::serve(listener, handler.clone(), stop.clone()));
-    Ok((bound, threads))
+    let tcp = tokio::spawn(tcp::serve(listener, handler.clone(), stop.clone()));
+    Ok(Listening {
+        bound,
+        threads,
+        udp,
+        tcp,
+    })
 }

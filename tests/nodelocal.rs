@@ -42,33 +42,24 @@ fn expected(ip: &str) -> (Vec<String>, Vec<String>) {
     (raw, filter)
 }
 
+/// A node-local Corefile; its `lockdir` is in this test's directory (the
+/// default, under /run, is shared by every instance on the machine).
 fn node_corefile(interface: &str, extra: &str) -> String {
+    let lockdir = std::env::temp_dir().join(format!("clusterdns-e2e-nodelocal-{}/lockdir", std::process::id()));
     format!(
-        "cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {{\n    bind {LINK_LOCAL} {KUBE_DNS}\n    forward . 10.96.0.11 {{\n        force_tcp\n    }}\n    cache 30\n    health {LINK_LOCAL}:8080\n    prometheus {LINK_LOCAL}:9253\n    nodelocal {{\n        interface {interface}\n        addresses {LINK_LOCAL} {KUBE_DNS}\n        check 1s\n        {extra}\n    }}\n}}\n"
+        "cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {{\n    bind {LINK_LOCAL} {KUBE_DNS}\n    forward . 10.96.0.11 {{\n        force_tcp\n    }}\n    cache 30\n    health {LINK_LOCAL}:8080\n    prometheus {LINK_LOCAL}:9253\n    nodelocal {{\n        interface {interface}\n        addresses {LINK_LOCAL} {KUBE_DNS}\n        check 1s\n        lockdir {}\n        {extra}\n    }}\n}}\n",
+        lockdir.display()
     )
 }
 
 /// Builds the namespaces; `Err` names what this machine lacks.
 fn lab() -> Result<Lab, String> {
     let id = std::process::id() % 100_000;
-    let lab = Lab {
-        node: format!("cdns-node-{id}"),
-        pod: format!("cdns-pod-{id}"),
-        children: Vec::new(),
-        dir: common::temp_dir("nodelocal"),
-    };
-    for ns in [&lab.node, &lab.pod] {
-        let o = Command::new("ip")
-            .args(["netns", "add", ns])
-            .output()
-            .map_err(|e| format!("ip: {e}"))?;
-        if !o.status.success() {
-            return Err(format!(
-                "cannot create network namespaces (needs root): {}",
-                out(&o).trim()
-            ));
-        }
-    }
+    let lab = Lab::create(
+        format!("cdns-node-{id}"),
+        format!("cdns-pod-{id}"),
+        common::temp_dir("nodelocal"),
+    )?;
     let (n, p) = (lab.node.clone(), lab.pod.clone());
     for tool in ["iptables", "dig"] {
         if !lab.sh(&n, &format!("command -v {tool}")).0 {

@@ -79,7 +79,7 @@ def check_files(kind, archive):
         check(set(files) == CLUSTER_FILES, f"cluster image holds exactly {sorted(CLUSTER_FILES)}: {sorted(files)}")
         check(files["tmp"].mode == 0o1777, "/tmp 1777")
     else:
-        for tool in ("usr/sbin/iptables-nft", "usr/sbin/iptables-legacy", "usr/sbin/conntrack", "run"):
+        for tool in ("usr/sbin/iptables-nft", "usr/sbin/iptables-legacy", "usr/sbin/nft", "usr/sbin/conntrack", "run"):
             check(tool in files, f"node-local image has /{tool}")
         check(not any(n == "dev" or n.startswith("dev/") for n in files), "no device nodes")
     return files
@@ -95,7 +95,7 @@ def check_sbom(sbom, lock_path, files):
     check("ca-certificates" in debs, "SBOM lists ca-certificates")
     status = files.get("var/lib/dpkg/status")
     if status is not None:
-        check({"iptables", "conntrack", "libc6"} <= debs, f"SBOM lists the Debian packages ({len(debs)})")
+        check({"iptables", "nftables", "conntrack", "libc6"} <= debs, f"SBOM lists the Debian packages ({len(debs)})")
     check(sbom.get("spdxVersion") == "SPDX-2.3", "SPDX 2.3")
 
 

@@ -97,11 +97,11 @@ def cluster(args):
 
 
 def node_local(args):
-    lab = labels(args, "clusterdns-node-local", "clusterdns as a node-local DNS cache, with iptables and conntrack")
+    lab = labels(args, "clusterdns-node-local", "clusterdns as a node-local DNS cache, with iptables, nftables and conntrack")
     files = app_entries(args) + [["run", "0755", "dir"]]
     return {
         "ref": f"clusterdns-node-local:{args.version}",
-        "created_by": "deploy/image/build (node-local image: Debian 12 iptables, conntrack)",
+        "created_by": "deploy/image/build (node-local image: Debian 12 iptables, nftables, conntrack)",
         "layers": [{"tar": args.rootfs, "drop": ROOTFS_DROP}, {"entries": files}],
         "annotations": lab,
         "config": {

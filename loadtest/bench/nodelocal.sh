@@ -67,6 +67,7 @@ cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
     nodelocal {
         interface nl0
         check 60s
+        lockdir $W/lockdir
     }
 }
 EOC

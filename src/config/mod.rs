@@ -362,14 +362,16 @@ impl fmt::Display for Config {
         if let Some(n) = &self.nodelocal {
             writeln!(
                 f,
-                "nodelocal interface {}  addresses {}  port {}  health port {}  iptables {}  teardown {}  check {:?}",
+                "nodelocal interface {}  addresses {}  port {}  health port {}  iptables {}  rules {}  teardown {}  check {:?}  lockdir {}",
                 n.interface,
                 spaced(&n.addresses, ""),
                 n.port,
                 n.health_port,
                 n.iptables,
+                n.rules,
                 n.teardown,
-                n.check
+                n.check,
+                n.lockdir.display()
             )?;
         }
         Ok(())

@@ -7,9 +7,14 @@
 //!     interface NAME       -interfacename (default nodelocaldns); a dummy link is
 //!                          created when missing, an existing link is used as is
 //!     addresses IP...      -localip (default: the block's bind addresses)
-//!     iptables on|off      -setupiptables (default on)
+//!     iptables on|off      -setupiptables (default on): install the rules at all
+//!     rules iptables|nftables|auto
+//!                          how (default auto: nftables when kube-proxy runs in its
+//!                          nftables mode on the node, see `nodelocal::nftables`)
 //!     teardown on|off      -skipteardown inverted (default on)
 //!     check DURATION       -syncinterval (default 60s)
+//!     lockdir DIR          where instances on one node see each other (default
+//!                          /run/clusterdns/nodelocal; a hostPath in the DaemonSet)
 //! }
 //! ```
 //!
@@ -18,6 +23,7 @@
 //! `health` directive's (8080 without one, node-cache's default).
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::Args;
@@ -27,6 +33,27 @@ use super::{ConfigError, Server};
 
 /// node-cache's default interface name.
 pub const INTERFACE: &str = "nodelocaldns";
+/// Where instances on one node coordinate (see `nodelocal::lease`).
+pub const LOCKDIR: &str = "/run/clusterdns/nodelocal";
+
+/// How the NOTRACK rules are programmed (`rules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RulesMode {
+    Iptables,
+    Nftables,
+    /// As kube-proxy does on the node.
+    Auto,
+}
+
+impl std::fmt::Display for RulesMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RulesMode::Iptables => "iptables",
+            RulesMode::Nftables => "nftables",
+            RulesMode::Auto => "auto",
+        })
+    }
+}
 
 /// Typed options of the `nodelocal` directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +63,11 @@ pub struct NodeLocalConfig {
     /// link-local address, and in transparent mode the kube-dns Service IP).
     pub addresses: Vec<IpAddr>,
     pub iptables: bool,
+    pub rules: RulesMode,
     pub teardown: bool,
     pub check: Duration,
+    /// The directory of the instance leases and the node lock.
+    pub lockdir: PathBuf,
     /// The DNS port of the block `nodelocal` is written in.
     pub port: u16,
     /// The `health` port (the liveness probe's connections skip conntrack too).
@@ -54,8 +84,10 @@ pub fn parse(d: &Directive, port: u16, errors: &mut Vec<ConfigError>) -> NodeLoc
         interface: INTERFACE.to_string(),
         addresses: Vec::new(),
         iptables: true,
+        rules: RulesMode::Auto,
         teardown: true,
         check: Duration::from_secs(60),
+        lockdir: PathBuf::from(LOCKDIR),
         port,
         health_port: 8080,
         pos: a.pos().clone(),
@@ -92,11 +124,31 @@ pub fn parse(d: &Directive, port: u16, errors: &mut Vec<ConfigError>) -> NodeLoc
                 Some(d) => cfg.check = d,
                 None => {}
             },
-            "interface" | "addresses" | "iptables" | "teardown" | "check" => {}
+            "rules" if o.count(1, 1, errors) => match o.args[0].text.as_str() {
+                "iptables" => cfg.rules = RulesMode::Iptables,
+                "nftables" => cfg.rules = RulesMode::Nftables,
+                "auto" => cfg.rules = RulesMode::Auto,
+                other => errors.push(ConfigError::new(
+                    &o.args[0].pos,
+                    format!("nodelocal: rules takes iptables, nftables or auto, not '{other}'"),
+                )),
+            },
+            "lockdir" if o.count(1, 1, errors) => {
+                let dir = &o.args[0];
+                if dir.text.starts_with('/') {
+                    cfg.lockdir = PathBuf::from(&dir.text);
+                } else {
+                    errors.push(ConfigError::new(
+                        &dir.pos,
+                        format!("nodelocal: lockdir must be an absolute path, not '{}'", dir.text),
+                    ));
+                }
+            }
+            "interface" | "addresses" | "iptables" | "rules" | "teardown" | "check" | "lockdir" => {}
             other => errors.push(ConfigError::new(
                 o.pos(),
                 format!(
-                    "nodelocal: unknown option '{other}' (supported: interface, addresses, iptables, teardown, check)"
+                    "nodelocal: unknown option '{other}' (supported: interface, addresses, iptables, rules, teardown, check, lockdir)"
                 ),
             )),
         }
@@ -170,20 +222,22 @@ mod tests {
         let n = c.nodelocal.expect("nodelocal");
         assert_eq!(n.interface, "nodelocaldns");
         assert_eq!(n.addresses.len(), 2);
-        assert!(n.iptables && n.teardown);
+        assert!(n.iptables && n.teardown && n.rules == super::RulesMode::Auto);
         assert_eq!(n.check, std::time::Duration::from_secs(60));
         assert_eq!((n.port, n.health_port), (53, 8081));
     }
 
     #[test]
     fn options_parse_and_every_mistake_is_reported_with_its_place() {
-        let c = load(".:1053 {\n bind 169.254.20.10\n nodelocal {\n  interface eth1\n  addresses 169.254.20.10\n  iptables off\n  teardown off\n  check 2s\n }\n}\n").expect("loads");
+        let c = load(".:1053 {\n bind 169.254.20.10\n nodelocal {\n  interface eth1\n  addresses 169.254.20.10\n  iptables off\n  teardown off\n  check 2s\n  lockdir /var/run/dns\n  rules nftables\n }\n}\n").expect("loads");
         let n = c.nodelocal.expect("nodelocal");
         assert_eq!(
             (n.interface.as_str(), n.iptables, n.teardown, n.port),
             ("eth1", false, false, 1053)
         );
-        let e = load(".:53 {\n bind 169.254.20.10\n nodelocal {\n  interface a/b\n  addresses 10.0.0.9 nope\n  iptables maybe\n  check 0s\n  ebtables on\n }\n}\n.:54 {\n nodelocal {\n  addresses 169.254.20.11\n }\n}\n")
+        assert_eq!(n.lockdir, std::path::Path::new("/var/run/dns"));
+        assert_eq!(n.rules, super::RulesMode::Nftables);
+        let e = load(".:53 {\n bind 169.254.20.10\n nodelocal {\n  interface a/b\n  addresses 10.0.0.9 nope\n  iptables maybe\n  check 0s\n  ebtables on\n  lockdir run\n  rules ebpf\n }\n}\n.:54 {\n nodelocal {\n  addresses 169.254.20.11\n }\n}\n")
             .expect_err("errors");
         for want in [
             "Corefile:4:13: nodelocal: 'a/b' is not an interface name",
@@ -191,8 +245,10 @@ mod tests {
             "Corefile:6:12: nodelocal: iptables takes on or off, not 'maybe'",
             "Corefile:7:9: nodelocal: check must be longer than 0",
             "Corefile:8:3: nodelocal: unknown option 'ebtables'",
+            "Corefile:9:11: nodelocal: lockdir must be an absolute path, not 'run'",
+            "Corefile:10:9: nodelocal: rules takes iptables, nftables or auto, not 'ebpf'",
             "Corefile:3:2: nodelocal: 10.0.0.9 is not among this block's bind addresses",
-            "Corefile:12:2: nodelocal: only one per Corefile",
+            "Corefile:14:2: nodelocal: only one per Corefile",
         ] {
             assert!(e.contains(want), "missing {want:?} in:\n{e}");
         }

@@ -283,6 +283,21 @@ pub const NODELOCAL_RESTORED: Family = counter(
     "Node-local rules, addresses and interfaces found missing by the periodic check and restored.",
     &["what"],
 );
+pub const NODELOCAL_HANDOVERS: Family = counter(
+    "clusterdns_nodelocal_handovers_total",
+    "Hand-overs of this instance to a successor on the same node (surge upgrade).",
+    &[],
+);
+pub const NODELOCAL_DRAINED: Family = counter(
+    "clusterdns_nodelocal_drained_queries_total",
+    "Queries answered by this instance while handing over, after it stopped taking new ones.",
+    &[],
+);
+pub const NODELOCAL_PEERS: Family = gauge(
+    "clusterdns_nodelocal_peer_instances",
+    "Other clusterdns instances running on this node at the last look (2 during a surge upgrade means 1).",
+    &[],
+);
 
 // --- query plugins, rendered beside their counters ---
 pub const FORWARD_MAX_CONCURRENT_REJECTS: Family = counter(
@@ -363,6 +378,7 @@ pub const ALL: &[Family] = &[
     PROCESS[2], PROCESS[3], PROCESS[4], PROCESS[5], INVALID_OBJECTS, RELISTS, WATCH_ERRORS,
     WATCH_RESTARTS, RESYNC_CORRECTIONS, UNCONFIRMED_AGE, STATE_UNCONFIRMED, PERSIST_FAILURES, OBJECTS,
     LAST_EVENT_AGE, PROGRAMMING_DURATION, NODECACHE_SETUP_ERRORS, NODELOCAL_RESTORED,
+    NODELOCAL_HANDOVERS, NODELOCAL_DRAINED, NODELOCAL_PEERS,
     FORWARD_MAX_CONCURRENT_REJECTS, FORWARD_HEALTHCHECK_BROKEN, LOOP_DETECTED,
     PROXY_HEALTHCHECK_FAILURES, PROXY_DURATION, CACHE_ENTRIES, CACHE_HITS, CACHE_REQUESTS,
     CACHE_MISSES, CACHE_PREFETCH, CACHE_SERVED_STALE, CACHE_EVICTIONS, TEMPLATE_MATCHES,

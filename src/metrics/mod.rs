@@ -80,6 +80,11 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Requests counted so far, over every zone and transport.
+    pub fn requests_total(&self) -> u64 {
+        self.registry.requests()
+    }
+
     pub fn dropped(&self, t: Transport) {
         self.dropped[t as usize].fetch_add(1, Relaxed);
     }

@@ -16,6 +16,12 @@ pub struct NodeLocal {
     pub setup_errors: [AtomicU64; 5],
     /// By [`RESTORED`].
     pub restored: [AtomicU64; 3],
+    /// Hand-overs to a successor instance (0 or 1 in a process's life).
+    pub handovers: AtomicU64,
+    /// Queries answered while handing over (the old sockets draining).
+    pub drained: AtomicU64,
+    /// Other instances on the node at the last look.
+    pub peers: AtomicU64,
 }
 
 impl NodeLocal {
@@ -30,6 +36,9 @@ impl NodeLocal {
         for (family, names, counters) in families {
             family.by(s, names.iter().zip(counters).map(|(n, c)| (*n, c.load(Relaxed))));
         }
+        c::NODELOCAL_HANDOVERS.single(s, self.handovers.load(Relaxed));
+        c::NODELOCAL_DRAINED.single(s, self.drained.load(Relaxed));
+        c::NODELOCAL_PEERS.single(s, self.peers.load(Relaxed));
     }
 }
 

@@ -4,8 +4,8 @@
 
 use std::process::Stdio;
 
+use super::firewall::Firewall;
 use super::link::Netlink;
-use super::rules::{self, Iptables};
 use crate::config::nodelocal::NodeLocalConfig;
 use crate::doctor::{Finding, Severity};
 
@@ -79,33 +79,29 @@ pub async fn check(cfg: &NodeLocalConfig) -> Vec<Finding> {
 }
 
 async fn rules_present(cfg: &NodeLocalConfig, out: &mut Vec<Finding>) {
-    let ipt = Iptables {
-        backend: rules::detect().await,
+    let Some(firewall) = Firewall::choose(cfg).await else {
+        return;
     };
-    let mut missing = Vec::new();
-    for rule in rules::rules(&cfg.addresses, cfg.port, cfg.health_port) {
-        match ipt.exists(&rule).await {
-            Ok(true) => {}
-            Ok(false) => missing.push(rule.to_string()),
-            Err(e) => {
-                out.push(finding(
-                    "nodelocal_rules",
-                    Severity::Warning,
-                    format!("cannot list the rules: {e}"),
-                    "run doctor inside the node-local pod (it has NET_ADMIN)",
-                ));
-                return;
-            }
+    let missing = match firewall.missing().await {
+        Ok(m) => m,
+        Err(e) => {
+            out.push(finding(
+                "nodelocal_rules",
+                Severity::Warning,
+                format!("cannot list the rules: {e}"),
+                "run doctor inside the node-local pod (it has NET_ADMIN)",
+            ));
+            return;
         }
-    }
+    };
     if !missing.is_empty() {
         out.push(finding(
             "nodelocal_rules",
             Severity::Critical,
             format!(
-                "{} of node-cache's {} rules are missing (e.g. {}): DNS to the node-local address is tracked by conntrack",
+                "{} of node-cache's {} rules are missing through {firewall} (e.g. {}): DNS to the node-local address is tracked by conntrack",
                 missing.len(),
-                rules::rules(&cfg.addresses, cfg.port, cfg.health_port).len(),
+                firewall.count(),
                 missing.iter().take(2).cloned().collect::<Vec<_>>().join("; ")
             ),
             "the node-local pod restores them within its `check` interval; if they stay missing, see its log (coredns_nodecache_setup_errors_total)",

@@ -16,7 +16,11 @@
 //! {errortype}`, repairs in `clusterdns_nodelocal_restored_total{what}`.
 
 pub mod doctor;
+pub mod firewall;
+pub mod handover;
+pub mod lease;
 pub mod link;
+pub mod nftables;
 pub mod rules;
 
 use std::io;
@@ -25,8 +29,9 @@ use std::sync::Arc;
 
 use crate::config::nodelocal::NodeLocalConfig;
 use crate::metrics::{Metrics, NODECACHE_ERRORS, RESTORED};
+use firewall::Firewall;
+use lease::{Lease, NodeLock, Phase};
 use link::{LinkError, Netlink};
-use rules::{Iptables, Rule};
 
 /// `CAP_NET_ADMIN`'s bit in `/proc/self/status`'s `CapEff`.
 const CAP_NET_ADMIN: u32 = 12;
@@ -75,9 +80,12 @@ pub fn has_net_admin() -> Option<bool> {
 pub struct NodeLocal {
     cfg: NodeLocalConfig,
     netlink: Netlink,
-    rules: Vec<Rule>,
-    iptables: Option<Iptables>,
+    /// The NOTRACK rules and their front-end (none with `iptables off`).
+    firewall: Option<Firewall>,
     metrics: Arc<Metrics>,
+    /// This instance's lease in `lockdir`; `None` when the directory is
+    /// unusable (then it runs as if alone: teardown at exit).
+    lease: std::sync::Mutex<Option<Lease>>,
 }
 
 impl NodeLocal {
@@ -88,56 +96,89 @@ impl NodeLocal {
         }
         metrics.nodelocal.enabled.store(true, Relaxed);
         let netlink = Netlink::connect().map_err(NodeLocalError::Netlink)?;
+        // Joined under the node lock: an instance leaving now either sees
+        // this one, or has finished its teardown before the setup below.
+        let guard = node_lock(&cfg.lockdir).await;
+        let lease = match guard.as_ref().map(|_| Lease::join(&cfg.lockdir)) {
+            Some(Ok(l)) => Some(l),
+            Some(Err(e)) => {
+                tracing::warn!(target: "nodelocal", "cannot join {}: {e}; running as the only instance (teardown at exit)", cfg.lockdir.display());
+                None
+            }
+            None => None,
+        };
+        if let Some(l) = &lease {
+            let others = l.others();
+            tracing::info!(target: "nodelocal", "instance {} in {}; {} other instance(s) running{}", l.name(), cfg.lockdir.display(), others.len(),
+                if others.is_empty() { "" } else { ": their interface and rules are kept as they are" });
+        }
         let repairs = netlink.ensure(&cfg.interface, &cfg.addresses).await.map_err(|e| {
             setup_error(&metrics, e.errortype());
             NodeLocalError::interface(&cfg.interface, e)
         })?;
+        drop(guard);
         tracing::info!(target: "nodelocal",
             "interface {} {} with {}",
             cfg.interface,
             if repairs.created { "created (dummy)" } else { "in place" },
             crate::config::spaced(&cfg.addresses, "")
         );
-        let iptables = if cfg.iptables {
-            let backend = rules::detect().await;
-            tracing::info!(target: "nodelocal", "iptables backend: {backend}");
-            Some(Iptables { backend })
-        } else {
-            None
-        };
         Ok(NodeLocal {
-            rules: rules::rules(&cfg.addresses, cfg.port, cfg.health_port),
+            firewall: Firewall::choose(&cfg).await,
             cfg,
             netlink,
-            iptables,
             metrics,
+            lease: std::sync::Mutex::new(lease),
         })
+    }
+
+    /// Tells the other instances on the node what this one is doing.
+    pub fn announce(&self, phase: Phase) {
+        if let Some(l) = self.lease.lock().ok().as_deref().and_then(Option::as_ref) {
+            l.set(phase);
+        }
+    }
+
+    /// The other live instances on the node and their phases.
+    pub fn others(&self) -> Vec<(String, Phase)> {
+        let others = match self.lease.lock().ok().as_deref() {
+            Some(Some(l)) => l.others(),
+            _ => Vec::new(),
+        };
+        self.metrics.nodelocal.peers.store(others.len() as u64, Relaxed);
+        others
+    }
+
+    /// Holds the node lock (none when `lockdir` is unusable).
+    async fn lock(&self) -> Option<NodeLock> {
+        let joined = matches!(self.lease.lock().ok().as_deref(), Some(Some(_)));
+        match joined {
+            true => node_lock(&self.cfg.lockdir).await,
+            false => None,
+        }
     }
 
     /// Installs the rules (once the listeners are bound). Failures are
     /// logged and counted; the next check retries them.
     pub async fn install(&self) {
-        let Some(ipt) = &self.iptables else {
+        let Some(firewall) = &self.firewall else {
             return;
         };
-        let (mut added, mut present) = (0, 0);
-        for rule in &self.rules {
-            match ipt.ensure(rule).await {
-                Ok(true) => added += 1,
-                Ok(false) => present += 1,
-                Err(e) => self.rule_error(&e),
-            }
-        }
+        let _guard = self.lock().await;
+        let pass = firewall.ensure().await;
+        pass.errors.iter().for_each(|e| self.rule_error(e));
         tracing::info!(target: "nodelocal",
-            "{added} of {} NOTRACK/ACCEPT rules installed through {} ({present} already there, {} failed)",
-            self.rules.len(),
-            ipt.backend,
-            self.rules.len() - added - present
+            "{} of {} NOTRACK/ACCEPT rules installed through {firewall} ({} already there, {} failed)",
+            pass.added.len(),
+            firewall.count(),
+            pass.present,
+            firewall.count() - pass.added.len() - pass.present
         );
     }
 
     /// One verify-and-restore pass; returns how many things it restored.
     pub async fn verify(&self) -> usize {
+        let _guard = self.lock().await;
         let mut restored = 0;
         match self.netlink.ensure(&self.cfg.interface, &self.cfg.addresses).await {
             Ok(r) => {
@@ -163,17 +204,13 @@ impl NodeLocal {
                 tracing::error!(target: "nodelocal", "{}", NodeLocalError::interface(&self.cfg.interface, e));
             }
         }
-        if let Some(ipt) = &self.iptables {
-            for rule in &self.rules {
-                match ipt.ensure(rule).await {
-                    Ok(true) => {
-                        restored += 1;
-                        self.restored("rule", 1);
-                        tracing::warn!(target: "nodelocal", "rule was missing, added back: {rule}");
-                    }
-                    Ok(false) => {}
-                    Err(e) => self.rule_error(&e),
-                }
+        if let Some(firewall) = &self.firewall {
+            let pass = firewall.ensure().await;
+            pass.errors.iter().for_each(|e| self.rule_error(e));
+            for rule in &pass.added {
+                restored += 1;
+                self.restored("rule", 1);
+                tracing::warn!(target: "nodelocal", "rule was missing, added back: {rule}");
             }
         }
         restored
@@ -190,18 +227,33 @@ impl NodeLocal {
         }
     }
 
-    /// Removes the rules and the addresses (the interface too when it is a
-    /// dummy link), unless `teardown off`.
-    pub async fn teardown(&self) {
+    /// Leaves the node: the last instance out removes the rules and the
+    /// addresses (the interface too when it is a dummy link), unless
+    /// `teardown off`; while another instance lives, everything stays.
+    pub async fn leave(&self) {
+        let guard = self.lock().await;
+        let others = self.others();
+        if !others.is_empty() {
+            let names: Vec<&str> = others.iter().map(|(n, _)| n.as_str()).collect();
+            tracing::info!(target: "nodelocal", "not tearing down: {} other instance(s) still running ({}); interface {} and its rules stay", names.len(), names.join(", "), self.cfg.interface);
+        } else {
+            self.teardown().await;
+        }
+        // Gone from the directory before the lock is released.
+        if let Ok(mut lease) = self.lease.lock() {
+            *lease = None;
+        }
+        drop(guard);
+    }
+
+    async fn teardown(&self) {
         if !self.cfg.teardown {
             tracing::info!(target: "nodelocal", "teardown off: leaving interface {} and its rules in place", self.cfg.interface);
             return;
         }
-        if let Some(ipt) = &self.iptables {
-            for rule in &self.rules {
-                if let Err(e) = ipt.delete(rule).await {
-                    tracing::error!(target: "nodelocal", "teardown: {e}");
-                }
+        if let Some(firewall) = &self.firewall {
+            for e in firewall.remove().await {
+                tracing::error!(target: "nodelocal", "teardown: {e}");
             }
         }
         match self.netlink.remove(&self.cfg.interface, &self.cfg.addresses).await {
@@ -224,6 +276,20 @@ impl NodeLocal {
         if let Some(i) = RESTORED.iter().position(|w| *w == what) {
             self.metrics.nodelocal.restored[i].fetch_add(n, Relaxed);
         }
+    }
+}
+
+/// Takes the node lock in `dir`, waiting for another instance's; `None`
+/// (logged) when the directory is unusable.
+async fn node_lock(dir: &std::path::Path) -> Option<NodeLock> {
+    let owned = dir.to_path_buf();
+    match tokio::task::spawn_blocking(move || lease::node_lock(&owned)).await {
+        Ok(Ok(lock)) => Some(lock),
+        Ok(Err(e)) => {
+            tracing::warn!(target: "nodelocal", "cannot take the node lock in {}: {e}", dir.display());
+            None
+        }
+        Err(_) => None,
     }
 }
 

@@ -146,26 +146,43 @@ impl fmt::Display for RuleError {
 
 /// Runs `program args`, at most 30 s; `(exit code, stdout, stderr)`.
 async fn run(program: &str, args: &[&str]) -> Result<(i32, String, String), RuleError> {
+    run_with(program, args, None).await
+}
+
+/// Runs `program args` with `input` on its stdin (none: /dev/null), at
+/// most 30 s; `(exit code, stdout, stderr)`.
+pub(super) async fn run_with(
+    program: &str,
+    args: &[&str],
+    input: Option<&[u8]>,
+) -> Result<(i32, String, String), RuleError> {
+    use tokio::io::AsyncWriteExt;
     let command = || format!("{program} {}", args.join(" "));
-    let child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(Duration::from_secs(30), child).await {
+    let failed = |message: String| RuleError {
+        command: command(),
+        message,
+    };
+    let work = async {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            stdin.write_all(bytes).await?;
+        }
+        child.wait_with_output().await
+    };
+    match tokio::time::timeout(Duration::from_secs(30), work).await {
         Ok(Ok(out)) => Ok((
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )),
-        Ok(Err(e)) => Err(RuleError {
-            command: command(),
-            message: format!("cannot run it: {e} (install iptables in the image)"),
-        }),
-        Err(_) => Err(RuleError {
-            command: command(),
-            message: "did not finish within 30 s".into(),
-        }),
+        Ok(Err(e)) => Err(failed(format!("cannot run it: {e} (install {program} in the image)"))),
+        Err(_) => Err(failed("did not finish within 30 s".into())),
     }
 }
 

@@ -35,6 +35,9 @@ use super::{Handler, Scratch};
 use crate::config::local::TcpLimits;
 use crate::metrics::{TcpClose, Transport};
 
+/// How long a stopping listener waits for busy connections to become
+/// idle before closing them anyway (lameduck for TCP clients).
+const DRAIN: Duration = Duration::from_secs(2);
 /// Replies queued for one connection's writer before its reader waits.
 const MAX_PENDING: usize = 64;
 /// Replies written to the socket in one call, at most (bytes).
@@ -134,16 +137,40 @@ impl Conns {
         }
     }
 
-    fn close_all(&self) {
-        if let Ok(open) = self.open.lock() {
-            for c in open.values() {
-                c.close(TcpClose::Shutdown);
+    /// Closes every connection as soon as it is idle (its queries
+    /// answered), all of them after [`DRAIN`]; waits (at most 1 s more)
+    /// until their tasks (each holds `conns`) have written their replies.
+    async fn drain(conns: &Arc<Conns>) {
+        let deadline = Instant::now() + DRAIN;
+        loop {
+            let (open, late) = match conns.open.lock() {
+                Ok(mut open) => {
+                    let late = Instant::now() >= deadline;
+                    open.retain(|_, c| {
+                        let close = late || c.idle().is_some();
+                        if close {
+                            c.close(TcpClose::Shutdown);
+                        }
+                        !close
+                    });
+                    (open.len(), late)
+                }
+                Err(_) => return,
+            };
+            if open == 0 || late {
+                break;
             }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let closed = Instant::now() + Duration::from_secs(1);
+        while Arc::strong_count(conns) > 1 && Instant::now() < closed {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
 
-/// Accepts connections until `stop` is set, then closes them.
+/// Accepts connections until `stop` is set, then stops accepting and
+/// closes each connection once its queries are answered.
 pub async fn serve(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBool>) {
     let conns = Arc::new(Conns {
         epoch: Instant::now(),
@@ -176,7 +203,10 @@ pub async fn serve(listener: TcpListener, handler: Arc<Handler>, stop: Arc<Atomi
             handler.metrics.tcp.open.fetch_sub(1, Ordering::Relaxed);
         });
     }
-    conns.close_all();
+    // The listener closes here: new connections go to the other sockets
+    // of its `SO_REUSEPORT` group (another instance's, in a hand-over).
+    drop(listener);
+    Conns::drain(&conns).await;
 }
 
 thread_local! {

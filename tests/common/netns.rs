@@ -36,6 +36,30 @@ pub fn out(o: &Output) -> String {
 }
 
 impl Lab {
+    /// Creates the namespaces `node` and `pod` (removed again on drop);
+    /// `Err` says why this machine cannot (it needs root).
+    pub fn create(node: String, pod: String, dir: PathBuf) -> Result<Lab, String> {
+        let lab = Lab {
+            node,
+            pod,
+            children: Vec::new(),
+            dir,
+        };
+        for ns in [&lab.node, &lab.pod] {
+            let o = Command::new("ip")
+                .args(["netns", "add", ns])
+                .output()
+                .map_err(|e| format!("ip: {e}"))?;
+            if !o.status.success() {
+                return Err(format!(
+                    "cannot create network namespaces (needs root): {}",
+                    out(&o).trim()
+                ));
+            }
+        }
+        Ok(lab)
+    }
+
     /// Runs `cmd` with sh in namespace `ns`.
     pub fn sh(&self, ns: &str, cmd: &str) -> (bool, String) {
         let o = Command::new("ip")

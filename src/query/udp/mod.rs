@@ -83,6 +83,26 @@ pub fn start(
     Ok(threads)
 }
 
+/// Takes `socket` out of its `SO_REUSEPORT` group's choice without
+/// closing it, for a hand-over: connected to a peer that never sends
+/// (its own address, port 9), it is skipped by the kernel's choice of a
+/// socket for new datagrams (Linux 5.4+, and stable kernels with
+/// "udp: correct reuseport selection with connected sockets"), while the
+/// datagrams already queued on it stay to be read and answered. A peer
+/// given to `sendmmsg` still overrides the connected one.
+pub fn leave_group(socket: &UdpSocket) -> io::Result<()> {
+    let local = socket.local_addr()?;
+    socket.connect(SocketAddr::new(local.ip(), 9))
+}
+
+/// Whether a datagram is queued on `socket` (a peek that does not wait).
+pub fn queued(socket: &UdpSocket) -> bool {
+    use std::os::fd::AsRawFd;
+    let flags = socket::MsgFlags::MSG_PEEK | socket::MsgFlags::MSG_DONTWAIT | socket::MsgFlags::MSG_TRUNC;
+    let mut byte = [0u8; 1];
+    socket::recv(socket.as_raw_fd(), &mut byte, flags).is_ok()
+}
+
 fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     if addr.is_ipv6() {

@@ -1,0 +1,146 @@
+//! Surge upgrades of the node-local DaemonSet with no lost query: two
+//! instances side by side on one node, the new one taking over from the
+//! old one. Every listener of both (DNS, health, ready, metrics) is in an
+//! `SO_REUSEPORT` group, so both can bind at once.
+//!
+//! ```text
+//!  new instance B                              old instance A (serving)
+//!  setup (interface, addresses: idempotent)
+//!  another instance lives? wait until the
+//!    stores are synced, only then bind   ──►  the kernel spreads new queries over A and B
+//!  announce "serving"                          SIGTERM ─► lameduck ─► a successor serving?
+//!                                              (waits while one is still starting)
+//!                                              UDP: each socket leaves its group (connect,
+//!                                                see `udp::leave_group`): new datagrams go
+//!                                                to B only; A answers what it holds
+//!                                              TCP: listener closed (new connections go to
+//!                                                B), each connection closed once idle
+//!                                              forwarded queries answered ─► leave (no teardown:
+//!                                                B lives) ─► exit
+//! ```
+//!
+//! Kernels: `SO_REUSEPORT` for UDP and TCP since 3.9. A connected UDP
+//! socket is skipped by the group's choice since 5.4 (commit acdcecc6,
+//! "udp: correct reuseport selection with connected sockets", also in
+//! stable 4.19/4.14 updates); on an older kernel a connected socket can
+//! still be chosen and datagrams sent to it are dropped, so the hand-over
+//! loses about what the old instance would have received while draining
+//! (milliseconds). TCP: connections that completed their handshake on the
+//! old listener but were not yet accepted are reset when it closes, unless
+//! `net.ipv4.tcp_migrate_req=1` (5.14+) moves them to B; the accept loop
+//! keeps that queue near empty either way.
+//!
+//! Why not steer with a reuseport BPF program (`SO_ATTACH_REUSEPORT_CBPF`,
+//! 4.5+; nix exposes it as `sockopt::AttachReusePortCbpf`, settable
+//! without `unsafe` in this crate): the program returns an index into the
+//! group's socket array, which the kernel reorders on every close (the last
+//! socket moves into the freed slot) and whose share per instance the
+//! newcomer does not know (each sizes its workers by its own CPU quota), so
+//! "the newest sockets" is not an index range that stays true; a stale
+//! index falls back to the hash, i.e. to the old sockets too. Leaving the
+//! group by connecting needs no program, is done by the instance that
+//! leaves, and holds however the group changes. Measured in
+//! tests/nodelocal_surge.rs: 4 hand-overs at 3,000 UDP qps, 0 lost with
+//! this step, 14 lost without it (the old sockets kept receiving until
+//! they closed).
+
+use std::net::UdpSocket;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::lease::Phase;
+use super::NodeLocal;
+use crate::metrics::Metrics;
+use crate::query::udp;
+use crate::store::Store;
+
+/// How long a new instance waits for its stores before binding anyway.
+const READY_WAIT: Duration = Duration::from_secs(120);
+/// How long a stopping instance waits for a starting one to serve
+/// (below the DaemonSet's terminationGracePeriodSeconds).
+const SUCCESSOR_WAIT: Duration = Duration::from_secs(20);
+/// How long the UDP sockets may take to empty their queues.
+const UDP_DRAIN: Duration = Duration::from_secs(2);
+/// How long forwarded queries may take to be answered at exit.
+const FORWARDED_WAIT: Duration = Duration::from_secs(3);
+
+/// Beside another running instance, waits until every store has synced
+/// (at most [`READY_WAIT`]), so this one answers nothing it cannot answer
+/// yet. Alone, returns at once: nobody else would answer.
+pub async fn await_ready(n: &NodeLocal, stores: &[Arc<Store>]) {
+    let others = n.others();
+    if others.is_empty() {
+        return;
+    }
+    let started = Instant::now();
+    tracing::info!(target: "nodelocal", "{} other instance(s) serving: binding the DNS listeners once the cluster state is loaded", others.len());
+    while !stores.iter().all(|s| s.synced()) {
+        if started.elapsed() > READY_WAIT {
+            tracing::warn!(target: "nodelocal", "cluster state not loaded after {READY_WAIT:?}: binding anyway");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tracing::info!(target: "nodelocal", "ready after {:?}: joining the listeners", started.elapsed());
+}
+
+/// At shutdown: whether another instance serves (then this one hands
+/// over to it). Waits, at most [`SUCCESSOR_WAIT`], while another is still
+/// starting.
+pub async fn successor(n: &NodeLocal) -> bool {
+    let started = Instant::now();
+    let mut told = false;
+    loop {
+        let others = n.others();
+        if let Some((name, _)) = others.iter().find(|(_, p)| *p == Phase::Serving) {
+            n.announce(Phase::Draining);
+            n.metrics.nodelocal.handovers.fetch_add(1, Relaxed);
+            tracing::info!(target: "nodelocal", "handing over to instance {name}: taking no new queries, answering those queued");
+            return true;
+        }
+        let Some((name, _)) = others.iter().find(|(_, p)| *p == Phase::Starting) else {
+            return false;
+        };
+        if started.elapsed() > SUCCESSOR_WAIT {
+            tracing::warn!(target: "nodelocal", "instance {name} did not start serving within {SUCCESSOR_WAIT:?}: stopping without a hand-over");
+            return false;
+        }
+        if !told {
+            told = true;
+            tracing::info!(target: "nodelocal", "instance {name} is starting: serving until it answers, then handing over");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Takes every UDP socket out of its `SO_REUSEPORT` group, then waits
+/// until none holds a datagram (at most [`UDP_DRAIN`]); the workers answer
+/// what was queued meanwhile.
+pub async fn drain_udp(sockets: &[&UdpSocket], metrics: &Metrics) {
+    for s in sockets {
+        if let Err(e) = udp::leave_group(s) {
+            tracing::warn!(target: "nodelocal", "a UDP socket cannot leave its group ({e}): what reaches it after this is lost");
+        }
+    }
+    let started = Instant::now();
+    let answered = metrics.requests_total();
+    // A datagram routed before the connect may still be on its way in.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    while sockets.iter().any(|s| udp::queued(s)) && started.elapsed() < UDP_DRAIN {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The worker that read the last datagrams answers them before it
+    // sees the stop flag.
+    let drained = metrics.requests_total().saturating_sub(answered);
+    metrics.nodelocal.drained.fetch_add(drained, Relaxed);
+    tracing::info!(target: "nodelocal", "UDP sockets out of their groups; {drained} queued queries answered in {:?}", started.elapsed());
+}
+
+/// Waits until no forwarded query is in flight (at most [`FORWARDED_WAIT`]).
+pub async fn await_forwarded(metrics: &Metrics) {
+    let started = Instant::now();
+    while metrics.in_flight.load(Relaxed) > 0 && started.elapsed() < FORWARDED_WAIT {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -1,0 +1,245 @@
+//! The client side of the surge-upgrade test (tests/nodelocal_surge.rs),
+//! run inside the "pod" network namespace by the test binary itself
+//! (`ip netns exec POD TEST-BINARY --ignored --exact surge_client`): a
+//! steady UDP load spread over many source ports (so the kernel's
+//! `SO_REUSEPORT` choice spreads it over every server socket), plus a few
+//! persistent TCP connections sending one query after another. Every
+//! query is accounted for: answered (and how), or lost (no answer within
+//! [`LATE`] of the load's end).
+//!
+//! A TCP connection the server closes is reopened and its unanswered query
+//! sent again, as RFC 7766 §6.2.4 asks of clients; such retries are
+//! counted apart, not as losses.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+use tokio::time::Instant;
+
+/// How long after the load ends an answer still counts.
+pub const LATE: Duration = Duration::from_secs(2);
+/// UDP source sockets.
+const SOCKETS: usize = 48;
+
+/// What the client counted.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tally {
+    pub sent: u64,
+    pub answered: u64,
+    pub servfail: u64,
+    pub lost: u64,
+    pub tcp_sent: u64,
+    pub tcp_answered: u64,
+    pub tcp_servfail: u64,
+    pub tcp_lost: u64,
+    pub tcp_reopened: u64,
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TALLY {} {} {} {} {} {} {} {} {}",
+            self.sent,
+            self.answered,
+            self.servfail,
+            self.lost,
+            self.tcp_sent,
+            self.tcp_answered,
+            self.tcp_servfail,
+            self.tcp_lost,
+            self.tcp_reopened
+        )
+    }
+}
+
+impl Tally {
+    /// Reads the `TALLY ...` line [`Display`](fmt::Display) wrote.
+    pub fn parse(text: &str) -> Option<Tally> {
+        let line = text.lines().find_map(|l| l.split_once("TALLY ").map(|(_, t)| t))?;
+        let v: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        (v.len() == 9).then(|| Tally {
+            sent: v[0],
+            answered: v[1],
+            servfail: v[2],
+            lost: v[3],
+            tcp_sent: v[4],
+            tcp_answered: v[5],
+            tcp_servfail: v[6],
+            tcp_lost: v[7],
+            tcp_reopened: v[8],
+        })
+    }
+
+    fn add(&mut self, o: &Tally) {
+        self.sent += o.sent;
+        self.answered += o.answered;
+        self.servfail += o.servfail;
+        self.lost += o.lost;
+        self.tcp_sent += o.tcp_sent;
+        self.tcp_answered += o.tcp_answered;
+        self.tcp_servfail += o.tcp_servfail;
+        self.tcp_lost += o.tcp_lost;
+        self.tcp_reopened += o.tcp_reopened;
+    }
+}
+
+/// A query for `name` A with `id`.
+fn query(id: u16, name: &str) -> Vec<u8> {
+    let mut q = vec![(id >> 8) as u8, id as u8, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    for label in name.split('.').filter(|l| !l.is_empty()) {
+        q.push(label.len() as u8);
+        q.extend_from_slice(label.as_bytes());
+    }
+    q.extend_from_slice(&[0, 0, 1, 0, 1]);
+    q
+}
+
+fn id_and_rcode(reply: &[u8]) -> Option<(u16, u8)> {
+    (reply.len() >= 12).then(|| (u16::from_be_bytes([reply[0], reply[1]]), reply[3] & 0x0f))
+}
+
+/// One UDP source socket sending every `period` until `end`.
+async fn udp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant) -> Tally {
+    let mut t = Tally::default();
+    let Ok(sock) = UdpSocket::bind("0.0.0.0:0").await else {
+        return t;
+    };
+    if sock.connect(target).await.is_err() {
+        return t;
+    }
+    let mut pending: HashMap<u16, ()> = HashMap::new();
+    let mut tick = tokio::time::interval_at(Instant::now() + period.mul_f64(fastrand::f64()), period);
+    let mut buf = [0u8; 1500];
+    let mut id: u16 = fastrand::u16(..);
+    loop {
+        let late = Instant::now() >= end;
+        if late && (pending.is_empty() || Instant::now() >= end + LATE) {
+            break;
+        }
+        tokio::select! {
+            _ = tick.tick(), if !late => {
+                id = id.wrapping_add(1);
+                t.sent += 1;
+                pending.insert(id, ());
+                let _ = sock.send(&query(id, name)).await;
+            }
+            got = sock.recv(&mut buf) => {
+                let Ok(n) = got else { continue };
+                if let Some((id, rcode)) = id_and_rcode(&buf[..n]) {
+                    if pending.remove(&id).is_some() {
+                        t.answered += 1;
+                        t.servfail += u64::from(rcode == 2);
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(end + LATE), if late => {}
+        }
+    }
+    t.lost = pending.len() as u64;
+    t
+}
+
+/// Sends `framed` on `conn` (reopened when needed) and reads its reply;
+/// `None` when no reply came by `deadline`.
+async fn tcp_exchange(
+    conn: &mut Option<TcpStream>,
+    target: SocketAddr,
+    framed: &[u8],
+    deadline: Instant,
+    t: &mut Tally,
+) -> Option<Vec<u8>> {
+    while Instant::now() < deadline {
+        if conn.is_none() {
+            match tokio::time::timeout_at(deadline, TcpStream::connect(target)).await {
+                Ok(Ok(s)) => *conn = Some(s),
+                _ => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            }
+        }
+        let s = conn.as_mut()?;
+        let exchange = async {
+            s.write_all(framed).await?;
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len).await?;
+            let mut reply = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut reply).await?;
+            Ok::<_, std::io::Error>(reply)
+        };
+        match tokio::time::timeout_at(deadline, exchange).await {
+            Ok(Ok(reply)) => return Some(reply),
+            Ok(Err(_)) => {
+                // Closed by the server: reopen and ask again.
+                *conn = None;
+                t.tcp_reopened += 1;
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// One persistent TCP connection asking every `period` until `end`.
+async fn tcp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant) -> Tally {
+    let mut t = Tally::default();
+    let mut conn = None;
+    let mut id: u16 = fastrand::u16(..);
+    while Instant::now() < end {
+        id = id.wrapping_add(1);
+        let q = query(id, name);
+        let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&q);
+        t.tcp_sent += 1;
+        let next = Instant::now() + period;
+        match tcp_exchange(&mut conn, target, &framed, Instant::now() + LATE, &mut t).await {
+            Some(reply) if id_and_rcode(&reply).is_some_and(|(i, _)| i == id) => {
+                t.tcp_answered += 1;
+                t.tcp_servfail += u64::from(reply[3] & 0x0f == 2);
+            }
+            _ => {
+                t.tcp_lost += 1;
+                conn = None;
+            }
+        }
+        tokio::time::sleep_until(next).await;
+    }
+    t
+}
+
+/// Runs the load: `rate` UDP queries a second over [`SOCKETS`] sockets
+/// and `tcp` connections at 50 queries a second each, spread over
+/// `targets`, for `secs`; prints the [`Tally`].
+pub fn client(targets: &[SocketAddr], name: &str, rate: f64, tcp: usize, secs: f64) -> Tally {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        let period = Duration::from_secs_f64(SOCKETS as f64 / rate);
+        let mut tasks = Vec::new();
+        for i in 0..SOCKETS {
+            let (target, name) = (targets[i % targets.len()], name.to_string());
+            tasks.push(tokio::spawn(async move { udp_flow(target, &name, period, end).await }));
+        }
+        for i in 0..tcp {
+            let (target, name) = (targets[i % targets.len()], name.to_string());
+            let period = Duration::from_millis(20);
+            tasks.push(tokio::spawn(async move { tcp_flow(target, &name, period, end).await }));
+        }
+        let mut all = Tally::default();
+        for task in tasks {
+            if let Ok(t) = task.await {
+                all.add(&t);
+            }
+        }
+        all
+    })
+}
