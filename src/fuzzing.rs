@@ -39,7 +39,7 @@ pub fn without_direct(h: &Handler) -> Handler {
     let block = Block {
         zone_stats: b.zone_stats.clone(),
         cluster: Some(cluster),
-        loadbalance: b.loadbalance,
+        loadbalance: b.loadbalance.clone(),
         dns64: b.dns64.clone(),
         ..Block::new(b.zones.clone())
     };

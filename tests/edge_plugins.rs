@@ -1,5 +1,6 @@
-//! `bufsize`, `chaos`, `local` and `import` globs end to end: the real
-//! binary, asked with dig, forwarding to the in-process stub upstream.
+//! `bufsize`, `chaos`, `local`, `any`, `loadbalance` and `import` globs
+//! end to end: the real binary, asked with dig, forwarding to the
+//! in-process stub upstream.
 
 mod common;
 
@@ -186,4 +187,59 @@ fn import_globs_that_match_nothing_warn_and_missing_files_fail() {
     let (status, stderr) = check(&conf);
     assert_eq!(status.code(), Some(64), "{stderr}");
     assert!(stderr.contains("Corefile:2:12: import 'custom/extra.conf'"), "{stderr}");
+}
+
+#[test]
+fn any_answers_hinfo_and_without_it_an_any_question_is_forwarded() {
+    let stub = Stub::start();
+    let without = Server::start(&temp_dir("any-off"), &corefile(&stub, ""));
+    let m = common::udp(without.dns, "x.example.org.", RecordType::ANY);
+    assert_eq!(m.answers.len(), 0, "the stub has no ANY records: {m:?}");
+    assert_eq!(stub.last().map(|q| q.queries[0].query_type()), Some(RecordType::ANY));
+    assert_eq!(stub.count(), 1, "forwarded like any other type");
+    drop(without);
+    let with = Server::start(&temp_dir("any-on"), &corefile(&stub, "    any"));
+    let out = dig(&with, &["ANY", "x.example.org"]);
+    assert!(
+        out.contains("8482\tIN\tHINFO\t\"ANY obsoleted\" \"See RFC 8482\""),
+        "{out}"
+    );
+    assert_eq!(stub.count(), 1, "any answered it");
+    assert!(dig(&with, &["A", "x.example.org"]).contains("192.0.2.1"));
+    let conf = temp_dir("any-check").join("Corefile");
+    std::fs::write(&conf, ".:53 {\n    any {\n        foo\n    }\n}\n").expect("write");
+    let (status, stderr) = check(&conf);
+    assert!(!status.success());
+    assert!(stderr.contains("Corefile:3:9: any: takes no options block"), "{stderr}");
+}
+
+#[test]
+fn loadbalance_prefer_puts_the_listed_networks_first() {
+    let stub = Stub::start();
+    let body = "    hosts {\n        10.0.0.1 lb.example.org\n        192.168.1.1 lb.example.org\n        \
+                10.9.20.5 lb.example.org\n        172.16.0.1 lb.example.org\n        fallthrough\n    }\n    \
+                loadbalance round_robin {\n        prefer 10.9.20.0/24 192.168.1.0/24\n    }";
+    let server = Server::start(&temp_dir("lb-prefer"), &corefile(&stub, body));
+    let mut tails = std::collections::HashSet::new();
+    for _ in 0..20 {
+        let m = common::udp(server.dns, "lb.example.org.", RecordType::A);
+        let ips: Vec<String> = m.answers.iter().map(|r| r.data.to_string()).collect();
+        assert_eq!(ips[..2], ["10.9.20.5", "192.168.1.1"], "{ips:?}");
+        tails.insert(ips[2..].to_vec());
+    }
+    assert_eq!(tails.len(), 2, "the others are still shuffled: {tails:?}");
+    let conf = temp_dir("lb-check").join("Corefile");
+    let text =
+        ".:53 {\n    loadbalance weighted w.txt\n}\n.:54 {\n    loadbalance {\n        prefer 10.0.0.0/33\n    }\n}\n";
+    std::fs::write(&conf, text).expect("write");
+    let (status, stderr) = check(&conf);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("Corefile:2:17: loadbalance: the weighted policy is not supported"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:6:16: loadbalance: prefer: '10.0.0.0/33' is not a CIDR"),
+        "{stderr}"
+    );
 }

@@ -355,3 +355,55 @@ fn external_name_outside_target_answered_by_hosts_needs_no_upstream() {
     assert_eq!(data, ["payments.example.com.", "198.51.100.7"]);
     assert_eq!(stub.count(), 0);
 }
+
+#[test]
+fn serve_stale_response_ttl_and_failure_recheck() {
+    let stub = Stub::start();
+    stub.ttl.store(1, std::sync::atomic::Ordering::Relaxed);
+    let extra = "cache {\n        success 100 1 1\n        serve_stale 1h immediate 30s 1m\n    }";
+    let upstream = format!(". {} {{\n        read_timeout 300ms\n    }}", stub.addr);
+    let server = Server::start(&temp_dir("fwd-stale-ttl"), &corefile(&upstream, extra));
+    assert_eq!(a(&server, "r.example.org.").0, "NOERROR");
+    stub.set(Mode::Silent);
+    std::thread::sleep(Duration::from_millis(1500));
+    let asked = || {
+        let seen = stub.seen.lock().map(|s| s.clone()).unwrap_or_default();
+        seen.iter()
+            .filter(|m| m.queries[0].name().to_ascii() == "r.example.org.")
+            .count()
+    };
+    // stale: served with the response TTL, and one refresh goes upstream
+    assert_eq!(
+        a(&server, "r.example.org."),
+        ("NOERROR".into(), vec!["192.0.2.1".into()], vec![30])
+    );
+    let started = Instant::now();
+    while asked() < 2 && started.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1200)); // the refresh has failed
+    let after_failure = asked();
+    assert!(after_failure >= 2, "{after_failure}");
+    for _ in 0..3 {
+        assert_eq!(a(&server, "r.example.org.").2, [30]);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        asked(),
+        after_failure,
+        "within the recheck period nothing more is asked"
+    );
+    let conf = temp_dir("fwd-stale-check").join("Corefile");
+    let text = ".:53 {\n    cache {\n        serve_stale 1h verify 100ms\n        serve_stale_policy prefer_positive\n    }\n}\n";
+    std::fs::write(&conf, text).expect("write");
+    let (status, stderr) = common::check(&conf);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("Corefile:3:31: serve_stale: a verify timeout other than 0"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:4:9: cache: serve_stale_policy prefer_positive is not supported"),
+        "{stderr}"
+    );
+}

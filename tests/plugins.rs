@@ -1,10 +1,12 @@
-//! `hosts`, `file`, `loop` and `reload` end to end.
+//! `hosts`, `file`, `loop` and `reload` end to end; `hosts` as CoreDNS
+//! answers (wildcards, CIDR zones, PTR, SERVFAIL, the fallthroughs).
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{rcode_name, temp_dir, udp, Server};
+use common::stub::Stub;
+use common::{check, rcode_name, temp_dir, udp, Server};
 use hickory_proto::rr::RecordType;
 
 fn lines(server: &Server, name: &str, qtype: RecordType) -> (String, Vec<String>, usize, bool) {
@@ -38,7 +40,8 @@ fn hosts_entries_and_their_reverse_with_fallthrough() {
         lines(&server, "10.2.0.192.in-addr.arpa.", RecordType::PTR).1,
         ["db.corp.example."]
     );
-    assert_eq!(lines(&server, "nope.corp.example.", RecordType::A).0, "NXDOMAIN");
+    // CoreDNS: no SOA to deny a name with, so SERVFAIL where no fallthrough applies
+    assert_eq!(lines(&server, "nope.corp.example.", RecordType::A).0, "SERVFAIL");
     // the file is reloaded when it changes
     std::fs::write(dir.join("hosts"), "192.0.2.99 db.corp.example\n").expect("rewrite");
     let started = Instant::now();
@@ -48,6 +51,101 @@ fn hosts_entries_and_their_reverse_with_fallthrough() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(lines(&server, "db.corp.example.", RecordType::A).1, ["192.0.2.99"]);
+}
+
+/// A block with `hosts hosts ZONES { OPTIONS }` forwarding to `stub`.
+fn hosts_server(tag: &str, stub: &Stub, zones: &str, options: &str) -> Server {
+    let dir = temp_dir(tag);
+    std::fs::write(
+        dir.join("hosts"),
+        "10.0.0.5 web.example.org\n192.0.2.7 *.apps.example.org\n10.0.0.6 a.apps.example.org\n\
+         fd00::5 v6only.example.org\n10.0.0.8 outside.example.net\n",
+    )
+    .expect("write");
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    hosts hosts {zones} {{\n{options}\n    }}\n    forward . {}\n}}\n",
+        stub.addr
+    );
+    Server::start(&dir, &text)
+}
+
+#[test]
+fn hosts_answers_as_coredns_does_wildcards_cidr_zones_ptr_and_servfail() {
+    let stub = Stub::start();
+    let server = hosts_server(
+        "hosts-cdns",
+        &stub,
+        "example.org 10.0.0.0/8",
+        "        10.1.2.3 inline.example.org",
+    );
+    let a = |name: &str| lines(&server, name, RecordType::A);
+    assert_eq!(a("web.example.org.").1, ["10.0.0.5"]);
+    // `*.apps` answers one more label; an exact entry wins; not the apex, not two labels
+    assert_eq!(a("x.apps.example.org.").1, ["192.0.2.7"]);
+    assert_eq!(a("a.apps.example.org.").1, ["10.0.0.6"]);
+    assert_eq!(a("deep.x.apps.example.org.").0, "SERVFAIL");
+    assert_eq!(a("apps.example.org.").0, "SERVFAIL");
+    // another type, or the other family, of a name in the data: NODATA
+    assert_eq!(
+        lines(&server, "web.example.org.", RecordType::TXT),
+        ("NOERROR".into(), vec![], 0, true)
+    );
+    assert_eq!(a("v6only.example.org."), ("NOERROR".into(), vec![], 0, true));
+    // the CIDR zone is 10.in-addr.arpa.: PTR of the file's and inline addresses
+    let ptr = |name: &str| lines(&server, name, RecordType::PTR);
+    assert_eq!(ptr("5.0.0.10.in-addr.arpa.").1, ["web.example.org."]);
+    assert_eq!(ptr("3.2.1.10.in-addr.arpa.").1, ["inline.example.org."]);
+    // a name outside the zones has no PTR; a wildcard has none either
+    assert_eq!(stub.count(), 0);
+    assert_eq!(ptr("8.0.0.10.in-addr.arpa.").0, "NOERROR");
+    assert_eq!(ptr("7.2.0.192.in-addr.arpa.").0, "NOERROR");
+    // an address without an entry goes on (to forward), fallthrough or not
+    assert_eq!(ptr("9.9.9.10.in-addr.arpa.").0, "NOERROR");
+    assert_eq!(
+        stub.count(),
+        3,
+        "the three PTR questions without an entry were forwarded"
+    );
+    assert_eq!(a("other.example.net.").1, ["192.0.2.1"], "outside the zones: forwarded");
+}
+
+#[test]
+fn hosts_fallthrough_unsupported_and_no_reverse_pass_questions_on() {
+    let stub = Stub::start();
+    let options = "        no_reverse\n        fallthrough\n        fallthrough_unsupported";
+    let server = hosts_server("hosts-ftu", &stub, "example.org", options);
+    assert_eq!(lines(&server, "web.example.org.", RecordType::A).1, ["10.0.0.5"]);
+    assert_eq!(stub.count(), 0);
+    let txt = udp(server.dns, "web.example.org.", RecordType::TXT);
+    assert!(!txt.metadata.authoritative, "TXT went on to forward");
+    assert_eq!(stub.count(), 1);
+    assert_eq!(lines(&server, "missing.example.org.", RecordType::A).1, ["192.0.2.1"]);
+    assert_eq!(lines(&server, "5.0.0.10.in-addr.arpa.", RecordType::PTR).0, "NOERROR");
+    assert_eq!(stub.count(), 3, "no_reverse: the PTR question was forwarded");
+    // `check` refuses fallthrough_unsupported alone, and inline lines after fallthrough
+    let dir = temp_dir("hosts-ftu-check");
+    let conf = dir.join("Corefile");
+    std::fs::write(
+        &conf,
+        ".:53 {\n    hosts {\n        fallthrough_unsupported\n    }\n}\n",
+    )
+    .expect("write");
+    let (status, stderr) = check(&conf);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("Corefile:3:9: hosts: fallthrough_unsupported requires fallthrough"),
+        "{stderr}"
+    );
+    let late =
+        ".:53 {\n    hosts {\n        fallthrough\n        10.0.0.1 a.example.org\n        ttl 70000\n    }\n}\n";
+    std::fs::write(&conf, late).expect("write");
+    let (status, stderr) = check(&conf);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("Corefile:4:9: hosts: an inline entry after fallthrough"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Corefile:5:13: ttl: out of range 1..65535"), "{stderr}");
 }
 
 #[test]

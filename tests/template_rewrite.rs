@@ -473,3 +473,83 @@ fn gardeners_search_path_rewrites() {
     );
     assert_eq!(dig(&server, &["nosuch.default.svc.cluster.local"]).status, "NXDOMAIN");
 }
+
+#[test]
+fn edns0_unset_and_revert_and_answer_rules_without_the_repeated_keyword() {
+    let stub = Stub::start();
+    let text = format!(
+        r".:0 {{
+    bind 127.0.0.1
+    ready 127.0.0.1:0
+    rewrite continue edns0 local set 0xffee abcd revert
+    rewrite continue edns0 local unset 0xfffe
+    rewrite continue edns0 nsid unset
+    rewrite stop name regex ^alias\.av\.test\.$ alias.upstream.test answer value ^real\.cdn\.example\.$ real.cdn.av.test name ^(.*)\.upstream\.test\.$ {{1}}.av.test
+    forward . {}
+}}
+",
+        stub.addr
+    );
+    let server = Server::start(&temp_dir("rewrite-unset"), &text);
+    let plain = dig(&server, &["+ednsopt=65534:6162", "+nsid", "e.plain.test"]);
+    assert_eq!(plain.answers, ["e.plain.test. 60 IN A 192.0.2.1"], "{}", plain.text);
+    let upstream = stub.last().expect("request");
+    let opts = &upstream.edns.as_ref().expect("OPT").options().options;
+    let codes: Vec<u16> = opts.iter().map(|(k, _)| u16::from(*k)).collect();
+    assert_eq!(codes, [0xffee], "0xfffe and NSID unset, 0xffee set: {opts:?}");
+    assert!(
+        !plain.text.contains("65518"),
+        "revert: the reply carries no 0xffee\n{}",
+        plain.text
+    );
+    // `answer value FROM TO name FROM TO`: the second rule without `answer`
+    let alias = dig(&server, &["alias.av.test"]);
+    assert_eq!(
+        alias.answers,
+        [
+            "alias.av.test. 60 IN CNAME real.cdn.av.test.",
+            "real.cdn.example. 60 IN A 192.0.2.1"
+        ],
+        "{}",
+        alias.text
+    );
+    assert_eq!(
+        stub.last().map(|m| m.queries[0].name().to_ascii()),
+        Some("alias.upstream.test.".into())
+    );
+}
+
+#[test]
+fn check_refuses_the_rewrite_forms_it_cannot_honour_with_the_nearest_one() {
+    let dir = temp_dir("rewrite-refuse");
+    let conf = dir.join("Corefile");
+    let text = ".:53 {
+    rewrite {
+        edns0 local set 0xffee abcd
+        edns0 nsid set
+    }
+    rewrite edns0 local set 0xffee {server_ip}
+    rewrite edns0 nsid unset revert
+    rewrite name regex (.*)\\.a\\.test {1}.b.test answer auto answer name (.*)\\.b\\.test {1}.a.test
+}
+";
+    std::fs::write(&conf, text).expect("write");
+    let (status, stderr) = common::check(&conf);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("Corefile:4:9: rewrite: one edns0 rule per rewrite"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:6:36: rewrite: '{server_ip}' is not supported"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:7:19: rewrite: edns0 nsid unset takes no arguments"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Corefile:8:13: rewrite: 'answer auto' cannot be combined"),
+        "{stderr}"
+    );
+}

@@ -4,7 +4,7 @@
 //! cache [TTL] [ZONES...] {
 //!     success CAPACITY [TTL] [MINTTL]     denial CAPACITY [TTL] [MINTTL]
 //!     prefetch AMOUNT [[DURATION] [PERCENTAGE%]]
-//!     serve_stale [DURATION] [immediate|verify]
+//!     serve_stale [DURATION] [immediate [RESPONSE_TTL [RECHECK]] | verify [0 [RESPONSE_TTL [RECHECK]]]]
 //!     servfail DURATION                   disable success|denial [ZONES...]
 //!     keepttl
 //! }
@@ -45,6 +45,12 @@ pub struct CacheConfig {
     /// `(hits, window, percentage of the TTL left)`.
     pub prefetch: Option<(u32, Duration, u8)>,
     pub serve_stale: Option<(Duration, StaleMode)>,
+    /// The TTL a stale answer is served with (`RESPONSE_TTL`, 0).
+    pub stale_ttl: u32,
+    /// After a refresh of a stale entry failed, how long the entry is
+    /// served without asking upstream again (`FAILURE_RECHECK`, 0: ask
+    /// every time).
+    pub stale_recheck: Duration,
     pub servfail: Duration,
     pub disable_success: Option<Vec<Name>>,
     pub disable_denial: Option<Vec<Name>>,
@@ -84,16 +90,23 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
         },
         prefetch: None,
         serve_stale: None,
+        stale_ttl: 0,
+        stale_recheck: Duration::ZERO,
         servfail: Duration::from_secs(5),
         disable_success: None,
         disable_denial: None,
         keepttl: false,
     };
     let mut args = d.args.iter().peekable();
-    if let Some(ttl) = args.peek().and_then(|w| w.text.parse::<u32>().ok()) {
+    if let Some((w, ttl)) = args.peek().and_then(|w| Some((*w, w.text.parse::<i64>().ok()?))) {
         args.next();
-        cfg.success.max_ttl = ttl;
-        cfg.denial.max_ttl = ttl;
+        match u32::try_from(ttl) {
+            Ok(ttl) if ttl > 0 => (cfg.success.max_ttl, cfg.denial.max_ttl) = (ttl, ttl),
+            _ => errors.push(ConfigError::new(
+                &w.pos,
+                format!("cache: TTL {ttl} must be at least 1 second"),
+            )),
+        }
     }
     cfg.zones = args.filter_map(|w| zone(w, errors)).collect();
     for line in &d.options {
@@ -129,25 +142,12 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
                 }
                 cfg.prefetch = Some((amount, window, percent));
             }
-            "serve_stale" if a.count(0, 2, errors) => {
-                let window = if a.args.is_empty() {
-                    Some(Duration::from_secs(3600))
-                } else {
-                    a.duration(0, errors)
-                };
-                let mode = match a.args.get(1).map(|w| w.text.as_str()) {
-                    None | Some("immediate") => StaleMode::Immediate,
-                    Some("verify") => StaleMode::Verify,
-                    Some(other) => {
-                        errors.push(ConfigError::new(
-                            &a.args[1].pos,
-                            format!("serve_stale: '{other}' is not immediate or verify"),
-                        ));
-                        StaleMode::Immediate
-                    }
-                };
-                cfg.serve_stale = window.map(|w| (w, mode));
-            }
+            "serve_stale" if a.count(0, 5, errors) => serve_stale(&a, &mut cfg, errors),
+            "serve_stale_policy" => errors.push(ConfigError::new(
+                a.pos(),
+                "cache: serve_stale_policy prefer_positive is not supported (one entry per question is kept, the \
+                 latest); leave it out",
+            )),
             "servfail" if a.count(1, 1, errors) => match a.duration(0, errors) {
                 Some(t) if t <= Duration::from_secs(300) => cfg.servfail = t,
                 Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "servfail: at most 5m")),
@@ -176,4 +176,72 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
         }
     }
     Some(cfg)
+}
+
+/// `serve_stale [DURATION [immediate [RESPONSE_TTL [RECHECK]] | verify
+/// [TIMEOUT [RESPONSE_TTL [RECHECK]]]]]`, CoreDNS's words in its order.
+fn serve_stale(a: &Args<'_>, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError>) {
+    let window = match a.args.first() {
+        None => Duration::from_secs(3600),
+        Some(_) => match a.duration(0, errors) {
+            Some(w) => w,
+            None => return,
+        },
+    };
+    let mode = match a.args.get(1).map(|w| w.text.to_lowercase()) {
+        None => StaleMode::Immediate,
+        Some(m) if m == "immediate" => StaleMode::Immediate,
+        Some(m) if m == "verify" => StaleMode::Verify,
+        Some(other) => {
+            errors.push(ConfigError::new(
+                &a.args[1].pos,
+                format!("serve_stale: '{other}' is not immediate or verify"),
+            ));
+            return;
+        }
+    };
+    let mut at = 2;
+    if mode == StaleMode::Verify && a.args.len() > 2 {
+        if a.duration(2, errors).is_some_and(|t| !t.is_zero()) {
+            errors.push(ConfigError::new(
+                &a.args[2].pos,
+                "serve_stale: a verify timeout other than 0 is not supported (the stale answer is served once the \
+                 upstreams fail); write 0",
+            ));
+        }
+        at = 3;
+    } else if a.args.len() > 4 {
+        errors.push(ConfigError::new(
+            &a.args[4].pos,
+            "serve_stale: immediate takes at most RESPONSE_TTL and RECHECK",
+        ));
+        return;
+    }
+    if a.args.len() > at {
+        match a.duration(at, errors) {
+            Some(t) if t.subsec_nanos() != 0 => errors.push(ConfigError::new(
+                &a.args[at].pos,
+                "serve_stale: the response TTL must be a whole number of seconds",
+            )),
+            Some(t) => match u32::try_from(t.as_secs()) {
+                Ok(s) => cfg.stale_ttl = s,
+                Err(_) => errors.push(ConfigError::new(
+                    &a.args[at].pos,
+                    "serve_stale: response TTL out of range",
+                )),
+            },
+            None => {}
+        }
+    }
+    if a.args.len() > at + 1 {
+        match a.duration(at + 1, errors) {
+            Some(r) if r > Duration::from_secs(300) => errors.push(ConfigError::new(
+                &a.args[at + 1].pos,
+                "serve_stale: the failure recheck cannot exceed 5m",
+            )),
+            Some(r) => cfg.stale_recheck = r,
+            None => {}
+        }
+    }
+    cfg.serve_stale = Some((window, mode));
 }

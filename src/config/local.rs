@@ -1,17 +1,13 @@
-//! Directives answering from local data and small switches: `hosts`,
-//! `file`, `loop`, `reload`, `loadbalance`, and `log`'s formats.
+//! Directives answering from local data and small switches: `file`,
+//! `loop`, `reload`, and `log`'s formats (`hosts` and `loadbalance` are in
+//! `hosts.rs`).
 //!
 //! ```text
-//! hosts [FILE [ZONES...]] {          file DBFILE [ZONES...] {
-//!     ADDRESS NAME...                    reload DURATION (1m; 0 disables)
-//!     ttl SECONDS (3600)             }
-//!     no_reverse                     loop [{ exit }]
-//!     reload DURATION (5s)           reload [INTERVAL (30s) [JITTER (15s)]]
-//!     fallthrough [ZONES...]         loadbalance [round_robin]
+//! file DBFILE [ZONES...] {           loop [{ exit }]
+//!     reload DURATION (1m; 0 disables)   reload [INTERVAL (30s) [JITTER (15s)]]
 //! }                                  log [NAMES...] [FORMAT] { class success|denial|error|all... }
 //! ```
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,20 +16,6 @@ use hickory_proto::rr::Name;
 use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::ConfigError;
-
-/// `hosts`.
-#[derive(Debug, Clone)]
-pub struct HostsConfig {
-    /// `None`: inline entries only (an explicit file that is absent is
-    /// reported at load time and retried on reload).
-    pub file: Option<PathBuf>,
-    pub zones: Vec<Name>,
-    pub inline: Vec<(IpAddr, Vec<Name>)>,
-    pub ttl: u32,
-    pub no_reverse: bool,
-    pub reload: Duration,
-    pub fallthrough: Option<Vec<Name>>,
-}
 
 /// `file`.
 #[derive(Debug, Clone)]
@@ -129,56 +111,6 @@ impl LogStyle {
     }
 }
 
-fn fallthrough(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Vec<Name> {
-    a.args.iter().filter_map(|w| zone(w, errors)).collect()
-}
-
-pub fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<HostsConfig> {
-    let mut cfg = HostsConfig {
-        file: Some(
-            d.args
-                .first()
-                .map_or_else(|| PathBuf::from("/etc/hosts"), |w| dir.join(&w.text)),
-        ),
-        zones: d.args.iter().skip(1).filter_map(|w| zone(w, errors)).collect(),
-        inline: Vec::new(),
-        ttl: 3600,
-        no_reverse: false,
-        reload: Duration::from_secs(5),
-        fallthrough: None,
-    };
-    if cfg.zones.is_empty() {
-        cfg.zones = block_zones.to_vec();
-    }
-    for line in &d.options {
-        let a = Args::from(line);
-        if let Ok(ip) = a.name.text.parse::<IpAddr>() {
-            let names: Vec<Name> = a.args.iter().filter_map(|w| zone(w, errors)).collect();
-            if names.is_empty() {
-                errors.push(ConfigError::new(a.pos(), "hosts: an address needs at least one name"));
-            }
-            cfg.inline.push((ip, names));
-            continue;
-        }
-        match a.name.text.as_str() {
-            "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
-                Some(t) if (1..=86400).contains(&t) => cfg.ttl = t,
-                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "ttl: out of range 1..86400")),
-                None => {}
-            },
-            "no_reverse" if a.count(0, 0, errors) => cfg.no_reverse = true,
-            "reload" if a.count(1, 1, errors) => cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload),
-            "fallthrough" => cfg.fallthrough = Some(fallthrough(&a, errors)),
-            "ttl" | "no_reverse" | "reload" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("hosts: unknown option '{other}' (supported: ADDRESS NAME..., ttl, no_reverse, reload, fallthrough)"),
-            )),
-        }
-    }
-    Some(cfg)
-}
-
 pub fn file(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<FileConfig> {
     let a = Args::from(d);
     if !a.count(1, usize::MAX, errors) {
@@ -270,19 +202,6 @@ pub fn reload(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<(Duration,
     }
     // As CoreDNS: a jitter above half the interval is cut to half.
     Some((interval, jitter.min(interval / 2)))
-}
-
-/// `loadbalance [round_robin]`.
-pub fn loadbalance(d: &Directive, errors: &mut Vec<ConfigError>) {
-    let a = Args::from(d);
-    if a.count(0, 1, errors) {
-        if let Some(w) = a.args.first().filter(|w| w.text != "round_robin") {
-            errors.push(ConfigError::new(
-                &w.pos,
-                format!("loadbalance: unknown policy '{}' (supported: round_robin)", w.text),
-            ));
-        }
-    }
 }
 
 pub fn log(d: &Directive, errors: &mut Vec<ConfigError>) -> LogConfig {

@@ -16,6 +16,7 @@ pub mod effective;
 pub mod forward;
 pub mod forward_to;
 pub mod gotmpl;
+pub mod hosts;
 pub mod k8s_external;
 pub mod kubernetes;
 pub mod labels;
@@ -97,11 +98,12 @@ pub struct Server {
     /// `forward` directives, tried in order (`next` passes on to the next).
     pub forward: Vec<forward::ForwardConfig>,
     pub cache: Option<cache::CacheConfig>,
-    pub hosts: Option<local::HostsConfig>,
+    pub hosts: Option<hosts::HostsConfig>,
     pub files: Vec<local::FileConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
-    pub loadbalance: bool,
+    /// `loadbalance`: shuffled answers, `prefer`red networks first.
+    pub loadbalance: Option<hosts::LoadbalanceConfig>,
     /// `autopath`, with where it was written (for errors).
     pub autopath: Option<(local::AutopathConfig, lexer::Pos)>,
     /// `acl` directives in order (see [`acl`]).

@@ -69,6 +69,7 @@ const WITH_OPTIONS: &[&str] = &[
     "rewrite",
     "local",
     "nodelocal",
+    "loadbalance",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -117,7 +118,7 @@ pub fn server(
         hosts: None,
         files: Vec::new(),
         loop_detect: None,
-        loadbalance: false,
+        loadbalance: None,
         autopath: None,
         acl: Vec::new(),
         any: false,
@@ -200,13 +201,12 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             if server.hosts.is_some() {
                 errors.push(ConfigError::new(a.pos(), "hosts: only one per server block"));
             }
-            server.hosts = local::hosts(d, &server.zones, dir, errors);
+            server.hosts = super::hosts::hosts(d, &server.zones, dir, errors);
         }
         "file" => server.files.extend(local::file(d, &server.zones, dir, errors)),
         "loop" => server.loop_detect = Some(local::loop_exit(d, errors)),
         "loadbalance" => {
-            local::loadbalance(d, errors);
-            server.loadbalance = true;
+            server.loadbalance = Some(super::hosts::loadbalance(d, errors));
         }
         "reload" => config.reload = local::reload(d, errors).or(config.reload),
         "acl" => server.acl.push(super::acl::parse(d, &server.zones, errors)),

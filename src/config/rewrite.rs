@@ -8,9 +8,10 @@
 //! rewrite [continue|stop] ttl [MATCH] NAME SECONDS|[MIN]-[MAX]
 //! rewrite [continue|stop] cname [MATCH] FROM TO
 //! rewrite [continue|stop] rcode [MATCH] NAME FROM-RCODE TO-RCODE
-//! rewrite [continue|stop] edns0 local set|replace|append CODE DATA|{qname}|{qtype}|{client_ip}|{client_port}|{protocol}
-//! rewrite [continue|stop] edns0 nsid set|replace|append
-//! rewrite [continue|stop] edns0 subnet set|replace|append V4-BITS V6-BITS
+//! rewrite [continue|stop] edns0 local set|replace|append CODE DATA|{qname}|{qtype}|{client_ip}|{client_port}|{protocol} [revert]
+//! rewrite [continue|stop] edns0 nsid set|replace|append [revert]
+//! rewrite [continue|stop] edns0 subnet set|replace|append V4-BITS V6-BITS [revert]
+//! rewrite [continue|stop] edns0 local unset CODE | edns0 nsid unset | edns0 subnet unset
 //! rewrite [continue|stop] { name ...  answer ... }  -- the lines joined into one rule
 //! ```
 //!
@@ -66,9 +67,12 @@ pub enum RuleKind {
         from: hickory_proto::op::ResponseCode,
         to: hickory_proto::op::ResponseCode,
     },
+    /// `revert`: the reply carries no trace of the change (clusterdns's
+    /// replies never echo the request's options, so it always holds).
     Edns0 {
         action: EdnsAction,
         option: EdnsRule,
+        revert: bool,
     },
 }
 
@@ -92,6 +96,8 @@ pub struct AnswerRule {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EdnsAction {
+    /// Remove the option (`unset`).
+    Unset,
     /// Change the option if present, else add it.
     Set,
     /// Change the option only if present.
@@ -247,12 +253,18 @@ fn name_rule(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opt
     let (matcher, to, mut rest) = matched(field, args, errors)?;
     let mut auto = matches!(matcher, Matcher::Exact(_));
     let mut answers = Vec::new();
-    while let Some((first, tail)) = rest.split_first() {
-        if first.text != "answer" {
+    let mut auto_seen = false;
+    while let Some((first, mut tail)) = rest.split_first() {
+        // After the first answer rule the word `answer` may be left out
+        // (`answer value FROM TO name FROM TO`), as CoreDNS reads it.
+        let started = auto_seen || !answers.is_empty();
+        if first.text != "answer" && started {
+            tail = rest;
+        } else if first.text != "answer" {
             errors.push(ConfigError::new(
                 &first.pos,
                 format!(
-                    "rewrite: unexpected '{}' (expected 'answer auto|name|value')",
+                    "rewrite: unexpected '{}' (expected 'answer auto|name|value ...')",
                     first.text
                 ),
             ));
@@ -260,7 +272,7 @@ fn name_rule(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opt
         }
         match tail {
             [w, more @ ..] if w.text == "auto" => {
-                auto = true;
+                (auto, auto_seen) = (true, true);
                 rest = more;
             }
             [w, from, to, more @ ..] if w.text == "name" || w.text == "value" => {
@@ -289,7 +301,7 @@ fn name_rule(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opt
         }
     }
     let explicit = answers.iter().any(|a| !a.value);
-    if auto && explicit && !matches!(matcher, Matcher::Exact(_)) {
+    if auto_seen && explicit {
         errors.push(ConfigError::new(
             &field.pos,
             "rewrite: 'answer auto' cannot be combined with 'answer name'",

@@ -1,5 +1,7 @@
-//! `rewrite edns0 local|nsid|subnet set|replace|append ...`: EDNS0 options
-//! changed in the request a forwarded query carries upstream.
+//! `rewrite edns0 local|nsid|subnet set|replace|append|unset ... [revert]`:
+//! EDNS0 options changed in the request a forwarded query carries
+//! upstream. One rule per `rewrite` (CoreDNS joins a block's lines into
+//! one rule, so two edns0 rules in one block are refused there too).
 
 use super::lexer::Word;
 use super::rewrite::{EdnsAction, EdnsData, EdnsRule, RuleKind};
@@ -17,14 +19,26 @@ pub fn parse(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opt
         "set" => EdnsAction::Set,
         "replace" => EdnsAction::Replace,
         "append" => EdnsAction::Append,
+        "unset" => return unset(kind, rest, errors),
         other => {
             errors.push(ConfigError::new(
                 &action.pos,
-                format!("rewrite: invalid edns0 action '{other}' (supported: set, replace, append)"),
+                format!("rewrite: invalid edns0 action '{other}' (supported: set, replace, append, unset)"),
             ));
             return None;
         }
     };
+    let (revert, rest) = match rest.split_last() {
+        Some((last, init)) if last.text == "revert" => (true, init),
+        _ => (false, rest),
+    };
+    if let Some(again) = rest.iter().find(|w| w.text.eq_ignore_ascii_case("edns0")) {
+        errors.push(ConfigError::new(
+            &again.pos,
+            "rewrite: one edns0 rule per rewrite (CoreDNS reads a block as one rule): write another 'rewrite edns0 ...' line",
+        ));
+        return None;
+    }
     let option = match (kind.text.to_lowercase().as_str(), rest) {
         ("local", [code, data]) => EdnsRule::Local {
             code: number(code, u64::from(u16::MAX), "an option code", errors)? as u16,
@@ -61,7 +75,40 @@ pub fn parse(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opt
             return None;
         }
     };
-    Some(RuleKind::Edns0 { action, option })
+    Some(RuleKind::Edns0 { action, option, revert })
+}
+
+/// `edns0 local unset CODE`, `edns0 nsid unset`, `edns0 subnet unset`
+/// (no `revert`: there is nothing to put back).
+fn unset(kind: &Word, rest: &[&Word], errors: &mut Vec<ConfigError>) -> Option<RuleKind> {
+    let option = match (kind.text.to_lowercase().as_str(), rest) {
+        ("local", [code]) => EdnsRule::Local {
+            code: number(code, u64::from(u16::MAX), "an option code", errors)? as u16,
+            data: EdnsData::Bytes(Vec::new()),
+        },
+        ("nsid", []) => EdnsRule::Nsid,
+        ("subnet", []) => EdnsRule::Subnet { v4: 0, v6: 0 },
+        (k @ ("local" | "nsid" | "subnet"), _) => {
+            let want = if k == "local" { "exactly CODE" } else { "no arguments" };
+            errors.push(ConfigError::new(
+                &kind.pos,
+                format!("rewrite: edns0 {k} unset takes {want} (and no revert)"),
+            ));
+            return None;
+        }
+        (other, _) => {
+            errors.push(ConfigError::new(
+                &kind.pos,
+                format!("rewrite: invalid edns0 rule type '{other}' (supported: local, nsid, subnet)"),
+            ));
+            return None;
+        }
+    };
+    Some(RuleKind::Edns0 {
+        action: EdnsAction::Unset,
+        option,
+        revert: false,
+    })
 }
 
 /// A number written as Go's `strconv.ParseUint(s, 0, ...)` reads it.
@@ -89,10 +136,17 @@ fn local_data(w: &Word, errors: &mut Vec<ConfigError>) -> Option<EdnsData> {
             "{client_ip}" => Some(EdnsData::ClientIp),
             "{client_port}" => Some(EdnsData::ClientPort),
             "{protocol}" => Some(EdnsData::Protocol),
+            "{server_ip}" | "{server_port}" => {
+                errors.push(ConfigError::new(
+                    &w.pos,
+                    format!("rewrite: '{t}' is not supported (the address a query came in on is not kept per query); use {{client_ip}}, {{client_port}} or constant DATA"),
+                ));
+                None
+            }
             other => {
                 errors.push(ConfigError::new(
                     &w.pos,
-                    format!("rewrite: unsupported variable '{other}' (supported: {{qname}}, {{qtype}}, {{client_ip}}, {{client_port}}, {{protocol}})"),
+                    format!("rewrite: unsupported variable '{other}' (supported: {{qname}}, {{qtype}}, {{client_ip}}, {{client_port}}, {{protocol}}; plugin metadata is not)"),
                 ));
                 None
             }

@@ -7,10 +7,12 @@
 //!     additional RR...
 //!     authority RR...
 //!     rcode CODE                     (NOERROR)
-//!     ederror CODE [REASON]          RFC 8914 extended error 0..24
+//!     ederror CODE [REASON]          RFC 8914 extended error (0..65535, as CoreDNS)
 //!     fallthrough [ZONES...]         no regex matched: the next template or plugin
 //!     upstream                       accepted; a CNAME answer is always chased
 //! }
+//! (`expr` and `var`, CoreDNS main's expr-language conditions, are refused
+//! by `check` with the nearest form: `match` and its groups.)
 //! ```
 
 use hickory_proto::op::ResponseCode;
@@ -100,6 +102,13 @@ pub fn record_type(w: &Word, errors: &mut Vec<ConfigError>) -> Option<Option<Rec
 
 /// A compiled regular expression (Go's RE2 syntax is the `regex` crate's).
 pub fn regex(w: &Word, errors: &mut Vec<ConfigError>) -> Option<regex::Regex> {
+    if w.text.len() > 10_000 {
+        errors.push(ConfigError::new(
+            &w.pos,
+            format!("regex pattern too long: {} > 10000", w.text.len()),
+        ));
+        return None;
+    }
     match regex::Regex::new(&w.text) {
         Ok(r) => Some(r),
         Err(e) => {
@@ -179,16 +188,24 @@ fn option(a: &Args<'_>, cfg: &mut TemplateConfig, errors: &mut Vec<ConfigError>)
             )),
         },
         "ederror" if a.count(1, 2, errors) => match a.args[0].text.parse::<u16>() {
-            Ok(code) if code <= 24 => {
+            Ok(code) => {
                 cfg.ederror = Some((code, a.args.get(1).map(|w| w.text.clone()).unwrap_or_default()));
             }
             _ => errors.push(ConfigError::new(
                 &a.args[0].pos,
-                format!("template: '{}' is not an extended DNS error code (0..24)", a.args[0].text),
+                format!("template: '{}' is not an extended DNS error code (0..65535)", a.args[0].text),
             )),
         },
         "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
         "upstream" => {} // CoreDNS ignores its arguments too: CNAME answers are always chased
+        "expr" | "var" => errors.push(ConfigError::new(
+            a.pos(),
+            format!(
+                "template: '{}' (an expr-language expression) is not supported; select names with 'match REGEX' \
+                 and use its groups ({{{{ .Group.NAME }}}}) in the answer templates",
+                a.name.text
+            ),
+        )),
         "match" | "answer" | "additional" | "authority" | "rcode" | "ederror" => {}
         other => errors.push(ConfigError::new(
             a.pos(),

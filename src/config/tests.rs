@@ -82,7 +82,7 @@ fn kubeadm_default_loads_unchanged() {
     assert!(!cache.caches(&local, false) && !cache.caches(&local, true));
     assert!(cache.caches(&outside, false) && cache.caches(&outside, true));
     assert_eq!(s.loop_detect, Some(false));
-    assert!(s.loadbalance);
+    assert!(s.loadbalance.is_some());
     assert_eq!(cfg.reload.map(|r| r.0.as_secs()), Some(30));
 }
 

@@ -7,6 +7,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::{A, AAAA, CNAME, NS, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
+use crate::config::hosts::{LoadbalanceConfig, Net};
 use crate::metrics::{Expansion, Plugin};
 
 /// A handler's reply, reused across queries by each worker.
@@ -116,14 +117,85 @@ impl Answer {
         );
     }
 
-    /// Shuffles A and AAAA records among themselves, keeping every other
-    /// record (CNAMEs first) in place (`loadbalance`).
-    pub fn shuffle_addresses(&mut self) {
-        let slots: Vec<usize> = (0..self.answers.len())
-            .filter(|i| matches!(self.answers[*i].record_type(), RecordType::A | RecordType::AAAA))
-            .collect();
-        shuffle(slots.len(), |k, j| self.answers.swap(slots[k], slots[j]));
+    /// `loadbalance` on a NOERROR answer, as CoreDNS orders it: in each
+    /// section, a run of addresses of one type is shuffled; a mixed one
+    /// becomes CNAMEs, the other records, the addresses shuffled, the MX
+    /// records shuffled. Then, with `prefer`, the answer and additional
+    /// sections become CNAMEs, the addresses in the preferred networks (in
+    /// the order they are listed) then the others, MX, the rest. Returns
+    /// whether an order was drawn (the reply is then not memoized).
+    pub fn balance(&mut self, lb: &LoadbalanceConfig) -> bool {
+        if self.rcode != ResponseCode::NoError {
+            return false;
+        }
+        let drawn = [&self.answers, &self.authority, &self.additional]
+            .iter()
+            .any(|s| s.len() > 1);
+        for section in [&mut self.answers, &mut self.authority, &mut self.additional] {
+            round_robin(section);
+        }
+        if !lb.prefer.is_empty() {
+            prefer(&mut self.answers, &lb.prefer);
+            prefer(&mut self.additional, &lb.prefer);
+        }
+        drawn
     }
+}
+
+fn is_address(r: &Record) -> bool {
+    matches!(r.record_type(), RecordType::A | RecordType::AAAA)
+}
+
+/// `records` taken apart as `[CNAME, other, A and AAAA, MX]`, each in order.
+fn partition(records: &mut Vec<Record>) -> [Vec<Record>; 4] {
+    let mut parts: [Vec<Record>; 4] = Default::default();
+    for r in records.drain(..) {
+        let slot = match r.record_type() {
+            RecordType::CNAME => 0,
+            RecordType::A | RecordType::AAAA => 2,
+            RecordType::MX => 3,
+            _ => 1,
+        };
+        parts[slot].push(r);
+    }
+    parts
+}
+
+/// CoreDNS's round robin of one section (see [`Answer::balance`]).
+fn round_robin(records: &mut Vec<Record>) {
+    if records.len() < 2 {
+        return;
+    }
+    let first = records[0].record_type();
+    if is_address(&records[0]) && records.iter().all(|r| r.record_type() == first) {
+        shuffle(records.len(), |k, j| records.swap(k, j));
+        return;
+    }
+    let [cname, rest, mut addrs, mut mx] = partition(records);
+    shuffle(addrs.len(), |k, j| addrs.swap(k, j));
+    shuffle(mx.len(), |k, j| mx.swap(k, j));
+    records.extend(cname.into_iter().chain(rest).chain(addrs).chain(mx));
+}
+
+fn address_of(r: &Record) -> Option<IpAddr> {
+    match &r.data {
+        RData::A(a) => Some(IpAddr::V4(a.0)),
+        RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+        _ => None,
+    }
+}
+
+/// `loadbalance { prefer }`'s order of one section (see [`Answer::balance`]).
+fn prefer(records: &mut Vec<Record>, nets: &[Net]) {
+    let [cname, rest, mut addrs, mx] = partition(records);
+    let rank = |r: &Record| {
+        let ip = address_of(r);
+        nets.iter()
+            .position(|n| ip.is_some_and(|ip| n.contains(ip)))
+            .unwrap_or(nets.len())
+    };
+    addrs.sort_by_key(rank); // stable: the shuffled order within a rank stays
+    records.extend(cname.into_iter().chain(addrs).chain(mx).chain(rest));
 }
 
 /// `loadbalance`'s draws, one place for every form it shuffles (records,
@@ -149,9 +221,9 @@ pub fn address(owner: &Name, ttl: u32, addr: IpAddr, qtype: RecordType) -> Optio
     }
 }
 
-/// RFC 8482's answer to ANY: one HINFO record.
+/// `any`'s answer to ANY (RFC 8482): one HINFO record, CoreDNS's.
 pub fn hinfo_rfc8482(owner: &Name) -> Record {
-    let hinfo = hickory_proto::rr::rdata::HINFO::new("RFC8482".to_string(), String::new());
+    let hinfo = hickory_proto::rr::rdata::HINFO::new("ANY obsoleted".to_string(), "See RFC 8482".to_string());
     Record::from_rdata(owner.clone(), 8482, RData::HINFO(hinfo))
 }
 
@@ -218,4 +290,99 @@ pub fn prefixed(base: &Name, labels: &[&str]) -> Name {
         };
     }
     name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rr(text: &str) -> Record {
+        let n = Name::from_ascii("x.example.").expect("name");
+        match text.split_once(' ') {
+            Some(("A", ip)) => address(&n, 60, ip.parse().expect("ip"), RecordType::A).expect("A"),
+            Some(("CNAME", t)) => cname(&n, 60, Name::from_ascii(t).expect("target")),
+            Some(("MX", t)) => Record::from_rdata(
+                n,
+                60,
+                RData::MX(hickory_proto::rr::rdata::MX::new(10, Name::from_ascii(t).expect("mx"))),
+            ),
+            _ => Record::from_rdata(n, 60, RData::TXT(TXT::new(vec![text.to_string()]))),
+        }
+    }
+
+    fn kinds(a: &Answer) -> Vec<String> {
+        a.answers.iter().map(|r| r.record_type().to_string()).collect()
+    }
+
+    #[test]
+    fn balance_orders_sections_as_coredns_and_prefer_puts_networks_first() {
+        let mut a = Answer::default();
+        for t in ["A 10.0.0.1", "t", "MX m.", "CNAME c.", "A 192.168.1.1", "A 10.9.20.5"] {
+            a.answers.push(rr(t));
+        }
+        assert!(a.balance(&LoadbalanceConfig::default()));
+        assert_eq!(kinds(&a), ["CNAME", "TXT", "A", "A", "A", "MX"]);
+        let prefer = LoadbalanceConfig {
+            prefer: vec![
+                Net::parse("10.9.20.0/24").expect("net"),
+                Net::parse("192.168.1.0/24").expect("net"),
+            ],
+        };
+        a.balance(&prefer);
+        assert_eq!(kinds(&a), ["CNAME", "A", "A", "A", "MX", "TXT"]);
+        let addrs: Vec<String> = a.answers[1..3].iter().map(|r| r.data.to_string()).collect();
+        assert_eq!(addrs, ["10.9.20.5", "192.168.1.1"]);
+        // not NOERROR: left as it is
+        let mut nx = Answer {
+            rcode: ResponseCode::NXDomain,
+            ..Answer::default()
+        };
+        nx.answers.extend([rr("t"), rr("CNAME c.")]);
+        assert!(!nx.balance(&prefer));
+        assert_eq!(kinds(&nx), ["TXT", "CNAME"]);
+    }
+
+    /// plugin/loadbalance/prefer_test.go TestSortPreferred (coredns/coredns),
+    /// as data: the order `prefer` gives, before any shuffle.
+    #[test]
+    fn coredns_sort_preferred() {
+        let n = Name::from_ascii("example.org.").expect("name");
+        let mut records: Vec<Record> = [
+            "10.9.30.1",
+            "10.9.20.5",
+            "192.168.1.2",
+            "10.10.0.1",
+            "10.9.20.3",
+            "172.16.0.1",
+            "2001:db8::1",
+            "2001:db8:abcd::1",
+            "fd00::1",
+        ]
+        .iter()
+        .filter_map(|ip| {
+            let ip: IpAddr = ip.parse().ok()?;
+            address(&n, 300, ip, if ip.is_ipv4() { RecordType::A } else { RecordType::AAAA })
+        })
+        .collect();
+        records.push(cname(&n, 300, Name::from_ascii("alias.example.org.").expect("target")));
+        let nets: Vec<Net> = ["2001:db8::/32", "10.9.20.0/24", "10.9.30.0/24"]
+            .iter()
+            .filter_map(|c| Net::parse(c))
+            .collect();
+        prefer(&mut records, &nets);
+        let order: Vec<String> = records.iter().map(|r| r.data.to_string()).collect();
+        let want = [
+            "alias.example.org.",
+            "2001:db8::1",
+            "2001:db8:abcd::1",
+            "10.9.20.5",
+            "10.9.20.3",
+            "10.9.30.1",
+            "192.168.1.2",
+            "10.10.0.1",
+            "172.16.0.1",
+            "fd00::1",
+        ];
+        assert_eq!(order, want);
+    }
 }

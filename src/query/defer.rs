@@ -74,7 +74,7 @@ pub struct Job {
     pub peer: SocketAddr,
     pub sink: Sink,
     pub log: Option<LogStyle>,
-    pub loadbalance: bool,
+    pub loadbalance: Option<Arc<crate::config::hosts::LoadbalanceConfig>>,
     pub started: Instant,
     /// Where the answer is counted (`coredns_dns_*`).
     pub stats: Option<Arc<ZoneStats>>,
@@ -148,8 +148,8 @@ impl Job {
 
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
 pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
-    if job.loadbalance {
-        answer.shuffle_addresses();
+    if let Some(lb) = &job.loadbalance {
+        answer.balance(lb);
     }
     if let Some(chase) = &job.chase {
         chase.put_under(answer, metrics);

@@ -1,22 +1,22 @@
-//! Answers from local data: `hosts` (a hosts file plus inline entries)
-//! and `file` (an RFC 1035 zone file, parsed by hickory-proto's zone
-//! parser). Both reload their file when it changes; a file that fails to
+//! Answers from local data: `hosts` (a hosts file plus inline entries,
+//! in `local/hosts.rs`) and `file` (an RFC 1035 zone file, parsed by
+//! hickory-proto's zone parser). Both reload their file when it changes; a file that fails to
 //! load keeps the previous data and logs `FILE: error`.
 
 use std::collections::{HashMap, HashSet};
-use std::net::IpAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use hickory_proto::op::ResponseCode;
-use hickory_proto::rr::rdata::PTR;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::answer::{self, Answer};
-use crate::config::local::{FileConfig, HostsConfig};
+use super::answer::Answer;
+use crate::config::local::FileConfig;
+
+mod hosts;
+pub use hosts::Hosts;
 
 /// Whether a plugin answered or passes the query on.
 #[derive(Debug, PartialEq, Eq)]
@@ -48,127 +48,6 @@ fn watch_file(path: std::path::PathBuf, every: Duration, mut load: impl FnMut() 
             }
         }
     });
-}
-
-#[derive(Default)]
-struct HostsData {
-    names: HashMap<Name, Vec<IpAddr>>,
-    addrs: HashMap<IpAddr, Vec<Name>>,
-}
-
-/// The `hosts` plugin.
-pub struct Hosts {
-    cfg: HostsConfig,
-    data: Arc<ArcSwap<HostsData>>,
-    /// Reloads of the file so far (see [`Hosts::reloads`]).
-    reloads: Arc<AtomicU64>,
-}
-
-fn parse_hosts(text: &str, into: &mut HostsData) {
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or("");
-        let mut words = line.split_whitespace();
-        let Some(Ok(ip)) = words.next().map(|w| w.split('%').next().unwrap_or(w).parse::<IpAddr>()) else {
-            continue;
-        };
-        for w in words {
-            if let Ok(mut n) = Name::from_ascii(w) {
-                n.set_fqdn(true);
-                add_host(into, ip, n.to_lowercase());
-            }
-        }
-    }
-}
-
-fn add_host(data: &mut HostsData, ip: IpAddr, name: Name) {
-    data.names.entry(name.clone()).or_default().push(ip);
-    data.addrs.entry(ip).or_default().push(name);
-}
-
-fn load_hosts(cfg: &HostsConfig) -> HostsData {
-    let mut data = HostsData::default();
-    for (ip, names) in &cfg.inline {
-        for n in names {
-            add_host(&mut data, *ip, n.to_lowercase());
-        }
-    }
-    if let Some(path) = &cfg.file {
-        match std::fs::read_to_string(path) {
-            Ok(text) => parse_hosts(&text, &mut data),
-            Err(e) => tracing::warn!(target: "hosts", "{}: {e}", path.display()),
-        }
-    }
-    data
-}
-
-impl Hosts {
-    pub fn new(cfg: HostsConfig) -> Hosts {
-        let data = Arc::new(ArcSwap::from_pointee(load_hosts(&cfg)));
-        let reloads = Arc::new(AtomicU64::new(0));
-        if let Some(path) = cfg.file.clone() {
-            let (c, d, r) = (cfg.clone(), data.clone(), reloads.clone());
-            watch_file(path, cfg.reload, move || {
-                d.store(Arc::new(load_hosts(&c)));
-                r.fetch_add(1, Ordering::Release);
-            });
-        }
-        Hosts { cfg, data, reloads }
-    }
-
-    /// Counts the file's reloads, each after its data is in place: what
-    /// was decided past `hosts` (a learned cache hit) holds while the
-    /// count read before deciding has not moved.
-    pub fn reloads(&self) -> &Arc<AtomicU64> {
-        &self.reloads
-    }
-
-    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Local {
-        let data = self.data.load();
-        let lower = qname.to_lowercase();
-        if !self.cfg.no_reverse {
-            if let Some(ip) = super::cluster::reverse::parse(&lower) {
-                if let Some(names) = data.addrs.get(&ip) {
-                    if qtype == RecordType::PTR || qtype == RecordType::ANY {
-                        for n in names.iter().filter(|n| self.cfg.zones.iter().any(|z| z.zone_of(n))) {
-                            out.answers.push(Record::from_rdata(
-                                qname.clone(),
-                                self.cfg.ttl,
-                                RData::PTR(PTR(n.clone())),
-                            ));
-                        }
-                    }
-                    out.authoritative = true;
-                    return Local::Answered;
-                }
-                return self.miss(qname, out);
-            }
-        }
-        if !self.cfg.zones.iter().any(|z| z.zone_of(&lower)) {
-            return Local::Next;
-        }
-        match data.names.get(&lower) {
-            Some(ips) => {
-                out.answers.extend(
-                    ips.iter()
-                        .filter_map(|ip| answer::address(qname, self.cfg.ttl, *ip, qtype)),
-                );
-                out.authoritative = true;
-                Local::Answered
-            }
-            None => self.miss(qname, out),
-        }
-    }
-
-    fn miss(&self, qname: &Name, out: &mut Answer) -> Local {
-        match &self.cfg.fallthrough {
-            Some(zones) if zones.is_empty() || zones.iter().any(|z| z.zone_of(qname)) => Local::Next,
-            _ if self.cfg.fallthrough.is_none() && self.cfg.zones.iter().any(|z| z.zone_of(qname)) => {
-                out.error(ResponseCode::NXDomain);
-                Local::Answered
-            }
-            _ => Local::Next,
-        }
-    }
 }
 
 /// One loaded zone: records by (owner, type) and every name that exists

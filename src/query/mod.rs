@@ -383,7 +383,7 @@ impl Handler {
             peer: at.peer,
             sink: sink(),
             log: answer.log,
-            loadbalance: onward.loadbalance,
+            loadbalance: onward.loadbalance.cloned(),
             started: at.started,
             stats: router.stats.get(usize::from(answer.zone)).cloned(),
             dns64: answer.dns64.take(),
@@ -415,7 +415,7 @@ fn outcome(
 struct Onward<'r> {
     forwarding: &'r std::sync::Arc<forward::Forwarding>,
     /// Shuffle the answer (`loadbalance`).
-    loadbalance: bool,
+    loadbalance: route::Balance<'r>,
     /// Another name is asked for the client's ([`defer::Chase`]).
     chased: Option<(Query, ChaseKind)>,
     /// The client's EDNS, `bufsize` applied.

@@ -145,7 +145,7 @@ impl Rewrite {
                     revert.undo.push(Undo::Cname(matcher.clone(), to.clone()));
                     true
                 }
-                RuleKind::Edns0 { action, option } => {
+                RuleKind::Edns0 { action, option, .. } => {
                     revert.edns.push((*action, option.clone()));
                     true
                 }
@@ -194,9 +194,10 @@ impl Revert {
         }
     }
 
-    /// Maps names, values and TTLs of every record back, in rule order.
+    /// Maps names, values and TTLs of every record back, the rules
+    /// undone last first (as CoreDNS does).
     pub fn answer(&self, out: &mut Answer) {
-        for undo in &self.undo {
+        for undo in self.undo.iter().rev() {
             if let Undo::Rcode(from, to) = undo {
                 if out.rcode == *from {
                     out.rcode = *to;
@@ -217,7 +218,7 @@ impl Revert {
     }
 
     fn record(&self, r: &mut Record) {
-        for undo in &self.undo {
+        for undo in self.undo.iter().rev() {
             match undo {
                 Undo::Name(m) => {
                     if let Some(n) = m
@@ -302,6 +303,10 @@ pub fn upstream_request(
             continue;
         };
         let opts = &mut edns.options_mut().options;
+        if *action == EdnsAction::Unset {
+            opts.retain(|(c, _)| *c != code);
+            continue;
+        }
         let present = opts.iter().position(|(c, _)| *c == code);
         match (present, action) {
             (Some(i), EdnsAction::Set | EdnsAction::Replace) => opts[i].1 = option,

@@ -60,6 +60,9 @@ pub struct Asker {
     pub cd: bool,
 }
 
+/// `loadbalance` of the block a forwarded answer goes back through.
+pub type Balance<'a> = Option<&'a Arc<crate::config::hosts::LoadbalanceConfig>>;
+
 /// Where a query went.
 pub enum Routed<'a> {
     /// `out` holds the answer.
@@ -67,14 +70,14 @@ pub enum Routed<'a> {
     /// `acl` says: no reply at all.
     Drop,
     /// Not cached: forward it (and shuffle the answer: `loadbalance`).
-    Forward(&'a Arc<Forwarding>, bool),
+    Forward(&'a Arc<Forwarding>, Balance<'a>),
     /// `autopath` reached the bare name and it must be forwarded (or
     /// `k8s_external` follows an ingress hostname): the answer to `Query`
     /// comes back under a CNAME from the client's name.
-    Autopath(&'a Arc<Forwarding>, bool, Query),
+    Autopath(&'a Arc<Forwarding>, Balance<'a>, Query),
     /// An ExternalName's target outside the cluster must be forwarded: its
     /// answer to `Query` comes back after the CNAME records in `out`.
-    External(&'a Arc<Forwarding>, bool, Query),
+    External(&'a Arc<Forwarding>, Balance<'a>, Query),
 }
 
 /// The server blocks sharing one listener.
@@ -248,9 +251,8 @@ impl Router {
                 _ => out.rewrite = Some(Box::new((q, revert))),
             }
         }
-        if block.loadbalance && out.answers.len() > 1 {
-            out.shuffle_addresses();
-            out.memoizable = false;
+        if let Some(lb) = &block.loadbalance {
+            out.memoizable &= !out.balance(lb);
         }
         routed
     }
@@ -378,14 +380,9 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
         return Routed::Done;
     };
     out.clear_records();
-    if query.query_type() == RecordType::ANY {
-        // RFC 8482: one small record instead of everything (no amplification upstream or here).
-        out.answers.push(answer::hinfo_rfc8482(qname));
-        return Routed::Done;
-    }
     if fwd.cached(query, asker.dnssec_ok, asker.cd, out) {
         out.plugin = Plugin::Cache;
         return Routed::Done;
     }
-    Routed::Forward(fwd, block.loadbalance)
+    Routed::Forward(fwd, block.loadbalance.as_ref())
 }

@@ -14,7 +14,8 @@ use std::time::Duration;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::acl::{AclAction, AclRule};
-use super::local::{FileConfig, HostsConfig, LogConfig, TcpLimits};
+use super::hosts::{HostsConfig, LoadbalanceConfig};
+use super::local::{FileConfig, LogConfig, TcpLimits};
 use super::{Config, Server};
 use rules::{rewrite, template};
 use sources::{cache, forward, kubernetes};
@@ -197,7 +198,7 @@ fn server_directive(b: &mut Block, name: &str, s: &Server, global: Option<&Confi
             words.extend(c.authors.iter().map(|a| quote(a)));
             b.line(1, format_args!("chaos {}", words.join(" ")));
         }),
-        "loadbalance" if s.loadbalance => b.line(1, "loadbalance round_robin"),
+        "loadbalance" => s.loadbalance.iter().for_each(|lb| loadbalance(b, lb)),
         "rewrite" => s.rewrites.iter().for_each(|r| rewrite(b, r)),
         "autopath" => s.autopath.iter().for_each(|(a, _)| {
             let from = a
@@ -309,7 +310,17 @@ fn hosts(b: &mut Block, h: &HostsConfig) {
     options.extend(h.no_reverse.then(|| "no_reverse".to_string()));
     options.push(format!("reload {}", duration(h.reload)));
     options.extend(h.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
+    options.extend(h.fallthrough_unsupported.then(|| "fallthrough_unsupported".to_string()));
     b.directive(with("hosts", format!("{file} {}", names(&h.zones)).trim()), &options);
+}
+
+fn loadbalance(b: &mut Block, lb: &LoadbalanceConfig) {
+    let prefer: Vec<String> = lb.prefer.iter().map(|n| format!("{}/{}", n.addr, n.len)).collect();
+    let options: Vec<String> = (!prefer.is_empty())
+        .then(|| format!("prefer {}", prefer.join(" ")))
+        .into_iter()
+        .collect();
+    b.directive("loadbalance round_robin".into(), &options);
 }
 
 fn file(b: &mut Block, z: &FileConfig) {

@@ -70,13 +70,27 @@ pub(super) fn rewrite(b: &mut Block, r: &RewriteRule) {
             crate::metrics::rcode_name(*from),
             crate::metrics::rcode_name(*to)
         ),
-        RuleKind::Edns0 { action, option } => edns0(*action, option),
+        RuleKind::Edns0 { action, option, revert } => {
+            let rule = edns0(*action, option);
+            if *revert {
+                format!("{rule} revert")
+            } else {
+                rule
+            }
+        }
     };
     b.line(1, format_args!("rewrite {flow} {rule}"));
 }
 
 fn edns0(action: EdnsAction, option: &EdnsRule) -> String {
     let action = match action {
+        EdnsAction::Unset => {
+            return match option {
+                EdnsRule::Nsid => "edns0 nsid unset".into(),
+                EdnsRule::Subnet { .. } => "edns0 subnet unset".into(),
+                EdnsRule::Local { code, .. } => format!("edns0 local unset 0x{code:04x}"),
+            }
+        }
         EdnsAction::Set => "set",
         EdnsAction::Replace => "replace",
         EdnsAction::Append => "append",

@@ -21,7 +21,14 @@ pub(super) fn cache(b: &mut Block, c: &CacheConfig) {
         } else {
             "immediate"
         };
-        options.push(format!("serve_stale {} {mode}", duration(d)));
+        // verify takes its (zero) timeout before the response TTL and recheck
+        let timeout = if mode == "verify" { " 0s" } else { "" };
+        options.push(format!(
+            "serve_stale {} {mode}{timeout} {}s {}",
+            duration(d),
+            c.stale_ttl,
+            duration(c.stale_recheck)
+        ));
     }
     options.push(format!("servfail {}", duration(c.servfail)));
     for (kind, zones) in [("success", &c.disable_success), ("denial", &c.disable_denial)] {

@@ -167,7 +167,7 @@ fn every_option_is_printed_with_its_value() {
         "    rewrite stop edns0 local set 0xffee {client_ip}".into(),
         "    autopath @kubernetes".into(),
         "    acl . example.org. {\n        block type AAAA net 10.9.0.0/16\n        allow type * net 10.0.0.0/8\n    }".into(),
-        "    cache example.org. {\n        success 1000 600 5\n        denial 200 60 5\n        prefetch 3 2m 20%\n        serve_stale 1h verify\n        servfail 2s\n        disable denial sub.example.org.\n        keepttl\n    }".into(),
+        "    cache example.org. {\n        success 1000 600 5\n        denial 200 60 5\n        prefetch 3 2m 20%\n        serve_stale 1h verify 0s 0s 0s\n        servfail 2s\n        disable denial sub.example.org.\n        keepttl\n    }".into(),
         "    template IN TXT example.org. {\n        match ^t[.]\n        answer \"{{ .Name }} 60 IN TXT \\\"hi\\\"\"\n        rcode NOERROR\n        fallthrough\n    }".into(),
         format!("    hosts {d}/hostsfile example.org. {{\n        10.1.1.1 inline.example.org.\n        ttl 60\n        no_reverse\n        reload 15s\n        fallthrough\n    }}"),
         "    k8s_external example.org. {\n        apex ns\n        ttl 10\n        headless\n    }".into(),

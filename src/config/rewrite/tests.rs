@@ -64,7 +64,7 @@ rewrite rcode regex .*\.example servfail NXDOMAIN",
         other => panic!("{other:?}"),
     }
     match &s.rewrites[8].kind {
-        RuleKind::Edns0 { action, option } => assert_eq!(
+        RuleKind::Edns0 { action, option, .. } => assert_eq!(
             (*action, option),
             (
                 EdnsAction::Set,
@@ -129,7 +129,7 @@ rewrite name a b {
         "/tmp/Corefile:15:23: rewrite: invalid TTL '300-15'",
         "/tmp/Corefile:16:15: rewrite: edns0 local rules take exactly CODE and DATA",
         "/tmp/Corefile:17:25: rewrite: '0x1ffff' is not an option code",
-        "/tmp/Corefile:18:27: rewrite: unsupported variable '{server_ip}'",
+        "/tmp/Corefile:18:27: rewrite: '{server_ip}' is not supported",
         "/tmp/Corefile:19:27: rewrite: '0xzz' is not hex data",
         "/tmp/Corefile:20:26: rewrite: '33' is not an IPv4 prefix length",
         "/tmp/Corefile:21:20: rewrite: invalid edns0 action 'frob'",

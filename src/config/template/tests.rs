@@ -48,7 +48,7 @@ template IN A {
     additional "{{ if .Name }}x{{ end }}"
     authority "{{ .Bogus }}"
     rcode NOPE
-    ederror 99
+    ederror 70000
     answer
     frobnicate
 }"#,
@@ -63,7 +63,7 @@ template IN A {
         "/tmp/Corefile:8:16: template: could not compile additional template: 'if' is not supported",
         "/tmp/Corefile:9:15: template: could not compile authority template: field '.Bogus' is not supported",
         "/tmp/Corefile:10:11: template: unknown rcode 'NOPE'",
-        "/tmp/Corefile:11:13: template: '99' is not an extended DNS error code",
+        "/tmp/Corefile:11:13: template: '70000' is not an extended DNS error code",
         "/tmp/Corefile:12:5: 'answer' takes at least 1 argument",
         "/tmp/Corefile:13:5: template: unknown option 'frobnicate'",
     ];

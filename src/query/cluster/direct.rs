@@ -146,7 +146,7 @@ fn collect(addrs: &mut Vec<IpAddr>, all: impl Iterator<Item = IpAddr>, qtype: Re
 }
 
 /// `loadbalance`'s shuffle: the same draws as
-/// [`Answer::shuffle_addresses`] makes over the same records.
+/// [`Answer::balance`] makes over the same records.
 fn shuffle(addrs: &mut [IpAddr]) {
     crate::query::answer::shuffle(addrs.len(), |k, j| addrs.swap(k, j));
 }

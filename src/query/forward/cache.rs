@@ -59,6 +59,8 @@ pub struct Entry {
     denial: bool,
     hits: AtomicU32,
     prefetching: AtomicBool,
+    /// When a refresh of this entry last failed (`serve_stale`'s recheck).
+    failed: Mutex<Option<Instant>>,
     /// Left the map (replaced, evicted, expired): replays of it stop.
     retired: AtomicBool,
 }
@@ -267,6 +269,7 @@ impl Cache {
             denial,
             hits: AtomicU32::new(0),
             prefetching: AtomicBool::new(false),
+            failed: Mutex::new(None),
             retired: AtomicBool::new(false),
         });
         let kind = usize::from(denial);
@@ -336,14 +339,21 @@ impl Cache {
         }
     }
 
-    /// Fills `out` from `entry`: every TTL becomes the time left (0 when
-    /// stale), or stays as stored with `keepttl`.
+    /// Fills `out` from `entry`: every TTL becomes the time left (the
+    /// `serve_stale` response TTL when stale), or stays as stored with
+    /// `keepttl`.
     pub fn fill(&self, entry: &Entry, out: &mut Answer) {
         out.relay(&entry.msg);
-        if self.cfg.keepttl {
+        let now = Instant::now();
+        let stale = !entry.stamp().live(now);
+        if self.cfg.keepttl && !stale {
             return;
         }
-        let left = entry.stamp().left(Instant::now());
+        let left = if stale {
+            self.cfg.stale_ttl
+        } else {
+            entry.stamp().left(now)
+        };
         for r in out
             .answers
             .iter_mut()
@@ -354,8 +364,37 @@ impl Cache {
         }
     }
 
-    /// A refresh of `entry` finished (either way): it may prefetch again.
-    pub fn refreshed(entry: &Entry) {
+    /// A refresh of `entry` finished: it may prefetch again; a failure
+    /// starts `serve_stale`'s recheck period.
+    pub fn refreshed(entry: &Entry, failed: bool) {
+        if failed {
+            Cache::failed(entry);
+        }
         entry.prefetching.store(false, Ordering::Relaxed);
+    }
+
+    /// The upstreams failed to refresh `entry` now.
+    pub fn failed(entry: &Entry) {
+        if let Ok(mut at) = entry.failed.lock() {
+            *at = Some(Instant::now());
+        }
+    }
+
+    /// Whether a stale `entry` is served without asking upstream now: a
+    /// refresh of it is in flight, or one failed within the recheck period.
+    pub fn holds_stale(&self, entry: &Entry) -> bool {
+        let recent = entry
+            .failed
+            .lock()
+            .ok()
+            .and_then(|at| *at)
+            .is_some_and(|at| at.elapsed() < self.cfg.stale_recheck);
+        recent || entry.prefetching.load(Ordering::Relaxed)
+    }
+
+    /// Claims the one refresh of a stale `entry` (false: one is in flight,
+    /// or the recheck period after a failure holds).
+    pub fn claim_refresh(&self, entry: &Entry) -> bool {
+        !self.holds_stale(entry) && !entry.prefetching.swap(true, Ordering::Relaxed)
     }
 }

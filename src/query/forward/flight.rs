@@ -75,6 +75,7 @@ impl Forwarding {
         match cache.get(key) {
             Lookup::Stale(e, _) => {
                 cache.stats.add(cache::Stat::ServedStale);
+                cache::Cache::failed(&e);
                 Some(e)
             }
             _ => None,

@@ -158,7 +158,10 @@ impl Hits {
         if !cache.cfg.keepttl && !same {
             return None;
         }
-        let (shuffle, rdata_len) = if block.loadbalance {
+        let (shuffle, rdata_len) = if let Some(lb) = &block.loadbalance {
+            if !lb.prefer.is_empty() {
+                return None; // `prefer` reorders records: the full path does it
+            }
             shuffle_slots(answer, &walked)?
         } else {
             (Vec::new(), 0)

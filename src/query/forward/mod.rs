@@ -164,7 +164,15 @@ impl Forwarding {
             Lookup::Stale(entry, StaleMode::Immediate) => {
                 cache.stats.add(cache::Stat::ServedStale);
                 cache.fill(&entry, out);
-                self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
+                if cache.claim_refresh(&entry) {
+                    self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
+                }
+                true
+            }
+            // verify: ask first, unless a failed refresh is being rechecked
+            Lookup::Stale(entry, StaleMode::Verify) if cache.holds_stale(&entry) => {
+                cache.stats.add(cache::Stat::ServedStale);
+                cache.fill(&entry, out);
                 true
             }
             Lookup::Stale(_, StaleMode::Verify) | Lookup::Miss => false,
@@ -184,11 +192,11 @@ impl Forwarding {
             let Some(request) = message(&query, dnssec_ok, cd) else {
                 return;
             };
-            let _ = this
+            let got = this
                 .resolve(&request, &query, Cache::key(&query, dnssec_ok, cd), false)
                 .await;
             if let Some(e) = entry {
-                Cache::refreshed(&e);
+                Cache::refreshed(&e, got.is_err());
             }
         });
     }

@@ -9,6 +9,7 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
 use crate::config::acl::AclRule;
+use crate::config::hosts::LoadbalanceConfig;
 use crate::config::local::{AutopathConfig, LogConfig};
 use crate::query::chaos::Chaos;
 use crate::query::cluster::Cluster;
@@ -54,7 +55,8 @@ pub struct Block {
     pub forwarding: Option<Arc<Forwarding>>,
     pub loop_probe: Option<Arc<LoopProbe>>,
     pub log: Option<LogConfig>,
-    pub loadbalance: bool,
+    /// `loadbalance`: how answers are shuffled and ordered.
+    pub loadbalance: Option<Arc<LoadbalanceConfig>>,
     pub autopath: Option<AutopathConfig>,
     /// `acl` directives in order ([`super::acl`]).
     pub acl: Vec<AclRule>,
@@ -84,7 +86,7 @@ impl Block {
             forwarding: None,
             loop_probe: None,
             log: None,
-            loadbalance: false,
+            loadbalance: None,
             autopath: None,
             acl: Vec::new(),
             any: false,

@@ -121,7 +121,7 @@ impl Router {
                 out.deps.union(&found.deps);
                 Routed::Done
             }
-            Routed::Forward(fwd, _) => Routed::External(fwd, block.loadbalance, chased),
+            Routed::Forward(fwd, _) => Routed::External(fwd, block.loadbalance.as_ref(), chased),
             _ => Routed::Done,
         }
     }

@@ -53,7 +53,7 @@ impl Router {
         let how = Direct {
             echo: &echo,
             limit: request::limit(transport, edns),
-            shuffle: block.loadbalance,
+            shuffle: block.loadbalance.is_some(),
         };
         let truncated = cluster.write_direct(query, zone, &how, answer, out)?;
         Some((truncated, edns))
@@ -66,10 +66,12 @@ impl Router {
 /// `loop` never take A or AAAA of class IN; `file` zones are checked per
 /// name; `acl` per query, by the caller, on the name the client asked,
 /// which with no `rewrite` or `autopath` is the name judged). After it, `dns64` takes AAAA questions only (checked
-/// per question), `loadbalance` is done by the writer, and an
+/// per question), `loadbalance` is done by the writer (not its `prefer`: the full
+/// path orders those records), and an
 /// ExternalName, the one outside chase, takes the whole way.
 fn writes_direct(block: &Block) -> bool {
-    block.local.is_none()
+    block.loadbalance.as_ref().is_none_or(|lb| lb.prefer.is_empty())
+        && block.local.is_none()
         && block.rewrite.is_none()
         && block.autopath.is_none()
         && block.templates.is_none()

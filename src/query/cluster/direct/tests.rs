@@ -216,7 +216,7 @@ fn handler(corefile: &str, store: &Arc<Store>) -> Handler {
     let cfg = server.kubernetes.clone().expect("kubernetes");
     let block = Block {
         cluster: Some(Cluster::new(Arc::new(cfg), store.clone())),
-        loadbalance: server.loadbalance,
+        loadbalance: server.loadbalance.clone().map(Arc::new),
         dns64: (server.dns64.clone()).map(|d| Arc::new(Dns64::new(d, "dns://:53".into()))),
         ..Block::new(server.zones.clone())
     };

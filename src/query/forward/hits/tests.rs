@@ -185,7 +185,7 @@ mod replay {
         let forwarding = Forwarding::of(server, "dns://:53".into(), metrics.clone()).expect("forwards");
         let block = Block {
             forwarding: Some(Arc::new(forwarding)),
-            loadbalance: server.loadbalance,
+            loadbalance: server.loadbalance.clone().map(Arc::new),
             hosts: server.hosts.clone().map(crate::query::local::Hosts::new),
             ..Block::new(server.zones.clone())
         };

@@ -1,0 +1,279 @@
+//! The `hosts` and `loadbalance` directives, and zones written as CIDRs.
+//!
+//! ```text
+//! hosts [FILE [ZONES...]] {          ZONES: names, or CIDRs (10.0.0.0/8:
+//!     ADDRESS NAME...                    the reverse zones that cover it)
+//!     ttl SECONDS (3600, 1..65535)
+//!     no_reverse
+//!     reload DURATION (5s; 0 disables)
+//!     fallthrough [ZONES...]
+//!     fallthrough_unsupported        (needs fallthrough)
+//! }
+//! loadbalance [round_robin] { prefer CIDR... }
+//! ```
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hickory_proto::rr::Name;
+
+use super::args::{zone, Args};
+use super::blocks::Directive;
+use super::lexer::Word;
+use super::ConfigError;
+
+/// `hosts`.
+#[derive(Debug, Clone)]
+pub struct HostsConfig {
+    /// `None`: inline entries only (an explicit file that is absent is
+    /// reported at load time and retried on reload).
+    pub file: Option<PathBuf>,
+    pub zones: Vec<Name>,
+    pub inline: Vec<(IpAddr, Vec<Name>)>,
+    pub ttl: u32,
+    pub no_reverse: bool,
+    pub reload: Duration,
+    pub fallthrough: Option<Vec<Name>>,
+    /// Other types than A, AAAA and PTR for a name in the data fall
+    /// through too (where `fallthrough` applies).
+    pub fallthrough_unsupported: bool,
+}
+
+impl HostsConfig {
+    /// Whether `fallthrough` applies to `qname`.
+    pub fn falls_through(&self, qname: &Name) -> bool {
+        self.fallthrough
+            .as_ref()
+            .is_some_and(|zs| zs.is_empty() || zs.iter().any(|z| z.zone_of(qname)))
+    }
+}
+
+/// A network written `ADDRESS/LENGTH`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Net {
+    pub addr: IpAddr,
+    pub len: u8,
+}
+
+impl Net {
+    /// `ADDRESS/LENGTH` with LENGTH in range for the family; `None` else.
+    pub fn parse(text: &str) -> Option<Net> {
+        let (ip, len) = text.split_once('/')?;
+        let addr = ip.parse::<IpAddr>().ok()?;
+        let len = len.parse::<u8>().ok()?;
+        (len <= if addr.is_ipv4() { 32 } else { 128 }).then_some(Net { addr, len })
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let (a, n, bits) = match (ip, self.addr) {
+            (IpAddr::V4(a), IpAddr::V4(n)) => (u128::from(a.to_bits()), u128::from(n.to_bits()), 32),
+            (IpAddr::V6(a), IpAddr::V6(n)) => (a.to_bits(), n.to_bits(), 128),
+            _ => return false,
+        };
+        let shift = bits - u32::from(self.len);
+        shift >= bits || (a >> shift) == (n >> shift)
+    }
+
+    /// The reverse zones covering this network, each on a label boundary
+    /// (8 bits for IPv4, 4 for IPv6): `10.0.0.0/7` is `10.in-addr.arpa.`
+    /// and `11.in-addr.arpa.`, as CoreDNS splits it.
+    pub fn reverse_zones(&self) -> Vec<Name> {
+        let (digits, step, bits): (Vec<u8>, u8, u8) = match self.addr {
+            IpAddr::V4(a) => (a.octets().to_vec(), 8, 32),
+            IpAddr::V6(a) => (a.octets().iter().flat_map(|b| [b >> 4, b & 15]).collect(), 4, 128),
+        };
+        let labels = usize::from(self.len.div_ceil(step));
+        let spread = labels * usize::from(step) - usize::from(self.len);
+        let mut zones = Vec::new();
+        for k in 0..(1usize << spread) {
+            let mut d = digits[..labels.min(digits.len())].to_vec();
+            if let Some(last) = d.last_mut() {
+                let keep = (*last as usize) >> spread << spread;
+                *last = u8::try_from(keep | k).unwrap_or(*last);
+            }
+            let mut text: String = d.iter().rev().map(|x| format!("{}.", fmt_digit(*x, step))).collect();
+            text.push_str(if bits == 32 { "in-addr.arpa." } else { "ip6.arpa." });
+            zones.extend(Name::from_ascii(&text).ok());
+        }
+        zones
+    }
+}
+
+fn fmt_digit(x: u8, step: u8) -> String {
+    if step == 4 {
+        format!("{x:x}")
+    } else {
+        x.to_string()
+    }
+}
+
+/// Zones as CoreDNS takes them: names, or CIDRs standing for their
+/// reverse zones.
+pub fn zones(words: &[Word], errors: &mut Vec<ConfigError>) -> Vec<Name> {
+    let mut out = Vec::new();
+    for w in words {
+        match Net::parse(&w.text) {
+            Some(net) => out.extend(net.reverse_zones()),
+            None => out.extend(zone(w, errors)),
+        }
+    }
+    out
+}
+
+pub fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<HostsConfig> {
+    let mut cfg = HostsConfig {
+        file: Some(
+            d.args
+                .first()
+                .map_or_else(|| PathBuf::from("/etc/hosts"), |w| dir.join(&w.text)),
+        ),
+        zones: zones(d.args.get(1..).unwrap_or_default(), errors),
+        inline: Vec::new(),
+        ttl: 3600,
+        no_reverse: false,
+        reload: Duration::from_secs(5),
+        fallthrough: None,
+        fallthrough_unsupported: false,
+    };
+    if cfg.zones.is_empty() {
+        cfg.zones = block_zones.to_vec();
+    }
+    let mut unsupported_at = None;
+    for line in &d.options {
+        let a = Args::from(line);
+        if let Ok(ip) = a.name.text.parse::<IpAddr>() {
+            inline(&a, ip, &mut cfg, errors);
+            continue;
+        }
+        match a.name.text.as_str() {
+            "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
+                Some(t) if (1..=65535).contains(&t) => cfg.ttl = t,
+                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "ttl: out of range 1..65535")),
+                None => {}
+            },
+            "no_reverse" if a.count(0, 0, errors) => cfg.no_reverse = true,
+            "reload" if a.count(1, 1, errors) => cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload),
+            "fallthrough" => cfg.fallthrough = Some(zones(a.args, errors)),
+            "fallthrough_unsupported" if a.count(0, 0, errors) => {
+                cfg.fallthrough_unsupported = true;
+                unsupported_at = Some(a.pos().clone());
+            }
+            "ttl" | "no_reverse" | "reload" | "fallthrough_unsupported" => {}
+            other => errors.push(ConfigError::new(
+                a.pos(),
+                format!(
+                    "hosts: unknown option '{other}' (supported: ADDRESS NAME..., ttl, no_reverse, reload, \
+                     fallthrough, fallthrough_unsupported)"
+                ),
+            )),
+        }
+    }
+    if let (Some(at), None) = (unsupported_at, &cfg.fallthrough) {
+        errors.push(ConfigError::new(
+            &at,
+            "hosts: fallthrough_unsupported requires fallthrough (add 'fallthrough' to the block)",
+        ));
+    }
+    Some(cfg)
+}
+
+/// An inline `ADDRESS NAME...` line: before `fallthrough` only, as CoreDNS
+/// reads it (after it, CoreDNS refuses the line as an unknown property).
+fn inline(a: &Args<'_>, ip: IpAddr, cfg: &mut HostsConfig, errors: &mut Vec<ConfigError>) {
+    if cfg.fallthrough.is_some() {
+        errors.push(ConfigError::new(
+            a.pos(),
+            "hosts: an inline entry after fallthrough is not read (move it above the fallthrough line)",
+        ));
+        return;
+    }
+    let names: Vec<Name> = a.args.iter().filter_map(|w| zone(w, errors)).collect();
+    if names.is_empty() {
+        errors.push(ConfigError::new(a.pos(), "hosts: an address needs at least one name"));
+    }
+    cfg.inline.push((ip, names));
+}
+
+/// `loadbalance`: addresses shuffled, then those in `prefer`'s networks
+/// first (in the order the networks are listed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadbalanceConfig {
+    pub prefer: Vec<Net>,
+}
+
+/// `loadbalance [round_robin] { prefer CIDR... }`.
+pub fn loadbalance(d: &Directive, errors: &mut Vec<ConfigError>) -> LoadbalanceConfig {
+    let a = Args::from(d);
+    let mut cfg = LoadbalanceConfig::default();
+    if a.count(0, 2, errors) {
+        match a.args.first().map(|w| w.text.as_str()) {
+            None => {}
+            Some("round_robin") if a.args.len() == 1 => {}
+            Some("weighted") => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                "loadbalance: the weighted policy is not supported (use round_robin, with 'prefer CIDR...' \
+                 to put chosen networks first)",
+            )),
+            Some("round_robin") => errors.push(ConfigError::new(
+                &a.args[1].pos,
+                "loadbalance: round_robin takes no argument",
+            )),
+            Some(other) => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("loadbalance: unknown policy '{other}' (supported: round_robin)"),
+            )),
+        }
+    }
+    for line in &d.options {
+        let o = Args::from(line);
+        match o.name.text.as_str() {
+            "prefer" => {
+                for w in o.args {
+                    match Net::parse(&w.text) {
+                        Some(net) => cfg.prefer.push(net),
+                        None => errors.push(ConfigError::new(
+                            &w.pos,
+                            format!("loadbalance: prefer: '{}' is not a CIDR (e.g. 10.0.0.0/8)", w.text),
+                        )),
+                    }
+                }
+            }
+            other => errors.push(ConfigError::new(
+                o.pos(),
+                format!("loadbalance: unknown option '{other}' (supported: prefer)"),
+            )),
+        }
+    }
+    cfg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(net: &str) -> Vec<String> {
+        Net::parse(net)
+            .expect("cidr")
+            .reverse_zones()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn cidrs_become_the_reverse_zones_covering_them() {
+        assert_eq!(names("10.0.0.9/8"), ["10.in-addr.arpa."]);
+        assert_eq!(names("10.0.0.0/7"), ["10.in-addr.arpa.", "11.in-addr.arpa."]);
+        assert_eq!(names("192.168.1.0/24"), ["1.168.192.in-addr.arpa."]);
+        assert_eq!(names("172.16.0.0/14").len(), 4);
+        assert_eq!(names("fd00::/8"), ["d.f.ip6.arpa."]);
+        assert_eq!(names("fd00::/7"), ["c.f.ip6.arpa.", "d.f.ip6.arpa."]);
+        assert!(Net::parse("10.0.0.0/33").is_none());
+        let net = Net::parse("10.1.0.0/16").expect("cidr");
+        assert!(net.contains("10.1.2.3".parse().expect("ip")) && !net.contains("10.2.0.1".parse().expect("ip")));
+        assert!(Net::parse("0.0.0.0/0")
+            .expect("cidr")
+            .contains("1.2.3.4".parse().expect("ip")));
+    }
+}
