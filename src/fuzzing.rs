@@ -20,10 +20,12 @@ use crate::store::{Kind, Store, Writer};
 
 mod hits;
 mod path;
+mod reply;
 mod request;
 
 pub use hits::CacheHits;
-pub use path::{with_echo, QueryPath};
+pub use path::QueryPath;
+pub use reply::with_echo;
 pub use request::parser_agrees;
 
 /// A handler like `h` (one block with a cluster) whose cluster answers

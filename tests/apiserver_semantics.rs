@@ -239,11 +239,6 @@ fn initial_sync_changes_and_a_resume_from_the_bookmark() {
         resumed["query"]["resourceVersion"], mark,
         "resumed from the bookmark: {resumed}"
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "resumed at once: {:?}",
-        started.elapsed()
-    );
     fake.apply("services", service("default", "after", "10.96.2.2"));
     eventually(&server, "after.default.svc.cluster.local.", "NOERROR", &["10.96.2.2"]);
     // The headless Service with a null endpoint list: no addresses, no error.

@@ -47,11 +47,9 @@ alt.test:{port} {{
 
 /// Whether this machine has an IPv6 loopback (the IPv6-client tests need it).
 fn ipv6_loopback() -> bool {
-    let up = std::net::UdpSocket::bind("[::1]:0").is_ok();
-    if !up {
-        eprintln!("no IPv6 loopback (::1) on this machine: the IPv6-client checks of dns64 cannot run");
-    }
-    up
+    let up = std::net::UdpSocket::bind("[::1]:0").map_err(|e| format!("no IPv6 loopback (::1): {e}"));
+    let fix = "enable IPv6 on lo (sysctl -w net.ipv6.conf.lo.disable_ipv6=0)";
+    common::needs("dns64's IPv6-client checks", up, fix).is_some()
 }
 
 fn v6(port: u16, args: &[&str]) -> Reply {

@@ -53,7 +53,7 @@ fn asked(server: SocketAddr) -> TcpStream {
 }
 
 #[test]
-fn a_client_sending_a_byte_a_second_is_cut_off_and_an_idle_one_closed() {
+fn a_client_sending_a_byte_at_a_time_is_cut_off_and_an_idle_one_closed() {
     let (_stub, server) = start(
         "slowloris",
         Mode::Answer,
@@ -63,24 +63,25 @@ fn a_client_sending_a_byte_a_second_is_cut_off_and_an_idle_one_closed() {
     let opened = Instant::now();
     let mut slow = TcpStream::connect(server.dns).expect("connect");
     let message = framed(&query(7, NAME, RecordType::A, None));
-    let started = Instant::now();
-    let mut cut_after = None;
+    // One byte every 300 ms: a read timeout restarted by each byte would
+    // never cut it; one counted from the first byte cuts it long before
+    // the message is whole (its last byte comes after 10 s).
+    let mut cut = false;
     for byte in &message {
         if slow.write_all(std::slice::from_ref(byte)).is_err() {
-            cut_after = Some(started.elapsed());
+            cut = true;
             break;
         }
         // Others are served meanwhile.
         assert_eq!(common::rcode_name(&udp(server.dns, NAME, RecordType::A)), "NOERROR");
-        if closed_within(&mut slow, Duration::from_secs(1)) {
-            cut_after = Some(started.elapsed());
+        if closed_within(&mut slow, Duration::from_millis(300)) {
+            cut = true;
             break;
         }
     }
-    let cut_after = cut_after.expect("the slow client was never cut off");
     assert!(
-        cut_after < Duration::from_millis(2500),
-        "cut off within the read timeout of its first byte (took {cut_after:?})"
+        cut,
+        "the slow client was never cut off: the read timeout restarts with each byte"
     );
     assert!(
         closed_within(&mut idle, Duration::from_secs(4)),
@@ -88,7 +89,7 @@ fn a_client_sending_a_byte_a_second_is_cut_off_and_an_idle_one_closed() {
     );
     let idle_for = opened.elapsed();
     assert!(
-        idle_for >= Duration::from_millis(1800) && idle_for < Duration::from_secs(5),
+        idle_for >= Duration::from_millis(1800),
         "closed after the idle timeout (2 s), not {idle_for:?}"
     );
     assert_eq!(
@@ -195,14 +196,28 @@ fn a_flood_of_forwarded_misses_is_shed_at_the_in_flight_cap_with_bounded_memory(
             std::thread::sleep(Duration::from_millis(5));
         }
     }
-    std::thread::sleep(Duration::from_millis(200));
+    // Read once the server has accounted for every datagram (a busy
+    // machine only makes that later; 10 s guards a hang).
+    let counted = || {
+        let kernel = server.metric("clusterdns_udp_kernel_drops").max(0.0);
+        let (shed, late) = (
+            server.metric("clusterdns_overload_dropped_total"),
+            server.metric("clusterdns_udp_late_dropped_total"),
+        );
+        (shed, kernel, late)
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && {
+        let (shed, kernel, late) = counted();
+        shed + kernel + late + 100.0 < f64::from(flood)
+    } {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let in_flight = server.metric("clusterdns_requests_in_flight");
-    let shed = server.metric("clusterdns_overload_dropped_total");
-    let kernel = server.metric("clusterdns_udp_kernel_drops");
-    let late = server.metric("clusterdns_udp_late_dropped_total");
+    let (shed, kernel, late) = counted();
     assert!(in_flight <= 100.0, "in flight {in_flight} above the cap");
     assert_eq!(
-        shed + kernel.max(0.0) + late + 100.0,
+        shed + kernel + late + 100.0,
         f64::from(flood),
         "every query beyond the cap was shed and counted ({shed} shed, {kernel} kernel drops, {late} late)"
     );

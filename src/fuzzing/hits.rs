@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
-use super::path::{hickory_writes_the_same, reply_holds};
+use super::reply::{hickory_writes_the_same, reply_holds};
 use crate::metrics::{Metrics, Transport};
 use crate::query::answer::{self, Zone};
 use crate::query::defer::Sink;

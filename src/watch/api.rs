@@ -14,39 +14,27 @@
 //! Nothing here keeps an API object. When the API is unreachable the
 //! followers retry with backoff and the store keeps serving its last
 //! state (at start, the persisted one); errors are logged at most once per
-//! [`LOG_EVERY`] per kind.
+//! [`super::report::LOG_EVERY`] per kind.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::Client;
 use tokio::sync::mpsc;
 
+use super::feed::{watched_kinds, Change};
 use super::follow::{self, Follower, Target};
 use super::lean;
 use super::persist::{self, Saver};
 use super::snapshot::unix_now;
-use super::wire::{Api, Failure};
-use crate::config::{KubernetesConfig, PodMode, Source};
+use super::wire::Api;
+use crate::config::{KubernetesConfig, Source};
 use crate::metrics::Metrics;
-use crate::store::{Kind, ObjectKey, Record, Store, Writer};
+use crate::store::{Kind, Store, Writer};
 
-/// The least time between two logged errors of one kind.
-pub const LOG_EVERY: Duration = Duration::from_secs(10);
 /// Changes applied before the writer publishes, at most.
 const BATCH: usize = 10_000;
-
-/// One message from a follower to the writer.
-#[derive(Debug)]
-pub enum Change {
-    /// An object was added or changed; `None`: the filters now leave it out.
-    Upsert(ObjectKey, Option<Record>),
-    Delete(ObjectKey),
-    /// A full list begins; `true`: a `resync`, whose corrections are counted.
-    RelistStart(Kind, bool),
-    RelistDone(Kind),
-}
 
 /// Why the API client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -59,18 +47,6 @@ pub enum ClientError {
     Endpoint(String),
     #[error("client: {0}")]
     Client(#[from] kube::Error),
-}
-
-/// Which kinds a `kubernetes` directive watches.
-pub fn watched_kinds(cfg: &KubernetesConfig) -> Vec<Kind> {
-    let mut kinds = vec![Kind::Namespace, Kind::Service];
-    if !cfg.noendpoints {
-        kinds.push(Kind::EndpointSlice);
-    }
-    if cfg.pods == PodMode::Verified {
-        kinds.push(Kind::Pod);
-    }
-    kinds
 }
 
 /// Builds the client the directive asks for: `kubeconfig`, `endpoint`
@@ -258,46 +234,5 @@ fn apply(writer: &mut Writer, change: Change, resyncing: &mut [bool; 4], metrics
                 tracing::warn!(target: "kubernetes", "{}: resync corrected {corrected} objects the watch had missed", kind.name());
             }
         }
-    }
-}
-
-/// An operator-facing description of a watch error.
-pub fn describe(e: &Failure, resource: &str, token_file: Option<&std::path::Path>) -> String {
-    let token = token_file.map_or_else(
-        || "the configured credentials".to_string(),
-        |p| format!("the token in {}", p.display()),
-    );
-    match e.code() {
-        Some(401) => {
-            format!("watching {resource}: {e}; the API server rejected {token} (it is read again for each request)")
-        }
-        Some(403) => format!(
-            "watching {resource}: {e}; RBAC must allow the verbs list and watch on {resource} for this service account"
-        ),
-        Some(429) => format!("watching {resource}: {e}; the API server is overloaded or starting, retrying as it asks"),
-        _ => format!("watching {resource}: {e}; retrying, serving the last known state"),
-    }
-}
-
-/// Logs an error at most once per [`LOG_EVERY`], counting the rest.
-#[derive(Default)]
-pub struct RateLimited {
-    last: Option<Instant>,
-    suppressed: u64,
-}
-
-impl RateLimited {
-    pub fn error(&mut self, message: &str) {
-        if self.last.is_some_and(|t| t.elapsed() < LOG_EVERY) {
-            self.suppressed += 1;
-            return;
-        }
-        let more = std::mem::take(&mut self.suppressed);
-        if more > 0 {
-            tracing::error!(target: "kubernetes", "{message} ({more} more since the last report)");
-        } else {
-            tracing::error!(target: "kubernetes", "{message}");
-        }
-        self.last = Some(Instant::now());
     }
 }

@@ -16,10 +16,6 @@ use super::lean::{EndpointSlice, Meta as ObjectMeta, Namespace, Pod, Service};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::store::{External, PortIn, Proto, Record, ServiceKind};
 
-/// When the change an EndpointSlice carries was triggered (the start of
-/// the DNS programming latency).
-pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
-
 /// The label tying an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 

@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 use kube::api::{ListParams, WatchParams};
 use tokio::sync::mpsc;
 
-use super::api::{describe, Change, RateLimited};
 use super::backoff::{Backoff, QUICK_END};
 use super::convert::Invalid;
+use super::feed::Change;
 use super::lean::{Meta, Object, Page};
+use super::report::{describe, RateLimited};
 use super::wire::{self, Api, Event, Failure, Frames};
 use crate::metrics::Metrics;
 use crate::store::{Kind, ObjectKey, Record};

@@ -13,7 +13,9 @@ use std::fmt;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::convert::TRIGGER_TIME_ANNOTATION;
+/// When the change an EndpointSlice carries was triggered (the start of
+/// the DNS programming latency): the one annotation decoding keeps.
+pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 
 /// `metadata`, the parts DNS uses.
 #[derive(Debug, Default, Clone, Deserialize)]

@@ -11,9 +11,11 @@ pub mod backoff;
 mod codec;
 pub mod convert;
 pub mod dump;
+pub mod feed;
 pub mod follow;
 pub mod lean;
 pub mod persist;
+pub mod report;
 pub mod snapshot;
 pub mod wire;
 

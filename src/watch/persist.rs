@@ -171,7 +171,7 @@ pub async fn restore(
     metrics: &Arc<Metrics>,
 ) -> Saver {
     let fingerprint = fingerprint(cfg);
-    let kinds = super::api::watched_kinds(cfg);
+    let kinds = super::feed::watched_kinds(cfg);
     let (path, max_age, fp) = (p.path.clone(), p.max_age, fingerprint.clone());
     let mut w = std::mem::replace(writer, Writer::new(&kinds));
     let started = Instant::now();

@@ -39,15 +39,45 @@ pub fn free_pair() -> (UdpSocket, std::net::TcpListener) {
     panic!("no loopback port free for both UDP and TCP in 50 tries");
 }
 
+/// What a test needs from this machine (`have`), or why it cannot run
+/// here: the one place a test decides not to run. Under `CI` (the env var
+/// set and not empty, as CI runs `.ci/run`) a lack fails the test naming what to
+/// install; elsewhere it prints one `SKIP` line and the caller returns.
+pub fn needs<T>(test: &str, have: Result<T, String>, install: &str) -> Option<T> {
+    match have {
+        Ok(v) => Some(v),
+        Err(why) if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) => {
+            panic!("{test}: {why}; CI must not skip it: {install}")
+        }
+        Err(why) => {
+            eprintln!("SKIP {test}: {why} ({install})");
+            None
+        }
+    }
+}
+
+/// Where `tool` is installed: on `PATH` or in an `sbin` directory.
+pub fn installed(tool: &str) -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(tool))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("{tool} is not installed"))
+}
+
 /// Whether this process may create mount and network namespaces
-/// (`unshare -mn` needs root); prints why `test` is skipped when not.
+/// (`unshare -mn` needs root); [`needs`] decides when it may not.
 pub fn namespaces_or_skip(test: &str) -> bool {
     let probe = Command::new("unshare").args(["-mn", "true"]).status();
     let ok = probe.is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIP {test}: cannot create namespaces here (unshare -mn needs root)");
-    }
-    ok
+    let why = (!ok).then(|| "cannot create namespaces here (unshare -mn)".to_string());
+    needs(
+        test,
+        why.map_or(Ok(()), Err),
+        "run the tests as root, with util-linux installed",
+    )
+    .is_some()
 }
 
 /// A loopback port free for both UDP and TCP (bound and released).
@@ -239,12 +269,11 @@ pub fn value(text: &str, series: &str) -> f64 {
         .unwrap_or(-1.0)
 }
 
-/// `promtool check metrics` over a metrics page written to `file`: `None`
-/// when promtool is not installed (tests/run installs it), else its verdict.
+/// `promtool check metrics` over a metrics page written to `file`: its
+/// verdict, or `None` when promtool is not installed outside CI ([`needs`]).
 pub fn promtool_check(text: &str, file: &Path) -> Option<Result<(), String>> {
-    let tool = ["/usr/bin/promtool", "/usr/local/bin/promtool"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())?;
+    let install = "apt-get install prometheus (tests/run installs it)";
+    let tool = needs("promtool check metrics", installed("promtool"), install)?;
     std::fs::write(file, text).expect("write metrics");
     let out = Command::new(tool)
         .args(["check", "metrics"])
@@ -288,8 +317,13 @@ pub fn query(id: u16, name: &str, qtype: RecordType, edns: Option<u16>) -> Vec<u
 
 /// Sends raw bytes over UDP and returns the raw reply, if any (1 s).
 pub fn udp_raw(server: SocketAddr, bytes: &[u8]) -> Option<Vec<u8>> {
+    udp_within(server, bytes, Duration::from_secs(1))
+}
+
+/// [`udp_raw`] waiting up to `limit`.
+pub fn udp_within(server: SocketAddr, bytes: &[u8], limit: Duration) -> Option<Vec<u8>> {
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    sock.set_read_timeout(Some(Duration::from_secs(1))).expect("timeout");
+    sock.set_read_timeout(Some(limit)).expect("timeout");
     sock.send_to(bytes, server).expect("send");
     let mut buf = vec![0u8; 65535];
     let n = sock.recv(&mut buf).ok()?;
@@ -297,9 +331,11 @@ pub fn udp_raw(server: SocketAddr, bytes: &[u8]) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// One UDP query, decoded.
+/// One UDP query, decoded; its reply must come within 5 s (a liveness
+/// bound: a busy machine may take more than a second).
 pub fn udp(server: SocketAddr, name: &str, qtype: RecordType) -> Message {
-    let reply = udp_raw(server, &query(0x4242, name, qtype, Some(1232))).expect("a UDP reply");
+    let q = query(0x4242, name, qtype, Some(1232));
+    let reply = udp_within(server, &q, Duration::from_secs(5)).expect("a UDP reply within 5 s");
     Message::from_vec(&reply).expect("decodable reply")
 }
 

@@ -1,0 +1,30 @@
+//! What the API source's followers feed its single writer: the kinds a
+//! `kubernetes` directive watches and the one message per change. Below
+//! both the followers ([`super::follow`]) and the writer ([`super::api`]),
+//! and read by [`super::persist`] to restore what the writer will watch.
+
+use crate::config::{KubernetesConfig, PodMode};
+use crate::store::{Kind, ObjectKey, Record};
+
+/// One message from a follower to the writer.
+#[derive(Debug)]
+pub enum Change {
+    /// An object was added or changed; `None`: the filters now leave it out.
+    Upsert(ObjectKey, Option<Record>),
+    Delete(ObjectKey),
+    /// A full list begins; `true`: a `resync`, whose corrections are counted.
+    RelistStart(Kind, bool),
+    RelistDone(Kind),
+}
+
+/// Which kinds a `kubernetes` directive watches.
+pub fn watched_kinds(cfg: &KubernetesConfig) -> Vec<Kind> {
+    let mut kinds = vec![Kind::Namespace, Kind::Service];
+    if !cfg.noendpoints {
+        kinds.push(Kind::EndpointSlice);
+    }
+    if cfg.pods == PodMode::Verified {
+        kinds.push(Kind::Pod);
+    }
+    kinds
+}
