@@ -171,8 +171,8 @@ impl Handler {
             .memo
             .replay(&key, bytes, &view, &mut scratch.out)
             .or_else(|| scratch.hits.replay(&router, &key, bytes, started, &mut scratch.out));
-        if replayed.is_some() {
-            admitted.map(route::Admission::credit); // the full path counts the others
+        if let (Some(_), Some(admission)) = (&replayed, admitted) {
+            admission.credit(); // the full path counts the others
         }
         let outcome = replayed.or_else(|| self.learned(&router, &at, &key, &view, scratch, sink));
         key.recycle(&mut scratch.key);
