@@ -130,7 +130,10 @@ fn no_live_upstream_means_servfail_within_the_read_timeout() {
     let (_hole, dead) = black_hole();
     let server = Server::start(
         &temp_dir("fwd-servfail"),
-        &corefile(&format!(". {dead} {{\n        read_timeout 300ms\n    }}"), ""),
+        &corefile(
+            &format!(". {dead} {{\n        read_timeout 300ms\n        max_connect_attempts 1\n    }}"),
+            "",
+        ),
     );
     let started = Instant::now();
     let m = udp(server.dns, "x.example.org.", RecordType::A);

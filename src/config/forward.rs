@@ -2,15 +2,19 @@
 //!
 //! ```text
 //! forward FROM TO... {
-//!     except IGNORED_NAMES...      force_tcp          prefer_udp
-//!     expire DURATION (10s)        max_idle_conns N   read_timeout DURATION (2s)
-//!     max_fails N (2)              health_check DURATION (0.5s) [no_rec] [domain FQDN]
+//!     except IGNORED_NAMES...      force_tcp (wins over prefer_udp)   prefer_udp
+//!     expire DURATION (10s)        max_age DURATION (0: none; >= expire)
+//!     max_idle_conns N (0: none)   read_timeout DURATION (2s)
+//!     max_fails N (2)              max_connect_attempts N (2 x upstreams; 0: none)
+//!     health_check DURATION (0.5s) [no_rec] [domain FQDN]
 //!     policy random|round_robin|sequential           max_concurrent N
-//!     next RCODE...
+//!     next RCODE...                next_on_nodata     failover RCODE...
+//!     failfast_all_unhealthy_upstreams               source_address IP
+//!     resolver IP[:PORT]...
 //! }
 //! ```
-//! `TO` is `IP[:PORT]`, `dns://IP[:PORT]`, or a resolv.conf-style file whose
-//! `nameserver` lines are the upstreams.
+//! `FROM` and `TO` are read by `forward_to.rs`. `tls`, `tls_servername`
+//! and `doh_method` (DNS over TLS/HTTPS) are refused with the reason.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -21,8 +25,10 @@ use hickory_proto::rr::Name;
 
 use super::args::{zone, Args};
 use super::blocks::Directive;
-use super::lexer::Word;
+use super::forward_to::{self, MAX_UPSTREAMS};
 use super::ConfigError;
+
+pub use super::forward_to::{resolv_conf, socket_addr};
 
 /// How upstreams are ordered for each query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,11 +49,17 @@ pub struct ForwardConfig {
     pub force_tcp: bool,
     pub prefer_udp: bool,
     pub expire: Duration,
+    /// A pooled connection is closed this long after it was opened, however
+    /// busy; 0: no limit.
+    pub max_age: Duration,
     /// 0: no limit.
     pub max_idle_conns: usize,
     pub read_timeout: Duration,
     /// 0: never mark an upstream down.
     pub max_fails: u32,
+    /// Upstream attempts that failed (no answer) per query before SERVFAIL;
+    /// `None`: twice the upstreams; `Some(0)`: no cap (the 5 s budget only).
+    pub max_connect_attempts: Option<u32>,
     pub health_check: Duration,
     pub health_check_rd: bool,
     pub health_check_domain: Name,
@@ -55,6 +67,15 @@ pub struct ForwardConfig {
     /// 0: no limit.
     pub max_concurrent: usize,
     pub next: Vec<ResponseCode>,
+    /// A NOERROR answer with no records goes on to the next `forward`.
+    pub next_on_nodata: bool,
+    /// These rcodes make the same `forward` ask its next upstream.
+    pub failover: Vec<ResponseCode>,
+    /// SERVFAIL at once when every upstream is down (instead of trying one).
+    pub failfast: bool,
+    pub source_address: Option<IpAddr>,
+    /// Resolved hostname `TO`s through these (empty: the system resolver).
+    pub resolver: Vec<SocketAddr>,
 }
 
 /// Parses `forward FROM TO... { ... }`; `dir` resolves relative files.
@@ -63,102 +84,159 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     if !a.count(2, usize::MAX, errors) {
         return None;
     }
-    let from = zone(&d.args[0], errors)?;
-    let mut to = Vec::new();
-    let mut files = Vec::new();
-    for w in &d.args[1..] {
-        to.extend(upstreams(w, dir, errors));
-        if socket_addr(w.text.trim_start_matches("dns://")).is_none() {
-            files.push(dir.join(&w.text));
-        }
-    }
+    let from = forward_to::from_zone(&d.args[0], errors)?;
+    let files = d.args[1..]
+        .iter()
+        .map(|w| w.text.trim_start_matches("dns://"))
+        .filter(|t| socket_addr(t).is_none() && dir.join(t).is_file())
+        .map(|t| dir.join(t))
+        .collect();
     let mut cfg = ForwardConfig {
         from,
         except: Vec::new(),
-        to,
+        to: Vec::new(),
         files,
         force_tcp: false,
         prefer_udp: false,
         expire: Duration::from_secs(10),
+        max_age: Duration::ZERO,
         max_idle_conns: 0,
         read_timeout: Duration::from_secs(2),
         max_fails: 2,
+        max_connect_attempts: None,
         health_check: Duration::from_millis(500),
         health_check_rd: true,
         health_check_domain: Name::root(),
         policy: Policy::Random,
         max_concurrent: 0,
         next: Vec::new(),
+        next_on_nodata: false,
+        failover: Vec::new(),
+        failfast: false,
+        source_address: None,
+        resolver: Vec::new(),
     };
+    // Options first (`resolver` resolves the hostnames among the TOs);
+    // their errors after the TOs', in file order.
+    let mut later = Vec::new();
     for line in &d.options {
-        let a = Args::from(line);
-        let opt = a.name.text.as_str();
-        match opt {
-            "except" if a.count(1, usize::MAX, errors) => {
-                cfg.except.extend(a.args.iter().filter_map(|w| zone(w, errors)));
-            }
-            "force_tcp" if a.count(0, 0, errors) => cfg.force_tcp = true,
-            "prefer_udp" if a.count(0, 0, errors) => cfg.prefer_udp = true,
-            "expire" if a.count(1, 1, errors) => cfg.expire = a.duration(0, errors).unwrap_or(cfg.expire),
-            "max_idle_conns" if a.count(1, 1, errors) => {
-                cfg.max_idle_conns = a.parse(0, "a number", errors).unwrap_or(0);
-            }
-            "read_timeout" if a.count(1, 1, errors) => match a.duration(0, errors) {
-                Some(t) if !t.is_zero() => cfg.read_timeout = t,
-                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "read_timeout: must be above 0")),
-                None => {}
-            },
-            "max_fails" if a.count(1, 1, errors) => cfg.max_fails = a.parse(0, "a number", errors).unwrap_or(2),
-            "health_check" if a.count(1, 4, errors) => health_check(&a, &mut cfg, errors),
-            "policy" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
-                "random" => cfg.policy = Policy::Random,
-                "round_robin" => cfg.policy = Policy::RoundRobin,
-                "sequential" => cfg.policy = Policy::Sequential,
-                other => errors.push(ConfigError::new(
-                    &a.args[0].pos,
-                    format!("policy: '{other}' is not one of random, round_robin, sequential"),
-                )),
-            },
-            "max_concurrent" if a.count(1, 1, errors) => {
-                cfg.max_concurrent = a.parse(0, "a number", errors).unwrap_or(0);
-            }
-            "next" if a.count(1, usize::MAX, errors) => {
-                for w in a.args.iter() {
-                    match rcode(&w.text) {
-                        Some(r) => cfg.next.push(r),
-                        None => errors.push(ConfigError::new(
-                            &w.pos,
-                            format!("next: '{}' is not an rcode (e.g. NXDOMAIN, SERVFAIL, REFUSED)", w.text),
-                        )),
-                    }
-                }
-            }
-            "except" | "force_tcp" | "prefer_udp" | "expire" | "max_idle_conns" | "read_timeout" | "max_fails"
-            | "health_check" | "policy" | "max_concurrent" | "next" => {} // count already reported
-            "tls" | "tls_servername" => errors.push(ConfigError::new(
-                a.pos(),
-                format!("forward: '{opt}' (DNS over TLS upstreams) is not supported"),
-            )),
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!(
-                    "forward: unknown option '{other}' (supported: except, force_tcp, prefer_udp, expire, \
-                     max_idle_conns, read_timeout, max_fails, health_check, policy, max_concurrent, next)"
-                ),
-            )),
-        }
+        option(&Args::from(line), &mut cfg, &mut later);
     }
-    if cfg.force_tcp && cfg.prefer_udp {
+    cfg.to = forward_to::upstreams(&d.args[1..], dir, &cfg.resolver, errors);
+    errors.append(&mut later);
+    if !cfg.max_age.is_zero() && cfg.max_age < cfg.expire {
         errors.push(ConfigError::new(
             a.pos(),
-            "forward: force_tcp and prefer_udp exclude each other",
+            format!(
+                "forward: max_age ({:?}) must not be less than expire ({:?}); raise max_age or lower expire",
+                cfg.max_age, cfg.expire
+            ),
+        ));
+    }
+    if cfg.to.len() > MAX_UPSTREAMS {
+        errors.push(ConfigError::new(
+            a.pos(),
+            format!(
+                "forward: more than {MAX_UPSTREAMS} upstreams ({}); CoreDNS refuses this too",
+                cfg.to.len()
+            ),
         ));
     }
     if cfg.to.is_empty() {
-        errors.push(ConfigError::new(a.pos(), "forward: no upstream to forward to"));
+        errors.push(ConfigError::new(
+            a.pos(),
+            "forward: no valid upstream addresses found (a resolv.conf file without nameserver lines adds none)",
+        ));
         return None;
     }
     Some(cfg)
+}
+
+/// Options that take a count, a duration or nothing.
+const SIMPLE: &str = "except, force_tcp, prefer_udp, expire, max_age, max_idle_conns, read_timeout, max_fails, \
+                      max_connect_attempts, health_check, policy, max_concurrent, next, next_on_nodata, failover, \
+                      failfast_all_unhealthy_upstreams, source_address, resolver";
+
+/// One option line into `cfg`.
+fn option(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigError>) {
+    let opt = a.name.text.as_str();
+    let one = |errors: &mut Vec<ConfigError>| a.count(1, 1, errors);
+    let many = |errors: &mut Vec<ConfigError>| a.count(1, usize::MAX, errors);
+    match opt {
+        "except" if many(errors) => cfg.except.extend(a.args.iter().filter_map(|w| zone(w, errors))),
+        "force_tcp" if a.count(0, 0, errors) => cfg.force_tcp = true,
+        "prefer_udp" if a.count(0, 0, errors) => cfg.prefer_udp = true,
+        "next_on_nodata" if a.count(0, 0, errors) => cfg.next_on_nodata = true,
+        "failfast_all_unhealthy_upstreams" if a.count(0, 0, errors) => cfg.failfast = true,
+        "expire" if one(errors) => cfg.expire = a.duration(0, errors).unwrap_or(cfg.expire),
+        "max_age" if one(errors) => cfg.max_age = a.duration(0, errors).unwrap_or(cfg.max_age),
+        "max_idle_conns" if one(errors) => cfg.max_idle_conns = a.parse(0, "a number", errors).unwrap_or(0),
+        "read_timeout" if one(errors) => match a.duration(0, errors) {
+            Some(t) if !t.is_zero() => cfg.read_timeout = t,
+            Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "read_timeout: must be above 0")),
+            None => {}
+        },
+        "max_fails" if one(errors) => cfg.max_fails = a.parse(0, "a number", errors).unwrap_or(2),
+        "max_connect_attempts" if one(errors) => {
+            cfg.max_connect_attempts = a.parse(0, "a number", errors).or(cfg.max_connect_attempts);
+        }
+        "health_check" if a.count(1, 4, errors) => health_check(a, cfg, errors),
+        "policy" if one(errors) => match a.args[0].text.as_str() {
+            "random" => cfg.policy = Policy::Random,
+            "round_robin" => cfg.policy = Policy::RoundRobin,
+            "sequential" => cfg.policy = Policy::Sequential,
+            other => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("policy: '{other}' is not one of random, round_robin, sequential"),
+            )),
+        },
+        "max_concurrent" if one(errors) => cfg.max_concurrent = a.parse(0, "a number", errors).unwrap_or(0),
+        "next" if many(errors) => cfg.next.extend(rcodes(a, false, errors)),
+        "failover" if many(errors) => cfg.failover.extend(rcodes(a, true, errors)),
+        "source_address" if one(errors) => cfg.source_address = a.parse(0, "an IP address", errors),
+        "resolver" if many(errors) => {
+            for w in a.args {
+                match socket_addr(&w.text) {
+                    Some(r) => cfg.resolver.push(r),
+                    None => errors.push(ConfigError::new(
+                        &w.pos,
+                        format!("resolver: '{}' is not an IP address or IP:PORT", w.text),
+                    )),
+                }
+            }
+        }
+        "tls" | "tls_servername" | "doh_method" => errors.push(ConfigError::new(
+            a.pos(),
+            format!(
+                "forward: '{opt}' is not supported (clusterdns forwards over plain DNS, UDP and TCP only); \
+                 forward to a local DNS-over-TLS/HTTPS proxy's IP:PORT instead"
+            ),
+        )),
+        o if SIMPLE.split(", ").any(|s| s.trim() == o) => {} // count already reported
+        other => errors.push(ConfigError::new(
+            a.pos(),
+            format!("forward: unknown option '{other}' (supported: {SIMPLE})"),
+        )),
+    }
+}
+
+/// The rcodes of `next` or `failover` (which refuses NOERROR).
+fn rcodes(a: &Args<'_>, failover: bool, errors: &mut Vec<ConfigError>) -> Vec<ResponseCode> {
+    let mut out = Vec::new();
+    for w in a.args {
+        match rcode(&w.text) {
+            Some(ResponseCode::NoError) if failover => errors.push(ConfigError::new(
+                &w.pos,
+                "failover: NOERROR cannot be used (an answer is never retried); list error rcodes such as SERVFAIL REFUSED",
+            )),
+            Some(r) => out.push(r),
+            None => errors.push(ConfigError::new(
+                &w.pos,
+                format!("{}: '{}' is not an rcode (e.g. NXDOMAIN, SERVFAIL, REFUSED)", a.name.text, w.text),
+            )),
+        }
+    }
+    out
 }
 
 fn health_check(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigError>) {
@@ -185,76 +263,24 @@ fn health_check(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigEr
     }
 }
 
-/// An rcode by its name: `NXDOMAIN`, `SERVFAIL`, `REFUSED`, ...
+/// An rcode by its name, as CoreDNS spells them: `NXDOMAIN`, `SERVFAIL`, ...
 pub fn rcode(text: &str) -> Option<ResponseCode> {
-    crate::metrics::catalogue::RCODES
-        .into_iter()
-        .find(|r| crate::metrics::rcode_name(*r).eq_ignore_ascii_case(text))
-}
-
-/// The upstreams one `TO` word names.
-fn upstreams(w: &Word, dir: &Path, errors: &mut Vec<ConfigError>) -> Vec<SocketAddr> {
-    let text = w.text.as_str();
-    if let Some(rest) = text.strip_prefix("tls://") {
-        errors.push(ConfigError::new(
-            &w.pos,
-            format!("forward: 'tls://{rest}': DNS over TLS upstreams are not supported"),
-        ));
-        return Vec::new();
-    }
-    let bare = text.strip_prefix("dns://").unwrap_or(text);
-    if let Some(addr) = socket_addr(bare) {
-        return vec![addr];
-    }
-    if text.starts_with("dns://") {
-        errors.push(ConfigError::new(
-            &w.pos,
-            format!("forward: '{text}' is not an address (IP[:PORT]) or a resolv.conf file"),
-        ));
-        return Vec::new();
-    }
-    let path = dir.join(text);
-    match std::fs::read_to_string(&path) {
-        Ok(body) => {
-            let found = resolv_conf(&body);
-            if found.is_empty() {
-                errors.push(ConfigError::new(
-                    &w.pos,
-                    format!("forward: {} has no nameserver line", path.display()),
-                ));
-            }
-            found
-        }
-        Err(e) => {
-            errors.push(ConfigError::new(
-                &w.pos,
-                format!(
-                    "forward: '{text}' is not an address (IP[:PORT]) nor a readable resolv.conf file ({}: {e})",
-                    path.display()
-                ),
-            ));
-            Vec::new()
-        }
-    }
-}
-
-/// `IP`, `IP:PORT`, `[IPv6]:PORT`; port 53 when absent.
-pub fn socket_addr(text: &str) -> Option<SocketAddr> {
-    if let Ok(ip) = text.parse::<IpAddr>() {
-        return Some(SocketAddr::new(ip, 53));
-    }
-    text.parse().ok()
-}
-
-/// The `nameserver` addresses of a resolv.conf body.
-pub fn resolv_conf(body: &str) -> Vec<SocketAddr> {
-    body.lines()
-        .filter_map(|l| {
-            let mut words = l.split_whitespace();
-            (words.next() == Some("nameserver")).then(|| words.next()).flatten()
-        })
-        .filter_map(|ip| ip.split('%').next().and_then(socket_addr))
-        .collect()
+    const NAMES: [(&str, u16); 12] = [
+        ("NOERROR", 0),
+        ("FORMERR", 1),
+        ("SERVFAIL", 2),
+        ("NXDOMAIN", 3),
+        ("NOTIMP", 4),
+        ("REFUSED", 5),
+        ("YXDOMAIN", 6),
+        ("YXRRSET", 7),
+        ("NXRRSET", 8),
+        ("NOTAUTH", 9),
+        ("NOTZONE", 10),
+        ("BADVERS", 16),
+    ];
+    let (_, code) = NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(text))?;
+    Some(<ResponseCode as From<u16>>::from(*code))
 }
 
 #[cfg(test)]
@@ -262,20 +288,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn resolv_conf_nameservers() {
-        let body =
-            "# x\nsearch a b\nnameserver 10.0.0.10\nnameserver fe80::1%eth0\noptions ndots:5\nnameserver bogus\n";
-        assert_eq!(
-            resolv_conf(body),
-            vec![
-                "10.0.0.10:53".parse().expect("addr"),
-                "[fe80::1]:53".parse().expect("addr")
-            ]
-        );
-        assert_eq!(
-            socket_addr("127.0.0.1:5300"),
-            Some("127.0.0.1:5300".parse().expect("addr"))
-        );
+    fn rcodes_by_name() {
         assert_eq!(rcode("nxdomain"), Some(ResponseCode::NXDomain));
+        assert_eq!(rcode("YXDOMAIN"), Some(ResponseCode::YXDomain));
+        assert_eq!(rcode("BOGUS"), None);
     }
 }

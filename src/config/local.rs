@@ -224,7 +224,7 @@ pub fn loop_exit(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
     exit
 }
 
-/// `reload [INTERVAL [JITTER]]`.
+/// `reload [INTERVAL (30s, at least 2s) [JITTER (15s; 0 or at least 1s)]]`.
 pub fn reload(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<(Duration, Duration)> {
     let a = Args::from(d);
     if !a.count(0, 2, errors) {
@@ -244,14 +244,15 @@ pub fn reload(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<(Duration,
         errors.push(ConfigError::new(a.pos(), "reload: interval must be at least 2s"));
         return None;
     }
-    if jitter > interval / 2 {
+    if !jitter.is_zero() && jitter < Duration::from_secs(1) {
         errors.push(ConfigError::new(
-            a.pos(),
-            "reload: jitter must be at most half the interval",
+            &a.args[1].pos,
+            "reload: jitter must be 0 (none) or at least 1s",
         ));
         return None;
     }
-    Some((interval, jitter))
+    // As CoreDNS: a jitter above half the interval is cut to half.
+    Some((interval, jitter.min(interval / 2)))
 }
 
 /// `loadbalance [round_robin]`.
@@ -333,6 +334,9 @@ pub struct TcpLimits {
     /// Forwarded queries of one connection in flight at once; beyond it
     /// the connection is not read until one is answered.
     pub pipeline: usize,
+    /// Queries answered on one connection before it is closed (CoreDNS's
+    /// `maxtcpqueries`); 0: no limit.
+    pub max_queries: usize,
 }
 
 impl Default for TcpLimits {
@@ -344,6 +348,7 @@ impl Default for TcpLimits {
             idle: Duration::from_secs(10),
             connections: 10_000,
             pipeline: 64,
+            max_queries: 0,
         }
     }
 }
@@ -351,18 +356,32 @@ impl Default for TcpLimits {
 /// The default cap on queries being forwarded at once (process-wide).
 pub const IN_FLIGHT: usize = 10_000;
 
-/// `timeouts { read DURATION write DURATION idle DURATION }` (CoreDNS's),
-/// into `tcp`.
+/// `timeouts { read DURATION write DURATION idle DURATION maxtcpqueries N }`
+/// (CoreDNS's), into `tcp`; `maxtcpqueries -1` is no limit.
 pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError>) {
     Args::from(d).count(0, 0, errors);
     if d.options.is_empty() {
         errors.push(ConfigError::new(
             &d.name.pos,
-            "timeouts: needs at least one of read, write, idle in a block (or leave the directive out)",
+            "timeouts: needs at least one of read, write, idle, maxtcpqueries in a block (or leave the directive out)",
         ));
     }
     for line in &d.options {
         let a = Args::from(line);
+        if a.name.text == "maxtcpqueries" {
+            if a.count(1, 1, errors) {
+                match a.parse::<i64>(0, "a number", errors) {
+                    Some(-1) => tcp.max_queries = 0,
+                    Some(n) if n > 0 => tcp.max_queries = usize::try_from(n).unwrap_or(usize::MAX),
+                    Some(n) => errors.push(ConfigError::new(
+                        &a.args[0].pos,
+                        format!("timeouts: maxtcpqueries {n} must be -1 (no limit) or a positive number"),
+                    )),
+                    None => {}
+                }
+            }
+            continue;
+        }
         let slot = match a.name.text.as_str() {
             "read" => &mut tcp.read,
             "write" => &mut tcp.write,
@@ -370,7 +389,7 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
             other => {
                 errors.push(ConfigError::new(
                     a.pos(),
-                    format!("timeouts: unknown option '{other}' (supported: read, write, idle)"),
+                    format!("timeouts: unknown option '{other}' (supported: read, write, idle, maxtcpqueries)"),
                 ));
                 continue;
             }
@@ -378,7 +397,9 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
         if !a.count(1, 1, errors) {
             continue;
         }
-        match a.duration(0, errors) {
+        // As CoreDNS: a bare number is seconds.
+        let secs = a.args[0].text.parse::<u64>().ok().map(Duration::from_secs);
+        match secs.or_else(|| a.duration(0, errors)) {
             Some(d) if d.is_zero() || d > Duration::from_secs(86_400) => errors.push(ConfigError::new(
                 &a.args[0].pos,
                 format!("timeouts: {} must be between 1ms and 24h", a.name.text),

@@ -49,6 +49,7 @@ pub const NOT_YET: &[&str] = &[];
 
 /// Directives that take an options block.
 const WITH_OPTIONS: &[&str] = &[
+    "bind",
     "kubernetes",
     "health",
     "ready",
@@ -167,13 +168,7 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         ));
     }
     match name {
-        "bind" if a.count(1, usize::MAX, errors) => {
-            server.bind.extend(
-                d.args
-                    .iter()
-                    .filter_map(|w| a.parse::<IpAddr>(index_of(d, w), "an IP address", errors)),
-            );
-        }
+        "bind" if a.count(1, usize::MAX, errors) => bind(d, &mut server.bind, errors),
         "errors" => {
             if server.errors {
                 errors.push(ConfigError::new(a.pos(), "errors: only one per server block"));
@@ -262,6 +257,12 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             }
             server.kubernetes = kubernetes::parse(d, &server.zones, dir, errors);
         }
+        "shed" => errors.push(ConfigError::new(
+            a.pos(),
+            "shed: not supported; clusterdns sheds load its own way: forwarded queries beyond \
+             `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see Hardening in the \
+             README; remove the directive or write `limits { in_flight N }`",
+        )),
         n if SUPPORTED.contains(&n) => {} // argument count already reported
         n if NOT_YET.contains(&n) => errors.push(ConfigError::new(
             a.pos(),
@@ -277,8 +278,57 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
     }
 }
 
-fn index_of(d: &Directive, w: &Word) -> usize {
-    d.args.iter().position(|x| std::ptr::eq(x, w)).unwrap_or(0)
+/// `bind ADDRESS|INTERFACE... [{ except ADDRESS|INTERFACE... }]`: an
+/// interface stands for every address it has now (as in CoreDNS).
+fn bind(d: &Directive, out: &mut Vec<IpAddr>, errors: &mut Vec<ConfigError>) {
+    let mut except = Vec::new();
+    for line in &d.options {
+        let o = Args::from(line);
+        match o.name.text.as_str() {
+            "except" if o.count(1, usize::MAX, errors) => {
+                except.extend(o.args.iter().flat_map(|w| addresses(w, errors)))
+            }
+            "except" => {}
+            other => errors.push(ConfigError::new(
+                o.pos(),
+                format!("bind: unknown option '{other}' (supported: except)"),
+            )),
+        }
+    }
+    for ip in d.args.iter().flat_map(|w| addresses(w, errors)) {
+        if !except.contains(&ip) && !out.contains(&ip) {
+            out.push(ip);
+        }
+    }
+}
+
+/// The addresses one `bind` word names: an IP, or an interface's addresses.
+fn addresses(w: &Word, errors: &mut Vec<ConfigError>) -> Vec<IpAddr> {
+    if let Ok(ip) = w.text.parse::<IpAddr>() {
+        return vec![ip];
+    }
+    let found: Vec<IpAddr> = nix::ifaddrs::getifaddrs()
+        .map(|all| {
+            all.filter(|i| i.interface_name == w.text)
+                .filter_map(|i| i.address)
+                .filter_map(|a| match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
+                    (Some(v4), _) => Some(IpAddr::V4(v4.ip())),
+                    (_, Some(v6)) if v6.scope_id() == 0 => Some(IpAddr::V6(v6.ip())),
+                    _ => None, // link-local: needs a zone to listen on
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if found.is_empty() {
+        errors.push(ConfigError::new(
+            &w.pos,
+            format!(
+                "bind: '{}' is not an IP address nor a network interface with addresses",
+                w.text
+            ),
+        ));
+    }
+    found
 }
 
 fn no_options(d: &Directive, errors: &mut Vec<ConfigError>) {

@@ -92,12 +92,11 @@ fn forward_and_cache_options_are_checked() {
     let errors = errors_of("forward-errors", text);
     let want = [
         "Corefile:2:24: forward: 'tls://1.1.1.1': DNS over TLS upstreams are not supported",
-        "Corefile:2:38: forward: 'nofile' is not an address (IP[:PORT]) nor a readable resolv.conf file",
+        "Corefile:2:38: forward: failed to resolve 'nofile' through the system resolver",
         "Corefile:3:16: policy: 'fastest' is not one of random, round_robin, sequential",
         "Corefile:4:22: read_timeout: must be above 0",
         "Corefile:5:14: next: 'BOGUS' is not an rcode",
         "Corefile:6:25: health_check: unknown option 'sideways'",
-        "Corefile:2:5: forward: force_tcp and prefer_udp exclude each other",
         "Corefile:11:24: serve_stale: 'sometimes' is not immediate or verify",
         "Corefile:12:17: disable: 'neither' is not success or denial",
         "Corefile:13:23: prefetch: percentage must be 1%..100%",
@@ -202,5 +201,18 @@ fn an_empty_import_glob_is_no_error_but_a_missing_file_is() {
     assert_errors(
         &errors,
         &["Corefile:2:9: import 'custom/missing.conf': no snippet or file of that name"],
+    );
+}
+
+#[test]
+fn bind_takes_interfaces_and_except() {
+    // plugin/bind/setup_test.go TestSetupBind/6 and /7: `lo` is its addresses.
+    let s = server_block("    bind 1.2.3.4 lo").expect("loads");
+    assert!(s.bind.contains(&"1.2.3.4".parse().expect("ip")) && s.bind.contains(&"127.0.0.1".parse().expect("ip")));
+    let s = server_block("    bind lo {\n        except 127.0.0.1\n    }").expect("loads");
+    assert!(
+        !s.bind.is_empty() && !s.bind.contains(&"127.0.0.1".parse().expect("ip")),
+        "{:?}",
+        s.bind
     );
 }

@@ -465,13 +465,14 @@ pub const TYPES: [RecordType; 18] = [
 /// `suffix` values of the search-expansion counter, in `Expansion` order.
 pub const EXPANSIONS: [&str; 3] = ["namespace", "svc", "zone"];
 /// `reason` values of `clusterdns_tcp_closed_total`, in `TcpClose` order.
-pub const TCP_CLOSE_REASONS: [&str; 6] = [
+pub const TCP_CLOSE_REASONS: [&str; 7] = [
     "client",
     "idle_timeout",
     "read_timeout",
     "write_timeout",
     "evicted",
     "shutdown",
+    "max_queries",
 ];
 /// Object kinds of the watch path (`kind`), in `store::Kind` order.
 pub const KINDS: [&str; 4] = ["Namespace", "Service", "EndpointSlice", "Pod"];

@@ -20,16 +20,19 @@ pub enum TcpClose {
     Evicted,
     /// Server shutdown or reload.
     Shutdown,
+    /// `timeouts { maxtcpqueries N }` queries were answered on it.
+    MaxQueries,
 }
 
 impl TcpClose {
-    pub const ALL: [TcpClose; 6] = [
+    pub const ALL: [TcpClose; 7] = [
         TcpClose::Client,
         TcpClose::Idle,
         TcpClose::Read,
         TcpClose::Write,
         TcpClose::Evicted,
         TcpClose::Shutdown,
+        TcpClose::MaxQueries,
     ];
 
     fn label(self) -> &'static str {
@@ -42,7 +45,7 @@ impl TcpClose {
 pub struct Tcp {
     /// Open now.
     pub open: AtomicU64,
-    closed: [AtomicU64; 6],
+    closed: [AtomicU64; 7],
     /// Refused at the cap with no idle connection to close.
     rejected: AtomicU64,
 }

@@ -13,7 +13,10 @@
 //! new one, and only when none is idle is the new one refused. At most
 //! `pipeline` forwarded queries of one connection are in flight; beyond
 //! that the connection is not read until one is answered (back-pressure,
-//! not an unbounded queue). An idle connection holds no buffers: answers
+//! not an unbounded queue). After `max_queries` (`maxtcpqueries`) queries
+//! the connection answers no more, sends what it owes and closes, so that
+//! clients behind a connection balancer reconnect and spread out. An idle
+//! connection holds no buffers: answers
 //! are built in the thread's scratch space, not the connection's.
 
 use std::cell::RefCell;
@@ -268,6 +271,12 @@ async fn connection(
     let mut inbox = Vec::new();
     // While part of a query is in: when all of it must be.
     let mut deadline: Option<tokio::time::Instant> = None;
+    // Queries this connection may still answer (`maxtcpqueries`).
+    let mut left = if limits.max_queries == 0 {
+        usize::MAX
+    } else {
+        limits.max_queries
+    };
     let why = loop {
         if deadline.is_none() {
             conn.idle_since.store(conns.now(), Ordering::Relaxed);
@@ -289,10 +298,13 @@ async fn connection(
         }
         conn.idle_since.store(0, Ordering::Relaxed);
         let arrived = tokio::time::Instant::now();
-        let answered = match answer_all(&inbox, peer, handler, conn, &tx, arrived.into_std()).await {
+        let answered = match answer_all(&inbox, peer, handler, conn, &tx, arrived.into_std(), &mut left).await {
             Ok(n) => n,
             Err(why) => break why,
         };
+        if left == 0 {
+            break TcpClose::MaxQueries;
+        }
         inbox.drain(..answered);
         if inbox.is_empty() {
             deadline = None;
@@ -316,10 +328,12 @@ async fn answer_all(
     conn: &Arc<Conn>,
     tx: &mpsc::Sender<Vec<u8>>,
     started: Instant,
+    left: &mut usize,
 ) -> Result<usize, TcpClose> {
     let mut at = 0;
     let mut out = Vec::new();
-    while let Some(len) = whole_frame(&inbox[at..]) {
+    while let Some(len) = whole_frame(&inbox[at..]).filter(|_| *left > 0) {
+        *left -= 1;
         // Back-pressure: with the pipeline full, read no more until a
         // forwarded query of this connection is answered.
         if conn.slots.available_permits() == 0 {

@@ -3,7 +3,8 @@
 //! starting with `nx.` with NXDOMAIN and an SOA, and `big.` TXT with about
 //! 2 KB of TXT strings (over UDP: TC when it does not fit the request's
 //! payload size), `alias.` names A with a CNAME to `real.cdn.example.` and
-//! its address. Every query received is counted and kept (the last 100).
+//! its address. Every query received is counted and kept (the last 100),
+//! with the address it came from; TCP connections accepted are counted.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -22,6 +23,8 @@ pub enum Mode {
     /// Never replies.
     Silent,
     ServFail,
+    /// Replies with this rcode and no records (UDP and TCP).
+    Rcode(ResponseCode),
     /// Replies after this delay.
     Slow(Duration),
     /// Over UDP: a reply with a wrong ID and one with a wrong question
@@ -40,6 +43,10 @@ pub struct Stub {
     pub ttl: Arc<AtomicU32>,
     /// The requests received, oldest first.
     pub seen: Arc<Mutex<Vec<Message>>>,
+    /// Where the requests came from, oldest first (the last 100).
+    pub sources: Arc<Mutex<Vec<SocketAddr>>>,
+    /// TCP connections accepted.
+    pub connections: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 }
 
@@ -54,16 +61,19 @@ struct Shared {
     queries: Arc<AtomicU64>,
     ttl: Arc<AtomicU32>,
     seen: Arc<Mutex<Vec<Message>>>,
+    sources: Arc<Mutex<Vec<SocketAddr>>>,
 }
 
 impl Shared {
-    fn saw(&self, req: &Message) {
+    fn saw(&self, req: &Message, from: SocketAddr) {
         self.queries.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut seen) = self.seen.lock() {
+        if let (Ok(mut seen), Ok(mut sources)) = (self.seen.lock(), self.sources.lock()) {
             if seen.len() >= 100 {
                 seen.remove(0);
+                sources.remove(0);
             }
             seen.push(req.clone());
+            sources.push(from);
         }
     }
 }
@@ -78,6 +88,8 @@ impl Stub {
             queries: Arc::new(AtomicU64::new(0)),
             ttl: Arc::new(AtomicU32::new(60)),
             seen: Arc::new(Mutex::new(Vec::new())),
+            sources: Arc::new(Mutex::new(Vec::new())),
+            connections: Arc::new(AtomicU64::new(0)),
             stop: Arc::new(AtomicBool::new(false)),
         };
         let shared = || {
@@ -86,6 +98,7 @@ impl Stub {
                 queries: stub.queries.clone(),
                 ttl: stub.ttl.clone(),
                 seen: stub.seen.clone(),
+                sources: stub.sources.clone(),
             })
         };
         let (s, stop) = (shared(), stub.stop.clone());
@@ -101,12 +114,13 @@ impl Stub {
                 std::thread::spawn(move || serve_udp(&udp, peer, &req, &s));
             }
         });
-        let (s, stop) = (shared(), stub.stop.clone());
+        let (s, stop, accepted) = (shared(), stub.stop.clone(), stub.connections.clone());
         tcp.set_nonblocking(true).expect("nonblocking");
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 match tcp.accept() {
                     Ok((conn, _)) => {
+                        accepted.fetch_add(1, Ordering::Relaxed);
                         let s = s.clone();
                         std::thread::spawn(move || serve_tcp(conn, &s));
                     }
@@ -125,6 +139,16 @@ impl Stub {
 
     pub fn count(&self) -> u64 {
         self.queries.load(Ordering::Relaxed)
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// The addresses the requests came from, oldest first.
+    pub fn sources(&self) -> Vec<SocketAddr> {
+        self.sources.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// The last request received, if any.
@@ -180,7 +204,7 @@ fn answer(req: &Message, s: &Shared, rcode: Option<ResponseCode>) -> Message {
 
 fn serve_udp(udp: &UdpSocket, peer: SocketAddr, req: &[u8], s: &Shared) {
     let Ok(req) = Message::from_vec(req) else { return };
-    s.saw(&req);
+    s.saw(&req, peer);
     let limit = req.edns.as_ref().map_or(512, |e| usize::from(e.max_payload().max(512)));
     let send = |m: &Message| {
         if let Ok(b) = m.to_vec() {
@@ -190,6 +214,7 @@ fn serve_udp(udp: &UdpSocket, peer: SocketAddr, req: &[u8], s: &Shared) {
     match mode(s) {
         Mode::Silent => {}
         Mode::ServFail => send(&answer(&req, s, Some(ResponseCode::ServFail))),
+        Mode::Rcode(rc) => send(&answer(&req, s, Some(rc))),
         Mode::Slow(d) => {
             std::thread::sleep(d);
             send(&answer(&req, s, None));
@@ -236,6 +261,7 @@ fn serve_udp(udp: &UdpSocket, peer: SocketAddr, req: &[u8], s: &Shared) {
 
 fn serve_tcp(mut conn: TcpStream, s: &Shared) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let Ok(peer) = conn.peer_addr() else { return };
     loop {
         let mut len = [0u8; 2];
         if conn.read_exact(&mut len).is_err() {
@@ -246,10 +272,11 @@ fn serve_tcp(mut conn: TcpStream, s: &Shared) {
             return;
         }
         let Ok(req) = Message::from_vec(&buf) else { return };
-        s.saw(&req);
+        s.saw(&req, peer);
         let m = match mode(s) {
             Mode::Silent => continue,
             Mode::ServFail => answer(&req, s, Some(ResponseCode::ServFail)),
+            Mode::Rcode(rc) => answer(&req, s, Some(rc)),
             Mode::Slow(d) => {
                 std::thread::sleep(d);
                 answer(&req, s, None)

@@ -246,6 +246,10 @@ fn timeouts(b: &mut Block, t: &TcpLimits) {
         format!("read {}", duration(t.read)),
         format!("write {}", duration(t.write)),
         format!("idle {}", duration(t.idle)),
+        format!(
+            "maxtcpqueries {}",
+            if t.max_queries == 0 { -1 } else { t.max_queries as i64 }
+        ),
     ];
     b.directive("timeouts".into(), &options);
 }

@@ -87,9 +87,14 @@ pub(super) fn forward(b: &mut Block, fw: &ForwardConfig) {
     options.extend(fw.force_tcp.then(|| "force_tcp".to_string()));
     options.extend(fw.prefer_udp.then(|| "prefer_udp".to_string()));
     options.push(format!("expire {}", duration(fw.expire)));
+    if !fw.max_age.is_zero() {
+        options.push(format!("max_age {}", duration(fw.max_age)));
+    }
     options.push(format!("max_idle_conns {}", fw.max_idle_conns));
     options.push(format!("read_timeout {}", duration(fw.read_timeout)));
     options.push(format!("max_fails {}", fw.max_fails));
+    let attempts = fw.max_connect_attempts.unwrap_or(2 * fw.to.len() as u32);
+    options.push(format!("max_connect_attempts {attempts}"));
     let mut health = format!("health_check {}", duration(fw.health_check));
     if !fw.health_check_rd {
         health.push_str(" no_rec");
@@ -103,9 +108,24 @@ pub(super) fn forward(b: &mut Block, fw: &ForwardConfig) {
     };
     options.push(format!("policy {policy}"));
     options.push(format!("max_concurrent {}", fw.max_concurrent));
+    let rcodes = |r: &[hickory_proto::op::ResponseCode]| {
+        r.iter()
+            .map(|r| crate::metrics::rcode_name(*r))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     if !fw.next.is_empty() {
-        let codes: Vec<String> = fw.next.iter().map(|r| crate::metrics::rcode_name(*r)).collect();
-        options.push(format!("next {}", codes.join(" ")));
+        options.push(format!("next {}", rcodes(&fw.next)));
+    }
+    options.extend(fw.next_on_nodata.then(|| "next_on_nodata".to_string()));
+    if !fw.failover.is_empty() {
+        options.push(format!("failover {}", rcodes(&fw.failover)));
+    }
+    options.extend(fw.failfast.then(|| "failfast_all_unhealthy_upstreams".to_string()));
+    options.extend(fw.source_address.map(|a| format!("source_address {a}")));
+    if !fw.resolver.is_empty() {
+        let r: Vec<String> = fw.resolver.iter().map(ToString::to_string).collect();
+        options.push(format!("resolver {}", r.join(" ")));
     }
     b.directive(format!("forward {} {}", fw.from, to.join(" ")), &options);
 }

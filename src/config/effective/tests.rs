@@ -147,7 +147,7 @@ fn every_option_is_printed_with_its_value() {
     let d = dir.display();
     let want = [
         ".:53 example.org.:53 {".to_string(),
-        "    timeouts {\n        read 2s\n        write 5s\n        idle 1m\n    }".into(),
+        "    timeouts {\n        read 2s\n        write 5s\n        idle 1m\n        maxtcpqueries -1\n    }".into(),
         "    limits {\n        connections 500\n        pipeline 64\n        in_flight 900\n    }".into(),
         "    reload 10s 4s".into(),
         "    bufsize 1400".into(),
@@ -174,7 +174,7 @@ fn every_option_is_printed_with_its_value() {
         format!("    kubernetes cluster.local. in-addr.arpa. {{\n        snapshot {d}/cluster.yaml\n        namespaces app kube-system\n        labels env=prod\n        pods verified\n        endpoint_pod_names\n        ttl 30\n        noendpoints\n        fallthrough in-addr.arpa.\n        ignore empty_service\n    }}"),
         format!("    file {d}/example.db example.org. {{\n        reload 30s\n    }}"),
         "    loop {\n        exit\n    }".into(),
-        "    forward . 10.0.0.1:53 10.0.0.2:53 {\n        except skip.example.org.\n        force_tcp\n        expire 20s\n        max_idle_conns 5\n        read_timeout 3s\n        max_fails 4\n        health_check 750ms no_rec domain probe.example.\n        policy sequential\n        max_concurrent 100\n        next NXDOMAIN SERVFAIL\n    }".into(),
+        "    forward . 10.0.0.1:53 10.0.0.2:53 {\n        except skip.example.org.\n        force_tcp\n        expire 20s\n        max_idle_conns 5\n        read_timeout 3s\n        max_fails 4\n        max_connect_attempts 4\n        health_check 750ms no_rec domain probe.example.\n        policy sequential\n        max_concurrent 100\n        next NXDOMAIN SERVFAIL\n    }".into(),
     ];
     let mut at = 0;
     for w in &want {
@@ -193,8 +193,8 @@ fn defaults_are_written_out() {
     let text = ".:53 {\n    forward . 10.0.0.1\n    cache\n    hosts hostsfile\n    dns64\n    k8s_external example.org\n    kubernetes cluster.local\n    health\n    reload\n    log\n}\n";
     let printed = round_trip(&dir.join("Corefile"), text);
     for want in [
-        "    forward . 10.0.0.1:53 {\n        expire 10s\n        max_idle_conns 0\n        read_timeout 2s\n        max_fails 2\n        health_check 500ms domain .\n        policy random\n        max_concurrent 0\n    }",
-        "    timeouts {\n        read 3s\n        write 5s\n        idle 10s\n    }",
+        "    forward . 10.0.0.1:53 {\n        expire 10s\n        max_idle_conns 0\n        read_timeout 2s\n        max_fails 2\n        max_connect_attempts 2\n        health_check 500ms domain .\n        policy random\n        max_concurrent 0\n    }",
+        "    timeouts {\n        read 3s\n        write 5s\n        idle 10s\n        maxtcpqueries -1\n    }",
         "    limits {\n        connections 10000\n        pipeline 64\n        in_flight 10000\n    }",
         "    reload 30s 15s",
         "    health 0.0.0.0:8080 {\n        lameduck 0s\n    }",

@@ -18,6 +18,7 @@
 //! upstreams tried. A miss's task (joining, asking, replying to every
 //! waiter) is `flight.rs`; each upstream (sockets, health) is `upstream.rs`.
 
+mod attempts;
 pub mod cache;
 mod flight;
 pub mod hits;
@@ -63,6 +64,14 @@ impl Forward {
     /// Whether this directive forwards `qname`.
     pub fn handles(&self, qname: &Name) -> bool {
         self.cfg.from.zone_of(qname) && !self.cfg.except.iter().any(|z| z.zone_of(qname))
+    }
+
+    /// Whether `m` goes on to the next `forward` (`next RCODE`, or
+    /// `next_on_nodata` for NOERROR without answer records).
+    fn passes_on(&self, m: &Message) -> bool {
+        let rcode = m.metadata.response_code;
+        self.cfg.next.contains(&rcode)
+            || (self.cfg.next_on_nodata && rcode == ResponseCode::NoError && m.answers.is_empty())
     }
 
     /// Upstream indexes in the order the policy tries them.
@@ -233,12 +242,16 @@ impl Forwarding {
             let got = self.forward_one(fw, request, query, tcp).await;
             fw.inflight.fetch_sub(1, Ordering::Relaxed);
             match got {
-                Some(m) if fw.cfg.next.contains(&m.metadata.response_code) => last = Ok(m),
+                Some(m) if fw.passes_on(&m) => last = Ok(m),
                 Some(m) => {
                     last = Ok(m);
                     break;
                 }
-                None => last = Err(ResponseCode::ServFail),
+                None => {
+                    // No answer is SERVFAIL, as in CoreDNS: only answers go on (`next`).
+                    last = Err(ResponseCode::ServFail);
+                    break;
+                }
             }
         }
         if !handled {
@@ -250,52 +263,7 @@ impl Forwarding {
         last
     }
 
-    /// One `forward`: its upstreams in policy order until one answers.
-    async fn forward_one(&self, fw: &Forward, request: &[u8], query: &Query, tcp: bool) -> Option<Message> {
-        let order = fw.order();
-        let mut tries: Vec<usize> = order.iter().copied().filter(|i| fw.upstreams[*i].usable()).collect();
-        if tries.is_empty() {
-            self.healthcheck_broken.fetch_add(1, Ordering::Relaxed);
-            tries.extend(
-                order
-                    .iter()
-                    .copied()
-                    .filter(|i| !fw.upstreams[*i].looping.load(Ordering::Relaxed))
-                    .take(1),
-            );
-        }
-        let mut bytes = request.to_vec();
-        for i in tries {
-            let up = &fw.upstreams[i];
-            self.note_probe(query, up);
-            let id = fastrand::u16(..);
-            if bytes.len() >= 2 {
-                bytes[..2].copy_from_slice(&id.to_be_bytes());
-            }
-            let deadline = tokio::time::Instant::now() + fw.cfg.read_timeout;
-            let asked = Instant::now();
-            match up.exchange(&bytes, id, query, tcp, deadline, fw.cfg.expire).await {
-                Ok(m) => {
-                    let slot = crate::metrics::rcode_slot(m.metadata.response_code);
-                    up.durations[slot].observe(asked.elapsed().as_nanos() as u64);
-                    up.fails.store(0, Ordering::Relaxed);
-                    up.trim_pool(fw.cfg.max_idle_conns, fw.cfg.expire);
-                    return Some(m);
-                }
-                Err(e) => {
-                    tracing::debug!(target: "forward", "{} for {}: {e}", up.addr, query.name());
-                    let fails = up.fails.fetch_add(1, Ordering::Relaxed) + 1;
-                    if fw.cfg.max_fails > 0 && fails >= fw.cfg.max_fails && !up.down.swap(true, Ordering::Relaxed) {
-                        tracing::warn!(target: "forward", "upstream {} marked down after {fails} failures ({e}); probing it every {:?}", up.addr, fw.cfg.health_check);
-                        self.runtime.spawn(health_check(up.clone(), fw.cfg.clone()));
-                    }
-                }
-            }
-        }
-        None
-    }
-
-    fn note_probe(&self, query: &Query, up: &Arc<Upstream>) {
+    pub(super) fn note_probe(&self, query: &Query, up: &Arc<Upstream>) {
         if query.query_type() != RecordType::HINFO {
             return;
         }
@@ -344,10 +312,7 @@ async fn health_check(up: Arc<Upstream>, cfg: ForwardConfig) {
         m.add_query(query.clone());
         let Ok(bytes) = m.to_vec() else { return };
         let deadline = tokio::time::Instant::now() + cfg.read_timeout;
-        match up
-            .exchange(&bytes, id, &query, cfg.force_tcp, deadline, cfg.expire)
-            .await
-        {
+        match up.exchange(&bytes, id, &query, cfg.force_tcp, deadline, &cfg).await {
             Ok(_) => {
                 up.fails.store(0, Ordering::Relaxed);
                 up.down.store(false, Ordering::Relaxed);

@@ -1,5 +1,7 @@
 //! One upstream resolver: exchanges over UDP (a fresh socket and random
-//! source port per query) or pooled TCP connections, and its health.
+//! source port per query) or pooled TCP connections, and its health. Both
+//! leave from `source_address` when set; a pooled connection is closed
+//! when idle for `expire` or older than `max_age`.
 //!
 //! An answer is accepted only if it comes from the upstream's address
 //! (connected sockets), carries the ID we chose, and repeats our question.
@@ -8,11 +10,13 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hickory_proto::op::{Message, Query};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UdpSocket};
+use tokio::net::{TcpSocket, TcpStream, UdpSocket};
+
+use crate::config::forward::ForwardConfig;
 use tokio::time::timeout_at;
 
 /// Why an exchange failed.
@@ -23,6 +27,9 @@ pub enum ExchangeError {
     #[error("{0}")]
     Io(#[from] io::Error),
 }
+
+/// An idle pooled connection, when it was last used and opened.
+type Pooled = (TcpStream, Instant, Instant);
 
 /// One upstream and its state.
 #[derive(Debug)]
@@ -36,7 +43,8 @@ pub struct Upstream {
     pub healthcheck_failures: AtomicU64,
     /// `coredns_proxy_request_duration_seconds` by the answer's rcode.
     pub durations: [crate::metrics::Durations; 7],
-    idle: Mutex<Vec<(TcpStream, Instant)>>,
+    /// Pooled connections: when last used, when opened.
+    idle: Mutex<Vec<Pooled>>,
 }
 
 impl Upstream {
@@ -66,22 +74,33 @@ impl Upstream {
         query: &Query,
         tcp: bool,
         deadline: tokio::time::Instant,
-        expire: Duration,
+        cfg: &ForwardConfig,
     ) -> Result<Message, ExchangeError> {
         let result = if tcp {
-            timeout_at(deadline, self.tcp(request, id, query, expire)).await
+            timeout_at(deadline, self.tcp(request, id, query, cfg)).await
         } else {
-            timeout_at(deadline, self.udp(request, id, query)).await
+            timeout_at(deadline, self.udp(request, id, query, cfg.source_address)).await
         };
         result.map_err(|_| ExchangeError::Timeout)?
     }
 
-    async fn udp(&self, request: &[u8], id: u16, query: &Query) -> Result<Message, ExchangeError> {
-        let local: SocketAddr = match self.addr.ip() {
-            IpAddr::V4(_) => (IpAddr::from([0, 0, 0, 0]), 0).into(),
-            IpAddr::V6(_) => (IpAddr::from([0u16; 8]), 0).into(),
+    /// The address our sockets to this upstream leave from.
+    fn local(&self, source: Option<IpAddr>) -> SocketAddr {
+        let any = match self.addr.ip() {
+            IpAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
+            IpAddr::V6(_) => IpAddr::from([0u16; 8]),
         };
-        let socket = UdpSocket::bind(local).await?;
+        SocketAddr::new(source.unwrap_or(any), 0)
+    }
+
+    async fn udp(
+        &self,
+        request: &[u8],
+        id: u16,
+        query: &Query,
+        source: Option<IpAddr>,
+    ) -> Result<Message, ExchangeError> {
+        let socket = UdpSocket::bind(self.local(source)).await?;
         socket.connect(self.addr).await?;
         socket.send(request).await?;
         let mut buf = vec![0u8; 65535];
@@ -94,55 +113,75 @@ impl Upstream {
         }
     }
 
-    async fn tcp(&self, request: &[u8], id: u16, query: &Query, expire: Duration) -> Result<Message, ExchangeError> {
-        let pooled = self.take(expire);
+    async fn tcp(&self, request: &[u8], id: u16, query: &Query, cfg: &ForwardConfig) -> Result<Message, ExchangeError> {
+        let pooled = self.take(cfg);
         let fresh = pooled.is_none();
-        let stream = match pooled {
+        let (stream, opened) = match pooled {
             Some(s) => s,
-            None => TcpStream::connect(self.addr).await?,
+            None => (self.connect(cfg.source_address).await?, Instant::now()),
         };
         match exchange_on(stream, request, id, query).await {
             Ok((m, stream)) => {
-                self.give_back(stream);
+                self.give_back(stream, opened);
                 Ok(m)
             }
             // A pooled connection the upstream closed meanwhile: once more, fresh.
             Err(_) if !fresh => {
-                let stream = TcpStream::connect(self.addr).await?;
+                let stream = self.connect(cfg.source_address).await?;
                 let (m, stream) = exchange_on(stream, request, id, query).await?;
-                self.give_back(stream);
+                self.give_back(stream, Instant::now());
                 Ok(m)
             }
             Err(e) => Err(e),
         }
     }
 
-    fn take(&self, expire: Duration) -> Option<TcpStream> {
+    async fn connect(&self, source: Option<IpAddr>) -> io::Result<TcpStream> {
+        let socket = match self.addr {
+            SocketAddr::V4(_) => TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => TcpSocket::new_v6()?,
+        };
+        if source.is_some() {
+            socket.bind(self.local(source))?;
+        }
+        socket.connect(self.addr).await
+    }
+
+    /// A pooled connection still fresh by `expire` and `max_age`, and when
+    /// it was opened.
+    fn take(&self, cfg: &ForwardConfig) -> Option<(TcpStream, Instant)> {
         let mut idle = self.idle.lock().ok()?;
-        while let Some((s, since)) = idle.pop() {
-            if since.elapsed() < expire {
-                return Some(s);
+        while let Some(p) = idle.pop() {
+            if fresh(&p, cfg) {
+                return Some((p.0, p.2));
             }
         }
         None
     }
 
-    fn give_back(&self, stream: TcpStream) {
+    fn give_back(&self, stream: TcpStream, opened: Instant) {
         if let Ok(mut idle) = self.idle.lock() {
-            idle.push((stream, Instant::now()));
+            idle.push((stream, Instant::now(), opened));
         }
     }
 
-    /// Closes pooled connections beyond `max` (0: no limit) or older than `expire`.
-    pub fn trim_pool(&self, max: usize, expire: Duration) {
+    /// Closes pooled connections beyond `max_idle_conns` (0: no limit),
+    /// idle for `expire` or older than `max_age`.
+    pub fn trim_pool(&self, cfg: &ForwardConfig) {
+        let max = cfg.max_idle_conns;
         if let Ok(mut idle) = self.idle.lock() {
-            idle.retain(|(_, since)| since.elapsed() < expire);
+            idle.retain(|p| fresh(p, cfg));
             if max > 0 && idle.len() > max {
                 let extra = idle.len() - max;
                 idle.drain(..extra);
             }
         }
     }
+}
+
+/// Whether a pooled connection may carry another query.
+fn fresh((_, used, opened): &Pooled, cfg: &ForwardConfig) -> bool {
+    used.elapsed() < cfg.expire && (cfg.max_age.is_zero() || opened.elapsed() < cfg.max_age)
 }
 
 async fn exchange_on(

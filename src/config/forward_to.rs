@@ -1,0 +1,254 @@
+//! The words of a `forward` directive that name places: its `FROM` (a zone,
+//! or a CIDR whose first reverse zone is used, as CoreDNS does) and its
+//! `TO`s: `IP[:PORT]`, `dns://IP[:PORT]`, a resolv.conf-style file whose
+//! `nameserver` lines are the upstreams, or a hostname resolved once at
+//! load time (through the `resolver` addresses, else the system resolver).
+//! Upstreams named twice are kept once, first seen first.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::path::Path;
+use std::time::Duration;
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RData, RecordType};
+
+use super::args::zone;
+use super::lexer::Word;
+use super::ConfigError;
+
+/// CoreDNS's cap on the upstreams of one `forward`.
+pub const MAX_UPSTREAMS: usize = 15;
+
+/// `FROM`: a zone, or `ADDR/LEN` for the first reverse zone it covers.
+pub fn from_zone(w: &Word, errors: &mut Vec<ConfigError>) -> Option<Name> {
+    let Some((ip, len)) = w.text.split_once('/') else {
+        return zone(w, errors);
+    };
+    let parsed = ip.parse::<IpAddr>().ok().zip(len.parse::<u8>().ok());
+    let Some(name) = parsed.and_then(|(ip, len)| first_reverse_zone(ip, len)) else {
+        errors.push(ConfigError::new(
+            &w.pos,
+            format!("forward: '{}' is neither a zone nor a CIDR (ADDR/LEN)", w.text),
+        ));
+        return None;
+    };
+    Some(name)
+}
+
+/// The first reverse zone `ip/len` expands to (the network address, its
+/// prefix rounded up to whole octets, or nibbles for IPv6).
+fn first_reverse_zone(ip: IpAddr, len: u8) -> Option<Name> {
+    let labels: Vec<String> = match ip {
+        IpAddr::V4(v4) if len <= 32 => {
+            let octets = usize::from(len).div_ceil(8);
+            let net = u32::from(v4) & u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+            net.to_be_bytes()[..octets].iter().rev().map(u8::to_string).collect()
+        }
+        IpAddr::V6(v6) if len <= 128 => {
+            let nibbles = usize::from(len).div_ceil(4);
+            let net = u128::from(v6) & u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
+            let all: Vec<u8> = net.to_be_bytes().iter().flat_map(|b| [b >> 4, b & 15]).collect();
+            all[..nibbles].iter().rev().map(|n| format!("{n:x}")).collect()
+        }
+        _ => return None,
+    };
+    let suffix = if ip.is_ipv4() { "in-addr.arpa." } else { "ip6.arpa." };
+    let text = labels.iter().map(|l| format!("{l}.")).collect::<String>() + suffix;
+    Name::from_ascii(text).ok()
+}
+
+/// The upstreams of every `TO` word, deduplicated; `resolver` resolves
+/// hostnames (empty: the system resolver).
+pub fn upstreams(
+    words: &[Word],
+    dir: &Path,
+    resolver: &[SocketAddr],
+    errors: &mut Vec<ConfigError>,
+) -> Vec<SocketAddr> {
+    let mut to: Vec<SocketAddr> = Vec::new();
+    for w in words {
+        for addr in one(w, dir, resolver, errors) {
+            if !to.contains(&addr) {
+                to.push(addr);
+            }
+        }
+    }
+    to
+}
+
+/// The upstreams one `TO` word names.
+fn one(w: &Word, dir: &Path, resolver: &[SocketAddr], errors: &mut Vec<ConfigError>) -> Vec<SocketAddr> {
+    let text = w.text.as_str();
+    for (scheme, what) in [("tls://", "DNS over TLS"), ("https://", "DNS over HTTPS")] {
+        if text.starts_with(scheme) {
+            errors.push(ConfigError::new(
+                &w.pos,
+                format!("forward: '{text}': {what} upstreams are not supported; forward over plain DNS (IP[:PORT]) to a local proxy that speaks it"),
+            ));
+            return Vec::new();
+        }
+    }
+    let bare = text.strip_prefix("dns://").unwrap_or(text);
+    if let Some(addr) = socket_addr(bare) {
+        return vec![addr];
+    }
+    let path = dir.join(bare);
+    let read = std::fs::read_to_string(&path);
+    if let Ok(body) = &read {
+        // A file without nameserver lines adds none (as in CoreDNS); only
+        // a forward left with no upstream at all is an error.
+        return resolv_conf(body);
+    }
+    let Some((host, port)) = hostname(bare) else {
+        let e = read
+            .err()
+            .map(|e| format!(" ({}: {e})", path.display()))
+            .unwrap_or_default();
+        errors.push(ConfigError::new(
+            &w.pos,
+            format!("forward: '{text}' is not an address (IP[:PORT]), a readable resolv.conf file nor a hostname{e}"),
+        ));
+        return Vec::new();
+    };
+    let found = lookup(&host, port, resolver);
+    if found.is_empty() {
+        let via = if resolver.is_empty() {
+            "the system resolver".to_string()
+        } else {
+            format!("resolver {}", super::spaced(resolver, ""))
+        };
+        errors.push(ConfigError::new(
+            &w.pos,
+            format!("forward: failed to resolve '{host}' through {via} (not an address, nor a readable resolv.conf file {})", path.display()),
+        ));
+    }
+    found
+}
+
+/// `HOST[:PORT]` when `text` is a hostname (not a path, not an address).
+fn hostname(text: &str) -> Option<(String, u16)> {
+    let (host, port) = match text.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse().ok()?),
+        None => (text, 53),
+    };
+    let valid = !host.is_empty()
+        && !host.contains('/')
+        && host.parse::<IpAddr>().is_err()
+        && host
+            .split('.')
+            .all(|l| l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        && Name::from_ascii(host).is_ok();
+    valid.then(|| (host.trim_end_matches('.').to_string(), port))
+}
+
+/// The addresses of `host` (A then AAAA) at `port`.
+fn lookup(host: &str, port: u16, resolver: &[SocketAddr]) -> Vec<SocketAddr> {
+    if resolver.is_empty() {
+        return (host, port).to_socket_addrs().map(|a| a.collect()).unwrap_or_default();
+    }
+    let Ok(name) = Name::from_ascii(format!("{host}.")) else {
+        return Vec::new();
+    };
+    for r in resolver {
+        let mut ips: Vec<IpAddr> = Vec::new();
+        for t in [RecordType::A, RecordType::AAAA] {
+            ips.extend(ask(*r, &name, t));
+        }
+        if !ips.is_empty() {
+            return ips.into_iter().map(|ip| SocketAddr::new(ip, port)).collect();
+        }
+    }
+    Vec::new()
+}
+
+/// One question to `resolver` over UDP (2 s), its addresses.
+fn ask(resolver: SocketAddr, name: &Name, t: RecordType) -> Vec<IpAddr> {
+    let id = fastrand::u16(..);
+    let mut m = Message::new(id, MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = true;
+    m.add_query(Query::query(name.clone(), t));
+    let local: SocketAddr = if resolver.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        ([0u16; 8], 0).into()
+    };
+    let got = (|| {
+        let s = UdpSocket::bind(local).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        s.connect(resolver).ok()?;
+        s.send(&m.to_vec().ok()?).ok()?;
+        let mut buf = vec![0u8; 4096];
+        let n = s.recv(&mut buf).ok()?;
+        let q = Query::query(name.clone(), t);
+        crate::query::forward::upstream::matching(&buf[..n], id, &q)
+    })();
+    let answers = got.map(|m| m.answers).unwrap_or_default();
+    answers
+        .iter()
+        .filter_map(|r| match &r.data {
+            RData::A(a) => Some(IpAddr::V4(a.0)),
+            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `IP`, `IP:PORT`, `[IPv6]:PORT`; port 53 when absent.
+pub fn socket_addr(text: &str) -> Option<SocketAddr> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(SocketAddr::new(ip, 53));
+    }
+    text.parse().ok()
+}
+
+/// The `nameserver` addresses of a resolv.conf body.
+pub fn resolv_conf(body: &str) -> Vec<SocketAddr> {
+    body.lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some("nameserver")).then(|| words.next()).flatten()
+        })
+        .filter_map(|ip| ip.split('%').next().and_then(socket_addr))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolv_conf_nameservers() {
+        let body =
+            "# x\nsearch a b\nnameserver 10.0.0.10\nnameserver fe80::1%eth0\noptions ndots:5\nnameserver bogus\n";
+        assert_eq!(
+            resolv_conf(body),
+            vec![
+                "10.0.0.10:53".parse().expect("addr"),
+                "[fe80::1]:53".parse().expect("addr")
+            ]
+        );
+        assert_eq!(
+            socket_addr("127.0.0.1:5300"),
+            Some("127.0.0.1:5300".parse().expect("addr"))
+        );
+    }
+
+    #[test]
+    fn cidr_from_is_its_first_reverse_zone() {
+        let z = |ip: &str, len| first_reverse_zone(ip.parse().expect("ip"), len).map(|n| n.to_ascii());
+        // plugin/forward/setup_test.go TestSetup: 10.9.3.0/18 -> 0.9.10.in-addr.arpa.
+        assert_eq!(z("10.9.3.0", 18).as_deref(), Some("0.9.10.in-addr.arpa."));
+        assert_eq!(z("10.0.0.0", 8).as_deref(), Some("10.in-addr.arpa."));
+        assert_eq!(z("fd00::", 12).as_deref(), Some("0.d.f.ip6.arpa."));
+        assert_eq!(z("10.0.0.0", 33), None);
+    }
+
+    #[test]
+    fn hostnames_are_told_from_paths_and_addresses() {
+        assert_eq!(hostname("dns.example.org"), Some(("dns.example.org".into(), 53)));
+        assert_eq!(hostname("my-dns.svc:5353"), Some(("my-dns.svc".into(), 5353)));
+        assert_eq!(hostname("/etc/resolv.conf"), None);
+        assert_eq!(hostname("10.0.0.1"), None);
+        assert_eq!(hostname("a b"), None);
+    }
+}

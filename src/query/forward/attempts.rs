@@ -1,0 +1,111 @@
+//! One `forward` directive answering one query: its upstreams in policy
+//! order, as CoreDNS walks them. An upstream that gives no answer (timeout,
+//! refused connection) costs one connect attempt and the next is tried;
+//! the walk wraps around until an answer comes, `max_connect_attempts`
+//! (default twice the upstreams) attempts failed, or the 5 s budget of a
+//! query is spent. An answer whose rcode is listed in `failover` is passed
+//! over for the next upstream while upstreams remain untried. Upstreams
+//! marked down are skipped; when all are, one is tried anyway, or none with
+//! `failfast_all_unhealthy_upstreams`. A truncated UDP answer is asked
+//! again over TCP when `prefer_udp` sent a TCP client's query over UDP.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Message, Query};
+
+use super::upstream::Upstream;
+use super::{health_check, Forward, Forwarding};
+
+/// CoreDNS's budget for one query through one `forward`.
+const BUDGET: Duration = Duration::from_secs(5);
+
+impl Forwarding {
+    /// One `forward`: its upstreams in policy order until one answers.
+    pub(super) async fn forward_one(&self, fw: &Forward, request: &[u8], query: &Query, tcp: bool) -> Option<Message> {
+        let order = fw.order();
+        let n = order.len();
+        let cap = fw.cfg.max_connect_attempts.unwrap_or(2 * n as u32);
+        let budget = tokio::time::Instant::now() + BUDGET;
+        let (mut attempts, mut failovers, mut i, mut down) = (0u32, 0usize, 0usize, 0usize);
+        let mut bytes = request.to_vec();
+        while tokio::time::Instant::now() < budget && (cap == 0 || attempts < cap) {
+            if i >= n {
+                (i, down) = (0, 0);
+            }
+            let mut up = &fw.upstreams[order[i]];
+            i += 1;
+            if !up.usable() {
+                down += 1;
+                if down < n {
+                    continue;
+                }
+                self.healthcheck_broken.fetch_add(1, Ordering::Relaxed);
+                let fallback = order
+                    .iter()
+                    .find(|j| !fw.upstreams[**j].looping.load(Ordering::Relaxed));
+                match fallback {
+                    Some(j) if !fw.cfg.failfast => up = &fw.upstreams[*j],
+                    _ => return None,
+                }
+            }
+            match self.attempt(fw, up, &mut bytes, query, tcp).await {
+                Some(m) if fw.cfg.failover.contains(&m.metadata.response_code) && failovers + 1 < n => {
+                    failovers += 1;
+                }
+                Some(m) => return Some(m),
+                None => {
+                    attempts += 1;
+                    if down >= n {
+                        return None; // the one tried though all were down
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// One exchange with `up` (again over TCP for a truncated answer that
+    /// `prefer_udp` asked over UDP); `None` when no answer came.
+    async fn attempt(
+        &self,
+        fw: &Forward,
+        up: &Arc<Upstream>,
+        bytes: &mut [u8],
+        query: &Query,
+        tcp: bool,
+    ) -> Option<Message> {
+        let mut over_tcp = tcp;
+        loop {
+            self.note_probe(query, up);
+            let id = fastrand::u16(..);
+            if bytes.len() >= 2 {
+                bytes[..2].copy_from_slice(&id.to_be_bytes());
+            }
+            let deadline = tokio::time::Instant::now() + fw.cfg.read_timeout;
+            let asked = Instant::now();
+            match up.exchange(bytes, id, query, over_tcp, deadline, &fw.cfg).await {
+                Ok(m) if m.metadata.truncation && !over_tcp && fw.cfg.prefer_udp && !fw.cfg.force_tcp => {
+                    over_tcp = true;
+                }
+                Ok(m) => {
+                    let slot = crate::metrics::rcode_slot(m.metadata.response_code);
+                    up.durations[slot].observe(asked.elapsed().as_nanos() as u64);
+                    up.fails.store(0, Ordering::Relaxed);
+                    up.trim_pool(&fw.cfg);
+                    return Some(m);
+                }
+                Err(e) => {
+                    tracing::debug!(target: "forward", "{} for {}: {e}", up.addr, query.name());
+                    let fails = up.fails.fetch_add(1, Ordering::Relaxed) + 1;
+                    if fw.cfg.max_fails > 0 && fails >= fw.cfg.max_fails && !up.down.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(target: "forward", "upstream {} marked down after {fails} failures ({e}); probing it every {:?}", up.addr, fw.cfg.health_check);
+                        self.runtime.spawn(health_check(up.clone(), fw.cfg.clone()));
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+}
