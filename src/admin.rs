@@ -42,6 +42,8 @@ pub struct Live {
     pub dns64: Vec<Arc<crate::query::dns64::Dns64>>,
     /// `coredns_template_*` of each block with templates.
     pub templates: Vec<Arc<crate::query::template::TemplateStats>>,
+    /// `coredns_acl_*` of each block with an `acl`.
+    pub acl: Vec<Arc<crate::metrics::AclStats>>,
 }
 
 impl State {
@@ -141,6 +143,7 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
             crate::query::forward::render(&state.live.load().forwardings, &mut text);
             crate::query::dns64::render(&state.live.load().dns64, &mut text);
             crate::query::template::render(&state.live.load().templates, &mut text);
+            crate::metrics::acl::render(&state.live.load().acl, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")
         }
         _ => ("404 Not Found", "not found".to_string(), "text/plain"),

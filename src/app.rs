@@ -326,6 +326,15 @@ impl Runtime {
         if let Some(t) = &templates {
             built.live.templates.push(t.stats.clone());
         }
+        let acl_stats = (!server.acl.is_empty()).then(|| {
+            let zones: Vec<Vec<String>> = server
+                .acl
+                .iter()
+                .map(|r| r.zones.iter().map(|z| z.to_string()).collect())
+                .collect();
+            Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
+        });
+        built.live.acl.extend(acl_stats.clone());
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
             built.probes.push((key.clone(), p.clone(), zone.clone()));
@@ -342,6 +351,7 @@ impl Runtime {
             loadbalance: server.loadbalance.clone().map(Arc::new),
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
             acl: server.acl.clone(),
+            acl_stats,
             any: server.any,
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),

@@ -10,7 +10,8 @@
 //! cache, the cache-hit replay and the direct writer), concurrent identical
 //! queries at a slow upstream (coalescing), EDE 15/17, drop, and the three
 //! orders CoreDNS fixed in 2026 (rewrite before acl, acl before cache,
-//! autopath's names judged), plus `local`, `any` and `chaos` before acl.
+//! autopath's names judged), plus `local`, `any` and `chaos` before acl,
+//! and CoreDNS's `coredns_acl_*` counters, replays included.
 
 mod common;
 
@@ -20,7 +21,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::stub::{Mode, Stub};
-use common::{demo_cluster, framed, query, rcode_name, read_reply, temp_dir, Server};
+use common::{demo_cluster, framed, query, rcode_name, read_reply, temp_dir, value, Server};
 use hickory_proto::op::Message;
 use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 use hickory_proto::rr::{DNSClass, RecordType};
@@ -170,7 +171,7 @@ fn assert_answered(from: &str, name: &str, via: Via, times: usize) {
 fn start(tag: &str, body: &str) -> (Server, std::path::PathBuf) {
     let dir = temp_dir(tag);
     let text = format!(
-        ".:53 {{\n    bind {SERVER} fd00::53\n    ready 127.0.0.1:0\n{body}\n    kubernetes cluster.local {{\n        snapshot {}\n        pods verified\n    }}\n}}\n",
+        ".:53 {{\n    bind {SERVER} fd00::53\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n{body}\n    kubernetes cluster.local {{\n        snapshot {}\n        pods verified\n    }}\n}}\n",
         demo_cluster().display()
     );
     (Server::start(&dir, &text), dir)
@@ -356,4 +357,78 @@ fn ns_autopath_judged() {
         assert_denied(POD, "secret.protected.example.", RecordType::A, via, "REFUSED", 15);
         assert_denied(POD, "secret.shop.svc.cluster.local.", RecordType::A, via, "REFUSED", 15);
     }
+}
+
+#[test]
+fn acl_metrics_count_each_decision_for_the_client_that_caused_it() {
+    in_namespace("ns_acl_metrics");
+}
+
+#[test]
+#[ignore = "run in a network namespace by its wrapper test"]
+fn ns_acl_metrics() {
+    addresses();
+    let stub = Stub::start();
+    let body = format!(
+        "    acl cluster.local shop.svc.cluster.local example.com {{\n        filter type AAAA net 10.1.2.3\n        drop type TXT net 10.1.2.3\n        block net 10.1.2.3\n    }}\n    cache 30\n    forward . {}",
+        stub.addr
+    );
+    let (server, dir) = start("acl-metrics", &body);
+    let (web, fwd) = ("web.shop.svc.cluster.local.", "fwd.example.com.");
+    let asked = |from: &str, name: &str, qtype: RecordType| ask(from, SERVER, name, qtype, Via::Udp, true);
+    // allowed: the full path once, then memo (cluster) and cache-hit (forward) replays
+    for name in [web, fwd] {
+        for _ in 0..3 {
+            let m = asked(ALLOWED, name, RecordType::A).expect("allowed: a reply");
+            assert_eq!((rcode_name(&m).as_str(), m.answers.len()), ("NOERROR", 1), "{name}");
+        }
+    }
+    // denied, after the allowed client primed the memo and the cache
+    for _ in 0..2 {
+        let m = asked(DENIED, web, RecordType::A).expect("blocked: a reply");
+        assert_eq!(rcode_name(&m), "REFUSED");
+    }
+    assert_eq!(
+        rcode_name(&asked(DENIED, fwd, RecordType::A).expect("reply")),
+        "REFUSED"
+    );
+    let filtered = asked(DENIED, web, RecordType::AAAA).expect("filtered: a reply");
+    assert_eq!(
+        (rcode_name(&filtered).as_str(), ede(&filtered).map(|e| e.0)),
+        ("NOERROR", Some(17))
+    );
+    assert!(asked(DENIED, web, RecordType::TXT).is_none(), "dropped: no reply");
+    // outside the acl's zones the blocked address passes it: allowed, twice (full path, replay)
+    for _ in 0..2 {
+        let m = asked(DENIED, "out.example.org.", RecordType::A).expect("reply");
+        assert_eq!(rcode_name(&m), "NOERROR");
+    }
+
+    let text = server.metrics();
+    if let Some(verdict) = common::promtool_check(&text, &dir.join("metrics.txt")) {
+        assert_eq!(verdict, Ok(()), "promtool");
+    }
+    let labels = |zone: &str| format!("{{server=\"dns://10.0.0.53:53\",zone=\"{zone}\",view=\"\"}}");
+    let want = [
+        ("coredns_acl_blocked_requests_total", "shop.svc.cluster.local.", 2.0), // the longest zone
+        ("coredns_acl_blocked_requests_total", "example.com.", 1.0),
+        ("coredns_acl_blocked_requests_total", "cluster.local.", 0.0),
+        ("coredns_acl_filtered_requests_total", "shop.svc.cluster.local.", 1.0),
+        ("coredns_acl_dropped_requests_total", "shop.svc.cluster.local.", 1.0),
+        ("coredns_acl_dropped_requests_total", "example.com.", 0.0),
+    ];
+    for (family, zone, n) in want {
+        let series = format!("{family}{}", labels(zone));
+        assert_eq!(value(&text, &series), n, "{series}\n{text}");
+    }
+    let allowed = "coredns_acl_allowed_requests_total{server=\"dns://10.0.0.53:53\",view=\"\"}";
+    assert_eq!(
+        value(&text, allowed),
+        8.0,
+        "3 + 3 from 10.7.7.7, 2 outside the zones\n{text}"
+    );
+    assert!(
+        text.contains("coredns_plugin_enabled{server=\"dns://10.0.0.53:53\",zone=\".\",view=\"\",name=\"acl\"} 1"),
+        "{text}"
+    );
 }

@@ -366,6 +366,27 @@ pub const DNS64_TRANSLATED: Family = counter(
     "Counter of DNS requests translated by dns64.",
     &["server"],
 );
+const ACL: &[&str] = &["server", "zone", "view"];
+pub const ACL_BLOCKED: Family = counter(
+    "coredns_acl_blocked_requests_total",
+    "Counter of DNS requests being blocked.",
+    ACL,
+);
+pub const ACL_FILTERED: Family = counter(
+    "coredns_acl_filtered_requests_total",
+    "Counter of DNS requests being filtered.",
+    ACL,
+);
+pub const ACL_DROPPED: Family = counter(
+    "coredns_acl_dropped_requests_total",
+    "Counter of DNS requests being dropped.",
+    ACL,
+);
+pub const ACL_ALLOWED: Family = counter(
+    "coredns_acl_allowed_requests_total",
+    "Counter of DNS requests being allowed.",
+    &["server", "view"],
+);
 
 /// Every family, for the test that checks the rendered page against them.
 #[rustfmt::skip]
@@ -382,7 +403,8 @@ pub const ALL: &[Family] = &[
     FORWARD_MAX_CONCURRENT_REJECTS, FORWARD_HEALTHCHECK_BROKEN, LOOP_DETECTED,
     PROXY_HEALTHCHECK_FAILURES, PROXY_DURATION, CACHE_ENTRIES, CACHE_HITS, CACHE_REQUESTS,
     CACHE_MISSES, CACHE_PREFETCH, CACHE_SERVED_STALE, CACHE_EVICTIONS, TEMPLATE_MATCHES,
-    TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES, DNS64_TRANSLATED,
+    TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES, DNS64_TRANSLATED, ACL_BLOCKED, ACL_FILTERED, ACL_DROPPED,
+    ACL_ALLOWED,
 ];
 
 // --- label values and buckets ---

@@ -8,9 +8,10 @@
 //! and zone): a query indexes arrays by enum ([`labels`]), never looks a
 //! label up, and adds to a per-thread stripe ([`hist`]) so workers do not
 //! fight over cache lines. The Prometheus text is written at scrape time
-//! ([`render`]), each group of counters by its own file: [`zone`],
+//! ([`render`]), each group of counters by its own file: [`zone`], [`acl`],
 //! [`tcp`], [`clients`], [`memo`], [`watch`], [`nodelocal`], [`process`].
 
+pub mod acl;
 pub mod catalogue;
 mod clients;
 mod counts;
@@ -28,9 +29,10 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
+pub use acl::{AclStats, Denial};
 pub use catalogue::{KINDS, NODECACHE_ERRORS, RESTART_REASONS, RESTORED, SERVICE_KINDS};
 pub use clients::{ClientSlots, Clients};
-pub use counts::Counts;
+pub use counts::{Counts, Slots};
 pub use hist::{Durations, Histogram};
 pub use labels::{rcode_name, rcode_slot, type_slot, Expansion, Plugin, Transport, RCODE_LABELS};
 pub use memo::{memo_stripe, revalidations, MemoStripe};

@@ -153,7 +153,9 @@ pub fn after<'a>(
     match routed {
         Routed::Forward(..) => {
             // the task asks A too: only if `acl` would let this client ask it
-            if router.admits(query.name(), u16::from(RecordType::A), asker.client) {
+            let admission = router.admits(query.name(), u16::from(RecordType::A), asker.client);
+            if admission.allowed {
+                admission.credit();
                 out.dns64 = Some(d.clone());
             }
             routed

@@ -73,7 +73,7 @@ struct Arrival<'a> {
     bytes: &'a [u8],
     wire: Option<request::Wire>,
     /// [`Router::admits`] for a plain query (`wire`).
-    admitted: Option<bool>,
+    admitted: Option<route::Admission<'a>>,
     peer: SocketAddr,
     transport: Transport,
     started: Instant,
@@ -146,7 +146,9 @@ impl Handler {
         // `acl` first: a denied client never reaches a replay (coredns#8289).
         let admitted = wire.map(|w| router.admits(route::WireName(w.name(bytes)), w.qtype, peer.ip()));
         let memo_key = match &wire {
-            Some(wire) if admitted == Some(true) => memo::Key::of(bytes, wire, transport, &mut scratch.key),
+            Some(wire) if admitted.is_some_and(|a| a.allowed) => {
+                memo::Key::of(bytes, wire, transport, &mut scratch.key)
+            }
             _ => None,
         };
         let at = Arrival {
@@ -169,6 +171,9 @@ impl Handler {
             .memo
             .replay(&key, bytes, &view, &mut scratch.out)
             .or_else(|| scratch.hits.replay(&router, &key, bytes, started, &mut scratch.out));
+        if let (Some(_), Some(admission)) = (&replayed, admitted) {
+            admission.credit(); // the full path counts the others
+        }
         let outcome = replayed.or_else(|| self.learned(&router, &at, &key, &view, scratch, sink));
         key.recycle(&mut scratch.key);
         let Some(outcome) = outcome else {
@@ -319,7 +324,10 @@ impl Handler {
         let answer = &mut scratch.answer;
         let admitted = (at.admitted)
             .unwrap_or_else(|| router.admits(req.query.name(), u16::from(req.query.query_type()), at.peer.ip()));
-        if let Some((truncated, edns)) = router.write_direct(&req, admitted, at.transport, answer, &mut scratch.out) {
+        if let Some((truncated, edns)) =
+            router.write_direct(&req, admitted.allowed, at.transport, answer, &mut scratch.out)
+        {
+            admitted.credit();
             return Err(Full::Reply(outcome(answer, truncated, Some(&req.query), edns)));
         }
         answer.clear();

@@ -44,7 +44,7 @@ mod block;
 mod chase;
 mod direct;
 
-pub(crate) use acl::{Asked, WireName};
+pub(crate) use acl::{Admission, Asked, WireName};
 
 pub use block::{Block, LoopProbe};
 
@@ -186,8 +186,9 @@ impl Router {
         };
         let asked = rewritten.as_ref().map_or(query, |(q, _)| q);
         // `acl` judges the name `rewrite` made (GHSA-c9v3-4pv7-87pr), before `cache`.
-        let verdict = acl::judge(&block.acl, asked.name(), u16::from(asked.query_type()), asker.client);
-        let routed = if let Some(denied) = acl::deny(verdict, out) {
+        let verdict = acl::decide(&block.acl, asked.name(), u16::from(asked.query_type()), asker.client);
+        acl::tally(block, verdict);
+        let routed = if let Some(denied) = acl::deny(verdict.action, out) {
             denied
         } else if asked.query_class() != DNSClass::IN {
             out.error(UNHANDLED); // another class than IN (after `rewrite class`) is not ours

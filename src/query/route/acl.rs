@@ -10,6 +10,9 @@
 //! allow. A blocked query is REFUSED with extended error 15 (Blocked), a
 //! filtered one NOERROR without records with 17 (Filtered), both with no
 //! extra text and only to EDNS clients; a dropped one gets no reply.
+//! Each judgement counts in the block's `coredns_acl_*` ([`tally`]); an
+//! admission before a replay only when the replay answers
+//! ([`Admission::credit`]).
 
 use std::net::IpAddr;
 
@@ -18,6 +21,7 @@ use hickory_proto::rr::Name;
 
 use super::{Asker, Block, Routed, Router};
 use crate::config::acl::{AclAction, AclRule};
+use crate::metrics::{AclStats, Denial};
 use crate::query::answer::Answer;
 
 /// RFC 8914 info codes.
@@ -69,14 +73,88 @@ impl Asked for WireName<'_> {
     }
 }
 
+/// What `rules` decided, and which rule and zone of it (the longest
+/// holding the name, CoreDNS's `zone` label) when it was a denial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    pub action: AclAction,
+    rule: usize,
+    zone: usize,
+}
+
 /// What `rules` decide for `client` asking `qtype` of `name`.
 pub(crate) fn judge<N: Asked>(rules: &[AclRule], name: N, qtype: u16, client: IpAddr) -> AclAction {
-    for rule in rules.iter().filter(|r| r.zones.iter().any(|z| name.under(z))) {
+    decide(rules, name, qtype, client).action
+}
+
+/// [`judge`], with where a denial came from.
+pub(crate) fn decide<N: Asked>(rules: &[AclRule], name: N, qtype: u16, client: IpAddr) -> Verdict {
+    for (r, rule) in rules.iter().enumerate() {
+        if !rule.zones.iter().any(|z| name.under(z)) {
+            continue;
+        }
         if let Some(p) = rule.policies.iter().find(|p| p.matches(client, qtype)) {
-            return p.action;
+            let zone = match p.action {
+                AclAction::Allow => 0,
+                _ => (rule.zones.iter().enumerate())
+                    .filter(|(_, z)| name.under(z))
+                    .max_by_key(|(_, z)| z.num_labels())
+                    .map_or(0, |(i, _)| i),
+            };
+            return Verdict {
+                action: p.action,
+                rule: r,
+                zone,
+            };
         }
     }
-    AclAction::Allow
+    Verdict {
+        action: AclAction::Allow,
+        rule: 0,
+        zone: 0,
+    }
+}
+
+/// Counts `verdict` in `block`'s `coredns_acl_*` (when it has an `acl`).
+pub(super) fn tally(block: &Block, verdict: Verdict) {
+    let Some(stats) = &block.acl_stats else {
+        return;
+    };
+    let how = match verdict.action {
+        AclAction::Allow => return stats.allowed(),
+        AclAction::Block => Denial::Blocked,
+        AclAction::Filter => Denial::Filtered,
+        AclAction::Drop => Denial::Dropped,
+    };
+    stats.denied(verdict.rule, verdict.zone, how);
+}
+
+/// What [`Router::admits`] found: whether the client may be answered
+/// without the full path, and the block's `acl` counters to credit when it
+/// is (none when the block has no `acl`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Admission<'a> {
+    pub allowed: bool,
+    stats: Option<&'a AclStats>,
+}
+
+impl Admission<'_> {
+    /// No `acl` stands in the way and none counts.
+    const OPEN: Admission<'static> = Admission {
+        allowed: true,
+        stats: None,
+    };
+
+    /// Counts a reply given without the full path (a memo or cache-hit
+    /// replay, the direct writer, `dns64`'s A question asked by the
+    /// forwarding task) as allowed by the block's `acl`: one per-thread
+    /// counter store.
+    #[inline]
+    pub(crate) fn credit(self) {
+        if let Some(stats) = self.stats.filter(|_| self.allowed) {
+            stats.allowed();
+        }
+    }
 }
 
 /// Writes what `action` answers into `out`: `None` when the query goes on.
@@ -96,15 +174,20 @@ impl Router {
     /// Whether `client` may ask `qtype` of `name` (decoded, or the wire
     /// bytes of a plain query) before any plugin changes the question: what allows a memo or cache-hit
     /// replay, or the cluster's direct writer, for this query. Cheap when
-    /// no block has an `acl`; never allocates.
-    pub(crate) fn admits<N: Asked>(&self, name: N, qtype: u16, client: IpAddr) -> bool {
+    /// no block has an `acl`; never allocates. Counts nothing: the caller
+    /// credits the admission when it answers without the full path
+    /// ([`Admission::credit`]), which else counts ([`Router::answer`]).
+    pub(crate) fn admits<N: Asked>(&self, name: N, qtype: u16, client: IpAddr) -> Admission<'_> {
         if self.blocks.iter().all(|b| b.acl.is_empty()) {
-            return true;
+            return Admission::OPEN;
         }
-        let Some((block, _)) = self.block(name) else {
-            return true; // no block: REFUSED by the full path
+        let Some((block, _)) = self.block(name).filter(|(b, _)| !b.acl.is_empty()) else {
+            return Admission::OPEN; // no block (REFUSED by the full path), or no `acl`
         };
-        block.acl.is_empty() || judge(&block.acl, name, qtype, client) == AclAction::Allow
+        Admission {
+            allowed: judge(&block.acl, name, qtype, client) == AclAction::Allow,
+            stats: block.acl_stats.as_deref(),
+        }
     }
 
     /// A second name asked on the client's behalf (an `autopath` search
@@ -122,12 +205,14 @@ impl Router {
         out: &mut Answer,
     ) -> Routed<'a> {
         let qtype = u16::from(query.query_type());
-        let mut verdict = judge(&home.acl, query.name(), qtype, asker.client);
-        if verdict == AclAction::Allow && !std::ptr::eq(entry, home) {
-            verdict = judge(&entry.acl, query.name(), qtype, asker.client);
+        let mut verdict = decide(&home.acl, query.name(), qtype, asker.client);
+        tally(home, verdict);
+        if verdict.action == AclAction::Allow && !std::ptr::eq(entry, home) {
+            verdict = decide(&entry.acl, query.name(), qtype, asker.client);
+            tally(entry, verdict);
         }
         let judged = !home.acl.is_empty() || !entry.acl.is_empty();
-        let routed = deny(verdict, out).unwrap_or_else(|| self.through(home, query, asker, out));
+        let routed = deny(verdict.action, out).unwrap_or_else(|| self.through(home, query, asker, out));
         if judged {
             out.memoizable = false;
         }

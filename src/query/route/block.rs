@@ -60,6 +60,8 @@ pub struct Block {
     pub autopath: Option<AutopathConfig>,
     /// `acl` directives in order ([`super::acl`]).
     pub acl: Vec<AclRule>,
+    /// The `coredns_acl_*` counters of `acl` (none without one).
+    pub acl_stats: Option<Arc<crate::metrics::AclStats>>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,
     pub dns64: Option<Arc<crate::query::dns64::Dns64>>,
@@ -89,6 +91,7 @@ impl Block {
             loadbalance: None,
             autopath: None,
             acl: Vec::new(),
+            acl_stats: None,
             any: false,
             dns64: None,
             k8s_external: None,
