@@ -254,7 +254,7 @@ fn run_server(shown: &str, dir: &Path, s: &table::Server, bind: &[IpAddr], coref
         Ok(r) => r,
         Err(e) => {
             for c in &s.cases {
-                o.failures.push(format!("{shown}:{}: {}: {e}", c.line, c.name));
+                judge(o, shown, c.line, &c.name, c.gap.as_deref(), Some(&format!(": {e}")));
             }
             return;
         }
