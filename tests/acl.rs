@@ -338,9 +338,11 @@ fn ns_autopath_judged() {
         "192.0.2.123 secret.protected.example\n192.0.2.124 open.public.example\n",
     )
     .expect("hosts");
-    // hosts answers NXDOMAIN for the other names of its zones: the walk goes on
+    // hosts answers SERVFAIL for a name it does not hold (as CoreDNS's hosts without
+    // fallthrough), which ends a walk: a template answers NXDOMAIN for secret.public.example
+    // so the walk goes on to secret.protected.example, the name the acl must judge
     let body = format!(
-        "    acl protected.example {{\n        block\n    }}\n    autopath {}\n    hosts {} public.example protected.example",
+        "    acl protected.example {{\n        block\n    }}\n    autopath {}\n    template IN ANY public.example {{\n        match ^secret[.]public[.]example[.]$\n        rcode NXDOMAIN\n        fallthrough\n    }}\n    hosts {} public.example protected.example",
         resolv.display(),
         hosts.display()
     );
