@@ -10,6 +10,7 @@
 
 #[path = "coredns/check.rs"]
 mod check;
+mod common;
 #[path = "coredns/records.rs"]
 mod records;
 #[path = "coredns/serve.rs"]

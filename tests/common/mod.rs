@@ -372,14 +372,20 @@ pub fn framed(query: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Reads one length-prefixed reply (`None` at EOF, reset, timeout or an
-/// undecodable reply).
-pub fn read_reply(s: &mut TcpStream) -> Option<Message> {
+/// Reads one length-prefixed DNS message off a TCP stream (`None` at EOF,
+/// reset or timeout).
+pub fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
     let mut len = [0u8; 2];
     s.read_exact(&mut len).ok()?;
     let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
     s.read_exact(&mut buf).ok()?;
-    Message::from_vec(&buf).ok()
+    Some(buf)
+}
+
+/// Reads one length-prefixed reply (`None` at EOF, reset, timeout or an
+/// undecodable reply).
+pub fn read_reply(s: &mut TcpStream) -> Option<Message> {
+    Message::from_vec(&read_frame(s)?).ok()
 }
 
 /// Sends several queries on one TCP connection without waiting (pipelined)

@@ -6,7 +6,7 @@
 //! its address. Every query received is counted and kept (the last 100),
 //! with the address it came from; TCP connections accepted are counted.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -263,14 +263,9 @@ fn serve_tcp(mut conn: TcpStream, s: &Shared) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
     let Ok(peer) = conn.peer_addr() else { return };
     loop {
-        let mut len = [0u8; 2];
-        if conn.read_exact(&mut len).is_err() {
+        let Some(buf) = super::read_frame(&mut conn) else {
             return;
-        }
-        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
-        if conn.read_exact(&mut buf).is_err() {
-            return;
-        }
+        };
         let Ok(req) = Message::from_vec(&buf) else { return };
         s.saw(&req, peer);
         let m = match mode(s) {

@@ -4,8 +4,8 @@
 //! from its log, and `/ready` polled. Tables with `from` addresses run in a
 //! network namespace of their own (`Netns`), entered by the calling thread.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -202,21 +202,10 @@ pub fn start(conf: &Path, listeners: usize) -> Result<Running, String> {
     }
     let ready = ready.ok_or("no ready address")?;
     while Instant::now() < deadline {
-        if http_get(ready, "/ready").starts_with("HTTP/1.1 200") {
+        if crate::common::http_get(ready, "/ready").starts_with("HTTP/1.1 200") {
             return Ok(running);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     Err(format!("server not ready within 20 s:\n{}", running.log_text()))
-}
-
-fn http_get(addr: SocketAddr, path: &str) -> String {
-    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
-        return String::new();
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out
 }

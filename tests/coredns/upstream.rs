@@ -7,7 +7,7 @@
 //! gets NXDOMAIN, a name with records of other types NOERROR and no data.
 //! Every request is kept, so rows can be checked against what was asked.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -130,14 +130,9 @@ fn pair(ip: std::net::IpAddr) -> Result<(UdpSocket, TcpListener), String> {
 fn serve_tcp(mut conn: TcpStream, s: &Script, seen: &Mutex<Vec<Message>>) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
     loop {
-        let mut len = [0u8; 2];
-        if conn.read_exact(&mut len).is_err() {
+        let Some(buf) = crate::common::read_frame(&mut conn) else {
             return;
-        }
-        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
-        if conn.read_exact(&mut buf).is_err() {
-            return;
-        }
+        };
         let Some(bytes) = reply(&buf, s, seen) else { continue };
         let mut frame = u16::try_from(bytes.len()).unwrap_or(0).to_be_bytes().to_vec();
         frame.extend_from_slice(&bytes);
