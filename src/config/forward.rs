@@ -263,24 +263,10 @@ fn health_check(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigEr
     }
 }
 
-/// An rcode by its name, as CoreDNS spells them: `NXDOMAIN`, `SERVFAIL`, ...
+/// An rcode by its name in any case (`NXDOMAIN`, `servfail`, ...): the
+/// names CoreDNS accepts, from the one table `template` keeps.
 pub fn rcode(text: &str) -> Option<ResponseCode> {
-    const NAMES: [(&str, u16); 12] = [
-        ("NOERROR", 0),
-        ("FORMERR", 1),
-        ("SERVFAIL", 2),
-        ("NXDOMAIN", 3),
-        ("NOTIMP", 4),
-        ("REFUSED", 5),
-        ("YXDOMAIN", 6),
-        ("YXRRSET", 7),
-        ("NXRRSET", 8),
-        ("NOTAUTH", 9),
-        ("NOTZONE", 10),
-        ("BADVERS", 16),
-    ];
-    let (_, code) = NAMES.iter().find(|(n, _)| n.eq_ignore_ascii_case(text))?;
-    Some(<ResponseCode as From<u16>>::from(*code))
+    super::template::rcode_by_name(&text.to_ascii_uppercase()).map(<ResponseCode as From<u16>>::from)
 }
 
 #[cfg(test)]
