@@ -208,13 +208,20 @@ fn restored_within_check(lab: &Lab, ipt: &str, log: &Path) {
         lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL)
     });
     assert!(address_back, "address not restored");
-    let m = lab.metrics(LINK_LOCAL, 9253);
-    for series in [
+    // the check puts a rule back, then counts it: read the counters until they
+    // say so (bounded), not in the same instant the rule reappeared
+    let want = [
         "clusterdns_nodelocal_restored_total{what=\"rule\"} 1",
         "clusterdns_nodelocal_restored_total{what=\"address\"} 1",
         "coredns_nodecache_setup_errors_total{errortype=\"iptables\"} 0",
-    ] {
-        assert!(m.contains(series), "no {series} in:\n{m}");
+    ];
+    let counted = eventually(3.0, || {
+        let m = lab.metrics(LINK_LOCAL, 9253);
+        want.iter().all(|series| m.contains(series))
+    });
+    let m = lab.metrics(LINK_LOCAL, 9253);
+    for series in want {
+        assert!(counted && m.contains(series), "no {series} in:\n{m}");
     }
     wait_log(
         log,
