@@ -90,6 +90,21 @@ pub fn demo_cluster() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("zones/cluster.yaml")
 }
 
+/// Reads `out` line by line on a thread of its own: each line is kept in
+/// `log` and sent on the returned channel (readers wait for "listening on").
+pub fn follow<R: Read + Send + 'static>(out: R, log: Arc<Mutex<Vec<String>>>) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            if let Ok(mut l) = log.lock() {
+                l.push(line);
+            }
+        }
+    });
+    rx
+}
+
 /// A running server, killed on drop.
 pub struct Server {
     child: Child,
@@ -139,16 +154,7 @@ impl Server {
                 }
             }
         });
-        let (tx, rx) = mpsc::channel();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line.clone());
-                if let Ok(mut l) = sink.lock() {
-                    l.push(line);
-                }
-            }
-        });
+        let rx = follow(stderr, log.clone());
         let (mut dns, mut ready) = (None, None);
         let deadline = Instant::now() + Duration::from_secs(20);
         while dns.is_none() || ready.is_none() {

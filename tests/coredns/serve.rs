@@ -4,11 +4,9 @@
 //! from its log, and `/ready` polled. Tables with `from` addresses run in a
 //! network namespace of their own (`Netns`), entered by the calling thread.
 
-use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -167,16 +165,7 @@ pub fn start(conf: &Path, listeners: usize) -> Result<Running, String> {
         .map_err(|e| format!("start clusterdns: {e}"))?;
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let log = Arc::new(Mutex::new(Vec::new()));
-    let (tx, rx) = mpsc::channel();
-    let sink = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line.clone());
-            if let Ok(mut l) = sink.lock() {
-                l.push(line);
-            }
-        }
-    });
+    let rx = crate::common::follow(stderr, log.clone());
     let mut running = Running {
         child,
         dns: Vec::new(),
