@@ -43,6 +43,8 @@ mod acl;
 mod block;
 mod chase;
 mod direct;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use acl::{Admission, Asked, WireName};
 
