@@ -13,25 +13,23 @@
 //! a forwarded cache miss leaves it: the query becomes a [`defer::Job`]
 //! answered by a task through the socket or connection it came from.
 
-pub mod answer;
 pub mod chaos;
 pub mod cluster;
 pub mod defer;
 pub mod dns64;
-pub mod finish;
 pub mod forward;
 pub mod k8s_external;
 pub mod local;
 pub mod localhost;
 pub mod log;
 pub mod memo;
+pub mod reply;
 pub mod request;
 pub mod rewrite;
 pub mod route;
 pub mod tcp;
 pub mod template;
 pub mod udp;
-pub mod wire;
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -39,9 +37,9 @@ use std::time::Instant;
 use hickory_proto::op::{Query, ResponseCode};
 
 use crate::metrics::{Metrics, Transport};
-pub use answer::Answer;
 use defer::ChaseKind;
-use finish::Echo;
+use reply::wire::hickory::{self, Echo};
+pub use reply::Answer;
 use request::Checked;
 pub use route::{Asker, Block, LoopProbe, Routed, Router};
 
@@ -299,7 +297,7 @@ impl Handler {
             edns,
         };
         let (answer, out) = (&scratch.answer, &mut scratch.out);
-        let truncated = finish::write_for(out, &echo, answer, at.transport);
+        let truncated = hickory::write_for(out, &echo, answer, at.transport);
         if out.is_empty() {
             return Full::Nothing;
         }
@@ -456,7 +454,7 @@ fn upstream(
         None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
         Some((forwarded, kind)) => {
             let prefix = match kind {
-                ChaseKind::Autopath => vec![answer::cname(req.query.name(), 5, forwarded.name().clone())],
+                ChaseKind::Autopath => vec![reply::cname(req.query.name(), 5, forwarded.name().clone())],
                 ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
             };
             let chase = defer::Chase {
@@ -490,7 +488,7 @@ fn servfail(bytes: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
         query: query.as_ref(),
         edns,
     };
-    finish::write_for(out, &echo, &answer, transport);
+    hickory::write_for(out, &echo, &answer, transport);
     !out.is_empty()
 }
 

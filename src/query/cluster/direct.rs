@@ -25,9 +25,9 @@ use hickory_proto::rr::RecordType;
 use super::qname::{self, Qname};
 use super::{declare, service, Cluster, Found};
 use crate::metrics::Plugin;
-use crate::query::answer::{Answer, Zone};
-use crate::query::finish::Echo;
-use crate::query::wire::{Rec, Reply, ANSWER, AUTHORITY};
+use crate::query::reply::wire::hickory::Echo;
+use crate::query::reply::wire::{Rec, Reply, ANSWER, AUTHORITY};
+use crate::query::reply::{Answer, Zone};
 use crate::store::{Deps, ServiceKind, Snapshot};
 
 /// How the direct writer writes one reply.
@@ -148,7 +148,7 @@ fn collect(addrs: &mut Vec<IpAddr>, all: impl Iterator<Item = IpAddr>, qtype: Re
 /// `loadbalance`'s shuffle: the same draws as
 /// [`Answer::balance`] makes over the same records.
 fn shuffle(addrs: &mut [IpAddr]) {
-    crate::query::answer::shuffle(addrs.len(), |k, j| addrs.swap(k, j));
+    crate::query::reply::shuffle(addrs.len(), |k, j| addrs.swap(k, j));
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use hickory_proto::rr::Record;
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 use hickory_proto::ProtoError;
 
-use super::answer::Answer;
-use super::request::ClientEdns;
+use crate::query::reply::Answer;
+use crate::query::request::ClientEdns;
 
 /// The payload size we advertise in our OPT record.
 pub const OUR_PAYLOAD: u16 = 1232;
@@ -30,15 +30,15 @@ pub struct Echo<'a> {
 /// Writes the reply for a client on `transport` (its size limit follows
 /// from the transport and its EDNS). Returns whether it was truncated.
 pub fn write_for(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, transport: crate::metrics::Transport) -> bool {
-    write(out, echo, answer, super::request::limit(transport, echo.edns))
+    write(out, echo, answer, crate::query::request::limit(transport, echo.edns))
 }
 
 /// Writes the reply into `out` (cleared first), at most `limit` bytes:
-/// straight as bytes ([`super::wire`]) when it holds only the record types
+/// straight as bytes ([`super`]) when it holds only the record types
 /// that writer knows, else with hickory's encoder (the same bytes).
 /// Returns whether it was truncated.
 pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
-    match super::wire::encode(out, echo, answer, limit) {
+    match super::encode(out, echo, answer, limit) {
         Some(truncated) => truncated,
         None => write_with_hickory(out, echo, answer, limit),
     }
@@ -153,7 +153,7 @@ mod tests {
             let addr = std::net::IpAddr::from([10, 0, 0, i]);
             answer
                 .answers
-                .extend(super::super::answer::address(&owner, 5, addr, RecordType::A));
+                .extend(crate::query::reply::address(&owner, 5, addr, RecordType::A));
         }
         let meta = Metadata::new(7, MessageType::Query, OpCode::Query);
         let query = Query::query(owner.clone(), RecordType::A);

@@ -16,12 +16,14 @@
 //!
 //! [`encode`] takes the record types the query path produces (A, AAAA,
 //! CNAME, PTR, NS, SOA, SRV, TXT, HINFO); a reply holding any other type
-//! returns `None` and [`super::finish`] encodes it with hickory.
+//! returns `None` and [`hickory`] encodes it with hickory.
 
 use hickory_proto::rr::{Name, RData, Record};
 
-use super::answer::Answer;
-use super::finish::{Echo, OUR_PAYLOAD};
+use super::Answer;
+use hickory::{Echo, OUR_PAYLOAD};
+
+pub mod hickory;
 
 /// Stored compression candidates at most (hickory's limit).
 const CANDIDATES: usize = 64;
@@ -60,9 +62,9 @@ pub enum Data<'a> {
     /// CNAME, PTR, NS: one compressed name.
     Name(&'a Name),
     Soa(&'a hickory_proto::rr::rdata::SOA),
-    /// A zone's SOA from its prebuilt names ([`super::answer::soa`]'s
+    /// A zone's SOA from its prebuilt names ([`super::reply::soa`]'s
     /// values): the zone, the serial, the TTL (also the minimum).
-    ZoneSoa(&'a super::answer::Zone, u32, u32),
+    ZoneSoa(&'a super::Zone, u32, u32),
     Srv(&'a hickory_proto::rr::rdata::SRV),
     Txt(&'a hickory_proto::rr::rdata::TXT),
     Hinfo(&'a hickory_proto::rr::rdata::HINFO),
@@ -84,8 +86,8 @@ impl<'a> Rec<'a> {
         }
     }
 
-    /// `zone`'s SOA (class IN), as [`super::answer::soa`] builds it.
-    pub fn zone_soa(zone: &'a super::answer::Zone, ttl: u32, serial: u32) -> Rec<'a> {
+    /// `zone`'s SOA (class IN), as [`super::reply::soa`] builds it.
+    pub fn zone_soa(zone: &'a super::Zone, ttl: u32, serial: u32) -> Rec<'a> {
         Rec {
             owner: &zone.name,
             rtype: 6,
@@ -127,7 +129,7 @@ pub const ADDITIONAL: usize = 3;
 /// A reply being written: room for the header and the question first,
 /// then records pushed section by section ([`ANSWER`], [`AUTHORITY`],
 /// [`ADDITIONAL`], in that order), then [`Reply::finish`] writes OPT and
-/// the header. The truncation rules of [`super::finish`] apply as each
+/// the header. The truncation rules of [`hickory`] apply as each
 /// record is pushed.
 pub struct Reply<'o, 'q> {
     w: Writer<'o, 'q>,
@@ -163,7 +165,7 @@ impl<'o, 'q> Reply<'o, 'q> {
             w.question = Some(q.name()).filter(|n| !n.is_root());
         }
         let room = match echo.edns {
-            Some(_) => limit.saturating_sub(super::finish::OPT_LEN + ede_len),
+            Some(_) => limit.saturating_sub(hickory::OPT_LEN + ede_len),
             None => limit,
         };
         Ok(Reply {
@@ -213,7 +215,7 @@ impl<'o, 'q> Reply<'o, 'q> {
 
 /// Writes the reply into `out` (cleared first), at most `limit` bytes,
 /// with the same sections, truncation and bytes as hickory's encoder (see
-/// [`super::finish`]). Returns whether it was truncated; `None` when the
+/// [`hickory`]). Returns whether it was truncated; `None` when the
 /// answer holds a record this writer does not know (`out` is then junk).
 pub fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> Option<bool> {
     let ede_len = answer.ede.as_ref().map_or(0, |(_, text)| 6 + text.len());
@@ -284,7 +286,7 @@ impl Writer<'_, '_> {
                 self.name(&zone.ns_host, true)?;
                 self.name(&zone.hostmaster, true)?;
                 self.u32(*serial);
-                for v in super::answer::SOA_TIMERS {
+                for v in super::SOA_TIMERS {
                     self.out.extend_from_slice(&v.to_be_bytes());
                 }
                 self.u32(*minimum);
