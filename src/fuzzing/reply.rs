@@ -8,7 +8,8 @@ use hickory_proto::op::Message;
 
 use super::parse_strict;
 use crate::metrics::Transport;
-use crate::query::reply::wire::hickory::{self, Echo};
+use crate::query::reply::echo::Echo;
+use crate::query::reply::wire::hickory;
 use crate::query::request::{self, Checked};
 use crate::query::Scratch;
 

@@ -11,7 +11,8 @@ use hickory_proto::rr::Record;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::log;
-use super::reply::wire::hickory::{self, Echo};
+use super::reply::echo::Echo;
+use super::reply::wire;
 use super::reply::Answer;
 use super::request::ClientEdns;
 use crate::config::local::LogStyle;
@@ -164,7 +165,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         query: Some(question.unwrap_or(&job.query)),
         edns: job.edns,
     };
-    let truncated = hickory::write_for(&mut out, &echo, answer, job.transport);
+    let truncated = wire::write_for(&mut out, &echo, answer, job.transport);
     if matches!(job.sink, Sink::None) {
         return;
     }

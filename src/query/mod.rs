@@ -1,11 +1,11 @@
 //! The query path: bytes in, bytes out, never awaiting the API.
 //!
 //! ```text
-//!  udp / tcp ─► request::check ─► route ─► local (hosts, file) ─► cluster ─► finish
+//!  udp / tcp ─► request::check ─► route ─► local (hosts, file) ─► cluster ─► reply::wire
 //!  (sockets)    (header rules)    (zone)                          (snapshot)  (flags, EDNS, TC, rcode)
-//!                                   └──► forward: cache hit ─────────────────► finish
+//!                                   └──► forward: cache hit ─────────────────► reply::wire
 //!                                          miss ─► defer::Job ─► task ─► upstream ─► defer::deliver
-//!  request ─► memo / forward::hits replay (an earlier reply's bytes, patched) ──► finish
+//!  request ─► memo / forward::hits replay (an earlier reply's bytes, patched) ──► reply::wire
 //! ```
 //!
 //! Start reading at [`Handler::handle`]: one synchronous call per query,
@@ -38,9 +38,10 @@ use hickory_proto::op::{Query, ResponseCode};
 
 use crate::metrics::{Metrics, Transport};
 use defer::ChaseKind;
-use reply::wire::hickory::{self, Echo};
+use reply::echo::Echo;
+use reply::wire;
 pub use reply::Answer;
-use request::Checked;
+use request::{Checked, ClientEdns};
 pub use route::{Asker, Block, LoopProbe, Routed, Router};
 
 /// Per-worker scratch space, reused for every query it handles.
@@ -297,7 +298,7 @@ impl Handler {
             edns,
         };
         let (answer, out) = (&scratch.answer, &mut scratch.out);
-        let truncated = hickory::write_for(out, &echo, answer, at.transport);
+        let truncated = wire::write_for(out, &echo, answer, at.transport);
         if out.is_empty() {
             return Full::Nothing;
         }
@@ -314,7 +315,7 @@ impl Handler {
         req: request::Request,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Result<(hickory_proto::op::Metadata, Option<Query>, Option<request::ClientEdns>), Full> {
+    ) -> Result<(hickory_proto::op::Metadata, Option<Query>, Option<ClientEdns>), Full> {
         #[cfg(debug_assertions)]
         if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
             panic!("test-only panic trigger (debug builds only)");
@@ -399,12 +400,7 @@ impl Handler {
 }
 
 /// What the memo and the metrics keep of a reply written for `answer`.
-fn outcome(
-    answer: &Answer,
-    truncated: bool,
-    query: Option<&Query>,
-    edns: Option<request::ClientEdns>,
-) -> memo::Outcome {
+fn outcome(answer: &Answer, truncated: bool, query: Option<&Query>, edns: Option<ClientEdns>) -> memo::Outcome {
     memo::Outcome {
         rcode: answer.rcode,
         truncated,
@@ -425,7 +421,7 @@ struct Onward<'r> {
     /// Another name is asked for the client's ([`defer::Chase`]).
     chased: Option<(Query, ChaseKind)>,
     /// The client's EDNS, `bufsize` applied.
-    edns: Option<request::ClientEdns>,
+    edns: Option<ClientEdns>,
 }
 
 /// What a forwarded query sends upstream, the question it is cached and
@@ -488,7 +484,7 @@ fn servfail(bytes: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
         query: query.as_ref(),
         edns,
     };
-    hickory::write_for(out, &echo, &answer, transport);
+    wire::write_for(out, &echo, &answer, transport);
     !out.is_empty()
 }
 

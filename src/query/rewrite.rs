@@ -296,7 +296,7 @@ pub fn upstream_request(
     for (action, rule) in revert.map_or(&[][..], |r| &r.edns[..]) {
         let edns = m.edns.get_or_insert_with(|| {
             let mut e = Edns::new();
-            e.set_max_payload(super::reply::wire::hickory::OUR_PAYLOAD);
+            e.set_max_payload(super::reply::echo::OUR_PAYLOAD);
             e
         });
         let Some((code, option)) = option_for(rule, query, peer, t) else {

@@ -14,7 +14,7 @@
 //! `None` and takes the Record path ([`Cluster::answer`]), which decides
 //! the same way: `service::find` and `service::named`, [`super::declare`] and
 //! [`Cluster::expansion`] serve both, and the bytes come from the same
-//! writer ([`crate::query::wire::Reply`]). `direct/tests.rs` checks that
+//! writer ([`crate::query::reply::wire::Encoder`]). `direct/tests.rs` checks that
 //! the two paths write the same bytes.
 
 use std::net::IpAddr;
@@ -25,8 +25,8 @@ use hickory_proto::rr::RecordType;
 use super::qname::{self, Qname};
 use super::{declare, service, Cluster, Found};
 use crate::metrics::Plugin;
-use crate::query::reply::wire::hickory::Echo;
-use crate::query::reply::wire::{Rec, Reply, ANSWER, AUTHORITY};
+use crate::query::reply::echo::Echo;
+use crate::query::reply::wire::{Encoder, Rec, ANSWER, AUTHORITY};
 use crate::query::reply::{Answer, Zone};
 use crate::store::{Deps, ServiceKind, Snapshot};
 
@@ -84,7 +84,7 @@ impl Cluster {
             shuffle(&mut answer.addrs);
             answer.memoizable = false;
         }
-        let mut reply = Reply::start(out, how.echo, 0, how.limit).ok()?;
+        let mut reply = Encoder::start(out, how.echo, 0, how.limit).ok()?;
         let ttl = self.cfg.ttl;
         for addr in &answer.addrs {
             reply.push(ANSWER, &Rec::address(qname, ttl, *addr)).ok()?;

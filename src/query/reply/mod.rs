@@ -10,6 +10,7 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 use crate::config::hosts::{LoadbalanceConfig, Net};
 use crate::metrics::{Expansion, Plugin};
 
+pub mod echo;
 pub mod wire;
 
 /// A handler's reply, reused across queries by each worker.

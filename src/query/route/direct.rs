@@ -11,7 +11,7 @@ use hickory_proto::rr::{DNSClass, RecordType};
 use super::{Block, Router};
 use crate::metrics::Transport;
 use crate::query::cluster::direct::Direct;
-use crate::query::reply::wire::hickory::Echo;
+use crate::query::reply::echo::Echo;
 use crate::query::reply::Answer;
 use crate::query::request::{self, ClientEdns, Request};
 

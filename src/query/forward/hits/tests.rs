@@ -6,7 +6,8 @@ use hickory_proto::op::{MessageType, Metadata, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
 
 use super::*;
-use crate::query::reply::wire::hickory::{write, Echo};
+use crate::query::reply::echo::Echo;
+use crate::query::reply::wire::write;
 use crate::query::reply::{self, Zone};
 use crate::query::request::ClientEdns;
 
