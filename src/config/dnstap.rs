@@ -172,6 +172,12 @@ fn hostname() -> String {
         .unwrap_or_default()
 }
 
+/// The default identity, for the printout's tests.
+#[cfg(test)]
+pub fn tests_hostname() -> String {
+    hostname()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::dns64::tests::{load, one_error_each};
