@@ -8,9 +8,9 @@
 //! restarted mid-run and one absent (queries still answered, drops
 //! counted) complete it.
 
-mod common;
 #[path = "dnstap/collector.rs"]
 mod collector;
+mod common;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -62,16 +62,28 @@ fn ask(server: SocketAddr, id: u16, name: &str, tcp: bool) -> Sent {
         let mut reply = vec![0u8; usize::from(u16::from_be_bytes(len))];
         s.read_exact(&mut reply).expect("reply");
         let port = s.local_addr().expect("addr").port();
-        return Sent { port, tcp, query: q, reply };
+        return Sent {
+            port,
+            tcp,
+            query: q,
+            reply,
+        };
     }
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
     sock.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
     sock.send_to(&q, server).expect("send");
     let mut buf = vec![0u8; 65535];
-    let n = sock.recv(&mut buf).unwrap_or_else(|_| panic!("{name}: no reply within 5 s"));
+    let n = sock
+        .recv(&mut buf)
+        .unwrap_or_else(|_| panic!("{name}: no reply within 5 s"));
     buf.truncate(n);
     let port = sock.local_addr().expect("addr").port();
-    Sent { port, tcp, query: q, reply: buf }
+    Sent {
+        port,
+        tcp,
+        query: q,
+        reply: buf,
+    }
 }
 
 /// The script: cluster name, forwarded name, the same from the cache,
@@ -111,7 +123,13 @@ fn by_type(messages: &[Value]) -> BTreeMap<String, Vec<&Value>> {
 fn check_json(messages: &[Value], sent: &[Sent], up: SocketAddr, identity: &str, full: bool) {
     let all = by_type(messages);
     let count = |k: &str| all.get(k).map_or(0, Vec::len);
-    let counts = ["CLIENT_QUERY", "CLIENT_RESPONSE", "FORWARDER_QUERY", "FORWARDER_RESPONSE"].map(count);
+    let counts = [
+        "CLIENT_QUERY",
+        "CLIENT_RESPONSE",
+        "FORWARDER_QUERY",
+        "FORWARDER_RESPONSE",
+    ]
+    .map(count);
     assert_eq!(counts, [6, 6, 2, 2], "messages by type: {messages:#?}");
     for kind in ["CLIENT_QUERY", "CLIENT_RESPONSE"] {
         let mut seen: Vec<(u64, String)> = all[kind]
@@ -132,12 +150,20 @@ fn check_json(messages: &[Value], sent: &[Sent], up: SocketAddr, identity: &str,
     }
     for m in &all["FORWARDER_QUERY"] {
         let m = &m["message"];
-        assert_eq!((m["response_address"].as_str(), m["response_port"].as_u64()), (Some("127.0.0.1"), Some(u64::from(up.port()))));
+        assert_eq!(
+            (m["response_address"].as_str(), m["response_port"].as_u64()),
+            (Some("127.0.0.1"), Some(u64::from(up.port())))
+        );
     }
     for m in messages {
         assert_eq!(m["identity"], identity);
-        assert!(m["version"].as_str().is_some_and(|v| v.starts_with("clusterdns-")), "{m}");
-        let wire = m["message"].get("query_message").or(m["message"].get("response_message"));
+        assert!(
+            m["version"].as_str().is_some_and(|v| v.starts_with("clusterdns-")),
+            "{m}"
+        );
+        let wire = m["message"]
+            .get("query_message")
+            .or(m["message"].get("response_message"));
         assert_eq!(wire.is_some(), full, "wire messages only with full: {m}");
     }
 }
@@ -171,7 +197,11 @@ fn unix_and_tcp_collectors_see_every_query_one_to_one() {
 fn wait_connected(server: &Server, n: u32) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while server.metric("clusterdns_dnstap_connects_total") < f64::from(n) {
-        assert!(Instant::now() < deadline, "collectors not connected: {}", server.metrics());
+        assert!(
+            Instant::now() < deadline,
+            "collectors not connected: {}",
+            server.metrics()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -196,7 +226,13 @@ fn full_messages_carry_the_bytes_on_the_wire() {
     let server = Server::start(&dir, &corefile(up.addr, &taps));
     wait_connected(&server, 2);
     let sent = script(&server);
-    check_json(&json_count(&tool.out, 16, Duration::from_secs(10)), &sent, up.addr, &hostname(), true);
+    check_json(
+        &json_count(&tool.out, 16, Duration::from_secs(10)),
+        &sent,
+        up.addr,
+        &hostname(),
+        true,
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     while server.metric("clusterdns_dnstap_sent_total") < 32.0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
@@ -206,13 +242,22 @@ fn full_messages_carry_the_bytes_on_the_wire() {
     let frames = collector::frames(&file);
     assert_eq!(frames.len(), 16, "messages in the capture file");
     for f in &frames {
-        assert_eq!((f.identity.as_deref(), f.extra.as_deref()), (Some(&b"tap-full"[..]), Some(&b"pod flood audit"[..])));
+        assert_eq!(
+            (f.identity.as_deref(), f.extra.as_deref()),
+            (Some(&b"tap-full"[..]), Some(&b"pod flood audit"[..]))
+        );
     }
     let messages: Vec<_> = frames.iter().filter_map(|f| f.message.clone()).collect();
     for s in &sent {
         let port = Some(u32::from(s.port));
-        let query = messages.iter().find(|m| m.r#type == 5 && m.query_port == port).expect("CLIENT_QUERY");
-        let reply = messages.iter().find(|m| m.r#type == 6 && m.query_port == port).expect("CLIENT_RESPONSE");
+        let query = messages
+            .iter()
+            .find(|m| m.r#type == 5 && m.query_port == port)
+            .expect("CLIENT_QUERY");
+        let reply = messages
+            .iter()
+            .find(|m| m.r#type == 6 && m.query_port == port)
+            .expect("CLIENT_RESPONSE");
         assert_eq!(query.query_message.as_ref(), Some(&s.query), "the query as sent");
         assert_eq!(reply.response_message.as_ref(), Some(&s.reply), "the reply as received");
         assert!(reply.response_time_sec >= query.query_time_sec);
@@ -223,7 +268,10 @@ fn full_messages_carry_the_bytes_on_the_wire() {
     for m in upstream {
         let parsed = hickory_proto::op::Message::from_vec(m.response_message.as_deref().unwrap_or_default())
             .expect("FORWARDER_RESPONSE holds the upstream's reply");
-        assert!(seen.iter().any(|q| q.metadata.id == parsed.metadata.id), "a reply to a query the upstream received");
+        assert!(
+            seen.iter().any(|q| q.metadata.id == parsed.metadata.id),
+            "a reply to a query the upstream received"
+        );
     }
     // The tool reads the capture file as it reads a live stream.
     let read = common::run("dnstap", &["-r", &file.display().to_string(), "-j"]);
@@ -231,7 +279,10 @@ fn full_messages_carry_the_bytes_on_the_wire() {
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string()
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 fn wait_for_socket(path: &Path) {
@@ -265,9 +316,16 @@ fn tls_collector_behind_a_tls_terminator() {
     let sent = script(&server);
     let got = json_count(&tool.out, 16, Duration::from_secs(10));
     check_json(&got, &sent, up.addr, "tls-tap", false);
-    assert_eq!(server.metric("clusterdns_dnstap_connects_total"), 1.0, "the verifying tap never connects");
+    assert_eq!(
+        server.metric("clusterdns_dnstap_connects_total"),
+        1.0,
+        "the verifying tap never connects"
+    );
     assert!(server.metric("coredns_dnstap_dropped_total") >= 1.0);
-    assert!(server.log_contains("no connection to dnstap endpoint tls://localhost"), "the refusal is logged");
+    assert!(
+        server.log_contains("no connection to dnstap endpoint tls://localhost"),
+        "the refusal is logged"
+    );
 }
 
 #[test]
@@ -285,7 +343,11 @@ fn an_absent_or_restarted_collector_never_costs_an_answer() {
     for i in 0..20 {
         ask(server.dns, i, "kubernetes.default.svc.cluster.local.", false);
     }
-    assert!(server.metric("coredns_dnstap_dropped_total") >= 40.0, "{}", server.metrics());
+    assert!(
+        server.metric("coredns_dnstap_dropped_total") >= 40.0,
+        "{}",
+        server.metrics()
+    );
     assert_eq!(server.metric("clusterdns_dnstap_connects_total"), 0.0);
     // Started: the writer reconnects (backoff at most 10 s).
     let first = Collector::dnstap(&["-u", &socket.display().to_string()], &dir.join("first.json"));
@@ -319,4 +381,49 @@ fn until_collected(server: &Server, out: &Path) -> u64 {
         assert!(Instant::now() < deadline, "the collector got nothing in 15 s");
         id += 1;
     }
+}
+
+#[test]
+fn a_stalled_collector_costs_messages_not_answers() {
+    if !tools("a_stalled_collector_costs_messages_not_answers") {
+        return;
+    }
+    let dir = temp_dir("dnstap-stalled");
+    let socket = dir.join("tap.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    // The collector completes the handshake and never reads again.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().take(20) {
+            let Ok(mut conn) = conn else { break };
+            let mut ready = [0u8; 64];
+            let _ = conn.read(&mut ready);
+            let accept = [
+                &[0u8, 0, 0, 0, 0, 0, 0, 34, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 22][..],
+                b"protobuf:dnstap.Dnstap",
+            ]
+            .concat();
+            let _ = conn.write_all(&accept);
+            held.push(conn);
+        }
+    });
+    let up = Stub::start();
+    let taps = format!("    dnstap {} full 1 1", socket.display());
+    let server = Server::start(&dir, &corefile(up.addr, &taps));
+    wait_connected(&server, 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut asked = 0u16;
+    while server.metric("coredns_dnstap_dropped_total") <= 0.0 {
+        assert!(
+            Instant::now() < deadline,
+            "nothing dropped in 30 s: {}",
+            server.metrics()
+        );
+        for _ in 0..200 {
+            // every query answered while the collector stalls (ask panics otherwise)
+            ask(server.dns, asked, "kubernetes.default.svc.cluster.local.", false);
+            asked = asked.wrapping_add(1);
+        }
+    }
+    assert!(server.is_running());
 }

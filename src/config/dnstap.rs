@@ -81,7 +81,10 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<DnstapConfi
         w => w.is_some(),
     };
     let write_buffer = d.args.get(2).and_then(|w| number(w, "WRITEBUFFER (MiB)", 1024, errors));
-    let queue = d.args.get(3).and_then(|w| number(w, "QUEUE (× 10000 messages)", 4096, errors));
+    let queue = d
+        .args
+        .get(3)
+        .and_then(|w| number(w, "QUEUE (× 10000 messages)", 4096, errors));
     let mut cfg = DnstapConfig {
         endpoint: endpoint?,
         full,
@@ -198,7 +201,10 @@ mod tests {
         assert!(!t[1].full && t[1].queue == 1 && t[1].extra.is_none());
         let t = taps(".:53 {\n dnstap unix:///tmp/d.sock {\n identity my-dns-server1\n version MyDNSServer-1.2.3\n extra \"upstream: x\"\n }\n}");
         assert_eq!(t[0].endpoint, Endpoint::Unix("/tmp/d.sock".into()));
-        assert_eq!((t[0].identity.as_str(), t[0].version.as_str()), ("my-dns-server1", "MyDNSServer-1.2.3"));
+        assert_eq!(
+            (t[0].identity.as_str(), t[0].version.as_str()),
+            ("my-dns-server1", "MyDNSServer-1.2.3")
+        );
         assert_eq!(t[0].extra.as_deref(), Some("upstream: x"));
         let t = taps(".:53 {\n dnstap tls://127.0.0.1:6000 full {\n skipverify\n }\n}");
         assert_eq!(t[0].endpoint, Endpoint::Tls("127.0.0.1:6000".into()));
@@ -209,16 +215,40 @@ mod tests {
     fn bad_dnstap_lines_are_errors_with_their_place() {
         one_error_each(
             &[
-                (".:53 {\n dnstap\n}", "/tmp/Corefile:2:2: 'dnstap' takes 1 to 4 arguments"),
-                (".:53 {\n dnstap /s half\n}", "/tmp/Corefile:2:12: dnstap: 'half' is not 'full'"),
-                (".:53 {\n dnstap tcp://host\n}", "/tmp/Corefile:2:9: dnstap: 'tcp://host' is not"),
-                (".:53 {\n dnstap tls://h:0\n}", "/tmp/Corefile:2:9: dnstap: 'tls://h:0' is not"),
-                (".:53 {\n dnstap udp://h:1\n}", "/tmp/Corefile:2:9: dnstap: unknown socket scheme 'udp'"),
-                (".:53 {\n dnstap /s full 0\n}", "/tmp/Corefile:2:17: dnstap: WRITEBUFFER (MiB) '0'"),
+                (
+                    ".:53 {\n dnstap\n}",
+                    "/tmp/Corefile:2:2: 'dnstap' takes 1 to 4 arguments",
+                ),
+                (
+                    ".:53 {\n dnstap /s half\n}",
+                    "/tmp/Corefile:2:12: dnstap: 'half' is not 'full'",
+                ),
+                (
+                    ".:53 {\n dnstap tcp://host\n}",
+                    "/tmp/Corefile:2:9: dnstap: 'tcp://host' is not",
+                ),
+                (
+                    ".:53 {\n dnstap tls://h:0\n}",
+                    "/tmp/Corefile:2:9: dnstap: 'tls://h:0' is not",
+                ),
+                (
+                    ".:53 {\n dnstap udp://h:1\n}",
+                    "/tmp/Corefile:2:9: dnstap: unknown socket scheme 'udp'",
+                ),
+                (
+                    ".:53 {\n dnstap /s full 0\n}",
+                    "/tmp/Corefile:2:17: dnstap: WRITEBUFFER (MiB) '0'",
+                ),
                 (".:53 {\n dnstap /s full 1 4097\n}", "/tmp/Corefile:2:19: dnstap: QUEUE"),
                 (".:53 {\n dnstap listen /s\n}", "/tmp/Corefile:2:9: dnstap: 'listen'"),
-                (".:53 {\n dnstap /s {\n identity\n }\n}", "/tmp/Corefile:3:2: 'identity' takes exactly 1"),
-                (".:53 {\n dnstap /s {\n colour red\n }\n}", "/tmp/Corefile:3:2: dnstap: unknown option 'colour'"),
+                (
+                    ".:53 {\n dnstap /s {\n identity\n }\n}",
+                    "/tmp/Corefile:3:2: 'identity' takes exactly 1",
+                ),
+                (
+                    ".:53 {\n dnstap /s {\n colour red\n }\n}",
+                    "/tmp/Corefile:3:2: dnstap: unknown option 'colour'",
+                ),
             ],
             load,
         );

@@ -64,7 +64,10 @@ pub async fn read_control<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<(u32, b
 /// The type of a control frame body, and whether its content types (if
 /// any) include ours.
 fn parse_control(body: &[u8]) -> (u32, bool) {
-    let word = |at: usize| body.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let word = |at: usize| {
+        body.get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
     let kind = word(0).unwrap_or(0);
     let (mut at, mut any, mut ours) = (4, false, false);
     while let (Some(field), Some(len)) = (word(at), word(at + 4)) {

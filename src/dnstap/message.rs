@@ -155,11 +155,20 @@ mod tests {
         assert_eq!(stamp().frames(ex, &mut out), 2);
         let d = decode(&out);
         assert_eq!(d.len(), 2);
-        assert_eq!((d[0].identity.as_deref(), d[0].extra.as_deref()), (Some(&b"id"[..]), Some(&b"e"[..])));
+        assert_eq!(
+            (d[0].identity.as_deref(), d[0].extra.as_deref()),
+            (Some(&b"id"[..]), Some(&b"e"[..]))
+        );
         let (q, r) = (d[0].message.clone().expect("m"), d[1].message.clone().expect("m"));
         assert_eq!((q.r#type, r.r#type), (5, 6));
         assert_eq!(q.socket_family, Some(proto::INET));
-        assert_eq!(address(q.query_address.as_deref().unwrap_or_default(), q.query_port.unwrap_or(0)), "10.0.0.7:5353".parse().ok());
+        assert_eq!(
+            address(
+                q.query_address.as_deref().unwrap_or_default(),
+                q.query_port.unwrap_or(0)
+            ),
+            "10.0.0.7:5353".parse().ok()
+        );
         assert_eq!((q.query_time_sec, q.query_time_nsec), (Some(1000), Some(5)));
         assert_eq!((q.query_message, q.response_message), (Some(vec![1, 2]), None));
         assert_eq!((r.query_message, r.response_message), (None, Some(vec![3, 4])));
@@ -181,7 +190,10 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(stamp().frames(ex, &mut out), 1);
         let m = decode(&out)[0].message.clone().expect("m");
-        assert_eq!((m.r#type, m.socket_family, m.socket_protocol), (7, Some(proto::INET6), Some(proto::TCP)));
+        assert_eq!(
+            (m.r#type, m.socket_family, m.socket_protocol),
+            (7, Some(proto::INET6), Some(proto::TCP))
+        );
         assert_eq!(m.response_address.map(|a| a.len()), Some(16));
         assert_eq!((m.response_port, m.query_address), (Some(53), None));
     }

@@ -60,7 +60,10 @@ impl Collector {
     /// `socat` terminating TLS on `port` (certificate `pem`) and passing
     /// each connection to the unix socket `socket`.
     pub fn tls_terminator(port: u16, pem: &Path, socket: &Path) -> Collector {
-        let listen = format!("OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,cert={},verify=0", pem.display());
+        let listen = format!(
+            "OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,cert={},verify=0",
+            pem.display()
+        );
         let child = Command::new("socat")
             .arg(listen)
             .arg(format!("UNIX-CONNECT:{}", socket.display()))
@@ -107,7 +110,10 @@ pub fn frames(file: &Path) -> Vec<Dnstap> {
     let bytes = std::fs::read(file).unwrap_or_default();
     let mut rest = &bytes[..];
     let mut all = Vec::new();
-    let word = |b: &[u8]| b.get(..4).map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as usize);
+    let word = |b: &[u8]| {
+        b.get(..4)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as usize)
+    };
     while let Some(len) = word(rest) {
         rest = &rest[4..];
         let len = if len == 0 {
@@ -130,8 +136,24 @@ pub fn frames(file: &Path) -> Vec<Dnstap> {
 pub fn certificate(dir: &Path) -> PathBuf {
     let (key, cert, pem) = (dir.join("key.pem"), dir.join("cert.pem"), dir.join("both.pem"));
     let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-keyout",
+        ])
         .arg(&key)
         .arg("-out")
         .arg(&cert)

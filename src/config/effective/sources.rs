@@ -3,8 +3,8 @@
 //! value or default.
 
 use super::{duration, names, quote, with, Block};
-use crate::config::dnstap::{DnstapConfig, Endpoint};
 use crate::config::cache::{Bounds, CacheConfig, StaleMode};
+use crate::config::dnstap::{DnstapConfig, Endpoint};
 use crate::config::forward::{ForwardConfig, Policy};
 use crate::config::kubernetes::{KubernetesConfig, PodMode, Source};
 
