@@ -8,6 +8,7 @@
 use std::net::IpAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use prost::bytes::Bytes;
 use prost::Message as _;
 
 use super::proto::{self, Dnstap, Kind, Message};
@@ -16,17 +17,17 @@ use crate::config::dnstap::DnstapConfig;
 
 /// What every message of one tap carries.
 pub(super) struct Stamp {
-    identity: Vec<u8>,
-    version: Vec<u8>,
-    extra: Option<Vec<u8>>,
+    identity: Bytes,
+    version: Bytes,
+    extra: Option<Bytes>,
 }
 
 impl Stamp {
     pub(super) fn of(cfg: &DnstapConfig) -> Stamp {
         Stamp {
-            identity: cfg.identity.as_bytes().to_vec(),
-            version: cfg.version.as_bytes().to_vec(),
-            extra: cfg.extra.as_ref().map(|e| e.as_bytes().to_vec()),
+            identity: Bytes::from(cfg.identity.clone()),
+            version: Bytes::from(cfg.version.clone()),
+            extra: cfg.extra.clone().map(Bytes::from),
         }
     }
 

@@ -11,12 +11,13 @@ pub const DNSTAP_MESSAGE: i32 = 1;
 /// The top-level frame payload (`message Dnstap`).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Dnstap {
-    #[prost(bytes = "vec", optional, tag = "1")]
-    pub identity: Option<Vec<u8>>,
-    #[prost(bytes = "vec", optional, tag = "2")]
-    pub version: Option<Vec<u8>>,
-    #[prost(bytes = "vec", optional, tag = "3")]
-    pub extra: Option<Vec<u8>>,
+    /// `Bytes`: the same for every message of a tap, shared, not copied.
+    #[prost(bytes = "bytes", optional, tag = "1")]
+    pub identity: Option<prost::bytes::Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "2")]
+    pub version: Option<prost::bytes::Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "3")]
+    pub extra: Option<prost::bytes::Bytes>,
     #[prost(message, optional, tag = "14")]
     pub message: Option<Message>,
     /// Always [`DNSTAP_MESSAGE`] (`required` in the schema).
@@ -84,7 +85,7 @@ mod tests {
     #[test]
     fn required_fields_and_tags_encode_as_the_schema_says() {
         let d = Dnstap {
-            identity: Some(b"id".to_vec()),
+            identity: Some(prost::bytes::Bytes::from_static(b"id")),
             version: None,
             extra: None,
             message: Some(Message {

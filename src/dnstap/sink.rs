@@ -29,6 +29,10 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// Bytes gathered before a write when more is queued.
 const BATCH: usize = 256 * 1024;
+/// After a write that emptied the queue, the writer lets messages gather
+/// this long before it looks again: one wake-up and one write per batch,
+/// not per query, at high rates (the queue absorbs the wait).
+const GATHER: Duration = Duration::from_millis(2);
 
 trait Conn: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Conn for T {}
@@ -125,6 +129,7 @@ async fn session(conn: Box<dyn Conn>, rx: &mut mpsc::Receiver<Exchange>, stamp: 
                 match written {
                     Ok(Ok(())) => {
                         metrics.dnstap.sent.fetch_add(count, Relaxed);
+                        tokio::time::sleep(GATHER).await;
                     }
                     Ok(Err(e)) => {
                         metrics.dnstap.dropped.fetch_add(count, Relaxed);
