@@ -83,6 +83,8 @@ pub struct Job {
     pub dns64: Option<Arc<super::dns64::Dns64>>,
     /// A `rewrite` to undo on the reply (`None`: the question went as asked).
     pub rewrite: Option<Box<Rewritten>>,
+    /// The block's `dnstap` taps, told of the reply.
+    pub taps: Option<Arc<crate::dnstap::Taps>>,
 }
 
 /// What `rewrite` changed in a forwarded question.
@@ -191,6 +193,9 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     }
     if let Some(style) = job.log {
         log::query(style, job.peer, job.transport, asked, &out, answer.rcode, job.started);
+    }
+    if let Some(taps) = &job.taps {
+        taps.served(job.peer, job.transport == Transport::Tcp, asked, &out, job.started);
     }
     match &job.sink {
         Sink::Udp(socket) => {

@@ -270,6 +270,9 @@ impl Handler {
         if let Some(style) = o.log {
             log::query(style, peer, t, bytes, &s.out, o.rcode, started);
         }
+        if let Some(taps) = router.tap(o.zone) {
+            taps.served(peer, t == Transport::Tcp, bytes, &s.out, started);
+        }
     }
 
     /// The full path: check, route, answer, encode.
@@ -395,6 +398,7 @@ impl Handler {
             stats: router.stats.get(usize::from(answer.zone)).cloned(),
             dns64: answer.dns64.take(),
             rewrite,
+            taps: router.tap(answer.zone).cloned(),
         });
     }
 }

@@ -93,6 +93,8 @@ pub struct Router {
     pub tcp: crate::config::local::TcpLimits,
     /// Queries being forwarded at once (process-wide); more are dropped.
     pub in_flight: usize,
+    /// The `dnstap` taps of each stats slot's block (empty: none taps).
+    pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
 }
 
 impl Router {
@@ -105,7 +107,13 @@ impl Router {
             stats,
             tcp: Default::default(),
             in_flight: crate::config::local::IN_FLIGHT,
+            taps: Vec::new(),
         }
+    }
+
+    /// The `dnstap` taps of the block of stats slot `zone`.
+    pub fn tap(&self, zone: u16) -> Option<&Arc<crate::dnstap::Taps>> {
+        self.taps.get(usize::from(zone)).and_then(Option::as_ref)
     }
 
     /// What memo entries are checked against: the config epoch, the sum

@@ -103,6 +103,8 @@ pub struct Forwarding {
     pub loop_detected: AtomicU64,
     /// The loop probe's name and the upstreams it was sent to.
     pub probe: Mutex<(Option<Name>, Vec<Arc<Upstream>>)>,
+    /// The block's `dnstap` taps: each upstream exchange is sent there.
+    pub taps: Option<Arc<crate::dnstap::Taps>>,
 }
 
 impl Forwarding {
@@ -140,6 +142,7 @@ impl Forwarding {
             healthcheck_broken: AtomicU64::new(0),
             loop_detected: AtomicU64::new(0),
             probe: Mutex::new((None, Vec::new())),
+            taps: None,
         }
     }
 
