@@ -14,6 +14,7 @@ pub mod chaos;
 pub mod dns64;
 pub mod effective;
 pub mod forward;
+pub mod forward_tls;
 pub mod forward_to;
 pub mod gotmpl;
 pub mod hosts;

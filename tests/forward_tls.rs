@@ -1,0 +1,263 @@
+//! DNS over TLS upstreams end to end: the real binary forwarding to
+//! Debian's unbound serving DNS over TLS on loopback, with certificates
+//! made by openssl at test time (a test CA, a server certificate for
+//! `dns.test` and 127.0.0.1, and a second CA nobody trusts).
+//!
+//! Cases: answers over TLS; concurrent queries pipelined on one connection
+//! (counted with `ss`); wrong server name and unknown CA give SERVFAIL with
+//! a logged reason and a counter, and nothing reaches the port in plain
+//! DNS; the upstream restarted: the next query reconnects; two TLS
+//! upstreams, the first gone: answers come from the second.
+
+mod common;
+
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{rcode_name, run, temp_dir, udp, Server};
+use hickory_proto::op::Message;
+use hickory_proto::rr::RecordType;
+
+struct Unbound(Child);
+
+impl Drop for Unbound {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The tools these tests need, or `None` (SKIP; a failure under CI).
+fn tools(test: &str) -> Option<PathBuf> {
+    let install = "apt-get install unbound openssl iproute2 (tests/run installs them)";
+    common::needs(test, common::installed("openssl"), install)?;
+    common::needs(test, common::installed("ss"), install)?;
+    common::needs(test, common::installed("unbound"), install)
+}
+
+/// A test CA (`ca.pem`), the server's key and certificate signed by it
+/// (`srv.key`, `srv.pem`: DNS `dns.test`, IP 127.0.0.1) and a CA that
+/// signed nothing (`other.pem`).
+fn certificates(dir: &Path) {
+    let ssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    for (name, cn) in [("ca", "clusterdns test CA"), ("other", "unknown CA")] {
+        let (key, pem, subj) = (format!("{name}.key"), format!("{name}.pem"), format!("/CN={cn}"));
+        let mut args = vec![
+            "req", "-x509", "-days", "2", "-subj", &subj, "-keyout", &key, "-out", &pem,
+        ];
+        args.extend(ec);
+        ssl(&args);
+    }
+    let mut args = vec!["req", "-subj", "/CN=dns.test", "-keyout", "srv.key", "-out", "srv.csr"];
+    args.extend(ec);
+    ssl(&args);
+    let ext = "subjectAltName=DNS:dns.test,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n";
+    std::fs::write(dir.join("srv.ext"), ext).expect("write srv.ext");
+    ssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "srv.ext",
+        "-out",
+        "srv.pem",
+    ]);
+}
+
+/// unbound serving `example.org` over DNS over TLS on 127.0.0.1:`port`.
+fn unbound(bin: &Path, dir: &Path, port: u16) -> Unbound {
+    let conf = dir.join(format!("unbound-{port}.conf"));
+    let body = format!(
+        "server:\n  interface: 127.0.0.1@{port}\n  tls-port: {port}\n  tls-service-key: \"{d}/srv.key\"\n  tls-service-pem: \"{d}/srv.pem\"\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound-{port}.pid\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  do-udp: no\n  module-config: \"iterator\"\n  local-zone: \"example.org.\" static\n  local-data: \"www.example.org. 300 IN A 192.0.2.1\"\n  local-data: \"example.org. 300 IN SOA ns.example.org. h.example.org. 1 3600 600 86400 60\"\n  local-zone: \".\" static\n  local-data: \". 300 IN NS ns.example.org.\"\n",
+        d = dir.display()
+    );
+    std::fs::write(&conf, body).expect("write unbound.conf");
+    let child = Command::new(bin)
+        .args(["-d", "-c"])
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", bin.display()));
+    let u = Unbound(child);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return u;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("unbound did not listen on 127.0.0.1:{port}");
+}
+
+fn corefile(forward: &str) -> String {
+    format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    forward {forward}\n}}\n"
+    )
+}
+
+/// Established TCP connections to 127.0.0.1:`port` (as `ss` sees them).
+fn connections_to(port: u16) -> usize {
+    let out = run(
+        "ss",
+        &["-Htn", "state", "established", "dst", &format!("127.0.0.1:{port}")],
+    );
+    out.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+fn a(server: &Server, name: &str) -> (String, Vec<String>) {
+    let m = udp(server.dns, name, RecordType::A);
+    (rcode_name(&m), m.answers.iter().map(|r| r.data.to_string()).collect())
+}
+
+#[test]
+fn answers_over_tls_pipelined_on_one_connection() {
+    let Some(bin) = tools("forward over TLS") else { return };
+    let dir = temp_dir("dot-answers");
+    certificates(&dir);
+    let port = common::free_port();
+    let _up = unbound(&bin, &dir, port);
+    let fw = format!(
+        ". tls://127.0.0.1%dns.test:{port} {{\n        tls {}/ca.pem\n    }}",
+        dir.display()
+    );
+    let server = Server::start(&dir, &corefile(&fw));
+    assert_eq!(
+        a(&server, "www.example.org."),
+        ("NOERROR".into(), vec!["192.0.2.1".into()])
+    );
+    assert_eq!(a(&server, "nothing.example.org.").0, "NXDOMAIN");
+    // 200 different questions at once (no cache): all answered, on one connection
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    sock.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    for id in 0..200u16 {
+        let q = common::query(id, &format!("n{id}.example.org."), RecordType::A, None);
+        sock.send_to(&q, server.dns).expect("send");
+    }
+    let mut answered = std::collections::HashSet::new();
+    let mut buf = vec![0u8; 2048];
+    while answered.len() < 200 {
+        let Ok(n) = sock.recv(&mut buf) else { break };
+        let m = Message::from_vec(&buf[..n]).expect("reply");
+        assert_eq!(rcode_name(&m), "NXDOMAIN");
+        answered.insert(m.metadata.id);
+    }
+    assert_eq!(answered.len(), 200, "every pipelined query answered");
+    assert_eq!(connections_to(port), 1, "one TLS connection carried them all");
+    let series =
+        format!("clusterdns_forward_tls_failures_total{{proxy_name=\"forward\",to=\"tls://127.0.0.1:{port}\"}} 0");
+    assert!(server.metrics().contains(&series), "no handshake failed: {series}");
+    // check prints the upstream and its TLS options as a Corefile loads them
+    let check = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args(["check", "-conf"])
+        .arg(dir.join("Corefile"))
+        .output()
+        .expect("run clusterdns check");
+    let out = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{out}");
+    assert!(
+        out.contains(&format!("forward . tls://127.0.0.1%dns.test:{port} {{")),
+        "{out}"
+    );
+    assert!(out.contains(&format!("tls {}/ca.pem", dir.display())), "{out}");
+}
+
+#[test]
+fn wrong_name_and_unknown_ca_get_servfail_and_nothing_in_plain_text() {
+    let Some(bin) = tools("forward over TLS, refused certificates") else {
+        return;
+    };
+    let dir = temp_dir("dot-refused");
+    certificates(&dir);
+    let port = common::free_port();
+    let _up = unbound(&bin, &dir, port);
+    // a plain DNS listener on the same port: a fallback to plain DNS would land here
+    let plain = UdpSocket::bind(("127.0.0.1", port)).expect("bind the plain port");
+    plain.set_nonblocking(true).expect("nonblocking");
+    let d = dir.display();
+    for (case, options) in [
+        (
+            "wrong server name",
+            format!("tls {d}/ca.pem\n        tls_servername wrong.test"),
+        ),
+        (
+            "unknown CA",
+            format!("tls {d}/other.pem\n        tls_servername dns.test"),
+        ),
+    ] {
+        let fw = format!(". tls://127.0.0.1:{port} {{\n        {options}\n        max_fails 0\n    }}");
+        let server = Server::start(&dir, &corefile(&fw));
+        for _ in 0..3 {
+            assert_eq!(a(&server, "www.example.org.").0, "SERVFAIL", "{case}");
+        }
+        let failures = server.metric_sum("clusterdns_forward_tls_failures_total", "tls://127.0.0.1");
+        assert!(failures >= 3.0, "{case}: handshake failures counted: {failures}");
+        let logged = server
+            .log
+            .lock()
+            .map(|l| l.iter().filter(|x| x.contains("TLS handshake failed")).count())
+            .unwrap_or(0);
+        assert_eq!(logged, 1, "{case}: logged once, with the reason");
+        assert!(
+            plain.recv_from(&mut [0u8; 512]).is_err(),
+            "{case}: nothing sent in plain DNS"
+        );
+    }
+}
+
+#[test]
+fn reconnects_after_a_restart_and_fails_over_between_tls_upstreams() {
+    let Some(bin) = tools("forward over TLS, restart and failover") else {
+        return;
+    };
+    let dir = temp_dir("dot-restart");
+    certificates(&dir);
+    let (p1, p2) = (common::free_port(), common::free_port());
+    let first = unbound(&bin, &dir, p1);
+    let second = unbound(&bin, &dir, p2);
+    let fw = format!(
+        ". tls://127.0.0.1%dns.test:{p1} tls://127.0.0.1%dns.test:{p2} {{\n        tls {}/ca.pem\n        policy sequential\n        health_check 200ms\n    }}",
+        dir.display()
+    );
+    let server = Server::start(&dir, &corefile(&fw));
+    assert_eq!(a(&server, "www.example.org.").0, "NOERROR");
+    assert_eq!(
+        (connections_to(p1), connections_to(p2)),
+        (1, 0),
+        "sequential: the first only"
+    );
+    // the first restarts: the next query finds its connection closed and opens another
+    drop(first);
+    let first = unbound(&bin, &dir, p1);
+    assert_eq!(a(&server, "www.example.org.").0, "NOERROR");
+    assert_eq!(connections_to(p1), 1, "reconnected to the restarted upstream");
+    // the first is gone: answers come from the second
+    drop(first);
+    for _ in 0..5 {
+        assert_eq!(a(&server, "www.example.org.").0, "NOERROR");
+    }
+    assert_eq!(connections_to(p2), 1, "the second answered over TLS");
+    drop(second);
+}
