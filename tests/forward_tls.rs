@@ -1,5 +1,6 @@
-//! DNS over TLS upstreams end to end: the real binary forwarding to
-//! Debian's unbound serving DNS over TLS on loopback, with certificates
+//! DNS over TLS and HTTPS upstreams end to end: the real binary forwarding
+//! to Debian's unbound (built with nghttp2, so it serves DNS over HTTPS
+//! too) on loopback, with certificates
 //! made by openssl at test time (a test CA, a server certificate for
 //! `dns.test` and 127.0.0.1, and a second CA nobody trusts).
 //!
@@ -7,7 +8,9 @@
 //! (counted with `ss`); wrong server name and unknown CA give SERVFAIL with
 //! a logged reason and a counter, and nothing reaches the port in plain
 //! DNS; the upstream restarted: the next query reconnects; two TLS
-//! upstreams, the first gone: answers come from the second.
+//! upstreams, the first gone: answers come from the second. Over HTTPS:
+//! answers by POST and GET, concurrent queries as streams of one HTTP/2
+//! connection, an unknown CA refused.
 
 mod common;
 
@@ -88,9 +91,15 @@ fn certificates(dir: &Path) {
 
 /// unbound serving `example.org` over DNS over TLS on 127.0.0.1:`port`.
 fn unbound(bin: &Path, dir: &Path, port: u16) -> Unbound {
+    unbound_on(bin, dir, port, "tls-port")
+}
+
+/// unbound serving `example.org` on 127.0.0.1:`port`, the port made
+/// DNS over TLS (`tls-port`) or over HTTPS (`https-port`).
+fn unbound_on(bin: &Path, dir: &Path, port: u16, kind: &str) -> Unbound {
     let conf = dir.join(format!("unbound-{port}.conf"));
     let body = format!(
-        "server:\n  interface: 127.0.0.1@{port}\n  tls-port: {port}\n  tls-service-key: \"{d}/srv.key\"\n  tls-service-pem: \"{d}/srv.pem\"\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound-{port}.pid\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  do-udp: no\n  module-config: \"iterator\"\n  local-zone: \"example.org.\" static\n  local-data: \"www.example.org. 300 IN A 192.0.2.1\"\n  local-data: \"example.org. 300 IN SOA ns.example.org. h.example.org. 1 3600 600 86400 60\"\n  local-zone: \".\" static\n  local-data: \". 300 IN NS ns.example.org.\"\n",
+        "server:\n  interface: 127.0.0.1@{port}\n  {kind}: {port}\n  http-endpoint: \"/dns-query\"\n  tls-service-key: \"{d}/srv.key\"\n  tls-service-pem: \"{d}/srv.pem\"\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound-{port}.pid\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  do-udp: no\n  module-config: \"iterator\"\n  local-zone: \"example.org.\" static\n  local-data: \"www.example.org. 300 IN A 192.0.2.1\"\n  local-data: \"example.org. 300 IN SOA ns.example.org. h.example.org. 1 3600 600 86400 60\"\n  local-zone: \".\" static\n  local-data: \". 300 IN NS ns.example.org.\"\n",
         d = dir.display()
     );
     std::fs::write(&conf, body).expect("write unbound.conf");
@@ -260,4 +269,60 @@ fn reconnects_after_a_restart_and_fails_over_between_tls_upstreams() {
     }
     assert_eq!(connections_to(p2), 1, "the second answered over TLS");
     drop(second);
+}
+
+/// `n` different questions sent at once; how many got their NXDOMAIN.
+fn burst(server: &Server, n: u16) -> usize {
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    sock.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    for id in 0..n {
+        let q = common::query(id, &format!("b{id}.example.org."), RecordType::A, None);
+        sock.send_to(&q, server.dns).expect("send");
+    }
+    let mut answered = std::collections::HashSet::new();
+    let mut buf = vec![0u8; 2048];
+    while answered.len() < usize::from(n) {
+        let Ok(len) = sock.recv(&mut buf) else { break };
+        let m = Message::from_vec(&buf[..len]).expect("reply");
+        if rcode_name(&m) == "NXDOMAIN" {
+            answered.insert(m.metadata.id);
+        }
+    }
+    answered.len()
+}
+
+#[test]
+fn answers_over_https_by_post_and_get_on_one_connection() {
+    let Some(bin) = tools("forward over HTTPS") else { return };
+    let dir = temp_dir("doh-answers");
+    certificates(&dir);
+    let port = common::free_port();
+    let _up = unbound_on(&bin, &dir, port, "https-port");
+    for method in ["POST", "GET"] {
+        let fw = format!(
+            ". https://127.0.0.1:{port}/dns-query {{\n        tls {}/ca.pem\n        tls_servername dns.test\n        doh_method {method}\n    }}",
+            dir.display()
+        );
+        let server = Server::start(&dir, &corefile(&fw));
+        assert_eq!(
+            a(&server, "www.example.org."),
+            ("NOERROR".into(), vec!["192.0.2.1".into()]),
+            "{method}"
+        );
+        assert_eq!(burst(&server, 100), 100, "{method}: every concurrent query answered");
+        assert_eq!(connections_to(port), 1, "{method}: one HTTP/2 connection carried them");
+        drop(server);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // an unknown CA: SERVFAIL, counted, logged once
+    let fw = format!(
+        ". https://127.0.0.1:{port} {{\n        tls {}/other.pem\n        tls_servername dns.test\n    }}",
+        dir.display()
+    );
+    let server = Server::start(&dir, &corefile(&fw));
+    for _ in 0..2 {
+        assert_eq!(a(&server, "www.example.org.").0, "SERVFAIL");
+    }
+    assert!(server.metric_sum("clusterdns_forward_tls_failures_total", "https://127.0.0.1") >= 2.0);
+    assert!(server.log_contains("TLS handshake failed"));
 }

@@ -26,9 +26,6 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use super::lexer::Word;
 use super::ConfigError;
 
-/// Whether `https://` upstreams are served (refused until they are).
-pub const DOH: bool = false;
-
 /// One upstream of a `forward` and how it is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {

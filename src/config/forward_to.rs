@@ -88,11 +88,6 @@ fn encrypted(w: &Word, resolver: &[SocketAddr], errors: &mut Vec<ConfigError>) -
         }]);
     }
     let rest = text.strip_prefix("https://")?;
-    if !crate::config::forward_tls::DOH {
-        let e = format!("forward: '{text}': DNS over HTTPS upstreams are not supported yet; use tls:// (DNS over TLS)");
-        errors.push(ConfigError::new(&w.pos, e));
-        return Some(Vec::new());
-    }
     let (host, port) = match https_word(rest) {
         Ok(hp) => hp,
         Err(e) => {

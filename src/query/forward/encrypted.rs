@@ -1,9 +1,10 @@
 //! The seam between an upstream and its encrypted transport: which one a
-//! `forward` target asks for (`tls://`: [`Dot`]), built from the TLS client
+//! `forward` target asks for (`tls://`: [`Dot`], `https://`: [`Doh`]), built from the TLS client
 //! configuration the config loaded, and the one call the exchange makes.
 
 use hickory_proto::op::{Message, Query};
 
+use super::doh::Doh;
 use super::dot::Dot;
 use super::upstream::ExchangeError;
 use crate::config::forward::ForwardConfig;
@@ -12,6 +13,7 @@ use crate::config::forward_tls::{Target, TlsSettings, Via};
 /// An upstream's encrypted transport.
 pub enum Encrypted {
     Tls(Dot),
+    Https(Doh),
     /// An encrypted target this build cannot reach: every exchange fails
     /// (never plain DNS instead).
     Unavailable,
@@ -21,6 +23,7 @@ impl std::fmt::Debug for Encrypted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Encrypted::Tls(_) => f.write_str("tls"),
+            Encrypted::Https(_) => f.write_str("https"),
             Encrypted::Unavailable => f.write_str("unavailable"),
         }
     }
@@ -33,7 +36,9 @@ impl Encrypted {
         let built = match &target.via {
             Via::Dns => return None,
             Via::Tls(_) => client.and_then(|c| Dot::new(target.addr, &target.server_name(tls), c).map(Encrypted::Tls)),
-            Via::Https(_) => None,
+            Via::Https(host) => client.and_then(|c| {
+                Doh::new(target.addr, host, &target.server_name(tls), tls.doh_method, &c).map(Encrypted::Https)
+            }),
         };
         Some(built.unwrap_or(Encrypted::Unavailable))
     }
@@ -47,6 +52,7 @@ impl Encrypted {
     ) -> Result<Message, ExchangeError> {
         match self {
             Encrypted::Tls(dot) => dot.exchange(request, id, query, cfg).await,
+            Encrypted::Https(doh) => doh.exchange(request, id, query, cfg).await,
             Encrypted::Unavailable => Err(ExchangeError::Io(std::io::Error::other(
                 "encrypted transport unavailable",
             ))),
@@ -57,13 +63,15 @@ impl Encrypted {
     pub fn failures(&self) -> u64 {
         match self {
             Encrypted::Tls(dot) => dot.failures.load(std::sync::atomic::Ordering::Relaxed),
+            Encrypted::Https(doh) => doh.failures.load(std::sync::atomic::Ordering::Relaxed),
             Encrypted::Unavailable => 0,
         }
     }
 
-    /// The scheme for the `to` label: `tls`.
+    /// The scheme for the `to` label: `tls` or `https`.
     pub fn scheme(&self) -> &'static str {
         match self {
+            Encrypted::Https(_) => "https",
             Encrypted::Tls(_) | Encrypted::Unavailable => "tls",
         }
     }

@@ -20,6 +20,7 @@
 
 mod attempts;
 pub mod cache;
+mod doh;
 mod dot;
 pub mod encrypted;
 mod flight;
