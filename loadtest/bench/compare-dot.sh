@@ -17,6 +17,7 @@ for t in dnsperf unbound taskset openssl; do
 done
 UNBOUND=$(command -v unbound || echo /usr/sbin/unbound)
 cargo build --release -q --bin clusterdns
+BIN=${CARGO_TARGET_DIR:-target}/release/clusterdns
 W=$(mktemp -d /tmp/clusterdns-dot.XXXX)
 . loadtest/bench/lib.sh
 
@@ -35,9 +36,9 @@ printf '.:5333 {\n    bind 127.0.0.1\n    forward . tls://127.0.0.1%%dns.test:53
 
 taskset -c 1 "$UNBOUND" -d -c "$W/upstream.conf" 2>"$W/upstream.log" &
 UP=$!
-taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile.udp" 2>"$W/udp.log" &
+taskset -c 0 "$BIN" -conf "$W/Corefile.udp" 2>"$W/udp.log" &
 CU=$!
-taskset -c 0 ./target/release/clusterdns -conf "$W/Corefile.tls" 2>"$W/tls.log" &
+taskset -c 0 "$BIN" -conf "$W/Corefile.tls" 2>"$W/tls.log" &
 CT=$!
 trap 'kill $UP $CU $CT 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 for port in 5332 5333; do wait_answer $port h1.example.org; done

@@ -114,6 +114,7 @@ impl fmt::Display for Target {
                 write!(f, "tls://[{}%{n}]:{}", self.addr.ip(), self.addr.port())
             }
             Via::Tls(Some(n)) => write!(f, "tls://{ip}%{n}:{}", self.addr.port()),
+            Via::Https(host) if host.contains(':') => write!(f, "https://[{host}]:{}", self.addr.port()),
             Via::Https(host) => write!(f, "https://{host}:{}", self.addr.port()),
         }
     }
@@ -172,7 +173,7 @@ pub fn finish(to: &[Target], tls: &mut TlsSettings, at: &Word, errors: &mut Vec<
             format!("forward: both forward ('{name}') and upstream ('{t}') TLS server names are set; keep one"),
         ));
     }
-    if to.iter().all(|t| t.via == Via::Dns) {
+    if tls.files.is_empty() && to.iter().all(|t| t.via == Via::Dns) {
         return;
     }
     match client_config(&tls.files) {

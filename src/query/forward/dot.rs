@@ -181,7 +181,7 @@ impl Conn {
         }
         let len = u16::try_from(request.len()).map_err(|_| io::Error::other("request too long"))?;
         let (tx, rx) = oneshot::channel();
-        let wire = self.claim(id, tx).ok_or_else(|| io::Error::other("no free query ID"))?;
+        let wire = claim(&self.pending, id, tx).ok_or_else(|| io::Error::other("no free query ID"))?;
         let _release = Release(&self.pending, wire);
         let mut frame = Vec::with_capacity(request.len() + 2);
         frame.extend_from_slice(&len.to_be_bytes());
@@ -195,16 +195,16 @@ impl Conn {
         reply[..2].copy_from_slice(&id.to_be_bytes());
         matching(&reply, id, query).ok_or_else(|| ExchangeError::Io(io::Error::other("answer to another question")))
     }
+}
 
-    /// `id`, or another ID when a query in flight holds it, registered for `tx`.
-    fn claim(&self, id: u16, tx: oneshot::Sender<Vec<u8>>) -> Option<u16> {
-        let mut pending = self.pending.lock().ok()?;
-        let wire = std::iter::once(id)
-            .chain(std::iter::repeat_with(|| fastrand::u16(..)).take(64))
-            .find(|w| !pending.contains_key(w))?;
-        pending.insert(wire, tx);
-        Some(wire)
-    }
+/// `id`, or another ID when a query in flight holds it, registered for `tx`.
+fn claim(pending: &Pending, id: u16, tx: oneshot::Sender<Vec<u8>>) -> Option<u16> {
+    let mut pending = pending.lock().ok()?;
+    let wire = std::iter::once(id)
+        .chain(std::iter::repeat_with(|| fastrand::u16(..)).take(64))
+        .find(|w| !pending.contains_key(w))?;
+    pending.insert(wire, tx);
+    Some(wire)
 }
 
 /// Forgets a query's ID when its asker stops waiting (answer, timeout).
@@ -278,4 +278,36 @@ async fn answer<R: tokio::io::AsyncRead + Unpin>(read: &mut R, pending: &Pending
         let _ = tx.send(buf);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn answers_find_their_askers_by_id_in_any_order() {
+        let pending: Pending = Arc::default();
+        let (tx1, rx1) = oneshot::channel();
+        let (tx2, rx2) = oneshot::channel();
+        assert_eq!(claim(&pending, 7, tx1), Some(7));
+        let other = claim(&pending, 7, tx2).expect("a free id");
+        assert_ne!(other, 7, "an ID in flight is not reused on the connection");
+        // the second answer arrives first
+        let frames: Vec<u8> = [other, 7]
+            .iter()
+            .flat_map(|id| {
+                let mut m = vec![0u8; 12];
+                m[..2].copy_from_slice(&id.to_be_bytes());
+                let mut f = 12u16.to_be_bytes().to_vec();
+                f.extend(m);
+                f
+            })
+            .collect();
+        let mut read = &frames[..];
+        answer(&mut read, &pending).await.expect("first frame");
+        answer(&mut read, &pending).await.expect("second frame");
+        assert_eq!(rx2.await.expect("second asker")[..2], other.to_be_bytes());
+        assert_eq!(rx1.await.expect("first asker")[..2], 7u16.to_be_bytes());
+        assert!(pending.lock().expect("lock").is_empty());
+    }
 }
