@@ -31,6 +31,9 @@ use crate::config::forward_tls::DohMethod;
 
 const MEDIA: &str = "application/dns-message";
 
+/// The open connection's sender, when it was opened and last used.
+type Open = (SendRequest<Full<Bytes>>, Instant, Instant);
+
 /// The HTTPS side of one upstream.
 pub struct Doh {
     addr: SocketAddr,
@@ -39,8 +42,7 @@ pub struct Doh {
     name: ServerName<'static>,
     connector: TlsConnector,
     method: DohMethod,
-    /// The open connection's sender, when it was opened and last used.
-    slot: tokio::sync::Mutex<Option<(SendRequest<Full<Bytes>>, Instant, Instant)>>,
+    slot: tokio::sync::Mutex<Option<Open>>,
     pub failures: AtomicU64,
     warned: AtomicBool,
 }

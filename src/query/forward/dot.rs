@@ -245,7 +245,7 @@ async fn serve(
             ready = tokio::time::timeout(idle, read.fill_buf()) => match ready {
                 Err(_) if pending.lock().map(|p| p.is_empty()).unwrap_or(true) => break,
                 Err(_) => {}
-                Ok(Ok(buf)) if buf.is_empty() => break,
+                Ok(Ok([])) => break,
                 Ok(Err(_)) => break,
                 Ok(Ok(_)) => {
                     if answer(&mut read, &pending).await.is_err() {
