@@ -276,6 +276,22 @@ mod tests {
     }
 
     #[test]
+    fn unreadable_or_empty_tls_files_are_errors() {
+        let missing = client_config(&[PathBuf::from("/nonexistent/ca.pem")]).expect_err("missing file");
+        assert!(missing.contains("/nonexistent/ca.pem"), "{missing}");
+        let dir = std::env::temp_dir().join(format!("clusterdns-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let empty = dir.join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").expect("write");
+        let e = client_config(std::slice::from_ref(&empty)).expect_err("no certificate");
+        assert!(e.contains("no PEM certificate"), "{e}");
+        assert!(
+            client_config(&[empty.clone(), empty.clone(), empty.clone(), empty]).is_err(),
+            "four files"
+        );
+    }
+
+    #[test]
     fn targets_print_as_written() {
         let t = |via| {
             Target {
