@@ -10,7 +10,8 @@
 //! DNS; the upstream restarted: the next query reconnects; two TLS
 //! upstreams, the first gone: answers come from the second. Over HTTPS:
 //! answers by POST and GET, concurrent queries as streams of one HTTP/2
-//! connection, an unknown CA refused.
+//! connection, an unknown CA refused. `tls://IP%NAME`: two upstreams,
+//! each checked against its own name.
 
 mod common;
 
@@ -41,7 +42,8 @@ fn tools(test: &str) -> Option<PathBuf> {
 }
 
 /// A test CA (`ca.pem`), the server's key and certificate signed by it
-/// (`srv.key`, `srv.pem`: DNS `dns.test`, IP 127.0.0.1) and a CA that
+/// (`srv.key`, `srv.pem`: DNS `dns.test`, IP 127.0.0.1; `srv2.*` the same
+/// for `other.test`) and a CA that
 /// signed nothing (`other.pem`).
 fn certificates(dir: &Path) {
     let ssl = |args: &[&str]| {
@@ -65,41 +67,52 @@ fn certificates(dir: &Path) {
         args.extend(ec);
         ssl(&args);
     }
-    let mut args = vec!["req", "-subj", "/CN=dns.test", "-keyout", "srv.key", "-out", "srv.csr"];
-    args.extend(ec);
-    ssl(&args);
-    let ext = "subjectAltName=DNS:dns.test,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n";
-    std::fs::write(dir.join("srv.ext"), ext).expect("write srv.ext");
-    ssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "srv.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "2",
-        "-extfile",
-        "srv.ext",
-        "-out",
-        "srv.pem",
-    ]);
+    for (srv, name) in [("srv", "dns.test"), ("srv2", "other.test")] {
+        let (key, csr, ext, pem) = (
+            format!("{srv}.key"),
+            format!("{srv}.csr"),
+            format!("{srv}.ext"),
+            format!("{srv}.pem"),
+        );
+        let subj = format!("/CN={name}");
+        let mut args = vec!["req", "-subj", &subj, "-keyout", &key, "-out", &csr];
+        args.extend(ec);
+        ssl(&args);
+        let text =
+            format!("subjectAltName=DNS:{name},IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");
+        std::fs::write(dir.join(&ext), text).expect("write the extensions");
+        ssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+            "-out",
+            &pem,
+        ]);
+    }
 }
 
 /// unbound serving `example.org` over DNS over TLS on 127.0.0.1:`port`.
 fn unbound(bin: &Path, dir: &Path, port: u16) -> Unbound {
-    unbound_on(bin, dir, port, "tls-port")
+    unbound_on(bin, dir, port, "tls-port", "srv")
 }
 
 /// unbound serving `example.org` on 127.0.0.1:`port`, the port made
-/// DNS over TLS (`tls-port`) or over HTTPS (`https-port`).
-fn unbound_on(bin: &Path, dir: &Path, port: u16, kind: &str) -> Unbound {
+/// DNS over TLS (`tls-port`) or over HTTPS (`https-port`), with the
+/// certificate `cert`.pem (`srv` or `srv2`).
+fn unbound_on(bin: &Path, dir: &Path, port: u16, kind: &str, cert: &str) -> Unbound {
     let conf = dir.join(format!("unbound-{port}.conf"));
     let body = format!(
-        "server:\n  interface: 127.0.0.1@{port}\n  {kind}: {port}\n  http-endpoint: \"/dns-query\"\n  tls-service-key: \"{d}/srv.key\"\n  tls-service-pem: \"{d}/srv.pem\"\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound-{port}.pid\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  do-udp: no\n  module-config: \"iterator\"\n  local-zone: \"example.org.\" static\n  local-data: \"www.example.org. 300 IN A 192.0.2.1\"\n  local-data: \"example.org. 300 IN SOA ns.example.org. h.example.org. 1 3600 600 86400 60\"\n  local-zone: \".\" static\n  local-data: \". 300 IN NS ns.example.org.\"\n",
+        "server:\n  interface: 127.0.0.1@{port}\n  {kind}: {port}\n  http-endpoint: \"/dns-query\"\n  tls-service-key: \"{d}/{cert}.key\"\n  tls-service-pem: \"{d}/{cert}.pem\"\n  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound-{port}.pid\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  do-udp: no\n  module-config: \"iterator\"\n  local-zone: \"example.org.\" static\n  local-data: \"www.example.org. 300 IN A 192.0.2.1\"\n  local-data: \"example.org. 300 IN SOA ns.example.org. h.example.org. 1 3600 600 86400 60\"\n  local-zone: \".\" static\n  local-data: \". 300 IN NS ns.example.org.\"\n",
         d = dir.display()
     );
     std::fs::write(&conf, body).expect("write unbound.conf");
@@ -297,7 +310,7 @@ fn answers_over_https_by_post_and_get_on_one_connection() {
     let dir = temp_dir("doh-answers");
     certificates(&dir);
     let port = common::free_port();
-    let _up = unbound_on(&bin, &dir, port, "https-port");
+    let _up = unbound_on(&bin, &dir, port, "https-port", "srv");
     for method in ["POST", "GET"] {
         let fw = format!(
             ". https://127.0.0.1:{port}/dns-query {{\n        tls {}/ca.pem\n        tls_servername dns.test\n        doh_method {method}\n    }}",
@@ -325,4 +338,33 @@ fn answers_over_https_by_post_and_get_on_one_connection() {
     }
     assert!(server.metric_sum("clusterdns_forward_tls_failures_total", "https://127.0.0.1") >= 2.0);
     assert!(server.log_contains("TLS handshake failed"));
+}
+
+#[test]
+fn each_upstream_is_checked_against_its_own_server_name() {
+    let Some(bin) = tools("forward over TLS, a server name per upstream") else {
+        return;
+    };
+    let dir = temp_dir("dot-names");
+    certificates(&dir);
+    let (p1, p2) = (common::free_port(), common::free_port());
+    let _one = unbound_on(&bin, &dir, p1, "tls-port", "srv");
+    let _two = unbound_on(&bin, &dir, p2, "tls-port", "srv2");
+    let fw = format!(
+        ". tls://127.0.0.1%dns.test:{p1} tls://127.0.0.1%other.test:{p2} {{\n        tls {}/ca.pem\n        policy round_robin\n    }}",
+        dir.display()
+    );
+    let server = Server::start(&dir, &corefile(&fw));
+    for _ in 0..4 {
+        assert_eq!(a(&server, "www.example.org.").0, "NOERROR");
+    }
+    assert_eq!(
+        (connections_to(p1), connections_to(p2)),
+        (1, 1),
+        "both upstreams answered over TLS"
+    );
+    assert_eq!(
+        server.metric_sum("clusterdns_forward_tls_failures_total", "tls://"),
+        0.0
+    );
 }
