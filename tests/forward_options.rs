@@ -214,7 +214,7 @@ fn hostname_upstreams_resolve_through_resolver_at_load() {
 fn check_refuses_what_cannot_be_honoured_with_the_reason() {
     let dir = temp_dir("fwd-refuse");
     let conf = dir.join("Corefile");
-    let text = ".:53 {\n    forward . 10.0.0.1 {\n        failover NOERROR\n        max_age 1s\n        doh_method GET\n        source_address not-an-ip\n        resolver nameserver\n    }\n}\n";
+    let text = ".:53 {\n    forward . 10.0.0.1 {\n        failover NOERROR\n        max_age 1s\n        doh_method PUT\n        source_address not-an-ip\n        resolver nameserver\n    }\n}\n";
     std::fs::write(&conf, text).expect("write");
     let (status, out) = check(&conf);
     assert!(!status.success());
@@ -222,7 +222,7 @@ fn check_refuses_what_cannot_be_honoured_with_the_reason() {
         "Corefile:3:18: failover: NOERROR cannot be used",
         "Corefile:6:24: 'source_address': 'not-an-ip' is not an IP address",
         "Corefile:7:18: resolver: 'nameserver' is not an IP address or IP:PORT",
-        "Corefile:5:9: forward: 'doh_method' is not supported",
+        "Corefile:5:20: doh_method: 'PUT' must be either POST or GET",
         "Corefile:2:5: forward: max_age (1s) must not be less than expire (10s)",
     ] {
         assert!(out.contains(want), "missing {want:?} in\n{out}");

@@ -11,10 +11,11 @@
 //!     next RCODE...                next_on_nodata     failover RCODE...
 //!     failfast_all_unhealthy_upstreams               source_address IP
 //!     resolver IP[:PORT]...
+//!     tls [CERT KEY [CA]]          tls_servername NAME    doh_method GET|POST
 //! }
 //! ```
-//! `FROM` and `TO` are read by `forward_to.rs`. `tls`, `tls_servername`
-//! and `doh_method` (DNS over TLS/HTTPS) are refused with the reason.
+//! `FROM` and `TO` are read by `forward_to.rs`; `tls://` and `https://`
+//! upstreams and the TLS options by `forward_tls.rs`.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -25,6 +26,7 @@ use hickory_proto::rr::Name;
 
 use super::args::{zone, Args};
 use super::blocks::Directive;
+use super::forward_tls::{self, DohMethod, Target, TlsSettings};
 use super::forward_to::{self, MAX_UPSTREAMS};
 use super::ConfigError;
 
@@ -43,7 +45,9 @@ pub enum Policy {
 pub struct ForwardConfig {
     pub from: Name,
     pub except: Vec<Name>,
-    pub to: Vec<SocketAddr>,
+    pub to: Vec<Target>,
+    /// `tls`, `tls_servername`, `doh_method`, and the client config built.
+    pub tls: TlsSettings,
     /// resolv.conf files `to` was read from (for `clusterdns doctor`).
     pub files: Vec<std::path::PathBuf>,
     pub force_tcp: bool,
@@ -95,6 +99,7 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
         from,
         except: Vec::new(),
         to: Vec::new(),
+        tls: TlsSettings::default(),
         files,
         force_tcp: false,
         prefer_udp: false,
@@ -120,9 +125,10 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     // their errors after the TOs', in file order.
     let mut later = Vec::new();
     for line in &d.options {
-        option(&Args::from(line), &mut cfg, &mut later);
+        option(&Args::from(line), dir, &mut cfg, &mut later);
     }
     cfg.to = forward_to::upstreams(&d.args[1..], dir, &cfg.resolver, errors);
+    forward_tls::finish(&cfg.to, &mut cfg.tls, &d.name, &mut later);
     errors.append(&mut later);
     if !cfg.max_age.is_zero() && cfg.max_age < cfg.expire {
         errors.push(ConfigError::new(
@@ -155,10 +161,10 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
 /// Options that take a count, a duration or nothing.
 const SIMPLE: &str = "except, force_tcp, prefer_udp, expire, max_age, max_idle_conns, read_timeout, max_fails, \
                       max_connect_attempts, health_check, policy, max_concurrent, next, next_on_nodata, failover, \
-                      failfast_all_unhealthy_upstreams, source_address, resolver";
+                      failfast_all_unhealthy_upstreams, source_address, resolver, tls, tls_servername, doh_method";
 
 /// One option line into `cfg`.
-fn option(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigError>) {
+fn option(a: &Args<'_>, dir: &Path, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigError>) {
     let opt = a.name.text.as_str();
     let one = |errors: &mut Vec<ConfigError>| a.count(1, 1, errors);
     let many = |errors: &mut Vec<ConfigError>| a.count(1, usize::MAX, errors);
@@ -205,13 +211,16 @@ fn option(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigError>) 
                 }
             }
         }
-        "tls" | "tls_servername" | "doh_method" => errors.push(ConfigError::new(
-            a.pos(),
-            format!(
-                "forward: '{opt}' is not supported (clusterdns forwards over plain DNS, UDP and TCP only); \
-                 forward to a local DNS-over-TLS/HTTPS proxy's IP:PORT instead"
-            ),
-        )),
+        "tls" if a.count(0, 3, errors) => cfg.tls.files = a.args.iter().map(|w| dir.join(&w.text)).collect(),
+        "tls_servername" if one(errors) => cfg.tls.servername = Some(a.args[0].text.clone()),
+        "doh_method" if one(errors) => match a.args[0].text.as_str() {
+            "GET" => cfg.tls.doh_method = DohMethod::Get,
+            "POST" => cfg.tls.doh_method = DohMethod::Post,
+            other => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("doh_method: '{other}' must be either POST or GET"),
+            )),
+        },
         o if SIMPLE.split(", ").any(|s| s.trim() == o) => {} // count already reported
         other => errors.push(ConfigError::new(
             a.pos(),

@@ -2,7 +2,8 @@
 //! or a CIDR whose first reverse zone is used, as CoreDNS does) and its
 //! `TO`s: `IP[:PORT]`, `dns://IP[:PORT]`, a resolv.conf-style file whose
 //! `nameserver` lines are the upstreams, or a hostname resolved once at
-//! load time (through the `resolver` addresses, else the system resolver).
+//! load time (through the `resolver` addresses, else the system resolver);
+//! `tls://` and `https://` ones are read by `forward_tls.rs`.
 //! Upstreams named twice are kept once, first seen first.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
@@ -13,6 +14,7 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, RecordType};
 
 use super::args::zone;
+use super::forward_tls::{https_word, tls_word, Target, Via};
 use super::lexer::Word;
 use super::ConfigError;
 
@@ -59,35 +61,67 @@ fn first_reverse_zone(ip: IpAddr, len: u8) -> Option<Name> {
 
 /// The upstreams of every `TO` word, deduplicated; `resolver` resolves
 /// hostnames (empty: the system resolver).
-pub fn upstreams(
-    words: &[Word],
-    dir: &Path,
-    resolver: &[SocketAddr],
-    errors: &mut Vec<ConfigError>,
-) -> Vec<SocketAddr> {
-    let mut to: Vec<SocketAddr> = Vec::new();
+pub fn upstreams(words: &[Word], dir: &Path, resolver: &[SocketAddr], errors: &mut Vec<ConfigError>) -> Vec<Target> {
+    let mut to: Vec<Target> = Vec::new();
     for w in words {
-        for addr in one(w, dir, resolver, errors) {
-            if !to.contains(&addr) {
-                to.push(addr);
+        for t in encrypted(w, resolver, errors).unwrap_or_else(|| plain(w, dir, resolver, errors)) {
+            if !to.contains(&t) {
+                to.push(t);
             }
         }
     }
     to
 }
 
-/// The upstreams one `TO` word names.
+/// The upstreams of a `tls://` or `https://` word; `None` for other words.
+fn encrypted(w: &Word, resolver: &[SocketAddr], errors: &mut Vec<ConfigError>) -> Option<Vec<Target>> {
+    let text = w.text.as_str();
+    if let Some(rest) = text.strip_prefix("tls://") {
+        let Some((addr, name)) = tls_word(rest) else {
+            let e = format!("forward: '{text}' is not tls://IP[:PORT] nor tls://IP%SERVERNAME[:PORT]");
+            errors.push(ConfigError::new(&w.pos, e));
+            return Some(Vec::new());
+        };
+        return Some(vec![Target {
+            addr,
+            via: Via::Tls(name),
+        }]);
+    }
+    let rest = text.strip_prefix("https://")?;
+    let (host, port) = match https_word(rest) {
+        Ok(hp) => hp,
+        Err(e) => {
+            errors.push(ConfigError::new(&w.pos, format!("forward: '{text}': {e}")));
+            return Some(Vec::new());
+        }
+    };
+    let addrs = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => lookup(&host, port, resolver),
+    };
+    if addrs.is_empty() {
+        errors.push(ConfigError::new(
+            &w.pos,
+            format!("forward: failed to resolve '{host}' ({text})"),
+        ));
+    }
+    let via = Via::Https(host);
+    Some(
+        addrs
+            .into_iter()
+            .map(|addr| Target { addr, via: via.clone() })
+            .collect(),
+    )
+}
+
+/// The plain-DNS upstreams one `TO` word names.
+fn plain(w: &Word, dir: &Path, resolver: &[SocketAddr], errors: &mut Vec<ConfigError>) -> Vec<Target> {
+    one(w, dir, resolver, errors).into_iter().map(Target::dns).collect()
+}
+
+/// The addresses one plain `TO` word names.
 fn one(w: &Word, dir: &Path, resolver: &[SocketAddr], errors: &mut Vec<ConfigError>) -> Vec<SocketAddr> {
     let text = w.text.as_str();
-    for (scheme, what) in [("tls://", "DNS over TLS"), ("https://", "DNS over HTTPS")] {
-        if text.starts_with(scheme) {
-            errors.push(ConfigError::new(
-                &w.pos,
-                format!("forward: '{text}': {what} upstreams are not supported; forward over plain DNS (IP[:PORT]) to a local proxy that speaks it"),
-            ));
-            return Vec::new();
-        }
-    }
     let bare = text.strip_prefix("dns://").unwrap_or(text);
     if let Some(addr) = socket_addr(bare) {
         return vec![addr];

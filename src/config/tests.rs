@@ -91,7 +91,6 @@ fn forward_and_cache_options_are_checked() {
     let text = ".:53 {\n    forward . 10.0.0.1 tls://1.1.1.1 nofile {\n        policy fastest\n        read_timeout 0s\n        next BOGUS\n        health_check 1s sideways\n        force_tcp\n        prefer_udp\n    }\n    cache 30 {\n        serve_stale 1h sometimes\n        disable neither\n        prefetch 2 1m 500%\n    }\n    reload 1s\n    log {nonsense}\n    autopath @kubernetes\n}\n";
     let errors = errors_of("forward-errors", text);
     let want = [
-        "Corefile:2:24: forward: 'tls://1.1.1.1': DNS over TLS upstreams are not supported",
         "Corefile:2:38: forward: failed to resolve 'nofile' through the system resolver",
         "Corefile:3:16: policy: 'fastest' is not one of random, round_robin, sequential",
         "Corefile:4:22: read_timeout: must be above 0",

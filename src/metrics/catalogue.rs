@@ -335,6 +335,11 @@ pub const PROXY_HEALTHCHECK_FAILURES: Family = counter(
     "Failed health checks per upstream.",
     &["proxy_name", "to"],
 );
+pub const FORWARD_TLS_FAILURES: Family = counter(
+    "clusterdns_forward_tls_failures_total",
+    "Failed TLS handshakes with DNS over TLS or HTTPS upstreams.",
+    &["proxy_name", "to"],
+);
 pub const PROXY_DURATION: Family = histogram(
     "coredns_proxy_request_duration_seconds",
     "Histogram of the time each request took.",
@@ -417,7 +422,7 @@ pub const ALL: &[Family] = &[
     LAST_EVENT_AGE, PROGRAMMING_DURATION, NODECACHE_SETUP_ERRORS, NODELOCAL_RESTORED,
     NODELOCAL_HANDOVERS, NODELOCAL_DRAINED, NODELOCAL_PEERS,
     FORWARD_MAX_CONCURRENT_REJECTS, FORWARD_HEALTHCHECK_BROKEN, LOOP_DETECTED,
-    PROXY_HEALTHCHECK_FAILURES, PROXY_DURATION, CACHE_ENTRIES, CACHE_HITS, CACHE_REQUESTS,
+    PROXY_HEALTHCHECK_FAILURES, FORWARD_TLS_FAILURES, PROXY_DURATION, CACHE_ENTRIES, CACHE_HITS, CACHE_REQUESTS,
     CACHE_MISSES, CACHE_PREFETCH, CACHE_SERVED_STALE, CACHE_EVICTIONS, TEMPLATE_MATCHES,
     TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES, DNS64_TRANSLATED, ACL_BLOCKED, ACL_FILTERED, ACL_DROPPED,
     ACL_ALLOWED,

@@ -136,6 +136,7 @@ pub(super) fn forward(b: &mut Block, fw: &ForwardConfig) {
         let r: Vec<String> = fw.resolver.iter().map(ToString::to_string).collect();
         options.push(format!("resolver {}", r.join(" ")));
     }
+    options.extend(tls_options(fw));
     b.directive(format!("forward {} {}", fw.from, to.join(" ")), &options);
 }
 
@@ -161,4 +162,26 @@ pub(super) fn dnstap(b: &mut Block, d: &DnstapConfig) {
         head.push_str(&format!(" {} {}", d.write_buffer, d.queue));
     }
     b.directive(head, &options);
+}
+
+/// `tls`, `tls_servername` and `doh_method`, shown when some upstream is
+/// encrypted (they change nothing for plain ones).
+fn tls_options(fw: &ForwardConfig) -> Vec<String> {
+    use crate::config::forward_tls::{DohMethod, Via};
+    let mut options = Vec::new();
+    if fw.to.iter().all(|t| t.via == Via::Dns) {
+        return options;
+    }
+    let files: Vec<String> = fw.tls.files.iter().map(|p| p.display().to_string()).collect();
+    options.push(with("tls", &files.join(" ")));
+    options.extend(fw.tls.servername.as_ref().map(|n| format!("tls_servername {n}")));
+    if fw.to.iter().any(|t| matches!(t.via, Via::Https(_))) {
+        let method = if fw.tls.doh_method == DohMethod::Get {
+            "GET"
+        } else {
+            "POST"
+        };
+        options.push(format!("doh_method {method}"));
+    }
+    options
 }

@@ -219,6 +219,25 @@ fn defaults_are_written_out() {
     }
 }
 
+/// A CA certificate for `tls` (made with openssl; it signs nothing).
+const TEST_CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBnzCCAUWgAwIBAgIUQ3HLQAcTtccBBqCz2xMFkY98MlMwCgYIKoZIzj0EAwIw\nJDEiMCAGA1UEAwwZY2x1c3RlcmRucyBjb25maWcgdGVzdCBDQTAgFw0yNjExMjcw\nMzI4MDlaGA8yMTI2MTEwMzAzMjgwOVowJDEiMCAGA1UEAwwZY2x1c3RlcmRucyBj\nb25maWcgdGVzdCBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABOUb5nbpe3zS\ndD6z7Zi/zS24/pxNvQ++qnlgnIsTahUg9mXY951Lh5B17jqqRMaQ41S+2V+aOO7P\nwh/JGLuMShCjUzBRMB0GA1UdDgQWBBRNkmBFhzySmRL//kAX3BlfS1JlYTAfBgNV\nHSMEGDAWgBRNkmBFhzySmRL//kAX3BlfS1JlYTAPBgNVHRMBAf8EBTADAQH/MAoG\nCCqGSM49BAMCA0gAMEUCIDCc64F4/+hzXv/h7AuNsLoKDv6n7301c8MaKVd8W2r7\nAiEAukEms476jZxx0GWmur1DsE+UyQ86ekEx62uNt+RYWdg=\n-----END CERTIFICATE-----\n";
+
+#[test]
+fn encrypted_upstreams_print_with_their_tls_options() {
+    let dir = dir();
+    std::fs::write(dir.join("ca.pem"), TEST_CA).expect("write ca.pem");
+    let text = ".:53 {\n    forward . tls://10.0.0.1%dns.example tls://[2001:db8::1%dns6.example]:8853 {\n        tls ca.pem\n    }\n    forward example.org https://10.0.0.2/dns-query {\n        tls ca.pem\n        tls_servername doh.example\n        doh_method GET\n    }\n}\n";
+    let printed = round_trip(&dir.join("Corefile"), text);
+    let ca = dir.join("ca.pem").display().to_string();
+    for want in [
+        "    forward . tls://10.0.0.1%dns.example:853 tls://[2001:db8::1%dns6.example]:8853 {".to_string(),
+        format!("        tls {ca}\n    }}\n    forward example.org. https://10.0.0.2:443 {{"),
+        format!("        tls {ca}\n        tls_servername doh.example\n        doh_method GET\n    }}"),
+    ] {
+        assert!(printed.contains(&want), "missing:\n{want}\nin:\n{printed}");
+    }
+}
+
 #[test]
 fn distribution_corefiles_print_and_load_again() {
     let dir = repo().join("zones/distros");

@@ -20,6 +20,9 @@
 
 mod attempts;
 pub mod cache;
+mod doh;
+mod dot;
+pub mod encrypted;
 mod flight;
 pub mod hits;
 mod render;
@@ -54,7 +57,7 @@ pub struct Forward {
 impl Forward {
     pub fn new(cfg: ForwardConfig) -> Forward {
         Forward {
-            upstreams: cfg.to.iter().map(|a| Arc::new(Upstream::new(*a))).collect(),
+            upstreams: cfg.to.iter().map(|t| Arc::new(Upstream::to(t, &cfg.tls))).collect(),
             cfg,
             next_rr: AtomicUsize::new(0),
             inflight: AtomicUsize::new(0),

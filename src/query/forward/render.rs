@@ -19,8 +19,8 @@ pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
     caching(&caches, s);
 }
 
-/// The block-wide counters, then per upstream its failed health checks
-/// and request durations.
+/// The block-wide counters, then per upstream its failed health checks,
+/// failed TLS handshakes (encrypted upstreams) and request durations.
 fn forwarding(all: &[Arc<Forwarding>], s: &mut String) {
     let sum = |f: fn(&Forwarding) -> &AtomicU64| all.iter().map(|x| f(x).load(Relaxed)).sum::<u64>();
     c::FORWARD_MAX_CONCURRENT_REJECTS.single(s, sum(|f| &f.max_concurrent_rejects));
@@ -32,6 +32,18 @@ fn forwarding(all: &[Arc<Forwarding>], s: &mut String) {
         let failures = up.healthcheck_failures.load(Relaxed);
         let name = c::PROXY_HEALTHCHECK_FAILURES.name;
         let _ = writeln!(s, "{name}{{proxy_name=\"forward\",to=\"{}\"}} {failures}", up.addr);
+    }
+    c::FORWARD_TLS_FAILURES.head(s);
+    for up in upstreams() {
+        if let Some(enc) = &up.encrypted {
+            let (name, n) = (c::FORWARD_TLS_FAILURES.name, enc.failures());
+            let _ = writeln!(
+                s,
+                "{name}{{proxy_name=\"forward\",to=\"{}://{}\"}} {n}",
+                enc.scheme(),
+                up.addr
+            );
+        }
     }
     c::PROXY_DURATION.head(s);
     for up in upstreams() {

@@ -1,5 +1,6 @@
 //! One upstream resolver: exchanges over UDP (a fresh socket and random
-//! source port per query) or pooled TCP connections, and its health. Both
+//! source port per query) or pooled TCP connections, or over its encrypted
+//! transport (`encrypted.rs`) when it has one, and its health. All
 //! leave from `source_address` when set; a pooled connection is closed
 //! when idle for `expire` or older than `max_age`.
 //!
@@ -14,7 +15,7 @@ use std::time::Instant;
 
 use hickory_proto::op::{Message, Query};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream, UdpSocket};
+use tokio::net::{TcpStream, UdpSocket};
 
 use crate::config::forward::ForwardConfig;
 use tokio::time::timeout_at;
@@ -45,6 +46,8 @@ pub struct Upstream {
     pub durations: [crate::metrics::Durations; 7],
     /// Pooled connections: when last used, when opened.
     idle: Mutex<Vec<Pooled>>,
+    /// DNS over TLS or HTTPS instead of UDP and TCP.
+    pub encrypted: Option<super::encrypted::Encrypted>,
 }
 
 impl Upstream {
@@ -57,6 +60,15 @@ impl Upstream {
             healthcheck_failures: AtomicU64::new(0),
             durations: Default::default(),
             idle: Mutex::new(Vec::new()),
+            encrypted: None,
+        }
+    }
+
+    /// The upstream `target` names, over the transport it names.
+    pub fn to(target: &crate::config::forward_tls::Target, tls: &crate::config::forward_tls::TlsSettings) -> Upstream {
+        Upstream {
+            encrypted: super::encrypted::Encrypted::of(target, tls),
+            ..Upstream::new(target.addr)
         }
     }
 
@@ -76,7 +88,9 @@ impl Upstream {
         deadline: tokio::time::Instant,
         cfg: &ForwardConfig,
     ) -> Result<Message, ExchangeError> {
-        let result = if tcp {
+        let result = if let Some(enc) = &self.encrypted {
+            timeout_at(deadline, enc.exchange(request, id, query, cfg)).await
+        } else if tcp {
             timeout_at(deadline, self.tcp(request, id, query, cfg)).await
         } else {
             timeout_at(deadline, self.udp(request, id, query, cfg.source_address)).await
@@ -137,14 +151,7 @@ impl Upstream {
     }
 
     async fn connect(&self, source: Option<IpAddr>) -> io::Result<TcpStream> {
-        let socket = match self.addr {
-            SocketAddr::V4(_) => TcpSocket::new_v4()?,
-            SocketAddr::V6(_) => TcpSocket::new_v6()?,
-        };
-        if source.is_some() {
-            socket.bind(self.local(source))?;
-        }
-        socket.connect(self.addr).await
+        super::dot::connect(self.addr, source).await
     }
 
     /// A pooled connection still fresh by `expire` and `max_age`, and when

@@ -1,0 +1,191 @@
+//! DNS over HTTPS to one upstream (RFC 8484): one HTTP/2 connection over
+//! TLS (ALPN `h2`) kept open and shared by every query as concurrent
+//! streams, through hyper's client; opened again when it closed, idled
+//! past `expire` or aged past `max_age`. Each query is `POST /dns-query`
+//! with the message as body, or with `doh_method GET` `GET
+//! /dns-query?dns=BASE64URL`; the message goes with ID 0 (cache friendly,
+//! as the RFC advises) and the answer is given back under the caller's ID.
+//!
+//! As for DNS over TLS, the certificate is always verified, a failed
+//! handshake is counted and logged once until one succeeds again, and
+//! nothing falls back to plain DNS.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use hickory_proto::op::{Message, Query};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::client::conn::http2::SendRequest;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
+use tokio_rustls::TlsConnector;
+
+use super::upstream::{matching, ExchangeError};
+use crate::config::forward::ForwardConfig;
+use crate::config::forward_tls::DohMethod;
+
+const MEDIA: &str = "application/dns-message";
+
+/// The open connection's sender, when it was opened and last used.
+type Open = (SendRequest<Full<Bytes>>, Instant, Instant);
+
+/// The HTTPS side of one upstream.
+pub struct Doh {
+    addr: SocketAddr,
+    /// `https://HOST:PORT/dns-query`
+    url: String,
+    name: ServerName<'static>,
+    connector: TlsConnector,
+    method: DohMethod,
+    slot: tokio::sync::Mutex<Option<Open>>,
+    pub failures: AtomicU64,
+    warned: AtomicBool,
+}
+
+fn other(e: impl std::fmt::Display) -> ExchangeError {
+    ExchangeError::Io(io::Error::other(e.to_string()))
+}
+
+impl Doh {
+    /// `None` when `name` is not a DNS name or IP (never on a checked config).
+    pub fn new(
+        addr: SocketAddr,
+        host: &str,
+        name: &str,
+        method: DohMethod,
+        config: &rustls::ClientConfig,
+    ) -> Option<Doh> {
+        let mut config = config.clone();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let authority = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        Some(Doh {
+            addr,
+            url: format!("https://{authority}:{}/dns-query", addr.port()),
+            name: ServerName::try_from(name.to_string()).ok()?,
+            connector: TlsConnector::from(Arc::new(config)),
+            method,
+            slot: tokio::sync::Mutex::new(None),
+            failures: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
+        })
+    }
+
+    /// Asks `request` over the shared connection; once more on a new one
+    /// when a reused connection fails.
+    pub async fn exchange(
+        &self,
+        request: &[u8],
+        id: u16,
+        query: &Query,
+        cfg: &ForwardConfig,
+    ) -> Result<Message, ExchangeError> {
+        let (sender, fresh) = self.sender(cfg, false).await?;
+        match self.ask(sender, request, id, query).await {
+            Err(_) if !fresh => {
+                let (sender, _) = self.sender(cfg, true).await?;
+                self.ask(sender, request, id, query).await
+            }
+            got => got,
+        }
+    }
+
+    async fn ask(
+        &self,
+        mut sender: SendRequest<Full<Bytes>>,
+        request: &[u8],
+        id: u16,
+        query: &Query,
+    ) -> Result<Message, ExchangeError> {
+        if request.len() < 12 {
+            return Err(other("request too short"));
+        }
+        let mut body = request.to_vec();
+        body[..2].copy_from_slice(&[0, 0]);
+        let builder = hyper::Request::builder().header(hyper::header::ACCEPT, MEDIA);
+        let req = match self.method {
+            DohMethod::Post => builder
+                .method(hyper::Method::POST)
+                .uri(&self.url)
+                .header(hyper::header::CONTENT_TYPE, MEDIA)
+                .body(Full::new(Bytes::from(body))),
+            DohMethod::Get => {
+                let dns = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&body);
+                builder
+                    .method(hyper::Method::GET)
+                    .uri(format!("{}?dns={dns}", self.url))
+                    .body(Full::new(Bytes::new()))
+            }
+        }
+        .map_err(other)?;
+        sender.ready().await.map_err(other)?;
+        let response = sender.send_request(req).await.map_err(other)?;
+        if response.status() != hyper::StatusCode::OK {
+            return Err(other(format!("HTTP status {}", response.status())));
+        }
+        let body = Limited::new(response.into_body(), 65535)
+            .collect()
+            .await
+            .map_err(other)?;
+        let mut reply = body.to_bytes().to_vec();
+        if reply.len() < 12 {
+            return Err(other("answer too short"));
+        }
+        reply[..2].copy_from_slice(&id.to_be_bytes());
+        matching(&reply, id, query).ok_or_else(|| other("answer to another question"))
+    }
+
+    /// The open connection's sender (and whether it was just opened).
+    async fn sender(
+        &self,
+        cfg: &ForwardConfig,
+        renew: bool,
+    ) -> Result<(SendRequest<Full<Bytes>>, bool), ExchangeError> {
+        let mut slot = self.slot.lock().await;
+        if let Some((s, opened, used)) = slot.as_mut() {
+            let fresh = used.elapsed() < cfg.expire && (cfg.max_age.is_zero() || opened.elapsed() < cfg.max_age);
+            if !renew && fresh && !s.is_closed() {
+                *used = Instant::now();
+                return Ok((s.clone(), false));
+            }
+        }
+        *slot = None;
+        let sender = self.connect(cfg).await?;
+        *slot = Some((sender.clone(), Instant::now(), Instant::now()));
+        Ok((sender, true))
+    }
+
+    /// TCP, TLS, then the HTTP/2 handshake; the connection runs in its own
+    /// task until every sender is gone or the server closes it.
+    async fn connect(&self, cfg: &ForwardConfig) -> Result<SendRequest<Full<Bytes>>, ExchangeError> {
+        let tcp = super::dot::connect(self.addr, cfg.source_address).await?;
+        let tls = match self.connector.connect(self.name.clone(), tcp).await {
+            Ok(tls) => {
+                self.warned.store(false, Ordering::Relaxed);
+                tls
+            }
+            Err(e) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(target: "forward", "upstream {} ({}): TLS handshake failed: {e}; its queries get no answer from it (never sent in plain text)", self.url, self.addr);
+                }
+                return Err(ExchangeError::Io(e));
+            }
+        };
+        let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .map_err(other)?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(sender)
+    }
+}

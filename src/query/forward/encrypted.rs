@@ -1,0 +1,78 @@
+//! The seam between an upstream and its encrypted transport: which one a
+//! `forward` target asks for (`tls://`: [`Dot`], `https://`: [`Doh`]), built from the TLS client
+//! configuration the config loaded, and the one call the exchange makes.
+
+use hickory_proto::op::{Message, Query};
+
+use super::doh::Doh;
+use super::dot::Dot;
+use super::upstream::ExchangeError;
+use crate::config::forward::ForwardConfig;
+use crate::config::forward_tls::{Target, TlsSettings, Via};
+
+/// An upstream's encrypted transport.
+pub enum Encrypted {
+    Tls(Dot),
+    Https(Doh),
+    /// An encrypted target this build cannot reach: every exchange fails
+    /// (never plain DNS instead).
+    Unavailable,
+}
+
+impl std::fmt::Debug for Encrypted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Encrypted::Tls(_) => f.write_str("tls"),
+            Encrypted::Https(_) => f.write_str("https"),
+            Encrypted::Unavailable => f.write_str("unavailable"),
+        }
+    }
+}
+
+impl Encrypted {
+    /// The transport `target` asks for; `None` for plain DNS.
+    pub fn of(target: &Target, tls: &TlsSettings) -> Option<Encrypted> {
+        let client = tls.client.clone();
+        let built = match &target.via {
+            Via::Dns => return None,
+            Via::Tls(_) => client.and_then(|c| Dot::new(target.addr, &target.server_name(tls), c).map(Encrypted::Tls)),
+            Via::Https(host) => client.and_then(|c| {
+                Doh::new(target.addr, host, &target.server_name(tls), tls.doh_method, &c).map(Encrypted::Https)
+            }),
+        };
+        Some(built.unwrap_or(Encrypted::Unavailable))
+    }
+
+    pub async fn exchange(
+        &self,
+        request: &[u8],
+        id: u16,
+        query: &Query,
+        cfg: &ForwardConfig,
+    ) -> Result<Message, ExchangeError> {
+        match self {
+            Encrypted::Tls(dot) => dot.exchange(request, id, query, cfg).await,
+            Encrypted::Https(doh) => doh.exchange(request, id, query, cfg).await,
+            Encrypted::Unavailable => Err(ExchangeError::Io(std::io::Error::other(
+                "encrypted transport unavailable",
+            ))),
+        }
+    }
+
+    /// Failed TLS handshakes so far.
+    pub fn failures(&self) -> u64 {
+        match self {
+            Encrypted::Tls(dot) => dot.failures.load(std::sync::atomic::Ordering::Relaxed),
+            Encrypted::Https(doh) => doh.failures.load(std::sync::atomic::Ordering::Relaxed),
+            Encrypted::Unavailable => 0,
+        }
+    }
+
+    /// The scheme for the `to` label: `tls` or `https`.
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            Encrypted::Https(_) => "https",
+            Encrypted::Tls(_) | Encrypted::Unavailable => "tls",
+        }
+    }
+}
