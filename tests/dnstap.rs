@@ -145,7 +145,8 @@ fn check_json(messages: &[Value], sent: &[Sent], up: SocketAddr, identity: &str,
             .iter()
             .map(|s| (u64::from(s.port), if s.tcp { "TCP" } else { "UDP" }.to_string()))
             .collect();
-        (seen.sort(), want.sort());
+        seen.sort();
+        want.sort();
         assert_eq!(seen, want, "{kind}: one per query, from its client's port");
     }
     for m in &all["FORWARDER_QUERY"] {
