@@ -10,9 +10,10 @@ use hickory_proto::op::{Metadata, Query, ResponseCode};
 use hickory_proto::rr::Record;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::answer::Answer;
-use super::finish::{self, Echo};
 use super::log;
+use super::reply::echo::Echo;
+use super::reply::wire;
+use super::reply::Answer;
 use super::request::ClientEdns;
 use crate::config::local::LogStyle;
 use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
@@ -166,7 +167,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         query: Some(question.unwrap_or(&job.query)),
         edns: job.edns,
     };
-    let truncated = finish::write_for(&mut out, &echo, answer, job.transport);
+    let truncated = wire::write_for(&mut out, &echo, answer, job.transport);
     if matches!(job.sink, Sink::None) {
         return;
     }

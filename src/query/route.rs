@@ -30,9 +30,9 @@ use std::sync::Arc;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
-use super::answer::{self, Answer};
 use super::cluster::Outcome;
 use super::local::Local;
+use super::reply::{self, Answer};
 use super::rewrite::Revert;
 use super::template::Templated;
 use super::UNHANDLED;
@@ -43,6 +43,8 @@ mod acl;
 mod block;
 mod chase;
 mod direct;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use acl::{Admission, Asked, WireName};
 
@@ -315,7 +317,7 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
     if query.query_type() != RecordType::ANY || !block.any {
         return false;
     }
-    out.answers.push(answer::hinfo_rfc8482(query.name()));
+    out.answers.push(reply::hinfo_rfc8482(query.name()));
     out.memoizable = true;
     true
 }

@@ -304,7 +304,7 @@ fn message(query: &Query, dnssec_ok: bool, cd: bool) -> Option<Vec<u8>> {
     m.add_query(query.clone());
     if dnssec_ok {
         let mut edns = hickory_proto::op::Edns::new();
-        edns.set_max_payload(crate::query::finish::OUR_PAYLOAD);
+        edns.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
         edns.set_dnssec_ok(true);
         m.edns = Some(edns);
     }
