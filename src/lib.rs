@@ -36,4 +36,5 @@ pub mod metrics;
 pub mod nodelocal;
 pub mod query;
 pub mod store;
+pub mod tls;
 pub mod watch;

@@ -17,11 +17,8 @@
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::lexer::Word;
 use super::ConfigError;
@@ -176,71 +173,16 @@ pub fn finish(to: &[Target], tls: &mut TlsSettings, at: &Word, errors: &mut Vec<
     if tls.files.is_empty() && to.iter().all(|t| t.via == Via::Dns) {
         return;
     }
-    match client_config(&tls.files) {
+    match crate::tls::client_config(&tls.files, false) {
         Ok(c) => tls.client = Some(Arc::new(c)),
         Err(e) => errors.push(ConfigError::new(&at.pos, format!("forward: tls: {e}"))),
     }
 }
 
-/// The TLS client configuration `tls [CERT KEY [CA]]` (or `tls CA`) asks for.
-pub fn client_config(files: &[PathBuf]) -> Result<rustls::ClientConfig, String> {
-    let (pair, ca) = match files {
-        [] => (None, None),
-        [ca] => (None, Some(ca)),
-        [cert, key] => (Some((cert, key)), None),
-        [cert, key, ca] => (Some((cert, key)), Some(ca)),
-        _ => return Err("takes at most 3 arguments (CERT KEY CA)".into()),
-    };
-    let roots = roots(ca.map(PathBuf::as_path))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots);
-    let mut config = match pair {
-        None => builder.with_no_client_auth(),
-        Some((cert, key)) => {
-            let chain = certs(cert)?;
-            let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| format!("{}: {e}", cert.display()))?
-        }
-    };
-    config.alpn_protocols = Vec::new();
-    Ok(config)
-}
-
-/// The roots server certificates are checked against: `ca`, else the system's.
-fn roots(ca: Option<&Path>) -> Result<rustls::RootCertStore, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    let found = match ca {
-        Some(path) => certs(path)?,
-        None => rustls_native_certs::load_native_certs().certs,
-    };
-    let (added, _) = roots.add_parsable_certificates(found);
-    if added == 0 {
-        let from = ca.map_or("the system".to_string(), |p| p.display().to_string());
-        return Err(format!("no usable CA certificate found in {from}"));
-    }
-    Ok(roots)
-}
-
-/// The PEM certificates of `path` (at least one).
-fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let all: Result<Vec<_>, _> = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .collect();
-    let all = all.map_err(|e| format!("{}: {e}", path.display()))?;
-    if all.is_empty() {
-        return Err(format!("{}: no PEM certificate in it", path.display()));
-    }
-    Ok(all)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tls::client_config;
 
     #[test]
     fn tls_words_in_coredns_forms() {
@@ -277,16 +219,16 @@ mod tests {
 
     #[test]
     fn unreadable_or_empty_tls_files_are_errors() {
-        let missing = client_config(&[PathBuf::from("/nonexistent/ca.pem")]).expect_err("missing file");
+        let missing = client_config(&[PathBuf::from("/nonexistent/ca.pem")], false).expect_err("missing file");
         assert!(missing.contains("/nonexistent/ca.pem"), "{missing}");
         let dir = std::env::temp_dir().join(format!("clusterdns-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").expect("write");
-        let e = client_config(std::slice::from_ref(&empty)).expect_err("no certificate");
+        let e = client_config(std::slice::from_ref(&empty), false).expect_err("no certificate");
         assert!(e.contains("no PEM certificate"), "{e}");
         assert!(
-            client_config(&[empty.clone(), empty.clone(), empty.clone(), empty]).is_err(),
+            client_config(&[empty.clone(), empty.clone(), empty.clone(), empty], false).is_err(),
             "four files"
         );
     }

@@ -19,7 +19,6 @@ mod frame;
 mod message;
 pub mod proto;
 mod sink;
-mod tls;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;

@@ -192,7 +192,8 @@ async fn connect(cfg: &DnstapConfig) -> io::Result<Box<dyn Conn>> {
             let host = host.trim_start_matches('[').trim_end_matches(']');
             let name = rustls::pki_types::ServerName::try_from(host.to_string())
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-            let connector = tokio_rustls::TlsConnector::from(super::tls::client(cfg.skip_verify)?);
+            let client = crate::tls::client_config(&[], cfg.skip_verify).map_err(io::Error::other)?;
+            let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(client));
             Ok(Box::new(connector.connect(name, stream).await?))
         }
     }
