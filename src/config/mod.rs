@@ -13,15 +13,18 @@ pub mod cache;
 pub mod chaos;
 pub mod dns64;
 pub mod effective;
+pub mod errors;
 pub mod forward;
 pub mod forward_to;
 pub mod gotmpl;
 pub mod hosts;
 pub mod k8s_external;
+pub mod kube_client;
 pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
 pub mod local;
+pub mod log;
 pub mod nodelocal;
 pub mod plugins;
 pub mod rewrite;
@@ -92,7 +95,8 @@ pub struct Server {
     pub port: u16,
     /// Addresses from `bind`; empty means every address.
     pub bind: Vec<IpAddr>,
-    pub errors: bool,
+    /// `errors`: plugin errors logged, alike ones consolidated.
+    pub errors: Option<errors::ErrorsConfig>,
     pub log: Option<local::LogConfig>,
     pub kubernetes: Option<KubernetesConfig>,
     /// `forward` directives, tried in order (`next` passes on to the next).

@@ -110,7 +110,7 @@ pub fn server(
         zones,
         port: port.flatten().unwrap_or(default_port),
         bind: Vec::new(),
-        errors: false,
+        errors: None,
         log: None,
         kubernetes: None,
         forward: Vec::new(),
@@ -171,25 +171,12 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
     match name {
         "bind" if a.count(1, usize::MAX, errors) => bind(d, &mut server.bind, errors),
         "errors" => {
-            if server.errors {
+            if server.errors.is_some() {
                 errors.push(ConfigError::new(a.pos(), "errors: only one per server block"));
             }
-            // `stdout`: CoreDNS's legacy destination, where its log goes anyway.
-            if a.count(0, 1, errors) {
-                if let Some(w) = d.args.first().filter(|w| w.text != "stdout") {
-                    errors.push(ConfigError::new(
-                        &w.pos,
-                        format!(
-                            "errors: '{}' is not a destination (errors go to the log; only 'stdout' is accepted)",
-                            w.text
-                        ),
-                    ));
-                }
-            }
-            no_options(d, errors);
-            server.errors = true;
+            server.errors = Some(super::errors::parse(d, errors));
         }
-        "log" => server.log = Some(local::log(d, errors)),
+        "log" => server.log = Some(super::log::parse(d, errors)),
         "forward" => server.forward.extend(forward::parse(d, dir, errors)),
         "cache" => {
             if server.cache.is_some() {
@@ -331,14 +318,6 @@ fn addresses(w: &Word, errors: &mut Vec<ConfigError>) -> Vec<IpAddr> {
     found
 }
 
-fn no_options(d: &Directive, errors: &mut Vec<ConfigError>) {
-    for o in &d.options {
-        errors.push(ConfigError::new(
-            &o.name.pos,
-            format!("{}: unknown option '{}'", d.name.text, o.name.text),
-        ));
-    }
-}
 
 fn addr_or(d: &Directive, default_port: u16, errors: &mut Vec<ConfigError>) -> Option<SocketAddr> {
     match d.args.first() {

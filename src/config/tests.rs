@@ -135,7 +135,7 @@ fn ports_imports_env_and_several_blocks() {
     let cfg = load(&dir.join("Corefile"), 5353).expect("valid");
     assert_eq!(cfg.servers[0].port, 5353, "-dns.port applies to keys without a port");
     assert_eq!(cfg.servers[0].zones[0].to_string(), "cluster.local.");
-    assert!(cfg.servers[0].errors && cfg.servers[0].kubernetes.is_some());
+    assert!(cfg.servers[0].errors.is_some() && cfg.servers[0].kubernetes.is_some());
     assert_eq!(cfg.servers[1].port, 1054);
     assert!(cfg.servers[1].log.is_some());
 }
