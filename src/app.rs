@@ -254,7 +254,10 @@ impl Runtime {
     /// whose `kubernetes` block is unchanged.
     fn build(&mut self, config: &Config) -> Built {
         self.epoch += 1;
-        let stacktrace = config.servers.iter().any(|s| s.errors.as_ref().is_some_and(|e| e.stacktrace));
+        let stacktrace = config
+            .servers
+            .iter()
+            .any(|s| s.errors.as_ref().is_some_and(|e| e.stacktrace));
         crate::query::errors::stacktrace(stacktrace);
         let mut built = Built {
             routers: BTreeMap::new(),

@@ -240,4 +240,3 @@ pub fn zones(words: &[Word], errors: &mut Vec<ConfigError>) -> Vec<Name> {
     }
     out
 }
-

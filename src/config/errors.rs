@@ -117,14 +117,20 @@ fn consolidate(o: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<Consolidat
     let Some(period) = parse_duration(&when.text).filter(|_| has_unit) else {
         errors.push(ConfigError::new(
             &when.pos,
-            format!("errors: consolidate '{}' is not a duration with a unit (e.g. 1m)", when.text),
+            format!(
+                "errors: consolidate '{}' is not a duration with a unit (e.g. 1m)",
+                when.text
+            ),
         ));
         return None;
     };
     if re.text.len() > MAX_REGEXP {
         errors.push(ConfigError::new(
             &re.pos,
-            format!("errors: consolidate pattern too long ({} > {MAX_REGEXP})", re.text.len()),
+            format!(
+                "errors: consolidate pattern too long ({} > {MAX_REGEXP})",
+                re.text.len()
+            ),
         ));
         return None;
     }
@@ -168,13 +174,22 @@ fn consolidate(o: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<Consolidat
 }
 
 /// The option lines `check` prints for `cfg`.
-pub fn effective(cfg: &ErrorsConfig, quote: impl Fn(&str) -> String, duration: impl Fn(Duration) -> String) -> Vec<String> {
+pub fn effective(
+    cfg: &ErrorsConfig,
+    quote: impl Fn(&str) -> String,
+    duration: impl Fn(Duration) -> String,
+) -> Vec<String> {
     let mut lines = Vec::new();
     if cfg.stacktrace {
         lines.push("stacktrace".to_string());
     }
     for c in &cfg.consolidate {
-        let mut line = format!("consolidate {} {} {}", duration(c.period), quote(&c.pattern), c.level.name());
+        let mut line = format!(
+            "consolidate {} {} {}",
+            duration(c.period),
+            quote(&c.pattern),
+            c.level.name()
+        );
         if c.show_first {
             line.push_str(" show_first");
         }

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
-use super::args::{zone, zones, Args};
 pub use super::args::Net;
+use super::args::{zone, zones, Args};
 use super::blocks::Directive;
 use super::ConfigError;
 

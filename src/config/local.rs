@@ -259,12 +259,10 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
         let secs = a.args[0].text.parse::<u64>().ok().map(Duration::from_secs);
         match secs.or_else(|| a.duration(0, errors)) {
             // As CoreDNS: 1 s to 24 h.
-            Some(d) if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) => {
-                errors.push(ConfigError::new(
-                    &a.args[0].pos,
-                    format!("timeouts: {} must be between 1s and 24h", a.name.text),
-                ))
-            }
+            Some(d) if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("timeouts: {} must be between 1s and 24h", a.name.text),
+            )),
             Some(d) => *slot = d,
             None => {}
         }

@@ -23,6 +23,7 @@ pub mod kube_client;
 pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
+pub mod listeners;
 pub mod local;
 pub mod log;
 pub mod nodelocal;

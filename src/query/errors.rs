@@ -102,15 +102,13 @@ impl ErrorLog {
 /// time: a new period starts only after the last one reported), then
 /// logs the count.
 fn start_period(p: Arc<Pattern>) {
-    let spawned = std::thread::Builder::new()
-        .name("errors-consolidate".into())
-        .spawn({
-            let p = p.clone();
-            move || {
-                std::thread::sleep(p.period);
-                end_period(&p);
-            }
-        });
+    let spawned = std::thread::Builder::new().name("errors-consolidate".into()).spawn({
+        let p = p.clone();
+        move || {
+            std::thread::sleep(p.period);
+            end_period(&p);
+        }
+    });
     if spawned.is_err() {
         end_period(&p);
     }
@@ -119,7 +117,11 @@ fn start_period(p: Arc<Pattern>) {
 fn end_period(p: &Pattern) {
     let n = p.count.swap(0, Ordering::AcqRel);
     if n > 1 || (n == 1 && !p.show_first) {
-        let line = format!("{n} errors like '{}' occurred in last {}", p.text, go_duration(p.period));
+        let line = format!(
+            "{n} errors like '{}' occurred in last {}",
+            p.text,
+            go_duration(p.period)
+        );
         write(p.level, &line);
     }
 }
@@ -145,7 +147,7 @@ fn write(level: Level, text: &str) {
             .map(|_| tx)
     });
     let line = format!("{} plugin/errors: {text}", level.tag());
-    if !tx.as_ref().is_some_and(|tx| tx.try_send(line).is_ok()) {
+    if tx.as_ref().is_none_or(|tx| tx.try_send(line).is_err()) {
         crate::metrics::LOG_DROPPED.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -179,7 +179,10 @@ mod tests {
             format!("{} \"0\"", line(common, RespType::NoError))
         );
         assert_eq!(
-            line("{/log/class} {/log/type} {type} {/forward/upstream} {when}", RespType::NoData),
+            line(
+                "{/log/class} {/log/type} {type} {/forward/upstream} {when}",
+                RespType::NoData
+            ),
             "denial NODATA A - {when}"
         );
     }

@@ -131,8 +131,22 @@ pub enum Node {
 }
 
 const LABELS: &[&str] = &[
-    "{type}", "{name}", "{class}", "{proto}", "{size}", "{remote}", "{port}", "{local}", "{>id}", "{>opcode}",
-    "{>do}", "{>bufsize}", "{rcode}", "{rsize}", "{duration}", "{>rflags}",
+    "{type}",
+    "{name}",
+    "{class}",
+    "{proto}",
+    "{size}",
+    "{remote}",
+    "{port}",
+    "{local}",
+    "{>id}",
+    "{>opcode}",
+    "{>do}",
+    "{>bufsize}",
+    "{rcode}",
+    "{rsize}",
+    "{duration}",
+    "{>rflags}",
 ];
 
 /// Splits `format` into literal text, labels and metadata, as CoreDNS's
@@ -259,7 +273,10 @@ mod tests {
                 Node::Text(" x}".into()),
             ]
         );
-        assert_eq!(parse("{ {name} }"), vec![Node::Text("{ ".into()), Node::Label("{name}"), Node::Text(" }".into())]);
+        assert_eq!(
+            parse("{ {name} }"),
+            vec![Node::Text("{ ".into()), Node::Label("{name}"), Node::Text(" }".into())]
+        );
     }
 
     #[test]
