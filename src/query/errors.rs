@@ -26,7 +26,6 @@
 //! while answering logs its backtrace with the panic message.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Once, OnceLock};
@@ -35,7 +34,6 @@ use std::time::Duration;
 use hickory_proto::op::{Query, ResponseCode};
 
 use crate::config::errors::{ErrorsConfig, Level};
-use crate::query::forward::upstream::ExchangeError;
 
 /// Lines waiting for the writer thread, at most.
 const QUEUE: usize = 4096;
@@ -149,19 +147,6 @@ fn write(level: Level, text: &str) {
     let line = format!("{} plugin/errors: {text}", level.tag());
     if tx.as_ref().is_none_or(|tx| tx.try_send(line).is_err()) {
         crate::metrics::LOG_DROPPED.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// An upstream exchange's failure as the error text CoreDNS logs for it
-/// (Go's net errors: `read udp ADDR: i/o timeout`).
-pub fn upstream(e: &ExchangeError, addr: SocketAddr, tcp: bool) -> String {
-    let proto = if tcp { "tcp" } else { "udp" };
-    match e {
-        ExchangeError::Timeout => format!("read {proto} {addr}: i/o timeout"),
-        ExchangeError::Io(io) if io.kind() != std::io::ErrorKind::Other => {
-            format!("read {proto} {addr}: {}", io.kind())
-        }
-        ExchangeError::Io(io) => format!("read {proto} {addr}: {io}"),
     }
 }
 

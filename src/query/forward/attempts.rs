@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, Query};
 
-use super::upstream::Upstream;
+use super::upstream::{ExchangeError, Upstream};
 use super::{health_check, Forward, Forwarding};
 
 /// CoreDNS's budget for one query through one `forward`.
@@ -112,9 +112,22 @@ impl Forwarding {
                         tracing::warn!(target: "forward", "upstream {} marked down after {fails} failures ({e}); probing it every {:?}", up.addr, fw.cfg.health_check);
                         self.runtime.spawn(health_check(up.clone(), fw.cfg.clone()));
                     }
-                    return Err(crate::query::errors::upstream(&e, up.addr, over_tcp));
+                    return Err(why(&e, up.addr, over_tcp));
                 }
             }
         }
+    }
+}
+
+/// An upstream exchange's failure as the error text CoreDNS logs for it
+/// (Go's net errors: `read udp ADDR: i/o timeout`).
+fn why(e: &ExchangeError, addr: std::net::SocketAddr, tcp: bool) -> String {
+    let proto = if tcp { "tcp" } else { "udp" };
+    match e {
+        ExchangeError::Timeout => format!("read {proto} {addr}: i/o timeout"),
+        ExchangeError::Io(io) if io.kind() != std::io::ErrorKind::Other => {
+            format!("read {proto} {addr}: {}", io.kind())
+        }
+        ExchangeError::Io(io) => format!("read {proto} {addr}: {io}"),
     }
 }
