@@ -12,6 +12,7 @@ pub mod blocks;
 pub mod cache;
 pub mod chaos;
 pub mod dns64;
+pub mod dnstap;
 pub mod effective;
 pub mod errors;
 pub mod forward;
@@ -131,6 +132,8 @@ pub struct Server {
     pub chaos: Option<chaos::ChaosConfig>,
     /// `local`, with whether the `localhost.<anything>` prefix form is on.
     pub local: Option<bool>,
+    /// `dnstap` directives: where queries and replies are sent as dnstap.
+    pub dnstap: Vec<dnstap::DnstapConfig>,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name

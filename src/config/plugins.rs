@@ -39,6 +39,7 @@ pub const SUPPORTED: &[&str] = &[
     "chaos",
     "local",
     "nodelocal",
+    "dnstap",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -67,6 +68,7 @@ const WITH_OPTIONS: &[&str] = &[
     "local",
     "nodelocal",
     "loadbalance",
+    "dnstap",
 ];
 
 /// Builds one server block, recording process-wide listeners in `config`.
@@ -120,6 +122,7 @@ pub fn server(
         bufsize: None,
         chaos: None,
         local: None,
+        dnstap: Vec::new(),
     };
     let had_nodelocal = config.nodelocal.is_some();
     for d in &block.directives {
@@ -209,6 +212,7 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         "rewrite" => server.rewrites.extend(super::rewrite::parse(d, errors)),
         "bufsize" => server.bufsize = chaos::bufsize(d, errors).or(server.bufsize),
         "chaos" => server.chaos = Some(chaos::chaos(d)),
+        "dnstap" => server.dnstap.extend(super::dnstap::parse(d, errors)),
         "local" => server.local = Some(chaos::local(d, errors)),
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),

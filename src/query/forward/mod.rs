@@ -105,6 +105,8 @@ pub struct Forwarding {
     pub probe: Mutex<(Option<Name>, Vec<Arc<Upstream>>)>,
     /// The block's `errors` plugin: failed client queries are logged there.
     pub errors: Option<Arc<crate::query::errors::ErrorLog>>,
+    /// The block's `dnstap` taps: each upstream exchange is sent there.
+    pub taps: Option<Arc<crate::dnstap::Taps>>,
 }
 
 impl Forwarding {
@@ -145,6 +147,7 @@ impl Forwarding {
             loop_detected: AtomicU64::new(0),
             probe: Mutex::new((None, Vec::new())),
             errors: None,
+            taps: None,
         }
     }
 
@@ -321,7 +324,7 @@ fn message(query: &Query, dnssec_ok: bool, cd: bool) -> Option<Vec<u8>> {
     m.add_query(query.clone());
     if dnssec_ok {
         let mut edns = hickory_proto::op::Edns::new();
-        edns.set_max_payload(crate::query::finish::OUR_PAYLOAD);
+        edns.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
         edns.set_dnssec_ok(true);
         m.edns = Some(edns);
     }
