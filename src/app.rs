@@ -254,6 +254,11 @@ impl Runtime {
     /// whose `kubernetes` block is unchanged.
     fn build(&mut self, config: &Config) -> Built {
         self.epoch += 1;
+        let stacktrace = config
+            .servers
+            .iter()
+            .any(|s| s.errors.as_ref().is_some_and(|e| e.stacktrace));
+        crate::query::errors::stacktrace(stacktrace);
         let mut built = Built {
             routers: BTreeMap::new(),
             live: Live::default(),
@@ -553,7 +558,7 @@ fn sockets_needed(config: &Config) -> u64 {
 fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
     let mut names = Vec::new();
     let on = [
-        (server.errors, "errors"),
+        (server.errors.is_some(), "errors"),
         (server.log.is_some(), "log"),
         (config.health.is_some(), "health"),
         (config.ready.is_some(), "ready"),

@@ -119,7 +119,8 @@ fn the_log_directive_writes_one_line_per_query() {
     common::tcp(server.dns, "nosuch.svc.cluster.local.", RecordType::AAAA);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let lines = server.log.lock().map(|l| l.clone()).unwrap_or_default();
-    let udp = "\"A IN Kubernetes.default.svc.cluster.local. udp ";
+    // {name} is the lowercased name, as CoreDNS's request.Name().
+    let udp = "\"A IN kubernetes.default.svc.cluster.local. udp ";
     assert_eq!(
         lines
             .iter()

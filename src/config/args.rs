@@ -1,5 +1,7 @@
 //! Checked access to a directive's or option's arguments, so that every
-//! directive reports wrong counts and bad values the same way.
+//! directive reports wrong counts and bad values the same way; and the one
+//! reading of a zone word, a name or a CIDR standing for its reverse zones
+//! (hosts, forward, autopath, fallthrough).
 
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
@@ -165,4 +167,76 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         total += Duration::try_from_secs_f64(value * scale).ok()?;
     }
     Some(total)
+}
+
+/// A network written `ADDRESS/LENGTH`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Net {
+    pub addr: IpAddr,
+    pub len: u8,
+}
+
+impl Net {
+    /// `ADDRESS/LENGTH` with LENGTH in range for the family; `None` else.
+    pub fn parse(text: &str) -> Option<Net> {
+        let (ip, len) = text.split_once('/')?;
+        let addr = ip.parse::<IpAddr>().ok()?;
+        let len = len.parse::<u8>().ok()?;
+        (len <= if addr.is_ipv4() { 32 } else { 128 }).then_some(Net { addr, len })
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let (a, n, bits) = match (ip, self.addr) {
+            (IpAddr::V4(a), IpAddr::V4(n)) => (u128::from(a.to_bits()), u128::from(n.to_bits()), 32),
+            (IpAddr::V6(a), IpAddr::V6(n)) => (a.to_bits(), n.to_bits(), 128),
+            _ => return false,
+        };
+        let shift = bits - u32::from(self.len);
+        shift >= bits || (a >> shift) == (n >> shift)
+    }
+
+    /// The reverse zones covering this network, each on a label boundary
+    /// (8 bits for IPv4, 4 for IPv6): `10.0.0.0/7` is `10.in-addr.arpa.`
+    /// and `11.in-addr.arpa.`, as CoreDNS splits it.
+    pub fn reverse_zones(&self) -> Vec<Name> {
+        let (digits, step, bits): (Vec<u8>, u8, u8) = match self.addr {
+            IpAddr::V4(a) => (a.octets().to_vec(), 8, 32),
+            IpAddr::V6(a) => (a.octets().iter().flat_map(|b| [b >> 4, b & 15]).collect(), 4, 128),
+        };
+        let labels = usize::from(self.len.div_ceil(step));
+        let spread = labels * usize::from(step) - usize::from(self.len);
+        let mut zones = Vec::new();
+        for k in 0..(1usize << spread) {
+            let mut d = digits[..labels.min(digits.len())].to_vec();
+            if let Some(last) = d.last_mut() {
+                let keep = (*last as usize) >> spread << spread;
+                *last = u8::try_from(keep | k).unwrap_or(*last);
+            }
+            let mut text: String = d.iter().rev().map(|x| format!("{}.", fmt_digit(*x, step))).collect();
+            text.push_str(if bits == 32 { "in-addr.arpa." } else { "ip6.arpa." });
+            zones.extend(Name::from_ascii(&text).ok());
+        }
+        zones
+    }
+}
+
+fn fmt_digit(x: u8, step: u8) -> String {
+    if step == 4 {
+        format!("{x:x}")
+    } else {
+        x.to_string()
+    }
+}
+
+/// Zones as CoreDNS takes them: names, or CIDRs standing for the
+/// reverse zones that cover them.
+pub fn zones(words: &[Word], errors: &mut Vec<ConfigError>) -> Vec<Name> {
+    let mut out = Vec::new();
+    for w in words {
+        match Net::parse(&w.text) {
+            Some(net) => out.extend(net.reverse_zones()),
+            None => out.extend(zone(w, errors)),
+        }
+    }
+    out
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, RecordType};
 
-use super::args::zone;
+use super::args::{zone, Net};
 use super::forward_tls::{https_word, tls_word, Target, Via};
 use super::lexer::Word;
 use super::ConfigError;
@@ -23,11 +23,10 @@ pub const MAX_UPSTREAMS: usize = 15;
 
 /// `FROM`: a zone, or `ADDR/LEN` for the first reverse zone it covers.
 pub fn from_zone(w: &Word, errors: &mut Vec<ConfigError>) -> Option<Name> {
-    let Some((ip, len)) = w.text.split_once('/') else {
+    if !w.text.contains('/') {
         return zone(w, errors);
-    };
-    let parsed = ip.parse::<IpAddr>().ok().zip(len.parse::<u8>().ok());
-    let Some(name) = parsed.and_then(|(ip, len)| first_reverse_zone(ip, len)) else {
+    }
+    let Some(name) = Net::parse(&w.text).and_then(|n| n.reverse_zones().into_iter().next()) else {
         errors.push(ConfigError::new(
             &w.pos,
             format!("forward: '{}' is neither a zone nor a CIDR (ADDR/LEN)", w.text),
@@ -35,28 +34,6 @@ pub fn from_zone(w: &Word, errors: &mut Vec<ConfigError>) -> Option<Name> {
         return None;
     };
     Some(name)
-}
-
-/// The first reverse zone `ip/len` expands to (the network address, its
-/// prefix rounded up to whole octets, or nibbles for IPv6).
-fn first_reverse_zone(ip: IpAddr, len: u8) -> Option<Name> {
-    let labels: Vec<String> = match ip {
-        IpAddr::V4(v4) if len <= 32 => {
-            let octets = usize::from(len).div_ceil(8);
-            let net = u32::from(v4) & u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
-            net.to_be_bytes()[..octets].iter().rev().map(u8::to_string).collect()
-        }
-        IpAddr::V6(v6) if len <= 128 => {
-            let nibbles = usize::from(len).div_ceil(4);
-            let net = u128::from(v6) & u128::MAX.checked_shl(128 - u32::from(len)).unwrap_or(0);
-            let all: Vec<u8> = net.to_be_bytes().iter().flat_map(|b| [b >> 4, b & 15]).collect();
-            all[..nibbles].iter().rev().map(|n| format!("{n:x}")).collect()
-        }
-        _ => return None,
-    };
-    let suffix = if ip.is_ipv4() { "in-addr.arpa." } else { "ip6.arpa." };
-    let text = labels.iter().map(|l| format!("{l}.")).collect::<String>() + suffix;
-    Name::from_ascii(text).ok()
 }
 
 /// The upstreams of every `TO` word, deduplicated; `resolver` resolves
@@ -274,7 +251,9 @@ mod tests {
 
     #[test]
     fn cidr_from_is_its_first_reverse_zone() {
-        let z = |ip: &str, len| first_reverse_zone(ip.parse().expect("ip"), len).map(|n| n.to_ascii());
+        let z = |ip: &str, len: u8| {
+            Net::parse(&format!("{ip}/{len}")).and_then(|n| n.reverse_zones().first().map(|z| z.to_ascii()))
+        };
         // plugin/forward/setup_test.go TestSetup: 10.9.3.0/18 -> 0.9.10.in-addr.arpa.
         assert_eq!(z("10.9.3.0", 18).as_deref(), Some("0.9.10.in-addr.arpa."));
         assert_eq!(z("10.0.0.0", 8).as_deref(), Some("10.in-addr.arpa."));

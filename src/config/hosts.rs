@@ -1,4 +1,4 @@
-//! The `hosts` and `loadbalance` directives, and zones written as CIDRs.
+//! The `hosts` and `loadbalance` directives.
 //!
 //! ```text
 //! hosts [FILE [ZONES...]] {          ZONES: names, or CIDRs (10.0.0.0/8:
@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
-use super::args::{zone, Args};
+pub use super::args::Net;
+use super::args::{zone, zones, Args};
 use super::blocks::Directive;
-use super::lexer::Word;
 use super::ConfigError;
 
 /// `hosts`.
@@ -47,78 +47,6 @@ impl HostsConfig {
             .as_ref()
             .is_some_and(|zs| zs.is_empty() || zs.iter().any(|z| z.zone_of(qname)))
     }
-}
-
-/// A network written `ADDRESS/LENGTH`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Net {
-    pub addr: IpAddr,
-    pub len: u8,
-}
-
-impl Net {
-    /// `ADDRESS/LENGTH` with LENGTH in range for the family; `None` else.
-    pub fn parse(text: &str) -> Option<Net> {
-        let (ip, len) = text.split_once('/')?;
-        let addr = ip.parse::<IpAddr>().ok()?;
-        let len = len.parse::<u8>().ok()?;
-        (len <= if addr.is_ipv4() { 32 } else { 128 }).then_some(Net { addr, len })
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let (a, n, bits) = match (ip, self.addr) {
-            (IpAddr::V4(a), IpAddr::V4(n)) => (u128::from(a.to_bits()), u128::from(n.to_bits()), 32),
-            (IpAddr::V6(a), IpAddr::V6(n)) => (a.to_bits(), n.to_bits(), 128),
-            _ => return false,
-        };
-        let shift = bits - u32::from(self.len);
-        shift >= bits || (a >> shift) == (n >> shift)
-    }
-
-    /// The reverse zones covering this network, each on a label boundary
-    /// (8 bits for IPv4, 4 for IPv6): `10.0.0.0/7` is `10.in-addr.arpa.`
-    /// and `11.in-addr.arpa.`, as CoreDNS splits it.
-    pub fn reverse_zones(&self) -> Vec<Name> {
-        let (digits, step, bits): (Vec<u8>, u8, u8) = match self.addr {
-            IpAddr::V4(a) => (a.octets().to_vec(), 8, 32),
-            IpAddr::V6(a) => (a.octets().iter().flat_map(|b| [b >> 4, b & 15]).collect(), 4, 128),
-        };
-        let labels = usize::from(self.len.div_ceil(step));
-        let spread = labels * usize::from(step) - usize::from(self.len);
-        let mut zones = Vec::new();
-        for k in 0..(1usize << spread) {
-            let mut d = digits[..labels.min(digits.len())].to_vec();
-            if let Some(last) = d.last_mut() {
-                let keep = (*last as usize) >> spread << spread;
-                *last = u8::try_from(keep | k).unwrap_or(*last);
-            }
-            let mut text: String = d.iter().rev().map(|x| format!("{}.", fmt_digit(*x, step))).collect();
-            text.push_str(if bits == 32 { "in-addr.arpa." } else { "ip6.arpa." });
-            zones.extend(Name::from_ascii(&text).ok());
-        }
-        zones
-    }
-}
-
-fn fmt_digit(x: u8, step: u8) -> String {
-    if step == 4 {
-        format!("{x:x}")
-    } else {
-        x.to_string()
-    }
-}
-
-/// Zones as CoreDNS takes them: names, or CIDRs standing for their
-/// reverse zones.
-pub fn zones(words: &[Word], errors: &mut Vec<ConfigError>) -> Vec<Name> {
-    let mut out = Vec::new();
-    for w in words {
-        match Net::parse(&w.text) {
-            Some(net) => out.extend(net.reverse_zones()),
-            None => out.extend(zone(w, errors)),
-        }
-    }
-    out
 }
 
 pub fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<HostsConfig> {

@@ -67,6 +67,8 @@ pub struct KubernetesConfig {
     pub persist: Option<Persist>,
     /// `resync DURATION`: relist every kind this often (off by default).
     pub resync: Option<std::time::Duration>,
+    /// `startup_timeout`, `apiserver_*`, `zonal` (see [`super::kube_client`]).
+    pub client: super::kube_client::ClientOptions,
 }
 
 /// Where the state is kept, and how old a saved state may be to be served.
@@ -121,10 +123,14 @@ pub fn parse(
         watch_timeout: std::time::Duration::from_secs(290),
         persist: None,
         resync: None,
+        client: Default::default(),
     };
     let (mut snapshot, mut endpoint, mut kubeconfig, mut tls) = (None, None, None, None);
     for line in &d.options {
         let a = Args::from(line);
+        if super::kube_client::option(&a, &mut cfg.client, errors) {
+            continue;
+        }
         match a.name.text.as_str() {
             "endpoint" if a.count(1, 1, errors) => endpoint = Some(a.args[0].text.clone()),
             "kubeconfig" if a.count(1, 2, errors) => {
@@ -199,10 +205,17 @@ pub fn parse(
                 a.pos(),
                 format!(
                     "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, pods, \
-                     endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout, persist, resync)"
+                     endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout, persist, resync, \
+                     startup_timeout, apiserver_qps, apiserver_burst, apiserver_max_inflight, zonal)"
                 ),
             )),
         }
+    }
+    if cfg.client.zonal && cfg.noendpoints {
+        errors.push(ConfigError::new(
+            &d.name.pos,
+            "kubernetes: zonal needs the endpoint cache; remove noendpoints",
+        ));
     }
     cfg.source = match snapshot {
         Some(path) => {

@@ -1,11 +1,11 @@
 //! Directives answering from local data and small switches: `file`,
-//! `loop`, `reload`, and `log`'s formats (`hosts` and `loadbalance` are in
-//! `hosts.rs`).
+//! `loop`, `reload`, `timeouts`, `limits` (`hosts` and `loadbalance` are in
+//! `hosts.rs`, `log` in `log.rs`).
 //!
 //! ```text
 //! file DBFILE [ZONES...] {           loop [{ exit }]
 //!     reload DURATION (1m; 0 disables)   reload [INTERVAL (30s) [JITTER (15s)]]
-//! }                                  log [NAMES...] [FORMAT] { class success|denial|error|all... }
+//! }
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -16,6 +16,8 @@ use hickory_proto::rr::Name;
 use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::ConfigError;
+
+pub use super::log::{LogConfig, LogStyle};
 
 /// `file`.
 #[derive(Debug, Clone)]
@@ -43,7 +45,7 @@ pub fn autopath(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Opt
         return None;
     }
     let (last, zones) = d.args.split_last()?;
-    let zones = zones.iter().filter_map(|w| zone(w, errors)).collect();
+    let zones = super::args::zones(zones, errors);
     let resolv = (!last.text.starts_with('@')).then(|| dir.join(&last.text));
     let search = if last.text == "@kubernetes" {
         Vec::new()
@@ -80,35 +82,6 @@ pub fn autopath(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Opt
         }
     };
     Some(AutopathConfig { zones, search, resolv })
-}
-
-/// `log`: for which names, and how.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogConfig {
-    /// Empty: every name of the block.
-    pub names: Vec<Name>,
-    pub style: LogStyle,
-}
-
-/// The format and the classes of answers logged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogStyle {
-    pub combined: bool,
-    pub success: bool,
-    pub denial: bool,
-    pub error: bool,
-}
-
-impl LogStyle {
-    /// Whether an answer with `rcode` and `answers` records is logged.
-    pub fn logs(&self, rcode: hickory_proto::op::ResponseCode, answers: u16) -> bool {
-        use hickory_proto::op::ResponseCode as R;
-        match rcode {
-            R::NoError if answers > 0 => self.success,
-            R::NoError | R::NXDomain => self.denial,
-            _ => self.error,
-        }
-    }
 }
 
 pub fn file(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<FileConfig> {
@@ -204,57 +177,6 @@ pub fn reload(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<(Duration,
     Some((interval, jitter.min(interval / 2)))
 }
 
-pub fn log(d: &Directive, errors: &mut Vec<ConfigError>) -> LogConfig {
-    let mut cfg = LogConfig {
-        names: Vec::new(),
-        style: LogStyle {
-            combined: false,
-            success: true,
-            denial: true,
-            error: true,
-        },
-    };
-    for w in &d.args {
-        match w.text.as_str() {
-            "{common}" => cfg.style.combined = false,
-            "{combined}" => cfg.style.combined = true,
-            t if t.contains('{') => errors.push(ConfigError::new(
-                &w.pos,
-                format!("log: format '{t}' is not supported (supported: {{common}}, {{combined}})"),
-            )),
-            _ => cfg.names.extend(zone(w, errors)),
-        }
-    }
-    let mut classes = Vec::new();
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "class" if a.count(1, usize::MAX, errors) => {
-                for w in a.args.iter() {
-                    match w.text.as_str() {
-                        c @ ("success" | "denial" | "error" | "all") => classes.push(c),
-                        other => errors.push(ConfigError::new(
-                            &w.pos,
-                            format!("class: '{other}' is not one of success, denial, error, all"),
-                        )),
-                    }
-                }
-            }
-            "class" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("log: unknown option '{other}' (supported: class)"),
-            )),
-        }
-    }
-    if !classes.is_empty() && !classes.contains(&"all") {
-        cfg.style.success = classes.contains(&"success");
-        cfg.style.denial = classes.contains(&"denial");
-        cfg.style.error = classes.contains(&"error");
-    }
-    cfg
-}
-
 /// How TCP clients are held to account (`timeouts` and `limits`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpLimits {
@@ -336,9 +258,10 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
         // As CoreDNS: a bare number is seconds.
         let secs = a.args[0].text.parse::<u64>().ok().map(Duration::from_secs);
         match secs.or_else(|| a.duration(0, errors)) {
-            Some(d) if d.is_zero() || d > Duration::from_secs(86_400) => errors.push(ConfigError::new(
+            // As CoreDNS: 1 s to 24 h.
+            Some(d) if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) => errors.push(ConfigError::new(
                 &a.args[0].pos,
-                format!("timeouts: {} must be between 1ms and 24h", a.name.text),
+                format!("timeouts: {} must be between 1s and 24h", a.name.text),
             )),
             Some(d) => *slot = d,
             None => {}

@@ -14,16 +14,20 @@ pub mod chaos;
 pub mod dns64;
 pub mod dnstap;
 pub mod effective;
+pub mod errors;
 pub mod forward;
 pub mod forward_tls;
 pub mod forward_to;
 pub mod gotmpl;
 pub mod hosts;
 pub mod k8s_external;
+pub mod kube_client;
 pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
+pub mod listeners;
 pub mod local;
+pub mod log;
 pub mod nodelocal;
 pub mod plugins;
 pub mod rewrite;
@@ -94,7 +98,8 @@ pub struct Server {
     pub port: u16,
     /// Addresses from `bind`; empty means every address.
     pub bind: Vec<IpAddr>,
-    pub errors: bool,
+    /// `errors`: plugin errors logged, alike ones consolidated.
+    pub errors: Option<errors::ErrorsConfig>,
     pub log: Option<local::LogConfig>,
     pub kubernetes: Option<KubernetesConfig>,
     /// `forward` directives, tried in order (`next` passes on to the next).

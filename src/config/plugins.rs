@@ -1,16 +1,13 @@
-//! Server block keys and the small directives: `bind`, `errors`, `log`,
-//! `health`, `ready`, `prometheus`; and the one place that decides which
-//! directives exist at all.
+//! One server block from its directives, and the one place that decides
+//! which directives exist at all (the listeners' directives and the block
+//! keys are read in `listeners.rs`).
 
-use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::time::Duration;
 
-use hickory_proto::rr::Name;
-
-use super::args::{listen_addr, zone, Args};
+use super::args::Args;
 use super::blocks::{Directive, RawBlock};
-use super::lexer::Word;
+pub use super::listeners::Health;
+use super::listeners::{addr_or, bind, health, key_zone_port, ready_monitor};
 use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, Config, ConfigError, Server};
 
 /// Directives this build implements.
@@ -74,13 +71,6 @@ const WITH_OPTIONS: &[&str] = &[
     "dnstap",
 ];
 
-/// `health [ADDR] { lameduck DURATION }`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Health {
-    pub addr: SocketAddr,
-    pub lameduck: Duration,
-}
-
 /// Builds one server block, recording process-wide listeners in `config`.
 pub fn server(
     block: &RawBlock,
@@ -112,7 +102,7 @@ pub fn server(
         zones,
         port: port.flatten().unwrap_or(default_port),
         bind: Vec::new(),
-        errors: false,
+        errors: None,
         log: None,
         kubernetes: None,
         forward: Vec::new(),
@@ -174,25 +164,12 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
     match name {
         "bind" if a.count(1, usize::MAX, errors) => bind(d, &mut server.bind, errors),
         "errors" => {
-            if server.errors {
+            if server.errors.is_some() {
                 errors.push(ConfigError::new(a.pos(), "errors: only one per server block"));
             }
-            // `stdout`: CoreDNS's legacy destination, where its log goes anyway.
-            if a.count(0, 1, errors) {
-                if let Some(w) = d.args.first().filter(|w| w.text != "stdout") {
-                    errors.push(ConfigError::new(
-                        &w.pos,
-                        format!(
-                            "errors: '{}' is not a destination (errors go to the log; only 'stdout' is accepted)",
-                            w.text
-                        ),
-                    ));
-                }
-            }
-            no_options(d, errors);
-            server.errors = true;
+            server.errors = Some(super::errors::parse(d, errors));
         }
-        "log" => server.log = Some(local::log(d, errors)),
+        "log" => server.log = Some(super::log::parse(d, errors)),
         "forward" => server.forward.extend(forward::parse(d, dir, errors)),
         "cache" => {
             if server.cache.is_some() {
@@ -280,160 +257,4 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
             format!("unknown directive '{n}' (supported: {})", SUPPORTED.join(", ")),
         )),
     }
-}
-
-/// `bind ADDRESS|INTERFACE... [{ except ADDRESS|INTERFACE... }]`: an
-/// interface stands for every address it has now (as in CoreDNS).
-fn bind(d: &Directive, out: &mut Vec<IpAddr>, errors: &mut Vec<ConfigError>) {
-    let mut except = Vec::new();
-    for line in &d.options {
-        let o = Args::from(line);
-        match o.name.text.as_str() {
-            "except" if o.count(1, usize::MAX, errors) => {
-                except.extend(o.args.iter().flat_map(|w| addresses(w, errors)))
-            }
-            "except" => {}
-            other => errors.push(ConfigError::new(
-                o.pos(),
-                format!("bind: unknown option '{other}' (supported: except)"),
-            )),
-        }
-    }
-    for ip in d.args.iter().flat_map(|w| addresses(w, errors)) {
-        if !except.contains(&ip) && !out.contains(&ip) {
-            out.push(ip);
-        }
-    }
-}
-
-/// The addresses one `bind` word names: an IP, or an interface's addresses.
-fn addresses(w: &Word, errors: &mut Vec<ConfigError>) -> Vec<IpAddr> {
-    if let Ok(ip) = w.text.parse::<IpAddr>() {
-        return vec![ip];
-    }
-    let found: Vec<IpAddr> = nix::ifaddrs::getifaddrs()
-        .map(|all| {
-            all.filter(|i| i.interface_name == w.text)
-                .filter_map(|i| i.address)
-                .filter_map(|a| match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
-                    (Some(v4), _) => Some(IpAddr::V4(v4.ip())),
-                    (_, Some(v6)) if v6.scope_id() == 0 => Some(IpAddr::V6(v6.ip())),
-                    _ => None, // link-local: needs a zone to listen on
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if found.is_empty() {
-        errors.push(ConfigError::new(
-            &w.pos,
-            format!(
-                "bind: '{}' is not an IP address nor a network interface with addresses",
-                w.text
-            ),
-        ));
-    }
-    found
-}
-
-fn no_options(d: &Directive, errors: &mut Vec<ConfigError>) {
-    for o in &d.options {
-        errors.push(ConfigError::new(
-            &o.name.pos,
-            format!("{}: unknown option '{}'", d.name.text, o.name.text),
-        ));
-    }
-}
-
-fn addr_or(d: &Directive, default_port: u16, errors: &mut Vec<ConfigError>) -> Option<SocketAddr> {
-    match d.args.first() {
-        Some(w) => listen_addr(w, errors),
-        None => Some(SocketAddr::new(IpAddr::from([0, 0, 0, 0]), default_port)),
-    }
-}
-
-/// `ready { monitor until-ready|continuously }`: true for `continuously`.
-/// Both answer alike here: readiness is the first sync of every cluster
-/// source, which never goes back (lameduck fails `/ready` in both modes).
-fn ready_monitor(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
-    let mut continuously = false;
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "monitor" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
-                "until-ready" => continuously = false,
-                "continuously" => continuously = true,
-                other => errors.push(ConfigError::new(
-                    &a.args[0].pos,
-                    format!("ready: monitor '{other}' is not one of until-ready, continuously"),
-                )),
-            },
-            "monitor" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("ready: unknown option '{other}' (supported: monitor)"),
-            )),
-        }
-    }
-    continuously
-}
-
-fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
-    let addr = addr_or(d, 8080, errors)?;
-    let mut lameduck = Duration::ZERO;
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "lameduck" if a.count(1, 1, errors) => {
-                if let Some(v) = a.duration(0, errors) {
-                    lameduck = v;
-                }
-            }
-            "lameduck" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("health: unknown option '{other}' (supported: lameduck)"),
-            )),
-        }
-    }
-    Some(Health { addr, lameduck })
-}
-
-/// Splits a server block key `[dns://]ZONE[:PORT]`; the port is `None`
-/// when not written.
-fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Option<u16>)> {
-    let text = key.text.as_str();
-    if let Some(scheme) = text.split_once("://").map(|(s, _)| s).filter(|s| *s != "dns") {
-        errors.push(ConfigError::new(
-            &key.pos,
-            format!("'{scheme}://' servers are not supported (only dns://)"),
-        ));
-        return None;
-    }
-    let text = text.trim_start_matches("dns://");
-    let (zone_text, port) = match text.rsplit_once(':') {
-        Some((z, p)) => match p.parse::<u16>() {
-            Ok(p) => (z, Some(p)),
-            Err(_) => {
-                errors.push(ConfigError::new(&key.pos, format!("'{p}' is not a port number")));
-                return None;
-            }
-        },
-        None => (text, None),
-    };
-    if zone_text.contains('/') {
-        errors.push(ConfigError::new(
-            &key.pos,
-            format!("'{zone_text}': CIDR notation in keys is not supported; write the reverse zone"),
-        ));
-        return None;
-    }
-    let word = Word {
-        text: if zone_text.is_empty() {
-            ".".into()
-        } else {
-            zone_text.into()
-        },
-        ..key.clone()
-    };
-    Some((zone(&word, errors)?, port))
 }

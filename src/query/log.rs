@@ -1,15 +1,17 @@
-//! The `log` directive: one line per answered query, in CoreDNS's
-//! `{common}` or `{combined}` format (common plus `"{>opcode}"`), written
-//! to stdout, for the classes of answers asked for:
+//! The `log` directive: one line per answered query, in the block's
+//! format (CoreDNS's `{common}` by default, or `{combined}`, or one of
+//! placeholders: `logline.rs`), written to stdout after `[INFO] `, for the
+//! classes of answers asked for:
 //!
 //! ```text
-//! [INFO] {remote}:{port} - {id} "{type} {class} {name} {proto} {size} {do} {bufsize}" {rcode} {rflags} {rsize} {duration}
+//! [INFO] {remote}:{port} - {>id} "{type} {class} {name} {proto} {size} {>do} {>bufsize}" {rcode} {>rflags} {rsize} {duration}
 //! ```
 //!
-//! The answering thread only copies what the line needs into a bounded
-//! queue ([`QUEUE`] lines); one logger thread formats and writes them in
-//! batches. When the queue is full the line is dropped and counted
-//! (`clusterdns_log_dropped_total`): a slow terminal never slows DNS.
+//! The answering thread only types the reply and copies what the line
+//! needs into a bounded queue ([`QUEUE`] lines); one logger thread formats
+//! and writes them in batches. When the queue is full the line is dropped
+//! and counted (`clusterdns_log_dropped_total`): a slow terminal never
+//! slows DNS.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -20,8 +22,9 @@ use std::time::Instant;
 
 use hickory_proto::op::{Message, ResponseCode};
 
+use super::logline::{self, Facts, Node, RespType};
 use crate::config::local::LogStyle;
-use crate::metrics::{rcode_name, Transport};
+use crate::metrics::Transport;
 
 /// Lines waiting for the logger thread, at most.
 pub const QUEUE: usize = 65_536;
@@ -42,6 +45,7 @@ struct Entry {
     reply_len: usize,
     rcode: ResponseCode,
     secs: f64,
+    kind: RespType,
 }
 
 fn queue() -> Option<&'static SyncSender<Entry>> {
@@ -61,16 +65,29 @@ fn queue() -> Option<&'static SyncSender<Entry>> {
 /// The logger thread: formats and writes lines, flushing when idle.
 fn write_lines(rx: &Receiver<Entry>) {
     let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout());
+    let mut formats: std::collections::HashMap<u32, Vec<Node>> = std::collections::HashMap::new();
+    let mut line = String::new();
     while let Ok(first) = rx.recv() {
         let mut next = Some(first);
         while let Some(e) = next {
-            let mut reply = e.reply_head.to_vec();
-            reply.resize(e.reply_len.max(4), 0);
-            if let Ok(req) = Message::from_vec(&e.request) {
-                let mut line = format_line(e.peer, e.t, &req, e.request.len(), &reply, e.rcode, e.secs);
-                if e.style.combined {
-                    line.push_str(&format!(" \"{}\"", op_name(req.metadata.op_code)));
-                }
+            if let Ok(request) = Message::from_vec(&e.request) {
+                let nodes = formats
+                    .entry(e.style.format)
+                    .or_insert_with(|| logline::parse(&crate::config::log::format(e.style.format)));
+                let facts = Facts {
+                    peer: e.peer,
+                    transport: e.t,
+                    request: &request,
+                    size: e.request.len(),
+                    flags: [e.reply_head[2], e.reply_head[3]],
+                    reply_len: e.reply_len,
+                    rcode: e.rcode,
+                    secs: e.secs,
+                    kind: e.kind,
+                };
+                line.clear();
+                line.push_str("[INFO] ");
+                logline::render(nodes, &facts, &mut line);
                 let _ = writeln!(out, "{line}");
             }
             next = rx.try_recv().ok();
@@ -90,8 +107,13 @@ pub fn query(
     rcode: ResponseCode,
     started: Instant,
 ) {
-    let answers = reply.get(6..8).map_or(0, |c| u16::from_be_bytes([c[0], c[1]]));
-    if !style.logs(rcode, answers) {
+    let kind = logline::typify(reply);
+    let logged = match kind.class() {
+        "success" => style.success,
+        "denial" => style.denial,
+        _ => style.error,
+    };
+    if !logged {
         return;
     }
     let mut reply_head = [0u8; 4];
@@ -107,6 +129,7 @@ pub fn query(
         reply_len: reply.len(),
         rcode,
         secs: started.elapsed().as_secs_f64(),
+        kind,
     };
     match queue() {
         Some(tx) if tx.try_send(entry).is_ok() => {}
@@ -116,83 +139,51 @@ pub fn query(
     }
 }
 
-fn op_name(op: hickory_proto::op::OpCode) -> &'static str {
-    use hickory_proto::op::OpCode;
-    match op {
-        OpCode::Query => "QUERY",
-        OpCode::Status => "STATUS",
-        OpCode::Notify => "NOTIFY",
-        OpCode::Update => "UPDATE",
-        _ => "OTHER",
-    }
-}
-
-fn format_line(
-    peer: SocketAddr,
-    t: Transport,
-    req: &Message,
-    size: usize,
-    reply: &[u8],
-    rcode: ResponseCode,
-    secs: f64,
-) -> String {
-    let (qtype, class, name) = req.queries.first().map_or(("-".into(), "-".into(), "-".into()), |q| {
-        (
-            q.query_type().to_string(),
-            q.query_class().to_string(),
-            q.name().to_string(),
-        )
-    });
-    let (dnssec_ok, bufsize) = req
-        .edns
-        .as_ref()
-        .map_or((false, 512), |e| (e.flags().dnssec_ok, e.max_payload()));
-    let flags = reply.get(2..4).map_or(String::new(), |f| {
-        let names = [
-            (f[0] & 0x80, "qr"),
-            (f[0] & 0x04, "aa"),
-            (f[0] & 0x02, "tc"),
-            (f[0] & 0x01, "rd"),
-            (f[1] & 0x80, "ra"),
-        ];
-        names
-            .iter()
-            .filter(|(bit, _)| *bit != 0)
-            .map(|(_, n)| *n)
-            .collect::<Vec<_>>()
-            .join(",")
-    });
-    let (ip, port) = (peer.ip(), peer.port());
-    let host = if ip.is_ipv6() {
-        format!("[{ip}]")
-    } else {
-        ip.to_string()
-    };
-    format!(
-        "[INFO] {host}:{port} - {} \"{qtype} {class} {name} {} {size} {dnssec_ok} {bufsize}\" {} {flags} {} {secs:.9}s",
-        req.metadata.id,
-        t.label(),
-        rcode_name(rcode),
-        reply.len()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use hickory_proto::op::{MessageType, OpCode, Query};
     use hickory_proto::rr::{Name, RecordType};
 
-    #[test]
-    fn common_format() {
+    fn line(format: &str, kind: RespType) -> String {
         let mut m = Message::new(4242, MessageType::Query, OpCode::Query);
         m.add_query(Query::query(
-            Name::from_ascii("web.shop.svc.cluster.local.").expect("name"),
+            Name::from_ascii("Web.shop.svc.cluster.local.").expect("name"),
             RecordType::A,
         ));
-        let reply = [0x10, 0x92, 0x85, 0x00];
-        let peer: SocketAddr = "127.0.0.1:5353".parse().expect("addr");
-        let line = format_line(peer, Transport::Udp, &m, 44, &reply, ResponseCode::NoError, 0.000123);
-        assert_eq!(line, "[INFO] 127.0.0.1:5353 - 4242 \"A IN web.shop.svc.cluster.local. udp 44 false 512\" NOERROR qr,aa,rd 4 0.000123000s");
+        let facts = Facts {
+            peer: "127.0.0.1:5353".parse().expect("addr"),
+            transport: Transport::Udp,
+            request: &m,
+            size: 44,
+            flags: [0x85, 0x00],
+            reply_len: 4,
+            rcode: ResponseCode::NoError,
+            secs: 0.000123,
+            kind,
+        };
+        let mut out = String::new();
+        logline::render(&logline::parse(format), &facts, &mut out);
+        out
+    }
+
+    #[test]
+    fn common_and_custom_formats() {
+        let common = crate::config::log::COMMON;
+        assert_eq!(
+            line(common, RespType::NoError),
+            "127.0.0.1:5353 - 4242 \"A IN web.shop.svc.cluster.local. udp 44 false 512\" NOERROR qr,aa,rd 4 0.000123s"
+        );
+        assert_eq!(
+            line(&crate::config::log::combined(), RespType::NoError),
+            format!("{} \"0\"", line(common, RespType::NoError))
+        );
+        assert_eq!(
+            line(
+                "{/log/class} {/log/type} {type} {/forward/upstream} {when}",
+                RespType::NoData
+            ),
+            "denial NODATA A - {when}"
+        );
     }
 }

@@ -182,7 +182,9 @@ fn server_directive(b: &mut Block, name: &str, s: &Server, global: Option<&Confi
             .and_then(|g| g.prometheus)
             .into_iter()
             .for_each(|a| b.line(1, format_args!("prometheus {a}"))),
-        "errors" if s.errors => b.line(1, "errors"),
+        "errors" => s.errors.iter().for_each(|e| {
+            b.directive("errors".into(), &crate::config::errors::effective(e, quote, duration));
+        }),
         "log" => s.log.iter().for_each(|l| log(b, l)),
         "dnstap" => s.dnstap.iter().for_each(|d| sources::dnstap(b, d)),
         "local" => s.local.into_iter().for_each(|prefix| {
@@ -267,7 +269,12 @@ fn limits(b: &mut Block, t: &TcpLimits, global: Option<&Config>) {
 }
 
 fn log(b: &mut Block, l: &LogConfig) {
-    let format = if l.style.combined { "{combined}" } else { "{common}" };
+    let written = crate::config::log::written(l.style.format);
+    let format = if written.contains([' ', '"', '\t']) {
+        quote(&written)
+    } else {
+        written
+    };
     let s = l.style;
     let classes: Vec<&str> = [(s.success, "success"), (s.denial, "denial"), (s.error, "error")]
         .iter()

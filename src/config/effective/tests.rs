@@ -283,3 +283,33 @@ fn distribution_corefiles_print_and_load_again() {
         files.len()
     );
 }
+
+#[test]
+fn errors_log_formats_and_client_options_are_printed() {
+    let dir = dir();
+    let text = r#".:53 {
+    errors {
+        stacktrace
+        consolidate 5m ".* i/o timeout$" warning
+        consolidate 30s ^Failed show_first
+    }
+    log . "{remote} {/log/class} {/log/type} {common}"
+    kubernetes cluster.local {
+        snapshot cluster.yaml
+        startup_timeout 10s
+        apiserver_qps 50
+        zonal
+    }
+}
+"#;
+    let printed = round_trip(&dir.join("Corefile"), text);
+    for want in [
+        "    errors {\n        stacktrace\n        consolidate 5m \".* i/o timeout$\" warning\n        consolidate 30s ^Failed error show_first\n    }",
+        "    log . \"{remote} {/log/class} {/log/type} {remote}:{port} - {>id}",
+        "        startup_timeout 10s  # no effect",
+        "        apiserver_qps 50  # no effect",
+        "        zonal  # no effect",
+    ] {
+        assert!(printed.contains(want), "missing:\n{want}\nin:\n{printed}");
+    }
+}

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, Query};
 
-use super::upstream::Upstream;
+use super::upstream::{ExchangeError, Upstream};
 use super::{health_check, Forward, Forwarding};
 
 /// CoreDNS's budget for one query through one `forward`.
@@ -23,13 +23,21 @@ const BUDGET: Duration = Duration::from_secs(5);
 
 impl Forwarding {
     /// One `forward`: its upstreams in policy order until one answers.
-    pub(super) async fn forward_one(&self, fw: &Forward, request: &[u8], query: &Query, tcp: bool) -> Option<Message> {
+    /// `Err` holds why no answer came, as CoreDNS's errors plugin logs it.
+    pub(super) async fn forward_one(
+        &self,
+        fw: &Forward,
+        request: &[u8],
+        query: &Query,
+        tcp: bool,
+    ) -> Result<Message, String> {
         let order = fw.order();
         let n = order.len();
         let cap = fw.cfg.max_connect_attempts.unwrap_or(2 * n as u32);
         let budget = tokio::time::Instant::now() + BUDGET;
         let (mut attempts, mut failovers, mut i, mut down) = (0u32, 0usize, 0usize, 0usize);
         let mut bytes = request.to_vec();
+        let mut why = String::from("no healthy proxies");
         while tokio::time::Instant::now() < budget && (cap == 0 || attempts < cap) {
             if i >= n {
                 (i, down) = (0, 0);
@@ -47,27 +55,28 @@ impl Forwarding {
                     .find(|j| !fw.upstreams[**j].looping.load(Ordering::Relaxed));
                 match fallback {
                     Some(j) if !fw.cfg.failfast => up = &fw.upstreams[*j],
-                    _ => return None,
+                    _ => return Err("no healthy proxies".into()),
                 }
             }
             match self.attempt(fw, up, &mut bytes, query, tcp).await {
-                Some(m) if fw.cfg.failover.contains(&m.metadata.response_code) && failovers + 1 < n => {
+                Ok(m) if fw.cfg.failover.contains(&m.metadata.response_code) && failovers + 1 < n => {
                     failovers += 1;
                 }
-                Some(m) => return Some(m),
-                None => {
+                Ok(m) => return Ok(m),
+                Err(e) => {
                     attempts += 1;
+                    why = e;
                     if down >= n {
-                        return None; // the one tried though all were down
+                        return Err(why); // the one tried though all were down
                     }
                 }
             }
         }
-        None
+        Err(why)
     }
 
     /// One exchange with `up` (again over TCP for a truncated answer that
-    /// `prefer_udp` asked over UDP); `None` when no answer came.
+    /// `prefer_udp` asked over UDP); `Err` says why no answer came.
     async fn attempt(
         &self,
         fw: &Forward,
@@ -75,7 +84,7 @@ impl Forwarding {
         bytes: &mut [u8],
         query: &Query,
         tcp: bool,
-    ) -> Option<Message> {
+    ) -> Result<Message, String> {
         let mut over_tcp = tcp;
         loop {
             self.note_probe(query, up);
@@ -100,7 +109,7 @@ impl Forwarding {
                     up.durations[slot].observe(asked.elapsed().as_nanos() as u64);
                     up.fails.store(0, Ordering::Relaxed);
                     up.trim_pool(&fw.cfg);
-                    return Some(m);
+                    return Ok(m);
                 }
                 Err(e) => {
                     tracing::debug!(target: "forward", "{} for {}: {e}", up.addr, query.name());
@@ -109,9 +118,22 @@ impl Forwarding {
                         tracing::warn!(target: "forward", "upstream {} marked down after {fails} failures ({e}); probing it every {:?}", up.addr, fw.cfg.health_check);
                         self.runtime.spawn(health_check(up.clone(), fw.cfg.clone()));
                     }
-                    return None;
+                    return Err(why(&e, up.addr, over_tcp));
                 }
             }
         }
+    }
+}
+
+/// An upstream exchange's failure as the error text CoreDNS logs for it
+/// (Go's net errors: `read udp ADDR: i/o timeout`).
+fn why(e: &ExchangeError, addr: std::net::SocketAddr, tcp: bool) -> String {
+    let proto = if tcp { "tcp" } else { "udp" };
+    match e {
+        ExchangeError::Timeout => format!("read {proto} {addr}: i/o timeout"),
+        ExchangeError::Io(io) if io.kind() != std::io::ErrorKind::Other => {
+            format!("read {proto} {addr}: {}", io.kind())
+        }
+        ExchangeError::Io(io) => format!("read {proto} {addr}: {io}"),
     }
 }

@@ -26,7 +26,7 @@ impl Forwarding {
         let Some(job) = self.lead(job, &flight) else {
             return;
         };
-        let result = self.resolve(&job.request, &job.query, key.clone(), tcp).await;
+        let result = self.resolve(&job.request, &job.query, key.clone(), tcp, true).await;
         let waiters = self
             .flights
             .lock()

@@ -106,6 +106,8 @@ pub struct Forwarding {
     pub loop_detected: AtomicU64,
     /// The loop probe's name and the upstreams it was sent to.
     pub probe: Mutex<(Option<Name>, Vec<Arc<Upstream>>)>,
+    /// The block's `errors` plugin: failed client queries are logged there.
+    pub errors: Option<Arc<crate::query::errors::ErrorLog>>,
     /// The block's `dnstap` taps: each upstream exchange is sent there.
     pub taps: Option<Arc<crate::dnstap::Taps>>,
 }
@@ -129,7 +131,9 @@ impl Forwarding {
         if let Some(c) = cache.as_mut().filter(|c| c.zones.is_empty()) {
             c.zones = server.zones.clone();
         }
-        Some(Forwarding::new(label, chain, cache.map(Cache::new), metrics))
+        let mut forwarding = Forwarding::new(label, chain, cache.map(Cache::new), metrics);
+        forwarding.errors = server.errors.as_ref().map(crate::query::errors::ErrorLog::new);
+        Some(forwarding)
     }
 
     /// Must be called inside the runtime that will run the tasks.
@@ -145,6 +149,7 @@ impl Forwarding {
             healthcheck_broken: AtomicU64::new(0),
             loop_detected: AtomicU64::new(0),
             probe: Mutex::new((None, Vec::new())),
+            errors: None,
             taps: None,
         }
     }
@@ -199,7 +204,7 @@ impl Forwarding {
                 return;
             };
             let got = this
-                .resolve(&request, &query, Cache::key(&query, dnssec_ok, cd), false)
+                .resolve(&request, &query, Cache::key(&query, dnssec_ok, cd), false, false)
                 .await;
             if let Some(e) = entry {
                 Cache::refreshed(&e, got.is_err());
@@ -232,7 +237,7 @@ impl Forwarding {
             return out;
         };
         match self
-            .resolve(&request, query, Cache::key(query, dnssec_ok, cd), tcp)
+            .resolve(&request, query, Cache::key(query, dnssec_ok, cd), tcp, true)
             .await
         {
             Ok(m) => out.relay(&m),
@@ -242,27 +247,42 @@ impl Forwarding {
     }
 
     /// Forwards `request` through the chain and caches the outcome:
-    /// the answer, or the rcode to reply with when there is none.
-    async fn resolve(&self, request: &[u8], query: &Query, key: Key, tcp: bool) -> Result<Message, ResponseCode> {
+    /// the answer, or the rcode to reply with when there is none. A
+    /// client's query (`report`) that failed goes to the `errors` plugin.
+    async fn resolve(
+        &self,
+        request: &[u8],
+        query: &Query,
+        key: Key,
+        tcp: bool,
+        report: bool,
+    ) -> Result<Message, ResponseCode> {
         let mut last = Err(ResponseCode::ServFail);
         let mut handled = false;
         for fw in self.chain.iter().filter(|f| f.handles(query.name())) {
             handled = true;
             if fw.cfg.max_concurrent > 0 && fw.inflight.load(Ordering::Relaxed) >= fw.cfg.max_concurrent {
                 self.max_concurrent_rejects.fetch_add(1, Ordering::Relaxed);
+                if let Some(log) = self.errors.as_ref().filter(|_| report) {
+                    let why = format!("concurrent queries exceeded maximum {}", fw.cfg.max_concurrent);
+                    log.report(ResponseCode::Refused, query, &why);
+                }
                 return Err(ResponseCode::Refused);
             }
             fw.inflight.fetch_add(1, Ordering::Relaxed);
             let got = self.forward_one(fw, request, query, tcp).await;
             fw.inflight.fetch_sub(1, Ordering::Relaxed);
             match got {
-                Some(m) if fw.passes_on(&m) => last = Ok(m),
-                Some(m) => {
+                Ok(m) if fw.passes_on(&m) => last = Ok(m),
+                Ok(m) => {
                     last = Ok(m);
                     break;
                 }
-                None => {
+                Err(why) => {
                     // No answer is SERVFAIL, as in CoreDNS: only answers go on (`next`).
+                    if let Some(log) = self.errors.as_ref().filter(|_| report) {
+                        log.report(ResponseCode::ServFail, query, &why);
+                    }
                     last = Err(ResponseCode::ServFail);
                     break;
                 }

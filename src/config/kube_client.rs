@@ -1,0 +1,112 @@
+//! The `kubernetes` options of CoreDNS 1.12–1.14 that tune its API client
+//! and topology names: accepted and checked as CoreDNS checks them, and
+//! printed by `check` with what each does here.
+//!
+//! ```text
+//! startup_timeout DURATION      apiserver_qps FLOAT (>= 0)
+//! apiserver_burst N (>= 0)      apiserver_max_inflight N (>= 0)
+//! zonal                         (needs the endpoint cache: not with noendpoints)
+//! ```
+//!
+//! None of them changes how clusterdns answers, and `check` says so in a
+//! comment beside each: clusterdns answers SERVFAIL for cluster names until
+//! its first sync however long it takes (never a NXDOMAIN from an empty
+//! cache; `/ready` tells when), so there is no start-up wait to bound; it
+//! makes one list and one watch per kind, so there is no request rate to
+//! limit; and it does not serve zonal topology names yet.
+
+use std::time::Duration;
+
+use super::args::Args;
+use super::ConfigError;
+
+/// The options, as written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientOptions {
+    pub startup_timeout: Option<Duration>,
+    pub qps: Option<f32>,
+    pub burst: Option<u32>,
+    pub max_inflight: Option<u32>,
+    pub zonal: bool,
+}
+
+/// Names of the options this file reads.
+pub const NAMES: &[&str] = &[
+    "startup_timeout",
+    "apiserver_qps",
+    "apiserver_burst",
+    "apiserver_max_inflight",
+    "zonal",
+];
+
+/// Reads option line `a` into `o` when it is one of [`NAMES`]; false else.
+pub fn option(a: &Args<'_>, o: &mut ClientOptions, errors: &mut Vec<ConfigError>) -> bool {
+    let name = a.name.text.as_str();
+    if !NAMES.contains(&name) {
+        return false;
+    }
+    if name == "zonal" {
+        o.zonal |= a.count(0, 0, errors);
+        return true;
+    }
+    if !a.count(1, 1, errors) {
+        return true;
+    }
+    let word = &a.args[0];
+    let fault = match name {
+        "startup_timeout" => match a.duration(0, errors) {
+            Some(d) => {
+                o.startup_timeout = Some(d);
+                None
+            }
+            None => return true,
+        },
+        "apiserver_qps" => match word.text.parse::<f32>() {
+            Ok(q) if q >= 0.0 && q.is_finite() => {
+                o.qps = Some(q);
+                None
+            }
+            Ok(_) => Some("must be >= 0"),
+            Err(_) => Some("is not a number"),
+        },
+        _ => match word.text.parse::<i64>() {
+            Ok(n) if n >= 0 => {
+                let n = u32::try_from(n).unwrap_or(u32::MAX);
+                if name == "apiserver_burst" {
+                    o.burst = Some(n);
+                } else {
+                    o.max_inflight = Some(n);
+                }
+                None
+            }
+            Ok(_) => Some("must be >= 0"),
+            Err(_) => Some("is not a whole number"),
+        },
+    };
+    if let Some(why) = fault {
+        errors.push(ConfigError::new(
+            &word.pos,
+            format!("kubernetes: {name} '{}' {why}", word.text),
+        ));
+    }
+    true
+}
+
+/// The option lines `check` prints, each with what it does here.
+pub fn effective(o: &ClientOptions, duration: impl Fn(Duration) -> String) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(d) = o.startup_timeout {
+        lines.push(format!(
+            "startup_timeout {}  # no effect: cluster names are SERVFAIL until the first sync, /ready tells when",
+            duration(d)
+        ));
+    }
+    let client = "# no effect: one list and one watch per kind, no client-side rate limit";
+    lines.extend(o.qps.map(|q| format!("apiserver_qps {q}  {client}")));
+    lines.extend(o.burst.map(|n| format!("apiserver_burst {n}  {client}")));
+    lines.extend(o.max_inflight.map(|n| format!("apiserver_max_inflight {n}  {client}")));
+    if o.zonal {
+        lines.push("zonal  # no effect: zonal topology names are not served yet (NXDOMAIN)".into());
+    }
+    lines
+}

@@ -1,0 +1,298 @@
+//! One query-log line from a `log` format: the placeholders of CoreDNS's
+//! replacer (`{type}`, `{name}`, `{class}`, `{proto}`, `{size}`,
+//! `{remote}`, `{port}`, `{local}`, `{>id}`, `{>opcode}`, `{>do}`,
+//! `{>bufsize}`, `{rcode}`, `{rsize}`, `{duration}`, `{>rflags}`) and the
+//! log plugin's own metadata `{/log/class}` and `{/log/type}`; any other
+//! `{/...}` metadata is `-` (clusterdns has no `metadata` plugin, and
+//! CoreDNS writes `-` for metadata nobody set). `{local}` is `-`: the
+//! address a query came in on is not kept with the line. Anything else in
+//! braces is literal text, as in CoreDNS.
+//!
+//! The reply's type and class (CoreDNS's `response.Typify`/`Classify`)
+//! are worked out on the answering thread from the reply's header and
+//! authority section ([`typify`]), so the `class` filter is decided there.
+
+use std::net::SocketAddr;
+
+use hickory_proto::op::{Message, ResponseCode};
+
+use crate::metrics::{rcode_name, Transport};
+
+/// CoreDNS's response types, in `response.Type`'s order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RespType {
+    NoError,
+    NameError,
+    ServerError,
+    NoData,
+    Delegation,
+    Meta,
+    Update,
+    OtherError,
+}
+
+impl RespType {
+    pub fn name(self) -> &'static str {
+        match self {
+            RespType::NoError => "NOERROR",
+            RespType::NameError => "NXDOMAIN",
+            RespType::ServerError => "SERVERERROR",
+            RespType::NoData => "NODATA",
+            RespType::Delegation => "DELEGATION",
+            RespType::Meta => "META",
+            RespType::Update => "UPDATE",
+            RespType::OtherError => "OTHERERROR",
+        }
+    }
+
+    /// The class `log { class ... }` filters on.
+    pub fn class(self) -> &'static str {
+        match self {
+            RespType::NoError | RespType::Delegation => "success",
+            RespType::NameError | RespType::NoData => "denial",
+            _ => "error",
+        }
+    }
+}
+
+/// The type of `reply` (wire form), as CoreDNS's `response.Typify`
+/// (expired signatures are not looked for: clusterdns signs nothing).
+pub fn typify(reply: &[u8]) -> RespType {
+    let Some(h) = reply.get(..12) else {
+        return RespType::OtherError;
+    };
+    let count = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
+    let (opcode, rcode) = ((h[2] >> 3) & 0x0f, h[3] & 0x0f);
+    let (qd, an, ns) = (count(4), count(6), count(8));
+    match opcode {
+        5 => return RespType::Update,
+        4 => return RespType::Meta,
+        _ => {}
+    }
+    let mut at = 12;
+    if qd > 0 {
+        let Some(end) = skip_name(reply, at) else {
+            return RespType::OtherError;
+        };
+        let qtype = reply.get(end..end + 2).map(|t| u16::from_be_bytes([t[0], t[1]]));
+        if matches!(qtype, Some(251 | 252)) {
+            return RespType::Meta;
+        }
+        at = end + 4;
+        for _ in 1..qd {
+            at = skip_name(reply, at).map_or(reply.len(), |e| e + 4);
+        }
+    }
+    match (an > 0, rcode) {
+        (true, 0) => return RespType::NoError,
+        (true, 3) => return RespType::OtherError,
+        _ => {}
+    }
+    let (mut soa, mut delegation) = (false, false);
+    for i in 0..u32::from(an) + u32::from(ns) {
+        let Some(end) = skip_name(reply, at) else { break };
+        let Some(fixed) = reply.get(end..end + 10) else { break };
+        let rtype = u16::from_be_bytes([fixed[0], fixed[1]]);
+        if i >= u32::from(an) {
+            soa |= rtype == 6;
+            delegation |= rtype == 2;
+        }
+        at = end + 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+    }
+    match rcode {
+        0 if soa => RespType::NoData,
+        3 => RespType::NameError,
+        2 | 4 => RespType::ServerError,
+        0 if delegation => RespType::Delegation,
+        0 => RespType::NoError,
+        _ => RespType::OtherError,
+    }
+}
+
+/// The offset after the name at `at`, or `None` when it runs off the end.
+fn skip_name(msg: &[u8], mut at: usize) -> Option<usize> {
+    for _ in 0..128 {
+        let len = *msg.get(at)?;
+        match len {
+            0 => return Some(at + 1),
+            l if l & 0xc0 == 0xc0 => return msg.get(at + 1).map(|_| at + 2),
+            l => at += 1 + usize::from(l),
+        }
+    }
+    None
+}
+
+/// One piece of a parsed format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Node {
+    Text(String),
+    Label(&'static str),
+    Meta(String),
+}
+
+const LABELS: &[&str] = &[
+    "{type}",
+    "{name}",
+    "{class}",
+    "{proto}",
+    "{size}",
+    "{remote}",
+    "{port}",
+    "{local}",
+    "{>id}",
+    "{>opcode}",
+    "{>do}",
+    "{>bufsize}",
+    "{rcode}",
+    "{rsize}",
+    "{duration}",
+    "{>rflags}",
+];
+
+/// Splits `format` into literal text, labels and metadata, as CoreDNS's
+/// replacer does: each `}` closes the nearest `{` before it; a braced word
+/// that is no label nor `{/...}` stays literal text.
+pub fn parse(format: &str) -> Vec<Node> {
+    let mut nodes = Vec::new();
+    let mut text = String::new();
+    let mut rest = format;
+    while let Some(close) = rest.find('}') {
+        let open = rest[..close].rfind('{');
+        let braced = open.map(|o| &rest[o..=close]);
+        let node = match braced {
+            Some(b) => LABELS
+                .iter()
+                .find(|l| **l == b)
+                .map(|l| Node::Label(l))
+                .or_else(|| b.strip_prefix("{/").map(|m| Node::Meta(m[..m.len() - 1].to_string()))),
+            None => None,
+        };
+        match (node, open) {
+            (Some(n), Some(o)) => {
+                text.push_str(&rest[..o]);
+                if !text.is_empty() {
+                    nodes.push(Node::Text(std::mem::take(&mut text)));
+                }
+                nodes.push(n);
+            }
+            _ => text.push_str(&rest[..=close]),
+        }
+        rest = &rest[close + 1..];
+    }
+    text.push_str(rest);
+    if !text.is_empty() {
+        nodes.push(Node::Text(text));
+    }
+    nodes
+}
+
+/// What one line is made of.
+pub struct Facts<'a> {
+    pub peer: SocketAddr,
+    pub transport: Transport,
+    pub request: &'a Message,
+    pub size: usize,
+    /// The reply's header bytes 2..4 (flags) and its length.
+    pub flags: [u8; 2],
+    pub reply_len: usize,
+    pub rcode: ResponseCode,
+    pub secs: f64,
+    pub kind: RespType,
+}
+
+/// Writes the line `nodes` make of `f` into `out`.
+pub fn render(nodes: &[Node], f: &Facts<'_>, out: &mut String) {
+    use std::fmt::Write;
+    for n in nodes {
+        let _ = match n {
+            Node::Text(t) => write!(out, "{t}"),
+            Node::Meta(m) if m == "log/class" => write!(out, "{}", f.kind.class()),
+            Node::Meta(m) if m == "log/type" => write!(out, "{}", f.kind.name()),
+            Node::Meta(_) => write!(out, "-"),
+            Node::Label(l) => label(l, f, out),
+        };
+    }
+}
+
+fn label(l: &str, f: &Facts<'_>, out: &mut String) -> std::fmt::Result {
+    use std::fmt::Write;
+    let q = f.request.queries.first();
+    let edns = f.request.edns.as_ref();
+    let tcp = f.transport == Transport::Tcp;
+    match l {
+        "{type}" => q.map_or(Ok(()), |q| write!(out, "{}", q.query_type())),
+        "{name}" => q.map_or(Ok(()), |q| write!(out, "{}", q.name().to_lowercase())),
+        "{class}" => q.map_or(Ok(()), |q| write!(out, "{}", q.query_class())),
+        "{proto}" => write!(out, "{}", f.transport.label()),
+        "{size}" => write!(out, "{}", f.size),
+        "{remote}" if f.peer.is_ipv6() => write!(out, "[{}]", f.peer.ip()),
+        "{remote}" => write!(out, "{}", f.peer.ip()),
+        "{port}" => write!(out, "{}", f.peer.port()),
+        "{>id}" => write!(out, "{}", f.request.metadata.id),
+        "{>opcode}" => write!(out, "{}", u8::from(f.request.metadata.op_code)),
+        "{>do}" => write!(out, "{}", edns.is_some_and(|e| e.flags().dnssec_ok)),
+        "{>bufsize}" if tcp => write!(out, "65535"),
+        "{>bufsize}" => write!(out, "{}", edns.map_or(512, |e| e.max_payload().max(512))),
+        "{rcode}" => write!(out, "{}", rcode_name(f.rcode)),
+        "{rsize}" => write!(out, "{}", f.reply_len),
+        "{duration}" => write!(out, "{}s", f.secs),
+        "{>rflags}" => write!(out, "{}", flags(f.flags)),
+        _ => write!(out, "-"),
+    }
+}
+
+/// The reply's header flags as CoreDNS lists them.
+fn flags(f: [u8; 2]) -> String {
+    let names = [
+        (f[0] & 0x80, "qr"),
+        (f[0] & 0x04, "aa"),
+        (f[0] & 0x02, "tc"),
+        (f[0] & 0x01, "rd"),
+        (f[1] & 0x80, "ra"),
+        (f[1] & 0x40, "z"),
+        (f[1] & 0x20, "ad"),
+        (f[1] & 0x10, "cd"),
+    ];
+    let on: Vec<&str> = names.iter().filter(|(bit, _)| *bit != 0).map(|(_, n)| *n).collect();
+    on.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_split_as_coredns_does() {
+        assert_eq!(
+            parse("{when} {type} {/log/class} x}"),
+            vec![
+                Node::Text("{when} ".into()),
+                Node::Label("{type}"),
+                Node::Text(" ".into()),
+                Node::Meta("log/class".into()),
+                Node::Text(" x}".into()),
+            ]
+        );
+        assert_eq!(
+            parse("{ {name} }"),
+            vec![Node::Text("{ ".into()), Node::Label("{name}"), Node::Text(" }".into())]
+        );
+    }
+
+    #[test]
+    fn replies_typed_as_coredns_does() {
+        // Header: id, flags (qr, rcode), counts; no question.
+        let head = |rcode: u8, an: u8, ns: u8| vec![0, 1, 0x81, rcode, 0, 0, 0, an, 0, ns, 0, 0];
+        assert_eq!(typify(&head(3, 0, 0)), RespType::NameError);
+        assert_eq!(typify(&head(2, 0, 0)), RespType::ServerError);
+        assert_eq!(typify(&head(0, 0, 0)), RespType::NoError);
+        // One authority SOA at the root: NODATA; an NS: a delegation.
+        let mut soa = head(0, 0, 1);
+        soa.extend([0, 0, 6, 0, 1, 0, 0, 0, 1, 0, 0]);
+        assert_eq!(typify(&soa), RespType::NoData);
+        let mut ns = head(0, 0, 1);
+        ns.extend([0, 0, 2, 0, 1, 0, 0, 0, 1, 0, 1, 0]);
+        assert_eq!(typify(&ns), RespType::Delegation);
+        assert_eq!(RespType::NoData.class(), "denial");
+    }
+}
