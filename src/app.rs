@@ -164,7 +164,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         keeper.as_ref().map(tokio::task::JoinHandle::abort);
         n.leave().await;
     }
-    tracing::info!("stopped");
+    let late = rt.metrics.udp_late_dropped.load(Ordering::Relaxed);
+    tracing::info!("stopped ({} queries answered, {late} UDP queries dropped as too late)", rt.metrics.requests_total());
     Ok(())
 }
 

@@ -32,8 +32,10 @@ const LINK_LOCAL: &str = "169.254.20.10";
 const KUBE_DNS: &str = "10.96.0.10";
 const NAME: &str = "kubernetes.default.svc.cluster.local";
 /// UDP queries a second (a debug build of the server on a shared 2-core
-/// machine; the release-build rate is loadtest/bench/nodelocal.sh's).
+/// machine; `NODELOCAL_SURGE_RATE` sets another, as
+/// loadtest/bench/nodelocal-surge.sh does with a release build).
 const RATE: f64 = 3000.0;
+const RATE_ENV: &str = "NODELOCAL_SURGE_RATE";
 const TCP_CONNECTIONS: usize = 4;
 const ENV: &str = "NODELOCAL_SURGE_CLIENT";
 
@@ -50,7 +52,38 @@ fn surge_client() {
         .iter()
         .map(|ip| SocketAddr::new(ip.parse().expect("ip"), 53))
         .collect();
-    println!("{}", surge::client(&targets, NAME, RATE, TCP_CONNECTIONS, secs));
+    println!("{}", surge::client(&targets, NAME, rate(), TCP_CONNECTIONS, secs));
+}
+
+/// The UDP rate: [`RATE`], or `NODELOCAL_SURGE_RATE`'s.
+fn rate() -> f64 {
+    std::env::var(RATE_ENV).ok().and_then(|r| r.parse().ok()).unwrap_or(RATE)
+}
+
+/// The kernel's UDP and TCP counters of namespace `ns` that tell where a
+/// datagram or a connection was dropped.
+fn drop_counters(lab: &Lab, ns: &str) -> Vec<(String, u64)> {
+    let text = lab.sh(ns, "nstat -asz").1;
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (name, value) = (f.next()?, f.next()?.parse().ok()?);
+            let wanted = ["UdpRcvbufErrors", "UdpInErrors", "UdpNoPorts", "UdpMemErrors", "TcpExtListenDrops", "TcpExtListenOverflows", "TcpExtTCPAbortOnClose", "TcpAttemptFails", "TcpEstabResets", "IcmpOutDestUnreachs"];
+            wanted.contains(&name).then(|| (name.to_string(), value))
+        })
+        .collect()
+}
+
+/// What changed between two [`drop_counters`] readings.
+fn counter_diff(before: &[(String, u64)], after: &[(String, u64)]) -> String {
+    let moved: Vec<String> = after
+        .iter()
+        .filter_map(|(n, v)| {
+            let b = before.iter().find(|(m, _)| m == n).map_or(0, |(_, b)| *b);
+            (*v > b).then(|| format!("{n}+{}", v - b))
+        })
+        .collect();
+    moved.join(" ")
 }
 
 /// How the rules are programmed in one run.
@@ -137,6 +170,7 @@ fn start_client(lab: &Lab, secs: f64) -> std::process::Child {
             "1",
         ])
         .env(ENV, secs.to_string())
+    .env(RATE_ENV, rate().to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -146,6 +180,7 @@ fn start_client(lab: &Lab, secs: f64) -> std::process::Child {
 fn finish_client(child: std::process::Child) -> Tally {
     let out = child.wait_with_output().expect("client");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines().filter_map(|l| l.split_once("LOST ")).for_each(|(_, l)| println!("client: lost {l}"));
     Tally::parse(&text).unwrap_or_else(|| panic!("no tally from the client:\n{text}"))
 }
 
@@ -238,12 +273,17 @@ fn surges(mode: Mode) {
     let surges = 4;
     let done = Arc::new(AtomicBool::new(false));
     let watcher = watch_node(&lab, mode, ipt, done.clone());
+    let counted = [drop_counters(&lab, &lab.node), drop_counters(&lab, &lab.pod)];
     let client = start_client(&lab, 14.0);
+    let t0 = std::time::Instant::now();
+    let mut timeline = Vec::new();
     std::thread::sleep(Duration::from_millis(1500));
     let handed = AtomicU64::new(0);
     for k in 1..=surges {
         let (new, log, _) = start_serving(&mut lab, &format!("s{k}"));
+        timeline.push(format!("s{k} serving {:.1}", t0.elapsed().as_secs_f64()));
         assert!(lab.stop(old), "old instance exits cleanly");
+        timeline.push(format!("old gone {:.1}", t0.elapsed().as_secs_f64()));
         let gone = std::fs::read_to_string(lab.dir.join(format!("{}.log", tag_of(k - 1)))).unwrap_or_default();
         assert!(gone.contains("handing over to instance"), "no hand-over:\n{gone}");
         assert!(
@@ -256,6 +296,12 @@ fn surges(mode: Mode) {
         std::thread::sleep(Duration::from_millis(700));
     }
     let tally = finish_client(client);
+    println!(
+        "nodelocal surge ({mode:?}): timeline (s after the client started): {}; kernel counters moved: node [{}] pod [{}]",
+        timeline.join(", "),
+        counter_diff(&counted[0], &drop_counters(&lab, &lab.node)),
+        counter_diff(&counted[1], &drop_counters(&lab, &lab.pod))
+    );
     let doctor = lab.doctor(&format!("s{surges}"));
     assert!(
         !doctor.contains("nodelocal_rules"),
@@ -263,8 +309,8 @@ fn surges(mode: Mode) {
     );
     done.store(true, Ordering::Relaxed);
     let (samples, bad, first) = watcher.join().expect("watcher");
-    println!("nodelocal surge ({mode:?}): {surges} hand-overs under {RATE} UDP qps + {TCP_CONNECTIONS} TCP connections: {tally:?}; node checked {samples} times, {bad} bad");
-    assert!(tally.sent > (RATE * 10.0) as u64, "the load ran: {tally:?}");
+    println!("nodelocal surge ({mode:?}): {surges} hand-overs under {} UDP qps + {TCP_CONNECTIONS} TCP connections: {tally:?}; node checked {samples} times, {bad} bad", rate());
+    assert!(tally.sent > (rate() * 10.0) as u64, "the load ran: {tally:?}");
     assert_eq!((tally.lost, tally.servfail), (0, 0), "UDP across hand-overs: {tally:?}");
     assert_eq!(
         (tally.tcp_lost, tally.tcp_servfail),
@@ -292,7 +338,7 @@ fn surges(mode: Mode) {
     );
     // Lost: what the killed ones held queued, never a gap (under a second
     // of the load, however busy the machine).
-    assert!(killed.lost < RATE as u64 && killed.servfail == 0, "{killed:?}");
+    assert!(killed.lost < rate() as u64 && killed.servfail == 0, "{killed:?}");
     assert!(
         lab.sh(&lab.node, "ip -o addr show dev nl0").1.contains(LINK_LOCAL),
         "survivor keeps the address"
