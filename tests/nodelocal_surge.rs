@@ -15,6 +15,8 @@
 //! Needs root (network namespaces), iptables and ip.
 
 mod common;
+#[path = "nodelocal_surge/orphan.rs"]
+mod orphan;
 #[path = "common/surge.rs"]
 mod surge;
 
@@ -38,6 +40,14 @@ const RATE: f64 = 3000.0;
 const RATE_ENV: &str = "NODELOCAL_SURGE_RATE";
 const TCP_CONNECTIONS: usize = 4;
 const ENV: &str = "NODELOCAL_SURGE_CLIENT";
+/// One test at a time: each runs servers and a load on the same 2 cores.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Without root or the tools: fails under `CI`, else says what it skips.
+fn not_checked(why: &str) {
+    assert!(std::env::var_os("CI").is_none(), "nodelocal surge: {why}");
+    println!("nodelocal surge: NOT CHECKED: {why}");
+}
 
 /// The client, inside the pod namespace (see the module doc); not a test
 /// of its own.
@@ -132,13 +142,14 @@ fn corefile(lab: &Lab) -> String {
     )
 }
 
-fn lab(mode: Mode) -> Result<Lab, String> {
+/// The namespaces of one test (`tag` tells the tests apart).
+fn lab(mode: Mode, tag: &str) -> Result<Lab, String> {
     let id = std::process::id() % 100_000;
     let m = if mode == Mode::Iptables { "i" } else { "n" };
     let lab = Lab::create(
-        format!("cdns-s{m}node-{id}"),
-        format!("cdns-s{m}pod-{id}"),
-        common::temp_dir(&format!("nodelocal-surge-{m}")),
+        format!("cdns-s{m}{tag}node-{id}"),
+        format!("cdns-s{m}{tag}pod-{id}"),
+        common::temp_dir(&format!("nodelocal-surge-{m}{tag}")),
     )?;
     for (tool, package) in [("iptables", "iptables"), ("nft", "nftables")] {
         if !lab.sh(&lab.node, &format!("command -v {tool}")).0 {
@@ -244,19 +255,16 @@ fn kill9(lab: &mut Lab, i: usize) {
 
 #[test]
 fn surge_upgrades_lose_no_query() {
+    let _serial = SERIAL.lock();
     for mode in [Mode::Iptables, Mode::Nftables] {
         surges(mode);
     }
 }
 
 fn surges(mode: Mode) {
-    let mut lab = match lab(mode) {
+    let mut lab = match lab(mode, "") {
         Ok(l) => l,
-        Err(why) if std::env::var_os("CI").is_some() => panic!("nodelocal surge: {why}"),
-        Err(why) => {
-            println!("nodelocal surge: NOT CHECKED: {why}");
-            return;
-        }
+        Err(why) => return not_checked(&why),
     };
     let (mut old, _, text) = start_serving(&mut lab, "a0");
     wait_ready(&lab);

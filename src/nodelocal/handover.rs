@@ -86,11 +86,17 @@ pub async fn await_ready(n: &NodeLocal, stores: &[Arc<Store>]) {
 }
 
 /// At shutdown: whether another instance serves (then this one hands
-/// over to it). Waits, at most [`SUCCESSOR_WAIT`], while another is still
-/// starting.
+/// over to it). While another is still starting, waits (at most
+/// [`SUCCESSOR_WAIT`]) and keeps serving; a starting one that dies
+/// before it serves (a crash, `kill -9`, a failed start) does not end
+/// the wait: this one keeps serving for the rest of it, for the
+/// successor's restart (the kubelet restarts its container), and only
+/// when none serves by then stops as the last one out.
 pub async fn successor(n: &NodeLocal) -> bool {
     let started = Instant::now();
-    let mut told = false;
+    // The starting instance waited for, and whether there ever was one.
+    let mut awaited: Option<String> = None;
+    let mut seen = false;
     loop {
         let others = n.others();
         if let Some((name, _)) = others.iter().find(|(_, p)| *p == Phase::Serving) {
@@ -99,16 +105,27 @@ pub async fn successor(n: &NodeLocal) -> bool {
             tracing::info!(target: "nodelocal", "handing over to instance {name}: taking no new queries, answering those queued");
             return true;
         }
-        let Some((name, _)) = others.iter().find(|(_, p)| *p == Phase::Starting) else {
-            return false;
-        };
+        let starting = others.iter().find(|(_, p)| *p == Phase::Starting).map(|(name, _)| name.clone());
         if started.elapsed() > SUCCESSOR_WAIT {
-            tracing::warn!(target: "nodelocal", "instance {name} did not start serving within {SUCCESSOR_WAIT:?}: stopping without a hand-over");
+            if seen {
+                tracing::warn!(target: "nodelocal", "no successor served within {SUCCESSOR_WAIT:?}: stopping without a hand-over");
+            }
             return false;
         }
-        if !told {
-            told = true;
-            tracing::info!(target: "nodelocal", "instance {name} is starting: serving until it answers, then handing over");
+        match starting {
+            Some(name) => {
+                if awaited.as_ref() != Some(&name) {
+                    tracing::info!(target: "nodelocal", "instance {name} is starting: serving until it answers, then handing over");
+                }
+                awaited = Some(name);
+                seen = true;
+            }
+            None if !seen => return false,
+            None => {
+                if let Some(was) = awaited.take() {
+                    tracing::warn!(target: "nodelocal", "instance {was} ended before it served: still serving, waiting (up to {SUCCESSOR_WAIT:?} after the stop) for another to start");
+                }
+            }
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
