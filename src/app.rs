@@ -165,7 +165,10 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         n.leave().await;
     }
     let late = rt.metrics.udp_late_dropped.load(Ordering::Relaxed);
-    tracing::info!("stopped ({} queries answered, {late} UDP queries dropped as too late)", rt.metrics.requests_total());
+    tracing::info!(
+        "stopped ({} queries answered, {late} UDP queries dropped as too late)",
+        rt.metrics.requests_total()
+    );
     Ok(())
 }
 

@@ -67,7 +67,10 @@ fn surge_client() {
 
 /// The UDP rate: [`RATE`], or `NODELOCAL_SURGE_RATE`'s.
 fn rate() -> f64 {
-    std::env::var(RATE_ENV).ok().and_then(|r| r.parse().ok()).unwrap_or(RATE)
+    std::env::var(RATE_ENV)
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(RATE)
 }
 
 /// The kernel's UDP and TCP counters of namespace `ns` that tell where a
@@ -78,7 +81,18 @@ fn drop_counters(lab: &Lab, ns: &str) -> Vec<(String, u64)> {
         .filter_map(|l| {
             let mut f = l.split_whitespace();
             let (name, value) = (f.next()?, f.next()?.parse().ok()?);
-            let wanted = ["UdpRcvbufErrors", "UdpInErrors", "UdpNoPorts", "UdpMemErrors", "TcpExtListenDrops", "TcpExtListenOverflows", "TcpExtTCPAbortOnClose", "TcpAttemptFails", "TcpEstabResets", "IcmpOutDestUnreachs"];
+            let wanted = [
+                "UdpRcvbufErrors",
+                "UdpInErrors",
+                "UdpNoPorts",
+                "UdpMemErrors",
+                "TcpExtListenDrops",
+                "TcpExtListenOverflows",
+                "TcpExtTCPAbortOnClose",
+                "TcpAttemptFails",
+                "TcpEstabResets",
+                "IcmpOutDestUnreachs",
+            ];
             wanted.contains(&name).then(|| (name.to_string(), value))
         })
         .collect()
@@ -181,7 +195,7 @@ fn start_client(lab: &Lab, secs: f64) -> std::process::Child {
             "1",
         ])
         .env(ENV, secs.to_string())
-    .env(RATE_ENV, rate().to_string())
+        .env(RATE_ENV, rate().to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -191,7 +205,9 @@ fn start_client(lab: &Lab, secs: f64) -> std::process::Child {
 fn finish_client(child: std::process::Child) -> Tally {
     let out = child.wait_with_output().expect("client");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.lines().filter_map(|l| l.split_once("LOST ")).for_each(|(_, l)| println!("client: lost {l}"));
+    text.lines()
+        .filter_map(|l| l.split_once("LOST "))
+        .for_each(|(_, l)| println!("client: lost {l}"));
     Tally::parse(&text).unwrap_or_else(|| panic!("no tally from the client:\n{text}"))
 }
 

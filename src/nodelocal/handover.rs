@@ -105,7 +105,10 @@ pub async fn successor(n: &NodeLocal) -> bool {
             tracing::info!(target: "nodelocal", "handing over to instance {name}: taking no new queries, answering those queued");
             return true;
         }
-        let starting = others.iter().find(|(_, p)| *p == Phase::Starting).map(|(name, _)| name.clone());
+        let starting = others
+            .iter()
+            .find(|(_, p)| *p == Phase::Starting)
+            .map(|(name, _)| name.clone());
         if started.elapsed() > SUCCESSOR_WAIT {
             if seen {
                 tracing::warn!(target: "nodelocal", "no successor served within {SUCCESSOR_WAIT:?}: stopping without a hand-over");

@@ -236,9 +236,14 @@ async fn tcp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant
 fn lost_line(kind: &str, start: Instant, lost: &[Instant]) -> String {
     let mut buckets = std::collections::BTreeMap::new();
     for at in lost {
-        *buckets.entry(at.duration_since(start).as_millis() / 100).or_insert(0u64) += 1;
+        *buckets
+            .entry(at.duration_since(start).as_millis() / 100)
+            .or_insert(0u64) += 1;
     }
-    let spread: Vec<String> = buckets.iter().map(|(b, n)| format!("{:.1}:{n}", *b as f64 / 10.0)).collect();
+    let spread: Vec<String> = buckets
+        .iter()
+        .map(|(b, n)| format!("{:.1}:{n}", *b as f64 / 10.0))
+        .collect();
     format!("LOST {kind} {}", spread.join(" "))
 }
 
@@ -258,12 +263,18 @@ pub fn client(targets: &[SocketAddr], name: &str, rate: f64, tcp: usize, secs: f
         let mut tasks = Vec::new();
         for i in 0..SOCKETS {
             let (target, name) = (targets[i % targets.len()], name.to_string());
-            tasks.push((true, tokio::spawn(async move { udp_flow(target, &name, period, end).await })));
+            tasks.push((
+                true,
+                tokio::spawn(async move { udp_flow(target, &name, period, end).await }),
+            ));
         }
         for i in 0..tcp {
             let (target, name) = (targets[i % targets.len()], name.to_string());
             let period = Duration::from_millis(20);
-            tasks.push((false, tokio::spawn(async move { tcp_flow(target, &name, period, end).await })));
+            tasks.push((
+                false,
+                tokio::spawn(async move { tcp_flow(target, &name, period, end).await }),
+            ));
         }
         let mut all = Tally::default();
         let (mut udp_lost, mut tcp_lost) = (Vec::new(), Vec::new());

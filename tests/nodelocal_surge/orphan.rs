@@ -42,7 +42,11 @@ fn a_successor_killed_before_serving_leaves_the_old_one_serving() {
         "endpoint https://10.200.0.99:6443",
     );
     let (doomed, doomed_log) = lab.start("b0", &unready);
-    wait_log(&doomed_log, "binding the DNS listeners once the cluster state is loaded", 20);
+    wait_log(
+        &doomed_log,
+        "binding the DNS listeners once the cluster state is loaded",
+        20,
+    );
     term(&lab, old);
     wait_log(&old_log, "is starting: serving until it answers", 10);
     super::kill9(&mut lab, doomed);
@@ -51,16 +55,28 @@ fn a_successor_killed_before_serving_leaves_the_old_one_serving() {
     std::thread::sleep(Duration::from_millis(1500));
     let (_next, _, _) = start_serving(&mut lab, "c0");
     let text = wait_log(&old_log, "stopped (", 15);
-    assert!(lab.children[old].wait().is_ok_and(|s| s.success()), "old instance exits cleanly");
-    assert!(text.contains("handing over to instance"), "no hand-over to the next one:\n{text}");
-    assert!(text.contains("not tearing down"), "the old one must not tear down:\n{text}");
+    assert!(
+        lab.children[old].wait().is_ok_and(|s| s.success()),
+        "old instance exits cleanly"
+    );
+    assert!(
+        text.contains("handing over to instance"),
+        "no hand-over to the next one:\n{text}"
+    );
+    assert!(
+        text.contains("not tearing down"),
+        "the old one must not tear down:\n{text}"
+    );
     let tally = finish_client(client);
     done.store(true, Ordering::Relaxed);
     let (samples, bad, first) = watcher.join().expect("watcher");
     println!("nodelocal surge: successor killed before serving, then another: {tally:?}; node checked {samples} times, {bad} bad");
     assert!(tally.sent > 10_000, "the load ran: {tally:?}");
     assert_eq!((tally.lost, tally.servfail, tally.tcp_lost), (0, 0, 0), "{tally:?}");
-    assert!(samples >= 20 && bad == 0, "{bad} of {samples} samples wrong; first: {first}");
+    assert!(
+        samples >= 20 && bad == 0,
+        "{bad} of {samples} samples wrong; first: {first}"
+    );
 }
 
 #[test]
