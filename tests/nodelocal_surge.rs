@@ -11,6 +11,8 @@
 //! the hand-overs, addresses and rules (exactly once each) present
 //! throughout, and everything torn down after the last instance stops.
 //! Printed for comparison: the loss of stop-then-start (no surge).
+//! The hand-over's edge cases (a successor that dies before serving, an
+//! unusable `lockdir`) are in nodelocal_surge/orphan.rs.
 //!
 //! Needs root (network namespaces), iptables and ip.
 

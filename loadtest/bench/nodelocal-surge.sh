@@ -13,7 +13,12 @@
 #   loadtest/bench/nodelocal-surge.sh [RATE] [ROUNDS]      (root; default 20000 3)
 #
 # Prints, per round and mode, the client's tally of each phase (sent,
-# lost, SERVFAIL; TCP lost), then every phase's lost counts over the rounds.
+# lost, SERVFAIL; TCP lost), when the lost queries were sent (tenths of a
+# second after the client started: `S:COUNT`) beside the hand-overs'
+# timeline and the kernel's drop counters that moved (pod: the client's
+# sockets overflowed; node: the servers'), then every phase's lost counts
+# over the rounds. A round stops after a phase that lost queries (the
+# test's assertion).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RATE=${1:-20000}; ROUNDS=${2:-3}
@@ -21,9 +26,10 @@ cargo test -q --release --test nodelocal_surge --no-run
 OUT=$(mktemp /tmp/nodelocal-surge-bench.XXXX)
 trap 'rm -f "$OUT"' EXIT
 for r in $(seq "$ROUNDS"); do
+  echo "round $r: load average $(cut -d' ' -f1-3 /proc/loadavg)"
   NODELOCAL_SURGE_RATE=$RATE cargo test -q --release --test nodelocal_surge -- \
     --exact surge_upgrades_lose_no_query --nocapture 2>&1 \
-    | grep -E '^nodelocal surge \((Iptables|Nftables)\): (4 hand-overs|kill -9|stop-then-start)' \
+    | grep -E '^nodelocal surge \((Iptables|Nftables)\): |^client: lost' | cut -c1-400 \
     | sed "s/^/round $r /" | tee -a "$OUT" || true
 done
 python3 - "$OUT" "$RATE" <<'PY'
@@ -31,6 +37,8 @@ import re, sys
 phases = {}
 for line in open(sys.argv[1]):
     m = re.match(r"round (\d+) nodelocal surge \((\w+)\): (4 hand-overs|kill -9|stop-then-start)", line)
+    if not m or "Tally" not in line:
+        continue
     t = dict(re.findall(r"(\w+): (\d+)", line.split("Tally", 1)[1]))
     key = (m.group(3), m.group(2))
     phases.setdefault(key, []).append(f"{t['lost']}/{t['sent']} (SERVFAIL {t['servfail']}, TCP lost {t['tcp_lost']})")
