@@ -11,6 +11,7 @@
 # overflows its sockets), hence this script rather than the test alone.
 #
 #   loadtest/bench/nodelocal-surge.sh [RATE] [ROUNDS]      (root; default 20000 3)
+#   NODELOCAL_SURGE_HANDOVERS=0 loadtest/bench/nodelocal-surge.sh ...   the control: same load, no hand-over
 #
 # Prints, per round and mode, the client's tally of each phase (sent,
 # lost, SERVFAIL; TCP lost), when the lost queries were sent (tenths of a
@@ -36,7 +37,7 @@ python3 - "$OUT" "$RATE" <<'PY'
 import re, sys
 phases = {}
 for line in open(sys.argv[1]):
-    m = re.match(r"round (\d+) nodelocal surge \((\w+)\): (4 hand-overs|kill -9|stop-then-start)", line)
+    m = re.match(r"round (\d+) nodelocal surge \((\w+)\): (\d+ hand-overs|kill -9|stop-then-start)", line)
     if not m or "Tally" not in line:
         continue
     t = dict(re.findall(r"(\w+): (\d+)", line.split("Tally", 1)[1]))
