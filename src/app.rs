@@ -423,6 +423,9 @@ impl Runtime {
             for t in group.threads {
                 let _ = tokio::task::spawn_blocking(move || t.join()).await;
             }
+            if handover {
+                handover::left_behind(&group.udp);
+            }
             tcp.extend(group.tcp);
         }
         for t in tcp {

@@ -17,6 +17,8 @@
 //! Needs root (network namespaces), iptables and ip.
 
 mod common;
+#[path = "nodelocal_surge/counters.rs"]
+mod counters;
 #[path = "nodelocal_surge/orphan.rs"]
 mod orphan;
 #[path = "common/surge.rs"]
@@ -30,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::netns::{wait_log, Lab};
+use counters::{counter_diff, drop_counters};
 use surge::Tally;
 
 const LINK_LOCAL: &str = "169.254.20.10";
@@ -73,43 +76,6 @@ fn rate() -> f64 {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(RATE)
-}
-
-/// The kernel's UDP and TCP counters of namespace `ns` that tell where a
-/// datagram or a connection was dropped.
-fn drop_counters(lab: &Lab, ns: &str) -> Vec<(String, u64)> {
-    let text = lab.sh(ns, "nstat -asz").1;
-    text.lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (name, value) = (f.next()?, f.next()?.parse().ok()?);
-            let wanted = [
-                "UdpRcvbufErrors",
-                "UdpInErrors",
-                "UdpNoPorts",
-                "UdpMemErrors",
-                "TcpExtListenDrops",
-                "TcpExtListenOverflows",
-                "TcpExtTCPAbortOnClose",
-                "TcpAttemptFails",
-                "TcpEstabResets",
-                "IcmpOutDestUnreachs",
-            ];
-            wanted.contains(&name).then(|| (name.to_string(), value))
-        })
-        .collect()
-}
-
-/// What changed between two [`drop_counters`] readings.
-fn counter_diff(before: &[(String, u64)], after: &[(String, u64)]) -> String {
-    let moved: Vec<String> = after
-        .iter()
-        .filter_map(|(n, v)| {
-            let b = before.iter().find(|(m, _)| m == n).map_or(0, |(_, b)| *b);
-            (*v > b).then(|| format!("{n}+{}", v - b))
-        })
-        .collect();
-    moved.join(" ")
 }
 
 /// How the rules are programmed in one run.
@@ -317,6 +283,9 @@ fn surges(mode: Mode) {
         timeline.push(format!("old gone {:.1}", t0.elapsed().as_secs_f64()));
         let gone = std::fs::read_to_string(lab.dir.join(format!("{}.log", tag_of(k - 1)))).unwrap_or_default();
         assert!(gone.contains("handing over to instance"), "no hand-over:\n{gone}");
+        if let Some(l) = gone.lines().find(|l| l.contains("lost at close")) {
+            timeline.push(l.split_once("nodelocal: ").map_or(l, |(_, m)| m).to_string());
+        }
         assert!(
             gone.contains("not tearing down"),
             "the old one must not tear down:\n{gone}"
