@@ -41,3 +41,36 @@ pub fn counter_diff(before: &[(String, u64)], after: &[(String, u64)]) -> String
         .collect();
     moved.join(" ")
 }
+
+/// How much counter `name` moved between two [`drop_counters`] readings.
+pub fn moved(before: &[(String, u64)], after: &[(String, u64)], name: &str) -> u64 {
+    let of = |r: &[(String, u64)]| r.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
+    of(after).saturating_sub(of(before))
+}
+
+/// The late drops a stopped server logged ("stopped (N queries answered,
+/// M UDP queries dropped as too late)").
+pub fn logged_late_drops(log: &str) -> u64 {
+    log.lines()
+        .filter_map(|l| {
+            l.split_once("answered, ")?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// A running server's `clusterdns_udp_late_dropped_total` on its /metrics page.
+pub fn scraped_late_drops(page: &str) -> u64 {
+    page.lines()
+        .find_map(|l| {
+            l.strip_prefix("clusterdns_udp_late_dropped_total ")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
