@@ -268,7 +268,8 @@ impl Runtime {
         for server in &config.servers {
             let key = (server.port, server.bind.clone());
             let label = server_label(server);
-            let mut block = self.block(server, &mut kept, &mut built, &key);
+            let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
+            let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
             let registry = &self.metrics.registry;
             let router = built.routers.entry(key).or_insert_with(|| Router {
                 blocks: Vec::new(),
@@ -276,10 +277,12 @@ impl Runtime {
                 stats: vec![registry.zone(&label, "dropped")],
                 tcp: server.tcp,
                 in_flight: config.in_flight,
+                taps: vec![None],
             });
             for zone in &server.zones {
                 block.zone_stats.push(router.stats.len() as u16);
                 router.stats.push(registry.zone(&label, &zone.to_string()));
+                router.taps.push(taps.clone());
                 for name in enabled(server, config) {
                     plugins.push((label.clone(), zone.to_string(), name));
                 }
@@ -299,6 +302,7 @@ impl Runtime {
         kept: &mut HashMap<String, Source>,
         built: &mut Built,
         key: &GroupKey,
+        taps: &Option<Arc<crate::dnstap::Taps>>,
     ) -> Block {
         let cluster = server.kubernetes.as_ref().map(|k| {
             let id = format!("{k:?}");
@@ -316,7 +320,10 @@ impl Runtime {
             kept.insert(id, source);
             Cluster::new(Arc::new(k.clone()), store)
         });
-        let forwarding = Forwarding::of(server, server_label(server), self.metrics.clone()).map(Arc::new);
+        let forwarding = Forwarding::of(server, server_label(server), self.metrics.clone()).map(|mut f| {
+            f.taps = taps.clone();
+            Arc::new(f)
+        });
         if let Some(f) = &forwarding {
             built.live.forwardings.push(f.clone());
         }

@@ -28,6 +28,7 @@
 pub mod admin;
 pub mod app;
 pub mod config;
+pub mod dnstap;
 pub mod doctor;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -12,6 +12,7 @@ pub mod blocks;
 pub mod cache;
 pub mod chaos;
 pub mod dns64;
+pub mod dnstap;
 pub mod effective;
 pub mod forward;
 pub mod forward_to;
@@ -126,6 +127,8 @@ pub struct Server {
     pub chaos: Option<chaos::ChaosConfig>,
     /// `local`, with whether the `localhost.<anything>` prefix form is on.
     pub local: Option<bool>,
+    /// `dnstap` directives: where queries and replies are sent as dnstap.
+    pub dnstap: Vec<dnstap::DnstapConfig>,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name

@@ -42,6 +42,7 @@ pub const SUPPORTED: &[&str] = &[
     "chaos",
     "local",
     "nodelocal",
+    "dnstap",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -70,6 +71,7 @@ const WITH_OPTIONS: &[&str] = &[
     "local",
     "nodelocal",
     "loadbalance",
+    "dnstap",
 ];
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -130,6 +132,7 @@ pub fn server(
         bufsize: None,
         chaos: None,
         local: None,
+        dnstap: Vec::new(),
     };
     let had_nodelocal = config.nodelocal.is_some();
     for d in &block.directives {
@@ -232,6 +235,7 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         "rewrite" => server.rewrites.extend(super::rewrite::parse(d, errors)),
         "bufsize" => server.bufsize = chaos::bufsize(d, errors).or(server.bufsize),
         "chaos" => server.chaos = Some(chaos::chaos(d)),
+        "dnstap" => server.dnstap.extend(super::dnstap::parse(d, errors)),
         "local" => server.local = Some(chaos::local(d, errors)),
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),

@@ -18,10 +18,10 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::reply::{hickory_writes_the_same, reply_holds};
 use crate::metrics::{Metrics, Transport};
-use crate::query::answer::{self, Zone};
 use crate::query::defer::Sink;
 use crate::query::forward::cache::Cache;
 use crate::query::forward::Forwarding;
+use crate::query::reply::{self as records, Zone};
 use crate::query::request::{self, Checked};
 use crate::query::{Block, Handler, Router, Scratch};
 
@@ -177,7 +177,7 @@ fn upstream(query: &Query, data: &[u8]) -> Message {
         0 | 1 => {
             if kind == 1 {
                 let target = Name::from_ascii("target.example.org.").unwrap_or_else(|_| Name::root());
-                m.answers.push(answer::cname(owner, 300, target.clone()));
+                m.answers.push(records::cname(owner, 300, target.clone()));
                 owner_of_addresses = target;
             }
             for i in 1..=count {
@@ -185,9 +185,9 @@ fn upstream(query: &Query, data: &[u8]) -> Message {
                     RecordType::AAAA => std::net::IpAddr::from([0x2001, 0xdb8, 0, 0, 0, 0, 0, u16::from(i)]),
                     _ => std::net::IpAddr::from([192, 0, 2, i]),
                 };
-                match answer::address(&owner_of_addresses, 300, addr, qtype) {
+                match records::address(&owner_of_addresses, 300, addr, qtype) {
                     Some(record) => m.answers.push(record),
-                    None if kind == 0 => m.answers.push(answer::txt(owner, 300, &format!("text {i}"))),
+                    None if kind == 0 => m.answers.push(records::txt(owner, 300, &format!("text {i}"))),
                     None => {}
                 }
             }
@@ -196,7 +196,7 @@ fn upstream(query: &Query, data: &[u8]) -> Message {
             if kind == 2 {
                 m.metadata.response_code = ResponseCode::NXDomain;
             }
-            m.authorities.push(answer::soa(&zone, 60, u32::from(count)));
+            m.authorities.push(records::soa(&zone, 60, u32::from(count)));
         }
     }
     m

@@ -8,7 +8,8 @@ use hickory_proto::op::Message;
 
 use super::parse_strict;
 use crate::metrics::Transport;
-use crate::query::finish::{self, Echo};
+use crate::query::reply::echo::Echo;
+use crate::query::reply::wire::hickory;
 use crate::query::request::{self, Checked};
 use crate::query::Scratch;
 
@@ -54,7 +55,7 @@ pub fn with_echo<R>(data: &[u8], scratch: &Scratch, transport: Transport, f: imp
 pub fn hickory_writes_the_same(data: &[u8], scratch: &Scratch, transport: Transport) {
     let mut hickory = Vec::new();
     with_echo(data, scratch, transport, |echo, limit| {
-        finish::write_with_hickory(&mut hickory, echo, &scratch.answer, limit)
+        hickory::write_with_hickory(&mut hickory, echo, &scratch.answer, limit)
     });
     assert!(
         hickory == scratch.out,

@@ -171,6 +171,21 @@ pub const LOCALHOST_REQUESTS: Family = counter(
     "The number of queries under .localhost. (or localhost.<domain>) seen by the local plugin.",
     &[],
 );
+pub const DNSTAP_DROPPED: Family = counter(
+    "coredns_dnstap_dropped_total",
+    "Counter of dnstap messages dropped: the queue to the collector was full, or no collector was connected.",
+    &[],
+);
+pub const DNSTAP_SENT: Family = counter(
+    "clusterdns_dnstap_sent_total",
+    "dnstap messages written to a collector.",
+    &[],
+);
+pub const DNSTAP_CONNECTS: Family = counter(
+    "clusterdns_dnstap_connects_total",
+    "Frame Streams sessions opened to a dnstap collector (the first, and each reconnect).",
+    &[],
+);
 pub const AUTOPATH_SUCCESS: Family = counter(
     "coredns_autopath_success_total",
     "Counter of requests made with autopath that were successful.",
@@ -395,6 +410,7 @@ pub const ALL: &[Family] = &[
     PLUGIN_ENABLED, TRUNCATED, SEARCH_EXPANSION_NXDOMAIN, NXDOMAIN, DROPPED, TCP_CONNECTIONS,
     TCP_CLOSED, TCP_REJECTED, OVERLOAD_DROPPED, UDP_LATE_DROPPED, IN_FLIGHT, UDP_KERNEL_DROPS,
     CLIENT_REQUESTS, DOCTOR_FINDINGS, LOG_DROPPED, MEMO_REVALIDATIONS, PANICS, LOCALHOST_REQUESTS, AUTOPATH_SUCCESS,
+    DNSTAP_DROPPED, DNSTAP_SENT, DNSTAP_CONNECTS,
     HEALTH_DURATION, HEALTH_FAILURES, RELOAD_FAILED, SYNCED, BUILD_INFO, PROCESS[0], PROCESS[1],
     PROCESS[2], PROCESS[3], PROCESS[4], PROCESS[5], INVALID_OBJECTS, RELISTS, WATCH_ERRORS,
     WATCH_RESTARTS, RESYNC_CORRECTIONS, UNCONFIRMED_AGE, STATE_UNCONFIRMED, PERSIST_FAILURES, OBJECTS,

@@ -15,6 +15,7 @@ pub mod acl;
 pub mod catalogue;
 mod clients;
 mod counts;
+mod dnstap;
 mod hist;
 mod labels;
 mod memo;
@@ -33,6 +34,7 @@ pub use acl::{AclStats, Denial};
 pub use catalogue::{KINDS, NODECACHE_ERRORS, RESTART_REASONS, RESTORED, SERVICE_KINDS};
 pub use clients::{ClientSlots, Clients};
 pub use counts::{Counts, Slots};
+pub use dnstap::Dnstap;
 pub use hist::{Durations, Histogram};
 pub use labels::{rcode_name, rcode_slot, type_slot, Expansion, Plugin, Transport, RCODE_LABELS};
 pub use memo::{memo_stripe, revalidations, MemoStripe};
@@ -79,6 +81,7 @@ pub struct Metrics {
     pub doctor: Mutex<Vec<(&'static str, &'static str)>>,
     pub watch: Watch,
     pub nodelocal: NodeLocal,
+    pub dnstap: Dnstap,
 }
 
 impl Metrics {
@@ -120,6 +123,7 @@ impl Metrics {
         c::SYNCED.single(&mut s, u8::from(synced));
         self.watch.render(&mut s);
         self.nodelocal.render(&mut s);
+        self.dnstap.render(&mut s);
         process::render(&mut s);
         c::BUILD_INFO.head(&mut s);
         let version = env!("CARGO_PKG_VERSION");

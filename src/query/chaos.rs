@@ -10,8 +10,8 @@
 
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
-use super::answer::{self, Answer};
 use super::local::Local;
+use super::reply::{self, Answer};
 use crate::config::chaos::ChaosConfig;
 
 /// A TXT string holds at most 255 bytes.
@@ -45,7 +45,7 @@ impl Chaos {
             _ => return Local::Next,
         };
         for text in texts {
-            let mut record = answer::txt(qname, 0, trim(text));
+            let mut record = reply::txt(qname, 0, trim(text));
             record.dns_class = DNSClass::CH;
             out.answers.push(record);
         }

@@ -10,9 +10,10 @@ use hickory_proto::op::{Metadata, Query, ResponseCode};
 use hickory_proto::rr::Record;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::answer::Answer;
-use super::finish::{self, Echo};
 use super::log;
+use super::reply::echo::Echo;
+use super::reply::wire;
+use super::reply::Answer;
 use super::request::ClientEdns;
 use crate::config::local::LogStyle;
 use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
@@ -82,6 +83,8 @@ pub struct Job {
     pub dns64: Option<Arc<super::dns64::Dns64>>,
     /// A `rewrite` to undo on the reply (`None`: the question went as asked).
     pub rewrite: Option<Box<Rewritten>>,
+    /// The block's `dnstap` taps, told of the reply.
+    pub taps: Option<Arc<crate::dnstap::Taps>>,
 }
 
 /// What `rewrite` changed in a forwarded question.
@@ -164,7 +167,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         query: Some(question.unwrap_or(&job.query)),
         edns: job.edns,
     };
-    let truncated = finish::write_for(&mut out, &echo, answer, job.transport);
+    let truncated = wire::write_for(&mut out, &echo, answer, job.transport);
     if matches!(job.sink, Sink::None) {
         return;
     }
@@ -190,6 +193,9 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     }
     if let Some(style) = job.log {
         log::query(style, job.peer, job.transport, asked, &out, answer.rcode, job.started);
+    }
+    if let Some(taps) = &job.taps {
+        taps.served(job.peer, job.transport == Transport::Tcp, asked, &out, job.started);
     }
     match &job.sink {
         Sink::Udp(socket) => {

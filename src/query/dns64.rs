@@ -22,7 +22,7 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::AAAA;
 use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 
-use super::answer::Answer;
+use super::reply::Answer;
 use super::route::{Asker, Block, Routed, Router};
 use crate::config::dns64::Dns64Config;
 use crate::metrics::Plugin;

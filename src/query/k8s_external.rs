@@ -30,8 +30,8 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use super::answer::{self, prefixed, Answer, Zone};
 use super::cluster::{exists, reverse, Found, Outcome};
+use super::reply::{self, prefixed, Answer, Zone};
 use crate::config::k8s_external::K8sExternalConfig;
 use crate::store::records::undash;
 use crate::store::{Service, ServiceKind, Snapshot, Store};
@@ -122,7 +122,7 @@ impl K8sExternal {
                 Found::NxDomain => ResponseCode::NXDomain,
                 _ => ResponseCode::NoError,
             };
-            out.authority.push(answer::soa(&zone.soa, self.cfg.ttl, snap.serial));
+            out.authority.push(reply::soa(&zone.soa, self.cfg.ttl, snap.serial));
         }
         Some(Outcome::Answered)
     }
@@ -159,13 +159,13 @@ impl Lookup<'_, '_> {
     fn apex(&mut self) -> Found {
         let zone = &self.zone.soa;
         match self.qtype {
-            RecordType::SOA => self.out.answers.push(answer::soa(zone, self.ttl, self.snap.serial)),
+            RecordType::SOA => self.out.answers.push(reply::soa(zone, self.ttl, self.snap.serial)),
             RecordType::NS => {
                 self.out
                     .answers
-                    .push(answer::ns(&zone.name, self.ttl, zone.ns_host.clone()));
+                    .push(reply::ns(&zone.name, self.ttl, zone.ns_host.clone()));
                 for ip in ns_addresses(self.snap) {
-                    let glue = answer::address(&zone.ns_host, self.ttl, ip, RecordType::ANY);
+                    let glue = reply::address(&zone.ns_host, self.ttl, ip, RecordType::ANY);
                     self.out.additional.extend(glue);
                 }
             }
@@ -185,7 +185,7 @@ impl Lookup<'_, '_> {
         for ip in ns_addresses(self.snap) {
             self.out
                 .answers
-                .extend(answer::address(self.qname, self.ttl, ip, self.qtype));
+                .extend(reply::address(self.qname, self.ttl, ip, self.qtype));
         }
         Found::Records
     }
@@ -208,7 +208,7 @@ impl Lookup<'_, '_> {
         if self.qtype == RecordType::PTR {
             for id in ids {
                 let target = prefixed(&forward.soa.name, &[&id.name, &id.namespace]);
-                self.out.answers.push(answer::ptr(self.qname, self.ttl, target));
+                self.out.answers.push(reply::ptr(self.qname, self.ttl, target));
             }
         }
         Found::Records
@@ -300,7 +300,7 @@ impl Lookup<'_, '_> {
         for e in entries {
             if let Addr::Ip(ip) = e.addr {
                 has_ip = true;
-                let record = answer::address(self.qname, self.ttl, ip, self.qtype);
+                let record = reply::address(self.qname, self.ttl, ip, self.qtype);
                 if let Some(r) = record.filter(|r| !self.out.answers.contains(r)) {
                     self.out.answers.push(r);
                 }
@@ -311,7 +311,7 @@ impl Lookup<'_, '_> {
             Addr::Ip(_) => None,
         });
         if let (false, Some(host)) = (has_ip, host) {
-            self.out.answers.push(answer::cname(self.qname, self.ttl, host.clone()));
+            self.out.answers.push(reply::cname(self.qname, self.ttl, host.clone()));
             // Followed like an ExternalName's outside target: the router
             // looks it up and puts its records after the CNAME.
             if matches!(self.qtype, RecordType::A | RecordType::AAAA) {
@@ -341,10 +341,10 @@ impl Lookup<'_, '_> {
         for (port, target) in targets {
             self.out
                 .answers
-                .push(answer::srv(self.qname, self.ttl, weight, port, target));
+                .push(reply::srv(self.qname, self.ttl, weight, port, target));
         }
         for (name, ip) in glue {
-            let record = answer::address(&name, self.ttl, ip, RecordType::ANY);
+            let record = reply::address(&name, self.ttl, ip, RecordType::ANY);
             if let Some(g) = record.filter(|g| !self.out.additional.contains(g)) {
                 self.out.additional.push(g);
             }

@@ -12,7 +12,7 @@ use arc_swap::ArcSwap;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::answer::Answer;
+use super::reply::Answer;
 use crate::config::local::FileConfig;
 
 mod hosts;

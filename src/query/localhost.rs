@@ -19,8 +19,8 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
-use super::answer::{self, Answer};
 use super::local::Local;
+use super::reply::{self, Answer};
 
 const TTL: u32 = 604_800;
 const ZONES: [&str; 4] = [
@@ -87,12 +87,12 @@ impl LocalNames {
                     loopback(qname, qtype, out);
                 }
                 RecordType::SOA => out.answers.push(self.soa(qname)),
-                RecordType::NS => out.answers.push(answer::ns(qname, TTL, self.localhost.clone())),
+                RecordType::NS => out.answers.push(reply::ns(qname, TTL, self.localhost.clone())),
                 _ => out.authority.push(self.soa(qname)),
             }
         } else if text == LOOPBACK_PTR {
             match qtype {
-                RecordType::PTR => out.answers.push(answer::ptr(qname, TTL, self.localhost.clone())),
+                RecordType::PTR => out.answers.push(reply::ptr(qname, TTL, self.localhost.clone())),
                 _ => out.authority.push(self.soa(&origin)),
             }
         } else {
@@ -120,7 +120,7 @@ fn loopback(qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
         RecordType::AAAA => Ipv6Addr::LOCALHOST.into(),
         _ => return false,
     };
-    out.answers.extend(answer::address(qname, TTL, addr, qtype));
+    out.answers.extend(reply::address(qname, TTL, addr, qtype));
     true
 }
 

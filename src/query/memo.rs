@@ -205,7 +205,7 @@ impl Memo {
     }
 
     /// Remembers `reply` (which echoes the question, as every reply of
-    /// [`super::finish`] does) for `key`, built at `view`'s generation and
+    /// [`super::reply::wire`] does) for `key`, built at `view`'s generation and
     /// depending on `deps` in its store: at once while the memo is less
     /// than half full, else if the same question was answered recently
     /// before.

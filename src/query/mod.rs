@@ -1,11 +1,11 @@
 //! The query path: bytes in, bytes out, never awaiting the API.
 //!
 //! ```text
-//!  udp / tcp ─► request::check ─► route ─► local (hosts, file) ─► cluster ─► finish
+//!  udp / tcp ─► request::check ─► route ─► local (hosts, file) ─► cluster ─► reply::wire
 //!  (sockets)    (header rules)    (zone)                          (snapshot)  (flags, EDNS, TC, rcode)
-//!                                   └──► forward: cache hit ─────────────────► finish
+//!                                   └──► forward: cache hit ─────────────────► reply::wire
 //!                                          miss ─► defer::Job ─► task ─► upstream ─► defer::deliver
-//!  request ─► memo / forward::hits replay (an earlier reply's bytes, patched) ──► finish
+//!  request ─► memo / forward::hits replay (an earlier reply's bytes, patched) ──► reply::wire
 //! ```
 //!
 //! Start reading at [`Handler::handle`]: one synchronous call per query,
@@ -13,25 +13,23 @@
 //! a forwarded cache miss leaves it: the query becomes a [`defer::Job`]
 //! answered by a task through the socket or connection it came from.
 
-pub mod answer;
 pub mod chaos;
 pub mod cluster;
 pub mod defer;
 pub mod dns64;
-pub mod finish;
 pub mod forward;
 pub mod k8s_external;
 pub mod local;
 pub mod localhost;
 pub mod log;
 pub mod memo;
+pub mod reply;
 pub mod request;
 pub mod rewrite;
 pub mod route;
 pub mod tcp;
 pub mod template;
 pub mod udp;
-pub mod wire;
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -39,10 +37,11 @@ use std::time::Instant;
 use hickory_proto::op::{Query, ResponseCode};
 
 use crate::metrics::{Metrics, Transport};
-pub use answer::Answer;
 use defer::ChaseKind;
-use finish::Echo;
-use request::Checked;
+use reply::echo::Echo;
+use reply::wire;
+pub use reply::Answer;
+use request::{Checked, ClientEdns};
 pub use route::{Asker, Block, LoopProbe, Routed, Router};
 
 /// Per-worker scratch space, reused for every query it handles.
@@ -271,6 +270,9 @@ impl Handler {
         if let Some(style) = o.log {
             log::query(style, peer, t, bytes, &s.out, o.rcode, started);
         }
+        if let Some(taps) = router.tap(o.zone) {
+            taps.served(peer, t == Transport::Tcp, bytes, &s.out, started);
+        }
     }
 
     /// The full path: check, route, answer, encode.
@@ -299,7 +301,7 @@ impl Handler {
             edns,
         };
         let (answer, out) = (&scratch.answer, &mut scratch.out);
-        let truncated = finish::write_for(out, &echo, answer, at.transport);
+        let truncated = wire::write_for(out, &echo, answer, at.transport);
         if out.is_empty() {
             return Full::Nothing;
         }
@@ -316,7 +318,7 @@ impl Handler {
         req: request::Request,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Result<(hickory_proto::op::Metadata, Option<Query>, Option<request::ClientEdns>), Full> {
+    ) -> Result<(hickory_proto::op::Metadata, Option<Query>, Option<ClientEdns>), Full> {
         #[cfg(debug_assertions)]
         if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
             panic!("test-only panic trigger (debug builds only)");
@@ -396,17 +398,13 @@ impl Handler {
             stats: router.stats.get(usize::from(answer.zone)).cloned(),
             dns64: answer.dns64.take(),
             rewrite,
+            taps: router.tap(answer.zone).cloned(),
         });
     }
 }
 
 /// What the memo and the metrics keep of a reply written for `answer`.
-fn outcome(
-    answer: &Answer,
-    truncated: bool,
-    query: Option<&Query>,
-    edns: Option<request::ClientEdns>,
-) -> memo::Outcome {
+fn outcome(answer: &Answer, truncated: bool, query: Option<&Query>, edns: Option<ClientEdns>) -> memo::Outcome {
     memo::Outcome {
         rcode: answer.rcode,
         truncated,
@@ -427,7 +425,7 @@ struct Onward<'r> {
     /// Another name is asked for the client's ([`defer::Chase`]).
     chased: Option<(Query, ChaseKind)>,
     /// The client's EDNS, `bufsize` applied.
-    edns: Option<request::ClientEdns>,
+    edns: Option<ClientEdns>,
 }
 
 /// What a forwarded query sends upstream, the question it is cached and
@@ -456,7 +454,7 @@ fn upstream(
         None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
         Some((forwarded, kind)) => {
             let prefix = match kind {
-                ChaseKind::Autopath => vec![answer::cname(req.query.name(), 5, forwarded.name().clone())],
+                ChaseKind::Autopath => vec![reply::cname(req.query.name(), 5, forwarded.name().clone())],
                 ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
             };
             let chase = defer::Chase {
@@ -490,7 +488,7 @@ fn servfail(bytes: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
         query: query.as_ref(),
         edns,
     };
-    finish::write_for(out, &echo, &answer, transport);
+    wire::write_for(out, &echo, &answer, transport);
     !out.is_empty()
 }
 

@@ -30,9 +30,9 @@ use std::sync::Arc;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
-use super::answer::{self, Answer};
 use super::cluster::Outcome;
 use super::local::Local;
+use super::reply::{self, Answer};
 use super::rewrite::Revert;
 use super::template::Templated;
 use super::UNHANDLED;
@@ -43,6 +43,8 @@ mod acl;
 mod block;
 mod chase;
 mod direct;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use acl::{Admission, Asked, WireName};
 
@@ -91,6 +93,8 @@ pub struct Router {
     pub tcp: crate::config::local::TcpLimits,
     /// Queries being forwarded at once (process-wide); more are dropped.
     pub in_flight: usize,
+    /// The `dnstap` taps of each stats slot's block (empty: none taps).
+    pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
 }
 
 impl Router {
@@ -103,7 +107,13 @@ impl Router {
             stats,
             tcp: Default::default(),
             in_flight: crate::config::local::IN_FLIGHT,
+            taps: Vec::new(),
         }
+    }
+
+    /// The `dnstap` taps of the block of stats slot `zone`.
+    pub fn tap(&self, zone: u16) -> Option<&Arc<crate::dnstap::Taps>> {
+        self.taps.get(usize::from(zone)).and_then(Option::as_ref)
     }
 
     /// What memo entries are checked against: the config epoch, the sum
@@ -307,7 +317,7 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
     if query.query_type() != RecordType::ANY || !block.any {
         return false;
     }
-    out.answers.push(answer::hinfo_rfc8482(query.name()));
+    out.answers.push(reply::hinfo_rfc8482(query.name()));
     out.memoizable = true;
     true
 }

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::answer::Answer;
+use super::reply::Answer;
 use crate::config::gotmpl::{Data, Template};
 use crate::config::template::TemplateConfig;
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};

@@ -37,6 +37,7 @@ pub const ORDER: &[&str] = &[
     "prometheus",
     "errors",
     "log",
+    "dnstap",
     "local",
     "dns64",
     "any",
@@ -183,6 +184,7 @@ fn server_directive(b: &mut Block, name: &str, s: &Server, global: Option<&Confi
             .for_each(|a| b.line(1, format_args!("prometheus {a}"))),
         "errors" if s.errors => b.line(1, "errors"),
         "log" => s.log.iter().for_each(|l| log(b, l)),
+        "dnstap" => s.dnstap.iter().for_each(|d| sources::dnstap(b, d)),
         "local" => s.local.into_iter().for_each(|prefix| {
             b.directive("local".into(), &[format!("localhost_prefix {}", on_off(prefix))]);
         }),

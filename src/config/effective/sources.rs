@@ -1,8 +1,10 @@
-//! The printout of the directives that bring data in: `kubernetes`,
-//! `forward` and `cache`, every option with its value or default.
+//! The printout of the directives that bring data in or send it out:
+//! `kubernetes`, `forward`, `cache` and `dnstap`, every option with its
+//! value or default.
 
-use super::{duration, names, with, Block};
+use super::{duration, names, quote, with, Block};
 use crate::config::cache::{Bounds, CacheConfig, StaleMode};
+use crate::config::dnstap::{DnstapConfig, Endpoint};
 use crate::config::forward::{ForwardConfig, Policy};
 use crate::config::kubernetes::{KubernetesConfig, PodMode, Source};
 
@@ -135,4 +137,28 @@ pub(super) fn forward(b: &mut Block, fw: &ForwardConfig) {
         options.push(format!("resolver {}", r.join(" ")));
     }
     b.directive(format!("forward {} {}", fw.from, to.join(" ")), &options);
+}
+
+/// `dnstap SOCKET [full] WRITEBUFFER QUEUE { identity; version; extra; skipverify }`.
+pub(super) fn dnstap(b: &mut Block, d: &DnstapConfig) {
+    let socket = match &d.endpoint {
+        Endpoint::Unix(path) => format!("unix://{}", path.display()),
+        Endpoint::Tcp(addr) => format!("tcp://{addr}"),
+        Endpoint::Tls(addr) => format!("tls://{addr}"),
+    };
+    let mut head = format!("dnstap {}", quote(&socket));
+    if d.full {
+        head.push_str(" full");
+    }
+    let mut options = vec![
+        format!("identity {}", quote(&d.identity)),
+        format!("version {}", quote(&d.version)),
+    ];
+    options.extend(d.extra.as_ref().map(|e| format!("extra {}", quote(e))));
+    options.extend(d.skip_verify.then(|| "skipverify".to_string()));
+    // WRITEBUFFER and QUEUE follow `full`, so they are written only with it.
+    if d.full {
+        head.push_str(&format!(" {} {}", d.write_buffer, d.queue));
+    }
+    b.directive(head, &options);
 }

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use hickory_proto::rr::RecordType;
 
 use super::{Ctx, Found};
-use crate::query::answer;
+use crate::query::reply;
 use crate::store::ServiceKind;
 
 /// The schema version of the Kubernetes DNS specification we implement.
@@ -22,14 +22,12 @@ pub(super) const DNS_SERVICE: (&str, &str) = ("kube-system", "kube-dns");
 pub fn apex(c: &mut Ctx<'_, '_>) -> Found {
     let ttl = c.cfg.ttl;
     match c.qtype {
-        RecordType::SOA => c.out.answers.push(answer::soa(c.zone, ttl, c.snap.serial)),
+        RecordType::SOA => c.out.answers.push(reply::soa(c.zone, ttl, c.snap.serial)),
         RecordType::NS => {
             let host = c.zone.ns_host.clone();
-            c.out.answers.push(answer::ns(&c.zone.name, ttl, host.clone()));
+            c.out.answers.push(reply::ns(&c.zone.name, ttl, host.clone()));
             for ip in ns_addresses(c) {
-                c.out
-                    .additional
-                    .extend(answer::address(&host, ttl, ip, RecordType::ANY));
+                c.out.additional.extend(reply::address(&host, ttl, ip, RecordType::ANY));
             }
         }
         _ => return Found::NoData,
@@ -42,14 +40,14 @@ pub fn dns_version(c: &mut Ctx<'_, '_>) -> Found {
         return Found::NoData;
     }
     let owner = &c.owner;
-    c.out.answers.push(answer::txt(owner, DNS_VERSION_TTL, SCHEMA_VERSION));
+    c.out.answers.push(reply::txt(owner, DNS_VERSION_TTL, SCHEMA_VERSION));
     Found::Records
 }
 
 pub fn ns_host(c: &mut Ctx<'_, '_>) -> Found {
     let owner = &c.owner;
     for ip in ns_addresses(c) {
-        c.out.answers.extend(answer::address(owner, c.cfg.ttl, ip, c.qtype));
+        c.out.answers.extend(reply::address(owner, c.cfg.ttl, ip, c.qtype));
     }
     if c.out.answers.is_empty() {
         Found::NoData

@@ -14,7 +14,7 @@
 //! `None` and takes the Record path ([`Cluster::answer`]), which decides
 //! the same way: `service::find` and `service::named`, [`super::declare`] and
 //! [`Cluster::expansion`] serve both, and the bytes come from the same
-//! writer ([`crate::query::wire::Reply`]). `direct/tests.rs` checks that
+//! writer ([`crate::query::reply::wire::Encoder`]). `direct/tests.rs` checks that
 //! the two paths write the same bytes.
 
 use std::net::IpAddr;
@@ -25,9 +25,9 @@ use hickory_proto::rr::RecordType;
 use super::qname::{self, Qname};
 use super::{declare, service, Cluster, Found};
 use crate::metrics::Plugin;
-use crate::query::answer::{Answer, Zone};
-use crate::query::finish::Echo;
-use crate::query::wire::{Rec, Reply, ANSWER, AUTHORITY};
+use crate::query::reply::echo::Echo;
+use crate::query::reply::wire::{Encoder, Rec, ANSWER, AUTHORITY};
+use crate::query::reply::{Answer, Zone};
 use crate::store::{Deps, ServiceKind, Snapshot};
 
 /// How the direct writer writes one reply.
@@ -84,7 +84,7 @@ impl Cluster {
             shuffle(&mut answer.addrs);
             answer.memoizable = false;
         }
-        let mut reply = Reply::start(out, how.echo, 0, how.limit).ok()?;
+        let mut reply = Encoder::start(out, how.echo, 0, how.limit).ok()?;
         let ttl = self.cfg.ttl;
         for addr in &answer.addrs {
             reply.push(ANSWER, &Rec::address(qname, ttl, *addr)).ok()?;
@@ -148,7 +148,7 @@ fn collect(addrs: &mut Vec<IpAddr>, all: impl Iterator<Item = IpAddr>, qtype: Re
 /// `loadbalance`'s shuffle: the same draws as
 /// [`Answer::balance`] makes over the same records.
 fn shuffle(addrs: &mut [IpAddr]) {
-    crate::query::answer::shuffle(addrs.len(), |k, j| addrs.swap(k, j));
+    crate::query::reply::shuffle(addrs.len(), |k, j| addrs.swap(k, j));
 }
 
 #[cfg(test)]

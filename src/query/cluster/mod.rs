@@ -18,7 +18,7 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use super::answer::{self, Answer, Zone};
+use super::reply::{self, Answer, Zone};
 use crate::config::KubernetesConfig;
 use crate::metrics::Expansion;
 use crate::store::records::undash;
@@ -128,7 +128,7 @@ impl Cluster {
             } else {
                 ResponseCode::NXDomain
             };
-            out.authority.push(answer::soa(zone, cfg.ttl, snap.serial));
+            out.authority.push(reply::soa(zone, cfg.ttl, snap.serial));
         }
         Outcome::Answered
     }

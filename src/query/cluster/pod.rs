@@ -4,7 +4,7 @@
 
 use super::{exists, Ctx, Found};
 use crate::config::PodMode;
-use crate::query::answer;
+use crate::query::reply;
 use crate::store::records::undash;
 
 /// `<ns>.pod.<zone>`: an empty non-terminal while pods are served.
@@ -25,7 +25,7 @@ pub fn pod(c: &mut Ctx<'_, '_>, ns: &str, ip: &str) -> Found {
         return Found::NxDomain;
     }
     let owner = &c.owner;
-    match answer::address(owner, c.cfg.ttl, addr, c.qtype) {
+    match reply::address(owner, c.cfg.ttl, addr, c.qtype) {
         Some(record) => {
             c.out.answers.push(record);
             Found::Records

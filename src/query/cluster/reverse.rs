@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use hickory_proto::rr::{Name, RecordType};
 
 use super::{apex, Ctx, Found};
-use crate::query::answer::{self, prefixed};
+use crate::query::reply::{self, prefixed};
 use crate::store::records::dashed;
 use crate::store::{PtrHost, PtrTarget};
 
@@ -61,7 +61,7 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
         };
         // One address listed by two EndpointSlices of a Service (a
         // migration between slices) has two index entries: one record.
-        let record = answer::ptr(owner, c.cfg.ttl, target);
+        let record = reply::ptr(owner, c.cfg.ttl, target);
         if !c.out.answers.contains(&record) {
             c.out.answers.push(record);
         }

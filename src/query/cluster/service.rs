@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::{Ctx, Found};
-use crate::query::answer::{self, prefixed};
+use crate::query::reply::{self, prefixed};
 use crate::store::records::undash;
 use crate::store::{Endpoint, Port, Service, ServiceKind};
 
@@ -121,7 +121,7 @@ pub fn proto_ent(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, proto: &str) -> Found
 fn addresses(c: &mut Ctx<'_, '_>, addrs: impl Iterator<Item = IpAddr>) {
     let (owner, ttl, qtype) = (&c.owner, c.cfg.ttl, c.qtype);
     for addr in addrs {
-        if let Some(record) = answer::address(owner, ttl, addr, qtype) {
+        if let Some(record) = reply::address(owner, ttl, addr, qtype) {
             if !c.out.answers.contains(&record) {
                 c.out.answers.push(record);
             }
@@ -151,10 +151,10 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
     c.out.answers.extend(
         targets
             .into_iter()
-            .map(|(port, target)| answer::srv(owner, ttl, weight, port, target)),
+            .map(|(port, target)| reply::srv(owner, ttl, weight, port, target)),
     );
     for (name, addr) in glue {
-        let record = answer::address(&name, ttl, addr, RecordType::ANY);
+        let record = reply::address(&name, ttl, addr, RecordType::ANY);
         if let Some(g) = record.filter(|g| !c.out.additional.contains(g)) {
             c.out.additional.push(g);
         }
@@ -219,7 +219,7 @@ fn endpoint_name(base: &Name, e: &Endpoint<'_>) -> Name {
 /// CNAME to the target; a target inside this zone is answered too, one
 /// outside it is left to the router ([`crate::query::Answer::outside`]).
 fn external_name(c: &mut Ctx<'_, '_>, target: &Name, depth: u8) -> Found {
-    let record = answer::cname(&c.owner, c.cfg.ttl, target.clone());
+    let record = reply::cname(&c.owner, c.cfg.ttl, target.clone());
     if c.out.answers.contains(&record) {
         return Found::Records; // a loop: the chain is already in the answer
     }

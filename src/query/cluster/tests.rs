@@ -11,7 +11,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::Cluster;
 use crate::config::{KubernetesConfig, PodMode, Source};
-use crate::query::answer::Answer;
+use crate::query::reply::Answer;
 use crate::query::route::{Block, Router};
 use crate::store::{PortIn, Proto, Record, ServiceKind, Store, Writer};
 

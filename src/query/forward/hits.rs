@@ -304,7 +304,7 @@ fn shuffle_slots(answer: &Answer, walked: &Walked) -> Option<(Vec<u16>, u16)> {
 /// and `rdata_len` bytes of RDATA.
 fn shuffle(out: &mut [u8], slots: &[u16], rdata_len: usize) {
     let span = 6 + rdata_len;
-    crate::query::answer::shuffle(slots.len(), |k, j| {
+    crate::query::reply::shuffle(slots.len(), |k, j| {
         let (a, b) = (usize::from(slots[k]), usize::from(slots[j]));
         if a == b || a.max(b) + span > out.len() {
             return;

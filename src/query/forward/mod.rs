@@ -103,6 +103,8 @@ pub struct Forwarding {
     pub loop_detected: AtomicU64,
     /// The loop probe's name and the upstreams it was sent to.
     pub probe: Mutex<(Option<Name>, Vec<Arc<Upstream>>)>,
+    /// The block's `dnstap` taps: each upstream exchange is sent there.
+    pub taps: Option<Arc<crate::dnstap::Taps>>,
 }
 
 impl Forwarding {
@@ -140,6 +142,7 @@ impl Forwarding {
             healthcheck_broken: AtomicU64::new(0),
             loop_detected: AtomicU64::new(0),
             probe: Mutex::new((None, Vec::new())),
+            taps: None,
         }
     }
 
@@ -301,7 +304,7 @@ fn message(query: &Query, dnssec_ok: bool, cd: bool) -> Option<Vec<u8>> {
     m.add_query(query.clone());
     if dnssec_ok {
         let mut edns = hickory_proto::op::Edns::new();
-        edns.set_max_payload(crate::query::finish::OUR_PAYLOAD);
+        edns.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
         edns.set_dnssec_ok(true);
         m.edns = Some(edns);
     }

@@ -10,8 +10,8 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::K8sExternal;
 use crate::config::k8s_external::K8sExternalConfig;
-use crate::query::answer::Answer;
 use crate::query::cluster::Outcome;
+use crate::query::reply::Answer;
 use crate::store::{External, PortIn, Proto, Record, ServiceKind, Store, Writer};
 
 fn name(s: &str) -> Name {

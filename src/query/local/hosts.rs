@@ -22,8 +22,8 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::{watch_file, Local};
 use crate::config::hosts::HostsConfig;
-use crate::query::answer::{self, Answer};
 use crate::query::cluster::reverse;
+use crate::query::reply::{self, Answer};
 
 /// One source of entries (the file, or the inline lines).
 #[derive(Default)]
@@ -163,7 +163,7 @@ impl Hosts {
             }
             RecordType::A | RecordType::AAAA => {
                 let ips = sources.iter().flat_map(|d| d.lookup(&lower, qtype == RecordType::A));
-                found.extend(ips.filter_map(|ip| answer::address(qname, ttl, *ip, qtype)));
+                found.extend(ips.filter_map(|ip| reply::address(qname, ttl, *ip, qtype)));
             }
             _ if self.cfg.fallthrough_unsupported && self.cfg.falls_through(&lower) => return Local::Next,
             _ => {}

@@ -37,7 +37,7 @@ pub(super) fn serial_at(msg: &[u8]) -> Option<Option<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::answer::{self, Zone};
+    use crate::query::reply::{self, Zone};
     use hickory_proto::op::{Message, MessageType, OpCode, Query};
     use hickory_proto::rr::{Name, RecordType};
 
@@ -50,7 +50,7 @@ mod tests {
         let mut m = Message::new(7, MessageType::Response, OpCode::Query);
         m.add_query(Query::query(name("nope.svc.cluster.local."), RecordType::A));
         let zone = Zone::new(name("cluster.local."));
-        m.add_authority(answer::soa(&zone, 30, 0xDEAD_BEEF));
+        m.add_authority(reply::soa(&zone, 30, 0xDEAD_BEEF));
         let bytes = m.to_vec().expect("encode");
         let at = serial_at(&bytes).expect("walkable").expect("an SOA");
         assert_eq!(bytes[at..at + 4], 0xDEAD_BEEFu32.to_be_bytes());
@@ -62,13 +62,13 @@ mod tests {
         let owner = name("a.b.svc.cluster.local.");
         m.add_query(Query::query(owner.clone(), RecordType::A));
         let ip = "10.0.0.1".parse().expect("ip");
-        m.add_answer(answer::address(&owner, 30, ip, RecordType::A).expect("A"));
+        m.add_answer(reply::address(&owner, 30, ip, RecordType::A).expect("A"));
         let bytes = m.to_vec().expect("encode");
         assert_eq!(serial_at(&bytes), Some(None));
         assert_eq!(serial_at(&bytes[..bytes.len() - 2]), None, "cut short");
         let zone = Zone::new(name("cluster.local."));
-        m.add_authority(answer::soa(&zone, 30, 1));
-        m.add_authority(answer::soa(&zone, 30, 2));
+        m.add_authority(reply::soa(&zone, 30, 1));
+        m.add_authority(reply::soa(&zone, 30, 2));
         assert_eq!(serial_at(&m.to_vec().expect("encode")), None, "two SOAs");
     }
 }

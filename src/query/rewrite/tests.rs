@@ -4,7 +4,7 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::Rewrite;
-use crate::query::answer::{self, Answer};
+use crate::query::reply::{self, Answer};
 
 fn rules(body: &str) -> Rewrite {
     Rewrite {
@@ -65,9 +65,9 @@ fn answers_are_mapped_back() {
         .expect("valid")
         .expect("applied");
     let mut out = Answer::default();
-    out.answers.push(answer::cname(q.name(), 5, name("real.svc.internal.")));
+    out.answers.push(reply::cname(q.name(), 5, name("real.svc.internal.")));
     out.answers
-        .push(answer::address(&name("real.svc.internal."), 5, [192, 0, 2, 1].into(), RecordType::A).expect("A"));
+        .push(reply::address(&name("real.svc.internal."), 5, [192, 0, 2, 1].into(), RecordType::A).expect("A"));
     revert.answer(&mut out);
     let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -83,8 +83,8 @@ fn answers_are_mapped_back() {
         .expect("ok")
         .expect("applied");
     let mut out = Answer::default();
-    out.answers.push(answer::txt(&name("a.example."), 5, "x"));
-    out.authority.push(answer::txt(&name("a.example."), 600, "y"));
+    out.answers.push(reply::txt(&name("a.example."), 5, "x"));
+    out.authority.push(reply::txt(&name("a.example."), 600, "y"));
     revert.answer(&mut out);
     assert_eq!((out.answers[0].ttl, out.authority[0].ttl), (30, 60));
 }

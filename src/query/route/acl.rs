@@ -22,7 +22,7 @@ use hickory_proto::rr::Name;
 use super::{Asker, Block, Routed, Router};
 use crate::config::acl::{AclAction, AclRule};
 use crate::metrics::{AclStats, Denial};
-use crate::query::answer::Answer;
+use crate::query::reply::Answer;
 
 /// RFC 8914 info codes.
 const EDE_BLOCKED: u16 = 15;

@@ -8,8 +8,8 @@ use hickory_proto::rr::Name;
 
 use super::{Asker, Block, Routed, Router};
 use crate::metrics::Plugin;
-use crate::query::answer::{self, Answer};
 use crate::query::cluster;
+use crate::query::reply::{self, Answer};
 
 impl Router {
     /// `autopath`: for a client pod in namespace `ns` asking
@@ -81,7 +81,7 @@ impl Router {
                 Routed::Done => {
                     let (log, zone) = (out.log, out.zone);
                     std::mem::swap(out, &mut found);
-                    out.answers.insert(0, answer::cname(query.name(), path.ttl, name));
+                    out.answers.insert(0, reply::cname(query.name(), path.ttl, name));
                     (out.log, out.zone, out.plugin, out.memoizable, out.autopath) =
                         (log, zone, Plugin::Autopath, false, true);
                     return Some(Routed::Done);

@@ -10,9 +10,9 @@ use hickory_proto::rr::{DNSClass, RecordType};
 
 use super::{Block, Router};
 use crate::metrics::Transport;
-use crate::query::answer::Answer;
 use crate::query::cluster::direct::Direct;
-use crate::query::finish::Echo;
+use crate::query::reply::echo::Echo;
+use crate::query::reply::Answer;
 use crate::query::request::{self, ClientEdns, Request};
 
 impl Router {

@@ -6,8 +6,9 @@ use hickory_proto::op::{MessageType, Metadata, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, RecordType};
 
 use super::*;
-use crate::query::answer::{self, Zone};
-use crate::query::finish::{write, Echo};
+use crate::query::reply::echo::Echo;
+use crate::query::reply::wire::write;
+use crate::query::reply::{self, Zone};
 use crate::query::request::ClientEdns;
 
 fn name(s: &str) -> Name {
@@ -35,12 +36,12 @@ fn positive(ttl: u32, n: u8) -> Answer {
     let owner = name("www.example.org.");
     let target = name("web.example.org.");
     let mut a = Answer::default();
-    a.answers.push(answer::cname(&owner, ttl, target.clone()));
+    a.answers.push(reply::cname(&owner, ttl, target.clone()));
     for i in 1..=n {
         let ip = std::net::IpAddr::from([192, 0, 2, i]);
-        a.answers.extend(answer::address(&target, ttl, ip, RecordType::A));
+        a.answers.extend(reply::address(&target, ttl, ip, RecordType::A));
     }
-    a.additional.push(answer::txt(&target, ttl, "extra"));
+    a.additional.push(reply::txt(&target, ttl, "extra"));
     a
 }
 
@@ -49,7 +50,7 @@ fn negative(ttl: u32) -> Answer {
         rcode: ResponseCode::NXDomain,
         ..Answer::default()
     };
-    a.authority.push(answer::soa(&Zone::new(name("example.org.")), ttl, 1));
+    a.authority.push(reply::soa(&Zone::new(name("example.org.")), ttl, 1));
     a
 }
 
@@ -143,7 +144,7 @@ fn addresses_of_two_owners_are_not_shuffled_as_bytes() {
         let ip = std::net::IpAddr::from([192, 0, 2, i]);
         answer
             .answers
-            .extend(answer::address(&name(owner), 30, ip, RecordType::A));
+            .extend(reply::address(&name(owner), 30, ip, RecordType::A));
     }
     let r = reply("a.example.org.", &answer);
     let walked = walk(&r).expect("walks");
@@ -170,10 +171,10 @@ mod replay {
     use hickory_proto::rr::{Name, RecordType};
 
     use crate::metrics::{Metrics, Transport};
-    use crate::query::answer::{self, Zone};
     use crate::query::defer::Sink;
     use crate::query::forward::cache::Cache;
     use crate::query::forward::Forwarding;
+    use crate::query::reply::{self, Zone};
     use crate::query::{Block, Handler, Router, Scratch};
 
     fn handler(rt: &tokio::runtime::Runtime, extra: &str) -> Handler {
@@ -204,14 +205,14 @@ mod replay {
         m.add_query(q.clone());
         if nx {
             m.metadata.response_code = ResponseCode::NXDomain;
-            m.authorities.push(answer::soa(
+            m.authorities.push(reply::soa(
                 &Zone::new(Name::from_ascii("example.org.").expect("zone")),
                 60,
                 1,
             ));
         } else {
             m.answers
-                .extend(answer::address(q.name(), 300, [192, 0, 2, 1].into(), RecordType::A));
+                .extend(reply::address(q.name(), 300, [192, 0, 2, 1].into(), RecordType::A));
         }
         let f = cache(h);
         let c = f.cache.as_ref().expect("cache");

@@ -1,4 +1,5 @@
-//! Replies written straight into the output buffer, byte for byte what
+//! The one place replies are written ([`write_for`], [`write`]): straight
+//! into the output buffer, byte for byte what
 //! hickory's encoder writes for the same [`Answer`], without its
 //! per-name allocations (a `Vec` of label offsets per name, a copy of
 //! every stored compression candidate, the OPT record's option list).
@@ -16,12 +17,17 @@
 //!
 //! [`encode`] takes the record types the query path produces (A, AAAA,
 //! CNAME, PTR, NS, SOA, SRV, TXT, HINFO); a reply holding any other type
-//! returns `None` and [`super::finish`] encodes it with hickory.
+//! returns `None` and [`hickory`] encodes it with hickory. Name
+//! compression is in `names.rs`; what is echoed and the size limits in
+//! [`super::echo`] and `request.rs`.
 
 use hickory_proto::rr::{Name, RData, Record};
 
-use super::answer::Answer;
-use super::finish::{Echo, OUR_PAYLOAD};
+use super::echo::{Echo, OPT_LEN, OUR_PAYLOAD};
+use super::Answer;
+
+pub mod hickory;
+mod names;
 
 /// Stored compression candidates at most (hickory's limit).
 const CANDIDATES: usize = 64;
@@ -44,7 +50,7 @@ pub struct Unsupported;
 
 /// One record as the writer takes it, borrowed: from a hickory [`Record`]
 /// ([`encode`]) or straight from the snapshot (the cluster zone's
-/// [`Reply`]s), so both write the same bytes.
+/// [`Encoder`]s), so both write the same bytes.
 pub struct Rec<'a> {
     pub owner: &'a Name,
     pub rtype: u16,
@@ -60,9 +66,9 @@ pub enum Data<'a> {
     /// CNAME, PTR, NS: one compressed name.
     Name(&'a Name),
     Soa(&'a hickory_proto::rr::rdata::SOA),
-    /// A zone's SOA from its prebuilt names ([`super::answer::soa`]'s
+    /// A zone's SOA from its prebuilt names ([`super::reply::soa`]'s
     /// values): the zone, the serial, the TTL (also the minimum).
-    ZoneSoa(&'a super::answer::Zone, u32, u32),
+    ZoneSoa(&'a super::Zone, u32, u32),
     Srv(&'a hickory_proto::rr::rdata::SRV),
     Txt(&'a hickory_proto::rr::rdata::TXT),
     Hinfo(&'a hickory_proto::rr::rdata::HINFO),
@@ -84,8 +90,8 @@ impl<'a> Rec<'a> {
         }
     }
 
-    /// `zone`'s SOA (class IN), as [`super::answer::soa`] builds it.
-    pub fn zone_soa(zone: &'a super::answer::Zone, ttl: u32, serial: u32) -> Rec<'a> {
+    /// `zone`'s SOA (class IN), as [`super::reply::soa`] builds it.
+    pub fn zone_soa(zone: &'a super::Zone, ttl: u32, serial: u32) -> Rec<'a> {
         Rec {
             owner: &zone.name,
             rtype: 6,
@@ -126,10 +132,10 @@ pub const ADDITIONAL: usize = 3;
 
 /// A reply being written: room for the header and the question first,
 /// then records pushed section by section ([`ANSWER`], [`AUTHORITY`],
-/// [`ADDITIONAL`], in that order), then [`Reply::finish`] writes OPT and
-/// the header. The truncation rules of [`super::finish`] apply as each
+/// [`ADDITIONAL`], in that order), then [`Encoder::finish`] writes OPT and
+/// the header. The truncation rules of [`hickory`] apply as each
 /// record is pushed.
-pub struct Reply<'o, 'q> {
+pub struct Encoder<'o, 'q> {
     w: Writer<'o, 'q>,
     counts: [u16; 4],
     /// Where records must end (the limit less room for OPT).
@@ -141,7 +147,7 @@ pub struct Reply<'o, 'q> {
     truncated: bool,
 }
 
-impl<'o, 'q> Reply<'o, 'q> {
+impl<'o, 'q> Encoder<'o, 'q> {
     /// Clears `out` and writes room for the header and the question;
     /// `ede_len` is the size of the extended error's option, if any.
     pub fn start(out: &'o mut Vec<u8>, echo: &Echo<'q>, ede_len: usize, limit: usize) -> Result<Self, Unsupported> {
@@ -163,10 +169,10 @@ impl<'o, 'q> Reply<'o, 'q> {
             w.question = Some(q.name()).filter(|n| !n.is_root());
         }
         let room = match echo.edns {
-            Some(_) => limit.saturating_sub(super::finish::OPT_LEN + ede_len),
+            Some(_) => limit.saturating_sub(OPT_LEN + ede_len),
             None => limit,
         };
-        Ok(Reply {
+        Ok(Encoder {
             w,
             counts,
             room,
@@ -211,13 +217,30 @@ impl<'o, 'q> Reply<'o, 'q> {
     }
 }
 
+/// Writes the reply for a client on `transport` (its size limit follows
+/// from the transport and its EDNS). Returns whether it was truncated.
+pub fn write_for(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, transport: crate::metrics::Transport) -> bool {
+    write(out, echo, answer, crate::query::request::limit(transport, echo.edns))
+}
+
+/// Writes the reply into `out` (cleared first), at most `limit` bytes:
+/// straight as bytes (this module) when it holds only the record types
+/// that writer knows, else with hickory's encoder (the same bytes).
+/// Returns whether it was truncated.
+pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
+    match encode(out, echo, answer, limit) {
+        Some(truncated) => truncated,
+        None => hickory::write_with_hickory(out, echo, answer, limit),
+    }
+}
+
 /// Writes the reply into `out` (cleared first), at most `limit` bytes,
 /// with the same sections, truncation and bytes as hickory's encoder (see
-/// [`super::finish`]). Returns whether it was truncated; `None` when the
+/// [`hickory`]). Returns whether it was truncated; `None` when the
 /// answer holds a record this writer does not know (`out` is then junk).
 pub fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> Option<bool> {
     let ede_len = answer.ede.as_ref().map_or(0, |(_, text)| 6 + text.len());
-    let mut reply = Reply::start(out, echo, ede_len, limit).ok()?;
+    let mut reply = Encoder::start(out, echo, ede_len, limit).ok()?;
     let sections = [
         (ANSWER, &answer.answers),
         (AUTHORITY, &answer.authority),
@@ -284,7 +307,7 @@ impl Writer<'_, '_> {
                 self.name(&zone.ns_host, true)?;
                 self.name(&zone.hostmaster, true)?;
                 self.u32(*serial);
-                for v in super::answer::SOA_TIMERS {
+                for v in super::SOA_TIMERS {
                     self.out.extend_from_slice(&v.to_be_bytes());
                 }
                 self.u32(*minimum);
@@ -317,58 +340,6 @@ impl Writer<'_, '_> {
         Ok(())
     }
 
-    /// Writes `name`, compressed when `compress` (see the module doc).
-    fn name(&mut self, name: &Name, compress: bool) -> Result<(), Unsupported> {
-        let begin = self.out.len();
-        let compress = compress && self.compressed < COMPRESSED_NAMES;
-        if compress && self.question.is_some_and(|q| std::ptr::eq(q, name)) {
-            // Stored first, at 12: the lookup below would find it first.
-            self.compressed += 1;
-            self.u16(0xC000 | 12);
-            return Ok(());
-        }
-        for label in name.iter() {
-            if label.len() > 63 {
-                return Err(Unsupported);
-            }
-            self.string(label)?;
-        }
-        let end = self.out.len();
-        if compress {
-            self.compressed += 1;
-        }
-        let mut start = begin;
-        while start < end {
-            if compress {
-                if let Some(at) = self.lookup(start, end) {
-                    self.out.truncate(start);
-                    self.u16(0xC000 | at);
-                    return Ok(());
-                }
-            }
-            if end < 0x3FFF && self.stored < CANDIDATES {
-                self.candidates[self.stored] = start as u16;
-                self.stored += 1;
-            }
-            start += usize::from(self.out[start]) + 1; // the next label
-        }
-        self.out.push(0);
-        if self.out.len() - begin > 255 {
-            return Err(Unsupported);
-        }
-        Ok(())
-    }
-
-    /// The first stored candidate whose labels are exactly those written
-    /// at `start..end`.
-    fn lookup(&self, start: usize, end: usize) -> Option<u16> {
-        let search = &self.out[start..end];
-        self.candidates[..self.stored]
-            .iter()
-            .copied()
-            .find(|&at| same_labels(self.out, usize::from(at), search))
-    }
-
     /// Our OPT record: payload 1232, version 0, the client's DO bit, the
     /// rcode's high bits, and the extended error when there is one.
     fn opt(&mut self, dnssec_ok: bool, answer: &Answer) {
@@ -388,33 +359,6 @@ impl Writer<'_, '_> {
                 self.out.extend_from_slice(text.as_bytes());
             }
         }
-    }
-}
-
-/// Whether the name at `at` in `buf` (pointers followed) has exactly the
-/// labels `search` holds (uncompressed, without the root).
-fn same_labels(buf: &[u8], mut at: usize, search: &[u8]) -> bool {
-    let mut i = 0;
-    let mut hops = 0;
-    loop {
-        let Some(&len) = buf.get(at) else { return false };
-        if len & 0xC0 == 0xC0 {
-            hops += 1;
-            let Some(&low) = buf.get(at + 1) else { return false };
-            if hops > 64 {
-                return false;
-            }
-            at = usize::from(u16::from_be_bytes([len & 0x3F, low]));
-            continue;
-        }
-        if len == 0 {
-            return i == search.len();
-        }
-        let label = usize::from(len) + 1;
-        if buf.get(at..at + label) != search.get(i..i + label) {
-            return false;
-        }
-        (i, at) = (i + label, at + label);
     }
 }
 

@@ -1,48 +1,19 @@
-//! The one place replies are written: header flags, rcode (with EDNS's
-//! extended bits), the echoed question, EDNS, and truncation.
+//! Replies written with hickory's encoder, for what the byte writer of
+//! [`super`] does not take: header flags, rcode (with EDNS's extended
+//! bits), the echoed question, EDNS, and truncation, by the same rules.
 //!
 //! Truncation: answers and authority must fit whole within the limit (less
 //! room kept for OPT), else TC is set and the records that fit are kept.
 //! Additional records are dropped silently when they do not fit (RFC 2181
 //! §9: their loss does not set TC).
 
-use hickory_proto::op::{Edns, Header, HeaderCounts, MessageType, Metadata, Query, ResponseCode};
+use hickory_proto::op::{Edns, Header, HeaderCounts, MessageType, Metadata, ResponseCode};
 use hickory_proto::rr::Record;
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 use hickory_proto::ProtoError;
 
-use super::answer::Answer;
-use super::request::ClientEdns;
-
-/// The payload size we advertise in our OPT record.
-pub const OUR_PAYLOAD: u16 = 1232;
-
-/// Encoded size of our OPT record (root name, type, class, TTL, rdlen).
-pub(super) const OPT_LEN: usize = 11;
-
-/// The request side of a reply: what is echoed back.
-pub struct Echo<'a> {
-    pub meta: &'a Metadata,
-    pub query: Option<&'a Query>,
-    pub edns: Option<ClientEdns>,
-}
-
-/// Writes the reply for a client on `transport` (its size limit follows
-/// from the transport and its EDNS). Returns whether it was truncated.
-pub fn write_for(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, transport: crate::metrics::Transport) -> bool {
-    write(out, echo, answer, super::request::limit(transport, echo.edns))
-}
-
-/// Writes the reply into `out` (cleared first), at most `limit` bytes:
-/// straight as bytes ([`super::wire`]) when it holds only the record types
-/// that writer knows, else with hickory's encoder (the same bytes).
-/// Returns whether it was truncated.
-pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
-    match super::wire::encode(out, echo, answer, limit) {
-        Some(truncated) => truncated,
-        None => write_with_hickory(out, echo, answer, limit),
-    }
-}
+use crate::query::reply::echo::{Echo, OPT_LEN, OUR_PAYLOAD};
+use crate::query::reply::Answer;
 
 /// [`write`] with hickory's encoder (a SERVFAIL when it fails).
 pub(crate) fn write_with_hickory(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
@@ -142,6 +113,8 @@ mod tests {
     use hickory_proto::rr::{Name, RecordType};
 
     use super::*;
+    use crate::query::reply::wire::write;
+    use crate::query::request::ClientEdns;
 
     /// A truncated reply holds every whole record that fits (judged
     /// compressed) and nothing after the last one.
@@ -153,7 +126,7 @@ mod tests {
             let addr = std::net::IpAddr::from([10, 0, 0, i]);
             answer
                 .answers
-                .extend(super::super::answer::address(&owner, 5, addr, RecordType::A));
+                .extend(crate::query::reply::address(&owner, 5, addr, RecordType::A));
         }
         let meta = Metadata::new(7, MessageType::Query, OpCode::Query);
         let query = Query::query(owner.clone(), RecordType::A);

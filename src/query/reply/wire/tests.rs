@@ -6,10 +6,11 @@ use std::net::SocketAddr;
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
+use super::hickory;
 use super::*;
 use crate::metrics::Transport;
 use crate::query::request::ClientEdns;
-use crate::query::{defer::Sink, finish, Scratch};
+use crate::query::{defer::Sink, Scratch};
 
 /// Questions over the demo cluster (a fixture dump, plus a headless
 /// Service of 600 endpoints): every shape the cluster zone answers.
@@ -102,7 +103,7 @@ fn replies_are_the_bytes_hickory_writes() {
                 truncated += usize::from(reply.metadata.truncation);
                 let (mut hickory, mut ours) = (Vec::new(), Vec::new());
                 crate::fuzzing::with_echo(&bytes, &scratch, transport, |echo, limit| {
-                    finish::write_with_hickory(&mut hickory, echo, &scratch.answer, limit);
+                    hickory::write_with_hickory(&mut hickory, echo, &scratch.answer, limit);
                     encode(&mut ours, echo, &scratch.answer, limit).expect("written as bytes");
                 });
                 assert!(ours == scratch.out, "{what}: the query path wrote these bytes");
@@ -135,8 +136,8 @@ fn unusual_answers_are_the_bytes_hickory_writes() {
         rcode: ResponseCode::BADVERS,
         ..Answer::default()
     };
-    answer.answers.push(crate::query::answer::txt(&owner, 5, "some text"));
-    answer.answers.push(crate::query::answer::hinfo_rfc8482(&owner));
+    answer.answers.push(crate::query::reply::txt(&owner, 5, "some text"));
+    answer.answers.push(crate::query::reply::hinfo_rfc8482(&owner));
     for i in 0..150u16 {
         let target = Name::from_ascii(format!(
             "host-{i}.svc-with-a-long-name.some-namespace.svc.cluster.local."
@@ -144,17 +145,17 @@ fn unusual_answers_are_the_bytes_hickory_writes() {
         .expect("name");
         answer
             .answers
-            .push(crate::query::answer::srv(&owner, 5, 1, 80 + i, target.clone()));
+            .push(crate::query::reply::srv(&owner, 5, 1, 80 + i, target.clone()));
         let addr = std::net::IpAddr::from([10, 0, (i >> 8) as u8, i as u8]);
         answer
             .additional
-            .extend(crate::query::answer::address(&target, 5, addr, RecordType::A));
+            .extend(crate::query::reply::address(&target, 5, addr, RecordType::A));
     }
-    let zone = crate::query::answer::Zone::new(Name::from_ascii("cluster.local.").expect("zone"));
-    answer.authority.push(crate::query::answer::soa(&zone, 5, 42));
+    let zone = crate::query::reply::Zone::new(Name::from_ascii("cluster.local.").expect("zone"));
+    answer.authority.push(crate::query::reply::soa(&zone, 5, 42));
     answer
         .authority
-        .push(crate::query::answer::ns(&zone.name, 5, zone.ns_host.clone()));
+        .push(crate::query::reply::ns(&zone.name, 5, zone.ns_host.clone()));
     for edns in [
         None,
         Some(ClientEdns {
@@ -170,7 +171,7 @@ fn unusual_answers_are_the_bytes_hickory_writes() {
         for limit in (100..1300).step_by(7).chain([20_000, 65_535]) {
             let (mut ours, mut hickory) = (Vec::new(), Vec::new());
             let t = encode(&mut ours, &echo, &answer, limit).expect("every type is known");
-            assert_eq!(t, finish::write_with_hickory(&mut hickory, &echo, &answer, limit));
+            assert_eq!(t, hickory::write_with_hickory(&mut hickory, &echo, &answer, limit));
             assert!(ours == hickory, "limit {limit}, {edns:?}");
             crate::fuzzing::parse_strict(&ours).expect("parses strictly");
         }

@@ -1,5 +1,5 @@
 //! What a handler produces: an rcode and three sections of records.
-//! [`super::finish`] turns it into wire bytes; nothing else touches rcodes.
+//! [`wire`] turns it into wire bytes; nothing else touches rcodes.
 
 use std::net::IpAddr;
 
@@ -9,6 +9,9 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use crate::config::hosts::{LoadbalanceConfig, Net};
 use crate::metrics::{Expansion, Plugin};
+
+pub mod echo;
+pub mod wire;
 
 /// A handler's reply, reused across queries by each worker.
 #[derive(Debug, Default)]
