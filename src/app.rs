@@ -164,7 +164,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         keeper.as_ref().map(tokio::task::JoinHandle::abort);
         n.leave().await;
     }
-    tracing::info!("stopped");
+    let late = rt.metrics.udp_late_dropped.load(Ordering::Relaxed);
+    tracing::info!(
+        "stopped ({} queries answered, {late} UDP queries dropped as too late)",
+        rt.metrics.requests_total()
+    );
     Ok(())
 }
 
@@ -430,6 +434,9 @@ impl Runtime {
             group.stop.store(true, Ordering::Relaxed);
             for t in group.threads {
                 let _ = tokio::task::spawn_blocking(move || t.join()).await;
+            }
+            if handover {
+                handover::left_behind(&group.udp);
             }
             tcp.extend(group.tcp);
         }

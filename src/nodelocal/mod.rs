@@ -105,7 +105,10 @@ impl NodeLocal {
                 tracing::warn!(target: "nodelocal", "cannot join {}: {e}; running as the only instance (teardown at exit)", cfg.lockdir.display());
                 None
             }
-            None => None,
+            None => {
+                tracing::warn!(target: "nodelocal", "no lease without the node lock: running as the only instance (teardown at exit; another instance's teardown can remove what this one serves with)");
+                None
+            }
         };
         if let Some(l) = &lease {
             let others = l.others();

@@ -37,13 +37,17 @@ pub struct Tally {
     pub tcp_servfail: u64,
     pub tcp_lost: u64,
     pub tcp_reopened: u64,
+    /// UDP sends that failed (ENETUNREACH and the like).
+    pub send_errors: u64,
+    /// Errors read back on a UDP socket (ECONNREFUSED: no socket bound).
+    pub recv_errors: u64,
 }
 
 impl fmt::Display for Tally {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "TALLY {} {} {} {} {} {} {} {} {}",
+            "TALLY {} {} {} {} {} {} {} {} {} {} {}",
             self.sent,
             self.answered,
             self.servfail,
@@ -52,7 +56,9 @@ impl fmt::Display for Tally {
             self.tcp_answered,
             self.tcp_servfail,
             self.tcp_lost,
-            self.tcp_reopened
+            self.tcp_reopened,
+            self.send_errors,
+            self.recv_errors
         )
     }
 }
@@ -62,7 +68,7 @@ impl Tally {
     pub fn parse(text: &str) -> Option<Tally> {
         let line = text.lines().find_map(|l| l.split_once("TALLY ").map(|(_, t)| t))?;
         let v: Vec<u64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
-        (v.len() == 9).then(|| Tally {
+        (v.len() == 11).then(|| Tally {
             sent: v[0],
             answered: v[1],
             servfail: v[2],
@@ -72,6 +78,8 @@ impl Tally {
             tcp_servfail: v[6],
             tcp_lost: v[7],
             tcp_reopened: v[8],
+            send_errors: v[9],
+            recv_errors: v[10],
         })
     }
 
@@ -85,6 +93,8 @@ impl Tally {
         self.tcp_servfail += o.tcp_servfail;
         self.tcp_lost += o.tcp_lost;
         self.tcp_reopened += o.tcp_reopened;
+        self.send_errors += o.send_errors;
+        self.recv_errors += o.recv_errors;
     }
 }
 
@@ -103,16 +113,17 @@ fn id_and_rcode(reply: &[u8]) -> Option<(u16, u8)> {
     (reply.len() >= 12).then(|| (u16::from_be_bytes([reply[0], reply[1]]), reply[3] & 0x0f))
 }
 
-/// One UDP source socket sending every `period` until `end`.
-async fn udp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant) -> Tally {
+/// One UDP source socket sending every `period` until `end`; also
+/// returns when each lost query was sent.
+async fn udp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant) -> (Tally, Vec<Instant>) {
     let mut t = Tally::default();
     let Ok(sock) = UdpSocket::bind("0.0.0.0:0").await else {
-        return t;
+        return (t, Vec::new());
     };
     if sock.connect(target).await.is_err() {
-        return t;
+        return (t, Vec::new());
     }
-    let mut pending: HashMap<u16, ()> = HashMap::new();
+    let mut pending: HashMap<u16, Instant> = HashMap::new();
     let mut tick = tokio::time::interval_at(Instant::now() + period.mul_f64(fastrand::f64()), period);
     let mut buf = [0u8; 1500];
     let mut id: u16 = fastrand::u16(..);
@@ -125,11 +136,16 @@ async fn udp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant
             _ = tick.tick(), if !late => {
                 id = id.wrapping_add(1);
                 t.sent += 1;
-                pending.insert(id, ());
-                let _ = sock.send(&query(id, name)).await;
+                pending.insert(id, Instant::now());
+                if sock.send(&query(id, name)).await.is_err() {
+                    t.send_errors += 1;
+                }
             }
             got = sock.recv(&mut buf) => {
-                let Ok(n) = got else { continue };
+                let Ok(n) = got else {
+                    t.recv_errors += 1;
+                    continue;
+                };
                 if let Some((id, rcode)) = id_and_rcode(&buf[..n]) {
                     if pending.remove(&id).is_some() {
                         t.answered += 1;
@@ -141,7 +157,7 @@ async fn udp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant
         }
     }
     t.lost = pending.len() as u64;
-    t
+    (t, pending.into_values().collect())
 }
 
 /// Sends `framed` on `conn` (reopened when needed) and reads its reply;
@@ -186,7 +202,8 @@ async fn tcp_exchange(
 }
 
 /// One persistent TCP connection asking every `period` until `end`.
-async fn tcp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant) -> Tally {
+async fn tcp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant) -> (Tally, Vec<Instant>) {
+    let mut lost = Vec::new();
     let mut t = Tally::default();
     let mut conn = None;
     let mut id: u16 = fastrand::u16(..);
@@ -196,7 +213,8 @@ async fn tcp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant
         let mut framed = (q.len() as u16).to_be_bytes().to_vec();
         framed.extend_from_slice(&q);
         t.tcp_sent += 1;
-        let next = Instant::now() + period;
+        let sent = Instant::now();
+        let next = sent + period;
         match tcp_exchange(&mut conn, target, &framed, Instant::now() + LATE, &mut t).await {
             Some(reply) if id_and_rcode(&reply).is_some_and(|(i, _)| i == id) => {
                 t.tcp_answered += 1;
@@ -204,12 +222,29 @@ async fn tcp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant
             }
             _ => {
                 t.tcp_lost += 1;
+                lost.push(sent);
                 conn = None;
             }
         }
         tokio::time::sleep_until(next).await;
     }
-    t
+    (t, lost)
+}
+
+/// When the lost queries were sent: `LOST u|t SECONDS:COUNT ...`, in
+/// tenths of a second since `start`.
+fn lost_line(kind: &str, start: Instant, lost: &[Instant]) -> String {
+    let mut buckets = std::collections::BTreeMap::new();
+    for at in lost {
+        *buckets
+            .entry(at.duration_since(start).as_millis() / 100)
+            .or_insert(0u64) += 1;
+    }
+    let spread: Vec<String> = buckets
+        .iter()
+        .map(|(b, n)| format!("{:.1}:{n}", *b as f64 / 10.0))
+        .collect();
+    format!("LOST {kind} {}", spread.join(" "))
 }
 
 /// Runs the load: `rate` UDP queries a second over [`SOCKETS`] sockets
@@ -222,24 +257,35 @@ pub fn client(targets: &[SocketAddr], name: &str, rate: f64, tcp: usize, secs: f
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let end = Instant::now() + Duration::from_secs_f64(secs);
+        let start = Instant::now();
+        let end = start + Duration::from_secs_f64(secs);
         let period = Duration::from_secs_f64(SOCKETS as f64 / rate);
         let mut tasks = Vec::new();
         for i in 0..SOCKETS {
             let (target, name) = (targets[i % targets.len()], name.to_string());
-            tasks.push(tokio::spawn(async move { udp_flow(target, &name, period, end).await }));
+            tasks.push((
+                true,
+                tokio::spawn(async move { udp_flow(target, &name, period, end).await }),
+            ));
         }
         for i in 0..tcp {
             let (target, name) = (targets[i % targets.len()], name.to_string());
             let period = Duration::from_millis(20);
-            tasks.push(tokio::spawn(async move { tcp_flow(target, &name, period, end).await }));
+            tasks.push((
+                false,
+                tokio::spawn(async move { tcp_flow(target, &name, period, end).await }),
+            ));
         }
         let mut all = Tally::default();
-        for task in tasks {
-            if let Ok(t) = task.await {
+        let (mut udp_lost, mut tcp_lost) = (Vec::new(), Vec::new());
+        for (udp, task) in tasks {
+            if let Ok((t, lost)) = task.await {
                 all.add(&t);
+                if udp { &mut udp_lost } else { &mut tcp_lost }.extend(lost);
             }
         }
+        println!("{}", lost_line("u", start, &udp_lost));
+        println!("{}", lost_line("t", start, &tcp_lost));
         all
     })
 }
