@@ -127,6 +127,7 @@ fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesCon
         watch_timeout: std::time::Duration::from_secs(290),
         persist: None,
         resync: None,
+        multicluster: Vec::new(),
     }
 }
 
