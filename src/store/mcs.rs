@@ -142,3 +142,77 @@ impl ClusterSet {
         targets
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Kind, ObjectKey, PortIn, Proto, Record, Writer};
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("ip")
+    }
+
+    fn slice(name: &str, cluster: &str, addr: &str) -> Record {
+        Record::McsSlice {
+            namespace: "shop".into(),
+            name: name.into(),
+            service: "db".into(),
+            cluster: cluster.into(),
+            ports: vec![PortIn {
+                name: "http".into(),
+                proto: Proto::Tcp,
+                port: 80,
+            }],
+            endpoints: vec![(ip(addr), None)],
+        }
+    }
+
+    /// Imports and their slices come and go one at a time, relists delete
+    /// what they no longer list, and the reverse index follows.
+    #[test]
+    fn imports_follow_their_objects() {
+        let mut w = Writer::new(&Kind::ALL);
+        for kind in Kind::ALL {
+            w.relist_start(kind);
+            w.relist_done(kind);
+        }
+        w.apply(Record::Import {
+            namespace: "shop".into(),
+            name: "db".into(),
+            kind: ImportKind::Headless,
+            ports: vec![],
+        });
+        w.apply(slice("db-east", "east", "10.1.0.1"));
+        w.apply(slice("db-west", "west", "10.2.0.1"));
+        let snap = w.snapshot(1);
+        let import = snap.clusterset.import("shop", "db").expect("import");
+        let clusters: Vec<&str> = import.endpoints().map(|(c, _)| &**c).collect();
+        assert_eq!(clusters, ["east", "west"]);
+        let host = McsHost::Endpoint {
+            host: "10-2-0-1".into(),
+            cluster: Arc::from("west"),
+        };
+        assert_eq!(snap.clusterset.reverse(ip("10.2.0.1")), [(import.id.clone(), host)]);
+        // A relist of slices that no longer holds db-west deletes it.
+        w.relist_start(Kind::EndpointSlice);
+        w.apply(slice("db-east", "east", "10.1.0.1"));
+        w.relist_done(Kind::EndpointSlice);
+        let snap = w.snapshot(2);
+        assert!(snap.clusterset.reverse(ip("10.2.0.1")).is_empty());
+        assert_eq!(snap.clusterset.import("shop", "db").map(|i| i.endpoints().count()), Some(1));
+        // The import deleted: no names, no PTR, the namespace holds none.
+        let key = |kind, name: &str| ObjectKey {
+            kind,
+            namespace: "shop".into(),
+            name: name.into(),
+        };
+        w.delete(&key(Kind::ServiceImport, "db"));
+        let snap = w.snapshot(3);
+        assert!(snap.clusterset.import("shop", "db").is_none());
+        assert!(snap.clusterset.reverse(ip("10.1.0.1")).is_empty());
+        assert!(!snap.clusterset.has_namespace("shop"));
+        w.delete(&key(Kind::EndpointSlice, "db-east"));
+        assert_eq!(w.counts()[Kind::ServiceImport as usize], 0);
+        assert_eq!(w.counts()[Kind::EndpointSlice as usize], 0);
+    }
+}

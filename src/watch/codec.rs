@@ -467,6 +467,26 @@ mod tests {
                 endpoints: vec![(ip("10.1.0.1"), Some("pg-0".into())), (ip("10.1.0.2"), None)],
                 trigger: None,
             },
+            Record::Import {
+                namespace: "db".into(),
+                name: "pg".into(),
+                kind: ImportKind::ClusterSetIp(vec![ip("10.200.0.1")].into()),
+                ports: vec![port("dns")],
+            },
+            Record::Import {
+                namespace: "db".into(),
+                name: "peers".into(),
+                kind: ImportKind::Headless,
+                ports: vec![],
+            },
+            Record::McsSlice {
+                namespace: "db".into(),
+                name: "peers-east".into(),
+                service: "peers".into(),
+                cluster: "east".into(),
+                ports: vec![port("dns")],
+                endpoints: vec![(ip("10.2.0.1"), Some("peer-0".into())), (ip("10.2.0.2"), None)],
+            },
             Record::Pod {
                 namespace: "db".into(),
                 name: "pg-0".into(),
