@@ -69,10 +69,24 @@ fn clusterset_names_follow_imports_and_their_clusters() {
     api.put("namespaces", namespace("shop"));
     api.put("serviceimports", import("shop", "web", "ClusterSetIP", &["10.200.0.5"]));
     api.put("serviceimports", import("shop", "db", "Headless", &[]));
-    api.put("endpointslices", slice("shop", "db", "east", &[("10.1.1.1", Some("db-0"), true), ("10.1.1.2", None, true)]));
-    api.put("endpointslices", slice("shop", "db", "west", &[("10.2.1.1", None, true)]));
+    api.put(
+        "endpointslices",
+        slice(
+            "shop",
+            "db",
+            "east",
+            &[("10.1.1.1", Some("db-0"), true), ("10.1.1.2", None, true)],
+        ),
+    );
+    api.put(
+        "endpointslices",
+        slice("shop", "db", "west", &[("10.2.1.1", None, true)]),
+    );
     // An address the cluster zone names already (db/pg's endpoint) keeps that PTR.
-    api.put("endpointslices", slice("shop", "db", "north", &[("10.1.0.1", None, true)]));
+    api.put(
+        "endpointslices",
+        slice("shop", "db", "north", &[("10.1.0.1", None, true)]),
+    );
     let server = Server::start(&temp_dir("mcs-api"), &corefile(&api));
     let set = "svc.clusterset.local.";
     assert_eq!(ask(&server, &format!("web.shop.{set}"), A), ["NOERROR", "10.200.0.5"]);
@@ -81,22 +95,49 @@ fn clusterset_names_follow_imports_and_their_clusters() {
         ["NOERROR", "10.1.0.1", "10.1.1.1", "10.1.1.2", "10.2.1.1"],
         "every ready endpoint of every cluster"
     );
-    assert_eq!(ask(&server, &format!("db-0.east.db.shop.{set}"), A), ["NOERROR", "10.1.1.1"]);
-    assert_eq!(ask(&server, &format!("10-2-1-1.west.db.shop.{set}"), A), ["NOERROR", "10.2.1.1"]);
+    assert_eq!(
+        ask(&server, &format!("db-0.east.db.shop.{set}"), A),
+        ["NOERROR", "10.1.1.1"]
+    );
+    assert_eq!(
+        ask(&server, &format!("10-2-1-1.west.db.shop.{set}"), A),
+        ["NOERROR", "10.2.1.1"]
+    );
     assert_eq!(ask(&server, &format!("10-2-1-1.east.db.shop.{set}"), A), ["NXDOMAIN"]);
-    assert_eq!(ask(&server, &format!("east.db.shop.{set}"), A), ["NOERROR"], "a cluster: NODATA");
-    assert_eq!(ask(&server, &format!("east.web.shop.{set}"), A), ["NXDOMAIN"], "no cluster names for a ClusterSetIP");
+    assert_eq!(
+        ask(&server, &format!("east.db.shop.{set}"), A),
+        ["NOERROR"],
+        "a cluster: NODATA"
+    );
+    assert_eq!(
+        ask(&server, &format!("east.web.shop.{set}"), A),
+        ["NXDOMAIN"],
+        "no cluster names for a ClusterSetIP"
+    );
     assert_eq!(ask(&server, "shop.svc.clusterset.local.", A), ["NOERROR"]);
-    assert_eq!(ask(&server, "dns-version.clusterset.local.", RecordType::TXT), ["NOERROR", "1.0.0"]);
-    assert_eq!(ask(&server, "dns-version.cluster.local.", RecordType::TXT), ["NOERROR", "1.1.0"]);
-    assert_eq!(ask(&server, "web.shop.svc.cluster.local.", A), ["NXDOMAIN"], "imports are not Services");
+    assert_eq!(
+        ask(&server, "dns-version.clusterset.local.", RecordType::TXT),
+        ["NOERROR", "1.0.0"]
+    );
+    assert_eq!(
+        ask(&server, "dns-version.cluster.local.", RecordType::TXT),
+        ["NOERROR", "1.1.0"]
+    );
+    assert_eq!(
+        ask(&server, "web.shop.svc.cluster.local.", A),
+        ["NXDOMAIN"],
+        "imports are not Services"
+    );
     let srv = ask(&server, &format!("_http._tcp.db.shop.{set}"), RecordType::SRV);
     assert_eq!(srv.len(), 5, "one SRV per endpoint: {srv:?}");
     assert!(srv.contains(&format!("0 25 8080 db-0.east.db.shop.{set}")), "{srv:?}");
     let web_srv = ask(&server, &format!("_http._tcp.web.shop.{set}"), RecordType::SRV);
     assert_eq!(web_srv, ["NOERROR".to_string(), format!("0 100 80 web.shop.{set}")]);
     let ptr = RecordType::PTR;
-    assert_eq!(ask(&server, "5.0.200.10.in-addr.arpa.", ptr), ["NOERROR".to_string(), format!("web.shop.{set}")]);
+    assert_eq!(
+        ask(&server, "5.0.200.10.in-addr.arpa.", ptr),
+        ["NOERROR".to_string(), format!("web.shop.{set}")]
+    );
     assert_eq!(
         ask(&server, "1.1.1.10.in-addr.arpa.", ptr),
         ["NOERROR".to_string(), format!("db-0.east.db.shop.{set}")]
@@ -108,8 +149,16 @@ fn clusterset_names_follow_imports_and_their_clusters() {
     );
 
     // An endpoint becomes unready; then its cluster has none.
-    api.put("endpointslices", slice("shop", "db", "west", &[("10.2.1.1", None, false)]));
-    eventually(&server, &format!("db.shop.{set}"), A, &["NOERROR", "10.1.0.1", "10.1.1.1", "10.1.1.2"]);
+    api.put(
+        "endpointslices",
+        slice("shop", "db", "west", &[("10.2.1.1", None, false)]),
+    );
+    eventually(
+        &server,
+        &format!("db.shop.{set}"),
+        A,
+        &["NOERROR", "10.1.0.1", "10.1.1.1", "10.1.1.2"],
+    );
     assert_eq!(ask(&server, &format!("west.db.shop.{set}"), A), ["NXDOMAIN"]);
     assert_eq!(ask(&server, "1.1.2.10.in-addr.arpa.", ptr), ["NXDOMAIN"]);
     // A headless import with no ready endpoint anywhere is NXDOMAIN.
@@ -122,8 +171,16 @@ fn clusterset_names_follow_imports_and_their_clusters() {
     eventually(&server, &format!("web.shop.{set}"), A, &["NXDOMAIN"]);
     assert_eq!(ask(&server, "5.0.200.10.in-addr.arpa.", ptr), ["NXDOMAIN"]);
     // A new ClusterSetIP import with two addresses.
-    api.put("serviceimports", import("shop", "api", "ClusterSetIP", &["10.200.0.7", "10.200.0.8"]));
-    eventually(&server, &format!("api.shop.{set}"), A, &["NOERROR", "10.200.0.7", "10.200.0.8"]);
+    api.put(
+        "serviceimports",
+        import("shop", "api", "ClusterSetIP", &["10.200.0.7", "10.200.0.8"]),
+    );
+    eventually(
+        &server,
+        &format!("api.shop.{set}"),
+        A,
+        &["NOERROR", "10.200.0.7", "10.200.0.8"],
+    );
 }
 
 #[test]
@@ -133,13 +190,24 @@ fn a_cluster_without_the_mcs_crds_is_ready_and_says_so_once() {
     api.set_mcs_crd(false);
     // `start` waits for readiness (bounded): the missing CRD must not block it.
     let server = Server::start(&temp_dir("mcs-nocrd"), &corefile(&api));
-    assert_eq!(ask(&server, "kubernetes.default.svc.cluster.local.", A), ["NOERROR", "10.96.0.1"]);
+    assert_eq!(
+        ask(&server, "kubernetes.default.svc.cluster.local.", A),
+        ["NOERROR", "10.96.0.1"]
+    );
     assert_eq!(ask(&server, "web.default.svc.clusterset.local.", A), ["NXDOMAIN"]);
-    assert_eq!(ask(&server, "default.svc.clusterset.local.", A), ["NOERROR"], "the namespace exists here");
+    assert_eq!(
+        ask(&server, "default.svc.clusterset.local.", A),
+        ["NOERROR"],
+        "the namespace exists here"
+    );
     let said = |s: &Server| {
         s.log
             .lock()
-            .map(|l| l.iter().filter(|l| l.contains("the MCS CRDs are not installed")).count())
+            .map(|l| {
+                l.iter()
+                    .filter(|l| l.contains("the MCS CRDs are not installed"))
+                    .count()
+            })
             .unwrap_or(0)
     };
     let started = Instant::now();

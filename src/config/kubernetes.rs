@@ -103,11 +103,8 @@ impl KubernetesConfig {
 /// `multicluster [ZONES...]` (no zones: the server block's, as CoreDNS
 /// reads it); each must be one of the directive's zones.
 fn multicluster(a: &Args, zones: &[Name], block_zones: &[Name], out: &mut Vec<Name>, errors: &mut Vec<ConfigError>) {
-    let listed: Vec<(Name, &super::lexer::Word)> = a
-        .args
-        .iter()
-        .filter_map(|w| zone(w, errors).map(|z| (z, w)))
-        .collect();
+    let listed: Vec<(Name, &super::lexer::Word)> =
+        a.args.iter().filter_map(|w| zone(w, errors).map(|z| (z, w))).collect();
     let listed = if a.args.is_empty() {
         block_zones.iter().map(|z| (z.clone(), a.name)).collect()
     } else {

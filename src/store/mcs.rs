@@ -199,7 +199,10 @@ mod tests {
         w.relist_done(Kind::EndpointSlice);
         let snap = w.snapshot(2);
         assert!(snap.clusterset.reverse(ip("10.2.0.1")).is_empty());
-        assert_eq!(snap.clusterset.import("shop", "db").map(|i| i.endpoints().count()), Some(1));
+        assert_eq!(
+            snap.clusterset.import("shop", "db").map(|i| i.endpoints().count()),
+            Some(1)
+        );
         // The import deleted: no names, no PTR, the namespace holds none.
         let key = |kind, name: &str| ObjectKey {
             kind,

@@ -148,7 +148,8 @@ where
                         tracing::warn!(target: "kubernetes", "{}: the API has no {} (the MCS CRDs are not installed); multicluster zones answer no services; checking every {} s", kind.name(), f.target.resource, MISSING_CRD_RETRY.as_secs());
                     }
                     crd_missing = true;
-                    if f.tx.send(Change::RelistDone(kind)).await.is_err() || sleep_or_stop(&f, MISSING_CRD_RETRY).await {
+                    if f.tx.send(Change::RelistDone(kind)).await.is_err() || sleep_or_stop(&f, MISSING_CRD_RETRY).await
+                    {
                         return;
                     }
                     reason = Reason::Error;

@@ -34,7 +34,12 @@ pub const RESOURCES: [(&str, &str, &str, bool); 5] = [
     ("services", "v1", "Service", true),
     ("endpointslices", "discovery.k8s.io/v1", "EndpointSlice", true),
     ("pods", "v1", "Pod", true),
-    ("serviceimports", "multicluster.x-k8s.io/v1alpha1", "ServiceImport", true),
+    (
+        "serviceimports",
+        "multicluster.x-k8s.io/v1alpha1",
+        "ServiceImport",
+        true,
+    ),
 ];
 
 /// One change, as watch streams report it.

@@ -55,7 +55,8 @@ impl Cluster {
     ) -> Option<bool> {
         let qtype = query.query_type();
         let multicluster = self.cfg.is_multicluster(&zone.name); // answered by `mcs`
-        if !matches!(qtype, RecordType::A | RecordType::AAAA) || super::reverse::is_reverse(&zone.name) || multicluster {
+        if !matches!(qtype, RecordType::A | RecordType::AAAA) || super::reverse::is_reverse(&zone.name) || multicluster
+        {
             return None;
         }
         let snap = self.store.load();

@@ -55,9 +55,7 @@ pub(super) fn lookup(c: &mut Ctx<'_, '_>, name: Qname<'_>) -> Found {
         Qname::DnsVersion => dns_version(c),
         Qname::NsHost => apex::ns_host(c),
         Qname::Ent => Found::NoData,
-        Qname::Namespace { ns } => {
-            exists(c.snap.namespace(ns).is_some() || c.snap.clusterset.has_namespace(ns))
-        }
+        Qname::Namespace { ns } => exists(c.snap.namespace(ns).is_some() || c.snap.clusterset.has_namespace(ns)),
         Qname::Service { ns, svc } => service(c, ns, svc),
         Qname::ProtoEnt { ns, svc, proto } => proto_ent(c, ns, svc, proto),
         Qname::Endpoint { ns, svc, host } => cluster_ent(c, ns, svc, host),
@@ -74,7 +72,9 @@ fn dns_version(c: &mut Ctx<'_, '_>) -> Found {
         return Found::NoData;
     }
     let owner = &c.owner;
-    c.out.answers.push(answer::txt(owner, apex::DNS_VERSION_TTL, MCS_SCHEMA_VERSION));
+    c.out
+        .answers
+        .push(answer::txt(owner, apex::DNS_VERSION_TTL, MCS_SCHEMA_VERSION));
     Found::Records
 }
 
@@ -170,7 +170,13 @@ fn srv(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, import: &Import, filter: Option
         }
         Some(ImportKind::Headless) => {
             for s in &import.slices {
-                let ports: Vec<u16> = s.slice.ports.iter().filter(|p| wanted(p, filter)).map(|p| p.port).collect();
+                let ports: Vec<u16> = s
+                    .slice
+                    .ports
+                    .iter()
+                    .filter(|p| wanted(p, filter))
+                    .map(|p| p.port)
+                    .collect();
                 for e in s.slice.endpoints.iter().filter(|_| !ports.is_empty()) {
                     let host = prefixed(&base, &[&e.host(), &s.cluster]);
                     found.targets.extend(ports.iter().map(|port| (*port, host.clone())));

@@ -25,7 +25,10 @@ pub fn service_import(cfg: &KubernetesConfig, import: &ServiceImport) -> Result<
         return Ok(None);
     }
     let meta = &import.metadata;
-    let spec = import.spec.as_ref().ok_or_else(|| invalid(KIND, meta, "spec is required"))?;
+    let spec = import
+        .spec
+        .as_ref()
+        .ok_or_else(|| invalid(KIND, meta, "spec is required"))?;
     let kind = match spec.type_.as_deref() {
         Some("Headless") => ImportKind::Headless,
         Some("ClusterSetIP") | None => {
@@ -38,7 +41,9 @@ pub fn service_import(cfg: &KubernetesConfig, import: &ServiceImport) -> Result<
         Some(other) => return Err(invalid(KIND, meta, format!("spec.type '{other}' is unknown"))),
     };
     let ports = spec.ports.iter().flatten().map(|p| {
-        let number = p.port.ok_or_else(|| invalid(KIND, meta, "spec.ports[].port is required"))?;
+        let number = p
+            .port
+            .ok_or_else(|| invalid(KIND, meta, "spec.ports[].port is required"))?;
         port(KIND, meta, p.name.as_deref(), p.protocol.as_deref(), number)
     });
     Ok(Some(Record::Import {
@@ -57,12 +62,13 @@ pub(super) fn endpoint_slice(
 ) -> Result<Option<Record>, Invalid> {
     const KIND: &str = "EndpointSlice";
     let (ns, name) = ids(KIND, &slice.metadata)?;
-    if cfg.multicluster.is_empty() || cfg.noendpoints || !cfg.namespace_exposed(&ns) || slice.address_type == "FQDN"
-    {
+    if cfg.multicluster.is_empty() || cfg.noendpoints || !cfg.namespace_exposed(&ns) || slice.address_type == "FQDN" {
         return Ok(None);
     }
     let labels = slice.metadata.labels.as_ref();
-    let cluster = labels.and_then(|l| l.get(SOURCE_CLUSTER_LABEL)).map(|c| c.to_ascii_lowercase());
+    let cluster = labels
+        .and_then(|l| l.get(SOURCE_CLUSTER_LABEL))
+        .map(|c| c.to_ascii_lowercase());
     let Some(cluster) = cluster.filter(|c| is_label(c)) else {
         return Err(invalid(
             KIND,
