@@ -167,7 +167,12 @@ mod tests {
             p("10-1-2-3.shop.pod.cluster.local."),
             r#"Pod { ns: "shop", ip: "10-1-2-3" }"#
         );
-        assert_eq!(p("www.example.com.default.svc.cluster.local."), "Unknown");
+        // Five labels under svc parse as a multicluster endpoint name; the
+        // cluster zone answers it NXDOMAIN as it did when it was Unknown.
+        assert_eq!(
+            p("www.example.com.default.svc.cluster.local."),
+            r#"ClusterEndpoint { ns: "default", svc: "com", cluster: "example", host: "www" }"#
+        );
         assert_eq!(p("a.b.c.d.e.f.cluster.local."), "Unknown");
         assert_eq!(p("web.shop.cluster.local."), "Unknown");
     }
