@@ -143,7 +143,7 @@ fn write_files(dir: &Path, cases: &[Case]) {
     let files = [
         (
             "Corefile.cluster",
-            format!(".:53 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:8181\n    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        snapshot {}\n        pods verified\n    }}\n    forward . 127.0.0.2\n}}\n", dump.display()),
+            format!(".:53 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:8181\n    kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {{\n        snapshot {}\n        pods verified\n        multicluster clusterset.local\n    }}\n    forward . 127.0.0.2\n}}\n", dump.display()),
         ),
         (
             "Corefile.unsynced",

@@ -9,6 +9,7 @@
 //!     watch_timeout DURATION (default 290s; a silent watch is reconnected 5 s after it)
 //!     persist FILE [MAX_AGE]       (default 1h: serve a saved state at start)
 //!     resync DURATION              (off: relist every DURATION, counting corrections)
+//!     multicluster [ZONES...]      (MCS-API zones, e.g. clusterset.local: one of the directive's)
 //! }
 //! ```
 
@@ -69,6 +70,9 @@ pub struct KubernetesConfig {
     pub resync: Option<std::time::Duration>,
     /// `startup_timeout`, `apiserver_*`, `zonal` (see [`super::kube_client`]).
     pub client: super::kube_client::ClientOptions,
+    /// `multicluster ZONES...`: zones of this directive answered from
+    /// ServiceImports (KEP-1645) instead of Services.
+    pub multicluster: Vec<Name>,
 }
 
 /// Where the state is kept, and how old a saved state may be to be served.
@@ -90,6 +94,37 @@ impl KubernetesConfig {
     /// Whether objects of `namespace` are served under the `namespaces` option.
     pub fn namespace_exposed(&self, namespace: &str) -> bool {
         self.namespaces.is_empty() || self.namespaces.iter().any(|n| n == namespace)
+    }
+
+    /// Whether `zone` (one of the directive's) is a `multicluster` zone.
+    pub fn is_multicluster(&self, zone: &Name) -> bool {
+        self.multicluster.iter().any(|z| z == zone)
+    }
+}
+
+/// `multicluster [ZONES...]` (no zones: the server block's, as CoreDNS
+/// reads it); each must be one of the directive's zones.
+fn multicluster(a: &Args, zones: &[Name], block_zones: &[Name], out: &mut Vec<Name>, errors: &mut Vec<ConfigError>) {
+    let listed: Vec<(Name, &super::lexer::Word)> =
+        a.args.iter().filter_map(|w| zone(w, errors).map(|z| (z, w))).collect();
+    let listed = if a.args.is_empty() {
+        block_zones.iter().map(|z| (z.clone(), a.name)).collect()
+    } else {
+        listed
+    };
+    for (z, word) in listed {
+        if zones.contains(&z) {
+            out.push(z);
+        } else {
+            let ours: Vec<String> = zones.iter().map(ToString::to_string).collect();
+            errors.push(ConfigError::new(
+                &word.pos,
+                format!(
+                    "multicluster: the plugin is not authoritative for the multicluster zone {z} (its zones: {})",
+                    ours.join(" ")
+                ),
+            ));
+        }
     }
 }
 
@@ -124,6 +159,7 @@ pub fn parse(
         persist: None,
         resync: None,
         client: Default::default(),
+        multicluster: Vec::new(),
     };
     let (mut snapshot, mut endpoint, mut kubeconfig, mut tls) = (None, None, None, None);
     for line in &d.options {
@@ -199,6 +235,7 @@ pub fn parse(
                 Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "resync: must be at least 1s")),
                 None => {}
             },
+            "multicluster" => multicluster(&a, &cfg.zones, block_zones, &mut cfg.multicluster, errors),
             "endpoint" | "kubeconfig" | "tls" | "snapshot" | "namespaces" | "labels" | "pods" | "endpoint_pod_names"
             | "noendpoints" | "ttl" | "ignore" | "watch_timeout" | "persist" | "resync" => {} // wrong argument count, already reported
             other => errors.push(ConfigError::new(
@@ -206,7 +243,7 @@ pub fn parse(
                 format!(
                     "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, pods, \
                      endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout, persist, resync, \
-                     startup_timeout, apiserver_qps, apiserver_burst, apiserver_max_inflight, zonal)"
+                     startup_timeout, apiserver_qps, apiserver_burst, apiserver_max_inflight, zonal, multicluster)"
                 ),
             )),
         }

@@ -496,7 +496,7 @@ pub const TCP_CLOSE_REASONS: [&str; 7] = [
     "max_queries",
 ];
 /// Object kinds of the watch path (`kind`), in `store::Kind` order.
-pub const KINDS: [&str; 4] = ["Namespace", "Service", "EndpointSlice", "Pod"];
+pub const KINDS: [&str; 5] = ["Namespace", "Service", "EndpointSlice", "Pod", "ServiceImport"];
 /// `service_kind` label values of the programming-latency histogram.
 pub const SERVICE_KINDS: [&str; 3] = ["cluster_ip", "headless_with_selector", "headless_without_selector"];
 /// Why a watcher resumed its watch or relisted (`reason` label), in

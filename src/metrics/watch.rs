@@ -12,23 +12,23 @@ use super::hist::Histogram;
 /// The watch path's numbers, per kind (indexed as [`KINDS`]).
 #[derive(Default)]
 pub struct Watch {
-    pub invalid: [AtomicU64; 4],
+    pub invalid: [AtomicU64; 5],
     /// Watches resumed from the last resourceVersion, by reason.
-    pub resumes: [[AtomicU64; 6]; 4],
+    pub resumes: [[AtomicU64; 6]; 5],
     /// Full lists, by reason.
-    pub relists_by: [[AtomicU64; 6]; 4],
+    pub relists_by: [[AtomicU64; 6]; 5],
     /// Objects a `resync` relist found different from what was served.
-    pub resync_corrections: [AtomicU64; 4],
+    pub resync_corrections: [AtomicU64; 5],
     /// Unix ms when the state served from the `persist` file was written,
     /// while no list has confirmed it yet (0: nothing unconfirmed).
     pub unconfirmed_written_ms: AtomicU64,
     /// State file writes that failed.
     pub persist_failures: AtomicU64,
-    pub relists: [AtomicU64; 4],
-    pub errors: [AtomicU64; 4],
-    pub objects: [AtomicU64; 4],
+    pub relists: [AtomicU64; 5],
+    pub errors: [AtomicU64; 5],
+    pub objects: [AtomicU64; 5],
     /// Unix time in milliseconds of the last event or bookmark seen.
-    pub last_event_ms: [AtomicU64; 4],
+    pub last_event_ms: [AtomicU64; 5],
     pub programming: [Histogram; 3],
 }
 
@@ -39,7 +39,7 @@ fn now_ms() -> u64 {
 }
 
 /// A per-kind array as `(kind, value)` series.
-fn by_kind(values: &[AtomicU64; 4]) -> Vec<(&'static str, u64)> {
+fn by_kind(values: &[AtomicU64; 5]) -> Vec<(&'static str, u64)> {
     KINDS
         .iter()
         .zip(values.iter())

@@ -5,6 +5,7 @@
 use std::net::IpAddr;
 use std::time::SystemTime;
 
+use super::mcs::ImportKind;
 use super::records::{External, Proto, ServiceKind};
 
 /// The kinds of objects the store is built from.
@@ -14,10 +15,21 @@ pub enum Kind {
     Service = 1,
     EndpointSlice = 2,
     Pod = 3,
+    /// `multicluster.x-k8s.io/v1alpha1` ServiceImport (`multicluster` zones).
+    ServiceImport = 4,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Namespace, Kind::Service, Kind::EndpointSlice, Kind::Pod];
+    /// How many kinds there are (the length of per-kind tables).
+    pub const COUNT: usize = 5;
+
+    pub const ALL: [Kind; Kind::COUNT] = [
+        Kind::Namespace,
+        Kind::Service,
+        Kind::EndpointSlice,
+        Kind::Pod,
+        Kind::ServiceImport,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -25,6 +37,7 @@ impl Kind {
             Kind::Service => "Service",
             Kind::EndpointSlice => "EndpointSlice",
             Kind::Pod => "Pod",
+            Kind::ServiceImport => "ServiceImport",
         }
     }
 }
@@ -78,6 +91,23 @@ pub enum Record {
         /// Phase Running (not Pending): autopath trusts only these.
         running: bool,
     },
+    /// A ServiceImport (its name is the imported service's).
+    Import {
+        namespace: String,
+        name: String,
+        kind: ImportKind,
+        ports: Vec<PortIn>,
+    },
+    /// An EndpointSlice labelled `multicluster.kubernetes.io/service-name`:
+    /// one cluster's ready endpoints of an imported service.
+    McsSlice {
+        namespace: String,
+        name: String,
+        service: String,
+        cluster: String,
+        ports: Vec<PortIn>,
+        endpoints: Vec<(IpAddr, Option<String>)>,
+    },
 }
 
 impl Record {
@@ -97,6 +127,8 @@ impl Record {
             Record::Service { namespace, name, .. } => (Kind::Service, namespace, name),
             Record::Slice { namespace, name, .. } => (Kind::EndpointSlice, namespace, name),
             Record::Pod { namespace, name, .. } => (Kind::Pod, namespace, name),
+            Record::Import { namespace, name, .. } => (Kind::ServiceImport, namespace, name),
+            Record::McsSlice { namespace, name, .. } => (Kind::EndpointSlice, namespace, name),
         }
     }
 }

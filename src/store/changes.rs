@@ -59,6 +59,18 @@ impl Dep {
         hash((3u8, ns, addr))
     }
 
+    /// Everything of one ServiceImport and its clusters' slices (the
+    /// names of a `multicluster` zone).
+    pub fn import(ns: &str, name: &str) -> Dep {
+        hash((4u8, ns, name))
+    }
+
+    /// Whether namespace `ns` holds an import (`<ns>.svc` of a
+    /// `multicluster` zone).
+    pub fn import_namespace(ns: &str) -> Dep {
+        hash((5u8, ns))
+    }
+
     fn slot(self) -> usize {
         self.0 as usize % SLOTS
     }

@@ -13,6 +13,7 @@
 mod addrs;
 mod change;
 pub mod changes;
+pub mod mcs;
 pub mod records;
 mod write;
 
@@ -71,6 +72,8 @@ pub struct Snapshot {
     pod_namespaces: Arc<Vec<Arc<str>>>,
     /// Services by external IP (`k8s_external`'s PTR answers).
     external: addrs::AddrIndex<Arc<ServiceId>>,
+    /// ServiceImports and their clusters' endpoints (`multicluster`).
+    pub clusterset: mcs::ClusterSet,
 }
 
 impl Snapshot {

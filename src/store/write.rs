@@ -36,6 +36,8 @@ pub struct Writer {
     strings_after_prune: usize,
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
+    /// The same for slices of imported services (`multicluster`).
+    mcs_slice_owner: HashMap<Pair, Arc<str>>,
     /// `namespace/pod` → its IPs and whether it is Running.
     pod_ips: HashMap<Box<str>, Pod>,
     /// Namespace → its index in the snapshot's `pod_namespaces`.
@@ -43,14 +45,14 @@ pub struct Writer {
     /// Keys seen by a relist in progress, per kind, as 64-bit hashes (8
     /// bytes a key instead of 32: the relist peak of 150,000 Pods; a
     /// collision would only keep a deleted object until the next relist).
-    relisting: [Option<HashSet<u64>>; 4],
+    relisting: [Option<HashSet<u64>>; Kind::COUNT],
     seen_hasher: foldhash::fast::RandomState,
     /// Objects the relist in progress changed (upserts that differed, and
     /// deletions at its end), per kind.
-    relist_changes: [usize; 4],
-    listed: [bool; 4],
+    relist_changes: [usize; Kind::COUNT],
+    listed: [bool; Kind::COUNT],
     /// Listed by the source itself (not only restored from disk).
-    confirmed: [bool; 4],
+    confirmed: [bool; Kind::COUNT],
     watched: Vec<Kind>,
     dirty: bool,
     /// Nothing published yet: reverse entries are pushed unsorted and
@@ -73,13 +75,14 @@ impl Writer {
             port_lists: HashSet::default(),
             strings_after_prune: 0,
             slice_owner: HashMap::default(),
+            mcs_slice_owner: HashMap::default(),
             pod_ips: HashMap::default(),
             pod_namespace_ids: HashMap::default(),
             relisting: Default::default(),
             seen_hasher: foldhash::fast::RandomState::default(),
-            relist_changes: [0; 4],
-            listed: [false; 4],
-            confirmed: [false; 4],
+            relist_changes: [0; Kind::COUNT],
+            listed: [false; Kind::COUNT],
+            confirmed: [false; Kind::COUNT],
             watched: watched.to_vec(),
             dirty: true,
             building: true,
@@ -94,14 +97,17 @@ impl Writer {
         std::mem::take(&mut self.programmed)
     }
 
-    /// Objects held, by kind (in [`Kind`] order).
-    pub fn counts(&self) -> [usize; 4] {
+    /// Objects held, by kind (in [`Kind`] order; multi-cluster slices
+    /// count as EndpointSlices).
+    pub fn counts(&self) -> [usize; Kind::COUNT] {
         let namespaces = self.live.namespaces.values().filter(|n| n.object).count();
+        let (imports, mcs_slices) = self.mcs_counts();
         [
             namespaces,
             self.live.service_count(),
-            self.slice_owner.len(),
+            self.slice_owner.len() + mcs_slices,
             self.pod_ips.len(),
+            imports,
         ]
     }
 
@@ -160,6 +166,7 @@ impl Writer {
             self.live.reverse.sort();
             self.live.endpoint_reverse.sort();
             self.live.pods.sort();
+            self.live.clusterset.reverse.sort();
         }
     }
 
@@ -267,9 +274,33 @@ impl Writer {
                     .collect();
                 let endpoints = Endpoints::new(endpoints);
                 let service = self.intern(&service);
+                self.delete_mcs_slice(&pair); // relabelled from an import
                 self.upsert_slice(&pair, service, ports, endpoints, trigger)
             }
             Record::Pod { ips, running, .. } => self.upsert_pod(pair, ips, running),
+            Record::Import { kind, ports, .. } => {
+                let ports = self.ports(ports);
+                self.upsert_import(&pair, Some(kind), ports)
+            }
+            Record::McsSlice {
+                service,
+                cluster,
+                ports,
+                endpoints,
+                ..
+            } => {
+                // A slice relabelled from a Service to an import moves.
+                if self.slice_owner.contains_key(&pair) {
+                    self.delete_slice(&pair);
+                }
+                let ports = self.ports(ports);
+                let endpoints = endpoints
+                    .into_iter()
+                    .map(|(addr, host)| (addr, host.map(|h| self.intern(&h))))
+                    .collect();
+                let (service, cluster) = (self.intern(&service), self.intern(&cluster));
+                self.upsert_mcs_slice(&pair, service, cluster, ports, Endpoints::new(endpoints))
+            }
         }
     }
 
@@ -279,8 +310,13 @@ impl Writer {
         match key.kind {
             Kind::Namespace => self.edit_namespace(&pair.1, |n| n.object = false),
             Kind::Service => self.delete_service(&pair),
-            Kind::EndpointSlice => self.delete_slice(&pair),
+            Kind::EndpointSlice => {
+                if !self.delete_mcs_slice(&pair) {
+                    self.delete_slice(&pair);
+                }
+            }
             Kind::Pod => self.remove_pod(&pair),
+            Kind::ServiceImport => self.delete_import(&pair),
         }
         self.dirty = true;
     }
@@ -507,6 +543,7 @@ fn edit_index(index: &mut AddrIndex<Arc<ServiceId>>, building: bool, addr: IpAdd
 }
 
 mod export;
+mod mcs;
 mod pods;
 mod relist;
 #[cfg(test)]

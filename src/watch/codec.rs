@@ -7,6 +7,7 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::Name;
 
+use crate::store::mcs::ImportKind;
 use crate::store::{External, PortIn, Proto, Record, ServiceKind};
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -104,6 +105,21 @@ impl<W: Write> Enc<W> {
         Ok(())
     }
 
+    fn endpoints(&mut self, endpoints: &[(IpAddr, Option<String>)]) -> std::io::Result<()> {
+        self.varint(endpoints.len() as u64)?;
+        for (ip, host) in endpoints {
+            self.ip(*ip)?;
+            match host {
+                Some(h) => {
+                    self.u8(1)?;
+                    self.str(h)?;
+                }
+                None => self.u8(0)?,
+            }
+        }
+        Ok(())
+    }
+
     fn head(&mut self, tag: u8, namespace: &str, name: &str) -> std::io::Result<()> {
         self.u8(tag)?;
         self.str(namespace)?;
@@ -151,18 +167,37 @@ impl<W: Write> Enc<W> {
                 self.head(2, namespace, name)?;
                 self.str(service)?;
                 self.ports(ports)?;
-                self.varint(endpoints.len() as u64)?;
-                for (ip, host) in endpoints {
-                    self.ip(*ip)?;
-                    match host {
-                        Some(h) => {
-                            self.u8(1)?;
-                            self.str(h)?;
-                        }
-                        None => self.u8(0)?,
+                self.endpoints(endpoints)
+            }
+            Record::Import {
+                namespace,
+                name,
+                kind,
+                ports,
+            } => {
+                self.head(4, namespace, name)?;
+                match kind {
+                    ImportKind::ClusterSetIp(ips) => {
+                        self.u8(0)?;
+                        self.ips(ips)?;
                     }
+                    ImportKind::Headless => self.u8(1)?,
                 }
-                Ok(())
+                self.ports(ports)
+            }
+            Record::McsSlice {
+                namespace,
+                name,
+                service,
+                cluster,
+                ports,
+                endpoints,
+            } => {
+                self.head(5, namespace, name)?;
+                self.str(service)?;
+                self.str(cluster)?;
+                self.ports(ports)?;
+                self.endpoints(endpoints)
             }
             Record::Pod {
                 namespace,
@@ -319,18 +354,7 @@ impl<'a> Dec<'a> {
             2 => {
                 let (namespace, name, service) = (self.string()?, self.string()?, self.string()?);
                 let ports = self.ports()?;
-                let n = self.len()?;
-                let endpoints = (0..n)
-                    .map(|_| {
-                        let ip = self.ip()?;
-                        let host = match self.u8()? {
-                            0 => None,
-                            1 => Some(self.string()?),
-                            _ => return None,
-                        };
-                        Some((ip, host))
-                    })
-                    .collect::<Option<Vec<_>>>()?;
+                let endpoints = self.endpoints()?;
                 Record::Slice {
                     namespace,
                     name,
@@ -350,8 +374,52 @@ impl<'a> Dec<'a> {
                     running,
                 }
             }
+            4 => {
+                let (namespace, name) = (self.string()?, self.string()?);
+                let kind = match self.u8()? {
+                    0 => ImportKind::ClusterSetIp(self.ips()?.into_boxed_slice()),
+                    1 => ImportKind::Headless,
+                    _ => return None,
+                };
+                let ports = self.ports()?;
+                Record::Import {
+                    namespace,
+                    name,
+                    kind,
+                    ports,
+                }
+            }
+            5 => {
+                let (namespace, name, service, cluster) =
+                    (self.string()?, self.string()?, self.string()?, self.string()?);
+                let ports = self.ports()?;
+                let endpoints = self.endpoints()?;
+                Record::McsSlice {
+                    namespace,
+                    name,
+                    service,
+                    cluster,
+                    ports,
+                    endpoints,
+                }
+            }
             _ => return None,
         })
+    }
+
+    fn endpoints(&mut self) -> Option<Vec<(IpAddr, Option<String>)>> {
+        let n = self.len()?;
+        (0..n)
+            .map(|_| {
+                let ip = self.ip()?;
+                let host = match self.u8()? {
+                    0 => None,
+                    1 => Some(self.string()?),
+                    _ => return None,
+                };
+                Some((ip, host))
+            })
+            .collect()
     }
 }
 
@@ -398,6 +466,26 @@ mod tests {
                 ports: vec![port("dns")],
                 endpoints: vec![(ip("10.1.0.1"), Some("pg-0".into())), (ip("10.1.0.2"), None)],
                 trigger: None,
+            },
+            Record::Import {
+                namespace: "db".into(),
+                name: "pg".into(),
+                kind: ImportKind::ClusterSetIp(vec![ip("10.200.0.1")].into()),
+                ports: vec![port("dns")],
+            },
+            Record::Import {
+                namespace: "db".into(),
+                name: "peers".into(),
+                kind: ImportKind::Headless,
+                ports: vec![],
+            },
+            Record::McsSlice {
+                namespace: "db".into(),
+                name: "peers-east".into(),
+                service: "peers".into(),
+                cluster: "east".into(),
+                ports: vec![port("dns")],
+                endpoints: vec![(ip("10.2.0.1"), Some("peer-0".into())), (ip("10.2.0.2"), None)],
             },
             Record::Pod {
                 namespace: "db".into(),

@@ -16,6 +16,9 @@ use super::lean::{EndpointSlice, Meta as ObjectMeta, Namespace, Pod, Service};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::store::{External, PortIn, Proto, Record, ServiceKind};
 
+mod mcs;
+pub use mcs::{service_import, MCS_SERVICE_NAME_LABEL, SOURCE_CLUSTER_LABEL};
+
 /// The label tying an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
@@ -29,7 +32,7 @@ pub struct Invalid {
     pub reason: String,
 }
 
-fn invalid(kind: &'static str, meta: &ObjectMeta, reason: impl Into<String>) -> Invalid {
+pub(super) fn invalid(kind: &'static str, meta: &ObjectMeta, reason: impl Into<String>) -> Invalid {
     Invalid {
         kind,
         namespace: meta.namespace.clone().unwrap_or_default(),
@@ -39,7 +42,7 @@ fn invalid(kind: &'static str, meta: &ObjectMeta, reason: impl Into<String>) -> 
 }
 
 /// `(namespace, name)` of a namespaced object, lower-cased.
-fn ids(kind: &'static str, meta: &ObjectMeta) -> Result<(String, String), Invalid> {
+pub(super) fn ids(kind: &'static str, meta: &ObjectMeta) -> Result<(String, String), Invalid> {
     match (&meta.namespace, &meta.name) {
         (Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
             Ok((ns.to_ascii_lowercase(), name.to_ascii_lowercase()))
@@ -156,7 +159,7 @@ fn external(svc: &Service) -> Result<Option<Box<External>>, Invalid> {
 }
 
 /// One port: its name lower-cased (empty when unnamed), protocol, number.
-fn port(
+pub(super) fn port(
     kind: &'static str,
     meta: &ObjectMeta,
     name: Option<&str>,
@@ -176,12 +179,36 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
     const KIND: &str = "EndpointSlice";
     let (ns, name) = ids(KIND, &slice.metadata)?;
     let labels = slice.metadata.labels.as_ref();
+    if let Some(service) = labels.and_then(|l| l.get(MCS_SERVICE_NAME_LABEL)) {
+        return mcs::endpoint_slice(cfg, slice, service);
+    }
     let Some(service) = labels.and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
         return Ok(None); // not managed for a Service: no DNS records
     };
     if cfg.noendpoints || !cfg.namespace_exposed(&ns) || slice.address_type == "FQDN" {
         return Ok(None);
     }
+    let (ports, endpoints) = ports_and_endpoints(cfg, slice)?;
+    let service = service.to_ascii_lowercase();
+    let trigger = slice.metadata.trigger_time.as_ref();
+    let trigger = trigger.and_then(|t| t.0.as_deref()).and_then(parse_time);
+    Ok(Some(Record::Slice {
+        namespace: ns,
+        name,
+        service,
+        ports,
+        endpoints,
+        trigger,
+    }))
+}
+
+/// A slice's ports and ready endpoints `(address, hostname)`.
+#[allow(clippy::type_complexity)]
+fn ports_and_endpoints(
+    cfg: &KubernetesConfig,
+    slice: &EndpointSlice,
+) -> Result<(Vec<PortIn>, Vec<(IpAddr, Option<String>)>), Invalid> {
+    const KIND: &str = "EndpointSlice";
     let ports = slice.ports.iter().flatten().filter_map(|p| Some((p, p.port?)));
     let ports = ports.map(|(p, n)| port(KIND, &slice.metadata, p.name.as_deref(), p.protocol.as_deref(), n));
     let ports = ports.collect::<Result<Vec<_>, _>>()?;
@@ -212,17 +239,7 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
             endpoints.push((addr, host));
         }
     }
-    let service = service.to_ascii_lowercase();
-    let trigger = slice.metadata.trigger_time.as_ref();
-    let trigger = trigger.and_then(|t| t.0.as_deref()).and_then(parse_time);
-    Ok(Some(Record::Slice {
-        namespace: ns,
-        name,
-        service,
-        ports,
-        endpoints,
-        trigger,
-    }))
+    Ok((ports, endpoints))
 }
 
 /// An RFC 3339 time as the API writes it (`2026-11-22T10:00:00Z`).

@@ -26,5 +26,8 @@ pub fn watched_kinds(cfg: &KubernetesConfig) -> Vec<Kind> {
     if cfg.pods == PodMode::Verified {
         kinds.push(Kind::Pod);
     }
+    if !cfg.multicluster.is_empty() {
+        kinds.push(Kind::ServiceImport);
+    }
     kinds
 }

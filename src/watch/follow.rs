@@ -36,6 +36,9 @@ use crate::store::{Kind, ObjectKey, Record};
 /// (5,000: 165 MB steady RSS at 100,000 Services × 5 endpoints).
 pub const PAGE: u32 = 500;
 
+/// How often a missing CRD (ServiceImport) is looked for again.
+pub const MISSING_CRD_RETRY: Duration = Duration::from_secs(60);
+
 /// Why a watcher resumed or relisted, in `metrics::RESTART_REASONS` order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
@@ -118,6 +121,7 @@ where
     let mut version: Option<String> = None;
     let mut reason = Reason::Start;
     let mut listed_at = Instant::now();
+    let mut crd_missing = false;
     loop {
         let fresh = version.is_none();
         let started = Instant::now();
@@ -130,12 +134,27 @@ where
             match list::<T, F>(&f, reason == Reason::Resync).await {
                 Ok(Some((rv, count))) => {
                     backoff.ok(Instant::now());
+                    crd_missing = false;
                     listed_at = Instant::now();
                     let took = started.elapsed().as_secs_f64();
                     tracing::info!(target: "kubernetes", "{}: listed {count} objects in {took:.2} s", kind.name());
                     version = Some(rv);
                 }
                 Ok(None) => return,
+                Err(e) if e.code() == Some(404) && kind == Kind::ServiceImport => {
+                    // The MCS CRD is not installed: served as an empty list
+                    // (readiness never waits on it), asked again slowly.
+                    if !crd_missing {
+                        tracing::warn!(target: "kubernetes", "{}: the API has no {} (the MCS CRDs are not installed); multicluster zones answer no services; checking every {} s", kind.name(), f.target.resource, MISSING_CRD_RETRY.as_secs());
+                    }
+                    crd_missing = true;
+                    if f.tx.send(Change::RelistDone(kind)).await.is_err() || sleep_or_stop(&f, MISSING_CRD_RETRY).await
+                    {
+                        return;
+                    }
+                    reason = Reason::Error;
+                    continue;
+                }
                 Err(e) if e.code() == Some(410) => {
                     // A continue token expired: the list starts over
                     // (what it upserted stays; nothing is deleted until

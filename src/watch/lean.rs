@@ -179,6 +179,24 @@ pub struct PodIp {
     pub ip: String,
 }
 
+/// A `multicluster.x-k8s.io/v1alpha1` ServiceImport.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct ServiceImport {
+    pub metadata: Meta,
+    pub spec: Option<ServiceImportSpec>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct ServiceImportSpec {
+    /// `ClusterSetIP` or `Headless`.
+    #[serde(rename = "type")]
+    pub type_: Option<String>,
+    pub ips: Option<Vec<String>>,
+    pub ports: Option<Vec<Port>>,
+}
+
 /// One page of a list: its items and where it leaves off.
 #[derive(Debug, Deserialize)]
 #[serde(bound = "T: Deserialize<'de>")]
@@ -218,7 +236,7 @@ macro_rules! object {
         }
     )*};
 }
-object!(Namespace, Service, EndpointSlice, Pod);
+object!(Namespace, Service, EndpointSlice, Pod, ServiceImport);
 
 #[cfg(test)]
 mod tests {

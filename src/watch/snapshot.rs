@@ -106,6 +106,9 @@ fn add_object(cfg: &KubernetesConfig, item: Value, loaded: &mut Loaded) {
             from_value::<lean::EndpointSlice>(&item, "EndpointSlice").and_then(|o| convert::endpoint_slice(cfg, &o))
         }
         "Pod" => from_value::<lean::Pod>(&item, "Pod").and_then(|o| convert::pod(cfg, &o)),
+        "ServiceImport" => {
+            from_value::<lean::ServiceImport>(&item, "ServiceImport").and_then(|o| convert::service_import(cfg, &o))
+        }
         _ => {
             loaded.ignored += 1;
             Ok(None)

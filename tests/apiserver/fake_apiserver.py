@@ -47,6 +47,8 @@ RESOURCES = {
     "/api/v1/services": ("services", "Service", "v1", True),
     "/apis/discovery.k8s.io/v1/endpointslices": ("endpointslices", "EndpointSlice", "discovery.k8s.io/v1", True),
     "/api/v1/pods": ("pods", "Pod", "v1", True),
+    "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports": ("serviceimports", "ServiceImport",
+                                                            "multicluster.x-k8s.io/v1alpha1", True),
 }
 
 

@@ -140,6 +140,7 @@ fn collection(path: &str) -> Option<(&'static str, Option<String>)> {
     let (rest, group_ok) = match parts.as_slice() {
         ["api", "v1", rest @ ..] => (rest, true),
         ["apis", "discovery.k8s.io", "v1", rest @ ..] => (rest, true),
+        ["apis", "multicluster.x-k8s.io", "v1alpha1", rest @ ..] => (rest, true),
         _ => (&[][..], false),
     };
     if !group_ok {
@@ -156,7 +157,8 @@ async fn route(stream: &mut BufReader<TcpStream>, api: &FakeApi, req: &Request) 
     if let Some(body) = discovery(&req.path, api) {
         return respond(stream, 200, &body).await;
     }
-    let Some((plural, ns)) = collection(&req.path) else {
+    let crd_missing = |plural: &str| plural == "serviceimports" && api.state().mcs_crd_missing;
+    let Some((plural, ns)) = collection(&req.path).filter(|(plural, _)| !crd_missing(plural)) else {
         return respond(
             stream,
             404,
@@ -424,7 +426,7 @@ fn discovery(path: &str, api: &FakeApi) -> Option<Value> {
     let resources = |group: &str| -> Value {
         let list: Vec<Value> = RESOURCES
             .iter()
-            .filter(|r| (r.1 == "v1") == (group == "v1"))
+            .filter(|r| r.1 == group)
             .map(|(plural, _, kind, namespaced)| {
                 let short: &[&str] = match *plural {
                     "services" => &["svc"],

@@ -5,6 +5,7 @@
 //! ```text
 //! GET /api/v1/{services,namespaces,pods}             list (limit, continue, labelSelector,
 //! GET /apis/discovery.k8s.io/v1/endpointslices        fieldSelector, resourceVersion)
+//! GET /apis/multicluster.x-k8s.io/v1alpha1/serviceimports   (404 while the MCS CRD is "not installed")
 //! GET /api/v1/namespaces/{ns}/{services,pods}          the same, one namespace
 //! GET ...?watch=true&resourceVersion=RV                 newline-delimited JSON events: ADDED,
 //!                                                       MODIFIED, DELETED, BOOKMARK; ERROR 410
@@ -28,11 +29,17 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 /// The resources the fake serves: `(plural, apiVersion, kind, namespaced)`.
-pub const RESOURCES: [(&str, &str, &str, bool); 4] = [
+pub const RESOURCES: [(&str, &str, &str, bool); 5] = [
     ("namespaces", "v1", "Namespace", false),
     ("services", "v1", "Service", true),
     ("endpointslices", "discovery.k8s.io/v1", "EndpointSlice", true),
     ("pods", "v1", "Pod", true),
+    (
+        "serviceimports",
+        "multicluster.x-k8s.io/v1alpha1",
+        "ServiceImport",
+        true,
+    ),
 ];
 
 /// One change, as watch streams report it.
@@ -75,6 +82,8 @@ pub(crate) struct State {
     /// Watches may start at this resourceVersion or later.
     compacted: u64,
     fault: Fault,
+    /// ServiceImports answer 404, as when the MCS CRDs are not installed.
+    pub(crate) mcs_crd_missing: bool,
     /// Bumped to end every open watch stream.
     stream_epoch: u64,
     /// Requests served: lists and watches.
@@ -235,6 +244,12 @@ impl FakeApi {
     /// resourceVersion).
     pub fn drop_streams(&self) {
         self.state().stream_epoch += 1;
+    }
+
+    /// Whether the MCS CRDs are installed (they are at start): without
+    /// them `serviceimports` is an unknown resource (404).
+    pub fn set_mcs_crd(&self, installed: bool) {
+        self.state().mcs_crd_missing = !installed;
     }
 
     /// Injects `fault` into every following request (`Fault::None` heals).

@@ -85,6 +85,7 @@ pub(super) fn kubernetes(b: &mut Block, k: &KubernetesConfig) {
     options.extend(k.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
     options.extend(k.ignore_empty_service.then(|| "ignore empty_service".to_string()));
     options.extend(crate::config::kube_client::effective(&k.client, duration));
+    options.extend((!k.multicluster.is_empty()).then(|| with("multicluster", &names(&k.multicluster))));
     b.directive(with("kubernetes", &names(&k.zones)), &options);
 }
 

@@ -10,7 +10,7 @@
 //! | or a name the grammar does not know       |                                     |
 //!
 //! Anything else (other types, ExternalName, pods, SRV, PTR,
-//! the apex, not yet synced, an NXDOMAIN that falls through) returns
+//! `multicluster` zones, the apex, not yet synced, an NXDOMAIN that falls through) returns
 //! `None` and takes the Record path ([`Cluster::answer`]), which decides
 //! the same way: `service::find` and `service::named`, [`super::declare`] and
 //! [`Cluster::expansion`] serve both, and the bytes come from the same
@@ -54,7 +54,9 @@ impl Cluster {
         out: &mut Vec<u8>,
     ) -> Option<bool> {
         let qtype = query.query_type();
-        if !matches!(qtype, RecordType::A | RecordType::AAAA) || super::reverse::is_reverse(&zone.name) {
+        let multicluster = self.cfg.is_multicluster(&zone.name); // answered by `mcs`
+        if !matches!(qtype, RecordType::A | RecordType::AAAA) || super::reverse::is_reverse(&zone.name) || multicluster
+        {
             return None;
         }
         let snap = self.store.load();

@@ -8,6 +8,7 @@
 
 mod apex;
 pub mod direct;
+mod mcs;
 mod pod;
 pub mod qname;
 pub mod reverse;
@@ -176,6 +177,10 @@ impl Ctx<'_, '_> {
         let mut buf = [0u8; 255];
         let zone_labels = self.zone.name.num_labels();
         let name = qname::parse(&self.owner, zone_labels, &mut buf);
+        if self.cfg.is_multicluster(&self.zone.name) {
+            mcs::declare(self.cfg, &name, &mut self.out.deps);
+            return mcs::lookup(self, name);
+        }
         self.declare(&name);
         match name {
             Qname::Apex => apex::apex(self),
@@ -189,7 +194,7 @@ impl Ctx<'_, '_> {
             Qname::Port { ns, svc, port, proto } => service::port(self, ns, svc, port, proto),
             Qname::PodNamespace { ns } => pod::namespace(self, ns),
             Qname::Pod { ns, ip } => pod::pod(self, ns, ip),
-            Qname::Unknown => Found::NxDomain,
+            Qname::ClusterEndpoint { .. } | Qname::Unknown => Found::NxDomain,
         }
     }
 
@@ -220,6 +225,7 @@ fn declare(cfg: &KubernetesConfig, name: &Qname<'_>, deps: &mut Deps) {
         Qname::Apex => *deps = Deps::EVERYTHING,
         Qname::NsHost => deps.add(Dep::service(apex::DNS_SERVICE.0, apex::DNS_SERVICE.1)),
         Qname::DnsVersion | Qname::Ent | Qname::Unknown => {}
+        Qname::ClusterEndpoint { .. } => {} // NXDOMAIN outside multicluster zones
         Qname::Namespace { ns } | Qname::PodNamespace { ns } => deps.add(Dep::namespace(ns)),
         Qname::Service { ns, svc }
         | Qname::ProtoEnt { ns, svc, .. }

@@ -13,6 +13,7 @@
 //! _<proto>.<svc>.<ns>.svc.<zone>                ProtoEnt        empty non-terminal
 //! <host>.<svc>.<ns>.svc.<zone>                  Endpoint        A/AAAA of one endpoint
 //! _<port>._<proto>.<svc>.<ns>.svc.<zone>        Port            SRV of a named port
+//! <host>.<cluster>.<svc>.<ns>.svc.<zone>        ClusterEndpoint multicluster zones only (else NXDOMAIN)
 //! <ns>.pod.<zone>                               PodNamespace
 //! <dashed-ip>.<ns>.pod.<zone>                   Pod             A/AAAA
 //! anything else                                 Unknown         NXDOMAIN
@@ -49,6 +50,14 @@ pub enum Qname<'a> {
         svc: &'a str,
         port: &'a str,
         proto: &'a str,
+    },
+    /// `<host>.<cluster>.<svc>.<ns>.svc`: an endpoint of an imported
+    /// service in one cluster (KEP-1645; `multicluster` zones only).
+    ClusterEndpoint {
+        ns: &'a str,
+        svc: &'a str,
+        cluster: &'a str,
+        host: &'a str,
     },
     PodNamespace {
         ns: &'a str,
@@ -102,6 +111,12 @@ pub fn parse<'a>(name: &Name, zone_labels: u8, buf: &'a mut [u8; 255]) -> Qname<
         },
         [port, proto, svc, ns, "svc"] => match (port.strip_prefix('_'), proto.strip_prefix('_')) {
             (Some(port), Some(proto)) => Qname::Port { ns, svc, port, proto },
+            (None, None) => Qname::ClusterEndpoint {
+                ns,
+                svc,
+                cluster: proto,
+                host: port,
+            },
             _ => Qname::Unknown,
         },
         [ns, "pod"] => Qname::PodNamespace { ns },
@@ -143,12 +158,21 @@ mod tests {
             r#"Port { ns: "shop", svc: "web", port: "http", proto: "tcp" }"#
         );
         assert_eq!(p("x._tcp.web.shop.svc.cluster.local."), "Unknown");
+        assert_eq!(
+            p("pg-0.east.pg.db.svc.clusterset.local."),
+            r#"ClusterEndpoint { ns: "db", svc: "pg", cluster: "east", host: "pg-0" }"#
+        );
         assert_eq!(p("shop.pod.cluster.local."), r#"PodNamespace { ns: "shop" }"#);
         assert_eq!(
             p("10-1-2-3.shop.pod.cluster.local."),
             r#"Pod { ns: "shop", ip: "10-1-2-3" }"#
         );
-        assert_eq!(p("www.example.com.default.svc.cluster.local."), "Unknown");
+        // Five labels under svc parse as a multicluster endpoint name; the
+        // cluster zone answers it NXDOMAIN as it did when it was Unknown.
+        assert_eq!(
+            p("www.example.com.default.svc.cluster.local."),
+            r#"ClusterEndpoint { ns: "default", svc: "com", cluster: "example", host: "www" }"#
+        );
         assert_eq!(p("a.b.c.d.e.f.cluster.local."), "Unknown");
         assert_eq!(p("web.shop.cluster.local."), "Unknown");
     }

@@ -4,6 +4,7 @@
 //! ```text
 //! <d>.<c>.<b>.<a>.in-addr.arpa         → PTR <svc>.<ns>.svc.<zone> | <host>.<svc>.<ns>.svc.<zone>
 //! <32 nibbles, reversed>.ip6.arpa      → the same for IPv6
+//!   (else, with a `multicluster` zone)  → PTR <svc>.<ns>.svc.<mczone> | <host>.<cluster>.<svc>.<ns>.svc.<mczone>
 //! anything else in the reverse zone    → NXDOMAIN (or fallthrough)
 //! ```
 
@@ -43,7 +44,8 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     let live = |t: &PtrTarget| snap.service(&t.service.namespace, &t.service.name).is_some();
     let targets: Vec<PtrTarget> = snap.reverse(addr).filter(live).collect();
     if targets.is_empty() {
-        return Found::NxDomain;
+        // Only an address the cluster does not name gets its import's names.
+        return super::mcs::reverse(c, addr);
     }
     if c.qtype != RecordType::PTR {
         return Found::NoData;

@@ -118,7 +118,7 @@ pub fn proto_ent(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, proto: &str) -> Found
     }
 }
 
-fn addresses(c: &mut Ctx<'_, '_>, addrs: impl Iterator<Item = IpAddr>) {
+pub(super) fn addresses(c: &mut Ctx<'_, '_>, addrs: impl Iterator<Item = IpAddr>) {
     let (owner, ttl, qtype) = (&c.owner, c.cfg.ttl, c.qtype);
     for addr in addrs {
         if let Some(record) = reply::address(owner, ttl, addr, qtype) {
@@ -137,9 +137,15 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
         return Found::NxDomain;
     };
     let base = prefixed(&c.zone.name, &[svc, ns, "svc"]);
-    let Some(SrvTargets { mut targets, glue }) = srv_targets(kind, service, &base, filter) else {
-        return Found::NoData;
-    };
+    match srv_targets(kind, service, &base, filter) {
+        Some(found) => write_srv(c, found),
+        None => Found::NoData,
+    }
+}
+
+/// Writes SRV records to `targets` (sorted, duplicates dropped, equal
+/// weights) and their glue; NODATA when there is none.
+pub(super) fn write_srv(c: &mut Ctx<'_, '_>, SrvTargets { mut targets, glue }: SrvTargets) -> Found {
     targets.sort();
     targets.dedup();
     if targets.is_empty() {
@@ -163,10 +169,10 @@ fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filt
 }
 
 /// The SRV targets of one service and the addresses they need as glue.
-struct SrvTargets {
+pub(super) struct SrvTargets {
     /// (port, target name) pairs.
-    targets: Vec<(u16, Name)>,
-    glue: Vec<(Name, IpAddr)>,
+    pub targets: Vec<(u16, Name)>,
+    pub glue: Vec<(Name, IpAddr)>,
 }
 
 /// The SRV targets of `service` (named `base`) passing `filter`: the
@@ -208,7 +214,7 @@ fn srv_targets(kind: &ServiceKind, service: &Service, base: &Name, filter: Optio
 
 /// Whether `p` passes `filter`: a named port with that name and protocol,
 /// or any port when there is no filter.
-fn wanted(p: &Port, filter: Option<(&str, &str)>) -> bool {
+pub(super) fn wanted(p: &Port, filter: Option<(&str, &str)>) -> bool {
     filter.is_none_or(|(name, proto)| !p.name.is_empty() && &*p.name == name && p.proto.label() == proto)
 }
 

@@ -128,6 +128,7 @@ fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesCon
         persist: None,
         resync: None,
         client: Default::default(),
+        multicluster: Vec::new(),
     }
 }
 

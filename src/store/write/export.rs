@@ -14,6 +14,7 @@ use crate::store::{IMap, Namespace};
 /// A frozen copy of what a writer holds.
 pub struct Export {
     namespaces: IMap<Arc<str>, Namespace>,
+    clusterset: crate::store::mcs::ClusterSet,
     pods: Vec<(Box<str>, Pod)>,
 }
 
@@ -23,6 +24,7 @@ impl Writer {
         let pods = self.pod_ips.iter().map(|(key, pod)| (key.clone(), pod.clone()));
         Export {
             namespaces: self.live.namespaces.clone(),
+            clusterset: self.live.clusterset.clone(),
             pods: pods.collect(),
         }
     }
@@ -78,6 +80,34 @@ impl Export {
                 running: pod.running(),
             }
         });
-        namespaces.chain(services).chain(pods)
+        namespaces.chain(services).chain(pods).chain(self.imports())
+    }
+
+    /// ServiceImports and their clusters' slices.
+    fn imports(&self) -> impl Iterator<Item = Record> + '_ {
+        let all = self.clusterset.namespaces.values().flat_map(|n| n.imports.values());
+        all.flat_map(|i| {
+            let (ns, name) = (i.id.namespace.to_string(), i.id.name.to_string());
+            let import = i.kind.clone().map(|kind| Record::Import {
+                namespace: ns.clone(),
+                name: name.clone(),
+                kind,
+                ports: ports_in(&i.ports),
+            });
+            let slices = i.slices.iter().map(move |s| Record::McsSlice {
+                namespace: ns.clone(),
+                name: s.slice.name.to_string(),
+                service: name.clone(),
+                cluster: s.cluster.to_string(),
+                ports: ports_in(&s.slice.ports),
+                endpoints: s
+                    .slice
+                    .endpoints
+                    .iter()
+                    .map(|e| (e.addr, e.hostname.map(|h| h.to_string())))
+                    .collect(),
+            });
+            import.into_iter().chain(slices)
+        })
     }
 }

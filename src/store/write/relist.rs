@@ -48,8 +48,14 @@ impl Writer {
             Kind::EndpointSlice => self
                 .slice_owner
                 .keys()
+                .chain(self.mcs_slice_owner.keys())
                 .filter(|(ns, k)| !listed(ns, k))
                 .cloned()
+                .collect(),
+            Kind::ServiceImport => self
+                .import_keys()
+                .into_iter()
+                .filter(|(ns, k)| !listed(ns, k))
                 .collect(),
             Kind::Pod => self
                 .pod_ips
