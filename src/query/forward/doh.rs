@@ -12,7 +12,6 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,9 +21,9 @@ use hickory_proto::op::{Message, Query};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls::pki_types::ServerName;
 use tokio_rustls::TlsConnector;
 
+use super::encrypted::Handshake;
 use super::upstream::{matching, ExchangeError};
 use crate::config::forward::ForwardConfig;
 use crate::config::forward_tls::DohMethod;
@@ -36,15 +35,11 @@ type Open = (SendRequest<Full<Bytes>>, Instant, Instant);
 
 /// The HTTPS side of one upstream.
 pub struct Doh {
-    addr: SocketAddr,
     /// `https://HOST:PORT/dns-query`
     url: String,
-    name: ServerName<'static>,
-    connector: TlsConnector,
+    pub tls: Handshake,
     method: DohMethod,
     slot: tokio::sync::Mutex<Option<Open>>,
-    pub failures: AtomicU64,
-    warned: AtomicBool,
 }
 
 fn other(e: impl std::fmt::Display) -> ExchangeError {
@@ -67,15 +62,13 @@ impl Doh {
         } else {
             host.to_string()
         };
+        let url = format!("https://{authority}:{}/dns-query", addr.port());
+        let label = format!("{url} ({addr})");
         Some(Doh {
-            addr,
-            url: format!("https://{authority}:{}/dns-query", addr.port()),
-            name: ServerName::try_from(name.to_string()).ok()?,
-            connector: TlsConnector::from(Arc::new(config)),
+            tls: Handshake::new(addr, name, TlsConnector::from(Arc::new(config)), label)?,
+            url,
             method,
             slot: tokio::sync::Mutex::new(None),
-            failures: AtomicU64::new(0),
-            warned: AtomicBool::new(false),
         })
     }
 
@@ -166,20 +159,7 @@ impl Doh {
     /// TCP, TLS, then the HTTP/2 handshake; the connection runs in its own
     /// task until every sender is gone or the server closes it.
     async fn connect(&self, cfg: &ForwardConfig) -> Result<SendRequest<Full<Bytes>>, ExchangeError> {
-        let tcp = super::dot::connect(self.addr, cfg.source_address).await?;
-        let tls = match self.connector.connect(self.name.clone(), tcp).await {
-            Ok(tls) => {
-                self.warned.store(false, Ordering::Relaxed);
-                tls
-            }
-            Err(e) => {
-                self.failures.fetch_add(1, Ordering::Relaxed);
-                if !self.warned.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(target: "forward", "upstream {} ({}): TLS handshake failed: {e}; its queries get no answer from it (never sent in plain text)", self.url, self.addr);
-                }
-                return Err(ExchangeError::Io(e));
-            }
-        };
+        let tls = self.tls.open(cfg).await?;
         let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
             .await
             .map_err(other)?;

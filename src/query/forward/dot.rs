@@ -19,17 +19,17 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, Query};
-use rustls::pki_types::ServerName;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_rustls::TlsConnector;
 
+use super::encrypted::Handshake;
 use super::upstream::{matching, ExchangeError};
 use crate::config::forward::ForwardConfig;
 
@@ -38,16 +38,8 @@ type Pending = Arc<Mutex<HashMap<u16, oneshot::Sender<Vec<u8>>>>>;
 
 /// The TLS side of one upstream.
 pub struct Dot {
-    addr: SocketAddr,
-    name: ServerName<'static>,
-    connector: TlsConnector,
+    pub tls: Handshake,
     slot: tokio::sync::Mutex<Option<Arc<Conn>>>,
-    /// Failed TLS handshakes (`coredns_forward_tls_failures_total`).
-    pub failures: AtomicU64,
-    /// Connections opened (handshakes that succeeded).
-    pub opened: AtomicU64,
-    /// Set once the current run of failures has been logged.
-    warned: AtomicBool,
 }
 
 /// One open TLS connection and its queries in flight.
@@ -70,14 +62,10 @@ impl Dot {
     /// `None` when `name` is not a valid DNS name or IP address (the
     /// config checked it: never on a valid config).
     pub fn new(addr: SocketAddr, name: &str, config: Arc<rustls::ClientConfig>) -> Option<Dot> {
+        let label = format!("tls://{addr} (server name {name:?})");
         Some(Dot {
-            addr,
-            name: ServerName::try_from(name.to_string()).ok()?,
-            connector: TlsConnector::from(config),
+            tls: Handshake::new(addr, name, TlsConnector::from(config), label)?,
             slot: tokio::sync::Mutex::new(None),
-            failures: AtomicU64::new(0),
-            opened: AtomicU64::new(0),
-            warned: AtomicBool::new(false),
         })
     }
 
@@ -109,31 +97,10 @@ impl Dot {
             return Ok((c.clone(), false));
         }
         *slot = None;
-        let stream = self.handshake(cfg).await?;
+        let stream = self.tls.open(cfg).await?;
         let conn = Arc::new(Conn::start(stream, cfg.expire));
         *slot = Some(conn.clone());
         Ok((conn, true))
-    }
-
-    async fn handshake(
-        &self,
-        cfg: &ForwardConfig,
-    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, ExchangeError> {
-        let tcp = connect(self.addr, cfg.source_address).await?;
-        match self.connector.connect(self.name.clone(), tcp).await {
-            Ok(tls) => {
-                self.opened.fetch_add(1, Ordering::Relaxed);
-                self.warned.store(false, Ordering::Relaxed);
-                Ok(tls)
-            }
-            Err(e) => {
-                self.failures.fetch_add(1, Ordering::Relaxed);
-                if !self.warned.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(target: "forward", "upstream tls://{} (server name {:?}): TLS handshake failed: {e}; its queries get no answer from it (never sent in plain text)", self.addr, self.name.to_str());
-                }
-                Err(ExchangeError::Io(e))
-            }
-        }
     }
 }
 

@@ -1,8 +1,17 @@
 //! The seam between an upstream and its encrypted transport: which one a
 //! `forward` target asks for (`tls://`: [`Dot`], `https://`: [`Doh`]), built from the TLS client
-//! configuration the config loaded, and the one call the exchange makes.
+//! configuration the config loaded, and the one call the exchange makes;
+//! and [`Handshake`], how both open a connection and count and log its
+//! failures.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hickory_proto::op::{Message, Query};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
 
 use super::doh::Doh;
 use super::dot::Dot;
@@ -62,8 +71,8 @@ impl Encrypted {
     /// Failed TLS handshakes so far.
     pub fn failures(&self) -> u64 {
         match self {
-            Encrypted::Tls(dot) => dot.failures.load(std::sync::atomic::Ordering::Relaxed),
-            Encrypted::Https(doh) => doh.failures.load(std::sync::atomic::Ordering::Relaxed),
+            Encrypted::Tls(dot) => dot.tls.failures.load(Ordering::Relaxed),
+            Encrypted::Https(doh) => doh.tls.failures.load(Ordering::Relaxed),
             Encrypted::Unavailable => 0,
         }
     }
@@ -73,6 +82,53 @@ impl Encrypted {
         match self {
             Encrypted::Https(_) => "https",
             Encrypted::Tls(_) | Encrypted::Unavailable => "tls",
+        }
+    }
+}
+
+/// How DoT and DoH open a connection: TCP (from `source_address` when set),
+/// then the TLS handshake against the upstream's server name; a failed
+/// handshake is counted (`coredns_forward_tls_failures_total`) and logged
+/// once until a handshake succeeds again.
+pub struct Handshake {
+    addr: SocketAddr,
+    name: ServerName<'static>,
+    connector: TlsConnector,
+    /// Who the warning names: `tls://IP (server name N)` or the DoH URL.
+    label: String,
+    /// Failed TLS handshakes.
+    pub failures: AtomicU64,
+    /// Set once the current run of failures has been logged.
+    warned: AtomicBool,
+}
+
+impl Handshake {
+    /// `None` when `name` is not a DNS name or IP (never on a checked config).
+    pub fn new(addr: SocketAddr, name: &str, connector: TlsConnector, label: String) -> Option<Handshake> {
+        Some(Handshake {
+            addr,
+            name: ServerName::try_from(name.to_string()).ok()?,
+            connector,
+            label,
+            failures: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
+        })
+    }
+
+    pub async fn open(&self, cfg: &ForwardConfig) -> Result<TlsStream<TcpStream>, ExchangeError> {
+        let tcp = super::dot::connect(self.addr, cfg.source_address).await?;
+        match self.connector.connect(self.name.clone(), tcp).await {
+            Ok(tls) => {
+                self.warned.store(false, Ordering::Relaxed);
+                Ok(tls)
+            }
+            Err(e) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(target: "forward", "upstream {}: TLS handshake failed: {e}; its queries get no answer from it (never sent in plain text)", self.label);
+                }
+                Err(ExchangeError::Io(e))
+            }
         }
     }
 }
