@@ -6,8 +6,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hickory_proto::op::{Metadata, Query, ResponseCode};
-use hickory_proto::rr::Record;
+use hickory_proto::op::{Metadata, Query};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::log;
@@ -15,6 +14,7 @@ use super::reply::echo::Echo;
 use super::reply::wire;
 use super::reply::Answer;
 use super::request::ClientEdns;
+use super::settle::Continuation;
 use crate::config::local::LogStyle;
 use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
 
@@ -67,80 +67,18 @@ pub struct Job {
     pub meta: Metadata,
     /// The question forwarded (cached, coalesced under).
     pub query: Query,
-    /// When another name than the client's is forwarded (autopath, an
-    /// ExternalName's target): how its answer is put under the client's.
-    pub chase: Option<Chase>,
     pub edns: Option<ClientEdns>,
     pub transport: Transport,
     pub peer: SocketAddr,
     pub sink: Sink,
     pub log: Option<LogStyle>,
-    pub loadbalance: Option<Arc<crate::config::hosts::LoadbalanceConfig>>,
     pub started: Instant,
     /// Where the answer is counted (`coredns_dns_*`).
     pub stats: Option<Arc<ZoneStats>>,
-    /// An AAAA question `dns64` translates (asking A) when the reply has no AAAA.
-    pub dns64: Option<Arc<super::dns64::Dns64>>,
-    /// A `rewrite` to undo on the reply (`None`: the question went as asked).
-    pub rewrite: Option<Box<Rewritten>>,
     /// The block's `dnstap` taps, told of the reply.
     pub taps: Option<Arc<crate::dnstap::Taps>>,
-}
-
-/// What `rewrite` changed in a forwarded question.
-#[derive(Debug)]
-pub struct Rewritten {
-    /// The client's question, echoed in the reply.
-    pub question: Query,
-    pub revert: super::rewrite::Revert,
-    /// The client's own message (logged and counted as it came).
-    pub request: Vec<u8>,
-}
-
-/// A forwarded name that is not the client's: the answer to it is put
-/// under the client's own question.
-#[derive(Debug)]
-pub struct Chase {
-    /// The client's question, echoed in the reply.
-    pub asked: Query,
-    /// The CNAME records leading from the asked name to the forwarded one.
-    pub prefix: Vec<Record>,
-    pub kind: ChaseKind,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChaseKind {
-    /// The rest of the search walk: a name that exists is answered under
-    /// the CNAME, anything else is NXDOMAIN for the asked name.
-    Autopath,
-    /// A CNAME's target outside the zone (an ExternalName Service, a
-    /// `k8s_external` ingress hostname), as CoreDNS's upstream lookup: the
-    /// CNAME, then whatever records the target has (none when it fails),
-    /// NOERROR, authoritative, answered by this plugin; an upstream's TC
-    /// is kept.
-    Target(crate::metrics::Plugin),
-}
-
-impl Chase {
-    fn put_under(&self, answer: &mut Answer, metrics: &Metrics) {
-        match self.kind {
-            ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
-                answer.answers.splice(0..0, self.prefix.iter().cloned());
-                answer.plugin = crate::metrics::Plugin::Autopath;
-                metrics
-                    .autopath_success
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
-            ChaseKind::Target(plugin) => {
-                let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
-                answer.error(ResponseCode::NoError);
-                answer.answers = self.prefix.iter().cloned().chain(found).collect();
-                (answer.truncated, answer.authoritative) = (truncated, true);
-                answer.plugin = plugin;
-            }
-        }
-    }
+    /// What the router left for the answer (chase, `dns64`, `rewrite`, `loadbalance`).
+    pub then: Continuation,
 }
 
 impl Job {
@@ -151,20 +89,11 @@ impl Job {
 
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
 pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
-    if let Some(lb) = &job.loadbalance {
-        answer.balance(lb);
-    }
-    if let Some(chase) = &job.chase {
-        chase.put_under(answer, metrics);
-    }
-    if let Some(rewritten) = &job.rewrite {
-        rewritten.revert.answer(answer);
-    }
+    job.then.apply(answer, metrics);
     let mut out = Vec::with_capacity(512);
-    let question = (job.rewrite.as_ref().map(|r| &r.question)).or(job.chase.as_ref().map(|c| &c.asked));
     let echo = Echo {
         meta: &job.meta,
-        query: Some(question.unwrap_or(&job.query)),
+        query: Some(job.then.question(&job.query)),
         edns: job.edns,
     };
     let truncated = wire::write_for(&mut out, &echo, answer, job.transport);
@@ -175,7 +104,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if out.is_empty() {
         return;
     }
-    let asked = job.rewrite.as_ref().map_or(&job.request[..], |r| &r.request[..]);
+    let asked = job.then.asked(&job.request);
     if let Some(stats) = &job.stats {
         stats.record(&Served {
             transport: job.transport,

@@ -29,6 +29,7 @@ pub mod reply;
 pub mod request;
 pub mod rewrite;
 pub mod route;
+pub mod settle;
 pub mod tcp;
 pub mod template;
 pub mod udp;
@@ -39,12 +40,12 @@ use std::time::Instant;
 use hickory_proto::op::{Query, ResponseCode};
 
 use crate::metrics::{Metrics, Transport};
-use defer::ChaseKind;
 use reply::echo::Echo;
 use reply::wire;
 pub use reply::Answer;
 use request::{Checked, ClientEdns};
 pub use route::{Asker, Block, LoopProbe, Routed, Router};
+use settle::ChaseKind;
 
 /// Per-worker scratch space, reused for every query it handles.
 #[derive(Default)]
@@ -344,19 +345,12 @@ impl Handler {
                 .autopath_success
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let (forwarding, loadbalance, chased) = match routed {
+        let onward = match routed {
             Routed::Drop => return Err(Full::Nothing),
             Routed::Done => return Ok((req.meta, Some(req.query), edns)),
-            Routed::Forward(f, lb) => (f, lb, None),
-            Routed::Autopath(f, lb, candidate) => (f, lb, Some((candidate, ChaseKind::Autopath))),
-            Routed::External(f, lb, target) => (f, lb, Some((target, ChaseKind::Target(answer.plugin)))),
+            Routed::Forward(onward) => onward,
         };
-        let onward = Onward {
-            forwarding,
-            loadbalance,
-            chased,
-            edns,
-        };
+        let req = request::Request { edns, ..req };
         self.forward(router, at, req, onward, scratch, sink);
         Err(Full::Later)
     }
@@ -368,7 +362,7 @@ impl Handler {
         router: &Router,
         at: &Arrival<'_>,
         req: request::Request,
-        onward: Onward<'_>,
+        onward: route::Onward<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
     ) {
@@ -380,27 +374,24 @@ impl Handler {
             return;
         }
         let answer = &mut scratch.answer;
-        let (mut request, query, chase, rewrite) =
-            upstream(at.bytes, &req, onward.chased, answer, at.peer, at.transport);
+        let forwarding = onward.forwarding;
+        let (mut request, query, then) = upstream(at.bytes, &req, onward, answer, at.peer, at.transport);
         if let Some(cap) = answer.bufsize {
             request::cap_payload(&mut request, cap);
         }
-        onward.forwarding.submit(defer::Job {
+        forwarding.submit(defer::Job {
             request,
             meta: req.meta,
             query,
-            chase,
-            edns: onward.edns,
+            edns: req.edns,
             transport: at.transport,
             peer: at.peer,
             sink: sink(),
             log: answer.log,
-            loadbalance: onward.loadbalance.cloned(),
             started: at.started,
             stats: router.stats.get(usize::from(answer.zone)).cloned(),
-            dns64: answer.dns64.take(),
-            rewrite,
             taps: router.tap(answer.zone).cloned(),
+            then,
         });
     }
 }
@@ -419,47 +410,36 @@ fn outcome(answer: &Answer, truncated: bool, query: Option<&Query>, edns: Option
     }
 }
 
-/// How a routed query goes on upstream.
-struct Onward<'r> {
-    forwarding: &'r std::sync::Arc<forward::Forwarding>,
-    /// Shuffle the answer (`loadbalance`).
-    loadbalance: route::Balance<'r>,
-    /// Another name is asked for the client's ([`defer::Chase`]).
-    chased: Option<(Query, ChaseKind)>,
-    /// The client's EDNS, `bufsize` applied.
-    edns: Option<ClientEdns>,
-}
-
 /// What a forwarded query sends upstream, the question it is cached and
-/// coalesced under, and how its answer comes back to the client: as is;
-/// under the client's question when another name goes (autopath's next
-/// name, a CNAME's outside target: [`defer::Chase`]); mapped back when
-/// `rewrite` changed the question ([`defer::Rewritten`]).
+/// coalesced under, and what its answer goes through on the way back: as
+/// is; under the client's question when another name goes (autopath's
+/// next name, a CNAME's outside target: [`settle::Chase`]); mapped back
+/// when `rewrite` changed the question ([`settle::Rewritten`]).
 fn upstream(
     bytes: &[u8],
     req: &request::Request,
-    chased: Option<(Query, ChaseKind)>,
+    onward: route::Onward<'_>,
     answer: &mut Answer,
     peer: SocketAddr,
     transport: Transport,
-) -> (Vec<u8>, Query, Option<defer::Chase>, Option<Box<defer::Rewritten>>) {
-    let rewritten = answer.rewrite.take().map(|r| {
+) -> (Vec<u8>, Query, settle::Continuation) {
+    let rewritten = onward.rewrite.map(|r| {
         let (q, revert) = *r;
-        let rewritten = defer::Rewritten {
+        let rewritten = settle::Rewritten {
             question: req.query.clone(),
             revert,
             request: bytes.to_vec(),
         };
         (q, Box::new(rewritten))
     });
-    let (forwarded, chase) = match chased {
+    let (forwarded, chase) = match onward.chase {
         None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
         Some((forwarded, kind)) => {
             let prefix = match kind {
                 ChaseKind::Autopath => vec![reply::cname(req.query.name(), 5, forwarded.name().clone())],
                 ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
             };
-            let chase = defer::Chase {
+            let chase = settle::Chase {
                 asked: req.query.clone(),
                 prefix,
                 kind,
@@ -467,13 +447,18 @@ fn upstream(
             (Some(forwarded), Some(chase))
         }
     };
-    let rewrite = rewritten.map(|(_, r)| r);
-    let Some(forwarded) = forwarded else {
-        return (bytes.to_vec(), req.query.clone(), None, rewrite);
+    let then = settle::Continuation {
+        chase,
+        dns64: onward.dns64,
+        rewrite: rewritten.map(|(_, r)| r),
+        loadbalance: onward.balance.cloned(),
     };
-    let revert = rewrite.as_ref().map(|r| &r.revert);
+    let Some(forwarded) = forwarded else {
+        return (bytes.to_vec(), req.query.clone(), then);
+    };
+    let revert = then.rewrite.as_ref().map(|r| &r.revert);
     let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, transport);
-    (request, forwarded, chase, rewrite)
+    (request, forwarded, then)
 }
 
 /// A SERVFAIL reply to `bytes` in `out`; false when it cannot be answered.
