@@ -169,10 +169,11 @@ impl Handler {
             return true;
         };
         let view = router.memo_view();
-        let replayed = scratch
-            .memo
-            .replay(&key, bytes, &view, &mut scratch.out)
-            .or_else(|| scratch.hits.replay(&router, &key, bytes, started, &mut scratch.out));
+        let replayed = scratch.memo.replay(&key, bytes, &view, &mut scratch.out).or_else(|| {
+            scratch
+                .hits
+                .replay(router.hits_id(), &key, bytes, started, &mut scratch.out)
+        });
         if let (Some(_), Some(admission)) = (&replayed, admitted) {
             admission.credit(); // the full path counts the others
         }
@@ -222,7 +223,7 @@ impl Handler {
             scratch.memo.remember(key, view, &scratch.out, outcome, deps);
         } else if outcome.plugin == crate::metrics::Plugin::Cache {
             let Scratch { hits, answer, out, .. } = &mut *scratch;
-            hits.learn(router, key, at.bytes, answer, out, outcome, at.started);
+            hits.learn(|q| router.hit_route(q), key, at.bytes, answer, out, outcome, at.started);
         }
         Some(outcome)
     }

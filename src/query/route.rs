@@ -45,6 +45,7 @@ mod acl;
 mod block;
 mod chase;
 mod direct;
+mod hit;
 #[cfg(test)]
 mod tests;
 
