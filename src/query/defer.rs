@@ -9,14 +9,15 @@ use std::time::Instant;
 use hickory_proto::op::{Metadata, Query};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::log;
 use super::reply::echo::Echo;
 use super::reply::wire;
 use super::reply::Answer;
+use super::reply::Summary;
 use super::request::ClientEdns;
+use super::settle::record::{record, Exchange};
 use super::settle::Continuation;
 use crate::config::local::LogStyle;
-use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
+use crate::metrics::{Metrics, Transport, ZoneStats};
 
 /// Where a reply goes.
 #[derive(Clone, Debug)]
@@ -104,28 +105,18 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if out.is_empty() {
         return;
     }
-    let asked = job.then.asked(&job.request);
-    if let Some(stats) = &job.stats {
-        stats.record(&Served {
-            transport: job.transport,
-            ipv6: job.peer.is_ipv6(),
-            qtype: type_slot(job.query.query_type()),
-            dnssec_ok: job.dnssec_ok(),
-            request_size: asked.len(),
-            response_size: out.len(),
-            rcode: answer.rcode,
-            plugin: answer.plugin,
-            truncated,
-            expansion: None,
-            nanos: job.started.elapsed().as_nanos() as u64,
-        });
-    }
-    if let Some(style) = job.log {
-        log::query(style, job.peer, job.transport, asked, &out, answer.rcode, job.started);
-    }
-    if let Some(taps) = &job.taps {
-        taps.served(job.peer, job.transport == Transport::Tcp, asked, &out, job.started);
-    }
+    let summary = Summary {
+        log: job.log,
+        ..Summary::of(answer, truncated, Some(&job.query), job.edns)
+    };
+    let exchange = Exchange {
+        peer: job.peer,
+        transport: job.transport,
+        request: job.then.asked(&job.request),
+        reply: &out,
+        started: job.started,
+    };
+    record(&summary, job.stats.as_deref(), job.taps.as_deref(), &exchange);
     match &job.sink {
         Sink::Udp(socket) => {
             if let Err(e) = socket.send_to(&out, job.peer) {

@@ -83,7 +83,7 @@ struct Arrival<'a> {
 
 /// What the full path did with a message.
 enum Full {
-    Reply(memo::Outcome),
+    Reply(reply::Summary),
     /// No reply (dropped packet).
     Nothing,
     /// Handed to a task that replies later (or shed at the in-flight cap).
@@ -165,7 +165,7 @@ impl Handler {
             let Some(outcome) = self.full(&router, &at, scratch, sink) else {
                 return false;
             };
-            self.finish(&router, peer, transport, bytes, outcome, started, scratch);
+            self.finish(&router, &at, outcome, scratch);
             return true;
         };
         let view = router.memo_view();
@@ -182,7 +182,7 @@ impl Handler {
         let Some(outcome) = outcome else {
             return false;
         };
-        self.finish(&router, peer, transport, bytes, outcome, started, scratch);
+        self.finish(&router, &at, outcome, scratch);
         !scratch.out.is_empty()
     }
 
@@ -194,7 +194,7 @@ impl Handler {
         at: &Arrival<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Option<memo::Outcome> {
+    ) -> Option<reply::Summary> {
         match self.answer(router, at, scratch, sink) {
             Full::Reply(outcome) => Some(outcome),
             Full::Nothing => {
@@ -216,7 +216,7 @@ impl Handler {
         view: &memo::View<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Option<memo::Outcome> {
+    ) -> Option<reply::Summary> {
         let outcome = self.full(router, at, scratch, sink)?;
         if scratch.answer.memoizable {
             let deps = scratch.answer.deps;
@@ -243,40 +243,19 @@ impl Handler {
         }
     }
 
-    /// Counts the reply and writes the query log line when asked for.
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &self,
-        router: &Router,
-        peer: SocketAddr,
-        t: Transport,
-        bytes: &[u8],
-        o: memo::Outcome,
-        started: Instant,
-        s: &mut Scratch,
-    ) {
-        if let Some(stats) = router.stats.get(usize::from(o.zone)) {
-            stats.record(&crate::metrics::Served {
-                transport: t,
-                ipv6: peer.is_ipv6(),
-                qtype: o.qtype,
-                dnssec_ok: o.dnssec_ok,
-                request_size: bytes.len(),
-                response_size: s.out.len(),
-                rcode: o.rcode,
-                plugin: o.plugin,
-                truncated: o.truncated,
-                expansion: o.expansion,
-                nanos: started.elapsed().as_nanos() as u64,
-            });
-        }
-        self.count_client(router, peer, &mut s.clients);
-        if let Some(style) = o.log {
-            log::query(style, peer, t, bytes, &s.out, o.rcode, started);
-        }
-        if let Some(taps) = router.tap(o.zone) {
-            taps.served(peer, t == Transport::Tcp, bytes, &s.out, started);
-        }
+    /// Counts the reply (and its client), writes the query log line and
+    /// tells `dnstap`, as the block asks.
+    fn finish(&self, router: &Router, at: &Arrival<'_>, o: reply::Summary, s: &mut Scratch) {
+        self.count_client(router, at.peer, &mut s.clients);
+        let exchange = settle::record::Exchange {
+            peer: at.peer,
+            transport: at.transport,
+            request: at.bytes,
+            reply: &s.out,
+            started: at.started,
+        };
+        let stats = router.stats.get(usize::from(o.zone)).map(|s| &**s);
+        settle::record::record(&o, stats, router.tap(o.zone).map(|t| &**t), &exchange);
     }
 
     /// The full path: check, route, answer, encode.
@@ -309,7 +288,7 @@ impl Handler {
         if out.is_empty() {
             return Full::Nothing;
         }
-        Full::Reply(outcome(answer, truncated, query.as_ref(), edns))
+        Full::Reply(reply::Summary::of(answer, truncated, query.as_ref(), edns))
     }
 
     /// A checked query: written straight from the snapshot where the
@@ -334,7 +313,12 @@ impl Handler {
             router.write_direct(&req, admitted.allowed, at.transport, answer, &mut scratch.out)
         {
             admitted.credit();
-            return Err(Full::Reply(outcome(answer, truncated, Some(&req.query), edns)));
+            return Err(Full::Reply(reply::Summary::of(
+                answer,
+                truncated,
+                Some(&req.query),
+                edns,
+            )));
         }
         answer.clear();
         let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
@@ -394,20 +378,6 @@ impl Handler {
             taps: router.tap(answer.zone).cloned(),
             then,
         });
-    }
-}
-
-/// What the memo and the metrics keep of a reply written for `answer`.
-fn outcome(answer: &Answer, truncated: bool, query: Option<&Query>, edns: Option<ClientEdns>) -> memo::Outcome {
-    memo::Outcome {
-        rcode: answer.rcode,
-        truncated,
-        log: answer.log,
-        zone: answer.zone,
-        plugin: answer.plugin,
-        qtype: query.map_or(u8::MAX, |q| crate::metrics::type_slot(q.query_type())),
-        dnssec_ok: edns.is_some_and(|e| e.dnssec_ok),
-        expansion: answer.expansion,
     }
 }
 

@@ -38,7 +38,8 @@ use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use super::cache::{Cache, Entry, Stamp};
 use super::Forwarding;
-use crate::query::memo::{Key, Outcome};
+use crate::query::memo::Key;
+use crate::query::reply::Summary;
 use crate::query::request::skip_name;
 use crate::query::Answer;
 use crate::store::Map;
@@ -63,7 +64,7 @@ struct Hit {
     seen: u64,
     /// The block's `hosts` reloads, and their count when learned.
     hosts: Option<(Arc<AtomicU64>, u64)>,
-    outcome: Outcome,
+    outcome: Summary,
 }
 
 /// A question's route to the cache, fixed by the config alone (see the
@@ -96,7 +97,7 @@ impl Hits {
         packet: &[u8],
         now: Instant,
         out: &mut Vec<u8>,
-    ) -> Option<Outcome> {
+    ) -> Option<Summary> {
         if self.router != router {
             self.entries.iter_mut().for_each(Map::clear);
             self.router = router;
@@ -145,7 +146,7 @@ impl Hits {
         packet: &[u8],
         answer: &Answer,
         reply: &[u8],
-        outcome: Outcome,
+        outcome: Summary,
         now: Instant,
     ) -> Option<()> {
         let query = question(packet)?;

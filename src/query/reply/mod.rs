@@ -11,7 +11,10 @@ use crate::config::hosts::{LoadbalanceConfig, Net};
 use crate::metrics::{Expansion, Plugin};
 
 pub mod echo;
+pub mod summary;
 pub mod wire;
+
+pub use summary::Summary;
 
 /// A handler's reply, reused across queries by each worker.
 #[derive(Debug, Default)]

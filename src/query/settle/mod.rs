@@ -7,8 +7,13 @@
 //! `dns64` and the `rewrite cname` target, which need a second upstream
 //! question (`forward::Forwarding::complete`).
 //!
+//! Then the served query is told to the metrics, the query log and
+//! `dnstap` by one function for both paths, [`record::record`].
+//!
 //! This module sits above the plugins (it holds their types) and below
 //! the router and the forwarding task, which both use it.
+
+pub mod record;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
