@@ -32,10 +32,9 @@ use std::sync::Arc;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name};
 
-use super::dns64::Dns64;
 use super::reply::Answer;
 use super::rewrite::Revert;
-use super::settle::ChaseKind;
+use super::settle::Left;
 use super::UNHANDLED;
 use crate::metrics::ZoneStats;
 use crate::query::forward::Forwarding;
@@ -80,21 +79,13 @@ pub enum Routed<'a> {
 }
 
 /// A query the router forwards: where to, and what its answer goes
-/// through on the way back (the router's part of the job's
-/// [`super::settle::Continuation`]).
+/// through on the way back.
 pub struct Onward<'a> {
     pub forwarding: &'a Arc<Forwarding>,
     /// `loadbalance` of the block the answer goes back through.
     pub balance: Balance<'a>,
-    /// Another name than the client's goes: `autopath`'s next name of the
-    /// search walk, or a CNAME's target outside; its answer comes back
-    /// under the client's question.
-    pub chase: Option<(Query, ChaseKind)>,
-    /// `dns64` translates the answer (the task asks A as well).
-    pub dns64: Option<Arc<Dns64>>,
-    /// `rewrite` changed the question: the one that goes, and how the
-    /// answer is changed back.
-    pub rewrite: Option<Box<(Query, Revert)>>,
+    /// The chase, `dns64` and `rewrite` left for the answer.
+    pub left: Left,
 }
 
 impl<'a> Onward<'a> {
@@ -103,9 +94,7 @@ impl<'a> Onward<'a> {
         Onward {
             forwarding,
             balance,
-            chase: None,
-            dns64: None,
-            rewrite: None,
+            left: Left::default(),
         }
     }
 }
@@ -287,7 +276,7 @@ impl Router {
         if let Some((q, revert)) = rewritten {
             match &mut routed {
                 Routed::Done => revert.answer(out),
-                Routed::Forward(onward) => onward.rewrite = Some(Box::new((q, revert))),
+                Routed::Forward(onward) => onward.left.rewrite = Some(Box::new((q, revert))),
                 Routed::Drop => {}
             }
         }
