@@ -2,7 +2,7 @@
 //! syntax, so an operator can diff it against the Corefile they wrote.
 //!
 //! Every server block is printed with every directive it holds, in the
-//! order the plugins run ([`ORDER`], CoreDNS's `plugin.cfg`), and every
+//! order the plugins run (`directives::RUN_ORDER`, CoreDNS's `plugin.cfg`), and every
 //! option of each directive with its value, defaults written out. The
 //! process-wide directives (`reload`, `health`, `ready`, `prometheus`,
 //! `nodelocal`, `limits { in_flight }`) are printed in the first block. One
@@ -14,6 +14,7 @@ use std::time::Duration;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::acl::{AclAction, AclRule};
+use super::directives::RUN_ORDER;
 use super::hosts::{HostsConfig, LoadbalanceConfig};
 use super::local::{FileConfig, LogConfig, TcpLimits};
 use super::{Config, Server};
@@ -22,39 +23,6 @@ use sources::{cache, forward, kubernetes};
 
 mod rules;
 mod sources;
-
-/// The order the plugins run in, as CoreDNS's `plugin.cfg` lists them
-/// (clusterdns's own `limits` and `nodelocal` beside `timeouts` and `bind`).
-pub const ORDER: &[&str] = &[
-    "timeouts",
-    "limits",
-    "reload",
-    "bufsize",
-    "bind",
-    "nodelocal",
-    "ready",
-    "health",
-    "prometheus",
-    "errors",
-    "log",
-    "dnstap",
-    "local",
-    "dns64",
-    "any",
-    "chaos",
-    "loadbalance",
-    "rewrite",
-    "autopath",
-    "acl",
-    "cache",
-    "template",
-    "hosts",
-    "k8s_external",
-    "kubernetes",
-    "file",
-    "loop",
-    "forward",
-];
 
 /// Lines of one server block, indented by depth.
 pub(super) struct Block(String);
@@ -123,7 +91,7 @@ impl Display for Config {
             let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
             writeln!(f, "{} {{", keys.join(" "))?;
             let mut b = Block(String::new());
-            for name in ORDER {
+            for name in RUN_ORDER {
                 server_directive(&mut b, name, s, (i == 0).then_some(self));
             }
             f.write_str(&b.0)?;
