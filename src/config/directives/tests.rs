@@ -46,7 +46,7 @@ fn every_name_reaches_its_parser() {
 #[test]
 fn options_flag_decides_the_options_block_error() {
     for spec in DIRECTIVES {
-        let errors = server_block(&format!("{} {{\n    bogus_option 1\n}}", spec.name)).unwrap_err();
+        let errors = server_block(&format!("{} {{\n    bogus_option 1\n}}", spec.name)).expect_err(spec.name);
         let refused = format!("/tmp/Corefile:3:5: {}: takes no options block", spec.name);
         assert_eq!(errors.contains(&refused), !spec.options, "{}: {errors:#?}", spec.name);
     }
@@ -54,7 +54,7 @@ fn options_flag_decides_the_options_block_error() {
 
 #[test]
 fn unknown_and_refused_directives_are_named() {
-    let errors = server_block("frobnicate 1 {\n    x\n}").unwrap_err();
+    let errors = server_block("frobnicate 1 {\n    x\n}").expect_err("frobnicate");
     assert_eq!(
         errors,
         [
@@ -63,7 +63,7 @@ fn unknown_and_refused_directives_are_named() {
           timeouts, limits, dns64, k8s_external, template, rewrite, bufsize, chaos, local, nodelocal, dnstap)"
         ]
     );
-    let errors = server_block("shed").unwrap_err();
+    let errors = server_block("shed").expect_err("shed");
     assert_eq!(errors.len(), 1);
     assert!(
         errors[0].starts_with("/tmp/Corefile:2:1: shed: not supported; "),
