@@ -2,8 +2,9 @@
 //! it takes an options block, and the parser that reads it into the server
 //! block or the process-wide configuration. [`directive`] looks a directive
 //! up here, reports an unknown one naming it, and calls its parser; every
-//! message that lists the supported directives reads [`DIRECTIVES`], and
-//! `clusterdns check` prints them in [`RUN_ORDER`].
+//! message that lists the supported directives reads [`DIRECTIVES`].
+//! `clusterdns check` prints them in the order their plugins run
+//! (`effective::RUN_ORDER`, each with its printer).
 
 use std::path::Path;
 
@@ -235,41 +236,6 @@ pub const REFUSED: &[(&str, &str)] = &[(
      `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see Hardening in the \
      README; remove the directive or write `limits { in_flight N }`",
 )];
-
-/// The order the plugins run in, as CoreDNS's `plugin.cfg` lists them
-/// (clusterdns's own `limits` and `nodelocal` beside `timeouts` and `bind`):
-/// the order `clusterdns check` prints directives in. Every name of
-/// [`DIRECTIVES`] once.
-pub const RUN_ORDER: &[&str] = &[
-    "timeouts",
-    "limits",
-    "reload",
-    "bufsize",
-    "bind",
-    "nodelocal",
-    "ready",
-    "health",
-    "prometheus",
-    "errors",
-    "log",
-    "dnstap",
-    "local",
-    "dns64",
-    "any",
-    "chaos",
-    "loadbalance",
-    "rewrite",
-    "autopath",
-    "acl",
-    "cache",
-    "template",
-    "hosts",
-    "k8s_external",
-    "kubernetes",
-    "file",
-    "loop",
-    "forward",
-];
 
 /// The directive called `name`, if this build implements it.
 pub fn lookup(name: &str) -> Option<&'static Spec> {
