@@ -13,26 +13,18 @@
 //! a forwarded cache miss leaves it: the query becomes a [`defer::Job`]
 //! answered by a task through the socket or connection it came from.
 
-pub mod chaos;
-pub mod cluster;
 pub mod defer;
-pub mod dns64;
 pub mod errors;
 pub mod forward;
-pub mod k8s_external;
-pub mod local;
-pub mod localhost;
 pub mod log;
 pub mod logline;
 pub mod memo;
 pub mod plugins;
 pub mod reply;
 pub mod request;
-pub mod rewrite;
 pub mod route;
 pub mod settle;
 pub mod tcp;
-pub mod template;
 pub mod udp;
 
 use std::net::SocketAddr;

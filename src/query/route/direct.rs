@@ -2,7 +2,7 @@
 //! takes the question has no plugin before `kubernetes` that could take it
 //! and none after that reads or changes the answer's records, the cluster
 //! writes the reply straight from the snapshot
-//! ([`crate::query::cluster::direct`]); `loadbalance` shuffles the
+//! ([`crate::query::plugins::cluster::direct`]); `loadbalance` shuffles the
 //! addresses it writes. Everything else goes the whole way
 //! ([`Router::answer`]).
 
@@ -10,7 +10,7 @@ use hickory_proto::rr::{DNSClass, RecordType};
 
 use super::{Block, Router};
 use crate::metrics::Transport;
-use crate::query::cluster::direct::Direct;
+use crate::query::plugins::cluster::direct::Direct;
 use crate::query::reply::echo::Echo;
 use crate::query::reply::Answer;
 use crate::query::request::{self, edns::ClientEdns, Request};

@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::reply::Answer;
 use crate::config::gotmpl::{Data, Template};
 use crate::config::template::TemplateConfig;
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
 use crate::query::plugins::verdict::Verdict;
+use crate::query::reply::Answer;
 
 /// `coredns_template_*` of one server block: `(family, labels) → count`.
 #[derive(Debug, Default)]

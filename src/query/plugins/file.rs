@@ -12,19 +12,16 @@ use arc_swap::ArcSwap;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::reply::Answer;
 use crate::config::local::FileConfig;
 use crate::query::plugins::verdict::Verdict;
-
-mod hosts;
-pub use hosts::Hosts;
+use crate::query::reply::Answer;
 
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// Polls `path` every `every` and calls `load` when its mtime changes.
-fn watch_file(path: std::path::PathBuf, every: Duration, mut load: impl FnMut() + Send + 'static) {
+pub(super) fn watch_file(path: std::path::PathBuf, every: Duration, mut load: impl FnMut() + Send + 'static) {
     if every.is_zero() {
         return;
     }
