@@ -38,3 +38,4 @@ pub mod query;
 pub mod store;
 pub mod tls;
 pub mod watch;
+pub mod zone;

@@ -119,8 +119,7 @@ fn zone_loads(cfg: &FileConfig, pos: &super::lexer::Pos, errors: &mut Vec<Config
         return;
     };
     let origin = cfg.zones.first().cloned().unwrap_or_else(Name::root);
-    let parser = hickory_proto::serialize::txt::Parser::new(text, Some(cfg.path.clone()), Some(origin));
-    if let Err(e) = parser.parse() {
+    if let Err(e) = crate::zone::parse(&text, Some(&cfg.path), &origin) {
         errors.push(ConfigError::new(
             pos,
             format!("file: {} does not load: {e}", cfg.path.display()),

@@ -1,19 +1,19 @@
 //! Answers from local data: `hosts` (a hosts file plus inline entries,
-//! in `local/hosts.rs`) and `file` (an RFC 1035 zone file, parsed by
-//! hickory-proto's zone parser). Both reload their file when it changes; a file that fails to
+//! in `local/hosts.rs`) and `file` (an RFC 1035 zone file, loaded and
+//! looked up by [`crate::zone`]). Both reload their file when it changes; a file that fails to
 //! load keeps the previous data and logs `FILE: error`.
 
-use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use hickory_proto::op::ResponseCode;
-use hickory_proto::rr::{Name, RData, Record, RecordType};
+use hickory_proto::rr::{Name, RecordType};
 
 use super::reply::Answer;
 use crate::config::local::FileConfig;
+use crate::zone::{Outcome, Zone};
 
 mod hosts;
 pub use hosts::Hosts;
@@ -50,47 +50,10 @@ fn watch_file(path: std::path::PathBuf, every: Duration, mut load: impl FnMut() 
     });
 }
 
-/// One loaded zone: records by (owner, type) and every name that exists
-/// (owners and the empty non-terminals above them).
-struct ZoneData {
-    origin: Name,
-    records: HashMap<(Name, RecordType), Vec<Record>>,
-    names: HashSet<Name>,
-    soa: Option<Record>,
-}
-
-fn load_zone(path: &Path, origin: &Name) -> Result<ZoneData, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let parser = hickory_proto::serialize::txt::Parser::new(text, Some(path.to_path_buf()), Some(origin.clone()));
-    let (origin, sets) = parser.parse().map_err(|e| e.to_string())?;
-    let mut data = ZoneData {
-        origin: origin.to_lowercase(),
-        records: HashMap::new(),
-        names: HashSet::new(),
-        soa: None,
-    };
-    for (key, set) in sets {
-        let owner = Name::from(key.name).to_lowercase();
-        let records: Vec<Record> = set.records_without_rrsigs().cloned().collect();
-        if key.record_type == RecordType::SOA {
-            data.soa = records.first().cloned();
-        }
-        let mut n = owner.clone();
-        while data.origin.zone_of(&n) && data.names.insert(n.clone()) && n != data.origin {
-            n = n.base_name();
-        }
-        data.records.insert((owner, key.record_type), records);
-    }
-    if data.soa.is_none() {
-        return Err(format!("zone {} has no SOA record", data.origin));
-    }
-    Ok(data)
-}
-
 /// The `file` plugin for one zone file.
 pub struct ZoneFile {
     cfg: FileConfig,
-    data: Arc<ArcSwap<Option<ZoneData>>>,
+    data: Arc<ArcSwap<Option<Zone>>>,
 }
 
 impl ZoneFile {
@@ -98,9 +61,9 @@ impl ZoneFile {
         let origin = cfg.zones.first().cloned().unwrap_or_else(Name::root);
         let load = {
             let (path, origin) = (cfg.path.clone(), origin.clone());
-            move || match load_zone(&path, &origin) {
+            move || match crate::zone::parse_file(&path, &origin) {
                 Ok(z) => {
-                    tracing::info!(target: "file", "{}: loaded zone {}", path.display(), z.origin);
+                    tracing::info!(target: "file", "{}: loaded zone {}", path.display(), z.origin());
                     Some(z)
                 }
                 Err(e) => {
@@ -123,49 +86,34 @@ impl ZoneFile {
         self.cfg.zones.iter().any(|z| z.zone_of(qname))
     }
 
+    /// The zone's answer ([`crate::zone::lookup`]) written into `out`; a
+    /// CNAME chain leaving the zone has its target chased by the router.
     pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Local {
         let guard = self.data.load();
         let Some(zone) = guard.as_ref() else {
             out.error(ResponseCode::ServFail);
             return Local::Answered;
         };
-        let mut name = qname.to_lowercase();
-        if !zone.origin.zone_of(&name) {
+        if !zone.origin().zone_of(qname) {
             return Local::Next;
         }
-        // A delegation below the apex: refer.
-        let mut cut = name.clone();
-        while cut != zone.origin && cut.num_labels() > zone.origin.num_labels() {
-            if let Some(ns) = zone.records.get(&(cut.clone(), RecordType::NS)) {
-                out.authority.extend(ns.iter().cloned());
+        let found = zone.lookup(qname, qtype);
+        out.rcode = match found.outcome {
+            Outcome::NameError => ResponseCode::NXDomain,
+            Outcome::NameTooLong => ResponseCode::YXDomain,
+            Outcome::ServerFailure if found.answer.is_empty() => {
+                out.error(ResponseCode::ServFail);
                 return Local::Answered;
             }
-            cut = cut.base_name();
-        }
-        out.authoritative = true;
-        for _ in 0..8 {
-            if let Some(rs) = zone.records.get(&(name.clone(), qtype)) {
-                out.answers.extend(rs.iter().cloned());
-                return Local::Answered;
-            }
-            match zone.records.get(&(name.clone(), RecordType::CNAME)) {
-                Some(c) if qtype != RecordType::CNAME => {
-                    out.answers.extend(c.iter().cloned());
-                    let Some(RData::CNAME(target)) = c.first().map(|r| &r.data) else {
-                        break;
-                    };
-                    name = target.0.to_lowercase();
-                    if !zone.origin.zone_of(&name) {
-                        return Local::Answered; // the client resolves outside names
-                    }
-                }
-                _ => break,
-            }
-        }
-        if !zone.names.contains(&name) {
-            out.rcode = ResponseCode::NXDomain; // also at the end of a CNAME chain
-        }
-        out.authority.extend(zone.soa.iter().cloned());
+            Outcome::ServerFailure => ResponseCode::ServFail,
+            _ => ResponseCode::NoError,
+        };
+        // A referral alone is not authoritative (an alias before it is).
+        out.authoritative = found.outcome != Outcome::Delegation || !found.answer.is_empty();
+        out.answers.extend(found.answer);
+        out.authority.extend(found.authority);
+        out.additional.extend(found.additional);
+        out.outside = found.outside;
         Local::Answered
     }
 }

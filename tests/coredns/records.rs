@@ -170,9 +170,28 @@ pub fn show(r: &Record) -> String {
     let data = match &r.data {
         RData::TXT(t) => t.txt_data.iter().map(|s| quote(s)).collect::<Vec<_>>().join(" "),
         RData::HINFO(h) => format!("{} {}", quote(&h.cpu), quote(&h.os)),
+        RData::Unknown { rdata, .. } if r.record_type() == RecordType::DNAME => wire_name(&rdata.anything),
         other => other.to_string(),
     };
     format!("{} {} {} {} {}", r.name, r.ttl, r.dns_class, r.record_type(), data)
+}
+
+/// A name in uncompressed wire form (a DNAME's data) as text; `?` when it
+/// does not decode.
+fn wire_name(wire: &[u8]) -> String {
+    let mut labels = Vec::new();
+    let mut rest = wire;
+    while let Some((&len, tail)) = rest.split_first() {
+        if len == 0 {
+            return Name::from_labels(labels).map_or("?".into(), |n| n.to_string());
+        }
+        let Some((label, tail)) = tail.split_at_checked(usize::from(len)) else {
+            break;
+        };
+        labels.push(label);
+        rest = tail;
+    }
+    "?".into()
 }
 
 /// The canonical text of an expected record line: parsed and shown again

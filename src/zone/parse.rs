@@ -1,0 +1,240 @@
+//! Reading a zone file into a [`Zone`]. hickory-proto's parser does the
+//! text (directives, parentheses, relative names, TTLs); it has no DNAME,
+//! so the type word of a DNAME record is handed to it as ANAME (a type
+//! whose data is one name too, and which CoreDNS does not know, so no zone
+//! CoreDNS loads holds one) and turned back into a DNAME (type 39, its
+//! target uncompressed as RFC 6672 asks) afterwards. As CoreDNS: owners
+//! are lowercased (SRV owners excepted), as are the targets of NS, CNAME
+//! and MX and the names of the SOA; a zone without a SOA does not load.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use hickory_proto::rr::rdata::{CNAME, MX, NS, NULL};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+use super::Zone;
+
+/// Reads and parses the zone file at `path` for `origin`.
+pub fn parse_file(path: &Path, origin: &Name) -> Result<Zone, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    parse(&text, Some(path), origin)
+}
+
+/// Parses zone-file `text` for `origin` (`path` names it in errors and
+/// anchors `$INCLUDE`).
+pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, String> {
+    if has_type(text, "ANAME") {
+        return Err("ANAME is not a record type CoreDNS knows".into());
+    }
+    let text = dname_as_aname(text).into_owned();
+    let parser = hickory_proto::serialize::txt::Parser::new(text, path.map(Path::to_path_buf), Some(origin.clone()));
+    let (origin, sets) = parser.parse().map_err(|e| e.to_string())?;
+    let origin = origin.to_lowercase();
+    let mut soa = None;
+    let mut apex_ns = Vec::new();
+    let mut nodes: HashMap<Name, super::Node> = HashMap::new();
+    let mut dnames = HashMap::new();
+    for (_, set) in sets {
+        for record in set.records_without_rrsigs() {
+            let r = normal(record.clone());
+            if !origin.zone_of(&r.name) {
+                continue; // never reachable (CoreDNS loads it and never serves it)
+            }
+            let owner = r.name.to_lowercase();
+            match r.record_type() {
+                RecordType::SOA if owner == origin => {
+                    soa.get_or_insert(r);
+                    continue;
+                }
+                RecordType::NS if owner == origin => {
+                    apex_ns.push(r);
+                    continue;
+                }
+                RecordType::DNAME => {
+                    if let Some(target) = dname_target(&r) {
+                        dnames.entry(owner.clone()).or_insert(target);
+                    }
+                }
+                _ => {}
+            }
+            nodes
+                .entry(owner)
+                .or_default()
+                .entry(r.record_type())
+                .or_default()
+                .push(r);
+        }
+    }
+    let soa = soa.ok_or_else(|| format!("zone {origin} has no SOA record"))?;
+    let mut names = HashSet::new();
+    names.insert(origin.clone());
+    for owner in nodes.keys() {
+        let mut n = owner.clone();
+        while n.num_labels() > origin.num_labels() && names.insert(n.clone()) {
+            n = n.base_name();
+        }
+    }
+    Ok(Zone {
+        origin,
+        soa,
+        apex_ns,
+        nodes,
+        dnames,
+        names,
+    })
+}
+
+/// A record as CoreDNS stores it: lowercased owner (not for SRV) and
+/// lowercased names in NS, CNAME, MX and SOA data; an ANAME back to DNAME.
+fn normal(mut r: Record) -> Record {
+    if r.record_type() != RecordType::SRV {
+        r.name = r.name.to_lowercase();
+    }
+    r.data = match r.data {
+        RData::NS(n) => RData::NS(NS(n.0.to_lowercase())),
+        RData::CNAME(c) => RData::CNAME(CNAME(c.0.to_lowercase())),
+        RData::MX(m) => RData::MX(MX::new(m.preference, m.exchange.to_lowercase())),
+        RData::SOA(mut s) => {
+            s.mname = s.mname.to_lowercase();
+            s.rname = s.rname.to_lowercase();
+            RData::SOA(s)
+        }
+        RData::ANAME(a) => dname(&a.0),
+        other => other,
+    };
+    r
+}
+
+/// A DNAME's data: its target in wire form, uncompressed.
+pub(crate) fn dname(target: &Name) -> RData {
+    let mut wire = Vec::with_capacity(target.len() + 1);
+    for label in target.iter() {
+        wire.push(u8::try_from(label.len()).unwrap_or(63));
+        wire.extend_from_slice(label);
+    }
+    wire.push(0);
+    RData::Unknown {
+        code: RecordType::DNAME,
+        rdata: NULL::with(wire),
+    }
+}
+
+/// The target of a DNAME record made by [`dname`].
+pub(crate) fn dname_target(r: &Record) -> Option<Name> {
+    let RData::Unknown { rdata, .. } = &r.data else {
+        return None;
+    };
+    let mut labels = Vec::new();
+    let mut rest = rdata.anything.as_slice();
+    while let Some((&len, tail)) = rest.split_first() {
+        if len == 0 {
+            return Name::from_labels(labels).ok();
+        }
+        let (label, tail) = tail.split_at_checked(usize::from(len))?;
+        labels.push(label);
+        rest = tail;
+    }
+    None
+}
+
+/// Each line's record type word, if the line holds one: the first word
+/// after the owner (when the line starts with one), TTL and class, on a
+/// line not inside parentheses and not a `$` directive. Yields the byte
+/// range of the word.
+fn type_words(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut depth = 0usize;
+    let mut start = 0;
+    text.split_inclusive('\n').filter_map(move |line| {
+        let at = start;
+        start += line.len();
+        let code = line.split(';').next().unwrap_or("");
+        let inside = depth > 0;
+        depth = (depth + code.matches('(').count()).saturating_sub(code.matches(')').count());
+        if inside || line.starts_with('$') {
+            return None;
+        }
+        let mut words = word_ranges(code);
+        if !line.starts_with([' ', '\t']) {
+            words.next()?; // the owner
+        }
+        let word = words.find(|r| {
+            let w = &code[r.clone()];
+            let class = ["IN", "CH", "HS", "CS"].iter().any(|c| w.eq_ignore_ascii_case(c));
+            !class && !w.starts_with(|c: char| c.is_ascii_digit())
+        })?;
+        Some(at + word.start..at + word.end)
+    })
+}
+
+/// The byte ranges of the whitespace-separated words of `s`.
+fn word_ranges(s: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut pos = 0;
+    s.split([' ', '\t', '\r', '\n']).filter_map(move |w| {
+        let r = pos..pos + w.len();
+        pos += w.len() + 1;
+        (!w.is_empty()).then_some(r)
+    })
+}
+
+fn has_type(text: &str, rtype: &str) -> bool {
+    type_words(text).any(|r| text[r].eq_ignore_ascii_case(rtype))
+}
+
+/// `text` with the type word of every DNAME record replaced by ANAME.
+fn dname_as_aname(text: &str) -> Cow<'_, str> {
+    let at: Vec<_> = type_words(text)
+        .filter(|r| text[r.clone()].eq_ignore_ascii_case("DNAME"))
+        .collect();
+    if at.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for r in at {
+        out.push_str(&text[last..r.start]);
+        out.push_str("ANAME");
+        last = r.end;
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ZONE: &str = "$ORIGIN example.org.\n@ 3600 IN SOA ns hostmaster ( 1 2 3\n 4 5 )\n  IN NS ns\nns IN A 192.0.2.1\ndname 300 IN DNAME Other\n\tIN A 192.0.2.2\nWWW IN CNAME Dname\n";
+
+    #[test]
+    fn dname_survives_the_parser_and_names_are_lowercased() {
+        let origin = Name::from_ascii("example.org.").unwrap();
+        let z = parse(ZONE, None, &origin).unwrap();
+        let owner = Name::from_ascii("dname.example.org.").unwrap();
+        let d = z.get(&owner, RecordType::DNAME);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].ttl, 300);
+        let target = dname_target(&d[0]).unwrap();
+        assert_eq!(target, Name::from_ascii("other.example.org.").unwrap());
+        assert_eq!(z.get(&owner, RecordType::A).len(), 1);
+        let www = z.get(&Name::from_ascii("www.example.org.").unwrap(), RecordType::CNAME);
+        assert_eq!(www[0].name.to_ascii(), "www.example.org.");
+        assert_eq!(www[0].data.to_string(), "dname.example.org.");
+    }
+
+    #[test]
+    fn a_name_called_dname_is_not_a_type() {
+        let text = "dname IN A 192.0.2.1\n( x ) IN TXT \"DNAME\"\n";
+        assert_eq!(dname_as_aname(text), text);
+        assert_eq!(dname_as_aname("a 30 in dname b\n"), "a 30 in ANAME b\n");
+    }
+
+    #[test]
+    fn aname_and_missing_soa_are_refused() {
+        let origin = Name::from_ascii("example.org.").unwrap();
+        assert!(parse("@ IN SOA a b 1 2 3 4 5\nx IN ANAME y\n", None, &origin).is_err());
+        let no_soa = parse("x 30 IN A 192.0.2.1\n", None, &origin).unwrap_err();
+        assert!(no_soa.contains("SOA"), "{no_soa}");
+    }
+}
