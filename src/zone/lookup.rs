@@ -7,7 +7,7 @@
 //!    zone cut: a referral (NS in authority, glue in additional, no AA).
 //! 2. QNAME exists: a CNAME is chased (when the question is not for the
 //!    CNAME); the records asked for, else NODATA (the SOA). An empty
-//!    non-terminal is NODATA.
+//!    non-terminal is NOERROR with the SOA too.
 //! 3. QNAME does not exist: below the closest encloser CE, the wildcard
 //!    `*.CE` synthesizes records owned by QNAME (RFC 4592); a wildcard that
 //!    is itself an empty non-terminal is NODATA; else NXDOMAIN.
@@ -103,7 +103,9 @@ impl Zone {
             }
         }
         if !self.owns(qname) {
-            return self.nodata(); // an empty non-terminal
+            // An empty non-terminal: NOERROR with the SOA, which CoreDNS
+            // counts as a success (so `fallthrough` passes it on).
+            return Found::new(Vec::new(), vec![self.soa.clone()], Vec::new(), Outcome::Success);
         }
         let records = |t| self.get(qname, t).to_vec();
         self.answer(records(RecordType::CNAME), records(qtype), qtype, depth)
@@ -188,8 +190,12 @@ impl Zone {
             let apex_only = qtype == RecordType::NS || (qtype == RecordType::SOA && target == self.origin);
             if !self.owns(&target) || apex_only {
                 let again = self.find(&target, qtype, depth + 1);
+                let outcome = match again.outcome {
+                    Outcome::Success if again.answer.is_empty() => Outcome::NoData,
+                    outcome => outcome,
+                };
                 answer.extend(again.answer);
-                let mut found = self.finish(answer, again.outcome);
+                let mut found = self.finish(answer, outcome);
                 found.outside = again.outside;
                 return found;
             }

@@ -3,7 +3,9 @@
 //! so the type word of a DNAME record is handed to it as ANAME (a type
 //! whose data is one name too, and which CoreDNS does not know, so no zone
 //! CoreDNS loads holds one) and turned back into a DNAME (type 39, its
-//! target uncompressed as RFC 6672 asks) afterwards. As CoreDNS: owners
+//! target uncompressed as RFC 6672 asks) afterwards. A signed zone loads
+//! without its DNSSEC records (RRSIG, NSEC, DNSKEY, DS...: clusterdns does
+//! not serve DNSSEC); an NSEC3 zone does not load, as in CoreDNS. As CoreDNS: owners
 //! are lowercased (SRV owners excepted), as are the targets of NS, CNAME
 //! and MX and the names of the SOA; a zone without a SOA does not load.
 
@@ -28,7 +30,10 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     if has_type(text, "ANAME") {
         return Err("ANAME is not a record type CoreDNS knows".into());
     }
-    let text = dname_as_aname(text).into_owned();
+    if has_type(text, "NSEC3") || has_type(text, "NSEC3PARAM") {
+        return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into());
+    }
+    let text = rewrite(text).into_owned();
     let parser = hickory_proto::serialize::txt::Parser::new(text, path.map(Path::to_path_buf), Some(origin.clone()));
     let (origin, sets) = parser.parse().map_err(|e| e.to_string())?;
     let origin = origin.to_lowercase();
@@ -37,17 +42,18 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     let mut nodes: HashMap<Name, super::Node> = HashMap::new();
     let mut dnames = HashMap::new();
     for (_, set) in sets {
-        for record in set.records_without_rrsigs() {
+        for record in set.records_without_rrsigs().filter(|r| !dropped(r)) {
             let r = normal(record.clone());
-            if !origin.zone_of(&r.name) {
+            let owner = r.name.to_lowercase();
+            // As CoreDNS, the zone's SOA is the one in the file (the apex's, if there is one there).
+            if r.record_type() == RecordType::SOA && (owner == origin || soa.is_none()) {
+                soa = Some(r);
+                continue;
+            }
+            if !origin.zone_of(&owner) {
                 continue; // never reachable (CoreDNS loads it and never serves it)
             }
-            let owner = r.name.to_lowercase();
             match r.record_type() {
-                RecordType::SOA if owner == origin => {
-                    soa.get_or_insert(r);
-                    continue;
-                }
                 RecordType::NS if owner == origin => {
                     apex_ns.push(r);
                     continue;
@@ -182,23 +188,41 @@ fn has_type(text: &str, rtype: &str) -> bool {
     type_words(text).any(|r| text[r].eq_ignore_ascii_case(rtype))
 }
 
-/// `text` with the type word of every DNAME record replaced by ANAME.
-fn dname_as_aname(text: &str) -> Cow<'_, str> {
-    let at: Vec<_> = type_words(text)
-        .filter(|r| text[r.clone()].eq_ignore_ascii_case("DNAME"))
-        .collect();
-    if at.is_empty() {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
+/// The types of a signed zone clusterdns does not serve: their records
+/// are read as TXT records holding [`DROPPED`] first and then left out.
+const DNSSEC: [&str; 7] = ["RRSIG", "NSEC", "DNSKEY", "DS", "CDS", "CDNSKEY", "KEY"];
+
+/// The first string of a TXT record that stands for a DNSSEC record.
+const DROPPED: &str = "clusterdns:dnssec-record-dropped";
+
+/// `text` with the type word of every DNAME record replaced by ANAME and
+/// that of every DNSSEC record by `TXT "DROPPED"`.
+fn rewrite(text: &str) -> Cow<'_, str> {
+    let mut out = String::new();
     let mut last = 0;
-    for r in at {
+    for r in type_words(text) {
+        let word = &text[r.clone()];
+        let new = if word.eq_ignore_ascii_case("DNAME") {
+            "ANAME".to_string()
+        } else if DNSSEC.iter().any(|t| word.eq_ignore_ascii_case(t)) {
+            format!("TXT \"{DROPPED}\"")
+        } else {
+            continue;
+        };
         out.push_str(&text[last..r.start]);
-        out.push_str("ANAME");
+        out.push_str(&new);
         last = r.end;
+    }
+    if last == 0 {
+        return Cow::Borrowed(text);
     }
     out.push_str(&text[last..]);
     Cow::Owned(out)
+}
+
+/// Whether `r` stands for a DNSSEC record [`rewrite`] turned into a TXT.
+fn dropped(r: &Record) -> bool {
+    matches!(&r.data, RData::TXT(t) if t.txt_data.first().is_some_and(|s| &**s == DROPPED.as_bytes()))
 }
 
 #[cfg(test)]
@@ -224,16 +248,27 @@ mod tests {
     }
 
     #[test]
+    fn a_signed_zone_loads_without_its_dnssec_records() {
+        let origin = Name::from_ascii("example.org.").unwrap();
+        let text = "$ORIGIN example.org.\n@ 60 IN SOA a b 1 2 3 4 5\n 60 RRSIG SOA 5 2 60 (\n 20170702091734 20170602091734 54282 example.org.\n mr5eQtFs1G+/= )\n 60 NSEC www.example.org. NS SOA RRSIG NSEC\nwww 60 IN A 192.0.2.1\n 60 DS 10056 5 1 EE72CABD\n 60 TXT \"kept\"\n";
+        let z = parse(text, None, &origin).unwrap();
+        let kinds: Vec<RecordType> = z.records().map(Record::record_type).collect();
+        assert_eq!(kinds.len(), 3, "SOA, A, TXT: {kinds:?}");
+        assert!(kinds.contains(&RecordType::TXT) && !kinds.contains(&RecordType::DS));
+    }
+
+    #[test]
     fn a_name_called_dname_is_not_a_type() {
         let text = "dname IN A 192.0.2.1\n( x ) IN TXT \"DNAME\"\n";
-        assert_eq!(dname_as_aname(text), text);
-        assert_eq!(dname_as_aname("a 30 in dname b\n"), "a 30 in ANAME b\n");
+        assert_eq!(rewrite(text), text);
+        assert_eq!(rewrite("a 30 in dname b\n"), "a 30 in ANAME b\n");
     }
 
     #[test]
     fn aname_and_missing_soa_are_refused() {
         let origin = Name::from_ascii("example.org.").unwrap();
         assert!(parse("@ IN SOA a b 1 2 3 4 5\nx IN ANAME y\n", None, &origin).is_err());
+        assert!(parse("@ IN SOA a b 1 2 3 4 5\n@ IN NSEC3PARAM 1 0 0 -\n", None, &origin).is_err());
         let no_soa = parse("x 30 IN A 192.0.2.1\n", None, &origin).unwrap_err();
         assert!(no_soa.contains("SOA"), "{no_soa}");
     }
