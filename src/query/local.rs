@@ -30,8 +30,9 @@ fn watch_file(path: std::path::PathBuf, every: Duration, mut load: impl FnMut() 
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         return;
     };
+    // The time is taken now, not when the task first runs: a change in between counts.
+    let mut seen = modified(&path);
     rt.spawn(async move {
-        let mut seen = modified(&path);
         loop {
             tokio::time::sleep(every).await;
             let now = modified(&path);

@@ -113,3 +113,69 @@ fn load(cfg: &FileConfig, origin: &Name) -> Loaded {
     });
     loaded
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    const ZONE: &str =
+        "$ORIGIN example.org.\n@ 60 IN SOA ns hostmaster SERIAL 7200 3600 1209600 60\nwww 60 IN A ADDRESS\n";
+
+    fn write(path: &std::path::Path, serial: u32, address: &str) {
+        let text = ZONE.replace("SERIAL", &serial.to_string()).replace("ADDRESS", address);
+        std::fs::write(path, text).expect("write zone");
+    }
+
+    fn address(file: &ZoneFile) -> String {
+        let mut out = Answer::default();
+        let www = Name::from_ascii("www.example.org.").expect("name");
+        file.answer(&www, RecordType::A, &mut out);
+        out.answers.first().map(|r| r.data.to_string()).unwrap_or_default()
+    }
+
+    /// Waits (at most 5 s) until `file` answers `want`.
+    async fn until(file: &ZoneFile, want: &str) -> bool {
+        for _ in 0..100 {
+            if address(file) == want {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    fn zone_file(name: &str, by_mtime: bool) -> (std::path::PathBuf, ZoneFile) {
+        let dir = std::env::temp_dir().join(format!("clusterdns-file-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("db");
+        write(&path, 1, "192.0.2.1");
+        let cfg = FileConfig {
+            path: path.clone(),
+            zones: vec![Name::from_ascii("example.org.").expect("name")],
+            reload: Duration::from_millis(20),
+            reload_by_mtime: by_mtime,
+            fallthrough: None,
+        };
+        (path, ZoneFile::new(cfg))
+    }
+
+    #[tokio::test]
+    async fn a_zone_is_reloaded_for_a_new_serial_only() {
+        let (path, file) = zone_file("serial", false);
+        assert_eq!(address(&file), "192.0.2.1");
+        write(&path, 1, "192.0.2.2"); // same serial: kept, as CoreDNS keeps it
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(address(&file), "192.0.2.1");
+        write(&path, 2, "192.0.2.3");
+        assert!(until(&file, "192.0.2.3").await, "a new serial reloads");
+    }
+
+    #[tokio::test]
+    async fn reload_by_mtime_reloads_whatever_the_serial() {
+        let (path, file) = zone_file("mtime", true);
+        write(&path, 1, "192.0.2.2");
+        assert!(until(&file, "192.0.2.2").await, "a changed file reloads");
+    }
+}
