@@ -31,9 +31,11 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use super::cluster::Outcome;
+use super::dns64::Dns64;
 use super::local::Local;
 use super::reply::{self, Answer};
 use super::rewrite::Revert;
+use super::settle::ChaseKind;
 use super::template::Templated;
 use super::UNHANDLED;
 use crate::metrics::{Plugin, ZoneStats};
@@ -43,6 +45,7 @@ mod acl;
 mod block;
 mod chase;
 mod direct;
+mod hit;
 #[cfg(test)]
 mod tests;
 
@@ -71,15 +74,40 @@ pub enum Routed<'a> {
     Done,
     /// `acl` says: no reply at all.
     Drop,
-    /// Not cached: forward it (and shuffle the answer: `loadbalance`).
-    Forward(&'a Arc<Forwarding>, Balance<'a>),
-    /// `autopath` reached the bare name and it must be forwarded (or
-    /// `k8s_external` follows an ingress hostname): the answer to `Query`
-    /// comes back under a CNAME from the client's name.
-    Autopath(&'a Arc<Forwarding>, Balance<'a>, Query),
-    /// An ExternalName's target outside the cluster must be forwarded: its
-    /// answer to `Query` comes back after the CNAME records in `out`.
-    External(&'a Arc<Forwarding>, Balance<'a>, Query),
+    /// Not answered here (not cached): forward it, and do what [`Onward`]
+    /// says to its answer.
+    Forward(Onward<'a>),
+}
+
+/// A query the router forwards: where to, and what its answer goes
+/// through on the way back (the router's part of the job's
+/// [`super::settle::Continuation`]).
+pub struct Onward<'a> {
+    pub forwarding: &'a Arc<Forwarding>,
+    /// `loadbalance` of the block the answer goes back through.
+    pub balance: Balance<'a>,
+    /// Another name than the client's goes: `autopath`'s next name of the
+    /// search walk, or a CNAME's target outside; its answer comes back
+    /// under the client's question.
+    pub chase: Option<(Query, ChaseKind)>,
+    /// `dns64` translates the answer (the task asks A as well).
+    pub dns64: Option<Arc<Dns64>>,
+    /// `rewrite` changed the question: the one that goes, and how the
+    /// answer is changed back.
+    pub rewrite: Option<Box<(Query, Revert)>>,
+}
+
+impl<'a> Onward<'a> {
+    /// To `forwarding`, with nothing to do to the answer but `balance`.
+    pub fn to(forwarding: &'a Arc<Forwarding>, balance: Balance<'a>) -> Onward<'a> {
+        Onward {
+            forwarding,
+            balance,
+            chase: None,
+            dns64: None,
+            rewrite: None,
+        }
+    }
 }
 
 /// The server blocks sharing one listener.
@@ -255,11 +283,12 @@ impl Router {
             (Routed::Done, Some(target)) => self.outside(block, target, asked, asker, out),
             (routed, _) => routed,
         };
-        let routed = super::dns64::after(self, block, asked, asker, routed, out);
+        let mut routed = self.dns64(block, asked, asker, routed, out);
         if let Some((q, revert)) = rewritten {
-            match routed {
+            match &mut routed {
                 Routed::Done => revert.answer(out),
-                _ => out.rewrite = Some(Box::new((q, revert))),
+                Routed::Forward(onward) => onward.rewrite = Some(Box::new((q, revert))),
+                Routed::Drop => {}
             }
         }
         if let Some(lb) = &block.loadbalance {
@@ -395,5 +424,5 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
         out.plugin = Plugin::Cache;
         return Routed::Done;
     }
-    Routed::Forward(fwd, block.loadbalance.as_ref())
+    Routed::Forward(Onward::to(fwd, block.loadbalance.as_ref()))
 }
