@@ -8,7 +8,7 @@
 //! pipeline = command { "|" command }                      -- a command's value is the last
 //! command  = operand { operand } | FUNC { operand }       --   argument of the next one
 //! operand  = "." | field { field } | STRING | RAW | NUMBER | "true" | "false" | "(" pipeline ")"
-//! field    = "." NAME                                      -- .Name .Group.a .Question.Qtype
+//! field    = "." NAME                                      -- .Name .Group.a .Question.Qtype .Var.x
 //! FUNC     = parseInt | index | len | printf | print | println | eq | ne | lt | le | gt | ge
 //!          | and | or | not
 //! ```
@@ -108,6 +108,8 @@ const FIELDS: &[&[&str]] = &[
     &["Question", "Qclass"],
     &["Message", "Question"],
     &["Meta"],
+    &["Var"],
+    &["Var", "*"],
 ];
 
 const KEYWORDS: [&str; 11] = [
@@ -277,7 +279,7 @@ fn operand(t: &str) -> Result<Operand, String> {
             .any(|f| f.len() == parts.len() && f.iter().zip(&parts).all(|(want, got)| *want == "*" || want == got));
         if !known {
             return Err(format!(
-                "field '{t}' is not supported (supported: .Name .Zone .Class .Type .Regex .Remote .Match .Group[.KEY] .Question[.Name|.Qtype|.Qclass] .Message.Question .Meta)"
+                "field '{t}' is not supported (supported: .Name .Zone .Class .Type .Regex .Remote .Match .Group[.KEY] .Question[.Name|.Qtype|.Qclass] .Message.Question .Meta .Var[.NAME])"
             ));
         }
         return Ok(Operand::Field(parts));
