@@ -69,3 +69,32 @@ template IN A {
     ];
     assert_errors(&errors, &want);
 }
+
+#[test]
+fn var_and_expr_errors_point_into_the_expression() {
+    let errors = server_block(
+        r#"template IN A example. {
+    var a 1
+    var b a + 'x'
+    var 1b 2
+    var len 1
+    var a 2
+    expr name() ==
+    expr "incidr(client_ip(), 10)"
+    expr server_ip() == ''
+    var c
+}"#,
+    )
+    .expect_err("invalid");
+    let want = [
+        "/tmp/Corefile:4:15: template: could not compile expression 'a + 'x'': invalid operation: + (mismatched types int and string)",
+        "/tmp/Corefile:5:9: template: invalid variable name \"1b\"",
+        "/tmp/Corefile:6:9: template: variable name \"len\" is reserved",
+        "/tmp/Corefile:7:9: template: variable name \"a\" is reserved or already declared",
+        "/tmp/Corefile:8:19: template: could not compile expression 'name() ==': unexpected end of expression",
+        "/tmp/Corefile:9:11: template: could not compile expression 'incidr(client_ip(), 10)': cannot use int as argument",
+        "/tmp/Corefile:10:10: template: could not compile expression 'server_ip() == '''': server_ip() is not available",
+        "/tmp/Corefile:11:5: 'var' takes at least 2 arguments",
+    ];
+    assert_errors(&errors, &want);
+}
