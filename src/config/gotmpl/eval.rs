@@ -67,7 +67,7 @@ impl fmt::Display for Value {
 }
 
 impl Value {
-    fn truthy(&self) -> bool {
+    pub(super) fn truthy(&self) -> bool {
         match self {
             Value::Str(s) => !s.is_empty(),
             Value::Int(n) => *n != 0,

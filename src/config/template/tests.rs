@@ -45,7 +45,7 @@ template IN BOGUS
 template IN A {
     match "(unclosed"
     answer "{{ .Name"
-    additional "{{ if .Name }}x{{ end }}"
+    additional "{{ range .Match }}x{{ end }}"
     authority "{{ .Bogus }}"
     rcode NOPE
     ederror 70000
@@ -60,7 +60,7 @@ template IN A {
         "/tmp/Corefile:4:13: invalid record type 'BOGUS'",
         "/tmp/Corefile:6:11: could not parse regex '(unclosed'",
         "/tmp/Corefile:7:12: template: could not compile answer template: unclosed action",
-        "/tmp/Corefile:8:16: template: could not compile additional template: 'if' is not supported",
+        "/tmp/Corefile:8:16: template: could not compile additional template: 'range' is not supported",
         "/tmp/Corefile:9:15: template: could not compile authority template: field '.Bogus' is not supported",
         "/tmp/Corefile:10:11: template: unknown rcode 'NOPE'",
         "/tmp/Corefile:11:13: template: '70000' is not an extended DNS error code",
