@@ -233,25 +233,28 @@ mod tests {
 
     #[test]
     fn dname_survives_the_parser_and_names_are_lowercased() {
-        let origin = Name::from_ascii("example.org.").unwrap();
-        let z = parse(ZONE, None, &origin).unwrap();
-        let owner = Name::from_ascii("dname.example.org.").unwrap();
+        let origin = Name::from_ascii("example.org.").expect("test data");
+        let z = parse(ZONE, None, &origin).expect("test data");
+        let owner = Name::from_ascii("dname.example.org.").expect("test data");
         let d = z.get(&owner, RecordType::DNAME);
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].ttl, 300);
-        let target = dname_target(&d[0]).unwrap();
-        assert_eq!(target, Name::from_ascii("other.example.org.").unwrap());
+        let target = dname_target(&d[0]).expect("test data");
+        assert_eq!(target, Name::from_ascii("other.example.org.").expect("test data"));
         assert_eq!(z.get(&owner, RecordType::A).len(), 1);
-        let www = z.get(&Name::from_ascii("www.example.org.").unwrap(), RecordType::CNAME);
+        let www = z.get(
+            &Name::from_ascii("www.example.org.").expect("test data"),
+            RecordType::CNAME,
+        );
         assert_eq!(www[0].name.to_ascii(), "www.example.org.");
         assert_eq!(www[0].data.to_string(), "dname.example.org.");
     }
 
     #[test]
     fn a_signed_zone_loads_without_its_dnssec_records() {
-        let origin = Name::from_ascii("example.org.").unwrap();
+        let origin = Name::from_ascii("example.org.").expect("test data");
         let text = "$ORIGIN example.org.\n@ 60 IN SOA a b 1 2 3 4 5\n 60 RRSIG SOA 5 2 60 (\n 20170702091734 20170602091734 54282 example.org.\n mr5eQtFs1G+/= )\n 60 NSEC www.example.org. NS SOA RRSIG NSEC\nwww 60 IN A 192.0.2.1\n 60 DS 10056 5 1 EE72CABD\n 60 TXT \"kept\"\n";
-        let z = parse(text, None, &origin).unwrap();
+        let z = parse(text, None, &origin).expect("test data");
         let kinds: Vec<RecordType> = z.records().map(Record::record_type).collect();
         assert_eq!(kinds.len(), 3, "SOA, A, TXT: {kinds:?}");
         assert!(kinds.contains(&RecordType::TXT) && !kinds.contains(&RecordType::DS));
@@ -266,10 +269,10 @@ mod tests {
 
     #[test]
     fn aname_and_missing_soa_are_refused() {
-        let origin = Name::from_ascii("example.org.").unwrap();
+        let origin = Name::from_ascii("example.org.").expect("test data");
         assert!(parse("@ IN SOA a b 1 2 3 4 5\nx IN ANAME y\n", None, &origin).is_err());
         assert!(parse("@ IN SOA a b 1 2 3 4 5\n@ IN NSEC3PARAM 1 0 0 -\n", None, &origin).is_err());
-        let no_soa = parse("x 30 IN A 192.0.2.1\n", None, &origin).unwrap_err();
+        let no_soa = parse("x 30 IN A 192.0.2.1\n", None, &origin).expect_err("refused");
         assert!(no_soa.contains("SOA"), "{no_soa}");
     }
 }
