@@ -45,7 +45,6 @@ use reply::wire;
 pub use reply::Answer;
 use request::{Checked, ClientEdns};
 pub use route::{Asker, Block, LoopProbe, Routed, Router};
-use settle::ChaseKind;
 
 /// Per-worker scratch space, reused for every query it handles.
 #[derive(Default)]
@@ -121,7 +120,7 @@ impl Handler {
                 self.metrics.panics.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::error!("panic while answering a query from {peer}; answered SERVFAIL, still serving");
                 *scratch = Scratch::default();
-                servfail(bytes, transport, &mut scratch.out)
+                wire::servfail(bytes, transport, &mut scratch.out)
             }
         }
     }
@@ -360,7 +359,9 @@ impl Handler {
         }
         let answer = &mut scratch.answer;
         let forwarding = onward.forwarding;
-        let (mut request, query, then) = upstream(at.bytes, &req, onward, answer, at.peer, at.transport);
+        let balance = onward.balance.cloned();
+        let (mut request, query, then) =
+            (onward.left).upstream(at.bytes, &req.query, answer, balance, at.peer, at.transport);
         if let Some(cap) = answer.bufsize {
             request::cap_payload(&mut request, cap);
         }
@@ -379,75 +380,6 @@ impl Handler {
             then,
         });
     }
-}
-
-/// What a forwarded query sends upstream, the question it is cached and
-/// coalesced under, and what its answer goes through on the way back: as
-/// is; under the client's question when another name goes (autopath's
-/// next name, a CNAME's outside target: [`settle::Chase`]); mapped back
-/// when `rewrite` changed the question ([`settle::Rewritten`]).
-fn upstream(
-    bytes: &[u8],
-    req: &request::Request,
-    onward: route::Onward<'_>,
-    answer: &mut Answer,
-    peer: SocketAddr,
-    transport: Transport,
-) -> (Vec<u8>, Query, settle::Continuation) {
-    let rewritten = onward.rewrite.map(|r| {
-        let (q, revert) = *r;
-        let rewritten = settle::Rewritten {
-            question: req.query.clone(),
-            revert,
-            request: bytes.to_vec(),
-        };
-        (q, Box::new(rewritten))
-    });
-    let (forwarded, chase) = match onward.chase {
-        None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
-        Some((forwarded, kind)) => {
-            let prefix = match kind {
-                ChaseKind::Autopath => vec![reply::cname(req.query.name(), 5, forwarded.name().clone())],
-                ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
-            };
-            let chase = settle::Chase {
-                asked: req.query.clone(),
-                prefix,
-                kind,
-            };
-            (Some(forwarded), Some(chase))
-        }
-    };
-    let then = settle::Continuation {
-        chase,
-        dns64: onward.dns64,
-        rewrite: rewritten.map(|(_, r)| r),
-        loadbalance: onward.balance.cloned(),
-    };
-    let Some(forwarded) = forwarded else {
-        return (bytes.to_vec(), req.query.clone(), then);
-    };
-    let revert = then.rewrite.as_ref().map(|r| &r.revert);
-    let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, transport);
-    (request, forwarded, then)
-}
-
-/// A SERVFAIL reply to `bytes` in `out`; false when it cannot be answered.
-fn servfail(bytes: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
-    let (meta, query, edns) = match request::check(bytes) {
-        Checked::Drop => return false,
-        Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
-        Checked::Query(req) => (req.meta, Some(req.query), req.edns),
-    };
-    let mut answer = Answer::default();
-    answer.error(ResponseCode::ServFail);
-    let echo = Echo {
-        meta: &meta,
-        query: query.as_ref(),
-        edns,
-    };
-    wire::write_for(out, &echo, &answer, transport);
-    !out.is_empty()
 }
 
 /// In debug builds (the tests' binary) a query for this name panics, to

@@ -90,11 +90,9 @@ impl Router {
                     return Some(Routed::Done);
                 }
                 Routed::Forward(on) => {
-                    let chase = Some((candidate, ChaseKind::Autopath));
-                    return Some(Routed::Forward(Onward {
-                        chase,
-                        ..Onward::to(on.forwarding, on.balance)
-                    }));
+                    let mut onward = Onward::to(on.forwarding, on.balance);
+                    onward.left.chase = Some((candidate, ChaseKind::Autopath));
+                    return Some(Routed::Forward(onward));
                 }
             }
         }
@@ -128,10 +126,11 @@ impl Router {
                 out.deps.union(&found.deps);
                 Routed::Done
             }
-            Routed::Forward(on) => Routed::Forward(Onward {
-                chase: Some((chased, ChaseKind::Target(out.plugin))),
-                ..Onward::to(on.forwarding, block.loadbalance.as_ref())
-            }),
+            Routed::Forward(on) => {
+                let mut onward = Onward::to(on.forwarding, block.loadbalance.as_ref());
+                onward.left.chase = Some((chased, ChaseKind::Target(out.plugin)));
+                Routed::Forward(onward)
+            }
             _ => Routed::Done,
         }
     }
@@ -167,7 +166,7 @@ impl Router {
                 let admission = self.admits(query.name(), u16::from(RecordType::A), asker.client);
                 if admission.allowed {
                     admission.credit();
-                    onward.dns64 = Some(d.clone());
+                    onward.left.dns64 = Some(d.clone());
                 }
                 Routed::Forward(onward)
             }
@@ -176,10 +175,10 @@ impl Router {
                 let asked = Query::query(query.name().clone(), RecordType::A);
                 match self.guarded(block, block, &asked, asker, &mut a) {
                     Routed::Forward(..) if out.denied => Routed::Done, // `acl` denied the AAAA question
-                    Routed::Forward(onward) => {
+                    Routed::Forward(mut onward) => {
                         // A is not known here: the task asks both and translates.
-                        let dns64 = Some(d.clone());
-                        Routed::Forward(Onward { dns64, ..onward })
+                        onward.left.dns64 = Some(d.clone());
+                        Routed::Forward(onward)
                     }
                     _ => {
                         d.synthesize(out, &a);

@@ -15,6 +15,7 @@
 
 pub mod record;
 
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -22,10 +23,10 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::Record;
 
 use super::dns64::Dns64;
-use super::reply::Answer;
-use super::rewrite::Revert;
+use super::reply::{self, Answer};
+use super::rewrite::{self, Revert};
 use crate::config::hosts::LoadbalanceConfig;
-use crate::metrics::{Metrics, Plugin};
+use crate::metrics::{Metrics, Plugin, Transport};
 
 /// What remains to do to a forwarded query's answer.
 #[derive(Debug, Default)]
@@ -39,6 +40,73 @@ pub struct Continuation {
     pub rewrite: Option<Box<Rewritten>>,
     /// `loadbalance` of the block the answer goes back through.
     pub loadbalance: Option<Arc<LoadbalanceConfig>>,
+}
+
+/// What the router leaves for a query it forwards, before it is sent:
+/// [`Left::upstream`] makes the message that goes and the
+/// [`Continuation`] that comes back with the answer.
+#[derive(Debug, Default)]
+pub struct Left {
+    /// Another name than the client's goes: `autopath`'s next name of the
+    /// search walk, or a CNAME's target outside; its answer comes back
+    /// under the client's question.
+    pub chase: Option<(Query, ChaseKind)>,
+    /// `dns64` translates the answer (the task asks A as well).
+    pub dns64: Option<Arc<Dns64>>,
+    /// `rewrite` changed the question: the one that goes, and how the
+    /// answer is changed back.
+    pub rewrite: Option<Box<(Query, Revert)>>,
+}
+
+impl Left {
+    /// What a forwarded query sends upstream, the question it is cached
+    /// and coalesced under, and what its answer goes through on the way
+    /// back: as is; under the client's question when another name goes
+    /// ([`Chase`], whose CNAME records are taken from `answer`); mapped
+    /// back when `rewrite` changed the question ([`Rewritten`]). `bytes`
+    /// and `asked` are the client's message and question.
+    pub fn upstream(
+        self,
+        bytes: &[u8],
+        asked: &Query,
+        answer: &mut Answer,
+        loadbalance: Option<Arc<LoadbalanceConfig>>,
+        peer: SocketAddr,
+        transport: Transport,
+    ) -> (Vec<u8>, Query, Continuation) {
+        let rewritten = self.rewrite.map(|r| {
+            let (q, revert) = *r;
+            let rewritten = Rewritten {
+                question: asked.clone(),
+                revert,
+                request: bytes.to_vec(),
+            };
+            (q, Box::new(rewritten))
+        });
+        let (forwarded, chase) = match self.chase {
+            None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
+            Some((forwarded, kind)) => {
+                let prefix = match kind {
+                    ChaseKind::Autopath => vec![reply::cname(asked.name(), 5, forwarded.name().clone())],
+                    ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
+                };
+                let asked = asked.clone();
+                (Some(forwarded), Some(Chase { asked, prefix, kind }))
+            }
+        };
+        let then = Continuation {
+            chase,
+            dns64: self.dns64,
+            rewrite: rewritten.map(|(_, r)| r),
+            loadbalance,
+        };
+        let Some(forwarded) = forwarded else {
+            return (bytes.to_vec(), asked.clone(), then);
+        };
+        let revert = then.rewrite.as_ref().map(|r| &r.revert);
+        let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, transport);
+        (request, forwarded, then)
+    }
 }
 
 /// What `rewrite` changed in a forwarded question.
