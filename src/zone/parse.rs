@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::path::Path;
 
 use hickory_proto::rr::rdata::{CNAME, MX, NS, NULL};
@@ -95,6 +96,7 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
 /// A record as CoreDNS stores it: lowercased owner (not for SRV) and
 /// lowercased names in NS, CNAME, MX and SOA data; an ANAME back to DNAME.
 fn normal(mut r: Record) -> Record {
+    r.name = undot(r.name);
     if r.record_type() != RecordType::SRV {
         r.name = r.name.to_lowercase();
     }
@@ -149,7 +151,12 @@ pub(crate) fn dname_target(r: &Record) -> Option<Name> {
 /// after the owner (when the line starts with one), TTL and class, on a
 /// line not inside parentheses and not a `$` directive. Yields the byte
 /// range of the word.
-fn type_words(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+fn type_words(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    record_words(text).filter_map(|(_, rtype)| rtype)
+}
+
+/// Each record line's owner word (when the line starts with one) and type word.
+fn record_words(text: &str) -> impl Iterator<Item = (Option<Range<usize>>, Option<Range<usize>>)> + '_ {
     let mut depth = 0usize;
     let mut start = 0;
     text.split_inclusive('\n').filter_map(move |line| {
@@ -161,16 +168,19 @@ fn type_words(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
         if inside || line.starts_with('$') {
             return None;
         }
+        let shift = |r: Range<usize>| at + r.start..at + r.end;
         let mut words = word_ranges(code);
-        if !line.starts_with([' ', '\t']) {
-            words.next()?; // the owner
-        }
-        let word = words.find(|r| {
+        let owner = if line.starts_with([' ', '\t']) {
+            None
+        } else {
+            Some(shift(words.next()?))
+        };
+        let rtype = words.find(|r| {
             let w = &code[r.clone()];
             let class = ["IN", "CH", "HS", "CS"].iter().any(|c| w.eq_ignore_ascii_case(c));
             !class && !w.starts_with(|c: char| c.is_ascii_digit())
-        })?;
-        Some(at + word.start..at + word.end)
+        });
+        Some((owner, rtype.map(shift)))
     })
 }
 
@@ -198,26 +208,61 @@ const DROPPED: &str = "clusterdns:dnssec-record-dropped";
 /// `text` with the type word of every DNAME record replaced by ANAME and
 /// that of every DNSSEC record by `TXT "DROPPED"`.
 fn rewrite(text: &str) -> Cow<'_, str> {
-    let mut out = String::new();
-    let mut last = 0;
-    for r in type_words(text) {
+    let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+    for (owner, rtype) in record_words(text) {
+        if let Some(r) = owner {
+            let word = &text[r.clone()];
+            if word.contains("\\046") || word.contains("\\.") {
+                edits.push((r, word.replace("\\046", DOT).replace("\\.", DOT)));
+            }
+        }
+        let Some(r) = rtype else { continue };
         let word = &text[r.clone()];
-        let new = if word.eq_ignore_ascii_case("DNAME") {
-            "ANAME".to_string()
+        if word.eq_ignore_ascii_case("DNAME") {
+            edits.push((r, "ANAME".to_string()));
         } else if DNSSEC.iter().any(|t| word.eq_ignore_ascii_case(t)) {
-            format!("TXT \"{DROPPED}\"")
-        } else {
-            continue;
-        };
+            edits.push((r, format!("TXT \"{DROPPED}\"")));
+        }
+    }
+    if edits.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (r, new) in edits {
         out.push_str(&text[last..r.start]);
         out.push_str(&new);
         last = r.end;
     }
-    if last == 0 {
-        return Cow::Borrowed(text);
-    }
     out.push_str(&text[last..]);
     Cow::Owned(out)
+}
+
+/// Stands for an escaped dot (`\046`, `\.`) inside an owner's label, which
+/// hickory-proto's parser refuses; put back by [`undot`] after parsing.
+const DOT: &str = "zq0clusterdnsdot0qz";
+
+/// `name` with [`DOT`] inside its labels made a dot again.
+fn undot(name: Name) -> Name {
+    let dot = DOT.as_bytes();
+    if !name
+        .iter()
+        .any(|l| l.windows(dot.len()).any(|w| w.eq_ignore_ascii_case(dot)))
+    {
+        return name;
+    }
+    let labels: Vec<Vec<u8>> = name
+        .iter()
+        .map(|l| {
+            String::from_utf8_lossy(l)
+                .replace(DOT, ".")
+                .replace(&DOT.to_uppercase(), ".")
+                .into_bytes()
+        })
+        .collect();
+    let mut fixed = Name::from_labels(labels).unwrap_or(name.clone());
+    fixed.set_fqdn(name.is_fqdn());
+    fixed
 }
 
 /// Whether `r` stands for a DNSSEC record [`rewrite`] turned into a TXT.
@@ -258,6 +303,19 @@ mod tests {
         let kinds: Vec<RecordType> = z.records().map(Record::record_type).collect();
         assert_eq!(kinds.len(), 3, "SOA, A, TXT: {kinds:?}");
         assert!(kinds.contains(&RecordType::TXT) && !kinds.contains(&RecordType::DS));
+    }
+
+    #[test]
+    fn an_escaped_dot_in_an_owner_label_is_kept() {
+        let origin = Name::from_ascii("campus.edu.").expect("test data");
+        let text = "@ 500 IN SOA ns1.outside.edu. root.campus.edu. 8 6048 4000 2419200 6048\nhas\\046dot 500 IN A 192.0.2.2\nb\\.c 500 IN A 192.0.2.3\n";
+        let z = parse(text, None, &origin).expect("test data");
+        for (label, addr) in [(&b"has.dot"[..], "192.0.2.2"), (b"b.c", "192.0.2.3")] {
+            let name = Name::from_labels([label, b"campus", b"edu"]).expect("test data");
+            let a = z.get(&name, RecordType::A);
+            assert_eq!(a.len(), 1, "{name}");
+            assert_eq!(a[0].data.to_string(), addr);
+        }
     }
 
     #[test]
