@@ -47,6 +47,10 @@ impl ZoneFile {
             out.error(ResponseCode::ServFail);
             return Local::Answered;
         };
+        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
+            out.error(ResponseCode::Refused); // as CoreDNS's file without `transfer`
+            return Local::Answered;
+        }
         let found = zone.lookup(qname, qtype);
         let nothing = found.answer.is_empty() && matches!(found.outcome, Outcome::NameError | Outcome::Success);
         if nothing && self.cfg.falls_through(qname) {
@@ -170,6 +174,24 @@ mod tests {
         assert_eq!(address(&file), "192.0.2.1");
         write(&path, 2, "192.0.2.3");
         assert!(until(&file, "192.0.2.3").await, "a new serial reloads");
+    }
+
+    #[tokio::test]
+    async fn a_transfer_is_refused_and_names_are_answered() {
+        let (_, file) = zone_file("axfr", false);
+        let apex = Name::from_ascii("example.org.").expect("name");
+        for (qtype, rcode) in [
+            (RecordType::AXFR, ResponseCode::Refused),
+            (RecordType::IXFR, ResponseCode::Refused),
+            (RecordType::SOA, ResponseCode::NoError),
+        ] {
+            let mut out = Answer::default();
+            assert_eq!(file.answer(&apex, qtype, &mut out), Local::Answered);
+            assert_eq!(out.rcode, rcode, "{qtype}");
+        }
+        let mut out = Answer::default();
+        let other = Name::from_ascii("example.com.").expect("name");
+        assert_eq!(file.answer(&other, RecordType::A, &mut out), Local::Next);
     }
 
     #[tokio::test]
