@@ -11,13 +11,6 @@ mod hosts;
 pub use file::ZoneFile;
 pub use hosts::Hosts;
 
-/// Whether a plugin answered or passes the query on.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Local {
-    Answered,
-    Next,
-}
-
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }

@@ -25,6 +25,7 @@ pub mod localhost;
 pub mod log;
 pub mod logline;
 pub mod memo;
+pub mod plugins;
 pub mod reply;
 pub mod request;
 pub mod rewrite;

@@ -11,8 +11,9 @@ use arc_swap::ArcSwap;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use super::{watch_file, Local};
+use super::watch_file;
 use crate::config::local::FileConfig;
+use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use crate::zone::{Outcome, Zone};
 
@@ -37,31 +38,31 @@ impl ZoneFile {
     }
 
     /// The zone's answer written into `out`; a CNAME chain leaving the
-    /// zone has its target chased by the router.
-    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Local {
+    /// zone is [`Verdict::Chase`]: the router looks its target up.
+    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
         let Some(slot) = self.zone_for(qname) else {
-            return Local::Next;
+            return Verdict::Next;
         };
         let guard = slot.load();
         let Some(zone) = guard.as_ref() else {
             out.error(ResponseCode::ServFail);
-            return Local::Answered;
+            return Verdict::Answered;
         };
         if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
             out.error(ResponseCode::Refused); // as CoreDNS's file without `transfer`
-            return Local::Answered;
+            return Verdict::Answered;
         }
         let found = zone.lookup(qname, qtype);
         let nothing = found.answer.is_empty() && matches!(found.outcome, Outcome::NameError | Outcome::Success);
         if nothing && self.cfg.falls_through(qname) {
-            return Local::Next;
+            return Verdict::Next;
         }
         out.rcode = match found.outcome {
             Outcome::NameError => ResponseCode::NXDomain,
             Outcome::NameTooLong => ResponseCode::YXDomain,
             Outcome::ServerFailure if found.answer.is_empty() => {
                 out.error(ResponseCode::ServFail);
-                return Local::Answered;
+                return Verdict::Answered;
             }
             Outcome::ServerFailure => ResponseCode::ServFail,
             _ => ResponseCode::NoError,
@@ -71,8 +72,7 @@ impl ZoneFile {
         out.answers.extend(found.answer);
         out.authority.extend(found.authority);
         out.additional.extend(found.additional);
-        out.outside = found.outside;
-        Local::Answered
+        found.outside.map_or(Verdict::Answered, Verdict::Chase)
     }
 
     /// The zone of the longest origin holding `qname`.
@@ -186,12 +186,12 @@ mod tests {
             (RecordType::SOA, ResponseCode::NoError),
         ] {
             let mut out = Answer::default();
-            assert_eq!(file.answer(&apex, qtype, &mut out), Local::Answered);
+            assert_eq!(file.answer(&apex, qtype, &mut out), Verdict::Answered);
             assert_eq!(out.rcode, rcode, "{qtype}");
         }
         let mut out = Answer::default();
         let other = Name::from_ascii("example.com.").expect("name");
-        assert_eq!(file.answer(&other, RecordType::A, &mut out), Local::Next);
+        assert_eq!(file.answer(&other, RecordType::A, &mut out), Verdict::Next);
     }
 
     #[tokio::test]

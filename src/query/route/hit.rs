@@ -13,7 +13,7 @@ use hickory_proto::rr::{Name, RecordType};
 use super::{Block, Router};
 use crate::query::dns64::Dns64;
 use crate::query::forward::hits::HitRoute;
-use crate::query::local::Local;
+use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 
 impl Router {
@@ -60,6 +60,6 @@ fn past_hosts(block: &Block, query: &Query) -> Option<Option<(std::sync::Arc<std
     let Some(hosts) = &block.hosts else { return Some(None) };
     // Counted before the data is read: a reload after this moves it.
     let seen = hosts.reloads().load(Ordering::Acquire);
-    let passed = hosts.answer(query.name(), query.query_type(), &mut Answer::default()) == Local::Next;
+    let passed = hosts.answer(query.name(), query.query_type(), &mut Answer::default()) == Verdict::Next;
     passed.then(|| Some((hosts.reloads().clone(), seen)))
 }

@@ -12,10 +12,8 @@ use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use super::{block, Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
-use crate::query::cluster::Outcome;
-use crate::query::local::Local;
+use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
-use crate::query::template::Templated;
 use crate::query::UNHANDLED;
 
 impl Router {
@@ -47,8 +45,7 @@ impl Router {
 pub(super) fn early<'a>(block: &Block, query: &Query, out: &mut Answer) -> Option<Routed<'a>> {
     let (qname, qtype, qclass) = (query.name(), query.query_type(), query.query_class());
     if let Some(local) = &block.local {
-        if local.answer(qname, qtype, qclass, out) == Local::Answered {
-            out.plugin = Plugin::Local;
+        if took(local.answer(qname, qtype, qclass, out), Plugin::Local, out) {
             return Some(Routed::Done);
         }
     }
@@ -56,11 +53,7 @@ pub(super) fn early<'a>(block: &Block, query: &Query, out: &mut Answer) -> Optio
         return Some(Routed::Done);
     }
     let chaos = block.chaos.as_ref().filter(|_| qclass != DNSClass::IN)?;
-    if chaos.answer(qname, qtype, qclass, out) == Local::Answered {
-        out.plugin = Plugin::Chaos;
-        return Some(Routed::Done);
-    }
-    None
+    took(chaos.answer(qname, qtype, qclass, out), Plugin::Chaos, out).then_some(Routed::Done)
 }
 
 /// `any`: RFC 8482's minimal answer to an ANY question; true when written.
@@ -79,33 +72,25 @@ fn template(block: &Block, query: &Query, client: IpAddr, out: &mut Answer) -> b
     let Some(templates) = &block.templates else {
         return false;
     };
-    match templates.answer(query, client, out) {
-        Templated::Next => return false,
-        Templated::Answered => {}
-        Templated::Chase(target) => out.outside = Some(target),
-    }
-    out.plugin = Plugin::Template;
-    true
+    took(templates.answer(query, client, out), Plugin::Template, out)
 }
 
 /// The block's own data in order: `hosts`, `k8s_external`, `file`; true
 /// when one answered.
 fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
     if let Some(hosts) = &block.hosts {
-        if hosts.answer(qname, qtype, out) == Local::Answered {
-            out.plugin = Plugin::Hosts;
+        if took(hosts.answer(qname, qtype, out), Plugin::Hosts, out) {
             return true;
         }
     }
     if let (Some(ext), Some(cluster)) = (&block.k8s_external, &block.cluster) {
-        if ext.answer(qname, qtype, &cluster.store, out) == Some(Outcome::Answered) {
-            (out.plugin, out.memoizable) = (Plugin::K8sExternal, true);
+        if took(ext.answer(qname, qtype, &cluster.store, out), Plugin::K8sExternal, out) {
+            out.memoizable = true;
             return true;
         }
     }
     for file in block.files.iter().filter(|f| f.serves(qname)) {
-        if file.answer(qname, qtype, out) == Local::Answered {
-            out.plugin = Plugin::File;
+        if took(file.answer(qname, qtype, out), Plugin::File, out) {
             return true;
         }
     }
@@ -121,14 +106,26 @@ fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) 
     let Some(zone) = cluster.zone_for(qname) else {
         return false;
     };
-    if cluster.answer(qname, qtype, zone, out) != Outcome::Answered {
+    if !took(cluster.answer(qname, qtype, zone, out), Plugin::Kubernetes, out) {
         return false;
     }
     if out.rcode == ResponseCode::NXDomain {
         out.expansion = cluster.expansion(qname, zone, &mut out.deps);
     }
-    out.plugin = Plugin::Kubernetes;
     out.memoizable = true;
+    true
+}
+
+/// Whether a plugin's `verdict` settled the query, naming `plugin` as the
+/// answer's writer; a chase leaves the CNAME's target for the router's
+/// settle step to look up.
+fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
+    match verdict {
+        Verdict::Next => return false,
+        Verdict::Answered => {}
+        Verdict::Chase(target) => out.outside = Some(target),
+    }
+    out.plugin = plugin;
     true
 }
 
