@@ -190,14 +190,18 @@ fn a_zone_file_answers_authoritatively() {
 
 /// A zone with a wildcard, a delegation with glue and a DNAME, as dig and
 /// kdig print the answers (RFC 4592, RFC 1034 4.3.2, RFC 6672).
-const ZONE: &str = "$ORIGIN zone.test.\n$TTL 300\n@ IN SOA ns hostmaster 1 7200 3600 1209600 300\n  IN NS ns\nns IN A 192.0.2.1\n*.apps IN A 192.0.2.10\nsub IN NS ns.sub\nns.sub IN A 192.0.2.53\nold IN DNAME new\nweb.new IN A 192.0.2.80\nmail IN MX 10 ns\n";
+const ZONE: &str = "$ORIGIN zone.test.\n$TTL 300\n@ IN SOA ns hostmaster 1 7200 3600 1209600 300\n  IN NS ns\nns IN A 192.0.2.1\n*.apps IN A 192.0.2.10\nsub IN NS ns.sub\nns.sub IN A 192.0.2.53\nold IN DNAME new\nweb.new IN A 192.0.2.80\nmail IN MX 10 ns\next IN CNAME www.example.net.\n";
 
 #[test]
 fn dig_and_kdig_see_wildcards_referrals_with_glue_and_dname() {
     let dir = temp_dir("zone-dig");
     std::fs::write(dir.join("zone.db"), ZONE).expect("write");
-    let text = "zone.test:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file zone.db\n}\n";
-    let server = Server::start(&dir, text);
+    let stub = Stub::start();
+    let text = format!(
+        "zone.test:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file zone.db\n}}\n.:0 {{\n    bind 127.0.0.1\n    forward . {}\n}}\n",
+        stub.addr
+    );
+    let server = Server::start(&dir, &text);
     let apex_ns = vec!["zone.test. 300 IN NS ns.zone.test.".to_string()];
     for cmd in ["dig", "kdig"] {
         let wild = dig_with(cmd, &server, &["any-name.apps.zone.test.", "A"]);
@@ -243,6 +247,13 @@ fn dig_and_kdig_see_wildcards_referrals_with_glue_and_dname() {
 
         let mx = dig_with(cmd, &server, &["mail.zone.test.", "MX"]);
         assert_eq!(mx.additional, ["ns.zone.test. 300 IN A 192.0.2.1"], "{}", mx.text);
+        // a CNAME leaving the zone: its target is asked of the server's own blocks (here forwarded)
+        let ext = dig_with(cmd, &server, &["ext.zone.test.", "A"]);
+        let want = [
+            "ext.zone.test. 300 IN CNAME www.example.net.",
+            "www.example.net. 60 IN A 192.0.2.1",
+        ];
+        assert_eq!(ext.answers, want, "{}", ext.text);
         let gone = dig_with(cmd, &server, &["a.b.apps.zone.test.", "A"]);
         assert_eq!(
             gone.answers.len(),
