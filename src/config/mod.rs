@@ -16,6 +16,7 @@ pub mod dns64;
 pub mod dnstap;
 pub mod effective;
 pub mod errors;
+pub mod expr;
 pub mod forward;
 pub mod forward_tls;
 pub mod forward_to;

@@ -198,7 +198,10 @@ fn loadbalance(b: &mut Block, lb: &LoadbalanceConfig) {
 
 fn file(b: &mut Block, z: &FileConfig) {
     let head = with(&format!("file {}", z.path.display()), &names(&z.zones));
-    b.directive(head, &[format!("reload {}", duration(z.reload))]);
+    let mut options = vec![format!("reload {}", duration(z.reload))];
+    options.extend(z.reload_by_mtime.then(|| "reload_by_mtime".to_string()));
+    options.extend(z.fallthrough.as_ref().map(|f| with("fallthrough", &names(f))));
+    b.directive(head, &options);
 }
 
 #[cfg(test)]

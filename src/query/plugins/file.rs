@@ -1,162 +1,203 @@
-//! Answers from local data: `hosts` (a hosts file plus inline entries,
-//! in `local/hosts.rs`) and `file` (an RFC 1035 zone file, parsed by
-//! hickory-proto's zone parser). Both reload their file when it changes; a file that fails to
-//! load keeps the previous data and logs `FILE: error`.
+//! The `file` plugin: one zone file loaded for each of its origins
+//! ([`crate::zone`] parses and looks up), looked at every `reload` and
+//! replaced when its SOA serial changed (with `reload_by_mtime`, whenever
+//! the file changed). A zone that does not load answers SERVFAIL; a reload
+//! that fails keeps the zone it had. With `fallthrough`, a name the zone
+//! does not have goes on to the next plugin, as in CoreDNS.
 
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use hickory_proto::op::ResponseCode;
-use hickory_proto::rr::{Name, RData, Record, RecordType};
+use hickory_proto::rr::{Name, RecordType};
 
+use super::watched::watch_file;
 use crate::config::local::FileConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
+use crate::zone::{Outcome, Zone};
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// Polls `path` every `every` and calls `load` when its mtime changes.
-pub(super) fn watch_file(path: std::path::PathBuf, every: Duration, mut load: impl FnMut() + Send + 'static) {
-    if every.is_zero() {
-        return;
-    }
-    let Ok(rt) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    rt.spawn(async move {
-        let mut seen = modified(&path);
-        loop {
-            tokio::time::sleep(every).await;
-            let now = modified(&path);
-            if now != seen {
-                seen = now;
-                load();
-            }
-        }
-    });
-}
-
-/// One loaded zone: records by (owner, type) and every name that exists
-/// (owners and the empty non-terminals above them).
-struct ZoneData {
-    origin: Name,
-    records: HashMap<(Name, RecordType), Vec<Record>>,
-    names: HashSet<Name>,
-    soa: Option<Record>,
-}
-
-fn load_zone(path: &Path, origin: &Name) -> Result<ZoneData, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let parser = hickory_proto::serialize::txt::Parser::new(text, Some(path.to_path_buf()), Some(origin.clone()));
-    let (origin, sets) = parser.parse().map_err(|e| e.to_string())?;
-    let mut data = ZoneData {
-        origin: origin.to_lowercase(),
-        records: HashMap::new(),
-        names: HashSet::new(),
-        soa: None,
-    };
-    for (key, set) in sets {
-        let owner = Name::from(key.name).to_lowercase();
-        let records: Vec<Record> = set.records_without_rrsigs().cloned().collect();
-        if key.record_type == RecordType::SOA {
-            data.soa = records.first().cloned();
-        }
-        let mut n = owner.clone();
-        while data.origin.zone_of(&n) && data.names.insert(n.clone()) && n != data.origin {
-            n = n.base_name();
-        }
-        data.records.insert((owner, key.record_type), records);
-    }
-    if data.soa.is_none() {
-        return Err(format!("zone {} has no SOA record", data.origin));
-    }
-    Ok(data)
-}
+/// The zone loaded for one origin (`None`: it never loaded).
+type Loaded = Arc<ArcSwap<Option<Zone>>>;
 
 /// The `file` plugin for one zone file.
 pub struct ZoneFile {
     cfg: FileConfig,
-    data: Arc<ArcSwap<Option<ZoneData>>>,
+    /// One per origin of `cfg.zones`, in its order.
+    zones: Vec<Loaded>,
 }
 
 impl ZoneFile {
     pub fn new(cfg: FileConfig) -> ZoneFile {
-        let origin = cfg.zones.first().cloned().unwrap_or_else(Name::root);
-        let load = {
-            let (path, origin) = (cfg.path.clone(), origin.clone());
-            move || match load_zone(&path, &origin) {
-                Ok(z) => {
-                    tracing::info!(target: "file", "{}: loaded zone {}", path.display(), z.origin);
-                    Some(z)
-                }
-                Err(e) => {
-                    tracing::error!(target: "file", "{}: {e}", path.display());
-                    None
-                }
-            }
-        };
-        let data = Arc::new(ArcSwap::from_pointee(load()));
-        let d = data.clone();
-        watch_file(cfg.path.clone(), cfg.reload, move || {
-            if let Some(z) = load() {
-                d.store(Arc::new(Some(z)));
-            }
-        });
-        ZoneFile { cfg, data }
+        let zones = cfg.zones.iter().map(|origin| load(&cfg, origin)).collect();
+        ZoneFile { cfg, zones }
     }
 
     pub fn serves(&self, qname: &Name) -> bool {
         self.cfg.zones.iter().any(|z| z.zone_of(qname))
     }
 
+    /// The zone's answer written into `out`; a CNAME chain leaving the
+    /// zone is [`Verdict::Chase`]: the router looks its target up.
     pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
-        let guard = self.data.load();
+        let Some(slot) = self.zone_for(qname) else {
+            return Verdict::Next;
+        };
+        let guard = slot.load();
         let Some(zone) = guard.as_ref() else {
             out.error(ResponseCode::ServFail);
             return Verdict::Answered;
         };
-        let mut name = qname.to_lowercase();
-        if !zone.origin.zone_of(&name) {
+        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
+            out.error(ResponseCode::Refused); // as CoreDNS's file without `transfer`
+            return Verdict::Answered;
+        }
+        let found = zone.lookup(qname, qtype);
+        let nothing = found.answer.is_empty() && matches!(found.outcome, Outcome::NameError | Outcome::Success);
+        if nothing && self.cfg.falls_through(qname) {
             return Verdict::Next;
         }
-        // A delegation below the apex: refer.
-        let mut cut = name.clone();
-        while cut != zone.origin && cut.num_labels() > zone.origin.num_labels() {
-            if let Some(ns) = zone.records.get(&(cut.clone(), RecordType::NS)) {
-                out.authority.extend(ns.iter().cloned());
+        out.rcode = match found.outcome {
+            Outcome::NameError => ResponseCode::NXDomain,
+            Outcome::NameTooLong => ResponseCode::YXDomain,
+            Outcome::ServerFailure if found.answer.is_empty() => {
+                out.error(ResponseCode::ServFail);
                 return Verdict::Answered;
             }
-            cut = cut.base_name();
-        }
-        out.authoritative = true;
-        for _ in 0..8 {
-            if let Some(rs) = zone.records.get(&(name.clone(), qtype)) {
-                out.answers.extend(rs.iter().cloned());
-                return Verdict::Answered;
+            Outcome::ServerFailure => ResponseCode::ServFail,
+            _ => ResponseCode::NoError,
+        };
+        // A referral alone is not authoritative (an alias before it is).
+        out.authoritative = found.outcome != Outcome::Delegation || !found.answer.is_empty();
+        out.answers.extend(found.answer);
+        out.authority.extend(found.authority);
+        out.additional.extend(found.additional);
+        found.outside.map_or(Verdict::Answered, Verdict::Chase)
+    }
+
+    /// The zone of the longest origin holding `qname`.
+    fn zone_for(&self, qname: &Name) -> Option<&Loaded> {
+        self.cfg
+            .zones
+            .iter()
+            .zip(&self.zones)
+            .filter(|(origin, _)| origin.zone_of(qname))
+            .max_by_key(|(origin, _)| origin.num_labels())
+            .map(|(_, zone)| zone)
+    }
+}
+
+/// Loads the file for `origin` now, and again when it changes.
+fn load(cfg: &FileConfig, origin: &Name) -> Loaded {
+    let read = {
+        let (path, origin) = (cfg.path.clone(), origin.clone());
+        move || match crate::zone::parse_file(&path, &origin) {
+            Ok(z) => Some(z),
+            Err(e) => {
+                tracing::error!(target: "file", "{}: {e}", path.display());
+                None
             }
-            match zone.records.get(&(name.clone(), RecordType::CNAME)) {
-                Some(c) if qtype != RecordType::CNAME => {
-                    out.answers.extend(c.iter().cloned());
-                    let Some(RData::CNAME(target)) = c.first().map(|r| &r.data) else {
-                        break;
-                    };
-                    name = target.0.to_lowercase();
-                    if !zone.origin.zone_of(&name) {
-                        return Verdict::Answered; // the client resolves outside names
-                    }
-                }
-                _ => break,
+        }
+    };
+    let first = read();
+    if let Some(z) = &first {
+        tracing::info!(target: "file", "{}: loaded zone {}", cfg.path.display(), z.origin());
+    }
+    let loaded = Arc::new(ArcSwap::from_pointee(first));
+    let (slot, by_mtime, path) = (loaded.clone(), cfg.reload_by_mtime, cfg.path.clone());
+    watch_file(cfg.path.clone(), cfg.reload, move || {
+        let Some(z) = read() else {
+            return;
+        };
+        let serial = slot.load().as_ref().as_ref().map(Zone::serial);
+        if by_mtime || serial != Some(z.serial()) {
+            tracing::info!(target: "file", "{}: reloaded zone {} (serial {})", path.display(), z.origin(), z.serial());
+            slot.store(Arc::new(Some(z)));
+        }
+    });
+    loaded
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    const ZONE: &str =
+        "$ORIGIN example.org.\n@ 60 IN SOA ns hostmaster SERIAL 7200 3600 1209600 60\nwww 60 IN A ADDRESS\n";
+
+    fn write(path: &std::path::Path, serial: u32, address: &str) {
+        let text = ZONE.replace("SERIAL", &serial.to_string()).replace("ADDRESS", address);
+        std::fs::write(path, text).expect("write zone");
+    }
+
+    fn address(file: &ZoneFile) -> String {
+        let mut out = Answer::default();
+        let www = Name::from_ascii("www.example.org.").expect("name");
+        file.answer(&www, RecordType::A, &mut out);
+        out.answers.first().map(|r| r.data.to_string()).unwrap_or_default()
+    }
+
+    /// Waits (at most 5 s) until `file` answers `want`.
+    async fn until(file: &ZoneFile, want: &str) -> bool {
+        for _ in 0..100 {
+            if address(file) == want {
+                return true;
             }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        if !zone.names.contains(&name) {
-            out.rcode = ResponseCode::NXDomain; // also at the end of a CNAME chain
+        false
+    }
+
+    fn zone_file(name: &str, by_mtime: bool) -> (std::path::PathBuf, ZoneFile) {
+        let dir = std::env::temp_dir().join(format!("clusterdns-file-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("db");
+        write(&path, 1, "192.0.2.1");
+        let cfg = FileConfig {
+            path: path.clone(),
+            zones: vec![Name::from_ascii("example.org.").expect("name")],
+            reload: Duration::from_millis(20),
+            reload_by_mtime: by_mtime,
+            fallthrough: None,
+        };
+        (path, ZoneFile::new(cfg))
+    }
+
+    #[tokio::test]
+    async fn a_zone_is_reloaded_for_a_new_serial_only() {
+        let (path, file) = zone_file("serial", false);
+        assert_eq!(address(&file), "192.0.2.1");
+        write(&path, 1, "192.0.2.2"); // same serial: kept, as CoreDNS keeps it
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(address(&file), "192.0.2.1");
+        write(&path, 2, "192.0.2.3");
+        assert!(until(&file, "192.0.2.3").await, "a new serial reloads");
+    }
+
+    #[tokio::test]
+    async fn a_transfer_is_refused_and_names_are_answered() {
+        let (_, file) = zone_file("axfr", false);
+        let apex = Name::from_ascii("example.org.").expect("name");
+        for (qtype, rcode) in [
+            (RecordType::AXFR, ResponseCode::Refused),
+            (RecordType::IXFR, ResponseCode::Refused),
+            (RecordType::SOA, ResponseCode::NoError),
+        ] {
+            let mut out = Answer::default();
+            assert_eq!(file.answer(&apex, qtype, &mut out), Verdict::Answered);
+            assert_eq!(out.rcode, rcode, "{qtype}");
         }
-        out.authority.extend(zone.soa.iter().cloned());
-        Verdict::Answered
+        let mut out = Answer::default();
+        let other = Name::from_ascii("example.com.").expect("name");
+        assert_eq!(file.answer(&other, RecordType::A, &mut out), Verdict::Next);
+    }
+
+    #[tokio::test]
+    async fn reload_by_mtime_reloads_whatever_the_serial() {
+        let (path, file) = zone_file("mtime", true);
+        write(&path, 1, "192.0.2.2");
+        assert!(until(&file, "192.0.2.2").await, "a changed file reloads");
     }
 }

@@ -20,7 +20,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::PTR;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::file::watch_file;
+use super::watched::watch_file;
 use crate::config::hosts::HostsConfig;
 use crate::query::plugins::cluster::reverse;
 use crate::query::plugins::verdict::Verdict;

@@ -13,3 +13,4 @@ pub mod local;
 pub mod rewrite;
 pub mod template;
 pub mod verdict;
+pub mod watched;

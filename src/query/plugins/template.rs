@@ -7,6 +7,8 @@
 //! | zone holds it, class or type differ                    | next template     |
 //! | no regex matches, `fallthrough` covers the name        | next template     |
 //! | no regex matches, no `fallthrough`                     | SERVFAIL          |
+//! | an `expr` is false: as no regex matching               | next template / SERVFAIL |
+//! | a `var` or `expr` fails to run                         | SERVFAIL          |
 //! | a regex matches, `rcode SERVFAIL`                      | SERVFAIL          |
 //! | a regex matches                                        | rendered records, rcode, AA |
 //! | a rendered A/AAAA answer is a CNAME                    | its target is looked up too |
@@ -27,6 +29,7 @@ use crate::config::template::TemplateConfig;
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
+use conditions::Judged;
 
 /// `coredns_template_*` of one server block: `(family, labels) → count`.
 #[derive(Debug, Default)]
@@ -158,7 +161,7 @@ impl Templates {
                 .unwrap_or(qtype)
                 .to_string();
             let zone = zone.to_ascii();
-            let data = Data {
+            let mut data = Data {
                 zone: &zone,
                 name: &name,
                 class: &class,
@@ -168,8 +171,21 @@ impl Templates {
                 groups: group_map(&groups),
                 remote: client.to_string(),
                 question: (&name, u16::from(qtype), u16::from(qclass)),
+                vars: Vec::new(),
             };
-            return self.render(t, &data, query, out);
+            let judged = conditions::judge(t, query, client, &mut data);
+            out.memoizable &= !conditions::uses_client(t);
+            match judged {
+                Judged::Match => {}
+                Judged::NoMatch if falls_through(t, &lower) => continue,
+                Judged::NoMatch | Judged::Failed => {
+                    out.error(ResponseCode::ServFail);
+                    return Verdict::Answered;
+                }
+            }
+            let verdict = self.render(t, &data, query, out);
+            out.memoizable &= !conditions::uses_client(t);
+            return verdict;
         }
         Verdict::Next
     }
@@ -275,5 +291,6 @@ pub fn parse_rr(text: &str) -> Result<Record, String> {
         .ok_or_else(|| format!("no record in {text:?}"))
 }
 
+mod conditions;
 #[cfg(test)]
 mod tests;
