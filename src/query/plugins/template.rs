@@ -150,16 +150,7 @@ impl Templates {
                 out.error(ResponseCode::ServFail);
                 return Verdict::Answered;
             };
-            let class = t
-                .class
-                .filter(|_| qclass == hickory_proto::rr::DNSClass::ANY)
-                .unwrap_or(qclass)
-                .to_string();
-            let qtype_name = t
-                .qtype
-                .filter(|_| qtype == RecordType::ANY)
-                .unwrap_or(qtype)
-                .to_string();
+            let (class, qtype_name) = shown(t, query);
             let zone = zone.to_ascii();
             let mut data = Data {
                 zone: &zone,
@@ -292,5 +283,17 @@ pub fn parse_rr(text: &str) -> Result<Record, String> {
 }
 
 mod conditions;
+/// The class and type a template's answers name: the template's own for
+/// an ANY question, else the question's.
+fn shown(t: &TemplateConfig, query: &Query) -> (String, String) {
+    let (qclass, qtype) = (query.query_class(), query.query_type());
+    let class = t
+        .class
+        .filter(|_| qclass == hickory_proto::rr::DNSClass::ANY)
+        .unwrap_or(qclass);
+    let qtype = t.qtype.filter(|_| qtype == RecordType::ANY).unwrap_or(qtype);
+    (class.to_string(), qtype.to_string())
+}
+
 #[cfg(test)]
 mod tests;
