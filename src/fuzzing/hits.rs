@@ -1,4 +1,4 @@
-//! Cache hits replayed as bytes ([`crate::query::forward::hits`]) against
+//! Cache hits replayed as bytes ([`crate::query::replay::hits`]) against
 //! the full path's answer from the same cache entry, on any bytes: a
 //! block forwarding everything with a `cache`, an upstream answer put in
 //! the cache for the input's question (its shape and size chosen by the

@@ -5,7 +5,7 @@
 //!  (sockets)    (header rules)    (zone)                          (snapshot)  (flags, EDNS, TC, rcode)
 //!                                   └──► forward: cache hit ─────────────────► reply::wire
 //!                                          miss ─► defer::Job ─► task ─► upstream ─► defer::deliver
-//!  request ─► memo / forward::hits replay (an earlier reply's bytes, patched) ──► reply::wire
+//!  request ─► replay: memo / hits (an earlier reply's bytes, patched) ──► reply::wire
 //! ```
 //!
 //! Start reading at [`Handler::handle`]: one synchronous call per query,
@@ -18,8 +18,8 @@ pub mod errors;
 pub mod forward;
 pub mod log;
 pub mod logline;
-pub mod memo;
 pub mod plugins;
+pub mod replay;
 pub mod reply;
 pub mod request;
 pub mod route;
@@ -44,10 +44,10 @@ pub use route::{Asker, Block, LoopProbe, Routed, Router};
 pub struct Scratch {
     pub answer: Answer,
     pub out: Vec<u8>,
-    memo: memo::Memo,
+    memo: replay::memo::Memo,
     key: Vec<u8>,
-    /// Cache hits replayed as bytes ([`forward::hits`]).
-    hits: forward::hits::Hits,
+    /// Cache hits replayed as bytes ([`replay::hits`]).
+    hits: replay::hits::Hits,
     /// Client addresses → `clusterdns_client_requests_total` series.
     clients: crate::metrics::ClientSlots,
 }
@@ -122,7 +122,7 @@ impl Handler {
     /// `scratch.out`. Returns false when nothing is to be sent now (the
     /// packet is dropped, or a task answers it later through `sink`).
     /// Plain repeated questions are replayed from the memo, and repeated
-    /// cache hits from [`forward::hits`] (learned from the full path's
+    /// cache hits from [`replay::hits`] (learned from the full path's
     /// reply, so their route is skipped too). `started` is
     /// when the query arrived (its batch's clock read, less the time the
     /// kernel queued it): request durations count from there.
@@ -141,7 +141,7 @@ impl Handler {
         let admitted = wire.map(|w| router.admits(route::WireName(w.name(bytes)), w.qtype, peer.ip()));
         let memo_key = match &wire {
             Some(wire) if admitted.is_some_and(|a| a.allowed) => {
-                memo::Key::of(bytes, wire, transport, &mut scratch.key)
+                replay::memo::Key::of(bytes, wire, transport, &mut scratch.key)
             }
             _ => None,
         };
@@ -204,8 +204,8 @@ impl Handler {
         &self,
         router: &Router,
         at: &Arrival<'_>,
-        key: &memo::Key,
-        view: &memo::View<'_>,
+        key: &replay::memo::Key,
+        view: &replay::memo::View<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
     ) -> Option<reply::Summary> {

@@ -137,10 +137,10 @@ impl Router {
     /// of the stores' generations (it changes whenever any store
     /// publishes), and the store when there is exactly one (whose change
     /// table then keeps entries a publish did not touch).
-    pub fn memo_view(&self) -> super::memo::View<'_> {
+    pub fn memo_view(&self) -> super::replay::memo::View<'_> {
         let mut stores = self.blocks.iter().filter_map(|b| b.cluster.as_ref()).map(|c| &*c.store);
         let first = stores.next();
-        let mut view = super::memo::View {
+        let mut view = super::replay::memo::View {
             epoch: self.epoch,
             generation: first.map_or(0, |s| s.generation()),
             store: first,

@@ -24,7 +24,6 @@ mod doh;
 mod dot;
 pub mod encrypted;
 mod flight;
-pub mod hits;
 mod render;
 pub mod upstream;
 
@@ -191,7 +190,7 @@ impl Forwarding {
     }
 
     /// Refreshes a cache entry in the background (nobody waits).
-    fn refresh(
+    pub(crate) fn refresh(
         self: &Arc<Self>,
         query: Query,
         dnssec_ok: bool,

@@ -1,6 +1,6 @@
 //! Which questions have a route to the `cache` that the config alone
 //! fixes, so that a worker may replay the cache's answer as bytes next
-//! time without routing (`forward::hits`): a block with no `rewrite` or
+//! time without routing (`replay::hits`): a block with no `rewrite` or
 //! `template`, a name outside its `kubernetes`, `k8s_external` and `file`
 //! zones (those change with the store), not AAAA under `dns64`, not ANY
 //! or the loop probe's HINFO, and past `hosts` with its data as loaded now.
@@ -11,13 +11,13 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::{Block, Router};
-use crate::query::forward::hits::HitRoute;
 use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::verdict::Verdict;
+use crate::query::replay::hits::HitRoute;
 use crate::query::reply::Answer;
 
 impl Router {
-    /// What the entries of `forward::hits` are learned under: the config
+    /// What the entries of `replay::hits` are learned under: the config
     /// epoch and this router's address (a reload makes another).
     pub fn hits_id(&self) -> (u64, usize) {
         (self.epoch, std::ptr::from_ref(self) as usize)

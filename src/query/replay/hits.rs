@@ -2,7 +2,7 @@
 //! `Record` clone, no encode.
 //!
 //! The first time a worker answers a question from the `cache` (the full
-//! path: decode, route, [`super::cache::Cache::fill`], `finish`), it keeps
+//! path: decode, route, [`crate::query::forward::cache::Cache::fill`], `finish`), it keeps
 //! the reply it wrote, the offsets of its TTLs, and the shared cache entry it
 //! came from, under the memo's key of the question (name without case,
 //! type, EDNS state and size limit) and the CD bit (the cache keys on it).
@@ -36,9 +36,9 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::RecordType;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
-use super::cache::{Cache, Entry, Stamp};
-use super::Forwarding;
-use crate::query::memo::Key;
+use crate::query::forward::cache::{Cache, Entry, Stamp};
+use crate::query::forward::Forwarding;
+use crate::query::replay::memo::Key;
 use crate::query::reply::Summary;
 use crate::query::request::edns::skip_name;
 use crate::query::Answer;

@@ -18,13 +18,13 @@
 //! one). A config reload empties the memo; the bytes live in one ring
 //! ([`arena`]), so eviction frees nothing.
 
-use super::reply::Summary;
+use crate::query::reply::Summary;
 
 use std::sync::atomic::Ordering;
 
-use super::request::edns::udp_limit;
-use super::request::{self, Wire};
 use crate::metrics::Transport;
+use crate::query::request::edns::udp_limit;
+use crate::query::request::{self, Wire};
 use crate::store::{Deps, Store};
 use arena::Arena;
 
@@ -192,7 +192,7 @@ impl Memo {
     }
 
     /// Remembers `reply` (which echoes the question, as every reply of
-    /// [`super::reply::wire`] does) for `key`, built at `view`'s generation and
+    /// [`crate::query::reply::wire`] does) for `key`, built at `view`'s generation and
     /// depending on `deps` in its store: at once while the memo is less
     /// than half full, else if the same question was answered recently
     /// before.
