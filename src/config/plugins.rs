@@ -40,6 +40,7 @@ pub const SUPPORTED: &[&str] = &[
     "local",
     "nodelocal",
     "dnstap",
+    "transfer",
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.
@@ -69,6 +70,7 @@ const WITH_OPTIONS: &[&str] = &[
     "nodelocal",
     "loadbalance",
     "dnstap",
+    "transfer",
 ];
 
 /// Builds one server block, recording process-wide listeners in `config`.
@@ -123,6 +125,7 @@ pub fn server(
         chaos: None,
         local: None,
         dnstap: Vec::new(),
+        transfers: Vec::new(),
     };
     let had_nodelocal = config.nodelocal.is_some();
     for d in &block.directives {
@@ -143,6 +146,7 @@ pub fn server(
             ));
         }
     }
+    super::transfer::check(&server.transfers, server.kubernetes.as_ref(), errors);
     if let Some(e) = server.k8s_external.as_ref().filter(|_| server.kubernetes.is_none()) {
         errors.push(ConfigError::new(
             &e.pos,
@@ -213,6 +217,7 @@ fn directive(d: &Directive, server: &mut Server, dir: &Path, config: &mut Config
         "bufsize" => server.bufsize = chaos::bufsize(d, errors).or(server.bufsize),
         "chaos" => server.chaos = Some(chaos::chaos(d)),
         "dnstap" => server.dnstap.extend(super::dnstap::parse(d, errors)),
+        "transfer" => server.transfers.push(super::transfer::parse(d, &server.zones, errors)),
         "local" => server.local = Some(chaos::local(d, errors)),
         "timeouts" => local::timeouts(d, &mut server.tcp, errors),
         "limits" => local::limits(d, &mut server.tcp, &mut config.in_flight, errors),

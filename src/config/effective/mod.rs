@@ -48,6 +48,7 @@ pub const ORDER: &[&str] = &[
     "acl",
     "cache",
     "template",
+    "transfer",
     "hosts",
     "k8s_external",
     "kubernetes",
@@ -220,6 +221,7 @@ fn server_directive(b: &mut Block, name: &str, s: &Server, global: Option<&Confi
         "acl" => acl(b, &s.acl),
         "cache" => s.cache.iter().for_each(|c| cache(b, c)),
         "template" => s.templates.iter().for_each(|t| template(b, t)),
+        "transfer" => s.transfers.iter().for_each(|t| transfer(b, t)),
         "hosts" => s.hosts.iter().for_each(|h| hosts(b, h)),
         "k8s_external" => s.k8s_external.iter().for_each(|e| {
             let mut options = vec![format!("apex {}", e.apex), format!("ttl {}", e.ttl)];
@@ -321,6 +323,21 @@ fn hosts(b: &mut Block, h: &HostsConfig) {
     options.extend(h.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
     options.extend(h.fallthrough_unsupported.then(|| "fallthrough_unsupported".to_string()));
     b.directive(with("hosts", format!("{file} {}", names(&h.zones)).trim()), &options);
+}
+
+fn transfer(b: &mut Block, t: &crate::config::transfer::TransferConfig) {
+    use crate::config::transfer::To;
+    let to: Vec<String> = t
+        .to
+        .iter()
+        .map(|to| match to {
+            To::Any => "*".to_string(),
+            To::Addr(a) => a.to_string(),
+        })
+        .collect();
+    let mut options = vec![format!("to {}", to.join(" "))];
+    options.extend(t.source.map(|s| format!("source {s}")));
+    b.directive(with("transfer", &names(&t.zones)), &options);
 }
 
 fn loadbalance(b: &mut Block, lb: &LoadbalanceConfig) {
