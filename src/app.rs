@@ -28,6 +28,7 @@ use crate::query::local::{Hosts, ZoneFile};
 use crate::query::localhost::LocalNames;
 use crate::query::rewrite::Rewrite;
 use crate::query::template::Templates;
+use crate::query::transfer::Transfer;
 use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
 use crate::store::Store;
 use crate::watch;
@@ -351,6 +352,10 @@ impl Runtime {
             Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
         });
         built.live.acl.extend(acl_stats.clone());
+        let transfer = cluster
+            .as_ref()
+            .and_then(|c| Transfer::start(&server.transfers, c, server_label(server)));
+        built.live.transfers.extend(transfer.as_ref().map(|t| t.stats.clone()));
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
             built.probes.push((key.clone(), p.clone(), zone.clone()));
@@ -378,6 +383,7 @@ impl Runtime {
             bufsize: server.bufsize,
             chaos: server.chaos.clone().map(Chaos::new),
             local: server.local.map(LocalNames::new),
+            transfer,
         }
     }
 

@@ -31,6 +31,7 @@ pub mod rewrite;
 pub mod route;
 pub mod tcp;
 pub mod template;
+pub mod transfer;
 pub mod udp;
 
 use std::net::SocketAddr;

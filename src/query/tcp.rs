@@ -334,6 +334,11 @@ async fn answer_all(
     let mut out = Vec::new();
     while let Some(len) = whole_frame(&inbox[at..]).filter(|_| *left > 0) {
         *left -= 1;
+        let frame = &inbox[at + 2..at + 2 + len];
+        if super::transfer::asks(frame) && transfer(handler, frame, peer, conn, tx, &mut out).await? {
+            at += 2 + len;
+            continue;
+        }
         // Back-pressure: with the pipeline full, read no more until a
         // forwarded query of this connection is answered.
         if conn.slots.available_permits() == 0 {
@@ -359,6 +364,27 @@ async fn answer_all(
         return Err(conn.reason());
     }
     Ok(at)
+}
+
+/// A zone transfer request: the replies before it go first, then the
+/// transfer's messages ([`super::transfer`]); false when no `transfer`
+/// takes it (it is answered as any query).
+async fn transfer(
+    handler: &Handler,
+    frame: &[u8],
+    peer: SocketAddr,
+    conn: &Conn,
+    tx: &mpsc::Sender<Vec<u8>>,
+    out: &mut Vec<u8>,
+) -> Result<bool, TcpClose> {
+    if !out.is_empty() && tx.send(std::mem::take(out)).await.is_err() {
+        return Err(conn.reason());
+    }
+    tokio::select! {
+        biased;
+        _ = conn.close.notified() => Err(conn.reason()),
+        served = super::transfer::serve(handler.router.load_full(), frame, peer, tx) => Ok(served),
+    }
 }
 
 /// Writes replies as they come, batching those already queued; a batch

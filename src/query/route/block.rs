@@ -74,6 +74,8 @@ pub struct Block {
     pub chaos: Option<Chaos>,
     /// `local`: localhost and the loopback reverse zones.
     pub local: Option<LocalNames>,
+    /// `transfer`: AXFR of the cluster zones (served from `tcp.rs`).
+    pub transfer: Option<Arc<crate::query::transfer::Transfer>>,
 }
 
 impl Block {
@@ -100,6 +102,7 @@ impl Block {
             bufsize: None,
             chaos: None,
             local: None,
+            transfer: None,
         }
     }
 }
