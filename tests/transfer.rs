@@ -78,7 +78,9 @@ impl Transfer {
 /// the transfer ends (its closing SOA, or a message that is not NOERROR).
 fn transfer_from(server: SocketAddr, from: IpAddr, request: &Message) -> Transfer {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
-    socket.bind(&SocketAddr::new(from, 0).into()).expect("bind the client address");
+    socket
+        .bind(&SocketAddr::new(from, 0).into())
+        .expect("bind the client address");
     socket
         .connect_timeout(&server.into(), Duration::from_secs(2))
         .expect("connect");
@@ -119,7 +121,11 @@ fn request(zone: &str, qtype: RecordType, held: Option<u32>) -> Message {
 }
 
 fn axfr(server: &Server, zone: &str) -> Transfer {
-    transfer_from(server.dns, [127, 0, 0, 1].into(), &request(zone, RecordType::AXFR, None))
+    transfer_from(
+        server.dns,
+        [127, 0, 0, 1].into(),
+        &request(zone, RecordType::AXFR, None),
+    )
 }
 
 fn snapshot_server(tag: &str, to: &str) -> Server {
@@ -173,14 +179,25 @@ fn the_zones_transfer_record_by_record_as_queries_answer_them() {
         let t = axfr(&server, zone);
         let records = t.records();
         let soa = tcp(server.dns, zone, RecordType::SOA).answers.remove(0).to_string();
-        assert_eq!(records.first().map(|r| r.to_string()), Some(soa.clone()), "{zone}: SOA first, as queries answer it");
+        assert_eq!(
+            records.first().map(|r| r.to_string()),
+            Some(soa.clone()),
+            "{zone}: SOA first, as queries answer it"
+        );
         assert_eq!(records.last().map(|r| r.to_string()), Some(soa), "{zone}: and last");
-        assert_eq!(records[1].to_string(), format!("{zone} 5 IN NS ns.dns.{zone}"), "the apex NS");
+        assert_eq!(
+            records[1].to_string(),
+            format!("{zone} 5 IN NS ns.dns.{zone}"),
+            "the apex NS"
+        );
         let middle = &records[1..records.len() - 1];
         assert!(middle.iter().all(|r| r.record_type() != RecordType::SOA));
         let names = by_name(middle);
         for (name, qtype) in must {
-            assert!(names.contains_key(&(name.to_string(), *qtype)), "{zone}: no {name} {qtype}:\n{names:#?}");
+            assert!(
+                names.contains_key(&(name.to_string(), *qtype)),
+                "{zone}: no {name} {qtype}:\n{names:#?}"
+            );
         }
         for ((name, qtype), mut transferred) in names {
             let reply = tcp(server.dns, &name, qtype);
@@ -198,11 +215,26 @@ fn the_zones_transfer_record_by_record_as_queries_answer_them() {
     // kdig takes the same zone, record for record.
     if let Some(kdig) = needs("transfer kdig", installed("kdig"), "apt-get install knot-dnsutils") {
         let out = Command::new(kdig)
-            .args(["-p", &server.port(), "@127.0.0.1", "AXFR", "cluster.local.", "+noall", "+answer"])
+            .args([
+                "-p",
+                &server.port(),
+                "@127.0.0.1",
+                "AXFR",
+                "cluster.local.",
+                "+noall",
+                "+answer",
+            ])
             .output()
             .expect("run kdig");
-        let lines = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("\tIN\t")).count();
-        assert_eq!(lines, axfr(&server, "cluster.local.").records().len(), "kdig's record count");
+        let lines = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("\tIN\t"))
+            .count();
+        assert_eq!(
+            lines,
+            axfr(&server, "cluster.local.").records().len(),
+            "kdig's record count"
+        );
     }
 }
 
@@ -220,9 +252,17 @@ fn ixfr_refusals_and_udp_follow_coredns() {
     assert_eq!(current.frames.len(), 1);
     assert_eq!(current.records().len(), 1, "IXFR of the current serial: the SOA alone");
     let old = transfer_from(server.dns, local, &request(zone, RecordType::IXFR, Some(serial - 10)));
-    assert_eq!(old.records().len(), full, "IXFR of an older serial: the whole zone, as AXFR");
+    assert_eq!(
+        old.records().len(),
+        full,
+        "IXFR of an older serial: the whole zone, as AXFR"
+    );
     // A client not in `to` (127.0.0.2): REFUSED, nothing of the zone.
-    let refused = transfer_from(server.dns, [127, 0, 0, 2].into(), &request(zone, RecordType::AXFR, None));
+    let refused = transfer_from(
+        server.dns,
+        [127, 0, 0, 2].into(),
+        &request(zone, RecordType::AXFR, None),
+    );
     assert_eq!(refused.frames.len(), 1);
     assert_eq!(rcode_name(&refused.frames[0].1), "REFUSED");
     assert!(refused.records().is_empty());
@@ -234,9 +274,16 @@ fn ixfr_refusals_and_udp_follow_coredns() {
     assert_eq!(rcode_name(&reverse.frames[0].1), "REFUSED");
     let metrics = server.metrics();
     let count = |result: &str| {
-        common::sum_of(&metrics, "clusterdns_transfer_requests_total", &format!("zone=\"cluster.local.\",result=\"{result}\""))
+        common::sum_of(
+            &metrics,
+            "clusterdns_transfer_requests_total",
+            &format!("zone=\"cluster.local.\",result=\"{result}\""),
+        )
     };
-    assert_eq!((count("transferred"), count("current"), count("refused")), (2.0, 1.0, 1.0));
+    assert_eq!(
+        (count("transferred"), count("current"), count("refused")),
+        (2.0, 1.0, 1.0)
+    );
 }
 
 #[test]
@@ -255,7 +302,11 @@ fn a_zone_of_thousands_of_services_is_split_under_64_kib() {
                           "spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}}));
     }
     let file = dir.join("cluster.json");
-    std::fs::write(&file, json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).expect("write");
+    std::fs::write(
+        &file,
+        json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(),
+    )
+    .expect("write");
     let server = Server::start(&dir, &corefile(&format!("snapshot {}", file.display()), "*"));
     let t = axfr(&server, "cluster.local.");
     assert!(t.frames.len() > 3, "{} messages", t.frames.len());
@@ -265,7 +316,10 @@ fn a_zone_of_thousands_of_services_is_split_under_64_kib() {
         assert!(m.metadata.authoritative);
     }
     let records = t.records();
-    let addresses = records.iter().filter(|r| r.record_type() == RecordType::A && r.name.to_string().contains(".big.")).count();
+    let addresses = records
+        .iter()
+        .filter(|r| r.record_type() == RecordType::A && r.name.to_string().contains(".big."))
+        .count();
     assert_eq!(addresses, SERVICES, "every Service's A record");
     // A, SRV and the named port's SRV per Service; the apex SOA twice, NS,
     // its glue, dns-version; kube-dns's A, SRV and _dns._udp SRV.
@@ -315,8 +369,12 @@ fn named_until(port: u16, name: &str, want: &[&str], limit: Duration) -> Vec<Str
     let server = SocketAddr::from(([127, 0, 0, 1], port));
     let started = Instant::now();
     loop {
-        let reply = udp_raw(server, &common::query(3, name, RecordType::A, None)).and_then(|b| Message::from_vec(&b).ok());
-        let mut got: Vec<String> = reply.iter().flat_map(|m| m.answers.iter().map(|r| r.data.to_string())).collect();
+        let reply =
+            udp_raw(server, &common::query(3, name, RecordType::A, None)).and_then(|b| Message::from_vec(&b).ok());
+        let mut got: Vec<String> = reply
+            .iter()
+            .flat_map(|m| m.answers.iter().map(|r| r.data.to_string()))
+            .collect();
         got.sort();
         if got == want || started.elapsed() > limit {
             return got;
@@ -344,7 +402,10 @@ fn bind_is_a_real_secondary_that_follows_notify() {
     );
     let port = common::free_port();
     let dir = temp_dir("xfer-bind");
-    let server = Server::start(&dir, &corefile(&format!("endpoint {}", api.url()), &format!("127.0.0.1:{port}")));
+    let server = Server::start(
+        &dir,
+        &corefile(&format!("endpoint {}", api.url()), &format!("127.0.0.1:{port}")),
+    );
     let _named = start_named(&named, &dir, port, server.dns);
     let limit = Duration::from_secs(20);
     let loaded = named_until(port, "web.shop.svc.cluster.local.", &["10.96.1.1"], limit);
@@ -358,6 +419,10 @@ fn bind_is_a_real_secondary_that_follows_notify() {
     let followed = named_until(port, "web.shop.svc.cluster.local.", &["10.96.1.2"], limit);
     assert_eq!(followed, ["10.96.1.2"], "named follows the NOTIFY:\n{}", log());
     assert!(log().contains("received notify for zone 'cluster.local'"), "{}", log());
-    let accepted = common::sum_of(&server.metrics(), "clusterdns_transfer_notifies_total", "result=\"accepted\"");
+    let accepted = common::sum_of(
+        &server.metrics(),
+        "clusterdns_transfer_notifies_total",
+        "result=\"accepted\"",
+    );
     assert!(accepted >= 2.0, "NOTIFY counted as accepted: {accepted}");
 }

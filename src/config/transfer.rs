@@ -206,7 +206,10 @@ mod tests {
         let t = transfers("transfer {\n        to 10.0.0.9\n    }").expect("valid");
         assert_eq!(t[0].zones, [Name::root()]);
         assert!(t[0].allows("10.0.0.9".parse().expect("ip")));
-        assert!(t[0].allows("::ffff:10.0.0.9".parse().expect("ip")), "a mapped peer is its IPv4");
+        assert!(
+            t[0].allows("::ffff:10.0.0.9".parse().expect("ip")),
+            "a mapped peer is its IPv4"
+        );
         assert!(!t[0].allows("10.0.0.8".parse().expect("ip")));
     }
 

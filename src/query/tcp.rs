@@ -380,10 +380,15 @@ async fn transfer(
     if !out.is_empty() && tx.send(std::mem::take(out)).await.is_err() {
         return Err(conn.reason());
     }
+    let router = handler.router.load_full();
+    let find = |zone: &hickory_proto::rr::Name| {
+        let (block, slot) = router.block(zone)?;
+        Some((block.transfer.clone()?, router.stats.get(usize::from(slot)).cloned()))
+    };
     tokio::select! {
         biased;
         _ = conn.close.notified() => Err(conn.reason()),
-        served = super::transfer::serve(handler.router.load_full(), frame, peer, tx) => Ok(served),
+        served = super::transfer::serve(frame, peer, tx, find) => Ok(served),
     }
 }
 

@@ -327,14 +327,13 @@ fn hosts(b: &mut Block, h: &HostsConfig) {
 
 fn transfer(b: &mut Block, t: &crate::config::transfer::TransferConfig) {
     use crate::config::transfer::To;
-    let to: Vec<String> = t
-        .to
-        .iter()
-        .map(|to| match to {
-            To::Any => "*".to_string(),
-            To::Addr(a) => a.to_string(),
-        })
-        .collect();
+    let to: Vec<String> =
+        t.to.iter()
+            .map(|to| match to {
+                To::Any => "*".to_string(),
+                To::Addr(a) => a.to_string(),
+            })
+            .collect();
     let mut options = vec![format!("to {}", to.join(" "))];
     options.extend(t.source.map(|s| format!("source {s}")));
     b.directive(with("transfer", &names(&t.zones)), &options);

@@ -26,18 +26,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::{RData, Record, RecordType};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
 use hickory_proto::serialize::binary::BinEncodable;
 use tokio::sync::mpsc;
 
 pub use stats::{render, TransferStats};
 
 use super::cluster::Cluster;
-use super::defer::push_frame;
 use super::reply::Zone;
-use super::Router;
 use crate::config::transfer::{transferred, TransferConfig};
-use crate::metrics::{Plugin, Served, Transport};
+use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use stats::Request;
 
 /// Bytes of records (uncompressed, an upper bound of what they take in
@@ -68,7 +66,12 @@ impl Transfer {
             let covering = transfers
                 .iter()
                 .filter_map(|t| {
-                    let longest = t.zones.iter().filter(|z| z.zone_of(&zone.name)).map(|z| z.num_labels()).max();
+                    let longest = t
+                        .zones
+                        .iter()
+                        .filter(|z| z.zone_of(&zone.name))
+                        .map(|z| z.num_labels())
+                        .max();
                     Some((longest?, t)).filter(|(_, t)| transferred(t, &cluster.cfg).contains(&&zone.name))
                 })
                 .max_by_key(|(n, _)| *n);
@@ -115,10 +118,20 @@ pub fn asks(frame: &[u8]) -> bool {
     false
 }
 
+/// The `transfer` of the block a name falls in, with the `coredns_dns_*`
+/// series of its zone (the caller's router knows them).
+pub type Found = Option<(Arc<Transfer>, Option<Arc<ZoneStats>>)>;
+
 /// Answers the zone transfer request `frame` from `peer`, handing each
 /// framed message to `tx`; false when no `transfer` serves it (the caller
-/// answers it as any other query: REFUSED).
-pub async fn serve(router: Arc<Router>, frame: &[u8], peer: SocketAddr, tx: &mpsc::Sender<Vec<u8>>) -> bool {
+/// answers it as any other query: REFUSED). `find` gives the `transfer`
+/// of the block the zone falls in.
+pub async fn serve(
+    frame: &[u8],
+    peer: SocketAddr,
+    tx: &mpsc::Sender<Vec<u8>>,
+    find: impl FnOnce(&Name) -> Found,
+) -> bool {
     let started = Instant::now();
     let Ok(request) = Message::from_vec(frame) else {
         return false;
@@ -126,13 +139,9 @@ pub async fn serve(router: Arc<Router>, frame: &[u8], peer: SocketAddr, tx: &mps
     let Some(query) = request.queries.first() else {
         return false;
     };
-    let Some((block, slot)) = router.block(query.name()) else {
+    let Some((transfer, stats)) = find(query.name()) else {
         return false;
     };
-    let (Some(transfer), stats) = (block.transfer.clone(), router.stats.get(usize::from(slot)).cloned()) else {
-        return false;
-    };
-    drop(router);
     let Some(i) = transfer.zones.iter().position(|x| &x.zone.name == query.name()) else {
         return false;
     };
@@ -242,7 +251,7 @@ impl Outbox<'_> {
         self.records += records.len();
         m.answers = records;
         let bytes = match m.to_vec() {
-            Ok(b) if b.len() <= usize::from(u16::MAX) => b,
+            Ok(b) if u16::try_from(b.len()).is_ok() => b,
             Ok(b) => {
                 tracing::error!(target: "transfer", "a transfer message of {} bytes does not fit a TCP frame; transfer ended", b.len());
                 return false;
@@ -253,7 +262,8 @@ impl Outbox<'_> {
             }
         };
         let mut framed = Vec::with_capacity(bytes.len() + 2);
-        push_frame(&mut framed, &bytes);
+        framed.extend_from_slice(&u16::try_from(bytes.len()).unwrap_or(u16::MAX).to_be_bytes());
+        framed.extend_from_slice(&bytes);
         self.bytes += bytes.len();
         self.tx.send(framed).await.is_ok()
     }

@@ -66,7 +66,13 @@ async fn run(transfer: Weak<Transfer>) {
 
 /// Logs a failure the first time it happens for `to` (later ones only
 /// at debug), and a success after failures.
-fn report(logged: &mut HashSet<(SocketAddr, String)>, zone: &Name, to: SocketAddr, serial: u32, result: Result<(), String>) {
+fn report(
+    logged: &mut HashSet<(SocketAddr, String)>,
+    zone: &Name,
+    to: SocketAddr,
+    serial: u32,
+    result: Result<(), String>,
+) {
     match result {
         Ok(()) => {
             let before = logged.len();

@@ -76,6 +76,9 @@ pub fn render(all: &[Arc<TransferStats>], s: &mut String) {
 fn line(s: &mut String, name: &str, server: &str, zone: &str, results: &[&str], row: &[AtomicU64]) {
     for (result, n) in results.iter().zip(row) {
         let n = n.load(Relaxed);
-        let _ = writeln!(s, "{name}{{server=\"{server}\",zone=\"{zone}\",result=\"{result}\"}} {n}");
+        let _ = writeln!(
+            s,
+            "{name}{{server=\"{server}\",zone=\"{zone}\",result=\"{result}\"}} {n}"
+        );
     }
 }

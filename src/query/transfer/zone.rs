@@ -190,7 +190,11 @@ fn ports<'p>(names: &mut Vec<(Name, RecordType)>, base: &Name, all: impl Iterato
 }
 
 /// `<host>[.<cluster>].<base>` A/AAAA, once per distinct name.
-fn hosts<'e>(names: &mut Vec<(Name, RecordType)>, base: &Name, endpoints: impl Iterator<Item = (Option<&'e str>, Endpoint<'e>)>) {
+fn hosts<'e>(
+    names: &mut Vec<(Name, RecordType)>,
+    base: &Name,
+    endpoints: impl Iterator<Item = (Option<&'e str>, Endpoint<'e>)>,
+) {
     let mut all: Vec<(Option<&str>, String, IpAddr)> =
         endpoints.map(|(c, e)| (c, e.host().into_owned(), e.addr)).collect();
     all.sort_unstable();
