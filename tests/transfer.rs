@@ -284,6 +284,14 @@ fn ixfr_refusals_and_udp_follow_coredns() {
         (count("transferred"), count("current"), count("refused")),
         (2.0, 1.0, 1.0)
     );
+    let transfers = common::sum_of(&metrics, "coredns_dns_responses_total", "plugin=\"transfer\"");
+    assert_eq!(
+        transfers, 3.0,
+        "the served transfers count in coredns_dns_responses_total"
+    );
+    if let Some(verdict) = common::promtool_check(&metrics, &temp_dir("xfer-metrics").join("metrics.txt")) {
+        verdict.expect("promtool accepts the page with the transfer families");
+    }
 }
 
 #[test]
