@@ -6,7 +6,9 @@
 //! sends NOTIFY for every zone to every `to` address but `*`, at most once
 //! per [`GAP`], so a burst of changes is one NOTIFY of its last serial.
 //! Each NOTIFY is tried [`TRIES`] times, waiting [`WAIT`] for the answer;
-//! a failure is counted, and logged once per secondary and reason.
+//! a failure is counted, and logged once per secondary and reason. A round
+//! ends when every secondary has answered or failed (at most
+//! `TRIES × WAIT`), so a dead secondary delays the next round that long.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
