@@ -294,6 +294,38 @@ fn ixfr_refusals_and_udp_follow_coredns() {
     }
 }
 
+/// `acl` judges a transfer request before `transfer` does (CoreDNS's
+/// plugin order; its README restricts transfers this way).
+#[test]
+fn acl_judges_transfer_requests_first() {
+    let dir = temp_dir("xfer-acl");
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    acl cluster.local {{\n        allow type AXFR net 127.0.0.1/32\n        block type AXFR IXFR net *\n    }}\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n    transfer {{\n        to *\n    }}\n}}\n",
+        common::demo_cluster().display()
+    );
+    let server = Server::start(&dir, &text);
+    let allowed = transfer_from(
+        server.dns,
+        [127, 0, 0, 1].into(),
+        &request("cluster.local.", RecordType::AXFR, None),
+    );
+    assert!(allowed.records().len() > 10, "127.0.0.1 may transfer");
+    for from in [[127, 0, 0, 2], [127, 0, 0, 1]] {
+        let qtype = if from[3] == 2 {
+            RecordType::AXFR
+        } else {
+            RecordType::IXFR
+        };
+        let denied = transfer_from(server.dns, from.into(), &request("cluster.local.", qtype, Some(1)));
+        assert_eq!(
+            rcode_name(&denied.frames[0].1),
+            "REFUSED",
+            "{from:?} {qtype}: blocked by the acl"
+        );
+        assert!(denied.records().is_empty());
+    }
+}
+
 #[test]
 fn a_zone_of_thousands_of_services_is_split_under_64_kib() {
     let dir = temp_dir("xfer-big");

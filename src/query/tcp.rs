@@ -381,9 +381,14 @@ async fn transfer(
         return Err(conn.reason());
     }
     let router = handler.router.load_full();
-    let find = |zone: &hickory_proto::rr::Name| {
-        let (block, slot) = router.block(zone)?;
-        Some((block.transfer.clone()?, router.stats.get(usize::from(slot)).cloned()))
+    let find = |zone: &hickory_proto::rr::Name, qtype: hickory_proto::rr::RecordType| {
+        // `acl` first, as in CoreDNS's order: a denied request takes the
+        // query path, which answers it as the acl says.
+        let admitted = router.admits(zone, u16::from(qtype), peer.ip());
+        let (block, slot) = router.block(zone).filter(|_| admitted.allowed)?;
+        let transfer = block.transfer.clone()?;
+        admitted.credit();
+        Some((transfer, router.stats.get(usize::from(slot)).cloned()))
     };
     tokio::select! {
         biased;

@@ -125,12 +125,13 @@ pub type Found = Option<(Arc<Transfer>, Option<Arc<ZoneStats>>)>;
 /// Answers the zone transfer request `frame` from `peer`, handing each
 /// framed message to `tx`; false when no `transfer` serves it (the caller
 /// answers it as any other query: REFUSED). `find` gives the `transfer`
-/// of the block the zone falls in.
+/// of the block the zone falls in, when the block's `acl` lets the
+/// request through.
 pub async fn serve(
     frame: &[u8],
     peer: SocketAddr,
     tx: &mpsc::Sender<Vec<u8>>,
-    find: impl FnOnce(&Name) -> Found,
+    find: impl FnOnce(&Name, RecordType) -> Found,
 ) -> bool {
     let started = Instant::now();
     let Ok(request) = Message::from_vec(frame) else {
@@ -139,7 +140,7 @@ pub async fn serve(
     let Some(query) = request.queries.first() else {
         return false;
     };
-    let Some((transfer, stats)) = find(query.name()) else {
+    let Some((transfer, stats)) = find(query.name(), query.query_type()) else {
         return false;
     };
     let Some(i) = transfer.zones.iter().position(|x| &x.zone.name == query.name()) else {
