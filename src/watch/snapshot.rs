@@ -211,10 +211,9 @@ pub async fn run(
         let (p, c, s, m) = (path.clone(), cfg.clone(), store.clone(), metrics.clone());
         let Some(mut w) = writer.take() else { return };
         let loaded = tokio::task::spawn_blocking(move || {
-            let result = load(&p, &c, &mut w).map(|loaded| {
+            let result = load(&p, &c, &mut w).inspect(|_| {
                 w.publish(&s, unix_now());
                 super::record(&mut w, &m);
-                loaded
             });
             (w, result)
         });
