@@ -2,7 +2,7 @@
 //!
 //! Start at [`load`]: it reads the file, groups it into server blocks
 //! ([`blocks`]), and turns each directive into typed options
-//! ([`kubernetes`], [`plugins`]). Every error carries `FILE:LINE:COL`; all of
+//! ([`kubernetes`], [`plugins`], read by the table in [`directives`]). Every error carries `FILE:LINE:COL`; all of
 //! them are collected before failing, so one `clusterdns check` run lists
 //! everything wrong with a file.
 
@@ -11,6 +11,7 @@ pub mod args;
 pub mod blocks;
 pub mod cache;
 pub mod chaos;
+pub mod directives;
 pub mod dns64;
 pub mod dnstap;
 pub mod effective;
@@ -32,6 +33,7 @@ pub mod nodelocal;
 pub mod plugins;
 pub mod rewrite;
 pub mod rewrite_edns;
+pub mod rewrite_rule;
 pub mod template;
 pub mod transfer;
 
@@ -127,7 +129,7 @@ pub struct Server {
     /// `template` directives, in order.
     pub templates: Vec<template::TemplateConfig>,
     /// `rewrite` rules, in order.
-    pub rewrites: Vec<rewrite::RewriteRule>,
+    pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
     pub bufsize: Option<u16>,
     /// `chaos`: CH TXT `version.bind` and friends.

@@ -272,11 +272,7 @@ async fn connection(
     // While part of a query is in: when all of it must be.
     let mut deadline: Option<tokio::time::Instant> = None;
     // Queries this connection may still answer (`maxtcpqueries`).
-    let mut left = if limits.max_queries == 0 {
-        usize::MAX
-    } else {
-        limits.max_queries
-    };
+    let mut left = Some(limits.max_queries).filter(|n| *n != 0).unwrap_or(usize::MAX);
     let why = loop {
         if deadline.is_none() {
             conn.idle_since.store(conns.now(), Ordering::Relaxed);
@@ -335,9 +331,18 @@ async fn answer_all(
     while let Some(len) = whole_frame(&inbox[at..]).filter(|_| *left > 0) {
         *left -= 1;
         let frame = &inbox[at + 2..at + 2 + len];
-        if super::transfer::asks(frame) && transfer(handler, frame, peer, conn, tx, &mut out).await? {
-            at += 2 + len;
-            continue;
+        if super::transfer::asks(frame) {
+            let router = handler.router.load_full();
+            let find = |zone: &_, qtype| router.transfer(zone, qtype, peer.ip());
+            let before = std::mem::take(&mut out);
+            match super::transfer::on_connection(frame, peer, tx, before, find, conn.close.notified()).await {
+                None => return Err(conn.reason()),
+                Some(true) => {
+                    at += 2 + len;
+                    continue;
+                }
+                Some(false) => {}
+            }
         }
         // Back-pressure: with the pipeline full, read no more until a
         // forwarded query of this connection is answered.
@@ -364,37 +369,6 @@ async fn answer_all(
         return Err(conn.reason());
     }
     Ok(at)
-}
-
-/// A zone transfer request: the replies before it go first, then the
-/// transfer's messages ([`super::transfer`]); false when no `transfer`
-/// takes it (it is answered as any query).
-async fn transfer(
-    handler: &Handler,
-    frame: &[u8],
-    peer: SocketAddr,
-    conn: &Conn,
-    tx: &mpsc::Sender<Vec<u8>>,
-    out: &mut Vec<u8>,
-) -> Result<bool, TcpClose> {
-    if !out.is_empty() && tx.send(std::mem::take(out)).await.is_err() {
-        return Err(conn.reason());
-    }
-    let router = handler.router.load_full();
-    let find = |zone: &hickory_proto::rr::Name, qtype: hickory_proto::rr::RecordType| {
-        // `acl` first, as in CoreDNS's order: a denied request takes the
-        // query path, which answers it as the acl says.
-        let admitted = router.admits(zone, u16::from(qtype), peer.ip());
-        let (block, slot) = router.block(zone).filter(|_| admitted.allowed)?;
-        let transfer = block.transfer.clone()?;
-        admitted.credit();
-        Some((transfer, router.stats.get(usize::from(slot)).cloned()))
-    };
-    tokio::select! {
-        biased;
-        _ = conn.close.notified() => Err(conn.reason()),
-        served = super::transfer::serve(frame, peer, tx, find) => Ok(served),
-    }
 }
 
 /// Writes replies as they come, batching those already queued; a batch

@@ -118,6 +118,27 @@ pub fn asks(frame: &[u8]) -> bool {
     false
 }
 
+/// [`serve`] on a TCP connection: the replies written before the request
+/// (`before`) go first. `None`: the connection closed meanwhile (`closed`
+/// completed, or its writer is gone).
+pub async fn on_connection(
+    frame: &[u8],
+    peer: SocketAddr,
+    tx: &mpsc::Sender<Vec<u8>>,
+    before: Vec<u8>,
+    find: impl FnOnce(&Name, RecordType) -> Found,
+    closed: impl std::future::Future<Output = ()>,
+) -> Option<bool> {
+    if !before.is_empty() && tx.send(before).await.is_err() {
+        return None;
+    }
+    tokio::select! {
+        biased;
+        () = closed => None,
+        served = serve(frame, peer, tx, find) => Some(served),
+    }
+}
+
 /// The `transfer` of the block a name falls in, with the `coredns_dns_*`
 /// series of its zone (the caller's router knows them).
 pub type Found = Option<(Arc<Transfer>, Option<Arc<ZoneStats>>)>;

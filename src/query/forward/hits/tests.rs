@@ -9,7 +9,7 @@ use super::*;
 use crate::query::reply::echo::Echo;
 use crate::query::reply::wire::write;
 use crate::query::reply::{self, Zone};
-use crate::query::request::ClientEdns;
+use crate::query::request::edns::ClientEdns;
 
 fn name(s: &str) -> Name {
     Name::from_ascii(s).expect("name")
