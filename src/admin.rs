@@ -44,6 +44,8 @@ pub struct Live {
     pub templates: Vec<Arc<crate::query::plugins::template::TemplateStats>>,
     /// `coredns_acl_*` of each block with an `acl`.
     pub acl: Vec<Arc<crate::metrics::AclStats>>,
+    /// `clusterdns_transfer_*` of each block with `transfer`.
+    pub transfers: Vec<Arc<crate::query::transfer::TransferStats>>,
 }
 
 impl State {
@@ -143,6 +145,7 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
             crate::query::forward::render(&state.live.load().forwardings, &mut text);
             crate::query::plugins::dns64::render(&state.live.load().dns64, &mut text);
             crate::query::plugins::template::render(&state.live.load().templates, &mut text);
+            crate::query::transfer::render(&state.live.load().transfers, &mut text);
             crate::metrics::acl::render(&state.live.load().acl, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")
         }

@@ -29,6 +29,7 @@ use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::local::LocalNames;
 use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
+use crate::query::transfer::Transfer;
 use crate::query::{tcp, udp, Block, Handler, LoopProbe, Router};
 use crate::store::Store;
 use crate::watch;
@@ -352,6 +353,10 @@ impl Runtime {
             Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
         });
         built.live.acl.extend(acl_stats.clone());
+        let transfer = cluster
+            .as_ref()
+            .and_then(|c| Transfer::start(&server.transfers, c, server_label(server)));
+        built.live.transfers.extend(transfer.as_ref().map(|t| t.stats.clone()));
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
             built.probes.push((key.clone(), p.clone(), zone.clone()));
@@ -379,6 +384,7 @@ impl Runtime {
             bufsize: server.bufsize,
             chaos: server.chaos.clone().map(Chaos::new),
             local: server.local.map(LocalNames::new),
+            transfer,
         }
     }
 

@@ -237,7 +237,10 @@ fn a_stale_entry_is_served_when_the_upstream_is_gone() {
         assert_eq!(common::rcode_name(&m), "NOERROR");
         assert_eq!(m.answers.len(), 3);
         let stale = ttls(&m); // the answer's three, and the upstream zone's NS in authority
-        assert!(stale.len() >= 3 && stale.iter().all(|t| *t == 0), "stale: TTL 0: {stale:?}");
+        assert!(
+            stale.len() >= 3 && stale.iter().all(|t| *t == 0),
+            "stale: TTL 0: {stale:?}"
+        );
     }
     assert!(server.metric_sum("coredns_cache_served_stale_total", "") >= REPEATS as f64);
 }

@@ -177,8 +177,12 @@ fn is_section(text: &str) -> bool {
     text.eq_ignore_ascii_case("type") || text.eq_ignore_ascii_case("net")
 }
 
-/// A query type as CoreDNS spells it (upper case: `A`, `AAAA`, `ANY`).
+/// A query type as CoreDNS spells it (upper case: `A`, `AAAA`, `ANY`;
+/// `IXFR`, which hickory does not parse, as its README restricts transfers).
 fn qtype(t: &str) -> Option<u16> {
+    if t == "IXFR" {
+        return Some(u16::from(RecordType::IXFR));
+    }
     match t.parse::<RecordType>() {
         Ok(RecordType::Unknown(_)) | Err(_) => None,
         Ok(rt) => Some(u16::from(rt)),

@@ -223,6 +223,14 @@ pub const DIRECTIVES: &[Spec] = &[
         options: true,
         parse: |d, c| c.server.dnstap.extend(super::dnstap::parse(d, c.errors)),
     },
+    Spec {
+        name: "transfer",
+        options: true,
+        parse: |d, c| {
+            let t = super::transfer::parse(d, &c.server.zones, c.errors);
+            c.server.transfers.push(t);
+        },
+    },
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.

@@ -36,6 +36,7 @@ pub mod rewrite;
 pub mod rewrite_edns;
 pub mod rewrite_rule;
 pub mod template;
+pub mod transfer;
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -138,6 +139,9 @@ pub struct Server {
     pub local: Option<bool>,
     /// `dnstap` directives: where queries and replies are sent as dnstap.
     pub dnstap: Vec<dnstap::DnstapConfig>,
+    /// `transfer` directives: who may take the cluster zones by AXFR, and
+    /// who is sent NOTIFY.
+    pub transfers: Vec<transfer::TransferConfig>,
 }
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name

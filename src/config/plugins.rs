@@ -63,6 +63,7 @@ pub fn server(
         chaos: None,
         local: None,
         dnstap: Vec::new(),
+        transfers: Vec::new(),
     };
     let had_nodelocal = config.nodelocal.is_some();
     for d in &block.directives {
@@ -89,6 +90,7 @@ pub fn server(
             ));
         }
     }
+    super::transfer::check(&server.transfers, server.kubernetes.as_ref(), errors);
     if let Some(e) = server.k8s_external.as_ref().filter(|_| server.kubernetes.is_none()) {
         errors.push(ConfigError::new(
             &e.pos,

@@ -407,6 +407,17 @@ pub const ACL_ALLOWED: Family = counter(
     "Counter of DNS requests being allowed.",
     &["server", "view"],
 );
+const TRANSFER: &[&str] = &["server", "zone", "result"];
+pub const TRANSFER_REQUESTS: Family = counter(
+    "clusterdns_transfer_requests_total",
+    "Zone transfer requests (AXFR, IXFR) by result: transferred, current (IXFR of the current serial), refused.",
+    TRANSFER,
+);
+pub const TRANSFER_NOTIFIES: Family = counter(
+    "clusterdns_transfer_notifies_total",
+    "NOTIFY messages sent to secondaries by result: accepted, failed (no answer or an error after every try).",
+    TRANSFER,
+);
 
 /// Every family, for the test that checks the rendered page against them.
 #[rustfmt::skip]
@@ -425,7 +436,7 @@ pub const ALL: &[Family] = &[
     PROXY_HEALTHCHECK_FAILURES, FORWARD_TLS_FAILURES, PROXY_DURATION, CACHE_ENTRIES, CACHE_HITS, CACHE_REQUESTS,
     CACHE_MISSES, CACHE_PREFETCH, CACHE_SERVED_STALE, CACHE_EVICTIONS, TEMPLATE_MATCHES,
     TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES, DNS64_TRANSLATED, ACL_BLOCKED, ACL_FILTERED, ACL_DROPPED,
-    ACL_ALLOWED,
+    ACL_ALLOWED, TRANSFER_REQUESTS, TRANSFER_NOTIFIES,
 ];
 
 // --- label values and buckets ---
@@ -448,7 +459,7 @@ pub const PROTOS: [&str; 2] = ["udp", "tcp"];
 /// `family` label values (IPv4, IPv6).
 pub const FAMILIES: [&str; 2] = ["1", "2"];
 /// `plugin` label values, in `Plugin` order.
-pub const PLUGINS: [&str; 12] = [
+pub const PLUGINS: [&str; 13] = [
     "",
     "kubernetes",
     "forward",
@@ -461,6 +472,7 @@ pub const PLUGINS: [&str; 12] = [
     "template",
     "chaos",
     "local",
+    "transfer",
 ];
 /// Query types CoreDNS reports by name (`type`); the rest are `other`.
 pub const TYPES: [RecordType; 18] = [

@@ -39,6 +39,7 @@ pub enum Plugin {
     Template,
     Chaos,
     Local,
+    Transfer,
 }
 
 /// The kind of search-path expansion a query was: an outside name with

@@ -25,6 +25,7 @@ pub mod request;
 pub mod route;
 pub mod settle;
 pub mod tcp;
+pub mod transfer;
 pub mod udp;
 
 use std::net::SocketAddr;

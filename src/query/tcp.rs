@@ -330,6 +330,20 @@ async fn answer_all(
     let mut out = Vec::new();
     while let Some(len) = whole_frame(&inbox[at..]).filter(|_| *left > 0) {
         *left -= 1;
+        let frame = &inbox[at + 2..at + 2 + len];
+        if super::transfer::asks(frame) {
+            let router = handler.router.load_full();
+            let find = |zone: &_, qtype| router.transfer(zone, qtype, peer.ip());
+            let before = std::mem::take(&mut out);
+            match super::transfer::on_connection(frame, peer, tx, before, find, conn.close.notified()).await {
+                None => return Err(conn.reason()),
+                Some(true) => {
+                    at += 2 + len;
+                    continue;
+                }
+                Some(false) => {}
+            }
+        }
         // Back-pressure: with the pipeline full, read no more until a
         // forwarded query of this connection is answered.
         if conn.slots.available_permits() == 0 {

@@ -148,6 +148,19 @@ impl Snapshot {
         }
     }
 
+    /// Every service whose Service object is known, in a stable order
+    /// (namespace, name), for zone transfers.
+    pub fn services(&self) -> Vec<&Service> {
+        let mut all: Vec<&Service> = self
+            .namespaces
+            .values()
+            .flat_map(|n| n.services.values().map(|s| &**s))
+            .filter(|s| s.kind.is_some())
+            .collect();
+        all.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        all
+    }
+
     /// Number of services, for logs and metrics.
     pub fn service_count(&self) -> usize {
         self.namespaces.values().map(|n| n.live_services).sum()

@@ -146,7 +146,9 @@ impl Writer {
             self.changed.everything(); // SERVFAIL answers end
         }
         self.live.synced = self.synced();
-        self.live.serial = serial;
+        // Strictly increasing, so that two changes within a second still
+        // tell a secondary (NOTIFY, the SOA it polls) the zone changed.
+        self.live.serial = serial.max(self.live.serial.wrapping_add(1));
         store.publish_changes(self.live.clone(), &std::mem::take(&mut self.changed));
         self.dirty = false;
         true

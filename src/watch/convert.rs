@@ -212,7 +212,10 @@ fn ports_and_endpoints(
     let ports = slice.ports.iter().flatten().filter_map(|p| Some((p, p.port?)));
     let ports = ports.map(|(p, n)| port(KIND, &slice.metadata, p.name.as_deref(), p.protocol.as_deref(), n));
     let ports = ports.collect::<Result<Vec<_>, _>>()?;
-    let mut endpoints = Vec::new();
+    // Exactly sized: a slice's record waits in the writer's queue (a
+    // growing Vec held 384 bytes for 5 endpoints instead of 240).
+    let count = slice.endpoints.iter().flatten().map(|ep| ep.addresses.len()).sum();
+    let mut endpoints = Vec::with_capacity(count);
     for ep in slice.endpoints.iter().flatten() {
         if ep.conditions.as_ref().and_then(|c| c.ready) == Some(false) {
             continue;

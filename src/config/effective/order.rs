@@ -121,6 +121,9 @@ pub(in crate::config) const RUN_ORDER: &[(&str, Print)] = &[
     ("acl", |b, s, _| acl(b, &s.acl)),
     ("cache", |b, s, _| s.cache.iter().for_each(|c| sources::cache(b, c))),
     ("template", |b, s, _| s.templates.iter().for_each(|t| template(b, t))),
+    ("transfer", |b, s, _| {
+        s.transfers.iter().for_each(|t| sources::transfer(b, t))
+    }),
     ("hosts", |b, s, _| s.hosts.iter().for_each(|h| hosts(b, h))),
     ("k8s_external", |b, s, _| {
         s.k8s_external.iter().for_each(|e| {

@@ -1,5 +1,5 @@
 //! The printout of the directives that bring data in or send it out:
-//! `kubernetes`, `forward`, `cache` and `dnstap`, every option with its
+//! `kubernetes`, `forward`, `cache`, `dnstap` and `transfer`, every option with its
 //! value or default.
 
 use super::{duration, names, quote, with, Block};
@@ -186,4 +186,19 @@ fn tls_options(fw: &ForwardConfig) -> Vec<String> {
         options.push(format!("doh_method {method}"));
     }
     options
+}
+
+/// `transfer ZONES { to ...; source ... }`, every `to` address on one line.
+pub(super) fn transfer(b: &mut Block, t: &crate::config::transfer::TransferConfig) {
+    use crate::config::transfer::To;
+    let to: Vec<String> =
+        t.to.iter()
+            .map(|to| match to {
+                To::Any => "*".to_string(),
+                To::Addr(a) => a.to_string(),
+            })
+            .collect();
+    let mut options = vec![format!("to {}", to.join(" "))];
+    options.extend(t.source.map(|s| format!("source {s}")));
+    b.directive(with("transfer", &names(&t.zones)), &options);
 }

@@ -83,6 +83,11 @@ const MANY: &str = r#".:53 example.org:53 {
     dns64 64:ff9b:1::/48 {
         translate_all
     }
+    transfer cluster.local {
+        to 10.0.0.7 [fd00::7]:5353
+        to *
+        source 10.0.0.1
+    }
     k8s_external example.org {
         apex ns
         ttl 10
@@ -178,6 +183,7 @@ fn every_option_is_printed_with_its_value() {
         "    acl . example.org. {\n        block type AAAA net 10.9.0.0/16\n        allow type * net 10.0.0.0/8\n    }".into(),
         "    cache example.org. {\n        success 1000 600 5\n        denial 200 60 5\n        prefetch 3 2m 20%\n        serve_stale 1h verify 0s 0s 0s\n        servfail 2s\n        disable denial sub.example.org.\n        keepttl\n    }".into(),
         "    template IN TXT example.org. {\n        match ^t[.]\n        answer \"{{ .Name }} 60 IN TXT \\\"hi\\\"\"\n        rcode NOERROR\n        fallthrough\n    }".into(),
+        "    transfer cluster.local. {\n        to 10.0.0.7:53 [fd00::7]:5353 *\n        source 10.0.0.1\n    }".into(),
         format!("    hosts {d}/hostsfile example.org. {{\n        10.1.1.1 inline.example.org.\n        ttl 60\n        no_reverse\n        reload 15s\n        fallthrough\n    }}"),
         "    k8s_external example.org. {\n        apex ns\n        ttl 10\n        headless\n    }".into(),
         format!("    kubernetes cluster.local. in-addr.arpa. {{\n        snapshot {d}/cluster.yaml\n        namespaces app kube-system\n        labels env=prod\n        pods verified\n        endpoint_pod_names\n        ttl 30\n        noendpoints\n        fallthrough in-addr.arpa.\n        ignore empty_service\n    }}"),

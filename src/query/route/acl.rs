@@ -17,7 +17,7 @@
 use std::net::IpAddr;
 
 use hickory_proto::op::{Query, ResponseCode};
-use hickory_proto::rr::Name;
+use hickory_proto::rr::{Name, RecordType};
 
 use super::{Asker, Block, Routed, Router};
 use crate::config::acl::{AclAction, AclRule};
@@ -188,6 +188,18 @@ impl Router {
             allowed: judge(&block.acl, name, qtype, client) == AclAction::Allow,
             stats: block.acl_stats.as_deref(),
         }
+    }
+
+    /// The `transfer` of the block serving zone `zone`, with its zone's
+    /// stats, for a request (AXFR, IXFR) from `client` the block's `acl`
+    /// lets through, as in CoreDNS's order (a denied one takes the query
+    /// path, which answers it as the acl says).
+    pub(crate) fn transfer(&self, zone: &Name, qtype: RecordType, client: IpAddr) -> crate::query::transfer::Found {
+        let admitted = self.admits(zone, u16::from(qtype), client);
+        let (block, slot) = self.block(zone).filter(|_| admitted.allowed)?;
+        let transfer = block.transfer.clone()?;
+        admitted.credit();
+        Some((transfer, self.stats.get(usize::from(slot)).cloned()))
     }
 
     /// A second name asked on the client's behalf (an `autopath` search

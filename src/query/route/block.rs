@@ -75,6 +75,8 @@ pub struct Block {
     pub chaos: Option<Chaos>,
     /// `local`: localhost and the loopback reverse zones.
     pub local: Option<LocalNames>,
+    /// `transfer`: AXFR of the cluster zones (served from `tcp.rs`).
+    pub transfer: Option<Arc<crate::query::transfer::Transfer>>,
 }
 
 impl Block {
@@ -101,6 +103,7 @@ impl Block {
             bufsize: None,
             chaos: None,
             local: None,
+            transfer: None,
         }
     }
 }

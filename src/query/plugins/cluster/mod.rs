@@ -133,6 +133,23 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// The records of `owner`/`qtype` in `zone` as `snap` holds them, into
+    /// `out.answers` (and the NS glue into `out.additional`), with no CNAME
+    /// target chased: one name of a zone transfer.
+    pub fn records(&self, snap: &Snapshot, owner: &Name, qtype: RecordType, zone: &Zone, out: &mut Answer) {
+        let mut c = Ctx {
+            snap,
+            cfg: &self.cfg,
+            zone,
+            zones: &self.zones,
+            owner: owner.clone(),
+            qtype,
+            out,
+            chase: None,
+        };
+        c.lookup(MAX_CHASE);
+    }
+
     /// For a name answered NXDOMAIN in `zone`: whether it is a search-path
     /// expansion, an outside name with one of the kubelet's search
     /// suffixes appended — `<name>.<ns>.svc.<zone>` where `<name>` has a dot

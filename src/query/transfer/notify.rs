@@ -1,0 +1,145 @@
+//! NOTIFY (RFC 1996) to the secondaries of a block's transferred zones
+//! when the store's serial changes: one task per block's `transfer`,
+//! ending when the block does (a reload builds a new one).
+//!
+//! The task reads the serial every [`POLL`] (an atomic load); a change
+//! sends NOTIFY for every zone to every `to` address but `*`, at most once
+//! per [`GAP`], so a burst of changes is one NOTIFY of its last serial.
+//! Each NOTIFY is tried [`TRIES`] times, waiting [`WAIT`] for the answer;
+//! a failure is counted, and logged once per secondary and reason. A round
+//! ends when every secondary has answered or failed (at most
+//! `TRIES × WAIT`), so a dead secondary delays the next round that long.
+
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RecordType};
+use tokio::net::UdpSocket;
+
+use super::Transfer;
+
+/// How often the serial is read.
+const POLL: Duration = Duration::from_millis(100);
+/// At least this long between two rounds of NOTIFY.
+const GAP: Duration = Duration::from_secs(1);
+/// Tries per NOTIFY, and how long each waits for the answer.
+const TRIES: usize = 3;
+const WAIT: Duration = Duration::from_secs(1);
+
+/// Starts the NOTIFY task of `transfer`, if any zone has an address to
+/// notify.
+pub fn spawn(transfer: &Arc<Transfer>) {
+    if transfer.zones.iter().all(|x| x.cfg.notify().is_empty()) {
+        return;
+    }
+    tokio::spawn(run(Arc::downgrade(transfer)));
+}
+
+async fn run(transfer: Weak<Transfer>) {
+    let mut notified = 0u32;
+    let mut logged: HashSet<(SocketAddr, String)> = HashSet::new();
+    loop {
+        tokio::time::sleep(POLL).await;
+        let Some(t) = transfer.upgrade() else {
+            return; // the block is gone (reload, shutdown)
+        };
+        let store = &t.cluster.store;
+        let serial = store.serial();
+        if serial == notified || !store.synced() {
+            continue;
+        }
+        notified = serial;
+        for (i, x) in t.zones.iter().enumerate() {
+            let targets = x.cfg.notify();
+            let sends = targets.iter().map(|to| notify(&x.zone.name, *to, x.cfg.source));
+            let results = futures::future::join_all(sends).await;
+            for (to, result) in targets.into_iter().zip(results) {
+                t.stats.notify(i, result.is_ok());
+                report(&mut logged, &x.zone.name, to, serial, result);
+            }
+        }
+        drop(t);
+        tokio::time::sleep(GAP).await;
+    }
+}
+
+/// Logs a failure the first time it happens for `to` (later ones only
+/// at debug), and a success after failures.
+fn report(
+    logged: &mut HashSet<(SocketAddr, String)>,
+    zone: &Name,
+    to: SocketAddr,
+    serial: u32,
+    result: Result<(), String>,
+) {
+    match result {
+        Ok(()) => {
+            let before = logged.len();
+            logged.retain(|(addr, _)| *addr != to);
+            if logged.len() != before {
+                tracing::info!(target: "transfer", "NOTIFY for zone {zone} (serial {serial}) accepted by {to} again");
+            }
+            tracing::debug!(target: "transfer", "NOTIFY for zone {zone} (serial {serial}) accepted by {to}");
+        }
+        Err(why) => {
+            if logged.insert((to, why.clone())) {
+                tracing::warn!(
+                    target: "transfer",
+                    "NOTIFY for zone {zone} (serial {serial}) not accepted by {to}: {why} (after {TRIES} tries; logged once, counted in clusterdns_transfer_notifies_total)"
+                );
+            } else {
+                tracing::debug!(target: "transfer", "NOTIFY for zone {zone} not accepted by {to}: {why}");
+            }
+        }
+    }
+}
+
+/// Sends NOTIFY for `zone` to `to` (from `source`) until it is answered
+/// NOERROR, at most [`TRIES`] times; the last reason otherwise.
+async fn notify(zone: &Name, to: SocketAddr, source: Option<IpAddr>) -> Result<(), String> {
+    let local = source.unwrap_or(match to {
+        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    });
+    let socket = UdpSocket::bind((local, 0))
+        .await
+        .map_err(|e| format!("cannot bind {local}: {e}"))?;
+    let id = fastrand::u16(..);
+    let mut m = Message::new(id, MessageType::Query, OpCode::Notify);
+    m.metadata.authoritative = true;
+    m.add_query(Query::query(zone.clone(), RecordType::SOA));
+    let bytes = m.to_vec().map_err(|e| format!("does not encode: {e}"))?;
+    let mut why = String::new();
+    for _ in 0..TRIES {
+        if let Err(e) = socket.send_to(&bytes, to).await {
+            why = format!("send: {e}");
+            tokio::time::sleep(WAIT).await;
+            continue;
+        }
+        match tokio::time::timeout(WAIT, answer(&socket, id, to)).await {
+            Ok(ResponseCode::NoError) => return Ok(()),
+            Ok(rcode) => why = format!("answered {}", crate::metrics::rcode_name(rcode)),
+            Err(_) => why = "no answer".to_string(),
+        }
+    }
+    Err(why)
+}
+
+/// The rcode of the first answer from `to` with `id`.
+async fn answer(socket: &UdpSocket, id: u16, to: SocketAddr) -> ResponseCode {
+    let mut buf = [0u8; 1232];
+    loop {
+        let Ok((n, from)) = socket.recv_from(&mut buf).await else {
+            return ResponseCode::ServFail;
+        };
+        let Ok(reply) = Message::from_vec(&buf[..n]) else {
+            continue;
+        };
+        if from == to && reply.metadata.id == id && reply.metadata.message_type == MessageType::Response {
+            return reply.metadata.response_code;
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The request test and serial arithmetic of `transfer`; whole transfers
+//! over real sockets are in `tests/transfer.rs`.
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RecordType};
+
+use super::{asks, newer};
+
+fn request(qtype: RecordType, op: OpCode, kind: MessageType) -> Vec<u8> {
+    let mut m = Message::new(7, kind, op);
+    m.add_query(Query::query(Name::from_ascii("cluster.local.").expect("name"), qtype));
+    m.to_vec().expect("encode")
+}
+
+#[test]
+fn only_plain_axfr_and_ixfr_queries_are_transfer_requests() {
+    assert!(asks(&request(RecordType::AXFR, OpCode::Query, MessageType::Query)));
+    assert!(asks(&request(RecordType::IXFR, OpCode::Query, MessageType::Query)));
+    assert!(!asks(&request(RecordType::SOA, OpCode::Query, MessageType::Query)));
+    assert!(!asks(&request(RecordType::AXFR, OpCode::Notify, MessageType::Query)));
+    assert!(!asks(&request(RecordType::AXFR, OpCode::Query, MessageType::Response)));
+    let whole = request(RecordType::AXFR, OpCode::Query, MessageType::Query);
+    for cut in 0..whole.len() {
+        assert!(!asks(&whole[..cut]), "a message cut at {cut} is no request");
+    }
+    let mut pointer = whole.clone();
+    pointer[12] = 0xC0; // a compression pointer in the question
+    assert!(!asks(&pointer));
+}
+
+#[test]
+fn serials_compare_as_rfc_1982_says() {
+    assert!(newer(2, 1));
+    assert!(!newer(1, 1));
+    assert!(!newer(1, 2));
+    assert!(newer(0, u32::MAX), "wraps around");
+    assert!(!newer(u32::MAX, 0));
+}
