@@ -36,10 +36,28 @@ pub enum Endpoint {
     Tls(String),
 }
 
+/// `dnstap listen`: the server listens on the endpoint and collectors
+/// connect to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listen {
+    /// `tls CERT KEY [CA]` (a tls:// endpoint needs it).
+    pub tls: Option<ListenTls>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// Client certificates are asked for and verified against this CA.
+    pub ca: Option<PathBuf>,
+}
+
 /// One `dnstap` directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnstapConfig {
     pub endpoint: Endpoint,
+    /// `Some` for `dnstap listen`.
+    pub listen: Option<Listen>,
     /// `full`: the wire messages are included.
     pub full: bool,
     /// Socket send buffer, MiB.
@@ -87,6 +105,7 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<DnstapConfi
         .and_then(|w| number(w, "QUEUE (× 10000 messages)", 4096, errors));
     let mut cfg = DnstapConfig {
         endpoint: endpoint?,
+        listen: None,
         full,
         write_buffer: write_buffer.unwrap_or(1),
         queue: queue.unwrap_or(1),

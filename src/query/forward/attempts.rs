@@ -98,7 +98,7 @@ impl Forwarding {
             if let Some(taps) = &self.taps {
                 let reply = got.as_ref().ok().map(|m| move || m.to_vec().unwrap_or_default());
                 let reply = reply.as_ref().map(|r| r as &dyn Fn() -> Vec<u8>);
-                taps.forwarded(up.addr, over_tcp, bytes, reply, asked);
+                taps.forwarded(up.addr, None, over_tcp, bytes, reply, asked);
             }
             match got {
                 Ok(m) if m.metadata.truncation && !over_tcp && fw.cfg.prefer_udp && !fw.cfg.force_tcp => {
