@@ -90,6 +90,12 @@ impl Queue {
             record.query = append(&mut b.wire, query);
             record.reply = append(&mut b.wire, reply);
             b.records.push(record);
+            if b.records.len() == self.cap.div_ceil(2) {
+                // Half full: the writer takes the batch now, not after
+                // its gathering pause.
+                self.wake.notify_one();
+                return true;
+            }
         }
         if self.idle.load(Relaxed) && self.idle.swap(false, Relaxed) {
             self.wake.notify_one();
@@ -118,6 +124,12 @@ impl Queue {
         self.idle.store(true, Relaxed);
         let _ = tokio::time::timeout(NAP, self.wake.notified()).await;
         self.idle.store(false, Relaxed);
+    }
+
+    /// Lets messages gather for `pause`, or until a slot is half full or
+    /// the queue closes.
+    pub async fn gather(&self, pause: Duration) {
+        let _ = tokio::time::timeout(pause, self.wake.notified()).await;
     }
 
     /// The taps were dropped: the writer finishes what is queued and ends.

@@ -27,10 +27,12 @@ use crate::metrics::Metrics;
 const TIMEOUT: Duration = Duration::from_secs(4);
 const BACKOFF_FIRST: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
-/// After a write that emptied the queue, the writer lets messages gather
-/// this long before it looks again: one wake-up and one write per batch,
-/// not per query, at high rates (the queue absorbs the wait).
-const GATHER: Duration = Duration::from_millis(2);
+/// After a write, the writer lets messages gather this long before it
+/// looks again (sooner when a slot is half full): a few wake-ups and
+/// writes a second, not one per query. Each write wakes the collector,
+/// and every wake-up on a busy machine splits the bursts the UDP workers
+/// take in one `recvmmsg`, which costs them more than the writing does.
+const GATHER: Duration = Duration::from_millis(50);
 
 trait Conn: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Conn for T {}
@@ -163,7 +165,7 @@ impl Writer {
             }
             let pause = async {
                 if count > 0 {
-                    tokio::time::sleep(GATHER).await;
+                    self.queue.gather(GATHER).await;
                 } else {
                     self.queue.wait().await;
                 }
