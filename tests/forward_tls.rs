@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{rcode_name, run, temp_dir, udp, Server};
+use common::{certs, rcode_name, run, temp_dir, udp, Server};
 use hickory_proto::op::Message;
 use hickory_proto::rr::RecordType;
 
@@ -46,58 +46,10 @@ fn tools(test: &str) -> Option<PathBuf> {
 /// for `other.test`) and a CA that
 /// signed nothing (`other.pem`).
 fn certificates(dir: &Path) {
-    let ssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("run openssl");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-    for (name, cn) in [("ca", "clusterdns test CA"), ("other", "unknown CA")] {
-        let (key, pem, subj) = (format!("{name}.key"), format!("{name}.pem"), format!("/CN={cn}"));
-        let mut args = vec![
-            "req", "-x509", "-days", "2", "-subj", &subj, "-keyout", &key, "-out", &pem,
-        ];
-        args.extend(ec);
-        ssl(&args);
-    }
+    certs::ca(dir, "ca", "clusterdns test CA");
+    certs::ca(dir, "other", "unknown CA");
     for (srv, name) in [("srv", "dns.test"), ("srv2", "other.test")] {
-        let (key, csr, ext, pem) = (
-            format!("{srv}.key"),
-            format!("{srv}.csr"),
-            format!("{srv}.ext"),
-            format!("{srv}.pem"),
-        );
-        let subj = format!("/CN={name}");
-        let mut args = vec!["req", "-subj", &subj, "-keyout", &key, "-out", &csr];
-        args.extend(ec);
-        ssl(&args);
-        let text =
-            format!("subjectAltName=DNS:{name},IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");
-        std::fs::write(dir.join(&ext), text).expect("write the extensions");
-        ssl(&[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            &ext,
-            "-out",
-            &pem,
-        ]);
+        certs::signed(dir, srv, "ca", name, certs::Usage::Server, false);
     }
 }
 

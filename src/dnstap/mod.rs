@@ -20,6 +20,7 @@
 //! task.
 
 mod frame;
+mod listen;
 mod message;
 pub mod proto;
 mod queue;
@@ -123,7 +124,11 @@ impl Taps {
                 // Each slot may hold the whole queue: a burst on one worker
                 // is not dropped for want of the others' room.
                 let queue = Arc::new(queue::Queue::new(cfg.queue_len().div_ceil(2)));
-                tokio::spawn(sink::run(cfg.clone(), queue.clone(), metrics.clone()));
+                if cfg.listen.is_some() {
+                    tokio::spawn(listen::run(cfg.clone(), queue.clone(), metrics.clone()));
+                } else {
+                    tokio::spawn(sink::run(cfg.clone(), queue.clone(), metrics.clone()));
+                }
                 Tap { full: cfg.full, queue }
             })
             .collect();

@@ -61,6 +61,9 @@ pub(super) struct Queue {
     cap: usize,
     /// The writer sleeps on an empty queue: the next push wakes it.
     idle: AtomicBool,
+    /// False while nobody would get the messages (a listening tap with no
+    /// collector connected): pushes are skipped, not counted as drops.
+    wanted: AtomicBool,
     closed: AtomicBool,
     wake: Notify,
 }
@@ -72,6 +75,7 @@ impl Queue {
             slots: (0..SLOTS).map(|_| Mutex::new(Batch::default())).collect(),
             cap: cap.max(1),
             idle: AtomicBool::new(false),
+            wanted: AtomicBool::new(true),
             closed: AtomicBool::new(false),
             wake: Notify::new(),
         }
@@ -80,6 +84,9 @@ impl Queue {
     /// Queues `record` with its wire messages (empty when not wanted);
     /// false when the slot is full (nothing queued).
     pub fn push(&self, mut record: Record, query: &[u8], reply: &[u8]) -> bool {
+        if !self.wanted.load(Relaxed) {
+            return true;
+        }
         let slot = SLOT.with(|s| *s);
         {
             let mut b = lock(&self.slots[slot]);
@@ -130,6 +137,10 @@ impl Queue {
     /// the queue closes.
     pub async fn gather(&self, pause: Duration) {
         let _ = tokio::time::timeout(pause, self.wake.notified()).await;
+    }
+
+    pub fn want(&self, wanted: bool) {
+        self.wanted.store(wanted, Relaxed);
     }
 
     /// The taps were dropped: the writer finishes what is queued and ends.

@@ -24,21 +24,21 @@ use crate::config::dnstap::{DnstapConfig, Endpoint};
 use crate::metrics::Metrics;
 
 /// CoreDNS's dial and write timeout.
-const TIMEOUT: Duration = Duration::from_secs(4);
-const BACKOFF_FIRST: Duration = Duration::from_millis(250);
-const BACKOFF_MAX: Duration = Duration::from_secs(10);
+pub(super) const TIMEOUT: Duration = Duration::from_secs(4);
+pub(super) const BACKOFF_FIRST: Duration = Duration::from_millis(250);
+pub(super) const BACKOFF_MAX: Duration = Duration::from_secs(10);
 /// After a write, the writer lets messages gather this long before it
 /// looks again (sooner when a slot is half full): a few wake-ups and
 /// writes a second, not one per query. Each write wakes the collector,
 /// and every wake-up on a busy machine splits the bursts the UDP workers
 /// take in one `recvmmsg`, which costs them more than the writing does.
-const GATHER: Duration = Duration::from_millis(50);
+pub(super) const GATHER: Duration = Duration::from_millis(50);
 
-trait Conn: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(super) trait Conn: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Conn for T {}
 
 /// How a session ended.
-enum Ended {
+pub(super) enum Ended {
     /// The taps were dropped: the writer is done.
     Closed,
     Broken(io::Error),
@@ -46,13 +46,7 @@ enum Ended {
 
 /// Runs one tap until its taps are dropped.
 pub(super) async fn run(cfg: DnstapConfig, queue: Arc<Queue>, metrics: Arc<Metrics>) {
-    let mut writer = Writer {
-        queue,
-        encoder: Encoder::of(&cfg),
-        spares: queue::spares(),
-        out: Vec::new(),
-        metrics,
-    };
+    let mut writer = Writer::new(&cfg, queue, metrics);
     let name = endpoint_name(&cfg.endpoint);
     let mut backoff = BACKOFF_FIRST;
     let mut failing = false;
@@ -90,17 +84,27 @@ pub(super) async fn run(cfg: DnstapConfig, queue: Arc<Queue>, metrics: Arc<Metri
 }
 
 /// The writer's state across sessions.
-struct Writer {
-    queue: Arc<Queue>,
+pub(super) struct Writer {
+    pub queue: Arc<Queue>,
     encoder: Encoder,
     spares: [queue::Batch; queue::SLOTS],
-    out: Vec<u8>,
-    metrics: Arc<Metrics>,
+    pub out: Vec<u8>,
+    pub metrics: Arc<Metrics>,
 }
 
 impl Writer {
+    pub fn new(cfg: &DnstapConfig, queue: Arc<Queue>, metrics: Arc<Metrics>) -> Writer {
+        Writer {
+            queue,
+            encoder: Encoder::of(cfg),
+            spares: queue::spares(),
+            out: Vec::new(),
+            metrics,
+        }
+    }
+
     /// Takes what is queued into `out` as frames; how many messages.
-    fn take(&mut self) -> u64 {
+    pub fn take(&mut self) -> u64 {
         self.out.clear();
         if !self.queue.drain(&mut self.spares) {
             return 0;
@@ -115,7 +119,7 @@ impl Writer {
 
     /// Drops (and counts) what is queued for `wait`; false when the taps
     /// were dropped meanwhile.
-    async fn drop_for(&mut self, wait: Duration) -> bool {
+    pub async fn drop_for(&mut self, wait: Duration) -> bool {
         let until = tokio::time::Instant::now() + wait;
         loop {
             let dropped = self.queue.drain(&mut self.spares);
@@ -189,7 +193,7 @@ pub(super) fn ended_by(heard: io::Result<(u32, bool)>) -> io::Error {
 }
 
 /// STOP, then FINISH from the collector (bounded in time).
-async fn close<W, F>(wr: &mut W, heard: F) -> Ended
+pub(super) async fn close<W, F>(wr: &mut W, heard: F) -> Ended
 where
     W: AsyncWrite + Unpin,
     F: std::future::Future<Output = io::Result<(u32, bool)>>,
@@ -209,7 +213,7 @@ where
     Ended::Closed
 }
 
-fn endpoint_name(e: &Endpoint) -> String {
+pub(super) fn endpoint_name(e: &Endpoint) -> String {
     match e {
         Endpoint::Unix(p) => format!("unix://{}", p.display()),
         Endpoint::Tcp(a) => format!("tcp://{a}"),
