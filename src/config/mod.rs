@@ -32,6 +32,7 @@ pub mod nodelocal;
 pub mod plugins;
 pub mod rewrite;
 pub mod rewrite_edns;
+pub mod rewrite_rule;
 pub mod template;
 
 use std::fmt;
@@ -126,7 +127,7 @@ pub struct Server {
     /// `template` directives, in order.
     pub templates: Vec<template::TemplateConfig>,
     /// `rewrite` rules, in order.
-    pub rewrites: Vec<rewrite::RewriteRule>,
+    pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
     pub bufsize: Option<u16>,
     /// `chaos`: CH TXT `version.bind` and friends.

@@ -4,7 +4,7 @@
 //! one rule, so two edns0 rules in one block are refused there too).
 
 use super::lexer::Word;
-use super::rewrite::{EdnsAction, EdnsData, EdnsRule, RuleKind};
+use super::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, RuleKind};
 use super::ConfigError;
 
 pub fn parse(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Option<RuleKind> {

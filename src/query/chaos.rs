@@ -10,9 +10,9 @@
 
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
-use super::local::Local;
 use super::reply::{self, Answer};
 use crate::config::chaos::ChaosConfig;
+use crate::query::plugins::verdict::Verdict;
 
 /// A TXT string holds at most 255 bytes.
 const TXT_MAX: usize = 255;
@@ -34,22 +34,22 @@ impl Chaos {
     }
 
     /// Answers `qname` if it is one of the names above, asked as CH TXT.
-    pub fn answer(&self, qname: &Name, qtype: RecordType, qclass: DNSClass, out: &mut Answer) -> Local {
+    pub fn answer(&self, qname: &Name, qtype: RecordType, qclass: DNSClass, out: &mut Answer) -> Verdict {
         if qclass != DNSClass::CH || qtype != RecordType::TXT {
-            return Local::Next;
+            return Verdict::Next;
         }
         let texts: Vec<&str> = match qname.to_lowercase().to_ascii().as_str() {
             "version.bind." | "version.server." => vec![self.cfg.version.as_str()],
             "authors.bind." => self.cfg.authors.iter().map(String::as_str).collect(),
             "hostname.bind." | "id.server." => vec![self.hostname.as_str()],
-            _ => return Local::Next,
+            _ => return Verdict::Next,
         };
         for text in texts {
             let mut record = reply::txt(qname, 0, trim(text));
             record.dns_class = DNSClass::CH;
             out.answers.push(record);
         }
-        Local::Answered
+        Verdict::Answered
     }
 }
 
@@ -66,7 +66,7 @@ fn trim(text: &str) -> &str {
 mod tests {
     use super::*;
 
-    fn ask(chaos: &Chaos, name: &str, qtype: RecordType, class: DNSClass) -> (Local, Vec<String>) {
+    fn ask(chaos: &Chaos, name: &str, qtype: RecordType, class: DNSClass) -> (Verdict, Vec<String>) {
         let mut out = Answer::default();
         let got = chaos.answer(&Name::from_ascii(name).expect("name"), qtype, class, &mut out);
         let texts = out.answers.iter().map(|r| r.data.to_string()).collect();
@@ -81,7 +81,7 @@ mod tests {
         });
         assert_eq!(
             ask(&chaos, "version.bind.", RecordType::TXT, DNSClass::CH),
-            (Local::Answered, vec!["v1".to_string()])
+            (Verdict::Answered, vec!["v1".to_string()])
         );
         assert_eq!(ask(&chaos, "VERSION.server.", RecordType::TXT, DNSClass::CH).1, ["v1"]);
         assert_eq!(
@@ -91,10 +91,16 @@ mod tests {
         assert_eq!(ask(&chaos, "id.server.", RecordType::TXT, DNSClass::CH).1.len(), 1);
         assert_eq!(
             ask(&chaos, "version.bind.", RecordType::TXT, DNSClass::IN).0,
-            Local::Next
+            Verdict::Next
         );
-        assert_eq!(ask(&chaos, "version.bind.", RecordType::A, DNSClass::CH).0, Local::Next);
-        assert_eq!(ask(&chaos, "other.bind.", RecordType::TXT, DNSClass::CH).0, Local::Next);
+        assert_eq!(
+            ask(&chaos, "version.bind.", RecordType::A, DNSClass::CH).0,
+            Verdict::Next
+        );
+        assert_eq!(
+            ask(&chaos, "other.bind.", RecordType::TXT, DNSClass::CH).0,
+            Verdict::Next
+        );
         assert_eq!(trim(&"é".repeat(200)).len(), 254);
     }
 }

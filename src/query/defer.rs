@@ -6,17 +6,18 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hickory_proto::op::{Metadata, Query, ResponseCode};
-use hickory_proto::rr::Record;
+use hickory_proto::op::{Metadata, Query};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use super::log;
 use super::reply::echo::Echo;
 use super::reply::wire;
 use super::reply::Answer;
+use super::reply::Summary;
 use super::request::ClientEdns;
+use super::settle::record::{record, Exchange};
+use super::settle::Continuation;
 use crate::config::local::LogStyle;
-use crate::metrics::{type_slot, Metrics, Served, Transport, ZoneStats};
+use crate::metrics::{Metrics, Transport, ZoneStats};
 
 /// Where a reply goes.
 #[derive(Clone, Debug)]
@@ -67,80 +68,18 @@ pub struct Job {
     pub meta: Metadata,
     /// The question forwarded (cached, coalesced under).
     pub query: Query,
-    /// When another name than the client's is forwarded (autopath, an
-    /// ExternalName's target): how its answer is put under the client's.
-    pub chase: Option<Chase>,
     pub edns: Option<ClientEdns>,
     pub transport: Transport,
     pub peer: SocketAddr,
     pub sink: Sink,
     pub log: Option<LogStyle>,
-    pub loadbalance: Option<Arc<crate::config::hosts::LoadbalanceConfig>>,
     pub started: Instant,
     /// Where the answer is counted (`coredns_dns_*`).
     pub stats: Option<Arc<ZoneStats>>,
-    /// An AAAA question `dns64` translates (asking A) when the reply has no AAAA.
-    pub dns64: Option<Arc<super::dns64::Dns64>>,
-    /// A `rewrite` to undo on the reply (`None`: the question went as asked).
-    pub rewrite: Option<Box<Rewritten>>,
     /// The block's `dnstap` taps, told of the reply.
     pub taps: Option<Arc<crate::dnstap::Taps>>,
-}
-
-/// What `rewrite` changed in a forwarded question.
-#[derive(Debug)]
-pub struct Rewritten {
-    /// The client's question, echoed in the reply.
-    pub question: Query,
-    pub revert: super::rewrite::Revert,
-    /// The client's own message (logged and counted as it came).
-    pub request: Vec<u8>,
-}
-
-/// A forwarded name that is not the client's: the answer to it is put
-/// under the client's own question.
-#[derive(Debug)]
-pub struct Chase {
-    /// The client's question, echoed in the reply.
-    pub asked: Query,
-    /// The CNAME records leading from the asked name to the forwarded one.
-    pub prefix: Vec<Record>,
-    pub kind: ChaseKind,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChaseKind {
-    /// The rest of the search walk: a name that exists is answered under
-    /// the CNAME, anything else is NXDOMAIN for the asked name.
-    Autopath,
-    /// A CNAME's target outside the zone (an ExternalName Service, a
-    /// `k8s_external` ingress hostname), as CoreDNS's upstream lookup: the
-    /// CNAME, then whatever records the target has (none when it fails),
-    /// NOERROR, authoritative, answered by this plugin; an upstream's TC
-    /// is kept.
-    Target(crate::metrics::Plugin),
-}
-
-impl Chase {
-    fn put_under(&self, answer: &mut Answer, metrics: &Metrics) {
-        match self.kind {
-            ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
-                answer.answers.splice(0..0, self.prefix.iter().cloned());
-                answer.plugin = crate::metrics::Plugin::Autopath;
-                metrics
-                    .autopath_success
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
-            ChaseKind::Target(plugin) => {
-                let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
-                answer.error(ResponseCode::NoError);
-                answer.answers = self.prefix.iter().cloned().chain(found).collect();
-                (answer.truncated, answer.authoritative) = (truncated, true);
-                answer.plugin = plugin;
-            }
-        }
-    }
+    /// What the router left for the answer (chase, `dns64`, `rewrite`, `loadbalance`).
+    pub then: Continuation,
 }
 
 impl Job {
@@ -151,20 +90,11 @@ impl Job {
 
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
 pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
-    if let Some(lb) = &job.loadbalance {
-        answer.balance(lb);
-    }
-    if let Some(chase) = &job.chase {
-        chase.put_under(answer, metrics);
-    }
-    if let Some(rewritten) = &job.rewrite {
-        rewritten.revert.answer(answer);
-    }
+    job.then.apply(answer, metrics);
     let mut out = Vec::with_capacity(512);
-    let question = (job.rewrite.as_ref().map(|r| &r.question)).or(job.chase.as_ref().map(|c| &c.asked));
     let echo = Echo {
         meta: &job.meta,
-        query: Some(question.unwrap_or(&job.query)),
+        query: Some(job.then.question(&job.query)),
         edns: job.edns,
     };
     let truncated = wire::write_for(&mut out, &echo, answer, job.transport);
@@ -175,28 +105,18 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     if out.is_empty() {
         return;
     }
-    let asked = job.rewrite.as_ref().map_or(&job.request[..], |r| &r.request[..]);
-    if let Some(stats) = &job.stats {
-        stats.record(&Served {
-            transport: job.transport,
-            ipv6: job.peer.is_ipv6(),
-            qtype: type_slot(job.query.query_type()),
-            dnssec_ok: job.dnssec_ok(),
-            request_size: asked.len(),
-            response_size: out.len(),
-            rcode: answer.rcode,
-            plugin: answer.plugin,
-            truncated,
-            expansion: None,
-            nanos: job.started.elapsed().as_nanos() as u64,
-        });
-    }
-    if let Some(style) = job.log {
-        log::query(style, job.peer, job.transport, asked, &out, answer.rcode, job.started);
-    }
-    if let Some(taps) = &job.taps {
-        taps.served(job.peer, job.transport == Transport::Tcp, asked, &out, job.started);
-    }
+    let summary = Summary {
+        log: job.log,
+        ..Summary::of(answer, truncated, Some(&job.query), job.edns)
+    };
+    let exchange = Exchange {
+        peer: job.peer,
+        transport: job.transport,
+        request: job.then.asked(&job.request),
+        reply: &out,
+        started: job.started,
+    };
+    record(&summary, job.stats.as_deref(), job.taps.as_deref(), &exchange);
     match &job.sink {
         Sink::Udp(socket) => {
             if let Err(e) = socket.send_to(&out, job.peer) {

@@ -8,10 +8,12 @@
 //!                                                         └► each A becomes an AAAA under the prefix
 //! ```
 //!
-//! Cluster names, hosts and cache hits are translated on the worker
-//! ([`Dns64::synthesize`] from `route`); a forwarded AAAA question carries
-//! its [`Dns64`] in the job and the forwarding task asks A the same way
-//! before replying (`forward::Forwarding::run`).
+//! Cluster names, hosts and cache hits are translated on the worker (the
+//! router asks A and calls [`Dns64::synthesize`]); a forwarded AAAA
+//! question carries its [`Dns64`] in the job's continuation and the
+//! forwarding task asks A the same way before replying
+//! (`forward::Forwarding::complete`). This file only translates: it asks
+//! nothing itself.
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -23,7 +25,6 @@ use hickory_proto::rr::rdata::AAAA;
 use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 
 use super::reply::Answer;
-use super::route::{Asker, Block, Routed, Router};
 use crate::config::dns64::Dns64Config;
 use crate::metrics::Plugin;
 
@@ -125,59 +126,6 @@ impl Dns64 {
             at += 1;
         }
         Ipv6Addr::from(bytes)
-    }
-}
-
-/// `dns64` after `block`'s plugins answered `query` for `asker`: a reply
-/// made here is translated now (asking A through the block, judged by its
-/// `acl` as CoreDNS's second lookup is); a forwarded one is marked for the
-/// forwarding task when the `acl` lets the client ask A.
-pub fn after<'a>(
-    router: &'a Router,
-    block: &'a Block,
-    query: &Query,
-    asker: Asker,
-    routed: Routed<'a>,
-    out: &mut Answer,
-) -> Routed<'a> {
-    let Some(d) = block.dns64.as_ref().filter(|_| Dns64::question(query)) else {
-        return routed;
-    };
-    out.deps = crate::store::Deps::EVERYTHING; // the reply may come from a second lookup
-    if !d.cfg.allow_ipv4 {
-        out.memoizable = false; // the reply depends on the client's address family
-    }
-    if !d.serves(asker.client) {
-        return routed;
-    }
-    match routed {
-        Routed::Forward(..) => {
-            // the task asks A too: only if `acl` would let this client ask it
-            let admission = router.admits(query.name(), u16::from(RecordType::A), asker.client);
-            if admission.allowed {
-                admission.credit();
-                out.dns64 = Some(d.clone());
-            }
-            routed
-        }
-        Routed::Done if d.wanted(out) => {
-            let mut a = Answer::default();
-            let asked = Query::query(query.name().clone(), RecordType::A);
-            match router.guarded(block, block, &asked, asker, &mut a) {
-                Routed::Forward(..) if out.denied => Routed::Done, // `acl` denied the AAAA question
-                Routed::Forward(f, lb) => {
-                    // A is not known here: the task asks both and translates.
-                    out.dns64 = Some(d.clone());
-                    Routed::Forward(f, lb)
-                }
-                _ => {
-                    d.synthesize(out, &a);
-                    out.memoizable &= a.memoizable;
-                    Routed::Done
-                }
-            }
-        }
-        other => other,
     }
 }
 

@@ -30,9 +30,10 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use super::cluster::{exists, reverse, Found, Outcome};
+use super::cluster::{exists, reverse, Found};
 use super::reply::{self, prefixed, Answer, Zone};
 use crate::config::k8s_external::K8sExternalConfig;
+use crate::query::plugins::verdict::Verdict;
 use crate::store::records::undash;
 use crate::store::{Service, ServiceKind, Snapshot, Store};
 
@@ -75,17 +76,21 @@ impl K8sExternal {
         K8sExternal { cfg, zones }
     }
 
-    /// Answers `qname` if it is in one of the plugin's zones (`None`: not ours).
-    pub fn answer(&self, qname: &Name, qtype: RecordType, store: &Store, out: &mut Answer) -> Option<Outcome> {
+    /// Answers `qname` if it is in one of the plugin's zones (`Next`: not
+    /// ours, or `fallthrough`).
+    pub fn answer(&self, qname: &Name, qtype: RecordType, store: &Store, out: &mut Answer) -> Verdict {
         let zone = self
             .zones
             .iter()
             .filter(|z| z.soa.name.zone_of(qname))
-            .max_by_key(|z| z.soa.name.num_labels())?;
+            .max_by_key(|z| z.soa.name.num_labels());
+        let Some(zone) = zone else {
+            return Verdict::Next; // not one of our zones
+        };
         let snap = store.load();
         if !snap.synced {
             out.error(ResponseCode::ServFail);
-            return Some(Outcome::Answered);
+            return Verdict::Answered;
         }
         let mut lookup = Lookup {
             snap: &snap,
@@ -96,6 +101,7 @@ impl K8sExternal {
             qname,
             qtype,
             out,
+            chase: None,
         };
         let found = if qname.num_labels() == zone.soa.name.num_labels() {
             lookup.apex()
@@ -106,13 +112,14 @@ impl K8sExternal {
         } else {
             lookup.service()
         };
+        let chase = lookup.chase.take();
         let found = match found {
             Found::Records if out.answers.is_empty() => Found::NoData,
             f => f,
         };
         if found == Found::NxDomain && self.cfg.falls_through(qname) {
             out.clear();
-            return Some(Outcome::Fallthrough);
+            return Verdict::Next;
         }
         out.authoritative = true;
         if found != Found::Records {
@@ -124,7 +131,7 @@ impl K8sExternal {
             };
             out.authority.push(reply::soa(&zone.soa, self.cfg.ttl, snap.serial));
         }
-        Some(Outcome::Answered)
+        chase.map_or(Verdict::Answered, Verdict::Chase)
     }
 }
 
@@ -153,6 +160,8 @@ struct Lookup<'a, 'o> {
     qname: &'a Name,
     qtype: RecordType,
     out: &'o mut Answer,
+    /// An ingress hostname to chase, like an ExternalName's outside target.
+    chase: Option<Name>,
 }
 
 impl Lookup<'_, '_> {
@@ -315,7 +324,7 @@ impl Lookup<'_, '_> {
             // Followed like an ExternalName's outside target: the router
             // looks it up and puts its records after the CNAME.
             if matches!(self.qtype, RecordType::A | RecordType::AAAA) {
-                self.out.outside = Some(host.clone());
+                self.chase = Some(host.clone());
             }
         }
     }

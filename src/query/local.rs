@@ -14,16 +14,10 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::reply::Answer;
 use crate::config::local::FileConfig;
+use crate::query::plugins::verdict::Verdict;
 
 mod hosts;
 pub use hosts::Hosts;
-
-/// Whether a plugin answered or passes the query on.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Local {
-    Answered,
-    Next,
-}
 
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
@@ -123,22 +117,22 @@ impl ZoneFile {
         self.cfg.zones.iter().any(|z| z.zone_of(qname))
     }
 
-    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Local {
+    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
         let guard = self.data.load();
         let Some(zone) = guard.as_ref() else {
             out.error(ResponseCode::ServFail);
-            return Local::Answered;
+            return Verdict::Answered;
         };
         let mut name = qname.to_lowercase();
         if !zone.origin.zone_of(&name) {
-            return Local::Next;
+            return Verdict::Next;
         }
         // A delegation below the apex: refer.
         let mut cut = name.clone();
         while cut != zone.origin && cut.num_labels() > zone.origin.num_labels() {
             if let Some(ns) = zone.records.get(&(cut.clone(), RecordType::NS)) {
                 out.authority.extend(ns.iter().cloned());
-                return Local::Answered;
+                return Verdict::Answered;
             }
             cut = cut.base_name();
         }
@@ -146,7 +140,7 @@ impl ZoneFile {
         for _ in 0..8 {
             if let Some(rs) = zone.records.get(&(name.clone(), qtype)) {
                 out.answers.extend(rs.iter().cloned());
-                return Local::Answered;
+                return Verdict::Answered;
             }
             match zone.records.get(&(name.clone(), RecordType::CNAME)) {
                 Some(c) if qtype != RecordType::CNAME => {
@@ -156,7 +150,7 @@ impl ZoneFile {
                     };
                     name = target.0.to_lowercase();
                     if !zone.origin.zone_of(&name) {
-                        return Local::Answered; // the client resolves outside names
+                        return Verdict::Answered; // the client resolves outside names
                     }
                 }
                 _ => break,
@@ -166,6 +160,6 @@ impl ZoneFile {
             out.rcode = ResponseCode::NXDomain; // also at the end of a CNAME chain
         }
         out.authority.extend(zone.soa.iter().cloned());
-        Local::Answered
+        Verdict::Answered
     }
 }

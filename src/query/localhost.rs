@@ -19,8 +19,8 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
-use super::local::Local;
 use super::reply::{self, Answer};
+use crate::query::plugins::verdict::Verdict;
 
 const TTL: u32 = 604_800;
 const ZONES: [&str; 4] = [
@@ -55,9 +55,9 @@ impl LocalNames {
     }
 
     /// Answers a name of the table above; others pass on.
-    pub fn answer(&self, qname: &Name, qtype: RecordType, qclass: DNSClass, out: &mut Answer) -> Local {
+    pub fn answer(&self, qname: &Name, qtype: RecordType, qclass: DNSClass, out: &mut Answer) -> Verdict {
         if qclass != DNSClass::IN {
-            return Local::Next;
+            return Verdict::Next;
         }
         let lower = qname.to_lowercase();
         let text = lower.to_ascii();
@@ -69,10 +69,10 @@ impl LocalNames {
                 out.authority.push(self.soa(qname));
             }
             out.memoizable = false; // a replay would not be counted
-            return Local::Answered;
+            return Verdict::Answered;
         }
         let Some(zone) = self.zones.iter().find(|z| z.zone_of(&lower)) else {
-            return Local::Next;
+            return Verdict::Next;
         };
         // The zone as the client spelled it (its trailing labels).
         let origin = Name::from_labels(qname.iter().skip(usize::from(qname.num_labels() - zone.num_labels())))
@@ -100,7 +100,7 @@ impl LocalNames {
             out.authority.push(self.soa(&origin));
         }
         out.memoizable = true;
-        Local::Answered
+        Verdict::Answered
     }
 
     fn soa(&self, origin: &Name) -> Record {
@@ -129,7 +129,7 @@ mod tests {
     use super::*;
 
     /// `(handled, rcode, answers, authority)` for a question.
-    fn ask(local: &LocalNames, name: &str, qtype: RecordType) -> (Local, ResponseCode, Vec<String>, usize) {
+    fn ask(local: &LocalNames, name: &str, qtype: RecordType) -> (Verdict, ResponseCode, Vec<String>, usize) {
         let mut out = Answer::default();
         let got = local.answer(&Name::from_ascii(name).expect("name"), qtype, DNSClass::IN, &mut out);
         let answers = out.answers.iter().map(|r| r.data.to_string()).collect();
@@ -153,10 +153,10 @@ mod tests {
         assert_eq!(ask(&on, "255.in-addr.arpa.", RecordType::SOA).2.len(), 1);
         let nx = ask(&on, "2.0.0.127.in-addr.arpa.", RecordType::PTR);
         assert_eq!((nx.1, nx.3), (ResponseCode::NXDomain, 1));
-        assert_eq!(ask(&on, "example.com.", RecordType::A).0, Local::Next);
-        assert_eq!(ask(&on, "1.0.0.10.in-addr.arpa.", RecordType::PTR).0, Local::Next);
+        assert_eq!(ask(&on, "example.com.", RecordType::A).0, Verdict::Next);
+        assert_eq!(ask(&on, "1.0.0.10.in-addr.arpa.", RecordType::PTR).0, Verdict::Next);
         let off = LocalNames::new(false);
-        assert_eq!(ask(&off, "localhost.example.com.", RecordType::A).0, Local::Next);
+        assert_eq!(ask(&off, "localhost.example.com.", RecordType::A).0, Verdict::Next);
         assert_eq!(ask(&off, "app.localhost.", RecordType::A).2, ["127.0.0.1"]);
     }
 }

@@ -18,7 +18,7 @@
 //! one). A config reload empties the memo; the bytes live in one ring
 //! ([`arena`]), so eviction frees nothing.
 
-use hickory_proto::op::ResponseCode;
+use super::reply::Summary;
 
 use std::sync::atomic::Ordering;
 
@@ -96,24 +96,10 @@ impl Key {
     }
 }
 
-/// What a replayed reply reports to metrics and the query log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
-    pub rcode: ResponseCode,
-    pub truncated: bool,
-    pub log: Option<crate::config::local::LogStyle>,
-    /// What the metrics record (see [`crate::metrics::Served`]).
-    pub zone: u16,
-    pub plugin: crate::metrics::Plugin,
-    pub qtype: u8,
-    pub dnssec_ok: bool,
-    pub expansion: Option<crate::metrics::Expansion>,
-}
-
 /// What the memo keeps per entry besides the bytes.
 #[derive(Debug, Clone, Copy)]
 struct Meta {
-    outcome: Outcome,
+    outcome: Summary,
     /// The generation the reply was built at (or last found still exact).
     generation: u64,
     deps: Deps,
@@ -181,7 +167,7 @@ impl Memo {
     /// returns what it reports, or `None` on a miss. An entry built at an
     /// older generation is replayed only if nothing it depends on changed
     /// since (its generation then moves up, so the check is paid once).
-    pub fn replay(&mut self, key: &Key, packet: &[u8], view: &View<'_>, out: &mut Vec<u8>) -> Option<Outcome> {
+    pub fn replay(&mut self, key: &Key, packet: &[u8], view: &View<'_>, out: &mut Vec<u8>) -> Option<Summary> {
         self.sync(view);
         let fp = self.fingerprint(key);
         let (meta, reply) = self.entries.get(fp, &key.bytes)?;
@@ -209,7 +195,7 @@ impl Memo {
     /// depending on `deps` in its store: at once while the memo is less
     /// than half full, else if the same question was answered recently
     /// before.
-    pub fn remember(&mut self, key: &Key, view: &View<'_>, reply: &[u8], outcome: Outcome, deps: Deps) {
+    pub fn remember(&mut self, key: &Key, view: &View<'_>, reply: &[u8], outcome: Summary, deps: Deps) {
         self.sync(view);
         if reply.len() < 12 + key.name_len {
             return; // no question to patch the spelling of
@@ -240,7 +226,7 @@ impl Memo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+    use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
     use hickory_proto::rr::{Name, RecordType};
 
     fn packet(name: &str, edns: Option<(u16, u8)>) -> Vec<u8> {
@@ -310,7 +296,7 @@ mod tests {
     #[test]
     fn a_half_full_memo_admits_only_questions_seen_twice() {
         let mut memo = Memo::default();
-        let outcome = Outcome {
+        let outcome = Summary {
             rcode: ResponseCode::NoError,
             truncated: false,
             log: None,
@@ -348,7 +334,7 @@ mod tests {
         let mut memo = Memo::default();
         let q = packet("short.local.", None);
         let k = Key::parse(&q, Transport::Udp, &mut Vec::new()).expect("key");
-        let outcome = Outcome {
+        let outcome = Summary {
             rcode: ResponseCode::NoError,
             truncated: false,
             log: None,
@@ -369,7 +355,7 @@ mod tests {
         let k = Key::parse(&first, Transport::Udp, &mut Vec::new()).expect("key");
         let mut reply = first.clone();
         reply[2] |= 0x84; // QR, AA
-        let outcome = Outcome {
+        let outcome = Summary {
             rcode: ResponseCode::NoError,
             truncated: false,
             log: None,

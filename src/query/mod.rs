@@ -25,10 +25,12 @@ pub mod localhost;
 pub mod log;
 pub mod logline;
 pub mod memo;
+pub mod plugins;
 pub mod reply;
 pub mod request;
 pub mod rewrite;
 pub mod route;
+pub mod settle;
 pub mod tcp;
 pub mod template;
 pub mod udp;
@@ -39,7 +41,6 @@ use std::time::Instant;
 use hickory_proto::op::{Query, ResponseCode};
 
 use crate::metrics::{Metrics, Transport};
-use defer::ChaseKind;
 use reply::echo::Echo;
 use reply::wire;
 pub use reply::Answer;
@@ -82,7 +83,7 @@ struct Arrival<'a> {
 
 /// What the full path did with a message.
 enum Full {
-    Reply(memo::Outcome),
+    Reply(reply::Summary),
     /// No reply (dropped packet).
     Nothing,
     /// Handed to a task that replies later (or shed at the in-flight cap).
@@ -120,7 +121,7 @@ impl Handler {
                 self.metrics.panics.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::error!("panic while answering a query from {peer}; answered SERVFAIL, still serving");
                 *scratch = Scratch::default();
-                servfail(bytes, transport, &mut scratch.out)
+                wire::servfail(bytes, transport, &mut scratch.out)
             }
         }
     }
@@ -164,14 +165,15 @@ impl Handler {
             let Some(outcome) = self.full(&router, &at, scratch, sink) else {
                 return false;
             };
-            self.finish(&router, peer, transport, bytes, outcome, started, scratch);
+            self.finish(&router, &at, outcome, scratch);
             return true;
         };
         let view = router.memo_view();
-        let replayed = scratch
-            .memo
-            .replay(&key, bytes, &view, &mut scratch.out)
-            .or_else(|| scratch.hits.replay(&router, &key, bytes, started, &mut scratch.out));
+        let replayed = scratch.memo.replay(&key, bytes, &view, &mut scratch.out).or_else(|| {
+            scratch
+                .hits
+                .replay(router.hits_id(), &key, bytes, started, &mut scratch.out)
+        });
         if let (Some(_), Some(admission)) = (&replayed, admitted) {
             admission.credit(); // the full path counts the others
         }
@@ -180,7 +182,7 @@ impl Handler {
         let Some(outcome) = outcome else {
             return false;
         };
-        self.finish(&router, peer, transport, bytes, outcome, started, scratch);
+        self.finish(&router, &at, outcome, scratch);
         !scratch.out.is_empty()
     }
 
@@ -192,7 +194,7 @@ impl Handler {
         at: &Arrival<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Option<memo::Outcome> {
+    ) -> Option<reply::Summary> {
         match self.answer(router, at, scratch, sink) {
             Full::Reply(outcome) => Some(outcome),
             Full::Nothing => {
@@ -214,14 +216,14 @@ impl Handler {
         view: &memo::View<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Option<memo::Outcome> {
+    ) -> Option<reply::Summary> {
         let outcome = self.full(router, at, scratch, sink)?;
         if scratch.answer.memoizable {
             let deps = scratch.answer.deps;
             scratch.memo.remember(key, view, &scratch.out, outcome, deps);
         } else if outcome.plugin == crate::metrics::Plugin::Cache {
             let Scratch { hits, answer, out, .. } = &mut *scratch;
-            hits.learn(router, key, at.bytes, answer, out, outcome, at.started);
+            hits.learn(|q| router.hit_route(q), key, at.bytes, answer, out, outcome, at.started);
         }
         Some(outcome)
     }
@@ -241,40 +243,19 @@ impl Handler {
         }
     }
 
-    /// Counts the reply and writes the query log line when asked for.
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &self,
-        router: &Router,
-        peer: SocketAddr,
-        t: Transport,
-        bytes: &[u8],
-        o: memo::Outcome,
-        started: Instant,
-        s: &mut Scratch,
-    ) {
-        if let Some(stats) = router.stats.get(usize::from(o.zone)) {
-            stats.record(&crate::metrics::Served {
-                transport: t,
-                ipv6: peer.is_ipv6(),
-                qtype: o.qtype,
-                dnssec_ok: o.dnssec_ok,
-                request_size: bytes.len(),
-                response_size: s.out.len(),
-                rcode: o.rcode,
-                plugin: o.plugin,
-                truncated: o.truncated,
-                expansion: o.expansion,
-                nanos: started.elapsed().as_nanos() as u64,
-            });
-        }
-        self.count_client(router, peer, &mut s.clients);
-        if let Some(style) = o.log {
-            log::query(style, peer, t, bytes, &s.out, o.rcode, started);
-        }
-        if let Some(taps) = router.tap(o.zone) {
-            taps.served(peer, t == Transport::Tcp, bytes, &s.out, started);
-        }
+    /// Counts the reply (and its client), writes the query log line and
+    /// tells `dnstap`, as the block asks.
+    fn finish(&self, router: &Router, at: &Arrival<'_>, o: reply::Summary, s: &mut Scratch) {
+        self.count_client(router, at.peer, &mut s.clients);
+        let exchange = settle::record::Exchange {
+            peer: at.peer,
+            transport: at.transport,
+            request: at.bytes,
+            reply: &s.out,
+            started: at.started,
+        };
+        let stats = router.stats.get(usize::from(o.zone)).map(|s| &**s);
+        settle::record::record(&o, stats, router.tap(o.zone).map(|t| &**t), &exchange);
     }
 
     /// The full path: check, route, answer, encode.
@@ -307,7 +288,7 @@ impl Handler {
         if out.is_empty() {
             return Full::Nothing;
         }
-        Full::Reply(outcome(answer, truncated, query.as_ref(), edns))
+        Full::Reply(reply::Summary::of(answer, truncated, query.as_ref(), edns))
     }
 
     /// A checked query: written straight from the snapshot where the
@@ -332,7 +313,12 @@ impl Handler {
             router.write_direct(&req, admitted.allowed, at.transport, answer, &mut scratch.out)
         {
             admitted.credit();
-            return Err(Full::Reply(outcome(answer, truncated, Some(&req.query), edns)));
+            return Err(Full::Reply(reply::Summary::of(
+                answer,
+                truncated,
+                Some(&req.query),
+                edns,
+            )));
         }
         answer.clear();
         let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
@@ -344,19 +330,12 @@ impl Handler {
                 .autopath_success
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        let (forwarding, loadbalance, chased) = match routed {
+        let onward = match routed {
             Routed::Drop => return Err(Full::Nothing),
             Routed::Done => return Ok((req.meta, Some(req.query), edns)),
-            Routed::Forward(f, lb) => (f, lb, None),
-            Routed::Autopath(f, lb, candidate) => (f, lb, Some((candidate, ChaseKind::Autopath))),
-            Routed::External(f, lb, target) => (f, lb, Some((target, ChaseKind::Target(answer.plugin)))),
+            Routed::Forward(onward) => onward,
         };
-        let onward = Onward {
-            forwarding,
-            loadbalance,
-            chased,
-            edns,
-        };
+        let req = request::Request { edns, ..req };
         self.forward(router, at, req, onward, scratch, sink);
         Err(Full::Later)
     }
@@ -368,7 +347,7 @@ impl Handler {
         router: &Router,
         at: &Arrival<'_>,
         req: request::Request,
-        onward: Onward<'_>,
+        onward: route::Onward<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
     ) {
@@ -380,118 +359,28 @@ impl Handler {
             return;
         }
         let answer = &mut scratch.answer;
-        let (mut request, query, chase, rewrite) =
-            upstream(at.bytes, &req, onward.chased, answer, at.peer, at.transport);
+        let forwarding = onward.forwarding;
+        let balance = onward.balance.cloned();
+        let (mut request, query, then) =
+            (onward.left).upstream(at.bytes, &req.query, answer, balance, at.peer, at.transport);
         if let Some(cap) = answer.bufsize {
             request::cap_payload(&mut request, cap);
         }
-        onward.forwarding.submit(defer::Job {
+        forwarding.submit(defer::Job {
             request,
             meta: req.meta,
             query,
-            chase,
-            edns: onward.edns,
+            edns: req.edns,
             transport: at.transport,
             peer: at.peer,
             sink: sink(),
             log: answer.log,
-            loadbalance: onward.loadbalance.cloned(),
             started: at.started,
             stats: router.stats.get(usize::from(answer.zone)).cloned(),
-            dns64: answer.dns64.take(),
-            rewrite,
             taps: router.tap(answer.zone).cloned(),
+            then,
         });
     }
-}
-
-/// What the memo and the metrics keep of a reply written for `answer`.
-fn outcome(answer: &Answer, truncated: bool, query: Option<&Query>, edns: Option<ClientEdns>) -> memo::Outcome {
-    memo::Outcome {
-        rcode: answer.rcode,
-        truncated,
-        log: answer.log,
-        zone: answer.zone,
-        plugin: answer.plugin,
-        qtype: query.map_or(u8::MAX, |q| crate::metrics::type_slot(q.query_type())),
-        dnssec_ok: edns.is_some_and(|e| e.dnssec_ok),
-        expansion: answer.expansion,
-    }
-}
-
-/// How a routed query goes on upstream.
-struct Onward<'r> {
-    forwarding: &'r std::sync::Arc<forward::Forwarding>,
-    /// Shuffle the answer (`loadbalance`).
-    loadbalance: route::Balance<'r>,
-    /// Another name is asked for the client's ([`defer::Chase`]).
-    chased: Option<(Query, ChaseKind)>,
-    /// The client's EDNS, `bufsize` applied.
-    edns: Option<ClientEdns>,
-}
-
-/// What a forwarded query sends upstream, the question it is cached and
-/// coalesced under, and how its answer comes back to the client: as is;
-/// under the client's question when another name goes (autopath's next
-/// name, a CNAME's outside target: [`defer::Chase`]); mapped back when
-/// `rewrite` changed the question ([`defer::Rewritten`]).
-fn upstream(
-    bytes: &[u8],
-    req: &request::Request,
-    chased: Option<(Query, ChaseKind)>,
-    answer: &mut Answer,
-    peer: SocketAddr,
-    transport: Transport,
-) -> (Vec<u8>, Query, Option<defer::Chase>, Option<Box<defer::Rewritten>>) {
-    let rewritten = answer.rewrite.take().map(|r| {
-        let (q, revert) = *r;
-        let rewritten = defer::Rewritten {
-            question: req.query.clone(),
-            revert,
-            request: bytes.to_vec(),
-        };
-        (q, Box::new(rewritten))
-    });
-    let (forwarded, chase) = match chased {
-        None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
-        Some((forwarded, kind)) => {
-            let prefix = match kind {
-                ChaseKind::Autopath => vec![reply::cname(req.query.name(), 5, forwarded.name().clone())],
-                ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
-            };
-            let chase = defer::Chase {
-                asked: req.query.clone(),
-                prefix,
-                kind,
-            };
-            (Some(forwarded), Some(chase))
-        }
-    };
-    let rewrite = rewritten.map(|(_, r)| r);
-    let Some(forwarded) = forwarded else {
-        return (bytes.to_vec(), req.query.clone(), None, rewrite);
-    };
-    let revert = rewrite.as_ref().map(|r| &r.revert);
-    let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, transport);
-    (request, forwarded, chase, rewrite)
-}
-
-/// A SERVFAIL reply to `bytes` in `out`; false when it cannot be answered.
-fn servfail(bytes: &[u8], transport: Transport, out: &mut Vec<u8>) -> bool {
-    let (meta, query, edns) = match request::check(bytes) {
-        Checked::Drop => return false,
-        Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
-        Checked::Query(req) => (req.meta, Some(req.query), req.edns),
-    };
-    let mut answer = Answer::default();
-    answer.error(ResponseCode::ServFail);
-    let echo = Echo {
-        meta: &meta,
-        query: query.as_ref(),
-        edns,
-    };
-    wire::write_for(out, &echo, &answer, transport);
-    !out.is_empty()
 }
 
 /// In debug builds (the tests' binary) a query for this name panics, to

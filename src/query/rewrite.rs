@@ -19,7 +19,7 @@ use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayl
 use hickory_proto::rr::{Name, RData, Record};
 
 use super::reply::Answer;
-use crate::config::rewrite::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
+use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::metrics::Transport;
 
 /// One server block's `rewrite` rules.
@@ -166,7 +166,7 @@ impl Revert {
         matcher: &Matcher,
         to: &str,
         auto: bool,
-        answers: &[crate::config::rewrite::AnswerRule],
+        answers: &[crate::config::rewrite_rule::AnswerRule],
         asked: &str,
         rewritten: &str,
     ) {

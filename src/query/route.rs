@@ -16,10 +16,12 @@
 //! verdict, `autopath` or `through` (`any`, `loop`, `template`, `data` for
 //! `hosts`/`k8s_external`/`file`, `kubernetes`, `forward` with `cache`),
 //! then `settle` (the outside CNAME target, `dns64`, `rewrite` reverted,
-//! `loadbalance`). What a block holds is in `route/block.rs`; the `acl`
-//! decision (on a decoded name, or on wire bytes before a replay) in
-//! `route/acl.rs`; the lookups of a second name (`autopath`'s search walk,
-//! an outside CNAME target) in `route/chase.rs`; the short way for the
+//! `loadbalance`). What a block holds is in `route/block.rs`; the plugin
+//! steps in their order in `route/order.rs`; the `acl` decision (on a
+//! decoded name, or on wire bytes before a replay) in `route/acl.rs`; the
+//! lookups of a second name (`autopath`'s search walk, an outside CNAME
+//! target, `dns64`'s A question) in `route/chase.rs`; which questions a
+//! cache-hit replay may skip routing for in `route/hit.rs`; the short way for the
 //! cluster zone's common answers, written straight from the snapshot when
 //! no plugin of the block needs their records, in `route/direct.rs` (tried
 //! first by [`super::Handler`]).
@@ -28,21 +30,21 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use hickory_proto::op::{Query, ResponseCode};
-use hickory_proto::rr::{DNSClass, Name, RecordType};
+use hickory_proto::rr::{DNSClass, Name};
 
-use super::cluster::Outcome;
-use super::local::Local;
-use super::reply::{self, Answer};
+use super::reply::Answer;
 use super::rewrite::Revert;
-use super::template::Templated;
+use super::settle::Left;
 use super::UNHANDLED;
-use crate::metrics::{Plugin, ZoneStats};
+use crate::metrics::ZoneStats;
 use crate::query::forward::Forwarding;
 
 mod acl;
 mod block;
 mod chase;
 mod direct;
+mod hit;
+mod order;
 #[cfg(test)]
 mod tests;
 
@@ -71,15 +73,30 @@ pub enum Routed<'a> {
     Done,
     /// `acl` says: no reply at all.
     Drop,
-    /// Not cached: forward it (and shuffle the answer: `loadbalance`).
-    Forward(&'a Arc<Forwarding>, Balance<'a>),
-    /// `autopath` reached the bare name and it must be forwarded (or
-    /// `k8s_external` follows an ingress hostname): the answer to `Query`
-    /// comes back under a CNAME from the client's name.
-    Autopath(&'a Arc<Forwarding>, Balance<'a>, Query),
-    /// An ExternalName's target outside the cluster must be forwarded: its
-    /// answer to `Query` comes back after the CNAME records in `out`.
-    External(&'a Arc<Forwarding>, Balance<'a>, Query),
+    /// Not answered here (not cached): forward it, and do what [`Onward`]
+    /// says to its answer.
+    Forward(Onward<'a>),
+}
+
+/// A query the router forwards: where to, and what its answer goes
+/// through on the way back.
+pub struct Onward<'a> {
+    pub forwarding: &'a Arc<Forwarding>,
+    /// `loadbalance` of the block the answer goes back through.
+    pub balance: Balance<'a>,
+    /// The chase, `dns64` and `rewrite` left for the answer.
+    pub left: Left,
+}
+
+impl<'a> Onward<'a> {
+    /// To `forwarding`, with nothing to do to the answer but `balance`.
+    pub fn to(forwarding: &'a Arc<Forwarding>, balance: Balance<'a>) -> Onward<'a> {
+        Onward {
+            forwarding,
+            balance,
+            left: Left::default(),
+        }
+    }
 }
 
 /// The server blocks sharing one listener.
@@ -183,7 +200,7 @@ impl Router {
         let Some(block) = self.enter(query.name(), out) else {
             return Routed::Done;
         };
-        if let Some(routed) = early(block, query, out) {
+        if let Some(routed) = order::early(block, query, out) {
             return routed;
         }
         let rewritten = match block.rewrite.as_ref().map(|rw| rw.apply(query)).transpose() {
@@ -255,11 +272,12 @@ impl Router {
             (Routed::Done, Some(target)) => self.outside(block, target, asked, asker, out),
             (routed, _) => routed,
         };
-        let routed = super::dns64::after(self, block, asked, asker, routed, out);
+        let mut routed = self.dns64(block, asked, asker, routed, out);
         if let Some((q, revert)) = rewritten {
-            match routed {
+            match &mut routed {
                 Routed::Done => revert.answer(out),
-                _ => out.rewrite = Some(Box::new((q, revert))),
+                Routed::Forward(onward) => onward.left.rewrite = Some(Box::new((q, revert))),
+                Routed::Drop => {}
             }
         }
         if let Some(lb) = &block.loadbalance {
@@ -267,133 +285,4 @@ impl Router {
         }
         routed
     }
-
-    /// `query` through `block`'s plugins in order (no autopath, no dns64):
-    /// `any`, `loop`'s probe, `template`, the block's own data, `kubernetes`,
-    /// then `cache` and `forward`.
-    pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
-        let (qname, qtype) = (query.name(), query.query_type());
-        if any(block, query, out) {
-            return Routed::Done;
-        }
-        if let Some(probe) = &block.loop_probe {
-            if probe.looped(query) {
-                block::loop_detected(block, probe, qname);
-            }
-        }
-        if template(block, query, asker.client, out)
-            || data(block, qname, qtype, out)
-            || kubernetes(block, qname, qtype, out)
-        {
-            return Routed::Done;
-        }
-        forward(block, query, asker, out)
-    }
-}
-
-/// `local`, `any` and `chaos`, before anything may change the question
-/// and before `acl`: `Some` when one of them settled the query.
-fn early<'a>(block: &Block, query: &Query, out: &mut Answer) -> Option<Routed<'a>> {
-    let (qname, qtype, qclass) = (query.name(), query.query_type(), query.query_class());
-    if let Some(local) = &block.local {
-        if local.answer(qname, qtype, qclass, out) == Local::Answered {
-            out.plugin = Plugin::Local;
-            return Some(Routed::Done);
-        }
-    }
-    if any(block, query, out) {
-        return Some(Routed::Done);
-    }
-    let chaos = block.chaos.as_ref().filter(|_| qclass != DNSClass::IN)?;
-    if chaos.answer(qname, qtype, qclass, out) == Local::Answered {
-        out.plugin = Plugin::Chaos;
-        return Some(Routed::Done);
-    }
-    None
-}
-
-/// `any`: RFC 8482's minimal answer to an ANY question; true when written.
-fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
-    if query.query_type() != RecordType::ANY || !block.any {
-        return false;
-    }
-    out.answers.push(reply::hinfo_rfc8482(query.name()));
-    out.memoizable = true;
-    true
-}
-
-/// `template`: true when it answered (a CNAME to a name outside is chased
-/// afterwards).
-fn template(block: &Block, query: &Query, client: IpAddr, out: &mut Answer) -> bool {
-    let Some(templates) = &block.templates else {
-        return false;
-    };
-    match templates.answer(query, client, out) {
-        Templated::Next => return false,
-        Templated::Answered => {}
-        Templated::Chase(target) => out.outside = Some(target),
-    }
-    out.plugin = Plugin::Template;
-    true
-}
-
-/// The block's own data in order: `hosts`, `k8s_external`, `file`; true
-/// when one answered.
-fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
-    if let Some(hosts) = &block.hosts {
-        if hosts.answer(qname, qtype, out) == Local::Answered {
-            out.plugin = Plugin::Hosts;
-            return true;
-        }
-    }
-    if let (Some(ext), Some(cluster)) = (&block.k8s_external, &block.cluster) {
-        if ext.answer(qname, qtype, &cluster.store, out) == Some(Outcome::Answered) {
-            (out.plugin, out.memoizable) = (Plugin::K8sExternal, true);
-            return true;
-        }
-    }
-    for file in block.files.iter().filter(|f| f.serves(qname)) {
-        if file.answer(qname, qtype, out) == Local::Answered {
-            out.plugin = Plugin::File;
-            return true;
-        }
-    }
-    false
-}
-
-/// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
-/// which store changes could make the name exist).
-fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
-    let Some(cluster) = &block.cluster else {
-        return false;
-    };
-    let Some(zone) = cluster.zone_for(qname) else {
-        return false;
-    };
-    if cluster.answer(qname, qtype, zone, out) != Outcome::Answered {
-        return false;
-    }
-    if out.rcode == ResponseCode::NXDomain {
-        out.expansion = cluster.expansion(qname, zone, &mut out.deps);
-    }
-    out.plugin = Plugin::Kubernetes;
-    out.memoizable = true;
-    true
-}
-
-/// `cache` then `forward`, for a name no plugin before answered; REFUSED
-/// when the block forwards nothing for it.
-fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
-    let qname = query.name();
-    let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
-        out.error(UNHANDLED);
-        out.memoizable = true;
-        return Routed::Done;
-    };
-    out.clear_records();
-    if fwd.cached(query, asker.dnssec_ok, asker.cd, out) {
-        out.plugin = Plugin::Cache;
-        return Routed::Done;
-    }
-    Routed::Forward(fwd, block.loadbalance.as_ref())
 }

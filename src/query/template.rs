@@ -26,15 +26,7 @@ use super::reply::Answer;
 use crate::config::gotmpl::{Data, Template};
 use crate::config::template::TemplateConfig;
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
-
-/// What the templates did with a query.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Templated {
-    Next,
-    Answered,
-    /// Answered with a CNAME whose target's records must be added.
-    Chase(Name),
-}
+use crate::query::plugins::verdict::Verdict;
 
 /// `coredns_template_*` of one server block: `(family, labels) → count`.
 #[derive(Debug, Default)]
@@ -132,14 +124,14 @@ impl Templates {
     }
 
     /// Answers `query` from `client` into `out` when a template matches.
-    pub fn answer(&self, query: &Query, client: IpAddr, out: &mut Answer) -> Templated {
+    pub fn answer(&self, query: &Query, client: IpAddr, out: &mut Answer) -> Verdict {
         // zone_of ignores case: most queries leave here without allocating.
         if !self
             .list
             .iter()
             .any(|t| t.zones.iter().any(|z| z.zone_of(query.name())))
         {
-            return Templated::Next;
+            return Verdict::Next;
         }
         let lower = query.name().to_lowercase();
         let name = lower.to_ascii();
@@ -153,7 +145,7 @@ impl Templates {
                     continue;
                 }
                 out.error(ResponseCode::ServFail);
-                return Templated::Answered;
+                return Verdict::Answered;
             };
             let class = t
                 .class
@@ -179,10 +171,10 @@ impl Templates {
             };
             return self.render(t, &data, query, out);
         }
-        Templated::Next
+        Verdict::Next
     }
 
-    fn render(&self, t: &TemplateConfig, data: &Data<'_>, query: &Query, out: &mut Answer) -> Templated {
+    fn render(&self, t: &TemplateConfig, data: &Data<'_>, query: &Query, out: &mut Answer) -> Verdict {
         let labels = format!(
             "zone=\"{}\",view=\"\",class=\"{}\",type=\"{}\"",
             escape(data.zone),
@@ -192,7 +184,7 @@ impl Templates {
         self.stats.count(0, labels.clone());
         if t.rcode == ResponseCode::ServFail {
             out.error(ResponseCode::ServFail);
-            return Templated::Answered;
+            return Verdict::Answered;
         }
         out.error(t.rcode);
         out.authoritative = true;
@@ -211,22 +203,22 @@ impl Templates {
                     Some(r) => out.authority.push(r),
                     None => {
                         out.error(ResponseCode::ServFail);
-                        return Templated::Answered;
+                        return Verdict::Answered;
                     }
                 }
             }
         }
         out.ede = t.ederror.clone();
         if !matches!(query.query_type(), RecordType::A | RecordType::AAAA) {
-            return Templated::Answered;
+            return Verdict::Answered;
         }
         let target = out.answers.iter().find_map(|r| match &r.data {
             RData::CNAME(c) => Some(c.0.clone()),
             _ => None,
         });
         match target {
-            Some(target) if !out.answers.iter().any(|r| r.name == target) => Templated::Chase(target),
-            _ => Templated::Answered,
+            Some(target) if !out.answers.iter().any(|r| r.name == target) => Verdict::Chase(target),
+            _ => Verdict::Answered,
         }
     }
 

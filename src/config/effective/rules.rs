@@ -2,7 +2,7 @@
 //! one line) and `template` (its regexes, answers and rcode).
 
 use super::{names, quote, with, Block};
-use crate::config::rewrite::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
+use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 
 pub(super) fn template(b: &mut Block, t: &crate::config::template::TemplateConfig) {
     let class = t.class.map_or("ANY".to_string(), |c| c.to_string());

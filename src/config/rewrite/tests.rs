@@ -1,6 +1,6 @@
 //! `rewrite` rules as CoreDNS parses them, and every error they can report.
 
-use super::{EdnsAction, EdnsData, EdnsRule, Matcher, RuleKind};
+use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RuleKind};
 use crate::config::tests::{assert_errors, server_block};
 
 #[test]

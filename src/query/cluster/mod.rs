@@ -22,6 +22,7 @@ use hickory_proto::rr::{Name, RecordType};
 use super::reply::{self, Answer, Zone};
 use crate::config::KubernetesConfig;
 use crate::metrics::Expansion;
+use crate::query::plugins::verdict::Verdict;
 use crate::store::records::undash;
 use crate::store::{Dep, Deps, Snapshot, Store};
 use qname::Qname;
@@ -35,14 +36,6 @@ pub enum Found {
     Records,
     NoData,
     NxDomain,
-}
-
-/// The outcome of the cluster handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Answered,
-    /// NXDOMAIN covered by `fallthrough`: the next plugin decides.
-    Fallthrough,
 }
 
 /// The `kubernetes` plugin's query side: its options, zones and store.
@@ -67,6 +60,8 @@ pub struct Ctx<'s, 'o> {
     pub owner: Name,
     pub qtype: RecordType,
     pub out: &'o mut Answer,
+    /// A CNAME's target outside the zone, for the router to chase.
+    pub chase: Option<Name>,
 }
 
 impl Cluster {
@@ -89,11 +84,11 @@ impl Cluster {
     }
 
     /// Answers `qname`/`qtype` in `zone` (from [`Cluster::zone_for`]).
-    pub fn answer(&self, qname: &Name, qtype: RecordType, zone: &Zone, out: &mut Answer) -> Outcome {
+    pub fn answer(&self, qname: &Name, qtype: RecordType, zone: &Zone, out: &mut Answer) -> Verdict {
         let snap = self.store.load();
         if !snap.synced {
             out.error(ResponseCode::ServFail);
-            return Outcome::Answered;
+            return Verdict::Answered;
         }
         let (cfg, zones) = (&*self.cfg, &self.zones[..]);
         out.deps = Deps::NONE; // each lookup below adds what it reads
@@ -105,12 +100,14 @@ impl Cluster {
             owner: qname.clone(),
             qtype,
             out,
+            chase: None,
         };
         let found = if reverse::is_reverse(&zone.name) {
             reverse::answer(&mut c)
         } else {
             c.lookup(0)
         };
+        let chase = c.chase.take();
         let found = if found == Found::Records && out.answers.is_empty() {
             Found::NoData
         } else {
@@ -118,7 +115,7 @@ impl Cluster {
         };
         if found == Found::NxDomain && cfg.falls_through(qname) {
             out.clear();
-            return Outcome::Fallthrough;
+            return Verdict::Next;
         }
         out.authoritative = true;
         if found != Found::Records {
@@ -131,7 +128,7 @@ impl Cluster {
             };
             out.authority.push(reply::soa(zone, cfg.ttl, snap.serial));
         }
-        Outcome::Answered
+        chase.map_or(Verdict::Answered, Verdict::Chase)
     }
 }
 

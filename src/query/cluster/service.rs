@@ -223,7 +223,7 @@ fn endpoint_name(base: &Name, e: &Endpoint<'_>) -> Name {
 }
 
 /// CNAME to the target; a target inside this zone is answered too, one
-/// outside it is left to the router ([`crate::query::Answer::outside`]).
+/// outside it is left to the router (`Ctx::chase`, a `Verdict::Chase`).
 fn external_name(c: &mut Ctx<'_, '_>, target: &Name, depth: u8) -> Found {
     let record = reply::cname(&c.owner, c.cfg.ttl, target.clone());
     if c.out.answers.contains(&record) {
@@ -236,7 +236,7 @@ fn external_name(c: &mut Ctx<'_, '_>, target: &Name, depth: u8) -> Found {
     if c.zone.name.zone_of(target) {
         c.chase(target, depth + 1);
     } else if c.qtype != RecordType::ANY {
-        c.out.outside = Some(target.clone());
+        c.chase = Some(target.clone());
     }
     Found::Records
 }

@@ -101,7 +101,7 @@ impl Forwarding {
     /// of a `rewrite cname` target, and `dns64`'s translation.
     async fn complete(self: &Arc<Self>, job: &Job, answer: &mut Answer, tcp: bool) {
         let (dnssec_ok, cd) = (job.dnssec_ok(), job.meta.checking_disabled);
-        let revert = job.rewrite.as_ref().map(|r| &r.revert);
+        let revert = job.then.rewrite.as_ref().map(|r| &r.revert);
         if let Some(target) = revert.and_then(|r| r.cname(answer)) {
             // `rewrite cname`: the new target's records follow the CNAMEs.
             let q = Query::query(target.clone(), job.query.query_type());
@@ -110,7 +110,7 @@ impl Forwarding {
                 .answers
                 .extend(found.answers.into_iter().filter(|r| r.name == target));
         }
-        if let Some(d) = job.dns64.as_ref().filter(|d| d.wanted(answer)) {
+        if let Some(d) = job.then.dns64.as_ref().filter(|d| d.wanted(answer)) {
             let a = Query::query(job.query.name().clone(), RecordType::A);
             let a = self.ask(&a, dnssec_ok, cd, tcp).await;
             d.synthesize(answer, &a);

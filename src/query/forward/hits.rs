@@ -24,22 +24,23 @@
 //! it stale or forwards it) or leaves the shared cache (replaced by a
 //! refresh, evicted). A block's `acl` is no reason to skip it: the caller
 //! replays only to a client the `acl` admits for the question as asked
-//! ([`Router::admits`]), which with no `rewrite` is the name it judges.
+//! (`Router::admits`), which with no `rewrite` is the name it judges.
+//! Which routes are fixed the router says (`Router::hit_route`): this file
+//! knows the cache and the bytes, not the blocks.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use hickory_proto::op::Query;
-use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::rr::RecordType;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use super::cache::{Cache, Entry, Stamp};
 use super::Forwarding;
-use crate::query::local::Local;
-use crate::query::memo::{Key, Outcome};
+use crate::query::memo::Key;
+use crate::query::reply::Summary;
 use crate::query::request::skip_name;
-use crate::query::route::{Block, Router};
 use crate::query::Answer;
 use crate::store::Map;
 
@@ -63,7 +64,17 @@ struct Hit {
     seen: u64,
     /// The block's `hosts` reloads, and their count when learned.
     hosts: Option<(Arc<AtomicU64>, u64)>,
-    outcome: Outcome,
+    outcome: Summary,
+}
+
+/// A question's route to the cache, fixed by the config alone (see the
+/// module doc), as the router finds it: the forwarding whose cache
+/// answers, the block's `hosts` reloads and their count now (the question
+/// passed `hosts`; `None`: no `hosts`), its `loadbalance`.
+pub struct HitRoute<'r> {
+    pub forwarding: &'r Arc<Forwarding>,
+    pub hosts: Option<(Arc<AtomicU64>, u64)>,
+    pub loadbalance: Option<&'r crate::config::hosts::LoadbalanceConfig>,
 }
 
 /// One worker's replayable cache hits.
@@ -81,16 +92,15 @@ impl Hits {
     /// (the full path answers, and may [`Hits::learn`] it).
     pub fn replay(
         &mut self,
-        router: &Router,
+        router: (u64, usize),
         key: &Key,
         packet: &[u8],
         now: Instant,
         out: &mut Vec<u8>,
-    ) -> Option<Outcome> {
-        let id = (router.epoch, std::ptr::from_ref(router) as usize);
-        if self.router != id {
+    ) -> Option<Summary> {
+        if self.router != router {
             self.entries.iter_mut().for_each(Map::clear);
-            self.router = id;
+            self.router = router;
             return None;
         }
         let map = &mut self.entries[usize::from(cd(packet)?)];
@@ -126,23 +136,26 @@ impl Hits {
 
     /// Keeps `reply`, just written by the full path from the cache
     /// (`answer.plugin` is `Cache`) for `packet`, if its route may be
-    /// skipped next time and the cache entry it came from is still live.
+    /// skipped next time (`route` says so for the question, the router's
+    /// knowledge) and the cache entry it came from is still live.
     #[allow(clippy::too_many_arguments)]
-    pub fn learn(
+    pub fn learn<'r>(
         &mut self,
-        router: &Router,
+        route: impl FnOnce(&Query) -> Option<HitRoute<'r>>,
         key: &Key,
         packet: &[u8],
         answer: &Answer,
         reply: &[u8],
-        outcome: Outcome,
+        outcome: Summary,
         now: Instant,
     ) -> Option<()> {
         let query = question(packet)?;
         let cd = cd(packet)?;
-        let (block, _) = router.block(query.name())?;
-        let forwarding = fixed_route(block, &query)?;
-        let hosts = past_hosts(block, &query)?;
+        let HitRoute {
+            forwarding,
+            hosts,
+            loadbalance,
+        } = route(&query)?;
         let cache = forwarding.cache.as_ref()?;
         // Read before the entry: a retirement after this is seen next time.
         let seen = cache.retirements();
@@ -158,7 +171,7 @@ impl Hits {
         if !cache.cfg.keepttl && !same {
             return None;
         }
-        let (shuffle, rdata_len) = if let Some(lb) = &block.loadbalance {
+        let (shuffle, rdata_len) = if let Some(lb) = loadbalance {
             if !lb.prefer.is_empty() {
                 return None; // `prefer` reorders records: the full path does it
             }
@@ -207,33 +220,6 @@ fn question(packet: &[u8]) -> Option<Query> {
 
 fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-/// The block's forwarding, when the route of `query` through `block` to its
-/// cache depends on the config alone (see the module doc).
-fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a Arc<Forwarding>> {
-    let (qname, qtype) = (query.name(), query.query_type());
-    let config_only = block.rewrite.is_none()
-        && block.templates.is_none()
-        && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
-        && !(block.dns64.is_some() && super::super::dns64::Dns64::question(query));
-    let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
-    let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
-        && block.k8s_external.as_ref().is_none_or(|k| !inside(&k.cfg.zones))
-        && !block.files.iter().any(|f| f.serves(qname));
-    let forwarding = block.forwarding.as_ref()?;
-    (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)
-}
-
-/// The block's `hosts` reloads and their count now, if `query` goes past
-/// `hosts` with the data loaded since (`Some(None)`: no `hosts`); `None`
-/// when `hosts` answers it, so that nothing may be learned.
-fn past_hosts(block: &Block, query: &Query) -> Option<Option<(Arc<AtomicU64>, u64)>> {
-    let Some(hosts) = &block.hosts else { return Some(None) };
-    // Counted before the data is read: a reload after this moves it.
-    let seen = hosts.reloads().load(Ordering::Acquire);
-    let passed = hosts.answer(query.name(), query.query_type(), &mut Answer::default()) == Local::Next;
-    passed.then(|| Some((hosts.reloads().clone(), seen)))
 }
 
 /// What [`walk`] finds in a reply.

@@ -10,7 +10,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::K8sExternal;
 use crate::config::k8s_external::K8sExternalConfig;
-use crate::query::cluster::Outcome;
+use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use crate::store::{External, PortIn, Proto, Record, ServiceKind, Store, Writer};
 
@@ -62,11 +62,11 @@ fn plugin(synced: bool) -> (K8sExternal, Store) {
 }
 
 /// `(outcome, rcode, answers as text)`.
-fn ask(p: &(K8sExternal, Store), qname: &str, qtype: RecordType) -> (Option<Outcome>, ResponseCode, Vec<String>) {
+fn ask(p: &(K8sExternal, Store), qname: &str, qtype: RecordType) -> (Verdict, ResponseCode, Vec<String>) {
     let mut out = Answer::default();
     let outcome = p.0.answer(&name(qname), qtype, &p.1, &mut out);
     let soa = out.authority.iter().any(|r| r.record_type() == RecordType::SOA);
-    if out.answers.is_empty() && out.rcode != ResponseCode::ServFail && outcome.is_some() {
+    if out.answers.is_empty() && out.rcode != ResponseCode::ServFail && outcome != Verdict::Next {
         assert!(soa, "{qname} {qtype}: negative answers carry the SOA");
     }
     (
@@ -80,22 +80,30 @@ fn ask(p: &(K8sExternal, Store), qname: &str, qtype: RecordType) -> (Option<Outc
 fn the_rows_end_to_end_tests_do_not_reach() {
     use RecordType::{A, MX, NS};
     let p = plugin(true);
-    let answered = Some(Outcome::Answered);
     let (ok, nx) = (ResponseCode::NoError, ResponseCode::NXDomain);
-    assert_eq!(ask(&p, "elsewhere.test.", A).0, None, "not our zone");
+    assert_eq!(ask(&p, "elsewhere.test.", A).0, Verdict::Next, "not our zone");
     assert_eq!(
         ask(&p, "WEB.Shop.Example.ORG.", A),
         (
-            answered,
+            Verdict::Answered,
             ok,
             vec!["WEB.Shop.Example.ORG. 5 IN A 203.0.113.10".to_string()]
         )
     );
-    assert_eq!(ask(&p, "web.shop.example.org.", MX), (answered, ok, vec![]));
-    assert_eq!(ask(&p, "a.b.c.d.web.shop.example.org.", A), (answered, nx, vec![]));
-    assert_eq!(ask(&p, "_http._udp.web.shop.example.org.", A), (answered, nx, vec![]));
+    assert_eq!(ask(&p, "web.shop.example.org.", MX), (Verdict::Answered, ok, vec![]));
+    assert_eq!(
+        ask(&p, "a.b.c.d.web.shop.example.org.", A),
+        (Verdict::Answered, nx, vec![])
+    );
+    assert_eq!(
+        ask(&p, "_http._udp.web.shop.example.org.", A),
+        (Verdict::Answered, nx, vec![])
+    );
     assert_eq!(ask(&p, "_http._tcp.web.shop.example.org.", A).2.len(), 1);
-    assert_eq!(ask(&p, "kube-dns.kube-system.example.org.", A), (answered, nx, vec![]));
+    assert_eq!(
+        ask(&p, "kube-dns.kube-system.example.org.", A),
+        (Verdict::Answered, nx, vec![])
+    );
     // kube-dns has no outside address: the name server is its cluster IP
     assert_eq!(
         ask(&p, "ns1.dns.example.org.", A).2,
@@ -114,6 +122,6 @@ fn before_the_first_sync_every_name_is_servfail() {
     let (outcome, rcode, answers) = ask(&p, "web.shop.example.org.", RecordType::A);
     assert_eq!(
         (outcome, rcode, answers.len()),
-        (Some(Outcome::Answered), ResponseCode::ServFail, 0)
+        (Verdict::Answered, ResponseCode::ServFail, 0)
     );
 }

@@ -20,9 +20,10 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::PTR;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::{watch_file, Local};
+use super::watch_file;
 use crate::config::hosts::HostsConfig;
 use crate::query::cluster::reverse;
+use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
 
 /// One source of entries (the file, or the inline lines).
@@ -139,10 +140,10 @@ impl Hosts {
         &self.reloads
     }
 
-    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Local {
+    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
         let lower = qname.to_lowercase();
         if qtype != RecordType::PTR && !self.cfg.zones.iter().any(|z| z.zone_of(&lower)) {
-            return Local::Next;
+            return Verdict::Next;
         }
         let file = self.file.load();
         let sources = [&**file, &self.inline];
@@ -158,14 +159,14 @@ impl Hosts {
                         .map(|n| Record::from_rdata(qname.clone(), ttl, RData::PTR(PTR(n.clone())))),
                 );
                 if found.is_empty() {
-                    return Local::Next;
+                    return Verdict::Next;
                 }
             }
             RecordType::A | RecordType::AAAA => {
                 let ips = sources.iter().flat_map(|d| d.lookup(&lower, qtype == RecordType::A));
                 found.extend(ips.filter_map(|ip| reply::address(qname, ttl, *ip, qtype)));
             }
-            _ if self.cfg.fallthrough_unsupported && self.cfg.falls_through(&lower) => return Local::Next,
+            _ if self.cfg.fallthrough_unsupported && self.cfg.falls_through(&lower) => return Verdict::Next,
             _ => {}
         }
         let exists = || {
@@ -175,13 +176,13 @@ impl Hosts {
         };
         if found.is_empty() && !exists() {
             if self.cfg.falls_through(&lower) {
-                return Local::Next;
+                return Verdict::Next;
             }
             out.error(ResponseCode::ServFail);
-            return Local::Answered;
+            return Verdict::Answered;
         }
         out.answers.append(&mut found);
         out.authoritative = true;
-        Local::Answered
+        Verdict::Answered
     }
 }

@@ -11,7 +11,10 @@ use crate::config::hosts::{LoadbalanceConfig, Net};
 use crate::metrics::{Expansion, Plugin};
 
 pub mod echo;
+pub mod summary;
 pub mod wire;
+
+pub use summary::Summary;
 
 /// A handler's reply, reused across queries by each worker.
 #[derive(Debug, Default)]
@@ -47,15 +50,11 @@ pub struct Answer {
     /// its records up (the block's other plugins, `cache`, `forward`) and
     /// appends them after the CNAME, as CoreDNS does.
     pub outside: Option<Name>,
-    /// A forwarded AAAA question `dns64` translates when its reply comes.
-    pub dns64: Option<std::sync::Arc<super::dns64::Dns64>>,
     /// RFC 8914 extended DNS error (code, text) for the OPT record.
     pub ede: Option<(u16, String)>,
     /// `acl` blocked or filtered the question (`dns64` then translates
     /// only an A answer it can ask here, never a forwarded one).
     pub denied: bool,
-    /// A `rewrite` whose question is forwarded: what to ask, what to undo.
-    pub rewrite: Option<Box<(hickory_proto::op::Query, super::rewrite::Revert)>>,
     /// `bufsize` of the block that took the query: the EDNS payload cap.
     pub bufsize: Option<u16>,
     /// Scratch space of the cluster zone's direct writer: the addresses
@@ -79,10 +78,8 @@ impl Answer {
         self.expansion = None;
         self.autopath = false;
         self.outside = None;
-        self.dns64 = None;
         self.ede = None;
         self.denied = false;
-        self.rewrite = None;
         self.bufsize = None;
         self.answers.clear();
         self.authority.clear();

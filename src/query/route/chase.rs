@@ -1,15 +1,18 @@
 //! Lookups of a second name on the client's behalf, each sent through the
 //! plugins of the block that serves it: `autopath`'s walk of a pod's
-//! search path, and the records of a CNAME's target outside the zone that
-//! answered (an ExternalName Service, a `template` or `rewrite` CNAME).
+//! search path, the records of a CNAME's target outside the zone that
+//! answered (an ExternalName Service, a `template` or `rewrite` CNAME),
+//! and `dns64`'s A question for an AAAA question with no AAAA answer.
 
 use hickory_proto::op::{Query, ResponseCode};
-use hickory_proto::rr::Name;
+use hickory_proto::rr::{Name, RecordType};
 
-use super::{Asker, Block, Routed, Router};
+use super::{Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
 use crate::query::cluster;
+use crate::query::dns64::Dns64;
 use crate::query::reply::{self, Answer};
+use crate::query::settle::ChaseKind;
 
 impl Router {
     /// `autopath`: for a client pod in namespace `ns` asking
@@ -86,8 +89,10 @@ impl Router {
                         (log, zone, Plugin::Autopath, false, true);
                     return Some(Routed::Done);
                 }
-                Routed::Forward(fwd, lb) | Routed::Autopath(fwd, lb, _) | Routed::External(fwd, lb, _) => {
-                    return Some(Routed::Autopath(fwd, lb, candidate));
+                Routed::Forward(on) => {
+                    let mut onward = Onward::to(on.forwarding, on.balance);
+                    onward.left.chase = Some((candidate, ChaseKind::Autopath));
+                    return Some(Routed::Forward(onward));
                 }
             }
         }
@@ -121,8 +126,68 @@ impl Router {
                 out.deps.union(&found.deps);
                 Routed::Done
             }
-            Routed::Forward(fwd, _) => Routed::External(fwd, block.loadbalance.as_ref(), chased),
+            Routed::Forward(on) => {
+                let mut onward = Onward::to(on.forwarding, block.loadbalance.as_ref());
+                onward.left.chase = Some((chased, ChaseKind::Target(out.plugin)));
+                Routed::Forward(onward)
+            }
             _ => Routed::Done,
+        }
+    }
+}
+
+impl Router {
+    /// `dns64` after `block`'s plugins answered `query` for `asker`: a
+    /// reply made here is translated now (asking A through the block,
+    /// judged by its `acl` as CoreDNS's second lookup is); a forwarded one
+    /// is marked for the forwarding task when the `acl` lets the client
+    /// ask A.
+    pub(super) fn dns64<'a>(
+        &'a self,
+        block: &'a Block,
+        query: &Query,
+        asker: Asker,
+        routed: Routed<'a>,
+        out: &mut Answer,
+    ) -> Routed<'a> {
+        let Some(d) = block.dns64.as_ref().filter(|_| Dns64::question(query)) else {
+            return routed;
+        };
+        out.deps = crate::store::Deps::EVERYTHING; // the reply may come from a second lookup
+        if !d.cfg.allow_ipv4 {
+            out.memoizable = false; // the reply depends on the client's address family
+        }
+        if !d.serves(asker.client) {
+            return routed;
+        }
+        match routed {
+            Routed::Forward(mut onward) => {
+                // the task asks A too: only if `acl` would let this client ask it
+                let admission = self.admits(query.name(), u16::from(RecordType::A), asker.client);
+                if admission.allowed {
+                    admission.credit();
+                    onward.left.dns64 = Some(d.clone());
+                }
+                Routed::Forward(onward)
+            }
+            Routed::Done if d.wanted(out) => {
+                let mut a = Answer::default();
+                let asked = Query::query(query.name().clone(), RecordType::A);
+                match self.guarded(block, block, &asked, asker, &mut a) {
+                    Routed::Forward(..) if out.denied => Routed::Done, // `acl` denied the AAAA question
+                    Routed::Forward(mut onward) => {
+                        // A is not known here: the task asks both and translates.
+                        onward.left.dns64 = Some(d.clone());
+                        Routed::Forward(onward)
+                    }
+                    _ => {
+                        d.synthesize(out, &a);
+                        out.memoizable &= a.memoizable;
+                        Routed::Done
+                    }
+                }
+            }
+            other => other,
         }
     }
 }

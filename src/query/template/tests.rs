@@ -1,6 +1,7 @@
 //! Rendered records are read as zone-file lines, as miekg/dns's `NewRR` does.
 
 use super::parse_rr;
+use crate::query::plugins::verdict::Verdict;
 
 #[test]
 fn record_lines_default_like_new_rr() {
@@ -20,7 +21,7 @@ fn templates(body: &str) -> super::Templates {
     super::Templates::new(server.templates, "dns://:53".into())
 }
 
-fn ask(t: &super::Templates, name: &str, qtype: hickory_proto::rr::RecordType) -> (super::Templated, String) {
+fn ask(t: &super::Templates, name: &str, qtype: hickory_proto::rr::RecordType) -> (Verdict, String) {
     let q = hickory_proto::op::Query::query(hickory_proto::rr::Name::from_ascii(name).expect("name"), qtype);
     let mut out = crate::query::Answer::default();
     let done = t.answer(&q, std::net::IpAddr::from([192, 0, 2, 9]), &mut out);
@@ -33,7 +34,7 @@ fn ask(t: &super::Templates, name: &str, qtype: hickory_proto::rr::RecordType) -
 
 #[test]
 fn the_decision_table() {
-    use super::Templated::*;
+    use super::Verdict::*;
     use hickory_proto::rr::RecordType::{A, AAAA, MX};
     let t = templates(
         r#"template IN A example {

@@ -25,6 +25,7 @@ use hickory_proto::rr::{Name, RData, Record};
 
 use super::echo::{Echo, OPT_LEN, OUR_PAYLOAD};
 use super::Answer;
+use crate::query::request::{self, Checked};
 
 pub mod hickory;
 mod names;
@@ -360,6 +361,24 @@ impl Writer<'_, '_> {
             }
         }
     }
+}
+
+/// A SERVFAIL reply to `bytes` in `out`; false when it cannot be answered.
+pub fn servfail(bytes: &[u8], transport: crate::metrics::Transport, out: &mut Vec<u8>) -> bool {
+    let (meta, query, edns) = match request::check(bytes) {
+        Checked::Drop => return false,
+        Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
+        Checked::Query(req) => (req.meta, Some(req.query), req.edns),
+    };
+    let mut answer = Answer::default();
+    answer.error(hickory_proto::op::ResponseCode::ServFail);
+    let echo = Echo {
+        meta: &meta,
+        query: query.as_ref(),
+        edns,
+    };
+    write_for(out, &echo, &answer, transport);
+    !out.is_empty()
 }
 
 #[cfg(test)]

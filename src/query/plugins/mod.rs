@@ -1,0 +1,6 @@
+//! The plugins' side of the query path: what every plugin returns to the
+//! router ([`verdict::Verdict`]). A plugin answers into the reply it is
+//! handed (`reply::Answer`) and imports only the reply, the store and its
+//! own config; which plugin runs when is the router's (`route/order.rs`).
+
+pub mod verdict;

@@ -1,0 +1,65 @@
+//! Which questions have a route to the `cache` that the config alone
+//! fixes, so that a worker may replay the cache's answer as bytes next
+//! time without routing (`forward::hits`): a block with no `rewrite` or
+//! `template`, a name outside its `kubernetes`, `k8s_external` and `file`
+//! zones (those change with the store), not AAAA under `dns64`, not ANY
+//! or the loop probe's HINFO, and past `hosts` with its data as loaded now.
+
+use std::sync::atomic::Ordering;
+
+use hickory_proto::op::Query;
+use hickory_proto::rr::{Name, RecordType};
+
+use super::{Block, Router};
+use crate::query::dns64::Dns64;
+use crate::query::forward::hits::HitRoute;
+use crate::query::plugins::verdict::Verdict;
+use crate::query::reply::Answer;
+
+impl Router {
+    /// What the entries of `forward::hits` are learned under: the config
+    /// epoch and this router's address (a reload makes another).
+    pub fn hits_id(&self) -> (u64, usize) {
+        (self.epoch, std::ptr::from_ref(self) as usize)
+    }
+
+    /// The route of `query` to its block's cache, when the config alone
+    /// fixes it; `None` when a replay could answer differently.
+    pub fn hit_route(&self, query: &Query) -> Option<HitRoute<'_>> {
+        let (block, _) = self.block(query.name())?;
+        let forwarding = fixed_route(block, query)?;
+        let hosts = past_hosts(block, query)?;
+        Some(HitRoute {
+            forwarding,
+            hosts,
+            loadbalance: block.loadbalance.as_deref(),
+        })
+    }
+}
+
+/// The block's forwarding, when the route of `query` through `block` to its
+/// cache depends on the config alone (see the file's head).
+fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc<crate::query::forward::Forwarding>> {
+    let (qname, qtype) = (query.name(), query.query_type());
+    let config_only = block.rewrite.is_none()
+        && block.templates.is_none()
+        && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
+        && !(block.dns64.is_some() && Dns64::question(query));
+    let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
+    let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
+        && block.k8s_external.as_ref().is_none_or(|k| !inside(&k.cfg.zones))
+        && !block.files.iter().any(|f| f.serves(qname));
+    let forwarding = block.forwarding.as_ref()?;
+    (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)
+}
+
+/// The block's `hosts` reloads and their count now, if `query` goes past
+/// `hosts` with the data loaded since (`Some(None)`: no `hosts`); `None`
+/// when `hosts` answers it, so that nothing may be learned.
+fn past_hosts(block: &Block, query: &Query) -> Option<Option<(std::sync::Arc<std::sync::atomic::AtomicU64>, u64)>> {
+    let Some(hosts) = &block.hosts else { return Some(None) };
+    // Counted before the data is read: a reload after this moves it.
+    let seen = hosts.reloads().load(Ordering::Acquire);
+    let passed = hosts.answer(query.name(), query.query_type(), &mut Answer::default()) == Verdict::Next;
+    passed.then(|| Some((hosts.reloads().clone(), seen)))
+}

@@ -1,0 +1,147 @@
+//! The block's plugins in CoreDNS's order, for a query the router has
+//! taken (block chosen, `rewrite` applied, `acl` passed): `local`, `any`
+//! and `chaos` first ([`early`]), then [`Router::through`]: `any`,
+//! `loop`'s probe, `template`, the block's own data (`hosts`,
+//! `k8s_external`, `file`), `kubernetes`, and `cache` then `forward`.
+//! Each step writes its answer into `out` and names its plugin.
+
+use std::net::IpAddr;
+
+use hickory_proto::op::{Query, ResponseCode};
+use hickory_proto::rr::{DNSClass, Name, RecordType};
+
+use super::{block, Asker, Block, Onward, Routed, Router};
+use crate::metrics::Plugin;
+use crate::query::plugins::verdict::Verdict;
+use crate::query::reply::{self, Answer};
+use crate::query::UNHANDLED;
+
+impl Router {
+    /// `query` through `block`'s plugins in order (no autopath, no dns64):
+    /// `any`, `loop`'s probe, `template`, the block's own data, `kubernetes`,
+    /// then `cache` and `forward`.
+    pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
+        let (qname, qtype) = (query.name(), query.query_type());
+        if any(block, query, out) {
+            return Routed::Done;
+        }
+        if let Some(probe) = &block.loop_probe {
+            if probe.looped(query) {
+                block::loop_detected(block, probe, qname);
+            }
+        }
+        if template(block, query, asker.client, out)
+            || data(block, qname, qtype, out)
+            || kubernetes(block, qname, qtype, out)
+        {
+            return Routed::Done;
+        }
+        forward(block, query, asker, out)
+    }
+}
+
+/// `local`, `any` and `chaos`, before anything may change the question
+/// and before `acl`: `Some` when one of them settled the query.
+pub(super) fn early<'a>(block: &Block, query: &Query, out: &mut Answer) -> Option<Routed<'a>> {
+    let (qname, qtype, qclass) = (query.name(), query.query_type(), query.query_class());
+    if let Some(local) = &block.local {
+        if took(local.answer(qname, qtype, qclass, out), Plugin::Local, out) {
+            return Some(Routed::Done);
+        }
+    }
+    if any(block, query, out) {
+        return Some(Routed::Done);
+    }
+    let chaos = block.chaos.as_ref().filter(|_| qclass != DNSClass::IN)?;
+    took(chaos.answer(qname, qtype, qclass, out), Plugin::Chaos, out).then_some(Routed::Done)
+}
+
+/// `any`: RFC 8482's minimal answer to an ANY question; true when written.
+fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
+    if query.query_type() != RecordType::ANY || !block.any {
+        return false;
+    }
+    out.answers.push(reply::hinfo_rfc8482(query.name()));
+    out.memoizable = true;
+    true
+}
+
+/// `template`: true when it answered (a CNAME to a name outside is chased
+/// afterwards).
+fn template(block: &Block, query: &Query, client: IpAddr, out: &mut Answer) -> bool {
+    let Some(templates) = &block.templates else {
+        return false;
+    };
+    took(templates.answer(query, client, out), Plugin::Template, out)
+}
+
+/// The block's own data in order: `hosts`, `k8s_external`, `file`; true
+/// when one answered.
+fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
+    if let Some(hosts) = &block.hosts {
+        if took(hosts.answer(qname, qtype, out), Plugin::Hosts, out) {
+            return true;
+        }
+    }
+    if let (Some(ext), Some(cluster)) = (&block.k8s_external, &block.cluster) {
+        if took(ext.answer(qname, qtype, &cluster.store, out), Plugin::K8sExternal, out) {
+            out.memoizable = true;
+            return true;
+        }
+    }
+    for file in block.files.iter().filter(|f| f.serves(qname)) {
+        if took(file.answer(qname, qtype, out), Plugin::File, out) {
+            return true;
+        }
+    }
+    false
+}
+
+/// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
+/// which store changes could make the name exist).
+fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
+    let Some(cluster) = &block.cluster else {
+        return false;
+    };
+    let Some(zone) = cluster.zone_for(qname) else {
+        return false;
+    };
+    if !took(cluster.answer(qname, qtype, zone, out), Plugin::Kubernetes, out) {
+        return false;
+    }
+    if out.rcode == ResponseCode::NXDomain {
+        out.expansion = cluster.expansion(qname, zone, &mut out.deps);
+    }
+    out.memoizable = true;
+    true
+}
+
+/// Whether a plugin's `verdict` settled the query, naming `plugin` as the
+/// answer's writer; a chase leaves the CNAME's target for the router's
+/// settle step to look up.
+fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
+    match verdict {
+        Verdict::Next => return false,
+        Verdict::Answered => {}
+        Verdict::Chase(target) => out.outside = Some(target),
+    }
+    out.plugin = plugin;
+    true
+}
+
+/// `cache` then `forward`, for a name no plugin before answered; REFUSED
+/// when the block forwards nothing for it.
+fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
+    let qname = query.name();
+    let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
+        out.error(UNHANDLED);
+        out.memoizable = true;
+        return Routed::Done;
+    };
+    out.clear_records();
+    if fwd.cached(query, asker.dnssec_ok, asker.cd, out) {
+        out.plugin = Plugin::Cache;
+        return Routed::Done;
+    }
+    Routed::Forward(Onward::to(fwd, block.loadbalance.as_ref()))
+}

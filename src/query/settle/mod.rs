@@ -1,0 +1,194 @@
+//! What is left to do to an answer once the plugins have spoken, kept as
+//! plain data: a [`Continuation`]. The router fills it for a query it
+//! forwards, the query's [`super::defer::Job`] carries it to the
+//! forwarding task, and [`Continuation::apply`] does it to the upstream's
+//! answer: `loadbalance` shuffles, a chased name's answer is put under
+//! the client's question, a `rewrite` is undone. The task also reads
+//! `dns64` and the `rewrite cname` target, which need a second upstream
+//! question (`forward::Forwarding::complete`).
+//!
+//! Then the served query is told to the metrics, the query log and
+//! `dnstap` by one function for both paths, [`record::record`].
+//!
+//! This module sits above the plugins (it holds their types) and below
+//! the router and the forwarding task, which both use it.
+
+pub mod record;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use hickory_proto::op::{Query, ResponseCode};
+use hickory_proto::rr::Record;
+
+use super::dns64::Dns64;
+use super::reply::{self, Answer};
+use super::rewrite::{self, Revert};
+use crate::config::hosts::LoadbalanceConfig;
+use crate::metrics::{Metrics, Plugin, Transport};
+
+/// What remains to do to a forwarded query's answer.
+#[derive(Debug, Default)]
+pub struct Continuation {
+    /// Another name than the client's was forwarded (autopath, an
+    /// ExternalName's target): how its answer is put under the client's.
+    pub chase: Option<Chase>,
+    /// An AAAA question `dns64` translates (asking A) when the reply has no AAAA.
+    pub dns64: Option<Arc<Dns64>>,
+    /// A `rewrite` to undo on the reply (`None`: the question went as asked).
+    pub rewrite: Option<Box<Rewritten>>,
+    /// `loadbalance` of the block the answer goes back through.
+    pub loadbalance: Option<Arc<LoadbalanceConfig>>,
+}
+
+/// What the router leaves for a query it forwards, before it is sent:
+/// [`Left::upstream`] makes the message that goes and the
+/// [`Continuation`] that comes back with the answer.
+#[derive(Debug, Default)]
+pub struct Left {
+    /// Another name than the client's goes: `autopath`'s next name of the
+    /// search walk, or a CNAME's target outside; its answer comes back
+    /// under the client's question.
+    pub chase: Option<(Query, ChaseKind)>,
+    /// `dns64` translates the answer (the task asks A as well).
+    pub dns64: Option<Arc<Dns64>>,
+    /// `rewrite` changed the question: the one that goes, and how the
+    /// answer is changed back.
+    pub rewrite: Option<Box<(Query, Revert)>>,
+}
+
+impl Left {
+    /// What a forwarded query sends upstream, the question it is cached
+    /// and coalesced under, and what its answer goes through on the way
+    /// back: as is; under the client's question when another name goes
+    /// ([`Chase`], whose CNAME records are taken from `answer`); mapped
+    /// back when `rewrite` changed the question ([`Rewritten`]). `bytes`
+    /// and `asked` are the client's message and question.
+    pub fn upstream(
+        self,
+        bytes: &[u8],
+        asked: &Query,
+        answer: &mut Answer,
+        loadbalance: Option<Arc<LoadbalanceConfig>>,
+        peer: SocketAddr,
+        transport: Transport,
+    ) -> (Vec<u8>, Query, Continuation) {
+        let rewritten = self.rewrite.map(|r| {
+            let (q, revert) = *r;
+            let rewritten = Rewritten {
+                question: asked.clone(),
+                revert,
+                request: bytes.to_vec(),
+            };
+            (q, Box::new(rewritten))
+        });
+        let (forwarded, chase) = match self.chase {
+            None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
+            Some((forwarded, kind)) => {
+                let prefix = match kind {
+                    ChaseKind::Autopath => vec![reply::cname(asked.name(), 5, forwarded.name().clone())],
+                    ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
+                };
+                let asked = asked.clone();
+                (Some(forwarded), Some(Chase { asked, prefix, kind }))
+            }
+        };
+        let then = Continuation {
+            chase,
+            dns64: self.dns64,
+            rewrite: rewritten.map(|(_, r)| r),
+            loadbalance,
+        };
+        let Some(forwarded) = forwarded else {
+            return (bytes.to_vec(), asked.clone(), then);
+        };
+        let revert = then.rewrite.as_ref().map(|r| &r.revert);
+        let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, transport);
+        (request, forwarded, then)
+    }
+}
+
+/// What `rewrite` changed in a forwarded question.
+#[derive(Debug)]
+pub struct Rewritten {
+    /// The client's question, echoed in the reply.
+    pub question: Query,
+    pub revert: Revert,
+    /// The client's own message (logged and counted as it came).
+    pub request: Vec<u8>,
+}
+
+/// A forwarded name that is not the client's: the answer to it is put
+/// under the client's own question.
+#[derive(Debug)]
+pub struct Chase {
+    /// The client's question, echoed in the reply.
+    pub asked: Query,
+    /// The CNAME records leading from the asked name to the forwarded one.
+    pub prefix: Vec<Record>,
+    pub kind: ChaseKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChaseKind {
+    /// The rest of the search walk: a name that exists is answered under
+    /// the CNAME, anything else is NXDOMAIN for the asked name.
+    Autopath,
+    /// A CNAME's target outside the zone (an ExternalName Service, a
+    /// `k8s_external` ingress hostname), as CoreDNS's upstream lookup: the
+    /// CNAME, then whatever records the target has (none when it fails),
+    /// NOERROR, authoritative, answered by this plugin; an upstream's TC
+    /// is kept.
+    Target(Plugin),
+}
+
+impl Continuation {
+    /// Does to `answer` (the upstream's, `dns64` and a `rewrite cname`
+    /// target already added) what the router left for it: shuffle, put
+    /// under the client's question, undo the rewrite.
+    pub fn apply(&self, answer: &mut Answer, metrics: &Metrics) {
+        if let Some(lb) = &self.loadbalance {
+            answer.balance(lb);
+        }
+        if let Some(chase) = &self.chase {
+            chase.put_under(answer, metrics);
+        }
+        if let Some(rewritten) = &self.rewrite {
+            rewritten.revert.answer(answer);
+        }
+    }
+
+    /// The question the reply echoes: the client's own, where `rewrite` or
+    /// a chase forwarded another one than `forwarded`.
+    pub fn question<'a>(&'a self, forwarded: &'a Query) -> &'a Query {
+        (self.rewrite.as_ref().map(|r| &r.question))
+            .or(self.chase.as_ref().map(|c| &c.asked))
+            .unwrap_or(forwarded)
+    }
+
+    /// The client's own message, where `rewrite` sent another one than `sent`.
+    pub fn asked<'a>(&'a self, sent: &'a [u8]) -> &'a [u8] {
+        self.rewrite.as_ref().map_or(sent, |r| &r.request[..])
+    }
+}
+
+impl Chase {
+    fn put_under(&self, answer: &mut Answer, metrics: &Metrics) {
+        match self.kind {
+            ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
+                answer.answers.splice(0..0, self.prefix.iter().cloned());
+                answer.plugin = Plugin::Autopath;
+                metrics.autopath_success.fetch_add(1, Ordering::Relaxed);
+            }
+            ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
+            ChaseKind::Target(plugin) => {
+                let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
+                answer.error(ResponseCode::NoError);
+                answer.answers = self.prefix.iter().cloned().chain(found).collect();
+                (answer.truncated, answer.authoritative) = (truncated, true);
+                answer.plugin = plugin;
+            }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Telling of a served query, once, wherever its reply was written: the
+//! zone's `coredns_dns_*` metrics, the query log line (`log`) and
+//! `dnstap`'s client messages. The worker calls it for the replies it
+//! sends (fresh or replayed), a forwarding task for the ones it sends
+//! later ([`super::super::defer::deliver`]).
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use crate::dnstap::Taps;
+use crate::metrics::{Served, Transport, ZoneStats};
+use crate::query::log;
+use crate::query::reply::Summary;
+
+/// One query and the reply sent to it.
+pub struct Exchange<'a> {
+    pub peer: SocketAddr,
+    pub transport: Transport,
+    /// The client's message, as it came.
+    pub request: &'a [u8],
+    /// The reply's bytes, as sent.
+    pub reply: &'a [u8],
+    /// When the query arrived: durations count from here.
+    pub started: Instant,
+}
+
+/// Tells the zone's metrics (`stats`), the query log (the summary's
+/// style) and `taps` of `x`, summarized by `summary`.
+pub fn record(summary: &Summary, stats: Option<&ZoneStats>, taps: Option<&Taps>, x: &Exchange<'_>) {
+    if let Some(stats) = stats {
+        stats.record(&Served {
+            transport: x.transport,
+            ipv6: x.peer.is_ipv6(),
+            qtype: summary.qtype,
+            dnssec_ok: summary.dnssec_ok,
+            request_size: x.request.len(),
+            response_size: x.reply.len(),
+            rcode: summary.rcode,
+            plugin: summary.plugin,
+            truncated: summary.truncated,
+            expansion: summary.expansion,
+            nanos: x.started.elapsed().as_nanos() as u64,
+        });
+    }
+    if let Some(style) = summary.log {
+        log::query(style, x.peer, x.transport, x.request, x.reply, summary.rcode, x.started);
+    }
+    if let Some(taps) = taps {
+        taps.served(x.peer, x.transport == Transport::Tcp, x.request, x.reply, x.started);
+    }
+}
