@@ -42,7 +42,7 @@ fn unix_and_tcp_collectors_see_every_query_one_to_one() {
     let sent = script(&server);
     for (c, identity) in [(&unix, "tap-one"), (&tcp, "tap-two")] {
         let got = json_count(&c.out, 16, Duration::from_secs(10));
-        check_json(&got, &sent, up.addr, identity, false);
+        check_json(&got, &sent, &up, identity, false);
     }
     assert_eq!(server.metric("coredns_dnstap_dropped_total"), 0.0);
     until_metric(&server, "clusterdns_dnstap_sent_total", 32.0);
@@ -72,7 +72,7 @@ fn full_messages_carry_the_bytes_on_the_wire() {
     check_json(
         &json_count(&tool.out, 16, Duration::from_secs(10)),
         &sent,
-        up.addr,
+        &up,
         &hostname(),
         true,
     );
@@ -143,7 +143,7 @@ fn tls_collector_behind_a_tls_terminator() {
     wait_connected(&server, 1);
     let sent = script(&server);
     let got = json_count(&tool.out, 16, Duration::from_secs(10));
-    check_json(&got, &sent, up.addr, "tls-tap", false);
+    check_json(&got, &sent, &up, "tls-tap", false);
     assert_eq!(
         server.metric("clusterdns_dnstap_connects_total"),
         1.0,

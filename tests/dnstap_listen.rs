@@ -86,7 +86,7 @@ fn collectors_connecting_over_tcp_and_unix_each_get_every_message() {
         (&three, "listen-unix", true),
     ] {
         let got = json_count(&c.out, 16, Duration::from_secs(10));
-        check_json(&got, &sent, up.addr, identity, full);
+        check_json(&got, &sent, &up, identity, full);
     }
     until_metric(&server, "clusterdns_dnstap_sent_total", 48.0);
     assert_eq!(server.metric("coredns_dnstap_dropped_total"), 0.0);
@@ -140,7 +140,7 @@ fn tls_listeners_as_coredns_readme_writes_them() {
         check_json(
             &json_count(&c.out, 16, Duration::from_secs(10)),
             &sent,
-            up.addr,
+            &up,
             identity,
             true,
         );

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use hickory_proto::rr::RecordType;
 use serde_json::Value;
 
+use crate::common::stub::Stub;
 use crate::common::{self, demo_cluster, installed, needs, query, Server};
 
 pub const INSTALL: &str = "apt-get install golang-github-dnstap-golang-dnstap-cli fstrm-bin socat openssl";
@@ -108,8 +109,9 @@ pub fn by_type(messages: &[Value]) -> BTreeMap<String, Vec<&Value>> {
 
 /// Checks what a collector printed against `sent`: one CLIENT_QUERY and
 /// one CLIENT_RESPONSE per query (by client port, protocol), two upstream
-/// exchanges to `up`, the identity and version, wire text only with `full`.
-pub fn check_json(messages: &[Value], sent: &[Sent], up: SocketAddr, identity: &str, full: bool) {
+/// exchanges with `up` (from the socket the upstream saw the query come
+/// from), the identity and version, wire text only with `full`.
+pub fn check_json(messages: &[Value], sent: &[Sent], up: &Stub, identity: &str, full: bool) {
     let all = by_type(messages);
     let count = |k: &str| all.get(k).map_or(0, Vec::len);
     let counts = [
@@ -138,11 +140,17 @@ pub fn check_json(messages: &[Value], sent: &[Sent], up: SocketAddr, identity: &
         want.sort();
         assert_eq!(seen, want, "{kind}: one per query, from its client's port");
     }
-    for m in &all["FORWARDER_QUERY"] {
+    let sources = up.sources.lock().map(|s| s.clone()).unwrap_or_default();
+    for m in all["FORWARDER_QUERY"].iter().chain(&all["FORWARDER_RESPONSE"]) {
         let m = &m["message"];
         assert_eq!(
             (m["response_address"].as_str(), m["response_port"].as_u64()),
-            (Some("127.0.0.1"), Some(u64::from(up.port())))
+            (Some("127.0.0.1"), Some(u64::from(up.addr.port())))
+        );
+        let ours = (m["query_address"].as_str(), m["query_port"].as_u64());
+        assert!(
+            sources.iter().any(|s| ours == (Some("127.0.0.1"), Some(u64::from(s.port())))),
+            "our end of the upstream socket {ours:?} is where the upstream saw queries from: {sources:?}"
         );
     }
     for m in messages {
