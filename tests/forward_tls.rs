@@ -320,3 +320,33 @@ fn each_upstream_is_checked_against_its_own_server_name() {
         0.0
     );
 }
+
+#[test]
+fn an_idle_https_connection_closes_after_expire() {
+    let Some(bin) = tools("an idle HTTPS connection closes after expire") else {
+        return;
+    };
+    let dir = temp_dir("doh-expire");
+    certificates(&dir);
+    let port = common::free_port();
+    let _up = unbound_on(&bin, &dir, port, "https-port", "srv");
+    let fw = format!(
+        ". https://127.0.0.1:{port}/dns-query {{\n        tls {}/ca.pem\n        tls_servername dns.test\n        expire 1s\n    }}",
+        dir.display()
+    );
+    let server = Server::start(&dir, &corefile(&fw));
+    assert_eq!(a(&server, "www.example.org.").0, "NOERROR");
+    assert_eq!(connections_to(port), 1, "the connection stays open after a query");
+    // unbound keeps an idle connection 30 s: closing within 5 s is ours.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while connections_to(port) > 0 {
+        assert!(Instant::now() < deadline, "still open 5 s after idling with expire 1s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        a(&server, "www.example.org.").0,
+        "NOERROR",
+        "the next query opens a new one"
+    );
+    assert_eq!(connections_to(port), 1);
+}

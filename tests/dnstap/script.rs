@@ -149,7 +149,9 @@ pub fn check_json(messages: &[Value], sent: &[Sent], up: &Stub, identity: &str, 
         );
         let ours = (m["query_address"].as_str(), m["query_port"].as_u64());
         assert!(
-            sources.iter().any(|s| ours == (Some("127.0.0.1"), Some(u64::from(s.port())))),
+            sources
+                .iter()
+                .any(|s| ours == (Some("127.0.0.1"), Some(u64::from(s.port())))),
             "our end of the upstream socket {ours:?} is where the upstream saw queries from: {sources:?}"
         );
     }
