@@ -5,7 +5,7 @@
 //! `dns.test` and 127.0.0.1, and a second CA nobody trusts).
 //!
 //! Cases: answers over TLS; concurrent queries pipelined on one connection
-//! (counted with `ss`); wrong server name and unknown CA give SERVFAIL with
+//! (counted with `ss`); wrong server name, unknown CA and an expired certificate give SERVFAIL with
 //! a logged reason and a counter, and nothing reaches the port in plain
 //! DNS; the upstream restarted: the next query reconnects; two TLS
 //! upstreams, the first gone: answers come from the second. Over HTTPS:
@@ -145,26 +145,38 @@ fn answers_over_tls_pipelined_on_one_connection() {
 }
 
 #[test]
-fn wrong_name_and_unknown_ca_get_servfail_and_nothing_in_plain_text() {
+fn wrong_name_unknown_ca_and_expired_certificate_get_servfail_and_nothing_in_plain_text() {
     let Some(bin) = tools("forward over TLS, refused certificates") else {
         return;
     };
     let dir = temp_dir("dot-refused");
     certificates(&dir);
-    let port = common::free_port();
+    certs::signed(&dir, "expired", "ca", "dns.test", certs::Usage::Server, true);
+    let (port, expired_port) = (common::free_port(), common::free_port());
     let _up = unbound(&bin, &dir, port);
+    let _expired = unbound_on(&bin, &dir, expired_port, "tls-port", "expired");
     // a plain DNS listener on the same port: a fallback to plain DNS would land here
     let plain = UdpSocket::bind(("127.0.0.1", port)).expect("bind the plain port");
     plain.set_nonblocking(true).expect("nonblocking");
     let d = dir.display();
-    for (case, options) in [
+    for (case, port, options, reason) in [
         (
             "wrong server name",
+            port,
             format!("tls {d}/ca.pem\n        tls_servername wrong.test"),
+            "certificate not valid for name",
         ),
         (
             "unknown CA",
+            port,
             format!("tls {d}/other.pem\n        tls_servername dns.test"),
+            "UnknownIssuer",
+        ),
+        (
+            "expired certificate",
+            expired_port,
+            format!("tls {d}/ca.pem\n        tls_servername dns.test"),
+            "expired",
         ),
     ] {
         let fw = format!(". tls://127.0.0.1:{port} {{\n        {options}\n        max_fails 0\n    }}");
@@ -179,7 +191,15 @@ fn wrong_name_and_unknown_ca_get_servfail_and_nothing_in_plain_text() {
             .lock()
             .map(|l| l.iter().filter(|x| x.contains("TLS handshake failed")).count())
             .unwrap_or(0);
-        assert_eq!(logged, 1, "{case}: logged once, with the reason");
+        assert_eq!(logged, 1, "{case}: logged once");
+        let line = server
+            .log
+            .lock()
+            .map(|l| l.iter().find(|x| x.contains("TLS handshake failed")).cloned());
+        assert!(
+            server.log_contains(reason),
+            "{case}: the reason ({reason}) is logged: {line:?}"
+        );
         assert!(
             plain.recv_from(&mut [0u8; 512]).is_err(),
             "{case}: nothing sent in plain DNS"
