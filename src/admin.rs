@@ -39,9 +39,9 @@ pub struct State {
 pub struct Live {
     pub stores: Vec<Arc<Store>>,
     pub forwardings: Vec<Arc<Forwarding>>,
-    pub dns64: Vec<Arc<crate::query::dns64::Dns64>>,
+    pub dns64: Vec<Arc<crate::query::plugins::dns64::Dns64>>,
     /// `coredns_template_*` of each block with templates.
-    pub templates: Vec<Arc<crate::query::template::TemplateStats>>,
+    pub templates: Vec<Arc<crate::query::plugins::template::TemplateStats>>,
     /// `coredns_acl_*` of each block with an `acl`.
     pub acl: Vec<Arc<crate::metrics::AclStats>>,
 }
@@ -141,8 +141,8 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
         "/metrics" if endpoints.metrics => {
             let mut text = state.metrics.render(state.synced());
             crate::query::forward::render(&state.live.load().forwardings, &mut text);
-            crate::query::dns64::render(&state.live.load().dns64, &mut text);
-            crate::query::template::render(&state.live.load().templates, &mut text);
+            crate::query::plugins::dns64::render(&state.live.load().dns64, &mut text);
+            crate::query::plugins::template::render(&state.live.load().templates, &mut text);
             crate::metrics::acl::render(&state.live.load().acl, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")
         }

@@ -14,7 +14,7 @@ use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use crate::config::KubernetesConfig;
 use crate::metrics::Metrics;
-use crate::query::cluster::Cluster;
+use crate::query::plugins::cluster::Cluster;
 use crate::query::{Block, Handler, Router};
 use crate::store::{Kind, Store, Writer};
 

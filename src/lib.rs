@@ -19,7 +19,8 @@
 //! 2. [`store`]: compact records and the immutable [`store::Snapshot`].
 //! 3. [`watch`]: cluster objects → records → a new snapshot, swapped in whole.
 //! 4. [`query`]: sockets, header checks, routing, the cluster zone, local
-//!    data (`hosts`, `file`), forwarding and its cache, the reply.
+//!    data (`hosts`, `file`, whose zones [`zone`] loads and looks up),
+//!    forwarding and its cache, the reply.
 //! 5. [`admin`] and [`metrics`]: `/health`, `/ready`, `/metrics`.
 //! 6. [`app`]: wiring and lifecycle; [`nodelocal`]: the node's interface and
 //!    NOTRACK rules when running as a node-local cache.
@@ -38,3 +39,4 @@ pub mod query;
 pub mod store;
 pub mod tls;
 pub mod watch;
+pub mod zone;

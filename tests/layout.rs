@@ -14,6 +14,8 @@
 
 #[path = "layout/graph.rs"]
 mod graph;
+#[path = "layout/size.rs"]
+mod size;
 
 use std::path::Path;
 
@@ -94,6 +96,10 @@ fn the_crate_keeps_the_architecture() {
     );
     let found = violations(&g);
     assert!(found.is_empty(), "{}", found.join("\n"));
+    let files = size::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    assert!(files.len() > 100, "read only {} files of src/", files.len());
+    let oversize = size::oversize(&files);
+    assert!(oversize.is_empty(), "{}", oversize.join("\n"));
 }
 
 /// A small crate that breaks every rule once.
@@ -121,6 +127,15 @@ fn broken() -> Vec<(String, String)> {
         file("store/write/a.rs", "pub fn a() { super::b::b() }\n"),
         file("store/write/b.rs", "pub fn b() { crate::store::write::a::a() }\n"),
         file("config/rewrite.rs", "pub struct Rule;\n"),
+        (
+            "query/big.rs".to_string(),
+            format!(
+                "fn long() {{\n{}}}\nfn short() {{ let _ = \"}}}}\"; let _ = '{{'; }} // }}\n{}#[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{}    }}\n}}\n",
+                "    let _ = 1;\n".repeat(59),
+                "\n".repeat(270),
+                "        let _ = 1;\n".repeat(65),
+            ),
+        ),
         file("query/forward/mod.rs", "mod doh;\nmod dot;\nmod encrypted;\nmod upstream;\n"),
         file("query/forward/doh.rs", "use super::encrypted::E;\npub struct H;\n"),
         file("query/forward/encrypted.rs", "use super::dot::D;\npub struct E;\n"),
@@ -171,6 +186,22 @@ fn each_rule_fails_on_a_tree_that_breaks_it() {
     assert!(!has("query must not use watch"), "{found:#?}");
     assert!(g.edges.contains_key(&(m("metrics::zone"), m("store"))));
     assert!(g.edges.contains_key(&(m("query::tcp"), m("query::log"))));
+    let oversize = size::oversize(&broken());
+    assert!(
+        oversize.iter().any(|f| f.starts_with("src/query/big.rs: 402 lines")),
+        "{oversize:#?}"
+    );
+    assert!(
+        oversize
+            .iter()
+            .any(|f| f.starts_with("src/query/big.rs:1: fn long is 61 lines")),
+        "{oversize:#?}"
+    );
+    assert_eq!(
+        oversize.len(),
+        2,
+        "braces in strings, chars and comments and test code count: {oversize:#?}"
+    );
 }
 
 #[test]
@@ -187,6 +218,7 @@ fn the_rules_pass_once_the_tree_is_mended() {
                 "watch/api.rs" => "use super::follow::{Change, Target};\n".to_string(),
                 "store/write/b.rs" => "pub fn b() {}\n".to_string(),
                 "config/plugins.rs" => "pub struct Plugin;\n".to_string(),
+                "query/big.rs" => "fn long() {}\n".to_string(),
                 _ => text,
             };
             (path, text)
@@ -194,4 +226,6 @@ fn the_rules_pass_once_the_tree_is_mended() {
         .collect();
     let found = violations(&Graph::from_files(&mended));
     assert!(found.is_empty(), "{found:#?}");
+    let oversize = size::oversize(&mended);
+    assert!(oversize.is_empty(), "{oversize:#?}");
 }

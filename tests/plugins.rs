@@ -5,6 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::dig::dig_with;
 use common::stub::Stub;
 use common::{check, rcode_name, temp_dir, udp, Server};
 use hickory_proto::rr::RecordType;
@@ -185,6 +186,82 @@ fn a_zone_file_answers_authoritatively() {
         "a referral"
     );
     assert_eq!(lines(&server, "example.test.", RecordType::SOA).1.len(), 1);
+}
+
+/// A zone with a wildcard, a delegation with glue and a DNAME, as dig and
+/// kdig print the answers (RFC 4592, RFC 1034 4.3.2, RFC 6672).
+const ZONE: &str = "$ORIGIN zone.test.\n$TTL 300\n@ IN SOA ns hostmaster 1 7200 3600 1209600 300\n  IN NS ns\nns IN A 192.0.2.1\n*.apps IN A 192.0.2.10\nsub IN NS ns.sub\nns.sub IN A 192.0.2.53\nold IN DNAME new\nweb.new IN A 192.0.2.80\nmail IN MX 10 ns\next IN CNAME www.example.net.\n";
+
+#[test]
+fn dig_and_kdig_see_wildcards_referrals_with_glue_and_dname() {
+    let dir = temp_dir("zone-dig");
+    std::fs::write(dir.join("zone.db"), ZONE).expect("write");
+    let stub = Stub::start();
+    let text = format!(
+        "zone.test:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file zone.db\n}}\n.:0 {{\n    bind 127.0.0.1\n    forward . {}\n}}\n",
+        stub.addr
+    );
+    let server = Server::start(&dir, &text);
+    let apex_ns = vec!["zone.test. 300 IN NS ns.zone.test.".to_string()];
+    for cmd in ["dig", "kdig"] {
+        let wild = dig_with(cmd, &server, &["any-name.apps.zone.test.", "A"]);
+        assert_eq!(wild.status, "NOERROR", "{}", wild.text);
+        assert!(wild.aa(), "{}", wild.text);
+        assert_eq!(
+            wild.answers,
+            ["any-name.apps.zone.test. 300 IN A 192.0.2.10"],
+            "{}",
+            wild.text
+        );
+        assert_eq!(wild.authority, apex_ns, "{}", wild.text);
+
+        let referral = dig_with(cmd, &server, &["host.sub.zone.test.", "A"]);
+        assert_eq!(referral.status, "NOERROR", "{}", referral.text);
+        assert!(!referral.aa(), "a referral is not authoritative: {}", referral.text);
+        assert!(referral.answers.is_empty(), "{}", referral.text);
+        assert_eq!(
+            referral.authority,
+            ["sub.zone.test. 300 IN NS ns.sub.zone.test."],
+            "{}",
+            referral.text
+        );
+        assert_eq!(
+            referral.additional,
+            ["ns.sub.zone.test. 300 IN A 192.0.2.53"],
+            "{}",
+            referral.text
+        );
+
+        let dname = dig_with(cmd, &server, &["web.old.zone.test.", "A"]);
+        assert_eq!(dname.status, "NOERROR", "{}", dname.text);
+        let want = [
+            "old.zone.test. 300 IN DNAME new.zone.test.",
+            "web.old.zone.test. 300 IN CNAME web.new.zone.test.",
+            "web.new.zone.test. 300 IN A 192.0.2.80",
+        ];
+        assert_eq!(
+            dname.answers, want,
+            "DNAME, its CNAME, the target's records: {}",
+            dname.text
+        );
+
+        let mx = dig_with(cmd, &server, &["mail.zone.test.", "MX"]);
+        assert_eq!(mx.additional, ["ns.zone.test. 300 IN A 192.0.2.1"], "{}", mx.text);
+        // a CNAME leaving the zone: its target is asked of the server's own blocks (here forwarded)
+        let ext = dig_with(cmd, &server, &["ext.zone.test.", "A"]);
+        let want = [
+            "ext.zone.test. 300 IN CNAME www.example.net.",
+            "www.example.net. 60 IN A 192.0.2.1",
+        ];
+        assert_eq!(ext.answers, want, "{}", ext.text);
+        let gone = dig_with(cmd, &server, &["a.b.apps.zone.test.", "A"]);
+        assert_eq!(
+            gone.answers.len(),
+            1,
+            "a wildcard covers deeper names too: {}",
+            gone.text
+        );
+    }
 }
 
 #[test]

@@ -5,16 +5,17 @@
 //! ```text
 //! template = { text | "{{" ["-"] action ["-"] "}}" }      -- "-" trims the adjacent spaces
 //! action   = pipeline | "/*" comment "*/"
+//!          | "if" pipeline  template  [ "{{else}}" template ]  "{{end}}"
 //! pipeline = command { "|" command }                      -- a command's value is the last
 //! command  = operand { operand } | FUNC { operand }       --   argument of the next one
 //! operand  = "." | field { field } | STRING | RAW | NUMBER | "true" | "false" | "(" pipeline ")"
-//! field    = "." NAME                                      -- .Name .Group.a .Question.Qtype
+//! field    = "." NAME                                      -- .Name .Group.a .Question.Qtype .Var.x
 //! FUNC     = parseInt | index | len | printf | print | println | eq | ne | lt | le | gt | ge
 //!          | and | or | not
 //! ```
 //!
-//! Not supported (an error at load): `if`/`range`/`with`/`define` and the
-//! other keywords, variables (`$x`), and the escaping functions.
+//! Not supported (an error at load): `else if`, `range`/`with`/`define` and
+//! the other keywords, variables (`$x`), and the escaping functions.
 
 use std::fmt::Write as _;
 
@@ -34,6 +35,27 @@ pub struct Template {
 enum Node {
     Text(String),
     Action(Pipeline),
+    /// `{{if P}}THEN{{else}}ELSE{{end}}`.
+    If(Pipeline, Vec<Node>, Vec<Node>),
+}
+
+/// An `if` being read: its condition, its branch, and its else branch
+/// once `{{else}}` was seen.
+struct Open {
+    cond: Pipeline,
+    then: Vec<Node>,
+    otherwise: Option<Vec<Node>>,
+}
+
+/// The list the next node goes into: the innermost open branch, or the top.
+fn target<'a>(top: &'a mut Vec<Node>, open: &'a mut [Open]) -> &'a mut Vec<Node> {
+    match open.last_mut() {
+        Some(Open {
+            otherwise: Some(list), ..
+        }) => list,
+        Some(o) => &mut o.then,
+        None => top,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -108,6 +130,8 @@ const FIELDS: &[&[&str]] = &[
     &["Question", "Qclass"],
     &["Message", "Question"],
     &["Meta"],
+    &["Var"],
+    &["Var", "*"],
 ];
 
 const KEYWORDS: [&str; 11] = [
@@ -118,16 +142,17 @@ impl Template {
     /// Parses `source`; the error says what is wrong and where in it.
     pub fn parse(source: &str) -> Result<Template, String> {
         let mut nodes = Vec::new();
+        let mut ifs: Vec<Open> = Vec::new();
         let mut rest = source;
         let mut trim_next = false;
         while !rest.is_empty() {
             let Some(open) = rest.find("{{") else {
-                push_text(&mut nodes, rest, trim_next, false);
+                push_text(target(&mut nodes, &mut ifs), rest, trim_next, false);
                 break;
             };
             let mut inner = &rest[open + 2..];
             let trim_before = inner.starts_with("- ") || inner.starts_with("-\t");
-            push_text(&mut nodes, &rest[..open], trim_next, trim_before);
+            push_text(target(&mut nodes, &mut ifs), &rest[..open], trim_next, trim_before);
             if trim_before {
                 inner = &inner[1..];
             }
@@ -144,15 +169,34 @@ impl Template {
             if body.starts_with("/*") && body.ends_with("*/") {
                 continue;
             }
-            let mut p = Parser {
-                toks: tokens(body)?,
-                i: 0,
-            };
-            let pipeline = p.pipeline()?;
-            if p.i < p.toks.len() {
-                return Err(format!("unexpected '{}' in {{{{{body}}}}}", p.toks[p.i]));
+            if let Some(cond) = body.strip_prefix("if ") {
+                let cond = parse_pipeline(cond)?;
+                ifs.push(Open {
+                    cond,
+                    then: Vec::new(),
+                    otherwise: None,
+                });
+                continue;
             }
-            nodes.push(Node::Action(pipeline));
+            let depth = ifs.len();
+            match (body, ifs.last_mut()) {
+                ("else", Some(o)) if o.otherwise.is_none() => o.otherwise = Some(Vec::new()),
+                ("else" | "end", _) if depth == 0 => return Err(format!("unexpected {{{{{body}}}}}")),
+                ("else", _) => return Err("{{else}} after {{else}}".into()),
+                ("end", _) => {
+                    if let Some(o) = ifs.pop() {
+                        let node = Node::If(o.cond, o.then, o.otherwise.unwrap_or_default());
+                        target(&mut nodes, &mut ifs).push(node);
+                    }
+                }
+                _ => {
+                    let pipeline = parse_pipeline(body)?;
+                    target(&mut nodes, &mut ifs).push(Node::Action(pipeline));
+                }
+            }
+        }
+        if !ifs.is_empty() {
+            return Err("unexpected EOF: {{if}} without {{end}}".into());
         }
         let uses_remote = source.contains(".Remote");
         Ok(Template {
@@ -165,17 +209,43 @@ impl Template {
     /// Runs the template over `data`; an error is an execution failure.
     pub fn execute(&self, data: &Data<'_>) -> Result<String, String> {
         let mut out = String::new();
-        for node in &self.nodes {
-            match node {
-                Node::Text(t) => out.push_str(t),
-                Node::Action(p) => {
-                    let v = eval::pipeline(p, data)?;
-                    let _ = write!(out, "{v}");
-                }
-            }
-        }
+        run(&self.nodes, data, &mut out)?;
         Ok(out)
     }
+}
+
+fn run(nodes: &[Node], data: &Data<'_>, out: &mut String) -> Result<(), String> {
+    for node in nodes {
+        match node {
+            Node::Text(t) => out.push_str(t),
+            Node::Action(p) => {
+                let v = eval::pipeline(p, data)?;
+                let _ = write!(out, "{v}");
+            }
+            Node::If(cond, then, otherwise) => {
+                let branch = if eval::pipeline(cond, data)?.truthy() {
+                    then
+                } else {
+                    otherwise
+                };
+                run(branch, data, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One action's pipeline, all of it.
+fn parse_pipeline(body: &str) -> Result<Pipeline, String> {
+    let mut p = Parser {
+        toks: tokens(body)?,
+        i: 0,
+    };
+    let pipeline = p.pipeline()?;
+    if p.i < p.toks.len() {
+        return Err(format!("unexpected '{}' in {{{{{body}}}}}", p.toks[p.i]));
+    }
+    Ok(pipeline)
 }
 
 fn push_text(nodes: &mut Vec<Node>, text: &str, trim_start: bool, trim_end: bool) {
@@ -277,7 +347,7 @@ fn operand(t: &str) -> Result<Operand, String> {
             .any(|f| f.len() == parts.len() && f.iter().zip(&parts).all(|(want, got)| *want == "*" || want == got));
         if !known {
             return Err(format!(
-                "field '{t}' is not supported (supported: .Name .Zone .Class .Type .Regex .Remote .Match .Group[.KEY] .Question[.Name|.Qtype|.Qclass] .Message.Question .Meta)"
+                "field '{t}' is not supported (supported: .Name .Zone .Class .Type .Regex .Remote .Match .Group[.KEY] .Question[.Name|.Qtype|.Qclass] .Message.Question .Meta .Var[.NAME])"
             ));
         }
         return Ok(Operand::Field(parts));

@@ -5,6 +5,9 @@
 //! ```text
 //! file DBFILE [ZONES...] {           loop [{ exit }]
 //!     reload DURATION (1m; 0 disables)   reload [INTERVAL (30s) [JITTER (15s)]]
+//!     reload_by_mtime
+//!     fallthrough [ZONES...]
+//!     upstream [ADDRESS...]  (accepted and ignored, as CoreDNS does)
 //! }
 //! ```
 
@@ -13,7 +16,7 @@ use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
-use super::args::{zone, Args};
+use super::args::Args;
 use super::blocks::Directive;
 use super::ConfigError;
 
@@ -23,8 +26,24 @@ pub use super::log::{LogConfig, LogStyle};
 #[derive(Debug, Clone)]
 pub struct FileConfig {
     pub path: PathBuf,
+    /// Each is an origin the file is loaded for (CIDRs: their reverse zones).
     pub zones: Vec<Name>,
+    /// How often the file is looked at; a new SOA serial reloads it.
     pub reload: Duration,
+    /// Reload on a new modification time, whatever the serial.
+    pub reload_by_mtime: bool,
+    /// `fallthrough [ZONES...]`: NXDOMAIN for these names (all when empty)
+    /// goes on to the next plugin.
+    pub fallthrough: Option<Vec<Name>>,
+}
+
+impl FileConfig {
+    /// Whether `fallthrough` applies to `qname`.
+    pub fn falls_through(&self, qname: &Name) -> bool {
+        self.fallthrough
+            .as_ref()
+            .is_some_and(|zs| zs.is_empty() || zs.iter().any(|z| z.zone_of(qname)))
+    }
 }
 
 /// `autopath [ZONES...] RESOLV-CONF|@kubernetes`.
@@ -91,8 +110,10 @@ pub fn file(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<Co
     }
     let mut cfg = FileConfig {
         path: dir.join(&d.args[0].text),
-        zones: d.args[1..].iter().filter_map(|w| zone(w, errors)).collect(),
+        zones: super::args::zones(&d.args[1..], errors),
         reload: Duration::from_secs(60),
+        reload_by_mtime: false,
+        fallthrough: None,
     };
     if cfg.zones.is_empty() {
         cfg.zones = block_zones.to_vec();
@@ -102,10 +123,14 @@ pub fn file(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<Co
         let a = Args::from(line);
         match a.name.text.as_str() {
             "reload" if a.count(1, 1, errors) => cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload),
-            "reload" => {}
+            "reload_by_mtime" if a.count(0, 0, errors) => cfg.reload_by_mtime = true,
+            "fallthrough" => cfg.fallthrough = Some(super::args::zones(a.args, errors)),
+            // CoreDNS reads and drops it ("remove soon"): CNAME targets outside the zone are
+            // always looked up through the server itself, in both.
+            "upstream" | "reload" | "reload_by_mtime" => {}
             other => errors.push(ConfigError::new(
                 a.pos(),
-                format!("file: unknown option '{other}' (supported: reload)"),
+                format!("file: unknown option '{other}' (supported: reload, reload_by_mtime, fallthrough, upstream)"),
             )),
         }
     }
@@ -118,13 +143,13 @@ fn zone_loads(cfg: &FileConfig, pos: &super::lexer::Pos, errors: &mut Vec<Config
     let Ok(text) = std::fs::read_to_string(&cfg.path) else {
         return;
     };
-    let origin = cfg.zones.first().cloned().unwrap_or_else(Name::root);
-    let parser = hickory_proto::serialize::txt::Parser::new(text, Some(cfg.path.clone()), Some(origin));
-    if let Err(e) = parser.parse() {
-        errors.push(ConfigError::new(
-            pos,
-            format!("file: {} does not load: {e}", cfg.path.display()),
-        ));
+    for origin in &cfg.zones {
+        if let Err(e) = crate::zone::parse(&text, Some(&cfg.path), origin) {
+            errors.push(ConfigError::new(
+                pos,
+                format!("file: {} does not load for {origin}: {e}", cfg.path.display()),
+            ));
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Start at [`load`]: it reads the file, groups it into server blocks
 //! ([`blocks`]), and turns each directive into typed options
-//! ([`kubernetes`], [`plugins`]). Every error carries `FILE:LINE:COL`; all of
+//! ([`kubernetes`], [`plugins`], read by the table in [`directives`]). Every error carries `FILE:LINE:COL`; all of
 //! them are collected before failing, so one `clusterdns check` run lists
 //! everything wrong with a file.
 
@@ -11,10 +11,12 @@ pub mod args;
 pub mod blocks;
 pub mod cache;
 pub mod chaos;
+pub mod directives;
 pub mod dns64;
 pub mod dnstap;
 pub mod effective;
 pub mod errors;
+pub mod expr;
 pub mod forward;
 pub mod forward_tls;
 pub mod forward_to;

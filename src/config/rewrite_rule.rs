@@ -1,6 +1,6 @@
 //! What a `rewrite` rule is, once parsed: the types `config/rewrite.rs`
 //! (the directive) and `config/rewrite_edns.rs` (its `edns0` rules) build
-//! and the `rewrite` plugin (`query/rewrite.rs`) applies.
+//! and the `rewrite` plugin (`query/plugins/rewrite.rs`) applies.
 
 use hickory_proto::rr::{DNSClass, RecordType};
 

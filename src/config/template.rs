@@ -10,10 +10,11 @@
 //!     ederror CODE [REASON]          RFC 8914 extended error (0..65535, as CoreDNS)
 //!     fallthrough [ZONES...]         no regex matched: the next template or plugin
 //!     upstream                       accepted; a CNAME answer is always chased
+//!     var NAME EXPRESSION            a value for the templates (.Var.NAME), per match
+//!     expr EXPRESSION                a condition all of which must hold to match
 //! }
-//! (`expr` and `var`, CoreDNS main's expr-language conditions, are refused
-//! by `check` with the nearest form: `match` and its groups.)
 //! ```
+//! (EXPRESSION: the expr language's subset in [`crate::config::expr`].)
 
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{DNSClass, Name, RecordType};
@@ -23,6 +24,9 @@ use super::blocks::Directive;
 use super::gotmpl::Template;
 use super::lexer::Word;
 use super::ConfigError;
+
+mod vars;
+pub use vars::Var;
 
 /// One `template` directive.
 #[derive(Debug, Clone)]
@@ -41,6 +45,10 @@ pub struct TemplateConfig {
     /// RFC 8914 extended error: code and extra text.
     pub ederror: Option<(u16, String)>,
     pub fallthrough: Option<Vec<Name>>,
+    /// `var NAME EXPRESSION`, in order (each may use those before it).
+    pub vars: Vec<vars::Var>,
+    /// `expr EXPRESSION`: all must be true for a match.
+    pub exprs: Vec<crate::config::expr::Program>,
 }
 
 /// The rcode names CoreDNS accepts (miekg/dns's `StringToRcode`).
@@ -154,6 +162,8 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
         rcode: ResponseCode::NoError,
         ederror: None,
         fallthrough: None,
+        vars: Vec::new(),
+        exprs: Vec::new(),
     };
     for line in &d.options {
         option(&Args::from(line), &mut cfg, errors);
@@ -198,14 +208,8 @@ fn option(a: &Args<'_>, cfg: &mut TemplateConfig, errors: &mut Vec<ConfigError>)
         },
         "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
         "upstream" => {} // CoreDNS ignores its arguments too: CNAME answers are always chased
-        "expr" | "var" => errors.push(ConfigError::new(
-            a.pos(),
-            format!(
-                "template: '{}' (an expr-language expression) is not supported; select names with 'match REGEX' \
-                 and use its groups ({{{{ .Group.NAME }}}}) in the answer templates",
-                a.name.text
-            ),
-        )),
+        "var" => vars::var(a, cfg, errors),
+        "expr" => vars::condition(a, cfg, errors),
         "match" | "answer" | "additional" | "authority" | "rcode" | "ederror" => {}
         other => errors.push(ConfigError::new(
             a.pos(),

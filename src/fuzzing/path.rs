@@ -24,7 +24,7 @@ use crate::query::{Handler, Scratch};
 pub struct QueryPath {
     handler: Handler,
     /// The same cluster with every answer taking the Record path: what
-    /// the direct writer ([`crate::query::cluster::direct`]) must equal.
+    /// the direct writer ([`crate::query::plugins::cluster::direct`]) must equal.
     records: Handler,
     warm: [Scratch; 2],
     hits: CacheHits,

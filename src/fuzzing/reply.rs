@@ -38,7 +38,11 @@ pub fn reply_holds(data: &[u8], out: &[u8], query: Option<&Message>, transport: 
 /// write the reply again from `scratch.answer`.
 pub fn with_echo<R>(data: &[u8], scratch: &Scratch, transport: Transport, f: impl FnOnce(&Echo<'_>, usize) -> R) -> R {
     let (meta, query, edns) = match request::check(data) {
-        Checked::Query(r) => (r.meta, Some(r.query), request::capped(r.edns, scratch.answer.bufsize)),
+        Checked::Query(r) => (
+            r.meta,
+            Some(r.query),
+            request::edns::capped(r.edns, scratch.answer.bufsize),
+        ),
         Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
         Checked::Drop => panic!("a dropped query was answered"),
     };
@@ -47,7 +51,7 @@ pub fn with_echo<R>(data: &[u8], scratch: &Scratch, transport: Transport, f: imp
         query: query.as_ref(),
         edns,
     };
-    f(&echo, request::limit(transport, edns))
+    f(&echo, request::edns::limit(transport, edns))
 }
 
 /// The reply the query path wrote for `data` is what hickory's encoder

@@ -8,7 +8,7 @@ use hickory_proto::op::{Message, MessageType, OpCode};
 use hickory_proto::rr::{DNSClass, Name};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
-use crate::query::request::{self, ClientEdns};
+use crate::query::request::{self, edns::ClientEdns};
 
 /// Panics when the parser and hickory's decoder disagree about `data`.
 pub fn parser_agrees(data: &[u8]) {

@@ -51,7 +51,7 @@ use catalogue as c;
 /// path depends on `metrics` and never the other way round).
 pub static LOG_DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Questions under `.localhost.` or (prefix on) `localhost.<anything>`
-/// (bumped by `query::localhost`; kept here for the same reason).
+/// (bumped by `query::plugins::local`; kept here for the same reason).
 pub static LOCALHOST_REQUESTS: AtomicU64 = AtomicU64::new(0);
 
 /// Process-wide counters.

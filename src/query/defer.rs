@@ -13,7 +13,7 @@ use super::reply::echo::Echo;
 use super::reply::wire;
 use super::reply::Answer;
 use super::reply::Summary;
-use super::request::ClientEdns;
+use super::request::edns::ClientEdns;
 use super::settle::record::{record, Exchange};
 use super::settle::Continuation;
 use crate::config::local::LogStyle;

@@ -22,7 +22,8 @@ use super::reply::Summary;
 
 use std::sync::atomic::Ordering;
 
-use super::request::{self, udp_limit, Wire};
+use super::request::edns::udp_limit;
+use super::request::{self, Wire};
 use crate::metrics::Transport;
 use crate::store::{Deps, Store};
 use arena::Arena;

@@ -13,26 +13,18 @@
 //! a forwarded cache miss leaves it: the query becomes a [`defer::Job`]
 //! answered by a task through the socket or connection it came from.
 
-pub mod chaos;
-pub mod cluster;
 pub mod defer;
-pub mod dns64;
 pub mod errors;
 pub mod forward;
-pub mod k8s_external;
-pub mod local;
-pub mod localhost;
 pub mod log;
 pub mod logline;
 pub mod memo;
 pub mod plugins;
 pub mod reply;
 pub mod request;
-pub mod rewrite;
 pub mod route;
 pub mod settle;
 pub mod tcp;
-pub mod template;
 pub mod udp;
 
 use std::net::SocketAddr;
@@ -44,7 +36,7 @@ use crate::metrics::{Metrics, Transport};
 use reply::echo::Echo;
 use reply::wire;
 pub use reply::Answer;
-use request::{Checked, ClientEdns};
+use request::{edns::ClientEdns, Checked};
 pub use route::{Asker, Block, LoopProbe, Routed, Router};
 
 /// Per-worker scratch space, reused for every query it handles.
@@ -324,7 +316,7 @@ impl Handler {
         let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
         let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
         let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
-        let edns = request::capped(req.edns, answer.bufsize);
+        let edns = request::edns::capped(req.edns, answer.bufsize);
         if answer.autopath {
             self.metrics
                 .autopath_success
@@ -364,7 +356,7 @@ impl Handler {
         let (mut request, query, then) =
             (onward.left).upstream(at.bytes, &req.query, answer, balance, at.peer, at.transport);
         if let Some(cap) = answer.bufsize {
-            request::cap_payload(&mut request, cap);
+            request::edns::cap_payload(&mut request, cap);
         }
         forwarding.submit(defer::Job {
             request,

@@ -32,8 +32,8 @@ use std::sync::Arc;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name};
 
+use super::plugins::rewrite::Revert;
 use super::reply::Answer;
-use super::rewrite::Revert;
 use super::settle::Left;
 use super::UNHANDLED;
 use crate::metrics::ZoneStats;

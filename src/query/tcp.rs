@@ -272,11 +272,7 @@ async fn connection(
     // While part of a query is in: when all of it must be.
     let mut deadline: Option<tokio::time::Instant> = None;
     // Queries this connection may still answer (`maxtcpqueries`).
-    let mut left = if limits.max_queries == 0 {
-        usize::MAX
-    } else {
-        limits.max_queries
-    };
+    let mut left = Some(limits.max_queries).filter(|n| *n != 0).unwrap_or(usize::MAX);
     let why = loop {
         if deadline.is_none() {
             conn.idle_since.store(conns.now(), Ordering::Relaxed);

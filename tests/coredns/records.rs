@@ -5,7 +5,7 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use hickory_proto::rr::rdata::{A, AAAA, CNAME, HINFO, MX, NS, PTR, SOA, SRV, TXT};
+use hickory_proto::rr::rdata::{A, AAAA, CNAME, HINFO, HTTPS, MX, NS, PTR, SOA, SRV, SVCB, TXT};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
 /// Splits a line into fields: whitespace separates, `"..."` is one field
@@ -170,9 +170,39 @@ pub fn show(r: &Record) -> String {
     let data = match &r.data {
         RData::TXT(t) => t.txt_data.iter().map(|s| quote(s)).collect::<Vec<_>>().join(" "),
         RData::HINFO(h) => format!("{} {}", quote(&h.cpu), quote(&h.os)),
+        RData::Unknown { rdata, .. } if r.record_type() == RecordType::DNAME => wire_name(&rdata.anything),
+        RData::SVCB(s) | RData::HTTPS(HTTPS(s)) => svcb(s),
         other => other.to_string(),
     };
     format!("{} {} {} {} {}", r.name, r.ttl, r.dns_class, r.record_type(), data)
+}
+
+/// SVCB and HTTPS data as CoreDNS prints them: `PRIORITY TARGET key="value"...`.
+fn svcb(s: &SVCB) -> String {
+    let mut out = format!("{} {}", s.svc_priority, s.target_name);
+    for (key, value) in &s.svc_params {
+        let value = value.to_string();
+        out.push_str(&format!(" {key}=\"{}\"", value.trim_end_matches(',').trim_matches('"')));
+    }
+    out
+}
+
+/// A name in uncompressed wire form (a DNAME's data) as text; `?` when it
+/// does not decode.
+fn wire_name(wire: &[u8]) -> String {
+    let mut labels = Vec::new();
+    let mut rest = wire;
+    while let Some((&len, tail)) = rest.split_first() {
+        if len == 0 {
+            return Name::from_labels(labels).map_or("?".into(), |n| n.to_string());
+        }
+        let Some((label, tail)) = tail.split_at_checked(usize::from(len)) else {
+            break;
+        };
+        labels.push(label);
+        rest = tail;
+    }
+    "?".into()
 }
 
 /// The canonical text of an expected record line: parsed and shown again

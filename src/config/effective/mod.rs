@@ -2,7 +2,7 @@
 //! syntax, so an operator can diff it against the Corefile they wrote.
 //!
 //! Every server block is printed with every directive it holds, in the
-//! order the plugins run ([`ORDER`], CoreDNS's `plugin.cfg`), and every
+//! order the plugins run ([`RUN_ORDER`], CoreDNS's `plugin.cfg`), and every
 //! option of each directive with its value, defaults written out. The
 //! process-wide directives (`reload`, `health`, `ready`, `prometheus`,
 //! `nodelocal`, `limits { in_flight }`) are printed in the first block. One
@@ -16,45 +16,13 @@ use hickory_proto::rr::{Name, RecordType};
 use super::acl::{AclAction, AclRule};
 use super::hosts::{HostsConfig, LoadbalanceConfig};
 use super::local::{FileConfig, LogConfig, TcpLimits};
-use super::{Config, Server};
+use super::Config;
+pub(in crate::config) use order::RUN_ORDER;
 use rules::{rewrite, template};
-use sources::{cache, forward, kubernetes};
 
+mod order;
 mod rules;
 mod sources;
-
-/// The order the plugins run in, as CoreDNS's `plugin.cfg` lists them
-/// (clusterdns's own `limits` and `nodelocal` beside `timeouts` and `bind`).
-pub const ORDER: &[&str] = &[
-    "timeouts",
-    "limits",
-    "reload",
-    "bufsize",
-    "bind",
-    "nodelocal",
-    "ready",
-    "health",
-    "prometheus",
-    "errors",
-    "log",
-    "dnstap",
-    "local",
-    "dns64",
-    "any",
-    "chaos",
-    "loadbalance",
-    "rewrite",
-    "autopath",
-    "acl",
-    "cache",
-    "template",
-    "hosts",
-    "k8s_external",
-    "kubernetes",
-    "file",
-    "loop",
-    "forward",
-];
 
 /// Lines of one server block, indented by depth.
 pub(super) struct Block(String);
@@ -123,117 +91,13 @@ impl Display for Config {
             let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
             writeln!(f, "{} {{", keys.join(" "))?;
             let mut b = Block(String::new());
-            for name in ORDER {
-                server_directive(&mut b, name, s, (i == 0).then_some(self));
+            for (_, print) in RUN_ORDER {
+                print(&mut b, s, (i == 0).then_some(self));
             }
             f.write_str(&b.0)?;
             writeln!(f, "}}")?;
         }
         Ok(())
-    }
-}
-
-/// Prints directive `name` of server `s` if it holds it; `global` is the
-/// configuration when `s` is the block that carries the process-wide ones.
-fn server_directive(b: &mut Block, name: &str, s: &Server, global: Option<&Config>) {
-    match name {
-        "timeouts" => timeouts(b, &s.tcp),
-        "limits" => limits(b, &s.tcp, global),
-        "reload" => {
-            if let Some((interval, jitter)) = global.and_then(|g| g.reload) {
-                b.line(1, format_args!("reload {} {}", duration(interval), duration(jitter)));
-            }
-        }
-        "bufsize" => s
-            .bufsize
-            .into_iter()
-            .for_each(|n| b.line(1, format_args!("bufsize {n}"))),
-        "bind" if !s.bind.is_empty() => {
-            let addrs: Vec<String> = s.bind.iter().map(ToString::to_string).collect();
-            b.line(1, format_args!("bind {}", addrs.join(" ")));
-        }
-        "nodelocal" => global.and_then(|g| g.nodelocal.as_ref()).into_iter().for_each(|n| {
-            let addrs: Vec<String> = n.addresses.iter().map(ToString::to_string).collect();
-            let options = [
-                format!("interface {}", n.interface),
-                format!("addresses {}", addrs.join(" ")),
-                format!("iptables {}", on_off(n.iptables)),
-                format!("rules {}", n.rules),
-                format!("teardown {}", on_off(n.teardown)),
-                format!("check {}", duration(n.check)),
-                format!("lockdir {}", n.lockdir.display()),
-            ];
-            b.directive("nodelocal".into(), &options);
-        }),
-        "ready" => global
-            .and_then(|g| g.ready.map(|a| (a, g.ready_continuously)))
-            .into_iter()
-            .for_each(|(a, c)| {
-                let monitor = if c { "continuously" } else { "until-ready" };
-                b.directive(format!("ready {a}"), &[format!("monitor {monitor}")]);
-            }),
-        "health" => global.and_then(|g| g.health.as_ref()).into_iter().for_each(|h| {
-            b.directive(
-                format!("health {}", h.addr),
-                &[format!("lameduck {}", duration(h.lameduck))],
-            );
-        }),
-        "prometheus" => global
-            .and_then(|g| g.prometheus)
-            .into_iter()
-            .for_each(|a| b.line(1, format_args!("prometheus {a}"))),
-        "errors" => s.errors.iter().for_each(|e| {
-            b.directive("errors".into(), &crate::config::errors::effective(e, quote, duration));
-        }),
-        "log" => s.log.iter().for_each(|l| log(b, l)),
-        "dnstap" => s.dnstap.iter().for_each(|d| sources::dnstap(b, d)),
-        "local" => s.local.into_iter().for_each(|prefix| {
-            b.directive("local".into(), &[format!("localhost_prefix {}", on_off(prefix))]);
-        }),
-        "dns64" => s.dns64.iter().for_each(|d| {
-            let mut options = vec![format!("prefix {}/{}", d.prefix, d.length)];
-            options.extend(d.translate_all.then(|| "translate_all".to_string()));
-            options.extend(d.allow_ipv4.then(|| "allow_ipv4".to_string()));
-            b.directive("dns64".into(), &options);
-        }),
-        "any" if s.any => b.line(1, "any"),
-        "chaos" => s.chaos.iter().for_each(|c| {
-            let mut words = vec![quote(&c.version)];
-            words.extend(c.authors.iter().map(|a| quote(a)));
-            b.line(1, format_args!("chaos {}", words.join(" ")));
-        }),
-        "loadbalance" => s.loadbalance.iter().for_each(|lb| loadbalance(b, lb)),
-        "rewrite" => s.rewrites.iter().for_each(|r| rewrite(b, r)),
-        "autopath" => s.autopath.iter().for_each(|(a, _)| {
-            let from = a
-                .resolv
-                .as_ref()
-                .map_or("@kubernetes".to_string(), |p| p.display().to_string());
-            b.line(
-                1,
-                format_args!(
-                    "{}",
-                    with("autopath", format!("{} {from}", names(&a.zones)).trim_start())
-                ),
-            );
-        }),
-        "acl" => acl(b, &s.acl),
-        "cache" => s.cache.iter().for_each(|c| cache(b, c)),
-        "template" => s.templates.iter().for_each(|t| template(b, t)),
-        "hosts" => s.hosts.iter().for_each(|h| hosts(b, h)),
-        "k8s_external" => s.k8s_external.iter().for_each(|e| {
-            let mut options = vec![format!("apex {}", e.apex), format!("ttl {}", e.ttl)];
-            options.extend(e.headless.then(|| "headless".to_string()));
-            options.extend(e.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
-            b.directive(with("k8s_external", &names(&e.zones)), &options);
-        }),
-        "kubernetes" => s.kubernetes.iter().for_each(|k| kubernetes(b, k)),
-        "file" => s.files.iter().for_each(|z| file(b, z)),
-        "loop" => s.loop_detect.into_iter().for_each(|exit| {
-            b.directive("loop".into(), &if exit { vec!["exit".to_string()] } else { Vec::new() });
-        }),
-        "forward" => s.forward.iter().for_each(|fw| forward(b, fw)),
-        _ => {}
     }
 }
 
@@ -334,7 +198,10 @@ fn loadbalance(b: &mut Block, lb: &LoadbalanceConfig) {
 
 fn file(b: &mut Block, z: &FileConfig) {
     let head = with(&format!("file {}", z.path.display()), &names(&z.zones));
-    b.directive(head, &[format!("reload {}", duration(z.reload))]);
+    let mut options = vec![format!("reload {}", duration(z.reload))];
+    options.extend(z.reload_by_mtime.then(|| "reload_by_mtime".to_string()));
+    options.extend(z.fallthrough.as_ref().map(|f| with("fallthrough", &names(f))));
+    b.directive(head, &options);
 }
 
 #[cfg(test)]

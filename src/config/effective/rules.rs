@@ -8,6 +8,12 @@ pub(super) fn template(b: &mut Block, t: &crate::config::template::TemplateConfi
     let class = t.class.map_or("ANY".to_string(), |c| c.to_string());
     let qtype = t.qtype.map_or("ANY".to_string(), |q| q.to_string());
     let mut options: Vec<String> = t.regex.iter().map(|r| format!("match {}", quote(r.as_str()))).collect();
+    options.extend(
+        t.vars
+            .iter()
+            .map(|v| format!("var {} {}", v.name, quote(&v.program.source))),
+    );
+    options.extend(t.exprs.iter().map(|p| format!("expr {}", quote(&p.source))));
     for (section, list) in [
         ("answer", &t.answer),
         ("additional", &t.additional),

@@ -21,6 +21,8 @@ pub struct Data<'a> {
     pub remote: String,
     /// The question as asked: name, type and class numbers.
     pub question: (&'a str, u16, u16),
+    /// The template's `var`s, by name.
+    pub vars: Vec<(String, Value)>,
 }
 
 /// A value inside a template.
@@ -65,7 +67,7 @@ impl fmt::Display for Value {
 }
 
 impl Value {
-    fn truthy(&self) -> bool {
+    pub(super) fn truthy(&self) -> bool {
         match self {
             Value::Str(s) => !s.is_empty(),
             Value::Int(n) => *n != 0,
@@ -145,6 +147,12 @@ fn field(path: &[String], d: &Data<'_>) -> Result<Value, String> {
         ["Question", "Qclass"] => Value::Uint(u64::from(d.question.2)),
         ["Message", "Question"] => Value::List(vec![question()]),
         ["Meta"] => return Err(".Meta needs a name".into()),
+        ["Var"] => Value::Map(d.vars.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()),
+        ["Var", key] => d
+            .vars
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(Value::Missing, |(_, v)| v.clone()),
         _ => return Err(format!("no field .{}", path.join("."))),
     })
 }

@@ -17,6 +17,10 @@ fn data() -> Data<'static> {
         ],
         remote: "192.0.2.9".into(),
         question: ("ip-10-1-2-3.example.", 1, 1),
+        vars: vec![
+            ("local".into(), super::Value::Bool(true)),
+            ("n".into(), super::Value::Int(7)),
+        ],
     }
 }
 
@@ -71,7 +75,7 @@ fn execution_errors_are_reported_not_panicked() {
 #[test]
 fn unsupported_syntax_is_a_load_error() {
     for (text, says) in [
-        ("{{ if .Name }}x{{ end }}", "'if' is not supported"),
+        ("{{ range .Match }}x{{ end }}", "'range' is not supported"),
         ("{{ $x := 1 }}", "variables"),
         ("{{ .Nope }}", "field '.Nope' is not supported"),
         ("{{ .Name", "unclosed action"),
@@ -132,5 +136,28 @@ fn arbitrary_text_never_panics() {
         if let Ok(t) = Template::parse(&text) {
             let _ = t.execute(&data());
         }
+    }
+}
+
+#[test]
+fn if_else_end_picks_a_branch() {
+    assert_eq!(
+        run("{{ if .Var.local }}10.0.0.1{{ else }}192.0.2.1{{ end }}").as_deref(),
+        Ok("10.0.0.1")
+    );
+    assert_eq!(run("{{ if eq .Var.n 8 }}a{{ else }}b{{ end }}").as_deref(), Ok("b"));
+    assert_eq!(
+        run("x{{ if .Group.a }}{{ if .Var.missing }}m{{ end }}[{{ .Group.a }}]{{ end }}y").as_deref(),
+        Ok("x[10]y")
+    );
+    assert_eq!(run("{{ if .Var.n }}n={{ .Var.n }}{{ end }}").as_deref(), Ok("n=7"));
+    for bad in [
+        "{{ if .Name }}x",
+        "{{ else }}",
+        "{{ end }}",
+        "{{ if .Name }}{{ else }}{{ else }}{{ end }}",
+        "{{ if .Name }}{{ else if .Zone }}{{ end }}",
+    ] {
+        assert!(Template::parse(bad).is_err(), "{bad}");
     }
 }

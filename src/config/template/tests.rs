@@ -45,7 +45,7 @@ template IN BOGUS
 template IN A {
     match "(unclosed"
     answer "{{ .Name"
-    additional "{{ if .Name }}x{{ end }}"
+    additional "{{ range .Match }}x{{ end }}"
     authority "{{ .Bogus }}"
     rcode NOPE
     ederror 70000
@@ -60,12 +60,41 @@ template IN A {
         "/tmp/Corefile:4:13: invalid record type 'BOGUS'",
         "/tmp/Corefile:6:11: could not parse regex '(unclosed'",
         "/tmp/Corefile:7:12: template: could not compile answer template: unclosed action",
-        "/tmp/Corefile:8:16: template: could not compile additional template: 'if' is not supported",
+        "/tmp/Corefile:8:16: template: could not compile additional template: 'range' is not supported",
         "/tmp/Corefile:9:15: template: could not compile authority template: field '.Bogus' is not supported",
         "/tmp/Corefile:10:11: template: unknown rcode 'NOPE'",
         "/tmp/Corefile:11:13: template: '70000' is not an extended DNS error code",
         "/tmp/Corefile:12:5: 'answer' takes at least 1 argument",
         "/tmp/Corefile:13:5: template: unknown option 'frobnicate'",
+    ];
+    assert_errors(&errors, &want);
+}
+
+#[test]
+fn var_and_expr_errors_point_into_the_expression() {
+    let errors = server_block(
+        r#"template IN A example. {
+    var a 1
+    var b a + 'x'
+    var 1b 2
+    var len 1
+    var a 2
+    expr name() ==
+    expr "incidr(client_ip(), 10)"
+    expr server_ip() == ''
+    var c
+}"#,
+    )
+    .expect_err("invalid");
+    let want = [
+        "/tmp/Corefile:4:15: template: could not compile expression 'a + 'x'': invalid operation: + (mismatched types int and string)",
+        "/tmp/Corefile:5:9: template: invalid variable name \"1b\"",
+        "/tmp/Corefile:6:9: template: variable name \"len\" is reserved",
+        "/tmp/Corefile:7:9: template: variable name \"a\" is reserved or already declared",
+        "/tmp/Corefile:8:19: template: could not compile expression 'name() ==': unexpected end of expression",
+        "/tmp/Corefile:9:11: template: could not compile expression 'incidr(client_ip(), 10)': cannot use int as argument",
+        "/tmp/Corefile:10:10: template: could not compile expression 'server_ip() == ''': server_ip() is not available",
+        "/tmp/Corefile:11:5: 'var' takes at least 2 arguments",
     ];
     assert_errors(&errors, &want);
 }

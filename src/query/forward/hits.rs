@@ -40,7 +40,7 @@ use super::cache::{Cache, Entry, Stamp};
 use super::Forwarding;
 use crate::query::memo::Key;
 use crate::query::reply::Summary;
-use crate::query::request::skip_name;
+use crate::query::request::edns::skip_name;
 use crate::query::Answer;
 use crate::store::Map;
 

@@ -10,8 +10,8 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
 use crate::metrics::{Metrics, Transport};
-use crate::query::cluster::Cluster;
 use crate::query::defer::Sink;
+use crate::query::plugins::cluster::Cluster;
 use crate::query::{Block, Handler, Router, Scratch};
 use crate::store::{Kind, ObjectKey, PortIn, Proto, Record, ServiceKind, Store, Writer};
 

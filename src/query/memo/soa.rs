@@ -2,7 +2,7 @@
 //! answer kept across a publish can carry the current serial, as a fresh
 //! answer would.
 
-use crate::query::request::skip_name;
+use crate::query::request::edns::skip_name;
 
 const SOA: [u8; 2] = [0, 6];
 

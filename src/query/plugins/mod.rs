@@ -3,4 +3,14 @@
 //! handed (`reply::Answer`) and imports only the reply, the store and its
 //! own config; which plugin runs when is the router's (`route/order.rs`).
 
+pub mod chaos;
+pub mod cluster;
+pub mod dns64;
+pub mod file;
+pub mod hosts;
+pub mod k8s_external;
+pub mod local;
+pub mod rewrite;
+pub mod template;
 pub mod verdict;
+pub mod watched;

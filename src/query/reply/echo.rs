@@ -5,7 +5,7 @@
 
 use hickory_proto::op::{Metadata, Query};
 
-use crate::query::request::ClientEdns;
+use crate::query::request::edns::ClientEdns;
 
 /// The payload size we advertise in our OPT record.
 pub const OUR_PAYLOAD: u16 = 1232;

@@ -8,7 +8,7 @@ use hickory_proto::op::{Query, ResponseCode};
 use super::Answer;
 use crate::config::local::LogStyle;
 use crate::metrics::{Expansion, Plugin};
-use crate::query::request::ClientEdns;
+use crate::query::request::edns::ClientEdns;
 
 /// What a written reply reports to metrics and the query log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

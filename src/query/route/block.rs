@@ -11,11 +11,12 @@ use hickory_proto::rr::{Name, RecordType};
 use crate::config::acl::AclRule;
 use crate::config::hosts::LoadbalanceConfig;
 use crate::config::local::{AutopathConfig, LogConfig};
-use crate::query::chaos::Chaos;
-use crate::query::cluster::Cluster;
 use crate::query::forward::Forwarding;
-use crate::query::local::{Hosts, ZoneFile};
-use crate::query::localhost::LocalNames;
+use crate::query::plugins::chaos::Chaos;
+use crate::query::plugins::cluster::Cluster;
+use crate::query::plugins::file::ZoneFile;
+use crate::query::plugins::hosts::Hosts;
+use crate::query::plugins::local::LocalNames;
 
 /// The `loop` plugin's state: the random probe name sent to ourselves at
 /// start, and how often it came in.
@@ -64,10 +65,10 @@ pub struct Block {
     pub acl_stats: Option<Arc<crate::metrics::AclStats>>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,
-    pub dns64: Option<Arc<crate::query::dns64::Dns64>>,
-    pub k8s_external: Option<crate::query::k8s_external::K8sExternal>,
-    pub templates: Option<crate::query::template::Templates>,
-    pub rewrite: Option<crate::query::rewrite::Rewrite>,
+    pub dns64: Option<Arc<crate::query::plugins::dns64::Dns64>>,
+    pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
+    pub templates: Option<crate::query::plugins::template::Templates>,
+    pub rewrite: Option<crate::query::plugins::rewrite::Rewrite>,
     /// `bufsize`: the EDNS payload cap of requests to this block.
     pub bufsize: Option<u16>,
     /// `chaos`: CH TXT questions about the server.

@@ -9,8 +9,8 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::{Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
-use crate::query::cluster;
-use crate::query::dns64::Dns64;
+use crate::query::plugins::cluster;
+use crate::query::plugins::dns64::Dns64;
 use crate::query::reply::{self, Answer};
 use crate::query::settle::ChaseKind;
 

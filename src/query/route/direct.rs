@@ -2,7 +2,7 @@
 //! takes the question has no plugin before `kubernetes` that could take it
 //! and none after that reads or changes the answer's records, the cluster
 //! writes the reply straight from the snapshot
-//! ([`crate::query::cluster::direct`]); `loadbalance` shuffles the
+//! ([`crate::query::plugins::cluster::direct`]); `loadbalance` shuffles the
 //! addresses it writes. Everything else goes the whole way
 //! ([`Router::answer`]).
 
@@ -10,10 +10,10 @@ use hickory_proto::rr::{DNSClass, RecordType};
 
 use super::{Block, Router};
 use crate::metrics::Transport;
-use crate::query::cluster::direct::Direct;
+use crate::query::plugins::cluster::direct::Direct;
 use crate::query::reply::echo::Echo;
 use crate::query::reply::Answer;
-use crate::query::request::{self, ClientEdns, Request};
+use crate::query::request::{self, edns::ClientEdns, Request};
 
 impl Router {
     /// Writes the reply to `req` into `out` the short way, with `answer`
@@ -44,7 +44,7 @@ impl Router {
             return None;
         }
         let zone = cluster.zone_for(query.name())?;
-        let edns = request::capped(req.edns, answer.bufsize);
+        let edns = request::edns::capped(req.edns, answer.bufsize);
         let echo = Echo {
             meta: &req.meta,
             query: Some(query),
@@ -52,7 +52,7 @@ impl Router {
         };
         let how = Direct {
             echo: &echo,
-            limit: request::limit(transport, edns),
+            limit: request::edns::limit(transport, edns),
             shuffle: block.loadbalance.is_some(),
         };
         let truncated = cluster.write_direct(query, zone, &how, answer, out)?;

@@ -11,8 +11,8 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::{Block, Router};
-use crate::query::dns64::Dns64;
 use crate::query::forward::hits::HitRoute;
+use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 

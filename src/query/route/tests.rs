@@ -14,13 +14,13 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use crate::metrics::{Metrics, Transport};
-use crate::query::chaos::Chaos;
 use crate::query::defer::Sink;
-use crate::query::local::Hosts;
-use crate::query::local::ZoneFile;
-use crate::query::localhost::LocalNames;
-use crate::query::rewrite::Rewrite;
-use crate::query::template::Templates;
+use crate::query::plugins::chaos::Chaos;
+use crate::query::plugins::file::ZoneFile;
+use crate::query::plugins::hosts::Hosts;
+use crate::query::plugins::local::LocalNames;
+use crate::query::plugins::rewrite::Rewrite;
+use crate::query::plugins::template::Templates;
 use crate::query::{Block, Handler, Router, Scratch};
 
 /// A zone file for `file.example.` in a directory of this test's own.

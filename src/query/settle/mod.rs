@@ -22,9 +22,9 @@ use std::sync::Arc;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::Record;
 
-use super::dns64::Dns64;
+use super::plugins::dns64::Dns64;
+use super::plugins::rewrite::{self, Revert};
 use super::reply::{self, Answer};
-use super::rewrite::{self, Revert};
 use crate::config::hosts::LoadbalanceConfig;
 use crate::metrics::{Metrics, Plugin, Transport};
 

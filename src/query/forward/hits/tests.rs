@@ -9,7 +9,7 @@ use super::*;
 use crate::query::reply::echo::Echo;
 use crate::query::reply::wire::write;
 use crate::query::reply::{self, Zone};
-use crate::query::request::ClientEdns;
+use crate::query::request::edns::ClientEdns;
 
 fn name(s: &str) -> Name {
     Name::from_ascii(s).expect("name")
@@ -187,7 +187,7 @@ mod replay {
         let block = Block {
             forwarding: Some(Arc::new(forwarding)),
             loadbalance: server.loadbalance.clone().map(Arc::new),
-            hosts: server.hosts.clone().map(crate::query::local::Hosts::new),
+            hosts: server.hosts.clone().map(crate::query::plugins::hosts::Hosts::new),
             ..Block::new(server.zones.clone())
         };
         Handler::new(Router::new(vec![block], Vec::new()), metrics)

@@ -114,7 +114,7 @@ mod tests {
 
     use super::*;
     use crate::query::reply::wire::write;
-    use crate::query::request::ClientEdns;
+    use crate::query::request::edns::ClientEdns;
 
     /// A truncated reply holds every whole record that fits (judged
     /// compressed) and nothing after the last one.

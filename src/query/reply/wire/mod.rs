@@ -221,7 +221,12 @@ impl<'o, 'q> Encoder<'o, 'q> {
 /// Writes the reply for a client on `transport` (its size limit follows
 /// from the transport and its EDNS). Returns whether it was truncated.
 pub fn write_for(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, transport: crate::metrics::Transport) -> bool {
-    write(out, echo, answer, crate::query::request::limit(transport, echo.edns))
+    write(
+        out,
+        echo,
+        answer,
+        crate::query::request::edns::limit(transport, echo.edns),
+    )
 }
 
 /// Writes the reply into `out` (cleared first), at most `limit` bytes:

@@ -9,7 +9,7 @@ use hickory_proto::rr::{Name, RecordType};
 use super::hickory;
 use super::*;
 use crate::metrics::Transport;
-use crate::query::request::ClientEdns;
+use crate::query::request::edns::ClientEdns;
 use crate::query::{defer::Sink, Scratch};
 
 /// Questions over the demo cluster (a fixture dump, plus a headless

@@ -31,9 +31,9 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::cluster::{exists, reverse, Found};
-use super::reply::{self, prefixed, Answer, Zone};
 use crate::config::k8s_external::K8sExternalConfig;
 use crate::query::plugins::verdict::Verdict;
+use crate::query::reply::{self, prefixed, Answer, Zone};
 use crate::store::records::undash;
 use crate::store::{Service, ServiceKind, Snapshot, Store};
 

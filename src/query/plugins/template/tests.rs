@@ -79,3 +79,28 @@ template IN MX example {
     assert_eq!(ask(&nodata, "x.example.", AAAA), (Answered, "NOERROR ".into()));
     assert_eq!(ask(&nodata, "x.example.", A).0, Next, "type mismatch: the next plugin");
 }
+
+/// coredns plugin/template/var_test.go TestVarMatch: the values the
+/// variables hold, as the answer template prints them; a client-dependent
+/// expression keeps the answer out of the memo.
+#[test]
+fn variables_hold_expr_values() {
+    use hickory_proto::rr::RecordType::TXT;
+    let t = templates(
+        r#"template IN TXT example. {
+    match ^(?P<n>[0-9]+)[.]example[.]$
+    var num int(group('n'))
+    var double num * 2
+    var label 'x' + group('n')
+    var flag num > 1
+    expr incidr(client_ip(), '192.0.2.0/24')
+    answer "{{ .Name }} 60 IN TXT \"{{ .Var.num }} {{ .Var.double }} {{ .Var.label }} {{ .Var.flag }} {{ len .Var }}\""
+}"#,
+    );
+    let q = hickory_proto::op::Query::query(hickory_proto::rr::Name::from_ascii("2.example.").expect("name"), TXT);
+    let mut out = crate::query::Answer::default();
+    t.answer(&q, std::net::IpAddr::from([192, 0, 2, 9]), &mut out);
+    let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();
+    assert_eq!(lines, ["2.example. 60 IN TXT 2 4 x2 true 4"]);
+    assert!(!out.memoizable, "client_ip() makes the answer the client's");
+}

@@ -20,9 +20,9 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::PTR;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::watch_file;
+use super::watched::watch_file;
 use crate::config::hosts::HostsConfig;
-use crate::query::cluster::reverse;
+use crate::query::plugins::cluster::reverse;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
 

@@ -7,6 +7,8 @@
 //! | zone holds it, class or type differ                    | next template     |
 //! | no regex matches, `fallthrough` covers the name        | next template     |
 //! | no regex matches, no `fallthrough`                     | SERVFAIL          |
+//! | an `expr` is false: as no regex matching               | next template / SERVFAIL |
+//! | a `var` or `expr` fails to run                         | SERVFAIL          |
 //! | a regex matches, `rcode SERVFAIL`                      | SERVFAIL          |
 //! | a regex matches                                        | rendered records, rcode, AA |
 //! | a rendered A/AAAA answer is a CNAME                    | its target is looked up too |
@@ -22,11 +24,12 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::reply::Answer;
 use crate::config::gotmpl::{Data, Template};
 use crate::config::template::TemplateConfig;
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
 use crate::query::plugins::verdict::Verdict;
+use crate::query::reply::Answer;
+use conditions::Judged;
 
 /// `coredns_template_*` of one server block: `(family, labels) → count`.
 #[derive(Debug, Default)]
@@ -147,18 +150,9 @@ impl Templates {
                 out.error(ResponseCode::ServFail);
                 return Verdict::Answered;
             };
-            let class = t
-                .class
-                .filter(|_| qclass == hickory_proto::rr::DNSClass::ANY)
-                .unwrap_or(qclass)
-                .to_string();
-            let qtype_name = t
-                .qtype
-                .filter(|_| qtype == RecordType::ANY)
-                .unwrap_or(qtype)
-                .to_string();
+            let (class, qtype_name) = shown(t, query);
             let zone = zone.to_ascii();
-            let data = Data {
+            let mut data = Data {
                 zone: &zone,
                 name: &name,
                 class: &class,
@@ -168,8 +162,21 @@ impl Templates {
                 groups: group_map(&groups),
                 remote: client.to_string(),
                 question: (&name, u16::from(qtype), u16::from(qclass)),
+                vars: Vec::new(),
             };
-            return self.render(t, &data, query, out);
+            let judged = conditions::judge(t, query, client, &mut data);
+            out.memoizable &= !conditions::uses_client(t);
+            match judged {
+                Judged::Match => {}
+                Judged::NoMatch if falls_through(t, &lower) => continue,
+                Judged::NoMatch | Judged::Failed => {
+                    out.error(ResponseCode::ServFail);
+                    return Verdict::Answered;
+                }
+            }
+            let verdict = self.render(t, &data, query, out);
+            out.memoizable &= !conditions::uses_client(t);
+            return verdict;
         }
         Verdict::Next
     }
@@ -273,6 +280,19 @@ pub fn parse_rr(text: &str) -> Result<Record, String> {
     sets.into_values()
         .find_map(|set| set.records_without_rrsigs().next().cloned())
         .ok_or_else(|| format!("no record in {text:?}"))
+}
+
+mod conditions;
+/// The class and type a template's answers name: the template's own for
+/// an ANY question, else the question's.
+fn shown(t: &TemplateConfig, query: &Query) -> (String, String) {
+    let (qclass, qtype) = (query.query_class(), query.query_type());
+    let class = t
+        .class
+        .filter(|_| qclass == hickory_proto::rr::DNSClass::ANY)
+        .unwrap_or(qclass);
+    let qtype = t.qtype.filter(|_| qtype == RecordType::ANY).unwrap_or(qtype);
+    (class.to_string(), qtype.to_string())
 }
 
 #[cfg(test)]

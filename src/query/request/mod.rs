@@ -24,12 +24,9 @@ use hickory_proto::op::{Header, Message, MessageType, Metadata, OpCode, Query, R
 use hickory_proto::rr::{Name, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
-/// What the client said about EDNS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClientEdns {
-    pub payload: u16,
-    pub dnssec_ok: bool,
-}
+pub mod edns;
+
+use edns::{opt, ClientEdns};
 
 /// A request that passed every check.
 #[derive(Debug, Clone)]
@@ -111,30 +108,6 @@ pub fn parse(bytes: &[u8]) -> Option<Wire> {
         edns,
         version,
     })
-}
-
-/// An OPT record at `*at`: root owner, type 41, extended rcode 0, options
-/// that fill its RDATA exactly and that hickory keeps as opaque bytes (an
-/// ECS or NSID option is left to its decoder, which may reject it).
-fn opt(bytes: &[u8], at: &mut usize) -> Option<(ClientEdns, u8)> {
-    let rr = bytes.get(*at..*at + 11)?;
-    if rr[0] != 0 || rr[1..3] != [0, 41] || rr[5] != 0 {
-        return None;
-    }
-    let payload = u16::from_be_bytes([rr[3], rr[4]]).max(512); // RFC 6891: below 512 counts as 512
-    let dnssec_ok = rr[7] & 0x80 != 0;
-    let rdlen = usize::from(u16::from_be_bytes([rr[9], rr[10]]));
-    let mut options = bytes.get(*at + 11..*at + 11 + rdlen)?;
-    while !options.is_empty() {
-        let code = u16::from_be_bytes([options[0], *options.get(1)?]);
-        let len = usize::from(u16::from_be_bytes([*options.get(2)?, *options.get(3)?]));
-        if matches!(code, 3 | 5 | 8) {
-            return None;
-        }
-        options = options.get(4 + len..)?;
-    }
-    *at += 11 + rdlen;
-    Some((ClientEdns { payload, dnssec_ok }, rr[6]))
 }
 
 /// Decodes and checks one DNS message from a client.
@@ -229,97 +202,11 @@ fn decoded(bytes: &[u8]) -> Checked {
     Checked::Query(Request { meta, query, edns })
 }
 
-/// `bufsize`: the client's EDNS payload lowered to `cap` (never raised).
-pub fn capped(edns: Option<ClientEdns>, cap: Option<u16>) -> Option<ClientEdns> {
-    match (edns, cap) {
-        (Some(e), Some(cap)) => Some(ClientEdns {
-            payload: e.payload.min(cap),
-            ..e
-        }),
-        _ => edns,
-    }
-}
-
-/// `bufsize` for a request sent upstream: lowers the payload size of its
-/// OPT record (the CLASS field) to `cap` in place. A message it cannot
-/// walk is left as it is.
-pub fn cap_payload(message: &mut [u8], cap: u16) {
-    let count = |i: usize| {
-        message
-            .get(i..i + 2)
-            .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])))
-    };
-    let (questions, records) = (count(4), count(6) + count(8) + count(10));
-    let mut at = 12;
-    for _ in 0..questions {
-        let Some(end) = skip_name(message, at) else { return };
-        at = end + 4;
-    }
-    for _ in 0..records {
-        let Some(end) = skip_name(message, at) else { return };
-        let Some(fixed) = message.get(end..end + 10) else {
-            return;
-        };
-        let (rtype, class) = (
-            u16::from_be_bytes([fixed[0], fixed[1]]),
-            u16::from_be_bytes([fixed[2], fixed[3]]),
-        );
-        let rdlen = usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
-        if rtype == 41 && class > cap {
-            message[end + 2..end + 4].copy_from_slice(&cap.to_be_bytes());
-        }
-        at = end + 10 + rdlen;
-    }
-}
-
-/// The offset just past the (possibly compressed) name at `at`.
-pub(crate) fn skip_name(message: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        let len = *message.get(at)?;
-        match len {
-            0 => return Some(at + 1),
-            l if l & 0xC0 == 0xC0 => return Some(at + 2),
-            l if l & 0xC0 == 0 => at += usize::from(l) + 1,
-            _ => return None,
-        }
-    }
-}
-
-/// The largest UDP response a client accepts: its EDNS payload capped at
-/// 1232 (the DNS flag day 2020 size), at least 512; 512 without EDNS.
-pub fn udp_limit(edns: Option<ClientEdns>) -> usize {
-    edns.map_or(512, |e| usize::from(e.payload).clamp(512, 1232))
-}
-
-/// The largest reply a client takes over `transport`.
-pub fn limit(transport: crate::metrics::Transport, edns: Option<ClientEdns>) -> usize {
-    match transport {
-        crate::metrics::Transport::Udp => udp_limit(edns),
-        crate::metrics::Transport::Tcp => usize::from(u16::MAX),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use hickory_proto::op::{Edns, Message, MessageType, OpCode};
     use hickory_proto::rr::Name;
-
-    fn with_payload(payload: u16) -> Vec<u8> {
-        let mut m = Message::new(7, MessageType::Query, OpCode::Query);
-        m.add_query(Query::query(
-            Name::from_ascii("a.example.").expect("name"),
-            RecordType::A,
-        ));
-        let mut edns = Edns::new();
-        edns.set_max_payload(payload);
-        m.edns = Some(edns);
-        m.to_vec().expect("encodes")
-    }
-
-    fn payload(bytes: &[u8]) -> Option<u16> {
-        Message::from_vec(bytes).expect("decodes").edns.map(|e| e.max_payload())
-    }
 
     fn query(name: &str, qtype: RecordType, edns: Option<(u16, bool, u8)>, option: Option<(u16, &[u8])>) -> Vec<u8> {
         let mut m = Message::new(7, MessageType::Query, OpCode::Query);
@@ -395,24 +282,5 @@ mod tests {
         );
         assert_eq!(parse(&seeds[2]).and_then(|w| w.edns).map(|e| e.payload), Some(512));
         assert_eq!(parse(&seeds[3]).map(|w| w.version), Some(1));
-    }
-
-    #[test]
-    fn bufsize_lowers_the_opt_payload_only() {
-        let mut big = with_payload(4096);
-        cap_payload(&mut big, 1232);
-        assert_eq!(payload(&big), Some(1232));
-        let mut small = with_payload(600);
-        cap_payload(&mut small, 1232);
-        assert_eq!(payload(&small), Some(600));
-        let mut cut = with_payload(4096);
-        cut.truncate(20);
-        cap_payload(&mut cut, 512); // cannot walk: left alone, no panic
-        let client = ClientEdns {
-            payload: 4096,
-            dnssec_ok: true,
-        };
-        assert_eq!(capped(Some(client), Some(512)).map(|e| e.payload), Some(512));
-        assert_eq!(capped(None, Some(512)), None);
     }
 }

@@ -19,10 +19,10 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use super::reply::{self, Answer, Zone};
 use crate::config::KubernetesConfig;
 use crate::metrics::Expansion;
 use crate::query::plugins::verdict::Verdict;
+use crate::query::reply::{self, Answer, Zone};
 use crate::store::records::undash;
 use crate::store::{Dep, Deps, Snapshot, Store};
 use qname::Qname;

@@ -18,9 +18,9 @@ use hickory_proto::op::{Edns, Message, Query, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
 use hickory_proto::rr::{Name, RData, Record};
 
-use super::reply::Answer;
 use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::metrics::Transport;
+use crate::query::reply::Answer;
 
 /// One server block's `rewrite` rules.
 #[derive(Debug, Clone)]
@@ -296,7 +296,7 @@ pub fn upstream_request(
     for (action, rule) in revert.map_or(&[][..], |r| &r.edns[..]) {
         let edns = m.edns.get_or_insert_with(|| {
             let mut e = Edns::new();
-            e.set_max_payload(super::reply::echo::OUR_PAYLOAD);
+            e.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
             e
         });
         let Some((code, option)) = option_for(rule, query, peer, t) else {

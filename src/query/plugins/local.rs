@@ -19,8 +19,8 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
-use super::reply::{self, Answer};
 use crate::query::plugins::verdict::Verdict;
+use crate::query::reply::{self, Answer};
 
 const TTL: u32 = 604_800;
 const ZONES: [&str; 4] = [

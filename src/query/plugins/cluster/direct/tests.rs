@@ -13,9 +13,9 @@ use hickory_proto::rr::{Name, RecordType};
 
 use crate::fuzzing::without_direct;
 use crate::metrics::{Metrics, Transport};
-use crate::query::cluster::Cluster;
 use crate::query::defer::Sink;
-use crate::query::dns64::Dns64;
+use crate::query::plugins::cluster::Cluster;
+use crate::query::plugins::dns64::Dns64;
 use crate::query::{Block, Handler, Router, Scratch};
 use crate::store::{Kind, PortIn, Proto, Record, ServiceKind, Store, Writer};
 

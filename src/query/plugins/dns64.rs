@@ -24,9 +24,9 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::AAAA;
 use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 
-use super::reply::Answer;
 use crate::config::dns64::Dns64Config;
 use crate::metrics::Plugin;
+use crate::query::reply::Answer;
 
 /// The TTL cap when the AAAA reply carried no SOA (RFC 6147 §5.1.7).
 const NO_SOA_TTL: u32 = 600;

@@ -10,9 +10,9 @@
 
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
-use super::reply::{self, Answer};
 use crate::config::chaos::ChaosConfig;
 use crate::query::plugins::verdict::Verdict;
+use crate::query::reply::{self, Answer};
 
 /// A TXT string holds at most 255 bytes.
 const TXT_MAX: usize = 255;

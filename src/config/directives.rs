@@ -1,0 +1,295 @@
+//! The one list of directives clusterdns knows: for each its name, whether
+//! it takes an options block, and the parser that reads it into the server
+//! block or the process-wide configuration. [`directive`] looks a directive
+//! up here, reports an unknown one naming it, and calls its parser; every
+//! message that lists the supported directives reads [`DIRECTIVES`].
+//! `clusterdns check` prints them in the order their plugins run
+//! (`effective::RUN_ORDER`, each with its printer).
+
+use std::path::Path;
+
+use super::args::Args;
+use super::blocks::Directive;
+use super::listeners::{addr_or, bind, health, ready_monitor};
+use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, Config, ConfigError, Server};
+
+/// What a parser reads and writes: its server block, the directory
+/// relative files resolve in, the process-wide configuration, the errors.
+pub struct Ctx<'a> {
+    pub server: &'a mut Server,
+    pub dir: &'a Path,
+    pub config: &'a mut Config,
+    pub errors: &'a mut Vec<ConfigError>,
+}
+
+/// Reads one directive (its argument count and options) into `Ctx`.
+pub type Parse = fn(&Directive, &mut Ctx<'_>);
+
+/// One directive this build implements.
+pub struct Spec {
+    pub name: &'static str,
+    /// Whether it takes an options block (`name args { ... }`).
+    pub options: bool,
+    pub parse: Parse,
+}
+
+/// Directives this build implements, in the order messages list them.
+pub const DIRECTIVES: &[Spec] = &[
+    Spec {
+        name: "bind",
+        options: true,
+        parse: |d, c| {
+            if Args::from(d).count(1, usize::MAX, c.errors) {
+                bind(d, &mut c.server.bind, c.errors);
+            }
+        },
+    },
+    Spec {
+        name: "errors",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.errors.is_some(), "per server block", c.errors);
+            c.server.errors = Some(super::errors::parse(d, c.errors));
+        },
+    },
+    Spec {
+        name: "log",
+        options: true,
+        parse: |d, c| c.server.log = Some(super::log::parse(d, c.errors)),
+    },
+    Spec {
+        name: "health",
+        options: true,
+        parse: |d, c| {
+            if Args::from(d).count(0, 1, c.errors) {
+                c.config.health = health(d, c.errors).or(c.config.health.take());
+            }
+        },
+    },
+    Spec {
+        name: "ready",
+        options: true,
+        parse: |d, c| {
+            if Args::from(d).count(0, 1, c.errors) {
+                c.config.ready = addr_or(d, 8181, c.errors).or(c.config.ready);
+                c.config.ready_continuously = ready_monitor(d, c.errors);
+            }
+        },
+    },
+    Spec {
+        name: "prometheus",
+        options: false,
+        parse: |d, c| {
+            if Args::from(d).count(0, 1, c.errors) {
+                c.config.prometheus = addr_or(d, 9153, c.errors).or(c.config.prometheus);
+            }
+        },
+    },
+    Spec {
+        name: "kubernetes",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.kubernetes.is_some(), "per server block", c.errors);
+            c.server.kubernetes = kubernetes::parse(d, &c.server.zones, c.dir, c.errors);
+        },
+    },
+    Spec {
+        name: "forward",
+        options: true,
+        parse: |d, c| c.server.forward.extend(forward::parse(d, c.dir, c.errors)),
+    },
+    Spec {
+        name: "cache",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.cache.is_some(), "per server block", c.errors);
+            c.server.cache = cache::parse(d, c.errors);
+        },
+    },
+    Spec {
+        name: "loop",
+        options: true,
+        parse: |d, c| c.server.loop_detect = Some(local::loop_exit(d, c.errors)),
+    },
+    Spec {
+        name: "reload",
+        options: false,
+        parse: |d, c| c.config.reload = local::reload(d, c.errors).or(c.config.reload),
+    },
+    Spec {
+        name: "loadbalance",
+        options: true,
+        parse: |d, c| c.server.loadbalance = Some(super::hosts::loadbalance(d, c.errors)),
+    },
+    Spec {
+        name: "hosts",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.hosts.is_some(), "per server block", c.errors);
+            c.server.hosts = super::hosts::hosts(d, &c.server.zones, c.dir, c.errors);
+        },
+    },
+    Spec {
+        name: "file",
+        options: true,
+        parse: |d, c| c.server.files.extend(local::file(d, &c.server.zones, c.dir, c.errors)),
+    },
+    Spec {
+        name: "autopath",
+        options: false,
+        parse: |d, c| c.server.autopath = local::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone())),
+    },
+    Spec {
+        name: "acl",
+        options: true,
+        parse: |d, c| c.server.acl.push(super::acl::parse(d, &c.server.zones, c.errors)),
+    },
+    Spec {
+        name: "any",
+        options: false,
+        parse: |d, c| {
+            Args::from(d).count(0, 0, c.errors);
+            c.server.any = true;
+        },
+    },
+    Spec {
+        name: "timeouts",
+        options: true,
+        parse: |d, c| local::timeouts(d, &mut c.server.tcp, c.errors),
+    },
+    Spec {
+        name: "limits",
+        options: true,
+        parse: |d, c| local::limits(d, &mut c.server.tcp, &mut c.config.in_flight, c.errors),
+    },
+    Spec {
+        name: "dns64",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.dns64.is_some(), "per server block", c.errors);
+            c.server.dns64 = Some(dns64::parse(d, c.errors));
+        },
+    },
+    Spec {
+        name: "k8s_external",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.k8s_external.is_some(), "per server block", c.errors);
+            c.server.k8s_external = Some(k8s_external::parse(d, &c.server.zones, c.errors));
+        },
+    },
+    Spec {
+        name: "template",
+        options: true,
+        parse: |d, c| {
+            c.server
+                .templates
+                .extend(super::template::parse(d, &c.server.zones, c.errors))
+        },
+    },
+    Spec {
+        name: "rewrite",
+        options: true,
+        parse: |d, c| c.server.rewrites.extend(super::rewrite::parse(d, c.errors)),
+    },
+    Spec {
+        name: "bufsize",
+        options: false,
+        parse: |d, c| c.server.bufsize = chaos::bufsize(d, c.errors).or(c.server.bufsize),
+    },
+    Spec {
+        name: "chaos",
+        options: false,
+        parse: |d, c| c.server.chaos = Some(chaos::chaos(d)),
+    },
+    Spec {
+        name: "local",
+        options: true,
+        parse: |d, c| c.server.local = Some(chaos::local(d, c.errors)),
+    },
+    Spec {
+        name: "nodelocal",
+        options: true,
+        parse: |d, c| {
+            if c.config.nodelocal.is_some() {
+                once(d, true, "per Corefile", c.errors);
+            } else {
+                c.config.nodelocal = Some(nodelocal::parse(d, c.server.port, c.errors));
+            }
+        },
+    },
+    Spec {
+        name: "dnstap",
+        options: true,
+        parse: |d, c| c.server.dnstap.extend(super::dnstap::parse(d, c.errors)),
+    },
+];
+
+/// CoreDNS directives that a later release of clusterdns brings.
+pub const NOT_YET: &[&str] = &[];
+
+/// CoreDNS directives clusterdns refuses for good, with why and what to
+/// write instead.
+pub const REFUSED: &[(&str, &str)] = &[(
+    "shed",
+    "shed: not supported; clusterdns sheds load its own way: forwarded queries beyond \
+     `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see Hardening in the \
+     README; remove the directive or write `limits { in_flight N }`",
+)];
+
+/// The directive called `name`, if this build implements it.
+pub fn lookup(name: &str) -> Option<&'static Spec> {
+    DIRECTIVES.iter().find(|s| s.name == name)
+}
+
+/// Reads one directive of a server block: its options block refused when
+/// it takes none, then its parser; an unknown directive is an error naming it.
+pub fn directive(d: &Directive, c: &mut Ctx<'_>) {
+    let Some(spec) = lookup(&d.name.text) else {
+        return unknown(d, c.errors);
+    };
+    if !spec.options {
+        no_options(d, c.errors);
+    }
+    (spec.parse)(d, c);
+}
+
+/// `NAME: takes no options block` at the block's first line, if it has one.
+fn no_options(d: &Directive, errors: &mut Vec<ConfigError>) {
+    if let Some(first) = d.options.first() {
+        errors.push(ConfigError::new(
+            &first.name.pos,
+            format!("{}: takes no options block", d.name.text),
+        ));
+    }
+}
+
+/// `NAME: only one WHERE` when `present` (the directive was seen before).
+fn once(d: &Directive, present: bool, place: &str, errors: &mut Vec<ConfigError>) {
+    if present {
+        errors.push(ConfigError::new(
+            &d.name.pos,
+            format!("{}: only one {place}", d.name.text),
+        ));
+    }
+}
+
+/// A directive not in [`DIRECTIVES`]: refused, not yet, or unknown.
+fn unknown(d: &Directive, errors: &mut Vec<ConfigError>) {
+    let n = d.name.text.as_str();
+    let supported = || DIRECTIVES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
+    let message = if let Some((_, why)) = REFUSED.iter().find(|(name, _)| *name == n) {
+        (*why).to_string()
+    } else if NOT_YET.contains(&n) {
+        format!(
+            "directive '{n}' is not supported yet by this version of clusterdns (supported: {})",
+            supported()
+        )
+    } else {
+        format!("unknown directive '{n}' (supported: {})", supported())
+    };
+    errors.push(ConfigError::new(&d.name.pos, message));
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,76 @@
+//! The directive table itself: every name once, every name reaches its
+//! parser, the options flag is what the parser gets, and the messages
+//! that list the directives list them in the table's order.
+
+use super::*;
+use crate::config::effective::RUN_ORDER;
+use crate::config::tests::server_block;
+
+fn names() -> Vec<&'static str> {
+    DIRECTIVES.iter().map(|s| s.name).collect()
+}
+
+#[test]
+fn every_name_once_and_in_run_order_once() {
+    let mut seen = names();
+    seen.sort_unstable();
+    let before = seen.len();
+    seen.dedup();
+    assert_eq!(seen.len(), before, "a directive is listed twice: {:?}", names());
+    let mut run: Vec<&str> = RUN_ORDER.iter().map(|(n, _)| *n).collect();
+    run.sort_unstable();
+    assert_eq!(
+        run, seen,
+        "effective::RUN_ORDER must print every directive of DIRECTIVES once"
+    );
+    for n in NOT_YET.iter().chain(REFUSED.iter().map(|(n, _)| n)) {
+        assert!(lookup(n).is_none(), "{n} is both implemented and not");
+    }
+}
+
+/// A Corefile with the directive alone parses, or fails about its
+/// arguments; never as an unknown directive.
+#[test]
+fn every_name_reaches_its_parser() {
+    for name in names() {
+        let Err(errors) = server_block(name) else {
+            continue;
+        };
+        for e in &errors {
+            assert!(
+                !e.contains("unknown directive") && !e.contains("not supported yet"),
+                "{name}: {e}"
+            );
+        }
+    }
+}
+
+/// An options block is refused exactly for the directives whose flag says
+/// they take none.
+#[test]
+fn options_flag_decides_the_options_block_error() {
+    for spec in DIRECTIVES {
+        let errors = server_block(&format!("{} {{\n    bogus_option 1\n}}", spec.name)).expect_err(spec.name);
+        let refused = format!("/tmp/Corefile:3:5: {}: takes no options block", spec.name);
+        assert_eq!(errors.contains(&refused), !spec.options, "{}: {errors:#?}", spec.name);
+    }
+}
+
+#[test]
+fn unknown_and_refused_directives_are_named() {
+    let errors = server_block("frobnicate 1 {\n    x\n}").expect_err("frobnicate");
+    assert_eq!(
+        errors,
+        [
+            "/tmp/Corefile:2:1: unknown directive 'frobnicate' (supported: bind, errors, log, health, ready, \
+          prometheus, kubernetes, forward, cache, loop, reload, loadbalance, hosts, file, autopath, acl, any, \
+          timeouts, limits, dns64, k8s_external, template, rewrite, bufsize, chaos, local, nodelocal, dnstap)"
+        ]
+    );
+    let errors = server_block("shed").expect_err("shed");
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].starts_with("/tmp/Corefile:2:1: shed: not supported; "),
+        "{errors:?}"
+    );
+}

@@ -1,0 +1,139 @@
+//! The part of the expr language (expr-lang.org, which CoreDNS's `view`
+//! and `template` use) that a `template`'s `var NAME EXPRESSION` and
+//! `expr EXPRESSION` may write, compiled once at load with static types
+//! (an unknown name, a wrong argument or mismatched operands is a load
+//! error, as in CoreDNS) and run per matching query ([`Program::run`]).
+//!
+//! ```text
+//! expr    = or [ "?" expr ":" expr ]
+//! or      = and { ("||" | "or") and }
+//! and     = cmp { ("&&" | "and") cmp }
+//! cmp     = sum { ("==" | "!=" | "<" | "<=" | ">" | ">=" | ["not"] "in"
+//!                 | "contains" | "startsWith" | "endsWith" | "matches") sum }
+//! sum     = product { ("+" | "-") product }
+//! product = unary { ("*" | "/" | "%") unary }
+//! unary   = ("!" | "not" | "-") unary | postfix
+//! postfix = primary { "[" expr "]" }
+//! primary = INT | FLOAT | 'STRING' | "STRING" | true | false | nil | "#"
+//!         | VAR | FUNC "(" [expr { "," expr }] ")" | "(" expr ")" | "[" [expr { "," expr }] "]"
+//! ```
+//!
+//! Functions: the query's `name()`, `type()`, `class()`, `client_ip()`;
+//! `incidr(ip, cidr)`, `metadata(label)` (clusterdns has no metadata
+//! plugin: always ""), `group(name|index)`; the builtins `len`, `int`,
+//! `float`, `string`, `lower`, `upper`, `trim`, `trimPrefix`, `trimSuffix`,
+//! `replace`, `split`, `join`, `indexOf`, `hasPrefix`, `hasSuffix`, and
+//! `any`, `all`, `none`, `one`, `filter`, `map`, `count` over an array with
+//! a predicate on `#`. CoreDNS's other query functions (`proto()`,
+//! `size()`, `id()`, `opcode()`, `do()`, `bufsize()`, `port()`,
+//! `server_ip()`, `server_port()`) are refused at load with that reason.
+
+mod eval;
+mod lex;
+mod parse;
+
+pub use eval::{Query, Value};
+
+/// A value's static type (`Any` where only the run knows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    Int,
+    Float,
+    Str,
+    Bool,
+    Array,
+    Nil,
+    Any,
+}
+
+impl Ty {
+    fn name(self) -> &'static str {
+        match self {
+            Ty::Int => "int",
+            Ty::Float => "float",
+            Ty::Str => "string",
+            Ty::Bool => "bool",
+            Ty::Array => "array",
+            Ty::Nil => "nil",
+            Ty::Any => "interface",
+        }
+    }
+
+    fn numeric(self) -> bool {
+        matches!(self, Ty::Int | Ty::Float | Ty::Any)
+    }
+}
+
+/// A compiled expression.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub source: String,
+    node: parse::Node,
+    pub ty: Ty,
+    /// Whether the value depends on the client (`client_ip()`).
+    pub uses_client: bool,
+}
+
+/// A compile error: the message and the byte offset in the source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompileError {
+    pub offset: usize,
+    pub message: String,
+}
+
+/// The names a `var` may not take: functions, keywords and literals.
+pub fn reserved(name: &str) -> bool {
+    parse::FUNCTIONS.iter().any(|f| f.0 == name)
+        || parse::REFUSED.contains(&name)
+        || [
+            "true",
+            "false",
+            "nil",
+            "let",
+            "in",
+            "not",
+            "and",
+            "or",
+            "matches",
+            "contains",
+            "startsWith",
+            "endsWith",
+            "if",
+            "else",
+            "type",
+        ]
+        .contains(&name)
+}
+
+/// Whether `name` can name a variable (`[a-zA-Z_][a-zA-Z0-9_]*`).
+pub fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+impl Program {
+    /// Compiles `source`; `vars` are the variables declared before it, by
+    /// name and type, in order (the run gets their values in that order).
+    pub fn compile(source: &str, vars: &[(String, Ty)]) -> Result<Program, CompileError> {
+        let tokens = lex::tokens(source)?;
+        let mut p = parse::Parser::new(&tokens, vars, source.len());
+        let (node, ty) = p.expr()?;
+        p.end()?;
+        Ok(Program {
+            source: source.to_string(),
+            uses_client: p.uses_client,
+            node,
+            ty,
+        })
+    }
+
+    /// Runs the program for `query` with the values of the variables
+    /// before it; an error is a failed run (the query gets SERVFAIL).
+    pub fn run(&self, query: &Query<'_>, vars: &[Value]) -> Result<Value, String> {
+        eval::run(&self.node, query, vars)
+    }
+}
+
+#[cfg(test)]
+mod tests;
