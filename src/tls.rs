@@ -3,7 +3,9 @@
 //! [CA]]`) and `tls://` dnstap collectors. Server certificates are checked
 //! against the CA given or else the system's roots, unless the operator said
 //! `skipverify` (dnstap only); the handshake's signatures are verified either
-//! way. rustls with the ring provider, the one the API client uses.
+//! way. And the server configuration of `dnstap listen tls://`: its
+//! certificate, and collectors' certificates checked against a CA when one
+//! is given. rustls with the ring provider, the one the API client uses.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,6 +49,39 @@ pub fn client_config(files: &[PathBuf], skip_verify: bool) -> Result<rustls::Cli
     };
     config.alpn_protocols = Vec::new();
     Ok(config)
+}
+
+/// The TLS server configuration of `tls CERT KEY [CA]`: without CA no
+/// client certificate is asked for; with it one is required and checked
+/// against CA, or with `optional` checked when the client shows one.
+pub fn server_config(
+    cert: &Path,
+    key: &Path,
+    ca: Option<&Path>,
+    optional: bool,
+) -> Result<rustls::ServerConfig, String> {
+    let chain = certs(cert)?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let builder = match ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots(Some(ca))?), provider);
+            let verifier = if optional {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            builder.with_client_cert_verifier(verifier.build().map_err(|e| format!("{}: {e}", ca.display()))?)
+        }
+    };
+    builder
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("{}: {e}", cert.display()))
 }
 
 /// The roots server certificates are checked against: `ca`, else the system's.

@@ -5,7 +5,7 @@
 //! `dns.test` and 127.0.0.1, and a second CA nobody trusts).
 //!
 //! Cases: answers over TLS; concurrent queries pipelined on one connection
-//! (counted with `ss`); wrong server name and unknown CA give SERVFAIL with
+//! (counted with `ss`); wrong server name, unknown CA and an expired certificate give SERVFAIL with
 //! a logged reason and a counter, and nothing reaches the port in plain
 //! DNS; the upstream restarted: the next query reconnects; two TLS
 //! upstreams, the first gone: answers come from the second. Over HTTPS:
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{rcode_name, run, temp_dir, udp, Server};
+use common::{certs, rcode_name, run, temp_dir, udp, Server};
 use hickory_proto::op::Message;
 use hickory_proto::rr::RecordType;
 
@@ -46,58 +46,10 @@ fn tools(test: &str) -> Option<PathBuf> {
 /// for `other.test`) and a CA that
 /// signed nothing (`other.pem`).
 fn certificates(dir: &Path) {
-    let ssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("run openssl");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-    for (name, cn) in [("ca", "clusterdns test CA"), ("other", "unknown CA")] {
-        let (key, pem, subj) = (format!("{name}.key"), format!("{name}.pem"), format!("/CN={cn}"));
-        let mut args = vec![
-            "req", "-x509", "-days", "2", "-subj", &subj, "-keyout", &key, "-out", &pem,
-        ];
-        args.extend(ec);
-        ssl(&args);
-    }
+    certs::ca(dir, "ca", "clusterdns test CA");
+    certs::ca(dir, "other", "unknown CA");
     for (srv, name) in [("srv", "dns.test"), ("srv2", "other.test")] {
-        let (key, csr, ext, pem) = (
-            format!("{srv}.key"),
-            format!("{srv}.csr"),
-            format!("{srv}.ext"),
-            format!("{srv}.pem"),
-        );
-        let subj = format!("/CN={name}");
-        let mut args = vec!["req", "-subj", &subj, "-keyout", &key, "-out", &csr];
-        args.extend(ec);
-        ssl(&args);
-        let text =
-            format!("subjectAltName=DNS:{name},IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n");
-        std::fs::write(dir.join(&ext), text).expect("write the extensions");
-        ssl(&[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            &ext,
-            "-out",
-            &pem,
-        ]);
+        certs::signed(dir, srv, "ca", name, certs::Usage::Server, false);
     }
 }
 
@@ -193,26 +145,38 @@ fn answers_over_tls_pipelined_on_one_connection() {
 }
 
 #[test]
-fn wrong_name_and_unknown_ca_get_servfail_and_nothing_in_plain_text() {
+fn wrong_name_unknown_ca_and_expired_certificate_get_servfail_and_nothing_in_plain_text() {
     let Some(bin) = tools("forward over TLS, refused certificates") else {
         return;
     };
     let dir = temp_dir("dot-refused");
     certificates(&dir);
-    let port = common::free_port();
+    certs::signed(&dir, "expired", "ca", "dns.test", certs::Usage::Server, true);
+    let (port, expired_port) = (common::free_port(), common::free_port());
     let _up = unbound(&bin, &dir, port);
+    let _expired = unbound_on(&bin, &dir, expired_port, "tls-port", "expired");
     // a plain DNS listener on the same port: a fallback to plain DNS would land here
     let plain = UdpSocket::bind(("127.0.0.1", port)).expect("bind the plain port");
     plain.set_nonblocking(true).expect("nonblocking");
     let d = dir.display();
-    for (case, options) in [
+    for (case, port, options, reason) in [
         (
             "wrong server name",
+            port,
             format!("tls {d}/ca.pem\n        tls_servername wrong.test"),
+            "certificate not valid for name",
         ),
         (
             "unknown CA",
+            port,
             format!("tls {d}/other.pem\n        tls_servername dns.test"),
+            "UnknownIssuer",
+        ),
+        (
+            "expired certificate",
+            expired_port,
+            format!("tls {d}/ca.pem\n        tls_servername dns.test"),
+            "expired",
         ),
     ] {
         let fw = format!(". tls://127.0.0.1:{port} {{\n        {options}\n        max_fails 0\n    }}");
@@ -227,7 +191,15 @@ fn wrong_name_and_unknown_ca_get_servfail_and_nothing_in_plain_text() {
             .lock()
             .map(|l| l.iter().filter(|x| x.contains("TLS handshake failed")).count())
             .unwrap_or(0);
-        assert_eq!(logged, 1, "{case}: logged once, with the reason");
+        assert_eq!(logged, 1, "{case}: logged once");
+        let line = server
+            .log
+            .lock()
+            .map(|l| l.iter().find(|x| x.contains("TLS handshake failed")).cloned());
+        assert!(
+            server.log_contains(reason),
+            "{case}: the reason ({reason}) is logged: {line:?}"
+        );
         assert!(
             plain.recv_from(&mut [0u8; 512]).is_err(),
             "{case}: nothing sent in plain DNS"
@@ -367,4 +339,34 @@ fn each_upstream_is_checked_against_its_own_server_name() {
         server.metric_sum("clusterdns_forward_tls_failures_total", "tls://"),
         0.0
     );
+}
+
+#[test]
+fn an_idle_https_connection_closes_after_expire() {
+    let Some(bin) = tools("an idle HTTPS connection closes after expire") else {
+        return;
+    };
+    let dir = temp_dir("doh-expire");
+    certificates(&dir);
+    let port = common::free_port();
+    let _up = unbound_on(&bin, &dir, port, "https-port", "srv");
+    let fw = format!(
+        ". https://127.0.0.1:{port}/dns-query {{\n        tls {}/ca.pem\n        tls_servername dns.test\n        expire 1s\n    }}",
+        dir.display()
+    );
+    let server = Server::start(&dir, &corefile(&fw));
+    assert_eq!(a(&server, "www.example.org.").0, "NOERROR");
+    assert_eq!(connections_to(port), 1, "the connection stays open after a query");
+    // unbound keeps an idle connection 30 s: closing within 5 s is ours.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while connections_to(port) > 0 {
+        assert!(Instant::now() < deadline, "still open 5 s after idling with expire 1s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        a(&server, "www.example.org.").0,
+        "NOERROR",
+        "the next query opens a new one"
+    );
+    assert_eq!(connections_to(port), 1);
 }

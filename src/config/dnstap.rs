@@ -2,19 +2,23 @@
 //! dnstap message to a collector, as CoreDNS's plugin of that name.
 //!
 //! ```text
-//! dnstap SOCKET [full] [WRITEBUFFER] [QUEUE] {
+//! dnstap [listen] SOCKET [full] [WRITEBUFFER] [QUEUE] {
 //!     identity IDENTITY      default: the host name
 //!     version VERSION        default: clusterdns-<version>
 //!     extra EXTRA            default: none
-//!     skipverify             tls:// only: do not check the collector's certificate
+//!     tls CERT KEY [CA]      listen tls:// only: the server's certificate; with CA,
+//!                            collectors must show a certificate it signed
+//!     skipverify             tls://: do not check the collector's certificate
+//!                            (listen: a collector without one is let in too)
 //! }
 //! SOCKET: unix:///path, /path (a unix socket), tcp://HOST:PORT, tls://HOST:PORT
 //! WRITEBUFFER: 1..=1024 (MiB of socket send buffer), QUEUE: 1..=4096 (× 10,000 messages)
 //! ```
 //!
 //! A server block may hold several `dnstap` directives; each gets every
-//! message. CoreDNS's `dnstap listen` (collectors connecting to us) is
-//! refused with its name: not built yet.
+//! message. Without `listen` the server connects to the collector; with
+//! it the server listens on SOCKET and every collector that connects gets
+//! the stream.
 
 use std::path::PathBuf;
 
@@ -36,10 +40,28 @@ pub enum Endpoint {
     Tls(String),
 }
 
+/// `dnstap listen`: the server listens on the endpoint and collectors
+/// connect to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listen {
+    /// `tls CERT KEY [CA]` (a tls:// endpoint needs it).
+    pub tls: Option<ListenTls>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// Client certificates are asked for and verified against this CA.
+    pub ca: Option<PathBuf>,
+}
+
 /// One `dnstap` directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DnstapConfig {
     pub endpoint: Endpoint,
+    /// `Some` for `dnstap listen`.
+    pub listen: Option<Listen>,
     /// `full`: the wire messages are included.
     pub full: bool,
     /// Socket send buffer, MiB.
@@ -61,32 +83,34 @@ impl DnstapConfig {
 
 /// Parses one `dnstap` directive.
 pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<DnstapConfig> {
-    let a = Args::from(d);
-    if let Some(w) = d.args.first().filter(|w| w.text == "listen") {
+    let listening = d.args.first().is_some_and(|w| w.text == "listen");
+    let args = &d.args[usize::from(listening)..];
+    let a = Args { name: &d.name, args };
+    if listening && args.is_empty() {
         errors.push(ConfigError::new(
-            &w.pos,
-            "dnstap: 'listen' (collectors connecting to the server) is not supported yet; connect to the collector with dnstap SOCKET",
+            &d.name.pos,
+            "dnstap: 'listen' needs a SOCKET to listen on",
         ));
         return None;
     }
     if !a.count(1, 4, errors) {
         return None;
     }
-    let endpoint = endpoint(&d.args[0], errors);
-    let full = match d.args.get(1) {
+    let endpoint = endpoint(&args[0], errors);
+    let full = match args.get(1) {
         Some(w) if w.text != "full" => {
             errors.push(ConfigError::new(&w.pos, format!("dnstap: '{}' is not 'full'", w.text)));
             false
         }
         w => w.is_some(),
     };
-    let write_buffer = d.args.get(2).and_then(|w| number(w, "WRITEBUFFER (MiB)", 1024, errors));
-    let queue = d
-        .args
+    let write_buffer = args.get(2).and_then(|w| number(w, "WRITEBUFFER (MiB)", 1024, errors));
+    let queue = args
         .get(3)
         .and_then(|w| number(w, "QUEUE (× 10000 messages)", 4096, errors));
     let mut cfg = DnstapConfig {
         endpoint: endpoint?,
+        listen: listening.then(Listen::default),
         full,
         write_buffer: write_buffer.unwrap_or(1),
         queue: queue.unwrap_or(1),
@@ -95,25 +119,59 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<DnstapConfi
         extra: None,
         skip_verify: false,
     };
+    let mut tls_line = false;
     for line in &d.options {
         let a = Args::from(line);
+        tls_line |= a.name.text == "tls";
         match a.name.text.as_str() {
             "identity" if a.count(1, 1, errors) => cfg.identity = a.args[0].text.clone(),
             "version" if a.count(1, 1, errors) => cfg.version = a.args[0].text.clone(),
             "extra" if a.count(1, 1, errors) => cfg.extra = Some(a.args[0].text.clone()),
             "skipverify" if a.count(0, 0, errors) => cfg.skip_verify = true,
+            "tls" => listen_tls(&mut cfg, &a, errors),
             "identity" | "version" | "extra" | "skipverify" => {} // wrong argument count, already reported
-            "tls" => errors.push(ConfigError::new(
-                a.pos(),
-                "dnstap: 'tls' is an option of 'dnstap listen', which is not supported yet",
-            )),
             other => errors.push(ConfigError::new(
                 a.pos(),
-                format!("dnstap: unknown option '{other}' (supported: identity, version, extra, skipverify)"),
+                format!("dnstap: unknown option '{other}' (supported: identity, version, extra, tls, skipverify)"),
             )),
         }
     }
+    if let (Some(l), Endpoint::Tls(addr)) = (&cfg.listen, &cfg.endpoint) {
+        if l.tls.is_none() && !tls_line {
+            let pos = d.args.get(1).map_or(&d.name.pos, |w| &w.pos);
+            errors.push(ConfigError::new(
+                pos,
+                format!("dnstap: listening on tls://{addr} needs 'tls CERT KEY [CA]' in its block"),
+            ));
+        }
+    }
     Some(cfg)
+}
+
+/// `tls CERT KEY [CA]`, of `dnstap listen tls://…` only; the files are
+/// read now, so that a bad one is an error here.
+fn listen_tls(cfg: &mut DnstapConfig, a: &Args<'_>, errors: &mut Vec<ConfigError>) {
+    let tls_socket = matches!(cfg.endpoint, Endpoint::Tls(_));
+    let Some(listen) = cfg.listen.as_mut().filter(|_| tls_socket) else {
+        errors.push(ConfigError::new(
+            a.pos(),
+            "dnstap: 'tls CERT KEY [CA]' is an option of 'dnstap listen tls://HOST:PORT' only",
+        ));
+        return;
+    };
+    if !a.count(2, 3, errors) {
+        return;
+    }
+    let path = |i: usize| a.args.get(i).map(|w| PathBuf::from(&w.text));
+    let tls = ListenTls {
+        cert: PathBuf::from(&a.args[0].text),
+        key: PathBuf::from(&a.args[1].text),
+        ca: path(2),
+    };
+    match crate::tls::server_config(&tls.cert, &tls.key, tls.ca.as_deref(), false) {
+        Ok(_) => listen.tls = Some(tls),
+        Err(e) => errors.push(ConfigError::new(a.pos(), format!("dnstap: tls: {e}"))),
+    }
 }
 
 /// `unix:///path`, `/path`, `tcp://HOST:PORT` or `tls://HOST:PORT`.
@@ -212,6 +270,21 @@ mod tests {
     }
 
     #[test]
+    fn listen_sockets_of_coredns_readme_load() {
+        let t = taps(".:53 {\n dnstap listen /tmp/dnstap.sock full\n dnstap listen tcp://127.0.0.1:6000 full\n}");
+        assert_eq!(t[0].endpoint, Endpoint::Unix("/tmp/dnstap.sock".into()));
+        assert_eq!(t[1].endpoint, Endpoint::Tcp("127.0.0.1:6000".into()));
+        assert!(t.iter().all(|t| t.full && t.listen == Some(Listen::default())));
+        let t = taps(
+            ".:53 {\n dnstap tcp://remote-collector.example.com:6000 full\n dnstap listen tcp://127.0.0.1:6001 full\n}",
+        );
+        assert_eq!((t[0].listen.is_some(), t[1].listen.is_some()), (false, true));
+        // WRITEBUFFER and QUEUE follow `full` after `listen` as well.
+        let t = taps(".:53 {\n dnstap listen unix:///tmp/d.sock full 2 3 {\n identity me\n }\n}");
+        assert_eq!((t[0].write_buffer, t[0].queue, t[0].identity.as_str()), (2, 3, "me"));
+    }
+
+    #[test]
     fn bad_dnstap_lines_are_errors_with_their_place() {
         one_error_each(
             &[
@@ -240,7 +313,19 @@ mod tests {
                     "/tmp/Corefile:2:17: dnstap: WRITEBUFFER (MiB) '0'",
                 ),
                 (".:53 {\n dnstap /s full 1 4097\n}", "/tmp/Corefile:2:19: dnstap: QUEUE"),
-                (".:53 {\n dnstap listen /s\n}", "/tmp/Corefile:2:9: dnstap: 'listen'"),
+                (".:53 {\n dnstap listen\n}", "/tmp/Corefile:2:2: dnstap: 'listen' needs a SOCKET"),
+                (
+                    ".:53 {\n dnstap listen tls://127.0.0.1:6000\n}",
+                    "/tmp/Corefile:2:16: dnstap: listening on tls://127.0.0.1:6000 needs 'tls CERT KEY [CA]'",
+                ),
+                (
+                    ".:53 {\n dnstap tls://127.0.0.1:6000 {\n tls /c /k\n }\n}",
+                    "/tmp/Corefile:3:2: dnstap: 'tls CERT KEY [CA]' is an option of 'dnstap listen tls://HOST:PORT' only",
+                ),
+                (
+                    ".:53 {\n dnstap listen tls://127.0.0.1:6000 {\n tls /nonexistent/c.pem /nonexistent/k.pem\n }\n}",
+                    "/tmp/Corefile:3:2: dnstap: tls: /nonexistent/c.pem",
+                ),
                 (
                     ".:53 {\n dnstap /s {\n identity\n }\n}",
                     "/tmp/Corefile:3:2: 'identity' takes exactly 1",

@@ -3,59 +3,78 @@
 //! dnstap messages over Frame Streams.
 //!
 //! ```text
-//!  query path (worker, forwarding task)          one writer task per `dnstap`
-//!  Taps::served / Taps::forwarded ─► bounded queue ─► encode (message.rs)
-//!       (a few copies, no I/O;          (full: drop      ─► Frame Streams (frame.rs)
-//!        never waits)                    and count)       ─► unix / tcp / tls (sink.rs)
+//!  query path (worker, forwarding task)        one writer task per `dnstap`
+//!  Taps::served / Taps::forwarded ─► queue ─► encode a batch (message.rs)
+//!    (one clock read, a fixed-size  (slots;   ─► Frame Streams (frame.rs)
+//!     record, a locked push;         full:    ─► unix / tcp / tls (sink.rs),
+//!     never waits)                   drop and    or each connected collector
+//!                                    count)      of `dnstap listen` (listen.rs)
 //! ```
 //!
-//! The query path only stamps what happened into an [`Exchange`] and
-//! offers it to each tap's queue; a full queue drops it and counts it in
+//! The query path only stamps what happened into a [`Record`] and pushes
+//! it onto each tap's [`queue`]; a full queue drops it and counts it in
 //! `coredns_dnstap_dropped_total`, so a slow or absent collector never
-//! slows an answer. Encoding, connecting, reconnecting with backoff and
-//! the handshake all happen on the writer task ([`sink`]).
+//! slows an answer. Times travel as [`Instant`]s and become wall-clock
+//! times on the writer, once per batch. Encoding, connecting,
+//! reconnecting with backoff and the handshake all happen on the writer
+//! task.
 
 mod frame;
+mod listen;
 mod message;
 pub mod proto;
+mod queue;
 mod sink;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
-
-use tokio::sync::mpsc;
+use std::time::Instant;
 
 use crate::config::dnstap::DnstapConfig;
 use crate::metrics::Metrics;
 
-/// Which pair of dnstap messages an [`Exchange`] becomes.
+/// Which pair of dnstap messages a [`Record`] becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
     /// CLIENT_QUERY and CLIENT_RESPONSE: `peer` is the client.
     Client,
     /// FORWARDER_QUERY, and FORWARDER_RESPONSE when an answer came: `peer`
-    /// is the upstream.
+    /// is the upstream, `local` our end of the socket.
     Forwarder,
 }
 
-/// One query and its answer, as queued for the writer.
-#[derive(Debug)]
-pub struct Exchange {
-    pub side: Side,
-    pub peer: SocketAddr,
-    pub tcp: bool,
-    pub asked: SystemTime,
+/// One query and its answer, as queued for the writer: fixed size, the
+/// wire messages (with `full`) kept beside it in the queue's batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record {
+    side: Side,
+    tcp: bool,
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+    asked: Instant,
     /// When the answer was sent (client) or came (forwarder); `None`: no
     /// answer came.
-    pub answered: Option<SystemTime>,
-    /// The wire messages, with `full` only.
-    pub query: Option<Vec<u8>>,
-    pub reply: Option<Vec<u8>>,
+    answered: Option<Instant>,
+    /// Ranges of the batch's wire bytes; empty without `full`.
+    query: (u32, u32),
+    reply: (u32, u32),
 }
 
-impl Exchange {
+impl Record {
+    fn new(side: Side, peer: SocketAddr, tcp: bool, asked: Instant) -> Record {
+        Record {
+            side,
+            tcp,
+            peer,
+            local: None,
+            asked,
+            answered: None,
+            query: (0, 0),
+            reply: (0, 0),
+        }
+    }
+
     /// How many dnstap messages this becomes.
     fn messages(&self) -> u64 {
         1 + u64::from(self.answered.is_some())
@@ -65,7 +84,7 @@ impl Exchange {
 /// One `dnstap` directive's end of the queue.
 struct Tap {
     full: bool,
-    tx: mpsc::Sender<Exchange>,
+    queue: Arc<queue::Queue>,
 }
 
 /// The `dnstap` directives of one server block.
@@ -82,10 +101,19 @@ impl std::fmt::Debug for Taps {
     }
 }
 
+impl Drop for Taps {
+    /// The writers end (STOP, FINISH) once they have written what is queued.
+    fn drop(&mut self) {
+        for tap in &self.taps {
+            tap.queue.close();
+        }
+    }
+}
+
 impl Taps {
     /// Starts a writer task per directive; `None` when there is none. Must
-    /// be called inside the runtime. The writers end (STOP, FINISH) when
-    /// the last holder of the returned `Taps` drops it (a reload).
+    /// be called inside the runtime. The writers end when the last holder
+    /// of the returned `Taps` drops it (a reload).
     pub fn start(configs: &[DnstapConfig], metrics: &Arc<Metrics>) -> Option<Arc<Taps>> {
         if configs.is_empty() {
             return None;
@@ -93,9 +121,15 @@ impl Taps {
         let taps: Vec<Tap> = configs
             .iter()
             .map(|cfg| {
-                let (tx, rx) = mpsc::channel(cfg.queue_len());
-                tokio::spawn(sink::run(cfg.clone(), rx, metrics.clone()));
-                Tap { full: cfg.full, tx }
+                // Each slot may hold the whole queue: a burst on one worker
+                // is not dropped for want of the others' room.
+                let queue = Arc::new(queue::Queue::new(cfg.queue_len().div_ceil(2)));
+                if cfg.listen.is_some() {
+                    tokio::spawn(listen::run(cfg.clone(), queue.clone(), metrics.clone()));
+                } else {
+                    tokio::spawn(sink::run(cfg.clone(), queue.clone(), metrics.clone()));
+                }
+                Tap { full: cfg.full, queue }
             })
             .collect();
         Some(Arc::new(Taps {
@@ -108,57 +142,42 @@ impl Taps {
     /// A query answered to `peer`: `query` came in at `started`, `reply`
     /// is going out now.
     pub fn served(&self, peer: SocketAddr, tcp: bool, query: &[u8], reply: &[u8], started: Instant) {
-        let (asked, now) = times(started);
-        self.offer(|full| Exchange {
-            side: Side::Client,
-            peer,
-            tcp,
-            asked,
-            answered: Some(now),
-            query: full.then(|| query.to_vec()),
-            reply: full.then(|| reply.to_vec()),
-        });
+        let mut r = Record::new(Side::Client, peer, tcp, started);
+        r.answered = Some(Instant::now());
+        self.offer(r, query, reply);
     }
 
-    /// One exchange with `upstream` that started at `started`: `reply`
-    /// encodes its answer (called with `full` only), `None` when none came.
+    /// One exchange with `upstream` from our socket `local` (when known)
+    /// that started at `started`: `reply` encodes its answer (called with
+    /// `full` only), `None` when none came.
     pub fn forwarded(
         &self,
         upstream: SocketAddr,
+        local: Option<SocketAddr>,
         tcp: bool,
         query: &[u8],
         reply: Option<&dyn Fn() -> Vec<u8>>,
         started: Instant,
     ) {
-        let (asked, now) = times(started);
-        let encoded = reply.filter(|_| self.full).map(|r| r());
-        self.offer(|full| Exchange {
-            side: Side::Forwarder,
-            peer: upstream,
-            tcp,
-            asked,
-            answered: reply.map(|_| now),
-            query: full.then(|| query.to_vec()),
-            reply: encoded.clone().filter(|_| full),
-        });
+        let mut r = Record::new(Side::Forwarder, upstream, tcp, started);
+        r.local = local;
+        r.answered = reply.map(|_| Instant::now());
+        let encoded = reply.filter(|_| self.full).map(|r| r()).unwrap_or_default();
+        self.offer(r, query, &encoded);
     }
 
-    /// Offers one exchange to every tap (`make(full)` builds it, with the
-    /// wire messages for a tap with `full`), counting what a full queue
-    /// refuses.
-    fn offer(&self, make: impl Fn(bool) -> Exchange) {
+    /// Queues `r` for every tap (with the wire messages for a tap with
+    /// `full`), counting what a full queue refuses.
+    fn offer(&self, r: Record, query: &[u8], reply: &[u8]) {
         for tap in &self.taps {
-            let exchange = make(tap.full);
-            let messages = exchange.messages();
-            if tap.tx.try_send(exchange).is_err() {
-                self.metrics.dnstap.dropped.fetch_add(messages, Relaxed);
+            let pushed = if tap.full {
+                tap.queue.push(r, query, reply)
+            } else {
+                tap.queue.push(r, &[], &[])
+            };
+            if !pushed {
+                self.metrics.dnstap.dropped.fetch_add(r.messages(), Relaxed);
             }
         }
     }
-}
-
-/// The wall-clock time of `started`, and now.
-fn times(started: Instant) -> (SystemTime, SystemTime) {
-    let now = SystemTime::now();
-    (now.checked_sub(started.elapsed()).unwrap_or(now), now)
 }

@@ -1,7 +1,7 @@
 //! A tap's writer task: connects to the collector (unix socket, TCP, or
 //! TLS over TCP), opens a Frame Streams session and writes the queued
-//! exchanges as they come, batching whatever is already queued into one
-//! write. A failed connect or a broken session is retried with backoff
+//! exchanges as they come, whatever is queued encoded into one buffer and
+//! written at once. A failed connect or a broken session is retried with backoff
 //! (0.25 s doubling to 10 s); meanwhile queued messages are dropped and
 //! counted, as CoreDNS does while it has no output, so the collector sees
 //! current traffic once it is back. A collector that closes its end (or
@@ -14,39 +14,39 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 use tokio::time::timeout;
 use tokio_rustls::rustls;
 
-use super::message::Stamp;
-use super::{frame, Exchange};
+use super::frame;
+use super::message::{Clock, Encoder};
+use super::queue::{self, Queue};
 use crate::config::dnstap::{DnstapConfig, Endpoint};
 use crate::metrics::Metrics;
 
 /// CoreDNS's dial and write timeout.
-const TIMEOUT: Duration = Duration::from_secs(4);
-const BACKOFF_FIRST: Duration = Duration::from_millis(250);
-const BACKOFF_MAX: Duration = Duration::from_secs(10);
-/// Bytes gathered before a write when more is queued.
-const BATCH: usize = 256 * 1024;
-/// After a write that emptied the queue, the writer lets messages gather
-/// this long before it looks again: one wake-up and one write per batch,
-/// not per query, at high rates (the queue absorbs the wait).
-const GATHER: Duration = Duration::from_millis(2);
+pub(super) const TIMEOUT: Duration = Duration::from_secs(4);
+pub(super) const BACKOFF_FIRST: Duration = Duration::from_millis(250);
+pub(super) const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// After a write, the writer lets messages gather this long before it
+/// looks again (sooner when a slot is half full): a few wake-ups and
+/// writes a second, not one per query. Each write wakes the collector,
+/// and every wake-up on a busy machine splits the bursts the UDP workers
+/// take in one `recvmmsg`, which costs them more than the writing does.
+pub(super) const GATHER: Duration = Duration::from_millis(50);
 
-trait Conn: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(super) trait Conn: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Conn for T {}
 
 /// How a session ended.
-enum Ended {
+pub(super) enum Ended {
     /// The taps were dropped: the writer is done.
     Closed,
     Broken(io::Error),
 }
 
 /// Runs one tap until its taps are dropped.
-pub(super) async fn run(cfg: DnstapConfig, mut rx: mpsc::Receiver<Exchange>, metrics: Arc<Metrics>) {
-    let stamp = Stamp::of(&cfg);
+pub(super) async fn run(cfg: DnstapConfig, queue: Arc<Queue>, metrics: Arc<Metrics>) {
+    let mut writer = Writer::new(&cfg, queue, metrics);
     let name = endpoint_name(&cfg.endpoint);
     let mut backoff = BACKOFF_FIRST;
     let mut failing = false;
@@ -62,10 +62,10 @@ pub(super) async fn run(cfg: DnstapConfig, mut rx: mpsc::Receiver<Exchange>, met
         };
         let error = match opened {
             Ok(conn) => {
-                metrics.dnstap.connects.fetch_add(1, Relaxed);
+                writer.metrics.dnstap.connects.fetch_add(1, Relaxed);
                 tracing::info!(target: "dnstap", "connected to {name}");
                 (backoff, failing) = (BACKOFF_FIRST, false);
-                match session(conn, &mut rx, &stamp, &metrics).await {
+                match writer.session(conn).await {
                     Ended::Closed => return,
                     Ended::Broken(e) => e,
                 }
@@ -76,85 +76,124 @@ pub(super) async fn run(cfg: DnstapConfig, mut rx: mpsc::Receiver<Exchange>, met
             tracing::warn!(target: "dnstap", "no connection to dnstap endpoint {name}: {error}; retrying, messages meanwhile dropped");
             failing = true;
         }
-        if !drop_for(backoff, &mut rx, &metrics).await {
+        if !writer.drop_for(backoff).await {
             return;
         }
         backoff = (backoff * 2).min(BACKOFF_MAX);
     }
 }
 
-/// Drops (and counts) what arrives for `wait`; false when the taps were
-/// dropped meanwhile.
-async fn drop_for(wait: Duration, rx: &mut mpsc::Receiver<Exchange>, metrics: &Metrics) -> bool {
-    let until = tokio::time::Instant::now() + wait;
-    loop {
-        tokio::select! {
-            got = rx.recv() => match got {
-                Some(ex) => {
-                    metrics.dnstap.dropped.fetch_add(ex.messages(), Relaxed);
-                }
-                None => return false,
-            },
-            _ = tokio::time::sleep_until(until) => return true,
-        }
-    }
+/// The writer's state across sessions.
+pub(super) struct Writer {
+    pub queue: Arc<Queue>,
+    encoder: Encoder,
+    spares: [queue::Batch; queue::SLOTS],
+    pub out: Vec<u8>,
+    pub metrics: Arc<Metrics>,
 }
 
-/// Writes exchanges until the taps are dropped or the session breaks.
-async fn session(conn: Box<dyn Conn>, rx: &mut mpsc::Receiver<Exchange>, stamp: &Stamp, metrics: &Metrics) -> Ended {
-    let (mut rd, mut wr) = tokio::io::split(conn);
-    // A collector sends nothing mid-session but FINISH after our STOP:
-    // whatever it reads (or EOF) ends the session.
-    let mut heard = Box::pin(async move { frame::read_control(&mut rd).await });
-    let mut out = Vec::with_capacity(BATCH);
-    loop {
-        tokio::select! {
-            got = rx.recv() => {
-                let Some(ex) = got else {
-                    return close(&mut wr, heard).await;
-                };
-                let mut count = stamp.frames(ex, &mut out);
-                while out.len() < BATCH {
-                    match rx.try_recv() {
-                        Ok(ex) => count += stamp.frames(ex, &mut out),
-                        Err(_) => break,
-                    }
-                }
+impl Writer {
+    pub fn new(cfg: &DnstapConfig, queue: Arc<Queue>, metrics: Arc<Metrics>) -> Writer {
+        Writer {
+            queue,
+            encoder: Encoder::of(cfg),
+            spares: queue::spares(),
+            out: Vec::new(),
+            metrics,
+        }
+    }
+
+    /// Takes what is queued into `out` as frames; how many messages.
+    pub fn take(&mut self) -> u64 {
+        self.out.clear();
+        if !self.queue.drain(&mut self.spares) {
+            return 0;
+        }
+        let clock = Clock::now();
+        let mut count = 0;
+        for batch in &self.spares {
+            count += self.encoder.batch(batch, &clock, &mut self.out);
+        }
+        count
+    }
+
+    /// Drops (and counts) what is queued for `wait`; false when the taps
+    /// were dropped meanwhile.
+    pub async fn drop_for(&mut self, wait: Duration) -> bool {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            let dropped = self.queue.drain(&mut self.spares);
+            if dropped {
+                let messages: u64 = self.spares.iter().flat_map(|b| &b.records).map(|r| r.messages()).sum();
+                self.metrics.dnstap.dropped.fetch_add(messages, Relaxed);
+            }
+            if self.queue.is_closed() {
+                return false;
+            }
+            if tokio::time::Instant::now() >= until {
+                return true;
+            }
+            let _ = tokio::time::timeout_at(until, self.queue.wait()).await;
+        }
+    }
+
+    /// Writes what is queued until the taps are dropped or the session
+    /// breaks.
+    async fn session(&mut self, conn: Box<dyn Conn>) -> Ended {
+        let (mut rd, mut wr) = tokio::io::split(conn);
+        // A collector sends nothing mid-session but FINISH after our STOP:
+        // whatever it reads (or EOF) ends the session.
+        let mut heard = Box::pin(async move { frame::read_control(&mut rd).await });
+        loop {
+            let closed = self.queue.is_closed();
+            let count = self.take();
+            if count > 0 {
                 let written = timeout(TIMEOUT, async {
-                    wr.write_all(&out).await?;
+                    wr.write_all(&self.out).await?;
                     wr.flush().await
                 })
                 .await;
-                out.clear();
-                match written {
-                    Ok(Ok(())) => {
-                        metrics.dnstap.sent.fetch_add(count, Relaxed);
-                        tokio::time::sleep(GATHER).await;
-                    }
-                    Ok(Err(e)) => {
-                        metrics.dnstap.dropped.fetch_add(count, Relaxed);
-                        return Ended::Broken(e);
-                    }
-                    Err(_) => {
-                        metrics.dnstap.dropped.fetch_add(count, Relaxed);
-                        return Ended::Broken(io::Error::new(io::ErrorKind::TimedOut, "write timed out"));
-                    }
-                }
-            }
-            heard_back = &mut heard => {
-                let why = match heard_back {
-                    Ok((kind, _)) => format!("the collector sent control frame {kind} mid-session"),
-                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => "the collector closed the connection".into(),
-                    Err(e) => e.to_string(),
+                let error = match written {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) => Some(e),
+                    Err(_) => Some(io::Error::new(io::ErrorKind::TimedOut, "write timed out")),
                 };
-                return Ended::Broken(io::Error::other(why));
+                if let Some(e) = error {
+                    self.metrics.dnstap.dropped.fetch_add(count, Relaxed);
+                    return Ended::Broken(e);
+                }
+                self.metrics.dnstap.sent.fetch_add(count, Relaxed);
+            }
+            if closed {
+                return close(&mut wr, heard).await;
+            }
+            let pause = async {
+                if count > 0 {
+                    self.queue.gather(GATHER).await;
+                } else {
+                    self.queue.wait().await;
+                }
+            };
+            tokio::select! {
+                _ = pause => {}
+                heard_back = &mut heard => return Ended::Broken(ended_by(heard_back)),
             }
         }
     }
 }
 
+/// Why the collector's side ended a session.
+pub(super) fn ended_by(heard: io::Result<(u32, bool)>) -> io::Error {
+    let why = match heard {
+        Ok((kind, _)) => format!("the collector sent control frame {kind} mid-session"),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => "the collector closed the connection".into(),
+        Err(e) => e.to_string(),
+    };
+    io::Error::other(why)
+}
+
 /// STOP, then FINISH from the collector (bounded in time).
-async fn close<W, F>(wr: &mut W, heard: F) -> Ended
+pub(super) async fn close<W, F>(wr: &mut W, heard: F) -> Ended
 where
     W: AsyncWrite + Unpin,
     F: std::future::Future<Output = io::Result<(u32, bool)>>,
@@ -174,7 +213,7 @@ where
     Ended::Closed
 }
 
-fn endpoint_name(e: &Endpoint) -> String {
+pub(super) fn endpoint_name(e: &Endpoint) -> String {
     match e {
         Endpoint::Unix(p) => format!("unix://{}", p.display()),
         Endpoint::Tcp(a) => format!("tcp://{a}"),

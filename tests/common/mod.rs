@@ -3,6 +3,7 @@
 //! log lines, wait for readiness, and talk to it over real sockets.
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod cluster;
 pub mod dig;
 pub mod netns;

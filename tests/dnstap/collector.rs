@@ -2,6 +2,7 @@
 //! `dnstap` tool (golang-dnstap) on a unix socket or TCP printing JSON,
 //! `fstrm_capture` writing a Frame Streams file, and `socat` terminating
 //! TLS in front of a unix-socket collector. Each is killed on drop.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

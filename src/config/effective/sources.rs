@@ -142,14 +142,15 @@ pub(super) fn forward(b: &mut Block, fw: &ForwardConfig) {
     b.directive(format!("forward {} {}", fw.from, to.join(" ")), &options);
 }
 
-/// `dnstap SOCKET [full] WRITEBUFFER QUEUE { identity; version; extra; skipverify }`.
+/// `dnstap [listen] SOCKET [full] WRITEBUFFER QUEUE { identity; version; extra; tls; skipverify }`.
 pub(super) fn dnstap(b: &mut Block, d: &DnstapConfig) {
     let socket = match &d.endpoint {
         Endpoint::Unix(path) => format!("unix://{}", path.display()),
         Endpoint::Tcp(addr) => format!("tcp://{addr}"),
         Endpoint::Tls(addr) => format!("tls://{addr}"),
     };
-    let mut head = format!("dnstap {}", quote(&socket));
+    let listen = if d.listen.is_some() { "listen " } else { "" };
+    let mut head = format!("dnstap {listen}{}", quote(&socket));
     if d.full {
         head.push_str(" full");
     }
@@ -158,6 +159,14 @@ pub(super) fn dnstap(b: &mut Block, d: &DnstapConfig) {
         format!("version {}", quote(&d.version)),
     ];
     options.extend(d.extra.as_ref().map(|e| format!("extra {}", quote(e))));
+    if let Some(tls) = d.listen.as_ref().and_then(|l| l.tls.as_ref()) {
+        let mut files = vec![tls.cert.display().to_string(), tls.key.display().to_string()];
+        files.extend(tls.ca.as_ref().map(|ca| ca.display().to_string()));
+        options.push(format!(
+            "tls {}",
+            files.iter().map(|f| quote(f)).collect::<Vec<_>>().join(" ")
+        ));
+    }
     options.extend(d.skip_verify.then(|| "skipverify".to_string()));
     // WRITEBUFFER and QUEUE follow `full`, so they are written only with it.
     if d.full {

@@ -52,6 +52,10 @@ const MANY: &str = r#".:53 example.org:53 {
         skipverify
     }
     dnstap /run/tap.sock
+    dnstap listen tcp://127.0.0.1:6001 full {
+        identity dns-1
+        version v9
+    }
     hosts hostsfile example.org {
         10.1.1.1 inline.example.org
         ttl 60
@@ -171,6 +175,7 @@ fn every_option_is_printed_with_its_value() {
         "    log example.org. {combined} {\n        class denial error\n    }".into(),
         "    dnstap tls://collector.example:6000 full 4 2 {\n        identity dns-1\n        version v9\n        extra \"from cluster a\"\n        skipverify\n    }".into(),
         format!("    dnstap unix:///run/tap.sock {{\n        identity {}\n        version clusterdns-", crate::config::dnstap::tests_hostname()),
+        "    dnstap listen tcp://127.0.0.1:6001 full 1 1 {\n        identity dns-1\n        version v9\n    }".into(),
         "    local {\n        localhost_prefix off\n    }".into(),
         "    dns64 {\n        prefix 64:ff9b:1::/48\n        translate_all\n    }".into(),
         "    any".into(),

@@ -94,11 +94,11 @@ impl Forwarding {
             }
             let deadline = tokio::time::Instant::now() + fw.cfg.read_timeout;
             let asked = Instant::now();
-            let got = up.exchange(bytes, id, query, over_tcp, deadline, &fw.cfg).await;
+            let (got, local) = up.exchange_from(bytes, id, query, over_tcp, deadline, &fw.cfg).await;
             if let Some(taps) = &self.taps {
                 let reply = got.as_ref().ok().map(|m| move || m.to_vec().unwrap_or_default());
                 let reply = reply.as_ref().map(|r| r as &dyn Fn() -> Vec<u8>);
-                taps.forwarded(up.addr, over_tcp, bytes, reply, asked);
+                taps.forwarded(up.addr, local, over_tcp, bytes, reply, asked);
             }
             match got {
                 Ok(m) if m.metadata.truncation && !over_tcp && fw.cfg.prefer_udp && !fw.cfg.force_tcp => {

@@ -1,7 +1,7 @@
 //! DNS over HTTPS to one upstream (RFC 8484): one HTTP/2 connection over
 //! TLS (ALPN `h2`) kept open and shared by every query as concurrent
-//! streams, through hyper's client; opened again when it closed, idled
-//! past `expire` or aged past `max_age`. Each query is `POST /dns-query`
+//! streams, through hyper's client; closed once it idles for `expire`,
+//! opened again when it closed or aged past `max_age`. Each query is `POST /dns-query`
 //! with the message as body, or with `doh_method GET` `GET
 //! /dns-query?dns=BASE64URL`; the message goes with ID 0 (cache friendly,
 //! as the RFC advises) and the answer is given back under the caller's ID.
@@ -12,8 +12,8 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -30,8 +30,11 @@ use crate::config::forward_tls::DohMethod;
 
 const MEDIA: &str = "application/dns-message";
 
+/// When a connection was last used, shared with its task.
+type Used = Arc<Mutex<Instant>>;
+
 /// The open connection's sender, when it was opened and last used.
-type Open = (SendRequest<Full<Bytes>>, Instant, Instant);
+type Open = (SendRequest<Full<Bytes>>, Instant, Used);
 
 /// The HTTPS side of one upstream.
 pub struct Doh {
@@ -81,14 +84,7 @@ impl Doh {
         query: &Query,
         cfg: &ForwardConfig,
     ) -> Result<Message, ExchangeError> {
-        let (sender, fresh) = self.sender(cfg, false).await?;
-        match self.ask(sender, request, id, query).await {
-            Err(_) if !fresh => {
-                let (sender, _) = self.sender(cfg, true).await?;
-                self.ask(sender, request, id, query).await
-            }
-            got => got,
-        }
+        super::encrypted::once_more(|renew| self.sender(cfg, renew), |s| self.ask(s, request, id, query)).await
     }
 
     async fn ask(
@@ -143,28 +139,43 @@ impl Doh {
         renew: bool,
     ) -> Result<(SendRequest<Full<Bytes>>, bool), ExchangeError> {
         let mut slot = self.slot.lock().await;
-        if let Some((s, opened, used)) = slot.as_mut() {
-            let fresh = used.elapsed() < cfg.expire && (cfg.max_age.is_zero() || opened.elapsed() < cfg.max_age);
+        if let Some((s, opened, used)) = slot.as_ref() {
+            let fresh = cfg.max_age.is_zero() || opened.elapsed() < cfg.max_age;
             if !renew && fresh && !s.is_closed() {
-                *used = Instant::now();
+                if let Ok(mut used) = used.lock() {
+                    *used = Instant::now();
+                }
                 return Ok((s.clone(), false));
             }
         }
         *slot = None;
-        let sender = self.connect(cfg).await?;
-        *slot = Some((sender.clone(), Instant::now(), Instant::now()));
+        let used = Arc::new(Mutex::new(Instant::now()));
+        let sender = self.connect(cfg, used.clone()).await?;
+        *slot = Some((sender.clone(), Instant::now(), used));
         Ok((sender, true))
     }
 
     /// TCP, TLS, then the HTTP/2 handshake; the connection runs in its own
-    /// task until every sender is gone or the server closes it.
-    async fn connect(&self, cfg: &ForwardConfig) -> Result<SendRequest<Full<Bytes>>, ExchangeError> {
+    /// task until the server closes it or it idles for `expire` (`used`
+    /// says when a query last took it; the sender then reports closed).
+    async fn connect(&self, cfg: &ForwardConfig, used: Used) -> Result<SendRequest<Full<Bytes>>, ExchangeError> {
         let tls = self.tls.open(cfg).await?;
         let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
             .await
             .map_err(other)?;
+        let expire = cfg.expire;
         tokio::spawn(async move {
-            let _ = conn.await;
+            tokio::pin!(conn);
+            loop {
+                let idle = used.lock().map(|u| u.elapsed()).unwrap_or(Duration::MAX);
+                if idle >= expire {
+                    return; // dropping the connection closes it
+                }
+                tokio::select! {
+                    _ = &mut conn => return,
+                    _ = tokio::time::sleep(expire - idle) => {}
+                }
+            }
         });
         Ok(sender)
     }

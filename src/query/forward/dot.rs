@@ -78,14 +78,11 @@ impl Dot {
         query: &Query,
         cfg: &ForwardConfig,
     ) -> Result<Message, ExchangeError> {
-        let (conn, fresh) = self.conn(cfg, false).await?;
-        match conn.ask(request, id, query).await {
-            Err(ExchangeError::Io(_)) if !fresh => {
-                let (conn, _) = self.conn(cfg, true).await?;
-                conn.ask(request, id, query).await
-            }
-            got => got,
-        }
+        super::encrypted::once_more(
+            |renew| self.conn(cfg, renew),
+            |c| async move { c.ask(request, id, query).await },
+        )
+        .await
     }
 
     /// The open connection (and whether it was just opened); a new one

@@ -132,3 +132,21 @@ impl Handshake {
         }
     }
 }
+
+/// Asks on the shared connection `open(false)` gives (with whether it was
+/// just opened); when a reused one fails with an I/O error (the server
+/// closed it meanwhile), once more on a new one, `open(true)`. DNS over
+/// TLS and over HTTPS both ask this way.
+pub(super) async fn once_more<C, Open, Opened, Ask, Asked>(open: Open, ask: Ask) -> Result<Message, ExchangeError>
+where
+    Open: Fn(bool) -> Opened,
+    Opened: std::future::Future<Output = Result<(C, bool), ExchangeError>>,
+    Ask: Fn(C) -> Asked,
+    Asked: std::future::Future<Output = Result<Message, ExchangeError>>,
+{
+    let (conn, fresh) = open(false).await?;
+    match ask(conn).await {
+        Err(ExchangeError::Io(_)) if !fresh => ask(open(true).await?.0).await,
+        got => got,
+    }
+}

@@ -88,14 +88,29 @@ impl Upstream {
         deadline: tokio::time::Instant,
         cfg: &ForwardConfig,
     ) -> Result<Message, ExchangeError> {
+        self.exchange_from(request, id, query, tcp, deadline, cfg).await.0
+    }
+
+    /// [`Upstream::exchange`], and the address of our end of the socket
+    /// the query left on (plain UDP and TCP), for dnstap.
+    pub async fn exchange_from(
+        &self,
+        request: &[u8],
+        id: u16,
+        query: &Query,
+        tcp: bool,
+        deadline: tokio::time::Instant,
+        cfg: &ForwardConfig,
+    ) -> (Result<Message, ExchangeError>, Option<SocketAddr>) {
+        let mut local = None;
         let result = if let Some(enc) = &self.encrypted {
             timeout_at(deadline, enc.exchange(request, id, query, cfg)).await
         } else if tcp {
-            timeout_at(deadline, self.tcp(request, id, query, cfg)).await
+            timeout_at(deadline, self.tcp(request, id, query, cfg, &mut local)).await
         } else {
-            timeout_at(deadline, self.udp(request, id, query, cfg.source_address)).await
+            timeout_at(deadline, self.udp(request, id, query, cfg.source_address, &mut local)).await
         };
-        result.map_err(|_| ExchangeError::Timeout)?
+        (result.unwrap_or(Err(ExchangeError::Timeout)), local)
     }
 
     /// The address our sockets to this upstream leave from.
@@ -113,9 +128,11 @@ impl Upstream {
         id: u16,
         query: &Query,
         source: Option<IpAddr>,
+        local: &mut Option<SocketAddr>,
     ) -> Result<Message, ExchangeError> {
         let socket = UdpSocket::bind(self.local(source)).await?;
         socket.connect(self.addr).await?;
+        *local = socket.local_addr().ok();
         socket.send(request).await?;
         let mut buf = vec![0u8; 65535];
         loop {
@@ -127,13 +144,21 @@ impl Upstream {
         }
     }
 
-    async fn tcp(&self, request: &[u8], id: u16, query: &Query, cfg: &ForwardConfig) -> Result<Message, ExchangeError> {
+    async fn tcp(
+        &self,
+        request: &[u8],
+        id: u16,
+        query: &Query,
+        cfg: &ForwardConfig,
+        local: &mut Option<SocketAddr>,
+    ) -> Result<Message, ExchangeError> {
         let pooled = self.take(cfg);
         let fresh = pooled.is_none();
         let (stream, opened) = match pooled {
             Some(s) => s,
             None => (self.connect(cfg.source_address).await?, Instant::now()),
         };
+        *local = stream.local_addr().ok();
         match exchange_on(stream, request, id, query).await {
             Ok((m, stream)) => {
                 self.give_back(stream, opened);
@@ -142,6 +167,7 @@ impl Upstream {
             // A pooled connection the upstream closed meanwhile: once more, fresh.
             Err(_) if !fresh => {
                 let stream = self.connect(cfg.source_address).await?;
+                *local = stream.local_addr().ok();
                 let (m, stream) = exchange_on(stream, request, id, query).await?;
                 self.give_back(stream, Instant::now());
                 Ok(m)
