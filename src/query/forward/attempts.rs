@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, Query};
 
-use super::upstream::{ExchangeError, Upstream};
+use super::exchange::ExchangeError;
+use super::upstream::Upstream;
 use super::{health_check, Forward, Forwarding};
 
 /// CoreDNS's budget for one query through one `forward`.

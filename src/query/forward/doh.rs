@@ -23,8 +23,7 @@ use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_rustls::TlsConnector;
 
-use super::encrypted::Handshake;
-use super::upstream::{matching, ExchangeError};
+use super::exchange::{matching, ExchangeError, Handshake};
 use crate::config::forward::ForwardConfig;
 use crate::config::forward_tls::DohMethod;
 
@@ -84,7 +83,7 @@ impl Doh {
         query: &Query,
         cfg: &ForwardConfig,
     ) -> Result<Message, ExchangeError> {
-        super::encrypted::once_more(|renew| self.sender(cfg, renew), |s| self.ask(s, request, id, query)).await
+        super::exchange::once_more(|renew| self.sender(cfg, renew), |s| self.ask(s, request, id, query)).await
     }
 
     async fn ask(

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,8 +29,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_rustls::TlsConnector;
 
-use super::encrypted::Handshake;
-use super::upstream::{matching, ExchangeError};
+use super::exchange::{matching, ExchangeError, Handshake};
 use crate::config::forward::ForwardConfig;
 
 /// Waiters by the ID their query carries on the connection.
@@ -78,7 +77,7 @@ impl Dot {
         query: &Query,
         cfg: &ForwardConfig,
     ) -> Result<Message, ExchangeError> {
-        super::encrypted::once_more(
+        super::exchange::once_more(
             |renew| self.conn(cfg, renew),
             |c| async move { c.ask(request, id, query).await },
         )
@@ -99,18 +98,6 @@ impl Dot {
         *slot = Some(conn.clone());
         Ok((conn, true))
     }
-}
-
-/// A TCP connection to `addr`, from `source` when set.
-pub(super) async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
-    let socket = match addr {
-        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
-        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
-    };
-    if let Some(ip) = source {
-        socket.bind(SocketAddr::new(ip, 0))?;
-    }
-    socket.connect(addr).await
 }
 
 impl Conn {

@@ -23,6 +23,7 @@ pub mod cache;
 mod doh;
 mod dot;
 pub mod encrypted;
+pub mod exchange;
 mod flight;
 mod render;
 pub mod upstream;

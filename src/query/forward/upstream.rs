@@ -17,17 +17,9 @@ use hickory_proto::op::{Message, Query};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
+use super::exchange::{matching, ExchangeError};
 use crate::config::forward::ForwardConfig;
 use tokio::time::timeout_at;
-
-/// Why an exchange failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ExchangeError {
-    #[error("timed out")]
-    Timeout,
-    #[error("{0}")]
-    Io(#[from] io::Error),
-}
 
 /// An idle pooled connection, when it was last used and opened.
 type Pooled = (TcpStream, Instant, Instant);
@@ -177,7 +169,7 @@ impl Upstream {
     }
 
     async fn connect(&self, source: Option<IpAddr>) -> io::Result<TcpStream> {
-        super::dot::connect(self.addr, source).await
+        super::exchange::connect(self.addr, source).await
     }
 
     /// A pooled connection still fresh by `expire` and `max_age`, and when
@@ -236,39 +228,5 @@ async fn exchange_on(
         if let Some(m) = matching(&buf, id, query) {
             return Ok((m, stream));
         }
-    }
-}
-
-/// The answer in `bytes` if it is a response to our query `id`.
-pub fn matching(bytes: &[u8], id: u16, query: &Query) -> Option<Message> {
-    if bytes.len() < 12 || u16::from_be_bytes([bytes[0], bytes[1]]) != id || bytes[2] & 0x80 == 0 {
-        return None;
-    }
-    let m = Message::from_vec(bytes).ok()?;
-    let q = m.queries.first()?;
-    let same =
-        q.query_type() == query.query_type() && q.query_class() == query.query_class() && q.name() == query.name(); // case-insensitive
-    same.then_some(m)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use hickory_proto::op::{MessageType, OpCode};
-    use hickory_proto::rr::{Name, RecordType};
-
-    fn reply(id: u16, name: &str) -> Vec<u8> {
-        let mut m = Message::new(id, MessageType::Response, OpCode::Query);
-        m.add_query(Query::query(Name::from_ascii(name).expect("name"), RecordType::A));
-        m.to_vec().expect("encode")
-    }
-
-    #[test]
-    fn only_our_answer_is_accepted() {
-        let q = Query::query(Name::from_ascii("Example.org.").expect("name"), RecordType::A);
-        assert!(matching(&reply(7, "example.org."), 7, &q).is_some());
-        assert!(matching(&reply(8, "example.org."), 7, &q).is_none(), "wrong id");
-        assert!(matching(&reply(7, "example.net."), 7, &q).is_none(), "wrong question");
-        assert!(matching(&[0u8; 5], 7, &q).is_none(), "garbage");
     }
 }

@@ -1,0 +1,138 @@
+//! What every upstream transport shares (plain TCP, DNS over TLS, DNS
+//! over HTTPS): a TCP connection from `source_address`, the TLS handshake
+//! against the upstream's server name, the error of an exchange, the check
+//! that an answer is the one to our question, and asking once more on a
+//! fresh connection when a reused one was closed. The transports use this
+//! file; it uses none of them.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use hickory_proto::op::{Message, Query};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use crate::config::forward::ForwardConfig;
+
+/// Why an exchange failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    #[error("timed out")]
+    Timeout,
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// A TCP connection to `addr`, from `source` when set.
+pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    if let Some(ip) = source {
+        socket.bind(SocketAddr::new(ip, 0))?;
+    }
+    socket.connect(addr).await
+}
+
+/// How DoT and DoH open a connection: TCP (from `source_address` when set),
+/// then the TLS handshake against the upstream's server name; a failed
+/// handshake is counted (`coredns_forward_tls_failures_total`) and logged
+/// once until a handshake succeeds again.
+pub struct Handshake {
+    addr: SocketAddr,
+    name: ServerName<'static>,
+    connector: TlsConnector,
+    /// Who the warning names: `tls://IP (server name N)` or the DoH URL.
+    label: String,
+    /// Failed TLS handshakes.
+    pub failures: AtomicU64,
+    /// Set once the current run of failures has been logged.
+    warned: AtomicBool,
+}
+
+impl Handshake {
+    /// `None` when `name` is not a DNS name or IP (never on a checked config).
+    pub fn new(addr: SocketAddr, name: &str, connector: TlsConnector, label: String) -> Option<Handshake> {
+        Some(Handshake {
+            addr,
+            name: ServerName::try_from(name.to_string()).ok()?,
+            connector,
+            label,
+            failures: AtomicU64::new(0),
+            warned: AtomicBool::new(false),
+        })
+    }
+
+    pub async fn open(&self, cfg: &ForwardConfig) -> Result<TlsStream<TcpStream>, ExchangeError> {
+        let tcp = connect(self.addr, cfg.source_address).await?;
+        match self.connector.connect(self.name.clone(), tcp).await {
+            Ok(tls) => {
+                self.warned.store(false, Ordering::Relaxed);
+                Ok(tls)
+            }
+            Err(e) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(target: "forward", "upstream {}: TLS handshake failed: {e}; its queries get no answer from it (never sent in plain text)", self.label);
+                }
+                Err(ExchangeError::Io(e))
+            }
+        }
+    }
+}
+
+/// Asks on the shared connection `open(false)` gives (with whether it was
+/// just opened); when a reused one fails with an I/O error (the server
+/// closed it meanwhile), once more on a new one, `open(true)`. DNS over
+/// TLS and over HTTPS both ask this way.
+pub async fn once_more<C, Open, Opened, Ask, Asked>(open: Open, ask: Ask) -> Result<Message, ExchangeError>
+where
+    Open: Fn(bool) -> Opened,
+    Opened: std::future::Future<Output = Result<(C, bool), ExchangeError>>,
+    Ask: Fn(C) -> Asked,
+    Asked: std::future::Future<Output = Result<Message, ExchangeError>>,
+{
+    let (conn, fresh) = open(false).await?;
+    match ask(conn).await {
+        Err(ExchangeError::Io(_)) if !fresh => ask(open(true).await?.0).await,
+        got => got,
+    }
+}
+
+/// The answer in `bytes` if it is a response to our query `id`.
+pub fn matching(bytes: &[u8], id: u16, query: &Query) -> Option<Message> {
+    if bytes.len() < 12 || u16::from_be_bytes([bytes[0], bytes[1]]) != id || bytes[2] & 0x80 == 0 {
+        return None;
+    }
+    let m = Message::from_vec(bytes).ok()?;
+    let q = m.queries.first()?;
+    let same =
+        q.query_type() == query.query_type() && q.query_class() == query.query_class() && q.name() == query.name(); // case-insensitive
+    same.then_some(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hickory_proto::op::{MessageType, OpCode};
+    use hickory_proto::rr::{Name, RecordType};
+
+    fn reply(id: u16, name: &str) -> Vec<u8> {
+        let mut m = Message::new(id, MessageType::Response, OpCode::Query);
+        m.add_query(Query::query(Name::from_ascii(name).expect("name"), RecordType::A));
+        m.to_vec().expect("encode")
+    }
+
+    #[test]
+    fn only_our_answer_is_accepted() {
+        let q = Query::query(Name::from_ascii("Example.org.").expect("name"), RecordType::A);
+        assert!(matching(&reply(7, "example.org."), 7, &q).is_some());
+        assert!(matching(&reply(8, "example.org."), 7, &q).is_none(), "wrong id");
+        assert!(matching(&reply(7, "example.net."), 7, &q).is_none(), "wrong question");
+        assert!(matching(&[0u8; 5], 7, &q).is_none(), "garbage");
+    }
+}
