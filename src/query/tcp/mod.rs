@@ -23,7 +23,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,16 +31,19 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio::sync::mpsc;
+
+mod conns;
 
 use super::defer::{push_frame, Pending, Sink};
 use super::{Handler, Scratch};
 use crate::config::local::TcpLimits;
 use crate::metrics::{TcpClose, Transport};
+use conns::{Conn, Conns};
 
 /// How long a stopping listener waits for busy connections to become
 /// idle before closing them anyway (lameduck for TCP clients).
-const DRAIN: Duration = Duration::from_secs(2);
+pub(super) const DRAIN: Duration = Duration::from_secs(2);
 /// Replies queued for one connection's writer before its reader waits.
 const MAX_PENDING: usize = 64;
 /// Replies written to the socket in one call, at most (bytes).
@@ -64,112 +67,6 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.listen(1024)?;
     socket.set_nonblocking(true)?;
     TcpListener::from_std(socket.into())
-}
-
-/// One open connection, as the listener sees it.
-struct Conn {
-    /// Milliseconds since the listener's epoch at which the connection
-    /// began waiting for a query; 0 while a query is being read.
-    idle_since: AtomicU64,
-    /// Why it is being closed from outside ([`TcpClose`] as u8).
-    reason: AtomicU8,
-    close: Notify,
-    /// Forwarded queries in flight.
-    slots: Arc<Semaphore>,
-    pipeline: usize,
-}
-
-impl Conn {
-    fn close(&self, why: TcpClose) {
-        self.reason.store(why as u8, Ordering::Relaxed);
-        self.close.notify_one();
-    }
-
-    fn reason(&self) -> TcpClose {
-        TcpClose::ALL[usize::from(self.reason.load(Ordering::Relaxed))]
-    }
-
-    /// Idle: waiting for a query with no forwarded query in flight.
-    fn idle(&self) -> Option<u64> {
-        let since = self.idle_since.load(Ordering::Relaxed);
-        (since != 0 && self.slots.available_permits() == self.pipeline).then_some(since)
-    }
-}
-
-/// The listener's open connections.
-struct Conns {
-    epoch: Instant,
-    next: AtomicU64,
-    open: Mutex<HashMap<u64, Arc<Conn>>>,
-}
-
-impl Conns {
-    fn now(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
-    }
-
-    /// Registers a new connection, closing the one idle longest when
-    /// `limits.connections` are open; `None` when none is idle then.
-    fn admit(&self, limits: &TcpLimits) -> Option<(u64, Arc<Conn>)> {
-        let mut open = self.open.lock().ok()?;
-        if open.len() >= limits.connections {
-            let oldest = open
-                .iter()
-                .filter_map(|(id, c)| c.idle().map(|since| (since, *id)))
-                .min()
-                .map(|(_, id)| id)?;
-            if let Some(victim) = open.remove(&oldest) {
-                victim.close(TcpClose::Evicted);
-            }
-        }
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let conn = Arc::new(Conn {
-            idle_since: AtomicU64::new(self.now()),
-            reason: AtomicU8::new(TcpClose::Shutdown as u8),
-            close: Notify::new(),
-            slots: Arc::new(Semaphore::new(limits.pipeline)),
-            pipeline: limits.pipeline,
-        });
-        open.insert(id, conn.clone());
-        Some((id, conn))
-    }
-
-    fn remove(&self, id: u64) {
-        if let Ok(mut open) = self.open.lock() {
-            open.remove(&id);
-        }
-    }
-
-    /// Closes every connection as soon as it is idle (its queries
-    /// answered), all of them after [`DRAIN`]; waits (at most 1 s more)
-    /// until their tasks (each holds `conns`) have written their replies.
-    async fn drain(conns: &Arc<Conns>) {
-        let deadline = Instant::now() + DRAIN;
-        loop {
-            let (open, late) = match conns.open.lock() {
-                Ok(mut open) => {
-                    let late = Instant::now() >= deadline;
-                    open.retain(|_, c| {
-                        let close = late || c.idle().is_some();
-                        if close {
-                            c.close(TcpClose::Shutdown);
-                        }
-                        !close
-                    });
-                    (open.len(), late)
-                }
-                Err(_) => return,
-            };
-            if open == 0 || late {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let closed = Instant::now() + Duration::from_secs(1);
-        while Arc::strong_count(conns) > 1 && Instant::now() < closed {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
 }
 
 /// Accepts connections until `stop` is set, then stops accepting and
@@ -332,10 +229,7 @@ async fn answer_all(
         *left -= 1;
         let frame = &inbox[at + 2..at + 2 + len];
         if super::transfer::asks(frame) {
-            let router = handler.router.load_full();
-            let find = |zone: &_, qtype| router.transfer(zone, qtype, peer.ip());
-            let before = std::mem::take(&mut out);
-            match super::transfer::on_connection(frame, peer, tx, before, find, conn.close.notified()).await {
+            match transfer(frame, peer, handler, conn, tx, &mut out).await {
                 None => return Err(conn.reason()),
                 Some(true) => {
                     at += 2 + len;
@@ -362,13 +256,39 @@ async fn answer_all(
                 conn.slots.clone().try_acquire_owned().ok(),
             )))
         };
-        answer(handler, &inbox[at + 2..at + 2 + len], peer, &sink, started, &mut out);
+        answer(handler, frame, peer, &sink, started, &mut out);
         at += 2 + len;
     }
     if !out.is_empty() && tx.send(out).await.is_err() {
         return Err(conn.reason());
     }
     Ok(at)
+}
+
+/// A zone transfer asked for in `frame` (`query/transfer/`), after the
+/// replies already in `out`: `Some(true)` when it was served, `Some(false)`
+/// when the frame goes the usual way, `None` when the connection closes.
+/// Boxed, so an idle connection's task stays small (tests/hostile.rs).
+async fn transfer(
+    frame: &[u8],
+    peer: SocketAddr,
+    handler: &Handler,
+    conn: &Arc<Conn>,
+    tx: &mpsc::Sender<Vec<u8>>,
+    out: &mut Vec<u8>,
+) -> Option<bool> {
+    let router = handler.router.load_full();
+    let find = |zone: &_, qtype| router.transfer(zone, qtype, peer.ip());
+    let before = std::mem::take(out);
+    Box::pin(super::transfer::on_connection(
+        frame,
+        peer,
+        tx,
+        before,
+        find,
+        conn.close.notified(),
+    ))
+    .await
 }
 
 /// Writes replies as they come, batching those already queued; a batch
