@@ -30,7 +30,7 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use super::cluster::{exists, reverse, Found};
+use super::cluster::{conclude, exists, reverse, Found};
 use crate::config::k8s_external::K8sExternalConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, prefixed, Answer, Zone};
@@ -113,25 +113,10 @@ impl K8sExternal {
             lookup.service()
         };
         let chase = lookup.chase.take();
-        let found = match found {
-            Found::Records if out.answers.is_empty() => Found::NoData,
-            f => f,
-        };
-        if found == Found::NxDomain && self.cfg.falls_through(qname) {
-            out.clear();
-            return Verdict::Next;
-        }
-        out.authoritative = true;
-        if found != Found::Records {
-            out.answers.clear();
-            out.additional.clear();
-            out.rcode = match found {
-                Found::NxDomain => ResponseCode::NXDomain,
-                _ => ResponseCode::NoError,
-            };
-            out.authority.push(reply::soa(&zone.soa, self.cfg.ttl, snap.serial));
-        }
-        chase.map_or(Verdict::Answered, Verdict::Chase)
+        let falls = self.cfg.falls_through(qname);
+        conclude(found, falls, chase, out, || {
+            reply::soa(&zone.soa, self.cfg.ttl, snap.serial)
+        })
     }
 }
 

@@ -38,6 +38,40 @@ pub enum Found {
     NxDomain,
 }
 
+/// How a lookup in a zone of ours ends (the cluster zone and
+/// `k8s_external` alike): records found but none of the type asked is
+/// NODATA; an NXDOMAIN under `fallthrough` passes the query on (`out`
+/// emptied); otherwise the answer is authoritative, a negative one with
+/// nothing but the zone's `soa` in authority, and an outside CNAME target
+/// is left to the router to chase.
+pub fn conclude(
+    found: Found,
+    falls_through: bool,
+    chase: Option<Name>,
+    out: &mut Answer,
+    soa: impl FnOnce() -> hickory_proto::rr::Record,
+) -> Verdict {
+    let found = match found {
+        Found::Records if out.answers.is_empty() => Found::NoData,
+        f => f,
+    };
+    if found == Found::NxDomain && falls_through {
+        out.clear();
+        return Verdict::Next;
+    }
+    out.authoritative = true;
+    if found != Found::Records {
+        out.answers.clear();
+        out.additional.clear();
+        out.rcode = match found {
+            Found::NxDomain => ResponseCode::NXDomain,
+            _ => ResponseCode::NoError,
+        };
+        out.authority.push(soa());
+    }
+    chase.map_or(Verdict::Answered, Verdict::Chase)
+}
+
 /// The `kubernetes` plugin's query side: its options, zones and store.
 pub struct Cluster {
     pub cfg: Arc<KubernetesConfig>,
@@ -108,27 +142,8 @@ impl Cluster {
             c.lookup(0)
         };
         let chase = c.chase.take();
-        let found = if found == Found::Records && out.answers.is_empty() {
-            Found::NoData
-        } else {
-            found
-        };
-        if found == Found::NxDomain && cfg.falls_through(qname) {
-            out.clear();
-            return Verdict::Next;
-        }
-        out.authoritative = true;
-        if found != Found::Records {
-            out.answers.clear();
-            out.additional.clear();
-            out.rcode = if found == Found::NoData {
-                ResponseCode::NoError
-            } else {
-                ResponseCode::NXDomain
-            };
-            out.authority.push(reply::soa(zone, cfg.ttl, snap.serial));
-        }
-        chase.map_or(Verdict::Answered, Verdict::Chase)
+        let falls = cfg.falls_through(qname);
+        conclude(found, falls, chase, out, || reply::soa(zone, cfg.ttl, snap.serial))
     }
 }
 
