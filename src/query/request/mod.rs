@@ -25,6 +25,7 @@ use hickory_proto::rr::{Name, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 pub mod edns;
+pub mod walk;
 
 use edns::{opt, ClientEdns};
 
