@@ -71,6 +71,17 @@ impl Wire {
     }
 }
 
+/// A question name as the memo's and the cache's keys hold it: its wire
+/// form, lower-cased (ASCII, as DNS compares names). For a plain query it
+/// is the packet's own name bytes lower-cased ([`Wire::name`]).
+pub fn name_key(name: &hickory_proto::rr::Name, into: &mut Vec<u8>) {
+    for label in name.iter() {
+        into.push(label.len() as u8); // a label is at most 63 bytes
+        into.extend(label.iter().map(u8::to_ascii_lowercase));
+    }
+    into.push(0);
+}
+
 /// Reads a plain query (see [`Wire`]) without allocating; `None` when the
 /// packet is anything else, which [`check`] then decodes whole.
 pub fn parse(bytes: &[u8]) -> Option<Wire> {
