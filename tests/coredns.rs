@@ -215,7 +215,7 @@ fn run_table(file: &Path, tag: &str) -> Outcome {
         }
     }
     for s in &t.servers {
-        run_server(&shown, &dir, s, &bind, &fill(&s.corefile), &mut o);
+        run_server(&shown, &dir, s, (&bind, &upstreams), &fill(&s.corefile), &mut o);
     }
     let checks: Vec<table::Check> = t
         .checks
@@ -244,7 +244,14 @@ fn run_table(file: &Path, tag: &str) -> Outcome {
 }
 
 /// Starts one Corefile and asks every case of it.
-fn run_server(shown: &str, dir: &Path, s: &table::Server, bind: &[IpAddr], corefile: &str, o: &mut Outcome) {
+fn run_server(
+    shown: &str,
+    dir: &Path,
+    s: &table::Server,
+    (bind, upstreams): (&[IpAddr], &[(String, upstream::Upstream)]),
+    corefile: &str,
+    o: &mut Outcome,
+) {
     let (text, added) = serve::rewrite(corefile, bind);
     let conf = dir.join(format!("Corefile.{}", s.line));
     if let Err(e) = std::fs::write(&conf, &text) {
@@ -268,10 +275,11 @@ fn run_server(shown: &str, dir: &Path, s: &table::Server, bind: &[IpAddr], coref
             ));
             continue;
         };
-        let problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
+        let mut problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
             Ok(reply) => wire::compare(&c.want, reply.as_ref()),
             Err(e) => vec![e],
         };
+        problems.extend(asked(&c.query, &c.want, upstreams));
         let why = c
             .differs
             .as_ref()
@@ -279,6 +287,23 @@ fn run_server(shown: &str, dir: &Path, s: &table::Server, bind: &[IpAddr], coref
         let problems = (!problems.is_empty()).then(|| format!("{why}:\n    {}", problems.join("\n    ")));
         judge(o, shown, c.line, &c.name, c.gap.as_deref(), problems.as_deref());
     }
+}
+
+/// Every `asked UPSTREAM N` of a row that does not hold.
+fn asked(q: &table::Query, want: &table::Want, upstreams: &[(String, upstream::Upstream)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, n) in &want.asked {
+        match upstreams.iter().find(|(u, _)| u == name) {
+            None => out.push(format!("asked: no upstream '{name}'")),
+            Some((_, u)) => {
+                let got = u.asked(&q.name, &q.qtype);
+                if got != *n {
+                    out.push(format!("asked {name}: want {n} requests for {} {}, got {got}", q.name, q.qtype));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Records one row's result: a failure, a known gap that still fails as

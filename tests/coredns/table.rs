@@ -50,6 +50,8 @@ pub struct Query {
     pub dnssec_ok: bool,
     pub rd: bool,
     pub cd: bool,
+    /// `ad`: the AD bit set in the query (RFC 6840 5.7).
+    pub ad: bool,
 }
 
 /// Expectations; a section is `None` when the row says `ignore SECTION`.
@@ -65,6 +67,12 @@ pub struct Want {
     /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
     pub ede: Option<Option<u16>>,
     pub no_reply: bool,
+    /// `asked UPSTREAM N`: that upstream has seen N requests for the
+    /// query's name and type once the reply is in (cached or not).
+    pub asked: Vec<(String, usize)>,
+    /// `ttl-slack N`: a TTL may be up to N below the written one (a reply
+    /// from a cache that aged while the table ran).
+    pub ttl_slack: u32,
 }
 
 impl Default for Want {
@@ -78,6 +86,8 @@ impl Default for Want {
             ordered: false,
             ede: None,
             no_reply: false,
+            asked: Vec::new(),
+            ttl_slack: 0,
         }
     }
 }
@@ -198,6 +208,7 @@ impl Row {
                 dnssec_ok: false,
                 rd: true,
                 cd: false,
+                ad: false,
             };
             Row::Case(
                 Case {
@@ -317,6 +328,12 @@ fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Resu
             }
         }
         ("ordered", "") => w.ordered = true,
+        ("asked", _) => {
+            let (up, n) = rest.split_once(' ').ok_or("asked needs UPSTREAM COUNT")?;
+            let n = n.trim().parse().map_err(|_| format!("bad asked count '{n}'"))?;
+            w.asked.push((up.to_string(), n));
+        }
+        ("ttl-slack", n) => w.ttl_slack = n.parse().map_err(|_| format!("bad ttl-slack '{n}'"))?,
         ("no", "reply") => w.no_reply = true,
         ("ede", "none") => w.ede = Some(None),
         ("ede", code) => w.ede = Some(Some(code.parse().map_err(|_| format!("bad EDE code '{code}'"))?)),
@@ -325,7 +342,7 @@ fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Resu
     Ok(())
 }
 
-/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd]`
+/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd] [ad]`
 fn query(rest: &str) -> Result<Query, String> {
     let mut words = rest.split_whitespace();
     let name = words.next().ok_or("query needs a name")?.to_string();
@@ -339,6 +356,7 @@ fn query(rest: &str) -> Result<Query, String> {
         dnssec_ok: false,
         rd: true,
         cd: false,
+        ad: false,
     };
     let mut typed = false;
     while let Some(w) = words.next() {
@@ -368,6 +386,7 @@ fn query(rest: &str) -> Result<Query, String> {
             }
             "nord" => q.rd = false,
             "cd" => q.cd = true,
+            "ad" => q.ad = true,
             "IN" | "CH" | "CHAOS" | "HS" | "NONE" | "ANY" if typed => q.class = w.to_string(),
             t if !typed => {
                 q.qtype = t.to_ascii_uppercase();

@@ -1,10 +1,16 @@
 //! A canned upstream for `forward` rows, answering from a table's
 //! `upstream NAME <<` block over UDP and TCP on one loopback port.
 //!
-//! Lines of the block: a zone-file record (answered for its owner name and
-//! type; a CNAME at the name is answered for every type), `rcode NAME RCODE`
-//! (that rcode, no records), `drop NAME` (no reply). A name with no record
-//! gets NXDOMAIN, a name with records of other types NOERROR and no data.
+//! Lines of the block: a zone-file record (answered for its owner name,
+//! type and class; a CNAME at the name is answered for every type), `rcode NAME RCODE`
+//! (that rcode, no records), `drop NAME` (no reply), `flags NAME F...`
+//! (header flags `aa tc cd` set, `-ra` cleared, on every reply for NAME;
+//! `ad` set as a validating resolver does, when the request sets AD or DO).
+//! `answer QNAME RR` puts RR (any owner) in the answer of every reply for
+//! QNAME, in the order written, instead of the records owned by QNAME.
+//! A name with no record gets NXDOMAIN, a name with records of other types
+//! NOERROR and no data; either carries the SOA of the block that is the
+//! nearest enclosing zone of the name, if any, in its authority section.
 //! Every request is kept, so rows can be checked against what was asked.
 
 use std::io::Write;
@@ -14,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hickory_proto::op::{Edns, Message, MessageType, ResponseCode};
-use hickory_proto::rr::{Record, RecordType};
+use hickory_proto::rr::{DNSClass, Record, RecordType};
 
 /// What one upstream answers.
 #[derive(Default)]
@@ -22,6 +28,10 @@ struct Script {
     records: Vec<Record>,
     rcodes: Vec<(String, ResponseCode)>,
     drops: Vec<String>,
+    /// (qname, record) from `answer` lines.
+    answers: Vec<(String, Record)>,
+    /// (name, flag, set?) from `flags` lines.
+    flags: Vec<(String, String, bool)>,
 }
 
 pub struct Upstream {
@@ -66,6 +76,20 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                 s.rcodes.push((name.to_ascii_lowercase(), code));
             }
             ["drop", name] => s.drops.push(name.to_ascii_lowercase()),
+            ["answer", name, ..] => {
+                let rr = line.trim_start()["answer".len()..].trim_start()[name.len()..].trim();
+                let rr = crate::records::parse(rr).map_err(|e| format!("{n}: {e}"))?;
+                s.answers.push((name.to_ascii_lowercase(), rr));
+            }
+            ["flags", name, flags @ ..] => {
+                for f in flags {
+                    let (set, flag) = f.strip_prefix('-').map_or((true, *f), |n| (false, n));
+                    if !["aa", "tc", "ad", "cd", "ra"].contains(&flag) {
+                        return Err(format!("{n}: unknown upstream flag '{flag}'"));
+                    }
+                    s.flags.push((name.to_ascii_lowercase(), flag.to_string(), set));
+                }
+            }
             _ => s
                 .records
                 .push(crate::records::parse(line).map_err(|e| format!("{n}: {e}"))?),
@@ -115,6 +139,19 @@ impl Upstream {
     }
 }
 
+impl Upstream {
+    /// How many requests for `name` (any case) and `qtype` came so far.
+    pub fn asked(&self, name: &str, qtype: &str) -> usize {
+        let name = name.to_ascii_lowercase();
+        let Ok(seen) = self.seen.lock() else { return 0 };
+        seen.iter()
+            .filter_map(|m| m.queries.first())
+            .filter(|q| q.name().to_ascii().to_ascii_lowercase() == name)
+            .filter(|q| q.query_type().to_string().eq_ignore_ascii_case(qtype))
+            .count()
+    }
+}
+
 /// A UDP socket and TCP listener on one free port of `ip`.
 fn pair(ip: std::net::IpAddr) -> Result<(UdpSocket, TcpListener), String> {
     for _ in 0..50 {
@@ -153,6 +190,7 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
     if s.drops.contains(&qname) {
         return None;
     }
+    let asked_ad = req.metadata.authentic_data;
     let mut m = Message::new(req.metadata.id, MessageType::Response, req.metadata.op_code);
     m.metadata.recursion_desired = req.metadata.recursion_desired;
     m.metadata.recursion_available = true;
@@ -164,16 +202,37 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         edns.set_dnssec_ok(e.flags().dnssec_ok);
         m.edns = Some(edns);
     }
+    for (_, flag, set) in s.flags.iter().filter(|(n, ..)| *n == qname) {
+        let h = &mut m.metadata;
+        match flag.as_str() {
+            "aa" => h.authoritative = *set,
+            "tc" => h.truncation = *set,
+            "ad" => h.authentic_data = *set && (asked_ad || req.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok)),
+            "cd" => h.checking_disabled = *set,
+            _ => h.recursion_available = *set,
+        }
+    }
     if let Some((_, code)) = s.rcodes.iter().find(|(n, _)| *n == qname) {
         m.metadata.response_code = *code;
         return m.to_vec().ok();
     }
+    let class = q.query_class();
     let at: Vec<&Record> = s
         .records
         .iter()
-        .filter(|r| r.name.to_ascii().to_ascii_lowercase() == qname)
+        .filter(|r| r.name.to_ascii().to_ascii_lowercase() == qname && r.dns_class == class)
         .collect();
     let qtype = q.query_type();
+    let canned: Vec<Record> = s
+        .answers
+        .iter()
+        .filter(|(n, _)| *n == qname)
+        .map(|(_, r)| r.clone())
+        .collect();
+    if !canned.is_empty() {
+        m.answers = canned;
+        return m.to_vec().ok();
+    }
     m.answers = at
         .iter()
         .filter(|r| r.record_type() == qtype || qtype == RecordType::ANY || r.record_type() == RecordType::CNAME)
@@ -182,5 +241,22 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
     if at.is_empty() {
         m.metadata.response_code = ResponseCode::NXDomain;
     }
+    if m.answers.is_empty() {
+        m.authorities.extend(soa_above(&qname, class, s));
+    }
     m.to_vec().ok()
+}
+
+/// The SOA record of the nearest zone (an SOA owner in the block) at or
+/// above `qname`, for the authority section of a negative answer.
+fn soa_above(qname: &str, class: DNSClass, s: &Script) -> Option<Record> {
+    s.records
+        .iter()
+        .filter(|r| r.record_type() == RecordType::SOA && r.dns_class == class)
+        .filter(|r| {
+            let zone = r.name.to_ascii().to_ascii_lowercase();
+            zone == "." || qname == zone || qname.ends_with(&format!(".{zone}"))
+        })
+        .max_by_key(|r| r.name.num_labels())
+        .cloned()
 }

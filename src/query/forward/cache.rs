@@ -306,8 +306,13 @@ impl Cache {
             return None;
         }
         let name = query.name();
+        let answered = super::chain::answers_question(query, &msg.answers);
+        let soa = msg.authorities.iter().any(|r| r.record_type() == RecordType::SOA);
         match msg.metadata.response_code {
-            ResponseCode::NoError if !msg.answers.is_empty() => {
+            // A CNAME chain short of the queried type: NODATA with an SOA,
+            // not cached without one.
+            ResponseCode::NoError if !msg.answers.is_empty() && !answered && !soa => None,
+            ResponseCode::NoError if !msg.answers.is_empty() && answered => {
                 if !self.cfg.caches(name, false) {
                     return None;
                 }
@@ -332,11 +337,20 @@ impl Cache {
                 let b = self.cfg.denial;
                 Some((ttl.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl), true))
             }
-            ResponseCode::ServFail if !self.cfg.servfail.is_zero() && self.cfg.caches(name, true) => {
+            ResponseCode::ServFail | ResponseCode::NotImp
+                if !self.cfg.servfail.is_zero() && self.cfg.caches(name, true) =>
+            {
                 Some((u32::try_from(self.cfg.servfail.as_secs()).unwrap_or(300).max(1), true))
             }
             _ => None,
         }
+    }
+
+    /// A cache hit: [`Cache::fill`], with AA set as CoreDNS sets it on
+    /// every cached reply (some stub resolvers drop non-authoritative ones).
+    pub fn fill_hit(&self, entry: &Entry, out: &mut Answer) {
+        self.fill(entry, out);
+        out.authoritative = true;
     }
 
     /// Fills `out` from `entry`: every TTL becomes the time left (the

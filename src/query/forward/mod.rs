@@ -20,6 +20,7 @@
 
 mod attempts;
 pub mod cache;
+mod chain;
 mod doh;
 mod dot;
 pub mod encrypted;
@@ -166,7 +167,7 @@ impl Forwarding {
         let key = Cache::key(query, dnssec_ok, cd);
         match cache.get(&key) {
             Lookup::Fresh { entry, prefetch } => {
-                cache.fill(&entry, out);
+                cache.fill_hit(&entry, out);
                 if prefetch {
                     self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
                 }
@@ -174,7 +175,7 @@ impl Forwarding {
             }
             Lookup::Stale(entry, StaleMode::Immediate) => {
                 cache.stats.add(cache::Stat::ServedStale);
-                cache.fill(&entry, out);
+                cache.fill_hit(&entry, out);
                 if cache.claim_refresh(&entry) {
                     self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
                 }
@@ -183,7 +184,7 @@ impl Forwarding {
             // verify: ask first, unless a failed refresh is being rechecked
             Lookup::Stale(entry, StaleMode::Verify) if cache.holds_stale(&entry) => {
                 cache.stats.add(cache::Stat::ServedStale);
-                cache.fill(&entry, out);
+                cache.fill_hit(&entry, out);
                 true
             }
             Lookup::Stale(_, StaleMode::Verify) | Lookup::Miss => false,
