@@ -52,6 +52,8 @@ pub struct Query {
     pub cd: bool,
     /// `ad`: the AD bit set in the query (RFC 6840 5.7).
     pub ad: bool,
+    /// `aa`: the AA bit set in the query (meaningless; servers ignore it).
+    pub aa: bool,
 }
 
 /// Expectations; a section is `None` when the row says `ignore SECTION`.
@@ -209,6 +211,7 @@ impl Row {
                 rd: true,
                 cd: false,
                 ad: false,
+                aa: false,
             };
             Row::Case(
                 Case {
@@ -342,7 +345,7 @@ fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Resu
     Ok(())
 }
 
-/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd] [ad]`
+/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd] [ad] [aa]`
 fn query(rest: &str) -> Result<Query, String> {
     let mut words = rest.split_whitespace();
     let name = words.next().ok_or("query needs a name")?.to_string();
@@ -357,6 +360,7 @@ fn query(rest: &str) -> Result<Query, String> {
         rd: true,
         cd: false,
         ad: false,
+        aa: false,
     };
     let mut typed = false;
     while let Some(w) = words.next() {
@@ -387,6 +391,7 @@ fn query(rest: &str) -> Result<Query, String> {
             "nord" => q.rd = false,
             "cd" => q.cd = true,
             "ad" => q.ad = true,
+            "aa" => q.aa = true,
             "IN" | "CH" | "CHAOS" | "HS" | "NONE" | "ANY" if typed => q.class = w.to_string(),
             t if !typed => {
                 q.qtype = t.to_ascii_uppercase();

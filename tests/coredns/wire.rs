@@ -30,6 +30,7 @@ fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
     m.metadata.recursion_desired = q.rd;
     m.metadata.checking_disabled = q.cd;
     m.metadata.authentic_data = q.ad;
+    m.metadata.authoritative = q.aa;
     let mut question = Question::query(name, qtype);
     question.set_query_class(class);
     m.add_query(question);
