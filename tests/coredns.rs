@@ -292,13 +292,14 @@ fn run_server(
 /// Every `asked UPSTREAM N` of a row that does not hold.
 fn asked(q: &table::Query, want: &table::Want, upstreams: &[(String, upstream::Upstream)]) -> Vec<String> {
     let mut out = Vec::new();
-    for (name, n) in &want.asked {
+    for (name, n, only) in &want.asked {
+        let qtype = only.as_deref().unwrap_or(&q.qtype);
         match upstreams.iter().find(|(u, _)| u == name) {
             None => out.push(format!("asked: no upstream '{name}'")),
             Some((_, u)) => {
-                let got = u.asked(&q.name, &q.qtype);
+                let got = u.asked(&q.name, qtype);
                 if got != *n {
-                    out.push(format!("asked {name}: want {n} requests for {} {}, got {got}", q.name, q.qtype));
+                    out.push(format!("asked {name}: want {n} requests for {} {qtype}, got {got}", q.name));
                 }
             }
         }

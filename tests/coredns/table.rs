@@ -69,9 +69,9 @@ pub struct Want {
     /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
     pub ede: Option<Option<u16>>,
     pub no_reply: bool,
-    /// `asked UPSTREAM N`: that upstream has seen N requests for the
-    /// query's name and type once the reply is in (cached or not).
-    pub asked: Vec<(String, usize)>,
+    /// `asked UPSTREAM N [TYPE]`: that upstream has seen N requests for the
+    /// query's name and type (or TYPE) once the reply is in.
+    pub asked: Vec<(String, usize, Option<String>)>,
     /// `ttl-slack N`: a TTL may be up to N below the written one (a reply
     /// from a cache that aged while the table ran).
     pub ttl_slack: u32,
@@ -332,9 +332,12 @@ fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Resu
         }
         ("ordered", "") => w.ordered = true,
         ("asked", _) => {
-            let (up, n) = rest.split_once(' ').ok_or("asked needs UPSTREAM COUNT")?;
-            let n = n.trim().parse().map_err(|_| format!("bad asked count '{n}'"))?;
-            w.asked.push((up.to_string(), n));
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let [up, n, only @ ..] = words.as_slice() else {
+                return Err("asked needs UPSTREAM COUNT [TYPE]".into());
+            };
+            let n = n.parse().map_err(|_| format!("bad asked count '{n}'"))?;
+            w.asked.push((up.to_string(), n, only.first().map(|t| t.to_ascii_uppercase())));
         }
         ("ttl-slack", n) => w.ttl_slack = n.parse().map_err(|_| format!("bad ttl-slack '{n}'"))?,
         ("no", "reply") => w.no_reply = true,

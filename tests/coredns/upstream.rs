@@ -2,8 +2,9 @@
 //! `upstream NAME <<` block over UDP and TCP on one loopback port.
 //!
 //! Lines of the block: a zone-file record (answered for its owner name,
-//! type and class; a CNAME at the name is answered for every type), `rcode NAME RCODE`
-//! (that rcode, no records), `drop NAME` (no reply), `flags NAME F...`
+//! type and class; a CNAME at the name is answered for every type),
+//! `rcode NAME RCODE [TYPE]` (that rcode, no records; an NXDOMAIN carries the
+//! SOA as below), `drop NAME` (no reply), `flags NAME [TYPE] F...`
 //! (header flags `aa tc cd` set, `-ra` cleared, on every reply for NAME;
 //! `ad` set as a validating resolver does, when the request sets AD or DO).
 //! `answer QNAME RR` puts RR (any owner) in the answer of every reply for
@@ -26,12 +27,13 @@ use hickory_proto::rr::{DNSClass, Record, RecordType};
 #[derive(Default)]
 struct Script {
     records: Vec<Record>,
-    rcodes: Vec<(String, ResponseCode)>,
+    /// (name, rcode, only for this type).
+    rcodes: Vec<(String, ResponseCode, Option<RecordType>)>,
     drops: Vec<String>,
     /// (qname, record) from `answer` lines.
     answers: Vec<(String, Record)>,
-    /// (name, flag, set?) from `flags` lines.
-    flags: Vec<(String, String, bool)>,
+    /// (name, only for this type, flag, set?) from `flags` lines.
+    flags: Vec<(String, Option<RecordType>, String, bool)>,
 }
 
 pub struct Upstream {
@@ -71,9 +73,13 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
         match words.as_slice() {
             [] => {}
             [c, ..] if c.starts_with('#') => {}
-            ["rcode", name, code] => {
+            ["rcode", name, code, rest @ ..] if rest.len() < 2 => {
                 let code = rcode(code).ok_or_else(|| format!("{n}: unknown rcode '{code}'"))?;
-                s.rcodes.push((name.to_ascii_lowercase(), code));
+                let only = match rest.first() {
+                    Some(t) => Some(t.parse().map_err(|_| format!("{n}: unknown type '{t}'"))?),
+                    None => None,
+                };
+                s.rcodes.push((name.to_ascii_lowercase(), code, only));
             }
             ["drop", name] => s.drops.push(name.to_ascii_lowercase()),
             ["answer", name, ..] => {
@@ -82,12 +88,13 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                 s.answers.push((name.to_ascii_lowercase(), rr));
             }
             ["flags", name, flags @ ..] => {
-                for f in flags {
+                let only: Option<RecordType> = flags.first().and_then(|t| t.parse().ok());
+                for f in &flags[usize::from(only.is_some())..] {
                     let (set, flag) = f.strip_prefix('-').map_or((true, *f), |n| (false, n));
                     if !["aa", "tc", "ad", "cd", "ra"].contains(&flag) {
                         return Err(format!("{n}: unknown upstream flag '{flag}'"));
                     }
-                    s.flags.push((name.to_ascii_lowercase(), flag.to_string(), set));
+                    s.flags.push((name.to_ascii_lowercase(), only, flag.to_string(), set));
                 }
             }
             _ => s
@@ -202,7 +209,9 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         edns.set_dnssec_ok(e.flags().dnssec_ok);
         m.edns = Some(edns);
     }
-    for (_, flag, set) in s.flags.iter().filter(|(n, ..)| *n == qname) {
+    let qtype = q.query_type();
+    let applies = |n: &String, only: &Option<RecordType>| *n == qname && only.is_none_or(|t| t == qtype);
+    for (_, _, flag, set) in s.flags.iter().filter(|(n, only, ..)| applies(n, only)) {
         let h = &mut m.metadata;
         match flag.as_str() {
             "aa" => h.authoritative = *set,
@@ -212,17 +221,19 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
             _ => h.recursion_available = *set,
         }
     }
-    if let Some((_, code)) = s.rcodes.iter().find(|(n, _)| *n == qname) {
+    let class = q.query_class();
+    if let Some((_, code, _)) = s.rcodes.iter().find(|(n, _, only)| applies(n, only)) {
         m.metadata.response_code = *code;
+        if *code == ResponseCode::NXDomain {
+            m.authorities.extend(soa_above(&qname, class, s));
+        }
         return m.to_vec().ok();
     }
-    let class = q.query_class();
     let at: Vec<&Record> = s
         .records
         .iter()
         .filter(|r| r.name.to_ascii().to_ascii_lowercase() == qname && r.dns_class == class)
         .collect();
-    let qtype = q.query_type();
     let canned: Vec<Record> = s
         .answers
         .iter()
