@@ -168,6 +168,20 @@ fn ede(m: &Message) -> Option<u16> {
     })
 }
 
+/// `got` as a wanted record written with `*` fields (any value there, as
+/// an SOA serial a clock sets), if one matches it field by field.
+fn starred(got: String, want: &[String]) -> String {
+    let g: Vec<&str> = got.split(' ').collect();
+    want.iter()
+        .filter(|w| w.split(' ').any(|f| f == "*"))
+        .find(|w| {
+            let f: Vec<&str> = w.split(' ').collect();
+            f.len() == g.len() && f.iter().zip(&g).all(|(w, g)| *w == "*" || w == g)
+        })
+        .cloned()
+        .unwrap_or(got)
+}
+
 /// `got` with its TTL replaced by the wanted one when a wanted record is
 /// the same but for a TTL at most `slack` higher.
 fn aged(got: String, want: &[String], slack: u32) -> String {
@@ -188,7 +202,7 @@ fn section(what: &str, want: Option<&Vec<String>>, got: &[hickory_proto::rr::Rec
     let mut want: Vec<String> = want.iter().map(|l| records::canonical(l)).collect();
     let mut got: Vec<String> = got
         .iter()
-        .map(|r| aged(records::show(r), &want, w.ttl_slack))
+        .map(|r| starred(aged(records::show(r), &want, w.ttl_slack), &want))
         .collect();
     if !ordered {
         want.sort();
