@@ -275,6 +275,7 @@ fn run_server(
             ));
             continue;
         };
+        std::thread::sleep(c.want.wait);
         let mut problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
             Ok(reply) => wire::compare(&c.want, reply.as_ref()),
             Err(e) => vec![e],
@@ -297,7 +298,7 @@ fn asked(q: &table::Query, want: &table::Want, upstreams: &[(String, upstream::U
         match upstreams.iter().find(|(u, _)| u == name) {
             None => out.push(format!("asked: no upstream '{name}'")),
             Some((_, u)) => {
-                let got = u.asked(&q.name, qtype);
+                let got = u.asked(&q.name, qtype, *n);
                 if got != *n {
                     out.push(format!("asked {name}: want {n} requests for {} {qtype}, got {got}", q.name));
                 }

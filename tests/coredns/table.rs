@@ -75,6 +75,10 @@ pub struct Want {
     /// `ttl-slack N`: a TTL may be up to N below the written one (a reply
     /// from a cache that aged while the table ran).
     pub ttl_slack: u32,
+    /// `wait SECONDS` (at most 5): a pause before the query, for a cached
+    /// entry to expire (its TTL is a whole second or two; the pause only
+    /// needs to be longer, never to end in time).
+    pub wait: std::time::Duration,
 }
 
 impl Default for Want {
@@ -90,6 +94,7 @@ impl Default for Want {
             no_reply: false,
             asked: Vec::new(),
             ttl_slack: 0,
+            wait: std::time::Duration::ZERO,
         }
     }
 }
@@ -339,6 +344,13 @@ fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Resu
             };
             let n = n.parse().map_err(|_| format!("bad asked count '{n}'"))?;
             w.asked.push((up.to_string(), n, only.first().map(|t| t.to_ascii_uppercase())));
+        }
+        ("wait", n) => {
+            let secs: f64 = n.parse().map_err(|_| format!("bad wait '{n}'"))?;
+            if !(0.0..=5.0).contains(&secs) {
+                return Err(format!("wait {n}: at most 5 seconds"));
+            }
+            w.wait = std::time::Duration::from_secs_f64(secs);
         }
         ("ttl-slack", n) => w.ttl_slack = n.parse().map_err(|_| format!("bad ttl-slack '{n}'"))?,
         ("no", "reply") => w.no_reply = true,

@@ -7,6 +7,8 @@
 //! SOA as below), `drop NAME` (no reply), `flags NAME [TYPE] F...`
 //! (header flags `aa tc cd` set, `-ra` cleared, on every reply for NAME;
 //! `ad` set as a validating resolver does, when the request sets AD or DO).
+//! `fail NAME AFTER RCODE|drop`: once NAME was asked AFTER times, that rcode
+//! (no records) or no reply at all, for a cache's refresh to fail.
 //! `answer QNAME RR` puts RR (any owner) in the answer of every reply for
 //! QNAME, in the order written, instead of the records owned by QNAME.
 //! A name with no record gets NXDOMAIN, a name with records of other types
@@ -30,6 +32,9 @@ struct Script {
     /// (name, rcode, only for this type).
     rcodes: Vec<(String, ResponseCode, Option<RecordType>)>,
     drops: Vec<String>,
+    /// (name, answers before failing, then this rcode or `None`: silence)
+    /// from `fail` lines.
+    fails: Vec<(String, usize, Option<ResponseCode>)>,
     /// (qname, record) from `answer` lines.
     answers: Vec<(String, Record)>,
     /// (name, only for this type, flag, set?) from `flags` lines.
@@ -82,6 +87,14 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                 s.rcodes.push((name.to_ascii_lowercase(), code, only));
             }
             ["drop", name] => s.drops.push(name.to_ascii_lowercase()),
+            ["fail", name, after, how] => {
+                let after = after.parse().map_err(|_| format!("{n}: bad fail count '{after}'"))?;
+                let code = match *how {
+                    "drop" => None,
+                    code => Some(rcode(code).ok_or_else(|| format!("{n}: unknown rcode '{code}'"))?),
+                };
+                s.fails.push((name.to_ascii_lowercase(), after, code));
+            }
             ["answer", name, ..] => {
                 let rr = line.trim_start()["answer".len()..].trim_start()[name.len()..].trim();
                 let rr = crate::records::parse(rr).map_err(|e| format!("{n}: {e}"))?;
@@ -147,8 +160,21 @@ impl Upstream {
 }
 
 impl Upstream {
-    /// How many requests for `name` (any case) and `qtype` came so far.
-    pub fn asked(&self, name: &str, qtype: &str) -> usize {
+    /// How many requests for `name` (any case) and `qtype` came so far;
+    /// when fewer than `want`, waits up to 2 s for more (a cache refreshes
+    /// in the background after its reply is out).
+    pub fn asked(&self, name: &str, qtype: &str, want: usize) -> usize {
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            let n = self.count(name, qtype);
+            if n >= want || std::time::Instant::now() >= deadline {
+                return n;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn count(&self, name: &str, qtype: &str) -> usize {
         let name = name.to_ascii_lowercase();
         let Ok(seen) = self.seen.lock() else { return 0 };
         seen.iter()
@@ -189,12 +215,15 @@ fn serve_tcp(mut conn: TcpStream, s: &Script, seen: &Mutex<Vec<Message>>) {
 /// The reply to one request, or `None` to stay silent.
 fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> {
     let req = Message::from_vec(req).ok()?;
-    if let Ok(mut seen) = seen.lock() {
-        seen.push(req.clone());
-    }
     let q = req.queries.first()?;
     let qname = q.name().to_ascii().to_ascii_lowercase();
-    if s.drops.contains(&qname) {
+    let before = seen.lock().map_or(0, |mut seen| {
+        let n = seen.iter().filter(|m| m.queries.first().is_some_and(|o| o.name() == q.name())).count();
+        seen.push(req.clone());
+        n
+    });
+    let failing = s.fails.iter().find(|(n, after, _)| *n == qname && before >= *after);
+    if s.drops.contains(&qname) || failing.is_some_and(|f| f.2.is_none()) {
         return None;
     }
     let asked_ad = req.metadata.authentic_data;
@@ -222,6 +251,10 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         }
     }
     let class = q.query_class();
+    if let Some(code) = failing.and_then(|f| f.2) {
+        m.metadata.response_code = code;
+        return m.to_vec().ok();
+    }
     if let Some((_, code, _)) = s.rcodes.iter().find(|(n, _, only)| applies(n, only)) {
         m.metadata.response_code = *code;
         if *code == ResponseCode::NXDomain {

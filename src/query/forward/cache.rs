@@ -163,6 +163,13 @@ impl Cache {
         (entry.stored.elapsed() < Duration::from_secs(u64::from(entry.ttl))).then_some(entry)
     }
 
+    /// Whether `key` holds an entry past its TTL (one `serve_stale` may
+    /// still serve), without counting anything.
+    pub fn holds_expired(&self, key: &[u8]) -> bool {
+        let entry = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
+        entry.is_some_and(|e| e.stored.elapsed() >= Duration::from_secs(u64::from(e.ttl)))
+    }
+
     pub fn get(&self, key: &[u8]) -> Lookup {
         self.stats.add(Stat::Requests);
         let found = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());

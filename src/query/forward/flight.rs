@@ -91,7 +91,7 @@ impl Forwarding {
             (Ok(msg), None) => answer.relay(msg),
             (Err(_), Some((entry, cache))) => {
                 answer.plugin = Plugin::Cache;
-                cache.fill(entry, answer);
+                cache.fill_hit(entry, answer);
             }
             (Err(rcode), None) => answer.error(*rcode),
         }

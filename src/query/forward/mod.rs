@@ -293,6 +293,13 @@ impl Forwarding {
             return Err(ResponseCode::Refused);
         }
         if let (Ok(m), Some(cache)) = (&last, &self.cache) {
+            // An error (SERVFAIL, REFUSED...) or a truncated answer is a
+            // failed refresh of an entry `serve_stale` holds: it neither
+            // replaces the entry nor reaches the client, as in CoreDNS.
+            let usable = matches!(m.metadata.response_code, ResponseCode::NoError | ResponseCode::NXDomain);
+            if (!usable || m.metadata.truncation) && cache.holds_expired(&key) {
+                return Err(m.metadata.response_code);
+            }
             cache.put(key, query, m);
         }
         last
