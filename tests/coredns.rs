@@ -13,6 +13,8 @@ mod check;
 mod common;
 #[path = "coredns/records.rs"]
 mod records;
+#[path = "coredns/rrsig.rs"]
+mod rrsig;
 #[path = "coredns/serve.rs"]
 mod serve;
 #[path = "coredns/table.rs"]

@@ -309,7 +309,7 @@ impl Cache {
     /// How long `msg` may be cached, and whether it is a denial; `None`
     /// when it must not be.
     fn lifetime(&self, query: &Query, msg: &Message) -> Option<(u32, bool)> {
-        if msg.metadata.truncation {
+        if msg.metadata.truncation || super::rrsig::expired(msg) {
             return None;
         }
         let name = query.name();

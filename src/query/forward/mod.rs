@@ -27,6 +27,7 @@ pub mod encrypted;
 pub mod exchange;
 mod flight;
 mod render;
+mod rrsig;
 pub mod upstream;
 
 pub use render::render;
