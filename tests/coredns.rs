@@ -302,7 +302,10 @@ fn asked(q: &table::Query, want: &table::Want, upstreams: &[(String, upstream::U
             Some((_, u)) => {
                 let got = u.asked(&q.name, qtype, *n);
                 if got != *n {
-                    out.push(format!("asked {name}: want {n} requests for {} {qtype}, got {got}", q.name));
+                    out.push(format!(
+                        "asked {name}: want {n} requests for {} {qtype}, got {got}",
+                        q.name
+                    ));
                 }
             }
         }

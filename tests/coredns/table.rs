@@ -198,7 +198,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
 
 /// A row being read.
 enum Row {
-    Case(Case, bool),
+    Case(Box<Case>, bool),
     Check(Check, bool),
 }
 
@@ -219,14 +219,14 @@ impl Row {
                 aa: false,
             };
             Row::Case(
-                Case {
+                Box::new(Case {
                     line,
                     name: name.into(),
                     query,
                     want: Want::default(),
                     differs: None,
                     gap: None,
-                },
+                }),
                 false,
             )
         } else {
@@ -343,7 +343,8 @@ fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Resu
                 return Err("asked needs UPSTREAM COUNT [TYPE]".into());
             };
             let n = n.parse().map_err(|_| format!("bad asked count '{n}'"))?;
-            w.asked.push((up.to_string(), n, only.first().map(|t| t.to_ascii_uppercase())));
+            w.asked
+                .push((up.to_string(), n, only.first().map(|t| t.to_ascii_uppercase())));
         }
         ("wait", n) => {
             let secs: f64 = n.parse().map_err(|_| format!("bad wait '{n}'"))?;
@@ -431,7 +432,7 @@ fn finish(t: &mut Table, row: Option<Row>) -> Result<(), String> {
                 .servers
                 .last_mut()
                 .ok_or_else(|| format!("case '{}' before any corefile", c.name))?;
-            server.cases.push(c);
+            server.cases.push(*c);
             Ok(())
         }
         Some(Row::Check(c, seen)) => {

@@ -218,7 +218,10 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
     let q = req.queries.first()?;
     let qname = q.name().to_ascii().to_ascii_lowercase();
     let before = seen.lock().map_or(0, |mut seen| {
-        let n = seen.iter().filter(|m| m.queries.first().is_some_and(|o| o.name() == q.name())).count();
+        let n = seen
+            .iter()
+            .filter(|m| m.queries.first().is_some_and(|o| o.name() == q.name()))
+            .count();
         seen.push(req.clone());
         n
     });

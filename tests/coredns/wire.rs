@@ -189,7 +189,9 @@ fn aged(got: String, want: &[String], slack: u32) -> String {
         let mut f = r.splitn(3, ' ');
         Some((f.next()?.to_string(), f.next()?.parse().ok()?, f.next()?.to_string()))
     };
-    let Some((name, ttl, rest)) = split(&got) else { return got };
+    let Some((name, ttl, rest)) = split(&got) else {
+        return got;
+    };
     want.iter()
         .filter_map(|w| split(w))
         .find(|(n, t, r)| *n == name && *r == rest && ttl <= *t && t - ttl <= slack)

@@ -131,7 +131,9 @@ fn uniform_ttls(b: &crate::config::cache::Bounds, answer: &mut Answer) {
         return;
     }
     let records = || answer.answers.iter().chain(&answer.authority).chain(&answer.additional);
-    let Some(low) = records().map(|r| r.ttl).min() else { return };
+    let Some(low) = records().map(|r| r.ttl).min() else {
+        return;
+    };
     let ttl = low.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl);
     for r in answer
         .answers

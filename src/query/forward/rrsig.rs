@@ -15,9 +15,7 @@ pub fn expired(msg: &Message) -> bool {
     if !msg.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok) {
         return false;
     }
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let at = |b: &[u8], i: usize| b.get(i..i + 4).and_then(|s| s.try_into().ok()).map(u32::from_be_bytes);
     msg.answers
         .iter()
