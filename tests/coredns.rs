@@ -8,6 +8,8 @@
 //! `COREDNS_TABLE=chaos cargo test --test coredns` runs the tables whose file
 //! name contains `chaos`.
 
+#[path = "coredns/case.rs"]
+mod case;
 #[path = "coredns/check.rs"]
 mod check;
 mod common;

@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hickory_proto::op::{Message, Query, ResponseCode};
-use hickory_proto::rr::{RData, RecordType};
+use hickory_proto::op::{Message, Query};
 
 use crate::config::cache::{CacheConfig, StaleMode};
 use crate::query::Answer;
@@ -263,7 +262,7 @@ impl Cache {
 
     /// Stores an upstream answer for `query` if it is cacheable.
     pub fn put(&self, key: Key, query: &Query, msg: &Message) {
-        let Some((ttl, denial)) = self.lifetime(query, msg) else {
+        let Some((ttl, denial)) = super::keep::lifetime(&self.cfg, query, msg) else {
             return;
         };
         let bounds = if denial { self.cfg.denial } else { self.cfg.success };
@@ -305,53 +304,6 @@ impl Cache {
             self.counts[usize::from(old.denial)].fetch_sub(1, Ordering::Relaxed);
         }
         self.counts[kind].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// How long `msg` may be cached, and whether it is a denial; `None`
-    /// when it must not be.
-    fn lifetime(&self, query: &Query, msg: &Message) -> Option<(u32, bool)> {
-        if msg.metadata.truncation || super::rrsig::expired(msg) {
-            return None;
-        }
-        let name = query.name();
-        let answered = super::chain::answers_question(query, &msg.answers);
-        let soa = msg.authorities.iter().any(|r| r.record_type() == RecordType::SOA);
-        match msg.metadata.response_code {
-            // A CNAME chain short of the queried type: NODATA with an SOA,
-            // not cached without one.
-            ResponseCode::NoError if !msg.answers.is_empty() && !answered && !soa => None,
-            ResponseCode::NoError if !msg.answers.is_empty() && answered => {
-                if !self.cfg.caches(name, false) {
-                    return None;
-                }
-                let ttl = msg
-                    .answers
-                    .iter()
-                    .chain(&msg.authorities)
-                    .map(|r| r.ttl)
-                    .min()
-                    .unwrap_or(0);
-                let b = self.cfg.success;
-                Some((ttl.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl), false))
-            }
-            ResponseCode::NoError | ResponseCode::NXDomain => {
-                if !self.cfg.caches(name, true) {
-                    return None;
-                }
-                let ttl = msg.authorities.iter().find_map(|r| match &r.data {
-                    RData::SOA(soa) if r.record_type() == RecordType::SOA => Some(r.ttl.min(soa.minimum)),
-                    _ => None,
-                })?;
-                let b = self.cfg.denial;
-                Some((ttl.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl), true))
-            }
-            ResponseCode::ServFail | ResponseCode::NotImp
-                if !self.cfg.servfail.is_zero() && self.cfg.caches(name, true) =>
-            {
-                Some((u32::try_from(self.cfg.servfail.as_secs()).unwrap_or(300).max(1), true))
-            }
-            _ => None,
-        }
     }
 
     /// A cache hit: [`Cache::fill`], with AA set as CoreDNS sets it on

@@ -26,6 +26,7 @@ mod dot;
 pub mod encrypted;
 pub mod exchange;
 mod flight;
+mod keep;
 mod render;
 mod rrsig;
 pub mod upstream;
