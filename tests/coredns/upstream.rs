@@ -10,7 +10,8 @@
 //! `fail NAME AFTER RCODE|drop`: once NAME was asked AFTER times, that rcode
 //! (no records) or no reply at all, for a cache's refresh to fail.
 //! `answer QNAME RR` puts RR (any owner) in the answer of every reply for
-//! QNAME, in the order written, instead of the records owned by QNAME.
+//! QNAME, in the order written, instead of the records owned by QNAME;
+//! `authority QNAME RR` puts RR in the authority section of that reply.
 //! A name with no record gets NXDOMAIN, a name with records of other types
 //! NOERROR and no data; either carries the SOA of the block that is the
 //! nearest enclosing zone of the name, if any, in its authority section.
@@ -37,6 +38,8 @@ struct Script {
     fails: Vec<(String, usize, Option<ResponseCode>)>,
     /// (qname, record) from `answer` lines.
     answers: Vec<(String, Record)>,
+    /// (qname, record) from `authority` lines.
+    authority: Vec<(String, Record)>,
     /// (name, only for this type, flag, set?) from `flags` lines.
     flags: Vec<(String, Option<RecordType>, String, bool)>,
 }
@@ -95,10 +98,15 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                 };
                 s.fails.push((name.to_ascii_lowercase(), after, code));
             }
-            ["answer", name, ..] => {
-                let rr = line.trim_start()["answer".len()..].trim_start()[name.len()..].trim();
+            [section @ ("answer" | "authority"), name, ..] => {
+                let rr = line.trim_start()[section.len()..].trim_start()[name.len()..].trim();
                 let rr = crate::records::parse(rr).map_err(|e| format!("{n}: {e}"))?;
-                s.answers.push((name.to_ascii_lowercase(), rr));
+                let to = if *section == "answer" {
+                    &mut s.answers
+                } else {
+                    &mut s.authority
+                };
+                to.push((name.to_ascii_lowercase(), rr));
             }
             ["flags", name, flags @ ..] => {
                 let only: Option<RecordType> = flags.first().and_then(|t| t.parse().ok());
@@ -278,6 +286,8 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         .collect();
     if !canned.is_empty() {
         m.answers = canned;
+        let canned = s.authority.iter().filter(|(n, _)| *n == qname);
+        m.authorities = canned.map(|(_, r)| r.clone()).collect();
         return m.to_vec().ok();
     }
     m.answers = at
