@@ -8,11 +8,15 @@
 //! `COREDNS_TABLE=chaos cargo test --test coredns` runs the tables whose file
 //! name contains `chaos`.
 
+#[path = "coredns/case.rs"]
+mod case;
 #[path = "coredns/check.rs"]
 mod check;
 mod common;
 #[path = "coredns/records.rs"]
 mod records;
+#[path = "coredns/rrsig.rs"]
+mod rrsig;
 #[path = "coredns/serve.rs"]
 mod serve;
 #[path = "coredns/table.rs"]
@@ -215,7 +219,7 @@ fn run_table(file: &Path, tag: &str) -> Outcome {
         }
     }
     for s in &t.servers {
-        run_server(&shown, &dir, s, &bind, &fill(&s.corefile), &mut o);
+        run_server(&shown, &dir, s, (&bind, &upstreams), &fill(&s.corefile), &mut o);
     }
     let checks: Vec<table::Check> = t
         .checks
@@ -244,7 +248,14 @@ fn run_table(file: &Path, tag: &str) -> Outcome {
 }
 
 /// Starts one Corefile and asks every case of it.
-fn run_server(shown: &str, dir: &Path, s: &table::Server, bind: &[IpAddr], corefile: &str, o: &mut Outcome) {
+fn run_server(
+    shown: &str,
+    dir: &Path,
+    s: &table::Server,
+    (bind, upstreams): (&[IpAddr], &[(String, upstream::Upstream)]),
+    corefile: &str,
+    o: &mut Outcome,
+) {
     let (text, added) = serve::rewrite(corefile, bind);
     let conf = dir.join(format!("Corefile.{}", s.line));
     if let Err(e) = std::fs::write(&conf, &text) {
@@ -268,10 +279,12 @@ fn run_server(shown: &str, dir: &Path, s: &table::Server, bind: &[IpAddr], coref
             ));
             continue;
         };
-        let problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
+        std::thread::sleep(c.want.wait);
+        let mut problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
             Ok(reply) => wire::compare(&c.want, reply.as_ref()),
             Err(e) => vec![e],
         };
+        problems.extend(asked(&c.query, &c.want, upstreams));
         let why = c
             .differs
             .as_ref()
@@ -279,6 +292,27 @@ fn run_server(shown: &str, dir: &Path, s: &table::Server, bind: &[IpAddr], coref
         let problems = (!problems.is_empty()).then(|| format!("{why}:\n    {}", problems.join("\n    ")));
         judge(o, shown, c.line, &c.name, c.gap.as_deref(), problems.as_deref());
     }
+}
+
+/// Every `asked UPSTREAM N` of a row that does not hold.
+fn asked(q: &table::Query, want: &table::Want, upstreams: &[(String, upstream::Upstream)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, n, only) in &want.asked {
+        let qtype = only.as_deref().unwrap_or(&q.qtype);
+        match upstreams.iter().find(|(u, _)| u == name) {
+            None => out.push(format!("asked: no upstream '{name}'")),
+            Some((_, u)) => {
+                let got = u.asked(&q.name, qtype, *n);
+                if got != *n {
+                    out.push(format!(
+                        "asked {name}: want {n} requests for {} {qtype}, got {got}",
+                        q.name
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Records one row's result: a failure, a known gap that still fails as

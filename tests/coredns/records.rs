@@ -158,6 +158,7 @@ pub fn parse(line: &str) -> Result<Record, String> {
             String::from_utf8_lossy(&unquote(&r[0])).into_owned(),
             String::from_utf8_lossy(&unquote(&r[1])).into_owned(),
         )),
+        RecordType::RRSIG => crate::rrsig::parse(r)?,
         other => return Err(format!("type {other} is not supported in tables")),
     };
     let mut record = Record::from_rdata(owner, ttl, data);
@@ -171,6 +172,9 @@ pub fn show(r: &Record) -> String {
         RData::TXT(t) => t.txt_data.iter().map(|s| quote(s)).collect::<Vec<_>>().join(" "),
         RData::HINFO(h) => format!("{} {}", quote(&h.cpu), quote(&h.os)),
         RData::Unknown { rdata, .. } if r.record_type() == RecordType::DNAME => wire_name(&rdata.anything),
+        RData::Unknown { rdata, .. } if r.record_type() == RecordType::RRSIG => {
+            crate::rrsig::show(&rdata.anything).unwrap_or_else(|| "?".into())
+        }
         RData::SVCB(s) | RData::HTTPS(HTTPS(s)) => svcb(s),
         other => other.to_string(),
     };

@@ -50,6 +50,10 @@ pub struct Query {
     pub dnssec_ok: bool,
     pub rd: bool,
     pub cd: bool,
+    /// `ad`: the AD bit set in the query (RFC 6840 5.7).
+    pub ad: bool,
+    /// `aa`: the AA bit set in the query (meaningless; servers ignore it).
+    pub aa: bool,
 }
 
 /// Expectations; a section is `None` when the row says `ignore SECTION`.
@@ -65,6 +69,16 @@ pub struct Want {
     /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
     pub ede: Option<Option<u16>>,
     pub no_reply: bool,
+    /// `asked UPSTREAM N [TYPE]`: that upstream has seen N requests for the
+    /// query's name and type (or TYPE) once the reply is in.
+    pub asked: Vec<(String, usize, Option<String>)>,
+    /// `ttl-slack N`: a TTL may be up to N below the written one (a reply
+    /// from a cache that aged while the table ran).
+    pub ttl_slack: u32,
+    /// `wait SECONDS` (at most 5): a pause before the query, for a cached
+    /// entry to expire (its TTL is a whole second or two; the pause only
+    /// needs to be longer, never to end in time).
+    pub wait: std::time::Duration,
 }
 
 impl Default for Want {
@@ -78,6 +92,9 @@ impl Default for Want {
             ordered: false,
             ede: None,
             no_reply: false,
+            asked: Vec::new(),
+            ttl_slack: 0,
+            wait: std::time::Duration::ZERO,
         }
     }
 }
@@ -181,7 +198,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
 
 /// A row being read.
 enum Row {
-    Case(Case, bool),
+    Case(Box<Case>, bool),
     Check(Check, bool),
 }
 
@@ -198,16 +215,18 @@ impl Row {
                 dnssec_ok: false,
                 rd: true,
                 cd: false,
+                ad: false,
+                aa: false,
             };
             Row::Case(
-                Case {
+                Box::new(Case {
                     line,
                     name: name.into(),
                     query,
                     want: Want::default(),
                     differs: None,
                     gap: None,
-                },
+                }),
                 false,
             )
         } else {
@@ -256,7 +275,7 @@ impl Row {
             return Ok(());
         }
         match self {
-            Row::Case(c, has_query) => case_line(c, has_query, word, rest),
+            Row::Case(c, has_query) => crate::case::case_line(c, has_query, word, rest),
             Row::Check(c, seen) => {
                 match word {
                     "accept" | "reject" | "accept-corefile" | "reject-corefile" => {
@@ -275,110 +294,6 @@ impl Row {
     }
 }
 
-fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Result<(), String> {
-    let w = &mut c.want;
-    match (word, rest) {
-        ("query", _) => {
-            c.query = query(rest)?;
-            *has_query = true;
-        }
-        ("rcode", _) => w.rcode = rest.to_ascii_uppercase(),
-        ("flags", _) => {
-            for f in rest.split_whitespace() {
-                let (set, name) = f.strip_prefix('-').map_or((true, f), |n| (false, n));
-                if !["qr", "aa", "tc", "rd", "ra", "ad", "cd"].contains(&name) {
-                    return Err(format!("unknown flag '{name}'"));
-                }
-                w.flags.push((name.to_string(), set));
-            }
-        }
-        ("answer" | "ns" | "extra", _) => {
-            // Types the runner does not parse compare as text (README).
-            if let Err(e) = crate::records::parse(rest) {
-                if !e.contains("not supported in tables") {
-                    return Err(format!("{word}: {e}"));
-                }
-            }
-            let section = match word {
-                "answer" => &mut w.answer,
-                "ns" => &mut w.ns,
-                _ => &mut w.extra,
-            };
-            section.get_or_insert_with(Vec::new).push(rest.to_string());
-        }
-        ("ignore", _) => {
-            for s in rest.split_whitespace() {
-                match s {
-                    "answer" => w.answer = None,
-                    "ns" => w.ns = None,
-                    "extra" => w.extra = None,
-                    _ => return Err(format!("ignore takes answer, ns or extra, not '{s}'")),
-                }
-            }
-        }
-        ("ordered", "") => w.ordered = true,
-        ("no", "reply") => w.no_reply = true,
-        ("ede", "none") => w.ede = Some(None),
-        ("ede", code) => w.ede = Some(Some(code.parse().map_err(|_| format!("bad EDE code '{code}'"))?)),
-        _ => return Err(format!("unknown case line '{word} {rest}'")),
-    }
-    Ok(())
-}
-
-/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd]`
-fn query(rest: &str) -> Result<Query, String> {
-    let mut words = rest.split_whitespace();
-    let name = words.next().ok_or("query needs a name")?.to_string();
-    let mut q = Query {
-        name,
-        qtype: "A".into(),
-        class: "IN".into(),
-        tcp: false,
-        from: None,
-        edns: None,
-        dnssec_ok: false,
-        rd: true,
-        cd: false,
-    };
-    let mut typed = false;
-    while let Some(w) = words.next() {
-        match w {
-            "tcp" => q.tcp = true,
-            "udp" => q.tcp = false,
-            "from" => {
-                q.from = Some(
-                    words
-                        .next()
-                        .and_then(|a| a.parse().ok())
-                        .ok_or("from needs an IP address")?,
-                )
-            }
-            "edns" => {
-                q.edns = Some(
-                    words
-                        .next()
-                        .and_then(|s| s.parse().ok())
-                        .ok_or("edns needs a payload size")?,
-                )
-            }
-            "noedns" => q.edns = None,
-            "do" => {
-                q.dnssec_ok = true;
-                q.edns.get_or_insert(4096);
-            }
-            "nord" => q.rd = false,
-            "cd" => q.cd = true,
-            "IN" | "CH" | "CHAOS" | "HS" | "NONE" | "ANY" if typed => q.class = w.to_string(),
-            t if !typed => {
-                q.qtype = t.to_ascii_uppercase();
-                typed = true;
-            }
-            other => return Err(format!("unknown query word '{other}'")),
-        }
-    }
-    Ok(q)
-}
-
 /// Files a finished row into the table.
 fn finish(t: &mut Table, row: Option<Row>) -> Result<(), String> {
     match row {
@@ -391,7 +306,7 @@ fn finish(t: &mut Table, row: Option<Row>) -> Result<(), String> {
                 .servers
                 .last_mut()
                 .ok_or_else(|| format!("case '{}' before any corefile", c.name))?;
-            server.cases.push(c);
+            server.cases.push(*c);
             Ok(())
         }
         Some(Row::Check(c, seen)) => {

@@ -1,10 +1,20 @@
 //! A canned upstream for `forward` rows, answering from a table's
 //! `upstream NAME <<` block over UDP and TCP on one loopback port.
 //!
-//! Lines of the block: a zone-file record (answered for its owner name and
-//! type; a CNAME at the name is answered for every type), `rcode NAME RCODE`
-//! (that rcode, no records), `drop NAME` (no reply). A name with no record
-//! gets NXDOMAIN, a name with records of other types NOERROR and no data.
+//! Lines of the block: a zone-file record (answered for its owner name,
+//! type and class; a CNAME at the name is answered for every type),
+//! `rcode NAME RCODE [TYPE]` (that rcode, no records; an NXDOMAIN carries the
+//! SOA as below), `drop NAME` (no reply), `flags NAME [TYPE] F...`
+//! (header flags `aa tc cd` set, `-ra` cleared, on every reply for NAME;
+//! `ad` set as a validating resolver does, when the request sets AD or DO).
+//! `fail NAME AFTER RCODE|drop`: once NAME was asked AFTER times, that rcode
+//! (no records) or no reply at all, for a cache's refresh to fail.
+//! `answer QNAME RR` puts RR (any owner) in the answer of every reply for
+//! QNAME, in the order written, instead of the records owned by QNAME;
+//! `authority QNAME RR` puts RR in the authority section of that reply.
+//! A name with no record gets NXDOMAIN, a name with records of other types
+//! NOERROR and no data; either carries the SOA of the block that is the
+//! nearest enclosing zone of the name, if any, in its authority section.
 //! Every request is kept, so rows can be checked against what was asked.
 
 use std::io::Write;
@@ -14,14 +24,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hickory_proto::op::{Edns, Message, MessageType, ResponseCode};
-use hickory_proto::rr::{Record, RecordType};
+use hickory_proto::rr::{DNSClass, Record, RecordType};
 
 /// What one upstream answers.
 #[derive(Default)]
 struct Script {
     records: Vec<Record>,
-    rcodes: Vec<(String, ResponseCode)>,
+    /// (name, rcode, only for this type).
+    rcodes: Vec<(String, ResponseCode, Option<RecordType>)>,
     drops: Vec<String>,
+    /// (name, answers before failing, then this rcode or `None`: silence)
+    /// from `fail` lines.
+    fails: Vec<(String, usize, Option<ResponseCode>)>,
+    /// (qname, record) from `answer` lines.
+    answers: Vec<(String, Record)>,
+    /// (qname, record) from `authority` lines.
+    authority: Vec<(String, Record)>,
+    /// (name, only for this type, flag, set?) from `flags` lines.
+    flags: Vec<(String, Option<RecordType>, String, bool)>,
 }
 
 pub struct Upstream {
@@ -61,11 +81,43 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
         match words.as_slice() {
             [] => {}
             [c, ..] if c.starts_with('#') => {}
-            ["rcode", name, code] => {
+            ["rcode", name, code, rest @ ..] if rest.len() < 2 => {
                 let code = rcode(code).ok_or_else(|| format!("{n}: unknown rcode '{code}'"))?;
-                s.rcodes.push((name.to_ascii_lowercase(), code));
+                let only = match rest.first() {
+                    Some(t) => Some(t.parse().map_err(|_| format!("{n}: unknown type '{t}'"))?),
+                    None => None,
+                };
+                s.rcodes.push((name.to_ascii_lowercase(), code, only));
             }
             ["drop", name] => s.drops.push(name.to_ascii_lowercase()),
+            ["fail", name, after, how] => {
+                let after = after.parse().map_err(|_| format!("{n}: bad fail count '{after}'"))?;
+                let code = match *how {
+                    "drop" => None,
+                    code => Some(rcode(code).ok_or_else(|| format!("{n}: unknown rcode '{code}'"))?),
+                };
+                s.fails.push((name.to_ascii_lowercase(), after, code));
+            }
+            [section @ ("answer" | "authority"), name, ..] => {
+                let rr = line.trim_start()[section.len()..].trim_start()[name.len()..].trim();
+                let rr = crate::records::parse(rr).map_err(|e| format!("{n}: {e}"))?;
+                let to = if *section == "answer" {
+                    &mut s.answers
+                } else {
+                    &mut s.authority
+                };
+                to.push((name.to_ascii_lowercase(), rr));
+            }
+            ["flags", name, flags @ ..] => {
+                let only: Option<RecordType> = flags.first().and_then(|t| t.parse().ok());
+                for f in &flags[usize::from(only.is_some())..] {
+                    let (set, flag) = f.strip_prefix('-').map_or((true, *f), |n| (false, n));
+                    if !["aa", "tc", "ad", "cd", "ra"].contains(&flag) {
+                        return Err(format!("{n}: unknown upstream flag '{flag}'"));
+                    }
+                    s.flags.push((name.to_ascii_lowercase(), only, flag.to_string(), set));
+                }
+            }
             _ => s
                 .records
                 .push(crate::records::parse(line).map_err(|e| format!("{n}: {e}"))?),
@@ -115,6 +167,32 @@ impl Upstream {
     }
 }
 
+impl Upstream {
+    /// How many requests for `name` (any case) and `qtype` came so far;
+    /// when fewer than `want`, waits up to 2 s for more (a cache refreshes
+    /// in the background after its reply is out).
+    pub fn asked(&self, name: &str, qtype: &str, want: usize) -> usize {
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            let n = self.count(name, qtype);
+            if n >= want || std::time::Instant::now() >= deadline {
+                return n;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn count(&self, name: &str, qtype: &str) -> usize {
+        let name = name.to_ascii_lowercase();
+        let Ok(seen) = self.seen.lock() else { return 0 };
+        seen.iter()
+            .filter_map(|m| m.queries.first())
+            .filter(|q| q.name().to_ascii().to_ascii_lowercase() == name)
+            .filter(|q| q.query_type().to_string().eq_ignore_ascii_case(qtype))
+            .count()
+    }
+}
+
 /// A UDP socket and TCP listener on one free port of `ip`.
 fn pair(ip: std::net::IpAddr) -> Result<(UdpSocket, TcpListener), String> {
     for _ in 0..50 {
@@ -145,14 +223,21 @@ fn serve_tcp(mut conn: TcpStream, s: &Script, seen: &Mutex<Vec<Message>>) {
 /// The reply to one request, or `None` to stay silent.
 fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> {
     let req = Message::from_vec(req).ok()?;
-    if let Ok(mut seen) = seen.lock() {
-        seen.push(req.clone());
-    }
     let q = req.queries.first()?;
     let qname = q.name().to_ascii().to_ascii_lowercase();
-    if s.drops.contains(&qname) {
+    let before = seen.lock().map_or(0, |mut seen| {
+        let n = seen
+            .iter()
+            .filter(|m| m.queries.first().is_some_and(|o| o.name() == q.name()))
+            .count();
+        seen.push(req.clone());
+        n
+    });
+    let failing = s.fails.iter().find(|(n, after, _)| *n == qname && before >= *after);
+    if s.drops.contains(&qname) || failing.is_some_and(|f| f.2.is_none()) {
         return None;
     }
+    let asked_ad = req.metadata.authentic_data;
     let mut m = Message::new(req.metadata.id, MessageType::Response, req.metadata.op_code);
     m.metadata.recursion_desired = req.metadata.recursion_desired;
     m.metadata.recursion_available = true;
@@ -164,16 +249,47 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         edns.set_dnssec_ok(e.flags().dnssec_ok);
         m.edns = Some(edns);
     }
-    if let Some((_, code)) = s.rcodes.iter().find(|(n, _)| *n == qname) {
+    let qtype = q.query_type();
+    let applies = |n: &String, only: &Option<RecordType>| *n == qname && only.is_none_or(|t| t == qtype);
+    for (_, _, flag, set) in s.flags.iter().filter(|(n, only, ..)| applies(n, only)) {
+        let h = &mut m.metadata;
+        match flag.as_str() {
+            "aa" => h.authoritative = *set,
+            "tc" => h.truncation = *set,
+            "ad" => h.authentic_data = *set && (asked_ad || req.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok)),
+            "cd" => h.checking_disabled = *set,
+            _ => h.recursion_available = *set,
+        }
+    }
+    let class = q.query_class();
+    if let Some(code) = failing.and_then(|f| f.2) {
+        m.metadata.response_code = code;
+        return m.to_vec().ok();
+    }
+    if let Some((_, code, _)) = s.rcodes.iter().find(|(n, _, only)| applies(n, only)) {
         m.metadata.response_code = *code;
+        if *code == ResponseCode::NXDomain {
+            m.authorities.extend(soa_above(&qname, class, s));
+        }
         return m.to_vec().ok();
     }
     let at: Vec<&Record> = s
         .records
         .iter()
-        .filter(|r| r.name.to_ascii().to_ascii_lowercase() == qname)
+        .filter(|r| r.name.to_ascii().to_ascii_lowercase() == qname && r.dns_class == class)
         .collect();
-    let qtype = q.query_type();
+    let canned: Vec<Record> = s
+        .answers
+        .iter()
+        .filter(|(n, _)| *n == qname)
+        .map(|(_, r)| r.clone())
+        .collect();
+    if !canned.is_empty() {
+        m.answers = canned;
+        let canned = s.authority.iter().filter(|(n, _)| *n == qname);
+        m.authorities = canned.map(|(_, r)| r.clone()).collect();
+        return m.to_vec().ok();
+    }
     m.answers = at
         .iter()
         .filter(|r| r.record_type() == qtype || qtype == RecordType::ANY || r.record_type() == RecordType::CNAME)
@@ -182,5 +298,22 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
     if at.is_empty() {
         m.metadata.response_code = ResponseCode::NXDomain;
     }
+    if m.answers.is_empty() {
+        m.authorities.extend(soa_above(&qname, class, s));
+    }
     m.to_vec().ok()
+}
+
+/// The SOA record of the nearest zone (an SOA owner in the block) at or
+/// above `qname`, for the authority section of a negative answer.
+fn soa_above(qname: &str, class: DNSClass, s: &Script) -> Option<Record> {
+    s.records
+        .iter()
+        .filter(|r| r.record_type() == RecordType::SOA && r.dns_class == class)
+        .filter(|r| {
+            let zone = r.name.to_ascii().to_ascii_lowercase();
+            zone == "." || qname == zone || qname.ends_with(&format!(".{zone}"))
+        })
+        .max_by_key(|r| r.name.num_labels())
+        .cloned()
 }

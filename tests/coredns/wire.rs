@@ -29,6 +29,8 @@ fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
     let mut m = Message::new(id, MessageType::Query, OpCode::Query);
     m.metadata.recursion_desired = q.rd;
     m.metadata.checking_disabled = q.cd;
+    m.metadata.authentic_data = q.ad;
+    m.metadata.authoritative = q.aa;
     let mut question = Question::query(name, qtype);
     question.set_query_class(class);
     m.add_query(question);
@@ -166,16 +168,44 @@ fn ede(m: &Message) -> Option<u16> {
     })
 }
 
-fn section(
-    what: &str,
-    want: Option<&Vec<String>>,
-    got: &[hickory_proto::rr::Record],
-    ordered: bool,
-    out: &mut Vec<String>,
-) {
+/// `got` as a wanted record written with `*` fields (any value there, as
+/// an SOA serial a clock sets), if one matches it field by field.
+fn starred(got: String, want: &[String]) -> String {
+    let g: Vec<&str> = got.split(' ').collect();
+    want.iter()
+        .filter(|w| w.split(' ').any(|f| f == "*"))
+        .find(|w| {
+            let f: Vec<&str> = w.split(' ').collect();
+            f.len() == g.len() && f.iter().zip(&g).all(|(w, g)| *w == "*" || w == g)
+        })
+        .cloned()
+        .unwrap_or(got)
+}
+
+/// `got` with its TTL replaced by the wanted one when a wanted record is
+/// the same but for a TTL at most `slack` higher.
+fn aged(got: String, want: &[String], slack: u32) -> String {
+    let split = |r: &str| -> Option<(String, u32, String)> {
+        let mut f = r.splitn(3, ' ');
+        Some((f.next()?.to_string(), f.next()?.parse().ok()?, f.next()?.to_string()))
+    };
+    let Some((name, ttl, rest)) = split(&got) else {
+        return got;
+    };
+    want.iter()
+        .filter_map(|w| split(w))
+        .find(|(n, t, r)| *n == name && *r == rest && ttl <= *t && t - ttl <= slack)
+        .map_or(got, |(n, t, r)| format!("{n} {t} {r}"))
+}
+
+fn section(what: &str, want: Option<&Vec<String>>, got: &[hickory_proto::rr::Record], w: &Want, out: &mut Vec<String>) {
     let Some(want) = want else { return };
+    let ordered = w.ordered;
     let mut want: Vec<String> = want.iter().map(|l| records::canonical(l)).collect();
-    let mut got: Vec<String> = got.iter().map(records::show).collect();
+    let mut got: Vec<String> = got
+        .iter()
+        .map(|r| starred(aged(records::show(r), &want, w.ttl_slack), &want))
+        .collect();
     if !ordered {
         want.sort();
         got.sort();
@@ -217,9 +247,9 @@ pub fn compare(want: &Want, reply: Option<&Message>) -> Vec<String> {
             ));
         }
     }
-    section("answer", want.answer.as_ref(), &m.answers, want.ordered, &mut out);
-    section("ns", want.ns.as_ref(), &m.authorities, want.ordered, &mut out);
-    section("extra", want.extra.as_ref(), &m.additionals, want.ordered, &mut out);
+    section("answer", want.answer.as_ref(), &m.answers, want, &mut out);
+    section("ns", want.ns.as_ref(), &m.authorities, want, &mut out);
+    section("extra", want.extra.as_ref(), &m.additionals, want, &mut out);
     if let Some(code) = want.ede {
         let got = ede(m);
         if got != code {

@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hickory_proto::op::{Message, Query, ResponseCode};
-use hickory_proto::rr::{RData, RecordType};
+use hickory_proto::op::{Message, Query};
 
 use crate::config::cache::{CacheConfig, StaleMode};
 use crate::query::Answer;
@@ -163,6 +162,13 @@ impl Cache {
         (entry.stored.elapsed() < Duration::from_secs(u64::from(entry.ttl))).then_some(entry)
     }
 
+    /// Whether `key` holds an entry past its TTL (one `serve_stale` may
+    /// still serve), without counting anything.
+    pub fn holds_expired(&self, key: &[u8]) -> bool {
+        let entry = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
+        entry.is_some_and(|e| e.stored.elapsed() >= Duration::from_secs(u64::from(e.ttl)))
+    }
+
     pub fn get(&self, key: &[u8]) -> Lookup {
         self.stats.add(Stat::Requests);
         let found = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
@@ -255,7 +261,7 @@ impl Cache {
 
     /// Stores an upstream answer for `query` if it is cacheable.
     pub fn put(&self, key: Key, query: &Query, msg: &Message) {
-        let Some((ttl, denial)) = self.lifetime(query, msg) else {
+        let Some((ttl, denial)) = super::keep::lifetime(&self.cfg, query, msg) else {
             return;
         };
         let bounds = if denial { self.cfg.denial } else { self.cfg.success };
@@ -299,44 +305,11 @@ impl Cache {
         self.counts[kind].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// How long `msg` may be cached, and whether it is a denial; `None`
-    /// when it must not be.
-    fn lifetime(&self, query: &Query, msg: &Message) -> Option<(u32, bool)> {
-        if msg.metadata.truncation {
-            return None;
-        }
-        let name = query.name();
-        match msg.metadata.response_code {
-            ResponseCode::NoError if !msg.answers.is_empty() => {
-                if !self.cfg.caches(name, false) {
-                    return None;
-                }
-                let ttl = msg
-                    .answers
-                    .iter()
-                    .chain(&msg.authorities)
-                    .map(|r| r.ttl)
-                    .min()
-                    .unwrap_or(0);
-                let b = self.cfg.success;
-                Some((ttl.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl), false))
-            }
-            ResponseCode::NoError | ResponseCode::NXDomain => {
-                if !self.cfg.caches(name, true) {
-                    return None;
-                }
-                let ttl = msg.authorities.iter().find_map(|r| match &r.data {
-                    RData::SOA(soa) if r.record_type() == RecordType::SOA => Some(r.ttl.min(soa.minimum)),
-                    _ => None,
-                })?;
-                let b = self.cfg.denial;
-                Some((ttl.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl), true))
-            }
-            ResponseCode::ServFail if !self.cfg.servfail.is_zero() && self.cfg.caches(name, true) => {
-                Some((u32::try_from(self.cfg.servfail.as_secs()).unwrap_or(300).max(1), true))
-            }
-            _ => None,
-        }
+    /// A cache hit: [`Cache::fill`], with AA set as CoreDNS sets it on
+    /// every cached reply (some stub resolvers drop non-authoritative ones).
+    pub fn fill_hit(&self, entry: &Entry, out: &mut Answer) {
+        self.fill(entry, out);
+        out.authoritative = true;
     }
 
     /// Fills `out` from `entry`: every TTL becomes the time left (the

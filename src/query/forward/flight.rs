@@ -92,10 +92,15 @@ impl Forwarding {
         answer.tags.plugin = Plugin::Forward;
         match (result, kept.zip(self.cache.as_ref())) {
             (Ok(_), Some((entry, cache))) => cache.fill(entry, answer),
-            (Ok(msg), None) => answer.relay(msg),
+            (Ok(msg), None) => {
+                answer.relay(msg);
+                if let Some(cache) = &self.cache {
+                    uniform_ttls(&cache.cfg.success, answer);
+                }
+            }
             (Err(_), Some((entry, cache))) => {
                 answer.tags.plugin = Plugin::Cache;
-                cache.fill(entry, answer);
+                cache.fill_hit(entry, answer);
             }
             (Err(rcode), None) => answer.error(*rcode),
         }
@@ -119,5 +124,27 @@ impl Forwarding {
             let a = self.ask(&a, dnssec_ok, cd, tcp).await;
             d.synthesize(answer, &a);
         }
+    }
+}
+
+/// An answer the cache did not keep still leaves it as CoreDNS's cache
+/// writes every reply: each TTL the lowest of the reply's, within the
+/// `success` bounds (so a client never sees 1799 then 8).
+fn uniform_ttls(b: &crate::config::cache::Bounds, answer: &mut Answer) {
+    if answer.rcode != ResponseCode::NoError || answer.answers.is_empty() {
+        return;
+    }
+    let records = || answer.answers.iter().chain(&answer.authority).chain(&answer.additional);
+    let Some(low) = records().map(|r| r.ttl).min() else {
+        return;
+    };
+    let ttl = low.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl);
+    for r in answer
+        .answers
+        .iter_mut()
+        .chain(answer.authority.iter_mut())
+        .chain(answer.additional.iter_mut())
+    {
+        r.ttl = ttl;
     }
 }

@@ -20,12 +20,15 @@
 
 mod attempts;
 pub mod cache;
+mod chain;
 mod doh;
 mod dot;
 pub mod encrypted;
 pub mod exchange;
 mod flight;
+mod keep;
 mod render;
+mod rrsig;
 pub mod upstream;
 
 pub use render::render;
@@ -166,7 +169,7 @@ impl Forwarding {
         let key = Cache::key(query, dnssec_ok, cd);
         match cache.get(&key) {
             Lookup::Fresh { entry, prefetch } => {
-                cache.fill(&entry, out);
+                cache.fill_hit(&entry, out);
                 if prefetch {
                     self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
                 }
@@ -174,7 +177,7 @@ impl Forwarding {
             }
             Lookup::Stale(entry, StaleMode::Immediate) => {
                 cache.stats.add(cache::Stat::ServedStale);
-                cache.fill(&entry, out);
+                cache.fill_hit(&entry, out);
                 if cache.claim_refresh(&entry) {
                     self.refresh(query.clone(), dnssec_ok, cd, Some(entry));
                 }
@@ -183,7 +186,7 @@ impl Forwarding {
             // verify: ask first, unless a failed refresh is being rechecked
             Lookup::Stale(entry, StaleMode::Verify) if cache.holds_stale(&entry) => {
                 cache.stats.add(cache::Stat::ServedStale);
-                cache.fill(&entry, out);
+                cache.fill_hit(&entry, out);
                 true
             }
             Lookup::Stale(_, StaleMode::Verify) | Lookup::Miss => false,
@@ -292,6 +295,13 @@ impl Forwarding {
             return Err(ResponseCode::Refused);
         }
         if let (Ok(m), Some(cache)) = (&last, &self.cache) {
+            // An error (SERVFAIL, REFUSED...) or a truncated answer is a
+            // failed refresh of an entry `serve_stale` holds: it neither
+            // replaces the entry nor reaches the client, as in CoreDNS.
+            let usable = matches!(m.metadata.response_code, ResponseCode::NoError | ResponseCode::NXDomain);
+            if (!usable || m.metadata.truncation) && cache.holds_expired(&key) {
+                return Err(m.metadata.response_code);
+            }
             cache.put(key, query, m);
         }
         last

@@ -1,0 +1,132 @@
+//! The lines of a `case` row (README.md in this folder): the query, then
+//! what the reply must be (rcode, flags, sections, EDE, silence) and what
+//! the canned upstreams must have seen (`asked`), with the pauses and TTL
+//! slack a cache's rows need.
+
+use crate::table::{Case, Query};
+
+pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Result<(), String> {
+    let w = &mut c.want;
+    match (word, rest) {
+        ("query", _) => {
+            c.query = query(rest)?;
+            *has_query = true;
+        }
+        ("rcode", _) => w.rcode = rest.to_ascii_uppercase(),
+        ("flags", _) => {
+            for f in rest.split_whitespace() {
+                let (set, name) = f.strip_prefix('-').map_or((true, f), |n| (false, n));
+                if !["qr", "aa", "tc", "rd", "ra", "ad", "cd"].contains(&name) {
+                    return Err(format!("unknown flag '{name}'"));
+                }
+                w.flags.push((name.to_string(), set));
+            }
+        }
+        ("answer" | "ns" | "extra", _) => {
+            // Types the runner does not parse compare as text (README), as
+            // do records with `*` fields (any value there).
+            if let Err(e) = crate::records::parse(rest) {
+                if !e.contains("not supported in tables") && !rest.split_whitespace().any(|f| f == "*") {
+                    return Err(format!("{word}: {e}"));
+                }
+            }
+            let section = match word {
+                "answer" => &mut w.answer,
+                "ns" => &mut w.ns,
+                _ => &mut w.extra,
+            };
+            section.get_or_insert_with(Vec::new).push(rest.to_string());
+        }
+        ("ignore", _) => {
+            for s in rest.split_whitespace() {
+                match s {
+                    "answer" => w.answer = None,
+                    "ns" => w.ns = None,
+                    "extra" => w.extra = None,
+                    _ => return Err(format!("ignore takes answer, ns or extra, not '{s}'")),
+                }
+            }
+        }
+        ("ordered", "") => w.ordered = true,
+        ("asked", _) => {
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let [up, n, only @ ..] = words.as_slice() else {
+                return Err("asked needs UPSTREAM COUNT [TYPE]".into());
+            };
+            let n = n.parse().map_err(|_| format!("bad asked count '{n}'"))?;
+            w.asked
+                .push((up.to_string(), n, only.first().map(|t| t.to_ascii_uppercase())));
+        }
+        ("wait", n) => {
+            let secs: f64 = n.parse().map_err(|_| format!("bad wait '{n}'"))?;
+            if !(0.0..=5.0).contains(&secs) {
+                return Err(format!("wait {n}: at most 5 seconds"));
+            }
+            w.wait = std::time::Duration::from_secs_f64(secs);
+        }
+        ("ttl-slack", n) => w.ttl_slack = n.parse().map_err(|_| format!("bad ttl-slack '{n}'"))?,
+        ("no", "reply") => w.no_reply = true,
+        ("ede", "none") => w.ede = Some(None),
+        ("ede", code) => w.ede = Some(Some(code.parse().map_err(|_| format!("bad EDE code '{code}'"))?)),
+        _ => return Err(format!("unknown case line '{word} {rest}'")),
+    }
+    Ok(())
+}
+
+/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd] [ad] [aa]`
+fn query(rest: &str) -> Result<Query, String> {
+    let mut words = rest.split_whitespace();
+    let name = words.next().ok_or("query needs a name")?.to_string();
+    let mut q = Query {
+        name,
+        qtype: "A".into(),
+        class: "IN".into(),
+        tcp: false,
+        from: None,
+        edns: None,
+        dnssec_ok: false,
+        rd: true,
+        cd: false,
+        ad: false,
+        aa: false,
+    };
+    let mut typed = false;
+    while let Some(w) = words.next() {
+        match w {
+            "tcp" => q.tcp = true,
+            "udp" => q.tcp = false,
+            "from" => {
+                q.from = Some(
+                    words
+                        .next()
+                        .and_then(|a| a.parse().ok())
+                        .ok_or("from needs an IP address")?,
+                )
+            }
+            "edns" => {
+                q.edns = Some(
+                    words
+                        .next()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or("edns needs a payload size")?,
+                )
+            }
+            "noedns" => q.edns = None,
+            "do" => {
+                q.dnssec_ok = true;
+                q.edns.get_or_insert(4096);
+            }
+            "nord" => q.rd = false,
+            "cd" => q.cd = true,
+            "ad" => q.ad = true,
+            "aa" => q.aa = true,
+            "IN" | "CH" | "CHAOS" | "HS" | "NONE" | "ANY" if typed => q.class = w.to_string(),
+            t if !typed => {
+                q.qtype = t.to_ascii_uppercase();
+                typed = true;
+            }
+            other => return Err(format!("unknown query word '{other}'")),
+        }
+    }
+    Ok(q)
+}
