@@ -189,6 +189,7 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
         return Ok(None);
     }
     let (ports, endpoints) = ports_and_endpoints(cfg, slice)?;
+    let zones = if cfg.client.zonal { zones(slice) } else { Vec::new() };
     let service = service.to_ascii_lowercase();
     let trigger = slice.metadata.trigger_time.as_ref();
     let trigger = trigger.and_then(|t| t.0.as_deref()).and_then(parse_time);
@@ -198,8 +199,26 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
         service,
         ports,
         endpoints,
+        zones,
         trigger,
     }))
+}
+
+/// Each ready endpoint address's topology zone, lower-cased (`""`: none),
+/// in the order [`ports_and_endpoints`] keeps them; empty when no endpoint
+/// has one. Kept only under `zonal`, as CoreDNS keeps them.
+fn zones(slice: &EndpointSlice) -> Vec<String> {
+    let ready = slice.endpoints.iter().flatten();
+    let ready = ready.filter(|ep| ep.conditions.as_ref().and_then(|c| c.ready) != Some(false));
+    if ready.clone().all(|ep| ep.zone.as_deref().is_none_or(str::is_empty)) {
+        return Vec::new();
+    }
+    ready
+        .flat_map(|ep| {
+            let zone = ep.zone.as_deref().unwrap_or_default().to_ascii_lowercase();
+            std::iter::repeat_n(zone, ep.addresses.len())
+        })
+        .collect()
 }
 
 /// A slice's ports and ready endpoints `(address, hostname)`.
