@@ -13,7 +13,7 @@
 //! its first sync however long it takes (never a NXDOMAIN from an empty
 //! cache; `/ready` tells when), so there is no start-up wait to bound; it
 //! makes one list and one watch per kind, so there is no request rate to
-//! limit; and it does not serve zonal topology names yet.
+//! limit. `zonal` is served by `query::plugins::cluster::zonal`.
 
 use std::time::Duration;
 
@@ -106,7 +106,7 @@ pub fn effective(o: &ClientOptions, duration: impl Fn(Duration) -> String) -> Ve
     lines.extend(o.burst.map(|n| format!("apiserver_burst {n}  {client}")));
     lines.extend(o.max_inflight.map(|n| format!("apiserver_max_inflight {n}  {client}")));
     if o.zonal {
-        lines.push("zonal  # no effect: zonal topology names are not served yet (NXDOMAIN)".into());
+        lines.push("zonal".into());
     }
     lines
 }

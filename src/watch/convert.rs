@@ -352,6 +352,28 @@ mod tests {
         super::service(&cfg, &svc)
     }
 
+    /// An endpoint's `zone` is kept, lower-cased, under `zonal` only.
+    #[test]
+    fn endpoint_zones_are_kept_under_zonal_only() {
+        let slice = r#"{"metadata": {"name": "db-1", "namespace": "shop",
+            "labels": {"kubernetes.io/service-name": "db"}}, "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"], "zone": "US-West-2a"},
+                          {"addresses": ["10.0.0.2"], "conditions": {"ready": false}, "zone": "b"},
+                          {"addresses": ["10.0.0.3", "10.0.0.4"]}]}"#;
+        let slice: super::super::lean::EndpointSlice = serde_json::from_str(slice).expect("json");
+        for (zonal, want) in [(true, vec!["us-west-2a", "", ""]), (false, vec![])] {
+            let option = if zonal { "zonal" } else { "" };
+            let text = format!(".:53 {{\n kubernetes cluster.local {{\n snapshot x.yaml\n {option}\n }}\n}}\n");
+            let config = crate::config::load_str(Path::new("/tmp/Corefile"), &text, 53).expect("config");
+            let cfg = config.servers[0].kubernetes.clone().expect("kubernetes");
+            let Ok(Some(Record::Slice { endpoints, zones, .. })) = super::endpoint_slice(&cfg, &slice) else {
+                panic!("a slice")
+            };
+            assert_eq!(endpoints.len(), 3, "the ready addresses");
+            assert_eq!(zones, want, "zonal {zonal}");
+        }
+    }
+
     const LB: &str =
         "metadata: {name: lb, namespace: shop}\nspec:\n  clusterIP: 10.96.0.9\n  externalIPs: [198.51.100.1]\n";
 

@@ -319,7 +319,7 @@ fn errors_log_formats_and_client_options_are_printed() {
         "    log . \"{remote} {/log/class} {/log/type} {remote}:{port} - {>id}",
         "        startup_timeout 10s  # no effect",
         "        apiserver_qps 50  # no effect",
-        "        zonal  # no effect",
+        "        zonal",
     ] {
         assert!(printed.contains(want), "missing:\n{want}\nin:\n{printed}");
     }

@@ -14,6 +14,8 @@
 //! <host>.<svc>.<ns>.svc.<zone>                  Endpoint        A/AAAA of one endpoint
 //! _<port>._<proto>.<svc>.<ns>.svc.<zone>        Port            SRV of a named port
 //! <host>.<cluster>.<svc>.<ns>.svc.<zone>        ClusterEndpoint multicluster zones only (else NXDOMAIN)
+//! <tz>.pin|prefer._zone.<svc>.<ns>.svc.<zone>   Zonal           `zonal` only: endpoints in topology zone <tz>
+//!                                                               (<tz>: every label left, joined; see [`super::zonal`])
 //! <ns>.pod.<zone>                               PodNamespace
 //! <dashed-ip>.<ns>.pod.<zone>                   Pod             A/AAAA
 //! anything else                                 Unknown         NXDOMAIN
@@ -59,6 +61,16 @@ pub enum Qname<'a> {
         cluster: &'a str,
         host: &'a str,
     },
+    /// `<topology-zone>.pin|prefer._zone.<svc>.<ns>.svc` (the option
+    /// `zonal`, not in multicluster zones; NXDOMAIN otherwise).
+    Zonal {
+        ns: &'a str,
+        svc: &'a str,
+        /// The topology zone, its labels joined with dots.
+        zone: &'a str,
+        /// `prefer` (every endpoint when none is in the zone), else `pin`.
+        prefer: bool,
+    },
     PodNamespace {
         ns: &'a str,
     },
@@ -74,7 +86,7 @@ pub enum Qname<'a> {
 pub fn parse<'a>(name: &Name, zone_labels: u8, buf: &'a mut [u8; 255]) -> Qname<'a> {
     let rel = name.num_labels().saturating_sub(zone_labels) as usize;
     if rel > 5 {
-        return Qname::Unknown;
+        return super::zonal::parse(name, rel, buf);
     }
     let mut ends = [0usize; 5];
     let mut len = 0;
@@ -174,6 +186,17 @@ mod tests {
             r#"ClusterEndpoint { ns: "default", svc: "com", cluster: "example", host: "www" }"#
         );
         assert_eq!(p("a.b.c.d.e.f.cluster.local."), "Unknown");
+        assert_eq!(
+            p("US-West-2a.pin._zone.db.prod.svc.cluster.local."),
+            r#"Zonal { ns: "prod", svc: "db", zone: "us-west-2a", prefer: false }"#
+        );
+        assert_eq!(
+            p("corp.example.com.prefer._zone.db.prod.svc.cluster.local."),
+            r#"Zonal { ns: "prod", svc: "db", zone: "corp.example.com", prefer: true }"#
+        );
+        assert_eq!(p("a.florp._zone.db.prod.svc.cluster.local."), "Unknown");
+        assert_eq!(p("a.pin.zone.db.prod.svc.cluster.local."), "Unknown");
+        assert_eq!(p("a.pin._zone.db.prod.pod.cluster.local."), "Unknown");
         assert_eq!(p("web.shop.cluster.local."), "Unknown");
     }
 }
