@@ -85,8 +85,9 @@ fn not_ready_until_listed_and_servfail_meanwhile() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let api = cluster(&rt);
     api.set_fault(Fault::Status(503));
-    let server = Server::spawn(&temp_dir("watch-ready"), &corefile(&api));
-    std::thread::sleep(Duration::from_millis(1500));
+    // The listeners open when startup_timeout has passed without a sync.
+    let server = Server::spawn(&temp_dir("watch-ready"), &corefile_with(&api, "startup_timeout 1s"));
+    assert!(server.log_contains("not synced after startup_timeout 1s"));
     assert!(common::http_get(server.ready, "/ready").starts_with("HTTP/1.1 503"));
     assert_eq!(
         a(&server, "kubernetes.default.svc.cluster.local."),
@@ -215,7 +216,8 @@ fn error_statuses_and_slow_lists_keep_the_last_state_and_recover() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let api = cluster(&rt);
     api.set_fault(Fault::SlowList(1500));
-    let server = Server::spawn(&temp_dir("watch-faults"), &corefile(&api));
+    let conf = corefile_with(&api, "startup_timeout 0s");
+    let server = Server::spawn(&temp_dir("watch-faults"), &conf);
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         a(&server, "kubernetes.default.svc.cluster.local."),
@@ -241,4 +243,23 @@ fn error_statuses_and_slow_lists_keep_the_last_state_and_recover() {
     eventually(&server, "after.default.svc.cluster.local.", &["10.96.0.88"]);
     let errors = server.metric("clusterdns_kubernetes_watch_errors_total{kind=\"Service\"}");
     assert!(errors >= 1.0, "the failed requests are counted ({errors})");
+}
+
+/// `startup_timeout`: the DNS listeners open once the first list is in
+/// (here well before the timeout), so no client ever sees the SERVFAIL of
+/// an unsynced cache, and `/ready` is up as soon as they are.
+#[test]
+fn startup_timeout_holds_the_listeners_until_the_first_sync() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    api.set_fault(Fault::SlowList(1500));
+    let conf = corefile_with(&api, "startup_timeout 60s");
+    let server = Server::spawn(&temp_dir("watch-startup"), &conf);
+    assert_eq!(
+        a(&server, "kubernetes.default.svc.cluster.local."),
+        ["10.96.0.1"],
+        "the first answer is from the synced state"
+    );
+    assert!(common::http_get(server.ready, "/ready").starts_with("HTTP/1.1 200"));
+    assert!(!server.log_contains("not synced after startup_timeout"));
 }

@@ -95,12 +95,10 @@ pub fn option(a: &Args<'_>, o: &mut ClientOptions, errors: &mut Vec<ConfigError>
 /// The option lines `check` prints, each with what it does here.
 pub fn effective(o: &ClientOptions, duration: impl Fn(Duration) -> String) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(d) = o.startup_timeout {
-        lines.push(format!(
-            "startup_timeout {}  # no effect: cluster names are SERVFAIL until the first sync, /ready tells when",
-            duration(d)
-        ));
-    }
+    let startup = o
+        .startup_timeout
+        .unwrap_or(crate::watch::startup::DEFAULT_STARTUP_TIMEOUT);
+    lines.push(format!("startup_timeout {}", duration(startup)));
     let client = "# no effect: one list and one watch per kind, no client-side rate limit";
     lines.extend(o.qps.map(|q| format!("apiserver_qps {q}  {client}")));
     lines.extend(o.burst.map(|n| format!("apiserver_burst {n}  {client}")));
