@@ -263,3 +263,44 @@ fn startup_timeout_holds_the_listeners_until_the_first_sync() {
     assert!(common::http_get(server.ready, "/ready").starts_with("HTTP/1.1 200"));
     assert!(!server.log_contains("not synced after startup_timeout"));
 }
+
+/// `apiserver_qps`/`apiserver_burst` under a relist storm: 3,000
+/// Services (a list of 7 pages) and the API server restarting every
+/// 1.2 s (streams cut, history gone: every kind relists at once, page by
+/// page). The requests the fake receives in the storm stay within the
+/// token bucket (burst + qps × elapsed, plus one request per kind admitted
+/// before the window); without the options they are about twice that.
+/// The waits are counted and changes still arrive. An upper bound only: a
+/// slow machine sends fewer.
+#[test]
+fn api_requests_stay_within_qps_and_burst_under_a_relist_storm() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    for i in 0..3000 {
+        api.put(
+            "services",
+            service("db", &format!("s{i}"), &format!("10.97.{}.{}", i / 250, i % 250)),
+        );
+    }
+    let (qps, burst, kinds) = (5.0, 2.0, 4.0);
+    let conf = corefile_with(&api, "apiserver_qps 5\n        apiserver_burst 2");
+    let server = Server::spawn(&temp_dir("watch-qps"), &conf);
+    server.wait_ready(Duration::from_secs(60));
+    let before = api.requests();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(4) {
+        api.restart();
+        std::thread::sleep(Duration::from_millis(1200));
+    }
+    let sent = (api.requests() - before) as f64;
+    let bound = burst + qps * started.elapsed().as_secs_f64() + kinds;
+    eprintln!("storm: {sent} requests, bound {bound}");
+    assert!(sent <= bound, "{sent} requests in the storm, at most {bound} allowed");
+    assert!(sent >= 2.0, "the storm made the followers relist ({sent})");
+    let throttled = server.metric("clusterdns_kubernetes_api_throttled_total");
+    assert!(throttled >= 1.0, "requests waited for a token ({throttled})");
+    let total = server.metric("clusterdns_kubernetes_api_requests_total");
+    assert!(total >= sent, "every request is counted ({total} >= {sent})");
+    api.put("services", service("default", "after", "10.96.0.88"));
+    eventually(&server, "after.default.svc.cluster.local.", &["10.96.0.88"]);
+}

@@ -18,6 +18,7 @@ pub mod persist;
 pub mod report;
 pub mod snapshot;
 pub mod startup;
+pub mod throttle;
 pub mod wire;
 
 use std::sync::Arc;
