@@ -13,11 +13,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::config::kube_client::DEFAULT_STARTUP_TIMEOUT;
 use crate::config::KubernetesConfig;
 use crate::store::Store;
-
-/// CoreDNS's `startup_timeout` when none is written.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How often the stores are looked at while waiting.
 const POLL: Duration = Duration::from_millis(10);

@@ -24,12 +24,8 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
-use crate::config::kube_client::ClientOptions;
+use crate::config::kube_client::{rate, ClientOptions};
 use crate::metrics::Metrics;
-
-/// client-go's defaults when only one of the two is written.
-const DEFAULT_QPS: f64 = 5.0;
-const DEFAULT_BURST: u32 = 10;
 
 /// The limits of one `kubernetes` block's API client.
 #[derive(Default)]
@@ -68,9 +64,10 @@ impl Throttle {
         let qps = o.qps.map(f64::from).filter(|q| *q > 0.0);
         let burst = o.burst.filter(|b| *b > 0);
         let bucket = (qps.is_some() || burst.is_some()).then(|| {
-            let burst = f64::from(burst.unwrap_or(DEFAULT_BURST));
+            let (qps, burst) = rate(o);
+            let burst = f64::from(burst);
             Mutex::new(Bucket {
-                qps: qps.unwrap_or(DEFAULT_QPS),
+                qps: f64::from(qps),
                 burst,
                 tokens: burst,
                 at: Instant::now(),

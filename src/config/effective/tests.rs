@@ -319,7 +319,7 @@ fn errors_log_formats_and_client_options_are_printed() {
         "    errors {\n        stacktrace\n        consolidate 5m \".* i/o timeout$\" warning\n        consolidate 30s ^Failed error show_first\n    }",
         "    log . \"{remote} {/log/class} {/log/type} {remote}:{port} - {>id}",
         "        startup_timeout 10s\n",
-        "        apiserver_qps 50  # no effect",
+        "        apiserver_qps 50\n        apiserver_burst 10\n",
         "        zonal",
     ] {
         assert!(printed.contains(want), "missing:\n{want}\nin:\n{printed}");
