@@ -304,3 +304,36 @@ fn api_requests_stay_within_qps_and_burst_under_a_relist_storm() {
     api.put("services", service("default", "after", "10.96.0.88"));
     eventually(&server, "after.default.svc.cluster.local.", &["10.96.0.88"]);
 }
+
+/// `zonal` over the API path: each endpoint's `zone` survives the watch
+/// decoding, and a change of zones alone reaches the answers (CoreDNS
+/// zonal_test.go TestEndpointsEquivalentZoneChange: a zone-only change is
+/// not an equivalent slice).
+#[test]
+fn zonal_names_follow_zone_changes_from_the_api() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    let slice = |zone_of_second: &str| {
+        json!({"metadata": {"name": "pg-abc", "namespace": "db", "labels": {"kubernetes.io/service-name": "pg"}},
+               "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+               "endpoints": [{"addresses": ["10.1.0.1"], "zone": "zone-a"},
+                             {"addresses": ["10.1.0.2"], "zone": zone_of_second}]})
+    };
+    api.put("endpointslices", slice("zone-b"));
+    let server = Server::spawn(&temp_dir("watch-zonal"), &corefile_with(&api, "zonal"));
+    server.wait_ready(Duration::from_secs(30));
+    eventually(&server, "zone-a.pin._zone.pg.db.svc.cluster.local.", &["10.1.0.1"]);
+    assert_eq!(a(&server, "zone-b.pin._zone.pg.db.svc.cluster.local."), ["10.1.0.2"]);
+    api.put("endpointslices", slice("zone-a"));
+    eventually(
+        &server,
+        "zone-a.pin._zone.pg.db.svc.cluster.local.",
+        &["10.1.0.1", "10.1.0.2"],
+    );
+    assert_eq!(
+        a(&server, "zone-b.pin._zone.pg.db.svc.cluster.local."),
+        Vec::<String>::new()
+    );
+    let all = ["10.1.0.1", "10.1.0.2"];
+    assert_eq!(a(&server, "zone-b.prefer._zone.pg.db.svc.cluster.local."), all);
+}
