@@ -102,11 +102,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         None => None,
     };
     let built = rt.build(&config);
-    watch::startup::await_sync(&built.live.stores, startup_wait(&config)).await;
     if let Some(n) = &nodelocal {
         // Beside a running instance, join its listeners only when ready.
         handover::await_ready(n, &built.live.stores).await;
     }
+    watch::startup::await_sync(&built.live.stores, startup_wait(&config)).await;
     let state = Arc::new(State {
         live: arc_swap::ArcSwap::from_pointee(Live::default()),
         metrics: rt.metrics.clone(),
