@@ -8,7 +8,7 @@
 //!   are stored once per EndpointSlice ([`Slice`]); topology zones
 //!   (`zonal` only) as `store::zones` prices them.
 //! - [`Service`]: about 80 bytes behind an `Arc` (kind, shared ports, an
-//!   exactly sized list of 72-byte [`Slice`]s); a ClusterIP service adds
+//!   exactly sized list of 80-byte [`Slice`]s); a ClusterIP service adds
 //!   17 bytes per cluster IP. Port lists are interned like names.
 //! - A reverse (PTR) entry: 16 bytes per IPv4 address, 24 per IPv6
 //!   (`store::addrs`): it names the service only, and an endpoint's

@@ -65,6 +65,15 @@ impl Zones {
 mod tests {
     use super::*;
 
+    /// The price in the module doc: a slice without zones pays one
+    /// pointer for them (a [`super::super::records::Slice`] is 80 bytes).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_slice_pays_one_pointer_for_zones() {
+        assert_eq!(std::mem::size_of::<Option<Box<Zones>>>(), 8);
+        assert_eq!(std::mem::size_of::<super::super::records::Slice>(), 80);
+    }
+
     #[test]
     fn zones_pack_and_read_back() {
         assert_eq!(Zones::new(vec![None, None]), None);
