@@ -306,21 +306,25 @@ impl Handler {
         let answer = &mut scratch.answer;
         let admitted = (at.admitted)
             .unwrap_or_else(|| router.admits(req.query.name(), u16::from(req.query.query_type()), at.peer.ip()));
-        if let Some((truncated, edns)) =
-            router.write_direct(&req, admitted.allowed, at.transport, answer, &mut scratch.out)
-        {
-            admitted.credit();
-            return Err(Full::Reply(reply::Summary::of(
-                answer,
-                truncated,
-                Some(&req.query),
-                edns,
-            )));
-        }
-        answer.clear();
         let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
-        let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-        let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
+        let asker = Asker {
+            client,
+            dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
+            cd,
+        };
+        let routed = match router.enter(req.query.name(), answer) {
+            None => Routed::Done, // REFUSED written: no block takes it
+            Some(block) => {
+                let (allowed, out) = (admitted.allowed, &mut scratch.out);
+                if let Some((truncated, edns)) = router.write_direct(block, &req, allowed, at.transport, answer, out) {
+                    admitted.credit();
+                    let summary = reply::Summary::of(answer, truncated, Some(&req.query), edns);
+                    return Err(Full::Reply(summary));
+                }
+                answer.restart();
+                router.answer_in(block, &req.query, asker, answer)
+            }
+        };
         let edns = request::edns::capped(req.edns, answer.bufsize);
         if answer.autopath {
             self.metrics
