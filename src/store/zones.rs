@@ -74,6 +74,34 @@ mod tests {
         assert_eq!(std::mem::size_of::<super::super::records::Slice>(), 80);
     }
 
+    /// What a slice's zones become in the store comes back out in its
+    /// export (the `persist` file is written from it), interned once.
+    #[test]
+    fn zones_survive_the_store_and_its_export() {
+        use crate::store::{Record, Writer};
+        let mut w = Writer::new(&[]);
+        let ip = |s: &str| s.parse().expect("ip");
+        let zones = vec!["zone-a".to_string(), String::new()];
+        w.apply(Record::Slice {
+            namespace: "db".into(),
+            name: "pg-1".into(),
+            service: "pg".into(),
+            ports: vec![],
+            endpoints: vec![(ip("10.0.0.1"), None), (ip("10.0.0.2"), None)],
+            zones: zones.clone(),
+            trigger: None,
+        });
+        let exported: Vec<Vec<String>> = w
+            .export()
+            .records()
+            .filter_map(|r| match r {
+                Record::Slice { zones, .. } => Some(zones),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(exported, [zones]);
+    }
+
     #[test]
     fn zones_pack_and_read_back() {
         assert_eq!(Zones::new(vec![None, None]), None);
