@@ -106,6 +106,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         // Beside a running instance, join its listeners only when ready.
         handover::await_ready(n, &built.live.stores).await;
     }
+    watch::startup::await_sync(&built.live.stores, startup_wait(&config)).await;
     let state = Arc::new(State {
         live: arc_swap::ArcSwap::from_pointee(Live::default()),
         metrics: rt.metrics.clone(),
@@ -174,6 +175,13 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     Ok(())
 }
 
+/// How long listeners wait for the cluster state: the longest
+/// `startup_timeout` of the configuration's `kubernetes` blocks.
+fn startup_wait(config: &Config) -> Duration {
+    let blocks = config.servers.iter().filter_map(|s| s.kubernetes.as_ref());
+    blocks.map(watch::startup::timeout).max().unwrap_or_default()
+}
+
 /// Binds `/health`, `/ready` and `/metrics` (`shared`: with
 /// `SO_REUSEPORT`, for node-local surge upgrades) and logs each.
 async fn bind_admin(
@@ -239,6 +247,7 @@ async fn reload_loop(
                     tracing::warn!(target: "reload", "nodelocal changes only on restart");
                 }
                 let built = rt.build(&new);
+                watch::startup::await_sync(&built.live.stores, startup_wait(&new)).await;
                 match rt.switch(built, state) {
                     Ok(()) => tracing::info!(target: "reload", "reloaded {}", new.path.display()),
                     Err(e) => {

@@ -107,6 +107,7 @@ fn big_headless() -> Vec<crate::store::Record> {
     };
     let slice = |name: &str, range: std::ops::Range<u16>| Record::Slice {
         trigger: None,
+        zones: vec![],
         namespace: "big".into(),
         name: name.into(),
         service: "many".into(),

@@ -147,7 +147,7 @@ fn write_files(dir: &Path, cases: &[Case]) {
         ),
         (
             "Corefile.unsynced",
-            ".:53 {\n    bind 127.0.0.3\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n        endpoint http://127.0.0.1:9\n    }\n    forward . 127.0.0.2\n}\n".to_string(),
+            ".:53 {\n    bind 127.0.0.3\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n        endpoint http://127.0.0.1:9\n        startup_timeout 0s\n    }\n    forward . 127.0.0.2\n}\n".to_string(),
         ),
         (
             "Corefile.upstream",

@@ -85,8 +85,9 @@ fn not_ready_until_listed_and_servfail_meanwhile() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let api = cluster(&rt);
     api.set_fault(Fault::Status(503));
-    let server = Server::spawn(&temp_dir("watch-ready"), &corefile(&api));
-    std::thread::sleep(Duration::from_millis(1500));
+    // The listeners open when startup_timeout has passed without a sync.
+    let server = Server::spawn(&temp_dir("watch-ready"), &corefile_with(&api, "startup_timeout 1s"));
+    assert!(server.log_contains("not synced after startup_timeout 1s"));
     assert!(common::http_get(server.ready, "/ready").starts_with("HTTP/1.1 503"));
     assert_eq!(
         a(&server, "kubernetes.default.svc.cluster.local."),
@@ -215,7 +216,8 @@ fn error_statuses_and_slow_lists_keep_the_last_state_and_recover() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let api = cluster(&rt);
     api.set_fault(Fault::SlowList(1500));
-    let server = Server::spawn(&temp_dir("watch-faults"), &corefile(&api));
+    let conf = corefile_with(&api, "startup_timeout 0s");
+    let server = Server::spawn(&temp_dir("watch-faults"), &conf);
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         a(&server, "kubernetes.default.svc.cluster.local."),
@@ -241,4 +243,97 @@ fn error_statuses_and_slow_lists_keep_the_last_state_and_recover() {
     eventually(&server, "after.default.svc.cluster.local.", &["10.96.0.88"]);
     let errors = server.metric("clusterdns_kubernetes_watch_errors_total{kind=\"Service\"}");
     assert!(errors >= 1.0, "the failed requests are counted ({errors})");
+}
+
+/// `startup_timeout`: the DNS listeners open once the first list is in
+/// (here well before the timeout), so no client ever sees the SERVFAIL of
+/// an unsynced cache, and `/ready` is up as soon as they are.
+#[test]
+fn startup_timeout_holds_the_listeners_until_the_first_sync() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    api.set_fault(Fault::SlowList(1500));
+    let conf = corefile_with(&api, "startup_timeout 60s");
+    let server = Server::spawn(&temp_dir("watch-startup"), &conf);
+    assert_eq!(
+        a(&server, "kubernetes.default.svc.cluster.local."),
+        ["10.96.0.1"],
+        "the first answer is from the synced state"
+    );
+    assert!(common::http_get(server.ready, "/ready").starts_with("HTTP/1.1 200"));
+    assert!(!server.log_contains("not synced after startup_timeout"));
+}
+
+/// `apiserver_qps`/`apiserver_burst` under a relist storm: 3,000
+/// Services (a list of 7 pages) and the API server restarting every
+/// 1.2 s (streams cut, history gone: every kind relists at once, page by
+/// page). The requests the fake receives in the storm stay within the
+/// token bucket (burst + qps × elapsed, plus one request per kind admitted
+/// before the window); without the options they are about twice that.
+/// The waits are counted and changes still arrive. An upper bound only: a
+/// slow machine sends fewer.
+#[test]
+fn api_requests_stay_within_qps_and_burst_under_a_relist_storm() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    for i in 0..3000 {
+        api.put(
+            "services",
+            service("db", &format!("s{i}"), &format!("10.97.{}.{}", i / 250, i % 250)),
+        );
+    }
+    let (qps, burst, kinds) = (5.0, 2.0, 4.0);
+    let conf = corefile_with(&api, "apiserver_qps 5\n        apiserver_burst 2");
+    let server = Server::spawn(&temp_dir("watch-qps"), &conf);
+    server.wait_ready(Duration::from_secs(60));
+    let before = api.requests();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(4) {
+        api.restart();
+        std::thread::sleep(Duration::from_millis(1200));
+    }
+    let sent = (api.requests() - before) as f64;
+    let bound = burst + qps * started.elapsed().as_secs_f64() + kinds;
+    eprintln!("storm: {sent} requests, bound {bound}");
+    assert!(sent <= bound, "{sent} requests in the storm, at most {bound} allowed");
+    assert!(sent >= 2.0, "the storm made the followers relist ({sent})");
+    let throttled = server.metric("clusterdns_kubernetes_api_throttled_total");
+    assert!(throttled >= 1.0, "requests waited for a token ({throttled})");
+    let total = server.metric("clusterdns_kubernetes_api_requests_total");
+    assert!(total >= sent, "every request is counted ({total} >= {sent})");
+    api.put("services", service("default", "after", "10.96.0.88"));
+    eventually(&server, "after.default.svc.cluster.local.", &["10.96.0.88"]);
+}
+
+/// `zonal` over the API path: each endpoint's `zone` survives the watch
+/// decoding, and a change of zones alone reaches the answers (CoreDNS
+/// zonal_test.go TestEndpointsEquivalentZoneChange: a zone-only change is
+/// not an equivalent slice).
+#[test]
+fn zonal_names_follow_zone_changes_from_the_api() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    let slice = |zone_of_second: &str| {
+        json!({"metadata": {"name": "pg-abc", "namespace": "db", "labels": {"kubernetes.io/service-name": "pg"}},
+               "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+               "endpoints": [{"addresses": ["10.1.0.1"], "zone": "zone-a"},
+                             {"addresses": ["10.1.0.2"], "zone": zone_of_second}]})
+    };
+    api.put("endpointslices", slice("zone-b"));
+    let server = Server::spawn(&temp_dir("watch-zonal"), &corefile_with(&api, "zonal"));
+    server.wait_ready(Duration::from_secs(30));
+    eventually(&server, "zone-a.pin._zone.pg.db.svc.cluster.local.", &["10.1.0.1"]);
+    assert_eq!(a(&server, "zone-b.pin._zone.pg.db.svc.cluster.local."), ["10.1.0.2"]);
+    api.put("endpointslices", slice("zone-a"));
+    eventually(
+        &server,
+        "zone-a.pin._zone.pg.db.svc.cluster.local.",
+        &["10.1.0.1", "10.1.0.2"],
+    );
+    assert_eq!(
+        a(&server, "zone-b.pin._zone.pg.db.svc.cluster.local."),
+        Vec::<String>::new()
+    );
+    let all = ["10.1.0.1", "10.1.0.2"];
+    assert_eq!(a(&server, "zone-b.prefer._zone.pg.db.svc.cluster.local."), all);
 }

@@ -128,7 +128,10 @@ fn corrupt_or_foreign_state_files_are_ignored_with_a_log_line() {
     api.set_fault(Fault::Status(503));
     let dir = temp_dir("recover-corrupt");
     let state = dir.join("kubernetes.state");
-    let conf = corefile_with(&api, &format!("persist {}", state.display()));
+    let conf = corefile_with(
+        &api,
+        &format!("persist {}\n        startup_timeout 0s", state.display()),
+    );
     let cases: [(&[u8], &str); 3] = [
         (b"clusterdns-state\x01\0\0\0 cut short", "truncated or corrupt"),
         (b"{\"kind\": \"List\"}", "not a clusterdns state file"),

@@ -8,17 +8,30 @@
 //! zonal                         (needs the endpoint cache: not with noendpoints)
 //! ```
 //!
-//! None of them changes how clusterdns answers, and `check` says so in a
-//! comment beside each: clusterdns answers SERVFAIL for cluster names until
-//! its first sync however long it takes (never a NXDOMAIN from an empty
-//! cache; `/ready` tells when), so there is no start-up wait to bound; it
-//! makes one list and one watch per kind, so there is no request rate to
-//! limit; and it does not serve zonal topology names yet.
+//! Each is honoured as CoreDNS honours it: `startup_timeout` (default 5s)
+//! bounds how long the listeners wait for the first sync
+//! (`watch::startup`); the three `apiserver_*` limit the requests sent to
+//! the API server (`watch::throttle`); `zonal` answers zone-scoped names of
+//! headless Services (`query::plugins::cluster::zonal`).
 
 use std::time::Duration;
 
 use super::args::Args;
 use super::ConfigError;
+
+/// CoreDNS's `startup_timeout` when none is written.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// client-go's QPS and burst, for the one of the two not written.
+const DEFAULT_QPS: f32 = 5.0;
+const DEFAULT_BURST: u32 = 10;
+
+/// The API client's token bucket: `(qps, burst)` with the default of the
+/// one not written (0 counts as not written, as in CoreDNS).
+pub fn rate(o: &ClientOptions) -> (f32, u32) {
+    let qps = o.qps.filter(|q| *q > 0.0).unwrap_or(DEFAULT_QPS);
+    (qps, o.burst.filter(|b| *b > 0).unwrap_or(DEFAULT_BURST))
+}
 
 /// The options, as written.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -95,18 +108,23 @@ pub fn option(a: &Args<'_>, o: &mut ClientOptions, errors: &mut Vec<ConfigError>
 /// The option lines `check` prints, each with what it does here.
 pub fn effective(o: &ClientOptions, duration: impl Fn(Duration) -> String) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(d) = o.startup_timeout {
-        lines.push(format!(
-            "startup_timeout {}  # no effect: cluster names are SERVFAIL until the first sync, /ready tells when",
-            duration(d)
-        ));
+    let startup = o.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT);
+    lines.push(format!("startup_timeout {}", duration(startup)));
+    // The token bucket is on when either is written above 0; the other
+    // then takes client-go's default, written out.
+    let (qps, burst) = (o.qps.filter(|q| *q > 0.0), o.burst.filter(|b| *b > 0));
+    if qps.is_some() || burst.is_some() {
+        let (q, b) = rate(o);
+        lines.push(format!("apiserver_qps {q}"));
+        lines.push(format!("apiserver_burst {b}"));
     }
-    let client = "# no effect: one list and one watch per kind, no client-side rate limit";
-    lines.extend(o.qps.map(|q| format!("apiserver_qps {q}  {client}")));
-    lines.extend(o.burst.map(|n| format!("apiserver_burst {n}  {client}")));
-    lines.extend(o.max_inflight.map(|n| format!("apiserver_max_inflight {n}  {client}")));
+    lines.extend(
+        o.max_inflight
+            .filter(|n| *n > 0)
+            .map(|n| format!("apiserver_max_inflight {n}")),
+    );
     if o.zonal {
-        lines.push("zonal  # no effect: zonal topology names are not served yet (NXDOMAIN)".into());
+        lines.push("zonal".into());
     }
     lines
 }

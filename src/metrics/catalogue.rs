@@ -275,6 +275,21 @@ pub const PERSIST_FAILURES: Family = counter(
     "Writes of the persist file that failed.",
     &[],
 );
+pub const API_REQUESTS: Family = counter(
+    "clusterdns_kubernetes_api_requests_total",
+    "Requests sent to the API server (lists, list pages, watches, retries).",
+    &[],
+);
+pub const API_THROTTLED: Family = counter(
+    "clusterdns_kubernetes_api_throttled_total",
+    "Requests that waited for apiserver_qps/apiserver_burst or apiserver_max_inflight.",
+    &[],
+);
+pub const API_THROTTLE_SECONDS: Family = counter(
+    "clusterdns_kubernetes_api_throttle_seconds_total",
+    "Seconds requests waited for apiserver_qps/apiserver_burst or apiserver_max_inflight.",
+    &[],
+);
 pub const OBJECTS: Family = gauge("clusterdns_kubernetes_objects", "Objects served, by kind.", KIND);
 pub const LAST_EVENT_AGE: Family = gauge(
     "clusterdns_kubernetes_last_event_age_seconds",
@@ -430,6 +445,7 @@ pub const ALL: &[Family] = &[
     HEALTH_DURATION, HEALTH_FAILURES, RELOAD_FAILED, SYNCED, BUILD_INFO, PROCESS[0], PROCESS[1],
     PROCESS[2], PROCESS[3], PROCESS[4], PROCESS[5], INVALID_OBJECTS, RELISTS, WATCH_ERRORS,
     WATCH_RESTARTS, RESYNC_CORRECTIONS, UNCONFIRMED_AGE, STATE_UNCONFIRMED, PERSIST_FAILURES, OBJECTS,
+    API_REQUESTS, API_THROTTLED, API_THROTTLE_SECONDS,
     LAST_EVENT_AGE, PROGRAMMING_DURATION, NODECACHE_SETUP_ERRORS, NODELOCAL_RESTORED,
     NODELOCAL_HANDOVERS, NODELOCAL_DRAINED, NODELOCAL_PEERS,
     FORWARD_MAX_CONCURRENT_REJECTS, FORWARD_HEALTHCHECK_BROKEN, LOOP_DETECTED,

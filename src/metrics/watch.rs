@@ -1,6 +1,7 @@
 //! The watch path's numbers, per object kind: relists and resumes by
 //! reason, errors, malformed objects, the objects served, the age of the
-//! last event and of unconfirmed persisted state, and CoreDNS's
+//! last event and of unconfirmed persisted state, the requests sent to
+//! the API server and their client-side throttling, and CoreDNS's
 //! programming-latency histogram per service kind.
 
 use std::fmt::Write;
@@ -30,6 +31,11 @@ pub struct Watch {
     /// Unix time in milliseconds of the last event or bookmark seen.
     pub last_event_ms: [AtomicU64; 5],
     pub programming: [Histogram; 3],
+    /// Requests sent to the API server, those that waited for the
+    /// client-side limits (`watch::throttle`), and how long in all (µs).
+    pub api_requests: AtomicU64,
+    pub api_throttled: AtomicU64,
+    pub api_throttle_micros: AtomicU64,
 }
 
 fn now_ms() -> u64 {
@@ -90,6 +96,9 @@ impl Watch {
         c::STATE_UNCONFIRMED.single(s, u8::from(written != 0));
         c::PERSIST_FAILURES.single(s, self.persist_failures.load(Relaxed));
         c::OBJECTS.by(s, by_kind(&self.objects));
+        c::API_REQUESTS.single(s, self.api_requests.load(Relaxed));
+        c::API_THROTTLED.single(s, self.api_throttled.load(Relaxed));
+        c::API_THROTTLE_SECONDS.single(s, self.api_throttle_micros.load(Relaxed) as f64 / 1e6);
         let now = now_ms();
         let ages = KINDS.iter().zip(self.last_event_ms.iter()).map(|(kind, v)| {
             let last = v.load(Relaxed);

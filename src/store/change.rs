@@ -81,6 +81,9 @@ pub enum Record {
         service: String,
         ports: Vec<PortIn>,
         endpoints: Vec<(IpAddr, Option<String>)>,
+        /// Each endpoint's topology zone (`""`: none), or empty when no
+        /// endpoint has one or `zonal` is off (zones are kept only for it).
+        zones: Vec<String>,
         /// `endpoints.kubernetes.io/last-change-trigger-time`, if set.
         trigger: Option<SystemTime>,
     },

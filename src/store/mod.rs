@@ -16,6 +16,7 @@ pub mod changes;
 pub mod mcs;
 pub mod records;
 mod write;
+pub mod zones;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

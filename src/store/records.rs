@@ -5,9 +5,10 @@
 //! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
 //! - An endpoint: 4 bytes for IPv4, 16 for IPv6 ([`Endpoints`]), plus 16
 //!   for its hostname when some endpoint of its slice has one; its ports
-//!   are stored once per EndpointSlice ([`Slice`]).
+//!   are stored once per EndpointSlice ([`Slice`]); topology zones
+//!   (`zonal` only) as `store::zones` prices them.
 //! - [`Service`]: about 80 bytes behind an `Arc` (kind, shared ports, an
-//!   exactly sized list of 72-byte [`Slice`]s); a ClusterIP service adds
+//!   exactly sized list of 80-byte [`Slice`]s); a ClusterIP service adds
 //!   17 bytes per cluster IP. Port lists are interned like names.
 //! - A reverse (PTR) entry: 16 bytes per IPv4 address, 24 per IPv6
 //!   (`store::addrs`): it names the service only, and an endpoint's
@@ -22,6 +23,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use hickory_proto::rr::Name;
+
+use super::zones::Zones;
 
 /// A port's transport protocol, as it appears in SRV names (`_tcp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,6 +83,8 @@ pub struct Endpoints {
     addrs: Addrs,
     /// One per endpoint when any has a hostname, else empty.
     hosts: Box<[Option<Arc<str>>]>,
+    /// Each endpoint's topology zone, under `zonal` only ([`Zones`]).
+    zones: Option<Box<Zones>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +117,30 @@ impl Endpoints {
         } else {
             Box::default()
         };
-        Endpoints { addrs, hosts }
+        Endpoints {
+            addrs,
+            hosts,
+            zones: None,
+        }
+    }
+
+    /// The same endpoints with their topology zones, one per endpoint.
+    pub fn with_zones(mut self, zones: Vec<Option<Arc<str>>>) -> Endpoints {
+        self.zones = Zones::new(zones);
+        self
+    }
+
+    /// The zones as a [`crate::store::Record`] holds them (empty: none).
+    pub fn zone_texts(&self) -> Vec<String> {
+        self.zones.as_ref().map_or_else(Vec::new, |z| z.texts())
+    }
+
+    /// The endpoints with their zones, in their slice's order.
+    pub fn iter_zoned(&self) -> impl Iterator<Item = (Endpoint<'_>, Option<&str>)> + '_ {
+        let zones = self.zones.as_deref();
+        self.iter()
+            .enumerate()
+            .map(move |(i, e)| (e, zones.and_then(|z| z.get(i)).map(|z| &**z)))
     }
 
     pub fn len(&self) -> usize {

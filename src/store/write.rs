@@ -266,6 +266,7 @@ impl Writer {
                 service,
                 ports,
                 endpoints,
+                zones,
                 trigger,
                 ..
             } => {
@@ -274,7 +275,8 @@ impl Writer {
                     .into_iter()
                     .map(|(addr, host)| (addr, host.map(|h| self.intern(&h))))
                     .collect();
-                let endpoints = Endpoints::new(endpoints);
+                let zones = zones.iter().map(|z| (!z.is_empty()).then(|| self.intern(z))).collect();
+                let endpoints = Endpoints::new(endpoints).with_zones(zones);
                 let service = self.intern(&service);
                 self.delete_mcs_slice(&pair); // relabelled from an import
                 self.upsert_slice(&pair, service, ports, endpoints, trigger)

@@ -55,7 +55,7 @@ pub enum ClientError {
 /// service account's, or a kubeconfig's `tokenFile`) is read by
 /// [`Api::send`] for each request, and kube's own retries are off: the
 /// followers retry, log and count.
-pub async fn client(cfg: &KubernetesConfig) -> Result<Api, ClientError> {
+pub async fn client(cfg: &KubernetesConfig, metrics: Option<Arc<Metrics>>) -> Result<Api, ClientError> {
     let Source::Api {
         endpoint,
         kubeconfig,
@@ -90,6 +90,7 @@ pub async fn client(cfg: &KubernetesConfig) -> Result<Api, ClientError> {
     Ok(Api {
         client: Client::try_from(config)?,
         token_file,
+        throttle: super::throttle::Throttle::new(&cfg.client, metrics),
     })
 }
 
@@ -102,7 +103,7 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
         None => None,
     };
     let api = loop {
-        match client(&cfg).await {
+        match client(&cfg, Some(metrics.clone())).await {
             Ok(c) => break Arc::new(c),
             Err(e) => {
                 tracing::error!(target: "kubernetes", "cannot build the API client: {e}; retrying in 5s");

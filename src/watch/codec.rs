@@ -105,16 +105,16 @@ impl<W: Write> Enc<W> {
         Ok(())
     }
 
-    fn endpoints(&mut self, endpoints: &[(IpAddr, Option<String>)]) -> std::io::Result<()> {
+    /// Each endpoint: its address, a tag (bit 0: a hostname follows, bit
+    /// 1: a topology zone follows), then those strings.
+    fn endpoints(&mut self, endpoints: &[(IpAddr, Option<String>)], zones: &[String]) -> std::io::Result<()> {
         self.varint(endpoints.len() as u64)?;
-        for (ip, host) in endpoints {
+        for (i, (ip, host)) in endpoints.iter().enumerate() {
             self.ip(*ip)?;
-            match host {
-                Some(h) => {
-                    self.u8(1)?;
-                    self.str(h)?;
-                }
-                None => self.u8(0)?,
+            let zone = zones.get(i).filter(|z| !z.is_empty());
+            self.u8(u8::from(host.is_some()) | (u8::from(zone.is_some()) << 1))?;
+            for text in host.iter().chain(zone) {
+                self.str(text)?;
             }
         }
         Ok(())
@@ -162,12 +162,13 @@ impl<W: Write> Enc<W> {
                 service,
                 ports,
                 endpoints,
+                zones,
                 ..
             } => {
                 self.head(2, namespace, name)?;
                 self.str(service)?;
                 self.ports(ports)?;
-                self.endpoints(endpoints)
+                self.endpoints(endpoints, zones)
             }
             Record::Import {
                 namespace,
@@ -197,7 +198,7 @@ impl<W: Write> Enc<W> {
                 self.str(service)?;
                 self.str(cluster)?;
                 self.ports(ports)?;
-                self.endpoints(endpoints)
+                self.endpoints(endpoints, &[])
             }
             Record::Pod {
                 namespace,
@@ -354,13 +355,14 @@ impl<'a> Dec<'a> {
             2 => {
                 let (namespace, name, service) = (self.string()?, self.string()?, self.string()?);
                 let ports = self.ports()?;
-                let endpoints = self.endpoints()?;
+                let (endpoints, zones) = self.endpoints()?;
                 Record::Slice {
                     namespace,
                     name,
                     service,
                     ports,
                     endpoints,
+                    zones,
                     trigger: None,
                 }
             }
@@ -393,7 +395,7 @@ impl<'a> Dec<'a> {
                 let (namespace, name, service, cluster) =
                     (self.string()?, self.string()?, self.string()?, self.string()?);
                 let ports = self.ports()?;
-                let endpoints = self.endpoints()?;
+                let (endpoints, _) = self.endpoints()?;
                 Record::McsSlice {
                     namespace,
                     name,
@@ -407,19 +409,25 @@ impl<'a> Dec<'a> {
         })
     }
 
-    fn endpoints(&mut self) -> Option<Vec<(IpAddr, Option<String>)>> {
+    /// The endpoints and their zones (empty when none has one).
+    #[allow(clippy::type_complexity)]
+    fn endpoints(&mut self) -> Option<(Vec<(IpAddr, Option<String>)>, Vec<String>)> {
         let n = self.len()?;
-        (0..n)
-            .map(|_| {
-                let ip = self.ip()?;
-                let host = match self.u8()? {
-                    0 => None,
-                    1 => Some(self.string()?),
-                    _ => return None,
-                };
-                Some((ip, host))
-            })
-            .collect()
+        let (mut endpoints, mut zones) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let ip = self.ip()?;
+            let tag = self.u8()?;
+            if tag > 3 {
+                return None;
+            }
+            let host = if tag & 1 != 0 { Some(self.string()?) } else { None };
+            zones.push(if tag & 2 != 0 { self.string()? } else { String::new() });
+            endpoints.push((ip, host));
+        }
+        if zones.iter().all(String::is_empty) {
+            zones.clear();
+        }
+        Some((endpoints, zones))
     }
 }
 
@@ -465,6 +473,7 @@ mod tests {
                 service: "pg".into(),
                 ports: vec![port("dns")],
                 endpoints: vec![(ip("10.1.0.1"), Some("pg-0".into())), (ip("10.1.0.2"), None)],
+                zones: vec!["us-west-2a".into(), String::new()],
                 trigger: None,
             },
             Record::Import {

@@ -189,6 +189,7 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
         return Ok(None);
     }
     let (ports, endpoints) = ports_and_endpoints(cfg, slice)?;
+    let zones = if cfg.client.zonal { zones(slice) } else { Vec::new() };
     let service = service.to_ascii_lowercase();
     let trigger = slice.metadata.trigger_time.as_ref();
     let trigger = trigger.and_then(|t| t.0.as_deref()).and_then(parse_time);
@@ -198,8 +199,26 @@ pub fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> Result<O
         service,
         ports,
         endpoints,
+        zones,
         trigger,
     }))
+}
+
+/// Each ready endpoint address's topology zone, lower-cased (`""`: none),
+/// in the order [`ports_and_endpoints`] keeps them; empty when no endpoint
+/// has one. Kept only under `zonal`, as CoreDNS keeps them.
+fn zones(slice: &EndpointSlice) -> Vec<String> {
+    let ready = slice.endpoints.iter().flatten();
+    let ready = ready.filter(|ep| ep.conditions.as_ref().and_then(|c| c.ready) != Some(false));
+    if ready.clone().all(|ep| ep.zone.as_deref().is_none_or(str::is_empty)) {
+        return Vec::new();
+    }
+    ready
+        .flat_map(|ep| {
+            let zone = ep.zone.as_deref().unwrap_or_default().to_ascii_lowercase();
+            std::iter::repeat_n(zone, ep.addresses.len())
+        })
+        .collect()
 }
 
 /// A slice's ports and ready endpoints `(address, hostname)`.
@@ -331,6 +350,28 @@ mod tests {
         let cfg = config.servers[0].kubernetes.clone().expect("kubernetes");
         let svc: super::super::lean::Service = serde_yaml_ng::from_str(yaml).expect("yaml");
         super::service(&cfg, &svc)
+    }
+
+    /// An endpoint's `zone` is kept, lower-cased, under `zonal` only.
+    #[test]
+    fn endpoint_zones_are_kept_under_zonal_only() {
+        let slice = r#"{"metadata": {"name": "db-1", "namespace": "shop",
+            "labels": {"kubernetes.io/service-name": "db"}}, "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"], "zone": "US-West-2a"},
+                          {"addresses": ["10.0.0.2"], "conditions": {"ready": false}, "zone": "b"},
+                          {"addresses": ["10.0.0.3", "10.0.0.4"]}]}"#;
+        let slice: super::super::lean::EndpointSlice = serde_json::from_str(slice).expect("json");
+        for (zonal, want) in [(true, vec!["us-west-2a", "", ""]), (false, vec![])] {
+            let option = if zonal { "zonal" } else { "" };
+            let text = format!(".:53 {{\n kubernetes cluster.local {{\n snapshot x.yaml\n {option}\n }}\n}}\n");
+            let config = crate::config::load_str(Path::new("/tmp/Corefile"), &text, 53).expect("config");
+            let cfg = config.servers[0].kubernetes.clone().expect("kubernetes");
+            let Ok(Some(Record::Slice { endpoints, zones, .. })) = super::endpoint_slice(&cfg, &slice) else {
+                panic!("a slice")
+            };
+            assert_eq!(endpoints.len(), 3, "the ready addresses");
+            assert_eq!(zones, want, "zonal {zonal}");
+        }
     }
 
     const LB: &str =

@@ -140,6 +140,8 @@ pub struct Endpoint {
     pub conditions: Option<Conditions>,
     pub hostname: Option<String>,
     pub target_ref: Option<TargetRef>,
+    /// `topology.kubernetes.io/zone` of the endpoint (kept by `zonal`).
+    pub zone: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

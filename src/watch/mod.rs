@@ -17,6 +17,8 @@ pub mod lean;
 pub mod persist;
 pub mod report;
 pub mod snapshot;
+pub mod startup;
+pub mod throttle;
 pub mod wire;
 
 use std::sync::Arc;

@@ -77,13 +77,14 @@ pub fn fingerprint(cfg: &KubernetesConfig) -> String {
         Source::Api { .. } => "in-cluster".to_string(),
     };
     format!(
-        "zones {}; {source}; namespaces {}; labels {}; pods {:?}; endpoint_pod_names {}; noendpoints {}",
+        "zones {}; {source}; namespaces {}; labels {}; pods {:?}; endpoint_pod_names {}; noendpoints {}; zonal {}",
         zones.join(" "),
         cfg.namespaces.join(" "),
         cfg.labels_text.as_deref().unwrap_or("-"),
         cfg.pods,
         cfg.endpoint_pod_names,
-        cfg.noendpoints
+        cfg.noendpoints,
+        cfg.client.zonal
     )
 }
 
@@ -290,6 +291,7 @@ mod tests {
             ports: vec![],
             endpoints: vec![("10.1.0.1".parse().expect("ip"), Some("pg-0".into()))],
             trigger: None,
+            zones: vec![],
         });
         w
     }

@@ -114,11 +114,14 @@ pub struct Api {
     pub client: Client,
     /// A bearer token file, read for every request.
     pub token_file: Option<PathBuf>,
+    /// `apiserver_qps`, `apiserver_burst`, `apiserver_max_inflight`.
+    pub throttle: super::throttle::Throttle,
 }
 
 impl Api {
     /// Sends one request; an error status becomes a [`Failure::Status`].
     pub async fn send(&self, mut req: http::Request<Vec<u8>>) -> Result<http::Response<Body>, Failure> {
+        let _in_flight = self.throttle.admit().await; // until the response (headers) is in
         if let Some(path) = &self.token_file {
             let text = std::fs::read_to_string(path).map_err(|e| Failure::Token(path.clone(), e))?;
             let value = http::HeaderValue::from_str(&format!("Bearer {}", text.trim()))

@@ -191,7 +191,7 @@ fn every_option_is_printed_with_its_value() {
         "    transfer cluster.local. {\n        to 10.0.0.7:53 [fd00::7]:5353 *\n        source 10.0.0.1\n    }".into(),
         format!("    hosts {d}/hostsfile example.org. {{\n        10.1.1.1 inline.example.org.\n        ttl 60\n        no_reverse\n        reload 15s\n        fallthrough\n    }}"),
         "    k8s_external example.org. {\n        apex ns\n        ttl 10\n        headless\n    }".into(),
-        format!("    kubernetes cluster.local. in-addr.arpa. {{\n        snapshot {d}/cluster.yaml\n        namespaces app kube-system\n        labels env=prod\n        pods verified\n        endpoint_pod_names\n        ttl 30\n        noendpoints\n        fallthrough in-addr.arpa.\n        ignore empty_service\n    }}"),
+        format!("    kubernetes cluster.local. in-addr.arpa. {{\n        snapshot {d}/cluster.yaml\n        namespaces app kube-system\n        labels env=prod\n        pods verified\n        endpoint_pod_names\n        ttl 30\n        noendpoints\n        fallthrough in-addr.arpa.\n        ignore empty_service\n        startup_timeout 5s\n    }}"),
         format!("    file {d}/example.db example.org. {{\n        reload 30s\n    }}"),
         "    loop {\n        exit\n    }".into(),
         "    forward . 10.0.0.1:53 10.0.0.2:53 {\n        except skip.example.org.\n        force_tcp\n        expire 20s\n        max_idle_conns 5\n        read_timeout 3s\n        max_fails 4\n        max_connect_attempts 4\n        health_check 750ms no_rec domain probe.example.\n        policy sequential\n        max_concurrent 100\n        next NXDOMAIN SERVFAIL\n    }".into(),
@@ -223,6 +223,7 @@ fn defaults_are_written_out() {
         "    k8s_external example.org. {\n        apex dns\n        ttl 5\n    }",
         "        pods disabled\n        ttl 5\n",
         "        watch_timeout 290s\n",
+        "        startup_timeout 5s\n",
         "        reload 5s\n",
         "        ttl 3600\n",
     ] {
@@ -317,9 +318,9 @@ fn errors_log_formats_and_client_options_are_printed() {
     for want in [
         "    errors {\n        stacktrace\n        consolidate 5m \".* i/o timeout$\" warning\n        consolidate 30s ^Failed error show_first\n    }",
         "    log . \"{remote} {/log/class} {/log/type} {remote}:{port} - {>id}",
-        "        startup_timeout 10s  # no effect",
-        "        apiserver_qps 50  # no effect",
-        "        zonal  # no effect",
+        "        startup_timeout 10s\n",
+        "        apiserver_qps 50\n        apiserver_burst 10\n",
+        "        zonal",
     ] {
         assert!(printed.contains(want), "missing:\n{want}\nin:\n{printed}");
     }

@@ -66,6 +66,7 @@ impl Export {
                         .iter()
                         .map(|e| (e.addr, e.hostname.map(|h| h.to_string())))
                         .collect(),
+                    zones: slice.endpoints.zone_texts(),
                     trigger: None,
                 });
                 service.into_iter().chain(slices)

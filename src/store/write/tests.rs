@@ -51,6 +51,7 @@ fn slice(ns: &str, name: &str, service: &str, eps: &[(&str, &str)]) -> Record {
     }];
     Record::Slice {
         trigger: None,
+        zones: vec![],
         namespace: ns.into(),
         name: name.into(),
         service: service.into(),

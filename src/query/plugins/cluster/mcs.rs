@@ -63,7 +63,7 @@ pub(super) fn lookup(c: &mut Ctx<'_, '_>, name: Qname<'_>) -> Found {
         Qname::ClusterEndpoint { ns, svc, cluster, host } => endpoint(c, ns, svc, cluster, host),
         Qname::PodNamespace { ns } => pod::namespace(c, ns),
         Qname::Pod { ns, ip } => pod::pod(c, ns, ip),
-        Qname::Unknown => Found::NxDomain,
+        Qname::Zonal { .. } | Qname::Unknown => Found::NxDomain, // zonal names are not defined here
     }
 }
 

@@ -13,6 +13,7 @@ mod pod;
 pub mod qname;
 pub mod reverse;
 mod service;
+pub mod zonal;
 
 use std::sync::Arc;
 
@@ -223,6 +224,7 @@ impl Ctx<'_, '_> {
             Qname::Port { ns, svc, port, proto } => service::port(self, ns, svc, port, proto),
             Qname::PodNamespace { ns } => pod::namespace(self, ns),
             Qname::Pod { ns, ip } => pod::pod(self, ns, ip),
+            Qname::Zonal { ns, svc, zone, prefer } => zonal::zonal(self, ns, svc, zone, prefer),
             Qname::ClusterEndpoint { .. } | Qname::Unknown => Found::NxDomain,
         }
     }
@@ -259,7 +261,8 @@ fn declare(cfg: &KubernetesConfig, name: &Qname<'_>, deps: &mut Deps) {
         Qname::Service { ns, svc }
         | Qname::ProtoEnt { ns, svc, .. }
         | Qname::Endpoint { ns, svc, .. }
-        | Qname::Port { ns, svc, .. } => {
+        | Qname::Port { ns, svc, .. }
+        | Qname::Zonal { ns, svc, .. } => {
             deps.add(Dep::namespace(ns));
             deps.add(Dep::service(ns, svc));
         }

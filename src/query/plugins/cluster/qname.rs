@@ -14,6 +14,8 @@
 //! <host>.<svc>.<ns>.svc.<zone>                  Endpoint        A/AAAA of one endpoint
 //! _<port>._<proto>.<svc>.<ns>.svc.<zone>        Port            SRV of a named port
 //! <host>.<cluster>.<svc>.<ns>.svc.<zone>        ClusterEndpoint multicluster zones only (else NXDOMAIN)
+//! <tz>.pin|prefer._zone.<svc>.<ns>.svc.<zone>   Zonal           `zonal` only: endpoints in topology zone <tz>
+//!                                                               (<tz>: every label left, joined; [`zonal`])
 //! <ns>.pod.<zone>                               PodNamespace
 //! <dashed-ip>.<ns>.pod.<zone>                   Pod             A/AAAA
 //! anything else                                 Unknown         NXDOMAIN
@@ -59,6 +61,16 @@ pub enum Qname<'a> {
         cluster: &'a str,
         host: &'a str,
     },
+    /// `<topology-zone>.pin|prefer._zone.<svc>.<ns>.svc` (the option
+    /// `zonal`, not in multicluster zones; NXDOMAIN otherwise).
+    Zonal {
+        ns: &'a str,
+        svc: &'a str,
+        /// The topology zone, its labels joined with dots.
+        zone: &'a str,
+        /// `prefer` (every endpoint when none is in the zone), else `pin`.
+        prefer: bool,
+    },
     PodNamespace {
         ns: &'a str,
     },
@@ -74,7 +86,7 @@ pub enum Qname<'a> {
 pub fn parse<'a>(name: &Name, zone_labels: u8, buf: &'a mut [u8; 255]) -> Qname<'a> {
     let rel = name.num_labels().saturating_sub(zone_labels) as usize;
     if rel > 5 {
-        return Qname::Unknown;
+        return zonal(name, rel, buf);
     }
     let mut ends = [0usize; 5];
     let mut len = 0;
@@ -121,6 +133,56 @@ pub fn parse<'a>(name: &Name, zone_labels: u8, buf: &'a mut [u8; 255]) -> Qname<
         },
         [ns, "pod"] => Qname::PodNamespace { ns },
         [ip, ns, "pod"] => Qname::Pod { ns, ip },
+        _ => Qname::Unknown,
+    }
+}
+
+/// The label anchoring a zonal name, right of the directive.
+const ANCHOR: &str = "_zone";
+
+/// Parses a name of `rel` (> 5) labels below the zone: a [`Qname::Zonal`]
+/// when it has the shape, else [`Qname::Unknown`]. The labels are
+/// lower-cased into `buf`, the topology zone's with dots between them.
+fn zonal<'a>(name: &Name, rel: usize, buf: &'a mut [u8; 255]) -> Qname<'a> {
+    let zone_labels = rel - 5;
+    // Where the topology zone ends and each of the five labels after it.
+    let mut ends = [0usize; 6];
+    let mut len = 0;
+    for (i, label) in name.iter().take(rel).enumerate() {
+        if i > 0 && i < zone_labels {
+            let Some(dot) = buf.get_mut(len) else {
+                return Qname::Unknown;
+            };
+            *dot = b'.';
+            len += 1;
+        }
+        let Some(dst) = buf.get_mut(len..len + label.len()) else {
+            return Qname::Unknown;
+        };
+        dst.copy_from_slice(label);
+        dst.make_ascii_lowercase();
+        len += label.len();
+        if let Some(end) = (i + 1).checked_sub(zone_labels).and_then(|k| ends.get_mut(k)) {
+            *end = len;
+        }
+    }
+    let buf: &'a [u8] = buf;
+    let mut parts = [""; 6];
+    let mut start = 0;
+    for (part, end) in parts.iter_mut().zip(ends) {
+        match buf.get(start..end).map(std::str::from_utf8) {
+            Some(Ok(text)) => *part = text,
+            _ => return Qname::Unknown,
+        }
+        start = end;
+    }
+    match parts {
+        [zone, directive @ ("pin" | "prefer"), ANCHOR, svc, ns, "svc"] => Qname::Zonal {
+            ns,
+            svc,
+            zone,
+            prefer: directive == "prefer",
+        },
         _ => Qname::Unknown,
     }
 }
@@ -174,6 +236,17 @@ mod tests {
             r#"ClusterEndpoint { ns: "default", svc: "com", cluster: "example", host: "www" }"#
         );
         assert_eq!(p("a.b.c.d.e.f.cluster.local."), "Unknown");
+        assert_eq!(
+            p("US-West-2a.pin._zone.db.prod.svc.cluster.local."),
+            r#"Zonal { ns: "prod", svc: "db", zone: "us-west-2a", prefer: false }"#
+        );
+        assert_eq!(
+            p("corp.example.com.prefer._zone.db.prod.svc.cluster.local."),
+            r#"Zonal { ns: "prod", svc: "db", zone: "corp.example.com", prefer: true }"#
+        );
+        assert_eq!(p("a.florp._zone.db.prod.svc.cluster.local."), "Unknown");
+        assert_eq!(p("a.pin.zone.db.prod.svc.cluster.local."), "Unknown");
+        assert_eq!(p("a.pin._zone.db.prod.pod.cluster.local."), "Unknown");
         assert_eq!(p("web.shop.cluster.local."), "Unknown");
     }
 }

@@ -41,7 +41,7 @@ pub fn service(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, depth: u8) -> Found {
     };
     match kind {
         ServiceKind::ExternalName(target) => return external_name(c, target, depth),
-        _ if c.qtype == RecordType::SRV => return srv_records(c, ns, svc, service, None),
+        _ if c.qtype == RecordType::SRV => return srv_records(c, ns, svc, service, None, None),
         ServiceKind::ClusterIp(ips) => addresses(c, ips.iter().copied()),
         ServiceKind::Headless => addresses(c, service.endpoints().map(|e| e.addr)),
     }
@@ -99,7 +99,7 @@ pub fn port(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, port: &str, proto: &str) -
     if c.qtype != RecordType::SRV {
         return Found::NoData;
     }
-    srv_records(c, ns, svc, service, filter)
+    srv_records(c, ns, svc, service, filter, None)
 }
 
 /// `_<proto>.<svc>.<ns>.svc.<zone>`: exists while some named port uses it.
@@ -131,13 +131,20 @@ pub(super) fn addresses(c: &mut Ctx<'_, '_>, addrs: impl Iterator<Item = IpAddr>
 
 /// SRV records for the ports passing `filter` (`(name, proto)`; `None`
 /// for every port): service ports of a ClusterIP service, endpoint ports of
-/// a headless one.
-fn srv_records(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, service: &Service, filter: Option<(&str, &str)>) -> Found {
+/// a headless one, of its endpoints in topology zone `zone` if one is given.
+pub(super) fn srv_records(
+    c: &mut Ctx<'_, '_>,
+    ns: &str,
+    svc: &str,
+    service: &Service,
+    filter: Option<(&str, &str)>,
+    zone: Option<&str>,
+) -> Found {
     let Some(kind) = &service.kind else {
         return Found::NxDomain;
     };
     let base = prefixed(&c.zone.name, &[svc, ns, "svc"]);
-    match srv_targets(kind, service, &base, filter) {
+    match srv_targets(kind, service, &base, filter, zone) {
         Some(found) => write_srv(c, found),
         None => Found::NoData,
     }
@@ -176,9 +183,16 @@ pub(super) struct SrvTargets {
 }
 
 /// The SRV targets of `service` (named `base`) passing `filter`: the
-/// service name for a ClusterIP, each endpoint's name when headless.
-/// `None` for an ExternalName, which has no SRV records.
-fn srv_targets(kind: &ServiceKind, service: &Service, base: &Name, filter: Option<(&str, &str)>) -> Option<SrvTargets> {
+/// service name for a ClusterIP, each endpoint's name when headless (only
+/// those in topology zone `zone`, if given). `None` for an ExternalName,
+/// which has no SRV records.
+fn srv_targets(
+    kind: &ServiceKind,
+    service: &Service,
+    base: &Name,
+    filter: Option<(&str, &str)>,
+    zone: Option<&str>,
+) -> Option<SrvTargets> {
     let mut targets: Vec<(u16, Name)> = Vec::new();
     let mut glue: Vec<(Name, IpAddr)> = Vec::new();
     match kind {
@@ -200,7 +214,8 @@ fn srv_targets(kind: &ServiceKind, service: &Service, base: &Name, filter: Optio
                 if ports.is_empty() {
                     continue;
                 }
-                for e in slice.endpoints.iter() {
+                let zoned = slice.endpoints.iter_zoned();
+                for (e, _) in zoned.filter(|(_, z)| zone.is_none() || *z == zone) {
                     let host = endpoint_name(base, &e);
                     targets.extend(ports.iter().map(|port| (*port, host.clone())));
                     glue.push((host, e.addr));

@@ -56,6 +56,7 @@ fn slice(ns: &str, svc: &str, eps: &[(&str, &str)], ports: Vec<PortIn>) -> Recor
         service: svc.into(),
         ports,
         endpoints,
+        zones: vec![],
     }
 }
 
@@ -99,6 +100,7 @@ fn snapshot() -> crate::store::Snapshot {
         service: "pg".into(),
         ports: pg_port(),
         endpoints: vec![(ip("10.244.3.11"), named("pg-1", "10.244.3.11"))],
+        zones: vec![],
     });
     w.apply(service("db", "empty", ServiceKind::Headless, pg_port()));
     w.apply(service("db", "lonely", cip(&["10.96.5.5"]), vec![]));
@@ -342,4 +344,5 @@ fn srv_named_ports_bare_names_and_empty_non_terminals() {
     );
 }
 
+mod zonal;
 mod zone;

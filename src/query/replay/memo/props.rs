@@ -74,6 +74,7 @@ fn change(rng: &mut fastrand::Rng, w: &mut Writer) {
                 ports: ports(),
                 endpoints,
                 trigger: None,
+                zones: vec![],
             });
         }
         5 => w.delete(&key(

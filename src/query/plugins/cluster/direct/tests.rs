@@ -188,6 +188,7 @@ fn generated(store: &Arc<Store>) {
                 ports: ports(),
                 endpoints,
                 trigger: None,
+                zones: vec![],
             })
         };
         let named = |a: &str, host: &str| (ip(a), Some(host.to_string()));
