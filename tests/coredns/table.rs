@@ -62,6 +62,8 @@ pub struct Want {
     pub ns: Option<Vec<String>>,
     pub extra: Option<Vec<String>>,
     pub ordered: bool,
+    /// `ordered types`: sorted compare, and the record types in the written order.
+    pub types: bool,
     /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
     pub ede: Option<Option<u16>>,
     pub no_reply: bool,
@@ -76,6 +78,7 @@ impl Default for Want {
             ns: Some(Vec::new()),
             extra: Some(Vec::new()),
             ordered: false,
+            types: false,
             ede: None,
             no_reply: false,
         }
@@ -317,6 +320,7 @@ fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Resu
             }
         }
         ("ordered", "") => w.ordered = true,
+        ("ordered", "types") => w.types = true,
         ("no", "reply") => w.no_reply = true,
         ("ede", "none") => w.ede = Some(None),
         ("ede", code) => w.ede = Some(Some(code.parse().map_err(|_| format!("bad EDE code '{code}'"))?)),

@@ -170,12 +170,23 @@ fn section(
     what: &str,
     want: Option<&Vec<String>>,
     got: &[hickory_proto::rr::Record],
-    ordered: bool,
+    (ordered, types): (bool, bool),
     out: &mut Vec<String>,
 ) {
     let Some(want) = want else { return };
     let mut want: Vec<String> = want.iter().map(|l| records::canonical(l)).collect();
     let mut got: Vec<String> = got.iter().map(records::show).collect();
+    // `ordered types`: the type column (the fourth word) in the written order;
+    // A and AAAA count as one (address records are shuffled together).
+    let type_of = |r: &String| match r.split_whitespace().nth(3).unwrap_or_default() {
+        "A" | "AAAA" => "A/AAAA".to_string(),
+        t => t.to_string(),
+    };
+    let (want_types, got_types): (Vec<String>, Vec<String>) =
+        (want.iter().map(type_of).collect(), got.iter().map(type_of).collect());
+    if types && want_types != got_types {
+        out.push(format!("{what} types in order: want {want_types:?}, got {got_types:?}"));
+    }
     if !ordered {
         want.sort();
         got.sort();
@@ -217,9 +228,9 @@ pub fn compare(want: &Want, reply: Option<&Message>) -> Vec<String> {
             ));
         }
     }
-    section("answer", want.answer.as_ref(), &m.answers, want.ordered, &mut out);
-    section("ns", want.ns.as_ref(), &m.authorities, want.ordered, &mut out);
-    section("extra", want.extra.as_ref(), &m.additionals, want.ordered, &mut out);
+    section("answer", want.answer.as_ref(), &m.answers, (want.ordered, want.types), &mut out);
+    section("ns", want.ns.as_ref(), &m.authorities, (want.ordered, want.types), &mut out);
+    section("extra", want.extra.as_ref(), &m.additionals, (want.ordered, want.types), &mut out);
     if let Some(code) = want.ede {
         let got = ede(m);
         if got != code {

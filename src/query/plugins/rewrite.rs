@@ -245,21 +245,25 @@ impl Revert {
     }
 
     /// `cname` rules: rewrites the targets of the CNAMEs in `out` and keeps
-    /// only the CNAMEs; returns the new target whose records must follow.
+    /// the CNAMEs up to the first rewritten one (as CoreDNS: the chain
+    /// after it is replaced); returns the new target whose records must follow.
     pub fn cname(&self, out: &mut Answer) -> Option<Name> {
         let mut target = None;
+        let mut cut = usize::MAX;
         for undo in &self.undo {
             let Undo::Cname(matcher, to) = undo else { continue };
-            for r in &mut out.answers {
+            for (i, r) in out.answers.iter_mut().enumerate() {
                 let RData::CNAME(c) = &mut r.data else { continue };
                 let old = c.0.to_lowercase().to_ascii();
                 if let Some(new) = rewrite_name(matcher, to, &old).and_then(|n| Name::from_ascii(n).ok()) {
                     c.0 = new.clone();
                     target = Some(new);
+                    cut = cut.min(i);
                 }
             }
         }
         if target.is_some() {
+            out.answers.truncate(cut.saturating_add(1));
             out.answers.retain(|r| matches!(r.data, RData::CNAME(_)));
         }
         target
