@@ -316,7 +316,20 @@ impl Handler {
         answer.clear();
         let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
         let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-        let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
+        let wire = crate::config::expr::Wire::of(
+            at.transport == Transport::Tcp,
+            at.bytes.len(),
+            (req.meta.id, u8::from(req.meta.op_code)),
+            req.edns.map(|e| (e.payload, e.dnssec_ok)),
+            at.peer.port(),
+        );
+        let asker = Asker {
+            client,
+            dnssec_ok,
+            cd,
+            wire,
+        };
+        let routed = router.answer(&req.query, asker, answer);
         let edns = request::edns::capped(req.edns, answer.bufsize);
         if answer.autopath {
             self.metrics

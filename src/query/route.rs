@@ -62,6 +62,9 @@ pub struct Asker {
     pub dnssec_ok: bool,
     /// The CD bit (part of the `cache` key).
     pub cd: bool,
+    /// The request's transport, size, id, opcode, payload size and source
+    /// port (`template`'s expressions).
+    pub wire: crate::config::expr::Wire,
 }
 
 /// `loadbalance` of the block a forwarded answer goes back through.

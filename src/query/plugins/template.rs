@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
+use crate::config::expr::Wire;
 use crate::config::gotmpl::{Data, Template};
 use crate::config::template::TemplateConfig;
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
@@ -126,8 +127,9 @@ impl Templates {
         }
     }
 
-    /// Answers `query` from `client` into `out` when a template matches.
-    pub fn answer(&self, query: &Query, client: IpAddr, out: &mut Answer) -> Verdict {
+    /// Answers `query` from `client` (sent as `wire` says) into `out` when
+    /// a template matches.
+    pub fn answer(&self, query: &Query, (client, wire): (IpAddr, Wire), out: &mut Answer) -> Verdict {
         // zone_of ignores case: most queries leave here without allocating.
         if !self
             .list
@@ -164,7 +166,7 @@ impl Templates {
                 question: (&name, u16::from(qtype), u16::from(qclass)),
                 vars: Vec::new(),
             };
-            let judged = conditions::judge(t, query, client, &mut data);
+            let judged = conditions::judge(t, query, (client, wire), &mut data);
             out.memoizable &= !conditions::uses_client(t);
             match judged {
                 Judged::Match => {}

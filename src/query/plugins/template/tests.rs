@@ -24,7 +24,7 @@ fn templates(body: &str) -> super::Templates {
 fn ask(t: &super::Templates, name: &str, qtype: hickory_proto::rr::RecordType) -> (Verdict, String) {
     let q = hickory_proto::op::Query::query(hickory_proto::rr::Name::from_ascii(name).expect("name"), qtype);
     let mut out = crate::query::Answer::default();
-    let done = t.answer(&q, std::net::IpAddr::from([192, 0, 2, 9]), &mut out);
+    let done = t.answer(&q, (std::net::IpAddr::from([192, 0, 2, 9]), Default::default()), &mut out);
     let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();
     (
         done,
@@ -99,7 +99,7 @@ fn variables_hold_expr_values() {
     );
     let q = hickory_proto::op::Query::query(hickory_proto::rr::Name::from_ascii("2.example.").expect("name"), TXT);
     let mut out = crate::query::Answer::default();
-    t.answer(&q, std::net::IpAddr::from([192, 0, 2, 9]), &mut out);
+    t.answer(&q, (std::net::IpAddr::from([192, 0, 2, 9]), Default::default()), &mut out);
     let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();
     assert_eq!(lines, ["2.example. 60 IN TXT 2 4 x2 true 4"]);
     assert!(!out.memoizable, "client_ip() makes the answer the client's");
