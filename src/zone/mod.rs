@@ -20,6 +20,7 @@ mod parse;
 
 pub use lookup::{Found, Outcome};
 pub use parse::{parse, parse_file};
+pub(crate) use parse::{dname, dname_target};
 
 /// The record sets of one owner name, by type.
 type Node = HashMap<RecordType, Vec<Record>>;

@@ -16,7 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use hickory_proto::op::{Edns, Message, Query, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
-use hickory_proto::rr::{Name, RData, Record};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::metrics::Transport;
@@ -228,6 +228,15 @@ impl Revert {
                         r.name = n;
                     }
                 }
+                Undo::Value(m) if r.record_type() == RecordType::DNAME => {
+                    // Kept as opaque data (hickory has no DNAME): decoded, mapped, encoded.
+                    if let Some(n) = crate::zone::dname_target(r)
+                        .and_then(|t| m.apply(&t.to_lowercase().to_ascii()))
+                        .and_then(|n| Name::from_ascii(n).ok())
+                    {
+                        r.data = crate::zone::dname(&n);
+                    }
+                }
                 Undo::Value(m) => {
                     if let Some(target) = value_mut(&mut r.data) {
                         if let Some(n) = m
@@ -271,7 +280,8 @@ impl Revert {
 }
 
 /// The name a record points to, which `answer value` rewrites (CoreDNS's
-/// list: CNAME, DNAME, NS, MX, SRV, NAPTR, SOA's MNAME).
+/// list: CNAME, DNAME, NS, MX, SRV, NAPTR, SOA's MNAME; DNAME, kept as
+/// opaque data, is mapped in [`Revert::record`]).
 fn value_mut(data: &mut RData) -> Option<&mut Name> {
     match data {
         RData::CNAME(c) => Some(&mut c.0),

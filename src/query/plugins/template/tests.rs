@@ -14,6 +14,12 @@ fn record_lines_default_like_new_rr() {
     for bad in ["", "x. 60 IN A 999.1.1.1", "x. 60 IN BOGUS 1", "not a record"] {
         assert!(parse_rr(bad).is_err(), "{bad:?}");
     }
+    for line in ["my.example. 60 IN DNAME other.example.", "my.example. dname other.example."] {
+        let r = parse_rr(line).expect("DNAME");
+        assert_eq!(r.record_type(), hickory_proto::rr::RecordType::DNAME, "{line}");
+        let target = crate::zone::dname_target(&r).map(|n| n.to_ascii());
+        assert_eq!(target.as_deref(), Some("other.example."), "{line}");
+    }
 }
 
 fn templates(body: &str) -> super::Templates {
