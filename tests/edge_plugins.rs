@@ -230,16 +230,16 @@ fn loadbalance_prefer_puts_the_listed_networks_first() {
     assert_eq!(tails.len(), 2, "the others are still shuffled: {tails:?}");
     let conf = temp_dir("lb-check").join("Corefile");
     let text =
-        ".:53 {\n    loadbalance weighted w.txt\n}\n.:54 {\n    loadbalance {\n        prefer 10.0.0.0/33\n    }\n}\n";
+        ".:53 {\n    loadbalance weighted w.txt {\n        reload 0s\n    }\n}\n.:54 {\n    loadbalance {\n        prefer 10.0.0.0/33\n    }\n}\n";
     std::fs::write(&conf, text).expect("write");
     let (status, stderr) = check(&conf);
     assert!(!status.success());
     assert!(
-        stderr.contains("Corefile:2:17: loadbalance: the weighted policy is not supported"),
+        stderr.contains("Corefile:2:26: loadbalance: cannot open weight file"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("Corefile:6:16: loadbalance: prefer: '10.0.0.0/33' is not a CIDR"),
+        stderr.contains("Corefile:8:16: loadbalance: prefer: '10.0.0.0/33' is not a CIDR"),
         "{stderr}"
     );
 }

@@ -283,7 +283,7 @@ impl Router {
                 Routed::Drop => {}
             }
         }
-        if let Some(lb) = &block.loadbalance {
+        if let Some(lb) = block.loadbalance.as_ref().filter(|lb| lb.touches(query.query_type())) {
             out.memoizable &= !out.balance(lb);
         }
         routed
