@@ -34,7 +34,7 @@ use hickory_proto::rr::{DNSClass, Name};
 
 use super::plugins::rewrite::Revert;
 use super::reply::Answer;
-use super::settle::Left;
+use super::settle::{self, Left};
 use super::UNHANDLED;
 use crate::metrics::ZoneStats;
 use crate::query::forward::Forwarding;
@@ -276,15 +276,19 @@ impl Router {
             (routed, _) => routed,
         };
         let mut routed = self.dns64(block, asked, asker, routed, out);
-        if let Some((q, revert)) = rewritten {
+        let mut revert = None;
+        if let Some((q, r)) = rewritten {
             match &mut routed {
-                Routed::Done => revert.answer(out),
-                Routed::Forward(onward) => onward.left.rewrite = Some(Box::new((q, revert))),
+                Routed::Done => revert = Some(r),
+                Routed::Forward(onward) => onward.left.rewrite = Some(Box::new((q, r))),
                 Routed::Drop => {}
             }
         }
-        if let Some(lb) = block.loadbalance.as_ref().filter(|lb| lb.touches(query.query_type())) {
-            out.memoizable &= !out.balance(lb);
+        if matches!(routed, Routed::Done) {
+            // the step the forwarding task does to an upstream's answer
+            // (`weighted` reorders A, AAAA and SRV answers only)
+            let lb = block.loadbalance.as_deref().filter(|lb| lb.touches(query.query_type()));
+            out.memoizable &= !settle::apply(out, lb, None, revert.as_ref());
         }
         routed
     }

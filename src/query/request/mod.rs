@@ -25,6 +25,7 @@ use hickory_proto::rr::{Name, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 pub mod edns;
+pub mod walk;
 
 use edns::{opt, ClientEdns};
 
@@ -68,6 +69,17 @@ impl Wire {
     pub fn name<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
         &bytes[12..12 + self.name_len]
     }
+}
+
+/// A question name as the memo's and the cache's keys hold it: its wire
+/// form, lower-cased (ASCII, as DNS compares names). For a plain query it
+/// is the packet's own name bytes lower-cased ([`Wire::name`]).
+pub fn name_key(name: &hickory_proto::rr::Name, into: &mut Vec<u8>) {
+    for label in name.iter() {
+        into.push(label.len() as u8); // a label is at most 63 bytes
+        into.extend(label.iter().map(u8::to_ascii_lowercase));
+    }
+    into.push(0);
 }
 
 /// Reads a plain query (see [`Wire`]) without allocating; `None` when the
