@@ -3,7 +3,8 @@
 //!
 //! Lines of the block: a zone-file record (answered for its owner name and
 //! type; a CNAME at the name is answered for every type), `rcode NAME RCODE`
-//! (that rcode, no records), `drop NAME` (no reply). A name with no record
+//! (that rcode, no records), `drop NAME` (no reply), `tc NAME` (the reply
+//! to NAME has TC set, its records still in it). A name with no record
 //! gets NXDOMAIN, a name with records of other types NOERROR and no data.
 //! Every request is kept, so rows can be checked against what was asked.
 
@@ -22,6 +23,7 @@ struct Script {
     records: Vec<Record>,
     rcodes: Vec<(String, ResponseCode)>,
     drops: Vec<String>,
+    truncated: Vec<String>,
 }
 
 pub struct Upstream {
@@ -66,6 +68,7 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                 s.rcodes.push((name.to_ascii_lowercase(), code));
             }
             ["drop", name] => s.drops.push(name.to_ascii_lowercase()),
+            ["tc", name] => s.truncated.push(name.to_ascii_lowercase()),
             _ => s
                 .records
                 .push(crate::records::parse(line).map_err(|e| format!("{n}: {e}"))?),
@@ -157,6 +160,7 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
     m.metadata.recursion_desired = req.metadata.recursion_desired;
     m.metadata.recursion_available = true;
     m.metadata.checking_disabled = req.metadata.checking_disabled;
+    m.metadata.truncation = s.truncated.contains(&qname);
     m.queries = req.queries.clone();
     if let Some(e) = &req.edns {
         let mut edns = Edns::new();
