@@ -134,7 +134,8 @@ impl Weights {
         if *last == bytes {
             return Ok(());
         }
-        let table = parse(&String::from_utf8_lossy(&bytes), &shown).map_err(|e| Unread::Parse(format!("loadbalance: {e}")))?;
+        let table =
+            parse(&String::from_utf8_lossy(&bytes), &shown).map_err(|e| Unread::Parse(format!("loadbalance: {e}")))?;
         self.table.store(Arc::new(table));
         *last = bytes;
         Ok(())
@@ -167,7 +168,13 @@ mod tests {
                    # domain 2\nw2.example.org\n # domain 3\n w3.example.org\n 192.168.2.16 11\n";
         let t = parse(two, "f").expect("valid");
         assert_eq!(t.len(), 3);
-        assert_eq!(t["w1.example.org."], [("192.168.1.15".parse().expect("ip"), 10), ("192.168.1.14".parse().expect("ip"), 20)]);
+        assert_eq!(
+            t["w1.example.org."],
+            [
+                ("192.168.1.15".parse().expect("ip"), 10),
+                ("192.168.1.14".parse().expect("ip"), 20)
+            ]
+        );
         assert!(t["w2.example.org."].is_empty());
         assert!(parse("", "f").expect("empty").is_empty());
         for (bad, why) in [

@@ -19,8 +19,8 @@ pub mod lookup;
 mod parse;
 
 pub use lookup::{Found, Outcome};
-pub use parse::{parse, parse_file};
 pub(crate) use parse::{dname, dname_target};
+pub use parse::{parse, parse_file};
 
 /// The record sets of one owner name, by type.
 type Node = HashMap<RecordType, Vec<Record>>;

@@ -228,9 +228,27 @@ pub fn compare(want: &Want, reply: Option<&Message>) -> Vec<String> {
             ));
         }
     }
-    section("answer", want.answer.as_ref(), &m.answers, (want.ordered, want.types), &mut out);
-    section("ns", want.ns.as_ref(), &m.authorities, (want.ordered, want.types), &mut out);
-    section("extra", want.extra.as_ref(), &m.additionals, (want.ordered, want.types), &mut out);
+    section(
+        "answer",
+        want.answer.as_ref(),
+        &m.answers,
+        (want.ordered, want.types),
+        &mut out,
+    );
+    section(
+        "ns",
+        want.ns.as_ref(),
+        &m.authorities,
+        (want.ordered, want.types),
+        &mut out,
+    );
+    section(
+        "extra",
+        want.extra.as_ref(),
+        &m.additionals,
+        (want.ordered, want.types),
+        &mut out,
+    );
     if let Some(code) = want.ede {
         let got = ede(m);
         if got != code {

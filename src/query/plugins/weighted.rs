@@ -47,7 +47,7 @@ pub fn draw(addrs: &[Record], weights: &Weights, random: impl FnOnce(u32) -> u32
     if sum == 0 {
         return None;
     }
-    weighed.sort_by(|a, b| b.1.cmp(&a.1));
+    weighed.sort_by_key(|w| std::cmp::Reverse(w.1));
     let v = random(sum);
     let mut upto = 0;
     weighed.into_iter().find_map(|(i, w)| {

@@ -28,9 +28,7 @@ impl Router {
                 block::loop_detected(block, probe, qname);
             }
         }
-        if template(block, query, asker, out)
-            || data(block, qname, qtype, out)
-            || kubernetes(block, qname, qtype, out)
+        if template(block, query, asker, out) || data(block, qname, qtype, out) || kubernetes(block, qname, qtype, out)
         {
             return Routed::Done;
         }
@@ -70,7 +68,11 @@ fn template(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> boo
     let Some(templates) = &block.templates else {
         return false;
     };
-    took(templates.answer(query, (asker.client, asker.wire), out), Plugin::Template, out)
+    took(
+        templates.answer(query, (asker.client, asker.wire), out),
+        Plugin::Template,
+        out,
+    )
 }
 
 /// The block's own data in order: `hosts`, `k8s_external`, `file`; true

@@ -35,7 +35,17 @@ fn the_draw_falls_into_the_heaviest_first() {
     .map(|t| parse_rr(t).expect("rr"))
     .collect();
     // TestLoadBalanceWRR row 0: (random value, top address); the sum is 15.
-    for (v, top) in [(0, 1), (4, 1), (5, 4), (8, 4), (9, 3), (11, 3), (12, 0), (13, 0), (14, 2)] {
+    for (v, top) in [
+        (0, 1),
+        (4, 1),
+        (5, 4),
+        (8, 4),
+        (9, 3),
+        (11, 3),
+        (12, 0),
+        (13, 0),
+        (14, 2),
+    ] {
         let got = draw(&addrs, &w, |limit| {
             assert_eq!(limit, 15);
             v
