@@ -4,7 +4,10 @@
 //! Lines of the block: a zone-file record (answered for its owner name and
 //! type; a CNAME at the name is answered for every type), `rcode NAME RCODE`
 //! (that rcode, no records), `drop NAME` (no reply), `tc NAME` (the reply
-//! to NAME has TC set, its records still in it). A name with no record
+//! to NAME has TC set, its records still in it), `echo-opts NAME` (NAME is
+//! answered with `NAME 0 IN TXT "opt" "CODE:HEX"...`, the EDNS options the
+//! request carried, in order, codes as 4 hex digits; `"no-opt"` without
+//! an OPT record). A name with no record
 //! gets NXDOMAIN, a name with records of other types NOERROR and no data.
 //! Every request is kept, so rows can be checked against what was asked.
 
@@ -24,6 +27,7 @@ struct Script {
     rcodes: Vec<(String, ResponseCode)>,
     drops: Vec<String>,
     truncated: Vec<String>,
+    echo_opts: Vec<String>,
 }
 
 pub struct Upstream {
@@ -69,6 +73,7 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
             }
             ["drop", name] => s.drops.push(name.to_ascii_lowercase()),
             ["tc", name] => s.truncated.push(name.to_ascii_lowercase()),
+            ["echo-opts", name] => s.echo_opts.push(name.to_ascii_lowercase()),
             _ => s
                 .records
                 .push(crate::records::parse(line).map_err(|e| format!("{n}: {e}"))?),
@@ -168,6 +173,10 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         edns.set_dnssec_ok(e.flags().dnssec_ok);
         m.edns = Some(edns);
     }
+    if s.echo_opts.contains(&qname) {
+        m.answers = vec![options_seen(&req)];
+        return m.to_vec().ok();
+    }
     if let Some((_, code)) = s.rcodes.iter().find(|(n, _)| *n == qname) {
         m.metadata.response_code = *code;
         return m.to_vec().ok();
@@ -187,4 +196,24 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         m.metadata.response_code = ResponseCode::NXDomain;
     }
     m.to_vec().ok()
+}
+
+/// The TXT record `echo-opts` answers: the request's EDNS options.
+fn options_seen(req: &Message) -> Record {
+    let texts = match &req.edns {
+        None => vec!["no-opt".to_string()],
+        Some(e) => std::iter::once("opt".to_string())
+            .chain(e.options().as_ref().iter().map(|(code, opt)| {
+                let data = Vec::<u8>::try_from(opt).unwrap_or_default();
+                let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+                format!("{:04x}:{hex}", u16::from(*code))
+            }))
+            .collect(),
+    };
+    let name = req.queries.first().map(|q| q.name().clone()).unwrap_or_default();
+    Record::from_rdata(
+        name,
+        0,
+        hickory_proto::rr::RData::TXT(hickory_proto::rr::rdata::TXT::new(texts)),
+    )
 }
