@@ -200,9 +200,14 @@ impl Router {
     /// Answers `query` from `asker` into `out`, or says it must be
     /// forwarded: the steps of the order in this file's head, in turn.
     pub fn answer(&self, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'_> {
-        let Some(block) = self.enter(query.name(), out) else {
-            return Routed::Done;
-        };
+        match self.enter(query.name(), out) {
+            Some(block) => self.answer_in(block, query, asker, out),
+            None => Routed::Done,
+        }
+    }
+
+    /// [`Router::answer`] in the block [`Router::enter`] found for `query`.
+    pub fn answer_in<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
         if let Some(routed) = order::early(block, query, out) {
             return routed;
         }
@@ -237,7 +242,7 @@ impl Router {
 
     /// The block serving `qname`, with its zone's stats slot, `bufsize` and
     /// `log` style set in `out`; `None` (REFUSED written): no block does.
-    fn enter(&self, qname: &Name, out: &mut Answer) -> Option<&Block> {
+    pub fn enter(&self, qname: &Name, out: &mut Answer) -> Option<&Block> {
         let Some((block, slot)) = self.block(qname) else {
             out.error(UNHANDLED);
             return None;

@@ -135,8 +135,7 @@ impl Cache {
     }
 
     pub fn key(query: &Query, dnssec_ok: bool, checking_disabled: bool) -> Key {
-        let wire_len = query.name().iter().map(|l| l.len() + 1).sum::<usize>() + 1;
-        let mut key = Vec::with_capacity(wire_len + 3); // exact: no reallocation when boxed
+        let mut key = Vec::with_capacity(query.name().iter().map(|l| l.len() + 1).sum::<usize>() + 4);
         crate::query::request::name_key(query.name(), &mut key);
         key.extend_from_slice(&u16::from(query.query_type()).to_be_bytes());
         key.push(u8::from(dnssec_ok) | u8::from(checking_disabled) << 1);

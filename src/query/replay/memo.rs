@@ -272,22 +272,6 @@ mod tests {
     }
 
     #[test]
-    fn the_memo_and_the_cache_key_a_name_alike() {
-        let spelled = "WEB.Shop.svc.cluster.local.";
-        let p = packet(spelled, None);
-        let memo = key(&p, Transport::Udp).expect("key");
-        let q = Query::query(Name::from_ascii(spelled).expect("name"), RecordType::A);
-        let cache = crate::query::forward::cache::Cache::key(&q, false, false);
-        let name_len = request::parse(&p).expect("plain").name_len;
-        assert_eq!(
-            memo[..name_len + 2],
-            cache[..name_len + 2],
-            "lower-cased wire name, then type"
-        );
-        assert_eq!(cache.len(), name_len + 3);
-    }
-
-    #[test]
     fn unusual_packets_take_the_full_path() {
         assert_eq!(
             key(&packet("a.", Some((1232, 1))), Transport::Udp),

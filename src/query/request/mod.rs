@@ -217,6 +217,22 @@ fn decoded(bytes: &[u8]) -> Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn name_key_is_the_plain_query_s_wire_name_lower_cased() {
+        let spelled = "WEB.Shop.svc.cluster.local.";
+        let mut m = hickory_proto::op::Message::query();
+        let name = hickory_proto::rr::Name::from_ascii(spelled).expect("name");
+        m.add_query(Query::query(name.clone(), hickory_proto::rr::RecordType::A));
+        let bytes = m.to_vec().expect("encode");
+        let wire = parse(&bytes).expect("plain");
+        let mut key = Vec::new();
+        name_key(&name, &mut key);
+        assert_eq!(key, wire.name(&bytes).to_ascii_lowercase());
+        let q = Query::query(name, hickory_proto::rr::RecordType::A);
+        let cache = crate::query::forward::cache::Cache::key(&q, false, false);
+        assert_eq!(cache[..key.len()], key[..], "the cache's key starts with it");
+    }
     use hickory_proto::op::{Edns, Message, MessageType, OpCode};
     use hickory_proto::rr::Name;
 
