@@ -54,7 +54,8 @@ enum Undo {
 #[derive(Debug, Clone, Default)]
 pub struct Revert {
     undo: Vec<Undo>,
-    pub edns: Vec<(EdnsAction, EdnsRule)>,
+    /// Each edns0 rule with its `stop`.
+    pub edns: Vec<(EdnsAction, EdnsRule, bool)>,
 }
 
 /// `name` rewritten by `matcher` and `to` (groups `{N}` filled in), or
@@ -146,18 +147,34 @@ impl Rewrite {
                     true
                 }
                 RuleKind::Edns0 { action, option, .. } => {
-                    revert.edns.push((*action, option.clone()));
+                    revert.edns.push((*action, option.clone(), rule.stop));
                     true
                 }
                 _ => false,
             };
             applied |= done;
-            if done && rule.stop {
+            if done && rule.stop && !undecided(rule, rest(&self.rules, rule)) {
                 break;
             }
         }
         Ok(applied.then_some((q, revert)))
     }
+}
+
+/// The rules after `rule` in `rules`.
+fn rest<'a>(rules: &'a [RewriteRule], rule: &RewriteRule) -> &'a [RewriteRule] {
+    let at = rules.iter().position(|r| std::ptr::eq(r, rule)).map_or(rules.len(), |i| i + 1);
+    &rules[at..]
+}
+
+/// Whether `stop` after `rule` waits for the request: an edns0 replace,
+/// append or unset applies only when the request holds (or lacks) the
+/// option, which [`upstream_request`] sees; when only edns0 rules follow,
+/// they are kept and it decides (as CoreDNS: a rule that changed nothing
+/// does not stop the list).
+fn undecided(rule: &RewriteRule, after: &[RewriteRule]) -> bool {
+    matches!(&rule.kind, RuleKind::Edns0 { action, .. } if *action != EdnsAction::Set)
+        && after.iter().all(|r| matches!(r.kind, RuleKind::Edns0 { .. }))
 }
 
 impl Revert {
@@ -307,7 +324,7 @@ pub fn upstream_request(
         return bytes.to_vec();
     };
     m.queries = vec![query.clone()];
-    for (action, rule) in revert.map_or(&[][..], |r| &r.edns[..]) {
+    for (action, rule, stop) in revert.map_or(&[][..], |r| &r.edns[..]) {
         let edns = m.edns.get_or_insert_with(|| {
             let mut e = Edns::new();
             e.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
@@ -317,15 +334,24 @@ pub fn upstream_request(
             continue;
         };
         let opts = &mut edns.options_mut().options;
-        if *action == EdnsAction::Unset {
-            opts.retain(|(c, _)| *c != code);
-            continue;
-        }
         let present = opts.iter().position(|(c, _)| *c == code);
-        match (present, action) {
-            (Some(i), EdnsAction::Set | EdnsAction::Replace) => opts[i].1 = option,
-            (None, EdnsAction::Set | EdnsAction::Append) => opts.push((code, option)),
-            _ => {}
+        let changed = match (present, action) {
+            (Some(_), EdnsAction::Unset) => {
+                opts.retain(|(c, _)| *c != code);
+                true
+            }
+            (Some(i), EdnsAction::Set | EdnsAction::Replace) => {
+                opts[i].1 = option;
+                true
+            }
+            (None, EdnsAction::Set | EdnsAction::Append) => {
+                opts.push((code, option));
+                true
+            }
+            _ => false,
+        };
+        if changed && *stop {
+            break;
         }
     }
     m.to_vec().unwrap_or_else(|_| bytes.to_vec())
