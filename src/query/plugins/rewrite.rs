@@ -163,7 +163,10 @@ impl Rewrite {
 
 /// The rules after `rule` in `rules`.
 fn rest<'a>(rules: &'a [RewriteRule], rule: &RewriteRule) -> &'a [RewriteRule] {
-    let at = rules.iter().position(|r| std::ptr::eq(r, rule)).map_or(rules.len(), |i| i + 1);
+    let at = rules
+        .iter()
+        .position(|r| std::ptr::eq(r, rule))
+        .map_or(rules.len(), |i| i + 1);
     &rules[at..]
 }
 
