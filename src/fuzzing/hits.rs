@@ -102,7 +102,7 @@ impl CacheHits {
             assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
             reply_holds(data, &fresh.out, parsed.as_ref(), transport);
             hickory_writes_the_same(data, &fresh, transport);
-            if fresh.answer.plugin != crate::metrics::Plugin::Cache {
+            if fresh.answer.tags.plugin != crate::metrics::Plugin::Cache {
                 continue; // answered before the cache (ANY: RFC 8482)
             }
             for _ in 0..2 {

@@ -41,7 +41,7 @@ pub fn with_echo<R>(data: &[u8], scratch: &Scratch, transport: Transport, f: imp
         Checked::Query(r) => (
             r.meta,
             Some(r.query),
-            request::edns::capped(r.edns, scratch.answer.bufsize),
+            request::edns::capped(r.edns, scratch.answer.tags.bufsize),
         ),
         Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
         Checked::Drop => panic!("a dropped query was answered"),

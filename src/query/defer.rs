@@ -91,7 +91,7 @@ impl Job {
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
 pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     job.then.apply(answer);
-    if answer.autopath {
+    if answer.tags.autopath {
         metrics
             .autopath_success
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

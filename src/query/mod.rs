@@ -205,8 +205,8 @@ impl Handler {
             Full::Reply(outcome) => outcome,
             other => return other,
         };
-        if scratch.answer.memoizable {
-            let deps = scratch.answer.deps;
+        if scratch.answer.tags.memoizable {
+            let deps = scratch.answer.tags.deps;
             scratch.memo.remember(key, view, &scratch.out, outcome, deps);
         } else if outcome.plugin == crate::metrics::Plugin::Cache {
             let Scratch { hits, answer, out, .. } = &mut *scratch;
@@ -334,8 +334,8 @@ impl Handler {
                 router.answer_in(block, &req.query, asker, answer)
             }
         };
-        let edns = request::edns::capped(req.edns, answer.bufsize);
-        if answer.autopath {
+        let edns = request::edns::capped(req.edns, answer.tags.bufsize);
+        if answer.tags.autopath {
             self.metrics
                 .autopath_success
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -372,7 +372,7 @@ impl Handler {
         let balance = onward.balance.cloned();
         let (mut request, query, then) =
             (onward.left).upstream(at.bytes, &req.query, answer, balance, at.peer, at.transport);
-        if let Some(cap) = answer.bufsize {
+        if let Some(cap) = answer.tags.bufsize {
             request::edns::cap_payload(&mut request, cap);
         }
         forwarding.submit(defer::Job {
@@ -383,10 +383,10 @@ impl Handler {
             transport: at.transport,
             peer: at.peer,
             sink: sink(),
-            log: answer.log,
+            log: answer.tags.log,
             started: at.started,
-            stats: router.stats.get(usize::from(answer.zone)).cloned(),
-            taps: router.tap(answer.zone).cloned(),
+            stats: router.stats.get(usize::from(answer.tags.zone)).cloned(),
+            taps: router.tap(answer.tags.zone).cloned(),
             then,
         });
     }

@@ -235,7 +235,7 @@ impl Router {
             }
         };
         if rewritten.is_some() && !block.acl.is_empty() {
-            out.memoizable = false; // the replay's check sees the client's name, not this one
+            out.tags.memoizable = false; // the replay's check sees the client's name, not this one
         }
         self.settle(block, query, asker, rewritten, routed, out)
     }
@@ -247,9 +247,9 @@ impl Router {
             out.error(UNHANDLED);
             return None;
         };
-        out.zone = slot;
-        out.bufsize = block.bufsize;
-        out.log = block
+        out.tags.zone = slot;
+        out.tags.bufsize = block.bufsize;
+        out.tags.log = block
             .log
             .as_ref()
             .filter(|l| l.names.is_empty() || l.names.iter().any(|n| n.zone_of(qname)))
@@ -272,11 +272,11 @@ impl Router {
     ) -> Routed<'a> {
         if let (Some((_, revert)), Routed::Done) = (&rewritten, &routed) {
             if let Some(target) = revert.cname(out) {
-                out.outside = Some(target);
+                out.tags.outside = Some(target);
             }
         }
         let asked = rewritten.as_ref().map_or(query, |(q, _)| q);
-        let routed = match (routed, out.outside.take()) {
+        let routed = match (routed, out.tags.outside.take()) {
             (Routed::Done, Some(target)) => self.outside(block, target, asked, asker, out),
             (routed, _) => routed,
         };
@@ -293,7 +293,7 @@ impl Router {
             // the step the forwarding task does to an upstream's answer
             // (`weighted` reorders A, AAAA and SRV answers only)
             let lb = block.loadbalance.as_deref().filter(|lb| lb.touches(query.query_type()));
-            out.memoizable &= !settle::apply(out, lb, None, revert.as_ref());
+            out.tags.memoizable &= !settle::apply(out, lb, None, revert.as_ref());
         }
         routed
     }

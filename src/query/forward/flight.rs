@@ -35,8 +35,12 @@ impl Forwarding {
             .unwrap_or_default();
         let kept = self.kept(&result, &key);
         for job in std::iter::once(job).chain(waiters) {
-            let mut answer = Answer {
+            let tags = crate::query::reply::Tags {
                 log: job.log,
+                ..Default::default()
+            };
+            let mut answer = Answer {
+                tags,
                 ..Default::default()
             };
             self.fill(&result, kept.as_ref(), &mut answer);
@@ -85,12 +89,12 @@ impl Forwarding {
     /// Writes the upstream's `result` into `answer`: as the cache `kept`
     /// it, relayed as it came, or the stale entry kept in its place.
     fn fill(&self, result: &Result<Message, ResponseCode>, kept: Option<&Arc<cache::Entry>>, answer: &mut Answer) {
-        answer.plugin = Plugin::Forward;
+        answer.tags.plugin = Plugin::Forward;
         match (result, kept.zip(self.cache.as_ref())) {
             (Ok(_), Some((entry, cache))) => cache.fill(entry, answer),
             (Ok(msg), None) => answer.relay(msg),
             (Err(_), Some((entry, cache))) => {
-                answer.plugin = Plugin::Cache;
+                answer.tags.plugin = Plugin::Cache;
                 cache.fill(entry, answer);
             }
             (Err(rcode), None) => answer.error(*rcode),

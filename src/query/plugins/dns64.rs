@@ -89,9 +89,9 @@ impl Dns64 {
             .iter()
             .find(|r| r.record_type() == RecordType::SOA)
             .map_or(NO_SOA_TTL, |soa| soa.ttl);
-        let (log, zone) = (out.log, out.zone);
+        let (log, zone) = (out.tags.log, out.tags.zone);
         out.clear(); // not memoizable: every translated reply is counted
-        (out.log, out.zone, out.plugin) = (log, zone, Plugin::Dns64);
+        (out.tags.log, out.tags.zone, out.tags.plugin) = (log, zone, Plugin::Dns64);
         out.recursion_available = a.recursion_available;
         out.truncated = a.truncated;
         for r in &a.answers {

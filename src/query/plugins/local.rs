@@ -68,7 +68,7 @@ impl LocalNames {
             if !loopback(qname, qtype, out) {
                 out.authority.push(self.soa(qname));
             }
-            out.memoizable = false; // a replay would not be counted
+            out.tags.memoizable = false; // a replay would not be counted
             return Verdict::Answered;
         }
         let Some(zone) = self.zones.iter().find(|z| z.zone_of(&lower)) else {
@@ -99,7 +99,7 @@ impl LocalNames {
             out.rcode = ResponseCode::NXDomain;
             out.authority.push(self.soa(&origin));
         }
-        out.memoizable = true;
+        out.tags.memoizable = true;
         Verdict::Answered
     }
 

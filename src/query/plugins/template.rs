@@ -167,7 +167,7 @@ impl Templates {
                 vars: Vec::new(),
             };
             let judged = conditions::judge(t, query, (client, wire), &mut data);
-            out.memoizable &= !conditions::uses_client(t);
+            out.tags.memoizable &= !conditions::uses_client(t);
             match judged {
                 Judged::Match => {}
                 Judged::NoMatch if falls_through(t, &lower) => continue,
@@ -177,7 +177,7 @@ impl Templates {
                 }
             }
             let verdict = self.render(t, &data, query, out);
-            out.memoizable &= !conditions::uses_client(t);
+            out.tags.memoizable &= !conditions::uses_client(t);
             return verdict;
         }
         Verdict::Next
@@ -197,7 +197,7 @@ impl Templates {
         }
         out.error(t.rcode);
         out.authoritative = true;
-        out.memoizable = ![&t.answer, &t.additional, &t.authority]
+        out.tags.memoizable = ![&t.answer, &t.additional, &t.authority]
             .iter()
             .any(|list| list.iter().any(|x| x.uses_remote));
         for (section, list) in [

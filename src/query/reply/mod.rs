@@ -8,15 +8,18 @@ use hickory_proto::rr::rdata::{A, AAAA, CNAME, NS, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use crate::config::hosts::{LoadbalanceConfig, Net};
-use crate::metrics::{Expansion, Plugin};
 
 pub mod echo;
 pub mod summary;
+pub mod tags;
 pub mod wire;
 
 pub use summary::Summary;
+pub use tags::Tags;
 
-/// A handler's reply, reused across queries by each worker.
+/// A handler's reply, reused across queries by each worker: the message
+/// being built (rcode, flags, three sections, the extended DNS error) and,
+/// apart, its [`Tags`], which never reach the wire.
 #[derive(Debug, Default)]
 pub struct Answer {
     pub rcode: ResponseCode,
@@ -29,34 +32,9 @@ pub struct Answer {
     pub answers: Vec<Record>,
     pub authority: Vec<Record>,
     pub additional: Vec<Record>,
-    /// Whether the reply depends only on the question and the snapshot, so
-    /// it may be replayed by [`super::memo`] until the next snapshot.
-    pub memoizable: bool,
-    /// What in the store a memoizable reply depends on: a change to
-    /// anything else leaves its memo entry in place. Everything unless the
-    /// handler says less (only the cluster zone does).
-    pub deps: crate::store::Deps,
-    /// How the server block that answered logs it (`log`).
-    pub log: Option<crate::config::local::LogStyle>,
-    /// The router's stats slot of the zone that matched (0: none matched).
-    pub zone: u16,
-    /// The plugin that wrote the answer.
-    pub plugin: Plugin,
-    /// For an NXDOMAIN in the cluster zone: the search-path expansion it was.
-    pub expansion: Option<Expansion>,
-    /// `autopath` answered a later name of the search walk.
-    pub autopath: bool,
-    /// An ExternalName's target outside the cluster zone: the router looks
-    /// its records up (the block's other plugins, `cache`, `forward`) and
-    /// appends them after the CNAME, as CoreDNS does.
-    pub outside: Option<Name>,
     /// RFC 8914 extended DNS error (code, text) for the OPT record.
     pub ede: Option<(u16, String)>,
-    /// `acl` blocked or filtered the question (`dns64` then translates
-    /// only an A answer it can ask here, never a forwarded one).
-    pub denied: bool,
-    /// `bufsize` of the block that took the query: the EDNS payload cap.
-    pub bufsize: Option<u16>,
+    pub tags: Tags,
     /// Scratch space of the cluster zone's direct writer: the addresses
     /// it writes (no records are built for them).
     pub addrs: Vec<IpAddr>,
@@ -70,17 +48,11 @@ impl Answer {
         self.recursion_available = false;
         self.authentic_data = false;
         self.truncated = false;
-        self.memoizable = false;
-        self.deps = crate::store::Deps::EVERYTHING;
-        self.log = None;
-        self.zone = 0;
-        self.plugin = Plugin::None;
-        self.expansion = None;
-        self.autopath = false;
-        self.outside = None;
         self.ede = None;
-        self.denied = false;
-        self.bufsize = None;
+        self.tags = Tags {
+            deps: crate::store::Deps::EVERYTHING,
+            ..Tags::default()
+        };
         self.answers.clear();
         self.authority.clear();
         self.additional.clear();
@@ -89,18 +61,20 @@ impl Answer {
 
     /// An error reply with no records.
     pub fn error(&mut self, rcode: ResponseCode) {
-        let (log, zone, plugin, bufsize) = (self.log, self.zone, self.plugin, self.bufsize);
+        let t = &self.tags;
+        let (log, zone, plugin, bufsize) = (t.log, t.zone, t.plugin, t.bufsize);
         self.clear();
         self.rcode = rcode;
-        (self.log, self.zone, self.plugin, self.bufsize) = (log, zone, plugin, bufsize);
+        let t = &mut self.tags;
+        (t.log, t.zone, t.plugin, t.bufsize) = (log, zone, plugin, bufsize);
     }
 
     /// Empties the answer but for what entering the block set (`zone`,
     /// `bufsize`, `log`): the whole way after the short way declined.
     pub fn restart(&mut self) {
-        let (log, zone, bufsize) = (self.log, self.zone, self.bufsize);
+        let (log, zone, bufsize) = (self.tags.log, self.tags.zone, self.tags.bufsize);
         self.clear();
-        (self.log, self.zone, self.bufsize) = (log, zone, bufsize);
+        (self.tags.log, self.tags.zone, self.tags.bufsize) = (log, zone, bufsize);
     }
 
     /// Drops what a plugin that passed the query on may have left.

@@ -31,12 +31,12 @@ impl Summary {
         Summary {
             rcode: answer.rcode,
             truncated,
-            log: answer.log,
-            zone: answer.zone,
-            plugin: answer.plugin,
+            log: answer.tags.log,
+            zone: answer.tags.zone,
+            plugin: answer.tags.plugin,
             qtype: query.map_or(u8::MAX, |q| crate::metrics::type_slot(q.query_type())),
             dnssec_ok: edns.is_some_and(|e| e.dnssec_ok),
-            expansion: answer.expansion,
+            expansion: answer.tags.expansion,
         }
     }
 }

@@ -166,7 +166,7 @@ pub(super) fn deny<'a>(action: AclAction, out: &mut Answer) -> Option<Routed<'a>
         AclAction::Filter => (ResponseCode::NoError, EDE_FILTERED),
     };
     out.error(rcode);
-    (out.ede, out.denied) = (Some((ede, String::new())), true);
+    (out.ede, out.tags.denied) = (Some((ede, String::new())), true);
     Some(Routed::Done)
 }
 
@@ -226,7 +226,7 @@ impl Router {
         let judged = !home.acl.is_empty() || !entry.acl.is_empty();
         let routed = deny(verdict.action, out).unwrap_or_else(|| self.through(home, query, asker, out));
         if judged {
-            out.memoizable = false;
+            out.tags.memoizable = false;
         }
         routed
     }

@@ -32,7 +32,7 @@ impl Router {
         let path = search_path(block, query, asker)?;
         // The asked name first: anything but NXDOMAIN is its own answer.
         let asked = self.through(block, query, asker, out);
-        out.memoizable = false; // depends on the client from here on
+        out.tags.memoizable = false; // depends on the client from here on
         if !matches!(asked, Routed::Done) || out.rcode != ResponseCode::NXDomain {
             return Some(asked);
         }
@@ -44,7 +44,7 @@ impl Router {
         }
         // Every name of the walk is NXDOMAIN: so is the asked one.
         let routed = self.through(block, query, asker, out);
-        out.memoizable = false;
+        out.tags.memoizable = false;
         Some(routed)
     }
 
@@ -75,18 +75,23 @@ impl Router {
             match self.guarded(entry, home, &candidate, asker, &mut found) {
                 Routed::Drop => return Some(Routed::Drop),
                 Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
-                Routed::Done if found.denied => {
-                    let (log, zone) = (out.log, out.zone);
+                Routed::Done if found.tags.denied => {
+                    let (log, zone) = (out.tags.log, out.tags.zone);
                     std::mem::swap(out, &mut found);
-                    (out.log, out.zone, out.memoizable) = (log, zone, false);
+                    (out.tags.log, out.tags.zone, out.tags.memoizable) = (log, zone, false);
                     return Some(Routed::Done);
                 }
                 Routed::Done => {
-                    let (log, zone) = (out.log, out.zone);
+                    let (log, zone) = (out.tags.log, out.tags.zone);
                     std::mem::swap(out, &mut found);
                     out.answers.insert(0, reply::cname(query.name(), path.ttl, name));
-                    (out.log, out.zone, out.plugin, out.memoizable, out.autopath) =
-                        (log, zone, Plugin::Autopath, false, true);
+                    (
+                        out.tags.log,
+                        out.tags.zone,
+                        out.tags.plugin,
+                        out.tags.memoizable,
+                        out.tags.autopath,
+                    ) = (log, zone, Plugin::Autopath, false, true);
                     return Some(Routed::Done);
                 }
                 Routed::Forward(on) => {
@@ -118,21 +123,22 @@ impl Router {
         let chased = Query::query(target, query.query_type());
         let mut found = Answer::default();
         let routed = self.guarded(home, home, &chased, asker, &mut found);
-        out.memoizable &= found.memoizable; // also a denial (found by `acl`) is not memoized
+        out.tags.memoizable &= found.tags.memoizable; // also a denial (found by `acl`) is not memoized
         match routed {
             Routed::Done => {
                 // as the forwarding task puts an upstream's answer under the CNAME
                 let prefix = std::mem::take(&mut out.answers);
-                settle::Chase::target(query.clone(), prefix, out.plugin).put_under(&mut found);
-                found.deps.union(&out.deps);
-                (found.memoizable, found.log, found.zone) = (out.memoizable, out.log, out.zone);
-                (found.bufsize, found.expansion) = (out.bufsize, out.expansion);
+                settle::Chase::target(query.clone(), prefix, out.tags.plugin).put_under(&mut found);
+                // that reply, tagged as the asked name's (and the target's store keys)
+                let deps = found.tags.deps;
+                found.tags = std::mem::take(&mut out.tags);
+                found.tags.deps.union(&deps);
                 std::mem::swap(out, &mut found);
                 Routed::Done
             }
             Routed::Forward(on) => {
                 let mut onward = Onward::to(on.forwarding, block.loadbalance.as_ref());
-                onward.left.chase = Some((chased, ChaseKind::Target(out.plugin)));
+                onward.left.chase = Some((chased, ChaseKind::Target(out.tags.plugin)));
                 Routed::Forward(onward)
             }
             Routed::Drop => Routed::Done,
@@ -157,9 +163,9 @@ impl Router {
         let Some(d) = block.dns64.as_ref().filter(|_| Dns64::question(query)) else {
             return routed;
         };
-        out.deps = crate::store::Deps::EVERYTHING; // the reply may come from a second lookup
+        out.tags.deps = crate::store::Deps::EVERYTHING; // the reply may come from a second lookup
         if !d.cfg.allow_ipv4 {
-            out.memoizable = false; // the reply depends on the client's address family
+            out.tags.memoizable = false; // the reply depends on the client's address family
         }
         if !d.serves(asker.client) {
             return routed;
@@ -178,7 +184,7 @@ impl Router {
                 let mut a = Answer::default();
                 let asked = Query::query(query.name().clone(), RecordType::A);
                 match self.guarded(block, block, &asked, asker, &mut a) {
-                    Routed::Forward(..) if out.denied => Routed::Done, // `acl` denied the AAAA question
+                    Routed::Forward(..) if out.tags.denied => Routed::Done, // `acl` denied the AAAA question
                     Routed::Forward(mut onward) => {
                         // A is not known here: the task asks both and translates.
                         onward.left.dns64 = Some(d.clone());
@@ -186,7 +192,7 @@ impl Router {
                     }
                     _ => {
                         d.synthesize(out, &a);
-                        out.memoizable &= a.memoizable;
+                        out.tags.memoizable &= a.tags.memoizable;
                         Routed::Done
                     }
                 }

@@ -45,7 +45,7 @@ impl Router {
             return None;
         }
         let zone = cluster.zone_for(query.name())?;
-        let edns = request::edns::capped(req.edns, answer.bufsize);
+        let edns = request::edns::capped(req.edns, answer.tags.bufsize);
         let echo = Echo {
             meta: &req.meta,
             query: Some(query),

@@ -58,7 +58,7 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
         return false;
     }
     out.answers.push(reply::hinfo_rfc8482(query.name()));
-    out.memoizable = true;
+    out.tags.memoizable = true;
     true
 }
 
@@ -85,7 +85,7 @@ fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> boo
     }
     if let (Some(ext), Some(cluster)) = (&block.k8s_external, &block.cluster) {
         if took(ext.answer(qname, qtype, &cluster.store, out), Plugin::K8sExternal, out) {
-            out.memoizable = true;
+            out.tags.memoizable = true;
             return true;
         }
     }
@@ -110,9 +110,9 @@ fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) 
         return false;
     }
     if out.rcode == ResponseCode::NXDomain {
-        out.expansion = cluster.expansion(qname, zone, &mut out.deps);
+        out.tags.expansion = cluster.expansion(qname, zone, &mut out.tags.deps);
     }
-    out.memoizable = true;
+    out.tags.memoizable = true;
     true
 }
 
@@ -123,9 +123,9 @@ fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
     match verdict {
         Verdict::Next => return false,
         Verdict::Answered => {}
-        Verdict::Chase(target) => out.outside = Some(target),
+        Verdict::Chase(target) => out.tags.outside = Some(target),
     }
-    out.plugin = plugin;
+    out.tags.plugin = plugin;
     true
 }
 
@@ -135,12 +135,12 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
     let qname = query.name();
     let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
         out.error(UNHANDLED);
-        out.memoizable = true;
+        out.tags.memoizable = true;
         return Routed::Done;
     };
     out.clear_records();
     if fwd.cached(query, asker.dnssec_ok, asker.cd, out) {
-        out.plugin = Plugin::Cache;
+        out.tags.plugin = Plugin::Cache;
         return Routed::Done;
     }
     Routed::Forward(Onward::to(fwd, block.loadbalance.as_ref()))

@@ -208,7 +208,7 @@ impl Chase {
         match self.kind {
             ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
                 answer.answers.splice(0..0, self.prefix.iter().cloned());
-                (answer.plugin, answer.autopath) = (Plugin::Autopath, true);
+                (answer.tags.plugin, answer.tags.autopath) = (Plugin::Autopath, true);
             }
             ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
             ChaseKind::Target(plugin) => {
@@ -216,7 +216,7 @@ impl Chase {
                 answer.error(ResponseCode::NoError);
                 answer.answers = self.prefix.iter().cloned().chain(found).collect();
                 (answer.truncated, answer.authoritative) = (truncated, true);
-                answer.plugin = plugin;
+                answer.tags.plugin = plugin;
             }
         }
     }

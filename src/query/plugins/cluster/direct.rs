@@ -66,25 +66,25 @@ impl Cluster {
         let qname = query.name();
         let mut buf = [0u8; 255];
         let name = qname::parse(qname, zone.name.num_labels(), &mut buf);
-        answer.deps = Deps::NONE;
-        declare(&self.cfg, &name, &mut answer.deps);
+        answer.tags.deps = Deps::NONE;
+        declare(&self.cfg, &name, &mut answer.tags.deps);
         let found = self.addresses(&snap, &name, qtype, &mut answer.addrs)?;
         if found == Found::NxDomain && self.cfg.falls_through(qname) {
             return None;
         }
         answer.authoritative = true;
-        answer.plugin = Plugin::Kubernetes;
-        answer.memoizable = true;
+        answer.tags.plugin = Plugin::Kubernetes;
+        answer.tags.memoizable = true;
         answer.rcode = match found {
             Found::NxDomain => {
-                answer.expansion = self.expansion(qname, zone, &mut answer.deps);
+                answer.tags.expansion = self.expansion(qname, zone, &mut answer.tags.deps);
                 ResponseCode::NXDomain
             }
             _ => ResponseCode::NoError,
         };
         if how.shuffle && answer.addrs.len() > 1 {
             shuffle(&mut answer.addrs);
-            answer.memoizable = false;
+            answer.tags.memoizable = false;
         }
         let mut reply = Encoder::start(out, how.echo, 0, how.limit).ok()?;
         let ttl = self.cfg.ttl;

@@ -125,7 +125,7 @@ impl Cluster {
             return Verdict::Answered;
         }
         let (cfg, zones) = (&*self.cfg, &self.zones[..]);
-        out.deps = Deps::NONE; // each lookup below adds what it reads
+        out.tags.deps = Deps::NONE; // each lookup below adds what it reads
         let mut c = Ctx {
             snap: &snap,
             cfg,
@@ -207,7 +207,7 @@ impl Ctx<'_, '_> {
         let zone_labels = self.zone.name.num_labels();
         let name = qname::parse(&self.owner, zone_labels, &mut buf);
         if self.cfg.is_multicluster(&self.zone.name) {
-            mcs::declare(self.cfg, &name, &mut self.out.deps);
+            mcs::declare(self.cfg, &name, &mut self.out.tags.deps);
             return mcs::lookup(self, name);
         }
         self.declare(&name);
@@ -233,7 +233,7 @@ impl Ctx<'_, '_> {
     /// name server's host, everything for the apex (its SOA serial and NS
     /// glue). The SOA of negative answers is patched by the memo.
     fn declare(&mut self, name: &Qname<'_>) {
-        declare(self.cfg, name, &mut self.out.deps);
+        declare(self.cfg, name, &mut self.out.tags.deps);
     }
 
     /// Follows a CNAME to `target` inside the zone, appending its records.

@@ -31,7 +31,7 @@ pub fn is_reverse(zone: &Name) -> bool {
 
 pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     if c.owner.num_labels() == c.zone.name.num_labels() {
-        c.out.deps = crate::store::Deps::EVERYTHING;
+        c.out.tags.deps = crate::store::Deps::EVERYTHING;
         return apex::apex(c);
     }
     let Some(addr) = parse(&c.owner) else {
@@ -39,7 +39,7 @@ pub fn answer(c: &mut Ctx<'_, '_>) -> Found {
     };
     // The writer marks an address's PTR key when its targets change and
     // when a service they name comes or goes.
-    c.out.deps.add(crate::store::Dep::ptr(addr));
+    c.out.tags.deps.add(crate::store::Dep::ptr(addr));
     let snap = c.snap;
     let live = |t: &PtrTarget| snap.service(&t.service.namespace, &t.service.name).is_some();
     let targets: Vec<PtrTarget> = snap.reverse(addr).filter(live).collect();

@@ -119,5 +119,5 @@ fn variables_hold_expr_values() {
     );
     let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();
     assert_eq!(lines, ["2.example. 60 IN TXT 2 4 x2 true 4"]);
-    assert!(!out.memoizable, "client_ip() makes the answer the client's");
+    assert!(!out.tags.memoizable, "client_ip() makes the answer the client's");
 }

@@ -65,8 +65,16 @@ fn compare(on: &Handler, names: &[Name], qtypes: &[RecordType]) -> (usize, usize
                         Message::from_vec(&b.out)
                     );
                     let (x, y) = (&a.answer, &b.answer);
-                    let seen =
-                        |x: &crate::query::Answer| (x.rcode, x.plugin, x.memoizable, x.deps, x.expansion, x.zone);
+                    let seen = |x: &crate::query::Answer| {
+                        (
+                            x.rcode,
+                            x.tags.plugin,
+                            x.tags.memoizable,
+                            x.tags.deps,
+                            x.tags.expansion,
+                            x.tags.zone,
+                        )
+                    };
                     assert_eq!(seen(x), seen(y), "{what}");
                     let records = reply.answers.len() + reply.authorities.len();
                     let written = records > 0 && x.answers.is_empty() && x.authority.is_empty();

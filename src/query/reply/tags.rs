@@ -1,0 +1,40 @@
+//! What the path notes about a reply beside the message itself: the
+//! memo's, the metrics', the log's and the router's concern, never
+//! written to the wire.
+
+use hickory_proto::rr::Name;
+
+use crate::metrics::{Expansion, Plugin};
+
+/// What the path notes about a reply: whether it may be replayed, where
+/// it is counted and logged, and what the router still owes it. Plugins
+/// set them; the router, the memo, the metrics and the log read them.
+#[derive(Debug, Default, Clone)]
+pub struct Tags {
+    /// Whether the reply depends only on the question and the snapshot, so
+    /// it may be replayed by [`crate::query::replay::memo`] until the next snapshot.
+    pub memoizable: bool,
+    /// What in the store a memoizable reply depends on: a change to
+    /// anything else leaves its memo entry in place. Everything unless the
+    /// handler says less (only the cluster zone does).
+    pub deps: crate::store::Deps,
+    /// How the server block that answered logs it (`log`).
+    pub log: Option<crate::config::local::LogStyle>,
+    /// The router's stats slot of the zone that matched (0: none matched).
+    pub zone: u16,
+    /// The plugin that wrote the answer.
+    pub plugin: Plugin,
+    /// For an NXDOMAIN in the cluster zone: the search-path expansion it was.
+    pub expansion: Option<Expansion>,
+    /// `autopath` answered a later name of the search walk.
+    pub autopath: bool,
+    /// A CNAME's target outside the zone that answered (a plugin's
+    /// `Verdict::Chase`): the router looks its records up and puts them
+    /// after the CNAME, as CoreDNS does.
+    pub outside: Option<Name>,
+    /// `acl` blocked or filtered the question (`dns64` then translates
+    /// only an A answer it can ask here, never a forwarded one).
+    pub denied: bool,
+    /// `bufsize` of the block that took the query: the EDNS payload cap.
+    pub bufsize: Option<u16>,
+}
