@@ -230,16 +230,64 @@ fn loadbalance_prefer_puts_the_listed_networks_first() {
     assert_eq!(tails.len(), 2, "the others are still shuffled: {tails:?}");
     let conf = temp_dir("lb-check").join("Corefile");
     let text =
-        ".:53 {\n    loadbalance weighted w.txt\n}\n.:54 {\n    loadbalance {\n        prefer 10.0.0.0/33\n    }\n}\n";
+        ".:53 {\n    loadbalance weighted w.txt {\n        reload 0s\n    }\n}\n.:54 {\n    loadbalance {\n        prefer 10.0.0.0/33\n    }\n}\n";
     std::fs::write(&conf, text).expect("write");
     let (status, stderr) = check(&conf);
     assert!(!status.success());
     assert!(
-        stderr.contains("Corefile:2:17: loadbalance: the weighted policy is not supported"),
+        stderr.contains("Corefile:2:26: loadbalance: cannot open weight file"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("Corefile:6:16: loadbalance: prefer: '10.0.0.0/33' is not a CIDR"),
+        stderr.contains("Corefile:8:16: loadbalance: prefer: '10.0.0.0/33' is not a CIDR"),
         "{stderr}"
     );
+}
+
+/// The first address of each answer to `lb.example.org` A from `server`
+/// (all three must be there).
+fn first_address(server: &Server) -> String {
+    let m = common::udp(server.dns, "lb.example.org.", RecordType::A);
+    let mut ips: Vec<String> = m.answers.iter().map(|r| r.data.to_string()).collect();
+    let first = ips.first().cloned().unwrap_or_default();
+    ips.sort();
+    assert_eq!(
+        ips,
+        ["10.0.0.1", "10.0.0.2", "10.0.0.3"],
+        "every address is in the answer"
+    );
+    first
+}
+
+#[test]
+fn loadbalance_weighted_draws_the_first_address_by_weight_and_rereads_its_file() {
+    let stub = Stub::start();
+    let dir = temp_dir("lb-weighted");
+    let weights = dir.join("weights");
+    std::fs::write(&weights, "lb.example.org\n10.0.0.1 255\n10.0.0.2 1\n").expect("write");
+    let body = "    hosts {\n        10.0.0.1 lb.example.org\n        10.0.0.2 lb.example.org\n        \
+                10.0.0.3 lb.example.org\n        fallthrough\n    }\n    \
+                loadbalance weighted weights {\n        reload 1s\n    }";
+    let server = Server::start(&dir, &corefile(&stub, body));
+    // 10.0.0.1 weighs 255 of 257: first in nearly every answer (40 draws
+    // with fewer than 30 of it is a chance below 1e-20).
+    let firsts: Vec<String> = (0..40).map(|_| first_address(&server)).collect();
+    let heavy = firsts.iter().filter(|f| *f == "10.0.0.1").count();
+    assert!(heavy >= 30, "10.0.0.1 first {heavy} times of 40: {firsts:?}");
+    // The file changes: 10.0.0.3 becomes the heavy one once it is re-read
+    // (every second); waited for in bounded steps.
+    std::fs::write(&weights, "lb.example.org\n10.0.0.3 255\n").expect("rewrite");
+    let mut in_a_row = 0;
+    for _ in 0..200 {
+        in_a_row = if first_address(&server) == "10.0.0.3" {
+            in_a_row + 1
+        } else {
+            0
+        };
+        if in_a_row == 8 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(in_a_row, 8, "the re-read weights put 10.0.0.3 first");
 }

@@ -119,7 +119,7 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "loadbalance",
         options: true,
-        parse: |d, c| c.server.loadbalance = Some(super::hosts::loadbalance(d, c.errors)),
+        parse: |d, c| c.server.loadbalance = Some(super::hosts::loadbalance(d, c.dir, c.errors)),
     },
     Spec {
         name: "hosts",

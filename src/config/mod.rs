@@ -37,6 +37,7 @@ pub mod rewrite_edns;
 pub mod rewrite_rule;
 pub mod template;
 pub mod transfer;
+pub mod weights;
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};

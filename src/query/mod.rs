@@ -307,11 +307,6 @@ impl Handler {
         let admitted = (at.admitted)
             .unwrap_or_else(|| router.admits(req.query.name(), u16::from(req.query.query_type()), at.peer.ip()));
         let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
-        let asker = Asker {
-            client,
-            dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
-            cd,
-        };
         let routed = match router.enter(req.query.name(), answer) {
             None => Routed::Done, // REFUSED written: no block takes it
             Some(block) => {
@@ -322,6 +317,20 @@ impl Handler {
                     return Err(Full::Reply(summary));
                 }
                 answer.restart();
+                // past the direct writes: only the full path copies the request's fields
+                let wire = crate::config::expr::Wire::of(
+                    at.transport == Transport::Tcp,
+                    at.bytes.len(),
+                    (req.meta.id, u8::from(req.meta.op_code)),
+                    req.edns.map(|e| (e.payload, e.dnssec_ok)),
+                    at.peer.port(),
+                );
+                let asker = Asker {
+                    client,
+                    dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
+                    cd,
+                    wire,
+                };
                 router.answer_in(block, &req.query, asker, answer)
             }
         };

@@ -62,6 +62,9 @@ pub struct Asker {
     pub dnssec_ok: bool,
     /// The CD bit (part of the `cache` key).
     pub cd: bool,
+    /// The request's transport, size, id, opcode, payload size and source
+    /// port (`template`'s expressions).
+    pub wire: crate::config::expr::Wire,
 }
 
 /// `loadbalance` of the block a forwarded answer goes back through.
@@ -288,7 +291,9 @@ impl Router {
         }
         if matches!(routed, Routed::Done) {
             // the step the forwarding task does to an upstream's answer
-            out.tags.memoizable &= !settle::apply(out, block.loadbalance.as_deref(), None, revert.as_ref());
+            // (`weighted` reorders A, AAAA and SRV answers only)
+            let lb = block.loadbalance.as_deref().filter(|lb| lb.touches(query.query_type()));
+            out.tags.memoizable &= !settle::apply(out, lb, None, revert.as_ref());
         }
         routed
     }

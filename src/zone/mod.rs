@@ -19,6 +19,7 @@ pub mod lookup;
 mod parse;
 
 pub use lookup::{Found, Outcome};
+pub(crate) use parse::{dname, dname_target};
 pub use parse::{parse, parse_file};
 
 /// The record sets of one owner name, by type.

@@ -48,6 +48,7 @@ pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> 
             }
         }
         ("ordered", "") => w.ordered = true,
+        ("ordered", "types") => w.types = true,
         ("asked", _) => {
             let words: Vec<&str> = rest.split_whitespace().collect();
             let [up, n, only @ ..] = words.as_slice() else {

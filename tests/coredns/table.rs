@@ -66,6 +66,8 @@ pub struct Want {
     pub ns: Option<Vec<String>>,
     pub extra: Option<Vec<String>>,
     pub ordered: bool,
+    /// `ordered types`: sorted compare, and the record types in the written order.
+    pub types: bool,
     /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
     pub ede: Option<Option<u16>>,
     pub no_reply: bool,
@@ -90,6 +92,7 @@ impl Default for Want {
             ns: Some(Vec::new()),
             extra: Some(Vec::new()),
             ordered: false,
+            types: false,
             ede: None,
             no_reply: false,
             asked: Vec::new(),

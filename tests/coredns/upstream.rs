@@ -15,6 +15,10 @@
 //! A name with no record gets NXDOMAIN, a name with records of other types
 //! NOERROR and no data; either carries the SOA of the block that is the
 //! nearest enclosing zone of the name, if any, in its authority section.
+//! `tc NAME` (the reply to NAME has TC set, its records still in it) and
+//! `echo-opts NAME` (NAME is answered with `NAME 0 IN TXT "opt" "CODE:HEX"...`,
+//! the EDNS options the request carried, in order, codes as 4 hex digits;
+//! `"no-opt"` without an OPT record).
 //! Every request is kept, so rows can be checked against what was asked.
 
 use std::io::Write;
@@ -42,6 +46,8 @@ struct Script {
     authority: Vec<(String, Record)>,
     /// (name, only for this type, flag, set?) from `flags` lines.
     flags: Vec<(String, Option<RecordType>, String, bool)>,
+    truncated: Vec<String>,
+    echo_opts: Vec<String>,
 }
 
 pub struct Upstream {
@@ -118,6 +124,8 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                     s.flags.push((name.to_ascii_lowercase(), only, flag.to_string(), set));
                 }
             }
+            ["tc", name] => s.truncated.push(name.to_ascii_lowercase()),
+            ["echo-opts", name] => s.echo_opts.push(name.to_ascii_lowercase()),
             _ => s
                 .records
                 .push(crate::records::parse(line).map_err(|e| format!("{n}: {e}"))?),
@@ -242,6 +250,7 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
     m.metadata.recursion_desired = req.metadata.recursion_desired;
     m.metadata.recursion_available = true;
     m.metadata.checking_disabled = req.metadata.checking_disabled;
+    m.metadata.truncation = s.truncated.contains(&qname);
     m.queries = req.queries.clone();
     if let Some(e) = &req.edns {
         let mut edns = Edns::new();
@@ -262,6 +271,10 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         }
     }
     let class = q.query_class();
+    if s.echo_opts.contains(&qname) {
+        m.answers = vec![options_seen(&req)];
+        return m.to_vec().ok();
+    }
     if let Some(code) = failing.and_then(|f| f.2) {
         m.metadata.response_code = code;
         return m.to_vec().ok();
@@ -316,4 +329,24 @@ fn soa_above(qname: &str, class: DNSClass, s: &Script) -> Option<Record> {
         })
         .max_by_key(|r| r.name.num_labels())
         .cloned()
+}
+
+/// The TXT record `echo-opts` answers: the request's EDNS options.
+fn options_seen(req: &Message) -> Record {
+    let texts = match &req.edns {
+        None => vec!["no-opt".to_string()],
+        Some(e) => std::iter::once("opt".to_string())
+            .chain(e.options().as_ref().iter().map(|(code, opt)| {
+                let data = Vec::<u8>::try_from(opt).unwrap_or_default();
+                let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
+                format!("{:04x}:{hex}", u16::from(*code))
+            }))
+            .collect(),
+    };
+    let name = req.queries.first().map(|q| q.name().clone()).unwrap_or_default();
+    Record::from_rdata(
+        name,
+        0,
+        hickory_proto::rr::RData::TXT(hickory_proto::rr::rdata::TXT::new(texts)),
+    )
 }

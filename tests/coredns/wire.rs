@@ -206,6 +206,17 @@ fn section(what: &str, want: Option<&Vec<String>>, got: &[hickory_proto::rr::Rec
         .iter()
         .map(|r| starred(aged(records::show(r), &want, w.ttl_slack), &want))
         .collect();
+    // `ordered types`: the type column (the fourth word) in the written order;
+    // A and AAAA count as one (address records are shuffled together).
+    let type_of = |r: &String| match r.split_whitespace().nth(3).unwrap_or_default() {
+        "A" | "AAAA" => "A/AAAA".to_string(),
+        t => t.to_string(),
+    };
+    let (want_types, got_types): (Vec<String>, Vec<String>) =
+        (want.iter().map(type_of).collect(), got.iter().map(type_of).collect());
+    if w.types && want_types != got_types {
+        out.push(format!("{what} types in order: want {want_types:?}, got {got_types:?}"));
+    }
     if !ordered {
         want.sort();
         got.sort();

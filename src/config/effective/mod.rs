@@ -188,6 +188,11 @@ fn hosts(b: &mut Block, h: &HostsConfig) {
 }
 
 fn loadbalance(b: &mut Block, lb: &LoadbalanceConfig) {
+    if let Some(w) = &lb.weighted {
+        let reload = format!("reload {}", duration(w.reload));
+        b.directive(format!("loadbalance weighted {}", w.file.display()), &[reload]);
+        return;
+    }
     let prefer: Vec<String> = lb.prefer.iter().map(|n| format!("{}/{}", n.addr, n.len)).collect();
     let options: Vec<String> = (!prefer.is_empty())
         .then(|| format!("prefer {}", prefer.join(" ")))

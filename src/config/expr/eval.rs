@@ -45,6 +45,43 @@ pub struct Query<'a> {
     pub client: Option<IpAddr>,
     /// The matching regex's groups, by number and by name.
     pub groups: &'a [(String, String)],
+    pub wire: Wire,
+}
+
+/// What the request carried besides its question, as CoreDNS's
+/// `request.Request` reports it: `proto()`, `size()`, `id()`, `opcode()`,
+/// `do()`, `bufsize()`, `port()`. Copied once per query (a few words);
+/// only a template's expressions read it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wire {
+    pub tcp: bool,
+    /// The request's length in bytes.
+    pub size: u16,
+    pub id: u16,
+    pub opcode: u8,
+    pub dnssec_ok: bool,
+    /// The client's EDNS payload size, at least 512 (no OPT: 512); over
+    /// TCP 65535 (CoreDNS's `edns.Size`).
+    pub bufsize: u16,
+    /// The client's source port.
+    pub port: u16,
+}
+
+impl Wire {
+    /// The fields of a request of `len` bytes from port `port`; `edns` is
+    /// the client's OPT (payload size, DO bit) when it sent one.
+    pub fn of(tcp: bool, len: usize, (id, opcode): (u16, u8), edns: Option<(u16, bool)>, port: u16) -> Wire {
+        let payload = edns.map_or(512, |(p, _)| p.max(512));
+        Wire {
+            tcp,
+            size: u16::try_from(len).unwrap_or(u16::MAX),
+            id,
+            opcode,
+            dnssec_ok: edns.is_some_and(|(_, d)| d),
+            bufsize: if tcp { u16::MAX } else { payload },
+            port,
+        }
+    }
 }
 
 struct Run<'a, 'q> {
@@ -152,6 +189,14 @@ impl Run<'_, '_> {
             "class" => text(q.class.to_string()),
             // As CoreDNS's request.IP: an IPv6 address without brackets.
             "client_ip" => text(q.client.map(|ip| ip.to_string()).unwrap_or_default()),
+            "proto" => text(if q.wire.tcp { "tcp" } else { "udp" }.to_string()),
+            "size" => Ok(Value::Int(i64::from(q.wire.size))),
+            "id" => Ok(Value::Int(i64::from(q.wire.id))),
+            "opcode" => Ok(Value::Int(i64::from(q.wire.opcode))),
+            "do" => Ok(Value::Bool(q.wire.dnssec_ok)),
+            "bufsize" => Ok(Value::Int(i64::from(q.wire.bufsize))),
+            // As CoreDNS's request.Port: a string.
+            "port" => text(q.wire.port.to_string()),
             "metadata" => text(String::new()),
             "group" => {
                 let key = match a.first() {

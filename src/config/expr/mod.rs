@@ -18,21 +18,23 @@
 //!         | VAR | FUNC "(" [expr { "," expr }] ")" | "(" expr ")" | "[" [expr { "," expr }] "]"
 //! ```
 //!
-//! Functions: the query's `name()`, `type()`, `class()`, `client_ip()`;
+//! Functions: the query's `name()`, `type()`, `class()`, `client_ip()`,
+//! and the request's `proto()`, `size()`, `id()`, `opcode()`, `do()`,
+//! `bufsize()`, `port()` ([`Wire`]);
 //! `incidr(ip, cidr)`, `metadata(label)` (clusterdns has no metadata
 //! plugin: always ""), `group(name|index)`; the builtins `len`, `int`,
 //! `float`, `string`, `lower`, `upper`, `trim`, `trimPrefix`, `trimSuffix`,
 //! `replace`, `split`, `join`, `indexOf`, `hasPrefix`, `hasSuffix`, and
 //! `any`, `all`, `none`, `one`, `filter`, `map`, `count` over an array with
-//! a predicate on `#`. CoreDNS's other query functions (`proto()`,
-//! `size()`, `id()`, `opcode()`, `do()`, `bufsize()`, `port()`,
-//! `server_ip()`, `server_port()`) are refused at load with that reason.
+//! a predicate on `#`. CoreDNS's `server_ip()` and `server_port()` are
+//! refused at load with the reason (the address a query came in on is not
+//! kept per query).
 
 mod eval;
 mod lex;
 mod parse;
 
-pub use eval::{Query, Value};
+pub use eval::{Query, Value, Wire};
 
 /// A value's static type (`Any` where only the run knows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +72,8 @@ pub struct Program {
     pub source: String,
     node: parse::Node,
     pub ty: Ty,
-    /// Whether the value depends on the client (`client_ip()`).
+    /// Whether the value depends on the request beyond its question
+    /// (`client_ip()`, `port()`, `id()`...): its answer is not memoized.
     pub uses_client: bool,
 }
 

@@ -24,11 +24,18 @@ pub enum Node {
 /// second argument is an expression on `#`), result type.
 pub type Function = (&'static str, &'static [Ty], Ty);
 
-pub const FUNCTIONS: [Function; 29] = [
+pub const FUNCTIONS: [Function; 36] = [
     ("name", &[], Ty::Str),
     ("type", &[], Ty::Str),
     ("class", &[], Ty::Str),
     ("client_ip", &[], Ty::Str),
+    ("proto", &[], Ty::Str),
+    ("size", &[], Ty::Int),
+    ("id", &[], Ty::Int),
+    ("opcode", &[], Ty::Int),
+    ("do", &[], Ty::Bool),
+    ("bufsize", &[], Ty::Int),
+    ("port", &[], Ty::Str),
     ("incidr", &[Ty::Str, Ty::Str], Ty::Bool),
     ("metadata", &[Ty::Str], Ty::Str),
     ("group", &[Ty::Any], Ty::Str),
@@ -57,18 +64,13 @@ pub const FUNCTIONS: [Function; 29] = [
 ];
 
 /// Functions of CoreDNS's `view` environment that clusterdns's template
-/// cannot see the answer to.
-pub const REFUSED: [&str; 9] = [
-    "proto",
-    "size",
-    "id",
-    "opcode",
-    "do",
-    "bufsize",
-    "port",
-    "server_ip",
-    "server_port",
-];
+/// cannot see the answer to: the address a query came in on is not kept
+/// per query (a listener may serve several addresses).
+pub const REFUSED: [&str; 2] = ["server_ip", "server_port"];
+
+/// Functions whose value depends on the request beyond its question (the
+/// answer is then not kept for a repeated question).
+const PER_REQUEST: [&str; 8] = ["client_ip", "proto", "size", "id", "opcode", "do", "bufsize", "port"];
 
 const PREDICATES: [&str; 7] = ["any", "all", "none", "one", "filter", "map", "count"];
 
@@ -308,7 +310,13 @@ impl<'a> Parser<'a> {
             return Ok((Node::Var(k), self.vars[k].1));
         }
         if REFUSED.contains(&name) {
-            return fail(at, format!("{name}() is not available to clusterdns's template (the query's name(), type(), class() and client_ip() are)"));
+            return fail(
+                at,
+                format!(
+                    "{name}() is not available to clusterdns's template: the address a query came in on \
+                     is not kept per query (client_ip(), port(), proto() and the request's fields are)"
+                ),
+            );
         }
         let Some(&(fname, params, result)) = FUNCTIONS.iter().find(|f| f.0 == name) else {
             return fail(at, format!("unknown name {name}"));
@@ -343,7 +351,7 @@ impl<'a> Parser<'a> {
                 );
             }
         }
-        self.uses_client |= fname == "client_ip";
+        self.uses_client |= PER_REQUEST.contains(&fname);
         Ok((Node::Call(fname, args.into_iter().map(|(n, _)| n).collect()), result))
     }
 

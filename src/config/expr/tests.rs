@@ -1,7 +1,7 @@
 //! The expression language on its own: what compiles (and what not, with
 //! the offset), and what runs to what.
 
-use super::{Program, Query, Ty, Value};
+use super::{Program, Query, Ty, Value, Wire};
 
 fn query() -> Query<'static> {
     static GROUPS: [(String, String); 0] = [];
@@ -11,6 +11,7 @@ fn query() -> Query<'static> {
         class: "IN",
         client: "10.240.0.1".parse().ok(),
         groups: &GROUPS,
+        wire: Wire::of(false, 40, (4321, 0), Some((1232, true)), 40212),
     }
 }
 
@@ -56,7 +57,8 @@ fn misuse_is_a_compile_error_with_its_offset() {
         ("undefined == 1", 0),
         ("name() ==", 9),
         ("1 + 'x'", 4),
-        ("proto() == 'udp'", 0),
+        ("server_ip() == ''", 0),
+        ("server_port()", 0),
         ("incidr(1, 'x')", 0),
         ("len", 0),
         ("'unterminated", 0),
@@ -67,6 +69,29 @@ fn misuse_is_a_compile_error_with_its_offset() {
             Err(e) => assert_eq!(e.offset, offset, "{src}: {}", e.message),
         }
     }
+}
+
+#[test]
+fn the_request_functions_read_what_the_client_sent() {
+    let cases = [
+        ("proto()", Value::Str("udp".into())),
+        ("size()", Value::Int(40)),
+        ("id()", Value::Int(4321)),
+        ("opcode()", Value::Int(0)),
+        ("do()", Value::Bool(true)),
+        ("bufsize()", Value::Int(1232)),
+        ("port()", Value::Str("40212".into())),
+        ("int(port()) > 1024 && bufsize() >= 512", Value::Bool(true)),
+    ];
+    for (src, want) in cases {
+        assert_eq!(eval(src), Ok(want), "{src}");
+        assert!(Program::compile(src, &[]).expect("compiles").uses_client, "{src}");
+    }
+    // CoreDNS's edns.Size: no OPT is 512, a smaller payload is 512, TCP is 65535.
+    assert_eq!(Wire::of(false, 30, (1, 0), None, 53).bufsize, 512);
+    assert_eq!(Wire::of(false, 30, (1, 0), Some((100, false)), 53).bufsize, 512);
+    assert_eq!(Wire::of(true, 30, (1, 0), Some((1232, false)), 53).bufsize, 65535);
+    assert!(!Program::compile("name() == 'x.'", &[]).expect("compiles").uses_client);
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use hickory_proto::op::{Edns, Message, Query, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
-use hickory_proto::rr::{Name, RData, Record};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::metrics::Transport;
@@ -54,7 +54,8 @@ enum Undo {
 #[derive(Debug, Clone, Default)]
 pub struct Revert {
     undo: Vec<Undo>,
-    pub edns: Vec<(EdnsAction, EdnsRule)>,
+    /// Each edns0 rule with its `stop`.
+    pub edns: Vec<(EdnsAction, EdnsRule, bool)>,
 }
 
 /// `name` rewritten by `matcher` and `to` (groups `{N}` filled in), or
@@ -146,18 +147,37 @@ impl Rewrite {
                     true
                 }
                 RuleKind::Edns0 { action, option, .. } => {
-                    revert.edns.push((*action, option.clone()));
+                    revert.edns.push((*action, option.clone(), rule.stop));
                     true
                 }
                 _ => false,
             };
             applied |= done;
-            if done && rule.stop {
+            if done && rule.stop && !undecided(rule, rest(&self.rules, rule)) {
                 break;
             }
         }
         Ok(applied.then_some((q, revert)))
     }
+}
+
+/// The rules after `rule` in `rules`.
+fn rest<'a>(rules: &'a [RewriteRule], rule: &RewriteRule) -> &'a [RewriteRule] {
+    let at = rules
+        .iter()
+        .position(|r| std::ptr::eq(r, rule))
+        .map_or(rules.len(), |i| i + 1);
+    &rules[at..]
+}
+
+/// Whether `stop` after `rule` waits for the request: an edns0 replace,
+/// append or unset applies only when the request holds (or lacks) the
+/// option, which [`upstream_request`] sees; when only edns0 rules follow,
+/// they are kept and it decides (as CoreDNS: a rule that changed nothing
+/// does not stop the list).
+fn undecided(rule: &RewriteRule, after: &[RewriteRule]) -> bool {
+    matches!(&rule.kind, RuleKind::Edns0 { action, .. } if *action != EdnsAction::Set)
+        && after.iter().all(|r| matches!(r.kind, RuleKind::Edns0 { .. }))
 }
 
 impl Revert {
@@ -228,6 +248,15 @@ impl Revert {
                         r.name = n;
                     }
                 }
+                Undo::Value(m) if r.record_type() == RecordType::DNAME => {
+                    // Kept as opaque data (hickory has no DNAME): decoded, mapped, encoded.
+                    if let Some(n) = crate::zone::dname_target(r)
+                        .and_then(|t| m.apply(&t.to_lowercase().to_ascii()))
+                        .and_then(|n| Name::from_ascii(n).ok())
+                    {
+                        r.data = crate::zone::dname(&n);
+                    }
+                }
                 Undo::Value(m) => {
                     if let Some(target) = value_mut(&mut r.data) {
                         if let Some(n) = m
@@ -245,21 +274,25 @@ impl Revert {
     }
 
     /// `cname` rules: rewrites the targets of the CNAMEs in `out` and keeps
-    /// only the CNAMEs; returns the new target whose records must follow.
+    /// the CNAMEs up to the first rewritten one (as CoreDNS: the chain
+    /// after it is replaced); returns the new target whose records must follow.
     pub fn cname(&self, out: &mut Answer) -> Option<Name> {
         let mut target = None;
+        let mut cut = usize::MAX;
         for undo in &self.undo {
             let Undo::Cname(matcher, to) = undo else { continue };
-            for r in &mut out.answers {
+            for (i, r) in out.answers.iter_mut().enumerate() {
                 let RData::CNAME(c) = &mut r.data else { continue };
                 let old = c.0.to_lowercase().to_ascii();
                 if let Some(new) = rewrite_name(matcher, to, &old).and_then(|n| Name::from_ascii(n).ok()) {
                     c.0 = new.clone();
                     target = Some(new);
+                    cut = cut.min(i);
                 }
             }
         }
         if target.is_some() {
+            out.answers.truncate(cut.saturating_add(1));
             out.answers.retain(|r| matches!(r.data, RData::CNAME(_)));
         }
         target
@@ -267,7 +300,8 @@ impl Revert {
 }
 
 /// The name a record points to, which `answer value` rewrites (CoreDNS's
-/// list: CNAME, DNAME, NS, MX, SRV, NAPTR, SOA's MNAME).
+/// list: CNAME, DNAME, NS, MX, SRV, NAPTR, SOA's MNAME; DNAME, kept as
+/// opaque data, is mapped in [`Revert::record`]).
 fn value_mut(data: &mut RData) -> Option<&mut Name> {
     match data {
         RData::CNAME(c) => Some(&mut c.0),
@@ -293,7 +327,7 @@ pub fn upstream_request(
         return bytes.to_vec();
     };
     m.queries = vec![query.clone()];
-    for (action, rule) in revert.map_or(&[][..], |r| &r.edns[..]) {
+    for (action, rule, stop) in revert.map_or(&[][..], |r| &r.edns[..]) {
         let edns = m.edns.get_or_insert_with(|| {
             let mut e = Edns::new();
             e.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
@@ -303,15 +337,24 @@ pub fn upstream_request(
             continue;
         };
         let opts = &mut edns.options_mut().options;
-        if *action == EdnsAction::Unset {
-            opts.retain(|(c, _)| *c != code);
-            continue;
-        }
         let present = opts.iter().position(|(c, _)| *c == code);
-        match (present, action) {
-            (Some(i), EdnsAction::Set | EdnsAction::Replace) => opts[i].1 = option,
-            (None, EdnsAction::Set | EdnsAction::Append) => opts.push((code, option)),
-            _ => {}
+        let changed = match (present, action) {
+            (Some(_), EdnsAction::Unset) => {
+                opts.retain(|(c, _)| *c != code);
+                true
+            }
+            (Some(i), EdnsAction::Set | EdnsAction::Replace) => {
+                opts[i].1 = option;
+                true
+            }
+            (None, EdnsAction::Set | EdnsAction::Append) => {
+                opts.push((code, option));
+                true
+            }
+            _ => false,
+        };
+        if changed && *stop {
+            break;
         }
     }
     m.to_vec().unwrap_or_else(|_| bytes.to_vec())

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
+use crate::config::expr::Wire;
 use crate::config::gotmpl::{Data, Template};
 use crate::config::template::TemplateConfig;
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
@@ -126,8 +127,9 @@ impl Templates {
         }
     }
 
-    /// Answers `query` from `client` into `out` when a template matches.
-    pub fn answer(&self, query: &Query, client: IpAddr, out: &mut Answer) -> Verdict {
+    /// Answers `query` from `client` (sent as `wire` says) into `out` when
+    /// a template matches.
+    pub fn answer(&self, query: &Query, (client, wire): (IpAddr, Wire), out: &mut Answer) -> Verdict {
         // zone_of ignores case: most queries leave here without allocating.
         if !self
             .list
@@ -164,7 +166,7 @@ impl Templates {
                 question: (&name, u16::from(qtype), u16::from(qclass)),
                 vars: Vec::new(),
             };
-            let judged = conditions::judge(t, query, client, &mut data);
+            let judged = conditions::judge(t, query, (client, wire), &mut data);
             out.tags.memoizable &= !conditions::uses_client(t);
             match judged {
                 Judged::Match => {}
@@ -272,14 +274,31 @@ fn group_map(groups: &[(Option<String>, Option<String>)]) -> Vec<(String, String
 }
 
 /// One zone-file record line (origin `.`, default TTL 3600, class IN), as
-/// miekg/dns's `NewRR` reads it.
+/// miekg/dns's `NewRR` reads it. hickory's reader has no DNAME: its type
+/// word is read as ANAME (one name of data too) and made a DNAME after.
 pub fn parse_rr(text: &str) -> Result<Record, String> {
-    let zone = format!("$TTL 3600\n{}\n", text.trim());
+    let text = text.trim();
+    let mut words: Vec<&str> = text.split_whitespace().collect();
+    // The type word: after the owner, and a TTL and class if given.
+    let dname = (1..words.len().min(4)).find(|&i| words[i].eq_ignore_ascii_case("DNAME"));
+    let line = match dname {
+        Some(i) => {
+            words[i] = "ANAME";
+            words.join(" ")
+        }
+        None => text.to_string(),
+    };
+    let zone = format!("$TTL 3600\n{line}\n");
     let parser = hickory_proto::serialize::txt::Parser::new(zone, None, Some(Name::root()));
     let (_, sets) = parser.parse().map_err(|e| e.to_string())?;
-    sets.into_values()
+    let mut record = sets
+        .into_values()
         .find_map(|set| set.records_without_rrsigs().next().cloned())
-        .ok_or_else(|| format!("no record in {text:?}"))
+        .ok_or_else(|| format!("no record in {text:?}"))?;
+    if let (Some(_), RData::ANAME(a)) = (dname, &record.data) {
+        record.data = crate::zone::dname(&a.0);
+    }
+    Ok(record)
 }
 
 mod conditions;

@@ -172,8 +172,8 @@ impl Hits {
             return None;
         }
         let (shuffle, rdata_len) = if let Some(lb) = loadbalance {
-            if !lb.prefer.is_empty() {
-                return None; // `prefer` reorders records: the full path does it
+            if !lb.plain() {
+                return None; // `prefer` and `weighted` reorder records: the full path does it
             }
             shuffle_slots(answer, &walked)?
         } else {

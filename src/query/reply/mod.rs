@@ -105,10 +105,16 @@ impl Answer {
     /// records shuffled. Then, with `prefer`, the answer and additional
     /// sections become CNAMEs, the addresses in the preferred networks (in
     /// the order they are listed) then the others, MX, the rest. Returns
-    /// whether an order was drawn (the reply is then not memoized).
+    /// whether an order was drawn (the reply is then not memoized). With
+    /// `weighted`, [`crate::query::plugins::weighted`] orders instead.
     pub fn balance(&mut self, lb: &LoadbalanceConfig) -> bool {
         if self.rcode != ResponseCode::NoError {
             return false;
+        }
+        if let Some(w) = &lb.weighted {
+            crate::query::plugins::weighted::order(&mut self.answers, w);
+            crate::query::plugins::weighted::order(&mut self.additional, w);
+            return true;
         }
         let drawn = [&self.answers, &self.authority, &self.additional]
             .iter()
@@ -129,7 +135,7 @@ fn is_address(r: &Record) -> bool {
 }
 
 /// `records` taken apart as `[CNAME, other, A and AAAA, MX]`, each in order.
-fn partition(records: &mut Vec<Record>) -> [Vec<Record>; 4] {
+pub(crate) fn partition(records: &mut Vec<Record>) -> [Vec<Record>; 4] {
     let mut parts: [Vec<Record>; 4] = Default::default();
     for r in records.drain(..) {
         let slot = match r.record_type() {
@@ -309,6 +315,7 @@ mod tests {
                 Net::parse("10.9.20.0/24").expect("net"),
                 Net::parse("192.168.1.0/24").expect("net"),
             ],
+            weighted: None,
         };
         a.balance(&prefer);
         assert_eq!(kinds(&a), ["CNAME", "A", "A", "A", "MX", "TXT"]);

@@ -71,7 +71,7 @@ impl Router {
 /// path orders those records), and an
 /// ExternalName, the one outside chase, takes the whole way.
 fn writes_direct(block: &Block) -> bool {
-    block.loadbalance.as_ref().is_none_or(|lb| lb.prefer.is_empty())
+    block.loadbalance.as_ref().is_none_or(|lb| lb.plain())
         && block.local.is_none()
         && block.rewrite.is_none()
         && block.autopath.is_none()

@@ -5,8 +5,6 @@
 //! `k8s_external`, `file`), `kubernetes`, and `cache` then `forward`.
 //! Each step writes its answer into `out` and names its plugin.
 
-use std::net::IpAddr;
-
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
@@ -30,9 +28,7 @@ impl Router {
                 block::loop_detected(block, probe, qname);
             }
         }
-        if template(block, query, asker.client, out)
-            || data(block, qname, qtype, out)
-            || kubernetes(block, qname, qtype, out)
+        if template(block, query, asker, out) || data(block, qname, qtype, out) || kubernetes(block, qname, qtype, out)
         {
             return Routed::Done;
         }
@@ -68,11 +64,15 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
 
 /// `template`: true when it answered (a CNAME to a name outside is chased
 /// afterwards).
-fn template(block: &Block, query: &Query, client: IpAddr, out: &mut Answer) -> bool {
+fn template(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> bool {
     let Some(templates) = &block.templates else {
         return false;
     };
-    took(templates.answer(query, client, out), Plugin::Template, out)
+    took(
+        templates.answer(query, (asker.client, asker.wire), out),
+        Plugin::Template,
+        out,
+    )
 }
 
 /// The block's own data in order: `hosts`, `k8s_external`, `file`; true

@@ -100,7 +100,7 @@ impl Left {
             chase,
             dns64: self.dns64,
             rewrite: rewritten.map(|(_, r)| r),
-            loadbalance,
+            loadbalance: loadbalance.filter(|lb| lb.touches(asked.query_type())),
         };
         let Some(forwarded) = forwarded else {
             return (bytes.to_vec(), asked.clone(), then);

@@ -155,6 +155,7 @@ fn ask(r: &Router, qname: &str, qtype: RecordType) -> Answer {
         client: [10, 0, 0, 9].into(),
         dnssec_ok: false,
         cd: false,
+        wire: Default::default(),
     };
     let _ = r.answer(&Query::query(name(qname), qtype), asker, &mut out);
     out

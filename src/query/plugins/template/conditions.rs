@@ -26,8 +26,9 @@ pub fn uses_client(t: &TemplateConfig) -> bool {
     t.vars.iter().any(|v| v.program.uses_client) || t.exprs.iter().any(|p| p.uses_client)
 }
 
-/// Runs `t`'s variables (into `data.vars`) and conditions for `query` from `client`.
-pub fn judge(t: &TemplateConfig, query: &Query, client: IpAddr, data: &mut Data<'_>) -> Judged {
+/// Runs `t`'s variables (into `data.vars`) and conditions for `query` from
+/// `client`, sent as `wire` says.
+pub fn judge(t: &TemplateConfig, query: &Query, (client, wire): (IpAddr, expr::Wire), data: &mut Data<'_>) -> Judged {
     if t.vars.is_empty() && t.exprs.is_empty() {
         return Judged::Match;
     }
@@ -38,6 +39,7 @@ pub fn judge(t: &TemplateConfig, query: &Query, client: IpAddr, data: &mut Data<
         class: &class,
         client: Some(client),
         groups: &data.groups,
+        wire,
     };
     let mut values = Vec::with_capacity(t.vars.len());
     for var in &t.vars {

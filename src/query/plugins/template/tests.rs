@@ -14,6 +14,15 @@ fn record_lines_default_like_new_rr() {
     for bad in ["", "x. 60 IN A 999.1.1.1", "x. 60 IN BOGUS 1", "not a record"] {
         assert!(parse_rr(bad).is_err(), "{bad:?}");
     }
+    for line in [
+        "my.example. 60 IN DNAME other.example.",
+        "my.example. dname other.example.",
+    ] {
+        let r = parse_rr(line).expect("DNAME");
+        assert_eq!(r.record_type(), hickory_proto::rr::RecordType::DNAME, "{line}");
+        let target = crate::zone::dname_target(&r).map(|n| n.to_ascii());
+        assert_eq!(target.as_deref(), Some("other.example."), "{line}");
+    }
 }
 
 fn templates(body: &str) -> super::Templates {
@@ -24,7 +33,11 @@ fn templates(body: &str) -> super::Templates {
 fn ask(t: &super::Templates, name: &str, qtype: hickory_proto::rr::RecordType) -> (Verdict, String) {
     let q = hickory_proto::op::Query::query(hickory_proto::rr::Name::from_ascii(name).expect("name"), qtype);
     let mut out = crate::query::Answer::default();
-    let done = t.answer(&q, std::net::IpAddr::from([192, 0, 2, 9]), &mut out);
+    let done = t.answer(
+        &q,
+        (std::net::IpAddr::from([192, 0, 2, 9]), Default::default()),
+        &mut out,
+    );
     let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();
     (
         done,
@@ -99,7 +112,11 @@ fn variables_hold_expr_values() {
     );
     let q = hickory_proto::op::Query::query(hickory_proto::rr::Name::from_ascii("2.example.").expect("name"), TXT);
     let mut out = crate::query::Answer::default();
-    t.answer(&q, std::net::IpAddr::from([192, 0, 2, 9]), &mut out);
+    t.answer(
+        &q,
+        (std::net::IpAddr::from([192, 0, 2, 9]), Default::default()),
+        &mut out,
+    );
     let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();
     assert_eq!(lines, ["2.example. 60 IN TXT 2 4 x2 true 4"]);
     assert!(!out.tags.memoizable, "client_ip() makes the answer the client's");
