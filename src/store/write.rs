@@ -36,8 +36,13 @@ pub struct Writer {
     strings_after_prune: usize,
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
-    /// The same for slices of imported services (`multicluster`).
-    mcs_slice_owner: HashMap<Pair, Arc<str>>,
+    /// The same for slices of imported services (`multicluster`), keyed
+    /// by the 64-bit hash of `(namespace, slice)` (the relists' hash): 24
+    /// bytes an entry instead of 48, a third of the writer's own memory at
+    /// 30,000 imported slices. The names are the imports' own; a
+    /// collision, as in a relist, could only keep a deleted slice until
+    /// the next relist.
+    mcs_slice_owner: HashMap<u64, Arc<str>>,
     /// `namespace/pod` → its IPs and whether it is Running.
     pod_ips: HashMap<Box<str>, Pod>,
     /// Namespace → its index in the snapshot's `pod_namespaces`.

@@ -92,7 +92,8 @@ impl Writer {
         endpoints: Endpoints,
     ) -> bool {
         let owner = (slice.0.clone(), service.clone());
-        if let Some(previous) = self.mcs_slice_owner.insert(slice.clone(), service.clone()) {
+        let key = self.slice_key(slice);
+        if let Some(previous) = self.mcs_slice_owner.insert(key, service.clone()) {
             if previous != service {
                 self.remove_mcs_slice_from(&(slice.0.clone(), previous), &slice.1);
             }
@@ -137,7 +138,8 @@ impl Writer {
 
     /// Removes a multi-cluster slice; false when `slice` is not one.
     pub(super) fn delete_mcs_slice(&mut self, slice: &Pair) -> bool {
-        let Some(owner) = self.mcs_slice_owner.remove(slice) else {
+        let key = self.slice_key(slice);
+        let Some(owner) = self.mcs_slice_owner.remove(&key) else {
             return false;
         };
         self.remove_mcs_slice_from(&(slice.0.clone(), owner), &slice.1);
@@ -173,6 +175,23 @@ impl Writer {
     pub(super) fn mcs_counts(&self) -> (usize, usize) {
         let imports = self.live.clusterset.namespaces.values().map(|n| n.live).sum();
         (imports, self.mcs_slice_owner.len())
+    }
+
+    /// The owner table's key of a slice.
+    fn slice_key(&self, (ns, name): &Pair) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.seen_hasher, (&**ns, &**name))
+    }
+
+    /// Keys of the multi-cluster slices (`EndpointSlice` relists), read
+    /// from the imports that hold them.
+    pub(super) fn mcs_slice_keys(&self) -> Vec<Pair> {
+        let spaces = self.live.clusterset.namespaces.iter();
+        spaces
+            .flat_map(|(ns, n)| {
+                let slices = n.imports.values().flat_map(|i| i.slices.iter());
+                slices.map(|s| (ns.clone(), s.slice.name.clone()))
+            })
+            .collect()
     }
 
     /// Keys of the imports (`ServiceImport` relists).
