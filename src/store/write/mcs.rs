@@ -40,6 +40,9 @@ impl Writer {
             entry.imports.insert(name.clone(), Arc::new(import));
         } else {
             entry.imports.remove(name);
+            // No reverse entry names it any more.
+            self.live.clusterset.ids.set(import.slot as usize, None);
+            self.mcs_free_slots.push(import.slot);
         }
         if before != (entry.live > 0) {
             self.changed.add(Dep::import_namespace(ns));
@@ -52,15 +55,34 @@ impl Writer {
     fn import_or_empty(&mut self, pair: &Pair) -> Import {
         match self.get_import(pair) {
             Some(i) => (*i).clone(),
-            None => Import {
-                id: Arc::new(ServiceId {
+            None => {
+                let id = Arc::new(ServiceId {
                     namespace: pair.0.clone(),
                     name: pair.1.clone(),
-                }),
-                kind: None,
-                ports: self.ports(Vec::new()),
-                slices: Box::default(),
-            },
+                });
+                Import {
+                    slot: self.import_slot(id.clone()),
+                    id,
+                    kind: None,
+                    ports: self.ports(Vec::new()),
+                    slices: Box::default(),
+                }
+            }
+        }
+    }
+
+    /// A slot of the identity table for a new import: a freed one first.
+    fn import_slot(&mut self, id: Arc<ServiceId>) -> u32 {
+        let ids = &mut self.live.clusterset.ids;
+        match self.mcs_free_slots.pop() {
+            Some(slot) => {
+                ids.set(slot as usize, Some(id));
+                slot
+            }
+            None => {
+                ids.push_back(Some(id));
+                u32::try_from(ids.len() - 1).unwrap_or(u32::MAX)
+            }
         }
     }
 
@@ -71,10 +93,10 @@ impl Writer {
             return false;
         }
         if let Some(ImportKind::ClusterSetIp(ips)) = &import.kind {
-            self.mcs_ptrs(&ips.clone(), &import.id, false);
+            self.mcs_ptrs(&ips.clone(), import.slot, false);
         }
         if let Some(ImportKind::ClusterSetIp(ips)) = &kind {
-            self.mcs_ptrs(ips, &import.id, true);
+            self.mcs_ptrs(ips, import.slot, true);
         }
         import.kind = kind;
         import.ports = ports;
@@ -106,9 +128,9 @@ impl Writer {
                 return false;
             }
             let removed = slices.remove(i).slice.endpoints;
-            self.mcs_endpoint_ptrs(&removed, &import.id, false);
+            self.mcs_endpoint_ptrs(&removed, import.slot, false);
         }
-        self.mcs_endpoint_ptrs(&endpoints, &import.id, true);
+        self.mcs_endpoint_ptrs(&endpoints, import.slot, true);
         slices.push(McsSlice {
             cluster,
             slice: Slice {
@@ -128,7 +150,7 @@ impl Writer {
     pub(super) fn delete_import(&mut self, pair: &Pair) {
         let Some(old) = self.get_import(pair) else { return };
         if let Some(ImportKind::ClusterSetIp(ips)) = &old.kind {
-            self.mcs_ptrs(ips, &old.id, false);
+            self.mcs_ptrs(ips, old.slot, false);
         }
         let mut import = (*old).clone();
         import.kind = None;
@@ -155,19 +177,19 @@ impl Writer {
         };
         let removed = slices.remove(i).slice.endpoints;
         import.slices = slices.into_boxed_slice();
-        self.mcs_endpoint_ptrs(&removed, &import.id, false);
+        self.mcs_endpoint_ptrs(&removed, import.slot, false);
         self.put_import(owner, import);
     }
 
-    fn mcs_endpoint_ptrs(&mut self, endpoints: &Endpoints, id: &Arc<ServiceId>, add: bool) {
+    fn mcs_endpoint_ptrs(&mut self, endpoints: &Endpoints, slot: u32, add: bool) {
         let addrs: Vec<IpAddr> = endpoints.iter().map(|e| e.addr).collect();
-        self.mcs_ptrs(&addrs, id, add);
+        self.mcs_ptrs(&addrs, slot, add);
     }
 
-    fn mcs_ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, add: bool) {
+    fn mcs_ptrs(&mut self, addrs: &[IpAddr], slot: u32, add: bool) {
         for addr in addrs {
             self.changed.add(Dep::ptr(*addr));
-            edit_index(&mut self.live.clusterset.reverse, self.building, *addr, id, add);
+            edit_index(&mut self.live.clusterset.reverse, self.building, *addr, &slot, add);
         }
     }
 
