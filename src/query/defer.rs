@@ -90,7 +90,12 @@ impl Job {
 
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
 pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
-    job.then.apply(answer, metrics);
+    job.then.apply(answer);
+    if answer.autopath {
+        metrics
+            .autopath_success
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut out = Vec::with_capacity(512);
     let echo = Echo {
         meta: &job.meta,

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use hickory_proto::op::{Message, ResponseCode};
 
 use crate::metrics::{rcode_name, Transport};
+use crate::query::request::walk::{skip_name, Records, Section};
 
 /// CoreDNS's response types, in `response.Type`'s order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,24 +64,19 @@ pub fn typify(reply: &[u8]) -> RespType {
     };
     let count = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
     let (opcode, rcode) = ((h[2] >> 3) & 0x0f, h[3] & 0x0f);
-    let (qd, an, ns) = (count(4), count(6), count(8));
+    let (qd, an) = (count(4), count(6));
     match opcode {
         5 => return RespType::Update,
         4 => return RespType::Meta,
         _ => {}
     }
-    let mut at = 12;
     if qd > 0 {
-        let Some(end) = skip_name(reply, at) else {
+        let Some(end) = skip_name(reply, 12) else {
             return RespType::OtherError;
         };
         let qtype = reply.get(end..end + 2).map(|t| u16::from_be_bytes([t[0], t[1]]));
         if matches!(qtype, Some(251 | 252)) {
             return RespType::Meta;
-        }
-        at = end + 4;
-        for _ in 1..qd {
-            at = skip_name(reply, at).map_or(reply.len(), |e| e + 4);
         }
     }
     match (an > 0, rcode) {
@@ -89,15 +85,11 @@ pub fn typify(reply: &[u8]) -> RespType {
         _ => {}
     }
     let (mut soa, mut delegation) = (false, false);
-    for i in 0..u32::from(an) + u32::from(ns) {
-        let Some(end) = skip_name(reply, at) else { break };
-        let Some(fixed) = reply.get(end..end + 10) else { break };
-        let rtype = u16::from_be_bytes([fixed[0], fixed[1]]);
-        if i >= u32::from(an) {
-            soa |= rtype == 6;
-            delegation |= rtype == 2;
-        }
-        at = end + 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+    let records = Records::of(reply).into_iter().flatten();
+    let authority = records.take_while(|rr| rr.section != Section::Additional);
+    for rr in authority.filter(|rr| rr.section == Section::Authority) {
+        soa |= rr.rtype == 6;
+        delegation |= rr.rtype == 2;
     }
     match rcode {
         0 if soa => RespType::NoData,
@@ -107,19 +99,6 @@ pub fn typify(reply: &[u8]) -> RespType {
         0 => RespType::NoError,
         _ => RespType::OtherError,
     }
-}
-
-/// The offset after the name at `at`, or `None` when it runs off the end.
-fn skip_name(msg: &[u8], mut at: usize) -> Option<usize> {
-    for _ in 0..128 {
-        let len = *msg.get(at)?;
-        match len {
-            0 => return Some(at + 1),
-            l if l & 0xc0 == 0xc0 => return msg.get(at + 1).map(|_| at + 2),
-            l => at += 1 + usize::from(l),
-        }
-    }
-    None
 }
 
 /// One piece of a parsed format.

@@ -74,7 +74,7 @@ struct Arrival<'a> {
     started: Instant,
 }
 
-/// What the full path did with a message.
+/// What became of a message: a reply now (replayed or made), none, or one later.
 enum Full {
     Reply(reply::Summary),
     /// No reply (dropped packet).
@@ -154,47 +154,38 @@ impl Handler {
             transport,
             started,
         };
-        let Some(key) = memo_key else {
-            let Some(outcome) = self.full(&router, &at, scratch, sink) else {
-                return false;
-            };
-            self.finish(&router, &at, outcome, scratch);
-            return true;
+        let full = match memo_key {
+            None => self.answer(&router, &at, scratch, sink),
+            Some(key) => {
+                let full = self.replayed(&router, &at, &key, scratch, sink);
+                key.recycle(&mut scratch.key);
+                full
+            }
         };
-        let view = router.memo_view();
-        let replayed = scratch.memo.replay(&key, bytes, &view, &mut scratch.out).or_else(|| {
-            scratch
-                .hits
-                .replay(router.hits_id(), &key, bytes, started, &mut scratch.out)
-        });
-        if let (Some(_), Some(admission)) = (&replayed, admitted) {
-            admission.credit(); // the full path counts the others
-        }
-        let outcome = replayed.or_else(|| self.learned(&router, &at, &key, &view, scratch, sink));
-        key.recycle(&mut scratch.key);
-        let Some(outcome) = outcome else {
-            return false;
-        };
-        self.finish(&router, &at, outcome, scratch);
-        !scratch.out.is_empty()
+        self.finish(&router, &at, full, scratch)
     }
 
-    /// The full path, counting a dropped message: the outcome of a reply
-    /// written now, `None` when there is none to send now.
-    fn full(
+    /// A plain question's reply replayed (memo, then cache hits), else the
+    /// full path's, remembered or learned for the next time.
+    fn replayed(
         &self,
         router: &Router,
         at: &Arrival<'_>,
+        key: &replay::memo::Key,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Option<reply::Summary> {
-        match self.answer(router, at, scratch, sink) {
-            Full::Reply(outcome) => Some(outcome),
-            Full::Nothing => {
-                self.metrics.dropped(at.transport);
-                None
+    ) -> Full {
+        let view = router.memo_view();
+        let (bytes, out) = (at.bytes, &mut scratch.out);
+        let replayed = (scratch.memo.replay(key, bytes, &view, out))
+            .or_else(|| scratch.hits.replay(router.hits_id(), key, bytes, at.started, out));
+        match (replayed, at.admitted) {
+            (Some(summary), Some(admission)) => {
+                admission.credit(); // the full path counts the others
+                Full::Reply(summary)
             }
-            Full::Later => None,
+            (Some(summary), None) => Full::Reply(summary),
+            (None, _) => self.learned(router, at, key, &view, scratch, sink),
         }
     }
 
@@ -209,8 +200,11 @@ impl Handler {
         view: &replay::memo::View<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Option<reply::Summary> {
-        let outcome = self.full(router, at, scratch, sink)?;
+    ) -> Full {
+        let outcome = match self.answer(router, at, scratch, sink) {
+            Full::Reply(outcome) => outcome,
+            other => return other,
+        };
         if scratch.answer.memoizable {
             let deps = scratch.answer.deps;
             scratch.memo.remember(key, view, &scratch.out, outcome, deps);
@@ -218,7 +212,7 @@ impl Handler {
             let Scratch { hits, answer, out, .. } = &mut *scratch;
             hits.learn(|q| router.hit_route(q), key, at.bytes, answer, out, outcome, at.started);
         }
-        Some(outcome)
+        Full::Reply(outcome)
     }
 
     /// Counts a request by its client's namespace (when pods are
@@ -236,10 +230,19 @@ impl Handler {
         }
     }
 
-    /// Counts the reply (and its client), writes the query log line and
-    /// tells `dnstap`, as the block asks.
-    fn finish(&self, router: &Router, at: &Arrival<'_>, o: reply::Summary, s: &mut Scratch) {
+    /// The end of every query's path, once: a dropped message is counted,
+    /// the client of one answered now or later is counted, and a reply
+    /// sent now is counted, logged and told to `dnstap` as the block asks.
+    /// Returns whether `scratch.out` holds a reply to send.
+    fn finish(&self, router: &Router, at: &Arrival<'_>, full: Full, s: &mut Scratch) -> bool {
+        if matches!(full, Full::Nothing) {
+            self.metrics.dropped(at.transport);
+            return false;
+        }
         self.count_client(router, at.peer, &mut s.clients);
+        let Full::Reply(o) = full else {
+            return false; // answered later
+        };
         let exchange = settle::record::Exchange {
             peer: at.peer,
             transport: at.transport,
@@ -249,6 +252,7 @@ impl Handler {
         };
         let stats = router.stats.get(usize::from(o.zone)).map(|s| &**s);
         settle::record::record(&o, stats, router.tap(o.zone).map(|t| &**t), &exchange);
+        !s.out.is_empty()
     }
 
     /// The full path: check, route, answer, encode.
@@ -302,21 +306,25 @@ impl Handler {
         let answer = &mut scratch.answer;
         let admitted = (at.admitted)
             .unwrap_or_else(|| router.admits(req.query.name(), u16::from(req.query.query_type()), at.peer.ip()));
-        if let Some((truncated, edns)) =
-            router.write_direct(&req, admitted.allowed, at.transport, answer, &mut scratch.out)
-        {
-            admitted.credit();
-            return Err(Full::Reply(reply::Summary::of(
-                answer,
-                truncated,
-                Some(&req.query),
-                edns,
-            )));
-        }
-        answer.clear();
         let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
-        let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
-        let routed = router.answer(&req.query, Asker { client, dnssec_ok, cd }, answer);
+        let asker = Asker {
+            client,
+            dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
+            cd,
+        };
+        let routed = match router.enter(req.query.name(), answer) {
+            None => Routed::Done, // REFUSED written: no block takes it
+            Some(block) => {
+                let (allowed, out) = (admitted.allowed, &mut scratch.out);
+                if let Some((truncated, edns)) = router.write_direct(block, &req, allowed, at.transport, answer, out) {
+                    admitted.credit();
+                    let summary = reply::Summary::of(answer, truncated, Some(&req.query), edns);
+                    return Err(Full::Reply(summary));
+                }
+                answer.restart();
+                router.answer_in(block, &req.query, asker, answer)
+            }
+        };
         let edns = request::edns::capped(req.edns, answer.bufsize);
         if answer.autopath {
             self.metrics
@@ -345,7 +353,6 @@ impl Handler {
         sink: &dyn Fn() -> defer::Sink,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
-        self.count_client(router, at.peer, &mut scratch.clients);
         if self.metrics.in_flight.fetch_add(1, Relaxed) >= router.in_flight as u64 {
             self.metrics.in_flight.fetch_sub(1, Relaxed);
             self.metrics.overload_dropped.fetch_add(1, Relaxed);

@@ -34,7 +34,7 @@ use hickory_proto::rr::{DNSClass, Name};
 
 use super::plugins::rewrite::Revert;
 use super::reply::Answer;
-use super::settle::Left;
+use super::settle::{self, Left};
 use super::UNHANDLED;
 use crate::metrics::ZoneStats;
 use crate::query::forward::Forwarding;
@@ -197,9 +197,14 @@ impl Router {
     /// Answers `query` from `asker` into `out`, or says it must be
     /// forwarded: the steps of the order in this file's head, in turn.
     pub fn answer(&self, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'_> {
-        let Some(block) = self.enter(query.name(), out) else {
-            return Routed::Done;
-        };
+        match self.enter(query.name(), out) {
+            Some(block) => self.answer_in(block, query, asker, out),
+            None => Routed::Done,
+        }
+    }
+
+    /// [`Router::answer`] in the block [`Router::enter`] found for `query`.
+    pub fn answer_in<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
         if let Some(routed) = order::early(block, query, out) {
             return routed;
         }
@@ -234,7 +239,7 @@ impl Router {
 
     /// The block serving `qname`, with its zone's stats slot, `bufsize` and
     /// `log` style set in `out`; `None` (REFUSED written): no block does.
-    fn enter(&self, qname: &Name, out: &mut Answer) -> Option<&Block> {
+    pub fn enter(&self, qname: &Name, out: &mut Answer) -> Option<&Block> {
         let Some((block, slot)) = self.block(qname) else {
             out.error(UNHANDLED);
             return None;
@@ -273,15 +278,17 @@ impl Router {
             (routed, _) => routed,
         };
         let mut routed = self.dns64(block, asked, asker, routed, out);
-        if let Some((q, revert)) = rewritten {
+        let mut revert = None;
+        if let Some((q, r)) = rewritten {
             match &mut routed {
-                Routed::Done => revert.answer(out),
-                Routed::Forward(onward) => onward.left.rewrite = Some(Box::new((q, revert))),
+                Routed::Done => revert = Some(r),
+                Routed::Forward(onward) => onward.left.rewrite = Some(Box::new((q, r))),
                 Routed::Drop => {}
             }
         }
-        if let Some(lb) = &block.loadbalance {
-            out.memoizable &= !out.balance(lb);
+        if matches!(routed, Routed::Done) {
+            // the step the forwarding task does to an upstream's answer
+            out.memoizable &= !settle::apply(out, block.loadbalance.as_deref(), None, revert.as_ref());
         }
         routed
     }

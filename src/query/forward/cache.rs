@@ -135,8 +135,8 @@ impl Cache {
     }
 
     pub fn key(query: &Query, dnssec_ok: bool, checking_disabled: bool) -> Key {
-        let name = query.name().to_lowercase();
-        let mut key = name.to_ascii().into_bytes();
+        let mut key = Vec::with_capacity(query.name().iter().map(|l| l.len() + 1).sum::<usize>() + 4);
+        crate::query::request::name_key(query.name(), &mut key);
         key.extend_from_slice(&u16::from(query.query_type()).to_be_bytes());
         key.push(u8::from(dnssec_ok) | u8::from(checking_disabled) << 1);
         key.into_boxed_slice()

@@ -40,7 +40,7 @@ use crate::query::forward::cache::{Cache, Entry, Stamp};
 use crate::query::forward::Forwarding;
 use crate::query::replay::memo::Key;
 use crate::query::reply::Summary;
-use crate::query::request::edns::skip_name;
+use crate::query::request::walk::{Records, Section};
 use crate::query::Answer;
 use crate::store::Map;
 
@@ -234,32 +234,18 @@ struct Walked {
 /// EDNS flags, not a TTL) and the answer section's addresses. `None` for a
 /// reply that does not parse to its end.
 fn walk(reply: &[u8]) -> Option<Walked> {
-    let count = |i: usize| {
-        reply
-            .get(i..i + 2)
-            .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
-    };
-    let (questions, answers) = (count(4)?, count(6)?);
-    let records = answers + count(8)? + count(10)?;
-    let mut at = 12;
-    for _ in 0..questions {
-        at = skip_name(reply, at)? + 4;
-    }
+    let mut records = Records::of(reply)?;
     let mut walked = Walked::default();
-    for i in 0..records {
-        at = skip_name(reply, at)?;
-        let fixed = reply.get(at..at + 10)?;
-        let rtype = RecordType::from(u16::from_be_bytes([fixed[0], fixed[1]]));
-        let ttl = u16::try_from(at + 4).ok()?;
+    for rr in records.by_ref() {
+        let (rtype, ttl) = (RecordType::from(rr.rtype), u16::try_from(rr.fixed + 4).ok()?);
         if rtype != RecordType::OPT {
             walked.ttls.push(ttl);
         }
-        if i < answers && matches!(rtype, RecordType::A | RecordType::AAAA) {
+        if rr.section == Section::Answer && matches!(rtype, RecordType::A | RecordType::AAAA) {
             walked.addresses.push((ttl, rtype));
         }
-        at += 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
     }
-    (at == reply.len()).then_some(walked)
+    (records.end() == Some(reply.len())).then_some(walked)
 }
 
 /// `loadbalance`'s shuffle as byte swaps: the answer's addresses trade

@@ -95,6 +95,14 @@ impl Answer {
         (self.log, self.zone, self.plugin, self.bufsize) = (log, zone, plugin, bufsize);
     }
 
+    /// Empties the answer but for what entering the block set (`zone`,
+    /// `bufsize`, `log`): the whole way after the short way declined.
+    pub fn restart(&mut self) {
+        let (log, zone, bufsize) = (self.log, self.zone, self.bufsize);
+        self.clear();
+        (self.log, self.zone, self.bufsize) = (log, zone, bufsize);
+    }
+
     /// Drops what a plugin that passed the query on may have left.
     pub fn clear_records(&mut self) {
         self.error(ResponseCode::NoError);

@@ -49,44 +49,13 @@ pub fn capped(edns: Option<ClientEdns>, cap: Option<u16>) -> Option<ClientEdns> 
 /// OPT record (the CLASS field) to `cap` in place. A message it cannot
 /// walk is left as it is.
 pub fn cap_payload(message: &mut [u8], cap: u16) {
-    let count = |i: usize| {
-        message
-            .get(i..i + 2)
-            .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])))
-    };
-    let (questions, records) = (count(4), count(6) + count(8) + count(10));
-    let mut at = 12;
-    for _ in 0..questions {
-        let Some(end) = skip_name(message, at) else { return };
-        at = end + 4;
-    }
-    for _ in 0..records {
-        let Some(end) = skip_name(message, at) else { return };
-        let Some(fixed) = message.get(end..end + 10) else {
-            return;
-        };
-        let (rtype, class) = (
-            u16::from_be_bytes([fixed[0], fixed[1]]),
-            u16::from_be_bytes([fixed[2], fixed[3]]),
-        );
-        let rdlen = usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
-        if rtype == 41 && class > cap {
-            message[end + 2..end + 4].copy_from_slice(&cap.to_be_bytes());
-        }
-        at = end + 10 + rdlen;
-    }
-}
-
-/// The offset just past the (possibly compressed) name at `at`.
-pub(crate) fn skip_name(message: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        let len = *message.get(at)?;
-        match len {
-            0 => return Some(at + 1),
-            l if l & 0xC0 == 0xC0 => return Some(at + 2),
-            l if l & 0xC0 == 0 => at += usize::from(l) + 1,
-            _ => return None,
-        }
+    let over = super::walk::Records::of(message)
+        .into_iter()
+        .flatten()
+        .filter(|rr| rr.rtype == 41 && rr.class > cap)
+        .map(|rr| rr.fixed + 2);
+    for class in over.collect::<Vec<_>>() {
+        message[class..class + 2].copy_from_slice(&cap.to_be_bytes());
     }
 }
 

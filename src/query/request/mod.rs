@@ -25,6 +25,7 @@ use hickory_proto::rr::{Name, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 pub mod edns;
+pub mod walk;
 
 use edns::{opt, ClientEdns};
 
@@ -68,6 +69,17 @@ impl Wire {
     pub fn name<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
         &bytes[12..12 + self.name_len]
     }
+}
+
+/// A question name as the memo's and the cache's keys hold it: its wire
+/// form, lower-cased (ASCII, as DNS compares names). For a plain query it
+/// is the packet's own name bytes lower-cased ([`Wire::name`]).
+pub fn name_key(name: &hickory_proto::rr::Name, into: &mut Vec<u8>) {
+    for label in name.iter() {
+        into.push(label.len() as u8); // a label is at most 63 bytes
+        into.extend(label.iter().map(u8::to_ascii_lowercase));
+    }
+    into.push(0);
 }
 
 /// Reads a plain query (see [`Wire`]) without allocating; `None` when the
@@ -205,6 +217,22 @@ fn decoded(bytes: &[u8]) -> Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn name_key_is_the_plain_query_s_wire_name_lower_cased() {
+        let spelled = "WEB.Shop.svc.cluster.local.";
+        let mut m = hickory_proto::op::Message::query();
+        let name = hickory_proto::rr::Name::from_ascii(spelled).expect("name");
+        m.add_query(Query::query(name.clone(), hickory_proto::rr::RecordType::A));
+        let bytes = m.to_vec().expect("encode");
+        let wire = parse(&bytes).expect("plain");
+        let mut key = Vec::new();
+        name_key(&name, &mut key);
+        assert_eq!(key, wire.name(&bytes).to_ascii_lowercase());
+        let q = Query::query(name, hickory_proto::rr::RecordType::A);
+        let cache = crate::query::forward::cache::Cache::key(&q, false, false);
+        assert_eq!(cache[..key.len()], key[..], "the cache's key starts with it");
+    }
     use hickory_proto::op::{Edns, Message, MessageType, OpCode};
     use hickory_proto::rr::Name;
 

@@ -12,7 +12,7 @@ use crate::metrics::Plugin;
 use crate::query::plugins::cluster;
 use crate::query::plugins::dns64::Dns64;
 use crate::query::reply::{self, Answer};
-use crate::query::settle::ChaseKind;
+use crate::query::settle::{self, ChaseKind};
 
 impl Router {
     /// `autopath`: for a client pod in namespace `ns` asking
@@ -120,10 +120,14 @@ impl Router {
         let routed = self.guarded(home, home, &chased, asker, &mut found);
         out.memoizable &= found.memoizable; // also a denial (found by `acl`) is not memoized
         match routed {
-            Routed::Done if matches!(found.rcode, ResponseCode::NoError | ResponseCode::NXDomain) => {
-                out.answers.append(&mut found.answers);
-                out.truncated |= found.truncated;
-                out.deps.union(&found.deps);
+            Routed::Done => {
+                // as the forwarding task puts an upstream's answer under the CNAME
+                let prefix = std::mem::take(&mut out.answers);
+                settle::Chase::target(query.clone(), prefix, out.plugin).put_under(&mut found);
+                found.deps.union(&out.deps);
+                (found.memoizable, found.log, found.zone) = (out.memoizable, out.log, out.zone);
+                (found.bufsize, found.expansion) = (out.bufsize, out.expansion);
+                std::mem::swap(out, &mut found);
                 Routed::Done
             }
             Routed::Forward(on) => {
@@ -131,7 +135,7 @@ impl Router {
                 onward.left.chase = Some((chased, ChaseKind::Target(out.plugin)));
                 Routed::Forward(onward)
             }
-            _ => Routed::Done,
+            Routed::Drop => Routed::Done,
         }
     }
 }

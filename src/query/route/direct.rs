@@ -17,13 +17,15 @@ use crate::query::request::{self, edns::ClientEdns, Request};
 
 impl Router {
     /// Writes the reply to `req` into `out` the short way, with `answer`
-    /// holding what the memo and metrics need. `admitted`: the block's
+    /// holding what the memo and metrics need; `block` is the one
+    /// [`Router::enter`] found for it. `admitted`: the block's
     /// `acl` lets this client ask this question ([`Router::admits`]).
     /// Returns whether it was truncated and the EDNS it answered with;
-    /// `None`: it takes the whole way, and `answer` and `out` are to be
-    /// cleared first.
+    /// `None`: it takes the whole way, and `answer` is to be restarted
+    /// first ([`Answer::restart`]).
     pub(crate) fn write_direct(
         &self,
+        block: &Block,
         req: &Request,
         admitted: bool,
         transport: Transport,
@@ -35,7 +37,6 @@ impl Router {
         if !admitted || !asked || query.query_class() != DNSClass::IN {
             return None;
         }
-        let block = self.enter(query.name(), answer)?;
         let cluster = block.cluster.as_ref().filter(|c| c.direct && writes_direct(block))?;
         if block.dns64.is_some() && query.query_type() != RecordType::A {
             return None;

@@ -1,11 +1,14 @@
-//! What is left to do to an answer once the plugins have spoken, kept as
-//! plain data: a [`Continuation`]. The router fills it for a query it
-//! forwards, the query's [`super::defer::Job`] carries it to the
-//! forwarding task, and [`Continuation::apply`] does it to the upstream's
-//! answer: `loadbalance` shuffles, a chased name's answer is put under
-//! the client's question, a `rewrite` is undone. The task also reads
-//! `dns64` and the `rewrite cname` target, which need a second upstream
-//! question (`forward::Forwarding::complete`).
+//! What is left to do to an answer once the plugins have spoken, and the
+//! one function that does it. [`apply`]: `loadbalance` shuffles, a chased
+//! name's answer is put under the client's question, a `rewrite` is
+//! undone. The worker calls it for an answer made here (a CNAME target
+//! outside answered here is put under the CNAME by the same
+//! [`Chase::put_under`]); for a forwarded query the router leaves the
+//! same steps as plain data, a [`Continuation`], that the query's
+//! [`super::defer::Job`] carries to the forwarding task, which applies it
+//! to the upstream's answer. The task also reads `dns64` and the
+//! `rewrite cname` target, which need a second upstream question
+//! (`forward::Forwarding::complete`).
 //!
 //! Then the served query is told to the metrics, the query log and
 //! `dnstap` by one function for both paths, [`record::record`].
@@ -16,7 +19,6 @@
 pub mod record;
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use hickory_proto::op::{Query, ResponseCode};
@@ -26,7 +28,7 @@ use super::plugins::dns64::Dns64;
 use super::plugins::rewrite::{self, Revert};
 use super::reply::{self, Answer};
 use crate::config::hosts::LoadbalanceConfig;
-use crate::metrics::{Metrics, Plugin, Transport};
+use crate::metrics::{Plugin, Transport};
 
 /// What remains to do to a forwarded query's answer.
 #[derive(Debug, Default)]
@@ -145,18 +147,11 @@ pub enum ChaseKind {
 
 impl Continuation {
     /// Does to `answer` (the upstream's, `dns64` and a `rewrite cname`
-    /// target already added) what the router left for it: shuffle, put
-    /// under the client's question, undo the rewrite.
-    pub fn apply(&self, answer: &mut Answer, metrics: &Metrics) {
-        if let Some(lb) = &self.loadbalance {
-            answer.balance(lb);
-        }
-        if let Some(chase) = &self.chase {
-            chase.put_under(answer, metrics);
-        }
-        if let Some(rewritten) = &self.rewrite {
-            rewritten.revert.answer(answer);
-        }
+    /// target already added) what the router left for it, through the
+    /// same [`apply`] the worker uses for an answer made here.
+    pub fn apply(&self, answer: &mut Answer) {
+        let revert = self.rewrite.as_ref().map(|r| &r.revert);
+        apply(answer, self.loadbalance.as_deref(), self.chase.as_ref(), revert);
     }
 
     /// The question the reply echoes: the client's own, where `rewrite` or
@@ -173,13 +168,47 @@ impl Continuation {
     }
 }
 
+/// The step after the plugins, one function for both paths: `loadbalance`
+/// shuffles, a chased name's answer is put under the client's question,
+/// a `rewrite` is undone. The worker calls it for an answer made here
+/// (its chase answered here too), the forwarding task for an upstream's
+/// (through [`Continuation::apply`]). Returns whether `loadbalance` drew
+/// an order (the reply is then not memoized).
+pub fn apply(
+    answer: &mut Answer,
+    loadbalance: Option<&LoadbalanceConfig>,
+    chase: Option<&Chase>,
+    revert: Option<&Revert>,
+) -> bool {
+    let drawn = loadbalance.is_some_and(|lb| answer.balance(lb));
+    if let Some(chase) = chase {
+        chase.put_under(answer);
+    }
+    if let Some(revert) = revert {
+        revert.answer(answer);
+    }
+    drawn
+}
+
 impl Chase {
-    fn put_under(&self, answer: &mut Answer, metrics: &Metrics) {
+    /// A CNAME's target outside the zone that answered `asked` with
+    /// `prefix`, chased for `plugin`.
+    pub fn target(asked: Query, prefix: Vec<Record>, plugin: Plugin) -> Chase {
+        Chase {
+            asked,
+            prefix,
+            kind: ChaseKind::Target(plugin),
+        }
+    }
+
+    /// Puts `answer` (the chased name's) under the client's question; a
+    /// successful `autopath` walk is marked in `answer.autopath` (counted
+    /// where the reply is recorded).
+    pub fn put_under(&self, answer: &mut Answer) {
         match self.kind {
             ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
                 answer.answers.splice(0..0, self.prefix.iter().cloned());
-                answer.plugin = Plugin::Autopath;
-                metrics.autopath_success.fetch_add(1, Ordering::Relaxed);
+                (answer.plugin, answer.autopath) = (Plugin::Autopath, true);
             }
             ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
             ChaseKind::Target(plugin) => {

@@ -2,36 +2,26 @@
 //! answer kept across a publish can carry the current serial, as a fresh
 //! answer would.
 
-use crate::query::request::edns::skip_name;
+use crate::query::request::walk::{skip_name, Records, Section};
 
-const SOA: [u8; 2] = [0, 6];
+const SOA: u16 = 6;
 
 /// The offset of the serial of the one SOA record in the answer and
 /// authority sections: `Some(None)` when there is none, `None` when the
 /// reply cannot be walked or holds several.
 pub(super) fn serial_at(msg: &[u8]) -> Option<Option<usize>> {
-    let count = |i: usize| msg.get(i..i + 2).map(|c| usize::from(u16::from_be_bytes([c[0], c[1]])));
-    let (questions, records) = (count(4)?, count(6)? + count(8)?);
-    let mut at = 12;
-    for _ in 0..questions {
-        at = skip_name(msg, at)? + 4;
-    }
+    let mut records = Records::of(msg)?;
     let mut found = None;
-    for _ in 0..records {
-        at = skip_name(msg, at)?;
-        let fixed = msg.get(at..at + 10)?;
-        let rdata = at + 10;
-        let end = rdata + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
-        if fixed[..2] == SOA {
-            let serial = skip_name(msg, skip_name(msg, rdata)?)?;
-            if found.is_some() || serial + 20 != end {
+    for rr in records.by_ref().take_while(|rr| rr.section != Section::Additional) {
+        if rr.rtype == SOA {
+            let serial = skip_name(msg, skip_name(msg, rr.rdata)?)?;
+            if found.is_some() || serial + 20 != rr.end {
                 return None;
             }
             found = Some(serial);
         }
-        at = end;
     }
-    (at <= msg.len()).then_some(found)
+    records.end().map(|_| found)
 }
 
 #[cfg(test)]
