@@ -2,8 +2,9 @@
 //! binary watches ServiceImports and labelled EndpointSlices in the
 //! project's fake API server and answers `clusterset.local` per the MCS DNS
 //! specification as objects come, change and go; a cluster without the MCS
-//! CRDs still becomes ready. The snapshot source and CoreDNS's own rows are
-//! in `tests/coredns/multicluster.table`.
+//! CRDs still becomes ready, and serves the imports once the CRDs are
+//! installed. The snapshot source and CoreDNS's own rows are in
+//! `tests/coredns/multicluster.table`.
 
 mod common;
 
@@ -215,4 +216,36 @@ fn a_cluster_without_the_mcs_crds_is_ready_and_says_so_once() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(said(&server), 1, "logged once");
+}
+
+/// The MCS CRDs installed after clusterdns starts: the cluster zone is
+/// ready and answers meanwhile, and the imports appear without a restart
+/// (the missing CRD is looked for again within seconds at first).
+#[test]
+fn mcs_crds_installed_later_are_picked_up_without_restart() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    api.set_mcs_crd(false);
+    let server = Server::start(&temp_dir("mcs-latecrd"), &corefile(&api));
+    assert_eq!(
+        ask(&server, "kubernetes.default.svc.cluster.local.", A),
+        ["NOERROR", "10.96.0.1"],
+        "the cluster zone is ready without the CRDs"
+    );
+    assert_eq!(ask(&server, "db.default.svc.clusterset.local.", A), ["NXDOMAIN"]);
+    api.set_mcs_crd(true);
+    api.put(
+        "serviceimports",
+        import("default", "db", "ClusterSetIP", &["10.200.0.7"]),
+    );
+    eventually(
+        &server,
+        "db.default.svc.clusterset.local.",
+        A,
+        &["NOERROR", "10.200.0.7"],
+    );
+    assert_eq!(
+        ask(&server, "kubernetes.default.svc.cluster.local.", A),
+        ["NOERROR", "10.96.0.1"]
+    );
 }

@@ -4,7 +4,7 @@
 //! messages under 64 KiB; answers IXFR of the current serial with the SOA;
 //! refuses clients not in `to` and AXFR over UDP; and BIND (`named`) as a
 //! real secondary loads both zones and follows a Service's change when
-//! NOTIFY tells it.
+//! NOTIFY tells it; a dead secondary holds up no other's NOTIFY.
 
 mod common;
 
@@ -465,4 +465,70 @@ fn bind_is_a_real_secondary_that_follows_notify() {
         "result=\"accepted\"",
     );
     assert!(accepted >= 2.0, "NOTIFY counted as accepted: {accepted}");
+}
+
+/// A NOTIFY read from `socket` within 50 ms, answered NOERROR when
+/// `answer`: whether one came.
+fn take_notify(socket: &std::net::UdpSocket, answer: bool) -> bool {
+    let mut buf = [0u8; 512];
+    let Ok((n, from)) = socket.recv_from(&mut buf) else {
+        return false;
+    };
+    let Ok(m) = Message::from_vec(&buf[..n]) else {
+        return false;
+    };
+    if m.metadata.op_code != OpCode::Notify {
+        return false;
+    }
+    if answer {
+        let mut reply = Message::new(m.metadata.id, MessageType::Response, OpCode::Notify);
+        reply.metadata.authoritative = true;
+        reply.add_queries(m.queries.clone());
+        socket.send_to(&reply.to_vec().expect("encode"), from).expect("answer");
+    }
+    true
+}
+
+/// Two secondaries, one that never answers: the one that does is notified
+/// of each change without waiting for the dead one's tries. Each answered
+/// NOTIFY is followed by a Service change. Both zones are notified, so
+/// the dead secondary's twelfth packet is its second round's last try; by
+/// then rounds shared by every secondary (each zone's tries awaited in
+/// turn) would have let the live one see four NOTIFYs at most.
+#[test]
+fn a_dead_secondary_holds_up_no_other() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = rt.block_on(FakeApi::start()).expect("fake api");
+    for ns in ["default", "kube-system", "shop"] {
+        api.put("namespaces", namespace(ns));
+    }
+    api.put("services", service("kube-system", "kube-dns", "10.96.0.10"));
+    api.put("services", service("shop", "web", "10.96.1.1"));
+    let bind = || {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+        s.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
+        s
+    };
+    let (dead, live) = (bind(), bind());
+    let addr = |s: &std::net::UdpSocket| s.local_addr().expect("addr").to_string();
+    let dir = temp_dir("xfer-dead");
+    let to = format!("{} {}", addr(&dead), addr(&live));
+    let _server = Server::start(&dir, &corefile(&format!("endpoint {}", api.url()), &to));
+    let (mut dead_packets, mut live_notifies) = (0, 0);
+    let started = Instant::now();
+    while dead_packets < 12 && started.elapsed() < Duration::from_secs(60) {
+        dead_packets += usize::from(take_notify(&dead, false));
+        if take_notify(&live, true) {
+            live_notifies += 1;
+            api.put("services", service("shop", "web", &format!("10.96.2.{live_notifies}")));
+        }
+    }
+    assert_eq!(
+        dead_packets, 12,
+        "the dead secondary is tried three times a zone and round"
+    );
+    assert!(
+        live_notifies >= 6,
+        "the live secondary was notified {live_notifies} times while the dead one took 12"
+    );
 }

@@ -122,5 +122,6 @@ fi
 if [ -n "${HEAPTRACK:-}" ]; then
   SIG=KILL rss mcs heaptrack -o "$W/heap" >/dev/null
   heaptrack_print -f "$W"/heap.*zst --print-leaks 1 --print-peaks 0 --print-allocators 0 \
-    --print-temporary 0 --print-histogram 0 --print-flamegraph 0 -n 12 2>/dev/null | sed -n '/MEMORY LEAKED/,$p' | head -120
+    --print-temporary 0 --print-histogram 0 -n 12 2>/dev/null | sed -n '/MEMORY LEAK/,$p' | grep -v '^ *at ' | head -120
+  heaptrack_print -f "$W"/heap.*zst 2>/dev/null | grep -E '^(peak heap|total memory leaked)'
 fi

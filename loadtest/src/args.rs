@@ -36,6 +36,8 @@ pub struct Args {
     /// watch-bench: Pods to serve (`pods verified`), a warm restart, the server's CPU.
     pub pod_objects: usize,
     pub persist: bool,
+    /// watch-bench: ServiceImports (3 clusters each) besides the Services.
+    pub imports: usize,
     pub pin_server: Option<usize>,
     pub index: Option<usize>,
     pub of: usize,
@@ -81,6 +83,7 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         churn: 10.0,
         pod_objects: 0,
         persist: false,
+        imports: 0,
         pin_server: None,
         index: None,
         of: 1,
@@ -105,6 +108,7 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--pods" => {}
             "--pod-objects" => a.pod_objects = number(value()?)?,
             "--persist" => a.persist = true,
+            "--imports" => a.imports = number(value()?)?,
             "--pin-server" => a.pin_server = Some(number(value()?)?),
             "--dump" | "--services-from" => a.dump = Some(PathBuf::from(value()?)),
             "--lookups" => a.lookups = number(value()?)?,

@@ -83,6 +83,7 @@ fn measure(c: &Churn) -> Result<ChurnReport, String> {
         pods: 0,
         persist: false,
         pin_server: c.pin_server,
+        imports: 0,
     };
     let (server, dns, ready) = watchbench::spawn(&opts, &api)?;
     let started = Instant::now();

@@ -4,9 +4,10 @@
 //! loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]
 //!     serve a synthetic cluster from the fake Kubernetes API server
 //!     (try: kubectl --server=http://ADDR get svc -A)
-//! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist] [--pin-server CPU]
+//! loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--imports N] [--persist] [--pin-server CPU]
 //!     initial sync time, RSS, change-to-served latency and relist peak RSS; --pod-objects N adds
-//!     N Pods (`pods verified`); --persist also restarts the server warm during an API outage
+//!     N Pods (`pods verified`); --persist also restarts the server warm during an API outage;
+//!     --imports N adds N ServiceImports x 3 clusters (`multicluster clusterset.local`) and times their changes too
 //! loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|KUBECTL.json | --namespaces N --services N] [--lookups L])
 //!         [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N]
 //!         [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report]
@@ -49,7 +50,7 @@ use loadtest::{incluster, merge, plan, workload};
 
 use args::{parse, Args};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--persist] [--pin-server CPU]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S] [--pin-server CPU]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--imports N] [--persist] [--pin-server CPU]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S] [--pin-server CPU]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -127,6 +128,7 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         pods: args.pod_objects,
         persist: args.persist,
         pin_server: args.pin_server,
+        imports: args.imports,
     };
     let r = watchbench::run(&opts)?;
     let s = &args.shape;
@@ -150,6 +152,18 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         r.sync_cpu_server.as_secs_f64(),
         r.sync_cpu_fake.as_secs_f64()
     );
+    if args.imports > 0 {
+        let l = &r.import_changes;
+        println!(
+            "  {} ServiceImports x 3 clusters x {} endpoints besides: ServiceImport change-to-served p50 {:.2} ms p99 {:.2} ms max {:.2} ms ({} changes)",
+            args.imports,
+            s.endpoints,
+            l.quantile(0.5).as_secs_f64() * 1e3,
+            l.quantile(0.99).as_secs_f64() * 1e3,
+            l.max().as_secs_f64() * 1e3,
+            l.len(),
+        );
+    }
     if let Some(w) = &r.warm {
         println!(
             "  restart with persist during an API outage: answered in {:.2} s (state file {:.1} MB), RSS {:.1} MB; after the API returned, synced (a deletion served) in {:.2} s",

@@ -78,6 +78,49 @@ pub fn populate(api: &FakeApi, shape: &Shape) {
     }
 }
 
+/// ServiceImport `i` (`imp-i`, a ClusterSetIP import in service `i`'s
+/// namespace) with its ClusterSetIP of `generation`.
+pub fn import(shape: &Shape, i: usize, generation: usize) -> Value {
+    let (ns, _) = service_name(shape, i);
+    json!({"metadata": {"name": format!("imp-{i}"), "namespace": ns},
+           "spec": {"type": "ClusterSetIP", "ips": [import_ip(i, generation)],
+                    "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}})
+}
+
+/// The ClusterSetIP of import `i` (from 11.0.0.0/8).
+pub fn import_ip(i: usize, generation: usize) -> String {
+    let n = i + generation * 1_000_000;
+    format!("11.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255)
+}
+
+/// Cluster `c`'s EndpointSlice of import `i`: `shape.endpoints` ready
+/// endpoints from 12.0.0.0/6.
+pub fn import_slice(shape: &Shape, i: usize, c: usize) -> Value {
+    let (ns, _) = service_name(shape, i);
+    let eps: Vec<Value> = (0..shape.endpoints)
+        .map(|e| {
+            let n = (i * 8 + c) * shape.endpoints + e;
+            json!({"addresses": [format!("{}.{}.{}.{}", 12 + (n >> 24) % 4, (n >> 16) & 255, (n >> 8) & 255, n & 255)],
+                   "conditions": {"ready": true}})
+        })
+        .collect();
+    json!({"metadata": {"name": format!("imp-{i}-c{c}"), "namespace": ns,
+                        "labels": {"multicluster.kubernetes.io/service-name": format!("imp-{i}"),
+                                   "multicluster.kubernetes.io/source-cluster": format!("cluster-{c}")}},
+           "addressType": "IPv4", "endpoints": eps, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
+}
+
+/// Puts `count` ServiceImports into `api`, each with a slice from each of
+/// `clusters` clusters.
+pub fn populate_imports(api: &FakeApi, shape: &Shape, count: usize, clusters: usize) {
+    for i in 0..count {
+        api.put("serviceimports", import(shape, i, 0));
+        for c in 0..clusters {
+            api.put("endpointslices", import_slice(shape, i, c));
+        }
+    }
+}
+
 /// Pod `i`: Running, in namespace `i % namespaces`, one IP from 10.192.0.0/10.
 pub fn pod(shape: &Shape, i: usize) -> Value {
     let ns = format!("ns-{}", i % shape.namespaces.max(1));

@@ -33,6 +33,10 @@ pub struct Options {
     pub persist: bool,
     /// Run the server on this CPU only (`taskset -c`).
     pub pin_server: Option<usize>,
+    /// ServiceImports to serve besides (`multicluster clusterset.local`),
+    /// each from 3 clusters of `shape.endpoints` endpoints; their changes
+    /// are timed too.
+    pub imports: usize,
 }
 
 /// A restart with `persist` while the API server is down.
@@ -54,6 +58,8 @@ pub struct Report {
     pub change_p50: Duration,
     pub change_p99: Duration,
     pub change_max: Duration,
+    /// The same for ServiceImport changes, with `imports`.
+    pub import_changes: Latencies,
     pub relist_peak_rss_kb: u64,
     pub relist_time: Duration,
     pub warm: Option<Warm>,
@@ -64,7 +70,7 @@ pub struct Report {
 }
 
 /// Sorted latencies with their quantiles.
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 pub struct Latencies(Vec<Duration>);
 
 impl Latencies {
@@ -142,7 +148,12 @@ pub(crate) fn spawn(opts: &Options, api: &FakeApi) -> Result<(Running, SocketAdd
     if opts.persist {
         options.push_str(&format!("        persist {}\n", dir.join("state").display()));
     }
-    let text = format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local {{\n        endpoint {}\n{options}    }}\n{}}}\n", api.url(), opts.corefile_extra);
+    let mut zones = "cluster.local".to_string();
+    if opts.imports > 0 {
+        zones.push_str(" clusterset.local");
+        options.push_str("        multicluster clusterset.local\n");
+    }
+    let text = format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes {zones} {{\n        endpoint {}\n{options}    }}\n{}}}\n", api.url(), opts.corefile_extra);
     std::fs::write(&conf, text).map_err(|e| e.to_string())?;
     let mut command = match opts.pin_server {
         Some(cpu) => {
@@ -199,16 +210,45 @@ pub(crate) fn change_and_wait(
     let qname = format!("{name}.{ns}.svc.cluster.local");
     let changed = Instant::now();
     api.put("services", synth::service(shape, i, generation));
+    served(sock, dns, &qname, want, changed)
+}
+
+/// Queries `qname` back to back until it answers `want` alone (at most
+/// 5 s); the time since `changed`.
+fn served(
+    sock: &UdpSocket,
+    dns: SocketAddr,
+    qname: &str,
+    want: std::net::Ipv4Addr,
+    changed: Instant,
+) -> Result<Duration, String> {
     let mut id = 0u16;
     loop {
         id = id.wrapping_add(1);
-        if query_a(sock, dns, &qname, id).is_some_and(|a| a == [want]) {
+        if query_a(sock, dns, qname, id).is_some_and(|a| a == [want]) {
             return Ok(changed.elapsed());
         }
         if changed.elapsed() > Duration::from_secs(5) {
             return Err(format!("{qname} did not change within 5 s"));
         }
     }
+}
+
+/// [`change_and_wait`] for ServiceImport `i`'s ClusterSetIP.
+fn change_import_and_wait(
+    api: &FakeApi,
+    shape: &Shape,
+    i: usize,
+    generation: usize,
+    sock: &UdpSocket,
+    dns: SocketAddr,
+) -> Result<Duration, String> {
+    let (ns, _) = synth::service_name(shape, i);
+    let want: std::net::Ipv4Addr = synth::import_ip(i, generation).parse().map_err(|_| "bad ip")?;
+    let qname = format!("imp-{i}.{ns}.svc.clusterset.local");
+    let changed = Instant::now();
+    api.put("serviceimports", synth::import(shape, i, generation));
+    served(sock, dns, &qname, want, changed)
 }
 
 /// Queries `qname` until `done` holds for its answer (at most `limit`);
@@ -291,6 +331,7 @@ fn measure(opts: &Options) -> Result<Report, String> {
     let api = rt.block_on(FakeApi::start()).map_err(|e| e.to_string())?;
     synth::populate(&api, &opts.shape);
     synth::populate_pods(&api, &opts.shape, opts.pods);
+    synth::populate_imports(&api, &opts.shape, opts.imports, 3);
     let _ = std::fs::remove_file(work_dir().join("state"));
     let started = Instant::now();
     let fake_before = cpu_time(std::process::id());
@@ -316,6 +357,12 @@ fn measure(opts: &Options) -> Result<Report, String> {
         latencies.push(change_and_wait(&api, &opts.shape, i, c + 1, &sock, dns)?);
     }
     let latencies = Latencies::new(latencies);
+    let mut import_changes = Vec::new();
+    for c in 0..if opts.imports > 0 { opts.changes } else { 0 } {
+        let i = (c * 7919) % opts.imports.max(1);
+        import_changes.push(change_import_and_wait(&api, &opts.shape, i, c + 1, &sock, dns)?);
+    }
+    let import_changes = Latencies::new(import_changes);
 
     // An API server restart with its history compacted (every watch
     // dropped, 410 Expired on resume) and a Service deleted meanwhile: it
@@ -347,6 +394,7 @@ fn measure(opts: &Options) -> Result<Report, String> {
         change_p50: latencies.quantile(0.5),
         change_p99: latencies.quantile(0.99),
         change_max: latencies.max(),
+        import_changes,
         relist_peak_rss_kb,
         relist_time,
         warm,

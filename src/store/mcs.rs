@@ -8,7 +8,9 @@
 //! Prices: an [`Import`] is a [`Service`]-sized record plus 16 bytes per
 //! slice for its cluster ID (interned: one string per cluster); endpoints
 //! are packed as in the cluster zone ([`crate::store::Endpoints`]), and one
-//! reverse entry (16 bytes for IPv4) per ClusterSetIP and per endpoint.
+//! reverse entry (8 bytes for IPv4: the address and the import's slot in
+//! a table of identities, instead of 16 with a pointer) per ClusterSetIP
+//! and per endpoint.
 //!
 //! [`Service`]: crate::store::Service
 
@@ -43,6 +45,9 @@ pub struct Import {
     pub kind: Option<ImportKind>,
     pub ports: Arc<[Port]>,
     pub slices: Box<[McsSlice]>,
+    /// Its index in [`ClusterSet`]'s table of identities, which the
+    /// reverse index refers to.
+    pub slot: u32,
 }
 
 impl Import {
@@ -78,8 +83,11 @@ pub struct McsNamespace {
 #[derive(Debug, Default, Clone)]
 pub struct ClusterSet {
     pub(super) namespaces: IMap<Arc<str>, McsNamespace>,
-    /// Imports by ClusterSetIP and by endpoint address (one entry each).
-    pub(super) reverse: AddrIndex<Arc<ServiceId>>,
+    /// Imports by ClusterSetIP and by endpoint address (one entry each),
+    /// as slots of `ids`.
+    pub(super) reverse: AddrIndex<u32>,
+    /// The identity of the import in each slot (`None`: a free slot).
+    pub(super) ids: imbl::Vector<Option<Arc<ServiceId>>>,
 }
 
 /// Which name of an import a PTR record points to.
@@ -120,9 +128,12 @@ impl ClusterSet {
     /// The PTR targets of `addr` among live imports, sorted.
     pub fn reverse(&self, addr: IpAddr) -> Vec<(Arc<ServiceId>, McsHost)> {
         let mut targets = Vec::new();
-        let mut ids: Vec<&Arc<ServiceId>> = self.reverse.get(addr).collect();
-        ids.dedup();
-        for id in ids {
+        let mut slots: Vec<u32> = self.reverse.get(addr).copied().collect();
+        slots.dedup();
+        for slot in slots {
+            let Some(Some(id)) = self.ids.get(slot as usize) else {
+                continue;
+            };
             let Some(import) = self.import(&id.namespace, &id.name) else {
                 continue;
             };

@@ -36,8 +36,15 @@ pub struct Writer {
     strings_after_prune: usize,
     /// `(namespace, slice)` → the service it belongs to.
     slice_owner: HashMap<Pair, Arc<str>>,
-    /// The same for slices of imported services (`multicluster`).
-    mcs_slice_owner: HashMap<Pair, Arc<str>>,
+    /// The same for slices of imported services (`multicluster`), keyed
+    /// by the 64-bit hash of `(namespace, slice)` (the relists' hash): 24
+    /// bytes an entry instead of 48, a third of the writer's own memory at
+    /// 30,000 imported slices. The names are the imports' own; a
+    /// collision, as in a relist, could only keep a deleted slice until
+    /// the next relist.
+    mcs_slice_owner: HashMap<u64, Arc<str>>,
+    /// Free slots of the imports' identity table.
+    mcs_free_slots: Vec<u32>,
     /// `namespace/pod` → its IPs and whether it is Running.
     pod_ips: HashMap<Box<str>, Pod>,
     /// Namespace → its index in the snapshot's `pod_namespaces`.
@@ -76,6 +83,7 @@ impl Writer {
             strings_after_prune: 0,
             slice_owner: HashMap::default(),
             mcs_slice_owner: HashMap::default(),
+            mcs_free_slots: Vec::new(),
             pod_ips: HashMap::default(),
             pod_namespace_ids: HashMap::default(),
             relisting: Default::default(),
@@ -536,7 +544,7 @@ impl Writer {
 }
 
 /// Adds (pushed unsorted while `building`) or removes one `id` of `addr`.
-fn edit_index(index: &mut AddrIndex<Arc<ServiceId>>, building: bool, addr: IpAddr, id: &Arc<ServiceId>, add: bool) {
+fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: bool, addr: IpAddr, id: &V, add: bool) {
     if add && building {
         index.push(addr, id.clone());
     } else if add {

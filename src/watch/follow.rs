@@ -36,7 +36,12 @@ use crate::store::{Kind, ObjectKey, Record};
 /// (5,000: 165 MB steady RSS at 100,000 Services × 5 endpoints).
 pub const PAGE: u32 = 500;
 
-/// How often a missing CRD (ServiceImport) is looked for again.
+/// How long after a missing CRD (ServiceImport) is found missing it is
+/// first looked for again; each later look waits twice as long, up to
+/// [`MISSING_CRD_RETRY`], so CRDs installed just after clusterdns starts
+/// (a cluster being set up) are served within seconds.
+pub const MISSING_CRD_FIRST: Duration = Duration::from_secs(5);
+/// How often a missing CRD is looked for at most.
 pub const MISSING_CRD_RETRY: Duration = Duration::from_secs(60);
 
 /// Why a watcher resumed or relisted, in `metrics::RESTART_REASONS` order.
@@ -122,6 +127,7 @@ where
     let mut reason = Reason::Start;
     let mut listed_at = Instant::now();
     let mut crd_missing = false;
+    let mut crd_wait = MISSING_CRD_FIRST;
     loop {
         let fresh = version.is_none();
         let started = Instant::now();
@@ -135,6 +141,7 @@ where
                 Ok(Some((rv, count))) => {
                     backoff.ok(Instant::now());
                     crd_missing = false;
+                    crd_wait = MISSING_CRD_FIRST;
                     listed_at = Instant::now();
                     let took = started.elapsed().as_secs_f64();
                     tracing::info!(target: "kubernetes", "{}: listed {count} objects in {took:.2} s", kind.name());
@@ -145,13 +152,13 @@ where
                     // The MCS CRD is not installed: served as an empty list
                     // (readiness never waits on it), asked again slowly.
                     if !crd_missing {
-                        tracing::warn!(target: "kubernetes", "{}: the API has no {} (the MCS CRDs are not installed); multicluster zones answer no services; checking every {} s", kind.name(), f.target.resource, MISSING_CRD_RETRY.as_secs());
+                        tracing::warn!(target: "kubernetes", "{}: the API has no {} (the MCS CRDs are not installed); multicluster zones answer no services; checking again in {} s, then at most every {} s", kind.name(), f.target.resource, crd_wait.as_secs(), MISSING_CRD_RETRY.as_secs());
                     }
                     crd_missing = true;
-                    if f.tx.send(Change::RelistDone(kind)).await.is_err() || sleep_or_stop(&f, MISSING_CRD_RETRY).await
-                    {
+                    if f.tx.send(Change::RelistDone(kind)).await.is_err() || sleep_or_stop(&f, crd_wait).await {
                         return;
                     }
+                    crd_wait = (crd_wait * 2).min(MISSING_CRD_RETRY);
                     reason = Reason::Error;
                     continue;
                 }

@@ -1,14 +1,15 @@
 //! NOTIFY (RFC 1996) to the secondaries of a block's transferred zones
-//! when the store's serial changes: one task per block's `transfer`,
+//! when the store's serial changes: tasks of a block's `transfer`,
 //! ending when the block does (a reload builds a new one).
 //!
-//! The task reads the serial every [`POLL`] (an atomic load); a change
-//! sends NOTIFY for every zone to every `to` address but `*`, at most once
-//! per [`GAP`], so a burst of changes is one NOTIFY of its last serial.
-//! Each NOTIFY is tried [`TRIES`] times, waiting [`WAIT`] for the answer;
-//! a failure is counted, and logged once per secondary and reason. A round
-//! ends when every secondary has answered or failed (at most
-//! `TRIES × WAIT`), so a dead secondary delays the next round that long.
+//! Every (zone, `to` address but `*`) pair has its own task, so a dead
+//! secondary delays no other: each reads the serial every [`POLL`] (an
+//! atomic load) and on a change sends NOTIFY, at most once per [`GAP`], so
+//! a burst of changes is one NOTIFY of its last serial. Each NOTIFY is
+//! tried [`TRIES`] times, waiting [`WAIT`] for the answer; a failure is
+//! counted, and logged once per reason. A dead secondary's own next round
+//! waits for its last (at most `TRIES × WAIT`); the others' do not (a
+//! single task for all once held every secondary up that long).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -29,18 +30,20 @@ const GAP: Duration = Duration::from_secs(1);
 const TRIES: usize = 3;
 const WAIT: Duration = Duration::from_secs(1);
 
-/// Starts the NOTIFY task of `transfer`, if any zone has an address to
+/// Starts the NOTIFY tasks of `transfer`: one per zone and address to
 /// notify.
 pub fn spawn(transfer: &Arc<Transfer>) {
-    if transfer.zones.iter().all(|x| x.cfg.notify().is_empty()) {
-        return;
+    for (zone, x) in transfer.zones.iter().enumerate() {
+        for to in x.cfg.notify() {
+            tokio::spawn(run(Arc::downgrade(transfer), zone, to));
+        }
     }
-    tokio::spawn(run(Arc::downgrade(transfer)));
 }
 
-async fn run(transfer: Weak<Transfer>) {
+/// Notifies `to` of zone number `zone`'s changes while the block lives.
+async fn run(transfer: Weak<Transfer>, zone: usize, to: SocketAddr) {
     let mut notified = 0u32;
-    let mut logged: HashSet<(SocketAddr, String)> = HashSet::new();
+    let mut logged: HashSet<String> = HashSet::new();
     loop {
         tokio::time::sleep(POLL).await;
         let Some(t) = transfer.upgrade() else {
@@ -52,40 +55,31 @@ async fn run(transfer: Weak<Transfer>) {
             continue;
         }
         notified = serial;
-        for (i, x) in t.zones.iter().enumerate() {
-            let targets = x.cfg.notify();
-            let sends = targets.iter().map(|to| notify(&x.zone.name, *to, x.cfg.source));
-            let results = futures::future::join_all(sends).await;
-            for (to, result) in targets.into_iter().zip(results) {
-                t.stats.notify(i, result.is_ok());
-                report(&mut logged, &x.zone.name, to, serial, result);
-            }
-        }
+        let Some(x) = t.zones.get(zone) else { return };
+        let (name, source) = (x.zone.name.clone(), x.cfg.source);
+        drop(t); // a reload does not wait for a slow secondary
+        let result = notify(&name, to, source).await;
+        let Some(t) = transfer.upgrade() else { return };
+        t.stats.notify(zone, result.is_ok());
         drop(t);
+        report(&mut logged, &name, to, serial, result);
         tokio::time::sleep(GAP).await;
     }
 }
 
 /// Logs a failure the first time it happens for `to` (later ones only
 /// at debug), and a success after failures.
-fn report(
-    logged: &mut HashSet<(SocketAddr, String)>,
-    zone: &Name,
-    to: SocketAddr,
-    serial: u32,
-    result: Result<(), String>,
-) {
+fn report(logged: &mut HashSet<String>, zone: &Name, to: SocketAddr, serial: u32, result: Result<(), String>) {
     match result {
         Ok(()) => {
-            let before = logged.len();
-            logged.retain(|(addr, _)| *addr != to);
-            if logged.len() != before {
+            if !logged.is_empty() {
+                logged.clear();
                 tracing::info!(target: "transfer", "NOTIFY for zone {zone} (serial {serial}) accepted by {to} again");
             }
             tracing::debug!(target: "transfer", "NOTIFY for zone {zone} (serial {serial}) accepted by {to}");
         }
         Err(why) => {
-            if logged.insert((to, why.clone())) {
+            if logged.insert(why.clone()) {
                 tracing::warn!(
                     target: "transfer",
                     "NOTIFY for zone {zone} (serial {serial}) not accepted by {to}: {why} (after {TRIES} tries; logged once, counted in clusterdns_transfer_notifies_total)"

@@ -40,6 +40,9 @@ impl Writer {
             entry.imports.insert(name.clone(), Arc::new(import));
         } else {
             entry.imports.remove(name);
+            // No reverse entry names it any more.
+            self.live.clusterset.ids.set(import.slot as usize, None);
+            self.mcs_free_slots.push(import.slot);
         }
         if before != (entry.live > 0) {
             self.changed.add(Dep::import_namespace(ns));
@@ -52,15 +55,34 @@ impl Writer {
     fn import_or_empty(&mut self, pair: &Pair) -> Import {
         match self.get_import(pair) {
             Some(i) => (*i).clone(),
-            None => Import {
-                id: Arc::new(ServiceId {
+            None => {
+                let id = Arc::new(ServiceId {
                     namespace: pair.0.clone(),
                     name: pair.1.clone(),
-                }),
-                kind: None,
-                ports: self.ports(Vec::new()),
-                slices: Box::default(),
-            },
+                });
+                Import {
+                    slot: self.import_slot(id.clone()),
+                    id,
+                    kind: None,
+                    ports: self.ports(Vec::new()),
+                    slices: Box::default(),
+                }
+            }
+        }
+    }
+
+    /// A slot of the identity table for a new import: a freed one first.
+    fn import_slot(&mut self, id: Arc<ServiceId>) -> u32 {
+        let ids = &mut self.live.clusterset.ids;
+        match self.mcs_free_slots.pop() {
+            Some(slot) => {
+                ids.set(slot as usize, Some(id));
+                slot
+            }
+            None => {
+                ids.push_back(Some(id));
+                u32::try_from(ids.len() - 1).unwrap_or(u32::MAX)
+            }
         }
     }
 
@@ -71,10 +93,10 @@ impl Writer {
             return false;
         }
         if let Some(ImportKind::ClusterSetIp(ips)) = &import.kind {
-            self.mcs_ptrs(&ips.clone(), &import.id, false);
+            self.mcs_ptrs(&ips.clone(), import.slot, false);
         }
         if let Some(ImportKind::ClusterSetIp(ips)) = &kind {
-            self.mcs_ptrs(ips, &import.id, true);
+            self.mcs_ptrs(ips, import.slot, true);
         }
         import.kind = kind;
         import.ports = ports;
@@ -92,7 +114,8 @@ impl Writer {
         endpoints: Endpoints,
     ) -> bool {
         let owner = (slice.0.clone(), service.clone());
-        if let Some(previous) = self.mcs_slice_owner.insert(slice.clone(), service.clone()) {
+        let key = self.slice_key(slice);
+        if let Some(previous) = self.mcs_slice_owner.insert(key, service.clone()) {
             if previous != service {
                 self.remove_mcs_slice_from(&(slice.0.clone(), previous), &slice.1);
             }
@@ -105,9 +128,9 @@ impl Writer {
                 return false;
             }
             let removed = slices.remove(i).slice.endpoints;
-            self.mcs_endpoint_ptrs(&removed, &import.id, false);
+            self.mcs_endpoint_ptrs(&removed, import.slot, false);
         }
-        self.mcs_endpoint_ptrs(&endpoints, &import.id, true);
+        self.mcs_endpoint_ptrs(&endpoints, import.slot, true);
         slices.push(McsSlice {
             cluster,
             slice: Slice {
@@ -127,7 +150,7 @@ impl Writer {
     pub(super) fn delete_import(&mut self, pair: &Pair) {
         let Some(old) = self.get_import(pair) else { return };
         if let Some(ImportKind::ClusterSetIp(ips)) = &old.kind {
-            self.mcs_ptrs(ips, &old.id, false);
+            self.mcs_ptrs(ips, old.slot, false);
         }
         let mut import = (*old).clone();
         import.kind = None;
@@ -137,7 +160,8 @@ impl Writer {
 
     /// Removes a multi-cluster slice; false when `slice` is not one.
     pub(super) fn delete_mcs_slice(&mut self, slice: &Pair) -> bool {
-        let Some(owner) = self.mcs_slice_owner.remove(slice) else {
+        let key = self.slice_key(slice);
+        let Some(owner) = self.mcs_slice_owner.remove(&key) else {
             return false;
         };
         self.remove_mcs_slice_from(&(slice.0.clone(), owner), &slice.1);
@@ -153,19 +177,19 @@ impl Writer {
         };
         let removed = slices.remove(i).slice.endpoints;
         import.slices = slices.into_boxed_slice();
-        self.mcs_endpoint_ptrs(&removed, &import.id, false);
+        self.mcs_endpoint_ptrs(&removed, import.slot, false);
         self.put_import(owner, import);
     }
 
-    fn mcs_endpoint_ptrs(&mut self, endpoints: &Endpoints, id: &Arc<ServiceId>, add: bool) {
+    fn mcs_endpoint_ptrs(&mut self, endpoints: &Endpoints, slot: u32, add: bool) {
         let addrs: Vec<IpAddr> = endpoints.iter().map(|e| e.addr).collect();
-        self.mcs_ptrs(&addrs, id, add);
+        self.mcs_ptrs(&addrs, slot, add);
     }
 
-    fn mcs_ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, add: bool) {
+    fn mcs_ptrs(&mut self, addrs: &[IpAddr], slot: u32, add: bool) {
         for addr in addrs {
             self.changed.add(Dep::ptr(*addr));
-            edit_index(&mut self.live.clusterset.reverse, self.building, *addr, id, add);
+            edit_index(&mut self.live.clusterset.reverse, self.building, *addr, &slot, add);
         }
     }
 
@@ -173,6 +197,23 @@ impl Writer {
     pub(super) fn mcs_counts(&self) -> (usize, usize) {
         let imports = self.live.clusterset.namespaces.values().map(|n| n.live).sum();
         (imports, self.mcs_slice_owner.len())
+    }
+
+    /// The owner table's key of a slice.
+    fn slice_key(&self, (ns, name): &Pair) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.seen_hasher, (&**ns, &**name))
+    }
+
+    /// Keys of the multi-cluster slices (`EndpointSlice` relists), read
+    /// from the imports that hold them.
+    pub(super) fn mcs_slice_keys(&self) -> Vec<Pair> {
+        let spaces = self.live.clusterset.namespaces.iter();
+        spaces
+            .flat_map(|(ns, n)| {
+                let slices = n.imports.values().flat_map(|i| i.slices.iter());
+                slices.map(|s| (ns.clone(), s.slice.name.clone()))
+            })
+            .collect()
     }
 
     /// Keys of the imports (`ServiceImport` relists).

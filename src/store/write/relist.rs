@@ -48,9 +48,9 @@ impl Writer {
             Kind::EndpointSlice => self
                 .slice_owner
                 .keys()
-                .chain(self.mcs_slice_owner.keys())
-                .filter(|(ns, k)| !listed(ns, k))
                 .cloned()
+                .chain(self.mcs_slice_keys())
+                .filter(|(ns, k)| !listed(ns, k))
                 .collect(),
             Kind::ServiceImport => self
                 .import_keys()
