@@ -375,6 +375,9 @@ impl Handler {
         if let Some(cap) = answer.tags.bufsize {
             request::edns::cap_payload(&mut request, cap);
         }
+        if forwarding.cache.is_some() {
+            forward::ask_authentic(&mut request);
+        }
         forwarding.submit(defer::Job {
             request,
             meta: req.meta,

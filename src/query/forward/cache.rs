@@ -87,6 +87,12 @@ impl Stamp {
 }
 
 impl Entry {
+    /// The upstream vouched for the data (AD): the reply then differs by
+    /// the client's AD and DO bits, so it is not replayed as bytes.
+    pub fn authentic(&self) -> bool {
+        self.msg.metadata.authentic_data
+    }
+
     pub fn stamp(&self) -> Stamp {
         Stamp {
             stored: self.stored,

@@ -329,11 +329,21 @@ impl Forwarding {
     }
 }
 
-/// An upstream query for `query` with RD, and CD and DO as given.
+/// Sets AD in a client's request forwarded by a block that caches: the
+/// entry then keeps whether the upstream vouches for the data, and each
+/// client gets AD as it asks (`Echo::authentic`), as CoreDNS's cache asks.
+pub fn ask_authentic(request: &mut [u8]) {
+    if let Some(flags) = request.get_mut(3) {
+        *flags |= 0x20;
+    }
+}
+
+/// An upstream query for `query` with RD and AD, and CD and DO as given.
 fn message(query: &Query, dnssec_ok: bool, cd: bool) -> Option<Vec<u8>> {
     let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
     m.metadata.recursion_desired = true;
     m.metadata.checking_disabled = cd;
+    m.metadata.authentic_data = true; // the entry keeps the upstream's AD (see `ask_authentic`)
     m.add_query(query.clone());
     if dnssec_ok {
         let mut edns = hickory_proto::op::Edns::new();

@@ -1,7 +1,6 @@
 //! What a reply echoes of its request (ID, flags, question, EDNS) and
-//! the size of our OPT record. (The client's EDNS and the size limits
-//! stay in `request.rs` while `reply` is still in the query path's cycle:
-//! `request` importing `reply` would put it in the cycle too.)
+//! the size of our OPT record. The client's EDNS and the size limits are
+//! read in `request`, below this layer.
 
 use hickory_proto::op::{Metadata, Query};
 
@@ -18,4 +17,13 @@ pub struct Echo<'a> {
     pub meta: &'a Metadata,
     pub query: Option<&'a Query>,
     pub edns: Option<ClientEdns>,
+}
+
+impl Echo<'_> {
+    /// The AD bit of the reply: an answer's AD goes only to a client that
+    /// asked for it with AD or DO (RFC 6840 5.7-5.8, as CoreDNS's cache
+    /// gives it per request from one entry).
+    pub fn authentic(&self, answer: &super::Answer) -> bool {
+        answer.authentic_data && (self.meta.authentic_data || self.edns.is_some_and(|e| e.dnssec_ok))
+    }
 }

@@ -75,7 +75,7 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
     meta.checking_disabled = echo.meta.checking_disabled;
     meta.authoritative = answer.authoritative;
     meta.recursion_available = answer.recursion_available;
-    meta.authentic_data = answer.authentic_data;
+    meta.authentic_data = echo.authentic(answer);
     let truncated = truncated || answer.truncated;
     meta.truncation = truncated;
     meta.response_code = answer.rcode;

@@ -272,7 +272,7 @@ fn header(out: &mut [u8], echo: &Echo<'_>, answer: &Answer, truncated: bool, cou
         | bit(truncated, 0x02)
         | bit(meta.recursion_desired, 0x01);
     out[3] = bit(answer.recursion_available, 0x80)
-        | bit(answer.authentic_data, 0x20)
+        | bit(echo.authentic(answer), 0x20)
         | bit(meta.checking_disabled, 0x10)
         | answer.rcode.low();
     for (i, count) in counts.iter().enumerate() {
