@@ -82,9 +82,13 @@ impl CacheHits {
         let Some(cache) = self.forwarding.cache.as_ref() else {
             return;
         };
+        let before = cache.peek(&key);
         cache.put(key.clone(), &req.query, &upstream(&req.query, data));
-        if cache.peek(&key).is_none() {
-            return; // not cacheable
+        let put = cache
+            .peek(&key)
+            .filter(|now| before.as_ref().is_none_or(|b| !Arc::ptr_eq(b, now)));
+        if put.is_none() {
+            return; // not cacheable (an earlier input's entry may still be there)
         }
         let peer = SocketAddr::from(([10, 1, 2, 3], 5353));
         let sink = || Sink::None;

@@ -215,21 +215,6 @@ impl Handler {
         Full::Reply(outcome)
     }
 
-    /// Counts a request by its client's namespace (when pods are
-    /// verified): the address is resolved once per worker and generation.
-    fn count_client(&self, router: &Router, peer: SocketAddr, slots: &mut crate::metrics::ClientSlots) {
-        if !router.counts_clients() {
-            return;
-        }
-        let clients = &self.metrics.clients;
-        let ip = peer.ip();
-        let view = router.memo_view();
-        let generation = view.generation.wrapping_add(view.epoch << 40);
-        if let Some(slot) = slots.slot(generation, ip, clients, || router.client_namespace(ip)) {
-            clients.count_slot(slot);
-        }
-    }
-
     /// The end of every query's path, once: a dropped message is counted,
     /// the client of one answered now or later is counted, and a reply
     /// sent now is counted, logged and told to `dnstap` as the block asks.
@@ -239,7 +224,7 @@ impl Handler {
             self.metrics.dropped(at.transport);
             return false;
         }
-        self.count_client(router, at.peer, &mut s.clients);
+        router.count_client(&self.metrics.clients, at.peer.ip(), &mut s.clients);
         let Full::Reply(o) = full else {
             return false; // answered later
         };
@@ -306,7 +291,6 @@ impl Handler {
         let answer = &mut scratch.answer;
         let admitted = (at.admitted)
             .unwrap_or_else(|| router.admits(req.query.name(), u16::from(req.query.query_type()), at.peer.ip()));
-        let (client, cd) = (at.peer.ip(), req.meta.checking_disabled);
         let routed = match router.enter(req.query.name(), answer) {
             None => Routed::Done, // REFUSED written: no block takes it
             Some(block) => {
@@ -317,21 +301,7 @@ impl Handler {
                     return Err(Full::Reply(summary));
                 }
                 answer.restart();
-                // past the direct writes: only the full path copies the request's fields
-                let wire = crate::config::expr::Wire::of(
-                    at.transport == Transport::Tcp,
-                    at.bytes.len(),
-                    (req.meta.id, u8::from(req.meta.op_code)),
-                    req.edns.map(|e| (e.payload, e.dnssec_ok)),
-                    at.peer.port(),
-                );
-                let asker = Asker {
-                    client,
-                    dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
-                    cd,
-                    wire,
-                };
-                router.answer_in(block, &req.query, asker, answer)
+                router.answer_in(block, &req.query, asker(at, &req), answer)
             }
         };
         let edns = request::edns::capped(req.edns, answer.tags.bufsize);
@@ -375,9 +345,6 @@ impl Handler {
         if let Some(cap) = answer.tags.bufsize {
             request::edns::cap_payload(&mut request, cap);
         }
-        if forwarding.cache.is_some() {
-            forward::ask_authentic(&mut request);
-        }
         forwarding.submit(defer::Job {
             request,
             meta: req.meta,
@@ -392,6 +359,20 @@ impl Handler {
             taps: router.tap(answer.tags.zone).cloned(),
             then,
         });
+    }
+}
+
+/// Who asks, as the plugins of the full path see it: the request's fields
+/// `template`'s functions read are copied only here, past the direct writes.
+fn asker(at: &Arrival<'_>, req: &request::Request) -> Asker {
+    let edns = req.edns.map(|e| (e.payload, e.dnssec_ok));
+    let id = (req.meta.id, u8::from(req.meta.op_code));
+    let tcp = at.transport == Transport::Tcp;
+    Asker {
+        client: at.peer.ip(),
+        dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
+        cd: req.meta.checking_disabled,
+        wire: crate::config::expr::Wire::of(tcp, at.bytes.len(), id, edns, at.peer.port()),
     }
 }
 

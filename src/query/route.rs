@@ -178,6 +178,20 @@ impl Router {
             .map(|(_, b, slot)| (b, slot))
     }
 
+    /// Counts a request by its client's namespace in `clients` (when pods
+    /// are verified): the address is resolved once per worker (`slots`)
+    /// and generation.
+    pub fn count_client(&self, clients: &crate::metrics::Clients, ip: IpAddr, slots: &mut crate::metrics::ClientSlots) {
+        if !self.counts_clients() {
+            return;
+        }
+        let view = self.memo_view();
+        let generation = view.generation.wrapping_add(view.epoch << 40);
+        if let Some(slot) = slots.slot(generation, ip, clients, || self.client_namespace(ip)) {
+            clients.count_slot(slot);
+        }
+    }
+
     /// Whether requests are counted by client namespace: a block watches
     /// pods (`pods verified`).
     pub fn counts_clients(&self) -> bool {

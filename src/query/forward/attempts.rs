@@ -93,6 +93,9 @@ impl Forwarding {
             if bytes.len() >= 2 {
                 bytes[..2].copy_from_slice(&id.to_be_bytes());
             }
+            if self.cache.is_some() {
+                super::ask_authentic(bytes);
+            }
             let deadline = tokio::time::Instant::now() + fw.cfg.read_timeout;
             let asked = Instant::now();
             let (got, local) = up.exchange_from(bytes, id, query, over_tcp, deadline, &fw.cfg).await;

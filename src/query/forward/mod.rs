@@ -329,9 +329,10 @@ impl Forwarding {
     }
 }
 
-/// Sets AD in a client's request forwarded by a block that caches: the
-/// entry then keeps whether the upstream vouches for the data, and each
-/// client gets AD as it asks (`Echo::authentic`), as CoreDNS's cache asks.
+/// Sets AD in a request as a block that caches sends it upstream (the
+/// client's own is logged and tapped as it came): the entry then keeps
+/// whether the upstream vouches for the data, and each client gets AD as
+/// it asks (`Echo::authentic`), as CoreDNS's cache asks.
 pub fn ask_authentic(request: &mut [u8]) {
     if let Some(flags) = request.get_mut(3) {
         *flags |= 0x20;

@@ -14,4 +14,3 @@ pub mod rewrite;
 pub mod template;
 pub mod verdict;
 pub mod watched;
-pub mod weighted;

@@ -159,7 +159,9 @@ impl Hits {
         let cache = forwarding.cache.as_ref()?;
         // Read before the entry: a retirement after this is seen next time.
         let seen = cache.retirements();
-        let entry = cache.peek(&Cache::key(&query, outcome.dnssec_ok, cd)).filter(|e| !e.authentic())?;
+        let entry = cache
+            .peek(&Cache::key(&query, outcome.dnssec_ok, cd))
+            .filter(|e| !e.authentic())?;
         let walked = walk(reply)?;
         // The reply must be this entry's (not one it replaced meanwhile).
         let left = i64::from(entry.stamp().left(now));

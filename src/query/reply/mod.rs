@@ -12,6 +12,7 @@ use crate::config::hosts::{LoadbalanceConfig, Net};
 pub mod echo;
 pub mod summary;
 pub mod tags;
+pub mod weighted;
 pub mod wire;
 
 pub use summary::Summary;
@@ -106,14 +107,14 @@ impl Answer {
     /// sections become CNAMEs, the addresses in the preferred networks (in
     /// the order they are listed) then the others, MX, the rest. Returns
     /// whether an order was drawn (the reply is then not memoized). With
-    /// `weighted`, [`crate::query::plugins::weighted`] orders instead.
+    /// `weighted`, [`weighted`] orders instead.
     pub fn balance(&mut self, lb: &LoadbalanceConfig) -> bool {
         if self.rcode != ResponseCode::NoError {
             return false;
         }
         if let Some(w) = &lb.weighted {
-            crate::query::plugins::weighted::order(&mut self.answers, w);
-            crate::query::plugins::weighted::order(&mut self.additional, w);
+            weighted::order(&mut self.answers, w);
+            weighted::order(&mut self.additional, w);
             return true;
         }
         let drawn = [&self.answers, &self.authority, &self.additional]

@@ -9,8 +9,8 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::{RData, Record};
 
+use super::partition;
 use crate::config::weights::Weights;
-use crate::query::reply::partition;
 
 /// Orders one section (see the module).
 pub fn order(records: &mut Vec<Record>, weights: &Weights) {
