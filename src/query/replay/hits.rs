@@ -149,8 +149,7 @@ impl Hits {
         outcome: Summary,
         now: Instant,
     ) -> Option<()> {
-        let query = question(packet)?;
-        let cd = cd(packet)?;
+        let (query, cd) = (question(packet)?, cd(packet)?);
         let HitRoute {
             forwarding,
             hosts,
