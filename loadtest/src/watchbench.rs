@@ -206,11 +206,9 @@ pub(crate) fn change_and_wait(
     dns: SocketAddr,
 ) -> Result<Duration, String> {
     let (ns, name) = synth::service_name(shape, i);
-    let want: std::net::Ipv4Addr = synth::cluster_ip(i, generation).parse().map_err(|_| "bad ip")?;
     let qname = format!("{name}.{ns}.svc.cluster.local");
-    let changed = Instant::now();
-    api.put("services", synth::service(shape, i, generation));
-    served(sock, dns, &qname, want, changed)
+    let object = ("services", synth::service(shape, i, generation));
+    put_and_wait(api, object, sock, dns, &qname, &synth::cluster_ip(i, generation))
 }
 
 /// Queries `qname` back to back until it answers `want` alone (at most
@@ -244,11 +242,25 @@ fn change_import_and_wait(
     dns: SocketAddr,
 ) -> Result<Duration, String> {
     let (ns, _) = synth::service_name(shape, i);
-    let want: std::net::Ipv4Addr = synth::import_ip(i, generation).parse().map_err(|_| "bad ip")?;
     let qname = format!("imp-{i}.{ns}.svc.clusterset.local");
+    let object = ("serviceimports", synth::import(shape, i, generation));
+    put_and_wait(api, object, sock, dns, &qname, &synth::import_ip(i, generation))
+}
+
+/// Puts `object` (kind, body) to the fake API and waits until `qname`
+/// answers `want`: the time that took.
+fn put_and_wait(
+    api: &FakeApi,
+    (kind, body): (&str, serde_json::Value),
+    sock: &UdpSocket,
+    dns: SocketAddr,
+    qname: &str,
+    want: &str,
+) -> Result<Duration, String> {
+    let want: std::net::Ipv4Addr = want.parse().map_err(|_| "bad ip")?;
     let changed = Instant::now();
-    api.put("serviceimports", synth::import(shape, i, generation));
-    served(sock, dns, &qname, want, changed)
+    api.put(kind, body);
+    served(sock, dns, qname, want, changed)
 }
 
 /// Queries `qname` until `done` holds for its answer (at most `limit`);

@@ -78,19 +78,7 @@ pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> 
 fn query(rest: &str) -> Result<Query, String> {
     let mut words = rest.split_whitespace();
     let name = words.next().ok_or("query needs a name")?.to_string();
-    let mut q = Query {
-        name,
-        qtype: "A".into(),
-        class: "IN".into(),
-        tcp: false,
-        from: None,
-        edns: None,
-        dnssec_ok: false,
-        rd: true,
-        cd: false,
-        ad: false,
-        aa: false,
-    };
+    let mut q = Query::named(name);
     let mut typed = false;
     while let Some(w) = words.next() {
         match w {

@@ -56,6 +56,26 @@ pub struct Query {
     pub aa: bool,
 }
 
+impl Query {
+    /// A question for `name` as a row's `query` line starts it: A, IN,
+    /// UDP, no EDNS, RD set.
+    pub fn named(name: String) -> Query {
+        Query {
+            name,
+            qtype: "A".into(),
+            class: "IN".into(),
+            tcp: false,
+            from: None,
+            edns: None,
+            dnssec_ok: false,
+            rd: true,
+            cd: false,
+            ad: false,
+            aa: false,
+        }
+    }
+}
+
 /// Expectations; a section is `None` when the row says `ignore SECTION`.
 #[derive(Debug, Clone)]
 pub struct Want {
@@ -208,19 +228,7 @@ enum Row {
 impl Row {
     fn new(case: bool, line: usize, name: &str) -> Row {
         if case {
-            let query = Query {
-                name: String::new(),
-                qtype: "A".into(),
-                class: "IN".into(),
-                tcp: false,
-                from: None,
-                edns: None,
-                dnssec_ok: false,
-                rd: true,
-                cd: false,
-                ad: false,
-                aa: false,
-            };
+            let query = Query::named(String::new());
             Row::Case(
                 Box::new(Case {
                     line,
