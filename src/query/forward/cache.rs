@@ -333,14 +333,7 @@ impl Cache {
         } else {
             entry.stamp().left(now)
         };
-        for r in out
-            .answers
-            .iter_mut()
-            .chain(out.authority.iter_mut())
-            .chain(out.additional.iter_mut())
-        {
-            r.ttl = left;
-        }
+        out.set_ttls(left);
     }
 
     /// A refresh of `entry` finished: it may prefetch again; a failure

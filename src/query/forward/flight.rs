@@ -134,17 +134,8 @@ fn uniform_ttls(b: &crate::config::cache::Bounds, answer: &mut Answer) {
     if answer.rcode != ResponseCode::NoError || answer.answers.is_empty() {
         return;
     }
-    let records = || answer.answers.iter().chain(&answer.authority).chain(&answer.additional);
-    let Some(low) = records().map(|r| r.ttl).min() else {
+    let Some(low) = answer.records().map(|r| r.ttl).min() else {
         return;
     };
-    let ttl = low.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl);
-    for r in answer
-        .answers
-        .iter_mut()
-        .chain(answer.authority.iter_mut())
-        .chain(answer.additional.iter_mut())
-    {
-        r.ttl = ttl;
-    }
+    answer.set_ttls(low.clamp(b.min_ttl.min(b.max_ttl), b.max_ttl));
 }

@@ -78,6 +78,23 @@ impl Answer {
         (self.tags.log, self.tags.zone, self.tags.bufsize) = (log, zone, bufsize);
     }
 
+    /// Every record of the three sections.
+    pub fn records(&self) -> impl Iterator<Item = &Record> {
+        self.answers.iter().chain(&self.authority).chain(&self.additional)
+    }
+
+    /// Sets the TTL of every record of the three sections.
+    pub fn set_ttls(&mut self, ttl: u32) {
+        for r in self
+            .answers
+            .iter_mut()
+            .chain(&mut self.authority)
+            .chain(&mut self.additional)
+        {
+            r.ttl = ttl;
+        }
+    }
+
     /// Drops what a plugin that passed the query on may have left.
     pub fn clear_records(&mut self) {
         self.error(ResponseCode::NoError);
