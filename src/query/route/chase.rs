@@ -128,7 +128,7 @@ impl Router {
             Routed::Done => {
                 // as the forwarding task puts an upstream's answer under the CNAME
                 let prefix = std::mem::take(&mut out.answers);
-                settle::Chase::target(query.clone(), prefix, out.tags.plugin).put_under(&mut found);
+                settle::put_under(&prefix, ChaseKind::Target(out.tags.plugin), &mut found);
                 // that reply, tagged as the asked name's (and the target's store keys)
                 let deps = found.tags.deps;
                 found.tags = std::mem::take(&mut out.tags);

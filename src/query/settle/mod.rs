@@ -191,33 +191,29 @@ pub fn apply(
 }
 
 impl Chase {
-    /// A CNAME's target outside the zone that answered `asked` with
-    /// `prefix`, chased for `plugin`.
-    pub fn target(asked: Query, prefix: Vec<Record>, plugin: Plugin) -> Chase {
-        Chase {
-            asked,
-            prefix,
-            kind: ChaseKind::Target(plugin),
-        }
-    }
-
     /// Puts `answer` (the chased name's) under the client's question; a
     /// successful `autopath` walk is marked in `answer.autopath` (counted
     /// where the reply is recorded).
     pub fn put_under(&self, answer: &mut Answer) {
-        match self.kind {
-            ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
-                answer.answers.splice(0..0, self.prefix.iter().cloned());
-                (answer.tags.plugin, answer.tags.autopath) = (Plugin::Autopath, true);
-            }
-            ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
-            ChaseKind::Target(plugin) => {
-                let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
-                answer.error(ResponseCode::NoError);
-                answer.answers = self.prefix.iter().cloned().chain(found).collect();
-                (answer.truncated, answer.authoritative) = (truncated, true);
-                answer.tags.plugin = plugin;
-            }
+        put_under(&self.prefix, self.kind, answer);
+    }
+}
+
+/// [`Chase::put_under`] from its parts: the worker, which answers a chased
+/// name itself, has no client's question to keep for the echo.
+pub fn put_under(prefix: &[Record], kind: ChaseKind, answer: &mut Answer) {
+    match kind {
+        ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
+            answer.answers.splice(0..0, prefix.iter().cloned());
+            (answer.tags.plugin, answer.tags.autopath) = (Plugin::Autopath, true);
+        }
+        ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
+        ChaseKind::Target(plugin) => {
+            let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
+            answer.error(ResponseCode::NoError);
+            answer.answers = prefix.iter().cloned().chain(found).collect();
+            (answer.truncated, answer.authoritative) = (truncated, true);
+            answer.tags.plugin = plugin;
         }
     }
 }
