@@ -158,6 +158,10 @@ fn ignore_empty_service_and_unsynced() {
         );
         assert!(got.answers.is_empty() && got.authoritative);
         let soa: Vec<RecordType> = got.authority.iter().map(|r| r.record_type()).collect();
-        assert_eq!(soa, [RecordType::SOA], "{qname}: the zone's SOA, as CoreDNS's BackendError");
+        assert_eq!(
+            soa,
+            [RecordType::SOA],
+            "{qname}: the zone's SOA, as CoreDNS's BackendError"
+        );
     }
 }
