@@ -6,7 +6,8 @@
 # both; each server's RSS (VmRSS) once ready and settled, and the
 # difference; API=1 does the same through the API source (the project's
 # Python fake API server). HEAPTRACK=1 also runs the server with imports under
-# heaptrack and prints the allocation sites holding the most at the end.
+# heaptrack (through the API source with API=1) and prints the allocation sites
+# holding the most at the end.
 # BIN=PATH measures another binary (default: this tree's release build).
 #
 # usage: loadtest/bench/mcs-memory.sh [IMPORTS] [CLUSTERS] [ENDPOINTS] [BASE-SERVICES] [ROUNDS]
@@ -120,7 +121,8 @@ if [ -n "${API:-}" ]; then
   done
 fi
 if [ -n "${HEAPTRACK:-}" ]; then
-  SIG=KILL rss mcs heaptrack -o "$W/heap" >/dev/null
+  # with API=1, the server under heaptrack reads the imports through the API source
+  SOURCE_LINE=${mcs_url:+endpoint $mcs_url} SIG=KILL rss mcs heaptrack -o "$W/heap" >/dev/null
   heaptrack_print -f "$W"/heap.*zst --print-leaks 1 --print-peaks 0 --print-allocators 0 \
     --print-temporary 0 --print-histogram 0 -n 12 2>/dev/null | sed -n '/MEMORY LEAK/,$p' | grep -v '^ *at ' | head -120
   heaptrack_print -f "$W"/heap.*zst 2>/dev/null | grep -E '^(peak heap|total memory leaked)'

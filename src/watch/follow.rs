@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use super::backoff::{Backoff, QUICK_END};
 use super::convert::Invalid;
 use super::feed::Change;
-use super::lean::{Meta, Object, Page};
+use super::lean::{ListMeta, Meta, Object};
 use super::report::{describe, RateLimited};
 use super::wire::{self, Api, Event, Failure, Frames};
 use crate::metrics::Metrics;
@@ -244,17 +244,29 @@ async fn send<T: Object, F>(f: &Follower<F>, object: &T) -> bool
 where
     F: Fn(&T) -> Result<Option<Record>, Invalid>,
 {
-    let kind = f.target.kind;
-    let key = key(kind, object.meta());
-    let change = match (f.convert)(object) {
-        Ok(record) => Change::Upsert(key, record),
+    deliver(f, convert(f, object)).await
+}
+
+/// One object as the change the writer gets, or why it cannot be one.
+fn convert<T: Object, F>(f: &Follower<F>, object: &T) -> Result<Change, Invalid>
+where
+    F: Fn(&T) -> Result<Option<Record>, Invalid>,
+{
+    let key = key(f.target.kind, object.meta());
+    (f.convert)(object).map(|record| Change::Upsert(key, record))
+}
+
+/// Sends a converted object to the writer (`false`: it went away); one
+/// that could not be converted is counted, logged and skipped.
+async fn deliver<F>(f: &Follower<F>, change: Result<Change, Invalid>) -> bool {
+    match change {
+        Ok(change) => f.tx.send(change).await.is_ok(),
         Err(bad) => {
-            f.metrics.watch.invalid[kind as usize].fetch_add(1, Relaxed);
+            f.metrics.watch.invalid[f.target.kind as usize].fetch_add(1, Relaxed);
             tracing::warn!(target: "kubernetes", "skipped malformed object {bad}");
-            return true;
+            true
         }
-    };
-    f.tx.send(change).await.is_ok()
+    }
 }
 
 /// Counts and logs an object the lean types could not read; it is skipped.
@@ -265,26 +277,27 @@ fn malformed<F>(f: &Follower<F>, meta: &Meta, error: &str) {
     tracing::warn!(target: "kubernetes", "skipped malformed object {} {}/{}: {error}", kind.name(), name(&meta.namespace), name(&meta.name));
 }
 
-/// Decodes one list page: every item at once, or (when one of them does
-/// not fit the lean types) each on its own, skipping the unreadable ones.
-fn page<T: Object, F>(f: &Follower<F>, text: &[u8]) -> Result<Page<T>, Failure> {
-    match serde_json::from_slice::<Page<T>>(text) {
-        Ok(page) => Ok(page),
-        Err(_) => {
-            let (metadata, items) = wire::lenient_items::<T>(text)?;
-            let items = items
-                .into_iter()
-                .filter_map(|item| match item {
-                    wire::Item::Read(object) => Some(object),
-                    wire::Item::Unreadable { meta, error } => {
-                        malformed(f, &meta, &error);
-                        None
-                    }
-                })
-                .collect();
-            Ok(Page { metadata, items })
+/// Decodes one list page into `out` (cleared first), each object
+/// converted as it is read ([`super::page`]); when one of them does not
+/// fit the lean types, the page is read again item by item, skipping the
+/// unreadable ones.
+fn page<T: Object, F>(f: &Follower<F>, text: &[u8], out: &mut Vec<Result<Change, Invalid>>) -> Result<ListMeta, Failure>
+where
+    F: Fn(&T) -> Result<Option<Record>, Invalid>,
+{
+    out.clear();
+    if let Ok(meta) = super::page::read::<T, _>(text, |object| out.push(convert(f, &object))) {
+        return Ok(meta);
+    }
+    out.clear();
+    let (meta, items) = wire::lenient_items::<T>(text)?;
+    for item in items {
+        match item {
+            wire::Item::Read(object) => out.push(convert(f, &object)),
+            wire::Item::Unreadable { meta, error } => malformed(f, &meta, &error),
         }
     }
+    Ok(meta)
 }
 
 /// Lists every page (`resync`: count what it corrects); `Ok(None)` when the writer went away. Returns the
@@ -305,26 +318,27 @@ where
         return Ok(None);
     }
     let mut count = 0;
+    // One buffer for every page's text and one for its changes (see `Api::fetch_into`).
+    let (mut text, mut changes) = (Vec::new(), Vec::new());
     loop {
         let req = if t.metadata_only {
             request.list_metadata(&params)
         } else {
             request.list(&params)
         };
-        let text = f.api.fetch(req?).await?;
-        let page: Page<T> = page(f, &text)?;
-        drop(text);
+        f.api.fetch_into(req?, &mut text).await?;
+        let meta = page(f, &text, &mut changes)?;
         f.metrics.watch.event(t.kind as usize);
-        count += page.items.len();
-        for object in &page.items {
-            if !send(f, object).await {
+        count += changes.len();
+        for change in changes.drain(..) {
+            if !deliver(f, change).await {
                 return Ok(None);
             }
         }
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+        match meta.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params.continue_token = Some(token),
             None => {
-                let rv = page.metadata.resource_version.unwrap_or_default();
+                let rv = meta.resource_version.unwrap_or_default();
                 if f.tx.send(Change::RelistDone(t.kind)).await.is_err() {
                     return Ok(None);
                 }

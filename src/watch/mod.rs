@@ -14,6 +14,7 @@ pub mod dump;
 pub mod feed;
 pub mod follow;
 pub mod lean;
+mod page;
 pub mod persist;
 pub mod report;
 pub mod snapshot;

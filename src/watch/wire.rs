@@ -157,16 +157,22 @@ impl Api {
         Err(parsed.failure(status.as_u16(), retry_after))
     }
 
-    /// Sends a list request and reads its whole body, bounded in time.
-    pub async fn fetch(&self, req: http::Request<Vec<u8>>) -> Result<impl std::ops::Deref<Target = [u8]>, Failure> {
+    /// Sends a list request and reads its whole body into `buf` (cleared
+    /// first), bounded in time. One buffer serves every page of a list:
+    /// a page's text is allocated once, not per page (per-page buffers of
+    /// a few hundred kB left the allocator holding freed memory between
+    /// long-lived records: RSS, not heap).
+    pub async fn fetch_into(&self, req: http::Request<Vec<u8>>, buf: &mut Vec<u8>) -> Result<(), Failure> {
+        buf.clear();
         let read = async {
-            let res = self.send(req).await?;
-            let body = res
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| Failure::Read(e.to_string()))?;
-            Ok(body.to_bytes())
+            let mut body = self.send(req).await?.into_body();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| Failure::Read(e.to_string()))?;
+                if let Some(data) = frame.data_ref() {
+                    buf.extend_from_slice(data);
+                }
+            }
+            Ok(())
         };
         tokio::time::timeout(PAGE_TIMEOUT, read)
             .await
