@@ -91,9 +91,10 @@ pub struct Want {
     /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
     pub ede: Option<Option<u16>>,
     pub no_reply: bool,
-    /// `asked UPSTREAM N [TYPE]`: that upstream has seen N requests for the
-    /// query's name and type (or TYPE) once the reply is in.
-    pub asked: Vec<(String, usize, Option<String>)>,
+    /// `asked UPSTREAM N [TYPE [NAME [rd|nord]]]`: that upstream has seen N
+    /// requests for the query's name and type (or TYPE, NAME; with RD set or
+    /// clear when given) once the reply is in.
+    pub asked: Vec<Asked>,
     /// `ttl-slack N`: a TTL may be up to N below the written one (a reply
     /// from a cache that aged while the table ran).
     pub ttl_slack: u32,
@@ -101,6 +102,30 @@ pub struct Want {
     /// entry to expire (its TTL is a whole second or two; the pause only
     /// needs to be longer, never to end in time).
     pub wait: std::time::Duration,
+    /// `opt none` / `opt SIZE|* [do|-do]`: the reply's OPT record.
+    pub opt: Option<Opt>,
+    /// `question NAME TYPE`: the reply's question, as text.
+    pub question: Option<String>,
+}
+
+/// What a reply's OPT record must be: absent, or present with this payload
+/// size (any when `None`) and DO bit (either when `None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opt {
+    pub present: bool,
+    pub size: Option<u16>,
+    pub dnssec_ok: Option<bool>,
+}
+
+/// One `asked` line: upstream, count, and what the counted requests ask.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub upstream: String,
+    pub n: usize,
+    pub qtype: Option<String>,
+    pub name: Option<String>,
+    /// `Some(true)`: only requests with RD set; `Some(false)`: RD clear.
+    pub rd: Option<bool>,
 }
 
 impl Default for Want {
@@ -118,6 +143,8 @@ impl Default for Want {
             asked: Vec::new(),
             ttl_slack: 0,
             wait: std::time::Duration::ZERO,
+            opt: None,
+            question: None,
         }
     }
 }

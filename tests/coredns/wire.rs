@@ -261,6 +261,31 @@ pub fn compare(want: &Want, reply: Option<&Message>) -> Vec<String> {
     section("answer", want.answer.as_ref(), &m.answers, want, &mut out);
     section("ns", want.ns.as_ref(), &m.authorities, want, &mut out);
     section("extra", want.extra.as_ref(), &m.additionals, want, &mut out);
+    if let Some(o) = &want.opt {
+        let got = m.edns.as_ref().map(|e| crate::table::Opt {
+            present: true,
+            size: o.size.map(|_| e.max_payload()),
+            dnssec_ok: o.dnssec_ok.map(|_| e.flags().dnssec_ok),
+        });
+        let got = got.unwrap_or(crate::table::Opt {
+            present: false,
+            size: None,
+            dnssec_ok: None,
+        });
+        if got != *o {
+            out.push(format!("opt: want {o:?}, got {got:?}"));
+        }
+    }
+    if let Some(q) = &want.question {
+        let got = m
+            .queries
+            .first()
+            .map(|q| format!("{} {}", q.name(), q.query_type()))
+            .unwrap_or_default();
+        if !got.eq_ignore_ascii_case(q) {
+            out.push(format!("question: want {q}, got {got}"));
+        }
+    }
     if let Some(code) = want.ede {
         let got = ede(m);
         if got != code {
