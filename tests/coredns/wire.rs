@@ -169,14 +169,17 @@ fn ede(m: &Message) -> Option<u16> {
 }
 
 /// `got` as a wanted record written with `*` fields (any value there, as
-/// an SOA serial a clock sets), if one matches it field by field.
+/// an SOA serial a clock sets, or a TXT string `*`), if one matches it
+/// field by field.
 fn starred(got: String, want: &[String]) -> String {
     let g: Vec<&str> = got.split(' ').collect();
+    // A TXT string `*` reads back quoted: it stands for any string.
+    let any = |f: &str| f == "*" || f == "\"*\"";
     want.iter()
-        .filter(|w| w.split(' ').any(|f| f == "*"))
+        .filter(|w| w.split(' ').any(any))
         .find(|w| {
             let f: Vec<&str> = w.split(' ').collect();
-            f.len() == g.len() && f.iter().zip(&g).all(|(w, g)| *w == "*" || w == g)
+            f.len() == g.len() && f.iter().zip(&g).all(|(w, g)| any(w) || w == g)
         })
         .cloned()
         .unwrap_or(got)
