@@ -105,7 +105,14 @@ fn tls_host(rest: &str) -> Option<(String, Option<String>, u16)> {
 }
 
 /// The upstreams a hostname `TO` resolves to, over `via`.
-fn resolved(w: &Word, host: &str, port: u16, resolver: &[SocketAddr], via: Via, errors: &mut Vec<ConfigError>) -> Vec<Target> {
+fn resolved(
+    w: &Word,
+    host: &str,
+    port: u16,
+    resolver: &[SocketAddr],
+    via: Via,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Target> {
     let addrs = lookup(host, port, resolver);
     if addrs.is_empty() {
         errors.push(ConfigError::new(

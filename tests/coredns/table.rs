@@ -157,6 +157,8 @@ pub struct Check {
     pub accept: bool,
     /// The snippet is a whole Corefile (`accept-corefile`), not a directive.
     pub whole: bool,
+    /// `*-corefile-bytes`: `\xNN` in the block is written as that byte.
+    pub bytes: bool,
     pub snippet: String,
     pub error: Option<String>,
     pub differs: Option<String>,
@@ -232,8 +234,15 @@ pub fn parse(text: &str) -> Result<Table, String> {
                     .as_mut()
                     .ok_or_else(|| here(format!("'{word}' outside a case or check")))?;
                 let snippet = if rest.ends_with("<<")
-                    && matches!(word, "accept" | "reject" | "accept-corefile" | "reject-corefile")
-                {
+                    && matches!(
+                        word,
+                        "accept"
+                            | "reject"
+                            | "accept-corefile"
+                            | "reject-corefile"
+                            | "accept-corefile-bytes"
+                            | "reject-corefile-bytes"
+                    ) {
                     Some(block(&lines, &mut at, n)?)
                 } else {
                     None
@@ -273,6 +282,7 @@ impl Row {
                 name: name.into(),
                 accept: true,
                 whole: false,
+                bytes: false,
                 snippet: String::new(),
                 error: None,
                 differs: None,
@@ -316,9 +326,15 @@ impl Row {
             Row::Case(c, has_query) => crate::case::case_line(c, has_query, word, rest),
             Row::Check(c, seen) => {
                 match word {
-                    "accept" | "reject" | "accept-corefile" | "reject-corefile" => {
+                    "accept"
+                    | "reject"
+                    | "accept-corefile"
+                    | "reject-corefile"
+                    | "accept-corefile-bytes"
+                    | "reject-corefile-bytes" => {
                         c.accept = word.starts_with("accept");
-                        c.whole = word.ends_with("-corefile");
+                        c.whole = word.contains("-corefile");
+                        c.bytes = word.ends_with("-bytes");
                         c.snippet = block.unwrap_or_else(|| rest.to_string());
                         c.error = None;
                         *seen = true;

@@ -56,7 +56,11 @@ async fn probe(up: Arc<Upstream>, cfg: ForwardConfig) {
             return;
         };
         let deadline = tokio::time::Instant::now() + cfg.read_timeout;
-        if up.exchange(&bytes, id, &query, cfg.force_tcp, deadline, &cfg).await.is_ok() {
+        if up
+            .exchange(&bytes, id, &query, cfg.force_tcp, deadline, &cfg)
+            .await
+            .is_ok()
+        {
             up.fails.store(0, Ordering::Relaxed);
             up.probing.store(false, Ordering::Relaxed);
             if up.down.swap(false, Ordering::Relaxed) {
