@@ -54,6 +54,7 @@ pub fn server(
         autopath: None,
         acl: Vec::new(),
         any: false,
+        whoami: false,
         tcp: local::TcpLimits::default(),
         dns64: None,
         k8s_external: None,
