@@ -384,6 +384,7 @@ impl Runtime {
             acl: server.acl.clone(),
             acl_stats,
             any: server.any,
+            whoami: server.whoami,
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             templates,

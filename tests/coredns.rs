@@ -210,6 +210,7 @@ fn run_table(file: &Path, tag: &str) -> Outcome {
         let mut text = text.replace("{dir}", &dir.display().to_string());
         for (name, u) in &upstreams {
             text = text.replace(&format!("{{upstream:{name}}}"), &u.addr.to_string());
+            text = text.replace(&format!("{{port:{name}}}"), &u.addr.port().to_string());
         }
         text
     };
@@ -294,22 +295,34 @@ fn run_server(
     }
 }
 
-/// Every `asked UPSTREAM N` of a row that does not hold.
+/// Every `asked UPSTREAM N` of a row that does not hold; `A+B` sums the
+/// requests of several upstreams (any one of them may be asked).
 fn asked(q: &table::Query, want: &table::Want, upstreams: &[(String, upstream::Upstream)]) -> Vec<String> {
     let mut out = Vec::new();
-    for (name, n, only) in &want.asked {
-        let qtype = only.as_deref().unwrap_or(&q.qtype);
-        match upstreams.iter().find(|(u, _)| u == name) {
-            None => out.push(format!("asked: no upstream '{name}'")),
-            Some((_, u)) => {
-                let got = u.asked(&q.name, qtype, *n);
-                if got != *n {
-                    out.push(format!(
-                        "asked {name}: want {n} requests for {} {qtype}, got {got}",
-                        q.name
-                    ));
-                }
-            }
+    for a in &want.asked {
+        let qtype = a.qtype.as_deref().unwrap_or(&q.qtype);
+        let qname = a.name.as_deref().unwrap_or(&q.name);
+        let ups: Vec<Option<&upstream::Upstream>> = a
+            .upstream
+            .split('+')
+            .map(|n| upstreams.iter().find(|(u, _)| u == n).map(|(_, u)| u))
+            .collect();
+        if ups.iter().any(Option::is_none) {
+            out.push(format!("asked: no upstream '{}'", a.upstream));
+            continue;
+        }
+        // Only the last one waits (up to 2 s) for what is still missing.
+        let (last, rest) = (ups.len() - 1, ups.into_iter().flatten());
+        let mut got = 0;
+        for (i, u) in rest.enumerate() {
+            let wait = if i == last { a.n.saturating_sub(got) } else { 0 };
+            got += u.asked(qname, qtype, a.rd, wait);
+        }
+        if got != a.n {
+            out.push(format!(
+                "asked {}: want {} requests for {qname} {qtype}, got {got}",
+                a.upstream, a.n
+            ));
         }
     }
     out

@@ -231,6 +231,14 @@ pub const DIRECTIVES: &[Spec] = &[
             c.server.transfers.push(t);
         },
     },
+    Spec {
+        name: "whoami",
+        options: false,
+        parse: |d, c| {
+            Args::from(d).count(0, 0, c.errors);
+            c.server.whoami = true;
+        },
+    },
 ];
 
 /// CoreDNS directives that a later release of clusterdns brings.

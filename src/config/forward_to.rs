@@ -55,7 +55,11 @@ fn encrypted(w: &Word, resolver: &[SocketAddr], errors: &mut Vec<ConfigError>) -
     let text = w.text.as_str();
     if let Some(rest) = text.strip_prefix("tls://") {
         let Some((addr, name)) = tls_word(rest) else {
-            let e = format!("forward: '{text}' is not tls://IP[:PORT] nor tls://IP%SERVERNAME[:PORT]");
+            if let Some((host, name, port)) = tls_host(rest) {
+                let via = Via::Tls(name);
+                return Some(resolved(w, &host, port, resolver, via, errors));
+            }
+            let e = format!("forward: '{text}' is not tls://IP[:PORT], tls://IP%SERVERNAME[:PORT] nor tls://HOST[%SERVERNAME][:PORT]");
             errors.push(ConfigError::new(&w.pos, e));
             return Some(Vec::new());
         };
@@ -72,23 +76,54 @@ fn encrypted(w: &Word, resolver: &[SocketAddr], errors: &mut Vec<ConfigError>) -
             return Some(Vec::new());
         }
     };
-    let addrs = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, port)],
-        Err(_) => lookup(&host, port, resolver),
+    // `https://HOST%SERVERNAME`: the name the certificate must carry.
+    let (host, via) = match host.split_once('%') {
+        Some((h, name)) if !name.is_empty() => (h.to_string(), Via::Https(name.to_string())),
+        _ => (host.clone(), Via::Https(host)),
     };
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Some(vec![Target {
+            addr: SocketAddr::new(ip, port),
+            via,
+        }]);
+    }
+    Some(resolved(w, &host, port, resolver, via, errors))
+}
+
+/// `HOST[%SERVERNAME][:PORT]` of a `tls://` word naming a hostname.
+fn tls_host(rest: &str) -> Option<(String, Option<String>, u16)> {
+    let (hostpart, port) = match rest.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse().ok()?),
+        None => (rest, 853),
+    };
+    let (host, name) = match hostpart.split_once('%') {
+        Some((h, n)) if !n.is_empty() => (h, Some(n.to_string())),
+        Some(_) => return None,
+        None => (hostpart, None),
+    };
+    hostname(host).map(|(host, _)| (host, name, port))
+}
+
+/// The upstreams a hostname `TO` resolves to, over `via`.
+fn resolved(
+    w: &Word,
+    host: &str,
+    port: u16,
+    resolver: &[SocketAddr],
+    via: Via,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Target> {
+    let addrs = lookup(host, port, resolver);
     if addrs.is_empty() {
         errors.push(ConfigError::new(
             &w.pos,
-            format!("forward: failed to resolve '{host}' ({text})"),
+            format!("forward: failed to resolve '{host}' ({})", w.text),
         ));
     }
-    let via = Via::Https(host);
-    Some(
-        addrs
-            .into_iter()
-            .map(|addr| Target { addr, via: via.clone() })
-            .collect(),
-    )
+    addrs
+        .into_iter()
+        .map(|addr| Target { addr, via: via.clone() })
+        .collect()
 }
 
 /// The plain-DNS upstreams one `TO` word names.

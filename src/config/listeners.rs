@@ -126,9 +126,10 @@ pub(super) fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Hea
     Some(Health { addr, lameduck })
 }
 
-/// Splits a server block key `[dns://]ZONE[:PORT]`; the port is `None`
+/// Splits a server block key `[dns://]ZONE[:PORT]` (ZONE a name or a
+/// network, ADDR/LEN, standing for its reverse zones); the port is `None`
 /// when not written.
-pub(super) fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Name, Option<u16>)> {
+pub(super) fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Vec<Name>, Option<u16>)> {
     let text = key.text.as_str();
     if let Some(scheme) = text.split_once("://").map(|(s, _)| s).filter(|s| *s != "dns") {
         errors.push(ConfigError::new(
@@ -149,11 +150,17 @@ pub(super) fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option
         None => (text, None),
     };
     if zone_text.contains('/') {
-        errors.push(ConfigError::new(
-            &key.pos,
-            format!("'{zone_text}': CIDR notation in keys is not supported; write the reverse zone"),
-        ));
-        return None;
+        // As CoreDNS: a network stands for its reverse zones, split on
+        // label boundaries (`10.0.0.0/15` is `0.10.in-addr.arpa.` and
+        // `1.10.in-addr.arpa.`).
+        let Some(net) = super::args::Net::parse(zone_text) else {
+            errors.push(ConfigError::new(
+                &key.pos,
+                format!("'{zone_text}' is neither a zone nor a network (ADDR/LEN)"),
+            ));
+            return None;
+        };
+        return Some((net.reverse_zones(), port));
     }
     let word = Word {
         text: if zone_text.is_empty() {
@@ -163,5 +170,5 @@ pub(super) fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option
         },
         ..key.clone()
     };
-    Some((zone(&word, errors)?, port))
+    Some((vec![zone(&word, errors)?], port))
 }

@@ -122,6 +122,8 @@ pub struct Server {
     pub acl: Vec<acl::AclRule>,
     /// `any`: ANY queries get RFC 8482's minimal answer.
     pub any: bool,
+    /// `whoami`: what no plugin before answered gets the client's address.
+    pub whoami: bool,
     /// `timeouts` and `limits` for TCP clients.
     pub tcp: local::TcpLimits,
     /// `dns64`: AAAA synthesized from A records.

@@ -25,7 +25,7 @@ pub fn server(
         let Some((z, p)) = key_zone_port(key, errors) else {
             continue;
         };
-        zones.push(z);
+        zones.extend(z);
         match (port, p) {
             (None, _) => port = Some(p),
             (Some(a), b) if a != b => {
@@ -54,6 +54,7 @@ pub fn server(
         autopath: None,
         acl: Vec::new(),
         any: false,
+        whoami: false,
         tcp: local::TcpLimits::default(),
         dns64: None,
         k8s_external: None,

@@ -52,11 +52,22 @@ pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> 
         ("asked", _) => {
             let words: Vec<&str> = rest.split_whitespace().collect();
             let [up, n, only @ ..] = words.as_slice() else {
-                return Err("asked needs UPSTREAM COUNT [TYPE]".into());
+                return Err("asked needs UPSTREAM COUNT [TYPE [NAME [rd|nord]]]".into());
             };
             let n = n.parse().map_err(|_| format!("bad asked count '{n}'"))?;
-            w.asked
-                .push((up.to_string(), n, only.first().map(|t| t.to_ascii_uppercase())));
+            let rd = match only.get(2) {
+                None => None,
+                Some(&"rd") => Some(true),
+                Some(&"nord") => Some(false),
+                Some(w) => return Err(format!("asked: rd or nord, not '{w}'")),
+            };
+            w.asked.push(crate::table::Asked {
+                upstream: up.to_string(),
+                n,
+                qtype: only.first().map(|t| t.to_ascii_uppercase()),
+                name: only.get(1).map(|s| s.to_string()),
+                rd,
+            });
         }
         ("wait", n) => {
             let secs: f64 = n.parse().map_err(|_| format!("bad wait '{n}'"))?;
@@ -65,6 +76,8 @@ pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> 
             }
             w.wait = std::time::Duration::from_secs_f64(secs);
         }
+        ("opt", _) => w.opt = Some(opt(rest)?),
+        ("question", _) => w.question = Some(rest.split_whitespace().collect::<Vec<_>>().join(" ")),
         ("ttl-slack", n) => w.ttl_slack = n.parse().map_err(|_| format!("bad ttl-slack '{n}'"))?,
         ("no", "reply") => w.no_reply = true,
         ("ede", "none") => w.ede = Some(None),
@@ -72,6 +85,34 @@ pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> 
         _ => return Err(format!("unknown case line '{word} {rest}'")),
     }
     Ok(())
+}
+
+/// `none` or `SIZE|* [do|-do]`.
+fn opt(rest: &str) -> Result<crate::table::Opt, String> {
+    let mut words = rest.split_whitespace();
+    let size = match words.next() {
+        Some("none") => {
+            return Ok(crate::table::Opt {
+                present: false,
+                size: None,
+                dnssec_ok: None,
+            })
+        }
+        Some("*") => None,
+        Some(n) => Some(n.parse().map_err(|_| format!("bad opt size '{n}'"))?),
+        None => return Err("opt needs none, a size or *".into()),
+    };
+    let dnssec_ok = match words.next() {
+        None => None,
+        Some("do") => Some(true),
+        Some("-do") => Some(false),
+        Some(w) => return Err(format!("opt: do or -do, not '{w}'")),
+    };
+    Ok(crate::table::Opt {
+        present: true,
+        size,
+        dnssec_ok,
+    })
 }
 
 /// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd] [ad] [aa]`

@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::table::Check;
 
 /// One `check` run's outcome: accepted, or the error lines.
-fn run(dir: &Path, name: &str, corefile: &str) -> Result<Result<(), Vec<String>>, String> {
+fn run(dir: &Path, name: &str, corefile: &[u8]) -> Result<Result<(), Vec<String>>, String> {
     let conf = dir.join(name);
     std::fs::write(&conf, corefile).map_err(|e| format!("write {}: {e}", conf.display()))?;
     let o = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
@@ -108,7 +108,7 @@ pub fn run_all<'a>(dir: &Path, checks: &'a [Check]) -> Result<Vec<(&'a Check, St
     let batch = if accepted.is_empty() {
         Ok(())
     } else {
-        run(dir, "accept.Corefile", &shared)?
+        run(dir, "accept.Corefile", shared.as_bytes())?
     };
     for (c, range) in accepted.iter().zip(&ranges) {
         if judge(c, &batch, "accept.Corefile", Some(range)).is_ok() {
@@ -129,6 +129,29 @@ pub fn run_all<'a>(dir: &Path, checks: &'a [Check]) -> Result<Vec<(&'a Check, St
 fn alone(dir: &Path, c: &Check) -> Result<Result<(), String>, String> {
     let name = format!("check-{}.Corefile", c.line);
     let (text, _) = wrap(c, 1);
-    let outcome = run(dir, &name, &text)?;
+    let bytes = if c.bytes { unescape(&text) } else { text.into_bytes() };
+    let outcome = run(dir, &name, &bytes)?;
     Ok(judge(c, &outcome, &name, None))
+}
+
+/// A `*-corefile-bytes` block's text with each `\xNN` as that byte (a
+/// Corefile that is not UTF-8, as fuzzers write them).
+fn unescape(text: &str) -> Vec<u8> {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b.get(i + 2..i + 4).and_then(|h| std::str::from_utf8(h).ok());
+        match (b[i], b.get(i + 1), hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'\\', Some(b'x'), Some(v)) => {
+                out.push(v);
+                i += 4;
+            }
+            (c, ..) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
 }

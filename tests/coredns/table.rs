@@ -94,9 +94,10 @@ pub struct Want {
     /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
     pub ede: Option<Option<u16>>,
     pub no_reply: bool,
-    /// `asked UPSTREAM N [TYPE]`: that upstream has seen N requests for the
-    /// query's name and type (or TYPE) once the reply is in.
-    pub asked: Vec<(String, usize, Option<String>)>,
+    /// `asked UPSTREAM N [TYPE [NAME [rd|nord]]]`: that upstream has seen N
+    /// requests for the query's name and type (or TYPE, NAME; with RD set or
+    /// clear when given) once the reply is in.
+    pub asked: Vec<Asked>,
     /// `ttl-slack N`: a TTL may be up to N below the written one (a reply
     /// from a cache that aged while the table ran).
     pub ttl_slack: u32,
@@ -104,6 +105,30 @@ pub struct Want {
     /// entry to expire (its TTL is a whole second or two; the pause only
     /// needs to be longer, never to end in time).
     pub wait: std::time::Duration,
+    /// `opt none` / `opt SIZE|* [do|-do]`: the reply's OPT record.
+    pub opt: Option<Opt>,
+    /// `question NAME TYPE`: the reply's question, as text.
+    pub question: Option<String>,
+}
+
+/// What a reply's OPT record must be: absent, or present with this payload
+/// size (any when `None`) and DO bit (either when `None`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opt {
+    pub present: bool,
+    pub size: Option<u16>,
+    pub dnssec_ok: Option<bool>,
+}
+
+/// One `asked` line: upstream, count, and what the counted requests ask.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub upstream: String,
+    pub n: usize,
+    pub qtype: Option<String>,
+    pub name: Option<String>,
+    /// `Some(true)`: only requests with RD set; `Some(false)`: RD clear.
+    pub rd: Option<bool>,
 }
 
 impl Default for Want {
@@ -121,6 +146,8 @@ impl Default for Want {
             asked: Vec::new(),
             ttl_slack: 0,
             wait: std::time::Duration::ZERO,
+            opt: None,
+            question: None,
         }
     }
 }
@@ -133,6 +160,8 @@ pub struct Check {
     pub accept: bool,
     /// The snippet is a whole Corefile (`accept-corefile`), not a directive.
     pub whole: bool,
+    /// `*-corefile-bytes`: `\xNN` in the block is written as that byte.
+    pub bytes: bool,
     pub snippet: String,
     pub error: Option<String>,
     pub differs: Option<String>,
@@ -210,8 +239,15 @@ pub fn parse(text: &str) -> Result<Table, String> {
                     .as_mut()
                     .ok_or_else(|| here(format!("'{word}' outside a case or check")))?;
                 let snippet = if rest.ends_with("<<")
-                    && matches!(word, "accept" | "reject" | "accept-corefile" | "reject-corefile")
-                {
+                    && matches!(
+                        word,
+                        "accept"
+                            | "reject"
+                            | "accept-corefile"
+                            | "reject-corefile"
+                            | "accept-corefile-bytes"
+                            | "reject-corefile-bytes"
+                    ) {
                     Some(block(&lines, &mut at, n)?)
                 } else {
                     None
@@ -251,6 +287,7 @@ impl Row {
                 name: name.into(),
                 accept: true,
                 whole: false,
+                bytes: false,
                 snippet: String::new(),
                 error: None,
                 differs: None,
@@ -294,9 +331,15 @@ impl Row {
             Row::Case(c, has_query) => crate::case::case_line(c, has_query, word, rest),
             Row::Check(c, seen) => {
                 match word {
-                    "accept" | "reject" | "accept-corefile" | "reject-corefile" => {
+                    "accept"
+                    | "reject"
+                    | "accept-corefile"
+                    | "reject-corefile"
+                    | "accept-corefile-bytes"
+                    | "reject-corefile-bytes" => {
                         c.accept = word.starts_with("accept");
-                        c.whole = word.ends_with("-corefile");
+                        c.whole = word.contains("-corefile");
+                        c.bytes = word.ends_with("-bytes");
                         c.snippet = block.unwrap_or_else(|| rest.to_string());
                         c.error = None;
                         *seen = true;

@@ -8,7 +8,9 @@
 //! (header flags `aa tc cd` set, `-ra` cleared, on every reply for NAME;
 //! `ad` set as a validating resolver does, when the request sets AD or DO).
 //! `fail NAME AFTER RCODE|drop`: once NAME was asked AFTER times, that rcode
-//! (no records) or no reply at all, for a cache's refresh to fail.
+//! (no records) or no reply at all, for a cache's refresh to fail;
+//! `first NAME N RCODE|drop`: the same for the first N requests for NAME
+//! only (an upstream that fails once, then recovers).
 //! `answer QNAME RR` puts RR (any owner) in the answer of every reply for
 //! QNAME, in the order written, instead of the records owned by QNAME;
 //! `authority QNAME RR` puts RR in the authority section of that reply.
@@ -40,6 +42,9 @@ struct Script {
     /// (name, answers before failing, then this rcode or `None`: silence)
     /// from `fail` lines.
     fails: Vec<(String, usize, Option<ResponseCode>)>,
+    /// (name, how many first requests, this rcode or `None`: silence) from
+    /// `first` lines.
+    firsts: Vec<(String, usize, Option<ResponseCode>)>,
     /// (qname, record) from `answer` lines.
     answers: Vec<(String, Record)>,
     /// (qname, record) from `authority` lines.
@@ -96,13 +101,14 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                 s.rcodes.push((name.to_ascii_lowercase(), code, only));
             }
             ["drop", name] => s.drops.push(name.to_ascii_lowercase()),
-            ["fail", name, after, how] => {
-                let after = after.parse().map_err(|_| format!("{n}: bad fail count '{after}'"))?;
+            [word @ ("fail" | "first"), name, after, how] => {
+                let after = after.parse().map_err(|_| format!("{n}: bad {word} count '{after}'"))?;
                 let code = match *how {
                     "drop" => None,
                     code => Some(rcode(code).ok_or_else(|| format!("{n}: unknown rcode '{code}'"))?),
                 };
-                s.fails.push((name.to_ascii_lowercase(), after, code));
+                let to = if *word == "fail" { &mut s.fails } else { &mut s.firsts };
+                to.push((name.to_ascii_lowercase(), after, code));
             }
             [section @ ("answer" | "authority"), name, ..] => {
                 let rr = line.trim_start()[section.len()..].trim_start()[name.len()..].trim();
@@ -179,10 +185,10 @@ impl Upstream {
     /// How many requests for `name` (any case) and `qtype` came so far;
     /// when fewer than `want`, waits up to 2 s for more (a cache refreshes
     /// in the background after its reply is out).
-    pub fn asked(&self, name: &str, qtype: &str, want: usize) -> usize {
+    pub fn asked(&self, name: &str, qtype: &str, rd: Option<bool>, want: usize) -> usize {
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
         loop {
-            let n = self.count(name, qtype);
+            let n = self.count(name, qtype, rd);
             if n >= want || std::time::Instant::now() >= deadline {
                 return n;
             }
@@ -190,10 +196,11 @@ impl Upstream {
         }
     }
 
-    fn count(&self, name: &str, qtype: &str) -> usize {
+    fn count(&self, name: &str, qtype: &str, rd: Option<bool>) -> usize {
         let name = name.to_ascii_lowercase();
         let Ok(seen) = self.seen.lock() else { return 0 };
         seen.iter()
+            .filter(|m| rd.is_none_or(|rd| m.metadata.recursion_desired == rd))
             .filter_map(|m| m.queries.first())
             .filter(|q| q.name().to_ascii().to_ascii_lowercase() == name)
             .filter(|q| q.query_type().to_string().eq_ignore_ascii_case(qtype))
@@ -241,7 +248,11 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         seen.push(req.clone());
         n
     });
-    let failing = s.fails.iter().find(|(n, after, _)| *n == qname && before >= *after);
+    let failing = s
+        .fails
+        .iter()
+        .find(|(n, after, _)| *n == qname && before >= *after)
+        .or_else(|| s.firsts.iter().find(|(n, first, _)| *n == qname && before < *first));
     if s.drops.contains(&qname) || failing.is_some_and(|f| f.2.is_none()) {
         return None;
     }

@@ -169,14 +169,17 @@ fn ede(m: &Message) -> Option<u16> {
 }
 
 /// `got` as a wanted record written with `*` fields (any value there, as
-/// an SOA serial a clock sets), if one matches it field by field.
+/// an SOA serial a clock sets, or a TXT string `*`), if one matches it
+/// field by field.
 fn starred(got: String, want: &[String]) -> String {
     let g: Vec<&str> = got.split(' ').collect();
+    // A TXT string `*` reads back quoted: it stands for any string.
+    let any = |f: &str| f == "*" || f == "\"*\"";
     want.iter()
-        .filter(|w| w.split(' ').any(|f| f == "*"))
+        .filter(|w| w.split(' ').any(any))
         .find(|w| {
             let f: Vec<&str> = w.split(' ').collect();
-            f.len() == g.len() && f.iter().zip(&g).all(|(w, g)| *w == "*" || w == g)
+            f.len() == g.len() && f.iter().zip(&g).all(|(w, g)| any(w) || w == g)
         })
         .cloned()
         .unwrap_or(got)
@@ -261,6 +264,31 @@ pub fn compare(want: &Want, reply: Option<&Message>) -> Vec<String> {
     section("answer", want.answer.as_ref(), &m.answers, want, &mut out);
     section("ns", want.ns.as_ref(), &m.authorities, want, &mut out);
     section("extra", want.extra.as_ref(), &m.additionals, want, &mut out);
+    if let Some(o) = &want.opt {
+        let got = m.edns.as_ref().map(|e| crate::table::Opt {
+            present: true,
+            size: o.size.map(|_| e.max_payload()),
+            dnssec_ok: o.dnssec_ok.map(|_| e.flags().dnssec_ok),
+        });
+        let got = got.unwrap_or(crate::table::Opt {
+            present: false,
+            size: None,
+            dnssec_ok: None,
+        });
+        if got != *o {
+            out.push(format!("opt: want {o:?}, got {got:?}"));
+        }
+    }
+    if let Some(q) = &want.question {
+        let got = m
+            .queries
+            .first()
+            .map(|q| format!("{} {}", q.name(), q.query_type()))
+            .unwrap_or_default();
+        if !got.eq_ignore_ascii_case(q) {
+            out.push(format!("question: want {q}, got {got}"));
+        }
+    }
     if let Some(code) = want.ede {
         let got = ede(m);
         if got != code {

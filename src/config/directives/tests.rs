@@ -64,7 +64,7 @@ fn unknown_and_refused_directives_are_named() {
         [
             "/tmp/Corefile:2:1: unknown directive 'frobnicate' (supported: bind, errors, log, health, ready, \
           prometheus, kubernetes, forward, cache, loop, reload, loadbalance, hosts, file, autopath, acl, any, \
-          timeouts, limits, dns64, k8s_external, template, rewrite, bufsize, chaos, local, nodelocal, dnstap, transfer)"
+          timeouts, limits, dns64, k8s_external, template, rewrite, bufsize, chaos, local, nodelocal, dnstap, transfer, whoami)"
         ]
     );
     let errors = server_block("shed").expect_err("shed");

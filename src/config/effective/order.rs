@@ -145,4 +145,9 @@ pub(in crate::config) const RUN_ORDER: &[(&str, Print)] = &[
     ("forward", |b, s, _| {
         s.forward.iter().for_each(|fw| sources::forward(b, fw))
     }),
+    ("whoami", |b, s, _| {
+        if s.whoami {
+            b.line(1, "whoami");
+        }
+    }),
 ];

@@ -17,7 +17,7 @@ use hickory_proto::op::{Message, Query};
 
 use super::exchange::ExchangeError;
 use super::upstream::Upstream;
-use super::{health_check, Forward, Forwarding};
+use super::{Forward, Forwarding};
 
 /// CoreDNS's budget for one query through one `forward`.
 const BUDGET: Duration = Duration::from_secs(5);
@@ -117,12 +117,9 @@ impl Forwarding {
                 }
                 Err(e) => {
                     tracing::debug!(target: "forward", "{} for {}: {e}", up.addr, query.name());
-                    let fails = up.fails.fetch_add(1, Ordering::Relaxed) + 1;
-                    if fw.cfg.max_fails > 0 && fails >= fw.cfg.max_fails && !up.down.swap(true, Ordering::Relaxed) {
-                        tracing::warn!(target: "forward", "upstream {} marked down after {fails} failures ({e}); probing it every {:?}", up.addr, fw.cfg.health_check);
-                        self.runtime.spawn(health_check(up.clone(), fw.cfg.clone()));
-                    }
-                    return Err(why(&e, up.addr, over_tcp));
+                    let why = why(&e, up.addr, over_tcp);
+                    super::health::failed(up, &fw.cfg, &self.runtime, &why);
+                    return Err(why);
                 }
             }
         }

@@ -11,9 +11,10 @@
 //! ```
 //!
 //! Identical concurrent misses (same question, DO/CD bits and upstream
-//! protocol) share one upstream query. An upstream is marked down after
-//! `max_fails` failures in a row and probed in the background (`. IN NS`)
-//! until it answers; when every upstream is down one is tried anyway. A
+//! protocol) share one upstream query. An upstream that fails a query is
+//! probed in the background (`. IN NS`, `health.rs`) until it answers, and
+//! marked down after `max_fails` failures in a row; when every upstream is
+//! down one is tried anyway. A
 //! client always gets an answer or SERVFAIL within `read_timeout` × the
 //! upstreams tried. A miss's task (joining, asking, replying to every
 //! waiter) is `flight.rs`; each upstream (sockets, health) is `upstream.rs`.
@@ -26,6 +27,7 @@ mod dot;
 pub mod encrypted;
 pub mod exchange;
 mod flight;
+mod health;
 mod keep;
 mod render;
 mod rrsig;
@@ -36,7 +38,6 @@ pub use render::render;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
@@ -86,7 +87,14 @@ impl Forward {
         let mut order: Vec<usize> = (0..n).collect();
         match self.cfg.policy {
             Policy::Sequential => {}
-            Policy::RoundRobin => order.rotate_left(self.next_rr.fetch_add(1, Ordering::Relaxed) % n.max(1)),
+            // As CoreDNS: the counter is bumped first, its upstream leads,
+            // the others follow in Corefile order.
+            Policy::RoundRobin if n > 0 => {
+                let first = (self.next_rr.fetch_add(1, Ordering::Relaxed) + 1) % n;
+                order.remove(first);
+                order.insert(0, first);
+            }
+            Policy::RoundRobin => {}
             Policy::Random => fastrand::shuffle(&mut order),
         }
         order
@@ -353,30 +361,4 @@ fn message(query: &Query, dnssec_ok: bool, cd: bool) -> Option<Vec<u8>> {
         m.edns = Some(edns);
     }
     m.to_vec().ok()
-}
-
-/// Probes a down upstream until it answers, then marks it up.
-async fn health_check(up: Arc<Upstream>, cfg: ForwardConfig) {
-    let query = Query::query(cfg.health_check_domain.clone(), RecordType::NS);
-    let started = Instant::now();
-    loop {
-        tokio::time::sleep(cfg.health_check.max(std::time::Duration::from_millis(100))).await;
-        let id = fastrand::u16(..);
-        let mut m = Message::new(id, MessageType::Query, OpCode::Query);
-        m.metadata.recursion_desired = cfg.health_check_rd;
-        m.add_query(query.clone());
-        let Ok(bytes) = m.to_vec() else { return };
-        let deadline = tokio::time::Instant::now() + cfg.read_timeout;
-        match up.exchange(&bytes, id, &query, cfg.force_tcp, deadline, &cfg).await {
-            Ok(_) => {
-                up.fails.store(0, Ordering::Relaxed);
-                up.down.store(false, Ordering::Relaxed);
-                tracing::info!(target: "forward", "upstream {} is up again (down {:.1}s)", up.addr, started.elapsed().as_secs_f64());
-                return;
-            }
-            Err(_) => {
-                up.healthcheck_failures.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
 }

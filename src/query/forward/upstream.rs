@@ -31,6 +31,8 @@ pub struct Upstream {
     /// Failures since the last success.
     pub fails: AtomicU32,
     pub down: AtomicBool,
+    /// A health probe loop is running (`health.rs`).
+    pub probing: AtomicBool,
     /// Set when the loop probe came back through this upstream.
     pub looping: AtomicBool,
     pub healthcheck_failures: AtomicU64,
@@ -48,6 +50,7 @@ impl Upstream {
             addr,
             fails: AtomicU32::new(0),
             down: AtomicBool::new(false),
+            probing: AtomicBool::new(false),
             looping: AtomicBool::new(false),
             healthcheck_failures: AtomicU64::new(0),
             durations: Default::default(),

@@ -14,3 +14,4 @@ pub mod rewrite;
 pub mod template;
 pub mod verdict;
 pub mod watched;
+pub mod whoami;

@@ -65,6 +65,8 @@ pub struct Block {
     pub acl_stats: Option<Arc<crate::metrics::AclStats>>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,
+    /// `whoami`: a name nothing else answers gets the client's address.
+    pub whoami: bool,
     pub dns64: Option<Arc<crate::query::plugins::dns64::Dns64>>,
     pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
     pub templates: Option<crate::query::plugins::template::Templates>,
@@ -96,6 +98,7 @@ impl Block {
             acl: Vec::new(),
             acl_stats: None,
             any: false,
+            whoami: false,
             dns64: None,
             k8s_external: None,
             templates: None,

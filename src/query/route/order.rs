@@ -129,11 +129,16 @@ fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
     true
 }
 
-/// `cache` then `forward`, for a name no plugin before answered; REFUSED
-/// when the block forwards nothing for it.
+/// `cache` then `forward`, for a name no plugin before answered; then
+/// `whoami`; REFUSED when the block has neither for it.
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
     let qname = query.name();
     let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
+        if block.whoami {
+            let w = &asker.wire;
+            crate::query::plugins::whoami::answer(query, asker.client, w.port, w.tcp, out);
+            return Routed::Done;
+        }
         out.error(UNHANDLED);
         out.tags.memoizable = true;
         return Routed::Done;
