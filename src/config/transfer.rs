@@ -1,11 +1,12 @@
 //! `transfer [ZONES...] { to ADDRESS... | *; source ADDRESS }`: zone
 //! transfers (AXFR, IXFR answered as AXFR) of the `kubernetes` plugin's
-//! zones to the listed secondaries, and NOTIFY to them when the zone
-//! changes (CoreDNS's `transfer` plugin).
+//! zones and of the `file` plugin's to the listed secondaries, and NOTIFY
+//! to them when a zone changes (CoreDNS's `transfer` plugin).
 //!
 //! Without ZONES the block's zones apply. Each zone must cover a forward
-//! zone of the block's `kubernetes` directive (checked with the block:
-//! [`check`]); the zones transferred are the `kubernetes` zones under it.
+//! zone of the block's `kubernetes` directive or an origin of one of its
+//! `file` directives (checked with the block: [`check`]); the zones
+//! transferred are those under it.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -14,6 +15,7 @@ use hickory_proto::rr::Name;
 use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::kubernetes::KubernetesConfig;
+use super::local::FileConfig;
 use super::lexer::{Pos, Word};
 use super::ConfigError;
 
@@ -126,12 +128,21 @@ fn to(w: &Word, errors: &mut Vec<ConfigError>) -> Option<To> {
     }
 }
 
-/// The zones `cfg` transfers: the `kubernetes` directive's forward zones
-/// under one of its zones.
-pub fn transferred<'k>(cfg: &TransferConfig, k: &'k KubernetesConfig) -> Vec<&'k Name> {
-    k.zones
+/// The zones a block's plugins can transfer: the `kubernetes`
+/// directive's forward zones, then every `file` origin (CoreDNS's
+/// Transferers in plugin order).
+pub fn transferable<'a>(k: Option<&'a KubernetesConfig>, files: &'a [FileConfig]) -> Vec<&'a Name> {
+    let cluster = k.into_iter().flat_map(|k| k.zones.iter().filter(|z| !is_reverse(z)));
+    cluster.chain(files.iter().flat_map(|f| f.zones.iter())).collect()
+}
+
+/// The zones `cfg` transfers: those of `zones` ([`transferable`]) under
+/// one of its zones.
+pub fn transferred<'z>(cfg: &TransferConfig, zones: &[&'z Name]) -> Vec<&'z Name> {
+    zones
         .iter()
-        .filter(|z| !is_reverse(z) && cfg.zones.iter().any(|t| t.zone_of(z)))
+        .copied()
+        .filter(|z| cfg.zones.iter().any(|t| t.zone_of(z)))
         .collect()
 }
 
@@ -141,33 +152,34 @@ fn is_reverse(zone: &Name) -> bool {
 }
 
 /// The block-level rule: each `transfer` zone must hold a zone that the
-/// block's `kubernetes` directive serves (the only plugin whose zones
-/// clusterdns transfers).
-pub fn check(transfers: &[TransferConfig], k: Option<&KubernetesConfig>, errors: &mut Vec<ConfigError>) {
+/// block's `kubernetes` or `file` directives serve (the plugins whose
+/// zones clusterdns transfers).
+pub fn check(
+    transfers: &[TransferConfig],
+    k: Option<&KubernetesConfig>,
+    files: &[FileConfig],
+    errors: &mut Vec<ConfigError>,
+) {
+    let zones = transferable(k, files);
+    let served: Vec<String> = zones.iter().map(ToString::to_string).collect();
     for t in transfers {
-        let Some(k) = k else {
+        if zones.is_empty() {
             errors.push(ConfigError::new(
                 &t.pos,
-                "transfer: needs a kubernetes directive in this server block (its zones are the ones transferred)",
+                "transfer: needs a kubernetes or file directive in this server block (their zones are the ones transferred)",
             ));
             continue;
-        };
-        let served: Vec<String> = k
-            .zones
-            .iter()
-            .filter(|z| !is_reverse(z))
-            .map(ToString::to_string)
-            .collect();
+        }
         for zone in &t.zones {
             let one = TransferConfig {
                 zones: vec![zone.clone()],
                 ..t.clone()
             };
-            if transferred(&one, k).is_empty() {
+            if transferred(&one, &zones).is_empty() {
                 errors.push(ConfigError::new(
                     &t.pos,
                     format!(
-                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes zones: {})",
+                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes and file zones: {})",
                         served.join(" ")
                     ),
                 ));
@@ -257,11 +269,11 @@ mod tests {
     }
 
     #[test]
-    fn without_the_kubernetes_directive_it_is_an_error() {
+    fn without_a_kubernetes_or_file_directive_it_is_an_error() {
         let errors = load(".:53 {\n    transfer {\n        to *\n    }\n}\n").expect_err("needs kubernetes");
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
-            errors[0].starts_with("/tmp/Corefile:2:5: transfer: needs a kubernetes directive"),
+            errors[0].starts_with("/tmp/Corefile:2:5: transfer: needs a kubernetes or file directive"),
             "{errors:?}"
         );
     }

@@ -67,6 +67,29 @@ impl Zone {
             .chain(self.nodes.values().flat_map(|n| n.values().flatten()))
     }
 
+    /// The apex NS set.
+    pub fn apex_ns(&self) -> &[Record] {
+        &self.apex_ns
+    }
+
+    /// Every owner of records but the apex's SOA and NS, in canonical
+    /// order (RFC 4034 section 6.1), as a transfer lists them.
+    pub fn owners(&self) -> Vec<&Name> {
+        let mut owners: Vec<&Name> = self.nodes.keys().collect();
+        owners.sort_unstable();
+        owners
+    }
+
+    /// The records `owner` owns (the apex's SOA and NS apart), by type.
+    pub fn owned(&self, owner: &Name) -> Vec<&Record> {
+        let Some(node) = self.nodes.get(owner) else {
+            return Vec::new();
+        };
+        let mut types: Vec<&RecordType> = node.keys().collect();
+        types.sort_unstable_by_key(|t| u16::from(**t));
+        types.into_iter().flat_map(|t| &node[t]).collect()
+    }
+
     /// The records of `name` and `rtype` (apex NS and SOA included).
     fn get(&self, name: &Name, rtype: RecordType) -> &[Record] {
         if name == &self.origin {

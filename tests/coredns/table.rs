@@ -36,6 +36,10 @@ pub struct Case {
     /// `gap: REASON`: clusterdns does not do this yet; the row must still
     /// fail (a row that passes fails the run until the marker goes).
     pub gap: Option<String>,
+    /// `replace NAME WITH`: before the query, table file WITH's text is
+    /// written over file NAME (a zone file changed while the server runs);
+    /// `remove NAME` (no WITH): file NAME is deleted.
+    pub replace: Option<(String, Option<String>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,6 +58,9 @@ pub struct Query {
     pub ad: bool,
     /// `aa`: the AA bit set in the query (meaningless; servers ignore it).
     pub aa: bool,
+    /// `serial N`: an SOA with this serial in the authority section (the
+    /// serial an IXFR says the client holds).
+    pub serial: Option<u32>,
 }
 
 impl Query {
@@ -72,6 +79,7 @@ impl Query {
             cd: false,
             ad: false,
             aa: false,
+            serial: None,
         }
     }
 }
@@ -101,6 +109,9 @@ pub struct Want {
     /// entry to expire (its TTL is a whole second or two; the pause only
     /// needs to be longer, never to end in time).
     pub wait: std::time::Duration,
+    /// `until SECONDS` (at most 10): the query is asked again every 100 ms
+    /// until the reply matches, for at most this long (a reload to land).
+    pub until: std::time::Duration,
 }
 
 impl Default for Want {
@@ -118,6 +129,7 @@ impl Default for Want {
             asked: Vec::new(),
             ttl_slack: 0,
             wait: std::time::Duration::ZERO,
+            until: std::time::Duration::ZERO,
         }
     }
 }
@@ -237,6 +249,7 @@ impl Row {
                     want: Want::default(),
                     differs: None,
                     gap: None,
+                    replace: None,
                 }),
                 false,
             )

@@ -17,8 +17,9 @@ use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use crate::zone::{Outcome, Zone};
 
-/// The zone loaded for one origin (`None`: it never loaded).
-type Loaded = Arc<ArcSwap<Option<Zone>>>;
+/// The zone loaded for one origin (`None`: it never loaded); `transfer`
+/// reads the same one.
+pub type Loaded = Arc<ArcSwap<Option<Zone>>>;
 
 /// The `file` plugin for one zone file.
 pub struct ZoneFile {
@@ -31,6 +32,11 @@ impl ZoneFile {
     pub fn new(cfg: FileConfig) -> ZoneFile {
         let zones = cfg.zones.iter().map(|origin| load(&cfg, origin)).collect();
         ZoneFile { cfg, zones }
+    }
+
+    /// Each origin with the zone loaded for it (what `transfer` sends).
+    pub fn origins(&self) -> impl Iterator<Item = (&Name, &Loaded)> {
+        self.cfg.zones.iter().zip(&self.zones)
     }
 
     pub fn serves(&self, qname: &Name) -> bool {

@@ -1,0 +1,146 @@
+//! What a transferred zone is read from: the `kubernetes` plugin's
+//! snapshot ([`super::zone::Walk`]) or a `file` plugin's loaded zone
+//! ([`FileWalk`]), walked the same way by [`super::Transfer`]'s sender.
+//!
+//! A file zone goes out as CoreDNS's `file` plugin sends it: the SOA, the
+//! apex NS set, every other owner's records in canonical name order (the
+//! apex's own first), the SOA again. An IXFR naming the serial loaded gets
+//! the SOA alone; any other serial, the whole zone (CoreDNS's file
+//! `Transfer`; the cluster zone answers the SOA alone for a newer serial
+//! too).
+
+use std::sync::Arc;
+
+use hickory_proto::rr::{Name, Record};
+
+use super::zone::Walk;
+use crate::query::plugins::cluster::Cluster;
+use crate::query::plugins::file::Loaded;
+use crate::query::reply::Zone as ClusterZone;
+use crate::zone::Zone;
+
+/// Where one transferred zone's records come from.
+pub enum Source {
+    /// A zone of the block's `kubernetes` plugin.
+    Cluster(ClusterZone),
+    /// An origin of one of the block's `file` plugins.
+    File(Name, Loaded),
+}
+
+impl Source {
+    pub fn name(&self) -> &Name {
+        match self {
+            Source::Cluster(z) => &z.name,
+            Source::File(origin, _) => origin,
+        }
+    }
+
+    /// The serial to NOTIFY about; `None` while the zone has none (the
+    /// cluster not synced yet, the file not loaded).
+    pub fn serial(&self, cluster: Option<&Cluster>) -> Option<u32> {
+        match self {
+            Source::Cluster(_) => {
+                let store = &cluster?.store;
+                store.synced().then(|| store.serial())
+            }
+            Source::File(_, loaded) => loaded.load().as_ref().as_ref().map(Zone::serial),
+        }
+    }
+
+    /// A walk through the zone as it is now; `None` when it cannot be
+    /// sent (SERVFAIL: not synced, not loaded).
+    pub fn walk<'c>(&self, cluster: Option<&'c Cluster>) -> Option<Walker<'c>> {
+        match self {
+            Source::Cluster(zone) => {
+                let cluster = cluster?;
+                let snap = arc_swap::Guard::into_inner(cluster.store.load());
+                snap.synced
+                    .then(|| Walker::Cluster(Walk::new(cluster, snap, zone), cluster))
+            }
+            Source::File(_, loaded) => FileWalk::new(loaded.load_full()).map(Walker::File),
+        }
+    }
+}
+
+/// A walk through one zone, whichever its source.
+pub enum Walker<'c> {
+    Cluster(Walk, &'c Cluster),
+    File(FileWalk),
+}
+
+impl Walker<'_> {
+    pub fn serial(&self) -> u32 {
+        match self {
+            Walker::Cluster(w, _) => w.serial(),
+            Walker::File(w) => w.serial,
+        }
+    }
+
+    pub fn soa(&self) -> Record {
+        match self {
+            Walker::Cluster(w, c) => w.soa(c),
+            Walker::File(w) => w.soa.clone(),
+        }
+    }
+
+    /// Whether an IXFR from `held` gets the SOA alone.
+    pub fn current(&self, held: u32) -> bool {
+        match self {
+            Walker::Cluster(w, _) => !super::newer(w.serial(), held),
+            Walker::File(w) => w.serial == held,
+        }
+    }
+
+    /// Appends the records of the next step to `out`; false when the walk
+    /// is over (nothing appended).
+    pub fn next(&mut self, out: &mut Vec<Record>) -> bool {
+        match self {
+            Walker::Cluster(w, c) => w.next(c, out),
+            Walker::File(w) => w.next(out),
+        }
+    }
+}
+
+/// A walk through a loaded file zone, one owner a step.
+pub struct FileWalk {
+    zone: Arc<Option<Zone>>,
+    owners: Vec<Name>,
+    soa: Record,
+    serial: u32,
+    /// 0: the head (SOA, apex NS); 1..=owners: that owner; then the tail.
+    step: usize,
+}
+
+impl FileWalk {
+    fn new(zone: Arc<Option<Zone>>) -> Option<FileWalk> {
+        let loaded = zone.as_ref().as_ref()?;
+        let owners = loaded.owners().into_iter().cloned().collect();
+        let (soa, serial) = (loaded.soa().clone(), loaded.serial());
+        Some(FileWalk {
+            zone,
+            owners,
+            soa,
+            serial,
+            step: 0,
+        })
+    }
+
+    fn next(&mut self, out: &mut Vec<Record>) -> bool {
+        let zone = match self.zone.as_ref() {
+            Some(z) => z,
+            None => return false,
+        };
+        let step = self.step;
+        self.step += 1;
+        match step {
+            0 => {
+                out.push(self.soa.clone());
+                out.extend(zone.apex_ns().iter().cloned());
+            }
+            i if i <= self.owners.len() => out.extend(zone.owned(&self.owners[i - 1]).into_iter().cloned()),
+            i if i == self.owners.len() + 1 => out.push(self.soa.clone()),
+            _ => return false,
+        }
+        true
+    }
+}
