@@ -34,7 +34,7 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     if has_type(text, "NSEC3") || has_type(text, "NSEC3PARAM") {
         return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into());
     }
-    let text = rewrite(text).into_owned();
+    let text = with_default_ttl(&at_origin(&rewrite(text), origin));
     let parser = hickory_proto::serialize::txt::Parser::new(text, path.map(Path::to_path_buf), Some(origin.clone()));
     let (origin, sets) = parser.parse().map_err(|e| e.to_string())?;
     let origin = origin.to_lowercase();
@@ -235,6 +235,61 @@ fn rewrite(text: &str) -> Cow<'_, str> {
         last = r.end;
     }
     out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+/// `text` with a `$TTL 3600` first when it has no `$TTL`: miekg/dns
+/// gives a record without a TTL 3600 then; hickory-proto refuses it.
+fn with_default_ttl(text: &str) -> String {
+    let has_ttl = text.lines().any(|l| {
+        l.split_whitespace()
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("$TTL"))
+    });
+    if has_ttl {
+        text.to_string()
+    } else {
+        format!("$TTL 3600\n{text}")
+    }
+}
+
+/// `text` with every `@` in a record's data (`CNAME @`, `SRV 0 0 80 @`)
+/// written as the origin it stands for (the last `$ORIGIN`, else
+/// `origin`): hickory-proto's parser takes `@` only as an owner.
+fn at_origin<'t>(text: &'t str, origin: &Name) -> Cow<'t, str> {
+    if !text.contains('@') {
+        return Cow::Borrowed(text);
+    }
+    let mut current = origin.to_string();
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let mut words = line.split_whitespace();
+        if words.next().is_some_and(|w| w.eq_ignore_ascii_case("$ORIGIN")) {
+            if let Some(o) = words.next() {
+                current = if o.ends_with('.') { o.to_string() } else { format!("{o}.{current}") };
+            }
+        }
+        let (code, comment) = line.split_once(';').map_or((line, None), |(c, r)| (c, Some(r)));
+        let owner_at = !line.starts_with([' ', '\t']);
+        let mut first = true;
+        for piece in code.split_inclusive([' ', '\t', '\n', '\r']) {
+            let word = piece.trim_end_matches([' ', '\t', '\n', '\r']);
+            let is_owner = first && owner_at;
+            if !word.is_empty() {
+                first = false;
+            }
+            if word == "@" && !is_owner {
+                out.push_str(&current);
+                out.push_str(&piece[1..]);
+            } else {
+                out.push_str(piece);
+            }
+        }
+        if let Some(c) = comment {
+            out.push(';');
+            out.push_str(c);
+        }
+    }
     Cow::Owned(out)
 }
 
