@@ -212,8 +212,8 @@ fn rewrite(text: &str) -> Cow<'_, str> {
     for (owner, rtype) in record_words(text) {
         if let Some(r) = owner {
             let word = &text[r.clone()];
-            if word.contains("\\046") || word.contains("\\.") {
-                edits.push((r, word.replace("\\046", DOT).replace("\\.", DOT)));
+            if word.contains('\\') {
+                edits.push((r, escaped(word)));
             }
         }
         let Some(r) = rtype else { continue };
@@ -293,31 +293,72 @@ fn at_origin<'t>(text: &'t str, origin: &Name) -> Cow<'t, str> {
     Cow::Owned(out)
 }
 
-/// Stands for an escaped dot (`\046`, `\.`) inside an owner's label, which
-/// hickory-proto's parser refuses; put back by [`undot`] after parsing.
-const DOT: &str = "zq0clusterdnsdot0qz";
+/// Stands for an escaped byte (`\DDD`, `\X`: a dot or a space inside a
+/// label) in an owner, which hickory-proto's parser refuses: the byte's
+/// three digits go between the two halves. Put back by [`undot`] after
+/// parsing.
+const ESCAPE: (&str, &str) = ("zq0clusterdns", "0qz");
 
-/// `name` with [`DOT`] inside its labels made a dot again.
+/// An owner word with each escaped byte written as [`ESCAPE`].
+fn escaped(word: &str) -> String {
+    let mut out = String::with_capacity(word.len() + 16);
+    let mut chars = word.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let byte = match chars.next() {
+            Some(d) if d.is_ascii_digit() => {
+                let rest: String = [chars.next(), chars.next()].into_iter().flatten().collect();
+                format!("{d}{rest}").parse::<u8>().ok()
+            }
+            Some(other) if other.is_ascii() => Some(other as u8),
+            _ => None,
+        };
+        match byte {
+            Some(b) => out.push_str(&format!("{}{b:03}{}", ESCAPE.0, ESCAPE.1)),
+            None => out.push('\\'), // left for the parser to refuse
+        }
+    }
+    out
+}
+
+/// `name` with every [`ESCAPE`] inside its labels made its byte again.
 fn undot(name: Name) -> Name {
-    let dot = DOT.as_bytes();
-    if !name
-        .iter()
-        .any(|l| l.windows(dot.len()).any(|w| w.eq_ignore_ascii_case(dot)))
-    {
+    let marker = ESCAPE.0.as_bytes();
+    let has = |l: &[u8]| l.windows(marker.len()).any(|w| w.eq_ignore_ascii_case(marker));
+    if !name.iter().any(has) {
         return name;
     }
-    let labels: Vec<Vec<u8>> = name
-        .iter()
-        .map(|l| {
-            String::from_utf8_lossy(l)
-                .replace(DOT, ".")
-                .replace(&DOT.to_uppercase(), ".")
-                .into_bytes()
-        })
-        .collect();
+    let labels: Vec<Vec<u8>> = name.iter().map(unescape_label).collect();
     let mut fixed = Name::from_labels(labels).unwrap_or(name.clone());
     fixed.set_fqdn(name.is_fqdn());
     fixed
+}
+
+/// One label's [`ESCAPE`]s decoded.
+fn unescape_label(label: &[u8]) -> Vec<u8> {
+    let (head, tail) = (ESCAPE.0.as_bytes(), ESCAPE.1.as_bytes());
+    let whole = head.len() + 3 + tail.len();
+    let mut out = Vec::with_capacity(label.len());
+    let mut i = 0;
+    while i < label.len() {
+        let piece = label.get(i..i + whole);
+        let byte = piece.filter(|p| p[..head.len()].eq_ignore_ascii_case(head) && p[head.len() + 3..].eq_ignore_ascii_case(tail))
+            .and_then(|p| std::str::from_utf8(&p[head.len()..head.len() + 3]).ok()?.parse::<u8>().ok());
+        match byte {
+            Some(b) => {
+                out.push(b);
+                i += whole;
+            }
+            None => {
+                out.push(label[i]);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// Whether `r` stands for a DNSSEC record [`rewrite`] turned into a TXT.

@@ -20,7 +20,7 @@ const WAIT: Duration = Duration::from_secs(2);
 const SILENCE: Duration = Duration::from_millis(800);
 
 fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
-    let name = Name::from_ascii(&q.name).map_err(|e| format!("bad query name '{}': {e}", q.name))?;
+    let name = records::name(&q.name).map_err(|e| format!("bad query name: {e}"))?;
     let qtype: RecordType = match q.qtype.as_str() {
         "IXFR" => RecordType::IXFR, // hickory parses no IXFR from text
         t => t.parse().map_err(|_| format!("bad query type '{t}'"))?,
