@@ -9,7 +9,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query as Question};
-use hickory_proto::rr::{DNSClass, Name, RecordType};
+use hickory_proto::rr::{DNSClass, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use crate::records;
