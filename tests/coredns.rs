@@ -285,7 +285,8 @@ fn run_server(
                 None => std::fs::remove_file(dir.join(name)),
             };
             if let Err(e) = done {
-                o.failures.push(format!("{shown}:{}: {}: replace {name}: {e}", c.line, c.name));
+                o.failures
+                    .push(format!("{shown}:{}: {}: replace {name}: {e}", c.line, c.name));
                 continue;
             }
         }

@@ -49,11 +49,16 @@ fn a_large_file_zone_goes_out_in_several_messages_and_the_connection_stays_open(
     s.write_all(&[common::framed(&axfr), common::framed(&aaaa)].concat())
         .expect("send both");
     let (mut records, mut messages) = (Vec::new(), 0);
-    while records.len() < 2 || records.last().map(|r: &hickory_proto::rr::Record| r.record_type()) != Some(RecordType::SOA) {
+    while records.len() < 2
+        || records.last().map(|r: &hickory_proto::rr::Record| r.record_type()) != Some(RecordType::SOA)
+    {
         let frame = read_frame(&mut s).expect("a transfer message");
         assert!(frame.len() <= 65_535);
         let m = Message::from_vec(&frame).expect("decodable");
-        assert_eq!(m.metadata.id, 1, "the transfer's messages come before the pipelined query's reply");
+        assert_eq!(
+            m.metadata.id, 1,
+            "the transfer's messages come before the pipelined query's reply"
+        );
         records.extend(m.answers);
         messages += 1;
         assert!(messages < 1000, "the transfer never ends");
@@ -79,13 +84,28 @@ fn kdig_from_an_address_not_in_to_is_refused() {
     let server = Server::start(&dir, &corefile(&file, "127.0.0.2"));
     let ask = |from: &str| {
         let out = Command::new(&kdig)
-            .args(["-b", from, "-p", &server.dns.port().to_string(), "@127.0.0.1", "example.com.", "AXFR"])
+            .args([
+                "-b",
+                from,
+                "-p",
+                &server.dns.port().to_string(),
+                "@127.0.0.1",
+                "example.com.",
+                "AXFR",
+            ])
             .output()
             .expect("run kdig");
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
     };
     let listed = ask("127.0.0.2");
-    assert!(listed.contains("www.example.com.") && listed.contains("2001:db8::1"), "{listed}");
+    assert!(
+        listed.contains("www.example.com.") && listed.contains("2001:db8::1"),
+        "{listed}"
+    );
     assert_eq!(listed.matches("\tSOA\t").count(), 2, "SOA first and last:\n{listed}");
     let other = ask("127.0.0.3");
     assert!(other.contains("REFUSED"), "{other}");
@@ -145,7 +165,12 @@ fn bind_follows_a_file_zone_by_notify() {
             .expect("start named"),
     );
     let log = || std::fs::read_to_string(dir.join("named.log")).unwrap_or_default();
-    assert_eq!(named_until(port, "192.0.2.1"), "192.0.2.1", "named loads the zone:\n{}", log());
+    assert_eq!(
+        named_until(port, "192.0.2.1"),
+        "192.0.2.1",
+        "named loads the zone:\n{}",
+        log()
+    );
     // A new serial: the file plugin reloads, NOTIFY, named transfers again
     // (its own refresh would wait the SOA's 60 s).
     std::fs::write(&file, zone(2, 3, "192.0.2.2")).expect("rewrite zone");

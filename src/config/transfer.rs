@@ -15,8 +15,8 @@ use hickory_proto::rr::Name;
 use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::kubernetes::KubernetesConfig;
-use super::local::FileConfig;
 use super::lexer::{Pos, Word};
+use super::local::FileConfig;
 use super::ConfigError;
 
 /// The port NOTIFY goes to when an address names none.

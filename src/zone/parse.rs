@@ -266,7 +266,11 @@ fn at_origin<'t>(text: &'t str, origin: &Name) -> Cow<'t, str> {
         let mut words = line.split_whitespace();
         if words.next().is_some_and(|w| w.eq_ignore_ascii_case("$ORIGIN")) {
             if let Some(o) = words.next() {
-                current = if o.ends_with('.') { o.to_string() } else { format!("{o}.{current}") };
+                current = if o.ends_with('.') {
+                    o.to_string()
+                } else {
+                    format!("{o}.{current}")
+                };
             }
         }
         let (code, comment) = line.split_once(';').map_or((line, None), |(c, r)| (c, Some(r)));
@@ -345,8 +349,14 @@ fn unescape_label(label: &[u8]) -> Vec<u8> {
     let mut i = 0;
     while i < label.len() {
         let piece = label.get(i..i + whole);
-        let byte = piece.filter(|p| p[..head.len()].eq_ignore_ascii_case(head) && p[head.len() + 3..].eq_ignore_ascii_case(tail))
-            .and_then(|p| std::str::from_utf8(&p[head.len()..head.len() + 3]).ok()?.parse::<u8>().ok());
+        let byte = piece
+            .filter(|p| p[..head.len()].eq_ignore_ascii_case(head) && p[head.len() + 3..].eq_ignore_ascii_case(tail))
+            .and_then(|p| {
+                std::str::from_utf8(&p[head.len()..head.len() + 3])
+                    .ok()?
+                    .parse::<u8>()
+                    .ok()
+            });
         match byte {
             Some(b) => {
                 out.push(b);

@@ -92,7 +92,13 @@ pub fn ask(q: &Query, server: SocketAddr, wait: Duration) -> Result<Option<Messa
 /// or holds one SOA alone: an IXFR of the current serial), read as one
 /// reply whose answer is the messages' answers in order (at most 10,000
 /// messages, each within `wait`).
-fn transfer(local: IpAddr, server: SocketAddr, bytes: &[u8], id: u16, wait: Duration) -> Result<Option<Message>, String> {
+fn transfer(
+    local: IpAddr,
+    server: SocketAddr,
+    bytes: &[u8],
+    id: u16,
+    wait: Duration,
+) -> Result<Option<Message>, String> {
     let mut conn = connect(local, server)?;
     send_tcp(&mut conn, bytes, wait)?;
     let mut whole: Option<Message> = None;
@@ -113,7 +119,11 @@ fn transfer(local: IpAddr, server: SocketAddr, bytes: &[u8], id: u16, wait: Dura
         } else {
             all.answers.extend(m.answers);
         }
-        let soas = all.answers.iter().filter(|r| r.record_type() == RecordType::SOA).count();
+        let soas = all
+            .answers
+            .iter()
+            .filter(|r| r.record_type() == RecordType::SOA)
+            .count();
         let opened = all.answers.first().is_some_and(|r| r.record_type() == RecordType::SOA);
         let done = !opened || soas >= 2 || (n == 0 && all.answers.len() == 1);
         if done || all.metadata.response_code != hickory_proto::op::ResponseCode::NoError {

@@ -45,7 +45,12 @@ impl ZoneFile {
 
     /// The labels of the longest origin holding `qname`, if one does.
     pub fn depth(&self, qname: &Name) -> Option<u8> {
-        self.cfg.zones.iter().filter(|z| z.zone_of(qname)).map(Name::num_labels).max()
+        self.cfg
+            .zones
+            .iter()
+            .filter(|z| z.zone_of(qname))
+            .map(Name::num_labels)
+            .max()
     }
 
     /// The zone's answer written into `out`; a CNAME chain leaving the

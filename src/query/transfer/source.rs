@@ -55,17 +55,17 @@ impl Source {
                 let cluster = cluster?;
                 let snap = arc_swap::Guard::into_inner(cluster.store.load());
                 snap.synced
-                    .then(|| Walker::Cluster(Walk::new(cluster, snap, zone), cluster))
+                    .then(|| Walker::Cluster(Box::new(Walk::new(cluster, snap, zone)), cluster))
             }
-            Source::File(_, loaded) => FileWalk::new(loaded.load_full()).map(Walker::File),
+            Source::File(_, loaded) => FileWalk::new(loaded.load_full()).map(|w| Walker::File(Box::new(w))),
         }
     }
 }
 
 /// A walk through one zone, whichever its source.
 pub enum Walker<'c> {
-    Cluster(Walk, &'c Cluster),
-    File(FileWalk),
+    Cluster(Box<Walk>, &'c Cluster),
+    File(Box<FileWalk>),
 }
 
 impl Walker<'_> {
