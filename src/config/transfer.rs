@@ -269,6 +269,26 @@ mod tests {
     }
 
     #[test]
+    fn a_file_origin_may_be_transferred() {
+        let dir = std::env::temp_dir().join(format!("clusterdns-transfer-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let db = dir.join("db");
+        std::fs::write(&db, "example.org. 60 IN SOA ns hm 1 2 3 4 5\n").expect("write zone");
+        let text = |zone: &str| {
+            format!(
+                "example.org:53 {{\n    file {} {{\n    }}\n    transfer {zone} {{\n        to *\n    }}\n}}\n",
+                db.display()
+            )
+        };
+        assert!(load(&text("")).is_ok(), "the block's zone is the file's origin");
+        let errors = load(&text("example.com")).expect_err("no plugin serves example.com");
+        assert!(
+            errors[0].contains("no plugin of this block serves zone transfers for 'example.com.'"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
     fn without_a_kubernetes_or_file_directive_it_is_an_error() {
         let errors = load(".:53 {\n    transfer {\n        to *\n    }\n}\n").expect_err("needs kubernetes");
         assert_eq!(errors.len(), 1, "{errors:?}");

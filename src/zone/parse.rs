@@ -36,7 +36,8 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     }
     let text = with_default_ttl(&at_origin(&rewrite(text), origin));
     let parser = hickory_proto::serialize::txt::Parser::new(text, path.map(Path::to_path_buf), Some(origin.clone()));
-    let (origin, sets) = parser.parse().map_err(|e| e.to_string())?;
+    // The zone is the origin asked for (a later $ORIGIN moves only relative names).
+    let (_, sets) = parser.parse().map_err(|e| e.to_string())?;
     let origin = origin.to_lowercase();
     let mut soa = None;
     let mut apex_ns = Vec::new();
@@ -399,6 +400,30 @@ mod tests {
         );
         assert_eq!(www[0].name.to_ascii(), "www.example.org.");
         assert_eq!(www[0].data.to_string(), "dname.example.org.");
+    }
+
+    #[test]
+    fn at_in_data_escaped_owners_missing_ttls_and_a_later_origin_load_as_miekg_reads_them() {
+        let origin = Name::from_ascii("example.org.").expect("test data");
+        let text = "@ IN SOA ns hostmaster 1 2 3 4 5\ncname IN CNAME @ ; the apex\n$ORIGIN sub.example.org.\nsrv IN SRV 0 0 80 @\nHome\\032Media IN A 192.0.2.1\n";
+        let z = parse(text, None, &origin).expect("test data");
+        assert_eq!(z.soa().ttl, 3600, "no $TTL and no TTL: 3600");
+        let cname = z.get(
+            &Name::from_ascii("cname.example.org.").expect("test data"),
+            RecordType::CNAME,
+        );
+        assert_eq!(cname[0].data.to_string(), "example.org.");
+        let srv = z.get(
+            &Name::from_ascii("srv.sub.example.org.").expect("test data"),
+            RecordType::SRV,
+        );
+        assert_eq!(
+            srv[0].data.to_string(),
+            "0 0 80 sub.example.org.",
+            "`@` is the $ORIGIN in force"
+        );
+        let spaced = Name::from_labels([&b"home media"[..], b"sub", b"example", b"org"]).expect("test data");
+        assert_eq!(z.get(&spaced, RecordType::A).len(), 1, "\\032 is a space in the label");
     }
 
     #[test]
