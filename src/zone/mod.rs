@@ -19,6 +19,7 @@ use hickory_proto::rr::{Name, Record, RecordType};
 
 pub mod lookup;
 mod parse;
+mod text;
 
 pub use lookup::{Found, Outcome};
 pub(crate) use parse::{dname, dname_target};
