@@ -363,7 +363,17 @@ impl Runtime {
         });
         built.live.acl.extend(acl_stats.clone());
         let files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
-        let transfer = Transfer::start(&server.transfers, cluster.as_ref(), &files, server_label(server));
+        let external = server
+            .k8s_external
+            .clone()
+            .map(|e| Arc::new(K8sExternal::new(Arc::new(e))));
+        let transfer = Transfer::start(
+            &server.transfers,
+            cluster.as_ref(),
+            &files,
+            external.as_ref(),
+            server_label(server),
+        );
         built.live.transfers.extend(transfer.as_ref().map(|t| t.stats.clone()));
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {

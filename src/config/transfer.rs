@@ -4,8 +4,8 @@
 //! to them when a zone changes (CoreDNS's `transfer` plugin).
 //!
 //! Without ZONES the block's zones apply. Each zone must cover a forward
-//! zone of the block's `kubernetes` directive or an origin of one of its
-//! `file` directives (checked with the block: [`check`]); the zones
+//! zone of the block's `kubernetes` or `k8s_external` directive or an
+//! origin of one of its `file` directives (checked with the block: [`check`]); the zones
 //! transferred are those under it.
 
 use std::net::{IpAddr, SocketAddr};
@@ -14,6 +14,7 @@ use hickory_proto::rr::Name;
 
 use super::args::{zone, Args};
 use super::blocks::Directive;
+use super::k8s_external::K8sExternalConfig;
 use super::kubernetes::KubernetesConfig;
 use super::lexer::{Pos, Word};
 use super::local::FileConfig;
@@ -129,11 +130,20 @@ fn to(w: &Word, errors: &mut Vec<ConfigError>) -> Option<To> {
 }
 
 /// The zones a block's plugins can transfer: the `kubernetes`
-/// directive's forward zones, then every `file` origin (CoreDNS's
-/// Transferers in plugin order).
-pub fn transferable<'a>(k: Option<&'a KubernetesConfig>, files: &'a [FileConfig]) -> Vec<&'a Name> {
-    let cluster = k.into_iter().flat_map(|k| k.zones.iter().filter(|z| !is_reverse(z)));
-    cluster.chain(files.iter().flat_map(|f| f.zones.iter())).collect()
+/// directive's forward zones, the `k8s_external` directive's, then every
+/// `file` origin (CoreDNS's Transferers in plugin order).
+pub fn transferable<'a>(
+    k: Option<&'a KubernetesConfig>,
+    files: &'a [FileConfig],
+    external: Option<&'a K8sExternalConfig>,
+) -> Vec<&'a Name> {
+    let forward = |zones: &'a [Name]| zones.iter().filter(|z| !is_reverse(z));
+    let cluster = k.into_iter().flat_map(|k| forward(&k.zones));
+    let external = external.into_iter().flat_map(|e| forward(&e.zones));
+    cluster
+        .chain(external)
+        .chain(files.iter().flat_map(|f| f.zones.iter()))
+        .collect()
 }
 
 /// The zones `cfg` transfers: those of `zones` ([`transferable`]) under
@@ -158,15 +168,16 @@ pub fn check(
     transfers: &[TransferConfig],
     k: Option<&KubernetesConfig>,
     files: &[FileConfig],
+    external: Option<&K8sExternalConfig>,
     errors: &mut Vec<ConfigError>,
 ) {
-    let zones = transferable(k, files);
+    let zones = transferable(k, files, external);
     let served: Vec<String> = zones.iter().map(ToString::to_string).collect();
     for t in transfers {
         if zones.is_empty() {
             errors.push(ConfigError::new(
                 &t.pos,
-                "transfer: needs a kubernetes or file directive in this server block (their zones are the ones transferred)",
+                "transfer: needs a kubernetes, k8s_external or file directive in this server block (their zones are the ones transferred)",
             ));
             continue;
         }
@@ -179,7 +190,7 @@ pub fn check(
                 errors.push(ConfigError::new(
                     &t.pos,
                     format!(
-                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes and file zones: {})",
+                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes, k8s_external and file zones: {})",
                         served.join(" ")
                     ),
                 ));
@@ -293,7 +304,7 @@ mod tests {
         let errors = load(".:53 {\n    transfer {\n        to *\n    }\n}\n").expect_err("needs kubernetes");
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
-            errors[0].starts_with("/tmp/Corefile:2:5: transfer: needs a kubernetes or file directive"),
+            errors[0].starts_with("/tmp/Corefile:2:5: transfer: needs a kubernetes, k8s_external or file directive"),
             "{errors:?}"
         );
     }

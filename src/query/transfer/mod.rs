@@ -1,8 +1,8 @@
 //! `transfer`: the `kubernetes` plugin's zones (the cluster zone, and
-//! `clusterset.local` with `multicluster`) and the `file` plugin's sent to
-//! secondaries by AXFR over TCP, and NOTIFY to them when a zone changes
-//! (CoreDNS's `transfer` plugin with its kubernetes and file `Transfer`;
-//! [`source`] reads either).
+//! `clusterset.local` with `multicluster`), the `k8s_external` plugin's and
+//! the `file` plugin's sent to secondaries by AXFR over TCP, and NOTIFY to
+//! them when a zone changes (CoreDNS's `transfer` plugin with those
+//! plugins' `Transfer`; [`source`] reads each).
 //!
 //! 1. `tcp.rs` hands every whole frame asking AXFR or IXFR ([`asks`]) to
 //!    [`serve`]; a request no `transfer` of the block covers, or from a
@@ -19,6 +19,7 @@
 //! 4. [`notify`] sends NOTIFY to every `to` address but `*` when the serial
 //!    changes (a new snapshot; a zone file reloaded with a new serial).
 
+mod external;
 mod notify;
 pub mod source;
 mod stats;
@@ -37,6 +38,7 @@ pub use stats::{render, TransferStats};
 
 use super::plugins::cluster::Cluster;
 use super::plugins::file::ZoneFile;
+use super::plugins::k8s_external::K8sExternal;
 use crate::config::transfer::{transferable, TransferConfig};
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use source::Source;
@@ -71,13 +73,21 @@ impl Transfer {
         transfers: &[TransferConfig],
         cluster: Option<&Cluster>,
         files: &[ZoneFile],
+        external: Option<&Arc<K8sExternal>>,
         server: String,
     ) -> Option<Arc<Transfer>> {
-        let forward = transferable(cluster.map(|c| &*c.cfg), &[]);
+        let forward = transferable(cluster.map(|c| &*c.cfg), &[], None);
         let mut sources: Vec<Source> = (cluster.into_iter().flat_map(|c| c.zones.iter()))
             .filter(|z| forward.contains(&&z.name))
             .map(|z| Source::Cluster(z.clone()))
             .collect();
+        if let (Some(ext), Some(c)) = (external, cluster) {
+            for zone in transferable(None, &[], Some(&ext.cfg)) {
+                if !sources.iter().any(|s| s.name() == zone) {
+                    sources.push(Source::External(zone.clone(), ext.clone(), c.store.clone()));
+                }
+            }
+        }
         for (origin, loaded) in files.iter().flat_map(ZoneFile::origins) {
             if !sources.iter().any(|s| s.name() == origin) {
                 sources.push(Source::File(origin.clone(), loaded.clone()));
