@@ -102,21 +102,8 @@ impl ExternalWalk {
             (base.clone(), RecordType::AAAA),
             (base.clone(), RecordType::SRV),
         ];
-        let mut ports: Vec<(&str, &str)> = service
-            .ports
-            .iter()
-            .chain(service.slices.iter().flat_map(|s| s.ports.iter()))
-            .filter(|p| !p.name.is_empty())
-            .map(|p| (&*p.name, p.proto.label()))
-            .collect();
-        ports.sort_unstable();
-        ports.dedup();
-        for (port, proto) in ports {
-            names.push((
-                prefixed(&base, &[&format!("_{port}"), &format!("_{proto}")]),
-                RecordType::SRV,
-            ));
-        }
+        let slices = service.slices.iter().flat_map(|s| s.ports.iter());
+        super::zone::ports(&mut names, &base, service.ports.iter().chain(slices));
         if ext_headless(service) {
             let mut hosts: Vec<String> = service.endpoints().map(|e| e.host().into_owned()).collect();
             hosts.sort_unstable();
