@@ -362,9 +362,18 @@ impl Runtime {
             Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
         });
         built.live.acl.extend(acl_stats.clone());
-        let transfer = cluster
-            .as_ref()
-            .and_then(|c| Transfer::start(&server.transfers, c, server_label(server)));
+        let files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
+        let external = server
+            .k8s_external
+            .clone()
+            .map(|e| Arc::new(K8sExternal::new(Arc::new(e))));
+        let transfer = Transfer::start(
+            &server.transfers,
+            cluster.as_ref(),
+            &files,
+            external.as_ref(),
+            server_label(server),
+        );
         built.live.transfers.extend(transfer.as_ref().map(|t| t.stats.clone()));
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
@@ -374,7 +383,7 @@ impl Runtime {
             zones: server.zones.clone(),
             zone_stats: Vec::new(),
             hosts: server.hosts.clone().map(Hosts::new),
-            files: server.files.iter().cloned().map(ZoneFile::new).collect(),
+            files,
             cluster,
             forwarding,
             loop_probe,

@@ -280,11 +280,19 @@ fn run_server(
             ));
             continue;
         };
+        if let Some((name, with)) = &c.replace {
+            let done = match with {
+                Some(with) => std::fs::copy(dir.join(with), dir.join(name)).map(drop),
+                None => std::fs::remove_file(dir.join(name)),
+            };
+            if let Err(e) = done {
+                o.failures
+                    .push(format!("{shown}:{}: {}: replace {name}: {e}", c.line, c.name));
+                continue;
+            }
+        }
         std::thread::sleep(c.want.wait);
-        let mut problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
-            Ok(reply) => wire::compare(&c.want, reply.as_ref()),
-            Err(e) => vec![e],
-        };
+        let mut problems = ask_until(c, to);
         problems.extend(asked(&c.query, &c.want, upstreams));
         let why = c
             .differs
@@ -292,6 +300,22 @@ fn run_server(
             .map_or(String::new(), |d| format!(" (differs on purpose: {d})"));
         let problems = (!problems.is_empty()).then(|| format!("{why}:\n    {}", problems.join("\n    ")));
         judge(o, shown, c.line, &c.name, c.gap.as_deref(), problems.as_deref());
+    }
+}
+
+/// What is wrong with the reply to case `c`: asked once, or with `until`
+/// again every 100 ms until nothing is (the last reply judged).
+fn ask_until(c: &table::Case, to: std::net::SocketAddr) -> Vec<String> {
+    let deadline = std::time::Instant::now() + c.want.until;
+    loop {
+        let problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
+            Ok(reply) => wire::compare(&c.want, reply.as_ref()),
+            Err(e) => vec![e],
+        };
+        if problems.is_empty() || std::time::Instant::now() >= deadline {
+            return problems;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 

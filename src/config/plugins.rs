@@ -91,7 +91,13 @@ pub fn server(
             ));
         }
     }
-    super::transfer::check(&server.transfers, server.kubernetes.as_ref(), errors);
+    super::transfer::check(
+        &server.transfers,
+        server.kubernetes.as_ref(),
+        &server.files,
+        server.k8s_external.as_ref(),
+        errors,
+    );
     if let Some(e) = server.k8s_external.as_ref().filter(|_| server.kubernetes.is_none()) {
         errors.push(ConfigError::new(
             &e.pos,

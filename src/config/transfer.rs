@@ -1,11 +1,12 @@
 //! `transfer [ZONES...] { to ADDRESS... | *; source ADDRESS }`: zone
 //! transfers (AXFR, IXFR answered as AXFR) of the `kubernetes` plugin's
-//! zones to the listed secondaries, and NOTIFY to them when the zone
-//! changes (CoreDNS's `transfer` plugin).
+//! zones and of the `file` plugin's to the listed secondaries, and NOTIFY
+//! to them when a zone changes (CoreDNS's `transfer` plugin).
 //!
 //! Without ZONES the block's zones apply. Each zone must cover a forward
-//! zone of the block's `kubernetes` directive (checked with the block:
-//! [`check`]); the zones transferred are the `kubernetes` zones under it.
+//! zone of the block's `kubernetes` or `k8s_external` directive or an
+//! origin of one of its `file` directives (checked with the block: [`check`]); the zones
+//! transferred are those under it.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -13,8 +14,10 @@ use hickory_proto::rr::Name;
 
 use super::args::{zone, Args};
 use super::blocks::Directive;
+use super::k8s_external::K8sExternalConfig;
 use super::kubernetes::KubernetesConfig;
 use super::lexer::{Pos, Word};
+use super::local::FileConfig;
 use super::ConfigError;
 
 /// The port NOTIFY goes to when an address names none.
@@ -126,12 +129,30 @@ fn to(w: &Word, errors: &mut Vec<ConfigError>) -> Option<To> {
     }
 }
 
-/// The zones `cfg` transfers: the `kubernetes` directive's forward zones
-/// under one of its zones.
-pub fn transferred<'k>(cfg: &TransferConfig, k: &'k KubernetesConfig) -> Vec<&'k Name> {
-    k.zones
+/// The zones a block's plugins can transfer: the `kubernetes`
+/// directive's forward zones, the `k8s_external` directive's, then every
+/// `file` origin (CoreDNS's Transferers in plugin order).
+pub fn transferable<'a>(
+    k: Option<&'a KubernetesConfig>,
+    files: &'a [FileConfig],
+    external: Option<&'a K8sExternalConfig>,
+) -> Vec<&'a Name> {
+    let forward = |zones: &'a [Name]| zones.iter().filter(|z| !is_reverse(z));
+    let cluster = k.into_iter().flat_map(|k| forward(&k.zones));
+    let external = external.into_iter().flat_map(|e| forward(&e.zones));
+    cluster
+        .chain(external)
+        .chain(files.iter().flat_map(|f| f.zones.iter()))
+        .collect()
+}
+
+/// The zones `cfg` transfers: those of `zones` ([`transferable`]) under
+/// one of its zones.
+pub fn transferred<'z>(cfg: &TransferConfig, zones: &[&'z Name]) -> Vec<&'z Name> {
+    zones
         .iter()
-        .filter(|z| !is_reverse(z) && cfg.zones.iter().any(|t| t.zone_of(z)))
+        .copied()
+        .filter(|z| cfg.zones.iter().any(|t| t.zone_of(z)))
         .collect()
 }
 
@@ -141,33 +162,35 @@ fn is_reverse(zone: &Name) -> bool {
 }
 
 /// The block-level rule: each `transfer` zone must hold a zone that the
-/// block's `kubernetes` directive serves (the only plugin whose zones
-/// clusterdns transfers).
-pub fn check(transfers: &[TransferConfig], k: Option<&KubernetesConfig>, errors: &mut Vec<ConfigError>) {
+/// block's `kubernetes` or `file` directives serve (the plugins whose
+/// zones clusterdns transfers).
+pub fn check(
+    transfers: &[TransferConfig],
+    k: Option<&KubernetesConfig>,
+    files: &[FileConfig],
+    external: Option<&K8sExternalConfig>,
+    errors: &mut Vec<ConfigError>,
+) {
+    let zones = transferable(k, files, external);
+    let served: Vec<String> = zones.iter().map(ToString::to_string).collect();
     for t in transfers {
-        let Some(k) = k else {
+        if zones.is_empty() {
             errors.push(ConfigError::new(
                 &t.pos,
-                "transfer: needs a kubernetes directive in this server block (its zones are the ones transferred)",
+                "transfer: needs a kubernetes, k8s_external or file directive in this server block (their zones are the ones transferred)",
             ));
             continue;
-        };
-        let served: Vec<String> = k
-            .zones
-            .iter()
-            .filter(|z| !is_reverse(z))
-            .map(ToString::to_string)
-            .collect();
+        }
         for zone in &t.zones {
             let one = TransferConfig {
                 zones: vec![zone.clone()],
                 ..t.clone()
             };
-            if transferred(&one, k).is_empty() {
+            if transferred(&one, &zones).is_empty() {
                 errors.push(ConfigError::new(
                     &t.pos,
                     format!(
-                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes zones: {})",
+                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes, k8s_external and file zones: {})",
                         served.join(" ")
                     ),
                 ));
@@ -257,11 +280,31 @@ mod tests {
     }
 
     #[test]
-    fn without_the_kubernetes_directive_it_is_an_error() {
+    fn a_file_origin_may_be_transferred() {
+        let dir = std::env::temp_dir().join(format!("clusterdns-transfer-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let db = dir.join("db");
+        std::fs::write(&db, "example.org. 60 IN SOA ns hm 1 2 3 4 5\n").expect("write zone");
+        let text = |zone: &str| {
+            format!(
+                "example.org:53 {{\n    file {} {{\n    }}\n    transfer {zone} {{\n        to *\n    }}\n}}\n",
+                db.display()
+            )
+        };
+        assert!(load(&text("")).is_ok(), "the block's zone is the file's origin");
+        let errors = load(&text("example.com")).expect_err("no plugin serves example.com");
+        assert!(
+            errors[0].contains("no plugin of this block serves zone transfers for 'example.com.'"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn without_a_kubernetes_or_file_directive_it_is_an_error() {
         let errors = load(".:53 {\n    transfer {\n        to *\n    }\n}\n").expect_err("needs kubernetes");
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
-            errors[0].starts_with("/tmp/Corefile:2:5: transfer: needs a kubernetes directive"),
+            errors[0].starts_with("/tmp/Corefile:2:5: transfer: needs a kubernetes, k8s_external or file directive"),
             "{errors:?}"
         );
     }

@@ -17,8 +17,9 @@
 //! chain that leaves the zone stops at its last CNAME and names the target
 //! in [`Found::outside`], for the server to look up through its own
 //! plugins as CoreDNS does. A target inside the zone without records of its
-//! own (a wildcard's name, a missing name) is looked up again from the
-//! apex, at most 8 times deep: beyond, SERVFAIL.
+//! own (a wildcard's name) is looked up again from the apex, at most 8
+//! times deep: beyond, SERVFAIL; a target the zone does not have at all is
+//! named in [`Found::outside`] too (a longer zone may hold it).
 
 use std::collections::HashSet;
 
@@ -190,6 +191,13 @@ impl Zone {
             let apex_only = qtype == RecordType::NS || (qtype == RecordType::SOA && target == self.origin);
             if !self.owns(&target) || apex_only {
                 let again = self.find(&target, qtype, depth + 1);
+                if again.outcome == Outcome::NameError && !apex_only {
+                    // Not here: CoreDNS asks the whole server, where a
+                    // longer zone (another `file`, another plugin) may hold it.
+                    let mut found = self.finish(answer, Outcome::Success);
+                    found.outside = Some(target);
+                    return found;
+                }
                 let outcome = match again.outcome {
                     Outcome::Success if again.answer.is_empty() => Outcome::NoData,
                     outcome => outcome,

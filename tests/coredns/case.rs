@@ -6,6 +6,15 @@
 use crate::table::{Case, Query};
 
 pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> Result<(), String> {
+    if word == "replace" {
+        let (name, with) = rest.split_once(' ').ok_or("replace needs NAME WITH")?;
+        c.replace = Some((name.to_string(), Some(with.trim().to_string())));
+        return Ok(());
+    }
+    if word == "remove" {
+        c.replace = Some((rest.to_string(), None));
+        return Ok(());
+    }
     let w = &mut c.want;
     match (word, rest) {
         ("query", _) => {
@@ -78,6 +87,13 @@ pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> 
         }
         ("opt", _) => w.opt = Some(opt(rest)?),
         ("question", _) => w.question = Some(rest.split_whitespace().collect::<Vec<_>>().join(" ")),
+        ("until", n) => {
+            let secs: f64 = n.parse().map_err(|_| format!("bad until '{n}'"))?;
+            if !(0.0..=10.0).contains(&secs) {
+                return Err(format!("until {n}: at most 10 seconds"));
+            }
+            w.until = std::time::Duration::from_secs_f64(secs);
+        }
         ("ttl-slack", n) => w.ttl_slack = n.parse().map_err(|_| format!("bad ttl-slack '{n}'"))?,
         ("no", "reply") => w.no_reply = true,
         ("ede", "none") => w.ede = Some(None),
@@ -115,7 +131,7 @@ fn opt(rest: &str) -> Result<crate::table::Opt, String> {
     })
 }
 
-/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd] [ad] [aa]`
+/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd] [ad] [aa] [serial N]`
 fn query(rest: &str) -> Result<Query, String> {
     let mut words = rest.split_whitespace();
     let name = words.next().ok_or("query needs a name")?.to_string();
@@ -142,6 +158,14 @@ fn query(rest: &str) -> Result<Query, String> {
                 )
             }
             "noedns" => q.edns = None,
+            "serial" => {
+                q.serial = Some(
+                    words
+                        .next()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or("serial needs a number")?,
+                )
+            }
             "do" => {
                 q.dnssec_ok = true;
                 q.edns.get_or_insert(4096);

@@ -89,13 +89,41 @@ fn quote(bytes: &[u8]) -> String {
     s
 }
 
-fn name(text: &str) -> Result<Name, String> {
+/// A name as zone-file text; `\DDD` and `\X` escapes (a space, a dot
+/// inside a label) are decoded into the label's bytes.
+pub fn name(text: &str) -> Result<Name, String> {
     let text = if text.ends_with('.') {
         text.to_string()
     } else {
         format!("{text}.")
     };
-    Name::from_ascii(&text).map_err(|e| format!("bad name '{text}': {e}"))
+    if !text.contains('\\') {
+        return Name::from_ascii(&text).map_err(|e| format!("bad name '{text}': {e}"));
+    }
+    let (mut labels, mut label) = (Vec::new(), Vec::new());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\\' => {
+                let first = bytes.next().ok_or_else(|| format!("bad escape in '{text}'"))?;
+                if first.is_ascii_digit() {
+                    let digits = [first, bytes.next().unwrap_or(b'x'), bytes.next().unwrap_or(b'x')];
+                    let n: u8 = std::str::from_utf8(&digits)
+                        .ok()
+                        .and_then(|d| d.parse().ok())
+                        .ok_or_else(|| format!("bad escape in '{text}'"))?;
+                    label.push(n);
+                } else {
+                    label.push(first);
+                }
+            }
+            b'.' => labels.push(std::mem::take(&mut label)),
+            other => label.push(other),
+        }
+    }
+    let mut n = Name::from_labels(labels).map_err(|e| format!("bad name '{text}': {e}"))?;
+    n.set_fqdn(true);
+    Ok(n)
 }
 
 fn num<T: std::str::FromStr>(text: Option<&String>, what: &str) -> Result<T, String> {

@@ -39,6 +39,10 @@ pub struct Case {
     /// `gap: REASON`: clusterdns does not do this yet; the row must still
     /// fail (a row that passes fails the run until the marker goes).
     pub gap: Option<String>,
+    /// `replace NAME WITH`: before the query, table file WITH's text is
+    /// written over file NAME (a zone file changed while the server runs);
+    /// `remove NAME` (no WITH): file NAME is deleted.
+    pub replace: Option<(String, Option<String>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -57,6 +61,9 @@ pub struct Query {
     pub ad: bool,
     /// `aa`: the AA bit set in the query (meaningless; servers ignore it).
     pub aa: bool,
+    /// `serial N`: an SOA with this serial in the authority section (the
+    /// serial an IXFR says the client holds).
+    pub serial: Option<u32>,
 }
 
 impl Query {
@@ -75,6 +82,7 @@ impl Query {
             cd: false,
             ad: false,
             aa: false,
+            serial: None,
         }
     }
 }
@@ -109,6 +117,9 @@ pub struct Want {
     pub opt: Option<Opt>,
     /// `question NAME TYPE`: the reply's question, as text.
     pub question: Option<String>,
+    /// `until SECONDS` (at most 10): the query is asked again every 100 ms
+    /// until the reply matches, for at most this long (a reload to land).
+    pub until: std::time::Duration,
 }
 
 /// What a reply's OPT record must be: absent, or present with this payload
@@ -148,6 +159,7 @@ impl Default for Want {
             wait: std::time::Duration::ZERO,
             opt: None,
             question: None,
+            until: std::time::Duration::ZERO,
         }
     }
 }
@@ -278,6 +290,7 @@ impl Row {
                     want: Want::default(),
                     differs: None,
                     gap: None,
+                    replace: None,
                 }),
                 false,
             )

@@ -9,7 +9,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query as Question};
-use hickory_proto::rr::{DNSClass, Name, RecordType};
+use hickory_proto::rr::{DNSClass, RecordType};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use crate::records;
@@ -20,8 +20,11 @@ const WAIT: Duration = Duration::from_secs(2);
 const SILENCE: Duration = Duration::from_millis(800);
 
 fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
-    let name = Name::from_ascii(&q.name).map_err(|e| format!("bad query name '{}': {e}", q.name))?;
-    let qtype: RecordType = q.qtype.parse().map_err(|_| format!("bad query type '{}'", q.qtype))?;
+    let name = records::name(&q.name).map_err(|e| format!("bad query name: {e}"))?;
+    let qtype: RecordType = match q.qtype.as_str() {
+        "IXFR" => RecordType::IXFR, // hickory parses no IXFR from text
+        t => t.parse().map_err(|_| format!("bad query type '{t}'"))?,
+    };
     let class: DNSClass = match q.class.as_str() {
         "CHAOS" => DNSClass::CH,
         c => c.parse().map_err(|_| format!("bad class '{c}'"))?,
@@ -34,6 +37,10 @@ fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
     let mut question = Question::query(name, qtype);
     question.set_query_class(class);
     m.add_query(question);
+    if let Some(serial) = q.serial {
+        let soa = format!("{} 0 IN SOA . . {serial} 0 0 0 0", q.name);
+        m.add_authority(crate::records::parse(&soa)?);
+    }
     if let Some(size) = q.edns {
         let mut e = Edns::new();
         e.set_max_payload(size);
@@ -62,8 +69,13 @@ pub fn ask(q: &Query, server: SocketAddr, wait: Duration) -> Result<Option<Messa
     } else {
         IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
     });
+    if q.tcp && matches!(q.qtype.as_str(), "AXFR" | "IXFR") {
+        return transfer(local, server, &bytes, id, wait);
+    }
     let reply = if q.tcp {
-        tcp(local, server, &bytes, wait)?
+        let mut conn = connect(local, server)?;
+        send_tcp(&mut conn, &bytes, wait)?;
+        read_tcp(&mut conn)?
     } else {
         udp(local, server, &bytes, id, wait)?
     };
@@ -73,6 +85,52 @@ pub fn ask(q: &Query, server: SocketAddr, wait: Duration) -> Result<Option<Messa
         return Err(format!("reply ID {} for query ID {id}", m.metadata.id));
     }
     Ok(Some(m))
+}
+
+/// A zone transfer over TCP: every message up to the one that ends it (a
+/// second SOA; or a first message that is not NOERROR, holds no SOA first,
+/// or holds one SOA alone: an IXFR of the current serial), read as one
+/// reply whose answer is the messages' answers in order (at most 10,000
+/// messages, each within `wait`).
+fn transfer(
+    local: IpAddr,
+    server: SocketAddr,
+    bytes: &[u8],
+    id: u16,
+    wait: Duration,
+) -> Result<Option<Message>, String> {
+    let mut conn = connect(local, server)?;
+    send_tcp(&mut conn, bytes, wait)?;
+    let mut whole: Option<Message> = None;
+    for n in 0..10_000 {
+        let Some(reply) = read_tcp(&mut conn)? else {
+            return match whole {
+                None => Ok(None),
+                Some(_) => Err(format!("transfer cut short after {n} messages (no closing SOA)")),
+            };
+        };
+        let m = strict(&reply)?;
+        if m.metadata.id != id {
+            return Err(format!("transfer message {n}: ID {} for query ID {id}", m.metadata.id));
+        }
+        let all = whole.get_or_insert_with(|| Message::new(id, MessageType::Response, OpCode::Query));
+        if n == 0 {
+            *all = m;
+        } else {
+            all.answers.extend(m.answers);
+        }
+        let soas = all
+            .answers
+            .iter()
+            .filter(|r| r.record_type() == RecordType::SOA)
+            .count();
+        let opened = all.answers.first().is_some_and(|r| r.record_type() == RecordType::SOA);
+        let done = !opened || soas >= 2 || (n == 0 && all.answers.len() == 1);
+        if done || all.metadata.response_code != hickory_proto::op::ResponseCode::NoError {
+            return Ok(whole);
+        }
+    }
+    Err("transfer of more than 10,000 messages".into())
 }
 
 fn udp(local: IpAddr, server: SocketAddr, bytes: &[u8], id: u16, wait: Duration) -> Result<Option<Vec<u8>>, String> {
@@ -111,15 +169,19 @@ fn connect(local: IpAddr, server: SocketAddr) -> Result<TcpStream, String> {
     Ok(TcpStream::from(fd))
 }
 
-fn tcp(local: IpAddr, server: SocketAddr, bytes: &[u8], wait: Duration) -> Result<Option<Vec<u8>>, String> {
-    let mut conn = connect(local, server)?;
+/// Writes one framed message; replies are then read within `wait` each.
+fn send_tcp(conn: &mut TcpStream, bytes: &[u8], wait: Duration) -> Result<(), String> {
     let _ = conn.set_read_timeout(Some(wait));
     let mut frame = u16::try_from(bytes.len())
         .map_err(|_| "query too long")?
         .to_be_bytes()
         .to_vec();
     frame.extend_from_slice(bytes);
-    conn.write_all(&frame).map_err(|e| format!("tcp write: {e}"))?;
+    conn.write_all(&frame).map_err(|e| format!("tcp write: {e}"))
+}
+
+/// The next framed message; `None` when none comes (or the server closed).
+fn read_tcp(conn: &mut TcpStream) -> Result<Option<Vec<u8>>, String> {
     let mut len = [0u8; 2];
     if conn.read_exact(&mut len).is_err() {
         return Ok(None);

@@ -17,8 +17,9 @@ use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use crate::zone::{Outcome, Zone};
 
-/// The zone loaded for one origin (`None`: it never loaded).
-type Loaded = Arc<ArcSwap<Option<Zone>>>;
+/// The zone loaded for one origin (`None`: it never loaded); `transfer`
+/// reads the same one.
+pub type Loaded = Arc<ArcSwap<Option<Zone>>>;
 
 /// The `file` plugin for one zone file.
 pub struct ZoneFile {
@@ -33,8 +34,23 @@ impl ZoneFile {
         ZoneFile { cfg, zones }
     }
 
+    /// Each origin with the zone loaded for it (what `transfer` sends).
+    pub fn origins(&self) -> impl Iterator<Item = (&Name, &Loaded)> {
+        self.cfg.zones.iter().zip(&self.zones)
+    }
+
     pub fn serves(&self, qname: &Name) -> bool {
-        self.cfg.zones.iter().any(|z| z.zone_of(qname))
+        self.depth(qname).is_some()
+    }
+
+    /// The labels of the longest origin holding `qname`, if one does.
+    pub fn depth(&self, qname: &Name) -> Option<u8> {
+        self.cfg
+            .zones
+            .iter()
+            .filter(|z| z.zone_of(qname))
+            .map(Name::num_labels)
+            .max()
     }
 
     /// The zone's answer written into `out`; a CNAME chain leaving the

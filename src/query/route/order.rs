@@ -10,6 +10,7 @@ use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use super::{block, Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
+use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
 use crate::query::UNHANDLED;
@@ -89,12 +90,14 @@ fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> boo
             return true;
         }
     }
-    for file in block.files.iter().filter(|f| f.serves(qname)) {
-        if took(file.answer(qname, qtype, out), Plugin::File, out) {
-            return true;
+    // As CoreDNS's one `file` plugin for all `file` lines: the longest origin answers.
+    let mut longest: Option<(u8, &ZoneFile)> = None;
+    for file in &block.files {
+        if let Some(labels) = file.depth(qname).filter(|l| longest.is_none_or(|(best, _)| *l > best)) {
+            longest = Some((labels, file));
         }
     }
-    false
+    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, out), Plugin::File, out))
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes

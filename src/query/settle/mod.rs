@@ -210,7 +210,18 @@ pub fn put_under(prefix: &[Record], kind: ChaseKind, answer: &mut Answer) {
         ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
         ChaseKind::Target(plugin) => {
             let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
+            // `file` keeps the target's NXDOMAIN (with its SOA) or SERVFAIL,
+            // as CoreDNS's file plugin does after its upstream lookup.
+            let kept = match answer.rcode {
+                ResponseCode::NXDomain | ResponseCode::ServFail if plugin == Plugin::File => {
+                    Some((answer.rcode, std::mem::take(&mut answer.authority)))
+                }
+                _ => None,
+            };
             answer.error(ResponseCode::NoError);
+            if let Some((rcode, authority)) = kept {
+                (answer.rcode, answer.authority) = (rcode, authority);
+            }
             answer.answers = prefix.iter().cloned().chain(found).collect();
             (answer.truncated, answer.authoritative) = (truncated, true);
             answer.tags.plugin = plugin;

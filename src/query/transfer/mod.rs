@@ -1,23 +1,27 @@
 //! `transfer`: the `kubernetes` plugin's zones (the cluster zone, and
-//! `clusterset.local` with `multicluster`) sent to secondaries by AXFR
-//! over TCP, and NOTIFY to them when the zone changes (CoreDNS's
-//! `transfer` plugin with its kubernetes `Transfer`).
+//! `clusterset.local` with `multicluster`), the `k8s_external` plugin's and
+//! the `file` plugin's sent to secondaries by AXFR over TCP, and NOTIFY to
+//! them when a zone changes (CoreDNS's `transfer` plugin with those
+//! plugins' `Transfer`; [`source`] reads each).
 //!
 //! 1. `tcp.rs` hands every whole frame asking AXFR or IXFR ([`asks`]) to
 //!    [`serve`]; a request no `transfer` of the block covers, or from a
 //!    client not in `to`, goes back to the query path, which answers
 //!    REFUSED (as it answers every AXFR/IXFR over UDP, as CoreDNS does).
-//! 2. The zone is read from one snapshot ([`zone::Walk`]): SOA, the apex
-//!    NS with its address records, every name the zone answers, SOA again;
+//! 2. A cluster zone is read from one snapshot ([`zone::Walk`]): SOA, the
+//!    apex NS with its address records, every name the zone answers, SOA
+//!    again; a file zone from the zone loaded ([`source::FileWalk`]);
 //!    split into messages of at most [`BUDGET`] bytes of records, each
 //!    handed to the connection's writer as it is built, so the query path
 //!    never waits and a big zone is never held as records.
 //! 3. IXFR is answered like AXFR, or with the SOA alone when the client
 //!    already holds the current serial (RFC 1995 §2).
 //! 4. [`notify`] sends NOTIFY to every `to` address but `*` when the serial
-//!    changes.
+//!    changes (a new snapshot; a zone file reloaded with a new serial).
 
+mod external;
 mod notify;
+pub mod source;
 mod stats;
 pub mod zone;
 
@@ -33,9 +37,11 @@ use tokio::sync::mpsc;
 pub use stats::{render, TransferStats};
 
 use super::plugins::cluster::Cluster;
-use super::reply::Zone;
-use crate::config::transfer::{transferred, TransferConfig};
+use super::plugins::file::ZoneFile;
+use super::plugins::k8s_external::K8sExternal;
+use crate::config::transfer::{transferable, TransferConfig};
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
+use source::Source;
 use stats::Request;
 
 /// Bytes of records (uncompressed, an upper bound of what they take in
@@ -45,7 +51,8 @@ pub const BUDGET: usize = 60_000;
 
 /// One block's `transfer` directives, resolved to the zones they send.
 pub struct Transfer {
-    cluster: Cluster,
+    /// The block's `kubernetes` plugin, when it has one.
+    cluster: Option<Cluster>,
     zones: Vec<Xfr>,
     pub stats: Arc<TransferStats>,
 }
@@ -53,47 +60,70 @@ pub struct Transfer {
 /// One zone transferred, and the `transfer` directive that covers it (the
 /// one with the longest zone, as CoreDNS picks).
 struct Xfr {
-    zone: Zone,
+    source: Source,
     cfg: Arc<TransferConfig>,
 }
 
 impl Transfer {
-    /// The `transfer` of a block whose `kubernetes` plugin is `cluster`;
-    /// `None` without `transfer` directives. Starts its NOTIFY task.
-    pub fn start(transfers: &[TransferConfig], cluster: &Cluster, server: String) -> Option<Arc<Transfer>> {
-        let mut zones = Vec::new();
-        for zone in &cluster.zones {
-            let covering = transfers
-                .iter()
-                .filter_map(|t| {
-                    let longest = t
-                        .zones
-                        .iter()
-                        .filter(|z| z.zone_of(&zone.name))
-                        .map(|z| z.num_labels())
-                        .max();
-                    Some((longest?, t)).filter(|(_, t)| transferred(t, &cluster.cfg).contains(&&zone.name))
-                })
-                .max_by_key(|(n, _)| *n);
-            if let Some((_, t)) = covering {
-                zones.push(Xfr {
-                    zone: zone.clone(),
-                    cfg: Arc::new(t.clone()),
-                });
+    /// The `transfer` of a block whose `kubernetes` plugin is `cluster`
+    /// and whose `file` plugins are `files`; `None` without `transfer`
+    /// directives. Starts its NOTIFY tasks. A zone both serve is the
+    /// cluster's (CoreDNS asks kubernetes first).
+    pub fn start(
+        transfers: &[TransferConfig],
+        cluster: Option<&Cluster>,
+        files: &[ZoneFile],
+        external: Option<&Arc<K8sExternal>>,
+        server: String,
+    ) -> Option<Arc<Transfer>> {
+        let forward = transferable(cluster.map(|c| &*c.cfg), &[], None);
+        let mut sources: Vec<Source> = (cluster.into_iter().flat_map(|c| c.zones.iter()))
+            .filter(|z| forward.contains(&&z.name))
+            .map(|z| Source::Cluster(z.clone()))
+            .collect();
+        if let (Some(ext), Some(c)) = (external, cluster) {
+            for zone in transferable(None, &[], Some(&ext.cfg)) {
+                if !sources.iter().any(|s| s.name() == zone) {
+                    sources.push(Source::External(zone.clone(), ext.clone(), c.store.clone()));
+                }
             }
         }
+        for (origin, loaded) in files.iter().flat_map(ZoneFile::origins) {
+            if !sources.iter().any(|s| s.name() == origin) {
+                sources.push(Source::File(origin.clone(), loaded.clone()));
+            }
+        }
+        let zones: Vec<Xfr> = sources
+            .into_iter()
+            .filter_map(|source| {
+                let cfg = covering(transfers, source.name())?;
+                Some(Xfr { source, cfg })
+            })
+            .collect();
         if zones.is_empty() {
             return None;
         }
-        let names = zones.iter().map(|x| x.zone.name.to_string()).collect();
+        let names = zones.iter().map(|x| x.source.name().to_string()).collect();
         let transfer = Arc::new(Transfer {
-            cluster: Cluster::new(cluster.cfg.clone(), cluster.store.clone()),
+            cluster: cluster.map(|c| Cluster::new(c.cfg.clone(), c.store.clone())),
             zones,
             stats: Arc::new(TransferStats::new(server, names)),
         });
         notify::spawn(&transfer);
         Some(transfer)
     }
+}
+
+/// The `transfer` directive covering `zone` with its longest zone.
+fn covering(transfers: &[TransferConfig], zone: &Name) -> Option<Arc<TransferConfig>> {
+    transfers
+        .iter()
+        .filter_map(|t| {
+            let longest = t.zones.iter().filter(|z| z.zone_of(zone)).map(|z| z.num_labels()).max();
+            Some((longest?, t))
+        })
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, t)| Arc::new(t.clone()))
 }
 
 /// Whether `frame` (a whole DNS message from a TCP client) is a plain
@@ -164,7 +194,7 @@ pub async fn serve(
     let Some((transfer, stats)) = find(query.name(), query.query_type()) else {
         return false;
     };
-    let Some(i) = transfer.zones.iter().position(|x| &x.zone.name == query.name()) else {
+    let Some(i) = transfer.zones.iter().position(|x| x.source.name() == query.name()) else {
         return false;
     };
     if !transfer.zones[i].cfg.allows(peer.ip()) {
@@ -207,22 +237,20 @@ impl Transfer {
             bytes: 0,
             records: 0,
         };
-        let snap = arc_swap::Guard::into_inner(self.cluster.store.load());
-        if !snap.synced {
+        let Some(mut walk) = self.zones[i].source.walk(self.cluster.as_ref()) else {
             let rcode = ResponseCode::ServFail;
             let ok = out.send(Vec::new(), rcode).await;
             return out.sent(ok.then_some(rcode));
-        }
-        let zone = &self.zones[i].zone;
-        let mut walk = zone::Walk::new(&self.cluster, snap, zone);
-        if ixfr_serial(request).is_some_and(|held| !newer(walk.serial(), held)) {
+        };
+        let name = self.zones[i].source.name();
+        if ixfr_serial(request).is_some_and(|held| walk.current(held)) {
             self.stats.request(i, Request::Current);
-            let ok = out.send(vec![walk.soa(&self.cluster)], ResponseCode::NoError).await;
+            let ok = out.send(vec![walk.soa()], ResponseCode::NoError).await;
             return out.sent(ok.then_some(ResponseCode::NoError));
         }
         let (mut pending, mut size, mut batch) = (Vec::new(), 0, Vec::new());
         loop {
-            let more = walk.next(&self.cluster, &mut batch);
+            let more = walk.next(&mut batch);
             for record in batch.drain(..) {
                 let len = record.to_bytes().map_or(BUDGET, |b| b.len());
                 if size + len > BUDGET && !pending.is_empty() {
@@ -246,7 +274,7 @@ impl Transfer {
             target: "transfer",
             "outgoing transfer of {} records of zone {} to {} for serial {}",
             out.records,
-            zone.name,
+            name,
             peer.ip(),
             walk.serial()
         );

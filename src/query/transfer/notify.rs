@@ -1,6 +1,7 @@
 //! NOTIFY (RFC 1996) to the secondaries of a block's transferred zones
-//! when the store's serial changes: tasks of a block's `transfer`,
-//! ending when the block does (a reload builds a new one).
+//! when a zone's serial changes (the store's snapshot, a zone file
+//! reloaded): tasks of a block's `transfer`, ending when the block does (a
+//! reload builds a new one).
 //!
 //! Every (zone, `to` address but `*`) pair has its own task, so a dead
 //! secondary delays no other: each reads the serial every [`POLL`] (an
@@ -42,21 +43,22 @@ pub fn spawn(transfer: &Arc<Transfer>) {
 
 /// Notifies `to` of zone number `zone`'s changes while the block lives.
 async fn run(transfer: Weak<Transfer>, zone: usize, to: SocketAddr) {
-    let mut notified = 0u32;
+    let mut notified: Option<u32> = None;
     let mut logged: HashSet<String> = HashSet::new();
     loop {
         tokio::time::sleep(POLL).await;
         let Some(t) = transfer.upgrade() else {
             return; // the block is gone (reload, shutdown)
         };
-        let store = &t.cluster.store;
-        let serial = store.serial();
-        if serial == notified || !store.synced() {
+        let Some(x) = t.zones.get(zone) else { return };
+        let Some(serial) = x.source.serial(t.cluster.as_ref()) else {
+            continue;
+        };
+        if notified == Some(serial) {
             continue;
         }
-        notified = serial;
-        let Some(x) = t.zones.get(zone) else { return };
-        let (name, source) = (x.zone.name.clone(), x.cfg.source);
+        notified = Some(serial);
+        let (name, source) = (x.source.name().clone(), x.cfg.source);
         drop(t); // a reload does not wait for a slow secondary
         let result = notify(&name, to, source).await;
         let Some(t) = transfer.upgrade() else { return };

@@ -176,7 +176,7 @@ fn addresses(names: &mut Vec<(Name, RecordType)>, owner: &Name, addrs: impl Iter
 }
 
 /// `_<port>._<proto>.<base>` SRV, once per named port.
-fn ports<'p>(names: &mut Vec<(Name, RecordType)>, base: &Name, all: impl Iterator<Item = &'p Port>) {
+pub(super) fn ports<'p>(names: &mut Vec<(Name, RecordType)>, base: &Name, all: impl Iterator<Item = &'p Port>) {
     let mut named: Vec<(&str, &str)> = all
         .filter(|p| !p.name.is_empty())
         .map(|p| (&*p.name, p.proto.label()))

@@ -1,0 +1,239 @@
+//! The text of a zone file made readable for hickory-proto's parser and
+//! read as miekg/dns (CoreDNS's) reads it: DNAME and DNSSEC type words
+//! rewritten ([`rewrite`]), escaped bytes in owner names kept through the
+//! parser ([`undot`]), `@` in record data ([`at_origin`]), and records
+//! without a TTL where there is no `$TTL` ([`with_default_ttl`]).
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use hickory_proto::rr::{Name, RData, Record};
+
+/// Each line's record type word, if the line holds one: the first word
+/// after the owner (when the line starts with one), TTL and class, on a
+/// line not inside parentheses and not a `$` directive. Yields the byte
+/// range of the word.
+fn type_words(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    record_words(text).filter_map(|(_, rtype)| rtype)
+}
+
+/// Each record line's owner word (when the line starts with one) and type word.
+fn record_words(text: &str) -> impl Iterator<Item = (Option<Range<usize>>, Option<Range<usize>>)> + '_ {
+    let mut depth = 0usize;
+    let mut start = 0;
+    text.split_inclusive('\n').filter_map(move |line| {
+        let at = start;
+        start += line.len();
+        let code = line.split(';').next().unwrap_or("");
+        let inside = depth > 0;
+        depth = (depth + code.matches('(').count()).saturating_sub(code.matches(')').count());
+        if inside || line.starts_with('$') {
+            return None;
+        }
+        let shift = |r: Range<usize>| at + r.start..at + r.end;
+        let mut words = word_ranges(code);
+        let owner = if line.starts_with([' ', '\t']) {
+            None
+        } else {
+            Some(shift(words.next()?))
+        };
+        let rtype = words.find(|r| {
+            let w = &code[r.clone()];
+            let class = ["IN", "CH", "HS", "CS"].iter().any(|c| w.eq_ignore_ascii_case(c));
+            !class && !w.starts_with(|c: char| c.is_ascii_digit())
+        });
+        Some((owner, rtype.map(shift)))
+    })
+}
+
+/// The byte ranges of the whitespace-separated words of `s`.
+fn word_ranges(s: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut pos = 0;
+    s.split([' ', '\t', '\r', '\n']).filter_map(move |w| {
+        let r = pos..pos + w.len();
+        pos += w.len() + 1;
+        (!w.is_empty()).then_some(r)
+    })
+}
+
+pub(super) fn has_type(text: &str, rtype: &str) -> bool {
+    type_words(text).any(|r| text[r].eq_ignore_ascii_case(rtype))
+}
+
+/// The types of a signed zone clusterdns does not serve: their records
+/// are read as TXT records holding [`DROPPED`] first and then left out.
+const DNSSEC: [&str; 7] = ["RRSIG", "NSEC", "DNSKEY", "DS", "CDS", "CDNSKEY", "KEY"];
+
+/// The first string of a TXT record that stands for a DNSSEC record.
+const DROPPED: &str = "clusterdns:dnssec-record-dropped";
+
+/// `text` with the type word of every DNAME record replaced by ANAME and
+/// that of every DNSSEC record by `TXT "DROPPED"`.
+pub(super) fn rewrite(text: &str) -> Cow<'_, str> {
+    let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+    for (owner, rtype) in record_words(text) {
+        if let Some(r) = owner {
+            let word = &text[r.clone()];
+            if word.contains('\\') {
+                edits.push((r, escaped(word)));
+            }
+        }
+        let Some(r) = rtype else { continue };
+        let word = &text[r.clone()];
+        if word.eq_ignore_ascii_case("DNAME") {
+            edits.push((r, "ANAME".to_string()));
+        } else if DNSSEC.iter().any(|t| word.eq_ignore_ascii_case(t)) {
+            edits.push((r, format!("TXT \"{DROPPED}\"")));
+        }
+    }
+    if edits.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (r, new) in edits {
+        out.push_str(&text[last..r.start]);
+        out.push_str(&new);
+        last = r.end;
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+/// `text` with a `$TTL 3600` first when it has no `$TTL`: miekg/dns
+/// gives a record without a TTL 3600 then; hickory-proto refuses it.
+pub(super) fn with_default_ttl(text: &str) -> String {
+    let has_ttl = text.lines().any(|l| {
+        l.split_whitespace()
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("$TTL"))
+    });
+    if has_ttl {
+        text.to_string()
+    } else {
+        format!("$TTL 3600\n{text}")
+    }
+}
+
+/// `text` with every `@` in a record's data (`CNAME @`, `SRV 0 0 80 @`)
+/// written as the origin it stands for (the last `$ORIGIN`, else
+/// `origin`): hickory-proto's parser takes `@` only as an owner.
+pub(super) fn at_origin<'t>(text: &'t str, origin: &Name) -> Cow<'t, str> {
+    if !text.contains('@') {
+        return Cow::Borrowed(text);
+    }
+    let mut current = origin.to_string();
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let mut words = line.split_whitespace();
+        if words.next().is_some_and(|w| w.eq_ignore_ascii_case("$ORIGIN")) {
+            if let Some(o) = words.next() {
+                current = if o.ends_with('.') {
+                    o.to_string()
+                } else {
+                    format!("{o}.{current}")
+                };
+            }
+        }
+        let (code, comment) = line.split_once(';').map_or((line, None), |(c, r)| (c, Some(r)));
+        let owner_at = !line.starts_with([' ', '\t']);
+        let mut first = true;
+        for piece in code.split_inclusive([' ', '\t', '\n', '\r']) {
+            let word = piece.trim_end_matches([' ', '\t', '\n', '\r']);
+            let is_owner = first && owner_at;
+            if !word.is_empty() {
+                first = false;
+            }
+            if word == "@" && !is_owner {
+                out.push_str(&current);
+                out.push_str(&piece[1..]);
+            } else {
+                out.push_str(piece);
+            }
+        }
+        if let Some(c) = comment {
+            out.push(';');
+            out.push_str(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Stands for an escaped byte (`\DDD`, `\X`: a dot or a space inside a
+/// label) in an owner, which hickory-proto's parser refuses: the byte's
+/// three digits go between the two halves. Put back by [`undot`] after
+/// parsing.
+const ESCAPE: (&str, &str) = ("zq0clusterdns", "0qz");
+
+/// An owner word with each escaped byte written as [`ESCAPE`].
+fn escaped(word: &str) -> String {
+    let mut out = String::with_capacity(word.len() + 16);
+    let mut chars = word.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let byte = match chars.next() {
+            Some(d) if d.is_ascii_digit() => {
+                let rest: String = [chars.next(), chars.next()].into_iter().flatten().collect();
+                format!("{d}{rest}").parse::<u8>().ok()
+            }
+            Some(other) if other.is_ascii() => Some(other as u8),
+            _ => None,
+        };
+        match byte {
+            Some(b) => out.push_str(&format!("{}{b:03}{}", ESCAPE.0, ESCAPE.1)),
+            None => out.push('\\'), // left for the parser to refuse
+        }
+    }
+    out
+}
+
+/// `name` with every [`ESCAPE`] inside its labels made its byte again.
+pub(super) fn undot(name: Name) -> Name {
+    let marker = ESCAPE.0.as_bytes();
+    let has = |l: &[u8]| l.windows(marker.len()).any(|w| w.eq_ignore_ascii_case(marker));
+    if !name.iter().any(has) {
+        return name;
+    }
+    let labels: Vec<Vec<u8>> = name.iter().map(unescape_label).collect();
+    let mut fixed = Name::from_labels(labels).unwrap_or(name.clone());
+    fixed.set_fqdn(name.is_fqdn());
+    fixed
+}
+
+/// One label's [`ESCAPE`]s decoded.
+fn unescape_label(label: &[u8]) -> Vec<u8> {
+    let (head, tail) = (ESCAPE.0.as_bytes(), ESCAPE.1.as_bytes());
+    let whole = head.len() + 3 + tail.len();
+    let mut out = Vec::with_capacity(label.len());
+    let mut i = 0;
+    while i < label.len() {
+        let piece = label.get(i..i + whole);
+        let byte = piece
+            .filter(|p| p[..head.len()].eq_ignore_ascii_case(head) && p[head.len() + 3..].eq_ignore_ascii_case(tail))
+            .and_then(|p| {
+                std::str::from_utf8(&p[head.len()..head.len() + 3])
+                    .ok()?
+                    .parse::<u8>()
+                    .ok()
+            });
+        match byte {
+            Some(b) => {
+                out.push(b);
+                i += whole;
+            }
+            None => {
+                out.push(label[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Whether `r` stands for a DNSSEC record [`rewrite`] turned into a TXT.
+pub(super) fn dropped(r: &Record) -> bool {
+    matches!(&r.data, RData::TXT(t) if t.txt_data.first().is_some_and(|s| &**s == DROPPED.as_bytes()))
+}

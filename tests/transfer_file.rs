@@ -1,0 +1,179 @@
+//! `transfer` of a `file` zone, against the real binary: a zone of
+//! thousands of records goes out by AXFR in several messages (CoreDNS's
+//! test/file_xfr_test.go TestLargeAXFR, with a query pipelined behind it
+//! on the same connection); `kdig ... AXFR` from an address not in `to` is
+//! refused; and BIND (`named`) as a real secondary loads the zone, then
+//! follows the zone file's new serial when NOTIFY tells it.
+
+mod common;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{installed, needs, read_frame, temp_dir, udp_raw, Server};
+use hickory_proto::op::Message;
+use hickory_proto::rr::RecordType;
+
+fn corefile(zone_file: &Path, to: &str) -> String {
+    format!(
+        "example.com:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file {} {{\n        reload 100ms\n    }}\n    transfer {{\n        to {to}\n    }}\n}}\n",
+        zone_file.display()
+    )
+}
+
+/// A zone of `n` AAAA records below the apex, with serial `serial`.
+fn zone(serial: u32, n: usize, address: &str) -> String {
+    let mut text = format!("example.com. 60 IN SOA ns.example.com. admin.example.com. {serial} 60 60 60 60\n");
+    text.push_str("example.com. 60 IN NS ns.example.com.\nns.example.com. 60 IN A 127.0.0.1\n");
+    text.push_str(&format!("www.example.com. 60 IN A {address}\n"));
+    for i in 0..n {
+        text.push_str(&format!("{i}.example.com. 60 IN AAAA 2001:db8::1\n"));
+    }
+    text
+}
+
+#[test]
+fn a_large_file_zone_goes_out_in_several_messages_and_the_connection_stays_open() {
+    const AAAAS: usize = 6553; // CoreDNS's TestLargeAXFR
+    let dir = temp_dir("xfer-file-large");
+    let file = dir.join("db.example.com");
+    std::fs::write(&file, zone(1, AAAAS, "192.0.2.1")).expect("write zone");
+    let server = Server::start(&dir, &corefile(&file, "*"));
+    let mut s = TcpStream::connect(server.dns).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let axfr = common::query(1, "example.com.", RecordType::AXFR, None);
+    let aaaa = common::query(2, "0.example.com.", RecordType::AAAA, None);
+    s.write_all(&[common::framed(&axfr), common::framed(&aaaa)].concat())
+        .expect("send both");
+    let (mut records, mut messages) = (Vec::new(), 0);
+    while records.len() < 2
+        || records.last().map(|r: &hickory_proto::rr::Record| r.record_type()) != Some(RecordType::SOA)
+    {
+        let frame = read_frame(&mut s).expect("a transfer message");
+        assert!(frame.len() <= 65_535);
+        let m = Message::from_vec(&frame).expect("decodable");
+        assert_eq!(
+            m.metadata.id, 1,
+            "the transfer's messages come before the pipelined query's reply"
+        );
+        records.extend(m.answers);
+        messages += 1;
+        assert!(messages < 1000, "the transfer never ends");
+    }
+    assert!(messages > 1, "{} records fit no single message", records.len());
+    assert_eq!(records.first().map(|r| r.record_type()), Some(RecordType::SOA));
+    // 2 SOA, 1 NS, the NS's A, www's A and every AAAA.
+    assert_eq!(records.len(), AAAAS + 5);
+    let reply = Message::from_vec(&read_frame(&mut s).expect("the pipelined reply")).expect("decodable");
+    assert_eq!(reply.metadata.id, 2);
+    assert_eq!(reply.answers.len(), 1);
+    assert_eq!(reply.answers[0].record_type(), RecordType::AAAA);
+}
+
+#[test]
+fn kdig_from_an_address_not_in_to_is_refused() {
+    let Some(kdig) = needs("transfer_file kdig", installed("kdig"), "apt-get install knot-dnsutils") else {
+        return;
+    };
+    let dir = temp_dir("xfer-file-kdig");
+    let file = dir.join("db.example.com");
+    std::fs::write(&file, zone(1, 3, "192.0.2.1")).expect("write zone");
+    let server = Server::start(&dir, &corefile(&file, "127.0.0.2"));
+    let ask = |from: &str| {
+        let out = Command::new(&kdig)
+            .args([
+                "-b",
+                from,
+                "-p",
+                &server.dns.port().to_string(),
+                "@127.0.0.1",
+                "example.com.",
+                "AXFR",
+            ])
+            .output()
+            .expect("run kdig");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let listed = ask("127.0.0.2");
+    assert!(
+        listed.contains("www.example.com.") && listed.contains("2001:db8::1"),
+        "{listed}"
+    );
+    assert_eq!(listed.matches("\tSOA\t").count(), 2, "SOA first and last:\n{listed}");
+    let other = ask("127.0.0.3");
+    assert!(other.contains("REFUSED"), "{other}");
+}
+
+struct Named(Child);
+
+impl Drop for Named {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What `named` answers for www.example.com A, polled until it is `want`
+/// or 20 s pass.
+fn named_until(port: u16, want: &str) -> String {
+    let server = SocketAddr::from(([127, 0, 0, 1], port));
+    let started = Instant::now();
+    loop {
+        let q = common::query(3, "www.example.com.", RecordType::A, None);
+        let reply = udp_raw(server, &q).and_then(|b| Message::from_vec(&b).ok());
+        let got = reply
+            .and_then(|m| m.answers.first().map(|r| r.data.to_string()))
+            .unwrap_or_default();
+        if got == want || started.elapsed() > Duration::from_secs(20) {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn bind_follows_a_file_zone_by_notify() {
+    let Some(named) = needs("transfer_file bind", installed("named"), "apt-get install bind9") else {
+        return;
+    };
+    let dir = temp_dir("xfer-file-bind");
+    let file = dir.join("db.example.com");
+    std::fs::write(&file, zone(1, 3, "192.0.2.1")).expect("write zone");
+    let port = common::free_port();
+    let server = Server::start(&dir, &corefile(&file, &format!("127.0.0.1:{port}")));
+    let conf = format!(
+        "options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n    listen-on port {port} {{ 127.0.0.1; }};\n    listen-on-v6 {{ none; }};\n    recursion no;\n    dnssec-validation no;\n    notify no;\n}};\ncontrols {{ }};\nzone \"example.com\" {{\n    type secondary;\n    primaries {{ 127.0.0.1 port {}; }};\n    file \"example.com.db\";\n}};\n",
+        server.dns.port(),
+        d = dir.display()
+    );
+    std::fs::write(dir.join("named.conf"), conf).expect("write named.conf");
+    let log = std::fs::File::create(dir.join("named.log")).expect("named log");
+    let _named = Named(
+        Command::new(named)
+            .args(["-g", "-u", "root", "-c"])
+            .arg(dir.join("named.conf"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start named"),
+    );
+    let log = || std::fs::read_to_string(dir.join("named.log")).unwrap_or_default();
+    assert_eq!(
+        named_until(port, "192.0.2.1"),
+        "192.0.2.1",
+        "named loads the zone:\n{}",
+        log()
+    );
+    // A new serial: the file plugin reloads, NOTIFY, named transfers again
+    // (its own refresh would wait the SOA's 60 s).
+    std::fs::write(&file, zone(2, 3, "192.0.2.2")).expect("rewrite zone");
+    assert_eq!(named_until(port, "192.0.2.2"), "192.0.2.2", "named follows:\n{}", log());
+    assert!(log().contains("received notify for zone 'example.com'"), "{}", log());
+}
