@@ -12,7 +12,6 @@ use super::{block, Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
-use crate::query::UNHANDLED;
 
 impl Router {
     /// `query` through `block`'s plugins in order (no autopath, no dns64):
@@ -129,12 +128,13 @@ fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
     true
 }
 
-/// `cache` then `forward`, for a name no plugin before answered; REFUSED
-/// when the block forwards nothing for it.
+/// `cache` then `forward`, for a name no plugin before answered; SERVFAIL
+/// when the block forwards nothing for it (CoreDNS: the chain ran out,
+/// "no next plugin found"; REFUSED is for a name no block serves).
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
     let qname = query.name();
     let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
-        out.error(UNHANDLED);
+        out.error(ResponseCode::ServFail);
         out.tags.memoizable = true;
         return Routed::Done;
     };
