@@ -101,6 +101,23 @@ pub struct Want {
     /// entry to expire (its TTL is a whole second or two; the pause only
     /// needs to be longer, never to end in time).
     pub wait: std::time::Duration,
+    /// `log TEXT` (true) / `no-log TEXT` (false): a server log line written
+    /// while the row ran does (not) contain TEXT (`*` matches any run).
+    pub logs: Vec<(bool, String)>,
+    /// `http ENDPOINT PATH STATUS [BODY]`: a GET after the reply.
+    pub http: Vec<Http>,
+    /// `metric SERIES VALUE`: the sum of the series on `/metrics` that match.
+    pub metrics: Vec<(String, String)>,
+}
+
+/// One `http` line of a case.
+#[derive(Debug, Clone)]
+pub struct Http {
+    /// `health`, `ready` or `metrics`: the listener the server logged.
+    pub endpoint: String,
+    pub path: String,
+    pub status: u16,
+    pub body: Option<String>,
 }
 
 impl Default for Want {
@@ -118,6 +135,9 @@ impl Default for Want {
             asked: Vec::new(),
             ttl_slack: 0,
             wait: std::time::Duration::ZERO,
+            logs: Vec::new(),
+            http: Vec::new(),
+            metrics: Vec::new(),
         }
     }
 }

@@ -18,7 +18,9 @@
 //! `tc NAME` (the reply to NAME has TC set, its records still in it) and
 //! `echo-opts NAME` (NAME is answered with `NAME 0 IN TXT "opt" "CODE:HEX"...`,
 //! the EDNS options the request carried, in order, codes as 4 hex digits;
-//! `"no-opt"` without an OPT record).
+//! `"no-opt"` without an OPT record), `echo-size NAME` (answered with
+//! `NAME 0 IN TXT "size:N"`, the UDP payload size of the request's OPT, or
+//! `"no-opt"`).
 //! Every request is kept, so rows can be checked against what was asked.
 
 use std::io::Write;
@@ -42,12 +44,16 @@ struct Script {
     fails: Vec<(String, usize, Option<ResponseCode>)>,
     /// (qname, record) from `answer` lines.
     answers: Vec<(String, Record)>,
+    /// (qname, record) from `answer-do` lines: used instead of `answer`
+    /// when the request sets DO.
+    answers_do: Vec<(String, Record)>,
     /// (qname, record) from `authority` lines.
     authority: Vec<(String, Record)>,
     /// (name, only for this type, flag, set?) from `flags` lines.
     flags: Vec<(String, Option<RecordType>, String, bool)>,
     truncated: Vec<String>,
     echo_opts: Vec<String>,
+    echo_size: Vec<String>,
 }
 
 pub struct Upstream {
@@ -104,13 +110,13 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                 };
                 s.fails.push((name.to_ascii_lowercase(), after, code));
             }
-            [section @ ("answer" | "authority"), name, ..] => {
+            [section @ ("answer" | "answer-do" | "authority"), name, ..] => {
                 let rr = line.trim_start()[section.len()..].trim_start()[name.len()..].trim();
                 let rr = crate::records::parse(rr).map_err(|e| format!("{n}: {e}"))?;
-                let to = if *section == "answer" {
-                    &mut s.answers
-                } else {
-                    &mut s.authority
+                let to = match *section {
+                    "answer" => &mut s.answers,
+                    "answer-do" => &mut s.answers_do,
+                    _ => &mut s.authority,
                 };
                 to.push((name.to_ascii_lowercase(), rr));
             }
@@ -126,6 +132,7 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
             }
             ["tc", name] => s.truncated.push(name.to_ascii_lowercase()),
             ["echo-opts", name] => s.echo_opts.push(name.to_ascii_lowercase()),
+            ["echo-size", name] => s.echo_size.push(name.to_ascii_lowercase()),
             _ => s
                 .records
                 .push(crate::records::parse(line).map_err(|e| format!("{n}: {e}"))?),
@@ -271,8 +278,8 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         }
     }
     let class = q.query_class();
-    if s.echo_opts.contains(&qname) {
-        m.answers = vec![options_seen(&req)];
+    if s.echo_opts.contains(&qname) || s.echo_size.contains(&qname) {
+        m.answers = vec![options_seen(&req, s.echo_size.contains(&qname))];
         return m.to_vec().ok();
     }
     if let Some(code) = failing.and_then(|f| f.2) {
@@ -291,8 +298,9 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         .iter()
         .filter(|r| r.name.to_ascii().to_ascii_lowercase() == qname && r.dns_class == class)
         .collect();
-    let canned: Vec<Record> = s
-        .answers
+    let dnssec_ok = req.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
+    let by_do = dnssec_ok && s.answers_do.iter().any(|(n, _)| *n == qname);
+    let canned: Vec<Record> = (if by_do { &s.answers_do } else { &s.answers })
         .iter()
         .filter(|(n, _)| *n == qname)
         .map(|(_, r)| r.clone())
@@ -331,10 +339,12 @@ fn soa_above(qname: &str, class: DNSClass, s: &Script) -> Option<Record> {
         .cloned()
 }
 
-/// The TXT record `echo-opts` answers: the request's EDNS options.
-fn options_seen(req: &Message) -> Record {
+/// The TXT record `echo-opts` answers: the request's EDNS options (or,
+/// for `echo-size`, its UDP payload size).
+fn options_seen(req: &Message, size: bool) -> Record {
     let texts = match &req.edns {
         None => vec!["no-opt".to_string()],
+        Some(e) if size => vec![format!("size:{}", e.max_payload())],
         Some(e) => std::iter::once("opt".to_string())
             .chain(e.options().as_ref().iter().map(|(code, opt)| {
                 let data = Vec::<u8>::try_from(opt).unwrap_or_default();

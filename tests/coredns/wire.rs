@@ -20,7 +20,12 @@ const WAIT: Duration = Duration::from_secs(2);
 const SILENCE: Duration = Duration::from_millis(800);
 
 fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
-    let name = Name::from_ascii(&q.name).map_err(|e| format!("bad query name '{}': {e}", q.name))?;
+    // A name hickory's text form refuses (`foo.%s.example.org.`) is sent
+    // label by label, as miekg/dns would.
+    let raw = || Name::from_labels(q.name.trim_end_matches('.').split('.').map(str::as_bytes));
+    let name = Name::from_ascii(&q.name)
+        .or_else(|_| raw())
+        .map_err(|e| format!("bad query name '{}': {e}", q.name))?;
     let qtype: RecordType = q.qtype.parse().map_err(|_| format!("bad query type '{}'", q.qtype))?;
     let class: DNSClass = match q.class.as_str() {
         "CHAOS" => DNSClass::CH,
