@@ -13,6 +13,8 @@ mod case;
 #[path = "coredns/check.rs"]
 mod check;
 mod common;
+#[path = "coredns/observe.rs"]
+mod observe;
 #[path = "coredns/records.rs"]
 mod records;
 #[path = "coredns/rrsig.rs"]
@@ -279,12 +281,14 @@ fn run_server(
             ));
             continue;
         };
+        let since = running.log.lock().map_or(0, |l| l.len());
         std::thread::sleep(c.want.wait);
         let mut problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
             Ok(reply) => wire::compare(&c.want, reply.as_ref()),
             Err(e) => vec![e],
         };
         problems.extend(asked(&c.query, &c.want, upstreams));
+        problems.extend(observe::check(&c.want, &running, since));
         let why = c
             .differs
             .as_ref()
