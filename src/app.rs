@@ -163,6 +163,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         n.leave().await;
     }
     rt.stop(successor).await;
+    crate::query::errors::stop();
     if let (true, Some(n)) = (successor, &nodelocal) {
         keeper.as_ref().map(tokio::task::JoinHandle::abort);
         n.leave().await;
