@@ -264,7 +264,7 @@ fn run_server(
         o.failures.push(format!("{shown}:{}: Corefile: {e}", s.line));
         return;
     }
-    let running = match serve::start(&conf, if added { bind.len() } else { 1 }) {
+    let running = match serve::start(&conf, if added { bind.len() } else { 1 }, !s.unready) {
         Ok(r) => r,
         Err(e) => {
             for c in &s.cases {

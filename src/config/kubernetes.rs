@@ -168,7 +168,13 @@ pub fn parse(
             continue;
         }
         match a.name.text.as_str() {
-            "endpoint" if a.count(1, 1, errors) => endpoint = Some(a.args[0].text.clone()),
+            "endpoint" if a.count(1, usize::MAX, errors) => {
+                if let Some(extra) = a.args.get(1) {
+                    // As CoreDNS: several endpoints are deprecated, the first is used.
+                    tracing::warn!(target: "kubernetes", "{}: several endpoints are deprecated; only the first, {}, is used", extra.pos, a.args[0].text);
+                }
+                endpoint = Some(a.args[0].text.clone());
+            }
             "kubeconfig" if a.count(1, 2, errors) => {
                 kubeconfig = Some((dir.join(&a.args[0].text), a.args.get(1).map(|w| w.text.clone())));
             }
@@ -204,8 +210,14 @@ pub fn parse(
                 None => {}
             },
             "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
-            "ignore" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
-                "empty_service" => cfg.ignore_empty_service = true,
+            "ignore" if a.count(1, usize::MAX, errors) => match a.args[0].text.as_str() {
+                "empty_service" => {
+                    if let Some(extra) = a.args.get(1) {
+                        // As CoreDNS: the words after empty_service are not read.
+                        tracing::warn!(target: "kubernetes", "{}: ignore: '{}' and what follows is not read", extra.pos, extra.text);
+                    }
+                    cfg.ignore_empty_service = true;
+                }
                 other => errors.push(ConfigError::new(&a.args[0].pos, format!("ignore: unknown value '{other}' (expected empty_service)"))),
             },
             "watch_timeout" if a.count(1, 1, errors) => match a.duration(0, errors) {

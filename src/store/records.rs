@@ -335,11 +335,19 @@ impl PtrTarget {
     }
 }
 
-/// The dashed form of an address used as a hostname: `10-0-0-1`, `fd00--1`.
+/// The dashed form of an address used as a hostname: `10-0-0-1`, `fd00--1`;
+/// an IPv6 form ending in `-` gets a `0` (`fd00--0`), as CoreDNS's
+/// endpointHostname writes it.
 pub fn dashed(addr: IpAddr) -> String {
     match addr {
         IpAddr::V4(v4) => v4.to_string().replace('.', "-"),
-        IpAddr::V6(v6) => v6.to_string().replace(':', "-"),
+        IpAddr::V6(v6) => {
+            let mut host = v6.to_string().replace(':', "-");
+            if host.ends_with('-') {
+                host.push('0');
+            }
+            host
+        }
     }
 }
 
@@ -359,10 +367,11 @@ mod tests {
 
     #[test]
     fn dashed_round_trips() {
-        for text in ["10.0.0.1", "fd00::1", "2001:db8::a:1"] {
+        for text in ["10.0.0.1", "fd00::1", "2001:db8::a:1", "2001:db8:3333:4444:5555:6666::"] {
             let ip: IpAddr = text.parse().expect("valid ip");
             assert_eq!(undash(&dashed(ip)), Some(ip), "{text}");
         }
+        assert_eq!(dashed("fd00::".parse().expect("valid ip")), "fd00--0");
         assert_eq!(undash("1-2-3"), None);
         assert_eq!(undash("1-2-3-400"), None);
         assert_eq!(undash("web"), None);

@@ -22,6 +22,9 @@ pub struct Table {
 pub struct Server {
     pub line: usize,
     pub corefile: String,
+    /// `corefile unready <<`: asked without waiting for `/ready` (a
+    /// cluster source that never syncs).
+    pub unready: bool,
     pub cases: Vec<Case>,
 }
 
@@ -199,11 +202,13 @@ pub fn parse(text: &str) -> Result<Table, String> {
                     .ok_or_else(|| here(format!("{word} needs '<<'")))?;
                 let body = block(&lines, &mut at, n)?;
                 match word {
-                    "corefile" => t.servers.push(Server {
+                    "corefile" if matches!(name, "" | "unready") => t.servers.push(Server {
                         line: n,
                         corefile: body,
+                        unready: name == "unready",
                         cases: Vec::new(),
                     }),
+                    "corefile" => return Err(here(format!("corefile '{name}': only 'unready' may follow"))),
                     "file" => t.files.push((name.to_string(), body)),
                     _ => {
                         let first = n + 1;

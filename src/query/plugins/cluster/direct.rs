@@ -69,6 +69,9 @@ impl Cluster {
         answer.tags.deps = Deps::NONE;
         declare(&self.cfg, &name, &mut answer.tags.deps);
         let found = self.addresses(&snap, &name, qtype, &mut answer.addrs)?;
+        if found != Found::Records && super::spelled(qname, zone).is_some() {
+            return None; // the SOA in the question's spelling: the Record path
+        }
         if found == Found::NxDomain && self.cfg.falls_through(qname) {
             return None;
         }

@@ -162,8 +162,15 @@ fn srv(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, import: &Import, filter: Option
     };
     match &import.kind {
         Some(ImportKind::ClusterSetIp(ips)) => {
-            let ports = import.ports.iter().filter(|p| wanted(p, filter));
-            found.targets.extend(ports.map(|p| (p.port, base.clone())));
+            let ports: Vec<u16> = import
+                .ports
+                .iter()
+                .filter(|p| wanted(p, filter))
+                .map(|p| p.port)
+                .collect();
+            found
+                .targets
+                .extend(ips.iter().flat_map(|_| ports.iter().map(|p| (*p, base.clone()))));
             if !found.targets.is_empty() {
                 found.glue.extend(ips.iter().map(|ip| (base.clone(), *ip)));
             }

@@ -1,6 +1,7 @@
 //! The cluster zone, answered from one [`Snapshot`]: a decision table.
 //!
-//! 1. Not synced yet → SERVFAIL (never NXDOMAIN for a name that may exist).
+//! 1. Not synced yet → SERVFAIL (never NXDOMAIN for a name that may exist),
+//!    with the zone's SOA as CoreDNS writes it.
 //! 2. A reverse zone → [`reverse`]; otherwise parse the name ([`qname`]).
 //! 3. Each name kind finds records, NODATA (the name exists) or NXDOMAIN.
 //! 4. Negative answers carry the zone's SOA; NXDOMAIN may fall through to
@@ -121,11 +122,16 @@ impl Cluster {
     /// Answers `qname`/`qtype` in `zone` (from [`Cluster::zone_for`]).
     pub fn answer(&self, qname: &Name, qtype: RecordType, zone: &Zone, out: &mut Answer) -> Verdict {
         let snap = self.store.load();
+        let (cfg, zones) = (&*self.cfg, &self.zones[..]);
+        let spelt = spelled(qname, zone);
+        let zone = spelt.as_ref().unwrap_or(zone);
         if !snap.synced {
+            // As CoreDNS's BackendError: authoritative, the zone's SOA.
             out.error(ResponseCode::ServFail);
+            out.authoritative = true;
+            out.authority.push(reply::soa(zone, cfg.ttl, snap.serial));
             return Verdict::Answered;
         }
-        let (cfg, zones) = (&*self.cfg, &self.zones[..]);
         out.tags.deps = Deps::NONE; // each lookup below adds what it reads
         let mut c = Ctx {
             snap: &snap,
@@ -271,6 +277,19 @@ fn declare(cfg: &KubernetesConfig, name: &Qname<'_>, deps: &mut Deps) {
             _ => deps.add(Dep::namespace(ns)),
         },
     }
+}
+
+/// `zone` as `qname` spells it, when that is not as configured: the names
+/// a reply builds in the zone (SOA, NS host, SRV targets and their glue)
+/// follow the question's case, as CoreDNS writes them
+/// (`handler_case_test.go`). `None` when spelt as configured.
+pub(crate) fn spelled(qname: &Name, zone: &Zone) -> Option<Zone> {
+    let labels = zone.name.num_labels();
+    let skip = qname.num_labels().checked_sub(labels)?;
+    if qname.iter().skip(usize::from(skip)).eq(zone.name.iter()) {
+        return None;
+    }
+    Some(Zone::new(qname.trim_to(usize::from(labels))))
 }
 
 /// NODATA for a name that exists, NXDOMAIN otherwise.

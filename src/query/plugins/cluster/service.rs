@@ -150,16 +150,20 @@ pub(super) fn srv_records(
     }
 }
 
-/// Writes SRV records to `targets` (sorted, duplicates dropped, equal
-/// weights) and their glue; NODATA when there is none.
+/// Writes SRV records to `targets` (sorted, duplicates dropped) and their
+/// glue; NODATA when there is none. Each weighs 100 over the number of
+/// targets before duplicates are dropped, as CoreDNS weighs one per
+/// address and port (a dual-stack ClusterIP's port: 50; two endpoints
+/// sharing a hostname count twice).
 pub(super) fn write_srv(c: &mut Ctx<'_, '_>, SrvTargets { mut targets, glue }: SrvTargets) -> Found {
+    let weigh = targets.len();
     targets.sort();
     targets.dedup();
     if targets.is_empty() {
         return Found::NoData;
     }
     let ttl = c.cfg.ttl;
-    let weight = (100 / targets.len()).max(1) as u16;
+    let weight = (100 / weigh).max(1) as u16;
     let owner = &c.owner;
     c.out.answers.extend(
         targets
@@ -177,7 +181,8 @@ pub(super) fn write_srv(c: &mut Ctx<'_, '_>, SrvTargets { mut targets, glue }: S
 
 /// The SRV targets of one service and the addresses they need as glue.
 pub(super) struct SrvTargets {
-    /// (port, target name) pairs.
+    /// (port, target name) pairs, one per address and port (a ClusterIP's
+    /// port once per cluster IP): [`write_srv`] weighs them before merging.
     pub targets: Vec<(u16, Name)>,
     pub glue: Vec<(Name, IpAddr)>,
 }
@@ -198,7 +203,8 @@ fn srv_targets(
     match kind {
         ServiceKind::ClusterIp(ips) => {
             let ports = service.ports.iter().filter(|p| wanted(p, filter));
-            targets.extend(ports.map(|p| (p.port, base.clone())));
+            let ports: Vec<u16> = ports.map(|p| p.port).collect();
+            targets.extend(ips.iter().flat_map(|_| ports.iter().map(|p| (*p, base.clone()))));
             if !targets.is_empty() {
                 glue.extend(ips.iter().map(|ip| (base.clone(), *ip)));
             }

@@ -319,14 +319,16 @@ fn srv_named_ports_bare_names_and_empty_non_terminals() {
         ("_dns._udp.kube-dns.kube-system.svc.cluster.local.", SRV, OK, &[
             "_dns._udp.kube-dns.kube-system.svc.cluster.local. 5 IN SRV 0 100 53 kube-dns.kube-system.svc.cluster.local.",
         ]),
+        // Dual-stack, two ports: CoreDNS weighs 4 (address, port) pairs, 25 each.
         ("web.shop.svc.cluster.local.", SRV, OK, &[
-            "web.shop.svc.cluster.local. 5 IN SRV 0 50 80 web.shop.svc.cluster.local.",
-            "web.shop.svc.cluster.local. 5 IN SRV 0 50 81 web.shop.svc.cluster.local.",
+            "web.shop.svc.cluster.local. 5 IN SRV 0 25 80 web.shop.svc.cluster.local.",
+            "web.shop.svc.cluster.local. 5 IN SRV 0 25 81 web.shop.svc.cluster.local.",
         ]),
+        // pg-1 is in two slices: CoreDNS weighs its 4 endpoint addresses, 100/4 each.
         ("_postgres._tcp.pg.db.svc.cluster.local.", SRV, OK, &[
-            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 33 5432 pg-0.pg.db.svc.cluster.local.",
-            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 33 5432 pg-1.pg.db.svc.cluster.local.",
-            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 33 5432 pg-v6.pg.db.svc.cluster.local.",
+            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 25 5432 pg-0.pg.db.svc.cluster.local.",
+            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 25 5432 pg-1.pg.db.svc.cluster.local.",
+            "_postgres._tcp.pg.db.svc.cluster.local. 5 IN SRV 0 25 5432 pg-v6.pg.db.svc.cluster.local.",
         ]),
     ]);
     let srv = ask(&r, "_postgres._tcp.pg.db.svc.cluster.local.", SRV);

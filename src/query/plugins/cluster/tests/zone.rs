@@ -157,6 +157,12 @@ fn ignore_empty_service_and_unsynced() {
             ResponseCode::ServFail,
             "{qname}: never NXDOMAIN before the first sync"
         );
-        assert!(got.answers.is_empty() && got.authority.is_empty());
+        assert!(got.answers.is_empty() && got.authoritative);
+        let soa: Vec<RecordType> = got.authority.iter().map(|r| r.record_type()).collect();
+        assert_eq!(
+            soa,
+            [RecordType::SOA],
+            "{qname}: the zone's SOA, as CoreDNS's BackendError"
+        );
     }
 }
