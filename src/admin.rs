@@ -58,7 +58,12 @@ impl State {
             return Some("Shutting down".into());
         }
         let live = self.live.load();
-        let waiting: Vec<&str> = live.stores.iter().filter(|s| !s.synced()).map(|_| "kubernetes").collect();
+        let waiting: Vec<&str> = live
+            .stores
+            .iter()
+            .filter(|s| !s.synced())
+            .map(|_| "kubernetes")
+            .collect();
         (!waiting.is_empty()).then(|| waiting.join(","))
     }
 
