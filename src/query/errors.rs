@@ -94,7 +94,8 @@ impl ErrorLog {
             }
             level = p.level;
         }
-        let name = query.name().to_lowercase().to_ascii();
+        let mut name = String::new();
+        crate::query::logline::presentation(query.name(), &mut name);
         let line = format!("{} {name} {}: {why}", u16::from(rcode), query.query_type());
         write(level, &line);
     }

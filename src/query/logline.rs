@@ -226,7 +226,7 @@ fn label(l: &str, f: &Facts<'_>, out: &mut String) -> std::fmt::Result {
 /// A name lowercased as CoreDNS's log prints it (miekg/dns's text form):
 /// `. ' @ ; ( ) " \` and space escaped with a backslash, bytes outside
 /// printable ASCII as `\DDD`, the rest (`%`, `*`, `_`...) as they are.
-fn presentation(name: &hickory_proto::rr::Name, out: &mut String) {
+pub fn presentation(name: &hickory_proto::rr::Name, out: &mut String) {
     use std::fmt::Write;
     if name.is_root() {
         out.push('.');
