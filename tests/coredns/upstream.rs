@@ -20,7 +20,8 @@
 //! the EDNS options the request carried, in order, codes as 4 hex digits;
 //! `"no-opt"` without an OPT record), `echo-size NAME` (answered with
 //! `NAME 0 IN TXT "size:N"`, the UDP payload size of the request's OPT, or
-//! `"no-opt"`).
+//! `"no-opt"`), `spoof NAME OTHER [TYPE]` (the reply to NAME names OTHER,
+//! of TYPE, in its question) and `no-qr NAME` (the reply to NAME lacks QR).
 //! Every request is kept, so rows can be checked against what was asked.
 
 use std::io::Write;
@@ -54,6 +55,9 @@ struct Script {
     truncated: Vec<String>,
     echo_opts: Vec<String>,
     echo_size: Vec<String>,
+    /// (name, question written instead, its type) from `spoof` lines.
+    spoofs: Vec<(String, String, Option<RecordType>)>,
+    no_qr: Vec<String>,
 }
 
 pub struct Upstream {
@@ -133,6 +137,14 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
             ["tc", name] => s.truncated.push(name.to_ascii_lowercase()),
             ["echo-opts", name] => s.echo_opts.push(name.to_ascii_lowercase()),
             ["echo-size", name] => s.echo_size.push(name.to_ascii_lowercase()),
+            ["spoof", name, other, only @ ..] if only.len() < 2 => {
+                let only = match only.first() {
+                    Some(t) => Some(t.parse().map_err(|_| format!("{n}: unknown type '{t}'"))?),
+                    None => None,
+                };
+                s.spoofs.push((name.to_ascii_lowercase(), other.to_string(), only));
+            }
+            ["no-qr", name] => s.no_qr.push(name.to_ascii_lowercase()),
             _ => s
                 .records
                 .push(crate::records::parse(line).map_err(|e| format!("{n}: {e}"))?),
@@ -235,8 +247,28 @@ fn serve_tcp(mut conn: TcpStream, s: &Script, seen: &Mutex<Vec<Message>>) {
     }
 }
 
-/// The reply to one request, or `None` to stay silent.
+/// The reply to one request, or `None` to stay silent; `spoof` and `no-qr`
+/// lines change it last.
 fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> {
+    let out = answer(req, s, seen)?;
+    let asked = Message::from_vec(req).ok()?.queries.first()?.name().to_ascii().to_ascii_lowercase();
+    let spoof = s.spoofs.iter().find(|(n, ..)| *n == asked);
+    if spoof.is_none() && !s.no_qr.contains(&asked) {
+        return Some(out);
+    }
+    let mut m = Message::from_vec(&out).ok()?;
+    if let (Some((_, other, only)), Some(q)) = (spoof, m.queries.first_mut()) {
+        q.set_name(other.parse().ok()?);
+        q.set_query_type(only.unwrap_or(q.query_type()));
+    }
+    if s.no_qr.contains(&asked) {
+        m.metadata.message_type = MessageType::Query;
+    }
+    m.to_vec().ok()
+}
+
+/// The reply [`reply`] starts from.
+fn answer(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> {
     let req = Message::from_vec(req).ok()?;
     let q = req.queries.first()?;
     let qname = q.name().to_ascii().to_ascii_lowercase();
