@@ -251,7 +251,13 @@ fn serve_tcp(mut conn: TcpStream, s: &Script, seen: &Mutex<Vec<Message>>) {
 /// lines change it last.
 fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> {
     let out = answer(req, s, seen)?;
-    let asked = Message::from_vec(req).ok()?.queries.first()?.name().to_ascii().to_ascii_lowercase();
+    let asked = Message::from_vec(req)
+        .ok()?
+        .queries
+        .first()?
+        .name()
+        .to_ascii()
+        .to_ascii_lowercase();
     let spoof = s.spoofs.iter().find(|(n, ..)| *n == asked);
     if spoof.is_none() && !s.no_qr.contains(&asked) {
         return Some(out);
