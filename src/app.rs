@@ -88,6 +88,9 @@ struct Runtime {
 
 /// Runs the server until `shutdown` completes, then drains and returns.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+    // The text `reload` compares against: read now, not once started (a
+    // change written while the server starts would pass unseen).
+    let loaded = std::fs::read(&config.path).ok();
     let mut rt = Runtime {
         metrics: Arc::new(Metrics::default()),
         sources: HashMap::new(),
@@ -139,7 +142,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         Some((interval, jitter)) => {
             tokio::select! {
                 () = shutdown => {}
-                () = reload_loop(&mut rt, &state, config, interval, jitter) => {}
+                () = reload_loop(&mut rt, &state, config, loaded, (interval, jitter)) => {}
             }
         }
         None => shutdown.await,
@@ -220,11 +223,10 @@ async fn reload_loop(
     rt: &mut Runtime,
     state: &Arc<State>,
     mut config: Config,
-    mut interval: Duration,
-    mut jitter: Duration,
+    mut last: Option<Vec<u8>>,
+    (mut interval, mut jitter): (Duration, Duration),
 ) {
     let read = |c: &Config| std::fs::read(&c.path).ok();
-    let mut last = read(&config);
     loop {
         let spread = jitter.as_secs_f64() * (fastrand::f64() * 2.0 - 1.0);
         tokio::time::sleep(Duration::from_secs_f64((interval.as_secs_f64() + spread).max(1.0))).await;

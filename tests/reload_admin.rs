@@ -36,9 +36,21 @@ fn wait_marker(server: &Server, marker: u8) -> bool {
     false
 }
 
+/// The address of admin listener `name`, once logged (5 s at most: the
+/// listeners sharing the ready address are logged just after it).
+fn admin(server: &Server, name: &str) -> std::net::SocketAddr {
+    let started = Instant::now();
+    while server.admin(name).is_none() && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+        .admin(name)
+        .unwrap_or_else(|| panic!("no {name} listener logged"))
+}
+
 /// The families CoreDNS's test/reload_test.go looks for after a reload.
 fn assert_families(server: &Server, when: &str) {
-    let text = server.metrics();
+    let text = http_get(admin(server, "metrics"), "/metrics");
     for family in [
         "coredns_build_info",
         "coredns_cache_entries",
@@ -46,8 +58,10 @@ fn assert_families(server: &Server, when: &str) {
     ] {
         assert!(text.contains(family), "{when}: no {family} in /metrics");
     }
-    let health = server.admin("health").expect("health address");
-    assert!(http_get(health, "/health").ends_with("\r\n\r\nOK"), "{when}: /health");
+    assert!(
+        http_get(admin(server, "health"), "/health").ends_with("\r\n\r\nOK"),
+        "{when}: /health"
+    );
 }
 
 // CoreDNS test/reload_test.go: TestReload, TestReloadHealth,

@@ -105,12 +105,15 @@ pub fn contains(line: &str, pattern: &str) -> bool {
 
 /// GET `path` of the listener `endpoint`: (status, body).
 fn get(running: &Running, endpoint: &str, path: &str) -> Result<(u16, String), String> {
+    // A listener shared with `ready` is logged just after it: waited for.
     let logged = format!("listening on {endpoint} http://");
-    let lines = running.log.lock().map(|l| l.clone()).unwrap_or_default();
-    let addr: SocketAddr = lines
-        .iter()
-        .find_map(|l| l.split(&logged).nth(1)?.trim().parse().ok())
-        .ok_or_else(|| format!("http: the server logged no {endpoint} listener"))?;
+    let mut addr: Option<SocketAddr> = None;
+    eventually(Duration::from_secs(2), true, || {
+        let lines = running.log.lock().map(|l| l.clone()).unwrap_or_default();
+        addr = lines.iter().find_map(|l| l.split(&logged).nth(1)?.trim().parse().ok());
+        addr.is_some()
+    });
+    let addr = addr.ok_or_else(|| format!("http: the server logged no {endpoint} listener"))?;
     let text = crate::common::http_get(addr, path);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok());
