@@ -49,9 +49,22 @@ pub struct Live {
 }
 
 impl State {
-    /// Ready once every cluster source has completed its first sync.
-    pub fn ready(&self) -> bool {
-        !self.lameduck.load(Ordering::Relaxed) && self.synced()
+    /// Why `/ready` fails (ready once every cluster source has completed
+    /// its first sync), in CoreDNS's words: `Shutting down` in
+    /// lameduck, else the plugins not ready, comma-separated (a
+    /// `kubernetes` for each cluster source not yet synced).
+    fn not_ready(&self) -> Option<String> {
+        if self.lameduck.load(Ordering::Relaxed) {
+            return Some("Shutting down".into());
+        }
+        let live = self.live.load();
+        let waiting: Vec<&str> = live
+            .stores
+            .iter()
+            .filter(|s| !s.synced())
+            .map(|_| "kubernetes")
+            .collect();
+        (!waiting.is_empty()).then(|| waiting.join(","))
     }
 
     fn synced(&self) -> bool {
@@ -136,9 +149,9 @@ async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> 
             state.metrics.health.observe(started.elapsed().as_nanos() as u64);
             reply
         }
-        "/ready" if endpoints.ready => match state.ready() {
-            true => ("200 OK", "OK".to_string(), "text/plain"),
-            false => ("503 Service Unavailable", "not ready".to_string(), "text/plain"),
+        "/ready" if endpoints.ready => match state.not_ready() {
+            None => ("200 OK", "OK".to_string(), "text/plain"),
+            Some(why) => ("503 Service Unavailable", why, "text/plain"),
         },
         "/metrics" if endpoints.metrics => {
             let mut text = state.metrics.render(state.synced());

@@ -88,6 +88,9 @@ struct Runtime {
 
 /// Runs the server until `shutdown` completes, then drains and returns.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+    // The text `reload` compares against: read now, not once started (a
+    // change written while the server starts would pass unseen).
+    let loaded = std::fs::read(&config.path).ok();
     let mut rt = Runtime {
         metrics: Arc::new(Metrics::default()),
         sources: HashMap::new(),
@@ -139,7 +142,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         Some((interval, jitter)) => {
             tokio::select! {
                 () = shutdown => {}
-                () = reload_loop(&mut rt, &state, config, interval, jitter) => {}
+                () = reload_loop(&mut rt, &state, config, loaded, (interval, jitter)) => {}
             }
         }
         None => shutdown.await,
@@ -163,6 +166,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         n.leave().await;
     }
     rt.stop(successor).await;
+    crate::query::errors::stop();
     if let (true, Some(n)) = (successor, &nodelocal) {
         keeper.as_ref().map(tokio::task::JoinHandle::abort);
         n.leave().await;
@@ -219,11 +223,10 @@ async fn reload_loop(
     rt: &mut Runtime,
     state: &Arc<State>,
     mut config: Config,
-    mut interval: Duration,
-    mut jitter: Duration,
+    mut last: Option<Vec<u8>>,
+    (mut interval, mut jitter): (Duration, Duration),
 ) {
     let read = |c: &Config| std::fs::read(&c.path).ok();
-    let mut last = read(&config);
     loop {
         let spread = jitter.as_secs_f64() * (fastrand::f64() * 2.0 - 1.0);
         tokio::time::sleep(Duration::from_secs_f64((interval.as_secs_f64() + spread).max(1.0))).await;
@@ -394,6 +397,7 @@ impl Runtime {
             acl_stats,
             any: server.any,
             whoami: server.whoami,
+            chain: server.chain,
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             templates,

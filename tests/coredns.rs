@@ -13,6 +13,8 @@ mod case;
 #[path = "coredns/check.rs"]
 mod check;
 mod common;
+#[path = "coredns/observe.rs"]
+mod observe;
 #[path = "coredns/records.rs"]
 mod records;
 #[path = "coredns/rrsig.rs"]
@@ -291,9 +293,11 @@ fn run_server(
                 continue;
             }
         }
+        let since = running.log.lock().map_or(0, |l| l.len());
         std::thread::sleep(c.want.wait);
         let mut problems = ask_until(c, to);
         problems.extend(asked(&c.query, &c.want, upstreams));
+        problems.extend(observe::check(&c.want, &running, since));
         let why = c
             .differs
             .as_ref()

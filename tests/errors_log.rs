@@ -4,7 +4,7 @@
 //! `class` filter on the reply's class. `errors`: every failed forwarded query logged in CoreDNS's format; with
 //! `consolidate`, a burst of alike errors folded into count lines whose
 //! counts add up to the failures; with `show_first`, the first error in
-//! full. The upstream never answers (a bound UDP socket nobody reads), so
+//! full; a stop logs the count of a period not yet over. The upstream never answers (a bound UDP socket nobody reads), so
 //! every query fails with `i/o timeout` after forward's read timeout.
 
 mod common;
@@ -191,5 +191,31 @@ fn log_formats_fill_coredns_placeholders_and_filter_by_class() {
     assert!(
         !lines.iter().any(|l| l.contains(" A localhost.")),
         "a success was logged under class denial error: {lines:#?}"
+    );
+}
+
+// CoreDNS plugin/errors/errors_test.go TestStop: the errors counted in a
+// period that has not ended are logged when the server stops.
+#[test]
+fn a_stop_logs_the_count_of_an_unfinished_period() {
+    let hole = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let mut s = server(
+        "errors-stop",
+        "errors {\n        consolidate 1h \"timeout$\"\n    }",
+        hole.local_addr().expect("addr"),
+    );
+    let names: Vec<String> = (0..3).map(|i| format!("stop{i}.example.org.")).collect();
+    assert_eq!(ask_all(s.dns, &names).len(), 3);
+    assert!(error_lines(&s).is_empty(), "counted, not logged, while the hour runs");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    assert!(s.wait_exit(Duration::from_secs(10)).is_some(), "exits");
+    let lines = wait_lines(&s, |l| !l.is_empty());
+    assert_eq!(
+        lines,
+        ["[ERROR] plugin/errors: 3 errors like 'timeout$' occurred in last 1h0m0s"]
     );
 }

@@ -1,6 +1,7 @@
 //! `/metrics` from a live server after real queries: valid Prometheus text
 //! (promtool), CoreDNS's names and label sets, and search-expansion counts
-//! that match a known query mix exactly. Plus lameduck on SIGTERM.
+//! that match a known query mix exactly. Plus lameduck on SIGTERM and a
+//! never-ending request cut by the server (reloads: tests/reload_admin.rs).
 
 mod common;
 
@@ -264,4 +265,37 @@ fn sigterm_lameduck_fails_health_at_once_keeps_answering_then_exits_zero() {
         signalled.elapsed() >= Duration::from_secs(3),
         "not before the lameduck ends"
     );
+}
+
+// CoreDNS plugin/metrics/metrics_test.go TestMetricsHTTPTimeout: a request
+// that never finishes is cut by the server (a read timeout), not held.
+#[test]
+fn a_metrics_request_that_never_ends_is_closed_by_the_server() {
+    use std::io::{Read, Write};
+    let dir = temp_dir("metrics-timeout");
+    let text = ".:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    cache\n}\n";
+    let server = Server::start(&dir, text);
+    // Logged right after the ready listener it shares: waited for (5 s).
+    let started = Instant::now();
+    while server.admin("metrics").is_none() && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let addr = server.admin("metrics").expect("metrics address");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 100\r\n\r\n"
+    )
+    .expect("send");
+    let mut buf = [0u8; 1024];
+    // Closed (0 bytes, an HTTP error, or a reset), never a read that
+    // outlasts our 30 s guard.
+    match s.read(&mut buf) {
+        Ok(n) => assert!(n == 0 || buf[..n].starts_with(b"HTTP/1.1 "), "{:?}", &buf[..n]),
+        Err(e) => assert!(
+            !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            "the server held the connection: {e}"
+        ),
+    }
 }

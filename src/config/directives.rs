@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::args::Args;
 use super::blocks::Directive;
-use super::listeners::{addr_or, bind, health, ready_monitor};
+use super::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
 use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, Config, ConfigError, Server};
 
 /// What a parser reads and writes: its server block, the directory
@@ -78,8 +78,9 @@ pub const DIRECTIVES: &[Spec] = &[
     },
     Spec {
         name: "prometheus",
-        options: false,
+        options: true,
         parse: |d, c| {
+            prometheus_options(d, c.errors);
             if Args::from(d).count(0, 1, c.errors) {
                 c.config.prometheus = addr_or(d, 9153, c.errors).or(c.config.prometheus);
             }

@@ -105,6 +105,23 @@ pub(super) fn ready_monitor(d: &Directive, errors: &mut Vec<ConfigError>) -> boo
     continuously
 }
 
+/// `prometheus [ADDR] { ... }`: CoreDNS's two options are refused, each
+/// with why (clusterdns has no Go runtime; `/metrics` is plain HTTP).
+pub(super) fn prometheus_options(d: &Directive, errors: &mut Vec<ConfigError>) {
+    for line in &d.options {
+        let why = match line.name.text.as_str() {
+            "runtime_metrics" => "prometheus: runtime_metrics is not supported: it exports Go runtime metrics and \
+                 clusterdns is no Go program (its process_* metrics are always exported); remove the option"
+                .to_string(),
+            "tls" => "prometheus: tls is not supported: /metrics is served over plain HTTP; put a \
+                      TLS-terminating proxy in front of it, or remove the option"
+                .to_string(),
+            other => format!("prometheus: unknown option '{other}' (it takes none)"),
+        };
+        errors.push(ConfigError::new(&line.name.pos, why));
+    }
+}
+
 pub(super) fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
     let addr = addr_or(d, 8080, errors)?;
     let mut lameduck = Duration::ZERO;

@@ -124,6 +124,10 @@ pub struct Server {
     pub any: bool,
     /// `whoami`: what no plugin before answered gets the client's address.
     pub whoami: bool,
+    /// Whether a directive of the block takes part in answering (CoreDNS's
+    /// plugin chain is not empty): a name the chain leaves unanswered is
+    /// SERVFAIL, a block without one answers REFUSED.
+    pub chain: bool,
     /// `timeouts` and `limits` for TCP clients.
     pub tcp: local::TcpLimits,
     /// `dns64`: AAAA synthesized from A records.

@@ -11,6 +11,13 @@ use super::listeners::key_zone_port;
 pub use super::listeners::Health;
 use super::{local, nodelocal, Config, ConfigError, Server};
 
+/// Directives that configure the server but take no part in answering
+/// (CoreDNS registers no handler for them): a block of only these has no
+/// plugin chain and answers REFUSED (`test/no_plugins_test.go`).
+const SETUP_ONLY: &[&str] = &[
+    "bind", "health", "ready", "reload", "root", "debug", "timeouts", "limits",
+];
+
 /// Builds one server block, recording process-wide listeners in `config`.
 pub fn server(
     block: &RawBlock,
@@ -55,6 +62,10 @@ pub fn server(
         acl: Vec::new(),
         any: false,
         whoami: false,
+        chain: block
+            .directives
+            .iter()
+            .any(|d| !SETUP_ONLY.contains(&d.name.text.as_str())),
         tcp: local::TcpLimits::default(),
         dns64: None,
         k8s_external: None,

@@ -28,7 +28,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::{Arc, Once, OnceLock};
+use std::sync::{Arc, Mutex, Once, OnceLock, Weak};
 use std::time::Duration;
 
 use hickory_proto::op::{Query, ResponseCode};
@@ -73,7 +73,11 @@ impl ErrorLog {
                     count: AtomicU32::new(0),
                 }))
             })
-            .collect();
+            .collect::<Vec<_>>();
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|p| p.strong_count() > 0);
+            live.extend(patterns.iter().map(Arc::downgrade));
+        }
         Arc::new(ErrorLog { patterns })
     }
 
@@ -90,7 +94,8 @@ impl ErrorLog {
             }
             level = p.level;
         }
-        let name = query.name().to_lowercase().to_ascii();
+        let mut name = String::new();
+        crate::query::logline::presentation(query.name(), &mut name);
         let line = format!("{} {name} {}: {why}", u16::from(rcode), query.query_type());
         write(level, &line);
     }
@@ -112,16 +117,43 @@ fn start_period(p: Arc<Pattern>) {
     }
 }
 
+/// Every pattern a server block holds, for [`stop`].
+static LIVE: Mutex<Vec<Weak<Pattern>>> = Mutex::new(Vec::new());
+
+/// The server stops: each pattern's count so far is logged now, as
+/// CoreDNS's errors plugin does on shutdown, rather than lost with the
+/// period's thread; the lines are written before this returns.
+pub fn stop() {
+    let live: Vec<Arc<Pattern>> = LIVE
+        .lock()
+        .map(|l| l.iter().filter_map(Weak::upgrade).collect())
+        .unwrap_or_default();
+    for p in live {
+        if let Some(line) = period_line(&p) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{} plugin/errors: {line}", p.level.tag());
+            let _ = out.flush();
+        }
+    }
+}
+
 fn end_period(p: &Pattern) {
+    if let Some(line) = period_line(p) {
+        write(p.level, &line);
+    }
+}
+
+/// The count line ending `p`'s period (its count reset), if one is due:
+/// none for no errors, or only the shown first one.
+fn period_line(p: &Pattern) -> Option<String> {
     let n = p.count.swap(0, Ordering::AcqRel);
-    if n > 1 || (n == 1 && !p.show_first) {
-        let line = format!(
+    (p.level != Level::Debug && (n > 1 || (n == 1 && !p.show_first))).then(|| {
+        format!(
             "{n} errors like '{}' occurred in last {}",
             p.text,
             go_duration(p.period)
-        );
-        write(p.level, &line);
-    }
+        )
+    })
 }
 
 /// Queues one `plugin/errors` line at `level` for the writer thread.

@@ -200,7 +200,10 @@ fn label(l: &str, f: &Facts<'_>, out: &mut String) -> std::fmt::Result {
     let tcp = f.transport == Transport::Tcp;
     match l {
         "{type}" => q.map_or(Ok(()), |q| write!(out, "{}", q.query_type())),
-        "{name}" => q.map_or(Ok(()), |q| write!(out, "{}", q.name().to_lowercase())),
+        "{name}" => {
+            q.inspect(|q| presentation(q.name(), out));
+            Ok(())
+        }
         "{class}" => q.map_or(Ok(()), |q| write!(out, "{}", q.query_class())),
         "{proto}" => write!(out, "{}", f.transport.label()),
         "{size}" => write!(out, "{}", f.size),
@@ -217,6 +220,31 @@ fn label(l: &str, f: &Facts<'_>, out: &mut String) -> std::fmt::Result {
         "{duration}" => write!(out, "{}s", f.secs),
         "{>rflags}" => write!(out, "{}", flags(f.flags)),
         _ => write!(out, "-"),
+    }
+}
+
+/// A name lowercased as CoreDNS's log prints it (miekg/dns's text form):
+/// `. ' @ ; ( ) " \` and space escaped with a backslash, bytes outside
+/// printable ASCII as `\DDD`, the rest (`%`, `*`, `_`...) as they are.
+pub fn presentation(name: &hickory_proto::rr::Name, out: &mut String) {
+    use std::fmt::Write;
+    if name.is_root() {
+        out.push('.');
+    }
+    for label in name.iter() {
+        for b in label.iter().map(u8::to_ascii_lowercase) {
+            match b {
+                b'.' | b' ' | b'\'' | b'@' | b';' | b'(' | b')' | b'"' | b'\\' => {
+                    out.push('\\');
+                    out.push(char::from(b));
+                }
+                0x21..=0x7e => out.push(char::from(b)),
+                _ => {
+                    let _ = write!(out, "\\{b:03}");
+                }
+            }
+        }
+        out.push('.');
     }
 }
 

@@ -96,6 +96,12 @@ pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> 
         }
         ("ttl-slack", n) => w.ttl_slack = n.parse().map_err(|_| format!("bad ttl-slack '{n}'"))?,
         ("no", "reply") => w.no_reply = true,
+        ("log" | "no-log", text) if !text.is_empty() => w.logs.push((word == "log", text.to_string())),
+        ("http", _) => w.http.push(crate::observe::http_line(rest)?),
+        ("metric", _) => {
+            let (series, value) = rest.rsplit_once(' ').ok_or("metric needs SERIES VALUE")?;
+            w.metrics.push((series.trim().to_string(), value.to_string()));
+        }
         ("ede", "none") => w.ede = Some(None),
         ("ede", code) => w.ede = Some(Some(code.parse().map_err(|_| format!("bad EDE code '{code}'"))?)),
         _ => return Err(format!("unknown case line '{word} {rest}'")),

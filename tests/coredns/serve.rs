@@ -129,6 +129,7 @@ pub fn rewrite(corefile: &str, bind: &[IpAddr]) -> (String, bool) {
 pub struct Running {
     child: Child,
     pub dns: Vec<SocketAddr>,
+    /// Its stderr and stdout lines (the `log` plugin writes to stdout).
     pub log: Arc<Mutex<Vec<String>>>,
 }
 
@@ -159,13 +160,16 @@ pub fn start(conf: &Path, listeners: usize, ready_wait: bool) -> Result<Running,
         .arg(conf)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("start clusterdns: {e}"))?;
     let stderr = child.stderr.take().ok_or("no stderr")?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
     let log = Arc::new(Mutex::new(Vec::new()));
     let rx = crate::common::follow(stderr, log.clone());
+    // Nobody waits on stdout's lines; they are only kept.
+    drop(crate::common::follow(stdout, log.clone()));
     let mut running = Running {
         child,
         dns: Vec::new(),

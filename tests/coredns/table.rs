@@ -120,6 +120,13 @@ pub struct Want {
     /// `until SECONDS` (at most 10): the query is asked again every 100 ms
     /// until the reply matches, for at most this long (a reload to land).
     pub until: std::time::Duration,
+    /// `log TEXT` (true) / `no-log TEXT` (false): a server log line written
+    /// while the row ran does (not) contain TEXT (`*` matches any run).
+    pub logs: Vec<(bool, String)>,
+    /// `http ENDPOINT PATH STATUS [BODY]`: a GET after the reply.
+    pub http: Vec<Http>,
+    /// `metric SERIES VALUE`: the sum of the series on `/metrics` that match.
+    pub metrics: Vec<(String, String)>,
 }
 
 /// What a reply's OPT record must be: absent, or present with this payload
@@ -142,6 +149,16 @@ pub struct Asked {
     pub rd: Option<bool>,
 }
 
+/// One `http` line of a case.
+#[derive(Debug, Clone)]
+pub struct Http {
+    /// `health`, `ready` or `metrics`: the listener the server logged.
+    pub endpoint: String,
+    pub path: String,
+    pub status: u16,
+    pub body: Option<String>,
+}
+
 impl Default for Want {
     fn default() -> Self {
         Want {
@@ -160,6 +177,9 @@ impl Default for Want {
             opt: None,
             question: None,
             until: std::time::Duration::ZERO,
+            logs: Vec::new(),
+            http: Vec::new(),
+            metrics: Vec::new(),
         }
     }
 }

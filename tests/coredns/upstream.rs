@@ -20,7 +20,10 @@
 //! `tc NAME` (the reply to NAME has TC set, its records still in it) and
 //! `echo-opts NAME` (NAME is answered with `NAME 0 IN TXT "opt" "CODE:HEX"...`,
 //! the EDNS options the request carried, in order, codes as 4 hex digits;
-//! `"no-opt"` without an OPT record).
+//! `"no-opt"` without an OPT record), `echo-size NAME` (answered with
+//! `NAME 0 IN TXT "size:N"`, the UDP payload size of the request's OPT, or
+//! `"no-opt"`), `spoof NAME OTHER [TYPE]` (the reply to NAME names OTHER,
+//! of TYPE, in its question) and `no-qr NAME` (the reply to NAME lacks QR).
 //! Every request is kept, so rows can be checked against what was asked.
 
 use std::io::Write;
@@ -47,12 +50,19 @@ struct Script {
     firsts: Vec<(String, usize, Option<ResponseCode>)>,
     /// (qname, record) from `answer` lines.
     answers: Vec<(String, Record)>,
+    /// (qname, record) from `answer-do` lines: used instead of `answer`
+    /// when the request sets DO.
+    answers_do: Vec<(String, Record)>,
     /// (qname, record) from `authority` lines.
     authority: Vec<(String, Record)>,
     /// (name, only for this type, flag, set?) from `flags` lines.
     flags: Vec<(String, Option<RecordType>, String, bool)>,
     truncated: Vec<String>,
     echo_opts: Vec<String>,
+    echo_size: Vec<String>,
+    /// (name, question written instead, its type) from `spoof` lines.
+    spoofs: Vec<(String, String, Option<RecordType>)>,
+    no_qr: Vec<String>,
 }
 
 pub struct Upstream {
@@ -110,13 +120,13 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
                 let to = if *word == "fail" { &mut s.fails } else { &mut s.firsts };
                 to.push((name.to_ascii_lowercase(), after, code));
             }
-            [section @ ("answer" | "authority"), name, ..] => {
+            [section @ ("answer" | "answer-do" | "authority"), name, ..] => {
                 let rr = line.trim_start()[section.len()..].trim_start()[name.len()..].trim();
                 let rr = crate::records::parse(rr).map_err(|e| format!("{n}: {e}"))?;
-                let to = if *section == "answer" {
-                    &mut s.answers
-                } else {
-                    &mut s.authority
+                let to = match *section {
+                    "answer" => &mut s.answers,
+                    "answer-do" => &mut s.answers_do,
+                    _ => &mut s.authority,
                 };
                 to.push((name.to_ascii_lowercase(), rr));
             }
@@ -132,6 +142,15 @@ fn script(lines: &[(usize, String)]) -> Result<Script, String> {
             }
             ["tc", name] => s.truncated.push(name.to_ascii_lowercase()),
             ["echo-opts", name] => s.echo_opts.push(name.to_ascii_lowercase()),
+            ["echo-size", name] => s.echo_size.push(name.to_ascii_lowercase()),
+            ["spoof", name, other, only @ ..] if only.len() < 2 => {
+                let only = match only.first() {
+                    Some(t) => Some(t.parse().map_err(|_| format!("{n}: unknown type '{t}'"))?),
+                    None => None,
+                };
+                s.spoofs.push((name.to_ascii_lowercase(), other.to_string(), only));
+            }
+            ["no-qr", name] => s.no_qr.push(name.to_ascii_lowercase()),
             _ => s
                 .records
                 .push(crate::records::parse(line).map_err(|e| format!("{n}: {e}"))?),
@@ -235,8 +254,34 @@ fn serve_tcp(mut conn: TcpStream, s: &Script, seen: &Mutex<Vec<Message>>) {
     }
 }
 
-/// The reply to one request, or `None` to stay silent.
+/// The reply to one request, or `None` to stay silent; `spoof` and `no-qr`
+/// lines change it last.
 fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> {
+    let out = answer(req, s, seen)?;
+    let asked = Message::from_vec(req)
+        .ok()?
+        .queries
+        .first()?
+        .name()
+        .to_ascii()
+        .to_ascii_lowercase();
+    let spoof = s.spoofs.iter().find(|(n, ..)| *n == asked);
+    if spoof.is_none() && !s.no_qr.contains(&asked) {
+        return Some(out);
+    }
+    let mut m = Message::from_vec(&out).ok()?;
+    if let (Some((_, other, only)), Some(q)) = (spoof, m.queries.first_mut()) {
+        q.set_name(other.parse().ok()?);
+        q.set_query_type(only.unwrap_or(q.query_type()));
+    }
+    if s.no_qr.contains(&asked) {
+        m.metadata.message_type = MessageType::Query;
+    }
+    m.to_vec().ok()
+}
+
+/// The reply [`reply`] starts from.
+fn answer(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> {
     let req = Message::from_vec(req).ok()?;
     let q = req.queries.first()?;
     let qname = q.name().to_ascii().to_ascii_lowercase();
@@ -282,8 +327,8 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         }
     }
     let class = q.query_class();
-    if s.echo_opts.contains(&qname) {
-        m.answers = vec![options_seen(&req)];
+    if s.echo_opts.contains(&qname) || s.echo_size.contains(&qname) {
+        m.answers = vec![options_seen(&req, s.echo_size.contains(&qname))];
         return m.to_vec().ok();
     }
     if let Some(code) = failing.and_then(|f| f.2) {
@@ -302,8 +347,9 @@ fn reply(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>> 
         .iter()
         .filter(|r| r.name.to_ascii().to_ascii_lowercase() == qname && r.dns_class == class)
         .collect();
-    let canned: Vec<Record> = s
-        .answers
+    let dnssec_ok = req.edns.as_ref().is_some_and(|e| e.flags().dnssec_ok);
+    let by_do = dnssec_ok && s.answers_do.iter().any(|(n, _)| *n == qname);
+    let canned: Vec<Record> = (if by_do { &s.answers_do } else { &s.answers })
         .iter()
         .filter(|(n, _)| *n == qname)
         .map(|(_, r)| r.clone())
@@ -342,10 +388,12 @@ fn soa_above(qname: &str, class: DNSClass, s: &Script) -> Option<Record> {
         .cloned()
 }
 
-/// The TXT record `echo-opts` answers: the request's EDNS options.
-fn options_seen(req: &Message) -> Record {
+/// The TXT record `echo-opts` answers: the request's EDNS options (or,
+/// for `echo-size`, its UDP payload size).
+fn options_seen(req: &Message, size: bool) -> Record {
     let texts = match &req.edns {
         None => vec!["no-opt".to_string()],
+        Some(e) if size => vec![format!("size:{}", e.max_payload())],
         Some(e) => std::iter::once("opt".to_string())
             .chain(e.options().as_ref().iter().map(|(code, opt)| {
                 let data = Vec::<u8>::try_from(opt).unwrap_or_default();

@@ -20,7 +20,12 @@ const WAIT: Duration = Duration::from_secs(2);
 const SILENCE: Duration = Duration::from_millis(800);
 
 fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
-    let name = records::name(&q.name).map_err(|e| format!("bad query name: {e}"))?;
+    // A name hickory's text form refuses (`foo.%s.example.org.`) is sent
+    // label by label, as miekg/dns would.
+    let raw = || hickory_proto::rr::Name::from_labels(q.name.trim_end_matches('.').split('.').map(str::as_bytes));
+    let name = records::name(&q.name)
+        .or_else(|_| raw())
+        .map_err(|e| format!("bad query name '{}': {e}", q.name))?;
     let qtype: RecordType = match q.qtype.as_str() {
         "IXFR" => RecordType::IXFR, // hickory parses no IXFR from text
         t => t.parse().map_err(|_| format!("bad query type '{t}'"))?,

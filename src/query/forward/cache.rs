@@ -244,10 +244,12 @@ impl Cache {
         };
         let hits = entry.hits.fetch_add(1, Ordering::Relaxed) + 1;
         let age = now.saturating_duration_since(entry.stored);
-        let left = f64::from(entry.ttl) - age.as_secs_f64();
+        // As CoreDNS: the whole seconds left against the percentage of the
+        // TTL rounded up (a 5 s entry at 10% is refreshed with 1 s left).
+        let left = u64::from(entry.ttl).saturating_sub(age.as_secs());
         let prefetch = hits >= amount
             && age <= window
-            && left * 100.0 <= f64::from(percent) * f64::from(entry.ttl)
+            && left <= (u64::from(percent) * u64::from(entry.ttl)).div_ceil(100)
             && !entry.prefetching.swap(true, Ordering::Relaxed);
         if prefetch {
             self.stats.add(Stat::Prefetch);

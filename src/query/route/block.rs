@@ -67,6 +67,9 @@ pub struct Block {
     pub any: bool,
     /// `whoami`: a name nothing else answers gets the client's address.
     pub whoami: bool,
+    /// Whether any directive takes part in answering: without one, REFUSED
+    /// instead of SERVFAIL for a name nothing answers.
+    pub chain: bool,
     pub dns64: Option<Arc<crate::query::plugins::dns64::Dns64>>,
     pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
     pub templates: Option<crate::query::plugins::template::Templates>,
@@ -99,6 +102,7 @@ impl Block {
             acl_stats: None,
             any: false,
             whoami: false,
+            chain: true,
             dns64: None,
             k8s_external: None,
             templates: None,

@@ -133,7 +133,9 @@ fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
 }
 
 /// `cache` then `forward`, for a name no plugin before answered; then
-/// `whoami`; REFUSED when the block has neither for it.
+/// `whoami`; SERVFAIL when the block has neither for it (CoreDNS: the
+/// chain ran out, "no next plugin found"), REFUSED when the block has no
+/// plugin at all (as a name no block serves).
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
     let qname = query.name();
     let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
@@ -142,7 +144,7 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
             crate::query::plugins::whoami::answer(query, asker.client, w.port, w.tcp, out);
             return Routed::Done;
         }
-        out.error(UNHANDLED);
+        out.error(if block.chain { ResponseCode::ServFail } else { UNHANDLED });
         out.tags.memoizable = true;
         return Routed::Done;
     };

@@ -210,12 +210,13 @@ fn each_question_is_answered_by_the_block_and_plugin_coredns_picks() {
             DNSClass::IN,
             noerror(vec![a(300, "www.file.example.", "192.0.2.80")]),
         ),
-        // nothing takes it and nothing forwards: REFUSED
+        // the block takes it, nothing answers and nothing forwards:
+        // SERVFAIL, as CoreDNS's chain that runs out
         (
             "nowhere.test.",
             RecordType::A,
             DNSClass::IN,
-            Some((ResponseCode::Refused, vec![])),
+            Some((ResponseCode::ServFail, vec![])),
         ),
     ];
     let wrong: Vec<String> = table

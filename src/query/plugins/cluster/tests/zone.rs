@@ -111,8 +111,9 @@ fn reverse_lookups_and_fallthrough() {
             OK,
             &["4.3.2.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa. 5 IN PTR web.shop.svc.cluster.local."],
         ),
-        // Not ours: falls through, and with no next plugin the name is refused.
-        ("8.8.8.8.in-addr.arpa.", PTR, ResponseCode::Refused, &[]),
+        // Not ours: falls through, and with no next plugin the chain runs
+        // out: SERVFAIL, as CoreDNS's "no next plugin found".
+        ("8.8.8.8.in-addr.arpa.", PTR, ResponseCode::ServFail, &[]),
     ]);
     let strict = router(config(PodMode::Disabled, false, false), true);
     table(
