@@ -285,8 +285,8 @@ fn except_and_stub_domains_route_by_longest_zone() {
     assert_eq!((main.count(), consul.count()), (1, 1));
     assert_eq!(
         a(&server, "x.internal.example.org.").0,
-        "REFUSED",
-        "except: no forward takes it"
+        "SERVFAIL",
+        "except: no forward takes it, the chain ends (CoreDNS: no next plugin found)"
     );
     assert_eq!(main.count(), 1);
 }
