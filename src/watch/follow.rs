@@ -31,10 +31,13 @@ use crate::metrics::Metrics;
 use crate::store::{Kind, ObjectKey, Record};
 
 /// Objects per list page. Larger pages measured no faster here and cost
-/// memory: a page's text and decoded objects are held at once, in every
-/// kind listing in parallel, and the holes they leave stay in the heap
-/// (5,000: 165 MB steady RSS at 100,000 Services × 5 endpoints).
-pub const PAGE: u32 = 500;
+/// memory: a page's text is held whole, in every kind listing in parallel,
+/// and the holes it leaves stay in the heap (5,000: 165 MB steady RSS at
+/// 100,000 Services × 5 endpoints). 250 against 500, objects read one by
+/// one: sync of 100,000 Services × 5 endpoints alike (server CPU 3.5 s
+/// both, `loadtest watch-bench`), 10,000 imports × 3 clusters × 5
+/// endpoints through the API add about 1 MB less RSS (`mcs-memory.sh`).
+pub const PAGE: u32 = 250;
 
 /// How long after a missing CRD (ServiceImport) is found missing it is
 /// first looked for again; each later look waits twice as long, up to
