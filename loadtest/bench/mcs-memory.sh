@@ -98,26 +98,37 @@ rss() {
 }
 EOC
   "$@" "$BIN" -conf "$W/$name.Corefile" >"$W/$name.log" 2>&1 &
+  local up=
   for _ in $(seq 600); do
-    curl -fs "127.0.0.1:$ready/ready" >/dev/null 2>&1 && break
+    curl -fs "127.0.0.1:$ready/ready" >/dev/null 2>&1 && up=1 && break
     sleep 0.1
   done
   sleep 3
-  pid=$(pgrep -n -f "$BIN -conf $W/$name.Corefile")
-  kb=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
-  kill "-${SIG:-TERM}" "$pid"; wait 2>/dev/null || true
+  pid=$(pgrep -n -f "$BIN -conf $W/$name.Corefile") || true
+  kb=
+  # not ready, or gone (a random port taken): no number (the caller skips the round)
+  [ -n "$up" ] && [ -n "$pid" ] && kb=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+  if [ -n "$pid" ]; then kill "-${SIG:-TERM}" "$pid"; fi; wait 2>/dev/null || true
   echo "$kb"
 }
 
 for round in $(seq "$ROUNDS"); do
   base=$(rss base); mcs=$(rss mcs)
-  echo "snapshot round $round: base $base kB, with $IMPORTS imports x $CLUSTERS clusters x $ENDPOINTS endpoints $mcs kB, added $(( (mcs - base) / 1024 )) MB"
+  if [ -z "$base" ] || [ -z "$mcs" ]; then
+    echo "snapshot round $round: a server did not start or was not ready within 60 s; round not counted"
+    continue
+  fi
+  echo "snapshot round $round: base $base kB, with $IMPORTS imports x $CLUSTERS clusters x $ENDPOINTS endpoints $mcs kB, added $(( (mcs - base) / 1024 )).$(( (mcs - base) % 1024 * 10 / 1024 )) MB"
 done
 if [ -n "${API:-}" ]; then
   base_url=$(api base); mcs_url=$(api mcs)
   for round in $(seq "$ROUNDS"); do
     base=$(SOURCE_LINE="endpoint $base_url" rss base); mcs=$(SOURCE_LINE="endpoint $mcs_url" rss mcs)
-    echo "API round $round: base $base kB, with imports $mcs kB, added $(( (mcs - base) / 1024 )) MB"
+    if [ -z "$base" ] || [ -z "$mcs" ]; then
+      echo "API round $round: a server did not start or was not ready within 60 s; round not counted"
+      continue
+    fi
+    echo "API round $round: base $base kB, with imports $mcs kB, added $(( (mcs - base) / 1024 )).$(( (mcs - base) % 1024 * 10 / 1024 )) MB"
   done
 fi
 if [ -n "${HEAPTRACK:-}" ]; then
