@@ -199,16 +199,6 @@ pub struct ServiceImportSpec {
     pub ports: Option<Vec<Port>>,
 }
 
-/// One page of a list: its items and where it leaves off.
-#[derive(Debug, Deserialize)]
-#[serde(bound = "T: Deserialize<'de>")]
-pub struct Page<T> {
-    #[serde(default)]
-    pub metadata: ListMeta,
-    #[serde(default = "Vec::new", deserialize_with = "null_default")]
-    pub items: Vec<T>,
-}
-
 /// `null` read as the default: Go writes a nil slice without `omitempty`
 /// as `null` (a page's `items`, a slice's `endpoints`), and a value this
 /// client need not insist on is better empty than the object lost.
@@ -270,11 +260,11 @@ mod tests {
 
     #[test]
     fn pages_with_null_items_and_null_annotations() {
-        let page: Page<Pod> =
-            serde_json::from_str(r#"{"metadata": {"resourceVersion": "9", "continue": "x"}, "items": null}"#)
-                .expect("page");
-        assert!(page.items.is_empty());
-        assert_eq!(page.metadata.continue_.as_deref(), Some("x"));
+        let mut items = 0;
+        let text = r#"{"metadata": {"resourceVersion": "9", "continue": "x"}, "items": null}"#;
+        let meta = super::super::page::read::<Pod, _>(text.as_bytes(), |_| items += 1).expect("page");
+        assert_eq!(items, 0);
+        assert_eq!(meta.continue_.as_deref(), Some("x"));
         let ns: Namespace = serde_json::from_str(r#"{"metadata": {"name": "a", "annotations": null}}"#).expect("ns");
         assert_eq!(ns.metadata.name.as_deref(), Some("a"));
         let slice: EndpointSlice = serde_json::from_str(

@@ -168,12 +168,7 @@ fn srv(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, import: &Import, filter: Option
                 .filter(|p| wanted(p, filter))
                 .map(|p| p.port)
                 .collect();
-            found
-                .targets
-                .extend(ips.iter().flat_map(|_| ports.iter().map(|p| (*p, base.clone()))));
-            if !found.targets.is_empty() {
-                found.glue.extend(ips.iter().map(|ip| (base.clone(), *ip)));
-            }
+            found.add_virtual(ips, &ports, &base);
         }
         Some(ImportKind::Headless) => {
             for s in &import.slices {

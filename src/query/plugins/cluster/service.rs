@@ -187,6 +187,20 @@ pub(super) struct SrvTargets {
     pub glue: Vec<(Name, IpAddr)>,
 }
 
+impl SrvTargets {
+    /// A virtual IP Service's targets (a ClusterIP, a ClusterSetIP
+    /// import): its name once per address and port, each address as glue
+    /// when there is a port.
+    pub fn add_virtual(&mut self, ips: &[IpAddr], ports: &[u16], base: &Name) {
+        let before = self.targets.len();
+        self.targets
+            .extend(ips.iter().flat_map(|_| ports.iter().map(|p| (*p, base.clone()))));
+        if self.targets.len() > before {
+            self.glue.extend(ips.iter().map(|ip| (base.clone(), *ip)));
+        }
+    }
+}
+
 /// The SRV targets of `service` (named `base`) passing `filter`: the
 /// service name for a ClusterIP, each endpoint's name when headless (only
 /// those in topology zone `zone`, if given). `None` for an ExternalName,
@@ -198,16 +212,15 @@ fn srv_targets(
     filter: Option<(&str, &str)>,
     zone: Option<&str>,
 ) -> Option<SrvTargets> {
-    let mut targets: Vec<(u16, Name)> = Vec::new();
-    let mut glue: Vec<(Name, IpAddr)> = Vec::new();
+    let mut out = SrvTargets {
+        targets: Vec::new(),
+        glue: Vec::new(),
+    };
     match kind {
         ServiceKind::ClusterIp(ips) => {
             let ports = service.ports.iter().filter(|p| wanted(p, filter));
             let ports: Vec<u16> = ports.map(|p| p.port).collect();
-            targets.extend(ips.iter().flat_map(|_| ports.iter().map(|p| (*p, base.clone()))));
-            if !targets.is_empty() {
-                glue.extend(ips.iter().map(|ip| (base.clone(), *ip)));
-            }
+            out.add_virtual(ips, &ports, base);
         }
         ServiceKind::Headless => {
             for slice in &service.slices {
@@ -223,14 +236,14 @@ fn srv_targets(
                 let zoned = slice.endpoints.iter_zoned();
                 for (e, _) in zoned.filter(|(_, z)| zone.is_none() || *z == zone) {
                     let host = endpoint_name(base, &e);
-                    targets.extend(ports.iter().map(|port| (*port, host.clone())));
-                    glue.push((host, e.addr));
+                    out.targets.extend(ports.iter().map(|port| (*port, host.clone())));
+                    out.glue.push((host, e.addr));
                 }
             }
         }
         ServiceKind::ExternalName(_) => return None,
     }
-    Some(SrvTargets { targets, glue })
+    Some(out)
 }
 
 /// Whether `p` passes `filter`: a named port with that name and protocol,
