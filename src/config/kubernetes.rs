@@ -52,6 +52,10 @@ pub struct KubernetesConfig {
     pub labels: Option<Selector>,
     /// The `labels` text as written, for server-side selection.
     pub labels_text: Option<String>,
+    /// `namespace_labels SELECTOR`: only namespaces whose Namespace object
+    /// matches are served; names in the others answer as if the namespace
+    /// did not exist.
+    pub namespace_labels: Option<Selector>,
     pub pods: PodMode,
     pub endpoint_pod_names: bool,
     pub ttl: u32,
@@ -128,6 +132,19 @@ fn multicluster(a: &Args, zones: &[Name], block_zones: &[Name], out: &mut Vec<Na
     }
 }
 
+/// The label selector of `labels` or `namespace_labels` (the words
+/// joined by spaces) and its text, or an error at its first word.
+fn selector(a: &Args, errors: &mut Vec<ConfigError>) -> Option<(Selector, String)> {
+    let text = a.args.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
+    match Selector::parse(&text) {
+        Ok(s) => Some((s, text)),
+        Err(e) => {
+            errors.push(ConfigError::new(&a.args[0].pos, format!("{}: {e}", a.name.text)));
+            None
+        }
+    }
+}
+
 /// Parses a `kubernetes` directive; `block_zones` are the server block's.
 pub fn parse(
     d: &Directive,
@@ -149,6 +166,7 @@ pub fn parse(
         namespaces: Vec::new(),
         labels: None,
         labels_text: None,
+        namespace_labels: None,
         pods: PodMode::Disabled,
         endpoint_pod_names: false,
         ttl: 5,
@@ -162,6 +180,7 @@ pub fn parse(
         multicluster: Vec::new(),
     };
     let (mut snapshot, mut endpoint, mut kubeconfig, mut tls) = (None, None, None, None);
+    let mut namespace_labels_at = None;
     for line in &d.options {
         let a = Args::from(line);
         if super::kube_client::option(&a, &mut cfg.client, errors) {
@@ -184,14 +203,14 @@ pub fn parse(
                 cfg.namespaces = a.args.iter().map(|w| w.text.to_ascii_lowercase()).collect();
             }
             "labels" if a.count(1, usize::MAX, errors) => {
-                let text: Vec<&str> = a.args.iter().map(|w| w.text.as_str()).collect();
-                match Selector::parse(&text.join(" ")) {
-                    Ok(s) => {
-                        cfg.labels = Some(s);
-                        cfg.labels_text = Some(text.join(" "));
-                    }
-                    Err(e) => errors.push(ConfigError::new(&a.args[0].pos, format!("labels: {e}"))),
+                if let Some((s, text)) = selector(&a, errors) {
+                    cfg.labels = Some(s);
+                    cfg.labels_text = Some(text);
                 }
+            }
+            "namespace_labels" if a.count(1, usize::MAX, errors) => {
+                namespace_labels_at = Some(a.pos().clone());
+                cfg.namespace_labels = selector(&a, errors).map(|(s, _)| s);
             }
             "pods" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
                 "disabled" => cfg.pods = PodMode::Disabled,
@@ -248,17 +267,20 @@ pub fn parse(
                 None => {}
             },
             "multicluster" => multicluster(&a, &cfg.zones, block_zones, &mut cfg.multicluster, errors),
-            "endpoint" | "kubeconfig" | "tls" | "snapshot" | "namespaces" | "labels" | "pods" | "endpoint_pod_names"
-            | "noendpoints" | "ttl" | "ignore" | "watch_timeout" | "persist" | "resync" => {} // wrong argument count, already reported
+            "endpoint" | "kubeconfig" | "tls" | "snapshot" | "namespaces" | "labels" | "namespace_labels" | "pods"
+            | "endpoint_pod_names" | "noendpoints" | "ttl" | "ignore" | "watch_timeout" | "persist" | "resync" => {} // wrong argument count, already reported
             other => errors.push(ConfigError::new(
                 a.pos(),
                 format!(
-                    "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, pods, \
+                    "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, namespace_labels, pods, \
                      endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout, persist, resync, \
                      startup_timeout, apiserver_qps, apiserver_burst, apiserver_max_inflight, zonal, multicluster)"
                 ),
             )),
         }
+    }
+    if let Some(at) = namespace_labels_at.filter(|_| !cfg.namespaces.is_empty()) {
+        errors.push(ConfigError::new(&at, "kubernetes: namespaces and namespace_labels cannot both be set"));
     }
     if cfg.client.zonal && cfg.noendpoints {
         errors.push(ConfigError::new(

@@ -1,13 +1,17 @@
-//! Kubernetes label selectors, as the `labels` option takes them.
+//! Kubernetes label selectors, as the `labels` and `namespace_labels`
+//! options take them.
 //!
 //! ```text
 //! selector    = requirement { "," requirement }
 //! requirement = KEY ( "=" | "==" | "!=" ) VALUE
 //!             | KEY ( "in" | "notin" ) "(" VALUE { "," VALUE } ")"
 //!             | KEY | "!" KEY
+//! KEY         = [ DNS-SUBDOMAIN "/" ] NAME      NAME: 1-63 of [A-Za-z0-9-_.], alphanumeric at both ends
+//! VALUE       = "" | NAME
 //! ```
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 /// One requirement of a selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +55,26 @@ impl Selector {
     }
 }
 
+/// The selector in Kubernetes' canonical spelling (`a=b,c in (x,y),!d`).
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match r {
+                Requirement::Equals(k, v) => write!(f, "{k}={v}")?,
+                Requirement::NotEquals(k, v) => write!(f, "{k}!={v}")?,
+                Requirement::In(k, vs) => write!(f, "{k} in ({})", vs.join(","))?,
+                Requirement::NotIn(k, vs) => write!(f, "{k} notin ({})", vs.join(","))?,
+                Requirement::Exists(k) => write!(f, "{k}")?,
+                Requirement::NotExists(k) => write!(f, "!{k}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 fn split_top_level(text: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
@@ -75,7 +99,7 @@ fn requirement(part: &str) -> Result<Requirement, String> {
     }
     for (op, neg) in [("!=", true), ("==", false), ("=", false)] {
         if let Some((k, v)) = part.split_once(op) {
-            let (k, v) = (key_of(k.trim())?, v.trim().to_string());
+            let (k, v) = (key_of(k.trim())?, value_of(v.trim())?);
             return Ok(if neg {
                 Requirement::NotEquals(k, v)
             } else {
@@ -92,7 +116,10 @@ fn requirement(part: &str) -> Result<Requirement, String> {
                 .strip_prefix('(')
                 .and_then(|r| r.strip_suffix(')'))
                 .ok_or_else(|| format!("'{part}': expected '(v1, v2, ...)' after {op}"))?;
-            let values = list.split(',').map(|v| v.trim().to_string()).collect();
+            if list.trim().is_empty() {
+                return Err(format!("'{part}': the set of values after {op} is empty"));
+            }
+            let values = list.split(',').map(|v| value_of(v.trim())).collect::<Result<_, _>>()?;
             let key = key_of(key)?;
             Ok(if *op == "in" {
                 Requirement::In(key, values)
@@ -104,13 +131,41 @@ fn requirement(part: &str) -> Result<Requirement, String> {
     }
 }
 
+/// A label key: an optional DNS subdomain prefix and `/`, then a name.
 fn key_of(key: &str) -> Result<String, String> {
-    let ok = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
-    if ok {
+    let (prefix, name) = key.rsplit_once('/').map_or((None, key), |(p, n)| (Some(p), n));
+    let prefix_ok = prefix.is_none_or(|p| {
+        p.len() <= 253
+            && p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            })
+    });
+    if prefix_ok && !name.is_empty() && is_name(name) {
         Ok(key.to_string())
     } else {
         Err(format!("'{key}' is not a label key"))
     }
+}
+
+/// A label value: empty, or a name of at most 63 characters.
+fn value_of(value: &str) -> Result<String, String> {
+    if value.is_empty() || is_name(value) {
+        Ok(value.to_string())
+    } else {
+        Err(format!("'{value}' is not a label value"))
+    }
+}
+
+/// 1-63 of `[A-Za-z0-9-_.]`, alphanumeric at both ends.
+fn is_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    let inner = |c: &u8| c.is_ascii_alphanumeric() || b"-_.".contains(c);
+    matches!((b.first(), b.last()), (Some(f), Some(l)) if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric())
+        && b.len() <= 63
+        && b.iter().all(inner)
 }
 
 #[cfg(test)]
@@ -150,5 +205,21 @@ mod tests {
         assert!(Selector::parse("x in a,b").is_err());
         assert!(Selector::parse("=v").is_err());
         assert!(Selector::parse("").is_err());
+        assert!(Selector::parse("a=b c").is_err(), "a space in a value");
+        assert!(Selector::parse("a=-b").is_err(), "a value must start alphanumeric");
+        assert!(Selector::parse("a in ()").is_err(), "an empty set");
+        assert!(Selector::parse("a=b=c").is_err());
+        assert!(Selector::parse("Bad_Prefix.io/a").is_err(), "an upper-case prefix");
+        assert!(Selector::parse(&format!("a={}", "x".repeat(64))).is_err(), "a value over 63");
+        assert!(Selector::parse("a=").is_ok(), "an empty value");
+        assert!(Selector::parse("kubernetes.io/metadata.name=x").is_ok());
+    }
+
+    #[test]
+    fn prints_canonically_and_reparses_the_same() {
+        let text = "a=b, c != d,e in (x, y),f notin (z),g,!h";
+        let s = Selector::parse(text).expect("valid selector");
+        assert_eq!(s.to_string(), "a=b,c!=d,e in (x,y),f notin (z),g,!h");
+        assert_eq!(Selector::parse(&s.to_string()), Ok(s));
     }
 }

@@ -57,6 +57,10 @@ pub struct Namespace {
 #[derive(Debug, Default, Clone)]
 pub struct Snapshot {
     pub synced: bool,
+    /// `namespace_labels`: only namespaces whose Namespace object is held
+    /// (the watch keeps those that match and no others) are served; the
+    /// rest answer as if they did not exist. False: every namespace.
+    selected: bool,
     /// SOA serial: seconds since the Unix epoch when it was published.
     pub serial: u32,
     namespaces: IMap<Arc<str>, Namespace>,
@@ -83,15 +87,27 @@ impl Snapshot {
         Snapshot::default()
     }
 
-    /// The namespace, if it exists (a Namespace object or any service in it).
+    /// The namespace, if it exists (a Namespace object or any service in
+    /// it) and is served.
     pub fn namespace(&self, name: &str) -> Option<&Namespace> {
-        self.namespaces.get(name).filter(|n| n.object || n.live_services > 0)
+        let served = |n: &&Namespace| n.object || (n.live_services > 0 && !self.selected);
+        self.namespaces.get(name).filter(served)
     }
 
-    /// The service, if its Service object is known.
+    /// Whether names in `namespace` are served: always, except under
+    /// `namespace_labels`, where only namespaces whose Namespace object
+    /// matched are. The one place that filter is applied: every lookup of
+    /// a namespace, service or pod below goes through it.
+    pub fn exposed(&self, namespace: &str) -> bool {
+        !self.selected || self.namespaces.get(namespace).is_some_and(|n| n.object)
+    }
+
+    /// The service, if its Service object is known and its namespace is
+    /// served.
     pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
-        let service = self.namespaces.get(namespace)?.services.get(name)?;
-        service.kind.is_some().then_some(&**service)
+        let entry = self.namespaces.get(namespace)?;
+        let service = entry.services.get(name)?;
+        (service.kind.is_some() && (entry.object || !self.selected)).then_some(&**service)
     }
 
     /// PTR targets of a cluster IP or endpoint address, in order (may name
@@ -136,7 +152,7 @@ impl Snapshot {
                 .get(*n as usize)
                 .is_some_and(|ns| &**ns == namespace)
         };
-        self.pods.get(addr).any(|(n, _)| named(n))
+        self.exposed(namespace) && self.pods.get(addr).any(|(n, _)| named(n))
     }
 
     /// The namespace of the pod with `addr`, if exactly one pod has it and
@@ -149,12 +165,13 @@ impl Snapshot {
         }
     }
 
-    /// Every service whose Service object is known, in a stable order
+    /// Every served service whose Service object is known, in a stable order
     /// (namespace, name), for zone transfers.
     pub fn services(&self) -> Vec<&Service> {
         let mut all: Vec<&Service> = self
             .namespaces
             .values()
+            .filter(|n| n.object || !self.selected)
             .flat_map(|n| n.services.values().map(|s| &**s))
             .filter(|s| s.kind.is_some())
             .collect();

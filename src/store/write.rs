@@ -99,6 +99,13 @@ impl Writer {
         }
     }
 
+    /// Under `namespace_labels` (`on`): the snapshots serve only the
+    /// namespaces whose Namespace object this writer holds.
+    pub fn selecting_namespaces(mut self, on: bool) -> Writer {
+        self.live.selected = on;
+        self
+    }
+
     /// The slice changes applied since the last call, with their trigger
     /// times: `(0 cluster_ip | 1 headless_with_selector | 2 headless_without_selector, time)`.
     pub fn take_programmed(&mut self) -> Vec<(usize, SystemTime)> {
@@ -339,9 +346,14 @@ impl Writer {
     /// snapshot holds it (a clone would copy the path of every insert).
     fn edit_namespace(&mut self, ns: &Arc<str>, edit: impl FnOnce(&mut Namespace)) {
         let mut entry = self.live.namespaces.remove(ns).unwrap_or_default();
-        let existed = entry.object || entry.live_services > 0;
+        let (existed, object) = (entry.object || entry.live_services > 0, entry.object);
         edit(&mut entry);
-        if existed != (entry.object || entry.live_services > 0) {
+        if self.live.selected && object != entry.object {
+            // Under namespace_labels a namespace now served or hidden
+            // turns every name in it, and the PTR and pod answers naming
+            // them (a rare change: a Namespace created, deleted, relabelled).
+            self.changed.everything();
+        } else if existed != (entry.object || entry.live_services > 0) {
             self.changed.add(Dep::namespace(ns));
         }
         if entry.object || !entry.services.is_empty() {

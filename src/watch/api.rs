@@ -97,7 +97,7 @@ pub async fn client(cfg: &KubernetesConfig, metrics: Option<Arc<Metrics>>) -> Re
 /// Runs the API source for one directive until the process exits.
 pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Metrics>) {
     let kinds = watched_kinds(&cfg);
-    let mut writer = Writer::new(&kinds);
+    let mut writer = super::feed::writer(&cfg);
     let saver = match &cfg.persist {
         Some(p) => Some(persist::restore(p, &cfg, &mut writer, &store, &metrics).await),
         None => None,
@@ -123,9 +123,15 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
             fields: fields.map(str::to_string),
         };
         match kind {
-            Kind::Namespace => {
+            // The labels are read only when namespace_labels selects by them.
+            Kind::Namespace if cfg.namespace_labels.is_some() => {
                 let t = target("namespaces", "/api/v1/namespaces", true, None, None);
                 let convert = move |o: &lean::Namespace| super::convert::namespace(&c, o);
+                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
+            }
+            Kind::Namespace => {
+                let t = target("namespaces", "/api/v1/namespaces", true, None, None);
+                let convert = move |o: &lean::NamespaceName| super::convert::namespace_meta(&c, &o.metadata);
                 tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
             }
             Kind::Service => {

@@ -56,12 +56,18 @@ pub fn namespace(cfg: &KubernetesConfig, ns: &Namespace) -> Result<Option<Record
 }
 
 /// A Namespace from its metadata alone (the API source watches metadata).
+/// Under `namespace_labels` one whose labels do not match is left out
+/// (an update that stops matching deletes it): the store holds the
+/// Namespace objects that match and nothing more.
 pub fn namespace_meta(cfg: &KubernetesConfig, meta: &ObjectMeta) -> Result<Option<Record>, Invalid> {
+    static NO_LABELS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     let name = meta.name.as_deref().filter(|n| !n.is_empty());
     let name = name
         .ok_or_else(|| invalid("Namespace", meta, "metadata.name is required"))?
         .to_ascii_lowercase();
-    Ok(cfg.namespace_exposed(&name).then_some(Record::Namespace { name }))
+    let labels = meta.labels.as_ref().unwrap_or(&NO_LABELS);
+    let selected = cfg.namespace_labels.as_ref().is_none_or(|s| s.matches(labels));
+    Ok((selected && cfg.namespace_exposed(&name)).then_some(Record::Namespace { name }))
 }
 
 pub fn service(cfg: &KubernetesConfig, svc: &Service) -> Result<Option<Record>, Invalid> {

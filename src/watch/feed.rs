@@ -4,7 +4,7 @@
 //! and read by [`super::persist`] to restore what the writer will watch.
 
 use crate::config::{KubernetesConfig, PodMode};
-use crate::store::{Kind, ObjectKey, Record};
+use crate::store::{Kind, ObjectKey, Record, Writer};
 
 /// One message from a follower to the writer.
 #[derive(Debug)]
@@ -30,4 +30,11 @@ pub fn watched_kinds(cfg: &KubernetesConfig) -> Vec<Kind> {
         kinds.push(Kind::ServiceImport);
     }
     kinds
+}
+
+/// The writer of a `kubernetes` directive's API source: its kinds, and
+/// under `namespace_labels` a snapshot that serves only the namespaces
+/// whose (matching) Namespace object it holds.
+pub fn writer(cfg: &KubernetesConfig) -> Writer {
+    Writer::new(&watched_kinds(cfg)).selecting_namespaces(cfg.namespace_labels.is_some())
 }

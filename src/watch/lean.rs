@@ -61,11 +61,39 @@ impl<'de> Deserialize<'de> for TriggerTime {
     }
 }
 
-/// A Namespace (the API source asks for metadata only).
+/// A Namespace with its labels (the API source asks for metadata only),
+/// read when `namespace_labels` selects namespaces by them.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(default)]
 pub struct Namespace {
     pub metadata: Meta,
+}
+
+/// A Namespace whose labels are skipped unread (no `namespace_labels`):
+/// its name is all DNS needs.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct NamespaceName {
+    #[serde(deserialize_with = "unlabelled")]
+    pub metadata: Meta,
+}
+
+/// `metadata` without `labels` and `annotations`.
+fn unlabelled<'de, D: Deserializer<'de>>(d: D) -> Result<Meta, D::Error> {
+    #[derive(Default, Deserialize)]
+    #[serde(rename_all = "camelCase", default)]
+    struct Unlabelled {
+        name: Option<String>,
+        resource_version: Option<String>,
+        deletion_timestamp: Option<String>,
+    }
+    let u = Option::<Unlabelled>::deserialize(d)?.unwrap_or_default();
+    Ok(Meta {
+        name: u.name,
+        resource_version: u.resource_version,
+        deletion_timestamp: u.deletion_timestamp,
+        ..Meta::default()
+    })
 }
 
 /// A Service or EndpointSlice port.
@@ -228,7 +256,7 @@ macro_rules! object {
         }
     )*};
 }
-object!(Namespace, Service, EndpointSlice, Pod, ServiceImport);
+object!(Namespace, NamespaceName, Service, EndpointSlice, Pod, ServiceImport);
 
 #[cfg(test)]
 mod tests {
@@ -256,6 +284,19 @@ mod tests {
             .expect("ingress");
         assert_eq!(ingress[0].ip.as_deref(), Some("198.51.100.1"));
         assert_eq!(ingress[1].hostname.as_deref(), Some("lb.example.com"));
+    }
+
+    #[test]
+    fn namespace_labels_are_read_only_when_asked() {
+        let text = r#"{"metadata": {"name": "a", "resourceVersion": "3", "labels": {"team": "x"}}}"#;
+        let labelled: Namespace = serde_json::from_str(text).expect("ns");
+        assert_eq!(labelled.metadata.labels.expect("labels")["team"], "x");
+        let bare: NamespaceName = serde_json::from_str(text).expect("ns");
+        assert!(bare.metadata.labels.is_none());
+        assert_eq!(bare.metadata.name.as_deref(), Some("a"));
+        assert_eq!(bare.metadata.resource_version.as_deref(), Some("3"));
+        let null: NamespaceName = serde_json::from_str(r#"{"metadata": null}"#).expect("ns");
+        assert!(null.metadata.name.is_none());
     }
 
     #[test]

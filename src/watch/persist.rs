@@ -17,7 +17,7 @@
 //!
 //! ```text
 //! "clusterdns-state" u32 version  u64 written (unix s)  str fingerprint
-//! record*   0 Namespace  str name
+//! record*   0 Namespace  str name      (under `namespace_labels`, only those that match)
 //!           1 Service    str ns, str name, u8 selector, kind, ports
 //!                        kind: 0 ClusterIP varint n ip*n | 1 Headless | 2 ExternalName str target
 //!           2 Slice      str ns, str name, str service, ports, varint n (ip, u8 has-host [str host])*n
@@ -77,10 +77,13 @@ pub fn fingerprint(cfg: &KubernetesConfig) -> String {
         Source::Api { .. } => "in-cluster".to_string(),
     };
     format!(
-        "zones {}; {source}; namespaces {}; labels {}; pods {:?}; endpoint_pod_names {}; noendpoints {}; zonal {}",
+        "zones {}; {source}; namespaces {}; labels {}; {}pods {:?}; endpoint_pod_names {}; noendpoints {}; zonal {}",
         zones.join(" "),
         cfg.namespaces.join(" "),
         cfg.labels_text.as_deref().unwrap_or("-"),
+        // Only the Namespaces that matched are saved: a state saved under
+        // another selector (or none) must not be served.
+        cfg.namespace_labels.as_ref().map_or(String::new(), |s| format!("namespace_labels {s}; ")),
         cfg.pods,
         cfg.endpoint_pod_names,
         cfg.noendpoints,
@@ -172,9 +175,8 @@ pub async fn restore(
     metrics: &Arc<Metrics>,
 ) -> Saver {
     let fingerprint = fingerprint(cfg);
-    let kinds = super::feed::watched_kinds(cfg);
     let (path, max_age, fp) = (p.path.clone(), p.max_age, fingerprint.clone());
-    let mut w = std::mem::replace(writer, Writer::new(&kinds));
+    let mut w = std::mem::replace(writer, super::feed::writer(cfg));
     let started = Instant::now();
     let loaded = tokio::task::spawn_blocking(move || {
         let result = load(&path, &fp, max_age, &mut w);

@@ -194,7 +194,7 @@ pub async fn run(
 ) {
     let mut last: Option<(SystemTime, u64)> = None;
     let mut ticker = tokio::time::interval(interval);
-    let mut writer = Some(Writer::new(&Kind::ALL));
+    let mut writer = Some(Writer::new(&Kind::ALL).selecting_namespaces(cfg.namespace_labels.is_some()));
     loop {
         ticker.tick().await;
         let stamp = std::fs::metadata(&path)

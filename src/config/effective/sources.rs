@@ -73,6 +73,7 @@ pub(super) fn kubernetes(b: &mut Block, k: &KubernetesConfig) {
         options.push(format!("namespaces {}", k.namespaces.join(" ")));
     }
     options.extend(k.labels_text.as_ref().map(|l| format!("labels {l}")));
+    options.extend(k.namespace_labels.as_ref().map(|s| format!("namespace_labels {s}")));
     let pods = match k.pods {
         PodMode::Disabled => "disabled",
         PodMode::Insecure => "insecure",

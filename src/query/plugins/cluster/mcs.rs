@@ -55,7 +55,9 @@ pub(super) fn lookup(c: &mut Ctx<'_, '_>, name: Qname<'_>) -> Found {
         Qname::DnsVersion => dns_version(c),
         Qname::NsHost => apex::ns_host(c),
         Qname::Ent => Found::NoData,
-        Qname::Namespace { ns } => exists(c.snap.namespace(ns).is_some() || c.snap.clusterset.has_namespace(ns)),
+        Qname::Namespace { ns } => {
+            exists(c.snap.namespace(ns).is_some() || (c.snap.exposed(ns) && c.snap.clusterset.has_namespace(ns)))
+        }
         Qname::Service { ns, svc } => service(c, ns, svc),
         Qname::ProtoEnt { ns, svc, proto } => proto_ent(c, ns, svc, proto),
         Qname::Endpoint { ns, svc, host } => cluster_ent(c, ns, svc, host),
@@ -80,7 +82,7 @@ fn dns_version(c: &mut Ctx<'_, '_>) -> Found {
 
 /// The import of `ns/svc` if its name has records.
 fn find<'s>(c: &Ctx<'s, '_>, ns: &str, svc: &str) -> Option<(&'s Import, &'s ImportKind)> {
-    let import = c.snap.clusterset.import(ns, svc)?;
+    let import = c.snap.clusterset.import(ns, svc).filter(|_| c.snap.exposed(ns))?;
     let import = Some(import).filter(|i| i.has_records(c.cfg.ignore_empty_service))?;
     Some((import, import.kind.as_ref()?))
 }
@@ -218,6 +220,7 @@ pub(super) fn reverse(c: &mut Ctx<'_, '_>, addr: IpAddr) -> Found {
 fn ptr_targets(snap: &Snapshot, zone: &Name, addr: IpAddr) -> Vec<Name> {
     let targets = snap.clusterset.reverse(addr).into_iter();
     targets
+        .filter(|(id, _)| snap.exposed(&id.namespace))
         .map(|(id, host)| {
             let base = prefixed(zone, &[&id.name, &id.namespace, "svc"]);
             match host {

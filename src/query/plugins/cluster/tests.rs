@@ -120,6 +120,7 @@ fn config(pods: PodMode, fallthrough: bool, ignore_empty: bool) -> KubernetesCon
         namespaces: Vec::new(),
         labels: None,
         labels_text: None,
+        namespace_labels: None,
         pods,
         endpoint_pod_names: false,
         ttl: 5,
