@@ -307,3 +307,56 @@ fn ptr_hostnames_are_read_from_the_service_in_order() {
         .unwrap_or_default();
     assert_eq!(eps, [ip("fd00::1"), ip("10.1.0.1")], "a mixed list keeps its order");
 }
+
+#[test]
+fn under_namespace_labels_only_namespaces_whose_object_is_held_are_served() {
+    let pod = |ns: &str| Record::Pod {
+        namespace: ns.into(),
+        name: "p".into(),
+        ips: vec![ip("10.2.0.9")],
+        running: true,
+    };
+    for selecting in [false, true] {
+        let mut w = Writer::new(&[]).selecting_namespaces(selecting);
+        w.apply(svc("db", "pg", &["10.0.0.1"]));
+        w.apply(pod("db"));
+        let s = w.snapshot(1);
+        // Without a selector a Service is served whether or not its
+        // Namespace object has been seen; with one, only once it has.
+        assert_eq!(s.service("db", "pg").is_some(), !selecting);
+        assert_eq!(s.namespace("db").is_some(), !selecting);
+        assert_eq!(s.exposed("db"), !selecting);
+        assert_eq!(s.pod_exists("db", ip("10.2.0.9")), !selecting);
+        assert_eq!(s.services().len(), usize::from(!selecting));
+        w.apply(Record::Namespace { name: "db".into() });
+        let s = w.snapshot(2);
+        assert!(s.service("db", "pg").is_some() && s.exposed("db") && s.pod_exists("db", ip("10.2.0.9")));
+        w.delete(&key(Kind::Namespace, "", "db"));
+        assert_eq!(w.snapshot(3).service("db", "pg").is_some(), !selecting);
+    }
+}
+
+#[test]
+fn a_namespace_served_or_hidden_under_namespace_labels_drops_every_memoized_answer() {
+    let store = Store::default();
+    let mut w = Writer::new(&[Kind::Namespace, Kind::Service]).selecting_namespaces(true);
+    for kind in [Kind::Namespace, Kind::Service] {
+        w.relist_start(kind);
+    }
+    w.apply(Record::Namespace { name: "db".into() });
+    w.apply(svc("db", "pg", &["10.0.0.1"]));
+    for kind in [Kind::Namespace, Kind::Service] {
+        w.relist_done(kind);
+    }
+    assert!(w.publish(&store, 1));
+    let generation = store.generation();
+    let mut ptr = crate::store::Deps::NONE;
+    ptr.add(Dep::ptr(ip("10.0.0.1")));
+    w.apply(svc("other", "x", &["10.0.0.2"]));
+    assert!(w.publish(&store, 2));
+    assert!(store.unchanged_since(generation, &ptr), "an unrelated change keeps it");
+    w.delete(&key(Kind::Namespace, "", "db"));
+    assert!(w.publish(&store, 3));
+    assert!(!store.unchanged_since(generation, &ptr), "the PTR of a hidden Service changed");
+    assert!(store.load().service("db", "pg").is_none());
+}
