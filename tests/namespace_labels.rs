@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use common::cluster::{a, corefile_with, eventually, headless_slice, service};
 use common::{rcode_name, temp_dir, udp, Server};
 use hickory_proto::rr::RecordType;
-use loadtest::fakeapi::{Fault, FakeApi};
+use loadtest::fakeapi::{FakeApi, Fault};
 use serde_json::{json, Value};
 
 /// A Namespace with `labels`.
@@ -32,7 +32,10 @@ fn cluster(rt: &tokio::runtime::Runtime) -> FakeApi {
     api.put("namespaces", namespace("db", json!({"team": "data"})));
     api.put("services", service("default", "kubernetes", "10.96.0.1"));
     api.put("services", service("db", "web", "10.96.0.60"));
-    api.put("services", json!({"metadata": {"name": "pg", "namespace": "db"}, "spec": {"clusterIP": "None"}}));
+    api.put(
+        "services",
+        json!({"metadata": {"name": "pg", "namespace": "db"}, "spec": {"clusterIP": "None"}}),
+    );
     api.put("endpointslices", headless_slice("db", "pg", &["10.1.0.1"]));
     api
 }
@@ -70,24 +73,54 @@ fn check(dir: &Path, options: &str) -> (bool, String, String) {
 fn selectors_are_printed_when_valid_and_refused_at_their_position_when_not() {
     let dir = temp_dir("nslabels-check");
     for (written, printed) in [
-        ("namespace_labels istio-injection=enabled", "namespace_labels istio-injection=enabled"),
-        ("namespace_labels team in (a, b),!legacy", "namespace_labels team in (a,b),!legacy"),
-        ("namespace_labels env notin (dev), kubernetes.io/metadata.name", "namespace_labels env notin (dev),kubernetes.io/metadata.name"),
-        ("namespace_labels tier!=web,owner==me", "namespace_labels tier!=web,owner=me"),
+        (
+            "namespace_labels istio-injection=enabled",
+            "namespace_labels istio-injection=enabled",
+        ),
+        (
+            "namespace_labels team in (a, b),!legacy",
+            "namespace_labels team in (a,b),!legacy",
+        ),
+        (
+            "namespace_labels env notin (dev), kubernetes.io/metadata.name",
+            "namespace_labels env notin (dev),kubernetes.io/metadata.name",
+        ),
+        (
+            "namespace_labels tier!=web,owner==me",
+            "namespace_labels tier!=web,owner=me",
+        ),
     ] {
         let (ok, out, err) = check(&dir, written);
         assert!(ok, "{written}: {err}");
-        assert!(out.contains(printed) || err.contains(printed), "{written}: printed as {printed}: {out}{err}");
+        assert!(
+            out.contains(printed) || err.contains(printed),
+            "{written}: printed as {printed}: {out}{err}"
+        );
     }
     let conf = dir.join("Corefile").display().to_string();
     for (written, error) in [
         ("namespace_labels", ":3:9: 'namespace_labels' takes at least 1 argument"),
-        ("namespace_labels a=b c", ":3:26: namespace_labels: 'b c' is not a label value"),
-        ("namespace_labels env in ()", ":3:26: namespace_labels: 'env in ()': the set of values after in is empty"),
+        (
+            "namespace_labels a=b c",
+            ":3:26: namespace_labels: 'b c' is not a label value",
+        ),
+        (
+            "namespace_labels env in ()",
+            ":3:26: namespace_labels: 'env in ()': the set of values after in is empty",
+        ),
         ("namespace_labels =on", ":3:26: namespace_labels: '' is not a label key"),
-        ("namespace_labels a=-x", ":3:26: namespace_labels: '-x' is not a label value"),
-        ("namespace_labels Bad.IO/x", ":3:26: namespace_labels: 'Bad.IO/x' is not a label key"),
-        ("namespace_labels x>1", ":3:26: namespace_labels: 'x>1' is not a label key"),
+        (
+            "namespace_labels a=-x",
+            ":3:26: namespace_labels: '-x' is not a label value",
+        ),
+        (
+            "namespace_labels Bad.IO/x",
+            ":3:26: namespace_labels: 'Bad.IO/x' is not a label key",
+        ),
+        (
+            "namespace_labels x>1",
+            ":3:26: namespace_labels: 'x>1' is not a label key",
+        ),
         (
             "namespaces a b\n        namespace_labels x=y",
             ":4:9: kubernetes: namespaces and namespace_labels cannot both be set",
@@ -95,12 +128,18 @@ fn selectors_are_printed_when_valid_and_refused_at_their_position_when_not() {
     ] {
         let (ok, _, err) = check(&dir, written);
         assert!(!ok, "{written}: refused");
-        assert!(err.contains(&format!("{conf}{error}")), "{written}: wanted {conf}{error}, got {err}");
+        assert!(
+            err.contains(&format!("{conf}{error}")),
+            "{written}: wanted {conf}{error}, got {err}"
+        );
     }
     // Every error at once: a bad `labels` and a bad `namespace_labels`.
     let (ok, _, err) = check(&dir, "labels a=b c\n        namespace_labels d=e f");
     assert!(!ok);
-    assert!(err.contains(":3:16: labels:") && err.contains(":4:26: namespace_labels:"), "{err}");
+    assert!(
+        err.contains(":3:16: labels:") && err.contains(":4:26: namespace_labels:"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -116,9 +155,15 @@ fn a_namespace_relabelled_shows_and_hides_its_names_over_the_watch() {
     assert_eq!(a(&server, web), ["NXDOMAIN"]);
     assert_eq!(a(&server, "pg.db.svc.cluster.local."), ["NXDOMAIN"]);
     assert_eq!(rcode(&server, "db.svc.cluster.local.", RecordType::A), "NXDOMAIN");
-    assert_eq!(rcode(&server, "_http._tcp.web.db.svc.cluster.local.", RecordType::SRV), "NXDOMAIN");
+    assert_eq!(
+        rcode(&server, "_http._tcp.web.db.svc.cluster.local.", RecordType::SRV),
+        "NXDOMAIN"
+    );
     assert_eq!(ptr(&server, "60.0.96.10.in-addr.arpa."), ["NXDOMAIN"]);
-    assert_eq!(ptr(&server, "1.0.96.10.in-addr.arpa."), ["kubernetes.default.svc.cluster.local."]);
+    assert_eq!(
+        ptr(&server, "1.0.96.10.in-addr.arpa."),
+        ["kubernetes.default.svc.cluster.local."]
+    );
 
     // db labelled to match: every name of it appears.
     api.put("namespaces", namespace("db", json!({"team": "data", "dns": "on"})));
@@ -181,9 +226,17 @@ fn a_restart_during_an_outage_serves_the_persisted_filter_and_another_selector_w
     while a(&server, kubernetes) != ["10.96.0.1"] && started.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(a(&server, kubernetes), ["10.96.0.1"], "served from disk with the API down");
+    assert_eq!(
+        a(&server, kubernetes),
+        ["10.96.0.1"],
+        "served from disk with the API down"
+    );
     assert_eq!(a(&server, "late.default.svc.cluster.local."), ["10.96.0.90"]);
-    assert_eq!(a(&server, "web.db.svc.cluster.local."), ["NXDOMAIN"], "db did not match when saved");
+    assert_eq!(
+        a(&server, "web.db.svc.cluster.local."),
+        ["NXDOMAIN"],
+        "db did not match when saved"
+    );
     drop(server);
 
     // Another selector: the saved state (filtered by the old one) is not

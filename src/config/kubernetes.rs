@@ -280,7 +280,10 @@ pub fn parse(
         }
     }
     if let Some(at) = namespace_labels_at.filter(|_| !cfg.namespaces.is_empty()) {
-        errors.push(ConfigError::new(&at, "kubernetes: namespaces and namespace_labels cannot both be set"));
+        errors.push(ConfigError::new(
+            &at,
+            "kubernetes: namespaces and namespace_labels cannot both be set",
+        ));
     }
     if cfg.client.zonal && cfg.noendpoints {
         errors.push(ConfigError::new(

@@ -138,7 +138,8 @@ fn key_of(key: &str) -> Result<String, String> {
         p.len() <= 253
             && p.split('.').all(|l| {
                 !l.is_empty()
-                    && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                     && !l.starts_with('-')
                     && !l.ends_with('-')
             })
@@ -210,7 +211,10 @@ mod tests {
         assert!(Selector::parse("a in ()").is_err(), "an empty set");
         assert!(Selector::parse("a=b=c").is_err());
         assert!(Selector::parse("Bad_Prefix.io/a").is_err(), "an upper-case prefix");
-        assert!(Selector::parse(&format!("a={}", "x".repeat(64))).is_err(), "a value over 63");
+        assert!(
+            Selector::parse(&format!("a={}", "x".repeat(64))).is_err(),
+            "a value over 63"
+        );
         assert!(Selector::parse("a=").is_ok(), "an empty value");
         assert!(Selector::parse("kubernetes.io/metadata.name=x").is_ok());
     }

@@ -83,7 +83,9 @@ pub fn fingerprint(cfg: &KubernetesConfig) -> String {
         cfg.labels_text.as_deref().unwrap_or("-"),
         // Only the Namespaces that matched are saved: a state saved under
         // another selector (or none) must not be served.
-        cfg.namespace_labels.as_ref().map_or(String::new(), |s| format!("namespace_labels {s}; ")),
+        cfg.namespace_labels
+            .as_ref()
+            .map_or(String::new(), |s| format!("namespace_labels {s}; ")),
         cfg.pods,
         cfg.endpoint_pod_names,
         cfg.noendpoints,

@@ -357,6 +357,9 @@ fn a_namespace_served_or_hidden_under_namespace_labels_drops_every_memoized_answ
     assert!(store.unchanged_since(generation, &ptr), "an unrelated change keeps it");
     w.delete(&key(Kind::Namespace, "", "db"));
     assert!(w.publish(&store, 3));
-    assert!(!store.unchanged_since(generation, &ptr), "the PTR of a hidden Service changed");
+    assert!(
+        !store.unchanged_since(generation, &ptr),
+        "the PTR of a hidden Service changed"
+    );
     assert!(store.load().service("db", "pg").is_none());
 }
