@@ -288,3 +288,25 @@ fn a_snapshot_dump_relabelled_shows_and_hides_names_and_pods() {
     eventually(&server, api, &["NXDOMAIN"]);
     assert_eq!(ptr(&server, "5.0.0.10.in-addr.arpa."), ["NXDOMAIN"]);
 }
+
+#[test]
+fn imports_in_a_namespace_that_does_not_match_are_not_served_in_the_clusterset_zone() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let api = cluster(&rt);
+    let import = json!({"metadata": {"name": "web", "namespace": "db"},
+        "spec": {"type": "ClusterSetIP", "ips": ["10.200.0.5"], "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}});
+    api.put("serviceimports", import);
+    let corefile = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    kubernetes cluster.local clusterset.local in-addr.arpa {{\n        endpoint {}\n        multicluster clusterset.local\n        namespace_labels dns=on\n    }}\n}}\n",
+        api.url()
+    );
+    let server = Server::start(&temp_dir("nslabels-mcs"), &corefile);
+    let web = "web.db.svc.clusterset.local.";
+    assert_eq!(a(&server, web), ["NXDOMAIN"]);
+    assert_eq!(rcode(&server, "db.svc.clusterset.local.", RecordType::A), "NXDOMAIN");
+    assert_eq!(ptr(&server, "5.0.200.10.in-addr.arpa."), ["NXDOMAIN"]);
+    api.put("namespaces", namespace("db", json!({"dns": "on"})));
+    eventually(&server, web, &["10.200.0.5"]);
+    assert_eq!(rcode(&server, "db.svc.clusterset.local.", RecordType::A), "NOERROR");
+    assert_eq!(ptr(&server, "5.0.200.10.in-addr.arpa."), ["web.db.svc.clusterset.local."]);
+}
