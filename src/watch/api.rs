@@ -5,7 +5,7 @@
 //! `persist`) saves the state to disk ([`super::persist`]).
 //!
 //! ```text
-//!  follow(Namespace, metadata only) ─┐
+//!  follow(Namespace, metadata only) ─┐   (its labels read only under namespace_labels)
 //!  follow(Service)                   ├─► mpsc ─► writer: apply a batch ─► publish ─► persist (coalesced)
 //!  follow(EndpointSlice)             │           (RelistStart → relist_start, RelistDone → relist_done)
 //!  follow(Pod) [pods verified]      │

@@ -1,9 +1,9 @@
 //! API objects → compact records, the moment they arrive.
 //!
 //! Each function takes one object, applies the `kubernetes` directive's
-//! filters (`namespaces`, `labels`, `noendpoints`, `pods`), and returns the
-//! few fields DNS needs as a [`Record`]; the object is dropped by the
-//! caller. `Ok(None)` means the filters leave the object out (an update
+//! filters (`namespaces`, `namespace_labels`, `labels`, `noendpoints`,
+//! `pods`), and returns the few fields DNS needs as a [`Record`]; the
+//! object is dropped by the caller. `Ok(None)` means the filters leave the object out (an update
 //! that filters out a served object deletes it). A malformed object is an
 //! [`Invalid`] error naming it, and nothing of it is kept.
 
