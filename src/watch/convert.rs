@@ -3,9 +3,10 @@
 //! Each function takes one object, applies the `kubernetes` directive's
 //! filters (`namespaces`, `namespace_labels`, `labels`, `noendpoints`,
 //! `pods`), and returns the few fields DNS needs as a [`Record`]; the
-//! object is dropped by the caller. `Ok(None)` means the filters leave the object out (an update
-//! that filters out a served object deletes it). A malformed object is an
-//! [`Invalid`] error naming it, and nothing of it is kept.
+//! object is dropped by the caller. `Ok(None)` means the filters leave
+//! the object out (an update that filters out a served object deletes
+//! it). A malformed object is an [`Invalid`] error naming it, and nothing
+//! of it is kept.
 
 use std::net::IpAddr;
 
