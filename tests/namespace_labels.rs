@@ -308,5 +308,8 @@ fn imports_in_a_namespace_that_does_not_match_are_not_served_in_the_clusterset_z
     api.put("namespaces", namespace("db", json!({"dns": "on"})));
     eventually(&server, web, &["10.200.0.5"]);
     assert_eq!(rcode(&server, "db.svc.clusterset.local.", RecordType::A), "NOERROR");
-    assert_eq!(ptr(&server, "5.0.200.10.in-addr.arpa."), ["web.db.svc.clusterset.local."]);
+    assert_eq!(
+        ptr(&server, "5.0.200.10.in-addr.arpa."),
+        ["web.db.svc.clusterset.local."]
+    );
 }

@@ -145,6 +145,17 @@ fn selector(a: &Args, errors: &mut Vec<ConfigError>) -> Option<(Selector, String
     }
 }
 
+/// The options that decide the source and the checks across options,
+/// as written (read once every line is).
+#[derive(Default)]
+struct Written {
+    snapshot: Option<PathBuf>,
+    endpoint: Option<String>,
+    kubeconfig: Option<(PathBuf, Option<String>)>,
+    tls: Option<[PathBuf; 3]>,
+    namespace_labels_at: Option<super::lexer::Pos>,
+}
+
 /// Parses a `kubernetes` directive; `block_zones` are the server block's.
 pub fn parse(
     d: &Directive,
@@ -156,7 +167,40 @@ pub fn parse(
     if zones.is_empty() {
         zones = block_zones.to_vec();
     }
-    let mut cfg = KubernetesConfig {
+    let mut cfg = defaults(zones);
+    let mut written = Written::default();
+    for line in &d.options {
+        let a = Args::from(line);
+        if !super::kube_client::option(&a, &mut cfg.client, errors)
+            && !source_option(&a, dir, &mut written, errors)
+            && !filter_option(&a, &mut cfg, &mut written, errors)
+        {
+            option(&a, dir, block_zones, &mut cfg, errors);
+        }
+    }
+    if let Some(at) = written
+        .namespace_labels_at
+        .take()
+        .filter(|_| !cfg.namespaces.is_empty())
+    {
+        errors.push(ConfigError::new(
+            &at,
+            "kubernetes: namespaces and namespace_labels cannot both be set",
+        ));
+    }
+    if cfg.client.zonal && cfg.noendpoints {
+        errors.push(ConfigError::new(
+            &d.name.pos,
+            "kubernetes: zonal needs the endpoint cache; remove noendpoints",
+        ));
+    }
+    cfg.source = source(d, &cfg, written, errors);
+    Some(cfg)
+}
+
+/// A directive's options before any line is read.
+fn defaults(zones: Vec<Name>) -> KubernetesConfig {
+    KubernetesConfig {
         zones,
         source: Source::Api {
             endpoint: None,
@@ -178,151 +222,161 @@ pub fn parse(
         resync: None,
         client: Default::default(),
         multicluster: Vec::new(),
-    };
-    let (mut snapshot, mut endpoint, mut kubeconfig, mut tls) = (None, None, None, None);
-    let mut namespace_labels_at = None;
-    for line in &d.options {
-        let a = Args::from(line);
-        if super::kube_client::option(&a, &mut cfg.client, errors) {
-            continue;
+    }
+}
+
+/// `endpoint`, `kubeconfig`, `tls`, `snapshot`; false for another option.
+fn source_option(a: &Args, dir: &Path, w: &mut Written, errors: &mut Vec<ConfigError>) -> bool {
+    match a.name.text.as_str() {
+        "endpoint" if a.count(1, usize::MAX, errors) => {
+            if let Some(extra) = a.args.get(1) {
+                // As CoreDNS: several endpoints are deprecated, the first is used.
+                tracing::warn!(target: "kubernetes", "{}: several endpoints are deprecated; only the first, {}, is used", extra.pos, a.args[0].text);
+            }
+            w.endpoint = Some(a.args[0].text.clone());
         }
-        match a.name.text.as_str() {
-            "endpoint" if a.count(1, usize::MAX, errors) => {
-                if let Some(extra) = a.args.get(1) {
-                    // As CoreDNS: several endpoints are deprecated, the first is used.
-                    tracing::warn!(target: "kubernetes", "{}: several endpoints are deprecated; only the first, {}, is used", extra.pos, a.args[0].text);
-                }
-                endpoint = Some(a.args[0].text.clone());
+        "kubeconfig" if a.count(1, 2, errors) => {
+            w.kubeconfig = Some((dir.join(&a.args[0].text), a.args.get(1).map(|w| w.text.clone())));
+        }
+        "tls" if a.count(3, 3, errors) => w.tls = Some([0, 1, 2].map(|i| dir.join(&a.args[i].text))),
+        "snapshot" if a.count(1, 1, errors) => w.snapshot = Some(dir.join(&a.args[0].text)),
+        "endpoint" | "kubeconfig" | "tls" | "snapshot" => {} // wrong argument count, already reported
+        _ => return false,
+    }
+    true
+}
+
+/// `namespaces`, `labels`, `namespace_labels`, `pods`,
+/// `endpoint_pod_names`, `noendpoints`, `ignore`: what is served; false
+/// for another option.
+fn filter_option(a: &Args, cfg: &mut KubernetesConfig, w: &mut Written, errors: &mut Vec<ConfigError>) -> bool {
+    match a.name.text.as_str() {
+        "namespaces" if a.count(1, usize::MAX, errors) => {
+            cfg.namespaces = a.args.iter().map(|w| w.text.to_ascii_lowercase()).collect();
+        }
+        "labels" if a.count(1, usize::MAX, errors) => {
+            if let Some((s, text)) = selector(a, errors) {
+                cfg.labels = Some(s);
+                cfg.labels_text = Some(text);
             }
-            "kubeconfig" if a.count(1, 2, errors) => {
-                kubeconfig = Some((dir.join(&a.args[0].text), a.args.get(1).map(|w| w.text.clone())));
-            }
-            "tls" if a.count(3, 3, errors) => tls = Some([0, 1, 2].map(|i| dir.join(&a.args[i].text))),
-            "snapshot" if a.count(1, 1, errors) => snapshot = Some(dir.join(&a.args[0].text)),
-            "namespaces" if a.count(1, usize::MAX, errors) => {
-                cfg.namespaces = a.args.iter().map(|w| w.text.to_ascii_lowercase()).collect();
-            }
-            "labels" if a.count(1, usize::MAX, errors) => {
-                if let Some((s, text)) = selector(&a, errors) {
-                    cfg.labels = Some(s);
-                    cfg.labels_text = Some(text);
-                }
-            }
-            "namespace_labels" if a.count(1, usize::MAX, errors) => {
-                namespace_labels_at = Some(a.pos().clone());
-                cfg.namespace_labels = selector(&a, errors).map(|(s, _)| s);
-            }
-            "pods" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
-                "disabled" => cfg.pods = PodMode::Disabled,
-                "insecure" => cfg.pods = PodMode::Insecure,
-                "verified" => cfg.pods = PodMode::Verified,
-                other => errors.push(ConfigError::new(
-                    &a.args[0].pos,
-                    format!("pods: '{other}' is not one of disabled, insecure, verified"),
-                )),
-            },
-            "endpoint_pod_names" if a.count(0, 0, errors) => cfg.endpoint_pod_names = true,
-            "noendpoints" if a.count(0, 0, errors) => cfg.noendpoints = true,
-            "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
-                Some(t) if t <= 3600 => cfg.ttl = t,
-                Some(t) => errors.push(ConfigError::new(&a.args[0].pos, format!("ttl: {t} is out of range 0..3600"))),
-                None => {}
-            },
-            "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
-            "ignore" if a.count(1, usize::MAX, errors) => match a.args[0].text.as_str() {
-                "empty_service" => {
-                    if let Some(extra) = a.args.get(1) {
-                        // As CoreDNS: the words after empty_service are not read.
-                        tracing::warn!(target: "kubernetes", "{}: ignore: '{}' and what follows is not read", extra.pos, extra.text);
-                    }
-                    cfg.ignore_empty_service = true;
-                }
-                other => errors.push(ConfigError::new(&a.args[0].pos, format!("ignore: unknown value '{other}' (expected empty_service)"))),
-            },
-            "watch_timeout" if a.count(1, 1, errors) => match a.duration(0, errors) {
-                Some(t) if (1..=3600).contains(&t.as_secs()) => cfg.watch_timeout = t,
-                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "watch_timeout: out of range 1s..1h")),
-                None => {}
-            },
-            "persist" if a.count(1, 2, errors) => {
-                let max_age = match a.args.len() {
-                    2 => match a.duration(1, errors) {
-                        Some(t) if t >= std::time::Duration::from_secs(1) => Some(t),
-                        Some(_) => {
-                            errors.push(ConfigError::new(&a.args[1].pos, "persist: MAX_AGE must be at least 1s"));
-                            None
-                        }
-                        None => None,
-                    },
-                    _ => Some(std::time::Duration::from_secs(3600)),
-                };
-                cfg.persist = max_age.map(|max_age| Persist {
-                    path: dir.join(&a.args[0].text),
-                    max_age,
-                });
-            }
-            "resync" if a.count(1, 1, errors) => match a.duration(0, errors) {
-                Some(t) if t >= std::time::Duration::from_secs(1) => cfg.resync = Some(t),
-                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "resync: must be at least 1s")),
-                None => {}
-            },
-            "multicluster" => multicluster(&a, &cfg.zones, block_zones, &mut cfg.multicluster, errors),
-            "endpoint" | "kubeconfig" | "tls" | "snapshot" | "namespaces" | "labels" | "namespace_labels" | "pods"
-            | "endpoint_pod_names" | "noendpoints" | "ttl" | "ignore" | "watch_timeout" | "persist" | "resync" => {} // wrong argument count, already reported
+        }
+        "namespace_labels" if a.count(1, usize::MAX, errors) => {
+            w.namespace_labels_at = Some(a.pos().clone());
+            cfg.namespace_labels = selector(a, errors).map(|(s, _)| s);
+        }
+        "pods" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
+            "disabled" => cfg.pods = PodMode::Disabled,
+            "insecure" => cfg.pods = PodMode::Insecure,
+            "verified" => cfg.pods = PodMode::Verified,
             other => errors.push(ConfigError::new(
-                a.pos(),
-                format!(
-                    "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, namespace_labels, pods, \
-                     endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout, persist, resync, \
-                     startup_timeout, apiserver_qps, apiserver_burst, apiserver_max_inflight, zonal, multicluster)"
-                ),
+                &a.args[0].pos,
+                format!("pods: '{other}' is not one of disabled, insecure, verified"),
             )),
+        },
+        "endpoint_pod_names" if a.count(0, 0, errors) => cfg.endpoint_pod_names = true,
+        "noendpoints" if a.count(0, 0, errors) => cfg.noendpoints = true,
+        "ignore" if a.count(1, usize::MAX, errors) => match a.args[0].text.as_str() {
+            "empty_service" => {
+                if let Some(extra) = a.args.get(1) {
+                    // As CoreDNS: the words after empty_service are not read.
+                    tracing::warn!(target: "kubernetes", "{}: ignore: '{}' and what follows is not read", extra.pos, extra.text);
+                }
+                cfg.ignore_empty_service = true;
+            }
+            other => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("ignore: unknown value '{other}' (expected empty_service)"),
+            )),
+        },
+        "namespaces" | "labels" | "namespace_labels" | "pods" | "endpoint_pod_names" | "noendpoints" | "ignore" => {} // wrong argument count, already reported
+        _ => return false,
+    }
+    true
+}
+
+/// The other options: `ttl`, `fallthrough`, `watch_timeout`, `persist`,
+/// `resync`, `multicluster`; anything else is an unknown option.
+fn option(a: &Args, dir: &Path, block_zones: &[Name], cfg: &mut KubernetesConfig, errors: &mut Vec<ConfigError>) {
+    match a.name.text.as_str() {
+        "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
+            Some(t) if t <= 3600 => cfg.ttl = t,
+            Some(t) => errors.push(ConfigError::new(&a.args[0].pos, format!("ttl: {t} is out of range 0..3600"))),
+            None => {}
+        },
+        "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
+        "watch_timeout" if a.count(1, 1, errors) => match a.duration(0, errors) {
+            Some(t) if (1..=3600).contains(&t.as_secs()) => cfg.watch_timeout = t,
+            Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "watch_timeout: out of range 1s..1h")),
+            None => {}
+        },
+        "persist" if a.count(1, 2, errors) => cfg.persist = persist(a, dir, errors),
+        "resync" if a.count(1, 1, errors) => match a.duration(0, errors) {
+            Some(t) if t >= std::time::Duration::from_secs(1) => cfg.resync = Some(t),
+            Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "resync: must be at least 1s")),
+            None => {}
+        },
+        "multicluster" => multicluster(a, &cfg.zones, block_zones, &mut cfg.multicluster, errors),
+        "ttl" | "watch_timeout" | "persist" | "resync" => {} // wrong argument count, already reported
+        other => errors.push(ConfigError::new(
+            a.pos(),
+            format!(
+                "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, namespace_labels, pods, \
+                 endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout, persist, resync, \
+                 startup_timeout, apiserver_qps, apiserver_burst, apiserver_max_inflight, zonal, multicluster)"
+            ),
+        )),
+    }
+}
+
+/// `persist FILE [MAX_AGE]` (MAX_AGE at least 1s, 1h when not written).
+fn persist(a: &Args, dir: &Path, errors: &mut Vec<ConfigError>) -> Option<Persist> {
+    let max_age = match a.args.len() {
+        2 => match a.duration(1, errors) {
+            Some(t) if t >= std::time::Duration::from_secs(1) => Some(t),
+            Some(_) => {
+                errors.push(ConfigError::new(&a.args[1].pos, "persist: MAX_AGE must be at least 1s"));
+                None
+            }
+            None => None,
+        },
+        _ => Some(std::time::Duration::from_secs(3600)),
+    };
+    max_age.map(|max_age| Persist {
+        path: dir.join(&a.args[0].text),
+        max_age,
+    })
+}
+
+/// The source the written options name, with what cannot go with it.
+fn source(d: &Directive, cfg: &KubernetesConfig, w: Written, errors: &mut Vec<ConfigError>) -> Source {
+    let Some(path) = w.snapshot else {
+        if let Some(url) = w
+            .endpoint
+            .as_deref()
+            .filter(|u| !u.starts_with("http://") && !u.starts_with("https://"))
+        {
+            errors.push(ConfigError::new(
+                &d.name.pos,
+                format!("kubernetes: endpoint '{url}' must start with http:// or https://"),
+            ));
         }
-    }
-    if let Some(at) = namespace_labels_at.filter(|_| !cfg.namespaces.is_empty()) {
-        errors.push(ConfigError::new(
-            &at,
-            "kubernetes: namespaces and namespace_labels cannot both be set",
-        ));
-    }
-    if cfg.client.zonal && cfg.noendpoints {
+        return Source::Api {
+            endpoint: w.endpoint,
+            kubeconfig: w.kubeconfig,
+            tls: w.tls,
+        };
+    };
+    if w.endpoint.is_some() || w.kubeconfig.is_some() {
         errors.push(ConfigError::new(
             &d.name.pos,
-            "kubernetes: zonal needs the endpoint cache; remove noendpoints",
+            "kubernetes: 'snapshot' cannot be combined with 'endpoint' or 'kubeconfig'",
         ));
     }
-    cfg.source = match snapshot {
-        Some(path) => {
-            if endpoint.is_some() || kubeconfig.is_some() {
-                errors.push(ConfigError::new(
-                    &d.name.pos,
-                    "kubernetes: 'snapshot' cannot be combined with 'endpoint' or 'kubeconfig'",
-                ));
-            }
-            if cfg.persist.is_some() || cfg.resync.is_some() {
-                errors.push(ConfigError::new(
-                    &d.name.pos,
-                    "kubernetes: 'persist' and 'resync' apply to the API source, not to 'snapshot'",
-                ));
-            }
-            Source::Snapshot(path)
-        }
-        None => {
-            if let Some(url) = endpoint
-                .as_deref()
-                .filter(|u| !u.starts_with("http://") && !u.starts_with("https://"))
-            {
-                errors.push(ConfigError::new(
-                    &d.name.pos,
-                    format!("kubernetes: endpoint '{url}' must start with http:// or https://"),
-                ));
-            }
-            Source::Api {
-                endpoint,
-                kubeconfig,
-                tls,
-            }
-        }
-    };
-    Some(cfg)
+    if cfg.persist.is_some() || cfg.resync.is_some() {
+        errors.push(ConfigError::new(
+            &d.name.pos,
+            "kubernetes: 'persist' and 'resync' apply to the API source, not to 'snapshot'",
+        ));
+    }
+    Source::Snapshot(path)
 }
