@@ -164,14 +164,14 @@ impl Router {
     /// The block with the longest zone containing `qname`, and that
     /// zone's stats slot.
     pub(crate) fn block<N: Asked>(&self, qname: N) -> Option<(&Block, u16)> {
+        // Zones holding the name are suffixes of it: the longest in bytes
+        // has the most labels.
         self.blocks
             .iter()
             .filter_map(|b| {
-                b.zones
-                    .iter()
-                    .zip(&b.zone_stats)
-                    .filter(|(z, _)| qname.under(z))
-                    .map(|(z, slot)| (z.num_labels(), b, *slot))
+                (b.zones.iter().zip(&b.zone_wires).zip(&b.zone_stats))
+                    .filter(|((z, w), _)| qname.under(z, w))
+                    .map(|((_, w), slot)| (w.len(), b, *slot))
                     .max_by_key(|(n, _, _)| *n)
             })
             .max_by_key(|(n, _, _)| *n)
