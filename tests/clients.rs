@@ -410,8 +410,8 @@ fn ask_as(from: &str, server: std::net::SocketAddr, name: &str, tcp: bool) -> hi
 /// back behind a CNAME from the asked name; a name every search domain
 /// fails is the asked name's NXDOMAIN, with the cluster zone's SOA; `acl`
 /// judges the names walked after an upstream's NXDOMAIN too (a blocked one
-/// ends the walk REFUSED, as in CoreDNS). Over UDP and TCP (which forwards
-/// over TCP).
+/// ends the walk REFUSED, as in CoreDNS); an upstream's SERVFAIL ends it.
+/// Over UDP and TCP (which forwards over TCP).
 #[test]
 fn autopath_walks_on_past_upstream_nxdomain() {
     use common::stub::{Mode, Stub};
@@ -477,5 +477,17 @@ fn autopath_walks_on_past_upstream_nxdomain() {
         assert_eq!(common::rcode_name(&m), "REFUSED", "{how}: {m:?}");
         assert_eq!(names(&nx)[nx_before..], ["b.example.org."], "{how}");
         assert_eq!(names(&up).len(), up_before, "{how}: nothing after the blocked name");
+    }
+    // an upstream's SERVFAIL ends the walk: the client gets it, as from CoreDNS
+    nx.set(Mode::ServFail);
+    for tcp in [false, true] {
+        let up_before = names(&up).len();
+        let m = ask_as("127.0.0.2", server.dns, "c.default.svc.cluster.local.", tcp);
+        assert_eq!(common::rcode_name(&m), "SERVFAIL", "tcp {tcp}: {m:?}");
+        assert_eq!(
+            names(&up).len(),
+            up_before,
+            "tcp {tcp}: the walk ended at c.example.org."
+        );
     }
 }
