@@ -137,7 +137,8 @@ pub struct Chase {
 pub enum ChaseKind {
     /// A later name of the search walk: its answer is the asked name's,
     /// behind a CNAME ([`cnamer`]); its NXDOMAIN walks on
-    /// (`defer::walk_on`), its SERVFAIL ends the walk as it is.
+    /// (`defer::walk_on`), a failure (SERVFAIL, REFUSED) ends the walk as
+    /// it is.
     Autopath,
     /// A CNAME's target outside the zone (an ExternalName Service, a
     /// `k8s_external` ingress hostname), as CoreDNS's upstream lookup: the
@@ -201,7 +202,8 @@ impl Chase {
             ChaseKind::Autopath => match answer.rcode {
                 // the walk ended without walking on: the asked name's NXDOMAIN
                 ResponseCode::NXDomain => answer.error(ResponseCode::NXDomain),
-                ResponseCode::ServFail => {} // an upstream's failure ends the walk
+                // a failure (an upstream's SERVFAIL, a timeout, `max_concurrent`) ends the walk
+                ResponseCode::ServFail | ResponseCode::Refused => {}
                 _ => {
                     cnamer(self.asked.name(), answer);
                     (answer.tags.plugin, answer.tags.autopath) = (Plugin::Autopath, true);
