@@ -384,6 +384,7 @@ impl Runtime {
         }
         Block {
             zones: server.zones.clone(),
+            zone_wires: server.zones.iter().map(crate::config::args::lower_wire).collect(),
             zone_stats: Vec::new(),
             hosts: server.hosts.clone().map(Hosts::new),
             files,

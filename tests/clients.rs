@@ -1,6 +1,7 @@
 //! Real clients against the real binary: dig and kdig over UDP and TCP,
-//! pipelined TCP, truncation with and without EDNS, and the glibc resolver
-//! walking the ndots:5 search path inside a private network namespace.
+//! pipelined TCP, truncation with and without EDNS, the glibc resolver
+//! walking the ndots:5 search path inside a private network namespace, and
+//! `autopath` walking a pod's search path past upstreams' NXDOMAIN.
 
 mod common;
 
@@ -374,4 +375,119 @@ wait $pid 2>/dev/null
         text.contains("short: 10.96.0.1"),
         "a name of the pod's own namespace is answered directly: {text}"
     );
+}
+
+/// One query for `name` A from `from` (a pod's address on loopback) over
+/// UDP or TCP, decoded; its reply must come within 5 s.
+fn ask_as(from: &str, server: std::net::SocketAddr, name: &str, tcp: bool) -> hickory_proto::op::Message {
+    use std::io::Write as _;
+    let q = query(0x4444, name, RecordType::A, Some(1232));
+    let local: std::net::SocketAddr = format!("{from}:0").parse().expect("source address");
+    let limit = Some(std::time::Duration::from_secs(5));
+    let reply = if tcp {
+        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+        sock.bind(&local.into()).expect("bind");
+        sock.connect(&server.into()).expect("connect");
+        let mut s: std::net::TcpStream = sock.into();
+        s.set_read_timeout(limit).expect("timeout");
+        s.write_all(&common::framed(&q)).expect("write");
+        common::read_frame(&mut s).expect("a TCP reply within 5 s")
+    } else {
+        let sock = std::net::UdpSocket::bind(local).expect("bind");
+        sock.set_read_timeout(limit).expect("timeout");
+        sock.send_to(&q, server).expect("send");
+        let mut buf = vec![0u8; 65535];
+        let n = sock.recv(&mut buf).expect("a UDP reply within 5 s");
+        buf[..n].to_vec()
+    };
+    hickory_proto::op::Message::from_vec(&reply).expect("decodable reply")
+}
+
+/// `autopath` walks on past names the upstream does not know, as CoreDNS:
+/// a pod's `a.default.svc.cluster.local.` goes `a.svc.cluster.local.` and
+/// `a.cluster.local.` (NXDOMAIN here), then `a.example.org.` and
+/// `a.example.com.` (NXDOMAIN upstream), then `a.com.`, whose address comes
+/// back behind a CNAME from the asked name; a name every search domain
+/// fails is the asked name's NXDOMAIN, with the cluster zone's SOA; `acl`
+/// judges the names walked after an upstream's NXDOMAIN too (a blocked one
+/// ends the walk REFUSED, as in CoreDNS); an upstream's SERVFAIL ends it.
+/// Over UDP and TCP (which forwards over TCP).
+#[test]
+fn autopath_walks_on_past_upstream_nxdomain() {
+    use common::stub::{Mode, Stub};
+    use hickory_proto::op::ResponseCode;
+    let dir = temp_dir("autopath-walk");
+    let (nx, up) = (Stub::start(), Stub::start());
+    nx.set(Mode::Rcode(ResponseCode::NXDomain));
+    let cluster = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: default}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: client, namespace: default}\n  status: {phase: Running, podIP: 127.0.0.2, podIPs: [{ip: 127.0.0.2}]}\n";
+    std::fs::write(dir.join("cluster.yaml"), cluster).expect("cluster");
+    std::fs::write(dir.join("resolv.conf"), "search example.org example.com com\n").expect("resolv.conf");
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    acl b.example.com {{\n        block\n    }}\n    autopath {d}/resolv.conf\n    kubernetes cluster.local {{\n        snapshot {d}/cluster.yaml\n        pods verified\n    }}\n    forward example.org {nx}\n    forward example.com {nx}\n    forward . {up}\n}}\n",
+        d = dir.display(),
+        nx = nx.addr,
+        up = up.addr,
+    );
+    let server = Server::start(&dir, &text);
+    let names = |stub: &Stub| -> Vec<String> {
+        let seen = stub.seen.lock().map(|s| s.clone()).unwrap_or_default();
+        seen.iter()
+            .filter_map(|m| m.queries.first().map(|q| q.name().to_ascii()))
+            .collect()
+    };
+    for tcp in [false, true] {
+        let how = if tcp { "TCP" } else { "UDP" };
+        let (nx_before, up_before) = (names(&nx).len(), names(&up).len());
+        let m = ask_as("127.0.0.2", server.dns, "a.default.svc.cluster.local.", tcp);
+        assert_eq!(common::rcode_name(&m), "NOERROR", "{how}: {m:?}");
+        let q = m.queries.first().map(|q| q.name().to_ascii());
+        assert_eq!(
+            q.as_deref(),
+            Some("a.default.svc.cluster.local."),
+            "{how}: the asked question"
+        );
+        let chain: Vec<String> = m.answers.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            chain,
+            [
+                "a.default.svc.cluster.local. 60 IN CNAME a.com.",
+                "a.com. 60 IN A 192.0.2.1"
+            ],
+            "{how}: the CNAME from the asked name, then the answer"
+        );
+        assert_eq!(names(&nx)[nx_before..], ["a.example.org.", "a.example.com."], "{how}");
+        assert_eq!(names(&up)[up_before..], ["a.com."], "{how}");
+
+        // every name fails: `nx.` names are NXDOMAIN at the second upstream too
+        let up_before = names(&up).len();
+        let m = ask_as("127.0.0.2", server.dns, "nx.default.svc.cluster.local.", tcp);
+        assert_eq!(common::rcode_name(&m), "NXDOMAIN", "{how}: {m:?}");
+        assert!(m.answers.is_empty(), "{how}: {m:?}");
+        let soa: Vec<String> = m.authorities.iter().map(|r| r.name.to_ascii()).collect();
+        assert_eq!(soa, ["cluster.local."], "{how}: the asked name's SOA");
+        assert_eq!(
+            names(&up)[up_before..],
+            ["nx.com.", "nx."],
+            "{how}: the walk ends at the root"
+        );
+
+        // `acl` blocks the name after the upstream's NXDOMAIN: the walk ends there
+        let (nx_before, up_before) = (names(&nx).len(), names(&up).len());
+        let m = ask_as("127.0.0.2", server.dns, "b.default.svc.cluster.local.", tcp);
+        assert_eq!(common::rcode_name(&m), "REFUSED", "{how}: {m:?}");
+        assert_eq!(names(&nx)[nx_before..], ["b.example.org."], "{how}");
+        assert_eq!(names(&up).len(), up_before, "{how}: nothing after the blocked name");
+    }
+    // an upstream's SERVFAIL ends the walk: the client gets it, as from CoreDNS
+    nx.set(Mode::ServFail);
+    for tcp in [false, true] {
+        let up_before = names(&up).len();
+        let m = ask_as("127.0.0.2", server.dns, "c.default.svc.cluster.local.", tcp);
+        assert_eq!(common::rcode_name(&m), "SERVFAIL", "tcp {tcp}: {m:?}");
+        assert_eq!(
+            names(&up).len(),
+            up_before,
+            "tcp {tcp}: the walk ended at c.example.org."
+        );
+    }
 }

@@ -19,7 +19,7 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::{Name, RecordType};
 
-use super::args::{zone, Args};
+use super::args::{lower_wire, zone, Args};
 use super::blocks::Directive;
 use super::ConfigError;
 
@@ -50,6 +50,8 @@ pub struct AclPolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AclRule {
     pub zones: Vec<Name>,
+    /// Each zone's [`lower_wire`] form, for wire-name checks.
+    pub wires: Vec<Box<[u8]>>,
     pub policies: Vec<AclPolicy>,
 }
 
@@ -93,7 +95,8 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
         .iter()
         .filter_map(|line| policy(&Args::from(line), errors))
         .collect();
-    AclRule { zones, policies }
+    let wires = zones.iter().map(lower_wire).collect();
+    AclRule { zones, wires, policies }
 }
 
 /// One policy line.

@@ -110,6 +110,19 @@ pub fn zone(word: &Word, errors: &mut Vec<ConfigError>) -> Option<Name> {
     }
 }
 
+/// `name` in wire form (length-prefixed labels, the root label last),
+/// ASCII lower-cased: what a question's wire bytes are compared with
+/// without decoding them (`acl` and block zones on the replay path).
+pub fn lower_wire(name: &Name) -> Box<[u8]> {
+    let mut wire = Vec::with_capacity(name.len() + 1);
+    for label in name.iter() {
+        wire.push(label.len() as u8); // at most 63: a Name's labels are checked
+        wire.extend(label.iter().map(u8::to_ascii_lowercase));
+    }
+    wire.push(0);
+    wire.into_boxed_slice()
+}
+
 /// A listen address as CoreDNS writes it: `:PORT`, `HOST:PORT` or `[V6]:PORT`.
 pub fn listen_addr(word: &Word, errors: &mut Vec<ConfigError>) -> Option<SocketAddr> {
     let text = word.text.as_str();

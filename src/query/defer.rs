@@ -80,6 +80,51 @@ pub struct Job {
     pub taps: Option<Arc<crate::dnstap::Taps>>,
     /// What the router left for the answer (chase, `dns64`, `rewrite`, `loadbalance`).
     pub then: Continuation,
+    /// The rest of an `autopath` walk, walked on when the forwarded name
+    /// comes back NXDOMAIN ([`walk_on`]).
+    pub walk: Option<Box<dyn WalkOn>>,
+}
+
+/// The names an `autopath` walk has still to try after the one forwarded
+/// (the router's, which this layer cannot name: it sits above `forward`).
+pub trait WalkOn: Send + Sync + std::fmt::Debug {
+    /// `answer` holds the forwarded name's NXDOMAIN: tries the next names
+    /// as the router does, each judged by `acl`.
+    fn walk_on(self: Box<Self>, job: Job, answer: &mut Answer) -> Walked;
+}
+
+/// What became of a query whose `autopath` walk went on.
+pub enum Walked {
+    /// `answer` holds the reply to deliver to `job`'s client.
+    Reply(Job),
+    /// `acl` drops the query on a later name: no reply.
+    Dropped(Job),
+    /// A later name was forwarded: that query answers the client.
+    HandedOn,
+}
+
+/// The job to deliver `answer` to, once an `autopath` walk that came back
+/// NXDOMAIN has walked on (`None`: handed on, or dropped). Anything but
+/// NXDOMAIN ends the walk, as in CoreDNS: an answer, an upstream's
+/// SERVFAIL or a timeout is the client's reply.
+pub fn walk_on(mut job: Job, answer: &mut Answer, metrics: &Metrics) -> Option<Job> {
+    if answer.rcode != hickory_proto::op::ResponseCode::NXDomain {
+        return Some(job);
+    }
+    let Some(walk) = job.walk.take() else {
+        return Some(job);
+    };
+    match walk.walk_on(job, answer) {
+        Walked::Reply(job) => Some(job),
+        Walked::Dropped(job) => {
+            if !matches!(job.sink, Sink::None) {
+                metrics.in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                metrics.dropped(job.transport);
+            }
+            None
+        }
+        Walked::HandedOn => None,
+    }
 }
 
 impl Job {

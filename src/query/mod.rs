@@ -29,6 +29,7 @@ pub mod transfer;
 pub mod udp;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Instant;
 
 use hickory_proto::op::{Query, ResponseCode};
@@ -169,7 +170,7 @@ impl Handler {
     /// full path's, remembered or learned for the next time.
     fn replayed(
         &self,
-        router: &Router,
+        router: &Arc<Router>,
         at: &Arrival<'_>,
         key: &replay::memo::Key,
         scratch: &mut Scratch,
@@ -194,7 +195,7 @@ impl Handler {
     /// (a cache hit) for the next time it is asked.
     fn learned(
         &self,
-        router: &Router,
+        router: &Arc<Router>,
         at: &Arrival<'_>,
         key: &replay::memo::Key,
         view: &replay::memo::View<'_>,
@@ -241,7 +242,13 @@ impl Handler {
     }
 
     /// The full path: check, route, answer, encode.
-    fn answer(&self, router: &Router, at: &Arrival<'_>, scratch: &mut Scratch, sink: &dyn Fn() -> defer::Sink) -> Full {
+    fn answer(
+        &self,
+        router: &Arc<Router>,
+        at: &Arrival<'_>,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) -> Full {
         scratch.answer.clear();
         let answer = &mut scratch.answer;
         let (meta, query, edns) = match request::check_parsed(at.bytes, at.wire) {
@@ -278,7 +285,7 @@ impl Handler {
     /// handed on, dropped); `Ok` is what to encode from `scratch.answer`.
     fn route(
         &self,
-        router: &Router,
+        router: &Arc<Router>,
         at: &Arrival<'_>,
         req: request::Request,
         scratch: &mut Scratch,
@@ -324,7 +331,7 @@ impl Handler {
     /// many are in flight (the client retries).
     fn forward(
         &self,
-        router: &Router,
+        router: &Arc<Router>,
         at: &Arrival<'_>,
         req: request::Request,
         onward: route::Onward<'_>,
@@ -358,6 +365,7 @@ impl Handler {
             stats: router.stats.get(usize::from(answer.tags.zone)).cloned(),
             taps: router.tap(answer.tags.zone).cloned(),
             then,
+            walk: onward.walk.map(|rest| rest.with(router.clone())),
         });
     }
 }

@@ -18,9 +18,11 @@
 //! then `settle` (the outside CNAME target, `dns64`, `rewrite` reverted,
 //! `loadbalance`). What a block holds is in `route/block.rs`; the plugin
 //! steps in their order in `route/order.rs`; the `acl` decision (on a
-//! decoded name, or on wire bytes before a replay) in `route/acl.rs`; the
-//! lookups of a second name (`autopath`'s search walk, an outside CNAME
-//! target, `dns64`'s A question) in `route/chase.rs`; which questions a
+//! decoded name, or on wire bytes before a replay) in `route/acl.rs`;
+//! `autopath`'s search walk (walked on by the forwarding task when a name
+//! it forwarded comes back NXDOMAIN) in `route/autopath.rs`; the lookups
+//! of a second name (an outside CNAME target, `dns64`'s A question) in
+//! `route/chase.rs`; which questions a
 //! cache-hit replay may skip routing for in `route/hit.rs`; the short way for the
 //! cluster zone's common answers, written straight from the snapshot when
 //! no plugin of the block needs their records, in `route/direct.rs` (tried
@@ -40,6 +42,7 @@ use crate::metrics::ZoneStats;
 use crate::query::forward::Forwarding;
 
 mod acl;
+mod autopath;
 mod block;
 mod chase;
 mod direct;
@@ -89,6 +92,8 @@ pub struct Onward<'a> {
     pub balance: Balance<'a>,
     /// The chase, `dns64` and `rewrite` left for the answer.
     pub left: Left,
+    /// The rest of an `autopath` walk, when a later name of it goes.
+    pub walk: Option<Box<autopath::Rest>>,
 }
 
 impl<'a> Onward<'a> {
@@ -98,6 +103,7 @@ impl<'a> Onward<'a> {
             forwarding,
             balance,
             left: Left::default(),
+            walk: None,
         }
     }
 }
@@ -164,14 +170,14 @@ impl Router {
     /// The block with the longest zone containing `qname`, and that
     /// zone's stats slot.
     pub(crate) fn block<N: Asked>(&self, qname: N) -> Option<(&Block, u16)> {
+        // Zones holding the name are suffixes of it: the longest in bytes
+        // has the most labels.
         self.blocks
             .iter()
             .filter_map(|b| {
-                b.zones
-                    .iter()
-                    .zip(&b.zone_stats)
-                    .filter(|(z, _)| qname.under(z))
-                    .map(|(z, slot)| (z.num_labels(), b, *slot))
+                (b.zones.iter().zip(&b.zone_wires).zip(&b.zone_stats))
+                    .filter(|((z, w), _)| qname.under(z, w))
+                    .map(|((_, w), slot)| (w.len(), b, *slot))
                     .max_by_key(|(n, _, _)| *n)
             })
             .max_by_key(|(n, _, _)| *n)

@@ -3,12 +3,13 @@
 //! Prices on a 64-bit target (names are shared `Arc<str>`, interned per
 //! snapshot, so each distinct string is stored once):
 //! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
-//! - An endpoint: 4 bytes for IPv4, 16 for IPv6 ([`Endpoints`]), plus 16
-//!   for its hostname when some endpoint of its slice has one; its ports
+//! - An endpoint: 4 bytes for IPv4, 16 for IPv6 ([`Endpoints`], 32 bytes
+//!   a slice), plus 16 for its hostname when some endpoint of its slice
+//!   has one (and 24 for the box holding them); its ports
 //!   are stored once per EndpointSlice ([`Slice`]); topology zones
 //!   (`zonal` only) as `store::zones` prices them.
 //! - [`Service`]: about 80 bytes behind an `Arc` (kind, shared ports, an
-//!   exactly sized list of 80-byte [`Slice`]s); a ClusterIP service adds
+//!   exactly sized list of 64-byte [`Slice`]s); a ClusterIP service adds
 //!   17 bytes per cluster IP. Port lists are interned like names.
 //! - A reverse (PTR) entry: 16 bytes per IPv4 address, 24 per IPv6
 //!   (`store::addrs`): it names the service only, and an endpoint's
@@ -76,11 +77,18 @@ pub struct Endpoint<'a> {
 
 /// A slice's ready endpoints, packed: an EndpointSlice has one address
 /// family, so an IPv4 endpoint takes 4 bytes (a list of 40-byte records
-/// cost 45 bytes an endpoint); hostnames are held only when some endpoint
-/// has one.
+/// cost 45 bytes an endpoint); hostnames and topology zones, which most
+/// slices lack, sit behind one pointer that is null without them (32
+/// bytes a slice, where a field each took 48).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Endpoints {
     addrs: Addrs,
+    extra: Option<Box<Extra>>,
+}
+
+/// What only some slices have.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Extra {
     /// One per endpoint when any has a hostname, else empty.
     hosts: Box<[Option<Arc<str>>]>,
     /// Each endpoint's topology zone, under `zonal` only ([`Zones`]).
@@ -112,32 +120,43 @@ impl Endpoints {
             (_, true) => Addrs::V6(addrs.filter_map(v6_octets).collect()),
             _ => Addrs::Mixed(addrs.collect()),
         };
-        let hosts = if endpoints.iter().any(|(_, h)| h.is_some()) {
-            endpoints.into_iter().map(|(_, h)| h).collect()
-        } else {
-            Box::default()
-        };
-        Endpoints {
-            addrs,
-            hosts,
-            zones: None,
-        }
+        let extra = endpoints.iter().any(|(_, h)| h.is_some()).then(|| {
+            Box::new(Extra {
+                hosts: endpoints.into_iter().map(|(_, h)| h).collect(),
+                zones: None,
+            })
+        });
+        Endpoints { addrs, extra }
     }
 
     /// The same endpoints with their topology zones, one per endpoint.
     pub fn with_zones(mut self, zones: Vec<Option<Arc<str>>>) -> Endpoints {
-        self.zones = Zones::new(zones);
+        let zones = Zones::new(zones);
+        match (&mut self.extra, zones) {
+            (Some(extra), zones) => extra.zones = zones,
+            (None, None) => {}
+            (None, zones) => {
+                self.extra = Some(Box::new(Extra {
+                    hosts: Box::default(),
+                    zones,
+                }))
+            }
+        }
         self
+    }
+
+    fn zones(&self) -> Option<&Zones> {
+        self.extra.as_ref().and_then(|x| x.zones.as_deref())
     }
 
     /// The zones as a [`crate::store::Record`] holds them (empty: none).
     pub fn zone_texts(&self) -> Vec<String> {
-        self.zones.as_ref().map_or_else(Vec::new, |z| z.texts())
+        self.zones().map_or_else(Vec::new, Zones::texts)
     }
 
     /// The endpoints with their zones, in their slice's order.
     pub fn iter_zoned(&self) -> impl Iterator<Item = (Endpoint<'_>, Option<&str>)> + '_ {
-        let zones = self.zones.as_deref();
+        let zones = self.zones();
         self.iter()
             .enumerate()
             .map(move |(i, e)| (e, zones.and_then(|z| z.get(i)).map(|z| &**z)))
@@ -166,10 +185,11 @@ impl Endpoints {
 
     /// The endpoints in their slice's order.
     pub fn iter(&self) -> impl Iterator<Item = Endpoint<'_>> + '_ {
+        let hosts = self.extra.as_ref().map_or(&[][..], |x| &x.hosts[..]);
         (0..self.len()).filter_map(move |i| {
             Some(Endpoint {
                 addr: self.addr(i)?,
-                hostname: self.hosts.get(i).and_then(Option::as_ref),
+                hostname: hosts.get(i).and_then(Option::as_ref),
             })
         })
     }

@@ -3,10 +3,11 @@
 //!
 //! Packed: a slice's endpoints share a handful of zones, so the distinct
 //! zone names are held once (shared `Arc<str>`, interned per snapshot) and
-//! each endpoint holds a 2-byte index into them. A slice without zones
-//! pays one null pointer ([`super::records::Endpoints`]); one with zones
-//! 8 bytes for the box, 32 for the two lists, 16 per distinct zone and 2
-//! per endpoint. An EndpointSlice holds at most 1,000 endpoints, so the
+//! each endpoint holds a 2-byte index into them. A slice with neither
+//! zones nor hostnames pays one null pointer for both
+//! ([`super::records::Endpoints`]); one with zones 24 bytes for the box of
+//! both (when it has no hostnames), 8 for the zones' box, 32 for the two
+//! lists, 16 per distinct zone and 2 per endpoint. An EndpointSlice holds at most 1,000 endpoints, so the
 //! index never runs out; a zone past `u16::MAX - 1` distinct ones would
 //! read as none.
 
@@ -65,13 +66,16 @@ impl Zones {
 mod tests {
     use super::*;
 
-    /// The price in the module doc: a slice without zones pays one
-    /// pointer for them (a [`super::super::records::Slice`] is 80 bytes).
+    /// The price in the module doc: a slice without zones or hostnames
+    /// pays one pointer for both (a [`super::super::records::Slice`] is
+    /// 64 bytes, its endpoints 32, a multi-cluster slice 80).
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_slice_pays_one_pointer_for_zones() {
         assert_eq!(std::mem::size_of::<Option<Box<Zones>>>(), 8);
-        assert_eq!(std::mem::size_of::<super::super::records::Slice>(), 80);
+        assert_eq!(std::mem::size_of::<super::super::records::Endpoints>(), 32);
+        assert_eq!(std::mem::size_of::<super::super::records::Slice>(), 64);
+        assert_eq!(std::mem::size_of::<super::super::mcs::McsSlice>(), 80);
     }
 
     /// What a slice's zones become in the store comes back out in its

@@ -1,8 +1,10 @@
 //! The task of one query that missed the cache: it leads a flight (or
 //! joins the identical one already in flight), asks upstream once, and
 //! answers every waiter from what came back: the entry the cache kept, the
-//! message as relayed, or a stale entry when the upstreams failed; then it
-//! adds what the router left for later (a `rewrite cname` target's
+//! message as relayed, or a stale entry when the upstreams failed; an
+//! `autopath` name's NXDOMAIN walks on to the next search name (answered
+//! there, or handed to the task of that name); then it adds what the
+//! router left for later (a `rewrite cname` target's
 //! records, `dns64`'s translation).
 
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use hickory_proto::rr::RecordType;
 use super::cache::{self, Cache, Key, Lookup};
 use super::Forwarding;
 use crate::metrics::{Plugin, Transport};
-use crate::query::defer::{deliver, Job};
+use crate::query::defer::{deliver, walk_on, Job};
 use crate::query::Answer;
 
 impl Forwarding {
@@ -44,6 +46,10 @@ impl Forwarding {
                 ..Default::default()
             };
             self.fill(&result, kept.as_ref(), &mut answer);
+            // an `autopath` name that came back NXDOMAIN: the walk goes on
+            let Some(job) = walk_on(job, &mut answer, &self.metrics) else {
+                continue;
+            };
             self.complete(&job, &mut answer, tcp).await;
             deliver(&job, &mut answer, &self.metrics).await;
         }

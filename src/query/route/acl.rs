@@ -21,6 +21,8 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::{Asker, Block, Routed, Router};
 use crate::config::acl::{AclAction, AclRule};
+#[cfg(doc)]
+use crate::config::args::lower_wire;
 use crate::metrics::{AclStats, Denial};
 use crate::query::reply::Answer;
 
@@ -31,12 +33,13 @@ const EDE_FILTERED: u16 = 17;
 /// A question name the router can place under a zone: decoded, or as the
 /// client's wire bytes.
 pub(crate) trait Asked: Copy {
-    /// Whether the name is `zone` or below it (ASCII case ignored).
-    fn under(self, zone: &Name) -> bool;
+    /// Whether the name is `zone` or below it (ASCII case ignored); `wire`
+    /// is the zone's [`lower_wire`] form.
+    fn under(self, zone: &Name, wire: &[u8]) -> bool;
 }
 
 impl Asked for &Name {
-    fn under(self, zone: &Name) -> bool {
+    fn under(self, zone: &Name, _wire: &[u8]) -> bool {
         zone.zone_of(self)
     }
 }
@@ -47,29 +50,19 @@ impl Asked for &Name {
 pub(crate) struct WireName<'a>(pub &'a [u8]);
 
 impl Asked for WireName<'_> {
-    fn under(self, zone: &Name) -> bool {
+    /// The zone's bytes must end the name and start at one of its labels:
+    /// a walk over the name's length bytes, then one comparison (length
+    /// bytes are below 64, never letters, so ignoring case leaves them be).
+    fn under(self, _zone: &Name, wire: &[u8]) -> bool {
         let name = self.0;
-        let zone_len = zone.iter().map(|l| l.len() + 1).sum::<usize>() + 1;
-        let Some(at) = name.len().checked_sub(zone_len) else {
+        let Some(at) = name.len().checked_sub(wire.len()) else {
             return false;
         };
         let mut label = 0;
         while label < at {
             label += usize::from(name[label]) + 1;
         }
-        if label != at {
-            return false; // the zone's bytes would start inside a label
-        }
-        for l in zone.iter() {
-            let Some(text) = name.get(label + 1..label + 1 + l.len()) else {
-                return false;
-            };
-            if usize::from(name[label]) != l.len() || !text.eq_ignore_ascii_case(l) {
-                return false;
-            }
-            label += l.len() + 1;
-        }
-        true
+        label == at && name[at..].eq_ignore_ascii_case(wire)
     }
 }
 
@@ -90,15 +83,16 @@ pub(crate) fn judge<N: Asked>(rules: &[AclRule], name: N, qtype: u16, client: Ip
 /// [`judge`], with where a denial came from.
 pub(crate) fn decide<N: Asked>(rules: &[AclRule], name: N, qtype: u16, client: IpAddr) -> Verdict {
     for (r, rule) in rules.iter().enumerate() {
-        if !rule.zones.iter().any(|z| name.under(z)) {
+        let zones = || rule.zones.iter().zip(&rule.wires).enumerate();
+        if !zones().any(|(_, (z, w))| name.under(z, w)) {
             continue;
         }
         if let Some(p) = rule.policies.iter().find(|p| p.matches(client, qtype)) {
             let zone = match p.action {
                 AclAction::Allow => 0,
-                _ => (rule.zones.iter().enumerate())
-                    .filter(|(_, z)| name.under(z))
-                    .max_by_key(|(_, z)| z.num_labels())
+                // zones holding the name: the longest in bytes has the most labels
+                _ => (zones().filter(|(_, (z, w))| name.under(z, w)))
+                    .max_by_key(|(_, (_, w))| w.len())
                     .map_or(0, |(i, _)| i),
             };
             return Verdict {

@@ -48,6 +48,8 @@ impl LoopProbe {
 /// One server block's zones and plugins.
 pub struct Block {
     pub zones: Vec<Name>,
+    /// Each zone's lower-cased wire form ([`crate::config::args::lower_wire`]).
+    pub zone_wires: Vec<Box<[u8]>>,
     /// The router's stats slot of each zone.
     pub zone_stats: Vec<u16>,
     pub hosts: Option<Hosts>,
@@ -89,6 +91,7 @@ impl Block {
     pub fn new(zones: Vec<Name>) -> Block {
         Block {
             zone_stats: vec![0; zones.len()],
+            zone_wires: zones.iter().map(crate::config::args::lower_wire).collect(),
             zones,
             hosts: None,
             files: Vec::new(),

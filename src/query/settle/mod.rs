@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hickory_proto::op::{Query, ResponseCode};
-use hickory_proto::rr::Record;
+use hickory_proto::rr::{Name, Record};
 
 use super::plugins::dns64::Dns64;
 use super::plugins::rewrite::{self, Revert};
@@ -89,7 +89,7 @@ impl Left {
             None => (rewritten.as_ref().map(|(q, _)| q.clone()), None),
             Some((forwarded, kind)) => {
                 let prefix = match kind {
-                    ChaseKind::Autopath => vec![reply::cname(asked.name(), 5, forwarded.name().clone())],
+                    ChaseKind::Autopath => Vec::new(), // the CNAME is made from the answer
                     ChaseKind::Target(_) => std::mem::take(&mut answer.answers),
                 };
                 let asked = asked.clone();
@@ -127,15 +127,18 @@ pub struct Rewritten {
 pub struct Chase {
     /// The client's question, echoed in the reply.
     pub asked: Query,
-    /// The CNAME records leading from the asked name to the forwarded one.
+    /// The CNAME records leading from the asked name to the forwarded one
+    /// (none for `autopath`, whose CNAME is made from the answer).
     pub prefix: Vec<Record>,
     pub kind: ChaseKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChaseKind {
-    /// The rest of the search walk: a name that exists is answered under
-    /// the CNAME, anything else is NXDOMAIN for the asked name.
+    /// A later name of the search walk: its answer is the asked name's,
+    /// behind a CNAME ([`cnamer`]); its NXDOMAIN walks on
+    /// (`defer::walk_on`), a failure (SERVFAIL, REFUSED) ends the walk as
+    /// it is.
     Autopath,
     /// A CNAME's target outside the zone (an ExternalName Service, a
     /// `k8s_external` ingress hostname), as CoreDNS's upstream lookup: the
@@ -195,36 +198,54 @@ impl Chase {
     /// successful `autopath` walk is marked in `answer.autopath` (counted
     /// where the reply is recorded).
     pub fn put_under(&self, answer: &mut Answer) {
-        put_under(&self.prefix, self.kind, answer);
+        match self.kind {
+            ChaseKind::Autopath => match answer.rcode {
+                // the walk ended without walking on: the asked name's NXDOMAIN
+                ResponseCode::NXDomain => answer.error(ResponseCode::NXDomain),
+                // a failure (an upstream's SERVFAIL, a timeout, `max_concurrent`) ends the walk
+                ResponseCode::ServFail | ResponseCode::Refused => {}
+                _ => {
+                    cnamer(self.asked.name(), answer);
+                    (answer.tags.plugin, answer.tags.autopath) = (Plugin::Autopath, true);
+                }
+            },
+            ChaseKind::Target(plugin) => put_under(&self.prefix, plugin, answer),
+        }
     }
 }
 
-/// [`Chase::put_under`] from its parts: the worker, which answers a chased
-/// name itself, has no client's question to keep for the echo.
-pub fn put_under(prefix: &[Record], kind: ChaseKind, answer: &mut Answer) {
-    match kind {
-        ChaseKind::Autopath if answer.rcode == ResponseCode::NoError => {
-            answer.answers.splice(0..0, prefix.iter().cloned());
-            (answer.tags.plugin, answer.tags.autopath) = (Plugin::Autopath, true);
+/// A later name's answer of an `autopath` walk as the `asked` name's, as
+/// CoreDNS's autopath writes it: a CNAME from `asked` to the owner of the
+/// first answer record `asked` does not own, with that record's TTL, ahead
+/// of the answers (no CNAME when there is no such record: NODATA).
+pub fn cnamer(asked: &Name, answer: &mut Answer) {
+    let Some(first) = answer.answers.iter().find(|r| r.name != *asked) else {
+        return;
+    };
+    let cname = reply::cname(asked, first.ttl, first.name.clone());
+    answer.answers.insert(0, cname);
+}
+
+/// [`Chase::put_under`] for a CNAME's target outside the zone, from its
+/// parts: the worker, which answers a chased name itself, has no client's
+/// question to keep for the echo. The CNAME (`prefix`), then whatever
+/// records the target has (none when it fails), NOERROR, authoritative,
+/// answered by `plugin`; an upstream's TC is kept.
+pub fn put_under(prefix: &[Record], plugin: Plugin, answer: &mut Answer) {
+    let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
+    // `file` keeps the target's NXDOMAIN (with its SOA) or SERVFAIL,
+    // as CoreDNS's file plugin does after its upstream lookup.
+    let kept = match answer.rcode {
+        ResponseCode::NXDomain | ResponseCode::ServFail if plugin == Plugin::File => {
+            Some((answer.rcode, std::mem::take(&mut answer.authority)))
         }
-        ChaseKind::Autopath => answer.error(ResponseCode::NXDomain),
-        ChaseKind::Target(plugin) => {
-            let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
-            // `file` keeps the target's NXDOMAIN (with its SOA) or SERVFAIL,
-            // as CoreDNS's file plugin does after its upstream lookup.
-            let kept = match answer.rcode {
-                ResponseCode::NXDomain | ResponseCode::ServFail if plugin == Plugin::File => {
-                    Some((answer.rcode, std::mem::take(&mut answer.authority)))
-                }
-                _ => None,
-            };
-            answer.error(ResponseCode::NoError);
-            if let Some((rcode, authority)) = kept {
-                (answer.rcode, answer.authority) = (rcode, authority);
-            }
-            answer.answers = prefix.iter().cloned().chain(found).collect();
-            (answer.truncated, answer.authoritative) = (truncated, true);
-            answer.tags.plugin = plugin;
-        }
+        _ => None,
+    };
+    answer.error(ResponseCode::NoError);
+    if let Some((rcode, authority)) = kept {
+        (answer.rcode, answer.authority) = (rcode, authority);
     }
+    answer.answers = prefix.iter().cloned().chain(found).collect();
+    (answer.truncated, answer.authoritative) = (truncated, true);
+    answer.tags.plugin = plugin;
 }

@@ -113,14 +113,14 @@ impl Writer {
         ports: Arc<[Port]>,
         endpoints: Endpoints,
     ) -> bool {
-        let owner = (slice.0.clone(), service.clone());
+        let owner = (slice.0.clone(), service);
         let key = self.slice_key(slice);
-        if let Some(previous) = self.mcs_slice_owner.insert(key, service.clone()) {
-            if previous != service {
-                self.remove_mcs_slice_from(&(slice.0.clone(), previous), &slice.1);
+        let mut import = self.import_or_empty(&owner);
+        if let Some(previous) = self.mcs_slice_owner.insert(key, import.slot) {
+            if previous != import.slot {
+                self.remove_mcs_slice_from(previous, &slice.1);
             }
         }
-        let mut import = self.import_or_empty(&owner);
         let mut slices = std::mem::take(&mut import.slices).into_vec();
         if let Some(i) = slices.iter().position(|s| s.slice.name == slice.1) {
             let old = &slices[i];
@@ -164,12 +164,17 @@ impl Writer {
         let Some(owner) = self.mcs_slice_owner.remove(&key) else {
             return false;
         };
-        self.remove_mcs_slice_from(&(slice.0.clone(), owner), &slice.1);
+        self.remove_mcs_slice_from(owner, &slice.1);
         true
     }
 
-    fn remove_mcs_slice_from(&mut self, owner: &Pair, slice_name: &Arc<str>) {
-        let Some(old) = self.get_import(owner) else { return };
+    /// Removes slice `slice_name` from the import in slot `owner`.
+    fn remove_mcs_slice_from(&mut self, owner: u32, slice_name: &Arc<str>) {
+        let Some(Some(id)) = self.live.clusterset.ids.get(owner as usize) else {
+            return;
+        };
+        let owner = (id.namespace.clone(), id.name.clone());
+        let Some(old) = self.get_import(&owner) else { return };
         let mut import = (*old).clone();
         let mut slices = std::mem::take(&mut import.slices).into_vec();
         let Some(i) = slices.iter().position(|s| &s.slice.name == slice_name) else {
@@ -178,7 +183,7 @@ impl Writer {
         let removed = slices.remove(i).slice.endpoints;
         import.slices = slices.into_boxed_slice();
         self.mcs_endpoint_ptrs(&removed, import.slot, false);
-        self.put_import(owner, import);
+        self.put_import(&owner, import);
     }
 
     fn mcs_endpoint_ptrs(&mut self, endpoints: &Endpoints, slot: u32, add: bool) {

@@ -94,10 +94,15 @@ fn wire_names_sit_under_zones_only_at_label_boundaries() {
         ("x.ample.", "example.", false),
         ("a.B.EXAMPLE.", "b.example.", true),
         ("b.example.", "a.b.example.", false),
+        ("x.bexample.", "example.", false),
+        ("Svc.NS.svc.Cluster.Local.", "ns.cluster.local.", false),
+        ("Svc.NS.SVC.Cluster.Local.", "ns.svc.cluster.local.", true),
+        ("a.example.", "EXAMPLE.", true),
     ] {
-        let decoded = Name::from_ascii(name).map(|n| (&n).under(&zone(z)));
+        let (z, zw) = (zone(z), crate::config::args::lower_wire(&zone(z)));
+        let decoded = Name::from_ascii(name).map(|n| (&n).under(&z, &zw));
         let bytes = wire(name);
-        assert_eq!(WireName(&bytes).under(&zone(z)), want, "{name} under {z}");
+        assert_eq!(WireName(&bytes).under(&z, &zw), want, "{name} under {z}");
         if let Ok(d) = decoded {
             assert_eq!(d, want, "{name} under {z} (decoded)");
         }

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# User-space instructions per query, counted by valgrind's callgrind: a
+# figure a busy or shared machine does not move (no hardware counters are
+# needed), for before/after comparisons of the query path where CPU time is
+# too noisy to resolve a few percent. Kernel time (the socket calls) is not
+# counted: compare with cpu-per-query.sh, which counts it, for what a
+# query costs in all.
+#
+# Each variant runs under callgrind on the synthetic 10,000 Services and
+# the same query mix as cpu-per-query.sh (70% A, 10% AAAA NODATA, 20%
+# NXDOMAIN). After WARM queries (the memo and the cache-hit replay learn
+# the names) the counters are zeroed, QUERIES queries are sent at RATE per
+# second, and the instructions counted are divided by the queries answered.
+# Variants (all in one run, alternating for ROUNDS rounds):
+#   clusterdns       BIN (default the release build)
+#   clusterdns+x     BIN with EXTRA's lines in the server block (when EXTRA is set)
+#   base, base+x     the same with BASE (when BASE is set)
+# EXTRA='LINES' (\n between lines), e.g.
+# EXTRA='acl secret.shop.svc.cluster.local {\n block\n}' for one acl rule.
+# Loopback only; every dnsperf run is bounded by its query count and -l.
+#
+# usage: loadtest/bench/instr-per-query.sh [QUERIES] [ROUNDS]   (default 40000 1; RATE=2000 WARM=20000)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+QUERIES=${1:-40000}; ROUNDS=${2:-1}; RATE=${RATE:-2000}; WARM=${WARM:-20000}
+for t in dnsperf valgrind; do
+  command -v $t >/dev/null || { echo "installing $t"; apt-get install -y -qq dnsperf valgrind >/dev/null; }
+done
+[ -n "${BIN:-}" ] || cargo build --release -q --bin clusterdns
+W=$(mktemp -d /tmp/clusterdns-ipq.XXXX); [ -z "${KEEP:-}" ] || echo "# files kept in $W"
+PID=
+trap '[ -n "$PID" ] && kill $PID 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
+python3 loadtest/bench/gen.py "$W" 100 100 >/dev/null
+python3 - "$W" <<'PY'
+import sys
+w = sys.argv[1]
+hits, nodata, nx = (open(f"{w}/{k}.txt").read().split("\n")[:-1] for k in ("hits", "nodata", "nxdomain"))
+mix = [hits[i] if i % 10 < 7 else nodata[i] if i % 10 == 7 else nx[i] for i in range(len(hits))]
+open(f"{w}/mix.txt", "w").write("\n".join(mix) + "\n")
+PY
+
+# corefile PORT EXTRA: the server block, EXTRA's lines first in it.
+corefile() {
+  printf '.:%s {\n    bind 127.0.0.1\n' "$1"
+  [ -z "$2" ] || printf '%b\n' "$2"
+  printf '    kubernetes cluster.local {\n        snapshot %s\n    }\n}\n' "$W/cluster.json"
+}
+
+# dnsperf_n N: N queries from the mix at RATE per second; prints the count answered.
+dnsperf_n() {
+  local secs=$(( $1 / RATE + 30 ))
+  dnsperf -s 127.0.0.1 -p 5350 -x 45350 -d "$W/mix.txt" -n $(( ($1 + 9999) / 10000 )) -l "$secs" -Q "$RATE" -c 1 -q 100 -T 1 2>&1 |
+    awk '/Queries completed/ {print $3}'
+}
+
+# variant NAME BINARY EXTRA: one row, NAME and instructions per answered query.
+variant() {
+  local name=$1 bin=$2 extra=$3 out answered ir
+  corefile 5350 "$extra" > "$W/Corefile"
+  out="$W/callgrind.$name"
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" -conf "$W/Corefile" >"$W/$name.log" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 300); do
+    dig +short +tries=1 +time=1 @127.0.0.1 -p 5350 svc-0.ns-0.svc.cluster.local | grep -q '^[0-9]' && break
+    sleep 0.5
+  done
+  dnsperf_n "$WARM" >/dev/null
+  callgrind_control -z "$PID" >/dev/null 2>&1
+  answered=$(dnsperf_n "$QUERIES")
+  callgrind_control -d "$PID" >/dev/null 2>&1
+  kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+  ir=$(awk '/^(summary|totals):/ {s += $2} END {print s}' "$out".1)
+  [ -n "${KEEP:-}" ] || rm -f "$out" "$out".*
+  printf '%-14s %9s answered  %12s Ir  %8.0f Ir/query\n' "$name" "$answered" "$ir" "$(echo "$ir $answered" | awk '{print ($2>0)?$1/$2:0}')"
+}
+
+echo "# $QUERIES queries at $RATE/s after $WARM to warm; user-space instructions (callgrind Ir) per answered query"
+for _ in $(seq 1 "$ROUNDS"); do
+  variant clusterdns "${BIN:-./target/release/clusterdns}" ""
+  [ -z "${EXTRA:-}" ] || variant clusterdns+x "${BIN:-./target/release/clusterdns}" "$EXTRA"
+  [ -z "${BASE:-}" ] || variant base "$BASE" ""
+  [ -z "${BASE:-}" ] || [ -z "${EXTRA:-}" ] || variant base+x "$BASE" "$EXTRA"
+done | tee "$W/rows.txt"
+echo "# medians"
+python3 - "$W/rows.txt" <<'PY'
+import sys, statistics as st
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    rows.setdefault(f[0], []).append(float(f[5]))
+med = {k: st.median(v) for k, v in rows.items()}
+for k, v in med.items():
+    print(f"{k:14s} {v:9.0f} Ir/query")
+for a, b in (("clusterdns+x", "clusterdns"), ("base+x", "base"), ("clusterdns", "base"), ("clusterdns+x", "base+x"), ("clusterdns+x", "base")):
+    if a in med and b in med and med[b]:
+        print(f"ratio {a}/{b} = {med[a] / med[b]:.3f}")
+PY
