@@ -54,6 +54,9 @@ impl Asked for WireName<'_> {
     /// a walk over the name's length bytes, then one comparison (length
     /// bytes are below 64, never letters, so ignoring case leaves them be).
     fn under(self, _zone: &Name, wire: &[u8]) -> bool {
+        if wire.len() == 1 {
+            return true; // the root: every name ends in its label
+        }
         let name = self.0;
         let Some(at) = name.len().checked_sub(wire.len()) else {
             return false;
