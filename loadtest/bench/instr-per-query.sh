@@ -11,6 +11,12 @@
 # NXDOMAIN). After WARM queries (the memo and the cache-hit replay learn
 # the names) the counters are zeroed, QUERIES queries are sent at RATE per
 # second, and the instructions counted are divided by the queries answered.
+# Both runs send from one socket on one fixed port, so the kernel hands
+# them to the same worker, whose memo the warm-up filled (from other
+# ports, a share of the queries would miss the memo and take the full
+# path, a difference of 10-30% between runs). Where a variant differs,
+# KEEP=1 keeps callgrind's files to read with callgrind_annotate
+# (--inclusive=yes, --tree=calling).
 # Variants (all in one run, alternating for ROUNDS rounds):
 #   clusterdns       BIN (default the release build)
 #   clusterdns+x     BIN with EXTRA's lines in the server block (when EXTRA is set)
