@@ -17,9 +17,11 @@ use std::collections::{HashMap, HashSet};
 
 use hickory_proto::rr::{Name, Record, RecordType};
 
+mod case;
 pub mod lookup;
 mod parse;
 mod text;
+mod words;
 
 pub use lookup::{Found, Outcome};
 pub(crate) use parse::{dname, dname_target};
