@@ -39,7 +39,10 @@ fn name_fields(rtype: &str) -> &'static [usize] {
 /// Whether the text can be marked: it holds no [`MARK`] of its own.
 pub(super) fn can_mark(text: &str) -> bool {
     let mark = MARK.as_bytes();
-    !text.as_bytes().windows(mark.len()).any(|w| w.eq_ignore_ascii_case(mark))
+    !text
+        .as_bytes()
+        .windows(mark.len())
+        .any(|w| w.eq_ignore_ascii_case(mark))
 }
 
 /// `text` with [`MARK`] before every label with an upper-case letter in
@@ -53,7 +56,11 @@ pub(super) fn keep_case(text: &str) -> Cow<'_, str> {
     for e in entries(text) {
         let names: Vec<usize> = if e.directive(text) {
             let origin = text[e.words[0].clone()].eq_ignore_ascii_case("$ORIGIN");
-            if origin { vec![1] } else { vec![] }
+            if origin {
+                vec![1]
+            } else {
+                vec![]
+            }
         } else {
             let owner = e.owner().map(|_| 0);
             let data = e.type_at(text).map(|t| {
@@ -77,7 +84,11 @@ fn marked(word: &str) -> Option<String> {
     if word == "@" || word.starts_with('"') {
         return None;
     }
-    let written = if word.contains('\\') { escaped(word) } else { word.to_string() };
+    let written = if word.contains('\\') {
+        escaped(word)
+    } else {
+        word.to_string()
+    };
     let mark = |l: &str| l.is_ascii() && l.len() <= LONGEST && l.bytes().any(|b| b.is_ascii_uppercase());
     let out = written
         .split('.')
@@ -162,10 +173,10 @@ mod tests {
         assert_eq!(cname.data.to_string(), "samba.example.org.");
         let mx = one(&z, "mail.example.org.", RecordType::MX);
         assert_eq!(mx.data.to_string(), "10 samba.example.org.");
-        assert_eq!(z.soa().data.to_string().split(' ').take(2).collect::<Vec<_>>(), [
-            "ns1.example.org.",
-            "admin.example.org."
-        ]);
+        assert_eq!(
+            z.soa().data.to_string().split(' ').take(2).collect::<Vec<_>>(),
+            ["ns1.example.org.", "admin.example.org."]
+        );
         assert_eq!(z.apex_ns()[0].data.to_string(), "ns1.example.org.");
         assert_written(&one(&z, "samba.example.org.", RecordType::A).name, "samba.example.org.");
     }
@@ -177,7 +188,11 @@ mod tests {
         let srv = one(&z, "srv.example.org.", RecordType::SRV);
         assert_written(&srv.name, "srv.example.org.");
         let own = one(&z, &format!("{MARK}x.example.org."), RecordType::SRV);
-        assert_eq!(own.name.to_ascii(), format!("{MARK}X.example.org."), "its own label is kept");
+        assert_eq!(
+            own.name.to_ascii(),
+            format!("{MARK}X.example.org."),
+            "its own label is kept"
+        );
     }
 
     #[test]

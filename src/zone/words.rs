@@ -59,7 +59,12 @@ pub(super) fn entries(text: &str) -> Vec<Entry> {
             b' ' | b'\t' | b'\r' => i += 1,
             b'(' => (depth, i) = (depth + 1, i + 1),
             b')' => (depth, i) = (depth.saturating_sub(1), i + 1),
-            b';' => i = bytes[i..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |n| i + n),
+            b';' => {
+                i = bytes[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(bytes.len(), |n| i + n)
+            }
             _ => {
                 let end = word_end(bytes, i);
                 if entry.words.is_empty() {
