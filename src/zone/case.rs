@@ -123,7 +123,7 @@ mod tests {
     use super::super::{dname_target, parse, Zone};
     use super::*;
 
-    const ZONE: &str = "$ORIGIN Example.ORG.\n@ 3600 IN SOA NS1 Admin 1 2 3 4 5\n@ IN NS NS1\nNS1 IN A 192.0.2.1\nHome\\032Media._smb._tcp IN SRV 0 0 445 Samba.Example.org.\n     IN TXT \"x\"\nSamba IN A 192.0.2.2\nWWW IN CNAME Samba\n4 IN PTR Host.Example.org.\nDn IN DNAME Other.Example.\nMail IN MX 10 Samba\n$ORIGIN Sub.example.org.\n_Http._tcp IN SRV 0 0 80 Web\n";
+    const ZONE: &str = "$ORIGIN Example.ORG.\n@ 3600 IN SOA NS1 Admin 1 2 3 4 5\n@ IN NS NS1\nNS1 IN A 192.0.2.1\nHome\\032Media._smb._tcp IN SRV 0 0 445 Samba.Example.org.\n     IN TXT \"x\"\nSamba IN A 192.0.2.2\nWWW IN CNAME Samba\n4 IN PTR Host.Example.org.\nDn IN DNAME Other.Example.\nMail IN MX 10 Samba\nMulti IN SRV ( 0 0 81 ; a note\n  Far.Example.org. )\nQuoted IN TXT \"A B\" ( Far.Example.org. )\n$ORIGIN Sub.example.org.\n_Http._tcp IN SRV 0 0 80 Web\n";
 
     /// `s` as written (`\032` a space: hickory-proto reads `\DDD` as octal).
     fn name(s: &str) -> Name {
@@ -157,6 +157,11 @@ mod tests {
         let srv = one(&z, "_http._tcp.sub.example.org.", RecordType::SRV);
         assert_written(&srv.name, "_Http._tcp.Sub.example.org.");
         assert_eq!(srv.data.to_string(), "0 0 80 Web.Sub.example.org.");
+        let multi = one(&z, "multi.example.org.", RecordType::SRV);
+        assert_written(&multi.name, "Multi.Example.ORG.");
+        assert_eq!(multi.data.to_string(), "0 0 81 Far.Example.org.", "over two lines");
+        let quoted = one(&z, "quoted.example.org.", RecordType::TXT);
+        assert_eq!(quoted.data.to_string(), "A BFar.Example.org.", "no name in TXT");
         let ptr = one(&z, "4.example.org.", RecordType::PTR);
         assert_eq!(ptr.data.to_string(), "Host.Example.org.");
         let dname = z.get(&name("dn.example.org."), RecordType::DNAME);
