@@ -81,7 +81,8 @@ pub(super) fn keep_case(text: &str) -> Cow<'_, str> {
 /// A name word with [`MARK`] before each label with an upper-case letter
 /// (and its escaped bytes written out), when that changes it.
 fn marked(word: &str) -> Option<String> {
-    if word == "@" || word.starts_with('"') {
+    let plain = !word.bytes().any(|b| b.is_ascii_uppercase() || b == b'\\');
+    if plain || word == "@" || word.starts_with('"') {
         return None;
     }
     let written = if word.contains('\\') {
@@ -90,11 +91,16 @@ fn marked(word: &str) -> Option<String> {
         word.to_string()
     };
     let mark = |l: &str| l.is_ascii() && l.len() <= LONGEST && l.bytes().any(|b| b.is_ascii_uppercase());
-    let out = written
-        .split('.')
-        .map(|l| if mark(l) { format!("{MARK}{l}") } else { l.to_string() })
-        .collect::<Vec<_>>()
-        .join(".");
+    let mut out = String::with_capacity(written.len() + 2 * MARK.len());
+    for (i, label) in written.split('.').enumerate() {
+        if i > 0 {
+            out.push('.');
+        }
+        if mark(label) {
+            out.push_str(MARK);
+        }
+        out.push_str(label);
+    }
     // Too long for a name once marked: read as before (lowercased).
     let out = if out.len() > 254 { written } else { out };
     (out != word).then_some(out)

@@ -17,7 +17,7 @@ use hickory_proto::rr::rdata::{CNAME, MX, NS, NULL, PTR};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::case::{can_mark, keep_case, kept};
-use super::text::{at_origin, dropped, has_type, rewrite, undot, with_default_ttl};
+use super::text::{at_origin, dropped, rewrite, undot, which_type, with_default_ttl};
 use super::Zone;
 
 /// Reads and parses the zone file at `path` for `origin`.
@@ -29,11 +29,10 @@ pub fn parse_file(path: &Path, origin: &Name) -> Result<Zone, String> {
 /// Parses zone-file `text` for `origin` (`path` names it in errors and
 /// anchors `$INCLUDE`).
 pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, String> {
-    if has_type(text, "ANAME") {
-        return Err("ANAME is not a record type CoreDNS knows".into());
-    }
-    if has_type(text, "NSEC3") || has_type(text, "NSEC3PARAM") {
-        return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into());
+    match which_type(text, &["ANAME", "NSEC3", "NSEC3PARAM"]) {
+        Some(0) => return Err("ANAME is not a record type CoreDNS knows".into()),
+        Some(_) => return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into()),
+        None => {}
     }
     let keep = can_mark(text);
     let rewritten = rewrite(text);

@@ -19,8 +19,10 @@ fn type_words(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
         .filter_map(|e| e.type_at(text).map(|t| e.words[t].clone()))
 }
 
-pub(super) fn has_type(text: &str, rtype: &str) -> bool {
-    type_words(text).any(|r| text[r].eq_ignore_ascii_case(rtype))
+/// Which of `types` (its index there) the first record of one of them in
+/// `text` has.
+pub(super) fn which_type(text: &str, types: &[&str]) -> Option<usize> {
+    type_words(text).find_map(|r| types.iter().position(|t| text[r.clone()].eq_ignore_ascii_case(t)))
 }
 
 /// The types of a signed zone clusterdns does not serve: their records

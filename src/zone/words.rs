@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 /// One directive or record of the text.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Entry {
     /// Whether the first word starts its line (is an owner or a `$` directive).
     pub owned: bool,
@@ -18,6 +18,14 @@ pub(super) struct Entry {
 }
 
 impl Entry {
+    /// An entry without words, with room for a record's usual few.
+    fn new() -> Entry {
+        Entry {
+            owned: false,
+            words: Vec::with_capacity(8),
+        }
+    }
+
     /// Whether the entry is a `$` directive (`$ORIGIN`, `$TTL`, `$INCLUDE`).
     pub fn directive(&self, text: &str) -> bool {
         self.owned && self.words.first().is_some_and(|w| text[w.clone()].starts_with('$'))
@@ -45,13 +53,13 @@ impl Entry {
 pub(super) fn entries(text: &str) -> Vec<Entry> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
-    let mut entry = Entry::default();
+    let mut entry = Entry::new();
     let (mut depth, mut line, mut i) = (0usize, 0usize, 0usize);
     while let Some(&b) = bytes.get(i) {
         match b {
             b'\n' => {
                 if depth == 0 && !entry.words.is_empty() {
-                    out.push(std::mem::take(&mut entry));
+                    out.push(std::mem::replace(&mut entry, Entry::new()));
                 }
                 line = i + 1;
                 i += 1;
