@@ -7,8 +7,10 @@
 //! the text's rewriting). A signed zone loads
 //! without its DNSSEC records (RRSIG, NSEC, DNSKEY, DS...: clusterdns does
 //! not serve DNSSEC); an NSEC3 zone does not load, as in CoreDNS. As CoreDNS: owners
-//! are lowercased (SRV owners too: a known gap, see `super`), as are the targets of NS, CNAME
-//! and MX and the names of the SOA; a zone without a SOA does not load.
+//! are lowercased but an SRV's, which keeps the file's case (as its target
+//! and a PTR's, DNAME's and NAPTR's names do, [`super::case`]); the targets
+//! of NS, CNAME and MX and the names of the SOA are lowercased; a zone
+//! without a SOA does not load.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
