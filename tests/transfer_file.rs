@@ -2,8 +2,9 @@
 //! thousands of records goes out by AXFR in several messages (CoreDNS's
 //! test/file_xfr_test.go TestLargeAXFR, with a query pipelined behind it
 //! on the same connection); `kdig ... AXFR` from an address not in `to` is
-//! refused; and BIND (`named`) as a real secondary loads the zone, then
-//! follows the zone file's new serial when NOTIFY tells it.
+//! refused; BIND (`named`) as a real secondary loads the zone, then
+//! follows the zone file's new serial when NOTIFY tells it; and an SRV
+//! keeps the case the zone file writes, in answers and transfers.
 
 mod common;
 
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::{installed, needs, read_frame, temp_dir, udp_raw, Server};
 use hickory_proto::op::Message;
-use hickory_proto::rr::RecordType;
+use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 fn corefile(zone_file: &Path, to: &str) -> String {
     format!(
@@ -176,4 +177,93 @@ fn bind_follows_a_file_zone_by_notify() {
     std::fs::write(&file, zone(2, 3, "192.0.2.2")).expect("rewrite zone");
     assert_eq!(named_until(port, "192.0.2.2"), "192.0.2.2", "named follows:\n{}", log());
     assert!(log().contains("received notify for zone 'example.com'"), "{}", log());
+}
+
+/// A zone that writes names in mixed case, its printer `who` (serial `serial`).
+fn mixed_case(serial: u32, who: &str) -> String {
+    format!(
+        "$ORIGIN Example.com.\n@ 60 IN SOA NS Admin {serial} 60 60 60 60\n@ 60 IN NS NS\nNS 60 IN A 127.0.0.1\n{who}._ipp._tcp 60 IN SRV 0 0 631 Printer.Example.com.\nPrinter 60 IN A 192.0.2.7\nWWW 60 IN CNAME Printer\n"
+    )
+}
+
+/// The records of an AXFR of example.com from `server` (one TCP connection, bounded).
+fn axfr(server: SocketAddr) -> Vec<Record> {
+    let mut s = TcpStream::connect(server).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let q = common::query(9, "example.com.", RecordType::AXFR, None);
+    s.write_all(&common::framed(&q)).expect("send");
+    let mut records: Vec<Record> = Vec::new();
+    for _ in 0..100 {
+        let m = Message::from_vec(&read_frame(&mut s).expect("a transfer message")).expect("decodable");
+        records.extend(m.answers);
+        if records.len() > 1 && records.last().map(Record::record_type) == Some(RecordType::SOA) {
+            return records;
+        }
+    }
+    panic!("the transfer never ends: {records:?}");
+}
+
+/// The one record of `rtype` in `records`.
+fn only(records: &[Record], rtype: RecordType) -> &Record {
+    let mut of = records.iter().filter(|r| r.record_type() == rtype);
+    let r = of.next().unwrap_or_else(|| panic!("no {rtype} in {records:?}"));
+    assert!(of.next().is_none(), "one {rtype} in {records:?}");
+    r
+}
+
+fn assert_written(got: &Name, want: &str) {
+    assert!(
+        got.eq_case(&Name::from_ascii(want).expect("name")),
+        "{got} is not written {want}"
+    );
+}
+
+/// CoreDNS's zone_test.go TestInsertPreservesSRVCase over the wire: an
+/// SRV's owner and target keep the zone file's case, asked in another case
+/// and in a transfer, also after a reload; other owners and CNAME targets
+/// are lowercased, as CoreDNS stores them.
+#[test]
+fn a_file_zone_answers_and_transfers_an_srv_in_the_case_its_file_writes() {
+    let dir = temp_dir("xfer-file-case");
+    let file = dir.join("db.example.com");
+    std::fs::write(&file, mixed_case(1, "MyPrinter")).expect("write zone");
+    let server = Server::start(&dir, &corefile(&file, "*"));
+    let ask = |name: &str, rtype| {
+        let reply = udp_raw(server.dns, &common::query(3, name, rtype, None)).expect("a reply");
+        Message::from_vec(&reply).expect("decodable")
+    };
+    let srv = ask("myprinter._IPP._TCP.example.COM.", RecordType::SRV);
+    let answer = only(&srv.answers, RecordType::SRV);
+    assert_written(&answer.name, "MyPrinter._ipp._tcp.Example.com.");
+    let RData::SRV(data) = &answer.data else {
+        panic!("{answer}")
+    };
+    assert_written(&data.target, "Printer.Example.com.");
+    assert_written(&only(&srv.additionals, RecordType::A).name, "printer.example.com.");
+    let cname = ask("WWW.EXAMPLE.COM.", RecordType::CNAME);
+    let answer = only(&cname.answers, RecordType::CNAME);
+    assert_written(&answer.name, "www.example.com.");
+    assert_eq!(answer.data.to_string(), "printer.example.com.");
+
+    let records = axfr(server.dns);
+    assert_written(&records[0].name, "example.com.");
+    let srv = only(&records, RecordType::SRV);
+    assert_written(&srv.name, "MyPrinter._ipp._tcp.Example.com.");
+    assert_eq!(srv.data.to_string(), "0 0 631 Printer.Example.com.");
+    assert_written(&only(&records, RecordType::CNAME).name, "www.example.com.");
+
+    // The reloaded zone (new serial, another spelling) is read the same way.
+    std::fs::write(&file, mixed_case(2, "YourPRINTER")).expect("rewrite zone");
+    let started = Instant::now();
+    let records = loop {
+        let records = axfr(server.dns);
+        if records[0].data.to_string().contains(" 2 60 ") || started.elapsed() > Duration::from_secs(20) {
+            break records;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_written(
+        &only(&records, RecordType::SRV).name,
+        "YourPRINTER._ipp._tcp.Example.com.",
+    );
 }

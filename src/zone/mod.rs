@@ -7,19 +7,20 @@
 //! describes with delegations, DNAME substitution (RFC 6672) and wildcards
 //! (RFC 4592).
 //!
-//! Names are stored lowercased (SRV owners are meant to keep their case, as
-//! CoreDNS keeps them, but hickory-proto's parser lowercases owners already:
-//! a known gap, tests/coredns/file_xfr_zone.table);
-//! `Name`'s own equality and hash ignore case, so a question in any case
-//! finds them.
+//! Names are indexed lowercased; a record keeps the case CoreDNS keeps
+//! (an SRV's owner and target, a PTR's, a DNAME's and a NAPTR's names as
+//! the file writes them: `case`, [`parse`]). `Name`'s own equality and
+//! hash ignore case, so a question in any case finds them.
 
 use std::collections::{HashMap, HashSet};
 
 use hickory_proto::rr::{Name, Record, RecordType};
 
+mod case;
 pub mod lookup;
 mod parse;
 mod text;
+mod words;
 
 pub use lookup::{Found, Outcome};
 pub(crate) use parse::{dname, dname_target};

@@ -7,16 +7,19 @@
 //! the text's rewriting). A signed zone loads
 //! without its DNSSEC records (RRSIG, NSEC, DNSKEY, DS...: clusterdns does
 //! not serve DNSSEC); an NSEC3 zone does not load, as in CoreDNS. As CoreDNS: owners
-//! are lowercased (SRV owners too: a known gap, see `super`), as are the targets of NS, CNAME
-//! and MX and the names of the SOA; a zone without a SOA does not load.
+//! are lowercased but an SRV's, which keeps the file's case (as its target
+//! and a PTR's, DNAME's and NAPTR's names do, [`super::case`]); the targets
+//! of NS, CNAME and MX and the names of the SOA are lowercased; a zone
+//! without a SOA does not load.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use hickory_proto::rr::rdata::{CNAME, MX, NS, NULL};
+use hickory_proto::rr::rdata::{CNAME, MX, NS, NULL, PTR};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::text::{at_origin, dropped, has_type, rewrite, undot, with_default_ttl};
+use super::case::{can_mark, keep_case, kept};
+use super::text::{at_origin, dropped, rewrite, undot, which_type, with_default_ttl};
 use super::Zone;
 
 /// Reads and parses the zone file at `path` for `origin`.
@@ -28,13 +31,15 @@ pub fn parse_file(path: &Path, origin: &Name) -> Result<Zone, String> {
 /// Parses zone-file `text` for `origin` (`path` names it in errors and
 /// anchors `$INCLUDE`).
 pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, String> {
-    if has_type(text, "ANAME") {
-        return Err("ANAME is not a record type CoreDNS knows".into());
+    match which_type(text, &["ANAME", "NSEC3", "NSEC3PARAM"]) {
+        Some(0) => return Err("ANAME is not a record type CoreDNS knows".into()),
+        Some(_) => return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into()),
+        None => {}
     }
-    if has_type(text, "NSEC3") || has_type(text, "NSEC3PARAM") {
-        return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into());
-    }
-    let text = with_default_ttl(&at_origin(&rewrite(text), origin));
+    let keep = can_mark(text);
+    let rewritten = rewrite(text);
+    let text = at_origin(&rewritten, origin);
+    let text = with_default_ttl(&if keep { keep_case(&text) } else { text });
     let parser = hickory_proto::serialize::txt::Parser::new(text, path.map(Path::to_path_buf), Some(origin.clone()));
     // The zone is the origin asked for (a later $ORIGIN moves only relative names).
     let (_, sets) = parser.parse().map_err(|e| e.to_string())?;
@@ -45,7 +50,7 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     let mut dnames = HashMap::new();
     for (_, set) in sets {
         for record in set.records_without_rrsigs().filter(|r| !dropped(r)) {
-            let r = normal(record.clone());
+            let r = normal(record.clone(), keep);
             let owner = r.name.to_lowercase();
             // As CoreDNS, the zone's SOA is the one in the file (the apex's, if there is one there).
             if r.record_type() == RecordType::SOA && (owner == origin || soa.is_none()) {
@@ -94,23 +99,36 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     })
 }
 
-/// A record as CoreDNS stores it: lowercased owner (not for SRV) and
-/// lowercased names in NS, CNAME, MX and SOA data; an ANAME back to DNAME.
-fn normal(mut r: Record) -> Record {
-    r.name = undot(r.name);
+/// A record as CoreDNS stores it: every name as the file writes it (see
+/// [`super::case`]; `keep`: the text could be marked), but the owner (not
+/// an SRV's) and the names in NS, CNAME, MX and SOA data lowercased; an
+/// ANAME back to DNAME.
+fn normal(mut r: Record, keep: bool) -> Record {
+    let read = |n: Name| if keep { kept(n) } else { undot(n) };
+    let lower = |n: Name| read(n).to_lowercase();
+    r.name = read(r.name);
     if r.record_type() != RecordType::SRV {
         r.name = r.name.to_lowercase();
     }
     r.data = match r.data {
-        RData::NS(n) => RData::NS(NS(n.0.to_lowercase())),
-        RData::CNAME(c) => RData::CNAME(CNAME(c.0.to_lowercase())),
-        RData::MX(m) => RData::MX(MX::new(m.preference, m.exchange.to_lowercase())),
+        RData::NS(n) => RData::NS(NS(lower(n.0))),
+        RData::CNAME(c) => RData::CNAME(CNAME(lower(c.0))),
+        RData::MX(m) => RData::MX(MX::new(m.preference, lower(m.exchange))),
         RData::SOA(mut s) => {
-            s.mname = s.mname.to_lowercase();
-            s.rname = s.rname.to_lowercase();
+            s.mname = lower(s.mname);
+            s.rname = lower(s.rname);
             RData::SOA(s)
         }
-        RData::ANAME(a) => dname(&a.0),
+        RData::SRV(mut s) => {
+            s.target = read(s.target);
+            RData::SRV(s)
+        }
+        RData::PTR(p) => RData::PTR(PTR(read(p.0))),
+        RData::NAPTR(mut n) => {
+            n.replacement = read(n.replacement);
+            RData::NAPTR(n)
+        }
+        RData::ANAME(a) => dname(&read(a.0)),
         other => other,
     };
     r

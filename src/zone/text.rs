@@ -9,55 +9,20 @@ use std::ops::Range;
 
 use hickory_proto::rr::{Name, RData, Record};
 
-/// Each line's record type word, if the line holds one: the first word
-/// after the owner (when the line starts with one), TTL and class, on a
-/// line not inside parentheses and not a `$` directive. Yields the byte
-/// range of the word.
+use super::words::{entries, splice};
+
+/// The type word of every record entry.
 fn type_words(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
-    record_words(text).filter_map(|(_, rtype)| rtype)
+    entries(text)
+        .into_iter()
+        .filter(|e| !e.directive(text))
+        .filter_map(|e| e.type_at(text).map(|t| e.words[t].clone()))
 }
 
-/// Each record line's owner word (when the line starts with one) and type word.
-fn record_words(text: &str) -> impl Iterator<Item = (Option<Range<usize>>, Option<Range<usize>>)> + '_ {
-    let mut depth = 0usize;
-    let mut start = 0;
-    text.split_inclusive('\n').filter_map(move |line| {
-        let at = start;
-        start += line.len();
-        let code = line.split(';').next().unwrap_or("");
-        let inside = depth > 0;
-        depth = (depth + code.matches('(').count()).saturating_sub(code.matches(')').count());
-        if inside || line.starts_with('$') {
-            return None;
-        }
-        let shift = |r: Range<usize>| at + r.start..at + r.end;
-        let mut words = word_ranges(code);
-        let owner = if line.starts_with([' ', '\t']) {
-            None
-        } else {
-            Some(shift(words.next()?))
-        };
-        let rtype = words.find(|r| {
-            let w = &code[r.clone()];
-            let class = ["IN", "CH", "HS", "CS"].iter().any(|c| w.eq_ignore_ascii_case(c));
-            !class && !w.starts_with(|c: char| c.is_ascii_digit())
-        });
-        Some((owner, rtype.map(shift)))
-    })
-}
-
-/// The byte ranges of the whitespace-separated words of `s`.
-fn word_ranges(s: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-    let mut pos = 0;
-    s.split([' ', '\t', '\r', '\n']).filter_map(move |w| {
-        let r = pos..pos + w.len();
-        pos += w.len() + 1;
-        (!w.is_empty()).then_some(r)
-    })
-}
-
-pub(super) fn has_type(text: &str, rtype: &str) -> bool {
-    type_words(text).any(|r| text[r].eq_ignore_ascii_case(rtype))
+/// Which of `types` (its index there) the first record of one of them in
+/// `text` has.
+pub(super) fn which_type(text: &str, types: &[&str]) -> Option<usize> {
+    type_words(text).find_map(|r| types.iter().position(|t| text[r.clone()].eq_ignore_ascii_case(t)))
 }
 
 /// The types of a signed zone clusterdns does not serve: their records
@@ -71,14 +36,16 @@ const DROPPED: &str = "clusterdns:dnssec-record-dropped";
 /// that of every DNSSEC record by `TXT "DROPPED"`.
 pub(super) fn rewrite(text: &str) -> Cow<'_, str> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
-    for (owner, rtype) in record_words(text) {
-        if let Some(r) = owner {
+    for e in entries(text).iter().filter(|e| !e.directive(text)) {
+        if let Some(r) = e.owner() {
             let word = &text[r.clone()];
             if word.contains('\\') {
                 edits.push((r, escaped(word)));
             }
         }
-        let Some(r) = rtype else { continue };
+        let Some(r) = e.type_at(text).map(|t| e.words[t].clone()) else {
+            continue;
+        };
         let word = &text[r.clone()];
         if word.eq_ignore_ascii_case("DNAME") {
             edits.push((r, "ANAME".to_string()));
@@ -86,18 +53,7 @@ pub(super) fn rewrite(text: &str) -> Cow<'_, str> {
             edits.push((r, format!("TXT \"{DROPPED}\"")));
         }
     }
-    if edits.is_empty() {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut last = 0;
-    for (r, new) in edits {
-        out.push_str(&text[last..r.start]);
-        out.push_str(&new);
-        last = r.end;
-    }
-    out.push_str(&text[last..]);
-    Cow::Owned(out)
+    splice(text, edits)
 }
 
 /// `text` with a `$TTL 3600` first when it has no `$TTL`: miekg/dns
@@ -165,8 +121,8 @@ pub(super) fn at_origin<'t>(text: &'t str, origin: &Name) -> Cow<'t, str> {
 /// parsing.
 const ESCAPE: (&str, &str) = ("zq0clusterdns", "0qz");
 
-/// An owner word with each escaped byte written as [`ESCAPE`].
-fn escaped(word: &str) -> String {
+/// A name word with each escaped byte written as [`ESCAPE`].
+pub(super) fn escaped(word: &str) -> String {
     let mut out = String::with_capacity(word.len() + 16);
     let mut chars = word.chars().peekable();
     while let Some(c) = chars.next() {
