@@ -435,6 +435,9 @@ fn autopath_walks_on_past_upstream_nxdomain() {
             .filter_map(|m| m.queries.first().map(|q| q.name().to_ascii()))
             .collect()
     };
+    // every reply echoes the client's question, whichever name ended the
+    // walk (stub resolvers drop a reply to another question)
+    let question = |m: &hickory_proto::op::Message| m.queries.first().map(|q| q.name().to_ascii()).unwrap_or_default();
     for tcp in [false, true] {
         let how = if tcp { "TCP" } else { "UDP" };
         let (nx_before, up_before) = (names(&nx).len(), names(&up).len());
@@ -462,6 +465,11 @@ fn autopath_walks_on_past_upstream_nxdomain() {
         let up_before = names(&up).len();
         let m = ask_as("127.0.0.2", server.dns, "nx.default.svc.cluster.local.", tcp);
         assert_eq!(common::rcode_name(&m), "NXDOMAIN", "{how}: {m:?}");
+        assert_eq!(
+            question(&m),
+            "nx.default.svc.cluster.local.",
+            "{how}: the asked question"
+        );
         assert!(m.answers.is_empty(), "{how}: {m:?}");
         let soa: Vec<String> = m.authorities.iter().map(|r| r.name.to_ascii()).collect();
         assert_eq!(soa, ["cluster.local."], "{how}: the asked name's SOA");
@@ -475,6 +483,11 @@ fn autopath_walks_on_past_upstream_nxdomain() {
         let (nx_before, up_before) = (names(&nx).len(), names(&up).len());
         let m = ask_as("127.0.0.2", server.dns, "b.default.svc.cluster.local.", tcp);
         assert_eq!(common::rcode_name(&m), "REFUSED", "{how}: {m:?}");
+        assert_eq!(
+            question(&m),
+            "b.default.svc.cluster.local.",
+            "{how}: the asked question"
+        );
         assert_eq!(names(&nx)[nx_before..], ["b.example.org."], "{how}");
         assert_eq!(names(&up).len(), up_before, "{how}: nothing after the blocked name");
     }
@@ -484,6 +497,11 @@ fn autopath_walks_on_past_upstream_nxdomain() {
         let up_before = names(&up).len();
         let m = ask_as("127.0.0.2", server.dns, "c.default.svc.cluster.local.", tcp);
         assert_eq!(common::rcode_name(&m), "SERVFAIL", "tcp {tcp}: {m:?}");
+        assert_eq!(
+            question(&m),
+            "c.default.svc.cluster.local.",
+            "tcp {tcp}: the asked question"
+        );
         assert_eq!(
             names(&up).len(),
             up_before,

@@ -89,6 +89,10 @@ fn selectors_are_printed_when_valid_and_refused_at_their_position_when_not() {
             "namespace_labels tier!=web,owner==me",
             "namespace_labels tier!=web,owner=me",
         ),
+        // Kubernetes reads `()` as the set of the empty value, and needs no
+        // space before the parenthesis
+        ("namespace_labels env in ()", "namespace_labels env in ()"),
+        ("namespace_labels env notin(a,b)", "namespace_labels env notin (a,b)"),
     ] {
         let (ok, out, err) = check(&dir, written);
         assert!(ok, "{written}: {err}");
@@ -105,8 +109,8 @@ fn selectors_are_printed_when_valid_and_refused_at_their_position_when_not() {
             ":3:26: namespace_labels: 'b c' is not a label value",
         ),
         (
-            "namespace_labels env in ()",
-            ":3:26: namespace_labels: 'env in ()': the set of values after in is empty",
+            "namespace_labels env in (a",
+            ":3:26: namespace_labels: 'env in (a': expected '(v1, v2, ...)' after in",
         ),
         ("namespace_labels =on", ":3:26: namespace_labels: '' is not a label key"),
         (

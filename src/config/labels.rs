@@ -107,28 +107,31 @@ fn requirement(part: &str) -> Result<Requirement, String> {
             });
         }
     }
-    let words: Vec<&str> = part.splitn(3, char::is_whitespace).filter(|w| !w.is_empty()).collect();
-    match words.as_slice() {
-        [key] => Ok(Requirement::Exists(key_of(key)?)),
-        [key, op, rest] if *op == "in" || *op == "notin" => {
-            let list = rest
-                .trim()
-                .strip_prefix('(')
-                .and_then(|r| r.strip_suffix(')'))
-                .ok_or_else(|| format!("'{part}': expected '(v1, v2, ...)' after {op}"))?;
-            if list.trim().is_empty() {
-                return Err(format!("'{part}': the set of values after {op} is empty"));
-            }
-            let values = list.split(',').map(|v| value_of(v.trim())).collect::<Result<_, _>>()?;
-            let key = key_of(key)?;
-            Ok(if *op == "in" {
-                Requirement::In(key, values)
-            } else {
-                Requirement::NotIn(key, values)
-            })
-        }
-        _ => Err(format!("'{part}' is not a label requirement")),
+    // `KEY`, or `KEY in (V, ...)` / `KEY notin (V, ...)`, the parenthesis
+    // with or without a space before it (as Kubernetes' lexer reads it)
+    let part = part.trim();
+    let (key, rest) = part
+        .split_once(char::is_whitespace)
+        .map_or((part, ""), |(k, r)| (k, r.trim_start()));
+    if rest.is_empty() {
+        return Ok(Requirement::Exists(key_of(key)?));
     }
+    let (op, list) = ["notin", "in"]
+        .into_iter()
+        .find_map(|op| Some((op, rest.strip_prefix(op)?.trim())).filter(|(_, l)| l.starts_with('(')))
+        .ok_or_else(|| format!("'{part}' is not a label requirement"))?;
+    let list = list
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| format!("'{part}': expected '(v1, v2, ...)' after {op}"))?;
+    // `()` is the set holding the empty value, as in Kubernetes
+    let values = list.split(',').map(|v| value_of(v.trim())).collect::<Result<_, _>>()?;
+    let key = key_of(key)?;
+    Ok(if op == "in" {
+        Requirement::In(key, values)
+    } else {
+        Requirement::NotIn(key, values)
+    })
 }
 
 /// A label key: an optional DNS subdomain prefix and `/`, then a name.
@@ -208,7 +211,8 @@ mod tests {
         assert!(Selector::parse("").is_err());
         assert!(Selector::parse("a=b c").is_err(), "a space in a value");
         assert!(Selector::parse("a=-b").is_err(), "a value must start alphanumeric");
-        assert!(Selector::parse("a in ()").is_err(), "an empty set");
+        assert!(Selector::parse("a in (b").is_err(), "an open set");
+        assert!(Selector::parse("a inx (b)").is_err(), "no such operator");
         assert!(Selector::parse("a=b=c").is_err());
         assert!(Selector::parse("Bad_Prefix.io/a").is_err(), "an upper-case prefix");
         assert!(
@@ -216,6 +220,10 @@ mod tests {
             "a value over 63"
         );
         assert!(Selector::parse("a=").is_ok(), "an empty value");
+        // as Kubernetes reads them: `()` holds the empty value, `in(` needs no space
+        let empty = Selector::parse("a in ()").expect("the empty value's set");
+        assert!(empty.matches(&labels(&[("a", "")])) && !empty.matches(&labels(&[("a", "x")])));
+        assert!(Selector::parse("a in(x,y)").is_ok() && Selector::parse("a notin(x)").is_ok());
         assert!(Selector::parse("kubernetes.io/metadata.name=x").is_ok());
     }
 

@@ -183,7 +183,10 @@ impl WalkOn for Walking {
                 }
             }
         }
-        job.then.chase = None; // `out` is the asked name's answer already
+        // `out` is the asked name's answer already, and the reply echoes
+        // the asked question, not the name forwarded last
+        job.then.chase = None;
+        job.query = asked;
         std::mem::swap(answer, &mut out);
         Walked::Reply(job)
     }
