@@ -12,6 +12,7 @@
 //! of NS, CNAME and MX and the names of the SOA are lowercased; a zone
 //! without a SOA does not load.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -36,13 +37,23 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
         Some(_) => return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into()),
         None => {}
     }
-    let keep = can_mark(text);
+    let markable = can_mark(text);
     let rewritten = rewrite(text);
     let text = at_origin(&rewritten, origin);
-    let text = with_default_ttl(&if keep { keep_case(&text) } else { text });
-    let parser = hickory_proto::serialize::txt::Parser::new(text, path.map(Path::to_path_buf), Some(origin.clone()));
-    // The zone is the origin asked for (a later $ORIGIN moves only relative names).
-    let (_, sets) = parser.parse().map_err(|e| e.to_string())?;
+    let read = |keep: bool| {
+        let text = with_default_ttl(&if keep { keep_case(&text) } else { Cow::Borrowed(&*text) });
+        let parser =
+            hickory_proto::serialize::txt::Parser::new(text, path.map(Path::to_path_buf), Some(origin.clone()));
+        parser.parse().map_err(|e| e.to_string())
+    };
+    // The zone is the origin asked for (a later $ORIGIN moves only relative
+    // names). A zone the case marks break (a name they push past 255 bytes
+    // with its origin) is read as it was before they existed: lowercased.
+    let (keep, (_, sets)) = match read(markable) {
+        Ok(parsed) => (markable, parsed),
+        Err(_) if markable => (false, read(false)?),
+        Err(e) => return Err(e),
+    };
     let origin = origin.to_lowercase();
     let mut soa = None;
     let mut apex_ns = Vec::new();
@@ -223,6 +234,21 @@ mod tests {
         let kinds: Vec<RecordType> = z.records().map(Record::record_type).collect();
         assert_eq!(kinds.len(), 3, "SOA, A, TXT: {kinds:?}");
         assert!(kinds.contains(&RecordType::TXT) && !kinds.contains(&RecordType::DS));
+    }
+
+    /// Names near DNS's 255-byte limit, which the case marks would push
+    /// past it, load as they did before the marks: lowercased.
+    #[test]
+    fn a_zone_the_case_marks_would_break_loads_lowercased() {
+        let origin = Name::from_ascii("example.org.").expect("test data");
+        let label = format!("A{}", "b".repeat(56));
+        let owner = [label.as_str(); 4].join(".");
+        let text = format!(
+            "$ORIGIN Example.ORG.\n@ 500 IN SOA ns1.outside.edu. root.example.org. 8 6048 4000 2419200 6048\n{owner} 500 IN A 192.0.2.2\n"
+        );
+        let z = parse(&text, None, &origin).expect("it loaded before the case marks existed");
+        let name = Name::from_ascii(format!("{owner}.example.org.").to_lowercase()).expect("test data");
+        assert_eq!(z.get(&name, RecordType::A).len(), 1, "{name}");
     }
 
     #[test]
