@@ -82,7 +82,9 @@ pub(super) fn keep_case(text: &str) -> Cow<'_, str> {
 /// (and its escaped bytes written out), when that changes it.
 fn marked(word: &str) -> Option<String> {
     let plain = !word.bytes().any(|b| b.is_ascii_uppercase() || b == b'\\');
-    if plain || word == "@" || word.starts_with('"') {
+    // `\#`: RFC 3597's generic data, not a name (left for the parser to
+    // refuse, as before the marks)
+    if plain || word == "@" || word.starts_with('"') || word == "\\#" {
         return None;
     }
     let written = if word.contains('\\') {
@@ -212,5 +214,6 @@ mod tests {
         assert_eq!(marked(&format!("{long}.Foo")), Some(format!("{long}.{MARK}Foo")));
         assert_eq!(marked("@"), None);
         assert_eq!(marked("lower.case"), None);
+        assert_eq!(marked("\\#"), None, "RFC 3597's generic data is no name");
     }
 }
