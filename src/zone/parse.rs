@@ -37,6 +37,7 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
         Some(_) => return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into()),
         None => {}
     }
+    let text = &*super::words::one_line(text);
     let markable = can_mark(text);
     let rewritten = rewrite(text);
     let text = at_origin(&rewritten, origin);
@@ -234,6 +235,36 @@ mod tests {
         let kinds: Vec<RecordType> = z.records().map(Record::record_type).collect();
         assert_eq!(kinds.len(), 3, "SOA, A, TXT: {kinds:?}");
         assert!(kinds.contains(&RecordType::TXT) && !kinds.contains(&RecordType::DS));
+    }
+
+    /// A TXT record's strings spread over lines in parentheses (as DKIM
+    /// keys are written), `;` and all, are its strings as written.
+    #[test]
+    fn txt_strings_over_several_lines_are_read_as_written() {
+        let origin = Name::from_ascii("example.org.").expect("test data");
+        let text = "@ 500 IN SOA ns1.outside.edu. root.example.org. ( 8 ; serial\n 6048 4000 2419200 6048 )\nsel._domainkey 500 IN TXT ( \"v=DKIM1; k=rsa; \" ; first\n  \"p=MIIB\" )\nnext 500 IN A 192.0.2.9\n";
+        let z = parse(text, None, &origin).expect("test data");
+        let name = Name::from_ascii("sel._domainkey.example.org.").expect("test data");
+        let txt = z.get(&name, RecordType::TXT);
+        assert_eq!(txt.len(), 1, "{txt:?}");
+        let RData::TXT(t) = &txt[0].data else { panic!("{txt:?}") };
+        let strings: Vec<&[u8]> = t.txt_data.iter().map(|s| &s[..]).collect();
+        assert_eq!(strings, [&b"v=DKIM1; k=rsa; "[..], b"p=MIIB"]);
+        let next = Name::from_ascii("next.example.org.").expect("test data");
+        assert_eq!(z.get(&next, RecordType::A).len(), 1, "the record after it");
+        // an `@` in a quoted string is text; one in data is the origin
+        let text = "@ 500 IN SOA ns1.outside.edu. root.example.org. 8 6048 4000 2419200 6048\nt 500 IN TXT \"a @ b\"\nc 500 IN CNAME @\n";
+        let z = parse(text, None, &origin).expect("test data");
+        let t = z.get(&Name::from_ascii("t.example.org.").expect("test data"), RecordType::TXT);
+        assert_eq!(
+            t.first().map(|r| r.data.to_string()).as_deref(),
+            Some("a @ b")
+        );
+        let c = z.get(
+            &Name::from_ascii("c.example.org.").expect("test data"),
+            RecordType::CNAME,
+        );
+        assert_eq!(c.first().map(|r| r.data.to_string()).as_deref(), Some("example.org."));
     }
 
     /// Names near DNS's 255-byte limit, which the case marks would push

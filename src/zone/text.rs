@@ -71,48 +71,37 @@ pub(super) fn with_default_ttl(text: &str) -> String {
     }
 }
 
-/// `text` with every `@` in a record's data (`CNAME @`, `SRV 0 0 80 @`)
-/// written as the origin it stands for (the last `$ORIGIN`, else
-/// `origin`): hickory-proto's parser takes `@` only as an owner.
+/// `text` with every `@` word in a record's data (`CNAME @`, `SRV 0 0 80
+/// @`) written as the origin it stands for (the last `$ORIGIN`, else
+/// `origin`): hickory-proto's parser takes `@` only as an owner. An `@`
+/// inside a quoted string is text, left as it is.
 pub(super) fn at_origin<'t>(text: &'t str, origin: &Name) -> Cow<'t, str> {
     if !text.contains('@') {
         return Cow::Borrowed(text);
     }
     let mut current = origin.to_string();
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let mut words = line.split_whitespace();
-        if words.next().is_some_and(|w| w.eq_ignore_ascii_case("$ORIGIN")) {
-            if let Some(o) = words.next() {
-                current = if o.ends_with('.') {
-                    o.to_string()
-                } else {
-                    format!("{o}.{current}")
-                };
+    let mut edits = Vec::new();
+    for e in entries(text) {
+        let word = |i: usize| e.words.get(i).map(|r| &text[r.clone()]);
+        if e.directive(text) {
+            if let (Some(d), Some(o)) = (word(0), word(1)) {
+                if d.eq_ignore_ascii_case("$ORIGIN") {
+                    current = if o.ends_with('.') {
+                        o.to_string()
+                    } else {
+                        format!("{o}.{current}")
+                    };
+                }
             }
+            continue;
         }
-        let (code, comment) = line.split_once(';').map_or((line, None), |(c, r)| (c, Some(r)));
-        let owner_at = !line.starts_with([' ', '\t']);
-        let mut first = true;
-        for piece in code.split_inclusive([' ', '\t', '\n', '\r']) {
-            let word = piece.trim_end_matches([' ', '\t', '\n', '\r']);
-            let is_owner = first && owner_at;
-            if !word.is_empty() {
-                first = false;
-            }
-            if word == "@" && !is_owner {
-                out.push_str(&current);
-                out.push_str(&piece[1..]);
-            } else {
-                out.push_str(piece);
-            }
-        }
-        if let Some(c) = comment {
-            out.push(';');
-            out.push_str(c);
-        }
+        let data = e.words.iter().skip(usize::from(e.owned));
+        edits.extend(
+            data.filter(|r| &text[(*r).clone()] == "@")
+                .map(|r| (r.clone(), current.clone())),
+        );
     }
-    Cow::Owned(out)
+    splice(text, edits)
 }
 
 /// Stands for an escaped byte (`\DDD`, `\X`: a dot or a space inside a

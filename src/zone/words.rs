@@ -15,6 +15,8 @@ pub(super) struct Entry {
     pub owned: bool,
     /// The byte ranges of the words (parentheses and comments are none).
     pub words: Vec<Range<usize>>,
+    /// Where the entry ends: the line break that closes it, or the text's end.
+    pub end: usize,
 }
 
 impl Entry {
@@ -23,6 +25,7 @@ impl Entry {
         Entry {
             owned: false,
             words: Vec::with_capacity(8),
+            end: 0,
         }
     }
 
@@ -59,6 +62,7 @@ pub(super) fn entries(text: &str) -> Vec<Entry> {
         match b {
             b'\n' => {
                 if depth == 0 && !entry.words.is_empty() {
+                    entry.end = i;
                     out.push(std::mem::replace(&mut entry, Entry::new()));
                 }
                 line = i + 1;
@@ -84,9 +88,38 @@ pub(super) fn entries(text: &str) -> Vec<Entry> {
         }
     }
     if !entry.words.is_empty() {
+        entry.end = bytes.len();
         out.push(entry);
     }
     out
+}
+
+/// `text` with each entry that parentheses spread over several lines
+/// written on its first line (its words joined by blanks, its comments
+/// dropped), and as many line breaks after it as it spanned, so later
+/// lines keep their numbers: hickory's lexer misreads quoted strings
+/// inside parentheses across lines (a DKIM key's TXT kept its quotes and
+/// lost its text after a `;`), and reads them right on one line.
+pub(super) fn one_line(text: &str) -> Cow<'_, str> {
+    if !text.contains('(') {
+        return Cow::Borrowed(text);
+    }
+    let mut edits = Vec::new();
+    for e in entries(text) {
+        let (Some(first), Some(last)) = (e.words.first(), e.words.last()) else {
+            continue;
+        };
+        let span = first.start..e.end.max(last.end);
+        let breaks = |r: &Range<usize>| text[r.clone()].matches('\n').count();
+        let outside = breaks(&span) - e.words.iter().map(breaks).sum::<usize>();
+        if outside == 0 {
+            continue;
+        }
+        let mut joined = e.words.iter().map(|w| &text[w.clone()]).collect::<Vec<_>>().join(" ");
+        joined.push_str(&"\n".repeat(outside));
+        edits.push((span, joined));
+    }
+    splice(text, edits)
 }
 
 /// Where the word starting at `start` ends: at a blank, a parenthesis or a
@@ -132,6 +165,17 @@ mod tests {
             .iter()
             .map(|e| (e.owned, e.words.iter().map(|r| &text[r.clone()]).collect()))
             .collect()
+    }
+
+    #[test]
+    fn an_entry_over_several_lines_is_written_on_its_first() {
+        let text =
+            "@ IN SOA ns ( 1 ; serial\n 2 3 4 5 )\nt TXT ( \"a; b\" ; one\n \"c\" )\n\nx A 1.2.3.4\ny TXT \"(\"\n";
+        assert_eq!(
+            one_line(text),
+            "@ IN SOA ns 1 2 3 4 5\n\nt TXT \"a; b\" \"c\"\n\n\nx A 1.2.3.4\ny TXT \"(\"\n"
+        );
+        assert!(matches!(one_line("x A 1.2.3.4\n"), Cow::Borrowed(_)));
     }
 
     #[test]
