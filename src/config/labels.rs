@@ -116,9 +116,13 @@ fn requirement(part: &str) -> Result<Requirement, String> {
     if rest.is_empty() {
         return Ok(Requirement::Exists(key_of(key)?));
     }
+    let operator = |op| {
+        let list = rest.strip_prefix(op)?;
+        list.starts_with([' ', '\t', '(']).then(|| (op, list.trim()))
+    };
     let (op, list) = ["notin", "in"]
         .into_iter()
-        .find_map(|op| Some((op, rest.strip_prefix(op)?.trim())).filter(|(_, l)| l.starts_with('(')))
+        .find_map(operator)
         .ok_or_else(|| format!("'{part}' is not a label requirement"))?;
     let list = list
         .strip_prefix('(')

@@ -256,10 +256,7 @@ mod tests {
         let text = "@ 500 IN SOA ns1.outside.edu. root.example.org. 8 6048 4000 2419200 6048\nt 500 IN TXT \"a @ b\"\nc 500 IN CNAME @\n";
         let z = parse(text, None, &origin).expect("test data");
         let t = z.get(&Name::from_ascii("t.example.org.").expect("test data"), RecordType::TXT);
-        assert_eq!(
-            t.first().map(|r| r.data.to_string()).as_deref(),
-            Some("a @ b")
-        );
+        assert_eq!(t.first().map(|r| r.data.to_string()).as_deref(), Some("a @ b"));
         let c = z.get(
             &Name::from_ascii("c.example.org.").expect("test data"),
             RecordType::CNAME,
