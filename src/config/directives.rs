@@ -1,15 +1,16 @@
-//! The one list of directives clusterdns knows: for each its name, whether
-//! it takes an options block, and the parser that reads it into the server
-//! block or the process-wide configuration. [`directive`] looks a directive
-//! up here, reports an unknown one naming it, and calls its parser; every
-//! message that lists the supported directives reads [`DIRECTIVES`].
-//! `clusterdns check` prints them in the order their plugins run
-//! (`effective::RUN_ORDER`, each with its printer).
+//! The one table of directives clusterdns knows, in the order their
+//! plugins run (as CoreDNS's `plugin.cfg`): for each its name, whether it
+//! takes an options block, the parser that reads it into the server block
+//! or the process-wide configuration, and the printer `clusterdns check`
+//! calls. [`directive`] looks a directive up here, reports an unknown one
+//! naming it, and calls its parser; every message that lists the
+//! supported directives reads [`DIRECTIVES`].
 
 use std::path::Path;
 
 use super::args::Args;
 use super::blocks::Directive;
+use super::effective::print::{self, Print};
 use super::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
 use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, Config, ConfigError, Server};
 
@@ -31,10 +32,39 @@ pub struct Spec {
     /// Whether it takes an options block (`name args { ... }`).
     pub options: bool,
     pub parse: Parse,
+    /// Prints what the directive holds, for `clusterdns check`.
+    pub(in crate::config) print: Print,
 }
 
-/// Directives this build implements, in the order messages list them.
+/// Directives this build implements, in the order their plugins run
+/// (CoreDNS's `plugin.cfg`, with clusterdns's own `limits` and `nodelocal`
+/// beside `timeouts` and `bind`): `check` prints a block in this order and
+/// every message that lists the directives lists them so.
 pub const DIRECTIVES: &[Spec] = &[
+    Spec {
+        name: "timeouts",
+        options: true,
+        parse: |d, c| local::timeouts(d, &mut c.server.tcp, c.errors),
+        print: print::timeouts,
+    },
+    Spec {
+        name: "limits",
+        options: true,
+        parse: |d, c| local::limits(d, &mut c.server.tcp, &mut c.config.in_flight, c.errors),
+        print: print::limits,
+    },
+    Spec {
+        name: "reload",
+        options: false,
+        parse: |d, c| c.config.reload = local::reload(d, c.errors).or(c.config.reload),
+        print: print::reload,
+    },
+    Spec {
+        name: "bufsize",
+        options: false,
+        parse: |d, c| c.server.bufsize = chaos::bufsize(d, c.errors).or(c.server.bufsize),
+        print: print::bufsize,
+    },
     Spec {
         name: "bind",
         options: true,
@@ -43,170 +73,7 @@ pub const DIRECTIVES: &[Spec] = &[
                 bind(d, &mut c.server.bind, c.errors);
             }
         },
-    },
-    Spec {
-        name: "errors",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.errors.is_some(), "per server block", c.errors);
-            c.server.errors = Some(super::errors::parse(d, c.errors));
-        },
-    },
-    Spec {
-        name: "log",
-        options: true,
-        parse: |d, c| c.server.log = Some(super::log::parse(d, c.errors)),
-    },
-    Spec {
-        name: "health",
-        options: true,
-        parse: |d, c| {
-            if Args::from(d).count(0, 1, c.errors) {
-                c.config.health = health(d, c.errors).or(c.config.health.take());
-            }
-        },
-    },
-    Spec {
-        name: "ready",
-        options: true,
-        parse: |d, c| {
-            if Args::from(d).count(0, 1, c.errors) {
-                c.config.ready = addr_or(d, 8181, c.errors).or(c.config.ready);
-                c.config.ready_continuously = ready_monitor(d, c.errors);
-            }
-        },
-    },
-    Spec {
-        name: "prometheus",
-        options: true,
-        parse: |d, c| {
-            prometheus_options(d, c.errors);
-            if Args::from(d).count(0, 1, c.errors) {
-                c.config.prometheus = addr_or(d, 9153, c.errors).or(c.config.prometheus);
-            }
-        },
-    },
-    Spec {
-        name: "kubernetes",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.kubernetes.is_some(), "per server block", c.errors);
-            c.server.kubernetes = kubernetes::parse(d, &c.server.zones, c.dir, c.errors);
-        },
-    },
-    Spec {
-        name: "forward",
-        options: true,
-        parse: |d, c| c.server.forward.extend(forward::parse(d, c.dir, c.errors)),
-    },
-    Spec {
-        name: "cache",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.cache.is_some(), "per server block", c.errors);
-            c.server.cache = cache::parse(d, c.errors);
-        },
-    },
-    Spec {
-        name: "loop",
-        options: true,
-        parse: |d, c| c.server.loop_detect = Some(local::loop_exit(d, c.errors)),
-    },
-    Spec {
-        name: "reload",
-        options: false,
-        parse: |d, c| c.config.reload = local::reload(d, c.errors).or(c.config.reload),
-    },
-    Spec {
-        name: "loadbalance",
-        options: true,
-        parse: |d, c| c.server.loadbalance = Some(super::hosts::loadbalance(d, c.dir, c.errors)),
-    },
-    Spec {
-        name: "hosts",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.hosts.is_some(), "per server block", c.errors);
-            c.server.hosts = super::hosts::hosts(d, &c.server.zones, c.dir, c.errors);
-        },
-    },
-    Spec {
-        name: "file",
-        options: true,
-        parse: |d, c| c.server.files.extend(local::file(d, &c.server.zones, c.dir, c.errors)),
-    },
-    Spec {
-        name: "autopath",
-        options: false,
-        parse: |d, c| c.server.autopath = local::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone())),
-    },
-    Spec {
-        name: "acl",
-        options: true,
-        parse: |d, c| c.server.acl.push(super::acl::parse(d, &c.server.zones, c.errors)),
-    },
-    Spec {
-        name: "any",
-        options: false,
-        parse: |d, c| {
-            Args::from(d).count(0, 0, c.errors);
-            c.server.any = true;
-        },
-    },
-    Spec {
-        name: "timeouts",
-        options: true,
-        parse: |d, c| local::timeouts(d, &mut c.server.tcp, c.errors),
-    },
-    Spec {
-        name: "limits",
-        options: true,
-        parse: |d, c| local::limits(d, &mut c.server.tcp, &mut c.config.in_flight, c.errors),
-    },
-    Spec {
-        name: "dns64",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.dns64.is_some(), "per server block", c.errors);
-            c.server.dns64 = Some(dns64::parse(d, c.errors));
-        },
-    },
-    Spec {
-        name: "k8s_external",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.k8s_external.is_some(), "per server block", c.errors);
-            c.server.k8s_external = Some(k8s_external::parse(d, &c.server.zones, c.errors));
-        },
-    },
-    Spec {
-        name: "template",
-        options: true,
-        parse: |d, c| {
-            c.server
-                .templates
-                .extend(super::template::parse(d, &c.server.zones, c.errors))
-        },
-    },
-    Spec {
-        name: "rewrite",
-        options: true,
-        parse: |d, c| c.server.rewrites.extend(super::rewrite::parse(d, c.errors)),
-    },
-    Spec {
-        name: "bufsize",
-        options: false,
-        parse: |d, c| c.server.bufsize = chaos::bufsize(d, c.errors).or(c.server.bufsize),
-    },
-    Spec {
-        name: "chaos",
-        options: false,
-        parse: |d, c| c.server.chaos = Some(chaos::chaos(d)),
-    },
-    Spec {
-        name: "local",
-        options: true,
-        parse: |d, c| c.server.local = Some(chaos::local(d, c.errors)),
+        print: print::bind,
     },
     Spec {
         name: "nodelocal",
@@ -218,11 +85,133 @@ pub const DIRECTIVES: &[Spec] = &[
                 c.config.nodelocal = Some(nodelocal::parse(d, c.server.port, c.errors));
             }
         },
+        print: print::nodelocal,
+    },
+    Spec {
+        name: "ready",
+        options: true,
+        parse: |d, c| {
+            if Args::from(d).count(0, 1, c.errors) {
+                c.config.ready = addr_or(d, 8181, c.errors).or(c.config.ready);
+                c.config.ready_continuously = ready_monitor(d, c.errors);
+            }
+        },
+        print: print::ready,
+    },
+    Spec {
+        name: "health",
+        options: true,
+        parse: |d, c| {
+            if Args::from(d).count(0, 1, c.errors) {
+                c.config.health = health(d, c.errors).or(c.config.health.take());
+            }
+        },
+        print: print::health,
+    },
+    Spec {
+        name: "prometheus",
+        options: true,
+        parse: |d, c| {
+            prometheus_options(d, c.errors);
+            if Args::from(d).count(0, 1, c.errors) {
+                c.config.prometheus = addr_or(d, 9153, c.errors).or(c.config.prometheus);
+            }
+        },
+        print: print::prometheus,
+    },
+    Spec {
+        name: "errors",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.errors.is_some(), "per server block", c.errors);
+            c.server.errors = Some(super::errors::parse(d, c.errors));
+        },
+        print: print::errors,
+    },
+    Spec {
+        name: "log",
+        options: true,
+        parse: |d, c| c.server.log = Some(super::log::parse(d, c.errors)),
+        print: print::log,
     },
     Spec {
         name: "dnstap",
         options: true,
         parse: |d, c| c.server.dnstap.extend(super::dnstap::parse(d, c.errors)),
+        print: print::dnstap,
+    },
+    Spec {
+        name: "local",
+        options: true,
+        parse: |d, c| c.server.local = Some(chaos::local(d, c.errors)),
+        print: print::local,
+    },
+    Spec {
+        name: "dns64",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.dns64.is_some(), "per server block", c.errors);
+            c.server.dns64 = Some(dns64::parse(d, c.errors));
+        },
+        print: print::dns64,
+    },
+    Spec {
+        name: "any",
+        options: false,
+        parse: |d, c| {
+            Args::from(d).count(0, 0, c.errors);
+            c.server.any = true;
+        },
+        print: print::any,
+    },
+    Spec {
+        name: "chaos",
+        options: false,
+        parse: |d, c| c.server.chaos = Some(chaos::chaos(d)),
+        print: print::chaos,
+    },
+    Spec {
+        name: "loadbalance",
+        options: true,
+        parse: |d, c| c.server.loadbalance = Some(super::hosts::loadbalance(d, c.dir, c.errors)),
+        print: print::loadbalance,
+    },
+    Spec {
+        name: "rewrite",
+        options: true,
+        parse: |d, c| c.server.rewrites.extend(super::rewrite::parse(d, c.errors)),
+        print: print::rewrite,
+    },
+    Spec {
+        name: "autopath",
+        options: false,
+        parse: |d, c| c.server.autopath = local::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone())),
+        print: print::autopath,
+    },
+    Spec {
+        name: "acl",
+        options: true,
+        parse: |d, c| c.server.acl.push(super::acl::parse(d, &c.server.zones, c.errors)),
+        print: print::acl,
+    },
+    Spec {
+        name: "cache",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.cache.is_some(), "per server block", c.errors);
+            c.server.cache = cache::parse(d, c.errors);
+        },
+        print: print::cache,
+    },
+    Spec {
+        name: "template",
+        options: true,
+        parse: |d, c| {
+            c.server
+                .templates
+                .extend(super::template::parse(d, &c.server.zones, c.errors))
+        },
+        print: print::template,
     },
     Spec {
         name: "transfer",
@@ -231,6 +220,52 @@ pub const DIRECTIVES: &[Spec] = &[
             let t = super::transfer::parse(d, &c.server.zones, c.errors);
             c.server.transfers.push(t);
         },
+        print: print::transfer,
+    },
+    Spec {
+        name: "hosts",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.hosts.is_some(), "per server block", c.errors);
+            c.server.hosts = super::hosts::hosts(d, &c.server.zones, c.dir, c.errors);
+        },
+        print: print::hosts,
+    },
+    Spec {
+        name: "k8s_external",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.k8s_external.is_some(), "per server block", c.errors);
+            c.server.k8s_external = Some(k8s_external::parse(d, &c.server.zones, c.errors));
+        },
+        print: print::k8s_external,
+    },
+    Spec {
+        name: "kubernetes",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.kubernetes.is_some(), "per server block", c.errors);
+            c.server.kubernetes = kubernetes::parse(d, &c.server.zones, c.dir, c.errors);
+        },
+        print: print::kubernetes,
+    },
+    Spec {
+        name: "file",
+        options: true,
+        parse: |d, c| c.server.files.extend(local::file(d, &c.server.zones, c.dir, c.errors)),
+        print: print::file,
+    },
+    Spec {
+        name: "loop",
+        options: true,
+        parse: |d, c| c.server.loop_detect = Some(local::loop_exit(d, c.errors)),
+        print: print::loop_,
+    },
+    Spec {
+        name: "forward",
+        options: true,
+        parse: |d, c| c.server.forward.extend(forward::parse(d, c.dir, c.errors)),
+        print: print::forward,
     },
     Spec {
         name: "whoami",
@@ -239,6 +274,7 @@ pub const DIRECTIVES: &[Spec] = &[
             Args::from(d).count(0, 0, c.errors);
             c.server.whoami = true;
         },
+        print: print::whoami,
     },
 ];
 

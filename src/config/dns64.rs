@@ -10,6 +10,7 @@ use std::net::Ipv6Addr;
 use super::args::Args;
 use super::blocks::Directive;
 use super::lexer::Word;
+use super::options::{self, Opt};
 use super::ConfigError;
 
 /// RFC 6052's well-known prefix.
@@ -29,6 +30,17 @@ pub struct Dns64Config {
     pub allow_ipv4: bool,
 }
 
+/// The options of a `dns64` block.
+const OPTIONS: &[Opt<Dns64Config>] = &[
+    Opt::new("prefix", (1, 1), |a, cfg, errors| {
+        if let Some((prefix, length)) = prefix(&a.args[0], errors) {
+            (cfg.prefix, cfg.length) = (prefix, length);
+        }
+    }),
+    Opt::new("translate_all", (0, 0), |_, cfg, _| cfg.translate_all = true),
+    Opt::new("allow_ipv4", (0, 0), |_, cfg, _| cfg.allow_ipv4 = true),
+];
+
 /// Parses a `dns64` directive.
 pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Dns64Config {
     let a = Args::from(d);
@@ -43,23 +55,7 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Dns64Config {
             (cfg.prefix, cfg.length) = (prefix, length);
         }
     }
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "prefix" if a.count(1, 1, errors) => {
-                if let Some((prefix, length)) = prefix(&a.args[0], errors) {
-                    (cfg.prefix, cfg.length) = (prefix, length);
-                }
-            }
-            "translate_all" if a.count(0, 0, errors) => cfg.translate_all = true,
-            "allow_ipv4" if a.count(0, 0, errors) => cfg.allow_ipv4 = true,
-            "prefix" | "translate_all" | "allow_ipv4" => {} // wrong argument count, already reported
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("dns64: unknown option '{other}' (supported: prefix, translate_all, allow_ipv4)"),
-            )),
-        }
-    }
+    options::read("dns64", &d.options, OPTIONS, &mut cfg, errors);
     cfg
 }
 

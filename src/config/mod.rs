@@ -31,6 +31,7 @@ pub mod listeners;
 pub mod local;
 pub mod log;
 pub mod nodelocal;
+pub mod options;
 pub mod plugins;
 pub mod rewrite;
 pub mod rewrite_edns;

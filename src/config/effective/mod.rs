@@ -2,7 +2,7 @@
 //! syntax, so an operator can diff it against the Corefile they wrote.
 //!
 //! Every server block is printed with every directive it holds, in the
-//! order the plugins run ([`RUN_ORDER`], CoreDNS's `plugin.cfg`), and every
+//! order the plugins run (the directive table, `config::directives`), and every
 //! option of each directive with its value, defaults written out. The
 //! process-wide directives (`reload`, `health`, `ready`, `prometheus`,
 //! `nodelocal`, `limits { in_flight }`) are printed in the first block. One
@@ -17,10 +17,9 @@ use super::acl::{AclAction, AclRule};
 use super::hosts::{HostsConfig, LoadbalanceConfig};
 use super::local::{FileConfig, LogConfig, TcpLimits};
 use super::Config;
-pub(in crate::config) use order::RUN_ORDER;
 use rules::{rewrite, template};
 
-mod order;
+pub(in crate::config) mod print;
 mod rules;
 mod sources;
 
@@ -91,8 +90,8 @@ impl Display for Config {
             let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
             writeln!(f, "{} {{", keys.join(" "))?;
             let mut b = Block(String::new());
-            for (_, print) in RUN_ORDER {
-                print(&mut b, s, (i == 0).then_some(self));
+            for spec in super::directives::DIRECTIVES {
+                (spec.print)(&mut b, s, (i == 0).then_some(self));
             }
             f.write_str(&b.0)?;
             writeln!(f, "}}")?;

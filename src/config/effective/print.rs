@@ -1,0 +1,195 @@
+//! How `clusterdns check` prints each directive: one function per
+//! directive, named after it, called from its row of the directive table
+//! (`config::directives::DIRECTIVES`) in the order the plugins run. The
+//! first block also carries the process-wide directives (`global`).
+
+use super::{duration, names, on_off, quote, sources, with, Block};
+use crate::config::{Config, Server};
+
+/// Prints one directive of server `s` if it holds it; the configuration is
+/// given when `s` is the block that carries the process-wide directives.
+pub(in crate::config) type Print = fn(&mut Block, &Server, Option<&Config>);
+
+pub(in crate::config) fn timeouts(b: &mut Block, s: &Server, _: Option<&Config>) {
+    super::timeouts(b, &s.tcp);
+}
+
+pub(in crate::config) fn limits(b: &mut Block, s: &Server, global: Option<&Config>) {
+    super::limits(b, &s.tcp, global);
+}
+
+pub(in crate::config) fn reload(b: &mut Block, _: &Server, global: Option<&Config>) {
+    if let Some((interval, jitter)) = global.and_then(|g| g.reload) {
+        b.line(1, format_args!("reload {} {}", duration(interval), duration(jitter)));
+    }
+}
+
+pub(in crate::config) fn bufsize(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.bufsize
+        .into_iter()
+        .for_each(|n| b.line(1, format_args!("bufsize {n}")));
+}
+
+pub(in crate::config) fn bind(b: &mut Block, s: &Server, _: Option<&Config>) {
+    if !s.bind.is_empty() {
+        let addrs: Vec<String> = s.bind.iter().map(ToString::to_string).collect();
+        b.line(1, format_args!("bind {}", addrs.join(" ")));
+    }
+}
+
+pub(in crate::config) fn nodelocal(b: &mut Block, _: &Server, global: Option<&Config>) {
+    global.and_then(|g| g.nodelocal.as_ref()).into_iter().for_each(|n| {
+        let addrs: Vec<String> = n.addresses.iter().map(ToString::to_string).collect();
+        let options = [
+            format!("interface {}", n.interface),
+            format!("addresses {}", addrs.join(" ")),
+            format!("iptables {}", on_off(n.iptables)),
+            format!("rules {}", n.rules),
+            format!("teardown {}", on_off(n.teardown)),
+            format!("check {}", duration(n.check)),
+            format!("lockdir {}", n.lockdir.display()),
+        ];
+        b.directive("nodelocal".into(), &options);
+    });
+}
+
+pub(in crate::config) fn ready(b: &mut Block, _: &Server, global: Option<&Config>) {
+    global
+        .and_then(|g| g.ready.map(|a| (a, g.ready_continuously)))
+        .into_iter()
+        .for_each(|(a, c)| {
+            let monitor = if c { "continuously" } else { "until-ready" };
+            b.directive(format!("ready {a}"), &[format!("monitor {monitor}")]);
+        });
+}
+
+pub(in crate::config) fn health(b: &mut Block, _: &Server, global: Option<&Config>) {
+    global.and_then(|g| g.health.as_ref()).into_iter().for_each(|h| {
+        b.directive(
+            format!("health {}", h.addr),
+            &[format!("lameduck {}", duration(h.lameduck))],
+        );
+    });
+}
+
+pub(in crate::config) fn prometheus(b: &mut Block, _: &Server, global: Option<&Config>) {
+    global
+        .and_then(|g| g.prometheus)
+        .into_iter()
+        .for_each(|a| b.line(1, format_args!("prometheus {a}")));
+}
+
+pub(in crate::config) fn errors(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.errors.iter().for_each(|e| {
+        b.directive("errors".into(), &crate::config::errors::effective(e, quote, duration));
+    });
+}
+
+pub(in crate::config) fn log(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.log.iter().for_each(|l| super::log(b, l));
+}
+
+pub(in crate::config) fn dnstap(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.dnstap.iter().for_each(|d| sources::dnstap(b, d));
+}
+
+pub(in crate::config) fn local(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.local.into_iter().for_each(|prefix| {
+        b.directive("local".into(), &[format!("localhost_prefix {}", on_off(prefix))]);
+    });
+}
+
+pub(in crate::config) fn dns64(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.dns64.iter().for_each(|d| {
+        let mut options = vec![format!("prefix {}/{}", d.prefix, d.length)];
+        options.extend(d.translate_all.then(|| "translate_all".to_string()));
+        options.extend(d.allow_ipv4.then(|| "allow_ipv4".to_string()));
+        b.directive("dns64".into(), &options);
+    });
+}
+
+pub(in crate::config) fn any(b: &mut Block, s: &Server, _: Option<&Config>) {
+    if s.any {
+        b.line(1, "any");
+    }
+}
+
+pub(in crate::config) fn chaos(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.chaos.iter().for_each(|c| {
+        let mut words = vec![quote(&c.version)];
+        words.extend(c.authors.iter().map(|a| quote(a)));
+        b.line(1, format_args!("chaos {}", words.join(" ")));
+    });
+}
+
+pub(in crate::config) fn loadbalance(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.loadbalance.iter().for_each(|lb| super::loadbalance(b, lb))
+}
+
+pub(in crate::config) fn rewrite(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.rewrites.iter().for_each(|r| super::rewrite(b, r));
+}
+
+pub(in crate::config) fn autopath(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.autopath.iter().for_each(|(a, _)| {
+        let from = a
+            .resolv
+            .as_ref()
+            .map_or("@kubernetes".to_string(), |p| p.display().to_string());
+        let args = format!("{} {from}", names(&a.zones));
+        b.line(1, format_args!("{}", with("autopath", args.trim_start())));
+    });
+}
+
+pub(in crate::config) fn acl(b: &mut Block, s: &Server, _: Option<&Config>) {
+    super::acl(b, &s.acl);
+}
+
+pub(in crate::config) fn cache(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.cache.iter().for_each(|c| sources::cache(b, c));
+}
+
+pub(in crate::config) fn template(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.templates.iter().for_each(|t| super::template(b, t));
+}
+
+pub(in crate::config) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.transfers.iter().for_each(|t| sources::transfer(b, t))
+}
+
+pub(in crate::config) fn hosts(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.hosts.iter().for_each(|h| super::hosts(b, h));
+}
+
+pub(in crate::config) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.k8s_external.iter().for_each(|e| {
+        let mut options = vec![format!("apex {}", e.apex), format!("ttl {}", e.ttl)];
+        options.extend(e.headless.then(|| "headless".to_string()));
+        options.extend(e.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
+        b.directive(with("k8s_external", &names(&e.zones)), &options);
+    });
+}
+
+pub(in crate::config) fn kubernetes(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.kubernetes.iter().for_each(|k| sources::kubernetes(b, k))
+}
+
+pub(in crate::config) fn file(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.files.iter().for_each(|z| super::file(b, z));
+}
+
+pub(in crate::config) fn loop_(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.loop_detect.into_iter().for_each(|exit| {
+        b.directive("loop".into(), &if exit { vec!["exit".to_string()] } else { Vec::new() });
+    });
+}
+
+pub(in crate::config) fn forward(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.forward.iter().for_each(|fw| sources::forward(b, fw))
+}
+
+pub(in crate::config) fn whoami(b: &mut Block, s: &Server, _: Option<&Config>) {
+    if s.whoami {
+        b.line(1, "whoami");
+    }
+}
