@@ -16,6 +16,7 @@ use hickory_proto::rr::Name;
 
 use super::args::{zone, Args};
 use super::blocks::Directive;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 /// Capacity and TTL bounds of one kind of answer.
@@ -75,6 +76,28 @@ impl CacheConfig {
 
 const CAPACITY: usize = 9984;
 
+/// The options of a `cache` block.
+const OPTIONS: &[Opt<CacheConfig>] = &[
+    Opt::new("success", (1, 3), |a, cfg, errors| bounds(a, &mut cfg.success, errors)),
+    Opt::new("denial", (1, 3), |a, cfg, errors| bounds(a, &mut cfg.denial, errors)),
+    Opt::new("prefetch", (1, 3), prefetch),
+    Opt::new("serve_stale", (0, 5), serve_stale),
+    Opt::refused("serve_stale_policy", |a, _, errors| {
+        errors.push(ConfigError::new(
+            a.pos(),
+            "cache: serve_stale_policy prefer_positive is not supported (one entry per question is kept, the \
+             latest); leave it out",
+        ))
+    }),
+    Opt::new("servfail", (1, 1), |a, cfg, errors| match a.duration(0, errors) {
+        Some(t) if t <= Duration::from_secs(300) => cfg.servfail = t,
+        Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "servfail: at most 5m")),
+        None => {}
+    }),
+    Opt::new("disable", (1, MANY), disable),
+    Opt::new("keepttl", (0, 0), |_, cfg, _| cfg.keepttl = true),
+];
+
 pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig> {
     let mut cfg = CacheConfig {
         zones: Vec::new(),
@@ -109,73 +132,50 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
         }
     }
     cfg.zones = args.filter_map(|w| zone(w, errors)).collect();
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            name @ ("success" | "denial") if a.count(1, 3, errors) => {
-                let b = if name == "success" {
-                    &mut cfg.success
-                } else {
-                    &mut cfg.denial
-                };
-                b.capacity = a.parse(0, "a capacity", errors).unwrap_or(b.capacity);
-                if a.args.len() > 1 {
-                    b.max_ttl = a.parse(1, "a TTL in seconds", errors).unwrap_or(b.max_ttl);
-                }
-                if a.args.len() > 2 {
-                    b.min_ttl = a.parse(2, "a TTL in seconds", errors).unwrap_or(b.min_ttl);
-                }
+    options::read("cache", &d.options, OPTIONS, &mut cfg, errors);
+    Some(cfg)
+}
+
+/// `success|denial CAPACITY [TTL] [MINTTL]`.
+fn bounds(a: &Args<'_>, b: &mut Bounds, errors: &mut Vec<ConfigError>) {
+    b.capacity = a.parse(0, "a capacity", errors).unwrap_or(b.capacity);
+    if a.args.len() > 1 {
+        b.max_ttl = a.parse(1, "a TTL in seconds", errors).unwrap_or(b.max_ttl);
+    }
+    if a.args.len() > 2 {
+        b.min_ttl = a.parse(2, "a TTL in seconds", errors).unwrap_or(b.min_ttl);
+    }
+}
+
+/// `prefetch AMOUNT [[DURATION] [PERCENTAGE%]]`.
+fn prefetch(a: &Args<'_>, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError>) {
+    let amount = a.parse(0, "a number of hits", errors).unwrap_or(1);
+    let mut window = Duration::from_secs(60);
+    let mut percent = 10u8;
+    for (i, w) in a.args.iter().enumerate().skip(1) {
+        if let Some(p) = w.text.strip_suffix('%') {
+            match p.parse::<u8>() {
+                Ok(p) if (1..=100).contains(&p) => percent = p,
+                _ => errors.push(ConfigError::new(&w.pos, "prefetch: percentage must be 1%..100%")),
             }
-            "prefetch" if a.count(1, 3, errors) => {
-                let amount = a.parse(0, "a number of hits", errors).unwrap_or(1);
-                let mut window = Duration::from_secs(60);
-                let mut percent = 10u8;
-                for (i, w) in a.args.iter().enumerate().skip(1) {
-                    if let Some(p) = w.text.strip_suffix('%') {
-                        match p.parse::<u8>() {
-                            Ok(p) if (1..=100).contains(&p) => percent = p,
-                            _ => errors.push(ConfigError::new(&w.pos, "prefetch: percentage must be 1%..100%")),
-                        }
-                    } else if let Some(d) = a.duration(i, errors) {
-                        window = d;
-                    }
-                }
-                cfg.prefetch = Some((amount, window, percent));
-            }
-            "serve_stale" if a.count(0, 5, errors) => serve_stale(&a, &mut cfg, errors),
-            "serve_stale_policy" => errors.push(ConfigError::new(
-                a.pos(),
-                "cache: serve_stale_policy prefer_positive is not supported (one entry per question is kept, the \
-                 latest); leave it out",
-            )),
-            "servfail" if a.count(1, 1, errors) => match a.duration(0, errors) {
-                Some(t) if t <= Duration::from_secs(300) => cfg.servfail = t,
-                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "servfail: at most 5m")),
-                None => {}
-            },
-            "disable" if a.count(1, usize::MAX, errors) => {
-                let zones: Vec<Name> = a.args[1..].iter().filter_map(|w| zone(w, errors)).collect();
-                match a.args[0].text.as_str() {
-                    "success" => cfg.disable_success = Some(zones),
-                    "denial" => cfg.disable_denial = Some(zones),
-                    other => errors.push(ConfigError::new(
-                        &a.args[0].pos,
-                        format!("disable: '{other}' is not success or denial"),
-                    )),
-                }
-            }
-            "keepttl" if a.count(0, 0, errors) => cfg.keepttl = true,
-            "success" | "denial" | "prefetch" | "serve_stale" | "servfail" | "disable" | "keepttl" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!(
-                    "cache: unknown option '{other}' (supported: success, denial, prefetch, serve_stale, servfail, \
-                     disable, keepttl)"
-                ),
-            )),
+        } else if let Some(d) = a.duration(i, errors) {
+            window = d;
         }
     }
-    Some(cfg)
+    cfg.prefetch = Some((amount, window, percent));
+}
+
+/// `disable success|denial [ZONES...]`.
+fn disable(a: &Args<'_>, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError>) {
+    let zones: Vec<Name> = a.args[1..].iter().filter_map(|w| zone(w, errors)).collect();
+    match a.args[0].text.as_str() {
+        "success" => cfg.disable_success = Some(zones),
+        "denial" => cfg.disable_denial = Some(zones),
+        other => errors.push(ConfigError::new(
+            &a.args[0].pos,
+            format!("disable: '{other}' is not success or denial"),
+        )),
+    }
 }
 
 /// `serve_stale [DURATION [immediate [RESPONSE_TTL [RECHECK]] | verify

@@ -11,6 +11,7 @@
 
 use super::args::Args;
 use super::blocks::Directive;
+use super::options::{self, Opt};
 use super::ConfigError;
 
 /// `bufsize` without a size: the DNS flag day 2020 payload.
@@ -67,24 +68,17 @@ pub fn chaos(d: &Directive) -> ChaosConfig {
 pub fn local(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
     Args::from(d).count(0, 0, errors);
     let mut prefix = true;
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "localhost_prefix" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
-                "on" => prefix = true,
-                "off" => prefix = false,
-                other => errors.push(ConfigError::new(
-                    &a.args[0].pos,
-                    format!("local: localhost_prefix expects 'on' or 'off', got '{other}'"),
-                )),
-            },
-            "localhost_prefix" => {}
+    let options: &[Opt<bool>] = &[Opt::new("localhost_prefix", (1, 1), |a, prefix, errors| {
+        match a.args[0].text.as_str() {
+            "on" => *prefix = true,
+            "off" => *prefix = false,
             other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("local: unknown option '{other}' (supported: localhost_prefix)"),
+                &a.args[0].pos,
+                format!("local: localhost_prefix expects 'on' or 'off', got '{other}'"),
             )),
         }
-    }
+    })];
+    options::read("local", &d.options, options, &mut prefix, errors);
     prefix
 }
 

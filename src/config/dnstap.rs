@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use super::args::Args;
 use super::blocks::Directive;
 use super::lexer::Word;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 /// Messages queued per QUEUE unit (CoreDNS's queue size).
@@ -81,6 +82,15 @@ impl DnstapConfig {
     }
 }
 
+/// The options of a `dnstap` block.
+const OPTIONS: &[Opt<DnstapConfig>] = &[
+    Opt::new("identity", (1, 1), |a, cfg, _| cfg.identity = a.args[0].text.clone()),
+    Opt::new("version", (1, 1), |a, cfg, _| cfg.version = a.args[0].text.clone()),
+    Opt::new("extra", (1, 1), |a, cfg, _| cfg.extra = Some(a.args[0].text.clone())),
+    Opt::new("tls", (0, MANY), |a, cfg, errors| listen_tls(cfg, a, errors)),
+    Opt::new("skipverify", (0, 0), |_, cfg, _| cfg.skip_verify = true),
+];
+
 /// Parses one `dnstap` directive.
 pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<DnstapConfig> {
     let listening = d.args.first().is_some_and(|w| w.text == "listen");
@@ -119,23 +129,8 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<DnstapConfi
         extra: None,
         skip_verify: false,
     };
-    let mut tls_line = false;
-    for line in &d.options {
-        let a = Args::from(line);
-        tls_line |= a.name.text == "tls";
-        match a.name.text.as_str() {
-            "identity" if a.count(1, 1, errors) => cfg.identity = a.args[0].text.clone(),
-            "version" if a.count(1, 1, errors) => cfg.version = a.args[0].text.clone(),
-            "extra" if a.count(1, 1, errors) => cfg.extra = Some(a.args[0].text.clone()),
-            "skipverify" if a.count(0, 0, errors) => cfg.skip_verify = true,
-            "tls" => listen_tls(&mut cfg, &a, errors),
-            "identity" | "version" | "extra" | "skipverify" => {} // wrong argument count, already reported
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("dnstap: unknown option '{other}' (supported: identity, version, extra, tls, skipverify)"),
-            )),
-        }
-    }
+    let tls_line = d.options.iter().any(|l| l.name.text == "tls");
+    options::read("dnstap", &d.options, OPTIONS, &mut cfg, errors);
     if let (Some(l), Endpoint::Tls(addr)) = (&cfg.listen, &cfg.endpoint) {
         if l.tls.is_none() && !tls_line {
             let pos = d.args.get(1).map_or(&d.name.pos, |w| &w.pos);

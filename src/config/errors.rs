@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::args::{parse_duration, Args};
 use super::blocks::Directive;
+use super::options::{self, Opt};
 use super::ConfigError;
 
 /// The longest REGEXP accepted (CoreDNS's limit against huge patterns).
@@ -93,20 +94,17 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> ErrorsConfig {
         }
     }
     let mut cfg = ErrorsConfig::default();
-    for line in &d.options {
-        let o = Args::from(line);
-        match o.name.text.as_str() {
-            "stacktrace" if o.count(0, 0, errors) => cfg.stacktrace = true,
-            "consolidate" if o.count(2, 4, errors) => cfg.consolidate.extend(consolidate(&o, errors)),
-            "stacktrace" | "consolidate" => {}
-            other => errors.push(ConfigError::new(
-                o.pos(),
-                format!("errors: unknown option '{other}' (supported: stacktrace, consolidate)"),
-            )),
-        }
-    }
+    options::read("errors", &d.options, OPTIONS, &mut cfg, errors);
     cfg
 }
+
+/// The options of an `errors` block.
+const OPTIONS: &[Opt<ErrorsConfig>] = &[
+    Opt::new("stacktrace", (0, 0), |_, cfg, _| cfg.stacktrace = true),
+    Opt::new("consolidate", (2, 4), |o, cfg, errors| {
+        cfg.consolidate.extend(consolidate(o, errors))
+    }),
+];
 
 /// `consolidate DURATION REGEXP [LEVEL] [show_first]`: the level, if
 /// written, before `show_first`, at most once each (as CoreDNS).

@@ -18,7 +18,7 @@
 //! upstreams and the TLS options by `forward_tls.rs`.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hickory_proto::op::ResponseCode;
@@ -28,6 +28,7 @@ use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::forward_tls::{self, DohMethod, Target, TlsSettings};
 use super::forward_to::{self, MAX_UPSTREAMS};
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 pub use super::forward_to::{resolv_conf, socket_addr};
@@ -95,7 +96,7 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
         .filter(|t| socket_addr(t).is_none() && dir.join(t).is_file())
         .map(|t| dir.join(t))
         .collect();
-    let mut cfg = ForwardConfig {
+    let cfg = ForwardConfig {
         from,
         except: Vec::new(),
         to: Vec::new(),
@@ -124,9 +125,12 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     // Options first (`resolver` resolves the hostnames among the TOs);
     // their errors after the TOs', in file order.
     let mut later = Vec::new();
-    for line in &d.options {
-        option(&Args::from(line), dir, &mut cfg, &mut later);
-    }
+    let mut r = Reading {
+        cfg,
+        dir: dir.to_path_buf(),
+    };
+    options::read("forward", &d.options, OPTIONS, &mut r, &mut later);
+    let mut cfg = r.cfg;
     cfg.to = forward_to::upstreams(&d.args[1..], dir, &cfg.resolver, errors);
     forward_tls::finish(&cfg.to, &mut cfg.tls, &d.name, &mut later);
     errors.append(&mut later);
@@ -158,76 +162,94 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     Some(cfg)
 }
 
-/// Options that take a count, a duration or nothing.
-const SIMPLE: &str = "except, force_tcp, prefer_udp, expire, max_age, max_idle_conns, read_timeout, max_fails, \
-                      max_connect_attempts, health_check, policy, max_concurrent, next, next_on_nodata, failover, \
-                      failfast_all_unhealthy_upstreams, source_address, resolver, tls, tls_servername, doh_method";
+/// What a `forward` block's options are read into, with the directory
+/// relative files (`tls`) resolve in.
+struct Reading {
+    cfg: ForwardConfig,
+    dir: PathBuf,
+}
 
-/// One option line into `cfg`.
-fn option(a: &Args<'_>, dir: &Path, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigError>) {
-    let opt = a.name.text.as_str();
-    let one = |errors: &mut Vec<ConfigError>| a.count(1, 1, errors);
-    let many = |errors: &mut Vec<ConfigError>| a.count(1, usize::MAX, errors);
-    match opt {
-        "except" if many(errors) => cfg.except.extend(a.args.iter().filter_map(|w| zone(w, errors))),
-        "force_tcp" if a.count(0, 0, errors) => cfg.force_tcp = true,
-        "prefer_udp" if a.count(0, 0, errors) => cfg.prefer_udp = true,
-        "next_on_nodata" if a.count(0, 0, errors) => cfg.next_on_nodata = true,
-        "failfast_all_unhealthy_upstreams" if a.count(0, 0, errors) => cfg.failfast = true,
-        "expire" if one(errors) => cfg.expire = a.duration(0, errors).unwrap_or(cfg.expire),
-        "max_age" if one(errors) => cfg.max_age = a.duration(0, errors).unwrap_or(cfg.max_age),
-        "max_idle_conns" if one(errors) => cfg.max_idle_conns = a.parse(0, "a number", errors).unwrap_or(0),
-        "read_timeout" if one(errors) => match a.duration(0, errors) {
-            Some(t) if !t.is_zero() => cfg.read_timeout = t,
-            Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "read_timeout: must be above 0")),
-            None => {}
-        },
-        "max_fails" if one(errors) => cfg.max_fails = a.parse(0, "a number", errors).unwrap_or(2),
-        "max_connect_attempts" if one(errors) => {
-            cfg.max_connect_attempts = a.parse(0, "a number", errors).or(cfg.max_connect_attempts);
-        }
-        "health_check" if a.count(1, 4, errors) => health_check(a, cfg, errors),
-        "policy" if one(errors) => match a.args[0].text.as_str() {
-            "random" => cfg.policy = Policy::Random,
-            "round_robin" => cfg.policy = Policy::RoundRobin,
-            "sequential" => cfg.policy = Policy::Sequential,
-            other => errors.push(ConfigError::new(
-                &a.args[0].pos,
-                format!("policy: '{other}' is not one of random, round_robin, sequential"),
-            )),
-        },
-        "max_concurrent" if one(errors) => cfg.max_concurrent = a.parse(0, "a number", errors).unwrap_or(0),
-        "next" if many(errors) => cfg.next.extend(rcodes(a, false, errors)),
-        "failover" if many(errors) => cfg.failover.extend(rcodes(a, true, errors)),
-        "source_address" if one(errors) => cfg.source_address = a.parse(0, "an IP address", errors),
-        "resolver" if many(errors) => {
-            for w in a.args {
-                match socket_addr(&w.text) {
-                    Some(r) => cfg.resolver.push(r),
-                    None => errors.push(ConfigError::new(
-                        &w.pos,
-                        format!("resolver: '{}' is not an IP address or IP:PORT", w.text),
-                    )),
-                }
+/// The options of a `forward` block, in CoreDNS's README order.
+const OPTIONS: &[Opt<Reading>] = &[
+    Opt::new("except", (1, MANY), |a, r, errors| {
+        r.cfg.except.extend(a.args.iter().filter_map(|w| zone(w, errors)))
+    }),
+    Opt::new("force_tcp", (0, 0), |_, r, _| r.cfg.force_tcp = true),
+    Opt::new("prefer_udp", (0, 0), |_, r, _| r.cfg.prefer_udp = true),
+    Opt::new("expire", (1, 1), |a, r, errors| {
+        r.cfg.expire = a.duration(0, errors).unwrap_or(r.cfg.expire)
+    }),
+    Opt::new("max_age", (1, 1), |a, r, errors| {
+        r.cfg.max_age = a.duration(0, errors).unwrap_or(r.cfg.max_age)
+    }),
+    Opt::new("max_idle_conns", (1, 1), |a, r, errors| {
+        r.cfg.max_idle_conns = a.parse(0, "a number", errors).unwrap_or(0)
+    }),
+    Opt::new("read_timeout", (1, 1), |a, r, errors| match a.duration(0, errors) {
+        Some(t) if !t.is_zero() => r.cfg.read_timeout = t,
+        Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "read_timeout: must be above 0")),
+        None => {}
+    }),
+    Opt::new("max_fails", (1, 1), |a, r, errors| {
+        r.cfg.max_fails = a.parse(0, "a number", errors).unwrap_or(2)
+    }),
+    Opt::new("max_connect_attempts", (1, 1), |a, r, errors| {
+        r.cfg.max_connect_attempts = a.parse(0, "a number", errors).or(r.cfg.max_connect_attempts);
+    }),
+    Opt::new("health_check", (1, 4), |a, r, errors| {
+        health_check(a, &mut r.cfg, errors)
+    }),
+    Opt::new("policy", (1, 1), |a, r, errors| match a.args[0].text.as_str() {
+        "random" => r.cfg.policy = Policy::Random,
+        "round_robin" => r.cfg.policy = Policy::RoundRobin,
+        "sequential" => r.cfg.policy = Policy::Sequential,
+        other => errors.push(ConfigError::new(
+            &a.args[0].pos,
+            format!("policy: '{other}' is not one of random, round_robin, sequential"),
+        )),
+    }),
+    Opt::new("max_concurrent", (1, 1), |a, r, errors| {
+        r.cfg.max_concurrent = a.parse(0, "a number", errors).unwrap_or(0)
+    }),
+    Opt::new("next", (1, MANY), |a, r, errors| {
+        r.cfg.next.extend(rcodes(a, false, errors))
+    }),
+    Opt::new("next_on_nodata", (0, 0), |_, r, _| r.cfg.next_on_nodata = true),
+    Opt::new("failover", (1, MANY), |a, r, errors| {
+        r.cfg.failover.extend(rcodes(a, true, errors))
+    }),
+    Opt::new("failfast_all_unhealthy_upstreams", (0, 0), |_, r, _| {
+        r.cfg.failfast = true
+    }),
+    Opt::new("source_address", (1, 1), |a, r, errors| {
+        r.cfg.source_address = a.parse(0, "an IP address", errors)
+    }),
+    Opt::new("resolver", (1, MANY), |a, r, errors| {
+        for w in a.args {
+            match socket_addr(&w.text) {
+                Some(addr) => r.cfg.resolver.push(addr),
+                None => errors.push(ConfigError::new(
+                    &w.pos,
+                    format!("resolver: '{}' is not an IP address or IP:PORT", w.text),
+                )),
             }
         }
-        "tls" if a.count(0, 3, errors) => cfg.tls.files = a.args.iter().map(|w| dir.join(&w.text)).collect(),
-        "tls_servername" if one(errors) => cfg.tls.servername = Some(a.args[0].text.clone()),
-        "doh_method" if one(errors) => match a.args[0].text.as_str() {
-            "GET" => cfg.tls.doh_method = DohMethod::Get,
-            "POST" => cfg.tls.doh_method = DohMethod::Post,
-            other => errors.push(ConfigError::new(
-                &a.args[0].pos,
-                format!("doh_method: '{other}' must be either POST or GET"),
-            )),
-        },
-        o if SIMPLE.split(", ").any(|s| s.trim() == o) => {} // count already reported
+    }),
+    Opt::new("tls", (0, 3), |a, r, _| {
+        r.cfg.tls.files = a.args.iter().map(|w| r.dir.join(&w.text)).collect()
+    }),
+    Opt::new("tls_servername", (1, 1), |a, r, _| {
+        r.cfg.tls.servername = Some(a.args[0].text.clone())
+    }),
+    Opt::new("doh_method", (1, 1), |a, r, errors| match a.args[0].text.as_str() {
+        "GET" => r.cfg.tls.doh_method = DohMethod::Get,
+        "POST" => r.cfg.tls.doh_method = DohMethod::Post,
         other => errors.push(ConfigError::new(
-            a.pos(),
-            format!("forward: unknown option '{other}' (supported: {SIMPLE})"),
+            &a.args[0].pos,
+            format!("doh_method: '{other}' must be either POST or GET"),
         )),
-    }
-}
+    }),
+];
 
 /// The rcodes of `next` or `failover` (which refuses NOERROR).
 fn rcodes(a: &Args<'_>, failover: bool, errors: &mut Vec<ConfigError>) -> Vec<ResponseCode> {

@@ -22,6 +22,8 @@ use hickory_proto::rr::Name;
 pub use super::args::Net;
 use super::args::{zone, zones, Args};
 use super::blocks::Directive;
+use super::lexer::Pos;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 /// `hosts`.
@@ -68,36 +70,15 @@ pub fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<C
     if cfg.zones.is_empty() {
         cfg.zones = block_zones.to_vec();
     }
-    let mut unsupported_at = None;
+    let mut read = (cfg, None);
     for line in &d.options {
         let a = Args::from(line);
-        if let Ok(ip) = a.name.text.parse::<IpAddr>() {
-            inline(&a, ip, &mut cfg, errors);
-            continue;
-        }
-        match a.name.text.as_str() {
-            "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
-                Some(t) if (1..=65535).contains(&t) => cfg.ttl = t,
-                Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "ttl: out of range 1..65535")),
-                None => {}
-            },
-            "no_reverse" if a.count(0, 0, errors) => cfg.no_reverse = true,
-            "reload" if a.count(1, 1, errors) => cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload),
-            "fallthrough" => cfg.fallthrough = Some(zones(a.args, errors)),
-            "fallthrough_unsupported" if a.count(0, 0, errors) => {
-                cfg.fallthrough_unsupported = true;
-                unsupported_at = Some(a.pos().clone());
-            }
-            "ttl" | "no_reverse" | "reload" | "fallthrough_unsupported" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!(
-                    "hosts: unknown option '{other}' (supported: ADDRESS NAME..., ttl, no_reverse, reload, \
-                     fallthrough, fallthrough_unsupported)"
-                ),
-            )),
+        match a.name.text.parse::<IpAddr>() {
+            Ok(ip) => inline(&a, ip, &mut read.0, errors),
+            Err(_) => _ = options::read_line("hosts", line, HOSTS, &mut read, errors),
         }
     }
+    let (cfg, unsupported_at) = read;
     if let (Some(at), None) = (unsupported_at, &cfg.fallthrough) {
         errors.push(ConfigError::new(
             &at,
@@ -106,6 +87,29 @@ pub fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<C
     }
     Some(cfg)
 }
+
+/// The options of a `hosts` block besides its `ADDRESS NAME...` lines,
+/// read with where `fallthrough_unsupported` was written.
+const HOSTS: &[Opt<(HostsConfig, Option<Pos>)>] = &[
+    Opt::new("ttl", (1, 1), |a, (cfg, _), errors| {
+        match a.parse::<u32>(0, "a number of seconds", errors) {
+            Some(t) if (1..=65535).contains(&t) => cfg.ttl = t,
+            Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "ttl: out of range 1..65535")),
+            None => {}
+        }
+    }),
+    Opt::new("no_reverse", (0, 0), |_, (cfg, _), _| cfg.no_reverse = true),
+    Opt::new("reload", (1, 1), |a, (cfg, _), errors| {
+        cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload)
+    }),
+    Opt::new("fallthrough", (0, MANY), |a, (cfg, _), errors| {
+        cfg.fallthrough = Some(zones(a.args, errors))
+    }),
+    Opt::new("fallthrough_unsupported", (0, 0), |a, (cfg, at), _| {
+        cfg.fallthrough_unsupported = true;
+        *at = Some(a.pos().clone());
+    }),
+];
 
 /// An inline `ADDRESS NAME...` line: before `fallthrough` only, as CoreDNS
 /// reads it (after it, CoreDNS refuses the line as an unknown property).
@@ -168,26 +172,18 @@ pub fn loadbalance(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> 
             )),
         }
     }
-    for line in &d.options {
-        let o = Args::from(line);
-        match o.name.text.as_str() {
-            "prefer" => {
-                for w in o.args {
-                    match Net::parse(&w.text) {
-                        Some(net) => cfg.prefer.push(net),
-                        None => errors.push(ConfigError::new(
-                            &w.pos,
-                            format!("loadbalance: prefer: '{}' is not a CIDR (e.g. 10.0.0.0/8)", w.text),
-                        )),
-                    }
-                }
+    let prefer: &[Opt<LoadbalanceConfig>] = &[Opt::new("prefer", (0, MANY), |o, cfg, errors| {
+        for w in o.args {
+            match Net::parse(&w.text) {
+                Some(net) => cfg.prefer.push(net),
+                None => errors.push(ConfigError::new(
+                    &w.pos,
+                    format!("loadbalance: prefer: '{}' is not a CIDR (e.g. 10.0.0.0/8)", w.text),
+                )),
             }
-            other => errors.push(ConfigError::new(
-                o.pos(),
-                format!("loadbalance: unknown option '{other}' (supported: prefer)"),
-            )),
         }
-    }
+    })];
+    options::read("loadbalance", &d.options, prefer, &mut cfg, errors);
     cfg
 }
 
@@ -202,21 +198,12 @@ fn weighted(d: &Directive, a: &Args<'_>, dir: &Path, errors: &mut Vec<ConfigErro
         return LoadbalanceConfig::default();
     };
     let mut reload = Some(Duration::from_secs(30));
-    for line in &d.options {
-        let o = Args::from(line);
-        match o.name.text.as_str() {
-            "reload" if o.count(1, 1, errors) => reload = o.duration(0, errors),
-            "reload" => reload = None,
-            other => {
-                errors.push(ConfigError::new(
-                    o.pos(),
-                    format!("loadbalance: unknown option '{other}' for weighted (supported: reload)"),
-                ));
-                reload = None;
-            }
-        }
-    }
-    let Some(reload) = reload else {
+    let options: &[Opt<Option<Duration>>] = &[Opt::new("reload", (1, 1), |o, reload, errors| {
+        *reload = o.duration(0, errors)
+    })];
+    let before = errors.len();
+    options::read("loadbalance weighted", &d.options, options, &mut reload, errors);
+    let Some(reload) = reload.filter(|_| errors.len() == before) else {
         return LoadbalanceConfig::default();
     };
     match super::weights::Weights::load(dir.join(&file.text), reload) {

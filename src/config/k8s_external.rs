@@ -4,9 +4,10 @@
 
 use hickory_proto::rr::Name;
 
-use super::args::{zone, Args};
+use super::args::zone;
 use super::blocks::Directive;
 use super::lexer::Pos;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,38 +47,37 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
         fallthrough: None,
         pos: d.name.pos.clone(),
     };
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "apex" if a.count(1, 1, errors) => {
-                let text = a.args[0].text.trim_end_matches('.');
-                match Name::from_ascii(text) {
-                    Ok(n) if !text.is_empty() && !text.contains('*') => cfg.apex = n.to_lowercase(),
-                    _ => errors.push(ConfigError::new(
-                        &a.args[0].pos,
-                        format!("k8s_external: apex '{}' is not a DNS name", a.args[0].text),
-                    )),
-                }
-            }
-            "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
-                Some(t) if t <= 3600 => cfg.ttl = t,
-                Some(t) => errors.push(ConfigError::new(
-                    &a.args[0].pos,
-                    format!("k8s_external: ttl {t} is out of range 0..3600"),
-                )),
-                None => {}
-            },
-            "headless" if a.count(0, 0, errors) => cfg.headless = true,
-            "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
-            "apex" | "ttl" | "headless" => {} // wrong argument count, already reported
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("k8s_external: unknown option '{other}' (supported: apex, ttl, headless, fallthrough)"),
-            )),
-        }
-    }
+    options::read("k8s_external", &d.options, OPTIONS, &mut cfg, errors);
     cfg
 }
+
+/// The options of a `k8s_external` block.
+const OPTIONS: &[Opt<K8sExternalConfig>] = &[
+    Opt::new("apex", (1, 1), |a, cfg, errors| {
+        let text = a.args[0].text.trim_end_matches('.');
+        match Name::from_ascii(text) {
+            Ok(n) if !text.is_empty() && !text.contains('*') => cfg.apex = n.to_lowercase(),
+            _ => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("k8s_external: apex '{}' is not a DNS name", a.args[0].text),
+            )),
+        }
+    }),
+    Opt::new("ttl", (1, 1), |a, cfg, errors| {
+        match a.parse::<u32>(0, "a number of seconds", errors) {
+            Some(t) if t <= 3600 => cfg.ttl = t,
+            Some(t) => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("k8s_external: ttl {t} is out of range 0..3600"),
+            )),
+            None => {}
+        }
+    }),
+    Opt::new("headless", (0, 0), |_, cfg, _| cfg.headless = true),
+    Opt::new("fallthrough", (0, MANY), |a, cfg, errors| {
+        cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect())
+    }),
+];
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,7 @@ use hickory_proto::rr::Name;
 use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::labels::Selector;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 /// How `<ip>.<ns>.pod.<zone>` names are answered.
@@ -167,17 +168,16 @@ pub fn parse(
     if zones.is_empty() {
         zones = block_zones.to_vec();
     }
-    let mut cfg = defaults(zones);
-    let mut written = Written::default();
-    for line in &d.options {
-        let a = Args::from(line);
-        if !super::kube_client::option(&a, &mut cfg.client, errors)
-            && !source_option(&a, dir, &mut written, errors)
-            && !filter_option(&a, &mut cfg, &mut written, errors)
-        {
-            option(&a, dir, block_zones, &mut cfg, errors);
-        }
-    }
+    let mut r = Reading {
+        cfg: defaults(zones),
+        written: Written::default(),
+        dir: dir.to_path_buf(),
+        block_zones: block_zones.to_vec(),
+    };
+    options::read("kubernetes", &d.options, OPTIONS, &mut r, errors);
+    let Reading {
+        mut cfg, mut written, ..
+    } = r;
     if let Some(at) = written
         .namespace_labels_at
         .take()
@@ -225,107 +225,111 @@ fn defaults(zones: Vec<Name>) -> KubernetesConfig {
     }
 }
 
-/// `endpoint`, `kubeconfig`, `tls`, `snapshot`; false for another option.
-fn source_option(a: &Args, dir: &Path, w: &mut Written, errors: &mut Vec<ConfigError>) -> bool {
-    match a.name.text.as_str() {
-        "endpoint" if a.count(1, usize::MAX, errors) => {
-            if let Some(extra) = a.args.get(1) {
-                // As CoreDNS: several endpoints are deprecated, the first is used.
-                tracing::warn!(target: "kubernetes", "{}: several endpoints are deprecated; only the first, {}, is used", extra.pos, a.args[0].text);
-            }
-            w.endpoint = Some(a.args[0].text.clone());
-        }
-        "kubeconfig" if a.count(1, 2, errors) => {
-            w.kubeconfig = Some((dir.join(&a.args[0].text), a.args.get(1).map(|w| w.text.clone())));
-        }
-        "tls" if a.count(3, 3, errors) => w.tls = Some([0, 1, 2].map(|i| dir.join(&a.args[i].text))),
-        "snapshot" if a.count(1, 1, errors) => w.snapshot = Some(dir.join(&a.args[0].text)),
-        "endpoint" | "kubeconfig" | "tls" | "snapshot" => {} // wrong argument count, already reported
-        _ => return false,
-    }
-    true
+/// What a `kubernetes` block's options are read into: the options, what
+/// is checked once all are read, and where relative paths and the
+/// block's zones come from.
+struct Reading {
+    cfg: KubernetesConfig,
+    written: Written,
+    dir: PathBuf,
+    block_zones: Vec<Name>,
 }
 
-/// `namespaces`, `labels`, `namespace_labels`, `pods`,
-/// `endpoint_pod_names`, `noendpoints`, `ignore`: what is served; false
-/// for another option.
-fn filter_option(a: &Args, cfg: &mut KubernetesConfig, w: &mut Written, errors: &mut Vec<ConfigError>) -> bool {
-    match a.name.text.as_str() {
-        "namespaces" if a.count(1, usize::MAX, errors) => {
-            cfg.namespaces = a.args.iter().map(|w| w.text.to_ascii_lowercase()).collect();
+/// The options of a `kubernetes` block, in CoreDNS's README order, then
+/// clusterdns's own.
+const OPTIONS: &[Opt<Reading>] = &[
+    Opt::new("endpoint", (1, MANY), |a, r, _| {
+        if let Some(extra) = a.args.get(1) {
+            // As CoreDNS: several endpoints are deprecated, the first is used.
+            tracing::warn!(target: "kubernetes", "{}: several endpoints are deprecated; only the first, {}, is used", extra.pos, a.args[0].text);
         }
-        "labels" if a.count(1, usize::MAX, errors) => {
-            if let Some((s, text)) = selector(a, errors) {
-                cfg.labels = Some(s);
-                cfg.labels_text = Some(text);
-            }
+        r.written.endpoint = Some(a.args[0].text.clone());
+    }),
+    Opt::new("kubeconfig", (1, 2), |a, r, _| {
+        r.written.kubeconfig = Some((r.dir.join(&a.args[0].text), a.args.get(1).map(|w| w.text.clone())));
+    }),
+    Opt::new("tls", (3, 3), |a, r, _| {
+        r.written.tls = Some([0, 1, 2].map(|i| r.dir.join(&a.args[i].text)))
+    }),
+    Opt::new("namespaces", (1, MANY), |a, r, _| {
+        r.cfg.namespaces = a.args.iter().map(|w| w.text.to_ascii_lowercase()).collect();
+    }),
+    Opt::new("labels", (1, MANY), |a, r, errors| {
+        if let Some((s, text)) = selector(a, errors) {
+            r.cfg.labels = Some(s);
+            r.cfg.labels_text = Some(text);
         }
-        "namespace_labels" if a.count(1, usize::MAX, errors) => {
-            w.namespace_labels_at = Some(a.pos().clone());
-            cfg.namespace_labels = selector(a, errors).map(|(s, _)| s);
-        }
-        "pods" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
-            "disabled" => cfg.pods = PodMode::Disabled,
-            "insecure" => cfg.pods = PodMode::Insecure,
-            "verified" => cfg.pods = PodMode::Verified,
-            other => errors.push(ConfigError::new(
-                &a.args[0].pos,
-                format!("pods: '{other}' is not one of disabled, insecure, verified"),
-            )),
-        },
-        "endpoint_pod_names" if a.count(0, 0, errors) => cfg.endpoint_pod_names = true,
-        "noendpoints" if a.count(0, 0, errors) => cfg.noendpoints = true,
-        "ignore" if a.count(1, usize::MAX, errors) => match a.args[0].text.as_str() {
-            "empty_service" => {
-                if let Some(extra) = a.args.get(1) {
-                    // As CoreDNS: the words after empty_service are not read.
-                    tracing::warn!(target: "kubernetes", "{}: ignore: '{}' and what follows is not read", extra.pos, extra.text);
-                }
-                cfg.ignore_empty_service = true;
-            }
-            other => errors.push(ConfigError::new(
-                &a.args[0].pos,
-                format!("ignore: unknown value '{other}' (expected empty_service)"),
-            )),
-        },
-        "namespaces" | "labels" | "namespace_labels" | "pods" | "endpoint_pod_names" | "noendpoints" | "ignore" => {} // wrong argument count, already reported
-        _ => return false,
-    }
-    true
-}
-
-/// The other options: `ttl`, `fallthrough`, `watch_timeout`, `persist`,
-/// `resync`, `multicluster`; anything else is an unknown option.
-fn option(a: &Args, dir: &Path, block_zones: &[Name], cfg: &mut KubernetesConfig, errors: &mut Vec<ConfigError>) {
-    match a.name.text.as_str() {
-        "ttl" if a.count(1, 1, errors) => match a.parse::<u32>(0, "a number of seconds", errors) {
-            Some(t) if t <= 3600 => cfg.ttl = t,
-            Some(t) => errors.push(ConfigError::new(&a.args[0].pos, format!("ttl: {t} is out of range 0..3600"))),
-            None => {}
-        },
-        "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
-        "watch_timeout" if a.count(1, 1, errors) => match a.duration(0, errors) {
-            Some(t) if (1..=3600).contains(&t.as_secs()) => cfg.watch_timeout = t,
-            Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "watch_timeout: out of range 1s..1h")),
-            None => {}
-        },
-        "persist" if a.count(1, 2, errors) => cfg.persist = persist(a, dir, errors),
-        "resync" if a.count(1, 1, errors) => match a.duration(0, errors) {
-            Some(t) if t >= std::time::Duration::from_secs(1) => cfg.resync = Some(t),
-            Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "resync: must be at least 1s")),
-            None => {}
-        },
-        "multicluster" => multicluster(a, &cfg.zones, block_zones, &mut cfg.multicluster, errors),
-        "ttl" | "watch_timeout" | "persist" | "resync" => {} // wrong argument count, already reported
+    }),
+    Opt::new("namespace_labels", (1, MANY), |a, r, errors| {
+        r.written.namespace_labels_at = Some(a.pos().clone());
+        r.cfg.namespace_labels = selector(a, errors).map(|(s, _)| s);
+    }),
+    Opt::new("pods", (1, 1), |a, r, errors| match a.args[0].text.as_str() {
+        "disabled" => r.cfg.pods = PodMode::Disabled,
+        "insecure" => r.cfg.pods = PodMode::Insecure,
+        "verified" => r.cfg.pods = PodMode::Verified,
         other => errors.push(ConfigError::new(
-            a.pos(),
-            format!(
-                "kubernetes: unknown option '{other}' (supported: endpoint, kubeconfig, tls, namespaces, labels, namespace_labels, pods, \
-                 endpoint_pod_names, ttl, noendpoints, fallthrough, ignore, snapshot, watch_timeout, persist, resync, \
-                 startup_timeout, apiserver_qps, apiserver_burst, apiserver_max_inflight, zonal, multicluster)"
-            ),
+            &a.args[0].pos,
+            format!("pods: '{other}' is not one of disabled, insecure, verified"),
         )),
-    }
+    }),
+    Opt::new("endpoint_pod_names", (0, 0), |_, r, _| r.cfg.endpoint_pod_names = true),
+    Opt::new("ttl", (1, 1), |a, r, errors| {
+        match a.parse::<u32>(0, "a number of seconds", errors) {
+            Some(t) if t <= 3600 => r.cfg.ttl = t,
+            Some(t) => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("ttl: {t} is out of range 0..3600"),
+            )),
+            None => {}
+        }
+    }),
+    Opt::new("noendpoints", (0, 0), |_, r, _| r.cfg.noendpoints = true),
+    Opt::new("fallthrough", (0, MANY), |a, r, errors| {
+        r.cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect())
+    }),
+    Opt::new("ignore", (1, MANY), |a, r, errors| match a.args[0].text.as_str() {
+        "empty_service" => {
+            if let Some(extra) = a.args.get(1) {
+                // As CoreDNS: the words after empty_service are not read.
+                tracing::warn!(target: "kubernetes", "{}: ignore: '{}' and what follows is not read", extra.pos, extra.text);
+            }
+            r.cfg.ignore_empty_service = true;
+        }
+        other => errors.push(ConfigError::new(
+            &a.args[0].pos,
+            format!("ignore: unknown value '{other}' (expected empty_service)"),
+        )),
+    }),
+    Opt::new("snapshot", (1, 1), |a, r, _| {
+        r.written.snapshot = Some(r.dir.join(&a.args[0].text))
+    }),
+    Opt::new("watch_timeout", (1, 1), |a, r, errors| match a.duration(0, errors) {
+        Some(t) if (1..=3600).contains(&t.as_secs()) => r.cfg.watch_timeout = t,
+        Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "watch_timeout: out of range 1s..1h")),
+        None => {}
+    }),
+    Opt::new("persist", (1, 2), |a, r, errors| {
+        r.cfg.persist = persist(a, &r.dir, errors)
+    }),
+    Opt::new("resync", (1, 1), |a, r, errors| match a.duration(0, errors) {
+        Some(t) if t >= std::time::Duration::from_secs(1) => r.cfg.resync = Some(t),
+        Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "resync: must be at least 1s")),
+        None => {}
+    }),
+    Opt::new("startup_timeout", (1, 1), client),
+    Opt::new("apiserver_qps", (1, 1), client),
+    Opt::new("apiserver_burst", (1, 1), client),
+    Opt::new("apiserver_max_inflight", (1, 1), client),
+    Opt::new("zonal", (0, 0), client),
+    Opt::new("multicluster", (0, MANY), |a, r, errors| {
+        multicluster(a, &r.cfg.zones, &r.block_zones, &mut r.cfg.multicluster, errors)
+    }),
+];
+
+/// The API client's options (`kube_client`).
+fn client(a: &Args<'_>, r: &mut Reading, errors: &mut Vec<ConfigError>) {
+    super::kube_client::option(a, &mut r.cfg.client, errors);
 }
 
 /// `persist FILE [MAX_AGE]` (MAX_AGE at least 1s, 1h when not written).

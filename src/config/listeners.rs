@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
-use super::args::{listen_addr, zone, Args};
+use super::args::{listen_addr, zone};
 use super::blocks::Directive;
 use super::lexer::Word;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 /// `health [ADDR] { lameduck DURATION }`.
@@ -22,20 +23,11 @@ pub struct Health {
 /// `bind ADDRESS|INTERFACE... [{ except ADDRESS|INTERFACE... }]`: an
 /// interface stands for every address it has now (as in CoreDNS).
 pub(super) fn bind(d: &Directive, out: &mut Vec<IpAddr>, errors: &mut Vec<ConfigError>) {
-    let mut except = Vec::new();
-    for line in &d.options {
-        let o = Args::from(line);
-        match o.name.text.as_str() {
-            "except" if o.count(1, usize::MAX, errors) => {
-                except.extend(o.args.iter().flat_map(|w| addresses(w, errors)))
-            }
-            "except" => {}
-            other => errors.push(ConfigError::new(
-                o.pos(),
-                format!("bind: unknown option '{other}' (supported: except)"),
-            )),
-        }
-    }
+    let mut except: Vec<IpAddr> = Vec::new();
+    let options: &[Opt<Vec<IpAddr>>] = &[Opt::new("except", (1, MANY), |o, except, errors| {
+        except.extend(o.args.iter().flat_map(|w| addresses(w, errors)))
+    })];
+    options::read("bind", &d.options, options, &mut except, errors);
     for ip in d.args.iter().flat_map(|w| addresses(w, errors)) {
         if !except.contains(&ip) && !out.contains(&ip) {
             out.push(ip);
@@ -84,62 +76,53 @@ pub(super) fn addr_or(d: &Directive, default_port: u16, errors: &mut Vec<ConfigE
 /// source, which never goes back (lameduck fails `/ready` in both modes).
 pub(super) fn ready_monitor(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
     let mut continuously = false;
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "monitor" if a.count(1, 1, errors) => match a.args[0].text.as_str() {
-                "until-ready" => continuously = false,
-                "continuously" => continuously = true,
-                other => errors.push(ConfigError::new(
-                    &a.args[0].pos,
-                    format!("ready: monitor '{other}' is not one of until-ready, continuously"),
-                )),
-            },
-            "monitor" => {}
+    let options: &[Opt<bool>] = &[Opt::new("monitor", (1, 1), |a, continuously, errors| {
+        match a.args[0].text.as_str() {
+            "until-ready" => *continuously = false,
+            "continuously" => *continuously = true,
             other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("ready: unknown option '{other}' (supported: monitor)"),
+                &a.args[0].pos,
+                format!("ready: monitor '{other}' is not one of until-ready, continuously"),
             )),
         }
-    }
+    })];
+    options::read("ready", &d.options, options, &mut continuously, errors);
     continuously
 }
 
 /// `prometheus [ADDR] { ... }`: CoreDNS's two options are refused, each
 /// with why (clusterdns has no Go runtime; `/metrics` is plain HTTP).
 pub(super) fn prometheus_options(d: &Directive, errors: &mut Vec<ConfigError>) {
-    for line in &d.options {
-        let why = match line.name.text.as_str() {
-            "runtime_metrics" => "prometheus: runtime_metrics is not supported: it exports Go runtime metrics and \
-                 clusterdns is no Go program (its process_* metrics are always exported); remove the option"
-                .to_string(),
-            "tls" => "prometheus: tls is not supported: /metrics is served over plain HTTP; put a \
-                      TLS-terminating proxy in front of it, or remove the option"
-                .to_string(),
-            other => format!("prometheus: unknown option '{other}' (it takes none)"),
-        };
-        errors.push(ConfigError::new(&line.name.pos, why));
-    }
+    options::read("prometheus", &d.options, PROMETHEUS, &mut (), errors);
 }
+
+/// `prometheus`'s options: CoreDNS's two, both refused.
+const PROMETHEUS: &[Opt<()>] = &[
+    Opt::refused("runtime_metrics", |a, _, errors| {
+        errors.push(ConfigError::new(
+            a.pos(),
+            "prometheus: runtime_metrics is not supported: it exports Go runtime metrics and clusterdns is no Go \
+             program (its process_* metrics are always exported); remove the option",
+        ))
+    }),
+    Opt::refused("tls", |a, _, errors| {
+        errors.push(ConfigError::new(
+            a.pos(),
+            "prometheus: tls is not supported: /metrics is served over plain HTTP; put a TLS-terminating proxy in \
+             front of it, or remove the option",
+        ))
+    }),
+];
 
 pub(super) fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
     let addr = addr_or(d, 8080, errors)?;
     let mut lameduck = Duration::ZERO;
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "lameduck" if a.count(1, 1, errors) => {
-                if let Some(v) = a.duration(0, errors) {
-                    lameduck = v;
-                }
-            }
-            "lameduck" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("health: unknown option '{other}' (supported: lameduck)"),
-            )),
+    let options: &[Opt<Duration>] = &[Opt::new("lameduck", (1, 1), |a, lameduck, errors| {
+        if let Some(v) = a.duration(0, errors) {
+            *lameduck = v;
         }
-    }
+    })];
+    options::read("health", &d.options, options, &mut lameduck, errors);
     Some(Health { addr, lameduck })
 }
 

@@ -18,6 +18,7 @@ use hickory_proto::rr::Name;
 
 use super::args::Args;
 use super::blocks::Directive;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 pub use super::log::{LogConfig, LogStyle};
@@ -119,23 +120,23 @@ pub fn file(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<Co
         cfg.zones = block_zones.to_vec();
     }
     zone_loads(&cfg, a.pos(), errors);
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "reload" if a.count(1, 1, errors) => cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload),
-            "reload_by_mtime" if a.count(0, 0, errors) => cfg.reload_by_mtime = true,
-            "fallthrough" => cfg.fallthrough = Some(super::args::zones(a.args, errors)),
-            // CoreDNS reads and drops it ("remove soon"): CNAME targets outside the zone are
-            // always looked up through the server itself, in both.
-            "upstream" | "reload" | "reload_by_mtime" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("file: unknown option '{other}' (supported: reload, reload_by_mtime, fallthrough, upstream)"),
-            )),
-        }
-    }
+    options::read("file", &d.options, FILE_OPTIONS, &mut cfg, errors);
     Some(cfg)
 }
+
+/// The options of a `file` block.
+const FILE_OPTIONS: &[Opt<FileConfig>] = &[
+    Opt::new("reload", (1, 1), |a, cfg, errors| {
+        cfg.reload = a.duration(0, errors).unwrap_or(cfg.reload)
+    }),
+    Opt::new("reload_by_mtime", (0, 0), |_, cfg, _| cfg.reload_by_mtime = true),
+    Opt::new("fallthrough", (0, MANY), |a, cfg, errors| {
+        cfg.fallthrough = Some(super::args::zones(a.args, errors))
+    }),
+    // CoreDNS reads and drops it ("remove soon"): CNAME targets outside the zone are
+    // always looked up through the server itself, in both.
+    Opt::new("upstream", (0, MANY), |_, _, _| {}),
+];
 
 /// A zone file that exists must parse, as CoreDNS refuses to start with
 /// one that does not (a missing one may appear later: reloads retry it).
@@ -157,17 +158,8 @@ fn zone_loads(cfg: &FileConfig, pos: &super::lexer::Pos, errors: &mut Vec<Config
 pub fn loop_exit(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
     Args::from(d).count(0, 0, errors);
     let mut exit = false;
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "exit" if a.count(0, 0, errors) => exit = true,
-            "exit" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("loop: unknown option '{other}' (supported: exit)"),
-            )),
-        }
-    }
+    let options: &[Opt<bool>] = &[Opt::new("exit", (0, 0), |_, exit, _| *exit = true)];
+    options::read("loop", &d.options, options, &mut exit, errors);
     exit
 }
 
@@ -249,48 +241,63 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
             "timeouts: needs at least one of read, write, idle, maxtcpqueries in a block (or leave the directive out)",
         ));
     }
-    for line in &d.options {
-        let a = Args::from(line);
-        if a.name.text == "maxtcpqueries" {
-            if a.count(1, 1, errors) {
-                match a.parse::<i64>(0, "a number", errors) {
-                    Some(-1) => tcp.max_queries = 0,
-                    Some(n) if n > 0 => tcp.max_queries = usize::try_from(n).unwrap_or(usize::MAX),
-                    Some(n) => errors.push(ConfigError::new(
-                        &a.args[0].pos,
-                        format!("timeouts: maxtcpqueries {n} must be -1 (no limit) or a positive number"),
-                    )),
-                    None => {}
-                }
-            }
-            continue;
-        }
-        let slot = match a.name.text.as_str() {
-            "read" => &mut tcp.read,
-            "write" => &mut tcp.write,
-            "idle" => &mut tcp.idle,
-            other => {
-                errors.push(ConfigError::new(
-                    a.pos(),
-                    format!("timeouts: unknown option '{other}' (supported: read, write, idle, maxtcpqueries)"),
-                ));
-                continue;
-            }
-        };
-        if !a.count(1, 1, errors) {
-            continue;
-        }
-        // As CoreDNS: a bare number is seconds.
-        let secs = a.args[0].text.parse::<u64>().ok().map(Duration::from_secs);
-        match secs.or_else(|| a.duration(0, errors)) {
-            // As CoreDNS: 1 s to 24 h.
-            Some(d) if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) => errors.push(ConfigError::new(
+    options::read("timeouts", &d.options, TIMEOUTS, tcp, errors);
+}
+
+/// The options of a `timeouts` block.
+const TIMEOUTS: &[Opt<TcpLimits>] = &[
+    Opt::new("read", (1, 1), |a, tcp, errors| timeout(a, &mut tcp.read, errors)),
+    Opt::new("write", (1, 1), |a, tcp, errors| timeout(a, &mut tcp.write, errors)),
+    Opt::new("idle", (1, 1), |a, tcp, errors| timeout(a, &mut tcp.idle, errors)),
+    Opt::new("maxtcpqueries", (1, 1), |a, tcp, errors| {
+        match a.parse::<i64>(0, "a number", errors) {
+            Some(-1) => tcp.max_queries = 0,
+            Some(n) if n > 0 => tcp.max_queries = usize::try_from(n).unwrap_or(usize::MAX),
+            Some(n) => errors.push(ConfigError::new(
                 &a.args[0].pos,
-                format!("timeouts: {} must be between 1s and 24h", a.name.text),
+                format!("timeouts: maxtcpqueries {n} must be -1 (no limit) or a positive number"),
             )),
-            Some(d) => *slot = d,
             None => {}
         }
+    }),
+];
+
+/// One of `timeouts`' durations: a bare number is seconds, and it lies
+/// between 1 s and 24 h (as CoreDNS).
+fn timeout(a: &Args<'_>, slot: &mut Duration, errors: &mut Vec<ConfigError>) {
+    let secs = a.args[0].text.parse::<u64>().ok().map(Duration::from_secs);
+    match secs.or_else(|| a.duration(0, errors)) {
+        Some(d) if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) => errors.push(ConfigError::new(
+            &a.args[0].pos,
+            format!("timeouts: {} must be between 1s and 24h", a.name.text),
+        )),
+        Some(d) => *slot = d,
+        None => {}
+    }
+}
+
+/// The options of a `limits` block: the TCP limits and the in-flight cap.
+const LIMITS: &[Opt<(TcpLimits, usize)>] = &[
+    Opt::new("connections", (1, 1), |a, (tcp, _), errors| {
+        at_least_one(a, &mut tcp.connections, errors)
+    }),
+    Opt::new("pipeline", (1, 1), |a, (tcp, _), errors| {
+        at_least_one(a, &mut tcp.pipeline, errors)
+    }),
+    Opt::new("in_flight", (1, 1), |a, (_, in_flight), errors| {
+        at_least_one(a, in_flight, errors)
+    }),
+];
+
+/// A `limits` count: a number, at least 1.
+fn at_least_one(a: &Args<'_>, slot: &mut usize, errors: &mut Vec<ConfigError>) {
+    match a.parse::<usize>(0, "a number", errors) {
+        Some(0) => errors.push(ConfigError::new(
+            &a.args[0].pos,
+            format!("limits: {} must be at least 1", a.name.text),
+        )),
+        Some(n) => *slot = n,
+        None => {}
     }
 }
 
@@ -299,30 +306,7 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
 /// flight per TCP connection, and forwarded queries in flight in all.
 pub fn limits(d: &Directive, tcp: &mut TcpLimits, in_flight: &mut usize, errors: &mut Vec<ConfigError>) {
     Args::from(d).count(0, 0, errors);
-    for line in &d.options {
-        let a = Args::from(line);
-        let slot = match a.name.text.as_str() {
-            "connections" => &mut tcp.connections,
-            "pipeline" => &mut tcp.pipeline,
-            "in_flight" => &mut *in_flight,
-            other => {
-                errors.push(ConfigError::new(
-                    a.pos(),
-                    format!("limits: unknown option '{other}' (supported: connections, pipeline, in_flight)"),
-                ));
-                continue;
-            }
-        };
-        if !a.count(1, 1, errors) {
-            continue;
-        }
-        match a.parse::<usize>(0, "a number", errors) {
-            Some(0) => errors.push(ConfigError::new(
-                &a.args[0].pos,
-                format!("limits: {} must be at least 1", a.name.text),
-            )),
-            Some(n) => *slot = n,
-            None => {}
-        }
-    }
+    let mut read = (*tcp, *in_flight);
+    options::read("limits", &d.options, LIMITS, &mut read, errors);
+    (*tcp, *in_flight) = read;
 }

@@ -15,9 +15,13 @@ use std::sync::{Arc, Mutex};
 
 use hickory_proto::rr::Name;
 
-use super::args::{zone, Args};
+use super::args::zone;
 use super::blocks::Directive;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
+
+/// The classes `log { class ... }` takes.
+const CLASSES: [&str; 4] = ["success", "denial", "error", "all"];
 
 /// CoreDNS's `{common}` format.
 pub const COMMON: &str =
@@ -108,28 +112,19 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> LogConfig {
         cfg.style.format = intern(&text);
     }
     cfg.names.extend(names.iter().filter_map(|w| zone(w, errors)));
-    let mut classes = Vec::new();
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "class" if a.count(1, usize::MAX, errors) => {
-                for w in a.args.iter() {
-                    match w.text.as_str() {
-                        c @ ("success" | "denial" | "error" | "all") => classes.push(c),
-                        other => errors.push(ConfigError::new(
-                            &w.pos,
-                            format!("class: '{other}' is not one of success, denial, error, all"),
-                        )),
-                    }
-                }
+    let mut classes: Vec<&'static str> = Vec::new();
+    let options: &[Opt<Vec<&'static str>>] = &[Opt::new("class", (1, MANY), |a, classes, errors| {
+        for w in a.args {
+            match CLASSES.iter().find(|c| **c == w.text) {
+                Some(c) => classes.push(c),
+                None => errors.push(ConfigError::new(
+                    &w.pos,
+                    format!("class: '{}' is not one of success, denial, error, all", w.text),
+                )),
             }
-            "class" => {}
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("log: unknown option '{other}' (supported: class)"),
-            )),
         }
-    }
+    })];
+    options::read("log", &d.options, options, &mut classes, errors);
     if !classes.is_empty() && !classes.contains(&"all") {
         cfg.style.success = classes.contains(&"success");
         cfg.style.denial = classes.contains(&"denial");

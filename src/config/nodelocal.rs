@@ -29,6 +29,7 @@ use std::time::Duration;
 use super::args::Args;
 use super::blocks::Directive;
 use super::lexer::Pos;
+use super::options::{self, Opt, MANY};
 use super::{ConfigError, Server};
 
 /// node-cache's default interface name.
@@ -92,69 +93,66 @@ pub fn parse(d: &Directive, port: u16, errors: &mut Vec<ConfigError>) -> NodeLoc
         health_port: 8080,
         pos: a.pos().clone(),
     };
-    for line in &d.options {
-        let o = Args::from(line);
-        match o.name.text.as_str() {
-            "interface" if o.count(1, 1, errors) => {
-                let name = &o.args[0];
-                if valid_interface(&name.text) {
-                    cfg.interface = name.text.clone();
-                } else {
-                    errors.push(ConfigError::new(
-                        &name.pos,
-                        format!(
-                            "nodelocal: '{}' is not an interface name (1 to 15 characters, no '/', ':' or spaces)",
-                            name.text
-                        ),
-                    ));
-                }
-            }
-            "addresses" if o.count(1, usize::MAX, errors) => {
-                cfg.addresses = (0..o.args.len())
-                    .filter_map(|i| o.parse::<IpAddr>(i, "an IP address", errors))
-                    .collect();
-            }
-            "iptables" if o.count(1, 1, errors) => cfg.iptables = on_off(&o, errors).unwrap_or(cfg.iptables),
-            "teardown" if o.count(1, 1, errors) => cfg.teardown = on_off(&o, errors).unwrap_or(cfg.teardown),
-            "check" if o.count(1, 1, errors) => match o.duration(0, errors) {
-                Some(d) if d.is_zero() => errors.push(ConfigError::new(
-                    &o.args[0].pos,
-                    "nodelocal: check must be longer than 0",
-                )),
-                Some(d) => cfg.check = d,
-                None => {}
-            },
-            "rules" if o.count(1, 1, errors) => match o.args[0].text.as_str() {
-                "iptables" => cfg.rules = RulesMode::Iptables,
-                "nftables" => cfg.rules = RulesMode::Nftables,
-                "auto" => cfg.rules = RulesMode::Auto,
-                other => errors.push(ConfigError::new(
-                    &o.args[0].pos,
-                    format!("nodelocal: rules takes iptables, nftables or auto, not '{other}'"),
-                )),
-            },
-            "lockdir" if o.count(1, 1, errors) => {
-                let dir = &o.args[0];
-                if dir.text.starts_with('/') {
-                    cfg.lockdir = PathBuf::from(&dir.text);
-                } else {
-                    errors.push(ConfigError::new(
-                        &dir.pos,
-                        format!("nodelocal: lockdir must be an absolute path, not '{}'", dir.text),
-                    ));
-                }
-            }
-            "interface" | "addresses" | "iptables" | "rules" | "teardown" | "check" | "lockdir" => {}
-            other => errors.push(ConfigError::new(
-                o.pos(),
-                format!(
-                    "nodelocal: unknown option '{other}' (supported: interface, addresses, iptables, rules, teardown, check, lockdir)"
-                ),
-            )),
-        }
-    }
+    options::read("nodelocal", &d.options, OPTIONS, &mut cfg, errors);
     cfg
 }
+
+/// The options of a `nodelocal` block.
+const OPTIONS: &[Opt<NodeLocalConfig>] = &[
+    Opt::new("interface", (1, 1), |o, cfg, errors| {
+        let name = &o.args[0];
+        if valid_interface(&name.text) {
+            cfg.interface = name.text.clone();
+        } else {
+            errors.push(ConfigError::new(
+                &name.pos,
+                format!(
+                    "nodelocal: '{}' is not an interface name (1 to 15 characters, no '/', ':' or spaces)",
+                    name.text
+                ),
+            ));
+        }
+    }),
+    Opt::new("addresses", (1, MANY), |o, cfg, errors| {
+        cfg.addresses = (0..o.args.len())
+            .filter_map(|i| o.parse::<IpAddr>(i, "an IP address", errors))
+            .collect();
+    }),
+    Opt::new("iptables", (1, 1), |o, cfg, errors| {
+        cfg.iptables = on_off(o, errors).unwrap_or(cfg.iptables)
+    }),
+    Opt::new("rules", (1, 1), |o, cfg, errors| match o.args[0].text.as_str() {
+        "iptables" => cfg.rules = RulesMode::Iptables,
+        "nftables" => cfg.rules = RulesMode::Nftables,
+        "auto" => cfg.rules = RulesMode::Auto,
+        other => errors.push(ConfigError::new(
+            &o.args[0].pos,
+            format!("nodelocal: rules takes iptables, nftables or auto, not '{other}'"),
+        )),
+    }),
+    Opt::new("teardown", (1, 1), |o, cfg, errors| {
+        cfg.teardown = on_off(o, errors).unwrap_or(cfg.teardown)
+    }),
+    Opt::new("check", (1, 1), |o, cfg, errors| match o.duration(0, errors) {
+        Some(d) if d.is_zero() => errors.push(ConfigError::new(
+            &o.args[0].pos,
+            "nodelocal: check must be longer than 0",
+        )),
+        Some(d) => cfg.check = d,
+        None => {}
+    }),
+    Opt::new("lockdir", (1, 1), |o, cfg, errors| {
+        let dir = &o.args[0];
+        if dir.text.starts_with('/') {
+            cfg.lockdir = PathBuf::from(&dir.text);
+        } else {
+            errors.push(ConfigError::new(
+                &dir.pos,
+                format!("nodelocal: lockdir must be an absolute path, not '{}'", dir.text),
+            ));
+        }
+    }),
+];
 
 /// Completes `cfg` once its block is read: addresses default to the
 /// block's `bind`, and each must be one the block listens on.

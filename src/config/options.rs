@@ -22,6 +22,9 @@ pub struct Opt<C> {
     pub args: (usize, usize),
     /// Reads the option's arguments (their count already checked).
     pub read: fn(&Args<'_>, &mut C, &mut Vec<ConfigError>),
+    /// Whether messages list it as supported (not an option CoreDNS has
+    /// that clusterdns refuses with a reason of its own).
+    pub listed: bool,
 }
 
 impl<C> Opt<C> {
@@ -35,6 +38,18 @@ impl<C> Opt<C> {
             name,
             args: (min, max),
             read,
+            listed: true,
+        }
+    }
+
+    /// A CoreDNS option clusterdns refuses: `read` reports why, and
+    /// messages do not list it as supported.
+    pub const fn refused(name: &'static str, read: fn(&Args<'_>, &mut C, &mut Vec<ConfigError>)) -> Self {
+        Opt {
+            name,
+            args: (0, MANY),
+            read,
+            listed: false,
         }
     }
 }
@@ -58,7 +73,7 @@ pub fn read_line<C>(
 ) -> bool {
     let a = Args::from(line);
     let Some(opt) = table.iter().find(|o| o.name == a.name.text) else {
-        unknown(directive, &a, table.iter().map(|o| o.name), errors);
+        unknown(directive, &a, table.iter().filter(|o| o.listed).map(|o| o.name), errors);
         return false;
     };
     if a.count(opt.args.0, opt.args.1, errors) {

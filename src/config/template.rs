@@ -23,6 +23,7 @@ use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::gotmpl::Template;
 use super::lexer::Word;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 mod vars;
@@ -165,58 +166,65 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
         vars: Vec::new(),
         exprs: Vec::new(),
     };
-    for line in &d.options {
-        option(&Args::from(line), &mut cfg, errors);
-    }
+    options::read("template", &d.options, OPTIONS, &mut cfg, errors);
     Some(cfg)
 }
 
-fn option(a: &Args<'_>, cfg: &mut TemplateConfig, errors: &mut Vec<ConfigError>) {
-    match a.name.text.as_str() {
-        "match" if a.count(1, usize::MAX, errors) => cfg.regex.extend(a.args.iter().filter_map(|w| regex(w, errors))),
-        section @ ("answer" | "additional" | "authority") if a.count(1, usize::MAX, errors) => {
-            let list = match section {
-                "answer" => &mut cfg.answer,
-                "additional" => &mut cfg.additional,
-                _ => &mut cfg.authority,
-            };
-            for w in a.args {
-                match Template::parse(&w.text) {
-                    Ok(t) => list.push(t),
-                    Err(e) => errors.push(ConfigError::new(
-                        &w.pos,
-                        format!("template: could not compile {section} template: {e}"),
-                    )),
-                }
-            }
-        }
-        "rcode" if a.count(1, 1, errors) => match rcode_by_name(&a.args[0].text) {
-            Some(code) => cfg.rcode = <ResponseCode as From<u16>>::from(code),
-            None => errors.push(ConfigError::new(
-                &a.args[0].pos,
-                format!("template: unknown rcode '{}' (e.g. NOERROR, NXDOMAIN, SERVFAIL, REFUSED)", a.args[0].text),
-            )),
-        },
-        "ederror" if a.count(1, 2, errors) => match a.args[0].text.parse::<u16>() {
-            Ok(code) => {
-                cfg.ederror = Some((code, a.args.get(1).map(|w| w.text.clone()).unwrap_or_default()));
-            }
-            _ => errors.push(ConfigError::new(
-                &a.args[0].pos,
-                format!("template: '{}' is not an extended DNS error code (0..65535)", a.args[0].text),
-            )),
-        },
-        "fallthrough" => cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect()),
-        "upstream" => {} // CoreDNS ignores its arguments too: CNAME answers are always chased
-        "var" => vars::var(a, cfg, errors),
-        "expr" => vars::condition(a, cfg, errors),
-        "match" | "answer" | "additional" | "authority" | "rcode" | "ederror" => {}
-        other => errors.push(ConfigError::new(
-            a.pos(),
+/// The options of a `template` block.
+const OPTIONS: &[Opt<TemplateConfig>] = &[
+    Opt::new("match", (1, MANY), |a, cfg, errors| {
+        cfg.regex.extend(a.args.iter().filter_map(|w| regex(w, errors)))
+    }),
+    Opt::new("answer", (1, MANY), |a, cfg, errors| {
+        section(a, &mut cfg.answer, errors)
+    }),
+    Opt::new("additional", (1, MANY), |a, cfg, errors| {
+        section(a, &mut cfg.additional, errors)
+    }),
+    Opt::new("authority", (1, MANY), |a, cfg, errors| {
+        section(a, &mut cfg.authority, errors)
+    }),
+    Opt::new("rcode", (1, 1), |a, cfg, errors| match rcode_by_name(&a.args[0].text) {
+        Some(code) => cfg.rcode = <ResponseCode as From<u16>>::from(code),
+        None => errors.push(ConfigError::new(
+            &a.args[0].pos,
             format!(
-                "template: unknown option '{other}' (supported: match, answer, additional, authority, rcode, ederror, fallthrough, upstream)"
+                "template: unknown rcode '{}' (e.g. NOERROR, NXDOMAIN, SERVFAIL, REFUSED)",
+                a.args[0].text
             ),
         )),
+    }),
+    Opt::new("ederror", (1, 2), |a, cfg, errors| {
+        match a.args[0].text.parse::<u16>() {
+            Ok(code) => cfg.ederror = Some((code, a.args.get(1).map(|w| w.text.clone()).unwrap_or_default())),
+            _ => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!(
+                    "template: '{}' is not an extended DNS error code (0..65535)",
+                    a.args[0].text
+                ),
+            )),
+        }
+    }),
+    Opt::new("fallthrough", (0, MANY), |a, cfg, errors| {
+        cfg.fallthrough = Some(a.args.iter().filter_map(|w| zone(w, errors)).collect())
+    }),
+    // CoreDNS ignores its arguments too: CNAME answers are always chased.
+    Opt::new("upstream", (0, MANY), |_, _, _| {}),
+    Opt::new("var", (0, MANY), vars::var),
+    Opt::new("expr", (0, MANY), vars::condition),
+];
+
+/// `answer|additional|authority TEMPLATE...`: each compiled into `list`.
+fn section(a: &Args<'_>, list: &mut Vec<Template>, errors: &mut Vec<ConfigError>) {
+    for w in a.args {
+        match Template::parse(&w.text) {
+            Ok(t) => list.push(t),
+            Err(e) => errors.push(ConfigError::new(
+                &w.pos,
+                format!("template: could not compile {} template: {e}", a.name.text),
+            )),
+        }
     }
 }
 

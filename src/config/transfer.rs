@@ -12,12 +12,13 @@ use std::net::{IpAddr, SocketAddr};
 
 use hickory_proto::rr::Name;
 
-use super::args::{zone, Args};
+use super::args::zone;
 use super::blocks::Directive;
 use super::k8s_external::K8sExternalConfig;
 use super::kubernetes::KubernetesConfig;
 use super::lexer::{Pos, Word};
 use super::local::FileConfig;
+use super::options::{self, Opt, MANY};
 use super::ConfigError;
 
 /// The port NOTIFY goes to when an address names none.
@@ -73,6 +74,19 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// The options of a `transfer` block.
+const OPTIONS: &[Opt<TransferConfig>] = &[
+    Opt::new("to", (1, MANY), |a, cfg, errors| {
+        cfg.to.extend(a.args.iter().filter_map(|w| to(w, errors)))
+    }),
+    Opt::new("source", (1, 1), |a, cfg, errors| {
+        if cfg.source.is_some() {
+            errors.push(ConfigError::new(a.pos(), "transfer: source already specified"));
+        }
+        cfg.source = a.parse::<IpAddr>(0, "an IP address", errors);
+    }),
+];
+
 /// Parses one `transfer` directive; `block_zones` are the server block's.
 pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>) -> TransferConfig {
     let mut cfg = TransferConfig {
@@ -84,23 +98,7 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
     if d.args.is_empty() {
         cfg.zones = block_zones.to_vec();
     }
-    for line in &d.options {
-        let a = Args::from(line);
-        match a.name.text.as_str() {
-            "to" if a.count(1, usize::MAX, errors) => cfg.to.extend(a.args.iter().filter_map(|w| to(w, errors))),
-            "source" if a.count(1, 1, errors) => {
-                if cfg.source.is_some() {
-                    errors.push(ConfigError::new(a.pos(), "transfer: source already specified"));
-                }
-                cfg.source = a.parse::<IpAddr>(0, "an IP address", errors);
-            }
-            "to" | "source" => {} // wrong argument count, already reported
-            other => errors.push(ConfigError::new(
-                a.pos(),
-                format!("transfer: unknown option '{other}' (supported: to, source)"),
-            )),
-        }
-    }
+    options::read("transfer", &d.options, OPTIONS, &mut cfg, errors);
     if cfg.to.is_empty() && !d.options.iter().any(|l| l.name.text == "to") {
         errors.push(ConfigError::new(&cfg.pos, "transfer: 'to' is required"));
     }
