@@ -5,6 +5,10 @@
 //! ([`path`]), the request parser against hickory's decoder
 //! ([`request`]), cache hits replayed as bytes ([`hits`]), the Corefile
 //! parser and the dump conversion (here).
+//!
+//! Compiled only with the cargo feature `fuzzing` (or in this crate's own
+//! unit tests): `fuzz/` enables it, as does the crate's dev-dependency on
+//! itself for its tests and benches; `cargo build` leaves it out.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -31,6 +31,7 @@ pub mod app;
 pub mod config;
 pub mod dnstap;
 pub mod doctor;
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod metrics;

@@ -286,8 +286,8 @@ pub const NOT_YET: &[&str] = &[];
 pub const REFUSED: &[(&str, &str)] = &[(
     "shed",
     "shed: not supported; clusterdns sheds load its own way: forwarded queries beyond \
-     `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see Hardening in the \
-     README; remove the directive or write `limits { in_flight N }`",
+     `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see docs/hardening.md; \
+     remove the directive or write `limits { in_flight N }`",
 )];
 
 /// The directive called `name`, if this build implements it.

@@ -44,7 +44,7 @@
 //! this step, 14 lost without it (the old sockets kept receiving until
 //! they closed); with loadtest/bench/nodelocal-surge.sh (release build),
 //! 0 lost at 20,000 qps on an unloaded machine. What a saturated machine
-//! loses is lost as much without a hand-over (README.md has the numbers).
+//! loses is lost as much without a hand-over (docs/operations.md has the numbers).
 //!
 //! A successor that dies before it serves does not end the old one's
 //! wait ([`successor`]); one that dies during the few milliseconds of the
