@@ -12,7 +12,7 @@ use super::args::Args;
 use super::blocks::Directive;
 use super::effective::print::{self, Print};
 use super::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
-use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, local, nodelocal, Config, ConfigError, Server};
+use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, nodelocal, Config, ConfigError, Server};
 
 /// What a parser reads and writes: its server block, the directory
 /// relative files resolve in, the process-wide configuration, the errors.
@@ -44,25 +44,25 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "timeouts",
         options: true,
-        parse: |d, c| local::timeouts(d, &mut c.server.tcp, c.errors),
+        parse: |d, c| super::timeouts::timeouts(d, &mut c.server.tcp, c.errors),
         print: print::timeouts,
     },
     Spec {
         name: "limits",
         options: true,
-        parse: |d, c| local::limits(d, &mut c.server.tcp, &mut c.config.in_flight, c.errors),
+        parse: |d, c| super::limits::limits(d, &mut c.server.tcp, &mut c.config.in_flight, c.errors),
         print: print::limits,
     },
     Spec {
         name: "reload",
         options: false,
-        parse: |d, c| c.config.reload = local::reload(d, c.errors).or(c.config.reload),
+        parse: |d, c| c.config.reload = super::reload::reload(d, c.errors).or(c.config.reload),
         print: print::reload,
     },
     Spec {
         name: "bufsize",
         options: false,
-        parse: |d, c| c.server.bufsize = chaos::bufsize(d, c.errors).or(c.server.bufsize),
+        parse: |d, c| c.server.bufsize = super::bufsize::bufsize(d, c.errors).or(c.server.bufsize),
         print: print::bufsize,
     },
     Spec {
@@ -143,7 +143,7 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "local",
         options: true,
-        parse: |d, c| c.server.local = Some(chaos::local(d, c.errors)),
+        parse: |d, c| c.server.local = Some(super::local::local(d, c.errors)),
         print: print::local,
     },
     Spec {
@@ -173,7 +173,7 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "loadbalance",
         options: true,
-        parse: |d, c| c.server.loadbalance = Some(super::hosts::loadbalance(d, c.dir, c.errors)),
+        parse: |d, c| c.server.loadbalance = Some(super::loadbalance::loadbalance(d, c.dir, c.errors)),
         print: print::loadbalance,
     },
     Spec {
@@ -185,7 +185,9 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "autopath",
         options: false,
-        parse: |d, c| c.server.autopath = local::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone())),
+        parse: |d, c| {
+            c.server.autopath = super::autopath::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone()))
+        },
         print: print::autopath,
     },
     Spec {
@@ -252,13 +254,17 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "file",
         options: true,
-        parse: |d, c| c.server.files.extend(local::file(d, &c.server.zones, c.dir, c.errors)),
+        parse: |d, c| {
+            c.server
+                .files
+                .extend(super::file::file(d, &c.server.zones, c.dir, c.errors))
+        },
         print: print::file,
     },
     Spec {
         name: "loop",
         options: true,
-        parse: |d, c| c.server.loop_detect = Some(local::loop_exit(d, c.errors)),
+        parse: |d, c| c.server.loop_detect = Some(super::r#loop::loop_exit(d, c.errors)),
         print: print::loop_,
     },
     Spec {

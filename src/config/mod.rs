@@ -8,7 +8,9 @@
 
 pub mod acl;
 pub mod args;
+pub mod autopath;
 pub mod blocks;
+pub mod bufsize;
 pub mod cache;
 pub mod chaos;
 pub mod directives;
@@ -17,6 +19,7 @@ pub mod dnstap;
 pub mod effective;
 pub mod errors;
 pub mod expr;
+pub mod file;
 pub mod forward;
 pub mod forward_tls;
 pub mod forward_to;
@@ -27,16 +30,21 @@ pub mod kube_client;
 pub mod kubernetes;
 pub mod labels;
 pub mod lexer;
+pub mod limits;
 pub mod listeners;
+pub mod loadbalance;
 pub mod local;
 pub mod log;
+pub mod r#loop;
 pub mod nodelocal;
 pub mod options;
 pub mod plugins;
+pub mod reload;
 pub mod rewrite;
 pub mod rewrite_edns;
 pub mod rewrite_rule;
 pub mod template;
+pub mod timeouts;
 pub mod transfer;
 pub mod weights;
 
@@ -106,19 +114,19 @@ pub struct Server {
     pub bind: Vec<IpAddr>,
     /// `errors`: plugin errors logged, alike ones consolidated.
     pub errors: Option<errors::ErrorsConfig>,
-    pub log: Option<local::LogConfig>,
+    pub log: Option<log::LogConfig>,
     pub kubernetes: Option<KubernetesConfig>,
     /// `forward` directives, tried in order (`next` passes on to the next).
     pub forward: Vec<forward::ForwardConfig>,
     pub cache: Option<cache::CacheConfig>,
     pub hosts: Option<hosts::HostsConfig>,
-    pub files: Vec<local::FileConfig>,
+    pub files: Vec<file::FileConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
     /// `loadbalance`: shuffled answers, `prefer`red networks first.
-    pub loadbalance: Option<hosts::LoadbalanceConfig>,
+    pub loadbalance: Option<loadbalance::LoadbalanceConfig>,
     /// `autopath`, with where it was written (for errors).
-    pub autopath: Option<(local::AutopathConfig, lexer::Pos)>,
+    pub autopath: Option<(autopath::AutopathConfig, lexer::Pos)>,
     /// `acl` directives in order (see [`acl`]).
     pub acl: Vec<acl::AclRule>,
     /// `any`: ANY queries get RFC 8482's minimal answer.
@@ -130,7 +138,7 @@ pub struct Server {
     /// SERVFAIL, a block without one answers REFUSED.
     pub chain: bool,
     /// `timeouts` and `limits` for TCP clients.
-    pub tcp: local::TcpLimits,
+    pub tcp: timeouts::TcpLimits,
     /// `dns64`: AAAA synthesized from A records.
     pub dns64: Option<dns64::Dns64Config>,
     /// `k8s_external`: Services' external addresses under other zones.
@@ -186,7 +194,7 @@ fn build(
         ready_continuously: false,
         prometheus: None,
         reload: None,
-        in_flight: local::IN_FLIGHT,
+        in_flight: limits::IN_FLIGHT,
         nodelocal: None,
     };
     for block in &raw {

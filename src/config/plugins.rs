@@ -9,7 +9,7 @@ use super::blocks::RawBlock;
 use super::directives::{directive, Ctx};
 use super::listeners::key_zone_port;
 pub use super::listeners::Health;
-use super::{local, nodelocal, Config, ConfigError, Server};
+use super::{nodelocal, Config, ConfigError, Server};
 
 /// Directives that configure the server but take no part in answering
 /// (CoreDNS registers no handler for them): a block of only these has no
@@ -66,7 +66,7 @@ pub fn server(
             .directives
             .iter()
             .any(|d| !SETUP_ONLY.contains(&d.name.text.as_str())),
-        tcp: local::TcpLimits::default(),
+        tcp: super::timeouts::TcpLimits::default(),
         dns64: None,
         k8s_external: None,
         templates: Vec::new(),

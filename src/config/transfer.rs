@@ -14,10 +14,10 @@ use hickory_proto::rr::Name;
 
 use super::args::zone;
 use super::blocks::Directive;
+use super::file::FileConfig;
 use super::k8s_external::K8sExternalConfig;
 use super::kubernetes::KubernetesConfig;
 use super::lexer::{Pos, Word};
-use super::local::FileConfig;
 use super::options::{self, Opt, MANY};
 use super::ConfigError;
 

@@ -16,7 +16,7 @@ use super::reply::Summary;
 use super::request::edns::ClientEdns;
 use super::settle::record::{record, Exchange};
 use super::settle::Continuation;
-use crate::config::local::LogStyle;
+use crate::config::log::LogStyle;
 use crate::metrics::{Metrics, Transport, ZoneStats};
 
 /// Where a reply goes.

@@ -23,7 +23,7 @@ use std::time::Instant;
 use hickory_proto::op::{Message, ResponseCode};
 
 use super::logline::{self, Facts, Node, RespType};
-use crate::config::local::LogStyle;
+use crate::config::log::LogStyle;
 use crate::metrics::Transport;
 
 /// Lines waiting for the logger thread, at most.

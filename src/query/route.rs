@@ -71,7 +71,7 @@ pub struct Asker {
 }
 
 /// `loadbalance` of the block a forwarded answer goes back through.
-pub type Balance<'a> = Option<&'a Arc<crate::config::hosts::LoadbalanceConfig>>;
+pub type Balance<'a> = Option<&'a Arc<crate::config::loadbalance::LoadbalanceConfig>>;
 
 /// Where a query went.
 pub enum Routed<'a> {
@@ -116,7 +116,7 @@ pub struct Router {
     /// `coredns_dns_*` per zone; slot 0 counts queries no zone matched.
     pub stats: Vec<Arc<ZoneStats>>,
     /// TCP timeouts and caps of this listener (its first block's).
-    pub tcp: crate::config::local::TcpLimits,
+    pub tcp: crate::config::timeouts::TcpLimits,
     /// Queries being forwarded at once (process-wide); more are dropped.
     pub in_flight: usize,
     /// The `dnstap` taps of each stats slot's block (empty: none taps).
@@ -132,7 +132,7 @@ impl Router {
             epoch: 0,
             stats,
             tcp: Default::default(),
-            in_flight: crate::config::local::IN_FLIGHT,
+            in_flight: crate::config::limits::IN_FLIGHT,
             taps: Vec::new(),
         }
     }

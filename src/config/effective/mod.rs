@@ -14,8 +14,11 @@ use std::time::Duration;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::acl::{AclAction, AclRule};
-use super::hosts::{HostsConfig, LoadbalanceConfig};
-use super::local::{FileConfig, LogConfig, TcpLimits};
+use super::file::FileConfig;
+use super::hosts::HostsConfig;
+use super::loadbalance::LoadbalanceConfig;
+use super::log::LogConfig;
+use super::timeouts::TcpLimits;
 use super::Config;
 use rules::{rewrite, template};
 

@@ -12,7 +12,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::watched::watch_file;
-use crate::config::local::FileConfig;
+use crate::config::file::FileConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use crate::zone::{Outcome, Zone};

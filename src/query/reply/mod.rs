@@ -7,7 +7,8 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::{A, AAAA, CNAME, NS, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::config::hosts::{LoadbalanceConfig, Net};
+use crate::config::hosts::Net;
+use crate::config::loadbalance::LoadbalanceConfig;
 
 pub mod echo;
 pub mod summary;

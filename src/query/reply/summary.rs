@@ -6,7 +6,7 @@
 use hickory_proto::op::{Query, ResponseCode};
 
 use super::Answer;
-use crate::config::local::LogStyle;
+use crate::config::log::LogStyle;
 use crate::metrics::{Expansion, Plugin};
 use crate::query::request::edns::ClientEdns;
 

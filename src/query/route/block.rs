@@ -9,8 +9,9 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
 use crate::config::acl::AclRule;
-use crate::config::hosts::LoadbalanceConfig;
-use crate::config::local::{AutopathConfig, LogConfig};
+use crate::config::autopath::AutopathConfig;
+use crate::config::loadbalance::LoadbalanceConfig;
+use crate::config::log::LogConfig;
 use crate::query::forward::Forwarding;
 use crate::query::plugins::chaos::Chaos;
 use crate::query::plugins::cluster::Cluster;

@@ -27,7 +27,7 @@ use hickory_proto::rr::{Name, Record};
 use super::plugins::dns64::Dns64;
 use super::plugins::rewrite::{self, Revert};
 use super::reply::{self, Answer};
-use crate::config::hosts::LoadbalanceConfig;
+use crate::config::loadbalance::LoadbalanceConfig;
 use crate::metrics::{Plugin, Transport};
 
 /// What remains to do to a forwarded query's answer.

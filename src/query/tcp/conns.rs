@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, Semaphore};
 
 use super::DRAIN;
-use crate::config::local::TcpLimits;
+use crate::config::timeouts::TcpLimits;
 use crate::metrics::TcpClose;
 
 /// One open connection, as the listener sees it.

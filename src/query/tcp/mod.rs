@@ -37,7 +37,7 @@ mod conns;
 
 use super::defer::{push_frame, Pending, Sink};
 use super::{Handler, Scratch};
-use crate::config::local::TcpLimits;
+use crate::config::timeouts::TcpLimits;
 use crate::metrics::{TcpClose, Transport};
 use conns::{Conn, Conns};
 
