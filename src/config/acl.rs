@@ -21,7 +21,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::args::{lower_wire, zone, Args};
 use super::blocks::Directive;
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// What a policy does with the queries it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use hickory_proto::rr::Name;
 
 use super::blocks::{Directive, Line};
 use super::lexer::{Pos, Word};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// A name and its arguments, from a directive line or an option line.
 pub struct Args<'a> {
@@ -252,4 +252,13 @@ pub fn zones(words: &[Word], errors: &mut Vec<ConfigError>) -> Vec<Name> {
         }
     }
     out
+}
+
+/// `items` separated by spaces, or `empty` when there are none (for log
+/// lines and `clusterdns doctor`).
+pub(crate) fn spaced<T: std::fmt::Display>(items: &[T], empty: &str) -> String {
+    if items.is_empty() {
+        return empty.to_string();
+    }
+    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
 }

@@ -7,7 +7,7 @@ use hickory_proto::rr::Name;
 
 use super::args::Args;
 use super::blocks::Directive;
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// `autopath [ZONES...] RESOLV-CONF|@kubernetes`.
 #[derive(Debug, Clone)]

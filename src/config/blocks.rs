@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::lexer::{lex, Pos, Tok, Word};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// A server block as written: its keys (`ZONE[:PORT]`) and directives.
 #[derive(Debug, Clone)]

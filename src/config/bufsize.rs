@@ -3,7 +3,7 @@
 
 use super::args::Args;
 use super::blocks::Directive;
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// `bufsize` without a size: the DNS flag day 2020 payload.
 pub const BUFSIZE_DEFAULT: u16 = 1232;

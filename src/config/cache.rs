@@ -17,7 +17,7 @@ use hickory_proto::rr::Name;
 use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// Capacity and TTL bounds of one kind of answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

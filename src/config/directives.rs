@@ -6,13 +6,17 @@
 //! naming it, and calls its parser; every message that lists the
 //! supported directives reads [`DIRECTIVES`].
 
+use std::fmt::{self, Display};
 use std::path::Path;
 
 use super::args::Args;
 use super::blocks::Directive;
+use super::effective;
 use super::effective::print::{self, Print};
 use super::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
-use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, nodelocal, Config, ConfigError, Server};
+use super::problem::ConfigError;
+use super::server::{Config, Server};
+use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, nodelocal};
 
 /// What a parser reads and writes: its server block, the directory
 /// relative files resolve in, the process-wide configuration, the errors.
@@ -32,6 +36,9 @@ pub struct Spec {
     /// Whether it takes an options block (`name args { ... }`).
     pub options: bool,
     pub parse: Parse,
+    /// Whether server block `s` of configuration `c` holds the directive
+    /// (`coredns_plugin_enabled`).
+    pub enabled: fn(&Server, &Config) -> bool,
     /// Prints what the directive holds, for `clusterdns check`.
     pub(in crate::config) print: Print,
 }
@@ -45,24 +52,28 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "timeouts",
         options: true,
         parse: |d, c| super::timeouts::timeouts(d, &mut c.server.tcp, c.errors),
+        enabled: NOT_REPORTED,
         print: print::timeouts,
     },
     Spec {
         name: "limits",
         options: true,
         parse: |d, c| super::limits::limits(d, &mut c.server.tcp, &mut c.config.in_flight, c.errors),
+        enabled: NOT_REPORTED,
         print: print::limits,
     },
     Spec {
         name: "reload",
         options: false,
         parse: |d, c| c.config.reload = super::reload::reload(d, c.errors).or(c.config.reload),
+        enabled: |_, c| c.reload.is_some(),
         print: print::reload,
     },
     Spec {
         name: "bufsize",
         options: false,
         parse: |d, c| c.server.bufsize = super::bufsize::bufsize(d, c.errors).or(c.server.bufsize),
+        enabled: |s, _| s.bufsize.is_some(),
         print: print::bufsize,
     },
     Spec {
@@ -73,6 +84,7 @@ pub const DIRECTIVES: &[Spec] = &[
                 bind(d, &mut c.server.bind, c.errors);
             }
         },
+        enabled: NOT_REPORTED,
         print: print::bind,
     },
     Spec {
@@ -85,6 +97,7 @@ pub const DIRECTIVES: &[Spec] = &[
                 c.config.nodelocal = Some(nodelocal::parse(d, c.server.port, c.errors));
             }
         },
+        enabled: NOT_REPORTED,
         print: print::nodelocal,
     },
     Spec {
@@ -96,6 +109,7 @@ pub const DIRECTIVES: &[Spec] = &[
                 c.config.ready_continuously = ready_monitor(d, c.errors);
             }
         },
+        enabled: |_, c| c.ready.is_some(),
         print: print::ready,
     },
     Spec {
@@ -106,6 +120,7 @@ pub const DIRECTIVES: &[Spec] = &[
                 c.config.health = health(d, c.errors).or(c.config.health.take());
             }
         },
+        enabled: |_, c| c.health.is_some(),
         print: print::health,
     },
     Spec {
@@ -117,6 +132,7 @@ pub const DIRECTIVES: &[Spec] = &[
                 c.config.prometheus = addr_or(d, 9153, c.errors).or(c.config.prometheus);
             }
         },
+        enabled: |_, c| c.prometheus.is_some(),
         print: print::prometheus,
     },
     Spec {
@@ -126,24 +142,28 @@ pub const DIRECTIVES: &[Spec] = &[
             once(d, c.server.errors.is_some(), "per server block", c.errors);
             c.server.errors = Some(super::errors::parse(d, c.errors));
         },
+        enabled: |s, _| s.errors.is_some(),
         print: print::errors,
     },
     Spec {
         name: "log",
         options: true,
         parse: |d, c| c.server.log = Some(super::log::parse(d, c.errors)),
+        enabled: |s, _| s.log.is_some(),
         print: print::log,
     },
     Spec {
         name: "dnstap",
         options: true,
         parse: |d, c| c.server.dnstap.extend(super::dnstap::parse(d, c.errors)),
+        enabled: NOT_REPORTED,
         print: print::dnstap,
     },
     Spec {
         name: "local",
         options: true,
         parse: |d, c| c.server.local = Some(super::local::local(d, c.errors)),
+        enabled: |s, _| s.local.is_some(),
         print: print::local,
     },
     Spec {
@@ -153,6 +173,7 @@ pub const DIRECTIVES: &[Spec] = &[
             once(d, c.server.dns64.is_some(), "per server block", c.errors);
             c.server.dns64 = Some(dns64::parse(d, c.errors));
         },
+        enabled: |s, _| s.dns64.is_some(),
         print: print::dns64,
     },
     Spec {
@@ -162,24 +183,28 @@ pub const DIRECTIVES: &[Spec] = &[
             Args::from(d).count(0, 0, c.errors);
             c.server.any = true;
         },
+        enabled: |s, _| s.any,
         print: print::any,
     },
     Spec {
         name: "chaos",
         options: false,
         parse: |d, c| c.server.chaos = Some(chaos::chaos(d)),
+        enabled: |s, _| s.chaos.is_some(),
         print: print::chaos,
     },
     Spec {
         name: "loadbalance",
         options: true,
         parse: |d, c| c.server.loadbalance = Some(super::loadbalance::loadbalance(d, c.dir, c.errors)),
+        enabled: |s, _| s.loadbalance.is_some(),
         print: print::loadbalance,
     },
     Spec {
         name: "rewrite",
         options: true,
         parse: |d, c| c.server.rewrites.extend(super::rewrite::parse(d, c.errors)),
+        enabled: |s, _| !s.rewrites.is_empty(),
         print: print::rewrite,
     },
     Spec {
@@ -188,12 +213,14 @@ pub const DIRECTIVES: &[Spec] = &[
         parse: |d, c| {
             c.server.autopath = super::autopath::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone()))
         },
+        enabled: |s, _| s.autopath.is_some(),
         print: print::autopath,
     },
     Spec {
         name: "acl",
         options: true,
         parse: |d, c| c.server.acl.push(super::acl::parse(d, &c.server.zones, c.errors)),
+        enabled: |s, _| !s.acl.is_empty(),
         print: print::acl,
     },
     Spec {
@@ -203,6 +230,7 @@ pub const DIRECTIVES: &[Spec] = &[
             once(d, c.server.cache.is_some(), "per server block", c.errors);
             c.server.cache = cache::parse(d, c.errors);
         },
+        enabled: |s, _| s.cache.is_some(),
         print: print::cache,
     },
     Spec {
@@ -213,6 +241,7 @@ pub const DIRECTIVES: &[Spec] = &[
                 .templates
                 .extend(super::template::parse(d, &c.server.zones, c.errors))
         },
+        enabled: |s, _| !s.templates.is_empty(),
         print: print::template,
     },
     Spec {
@@ -222,6 +251,7 @@ pub const DIRECTIVES: &[Spec] = &[
             let t = super::transfer::parse(d, &c.server.zones, c.errors);
             c.server.transfers.push(t);
         },
+        enabled: NOT_REPORTED,
         print: print::transfer,
     },
     Spec {
@@ -231,6 +261,7 @@ pub const DIRECTIVES: &[Spec] = &[
             once(d, c.server.hosts.is_some(), "per server block", c.errors);
             c.server.hosts = super::hosts::hosts(d, &c.server.zones, c.dir, c.errors);
         },
+        enabled: |s, _| s.hosts.is_some(),
         print: print::hosts,
     },
     Spec {
@@ -240,6 +271,7 @@ pub const DIRECTIVES: &[Spec] = &[
             once(d, c.server.k8s_external.is_some(), "per server block", c.errors);
             c.server.k8s_external = Some(k8s_external::parse(d, &c.server.zones, c.errors));
         },
+        enabled: |s, _| s.k8s_external.is_some(),
         print: print::k8s_external,
     },
     Spec {
@@ -249,6 +281,7 @@ pub const DIRECTIVES: &[Spec] = &[
             once(d, c.server.kubernetes.is_some(), "per server block", c.errors);
             c.server.kubernetes = kubernetes::parse(d, &c.server.zones, c.dir, c.errors);
         },
+        enabled: |s, _| s.kubernetes.is_some(),
         print: print::kubernetes,
     },
     Spec {
@@ -259,18 +292,21 @@ pub const DIRECTIVES: &[Spec] = &[
                 .files
                 .extend(super::file::file(d, &c.server.zones, c.dir, c.errors))
         },
+        enabled: |s, _| !s.files.is_empty(),
         print: print::file,
     },
     Spec {
         name: "loop",
         options: true,
         parse: |d, c| c.server.loop_detect = Some(super::r#loop::loop_exit(d, c.errors)),
+        enabled: |s, _| s.loop_detect.is_some(),
         print: print::loop_,
     },
     Spec {
         name: "forward",
         options: true,
         parse: |d, c| c.server.forward.extend(forward::parse(d, c.dir, c.errors)),
+        enabled: |s, _| !s.forward.is_empty(),
         print: print::forward,
     },
     Spec {
@@ -280,9 +316,15 @@ pub const DIRECTIVES: &[Spec] = &[
             Args::from(d).count(0, 0, c.errors);
             c.server.whoami = true;
         },
+        enabled: NOT_REPORTED,
         print: print::whoami,
     },
 ];
+
+/// `enabled` of the directives `coredns_plugin_enabled` does not list:
+/// settings of the listeners and clusterdns's own (`bind`, `timeouts`,
+/// `limits`, `nodelocal`), and `dnstap`, `transfer`, `whoami`.
+const NOT_REPORTED: fn(&Server, &Config) -> bool = |_, _| false;
 
 /// CoreDNS directives that a later release of clusterdns brings.
 pub const NOT_YET: &[&str] = &[];
@@ -348,6 +390,29 @@ fn unknown(d: &Directive, errors: &mut Vec<ConfigError>) {
         format!("unknown directive '{n}' (supported: {})", supported())
     };
     errors.push(ConfigError::new(&d.name.pos, message));
+}
+
+/// What `clusterdns check` prints: every server block with the directives
+/// it holds in the table's order (see [`super::effective`]).
+impl Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "# effective configuration of {}", self.path.display())?;
+        writeln!(
+            f,
+            "# directives in the order their plugins run; options at their defaults written out"
+        )?;
+        for (i, s) in self.servers.iter().enumerate() {
+            let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
+            writeln!(f, "{} {{", keys.join(" "))?;
+            let mut b = effective::Block(String::new());
+            for spec in DIRECTIVES {
+                (spec.print)(&mut b, s, (i == 0).then_some(self));
+            }
+            f.write_str(&b.0)?;
+            writeln!(f, "}}")?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

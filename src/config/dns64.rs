@@ -11,7 +11,7 @@ use super::args::Args;
 use super::blocks::Directive;
 use super::lexer::Word;
 use super::options::{self, Opt};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// RFC 6052's well-known prefix.
 pub const WELL_KNOWN: (Ipv6Addr, u8) = (Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0), 96);

@@ -26,7 +26,7 @@ use super::args::Args;
 use super::blocks::Directive;
 use super::lexer::Word;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// Messages queued per QUEUE unit (CoreDNS's queue size).
 pub const QUEUE_UNIT: usize = 10_000;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::args::{parse_duration, Args};
 use super::blocks::Directive;
 use super::options::{self, Opt};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// The longest REGEXP accepted (CoreDNS's limit against huge patterns).
 const MAX_REGEXP: usize = 10_000;

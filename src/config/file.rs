@@ -10,7 +10,7 @@ use hickory_proto::rr::Name;
 use super::args::Args;
 use super::blocks::Directive;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// `file`.
 #[derive(Debug, Clone)]

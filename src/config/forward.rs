@@ -29,7 +29,7 @@ use super::blocks::Directive;
 use super::forward_tls::{self, DohMethod, Target, TlsSettings};
 use super::forward_to::{self, MAX_UPSTREAMS};
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 pub use super::forward_to::{resolv_conf, socket_addr};
 

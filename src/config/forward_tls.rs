@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::lexer::Word;
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// One upstream of a `forward` and how it is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use hickory_proto::rr::{Name, RData, RecordType};
 use super::args::{zone, Net};
 use super::forward_tls::{https_word, tls_word, Target, Via};
 use super::lexer::Word;
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// CoreDNS's cap on the upstreams of one `forward`.
 pub const MAX_UPSTREAMS: usize = 15;
@@ -161,7 +161,7 @@ fn one(w: &Word, dir: &Path, resolver: &[SocketAddr], errors: &mut Vec<ConfigErr
         let via = if resolver.is_empty() {
             "the system resolver".to_string()
         } else {
-            format!("resolver {}", super::spaced(resolver, ""))
+            format!("resolver {}", super::args::spaced(resolver, ""))
         };
         errors.push(ConfigError::new(
             &w.pos,

@@ -14,7 +14,7 @@ use super::args::{zone, zones, Args};
 use super::blocks::Directive;
 use super::lexer::Pos;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// `hosts`.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use super::args::zone;
 use super::blocks::Directive;
 use super::lexer::Pos;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct K8sExternalConfig {

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use super::args::Args;
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// CoreDNS's `startup_timeout` when none is written.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(5);

@@ -21,7 +21,7 @@ use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::labels::Selector;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// How `<ip>.<ns>.pod.<zone>` names are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 use super::args::Args;
 use super::blocks::Directive;
 use super::options::{self, Opt};
+use super::problem::ConfigError;
 use super::timeouts::TcpLimits;
-use super::ConfigError;
 
 /// The default cap on queries being forwarded at once (process-wide).
 pub const IN_FLIGHT: usize = 10_000;

@@ -11,7 +11,7 @@ use super::args::{listen_addr, zone};
 use super::blocks::Directive;
 use super::lexer::Word;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// `health [ADDR] { lameduck DURATION }`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::args::{Args, Net};
 use super::blocks::Directive;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// `loadbalance`: addresses shuffled, then those in `prefer`'s networks
 /// first (in the order the networks are listed); or, with `weighted`, one

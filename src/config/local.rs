@@ -6,7 +6,7 @@
 use super::args::Args;
 use super::blocks::Directive;
 use super::options::{self, Opt};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// `local [{ localhost_prefix on|off }]`: whether `localhost.<anything>`
 /// (the legacy prefix form) is answered too, besides `*.localhost.`.

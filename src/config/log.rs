@@ -18,7 +18,7 @@ use hickory_proto::rr::Name;
 use super::args::zone;
 use super::blocks::Directive;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// The classes `log { class ... }` takes.
 const CLASSES: [&str; 4] = ["success", "denial", "error", "all"];

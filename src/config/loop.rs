@@ -4,7 +4,7 @@
 use super::args::Args;
 use super::blocks::Directive;
 use super::options::{self, Opt};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// `loop [{ exit }]`: whether a detected loop ends the process.
 pub fn loop_exit(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {

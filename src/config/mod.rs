@@ -39,126 +39,26 @@ pub mod r#loop;
 pub mod nodelocal;
 pub mod options;
 pub mod plugins;
+pub mod problem;
 pub mod reload;
 pub mod rewrite;
 pub mod rewrite_edns;
 pub mod rewrite_rule;
+pub mod server;
 pub mod template;
 pub mod timeouts;
 pub mod transfer;
 pub mod weights;
 
-use std::fmt;
-use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hickory_proto::rr::Name;
 
+pub(crate) use args::spaced;
 pub use kubernetes::{KubernetesConfig, Persist, PodMode, Source};
 use lexer::Pos;
-
-/// One configuration problem, displayed as `FILE:LINE:COL: message`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    pub pos: Pos,
-    pub message: String,
-}
-
-impl ConfigError {
-    pub fn new(pos: &Pos, message: impl Into<String>) -> Self {
-        ConfigError {
-            pos: pos.clone(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.pos, self.message)
-    }
-}
-
-/// All errors of one load, in file order.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
-pub struct ConfigErrors(pub Vec<ConfigError>);
-
-/// The effective configuration of the whole process.
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub path: PathBuf,
-    /// The port of keys that name none (`-dns.port`), kept for reloads.
-    pub default_port: u16,
-    pub servers: Vec<Server>,
-    /// `health [ADDR]`, with its lameduck duration.
-    pub health: Option<plugins::Health>,
-    pub ready: Option<SocketAddr>,
-    /// `ready { monitor continuously }` (default `until-ready`).
-    pub ready_continuously: bool,
-    pub prometheus: Option<SocketAddr>,
-    /// `reload INTERVAL JITTER`.
-    pub reload: Option<(std::time::Duration, std::time::Duration)>,
-    /// `limits { in_flight N }`: queries being forwarded at once.
-    pub in_flight: usize,
-    /// `nodelocal`: the node's interface and NOTRACK rules (one per Corefile).
-    pub nodelocal: Option<nodelocal::NodeLocalConfig>,
-}
-
-/// One server block: the zones it serves on a port and its plugin chain.
-#[derive(Debug, Clone)]
-pub struct Server {
-    pub zones: Vec<Name>,
-    pub port: u16,
-    /// Addresses from `bind`; empty means every address.
-    pub bind: Vec<IpAddr>,
-    /// `errors`: plugin errors logged, alike ones consolidated.
-    pub errors: Option<errors::ErrorsConfig>,
-    pub log: Option<log::LogConfig>,
-    pub kubernetes: Option<KubernetesConfig>,
-    /// `forward` directives, tried in order (`next` passes on to the next).
-    pub forward: Vec<forward::ForwardConfig>,
-    pub cache: Option<cache::CacheConfig>,
-    pub hosts: Option<hosts::HostsConfig>,
-    pub files: Vec<file::FileConfig>,
-    /// `loop`: `Some(exit)` when loops are detected.
-    pub loop_detect: Option<bool>,
-    /// `loadbalance`: shuffled answers, `prefer`red networks first.
-    pub loadbalance: Option<loadbalance::LoadbalanceConfig>,
-    /// `autopath`, with where it was written (for errors).
-    pub autopath: Option<(autopath::AutopathConfig, lexer::Pos)>,
-    /// `acl` directives in order (see [`acl`]).
-    pub acl: Vec<acl::AclRule>,
-    /// `any`: ANY queries get RFC 8482's minimal answer.
-    pub any: bool,
-    /// `whoami`: what no plugin before answered gets the client's address.
-    pub whoami: bool,
-    /// Whether a directive of the block takes part in answering (CoreDNS's
-    /// plugin chain is not empty): a name the chain leaves unanswered is
-    /// SERVFAIL, a block without one answers REFUSED.
-    pub chain: bool,
-    /// `timeouts` and `limits` for TCP clients.
-    pub tcp: timeouts::TcpLimits,
-    /// `dns64`: AAAA synthesized from A records.
-    pub dns64: Option<dns64::Dns64Config>,
-    /// `k8s_external`: Services' external addresses under other zones.
-    pub k8s_external: Option<k8s_external::K8sExternalConfig>,
-    /// `template` directives, in order.
-    pub templates: Vec<template::TemplateConfig>,
-    /// `rewrite` rules, in order.
-    pub rewrites: Vec<rewrite_rule::RewriteRule>,
-    /// `bufsize`: the largest EDNS payload a request may advertise.
-    pub bufsize: Option<u16>,
-    /// `chaos`: CH TXT `version.bind` and friends.
-    pub chaos: Option<chaos::ChaosConfig>,
-    /// `local`, with whether the `localhost.<anything>` prefix form is on.
-    pub local: Option<bool>,
-    /// `dnstap` directives: where queries and replies are sent as dnstap.
-    pub dnstap: Vec<dnstap::DnstapConfig>,
-    /// `transfer` directives: who may take the cluster zones by AXFR, and
-    /// who is sent NOTIFY.
-    pub transfers: Vec<transfer::TransferConfig>,
-}
+pub use problem::{ConfigError, ConfigErrors};
+pub use server::{Config, Server};
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name
 /// no port (CoreDNS's `-dns.port`).
@@ -238,15 +138,6 @@ fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<Co
             seen.push((zone, server.port));
         }
     }
-}
-
-/// `items` separated by spaces, or `empty` when there are none (for log
-/// lines and `clusterdns doctor`).
-pub(crate) fn spaced<T: fmt::Display>(items: &[T], empty: &str) -> String {
-    if items.is_empty() {
-        return empty.to_string();
-    }
-    items.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

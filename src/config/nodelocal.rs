@@ -30,7 +30,7 @@ use super::args::Args;
 use super::blocks::Directive;
 use super::lexer::Pos;
 use super::options::{self, Opt, MANY};
-use super::{ConfigError, Server};
+use super::problem::ConfigError;
 
 /// node-cache's default interface name.
 pub const INTERFACE: &str = "nodelocaldns";
@@ -156,9 +156,9 @@ const OPTIONS: &[Opt<NodeLocalConfig>] = &[
 
 /// Completes `cfg` once its block is read: addresses default to the
 /// block's `bind`, and each must be one the block listens on.
-pub fn resolve(cfg: &mut NodeLocalConfig, server: &Server, errors: &mut Vec<ConfigError>) {
+pub fn resolve(cfg: &mut NodeLocalConfig, bind: &[IpAddr], errors: &mut Vec<ConfigError>) {
     if cfg.addresses.is_empty() {
-        cfg.addresses = server.bind.clone();
+        cfg.addresses = bind.to_vec();
     }
     if cfg.addresses.is_empty() {
         errors.push(ConfigError::new(
@@ -172,7 +172,7 @@ pub fn resolve(cfg: &mut NodeLocalConfig, server: &Server, errors: &mut Vec<Conf
                 &cfg.pos,
                 format!("nodelocal: {ip} cannot be a node-local address"),
             ));
-        } else if !server.bind.is_empty() && !server.bind.contains(ip) {
+        } else if !bind.is_empty() && !bind.contains(ip) {
             errors.push(ConfigError::new(
                 &cfg.pos,
                 format!("nodelocal: {ip} is not among this block's bind addresses, so nothing would answer there"),

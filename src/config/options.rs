@@ -10,7 +10,7 @@
 
 use super::args::Args;
 use super::blocks::Line;
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// Any number of arguments (an [`Opt`]'s upper bound).
 pub const MANY: usize = usize::MAX;

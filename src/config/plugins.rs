@@ -9,7 +9,9 @@ use super::blocks::RawBlock;
 use super::directives::{directive, Ctx};
 use super::listeners::key_zone_port;
 pub use super::listeners::Health;
-use super::{nodelocal, Config, ConfigError, Server};
+use super::nodelocal;
+use super::problem::ConfigError;
+use super::server::{Config, Server};
 
 /// Directives that configure the server but take no part in answering
 /// (CoreDNS registers no handler for them): a block of only these has no
@@ -88,7 +90,7 @@ pub fn server(
         directive(d, &mut c);
     }
     if let Some(n) = config.nodelocal.as_mut().filter(|_| !had_nodelocal) {
-        nodelocal::resolve(n, &server, errors);
+        nodelocal::resolve(n, &server.bind, errors);
     }
     if let Some((_, pos)) = &server.autopath {
         let verified = server

@@ -23,8 +23,8 @@ use hickory_proto::rr::{DNSClass, RecordType};
 
 use super::blocks::Directive;
 use super::lexer::Word;
+use super::problem::ConfigError;
 use super::rewrite_rule::{AnswerRule, Matcher, RewriteRule, RuleKind};
-use super::ConfigError;
 
 /// Lowercase and fully qualified, as CoreDNS's `plugin.Name().Normalize()`.
 pub fn normalize(text: &str) -> String {

@@ -4,8 +4,8 @@
 //! one rule, so two edns0 rules in one block are refused there too).
 
 use super::lexer::Word;
+use super::problem::ConfigError;
 use super::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, RuleKind};
-use super::ConfigError;
 
 pub fn parse(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Option<RuleKind> {
     let [kind, action, rest @ ..] = args else {

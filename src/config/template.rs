@@ -24,7 +24,7 @@ use super::blocks::Directive;
 use super::gotmpl::Template;
 use super::lexer::Word;
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 mod vars;
 pub use vars::Var;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::args::Args;
 use super::blocks::Directive;
 use super::options::{self, Opt};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// How TCP clients are held to account (`timeouts` and `limits`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

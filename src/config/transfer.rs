@@ -19,7 +19,7 @@ use super::k8s_external::K8sExternalConfig;
 use super::kubernetes::KubernetesConfig;
 use super::lexer::{Pos, Word};
 use super::options::{self, Opt, MANY};
-use super::ConfigError;
+use super::problem::ConfigError;
 
 /// The port NOTIFY goes to when an address names none.
 pub const NOTIFY_PORT: u16 = 53;

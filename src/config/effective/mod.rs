@@ -8,7 +8,7 @@
 //! `nodelocal`, `limits { in_flight }`) are printed in the first block. One
 //! function per directive; the printout loads again to the same values.
 
-use std::fmt::{self, Display, Write as _};
+use std::fmt::{Display, Write as _};
 use std::time::Duration;
 
 use hickory_proto::rr::{Name, RecordType};
@@ -27,7 +27,7 @@ mod rules;
 mod sources;
 
 /// Lines of one server block, indented by depth.
-pub(super) struct Block(String);
+pub(in crate::config) struct Block(pub(in crate::config) String);
 
 impl Block {
     pub(super) fn line(&mut self, depth: usize, text: impl Display) {
@@ -79,27 +79,6 @@ fn on_off(on: bool) -> &'static str {
         "on"
     } else {
         "off"
-    }
-}
-
-impl Display for Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "# effective configuration of {}", self.path.display())?;
-        writeln!(
-            f,
-            "# directives in the order their plugins run; options at their defaults written out"
-        )?;
-        for (i, s) in self.servers.iter().enumerate() {
-            let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
-            writeln!(f, "{} {{", keys.join(" "))?;
-            let mut b = Block(String::new());
-            for spec in super::directives::DIRECTIVES {
-                (spec.print)(&mut b, s, (i == 0).then_some(self));
-            }
-            f.write_str(&b.0)?;
-            writeln!(f, "}}")?;
-        }
-        Ok(())
     }
 }
 
@@ -174,7 +153,7 @@ fn acl(b: &mut Block, rules: &[AclRule]) {
                 format!("{action} type {types} net {}", nets.join(" "))
             })
             .collect();
-        b.directive(with("acl", &super::spaced(&rule.zones, "")), &options);
+        b.directive(with("acl", &super::args::spaced(&rule.zones, "")), &options);
     }
 }
 

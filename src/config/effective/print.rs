@@ -4,7 +4,7 @@
 //! first block also carries the process-wide directives (`global`).
 
 use super::{duration, names, on_off, quote, sources, with, Block};
-use crate::config::{Config, Server};
+use crate::config::server::{Config, Server};
 
 /// Prints one directive of server `s` if it holds it; the configuration is
 /// given when `s` is the block that carries the process-wide directives.

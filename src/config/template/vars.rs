@@ -7,7 +7,7 @@ use super::TemplateConfig;
 use crate::config::args::Args;
 use crate::config::expr::{self, CompileError, Program, Ty};
 use crate::config::lexer::{Pos, Word};
-use crate::config::ConfigError;
+use crate::config::problem::ConfigError;
 
 /// A `var`: its name and program.
 #[derive(Debug, Clone)]

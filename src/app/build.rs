@@ -1,0 +1,213 @@
+//! A configuration turned into routers: each server block's plugins
+//! built from its directives (cluster sources kept across reloads when
+//! their `kubernetes` block is unchanged), its zones' stats, and the
+//! `coredns_plugin_enabled` list.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::{Built, GroupKey, Runtime, Source};
+use crate::admin::Live;
+use crate::config::{Config, Server};
+use crate::query::forward::Forwarding;
+use crate::query::plugins::chaos::Chaos;
+use crate::query::plugins::cluster::Cluster;
+use crate::query::plugins::dns64::Dns64;
+use crate::query::plugins::file::ZoneFile;
+use crate::query::plugins::hosts::Hosts;
+use crate::query::plugins::k8s_external::K8sExternal;
+use crate::query::plugins::local::LocalNames;
+use crate::query::plugins::rewrite::Rewrite;
+use crate::query::plugins::template::Templates;
+use crate::query::transfer::Transfer;
+use crate::query::{Block, LoopProbe, Router};
+use crate::store::Store;
+use crate::watch;
+
+impl Runtime {
+    /// Builds the routers of `config`, reusing running cluster sources
+    /// whose `kubernetes` block is unchanged.
+    pub(super) fn build(&mut self, config: &Config) -> Built {
+        self.epoch += 1;
+        let stacktrace = config
+            .servers
+            .iter()
+            .any(|s| s.errors.as_ref().is_some_and(|e| e.stacktrace));
+        crate::query::errors::stacktrace(stacktrace);
+        let mut built = Built {
+            routers: BTreeMap::new(),
+            live: Live::default(),
+            probes: Vec::new(),
+        };
+        let mut kept: HashMap<String, Source> = HashMap::new();
+        let mut plugins = Vec::new();
+        for server in &config.servers {
+            let key = (server.port, server.bind.clone());
+            let label = server_label(server);
+            let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
+            let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
+            let registry = &self.metrics.registry;
+            let router = built.routers.entry(key).or_insert_with(|| Router {
+                blocks: Vec::new(),
+                epoch: self.epoch,
+                stats: vec![registry.zone(&label, "dropped")],
+                tcp: server.tcp,
+                in_flight: config.in_flight,
+                taps: vec![None],
+            });
+            for zone in &server.zones {
+                block.zone_stats.push(router.stats.len() as u16);
+                router.stats.push(registry.zone(&label, &zone.to_string()));
+                router.taps.push(taps.clone());
+                for name in enabled(server, config) {
+                    plugins.push((label.clone(), zone.to_string(), name));
+                }
+            }
+            router.blocks.push(block);
+        }
+        self.metrics.registry.set_plugins(plugins);
+        for (_, old) in std::mem::replace(&mut self.sources, kept) {
+            old.task.abort();
+        }
+        built
+    }
+
+    /// The block's cluster source: a running one whose `kubernetes` block
+    /// is unchanged (moved from `self.sources` to `kept`), else a new one.
+    fn cluster(&mut self, server: &Server, kept: &mut HashMap<String, Source>, live: &mut Live) -> Option<Cluster> {
+        let k = server.kubernetes.as_ref()?;
+        let id = format!("{k:?}");
+        let source = kept
+            .remove(&id)
+            .or_else(|| self.sources.remove(&id))
+            .unwrap_or_else(|| {
+                let cfg = Arc::new(k.clone());
+                let store = Arc::new(Store::default());
+                let task = watch::start(cfg, store.clone(), self.metrics.clone());
+                Source { store, task }
+            });
+        let store = source.store.clone();
+        live.stores.push(store.clone());
+        kept.insert(id, source);
+        Some(Cluster::new(Arc::new(k.clone()), store))
+    }
+
+    /// The block's `cache` and `forward`, sending to its `dnstap` taps.
+    fn forwarding(
+        &self,
+        server: &Server,
+        taps: &Option<Arc<crate::dnstap::Taps>>,
+        live: &mut Live,
+    ) -> Option<Arc<Forwarding>> {
+        let mut f = Forwarding::of(server, server_label(server), self.metrics.clone())?;
+        f.taps = taps.clone();
+        let f = Arc::new(f);
+        live.forwardings.push(f.clone());
+        Some(f)
+    }
+
+    fn block(
+        &mut self,
+        server: &Server,
+        kept: &mut HashMap<String, Source>,
+        built: &mut Built,
+        key: &GroupKey,
+        taps: &Option<Arc<crate::dnstap::Taps>>,
+    ) -> Block {
+        let cluster = self.cluster(server, kept, &mut built.live);
+        let forwarding = self.forwarding(server, taps, &mut built.live);
+        let (dns64, templates, acl_stats) = counted(server, &mut built.live);
+        let files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
+        let external = server
+            .k8s_external
+            .clone()
+            .map(|e| Arc::new(K8sExternal::new(Arc::new(e))));
+        let transfer = Transfer::start(
+            &server.transfers,
+            cluster.as_ref(),
+            &files,
+            external.as_ref(),
+            server_label(server),
+        );
+        built.live.transfers.extend(transfer.as_ref().map(|t| t.stats.clone()));
+        let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
+        if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
+            built.probes.push((key.clone(), p.clone(), zone.clone()));
+        }
+        Block {
+            zones: server.zones.clone(),
+            zone_wires: server.zones.iter().map(crate::config::args::lower_wire).collect(),
+            zone_stats: Vec::new(),
+            hosts: server.hosts.clone().map(Hosts::new),
+            files,
+            cluster,
+            forwarding,
+            loop_probe,
+            log: server.log.clone(),
+            loadbalance: server.loadbalance.clone().map(Arc::new),
+            autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
+            acl: server.acl.clone(),
+            acl_stats,
+            any: server.any,
+            whoami: server.whoami,
+            chain: server.chain,
+            dns64,
+            k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
+            templates,
+            rewrite: (!server.rewrites.is_empty()).then(|| Rewrite {
+                rules: server.rewrites.clone(),
+            }),
+            bufsize: server.bufsize,
+            chaos: server.chaos.clone().map(Chaos::new),
+            local: server.local.map(LocalNames::new),
+            transfer,
+        }
+    }
+}
+
+/// The plugins of `server` that keep metrics of their own (`dns64`,
+/// `template`, `acl`), each registered in `live` for `/metrics`.
+type Counted = (
+    Option<Arc<Dns64>>,
+    Option<Templates>,
+    Option<Arc<crate::metrics::AclStats>>,
+);
+
+fn counted(server: &Server, live: &mut Live) -> Counted {
+    let dns64 = server
+        .dns64
+        .clone()
+        .map(|d| Arc::new(Dns64::new(d, server_label(server))));
+    live.dns64.extend(dns64.clone());
+    let templates =
+        (!server.templates.is_empty()).then(|| Templates::new(server.templates.clone(), server_label(server)));
+    if let Some(t) = &templates {
+        live.templates.push(t.stats.clone());
+    }
+    let acl_stats = (!server.acl.is_empty()).then(|| {
+        let zones: Vec<Vec<String>> = server
+            .acl
+            .iter()
+            .map(|r| r.zones.iter().map(|z| z.to_string()).collect())
+            .collect();
+        Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
+    });
+    live.acl.extend(acl_stats.clone());
+    (dns64, templates, acl_stats)
+}
+
+/// The `server` label of a block's metrics, as CoreDNS writes it.
+pub(super) fn server_label(server: &Server) -> String {
+    match server.bind.first() {
+        Some(ip) => format!("dns://{}", SocketAddr::new(*ip, server.port)),
+        None => format!("dns://:{}", server.port),
+    }
+}
+
+/// The plugins of `server` (`coredns_plugin_enabled`), from the
+/// directive table.
+fn enabled(server: &Server, config: &Config) -> Vec<&'static str> {
+    let table = crate::config::directives::DIRECTIVES.iter();
+    table.filter(|d| (d.enabled)(server, config)).map(|d| d.name).collect()
+}

@@ -1,0 +1,255 @@
+//! Listener groups: built routers put in service (existing groups get the
+//! new router, new ones are bound, old ones stopped), the UDP workers and
+//! TCP listener of one address, the `loop` probe, and the node checks
+//! that size what the listeners may hold.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RecordType};
+
+use super::{AppError, Built, Group, GroupKey, Runtime};
+use crate::admin::State;
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::nodelocal::handover;
+use crate::query::{tcp, udp, Handler, LoopProbe, Router};
+
+impl Runtime {
+    /// Puts `built` in service: routers of existing listener groups are
+    /// swapped (in-flight queries finish on the old one), new groups are
+    /// bound, groups no longer configured are stopped.
+    pub(super) fn switch(&mut self, built: Built, state: &State) -> Result<(), AppError> {
+        let Built { routers, live, probes } = built;
+        state.live.store(Arc::new(live));
+        let gone: Vec<GroupKey> = self
+            .groups
+            .keys()
+            .filter(|k| !routers.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(g) = self.groups.remove(&key) {
+                g.stop.store(true, Ordering::Relaxed);
+                tracing::info!("closing listeners on port {} (no longer configured)", key.0);
+            }
+        }
+        let mut result = Ok(());
+        for (key, router) in routers {
+            if let Some(g) = self.groups.get(&key) {
+                g.handler.router.store(Arc::new(router));
+                continue;
+            }
+            match self.open(&key, router) {
+                Ok(g) => {
+                    self.groups.insert(key, g);
+                }
+                Err(e) => result = Err(e),
+            }
+        }
+        for (key, probe, zone) in probes {
+            if let Some(addr) = self.groups.get(&key).and_then(|g| g.bound.first().copied()) {
+                send_probe(addr, &probe, &zone, &self.groups[&key].handler);
+            }
+        }
+        result
+    }
+
+    /// Stops every listener group. `handover`: another instance serves, so
+    /// first take the UDP sockets out of their groups and answer what they
+    /// hold (see [`handover`]).
+    pub(super) async fn stop(&mut self, handover: bool) {
+        let groups = std::mem::take(&mut self.groups);
+        if handover {
+            let sockets: Vec<&std::net::UdpSocket> = groups.values().flat_map(|g| &g.udp).collect();
+            handover::drain_udp(&sockets, &self.metrics).await;
+        }
+        let mut tcp = Vec::new();
+        for (_, group) in groups {
+            group.stop.store(true, Ordering::Relaxed);
+            for t in group.threads {
+                let _ = tokio::task::spawn_blocking(move || t.join()).await;
+            }
+            if handover {
+                handover::left_behind(&group.udp);
+            }
+            tcp.extend(group.tcp);
+        }
+        for t in tcp {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+        handover::await_forwarded(&self.metrics).await;
+    }
+
+    fn open(&self, (port, bind): &GroupKey, router: Router) -> Result<Group, AppError> {
+        let handler = Arc::new(Handler::new(router, self.metrics.clone()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut group = Group {
+            handler,
+            stop,
+            threads: Vec::new(),
+            bound: Vec::new(),
+            udp: Vec::new(),
+            tcp: Vec::new(),
+        };
+        for ip in listen_ips(bind) {
+            let addr = SocketAddr::new(ip, *port);
+            match listen(addr, self.workers, &group.handler, &group.stop) {
+                Ok(Listening {
+                    bound,
+                    threads,
+                    udp,
+                    tcp,
+                }) => {
+                    group.threads.extend(threads);
+                    group.udp.extend(udp);
+                    group.tcp.push(tcp);
+                    group.bound.push(bound);
+                    if let Ok(mut ports) = self.metrics.udp_ports.lock() {
+                        ports.push(bound.port());
+                    }
+                }
+                Err(e) if bind.is_empty() && ip.is_ipv6() => tracing::warn!("{e}; serving IPv4 only"),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(group)
+    }
+}
+
+/// Sends the `loop` plugin's probe (`<random>.<random>.<zone> HINFO`) to
+/// our own listener; if it comes back through an upstream, the block's
+/// router notices.
+fn send_probe(addr: SocketAddr, probe: &LoopProbe, zone: &Name, handler: &Handler) {
+    let label = || Name::from_ascii(fastrand::u64(..).to_string()).unwrap_or_else(|_| Name::root());
+    let Ok(name) = label().append_name(&label()).and_then(|n| n.append_name(zone)) else {
+        return;
+    };
+    if let Ok(mut n) = probe.name.lock() {
+        *n = Some(name.clone());
+    }
+    for block in &handler.router.load().blocks {
+        if let Some(f) = &block.forwarding {
+            if let Ok(mut p) = f.probe.lock() {
+                p.0 = Some(name.clone());
+            }
+        }
+    }
+    let target = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => SocketAddr::from(([127, 0, 0, 1], addr.port())),
+        ip if ip.is_unspecified() => SocketAddr::from((IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1]), addr.port())),
+        _ => addr,
+    };
+    tokio::spawn(async move {
+        let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
+        m.metadata.recursion_desired = true;
+        m.add_query(Query::query(name, RecordType::HINFO));
+        let (Ok(bytes), Ok(socket)) = (m.to_vec(), tokio::net::UdpSocket::bind((target.ip(), 0)).await) else {
+            return;
+        };
+        let _ = socket.send_to(&bytes, target).await;
+        let mut buf = [0u8; 512];
+        let _ = tokio::time::timeout(Duration::from_secs(10), socket.recv(&mut buf)).await;
+    });
+}
+
+/// `clusterdns doctor`'s checks against this node, as warnings and metrics.
+pub(super) fn startup_doctor(config: &Config, metrics: &Metrics) {
+    let findings = crate::doctor::check(&crate::doctor::Inputs {
+        root: "/".into(),
+        upstream_resolv: config
+            .servers
+            .iter()
+            .flat_map(|s| &s.forward)
+            .flat_map(|f| f.files.clone())
+            .collect(),
+        pod_resolv: None,
+        pods: None,
+        sockets: Some(sockets_needed(config)),
+    });
+    for f in &findings {
+        tracing::warn!(target: "doctor", "{}: {} (fix: {})", f.check, f.message, f.fix);
+    }
+    if let Ok(mut d) = metrics.doctor.lock() {
+        *d = findings.iter().map(|f| (f.check, f.severity.label())).collect();
+    }
+}
+
+/// Sockets the configuration may hold at once: each listener's TCP
+/// connection cap, the in-flight cap, and a margin for the rest.
+fn sockets_needed(config: &Config) -> u64 {
+    let mut listeners: BTreeMap<GroupKey, u64> = BTreeMap::new();
+    for s in &config.servers {
+        let addresses = listen_ips(&s.bind).len() as u64;
+        listeners
+            .entry((s.port, s.bind.clone()))
+            .or_insert(s.tcp.connections as u64 * addresses);
+    }
+    listeners.values().sum::<u64>() + config.in_flight as u64 + 256
+}
+
+fn listen_ips(bind: &[IpAddr]) -> Vec<IpAddr> {
+    if bind.is_empty() {
+        vec![IpAddr::from([0, 0, 0, 0]), IpAddr::from([0u16; 8])]
+    } else {
+        bind.to_vec()
+    }
+}
+
+/// One address's listeners, as [`listen`] started them.
+struct Listening {
+    bound: SocketAddr,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    udp: Vec<std::net::UdpSocket>,
+    tcp: tokio::task::JoinHandle<()>,
+}
+
+/// Binds UDP workers and a TCP listener on one address (the same port for
+/// both, also when the port is 0) and logs both.
+fn listen(
+    addr: SocketAddr,
+    workers: usize,
+    handler: &Arc<Handler>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Listening, AppError> {
+    // Port 0: the port the kernel gave UDP may be taken for TCP (by a
+    // client's connection, say); then try another.
+    let tries = if addr.port() == 0 { 20 } else { 1 };
+    let udp_error = |source| AppError::Bind {
+        proto: "udp",
+        addr,
+        source,
+    };
+    let mut attempt = 0;
+    let (bound, sockets, listener) = loop {
+        attempt += 1;
+        let (bound, sockets) = udp::bind_all(addr, workers).map_err(udp_error)?;
+        match tcp::bind(bound) {
+            Ok(listener) => break (bound, sockets, listener),
+            Err(e) if attempt < tries && e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(source) => {
+                return Err(AppError::Bind {
+                    proto: "tcp",
+                    addr: bound,
+                    source,
+                })
+            }
+        }
+    };
+    let dups = sockets.iter().map(|s| s.try_clone()).collect::<Result<_, _>>();
+    let udp = dups.map_err(udp_error)?;
+    let threads = udp::start(sockets, handler, stop).map_err(udp_error)?;
+    tracing::info!("listening on udp {bound}");
+    tracing::info!("listening on tcp {bound}");
+    let tcp = tokio::spawn(tcp::serve(listener, handler.clone(), stop.clone()));
+    Ok(Listening {
+        bound,
+        threads,
+        udp,
+        tcp,
+    })
+}

@@ -1,0 +1,236 @@
+//! Wiring and lifecycle: stores and their sources, forwarders, DNS
+//! listeners, admin endpoints; one log line per bound address; `reload`
+//! (a changed Corefile is built beside the running one and switched in);
+//! on shutdown, lameduck (health and readiness fail, DNS keeps answering),
+//! then stop.
+//!
+//! Start at [`run`]; [`build`] turns a configuration into routers,
+//! [`listen`] binds and switches listener groups, [`reload`] watches the
+//! Corefile.
+
+mod build;
+mod listen;
+mod reload;
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hickory_proto::rr::Name;
+
+use crate::admin::{self, Live, State};
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::nodelocal::lease::Phase;
+use crate::nodelocal::{handover, NodeLocal};
+use crate::query::{Handler, LoopProbe, Router};
+use crate::store::Store;
+use crate::watch;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("cannot listen on {proto} {addr}: {source}")]
+    Bind {
+        proto: &'static str,
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    NodeLocal(#[from] crate::nodelocal::NodeLocalError),
+}
+
+/// Listeners are grouped by port and `bind` addresses.
+type GroupKey = (u16, Vec<IpAddr>);
+
+/// A running cluster source, reused by a reload whose `kubernetes` block
+/// is unchanged.
+struct Source {
+    store: Arc<Store>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// One listener group: its handler, its stop switch and threads, and
+/// the addresses it is bound to.
+struct Group {
+    handler: Arc<Handler>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    bound: Vec<SocketAddr>,
+    /// A second handle on each UDP socket, to take it out of its
+    /// `SO_REUSEPORT` group at a hand-over; the TCP accept loops.
+    udp: Vec<std::net::UdpSocket>,
+    tcp: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Everything a configuration runs, built beside the running one.
+struct Built {
+    routers: BTreeMap<GroupKey, Router>,
+    live: Live,
+    /// Loop probes to send once listening: (group, probe, zone).
+    probes: Vec<(GroupKey, Arc<LoopProbe>, Name)>,
+}
+
+struct Runtime {
+    metrics: Arc<Metrics>,
+    sources: HashMap<String, Source>,
+    groups: BTreeMap<GroupKey, Group>,
+    epoch: u64,
+    workers: usize,
+}
+
+/// Runs the server until `shutdown` completes, then drains and returns.
+pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
+    // The text `reload` compares against: read now, not once started (a
+    // change written while the server starts would pass unseen).
+    let loaded = std::fs::read(&config.path).ok();
+    let mut rt = Runtime::new();
+    listen::startup_doctor(&config, &rt.metrics);
+    // The node-local interface and addresses exist before the listeners bind.
+    let nodelocal = match config.nodelocal.clone() {
+        Some(cfg) => Some(Arc::new(NodeLocal::setup(cfg, rt.metrics.clone()).await?)),
+        None => None,
+    };
+    let built = rt.build(&config);
+    if let Some(n) = &nodelocal {
+        // Beside a running instance, join its listeners only when ready.
+        handover::await_ready(n, &built.live.stores).await;
+    }
+    watch::startup::await_sync(&built.live.stores, startup_wait(&config)).await;
+    let state = Arc::new(State {
+        live: arc_swap::ArcSwap::from_pointee(Live::default()),
+        metrics: rt.metrics.clone(),
+        lameduck: AtomicBool::new(false),
+    });
+    let started = match rt.switch(built, &state) {
+        Ok(()) => bind_admin(&config, &state, nodelocal.is_some()).await,
+        Err(e) => Err(e),
+    };
+    let admin = match started {
+        Ok(tasks) => tasks,
+        Err(e) => {
+            if let Some(n) = &nodelocal {
+                n.leave().await;
+            }
+            return Err(e);
+        }
+    };
+    // Rules only once listening (as node-cache waits for CoreDNS).
+    let keeper = match &nodelocal {
+        Some(n) => Some(serve_rules(n).await),
+        None => None,
+    };
+    let lameduck = config.health.as_ref().map(|h| h.lameduck).unwrap_or_default();
+    match config.reload {
+        Some((interval, jitter)) => {
+            tokio::select! {
+                () = shutdown => {}
+                () = reload::reload_loop(&mut rt, &state, config, loaded, (interval, jitter)) => {}
+            }
+        }
+        None => shutdown.await,
+    }
+    drain(rt, &state, lameduck, nodelocal.as_ref(), (admin, keeper)).await;
+    Ok(())
+}
+
+impl Runtime {
+    fn new() -> Runtime {
+        Runtime {
+            metrics: Arc::new(Metrics::default()),
+            sources: HashMap::new(),
+            groups: BTreeMap::new(),
+            epoch: 0,
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// Node-local mode once listening: announced as serving, its rules
+/// installed, and the task that keeps them.
+async fn serve_rules(n: &Arc<NodeLocal>) -> tokio::task::JoinHandle<()> {
+    n.announce(Phase::Serving);
+    n.install().await;
+    tokio::spawn(n.clone().keep())
+}
+
+/// After shutdown: lameduck (still answering, health and readiness
+/// failing), then the node-local hand-over or teardown, then listeners
+/// stopped once what they hold is answered.
+async fn drain(
+    mut rt: Runtime,
+    state: &State,
+    lameduck: Duration,
+    nodelocal: Option<&Arc<NodeLocal>>,
+    (admin, keeper): (Vec<tokio::task::JoinHandle<()>>, Option<tokio::task::JoinHandle<()>>),
+) {
+    state.lameduck.store(true, Ordering::Relaxed);
+    if !lameduck.is_zero() {
+        tracing::info!("lameduck for {lameduck:?}: still answering, health and readiness failing");
+        tokio::time::sleep(lameduck).await;
+    }
+    let successor = match nodelocal {
+        Some(n) => handover::successor(n).await,
+        None => false,
+    };
+    if successor {
+        // The successor answers the probes from now on.
+        admin.iter().for_each(tokio::task::JoinHandle::abort);
+    } else if let Some(n) = nodelocal {
+        // Alone: tear down before closing (in transparent mode the kube-dns
+        // IP goes back to kube-proxy's DNAT while this still answers).
+        keeper.as_ref().map(tokio::task::JoinHandle::abort);
+        n.leave().await;
+    }
+    rt.stop(successor).await;
+    crate::query::errors::stop();
+    if let (true, Some(n)) = (successor, nodelocal) {
+        keeper.as_ref().map(tokio::task::JoinHandle::abort);
+        n.leave().await;
+    }
+    let late = rt.metrics.udp_late_dropped.load(Ordering::Relaxed);
+    tracing::info!(
+        "stopped ({} queries answered, {late} UDP queries dropped as too late)",
+        rt.metrics.requests_total()
+    );
+}
+
+/// How long listeners wait for the cluster state: the longest
+/// `startup_timeout` of the configuration's `kubernetes` blocks.
+fn startup_wait(config: &Config) -> Duration {
+    let blocks = config.servers.iter().filter_map(|s| s.kubernetes.as_ref());
+    blocks.map(watch::startup::timeout).max().unwrap_or_default()
+}
+
+/// Binds `/health`, `/ready` and `/metrics` (`shared`: with
+/// `SO_REUSEPORT`, for node-local surge upgrades) and logs each.
+async fn bind_admin(
+    config: &Config,
+    state: &Arc<State>,
+    shared: bool,
+) -> Result<Vec<tokio::task::JoinHandle<()>>, AppError> {
+    let (health, ready, prom) = (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus);
+    let mut tasks = Vec::new();
+    for (addr, endpoints) in admin::plan(health, ready, prom) {
+        let listener = admin::bind(addr, shared).map_err(|source| AppError::Bind {
+            proto: "http",
+            addr,
+            source,
+        })?;
+        let bound = listener.local_addr().unwrap_or(addr);
+        for (on, name) in [
+            (endpoints.health, "health"),
+            (endpoints.ready, "ready"),
+            (endpoints.metrics, "metrics"),
+        ] {
+            if on {
+                tracing::info!("listening on {name} http://{bound}");
+            }
+        }
+        tasks.push(tokio::spawn(admin::serve(listener, endpoints, state.clone())));
+    }
+    Ok(tasks)
+}

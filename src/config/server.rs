@@ -1,0 +1,89 @@
+//! The typed configuration one load produces: the process-wide settings
+//! ([`Config`]) and each server block with what its directives hold
+//! ([`Server`]).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use hickory_proto::rr::Name;
+
+use super::{
+    acl, autopath, cache, chaos, dns64, dnstap, errors, file, forward, hosts, k8s_external, lexer, listeners,
+    loadbalance, log, nodelocal, rewrite_rule, template, timeouts, transfer, KubernetesConfig,
+};
+
+/// The effective configuration of the whole process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub path: PathBuf,
+    /// The port of keys that name none (`-dns.port`), kept for reloads.
+    pub default_port: u16,
+    pub servers: Vec<Server>,
+    /// `health [ADDR]`, with its lameduck duration.
+    pub health: Option<listeners::Health>,
+    pub ready: Option<SocketAddr>,
+    /// `ready { monitor continuously }` (default `until-ready`).
+    pub ready_continuously: bool,
+    pub prometheus: Option<SocketAddr>,
+    /// `reload INTERVAL JITTER`.
+    pub reload: Option<(std::time::Duration, std::time::Duration)>,
+    /// `limits { in_flight N }`: queries being forwarded at once.
+    pub in_flight: usize,
+    /// `nodelocal`: the node's interface and NOTRACK rules (one per Corefile).
+    pub nodelocal: Option<nodelocal::NodeLocalConfig>,
+}
+
+/// One server block: the zones it serves on a port and its plugin chain.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub zones: Vec<Name>,
+    pub port: u16,
+    /// Addresses from `bind`; empty means every address.
+    pub bind: Vec<IpAddr>,
+    /// `errors`: plugin errors logged, alike ones consolidated.
+    pub errors: Option<errors::ErrorsConfig>,
+    pub log: Option<log::LogConfig>,
+    pub kubernetes: Option<KubernetesConfig>,
+    /// `forward` directives, tried in order (`next` passes on to the next).
+    pub forward: Vec<forward::ForwardConfig>,
+    pub cache: Option<cache::CacheConfig>,
+    pub hosts: Option<hosts::HostsConfig>,
+    pub files: Vec<file::FileConfig>,
+    /// `loop`: `Some(exit)` when loops are detected.
+    pub loop_detect: Option<bool>,
+    /// `loadbalance`: shuffled answers, `prefer`red networks first.
+    pub loadbalance: Option<loadbalance::LoadbalanceConfig>,
+    /// `autopath`, with where it was written (for errors).
+    pub autopath: Option<(autopath::AutopathConfig, lexer::Pos)>,
+    /// `acl` directives in order (see [`acl`]).
+    pub acl: Vec<acl::AclRule>,
+    /// `any`: ANY queries get RFC 8482's minimal answer.
+    pub any: bool,
+    /// `whoami`: what no plugin before answered gets the client's address.
+    pub whoami: bool,
+    /// Whether a directive of the block takes part in answering (CoreDNS's
+    /// plugin chain is not empty): a name the chain leaves unanswered is
+    /// SERVFAIL, a block without one answers REFUSED.
+    pub chain: bool,
+    /// `timeouts` and `limits` for TCP clients.
+    pub tcp: timeouts::TcpLimits,
+    /// `dns64`: AAAA synthesized from A records.
+    pub dns64: Option<dns64::Dns64Config>,
+    /// `k8s_external`: Services' external addresses under other zones.
+    pub k8s_external: Option<k8s_external::K8sExternalConfig>,
+    /// `template` directives, in order.
+    pub templates: Vec<template::TemplateConfig>,
+    /// `rewrite` rules, in order.
+    pub rewrites: Vec<rewrite_rule::RewriteRule>,
+    /// `bufsize`: the largest EDNS payload a request may advertise.
+    pub bufsize: Option<u16>,
+    /// `chaos`: CH TXT `version.bind` and friends.
+    pub chaos: Option<chaos::ChaosConfig>,
+    /// `local`, with whether the `localhost.<anything>` prefix form is on.
+    pub local: Option<bool>,
+    /// `dnstap` directives: where queries and replies are sent as dnstap.
+    pub dnstap: Vec<dnstap::DnstapConfig>,
+    /// `transfer` directives: who may take the cluster zones by AXFR, and
+    /// who is sent NOTIFY.
+    pub transfers: Vec<transfer::TransferConfig>,
+}
