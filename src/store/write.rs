@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::addrs::AddrIndex;
-use super::change::{Kind, ObjectKey, PortIn, Record};
+use super::change::{Kind, ObjectKey, Record};
 use super::changes::{Changed, Dep};
-use super::records::{Endpoints, External, Port, Service, ServiceId, ServiceKind, Slice};
+use super::records::Port;
 use super::{Namespace, Snapshot, Store};
 
 pub use export::Export;
@@ -187,39 +187,6 @@ impl Writer {
         }
     }
 
-    fn intern(&mut self, s: &str) -> Arc<str> {
-        if let Some(existing) = self.strings.get(s) {
-            return existing.clone();
-        }
-        let arc: Arc<str> = Arc::from(s);
-        self.strings.insert(arc.clone());
-        arc
-    }
-
-    /// Drops interned strings nothing else refers to any more.
-    fn prune_strings(&mut self) {
-        self.port_lists.retain(|p| Arc::strong_count(p) > 1);
-        self.strings.retain(|s| Arc::strong_count(s) > 1);
-        self.strings_after_prune = self.strings.len();
-    }
-
-    fn ports(&mut self, ports: Vec<PortIn>) -> Arc<[Port]> {
-        let ports: Vec<Port> = ports
-            .into_iter()
-            .map(|p| Port {
-                name: self.intern(&p.name),
-                proto: p.proto,
-                port: p.port,
-            })
-            .collect();
-        if let Some(existing) = self.port_lists.get(&ports[..]) {
-            return existing.clone();
-        }
-        let arc: Arc<[Port]> = ports.into();
-        self.port_lists.insert(arc.clone());
-        arc
-    }
-
     /// Adds or replaces one object; whether that changed anything.
     pub fn apply(&mut self, record: Record) -> bool {
         let (kind, namespace, name) = record.key_parts();
@@ -249,13 +216,7 @@ impl Writer {
 
     fn upsert(&mut self, pair: Pair, record: Record) -> bool {
         match record {
-            Record::Namespace { .. } => {
-                let known = self.live.namespaces.get(&pair.1).is_some_and(|n| n.object);
-                if !known {
-                    self.edit_namespace(&pair.1, |n| n.object = true);
-                }
-                !known
-            }
+            Record::Namespace { .. } => self.upsert_namespace(&pair.1),
             Record::Service {
                 kind,
                 ports,
@@ -264,18 +225,7 @@ impl Writer {
                 ..
             } => {
                 let ports = self.ports(ports);
-                let old = self.get_service(&pair);
-                let same = |s: &Arc<Service>| {
-                    s.kind.as_ref() == Some(&kind)
-                        && s.ports == ports
-                        && s.selector == selector
-                        && s.external == external
-                };
-                if old.as_ref().is_some_and(same) {
-                    return false;
-                }
-                self.upsert_service(&pair, kind, ports, selector, external);
-                true
+                self.upsert_service(&pair, kind, ports, selector, external)
             }
             Record::Slice {
                 service,
@@ -286,12 +236,9 @@ impl Writer {
                 ..
             } => {
                 let ports = self.ports(ports);
-                let endpoints = endpoints
-                    .into_iter()
-                    .map(|(addr, host)| (addr, host.map(|h| self.intern(&h))))
-                    .collect();
+                let endpoints = self.endpoints(endpoints);
                 let zones = zones.iter().map(|z| (!z.is_empty()).then(|| self.intern(z))).collect();
-                let endpoints = Endpoints::new(endpoints).with_zones(zones);
+                let endpoints = endpoints.with_zones(zones);
                 let service = self.intern(&service);
                 self.delete_mcs_slice(&pair); // relabelled from an import
                 self.upsert_slice(&pair, service, ports, endpoints, trigger)
@@ -313,12 +260,9 @@ impl Writer {
                     self.delete_slice(&pair);
                 }
                 let ports = self.ports(ports);
-                let endpoints = endpoints
-                    .into_iter()
-                    .map(|(addr, host)| (addr, host.map(|h| self.intern(&h))))
-                    .collect();
+                let endpoints = self.endpoints(endpoints);
                 let (service, cluster) = (self.intern(&service), self.intern(&cluster));
-                self.upsert_mcs_slice(&pair, service, cluster, ports, Endpoints::new(endpoints))
+                self.upsert_mcs_slice(&pair, service, cluster, ports, endpoints)
             }
         }
     }
@@ -338,6 +282,15 @@ impl Writer {
             Kind::ServiceImport => self.delete_import(&pair),
         }
         self.dirty = true;
+    }
+
+    /// Marks the Namespace object `ns` as held; whether it was not.
+    fn upsert_namespace(&mut self, ns: &Arc<str>) -> bool {
+        let known = self.live.namespaces.get(ns).is_some_and(|n| n.object);
+        if !known {
+            self.edit_namespace(ns, |n| n.object = true);
+        }
+        !known
     }
 
     /// Edits a namespace entry, dropping it once it holds nothing.
@@ -360,199 +313,6 @@ impl Writer {
             self.live.namespaces.insert(ns.clone(), entry);
         }
     }
-
-    fn get_service(&self, (ns, name): &Pair) -> Option<Arc<Service>> {
-        self.live.namespaces.get(ns)?.services.get(name).cloned()
-    }
-
-    /// Stores `service` (or removes the entry when it holds nothing).
-    fn put_service(&mut self, (ns, name): &Pair, service: Service) {
-        let keep = service.kind.is_some() || !service.slices.is_empty();
-        let old_live = self
-            .get_service(&(ns.clone(), name.clone()))
-            .is_some_and(|s| s.kind.is_some());
-        let new_live = service.kind.is_some();
-        self.changed.add(Dep::service(ns, name));
-        if old_live != new_live {
-            // PTR answers name only live services: the endpoints' change.
-            for e in service.endpoints() {
-                self.changed.add(Dep::ptr(e.addr));
-            }
-        }
-        self.edit_namespace(ns, |n| {
-            n.live_services = n.live_services + usize::from(new_live) - usize::from(old_live);
-            if keep {
-                n.services.insert(name.clone(), Arc::new(service));
-            } else {
-                n.services.remove(name);
-            }
-        });
-    }
-
-    /// The identity of the service at `pair`: its entry's, or a new one.
-    fn id(&self, old: Option<&Arc<Service>>, (ns, name): &Pair) -> Arc<ServiceId> {
-        old.map_or_else(
-            || {
-                Arc::new(ServiceId {
-                    namespace: ns.clone(),
-                    name: name.clone(),
-                })
-            },
-            |s| s.id.clone(),
-        )
-    }
-
-    fn upsert_service(
-        &mut self,
-        pair: &Pair,
-        kind: ServiceKind,
-        ports: Arc<[Port]>,
-        selector: bool,
-        external: Option<Box<External>>,
-    ) {
-        let old = self.get_service(pair);
-        let id = self.id(old.as_ref(), pair);
-        let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
-        if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
-            self.ptrs(ips, &id, false);
-        }
-        self.external_ptrs(old.as_ref().and_then(|s| s.external.as_deref()), &id, false);
-        self.external_ptrs(external.as_deref(), &id, true);
-        if let ServiceKind::ClusterIp(ips) = &kind {
-            self.ptrs(ips, &id, true);
-        }
-        self.put_service(
-            pair,
-            Service {
-                id,
-                kind: Some(kind),
-                selector,
-                ports,
-                slices,
-                external,
-            },
-        );
-    }
-
-    fn delete_service(&mut self, pair: &Pair) {
-        let Some(old) = self.get_service(pair) else { return };
-        if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
-            self.ptrs(ips, &old.id, false);
-        }
-        self.external_ptrs(old.external.as_deref(), &old.id, false);
-        let ports = self.ports(Vec::new());
-        self.put_service(
-            pair,
-            Service {
-                id: old.id.clone(),
-                kind: None,
-                selector: false,
-                ports,
-                slices: old.slices.clone(),
-                external: None,
-            },
-        );
-    }
-
-    fn upsert_slice(
-        &mut self,
-        slice: &Pair,
-        service: Arc<str>,
-        ports: Arc<[Port]>,
-        endpoints: Endpoints,
-        trigger: Option<SystemTime>,
-    ) -> bool {
-        let owner_key = (slice.0.clone(), service.clone());
-        let previous_owner = self.slice_owner.insert(slice.clone(), service.clone());
-        if previous_owner.as_ref().is_some_and(|p| *p != service) {
-            self.remove_slice_from(&(slice.0.clone(), previous_owner.unwrap_or_default()), &slice.1);
-        }
-        let mut entry = match self.get_service(&owner_key) {
-            Some(s) => (*s).clone(),
-            None => Service {
-                id: self.id(None, &owner_key),
-                kind: None,
-                selector: false,
-                ports: self.ports(Vec::new()),
-                slices: Box::default(),
-                external: None,
-            },
-        };
-        // Exactly sized: a `Vec` would hold room for four per service.
-        let mut slices = std::mem::take(&mut entry.slices).into_vec();
-        if let Some(i) = slices.iter().position(|s| s.name == slice.1) {
-            if slices[i].endpoints == endpoints && slices[i].ports == ports {
-                return false; // unchanged (the common case in a relist)
-            }
-            let removed = slices.remove(i).endpoints;
-            self.endpoint_ptrs(&removed, &entry.id, false);
-        }
-        self.endpoint_ptrs(&endpoints, &entry.id, true);
-        slices.push(Slice {
-            name: slice.1.clone(),
-            ports,
-            endpoints,
-        });
-        entry.slices = slices.into_boxed_slice();
-        let kind = match (&entry.kind, entry.selector) {
-            (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
-            (Some(ServiceKind::Headless), true) => Some(1),
-            (Some(ServiceKind::Headless), false) => Some(2),
-            _ => None,
-        };
-        if let (Some(kind), Some(at), true) = (kind, trigger, self.synced()) {
-            self.programmed.push((kind, at));
-        }
-        self.put_service(&owner_key, entry);
-        true
-    }
-
-    fn delete_slice(&mut self, slice: &Pair) {
-        if let Some(owner) = self.slice_owner.remove(slice) {
-            self.remove_slice_from(&(slice.0.clone(), owner), &slice.1);
-        }
-    }
-
-    fn remove_slice_from(&mut self, owner: &Pair, slice_name: &Arc<str>) {
-        let Some(service) = self.get_service(owner) else { return };
-        let mut entry = (*service).clone();
-        let mut slices = std::mem::take(&mut entry.slices).into_vec();
-        let Some(i) = slices.iter().position(|s| &s.name == slice_name) else {
-            return;
-        };
-        let removed = slices.remove(i).endpoints;
-        entry.slices = slices.into_boxed_slice();
-        self.endpoint_ptrs(&removed, &entry.id, false);
-        self.put_service(owner, entry);
-    }
-
-    /// Adds or removes one endpoint reverse entry per endpoint (a
-    /// multiset: an address listed twice is removed once per removal).
-    fn endpoint_ptrs(&mut self, endpoints: &Endpoints, id: &Arc<ServiceId>, add: bool) {
-        for e in endpoints.iter() {
-            self.changed.add(Dep::ptr(e.addr));
-            edit_index(&mut self.live.endpoint_reverse, self.building, e.addr, id, add);
-        }
-    }
-
-    /// Adds or removes one cluster-IP reverse entry per address.
-    fn ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, add: bool) {
-        for addr in addrs {
-            self.changed.add(Dep::ptr(*addr));
-            edit_index(&mut self.live.reverse, self.building, *addr, id, add);
-        }
-    }
-
-    /// Adds or removes the external reverse entries of `external`'s IPs.
-    fn external_ptrs(&mut self, external: Option<&External>, id: &Arc<ServiceId>, add: bool) {
-        for ip in external.map(|e| &e.ips[..]).unwrap_or_default() {
-            if add {
-                self.live.external.insert(*ip, id.clone());
-            } else {
-                self.live.external.remove(*ip, id);
-            }
-        }
-    }
 }
 
 /// Adds (pushed unsorted while `building`) or removes one `id` of `addr`.
@@ -567,8 +327,10 @@ fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: bool, addr: Ip
 }
 
 mod export;
+mod intern;
 mod mcs;
 mod pods;
 mod relist;
+mod services;
 #[cfg(test)]
 mod tests;
