@@ -31,8 +31,10 @@
 //! kept per query).
 
 mod eval;
+mod functions;
 mod lex;
 mod parse;
+mod typing;
 
 pub use eval::{Query, Value, Wire};
 
@@ -86,8 +88,8 @@ pub struct CompileError {
 
 /// The names a `var` may not take: functions, keywords and literals.
 pub fn reserved(name: &str) -> bool {
-    parse::FUNCTIONS.iter().any(|f| f.0 == name)
-        || parse::REFUSED.contains(&name)
+    functions::FUNCTIONS.iter().any(|f| f.0 == name)
+        || functions::REFUSED.contains(&name)
         || [
             "true",
             "false",
