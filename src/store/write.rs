@@ -9,96 +9,19 @@
 //! name never disappears in between, and nothing but the compact records
 //! that changed is held twice.
 
-/// The writer's own tables hash with foldhash too (SipHash was 2% of a sync).
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::addrs::AddrIndex;
 use super::change::{Kind, ObjectKey, Record};
-use super::changes::{Changed, Dep};
-use super::records::Port;
-use super::{Namespace, Snapshot, Store};
+use super::changes::Dep;
+use super::slot::Store;
+use super::snapshot::{Namespace, Snapshot};
 
 pub use export::Export;
-use pods::Pod;
-
-type Pair = (Arc<str>, Arc<str>);
-
-/// The writer of one store.
-pub struct Writer {
-    live: Snapshot,
-    strings: HashSet<Arc<str>>,
-    /// Port lists are interned too: most services share a handful.
-    port_lists: HashSet<Arc<[Port]>>,
-    strings_after_prune: usize,
-    /// `(namespace, slice)` → the service it belongs to.
-    slice_owner: HashMap<Pair, Arc<str>>,
-    /// The same for slices of imported services (`multicluster`): the
-    /// slot of the import in the snapshot's identity table, keyed by the
-    /// 64-bit hash of `(namespace, slice)` (the relists' hash): 16 bytes an
-    /// entry instead of 48, a third of the writer's own memory at 30,000
-    /// imported slices. The names are the imports' own; a collision, as in
-    /// a relist, could only keep a deleted slice until the next relist.
-    mcs_slice_owner: HashMap<u64, u32>,
-    /// Free slots of the imports' identity table.
-    mcs_free_slots: Vec<u32>,
-    /// `namespace/pod` → its IPs and whether it is Running.
-    pod_ips: HashMap<Box<str>, Pod>,
-    /// Namespace → its index in the snapshot's `pod_namespaces`.
-    pod_namespace_ids: HashMap<Arc<str>, u32>,
-    /// Keys seen by a relist in progress, per kind, as 64-bit hashes (8
-    /// bytes a key instead of 32: the relist peak of 150,000 Pods; a
-    /// collision would only keep a deleted object until the next relist).
-    relisting: [Option<HashSet<u64>>; Kind::COUNT],
-    seen_hasher: foldhash::fast::RandomState,
-    /// Objects the relist in progress changed (upserts that differed, and
-    /// deletions at its end), per kind.
-    relist_changes: [usize; Kind::COUNT],
-    listed: [bool; Kind::COUNT],
-    /// Listed by the source itself (not only restored from disk).
-    confirmed: [bool; Kind::COUNT],
-    watched: Vec<Kind>,
-    dirty: bool,
-    /// Nothing published yet: reverse entries are pushed unsorted and
-    /// sorted once before the first publish.
-    building: bool,
-    /// Slice changes applied since the last [`Writer::take_programmed`]:
-    /// `(service kind index, trigger time)`, for the programming latency.
-    programmed: Vec<(usize, SystemTime)>,
-    /// What changed since the last publish, for the readers' memos.
-    changed: Changed,
-}
+use writer::Pair;
+pub use writer::Writer;
 
 impl Writer {
-    /// A writer whose snapshot is synced once every kind in `watched` has
-    /// completed a list.
-    pub fn new(watched: &[Kind]) -> Writer {
-        Writer {
-            live: Snapshot::unsynced(),
-            strings: HashSet::default(),
-            port_lists: HashSet::default(),
-            strings_after_prune: 0,
-            slice_owner: HashMap::default(),
-            mcs_slice_owner: HashMap::default(),
-            mcs_free_slots: Vec::new(),
-            pod_ips: HashMap::default(),
-            pod_namespace_ids: HashMap::default(),
-            relisting: Default::default(),
-            seen_hasher: foldhash::fast::RandomState::default(),
-            relist_changes: [0; Kind::COUNT],
-            listed: [false; Kind::COUNT],
-            confirmed: [false; Kind::COUNT],
-            watched: watched.to_vec(),
-            dirty: true,
-            building: true,
-            programmed: Vec::new(),
-            changed: Changed::default(),
-        }
-    }
-
     /// Under `namespace_labels` (`on`): the snapshots serve only the
     /// namespaces whose Namespace object this writer holds.
     pub fn selecting_namespaces(mut self, on: bool) -> Writer {
@@ -315,17 +238,6 @@ impl Writer {
     }
 }
 
-/// Adds (pushed unsorted while `building`) or removes one `id` of `addr`.
-fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: bool, addr: IpAddr, id: &V, add: bool) {
-    if add && building {
-        index.push(addr, id.clone());
-    } else if add {
-        index.insert(addr, id.clone());
-    } else {
-        index.remove(addr, id);
-    }
-}
-
 mod export;
 mod intern;
 mod mcs;
@@ -334,3 +246,4 @@ mod relist;
 mod services;
 #[cfg(test)]
 mod tests;
+mod writer;

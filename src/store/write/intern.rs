@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::Writer;
+use super::writer::Writer;
 use crate::store::change::PortIn;
 use crate::store::records::{Endpoints, Port};
 

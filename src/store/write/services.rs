@@ -7,7 +7,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{edit_index, Pair, Writer};
+use super::writer::{Pair, Writer};
+use crate::store::addrs::AddrIndex;
 use crate::store::changes::Dep;
 use crate::store::records::{Endpoints, External, Port, Service, ServiceId, ServiceKind, Slice};
 
@@ -211,5 +212,16 @@ impl Writer {
                 self.live.external.remove(*ip, id);
             }
         }
+    }
+}
+
+/// Adds (pushed unsorted while `building`) or removes one `id` of `addr`.
+pub(super) fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: bool, addr: IpAddr, id: &V, add: bool) {
+    if add && building {
+        index.push(addr, id.clone());
+    } else if add {
+        index.insert(addr, id.clone());
+    } else {
+        index.remove(addr, id);
     }
 }
