@@ -233,7 +233,7 @@ async fn write(
         }
         let was_synced = store.synced();
         let published = writer.publish(store, unix_now());
-        super::record(&mut writer, metrics);
+        super::feed::record(&mut writer, metrics);
         if !was_synced && store.synced() {
             tracing::info!(target: "kubernetes", "synced: every watched kind listed; serving {} services", store.load().service_count());
         }

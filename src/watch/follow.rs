@@ -15,34 +15,24 @@
 //! at once and dropped; the writer gets compact records.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use tokio::sync::mpsc;
 
 use super::backoff::{Backoff, QUICK_END};
 use super::convert::Invalid;
 use super::feed::Change;
 use super::lean::Object;
 use super::report::{describe, RateLimited};
-use super::wire::{Api, Failure};
-use crate::metrics::Metrics;
-use crate::store::{Kind, ObjectKey, Record};
+use super::wire::Failure;
+use crate::store::{Kind, Record};
+pub use follower::{Follower, Target};
 use list::list;
-use watch::watch;
+pub use list::PAGE;
+use watch::{watch, End};
 
 mod deliver;
+mod follower;
 mod list;
 mod watch;
-
-/// Objects per list page. Larger pages measured no faster here and cost
-/// memory: a page's text is held whole, in every kind listing in parallel,
-/// and the holes it leaves stay in the heap (5,000: 165 MB steady RSS at
-/// 100,000 Services × 5 endpoints). 250 against 500, objects read one by
-/// one: sync of 100,000 Services × 5 endpoints alike (server CPU 3.5 s
-/// both, `loadtest watch-bench`), 10,000 imports × 3 clusters × 5
-/// endpoints through the API add about 1 MB less RSS (`mcs-memory.sh`).
-pub const PAGE: u32 = 250;
 
 /// How long after a missing CRD (ServiceImport) is found missing it is
 /// first looked for again; each later look waits twice as long, up to
@@ -66,59 +56,6 @@ pub enum Reason {
 impl Reason {
     fn text(self) -> &'static str {
         crate::metrics::RESTART_REASONS[self as usize]
-    }
-}
-
-/// What to request for one kind.
-pub struct Target {
-    pub kind: Kind,
-    /// The resource for messages (`endpointslices.discovery.k8s.io`).
-    pub resource: &'static str,
-    /// The collection's URL path (`/api/v1/services`).
-    pub path: &'static str,
-    pub metadata_only: bool,
-    pub labels: Option<String>,
-    pub fields: Option<String>,
-}
-
-/// Everything one kind's follower needs.
-pub struct Follower<F> {
-    pub target: Target,
-    pub api: Arc<Api>,
-    pub tx: mpsc::Sender<Change>,
-    pub metrics: Arc<Metrics>,
-    pub convert: F,
-    /// Server-side length of one watch; silence for this + 5 s is a stall.
-    pub watch_timeout: Duration,
-    pub resync: Option<Duration>,
-}
-
-/// How a watch came to an end.
-enum End {
-    /// The server closed it (timeout, restart, load balancing).
-    Closed,
-    /// `410 Expired`: the history has moved past our version.
-    Expired,
-    /// Nothing arrived for the watch timeout + 5 s.
-    Stalled,
-    /// Time for the periodic relist.
-    Resync,
-    Failed(Failure),
-    /// The writer is gone (shutdown or reload).
-    Stopped,
-}
-
-fn key(kind: Kind, meta: &super::lean::Meta) -> ObjectKey {
-    let lower = |s: &Option<String>| s.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let namespace = if kind == Kind::Namespace {
-        String::new()
-    } else {
-        lower(&meta.namespace)
-    };
-    ObjectKey {
-        kind,
-        namespace,
-        name: lower(&meta.name),
     }
 }
 

@@ -24,8 +24,8 @@ use kube::client::Body;
 use kube::Client;
 
 pub use decode::{decode, lenient_items, Event, Item};
-pub use failure::Failure;
 use failure::StatusBody;
+pub use failure::{Failure, RETRY_AFTER_MAX};
 pub use frames::Frames;
 
 mod decode;
@@ -35,9 +35,6 @@ mod frames;
 /// The longest one list page (request and body) may take; the API
 /// server's own request timeout is 60 s.
 pub const PAGE_TIMEOUT: Duration = Duration::from_secs(60);
-/// The longest wait a `Retry-After` can ask for.
-pub const RETRY_AFTER_MAX: Duration = super::backoff::MAX;
-
 /// The client and how it authenticates.
 pub struct Api {
     pub client: Client,

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::net::IpAddr;
 
-use super::{fnv_update, FNV_OFFSET};
+use super::fnv::{fnv_update, FNV_OFFSET};
 use crate::store::mcs::ImportKind;
 use crate::store::{External, PortIn, Record, ServiceKind};
 

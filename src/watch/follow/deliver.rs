@@ -4,8 +4,8 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{key, Follower};
-use crate::store::Record;
+use super::follower::Follower;
+use crate::store::{Kind, ObjectKey, Record};
 use crate::watch::convert::Invalid;
 use crate::watch::feed::Change;
 use crate::watch::lean::{Meta, Object};
@@ -46,4 +46,19 @@ pub(super) fn malformed<F>(f: &Follower<F>, meta: &Meta, error: &str) {
     f.metrics.watch.invalid[kind as usize].fetch_add(1, Relaxed);
     let name = |s: &Option<String>| s.clone().unwrap_or_default();
     tracing::warn!(target: "kubernetes", "skipped malformed object {} {}/{}: {error}", kind.name(), name(&meta.namespace), name(&meta.name));
+}
+
+/// The writer's key of an object: its kind, namespace and name, lower-cased.
+pub(super) fn key(kind: Kind, meta: &Meta) -> ObjectKey {
+    let lower = |s: &Option<String>| s.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let namespace = if kind == Kind::Namespace {
+        String::new()
+    } else {
+        lower(&meta.namespace)
+    };
+    ObjectKey {
+        kind,
+        namespace,
+        name: lower(&meta.name),
+    }
 }

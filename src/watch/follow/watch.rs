@@ -6,14 +6,29 @@ use std::time::{Duration, Instant};
 
 use kube::api::WatchParams;
 
-use super::deliver::{malformed, send};
-use super::{key, End, Follower};
+use super::deliver::{key, malformed, send};
+use super::follower::Follower;
 use crate::store::Record;
 use crate::watch::backoff::Backoff;
 use crate::watch::convert::Invalid;
 use crate::watch::feed::Change;
 use crate::watch::lean::Object;
 use crate::watch::wire::{self, Event, Failure, Frames};
+
+/// How a watch came to an end.
+pub(super) enum End {
+    /// The server closed it (timeout, restart, load balancing).
+    Closed,
+    /// `410 Expired`: the history has moved past our version.
+    Expired,
+    /// Nothing arrived for the watch timeout + 5 s.
+    Stalled,
+    /// Time for the periodic relist.
+    Resync,
+    Failed(Failure),
+    /// The writer is gone (shutdown or reload).
+    Stopped,
+}
 
 /// Watches from `version` (kept current) until the watch ends.
 pub(super) async fn watch<T: Object, F>(

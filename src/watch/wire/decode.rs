@@ -4,8 +4,8 @@
 
 use serde::Deserialize;
 
+use super::failure::Failure;
 use super::failure::StatusBody;
-use super::Failure;
 use crate::watch::lean::{Meta, Object};
 
 /// One decoded watch event.

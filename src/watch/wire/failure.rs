@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::RETRY_AFTER_MAX;
+/// The longest wait a `Retry-After` can ask for.
+pub const RETRY_AFTER_MAX: Duration = crate::watch::backoff::MAX;
 
 /// Why a request or stream failed.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@ use http_body_util::BodyExt;
 use kube::client::Body;
 use serde::de::IgnoredAny;
 
-use super::Failure;
+use super::failure::Failure;
 
 /// A watch response body cut into events: each one complete JSON value,
 /// wherever the chunks split them.
