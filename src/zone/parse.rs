@@ -20,8 +20,8 @@ use hickory_proto::rr::rdata::{CNAME, MX, NS, NULL, PTR};
 use hickory_proto::rr::{Name, RData, Record, RecordSet, RecordType, RrKey};
 
 use super::case::{can_mark, keep_case, kept};
+use super::index::{Node, Zone};
 use super::text::{at_origin, dropped, rewrite, undot, which_type, with_default_ttl};
-use super::Zone;
 
 /// Reads and parses the zone file at `path` for `origin`.
 pub fn parse_file(path: &Path, origin: &Name) -> Result<Zone, String> {
@@ -70,7 +70,7 @@ fn read(text: &str, path: Option<&Path>, origin: &Name) -> Result<(bool, BTreeMa
 fn index(origin: Name, sets: BTreeMap<RrKey, RecordSet>, keep: bool) -> Result<Zone, String> {
     let mut soa = None;
     let mut apex_ns = Vec::new();
-    let mut nodes: HashMap<Name, super::Node> = HashMap::new();
+    let mut nodes: HashMap<Name, Node> = HashMap::new();
     let mut dnames = HashMap::new();
     for (_, set) in sets {
         for record in set.records_without_rrsigs().filter(|r| !dropped(r)) {
@@ -117,7 +117,7 @@ fn index(origin: Name, sets: BTreeMap<RrKey, RecordSet>, keep: bool) -> Result<Z
 }
 
 /// The origin, every owner and every name between them and the origin.
-fn names(origin: &Name, nodes: &HashMap<Name, super::Node>) -> HashSet<Name> {
+fn names(origin: &Name, nodes: &HashMap<Name, Node>) -> HashSet<Name> {
     let mut names = HashSet::new();
     names.insert(origin.clone());
     for owner in nodes.keys() {
