@@ -1,39 +1,12 @@
-//! Running a compiled expression: values, operators with expr-lang's
-//! rules (int arithmetic checked, `/` always float, `+` joins strings),
-//! and the functions. Every failure is an error, never a panic.
+//! Running a compiled expression: operators with expr-lang's rules (int
+//! arithmetic checked, `/` always float, `+` joins strings) and the
+//! functions, over [`super::value::Value`]s. Every failure is an error,
+//! never a panic.
 
-use std::fmt;
 use std::net::IpAddr;
 
 use super::parse::Node;
-
-/// A value of the expr language.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    Int(i64),
-    Float(f64),
-    Str(String),
-    Bool(bool),
-    Array(Vec<Value>),
-    Nil,
-}
-
-impl fmt::Display for Value {
-    /// As Go's templates print the value.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Int(n) => write!(f, "{n}"),
-            Value::Float(x) => write!(f, "{x}"),
-            Value::Str(s) => f.write_str(s),
-            Value::Bool(b) => write!(f, "{b}"),
-            Value::Array(items) => {
-                let parts: Vec<String> = items.iter().map(ToString::to_string).collect();
-                write!(f, "[{}]", parts.join(" "))
-            }
-            Value::Nil => f.write_str("<nil>"),
-        }
-    }
-}
+use super::value::Value;
 
 /// What an expression may read of the query.
 #[derive(Debug, Clone, Default)]

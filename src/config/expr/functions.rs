@@ -2,7 +2,7 @@
 //! arguments and result: the table the parser types a call against and
 //! `reserved` names a variable against.
 
-use super::Ty;
+use super::typing::Ty;
 
 /// A function: name, argument types (`Any` takes anything; a predicate's
 /// second argument is an expression on `#`), result type.

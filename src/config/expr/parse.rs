@@ -3,13 +3,13 @@
 
 use super::functions::{FUNCTIONS, PER_REQUEST, PREDICATES, REFUSED};
 use super::lex::Tok;
-use super::typing::{arith_type, check_cmp, fail, want};
-use super::{CompileError, Ty};
+use super::typing::{arith_type, check_cmp, fail, want, CompileError, Ty};
+use super::value::Value;
 
 /// A node of the tree.
 #[derive(Debug, Clone)]
 pub enum Node {
-    Lit(super::Value),
+    Lit(Value),
     /// The value of the variable with this index.
     Var(usize),
     /// `#`: the element a predicate looks at.
@@ -211,9 +211,9 @@ impl<'a> Parser<'a> {
         };
         self.i += 1;
         match tok {
-            Tok::Int(n) => Ok((Node::Lit(super::Value::Int(n)), Ty::Int)),
-            Tok::Float(f) => Ok((Node::Lit(super::Value::Float(f)), Ty::Float)),
-            Tok::Str(s) => Ok((Node::Lit(super::Value::Str(s)), Ty::Str)),
+            Tok::Int(n) => Ok((Node::Lit(Value::Int(n)), Ty::Int)),
+            Tok::Float(f) => Ok((Node::Lit(Value::Float(f)), Ty::Float)),
+            Tok::Str(s) => Ok((Node::Lit(Value::Str(s)), Ty::Str)),
             Tok::Op("(") => {
                 let inner = self.expr()?;
                 self.expect(")")?;
@@ -246,8 +246,8 @@ impl<'a> Parser<'a> {
 
     fn name(&mut self, name: &str, at: usize) -> Parsed {
         match name {
-            "true" | "false" => return Ok((Node::Lit(super::Value::Bool(name == "true")), Ty::Bool)),
-            "nil" => return Ok((Node::Lit(super::Value::Nil), Ty::Nil)),
+            "true" | "false" => return Ok((Node::Lit(Value::Bool(name == "true")), Ty::Bool)),
+            "nil" => return Ok((Node::Lit(Value::Nil), Ty::Nil)),
             _ => {}
         }
         if let Some(k) = self.vars.iter().position(|(n, _)| n == name) {

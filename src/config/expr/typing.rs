@@ -1,8 +1,44 @@
-//! The operators' typing rules: which operand types an operator takes
-//! and what it yields, each misuse an error at its offset with Go's
-//! wording (`invalid operation: ... (mismatched types ...)`).
+//! The static types and the operators' typing rules: which operand types
+//! an operator takes and what it yields, each misuse a [`CompileError`]
+//! at its offset with Go's wording (`invalid operation: ... (mismatched
+//! types ...)`).
 
-use super::{CompileError, Ty};
+/// A value's static type (`Any` where only the run knows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    Int,
+    Float,
+    Str,
+    Bool,
+    Array,
+    Nil,
+    Any,
+}
+
+impl Ty {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Ty::Int => "int",
+            Ty::Float => "float",
+            Ty::Str => "string",
+            Ty::Bool => "bool",
+            Ty::Array => "array",
+            Ty::Nil => "nil",
+            Ty::Any => "interface",
+        }
+    }
+
+    pub(super) fn numeric(self) -> bool {
+        matches!(self, Ty::Int | Ty::Float | Ty::Any)
+    }
+}
+
+/// A compile error: the message and the byte offset in the source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompileError {
+    pub offset: usize,
+    pub message: String,
+}
 
 /// An error at `offset`.
 pub fn fail<T>(offset: usize, message: String) -> Result<T, CompileError> {
