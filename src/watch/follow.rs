@@ -75,7 +75,7 @@ struct Progress {
 }
 
 /// What a follower does after a list attempt.
-enum Listed {
+enum Next {
     /// Watch from the list's resourceVersion.
     Watch,
     /// List again (after the wait the failure asked for).
@@ -104,9 +104,9 @@ where
         let fresh = at.version.is_none();
         if fresh {
             match relist::<T, F>(&f, &mut at).await {
-                Listed::Watch => {}
-                Listed::Again => continue,
-                Listed::Stop => return,
+                Next::Watch => {}
+                Next::Again => continue,
+                Next::Stop => return,
             }
         } else {
             f.metrics.watch.resumes[kind as usize][at.reason as usize].fetch_add(1, Relaxed);
@@ -147,7 +147,7 @@ where
 /// how the list failed: a missing MCS CRD is an empty list looked for
 /// again slowly, an expired continue token starts over, any other failure
 /// backs off.
-async fn relist<T, F>(f: &Follower<F>, at: &mut Progress) -> Listed
+async fn relist<T, F>(f: &Follower<F>, at: &mut Progress) -> Next
 where
     T: Object,
     F: Fn(&T) -> Result<Option<Record>, Invalid> + Send + Sync + 'static,
@@ -168,9 +168,9 @@ where
             let took = started.elapsed().as_secs_f64();
             tracing::info!(target: "kubernetes", "{}: listed {count} objects in {took:.2} s", kind.name());
             at.version = Some(rv);
-            Listed::Watch
+            Next::Watch
         }
-        Ok(None) => Listed::Stop,
+        Ok(None) => Next::Stop,
         Err(e) if e.code() == Some(404) && kind == Kind::ServiceImport => {
             // The MCS CRD is not installed: served as an empty list
             // (readiness never waits on it), asked again slowly.
@@ -179,11 +179,11 @@ where
             }
             at.crd_missing = true;
             if f.tx.send(Change::RelistDone(kind)).await.is_err() || sleep_or_stop(f, at.crd_wait).await {
-                return Listed::Stop;
+                return Next::Stop;
             }
             at.crd_wait = (at.crd_wait * 2).min(MISSING_CRD_RETRY);
             at.reason = Reason::Error;
-            Listed::Again
+            Next::Again
         }
         Err(e) if e.code() == Some(410) => {
             // A continue token expired: the list starts over
@@ -193,16 +193,16 @@ where
             tracing::info!(target: "kubernetes", "{}: the list's continue token expired ({e}); listing again from the start", kind.name());
             let wait = at.backoff.failed_asking(Instant::now(), e.retry_after());
             if sleep_or_stop(f, wait).await {
-                return Listed::Stop;
+                return Next::Stop;
             }
-            Listed::Again
+            Next::Again
         }
         Err(e) => {
             at.reason = Reason::Error;
             if wait_after(f, &mut at.backoff, &mut at.log, &e).await {
-                return Listed::Stop;
+                return Next::Stop;
             }
-            Listed::Again
+            Next::Again
         }
     }
 }

@@ -1,6 +1,6 @@
 //! A loaded zone's index: the records by owner and type, the SOA and the
 //! apex NS set kept apart as CoreDNS keeps them, DNAME owners with their
-//! targets, and every name that exists; [`super::parse`] builds it and
+//! targets, and every name that exists; [`super::parse()`] builds it and
 //! [`super::lookup`] reads it.
 
 use std::collections::{HashMap, HashSet};
