@@ -7,8 +7,17 @@
 //!   beside it);
 //! - no cycle among the children of any module, at any depth: nowhere in
 //!   `src/` do two files import each other, directly or around a loop;
-//! - no file under `src/query/` over 400 lines, no function of the query
-//!   path over 60 (`layout/size.rs`).
+//! - no import runs back up: a folder's root file (`mod.rs`, or `NAME.rs`
+//!   beside `NAME/`) sits above the files it declares, so none of them
+//!   uses it or any root further up (`use super::Thing` where `Thing` is
+//!   the root's, `crate::store::X` from inside `store/`): such an import
+//!   makes the root and its child a loop the check among siblings cannot
+//!   see. Inside `src/config` at most [`BACK_UP_IN_CONFIG`];
+//! - no file in `src/` over 400 lines, no function over 60
+//!   (`layout/size.rs`);
+//! - what the move into per-directive plugin homes has not reached yet is
+//!   listed, with its size, in [`PENDING_PLUGIN_HOME`]; the list only
+//!   shrinks.
 //!
 //! Each rule is also run on a small synthetic tree that breaks it, so a
 //! rule that cannot fail fails here.
@@ -18,9 +27,45 @@ mod graph;
 #[path = "layout/size.rs"]
 mod size;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use graph::{cycles, Graph, Module};
+use size::Oversize;
+
+/// Imports that may run back up inside `src/config` (its files parse
+/// into the types its root declares; the rest of `src/` has none).
+const BACK_UP_IN_CONFIG: usize = 5;
+
+/// What is still over a limit in the parts of `src/` being moved into
+/// per-directive plugin homes (issue 37: `app.rs`, `config/`, `query/`,
+/// `metrics/catalogue.rs`; and `fuzzing/`, which leaves the public API),
+/// each with its size when listed: lines of a file or a function, or how
+/// many imports run back up in a folder. The test fails for an offender
+/// not listed here, for a listed one that grew past its size, and for a
+/// listed one that is no longer over its limit (delete its line): the
+/// list only shrinks.
+const PENDING_PLUGIN_HOME: &[(&str, usize)] = &[
+    // files over 400 lines
+    ("src/app.rs", 687),
+    ("src/config/blocks.rs", 437),
+    ("src/metrics/catalogue.rs", 567),
+    // functions over 60 lines
+    ("src/app.rs: fn block", 96),
+    ("src/app.rs: fn run", 91),
+    ("src/config/acl.rs: fn policy", 75),
+    ("src/config/cache.rs: fn serve_stale", 65),
+    ("src/config/errors.rs: fn consolidate", 62),
+    ("src/config/forward.rs: fn parse", 77),
+    ("src/config/plugins.rs: fn server", 98),
+    ("src/config/rewrite.rs: fn name_rule", 66),
+    ("src/config/rewrite_edns.rs: fn parse", 70),
+    ("src/fuzzing/hits.rs: fn check", 65),
+    // imports that run back up (in src/config, those past the 5 allowed)
+    ("src/config: imports back up", 33),
+    ("src/fuzzing: imports back up", 3),
+    ("src/query: imports back up", 34),
+];
 
 fn m(path: &str) -> Module {
     path.split("::").filter(|s| !s.is_empty()).map(str::to_string).collect()
@@ -50,6 +95,65 @@ fn violations(g: &Graph) -> Vec<String> {
     out
 }
 
+/// The imports that run back up (a module using one of its ancestors),
+/// one finding per top-level folder with more than it may have.
+fn back_up(g: &Graph) -> Vec<Oversize> {
+    let mut per: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for ((from, to), at) in &g.edges {
+        if to.len() < from.len() && from.starts_with(to) {
+            let edge = format!("{} -> {} ({at})", graph::name(from), graph::name(to));
+            per.entry(format!("src/{}", from[0])).or_default().push(edge);
+        }
+    }
+    per.into_iter()
+        .map(|(folder, edges)| {
+            let limit = if folder == "src/config" { BACK_UP_IN_CONFIG } else { 0 };
+            Oversize {
+                key: format!("{folder}: imports back up"),
+                len: edges.len(),
+                limit,
+                message: format!(
+                    "{folder}: {} imports run back up, more than {limit}:\n    {}",
+                    edges.len(),
+                    edges.join("\n    ")
+                ),
+            }
+        })
+        .filter(|o| o.len > o.limit)
+        .collect()
+}
+
+/// Everything over a limit, judged against a pending list: an unlisted
+/// offender, a listed one grown past its entry, and an entry no longer
+/// over its limit are each one message.
+fn judge(over: &[Oversize], pending: &[(&str, usize)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for o in over {
+        match pending.iter().find(|(key, _)| *key == o.key) {
+            None => out.push(o.message.clone()),
+            Some((_, listed)) if o.len > *listed => {
+                out.push(format!("{} (PENDING_PLUGIN_HOME allows {listed}: it grew)", o.message));
+            }
+            Some(_) => {}
+        }
+    }
+    for (key, listed) in pending {
+        if !over.iter().any(|o| o.key == *key) {
+            out.push(format!(
+                "{key} (listed at {listed}) is no longer over its limit: delete its line from PENDING_PLUGIN_HOME"
+            ));
+        }
+    }
+    out
+}
+
+/// Every file, function and folder of `files` over its limit.
+fn over_limits(files: &[(String, String)], g: &Graph) -> Vec<Oversize> {
+    let mut over = size::oversize(files);
+    over.extend(back_up(g));
+    over
+}
+
 fn source() -> Graph {
     Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
 }
@@ -71,8 +175,8 @@ fn the_crate_keeps_the_architecture() {
     assert!(found.is_empty(), "{}", found.join("\n"));
     let files = size::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     assert!(files.len() > 100, "read only {} files of src/", files.len());
-    let oversize = size::oversize(&files);
-    assert!(oversize.is_empty(), "{}", oversize.join("\n"));
+    let found = judge(&over_limits(&files, &g), PENDING_PLUGIN_HOME);
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
 /// A small crate that breaks every rule once.
@@ -116,6 +220,22 @@ fn broken() -> Vec<(String, String)> {
         file("query/forward/upstream.rs", "use super::doh::H;\npub struct U;\n"),
         file("config/plugins.rs", "use super::blocks::Block;\npub struct Plugin;\n"),
         file("config/blocks.rs", "use super::{plugins::Plugin, rewrite::Rule};\npub struct Block;\n"),
+        // six imports back up in config, one more than it may have
+        file("config/mod.rs", "pub struct Server;\n"),
+        file("config/bufsize.rs", "use super::Server;\n"),
+        file("config/chaos.rs", "use super::Server;\n"),
+        file("config/hosts.rs", "use super::Server;\n"),
+        file("config/log.rs", "use super::Server;\n"),
+        file("config/reload.rs", "use super::Server;\n"),
+        file("config/whoami.rs", "fn f(_: &crate::config::Server) {}\n"),
+        // one back up anywhere else
+        file("zone/mod.rs", "mod parse;\npub struct Zone;\n"),
+        file("zone/parse.rs", "pub fn parse() -> super::Zone { super::Zone }\n"),
+        // a long file and function outside the query path
+        (
+            "app.rs".to_string(),
+            format!("pub fn run() {{\n{}}}\n{}", "    let _ = 1;\n".repeat(60), "\n".repeat(340)),
+        ),
     ]
 }
 
@@ -159,21 +279,61 @@ fn each_rule_fails_on_a_tree_that_breaks_it() {
     assert!(!has("query must not use watch"), "{found:#?}");
     assert!(g.edges.contains_key(&(m("metrics::zone"), m("store"))));
     assert!(g.edges.contains_key(&(m("query::tcp"), m("query::log"))));
-    let oversize = size::oversize(&broken());
-    assert!(
-        oversize.iter().any(|f| f.starts_with("src/query/big.rs: 402 lines")),
-        "{oversize:#?}"
-    );
-    assert!(
-        oversize
-            .iter()
-            .any(|f| f.starts_with("src/query/big.rs:1: fn long is 61 lines")),
-        "{oversize:#?}"
-    );
+    let oversize: Vec<String> = size::oversize(&broken()).into_iter().map(|o| o.message).collect();
+    for needle in [
+        "src/query/big.rs: 402 lines",
+        "src/query/big.rs:1: fn long is 61 lines",
+        "src/app.rs: 402 lines",
+        "src/app.rs:1: fn run is 62 lines",
+    ] {
+        assert!(
+            oversize.iter().any(|f| f.starts_with(needle)),
+            "{needle}: {oversize:#?}"
+        );
+    }
     assert_eq!(
         oversize.len(),
-        2,
+        4,
         "braces in strings, chars and comments and test code count: {oversize:#?}"
+    );
+    let back: Vec<String> = back_up(&g).into_iter().map(|o| o.message).collect();
+    assert!(
+        back.iter()
+            .any(|f| f.starts_with("src/config: 6 imports run back up, more than 5")
+                && f.contains("crate::config::whoami -> crate::config (src/config/whoami.rs:1)")),
+        "{back:#?}"
+    );
+    assert!(
+        back.iter()
+            .any(|f| f.starts_with("src/zone: 1 imports run back up, more than 0")
+                && f.contains("crate::zone::parse -> crate::zone (src/zone/parse.rs:1)")),
+        "{back:#?}"
+    );
+    assert_eq!(back.len(), 2, "siblings and paths down are not back up: {back:#?}");
+}
+
+/// The pending list passes what it lists at its size, and fails for an
+/// offender it leaves out, one that grew, and an entry that is mended.
+#[test]
+fn the_pending_list_only_shrinks() {
+    let over = over_limits(&broken(), &Graph::from_files(&broken()));
+    let listed: Vec<(&str, usize)> = over.iter().map(|o| (o.key.as_str(), o.len)).collect();
+    assert_eq!(listed.len(), 6, "{listed:#?}");
+    assert!(judge(&over, &listed).is_empty());
+    let without_first = judge(&over, &listed[1..]);
+    assert_eq!(without_first, [over[0].message.clone()]);
+    let mut smaller = listed.clone();
+    smaller[0].1 -= 1;
+    let grown = judge(&over, &smaller);
+    assert!(
+        grown.len() == 1 && grown[0].ends_with(&format!("allows {}: it grew)", smaller[0].1)),
+        "{grown:#?}"
+    );
+    let mut mended = listed.clone();
+    mended.push(("src/query/tcp.rs: fn run", 61));
+    assert_eq!(
+        judge(&over, &mended),
+        ["src/query/tcp.rs: fn run (listed at 61) is no longer over its limit: delete its line from PENDING_PLUGIN_HOME"]
     );
 }
 
@@ -193,13 +353,18 @@ fn the_rules_pass_once_the_tree_is_mended() {
                 "config/plugins.rs" => "pub struct Plugin;\n".to_string(),
                 "query/big.rs" => "fn long() {}\n".to_string(),
                 "query/forward/upstream.rs" => "pub struct U;\n".to_string(),
+                "config/whoami.rs" => "pub struct Whoami;\n".to_string(),
+                "zone/mod.rs" => "mod parse;\npub use parse::Zone;\n".to_string(),
+                "zone/parse.rs" => "pub struct Zone;\n".to_string(),
+                "app.rs" => "pub fn run() {}\n".to_string(),
                 _ => text,
             };
             (path, text)
         })
         .collect();
-    let found = violations(&Graph::from_files(&mended));
+    let g = Graph::from_files(&mended);
+    let found = violations(&g);
     assert!(found.is_empty(), "{found:#?}");
-    let oversize = size::oversize(&mended);
-    assert!(oversize.is_empty(), "{oversize:#?}");
+    let over = judge(&over_limits(&mended, &g), &[]);
+    assert!(over.is_empty(), "five imports back up in config are allowed: {over:#?}");
 }

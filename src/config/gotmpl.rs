@@ -20,7 +20,9 @@
 use std::fmt::Write as _;
 
 mod eval;
+mod tree;
 pub use eval::{Data, Value};
+use tree::{Command, Func, Operand, Pipeline};
 
 /// A parsed template and the text it came from.
 #[derive(Debug, Clone)]
@@ -56,43 +58,6 @@ fn target<'a>(top: &'a mut Vec<Node>, open: &'a mut [Open]) -> &'a mut Vec<Node>
         Some(o) => &mut o.then,
         None => top,
     }
-}
-
-#[derive(Debug, Clone)]
-struct Pipeline(Vec<Command>);
-
-#[derive(Debug, Clone)]
-struct Command(Vec<Operand>);
-
-#[derive(Debug, Clone)]
-enum Operand {
-    Dot,
-    Field(Vec<String>),
-    Str(String),
-    Int(i64),
-    Bool(bool),
-    Func(Func),
-    Sub(Pipeline),
-}
-
-/// The functions templates may call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Func {
-    ParseInt,
-    Index,
-    Len,
-    Printf,
-    Print,
-    Println,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    And,
-    Or,
-    Not,
 }
 
 const FUNCS: [(&str, Func); 15] = [
@@ -165,35 +130,7 @@ impl Template {
                 body = &body[..body.len() - 1];
             }
             rest = &inner[close + 2..];
-            let body = body.trim();
-            if body.starts_with("/*") && body.ends_with("*/") {
-                continue;
-            }
-            if let Some(cond) = body.strip_prefix("if ") {
-                let cond = parse_pipeline(cond)?;
-                ifs.push(Open {
-                    cond,
-                    then: Vec::new(),
-                    otherwise: None,
-                });
-                continue;
-            }
-            let depth = ifs.len();
-            match (body, ifs.last_mut()) {
-                ("else", Some(o)) if o.otherwise.is_none() => o.otherwise = Some(Vec::new()),
-                ("else" | "end", _) if depth == 0 => return Err(format!("unexpected {{{{{body}}}}}")),
-                ("else", _) => return Err("{{else}} after {{else}}".into()),
-                ("end", _) => {
-                    if let Some(o) = ifs.pop() {
-                        let node = Node::If(o.cond, o.then, o.otherwise.unwrap_or_default());
-                        target(&mut nodes, &mut ifs).push(node);
-                    }
-                }
-                _ => {
-                    let pipeline = parse_pipeline(body)?;
-                    target(&mut nodes, &mut ifs).push(Node::Action(pipeline));
-                }
-            }
+            action(body.trim(), &mut nodes, &mut ifs)?;
         }
         if !ifs.is_empty() {
             return Err("unexpected EOF: {{if}} without {{end}}".into());
@@ -212,6 +149,41 @@ impl Template {
         run(&self.nodes, data, &mut out)?;
         Ok(out)
     }
+}
+
+/// Reads one action's `body` into the tree: a comment (dropped), an
+/// `if`, `else` or `end` (opening and closing branches in `ifs`), or a
+/// pipeline.
+fn action(body: &str, nodes: &mut Vec<Node>, ifs: &mut Vec<Open>) -> Result<(), String> {
+    if body.starts_with("/*") && body.ends_with("*/") {
+        return Ok(());
+    }
+    if let Some(cond) = body.strip_prefix("if ") {
+        let cond = parse_pipeline(cond)?;
+        ifs.push(Open {
+            cond,
+            then: Vec::new(),
+            otherwise: None,
+        });
+        return Ok(());
+    }
+    let depth = ifs.len();
+    match (body, ifs.last_mut()) {
+        ("else", Some(o)) if o.otherwise.is_none() => o.otherwise = Some(Vec::new()),
+        ("else" | "end", _) if depth == 0 => return Err(format!("unexpected {{{{{body}}}}}")),
+        ("else", _) => return Err("{{else}} after {{else}}".into()),
+        ("end", _) => {
+            if let Some(o) = ifs.pop() {
+                let node = Node::If(o.cond, o.then, o.otherwise.unwrap_or_default());
+                target(nodes, ifs).push(node);
+            }
+        }
+        _ => {
+            let pipeline = parse_pipeline(body)?;
+            target(nodes, ifs).push(Node::Action(pipeline));
+        }
+    }
+    Ok(())
 }
 
 fn run(nodes: &[Node], data: &Data<'_>, out: &mut String) -> Result<(), String> {

@@ -18,7 +18,7 @@ use prost::Message as _;
 
 use super::proto::{self, Dnstap, Kind, Message};
 use super::queue::Batch;
-use super::{Record, Side};
+use super::record::{Record, Side};
 use crate::config::dnstap::DnstapConfig;
 
 /// The message field of `Dnstap`.

@@ -24,7 +24,11 @@ mod listen;
 mod message;
 pub mod proto;
 mod queue;
+mod record;
 mod sink;
+
+pub(crate) use record::Record;
+pub use record::Side;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -33,53 +37,6 @@ use std::time::Instant;
 
 use crate::config::dnstap::DnstapConfig;
 use crate::metrics::Metrics;
-
-/// Which pair of dnstap messages a [`Record`] becomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// CLIENT_QUERY and CLIENT_RESPONSE: `peer` is the client.
-    Client,
-    /// FORWARDER_QUERY, and FORWARDER_RESPONSE when an answer came: `peer`
-    /// is the upstream, `local` our end of the socket.
-    Forwarder,
-}
-
-/// One query and its answer, as queued for the writer: fixed size, the
-/// wire messages (with `full`) kept beside it in the queue's batch.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Record {
-    side: Side,
-    tcp: bool,
-    peer: SocketAddr,
-    local: Option<SocketAddr>,
-    asked: Instant,
-    /// When the answer was sent (client) or came (forwarder); `None`: no
-    /// answer came.
-    answered: Option<Instant>,
-    /// Ranges of the batch's wire bytes; empty without `full`.
-    query: (u32, u32),
-    reply: (u32, u32),
-}
-
-impl Record {
-    fn new(side: Side, peer: SocketAddr, tcp: bool, asked: Instant) -> Record {
-        Record {
-            side,
-            tcp,
-            peer,
-            local: None,
-            asked,
-            answered: None,
-            query: (0, 0),
-            reply: (0, 0),
-        }
-    }
-
-    /// How many dnstap messages this becomes.
-    fn messages(&self) -> u64 {
-        1 + u64::from(self.answered.is_some())
-    }
-}
 
 /// One `dnstap` directive's end of the queue.
 struct Tap {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::Record;
+use super::record::Record;
 
 /// Slots per queue: more than the threads that usually push.
 pub(super) const SLOTS: usize = 8;

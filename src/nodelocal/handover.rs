@@ -57,7 +57,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::lease::Phase;
-use super::NodeLocal;
+use super::node::NodeLocal;
 use crate::metrics::Metrics;
 use crate::query::udp;
 use crate::store::Store;

@@ -18,8 +18,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::addrs::AddrIndex;
+use super::maps::IMap;
 use super::records::{Endpoint, Port, ServiceId, Slice};
-use super::IMap;
 
 /// What a ServiceImport's own name resolves to (`spec.type`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -102,17 +102,36 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
         Some(p) => Some(persist::restore(p, &cfg, &mut writer, &store, &metrics).await),
         None => None,
     };
-    let api = loop {
-        match client(&cfg, Some(metrics.clone())).await {
-            Ok(c) => break Arc::new(c),
+    let api = connect(&cfg, &metrics).await;
+    let (tx, rx) = mpsc::channel(4096);
+    spawn_followers(&cfg, &api, &tx, &metrics, &kinds);
+    drop(tx);
+    write(rx, writer, &store, &metrics, saver).await;
+}
+
+/// The API client, built again every 5 s until it can be.
+async fn connect(cfg: &KubernetesConfig, metrics: &Arc<Metrics>) -> Arc<Api> {
+    loop {
+        match client(cfg, Some(metrics.clone())).await {
+            Ok(c) => return Arc::new(c),
             Err(e) => {
                 tracing::error!(target: "kubernetes", "cannot build the API client: {e}; retrying in 5s");
                 tokio::time::sleep(Duration::from_secs(5)).await;
             }
         }
-    };
-    let (tx, rx) = mpsc::channel(4096);
-    for kind in &kinds {
+    }
+}
+
+/// One follower task per watched kind, each with its request and its
+/// conversion, all sending to `tx`.
+fn spawn_followers(
+    cfg: &Arc<KubernetesConfig>,
+    api: &Arc<Api>,
+    tx: &mpsc::Sender<Change>,
+    metrics: &Arc<Metrics>,
+    kinds: &[Kind],
+) {
+    for kind in kinds {
         let c = cfg.clone();
         let target = |resource, path, metadata_only, labels: Option<&String>, fields: Option<&str>| Target {
             kind: *kind,
@@ -127,40 +146,38 @@ pub async fn run(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Met
             Kind::Namespace if cfg.namespace_labels.is_some() => {
                 let t = target("namespaces", "/api/v1/namespaces", true, None, None);
                 let convert = move |o: &lean::Namespace| super::convert::namespace(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
             }
             Kind::Namespace => {
                 let t = target("namespaces", "/api/v1/namespaces", true, None, None);
                 let convert = move |o: &lean::NamespaceName| super::convert::namespace_meta(&c, &o.metadata);
-                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
             }
             Kind::Service => {
                 let t = target("services", "/api/v1/services", false, cfg.labels_text.as_ref(), None);
                 let convert = move |o: &lean::Service| super::convert::service(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
             }
             Kind::EndpointSlice => {
                 let path = "/apis/discovery.k8s.io/v1/endpointslices";
                 let t = target("endpointslices.discovery.k8s.io", path, false, None, None);
                 let convert = move |o: &lean::EndpointSlice| super::convert::endpoint_slice(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
             }
             Kind::ServiceImport => {
                 let path = "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports";
                 let t = target("serviceimports.multicluster.x-k8s.io", path, false, None, None);
                 let convert = move |o: &lean::ServiceImport| super::convert::service_import(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
             }
             Kind::Pod => {
                 let running = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown";
                 let t = target("pods", "/api/v1/pods", false, None, Some(running));
                 let convert = move |o: &lean::Pod| super::convert::pod(&c, o);
-                tokio::spawn(follow::run(follower(&cfg, &api, &tx, &metrics, t, convert)));
+                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
             }
         }
     }
-    drop(tx);
-    write(rx, writer, &store, &metrics, saver).await;
 }
 
 fn follower<F>(
@@ -216,7 +233,7 @@ async fn write(
         }
         let was_synced = store.synced();
         let published = writer.publish(store, unix_now());
-        super::record(&mut writer, metrics);
+        super::feed::record(&mut writer, metrics);
         if !was_synced && store.synced() {
             tracing::info!(target: "kubernetes", "synced: every watched kind listed; serving {} services", store.load().service_count());
         }

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use crate::config::{KubernetesConfig, Source};
 use crate::metrics::Metrics;
-use crate::store::{Store, Writer};
+use crate::store::Store;
 
 /// How often a snapshot file is checked for changes.
 pub const SNAPSHOT_POLL: Duration = Duration::from_secs(1);
@@ -37,17 +37,5 @@ pub fn start(cfg: Arc<KubernetesConfig>, store: Arc<Store>, metrics: Arc<Metrics
     match &cfg.source {
         Source::Snapshot(path) => tokio::spawn(snapshot::run(path.clone(), cfg.clone(), store, metrics, SNAPSHOT_POLL)),
         Source::Api { .. } => tokio::spawn(api::run(cfg.clone(), store, metrics)),
-    }
-}
-
-/// Updates the object gauges and the programming latency after a publish.
-pub fn record(writer: &mut Writer, metrics: &Metrics) {
-    for (gauge, count) in metrics.watch.objects.iter().zip(writer.counts()) {
-        gauge.store(count as u64, std::sync::atomic::Ordering::Relaxed);
-    }
-    let now = std::time::SystemTime::now();
-    for (kind, at) in writer.take_programmed() {
-        let seconds = now.duration_since(at).map_or(0.0, |d| d.as_secs_f64());
-        metrics.watch.programming[kind].observe(seconds);
     }
 }

@@ -192,7 +192,7 @@ pub async fn restore(
             metrics.watch.unconfirmed_written_ms.store(written_ms.max(1), Relaxed);
             w.restored();
             w.publish(store, super::snapshot::unix_now());
-            super::record(&mut w, metrics);
+            super::feed::record(&mut w, metrics);
             let age = SystemTime::now().duration_since(written).unwrap_or_default().as_secs();
             let (services, took) = (store.load().service_count(), started.elapsed().as_secs_f64());
             tracing::warn!(target: "kubernetes", "persist {shown}: serving the state saved {age} s ago ({count} objects, {services} services, loaded in {took:.2} s), not yet confirmed by the API");

@@ -213,7 +213,7 @@ pub async fn run(
         let loaded = tokio::task::spawn_blocking(move || {
             let result = load(&p, &c, &mut w).inspect(|_| {
                 w.publish(&s, unix_now());
-                super::record(&mut w, &m);
+                super::feed::record(&mut w, &m);
             });
             (w, result)
         });

@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use hickory_proto::rr::rdata::CNAME;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::Zone;
+use super::index::Zone;
 
 /// How many lookups one question may start inside the zone (CoreDNS's 8).
 const MAX_DEPTH: usize = 8;

@@ -13,15 +13,15 @@
 //! without a SOA does not load.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use hickory_proto::rr::rdata::{CNAME, MX, NS, NULL, PTR};
-use hickory_proto::rr::{Name, RData, Record, RecordType};
+use hickory_proto::rr::{Name, RData, Record, RecordSet, RecordType, RrKey};
 
 use super::case::{can_mark, keep_case, kept};
+use super::index::{Node, Zone};
 use super::text::{at_origin, dropped, rewrite, undot, which_type, with_default_ttl};
-use super::Zone;
 
 /// Reads and parses the zone file at `path` for `origin`.
 pub fn parse_file(path: &Path, origin: &Name) -> Result<Zone, String> {
@@ -37,6 +37,13 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
         Some(_) => return Err("NSEC3 zones are not supported (CoreDNS refuses them too)".into()),
         None => {}
     }
+    let (keep, sets) = read(text, path, origin)?;
+    index(origin.to_lowercase(), sets, keep)
+}
+
+/// The file's record sets as hickory's parser reads them, and whether
+/// their names carry the case marks ([`super::case`]).
+fn read(text: &str, path: Option<&Path>, origin: &Name) -> Result<(bool, BTreeMap<RrKey, RecordSet>), String> {
     let text = &*super::words::one_line(text);
     let markable = can_mark(text);
     let rewritten = rewrite(text);
@@ -55,10 +62,15 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
         Err(_) if markable => (false, read(false)?),
         Err(e) => return Err(e),
     };
-    let origin = origin.to_lowercase();
+    Ok((keep, sets))
+}
+
+/// The zone of the records: its SOA, the apex NS, the nodes by owner,
+/// the DNAMEs and every name that exists (the empty non-terminals too).
+fn index(origin: Name, sets: BTreeMap<RrKey, RecordSet>, keep: bool) -> Result<Zone, String> {
     let mut soa = None;
     let mut apex_ns = Vec::new();
-    let mut nodes: HashMap<Name, super::Node> = HashMap::new();
+    let mut nodes: HashMap<Name, Node> = HashMap::new();
     let mut dnames = HashMap::new();
     for (_, set) in sets {
         for record in set.records_without_rrsigs().filter(|r| !dropped(r)) {
@@ -93,14 +105,7 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
         }
     }
     let soa = soa.ok_or_else(|| format!("zone {origin} has no SOA record"))?;
-    let mut names = HashSet::new();
-    names.insert(origin.clone());
-    for owner in nodes.keys() {
-        let mut n = owner.clone();
-        while n.num_labels() > origin.num_labels() && names.insert(n.clone()) {
-            n = n.base_name();
-        }
-    }
+    let names = names(&origin, &nodes);
     Ok(Zone {
         origin,
         soa,
@@ -109,6 +114,19 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
         dnames,
         names,
     })
+}
+
+/// The origin, every owner and every name between them and the origin.
+fn names(origin: &Name, nodes: &HashMap<Name, Node>) -> HashSet<Name> {
+    let mut names = HashSet::new();
+    names.insert(origin.clone());
+    for owner in nodes.keys() {
+        let mut n = owner.clone();
+        while n.num_labels() > origin.num_labels() && names.insert(n.clone()) {
+            n = n.base_name();
+        }
+    }
+    names
 }
 
 /// A record as CoreDNS stores it: every name as the file writes it (see

@@ -1,39 +1,12 @@
-//! Running a compiled expression: values, operators with expr-lang's
-//! rules (int arithmetic checked, `/` always float, `+` joins strings),
-//! and the functions. Every failure is an error, never a panic.
+//! Running a compiled expression: operators with expr-lang's rules (int
+//! arithmetic checked, `/` always float, `+` joins strings) and the
+//! functions, over [`super::value::Value`]s. Every failure is an error,
+//! never a panic.
 
-use std::fmt;
 use std::net::IpAddr;
 
 use super::parse::Node;
-
-/// A value of the expr language.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    Int(i64),
-    Float(f64),
-    Str(String),
-    Bool(bool),
-    Array(Vec<Value>),
-    Nil,
-}
-
-impl fmt::Display for Value {
-    /// As Go's templates print the value.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Int(n) => write!(f, "{n}"),
-            Value::Float(x) => write!(f, "{x}"),
-            Value::Str(s) => f.write_str(s),
-            Value::Bool(b) => write!(f, "{b}"),
-            Value::Array(items) => {
-                let parts: Vec<String> = items.iter().map(ToString::to_string).collect();
-                write!(f, "[{}]", parts.join(" "))
-            }
-            Value::Nil => f.write_str("<nil>"),
-        }
-    }
-}
+use super::value::Value;
 
 /// What an expression may read of the query.
 #[derive(Debug, Clone, Default)]
@@ -175,15 +148,17 @@ impl Run<'_, '_> {
         })
     }
 
+    /// Calls the function `f` (typed at load) with its arguments.
     fn call(&self, f: &str, a: &[Value]) -> Out {
+        self.about_the_query(f, a).unwrap_or_else(|| builtin(f, a))
+    }
+
+    /// The functions that read the query and the request; `None` for
+    /// any other.
+    fn about_the_query(&self, f: &str, a: &[Value]) -> Option<Out> {
         let q = self.query;
-        let s = |k: usize| match a.get(k) {
-            Some(Value::Str(s)) => Ok(s.as_str()),
-            Some(other) => Err(format!("{f}: argument {} is {other}, not a string", k + 1)),
-            None => Err(format!("{f}: missing argument")),
-        };
         let text = |v: String| Ok(Value::Str(v));
-        match f {
+        Some(match f {
             "name" => text(q.name.to_string()),
             "type" => text(q.qtype.to_string()),
             "class" => text(q.class.to_string()),
@@ -202,7 +177,7 @@ impl Run<'_, '_> {
                 let key = match a.first() {
                     Some(Value::Int(n)) => n.to_string(),
                     Some(Value::Str(s)) => s.clone(),
-                    _ => return text(String::new()),
+                    _ => return Some(text(String::new())),
                 };
                 text(
                     q.groups
@@ -212,44 +187,60 @@ impl Run<'_, '_> {
                         .unwrap_or_default(),
                 )
             }
-            "incidr" => incidr(s(0)?, s(1)?),
-            "len" => match a.first() {
-                Some(Value::Str(t)) => Ok(Value::Int(t.chars().count() as i64)),
-                Some(Value::Array(v)) => Ok(Value::Int(v.len() as i64)),
-                other => Err(format!("invalid argument for len (type {other:?})")),
-            },
-            "int" => to_int(a.first()),
-            "float" => match a.first() {
-                Some(Value::Int(n)) => Ok(Value::Float(*n as f64)),
-                Some(Value::Float(x)) => Ok(Value::Float(*x)),
-                Some(Value::Str(t)) => t
-                    .trim()
-                    .parse()
-                    .map(Value::Float)
-                    .map_err(|_| format!("invalid float {t:?}")),
-                other => Err(format!("invalid argument for float (type {other:?})")),
-            },
-            "string" => text(a.first().map(ToString::to_string).unwrap_or_default()),
-            "lower" => text(s(0)?.to_lowercase()),
-            "upper" => text(s(0)?.to_uppercase()),
-            "trim" => text(s(0)?.trim().to_string()),
-            "trimPrefix" => text(s(0)?.strip_prefix(s(1)?).unwrap_or(s(0)?).to_string()),
-            "trimSuffix" => text(s(0)?.strip_suffix(s(1)?).unwrap_or(s(0)?).to_string()),
-            "replace" => text(s(0)?.replace(s(1)?, s(2)?)),
-            "split" => Ok(Value::Array(
-                s(0)?.split(s(1)?).map(|p| Value::Str(p.to_string())).collect(),
-            )),
-            "join" => match a.first() {
-                Some(Value::Array(items)) => {
-                    text(items.iter().map(ToString::to_string).collect::<Vec<_>>().join(s(1)?))
-                }
-                _ => Err("join needs an array".into()),
-            },
-            "indexOf" => Ok(Value::Int(s(0)?.find(s(1)?).map_or(-1, |i| i as i64))),
-            "hasPrefix" => Ok(Value::Bool(s(0)?.starts_with(s(1)?))),
-            "hasSuffix" => Ok(Value::Bool(s(0)?.ends_with(s(1)?))),
-            other => Err(format!("unknown function {other}")),
-        }
+            "incidr" => string_arg(f, a, 0).and_then(|ip| incidr(ip, string_arg(f, a, 1)?)),
+            _ => return None,
+        })
+    }
+}
+
+/// Argument `k` of `f`, which must be a string.
+fn string_arg<'a>(f: &str, a: &'a [Value], k: usize) -> Result<&'a str, String> {
+    match a.get(k) {
+        Some(Value::Str(s)) => Ok(s.as_str()),
+        Some(other) => Err(format!("{f}: argument {} is {other}, not a string", k + 1)),
+        None => Err(format!("{f}: missing argument")),
+    }
+}
+
+/// The builtins on values: conversions, strings and arrays.
+fn builtin(f: &str, a: &[Value]) -> Out {
+    let s = |k: usize| string_arg(f, a, k);
+    let text = |v: String| Ok(Value::Str(v));
+    match f {
+        "len" => match a.first() {
+            Some(Value::Str(t)) => Ok(Value::Int(t.chars().count() as i64)),
+            Some(Value::Array(v)) => Ok(Value::Int(v.len() as i64)),
+            other => Err(format!("invalid argument for len (type {other:?})")),
+        },
+        "int" => to_int(a.first()),
+        "float" => match a.first() {
+            Some(Value::Int(n)) => Ok(Value::Float(*n as f64)),
+            Some(Value::Float(x)) => Ok(Value::Float(*x)),
+            Some(Value::Str(t)) => t
+                .trim()
+                .parse()
+                .map(Value::Float)
+                .map_err(|_| format!("invalid float {t:?}")),
+            other => Err(format!("invalid argument for float (type {other:?})")),
+        },
+        "string" => text(a.first().map(ToString::to_string).unwrap_or_default()),
+        "lower" => text(s(0)?.to_lowercase()),
+        "upper" => text(s(0)?.to_uppercase()),
+        "trim" => text(s(0)?.trim().to_string()),
+        "trimPrefix" => text(s(0)?.strip_prefix(s(1)?).unwrap_or(s(0)?).to_string()),
+        "trimSuffix" => text(s(0)?.strip_suffix(s(1)?).unwrap_or(s(0)?).to_string()),
+        "replace" => text(s(0)?.replace(s(1)?, s(2)?)),
+        "split" => Ok(Value::Array(
+            s(0)?.split(s(1)?).map(|p| Value::Str(p.to_string())).collect(),
+        )),
+        "join" => match a.first() {
+            Some(Value::Array(items)) => text(items.iter().map(ToString::to_string).collect::<Vec<_>>().join(s(1)?)),
+            _ => Err("join needs an array".into()),
+        },
+        "indexOf" => Ok(Value::Int(s(0)?.find(s(1)?).map_or(-1, |i| i as i64))),
+        "hasPrefix" => Ok(Value::Bool(s(0)?.starts_with(s(1)?))),
+        "hasSuffix" => Ok(Value::Bool(s(0)?.ends_with(s(1)?))),
+        other => Err(format!("unknown function {other}")),
     }
 }
 

@@ -2,7 +2,7 @@
 //! in single or double quotes, names (keywords are names the parser
 //! knows), and operators.
 
-use super::CompileError;
+use super::typing::CompileError;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tok {

@@ -31,40 +31,15 @@
 //! kept per query).
 
 mod eval;
+mod functions;
 mod lex;
 mod parse;
+mod typing;
+mod value;
 
-pub use eval::{Query, Value, Wire};
-
-/// A value's static type (`Any` where only the run knows).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ty {
-    Int,
-    Float,
-    Str,
-    Bool,
-    Array,
-    Nil,
-    Any,
-}
-
-impl Ty {
-    fn name(self) -> &'static str {
-        match self {
-            Ty::Int => "int",
-            Ty::Float => "float",
-            Ty::Str => "string",
-            Ty::Bool => "bool",
-            Ty::Array => "array",
-            Ty::Nil => "nil",
-            Ty::Any => "interface",
-        }
-    }
-
-    fn numeric(self) -> bool {
-        matches!(self, Ty::Int | Ty::Float | Ty::Any)
-    }
-}
+pub use eval::{Query, Wire};
+pub use typing::{CompileError, Ty};
+pub use value::Value;
 
 /// A compiled expression.
 #[derive(Debug, Clone)]
@@ -77,17 +52,10 @@ pub struct Program {
     pub uses_client: bool,
 }
 
-/// A compile error: the message and the byte offset in the source.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompileError {
-    pub offset: usize,
-    pub message: String,
-}
-
 /// The names a `var` may not take: functions, keywords and literals.
 pub fn reserved(name: &str) -> bool {
-    parse::FUNCTIONS.iter().any(|f| f.0 == name)
-        || parse::REFUSED.contains(&name)
+    functions::FUNCTIONS.iter().any(|f| f.0 == name)
+        || functions::REFUSED.contains(&name)
         || [
             "true",
             "false",

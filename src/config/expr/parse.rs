@@ -1,13 +1,15 @@
 //! The parser: tokens to a tree, each node typed as it is built, so a
 //! misuse is found at load with its offset (the grammar is in `mod.rs`).
 
+use super::functions::{FUNCTIONS, PER_REQUEST, PREDICATES, REFUSED};
 use super::lex::Tok;
-use super::{CompileError, Ty};
+use super::typing::{arith_type, check_cmp, fail, want, CompileError, Ty};
+use super::value::Value;
 
 /// A node of the tree.
 #[derive(Debug, Clone)]
 pub enum Node {
-    Lit(super::Value),
+    Lit(Value),
     /// The value of the variable with this index.
     Var(usize),
     /// `#`: the element a predicate looks at.
@@ -20,60 +22,6 @@ pub enum Node {
     Call(&'static str, Vec<Node>),
 }
 
-/// A function: name, argument types (`Any` takes anything; a predicate's
-/// second argument is an expression on `#`), result type.
-pub type Function = (&'static str, &'static [Ty], Ty);
-
-pub const FUNCTIONS: [Function; 36] = [
-    ("name", &[], Ty::Str),
-    ("type", &[], Ty::Str),
-    ("class", &[], Ty::Str),
-    ("client_ip", &[], Ty::Str),
-    ("proto", &[], Ty::Str),
-    ("size", &[], Ty::Int),
-    ("id", &[], Ty::Int),
-    ("opcode", &[], Ty::Int),
-    ("do", &[], Ty::Bool),
-    ("bufsize", &[], Ty::Int),
-    ("port", &[], Ty::Str),
-    ("incidr", &[Ty::Str, Ty::Str], Ty::Bool),
-    ("metadata", &[Ty::Str], Ty::Str),
-    ("group", &[Ty::Any], Ty::Str),
-    ("len", &[Ty::Any], Ty::Int),
-    ("int", &[Ty::Any], Ty::Int),
-    ("float", &[Ty::Any], Ty::Float),
-    ("string", &[Ty::Any], Ty::Str),
-    ("lower", &[Ty::Str], Ty::Str),
-    ("upper", &[Ty::Str], Ty::Str),
-    ("trim", &[Ty::Str], Ty::Str),
-    ("trimPrefix", &[Ty::Str, Ty::Str], Ty::Str),
-    ("trimSuffix", &[Ty::Str, Ty::Str], Ty::Str),
-    ("replace", &[Ty::Str, Ty::Str, Ty::Str], Ty::Str),
-    ("split", &[Ty::Str, Ty::Str], Ty::Array),
-    ("join", &[Ty::Array, Ty::Str], Ty::Str),
-    ("indexOf", &[Ty::Str, Ty::Str], Ty::Int),
-    ("hasPrefix", &[Ty::Str, Ty::Str], Ty::Bool),
-    ("hasSuffix", &[Ty::Str, Ty::Str], Ty::Bool),
-    ("any", &[Ty::Array, Ty::Bool], Ty::Bool),
-    ("all", &[Ty::Array, Ty::Bool], Ty::Bool),
-    ("none", &[Ty::Array, Ty::Bool], Ty::Bool),
-    ("one", &[Ty::Array, Ty::Bool], Ty::Bool),
-    ("filter", &[Ty::Array, Ty::Bool], Ty::Array),
-    ("map", &[Ty::Array, Ty::Any], Ty::Array),
-    ("count", &[Ty::Array, Ty::Bool], Ty::Int),
-];
-
-/// Functions of CoreDNS's `view` environment that clusterdns's template
-/// cannot see the answer to: the address a query came in on is not kept
-/// per query (a listener may serve several addresses).
-pub const REFUSED: [&str; 2] = ["server_ip", "server_port"];
-
-/// Functions whose value depends on the request beyond its question (the
-/// answer is then not kept for a repeated question).
-const PER_REQUEST: [&str; 8] = ["client_ip", "proto", "size", "id", "opcode", "do", "bufsize", "port"];
-
-const PREDICATES: [&str; 7] = ["any", "all", "none", "one", "filter", "map", "count"];
-
 type Parsed = Result<(Node, Ty), CompileError>;
 
 pub struct Parser<'a> {
@@ -84,10 +32,6 @@ pub struct Parser<'a> {
     /// Inside a predicate's body (`#` is allowed).
     in_predicate: bool,
     pub uses_client: bool,
-}
-
-fn fail<T>(offset: usize, message: String) -> Result<T, CompileError> {
-    Err(CompileError { offset, message })
 }
 
 impl<'a> Parser<'a> {
@@ -267,9 +211,9 @@ impl<'a> Parser<'a> {
         };
         self.i += 1;
         match tok {
-            Tok::Int(n) => Ok((Node::Lit(super::Value::Int(n)), Ty::Int)),
-            Tok::Float(f) => Ok((Node::Lit(super::Value::Float(f)), Ty::Float)),
-            Tok::Str(s) => Ok((Node::Lit(super::Value::Str(s)), Ty::Str)),
+            Tok::Int(n) => Ok((Node::Lit(Value::Int(n)), Ty::Int)),
+            Tok::Float(f) => Ok((Node::Lit(Value::Float(f)), Ty::Float)),
+            Tok::Str(s) => Ok((Node::Lit(Value::Str(s)), Ty::Str)),
             Tok::Op("(") => {
                 let inner = self.expr()?;
                 self.expect(")")?;
@@ -302,8 +246,8 @@ impl<'a> Parser<'a> {
 
     fn name(&mut self, name: &str, at: usize) -> Parsed {
         match name {
-            "true" | "false" => return Ok((Node::Lit(super::Value::Bool(name == "true")), Ty::Bool)),
-            "nil" => return Ok((Node::Lit(super::Value::Nil), Ty::Nil)),
+            "true" | "false" => return Ok((Node::Lit(Value::Bool(name == "true")), Ty::Bool)),
+            "nil" => return Ok((Node::Lit(Value::Nil), Ty::Nil)),
             _ => {}
         }
         if let Some(k) = self.vars.iter().position(|(n, _)| n == name) {
@@ -365,65 +309,4 @@ impl<'a> Parser<'a> {
         self.expect(")")?;
         Ok(vec![array, body?])
     }
-}
-
-fn want(got: Ty, want: Ty, at: usize, op: &str) -> Result<(), CompileError> {
-    if got == want || got == Ty::Any {
-        return Ok(());
-    }
-    fail(
-        at,
-        format!("invalid operation: {op} on {} (want {})", got.name(), want.name()),
-    )
-}
-
-fn check_cmp(op: &str, l: Ty, r: Ty, at: usize) -> Result<(), CompileError> {
-    let any = l == Ty::Any || r == Ty::Any;
-    let ok = match op {
-        "==" | "!=" => any || l == r || (l.numeric() && r.numeric()) || l == Ty::Nil || r == Ty::Nil,
-        "<" | "<=" | ">" | ">=" => any || (l.numeric() && r.numeric()) || (l == Ty::Str && r == Ty::Str),
-        "in" => matches!(r, Ty::Array | Ty::Any),
-        _ => matches!(l, Ty::Str | Ty::Any) && matches!(r, Ty::Str | Ty::Any),
-    };
-    if ok {
-        return Ok(());
-    }
-    fail(
-        at,
-        format!(
-            "invalid operation: {op} (mismatched types {} and {})",
-            l.name(),
-            r.name()
-        ),
-    )
-}
-
-fn arith_type(op: &str, l: Ty, r: Ty, at: usize) -> Result<Ty, CompileError> {
-    let ty = match (op, l, r) {
-        ("+", Ty::Str, Ty::Str) => Some(Ty::Str),
-        ("+", Ty::Str | Ty::Any, Ty::Str | Ty::Any) => Some(Ty::Any),
-        ("%", Ty::Int | Ty::Any, Ty::Int | Ty::Any) => Some(Ty::Int),
-        ("%", ..) => None,
-        ("/", l, r) if l.numeric() && r.numeric() => Some(Ty::Float),
-        (_, Ty::Int, Ty::Int) => Some(Ty::Int),
-        (_, l, r) if l.numeric() && r.numeric() => Some(if l == Ty::Float || r == Ty::Float {
-            Ty::Float
-        } else {
-            Ty::Any
-        }),
-        _ => None,
-    };
-    ty.map_or_else(
-        || {
-            fail(
-                at,
-                format!(
-                    "invalid operation: {op} (mismatched types {} and {})",
-                    l.name(),
-                    r.name()
-                ),
-            )
-        },
-        Ok,
-    )
 }

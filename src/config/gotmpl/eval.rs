@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{Command, Func, Operand, Pipeline};
+use super::tree::{Command, Func, Operand, Pipeline};
 
 /// What a template sees of one matched query.
 #[derive(Debug, Clone, Default)]

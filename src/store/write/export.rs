@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use super::pods::{split_key, Pod};
-use super::Writer;
+use super::pods::split_key;
+use super::writer::{Pod, Writer};
 use crate::store::change::{PortIn, Record};
+use crate::store::maps::IMap;
 use crate::store::records::Port;
-use crate::store::{IMap, Namespace};
+use crate::store::snapshot::Namespace;
 
 /// A frozen copy of what a writer holds.
 pub struct Export {

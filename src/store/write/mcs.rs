@@ -9,7 +9,8 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::{edit_index, Pair, Writer};
+use super::services::edit_index;
+use super::writer::{Pair, Writer};
 use crate::store::changes::Dep;
 use crate::store::mcs::{Import, ImportKind, McsNamespace, McsSlice};
 use crate::store::records::{Endpoints, Port, ServiceId, Slice};

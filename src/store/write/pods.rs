@@ -8,8 +8,8 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::{Pair, Writer};
-use crate::store::Dep;
+use super::writer::{Pair, Pod, Writer};
+use crate::store::changes::Dep;
 
 impl Writer {
     /// Adds or replaces a pod; whether that changed anything.
@@ -72,35 +72,4 @@ pub(super) fn pod_key((ns, name): &Pair) -> Box<str> {
 /// `(namespace, name)` of a [`pod_key`].
 pub(super) fn split_key(key: &str) -> (&str, &str) {
     key.split_once('/').unwrap_or(("", key))
-}
-
-/// A pod's IPs and whether it is Running, without a heap allocation for
-/// the common single IPv4 address (24 bytes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Pod {
-    V4(u32, bool),
-    Other(Box<[IpAddr]>, bool),
-}
-
-impl Pod {
-    fn new(ips: Vec<IpAddr>, running: bool) -> Pod {
-        match ips.as_slice() {
-            [IpAddr::V4(one)] => Pod::V4(one.to_bits(), running),
-            _ => Pod::Other(ips.into_boxed_slice(), running),
-        }
-    }
-
-    pub(crate) fn running(&self) -> bool {
-        match self {
-            Pod::V4(_, r) | Pod::Other(_, r) => *r,
-        }
-    }
-
-    pub(crate) fn ips(&self) -> impl Iterator<Item = IpAddr> + '_ {
-        let (one, other) = match self {
-            Pod::V4(ip, _) => (Some(IpAddr::V4((*ip).into())), &[][..]),
-            Pod::Other(ips, _) => (None, &ips[..]),
-        };
-        one.into_iter().chain(other.iter().copied())
-    }
 }

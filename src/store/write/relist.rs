@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::pods::split_key;
-use super::{HashSet, Pair, Writer};
+use super::writer::{HashSet, Pair, Writer};
 use crate::store::change::{Kind, ObjectKey};
 
 impl Writer {

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use super::*;
-use crate::store::{Proto, PtrHost, PtrTarget};
+use crate::store::{PortIn, Proto, PtrHost, PtrTarget, ServiceKind};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().expect("test address")

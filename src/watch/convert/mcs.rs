@@ -6,7 +6,8 @@
 
 use std::net::IpAddr;
 
-use super::{ids, invalid, port, ports_and_endpoints, Invalid};
+use super::fields::{ids, invalid, port, Invalid};
+use super::slice::ports_and_endpoints;
 use crate::config::KubernetesConfig;
 use crate::store::mcs::ImportKind;
 use crate::store::Record;

@@ -1,0 +1,54 @@
+//! Interning: the names and port lists the snapshot holds are shared
+//! `Arc`s, one per distinct value, so a thousand services in one
+//! namespace hold its name once and most services share a port list.
+//! Strings nothing refers to any more are pruned as the set grows.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use super::writer::Writer;
+use crate::store::change::PortIn;
+use crate::store::records::{Endpoints, Port};
+
+impl Writer {
+    pub(super) fn intern(&mut self, s: &str) -> Arc<str> {
+        if let Some(existing) = self.strings.get(s) {
+            return existing.clone();
+        }
+        let arc: Arc<str> = Arc::from(s);
+        self.strings.insert(arc.clone());
+        arc
+    }
+
+    /// Drops interned strings nothing else refers to any more.
+    pub(super) fn prune_strings(&mut self) {
+        self.port_lists.retain(|p| Arc::strong_count(p) > 1);
+        self.strings.retain(|s| Arc::strong_count(s) > 1);
+        self.strings_after_prune = self.strings.len();
+    }
+
+    pub(super) fn ports(&mut self, ports: Vec<PortIn>) -> Arc<[Port]> {
+        let ports: Vec<Port> = ports
+            .into_iter()
+            .map(|p| Port {
+                name: self.intern(&p.name),
+                proto: p.proto,
+                port: p.port,
+            })
+            .collect();
+        if let Some(existing) = self.port_lists.get(&ports[..]) {
+            return existing.clone();
+        }
+        let arc: Arc<[Port]> = ports.into();
+        self.port_lists.insert(arc.clone());
+        arc
+    }
+
+    /// Endpoints with their hostnames interned.
+    pub(super) fn endpoints(&mut self, endpoints: Vec<(IpAddr, Option<String>)>) -> Endpoints {
+        let endpoints = endpoints
+            .into_iter()
+            .map(|(addr, host)| (addr, host.map(|h| self.intern(&h))));
+        Endpoints::new(endpoints.collect())
+    }
+}

@@ -1,0 +1,227 @@
+//! Services and their EndpointSlices in the cluster zone: a service's
+//! entry is replaced whole on each change (its slices inside it), and
+//! the reverse indexes (cluster IPs, endpoints, external IPs) are edited
+//! in step, each touched name recorded for the readers' memos.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::writer::{Pair, Writer};
+use crate::store::addrs::AddrIndex;
+use crate::store::changes::Dep;
+use crate::store::records::{Endpoints, External, Port, Service, ServiceId, ServiceKind, Slice};
+
+impl Writer {
+    pub(super) fn get_service(&self, (ns, name): &Pair) -> Option<Arc<Service>> {
+        self.live.namespaces.get(ns)?.services.get(name).cloned()
+    }
+
+    /// Stores `service` (or removes the entry when it holds nothing).
+    pub(super) fn put_service(&mut self, (ns, name): &Pair, service: Service) {
+        let keep = service.kind.is_some() || !service.slices.is_empty();
+        let old_live = self
+            .get_service(&(ns.clone(), name.clone()))
+            .is_some_and(|s| s.kind.is_some());
+        let new_live = service.kind.is_some();
+        self.changed.add(Dep::service(ns, name));
+        if old_live != new_live {
+            // PTR answers name only live services: the endpoints' change.
+            for e in service.endpoints() {
+                self.changed.add(Dep::ptr(e.addr));
+            }
+        }
+        self.edit_namespace(ns, |n| {
+            n.live_services = n.live_services + usize::from(new_live) - usize::from(old_live);
+            if keep {
+                n.services.insert(name.clone(), Arc::new(service));
+            } else {
+                n.services.remove(name);
+            }
+        });
+    }
+
+    /// The identity of the service at `pair`: its entry's, or a new one.
+    pub(super) fn id(&self, old: Option<&Arc<Service>>, (ns, name): &Pair) -> Arc<ServiceId> {
+        old.map_or_else(
+            || {
+                Arc::new(ServiceId {
+                    namespace: ns.clone(),
+                    name: name.clone(),
+                })
+            },
+            |s| s.id.clone(),
+        )
+    }
+
+    /// Adds or replaces a Service; whether that changed anything.
+    pub(super) fn upsert_service(
+        &mut self,
+        pair: &Pair,
+        kind: ServiceKind,
+        ports: Arc<[Port]>,
+        selector: bool,
+        external: Option<Box<External>>,
+    ) -> bool {
+        let old = self.get_service(pair);
+        let same = |s: &Arc<Service>| {
+            s.kind.as_ref() == Some(&kind) && s.ports == ports && s.selector == selector && s.external == external
+        };
+        if old.as_ref().is_some_and(same) {
+            return false;
+        }
+        let id = self.id(old.as_ref(), pair);
+        let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
+        if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
+            self.ptrs(ips, &id, false);
+        }
+        self.external_ptrs(old.as_ref().and_then(|s| s.external.as_deref()), &id, false);
+        self.external_ptrs(external.as_deref(), &id, true);
+        if let ServiceKind::ClusterIp(ips) = &kind {
+            self.ptrs(ips, &id, true);
+        }
+        self.put_service(
+            pair,
+            Service {
+                id,
+                kind: Some(kind),
+                selector,
+                ports,
+                slices,
+                external,
+            },
+        );
+        true
+    }
+
+    pub(super) fn delete_service(&mut self, pair: &Pair) {
+        let Some(old) = self.get_service(pair) else { return };
+        if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
+            self.ptrs(ips, &old.id, false);
+        }
+        self.external_ptrs(old.external.as_deref(), &old.id, false);
+        let ports = self.ports(Vec::new());
+        self.put_service(
+            pair,
+            Service {
+                id: old.id.clone(),
+                kind: None,
+                selector: false,
+                ports,
+                slices: old.slices.clone(),
+                external: None,
+            },
+        );
+    }
+
+    pub(super) fn upsert_slice(
+        &mut self,
+        slice: &Pair,
+        service: Arc<str>,
+        ports: Arc<[Port]>,
+        endpoints: Endpoints,
+        trigger: Option<SystemTime>,
+    ) -> bool {
+        let owner_key = (slice.0.clone(), service.clone());
+        let previous_owner = self.slice_owner.insert(slice.clone(), service.clone());
+        if previous_owner.as_ref().is_some_and(|p| *p != service) {
+            self.remove_slice_from(&(slice.0.clone(), previous_owner.unwrap_or_default()), &slice.1);
+        }
+        let mut entry = match self.get_service(&owner_key) {
+            Some(s) => (*s).clone(),
+            None => Service {
+                id: self.id(None, &owner_key),
+                kind: None,
+                selector: false,
+                ports: self.ports(Vec::new()),
+                slices: Box::default(),
+                external: None,
+            },
+        };
+        // Exactly sized: a `Vec` would hold room for four per service.
+        let mut slices = std::mem::take(&mut entry.slices).into_vec();
+        if let Some(i) = slices.iter().position(|s| s.name == slice.1) {
+            if slices[i].endpoints == endpoints && slices[i].ports == ports {
+                return false; // unchanged (the common case in a relist)
+            }
+            let removed = slices.remove(i).endpoints;
+            self.endpoint_ptrs(&removed, &entry.id, false);
+        }
+        self.endpoint_ptrs(&endpoints, &entry.id, true);
+        slices.push(Slice {
+            name: slice.1.clone(),
+            ports,
+            endpoints,
+        });
+        entry.slices = slices.into_boxed_slice();
+        let kind = match (&entry.kind, entry.selector) {
+            (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
+            (Some(ServiceKind::Headless), true) => Some(1),
+            (Some(ServiceKind::Headless), false) => Some(2),
+            _ => None,
+        };
+        if let (Some(kind), Some(at), true) = (kind, trigger, self.synced()) {
+            self.programmed.push((kind, at));
+        }
+        self.put_service(&owner_key, entry);
+        true
+    }
+
+    pub(super) fn delete_slice(&mut self, slice: &Pair) {
+        if let Some(owner) = self.slice_owner.remove(slice) {
+            self.remove_slice_from(&(slice.0.clone(), owner), &slice.1);
+        }
+    }
+
+    pub(super) fn remove_slice_from(&mut self, owner: &Pair, slice_name: &Arc<str>) {
+        let Some(service) = self.get_service(owner) else { return };
+        let mut entry = (*service).clone();
+        let mut slices = std::mem::take(&mut entry.slices).into_vec();
+        let Some(i) = slices.iter().position(|s| &s.name == slice_name) else {
+            return;
+        };
+        let removed = slices.remove(i).endpoints;
+        entry.slices = slices.into_boxed_slice();
+        self.endpoint_ptrs(&removed, &entry.id, false);
+        self.put_service(owner, entry);
+    }
+
+    /// Adds or removes one endpoint reverse entry per endpoint (a
+    /// multiset: an address listed twice is removed once per removal).
+    pub(super) fn endpoint_ptrs(&mut self, endpoints: &Endpoints, id: &Arc<ServiceId>, add: bool) {
+        for e in endpoints.iter() {
+            self.changed.add(Dep::ptr(e.addr));
+            edit_index(&mut self.live.endpoint_reverse, self.building, e.addr, id, add);
+        }
+    }
+
+    /// Adds or removes one cluster-IP reverse entry per address.
+    pub(super) fn ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, add: bool) {
+        for addr in addrs {
+            self.changed.add(Dep::ptr(*addr));
+            edit_index(&mut self.live.reverse, self.building, *addr, id, add);
+        }
+    }
+
+    /// Adds or removes the external reverse entries of `external`'s IPs.
+    pub(super) fn external_ptrs(&mut self, external: Option<&External>, id: &Arc<ServiceId>, add: bool) {
+        for ip in external.map(|e| &e.ips[..]).unwrap_or_default() {
+            if add {
+                self.live.external.insert(*ip, id.clone());
+            } else {
+                self.live.external.remove(*ip, id);
+            }
+        }
+    }
+}
+
+/// Adds (pushed unsorted while `building`) or removes one `id` of `addr`.
+pub(super) fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: bool, addr: IpAddr, id: &V, add: bool) {
+    if add && building {
+        index.push(addr, id.clone());
+    } else if add {
+        index.insert(addr, id.clone());
+    } else {
+        index.remove(addr, id);
+    }
+}
