@@ -47,12 +47,9 @@ const BACK_UP_IN_CONFIG: usize = 5;
 /// list only shrinks.
 const PENDING_PLUGIN_HOME: &[(&str, usize)] = &[
     // files over 400 lines
-    ("src/app.rs", 687),
     ("src/config/blocks.rs", 437),
     ("src/metrics/catalogue.rs", 567),
     // functions over 60 lines
-    ("src/app.rs: fn block", 96),
-    ("src/app.rs: fn run", 91),
     ("src/config/acl.rs: fn policy", 75),
     ("src/config/cache.rs: fn serve_stale", 65),
     ("src/config/errors.rs: fn consolidate", 62),
@@ -62,7 +59,6 @@ const PENDING_PLUGIN_HOME: &[(&str, usize)] = &[
     ("src/config/rewrite_edns.rs: fn parse", 70),
     ("src/fuzzing/hits.rs: fn check", 65),
     // imports that run back up (in src/config, those past the 5 allowed)
-    ("src/config: imports back up", 33),
     ("src/fuzzing: imports back up", 3),
     ("src/query: imports back up", 34),
 ];

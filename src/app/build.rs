@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::{Built, GroupKey, Runtime, Source};
+use super::runtime::{Built, GroupKey, Runtime, Source};
 use crate::admin::Live;
 use crate::config::{Config, Server};
 use crate::query::forward::Forwarding;

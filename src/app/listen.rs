@@ -12,7 +12,7 @@ use std::time::Duration;
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
-use super::{AppError, Built, Group, GroupKey, Runtime};
+use super::runtime::{AppError, Built, Group, GroupKey, Runtime};
 use crate::admin::State;
 use crate::config::Config;
 use crate::metrics::Metrics;

@@ -11,76 +11,21 @@
 mod build;
 mod listen;
 mod reload;
+mod runtime;
 
-use std::collections::{BTreeMap, HashMap};
+pub use runtime::AppError;
+use runtime::{startup_wait, Runtime};
+
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hickory_proto::rr::Name;
-
 use crate::admin::{self, Live, State};
 use crate::config::Config;
-use crate::metrics::Metrics;
 use crate::nodelocal::lease::Phase;
 use crate::nodelocal::{handover, NodeLocal};
-use crate::query::{Handler, LoopProbe, Router};
-use crate::store::Store;
 use crate::watch;
-
-/// Why the server could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    #[error("cannot listen on {proto} {addr}: {source}")]
-    Bind {
-        proto: &'static str,
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    NodeLocal(#[from] crate::nodelocal::NodeLocalError),
-}
-
-/// Listeners are grouped by port and `bind` addresses.
-type GroupKey = (u16, Vec<IpAddr>);
-
-/// A running cluster source, reused by a reload whose `kubernetes` block
-/// is unchanged.
-struct Source {
-    store: Arc<Store>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-/// One listener group: its handler, its stop switch and threads, and
-/// the addresses it is bound to.
-struct Group {
-    handler: Arc<Handler>,
-    stop: Arc<AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-    bound: Vec<SocketAddr>,
-    /// A second handle on each UDP socket, to take it out of its
-    /// `SO_REUSEPORT` group at a hand-over; the TCP accept loops.
-    udp: Vec<std::net::UdpSocket>,
-    tcp: Vec<tokio::task::JoinHandle<()>>,
-}
-
-/// Everything a configuration runs, built beside the running one.
-struct Built {
-    routers: BTreeMap<GroupKey, Router>,
-    live: Live,
-    /// Loop probes to send once listening: (group, probe, zone).
-    probes: Vec<(GroupKey, Arc<LoopProbe>, Name)>,
-}
-
-struct Runtime {
-    metrics: Arc<Metrics>,
-    sources: HashMap<String, Source>,
-    groups: BTreeMap<GroupKey, Group>,
-    epoch: u64,
-    workers: usize,
-}
 
 /// Runs the server until `shutdown` completes, then drains and returns.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), AppError> {
@@ -137,18 +82,6 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     Ok(())
 }
 
-impl Runtime {
-    fn new() -> Runtime {
-        Runtime {
-            metrics: Arc::new(Metrics::default()),
-            sources: HashMap::new(),
-            groups: BTreeMap::new(),
-            epoch: 0,
-            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
-        }
-    }
-}
-
 /// Node-local mode once listening: announced as serving, its rules
 /// installed, and the task that keeps them.
 async fn serve_rules(n: &Arc<NodeLocal>) -> tokio::task::JoinHandle<()> {
@@ -196,13 +129,6 @@ async fn drain(
         "stopped ({} queries answered, {late} UDP queries dropped as too late)",
         rt.metrics.requests_total()
     );
-}
-
-/// How long listeners wait for the cluster state: the longest
-/// `startup_timeout` of the configuration's `kubernetes` blocks.
-fn startup_wait(config: &Config) -> Duration {
-    let blocks = config.servers.iter().filter_map(|s| s.kubernetes.as_ref());
-    blocks.map(watch::startup::timeout).max().unwrap_or_default()
 }
 
 /// Binds `/health`, `/ready` and `/metrics` (`shared`: with

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{startup_wait, Runtime};
+use super::runtime::{startup_wait, Runtime};
 use crate::admin::State;
 use crate::config::Config;
 use crate::watch;

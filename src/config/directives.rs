@@ -6,12 +6,10 @@
 //! naming it, and calls its parser; every message that lists the
 //! supported directives reads [`DIRECTIVES`].
 
-use std::fmt::{self, Display};
 use std::path::Path;
 
 use super::args::Args;
 use super::blocks::Directive;
-use super::effective;
 use super::effective::print::{self, Print};
 use super::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
 use super::problem::ConfigError;
@@ -40,7 +38,7 @@ pub struct Spec {
     /// (`coredns_plugin_enabled`).
     pub enabled: fn(&Server, &Config) -> bool,
     /// Prints what the directive holds, for `clusterdns check`.
-    pub(in crate::config) print: Print,
+    pub(crate) print: Print,
 }
 
 /// Directives this build implements, in the order their plugins run
@@ -343,28 +341,6 @@ pub fn lookup(name: &str) -> Option<&'static Spec> {
     DIRECTIVES.iter().find(|s| s.name == name)
 }
 
-/// Reads one directive of a server block: its options block refused when
-/// it takes none, then its parser; an unknown directive is an error naming it.
-pub fn directive(d: &Directive, c: &mut Ctx<'_>) {
-    let Some(spec) = lookup(&d.name.text) else {
-        return unknown(d, c.errors);
-    };
-    if !spec.options {
-        no_options(d, c.errors);
-    }
-    (spec.parse)(d, c);
-}
-
-/// `NAME: takes no options block` at the block's first line, if it has one.
-fn no_options(d: &Directive, errors: &mut Vec<ConfigError>) {
-    if let Some(first) = d.options.first() {
-        errors.push(ConfigError::new(
-            &first.name.pos,
-            format!("{}: takes no options block", d.name.text),
-        ));
-    }
-}
-
 /// `NAME: only one WHERE` when `present` (the directive was seen before).
 fn once(d: &Directive, present: bool, place: &str, errors: &mut Vec<ConfigError>) {
     if present {
@@ -372,46 +348,6 @@ fn once(d: &Directive, present: bool, place: &str, errors: &mut Vec<ConfigError>
             &d.name.pos,
             format!("{}: only one {place}", d.name.text),
         ));
-    }
-}
-
-/// A directive not in [`DIRECTIVES`]: refused, not yet, or unknown.
-fn unknown(d: &Directive, errors: &mut Vec<ConfigError>) {
-    let n = d.name.text.as_str();
-    let supported = || DIRECTIVES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
-    let message = if let Some((_, why)) = REFUSED.iter().find(|(name, _)| *name == n) {
-        (*why).to_string()
-    } else if NOT_YET.contains(&n) {
-        format!(
-            "directive '{n}' is not supported yet by this version of clusterdns (supported: {})",
-            supported()
-        )
-    } else {
-        format!("unknown directive '{n}' (supported: {})", supported())
-    };
-    errors.push(ConfigError::new(&d.name.pos, message));
-}
-
-/// What `clusterdns check` prints: every server block with the directives
-/// it holds in the table's order (see [`super::effective`]).
-impl Display for Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "# effective configuration of {}", self.path.display())?;
-        writeln!(
-            f,
-            "# directives in the order their plugins run; options at their defaults written out"
-        )?;
-        for (i, s) in self.servers.iter().enumerate() {
-            let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
-            writeln!(f, "{} {{", keys.join(" "))?;
-            let mut b = effective::Block(String::new());
-            for spec in DIRECTIVES {
-                (spec.print)(&mut b, s, (i == 0).then_some(self));
-            }
-            f.write_str(&b.0)?;
-            writeln!(f, "}}")?;
-        }
-        Ok(())
     }
 }
 

@@ -50,6 +50,7 @@ pub mod timeouts;
 pub mod transfer;
 pub mod weights;
 
+use std::fmt;
 use std::path::Path;
 
 use hickory_proto::rr::Name;
@@ -137,6 +138,29 @@ fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<Co
             }
             seen.push((zone, server.port));
         }
+    }
+}
+
+/// What `clusterdns check` prints: every server block with the directives
+/// it holds in the table's order (see [`effective`]).
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "# effective configuration of {}", self.path.display())?;
+        writeln!(
+            f,
+            "# directives in the order their plugins run; options at their defaults written out"
+        )?;
+        for (i, s) in self.servers.iter().enumerate() {
+            let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
+            writeln!(f, "{} {{", keys.join(" "))?;
+            let mut b = effective::Block(String::new());
+            for spec in directives::DIRECTIVES {
+                (spec.print)(&mut b, s, (i == 0).then_some(self));
+            }
+            f.write_str(&b.0)?;
+            writeln!(f, "}}")?;
+        }
+        Ok(())
     }
 }
 

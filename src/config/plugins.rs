@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use super::blocks::RawBlock;
-use super::directives::{directive, Ctx};
+use super::blocks::{Directive, RawBlock};
+use super::directives::{self, Ctx};
 use super::listeners::key_zone_port;
 pub use super::listeners::Health;
 use super::nodelocal;
@@ -96,7 +96,7 @@ pub fn server(
         let verified = server
             .kubernetes
             .as_ref()
-            .is_some_and(|k| k.pods == super::PodMode::Verified);
+            .is_some_and(|k| k.pods == super::kubernetes::PodMode::Verified);
         if !verified {
             errors.push(ConfigError::new(
                 pos,
@@ -118,4 +118,49 @@ pub fn server(
         ));
     }
     Some(server)
+}
+
+/// Reads one directive of a server block: its options block refused when
+/// it takes none, then its parser; an unknown directive is an error naming it.
+pub fn directive(d: &Directive, c: &mut Ctx<'_>) {
+    let Some(spec) = directives::lookup(&d.name.text) else {
+        return unknown(d, c.errors);
+    };
+    if !spec.options {
+        no_options(d, c.errors);
+    }
+    (spec.parse)(d, c);
+}
+
+/// `NAME: takes no options block` at the block's first line, if it has one.
+fn no_options(d: &Directive, errors: &mut Vec<ConfigError>) {
+    if let Some(first) = d.options.first() {
+        errors.push(ConfigError::new(
+            &first.name.pos,
+            format!("{}: takes no options block", d.name.text),
+        ));
+    }
+}
+
+/// A directive not in [`directives::DIRECTIVES`]: refused, not yet, or unknown.
+fn unknown(d: &Directive, errors: &mut Vec<ConfigError>) {
+    let n = d.name.text.as_str();
+    let supported = || {
+        directives::DIRECTIVES
+            .iter()
+            .map(|s| s.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let message = if let Some((_, why)) = directives::REFUSED.iter().find(|(name, _)| *name == n) {
+        (*why).to_string()
+    } else if directives::NOT_YET.contains(&n) {
+        format!(
+            "directive '{n}' is not supported yet by this version of clusterdns (supported: {})",
+            supported()
+        )
+    } else {
+        format!("unknown directive '{n}' (supported: {})", supported())
+    };
+    errors.push(ConfigError::new(&d.name.pos, message));
 }

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use hickory_proto::rr::Name;
 
+use super::kubernetes::KubernetesConfig;
 use super::{
     acl, autopath, cache, chaos, dns64, dnstap, errors, file, forward, hosts, k8s_external, lexer, listeners,
-    loadbalance, log, nodelocal, rewrite_rule, template, timeouts, transfer, KubernetesConfig,
+    loadbalance, log, nodelocal, rewrite_rule, template, timeouts, transfer,
 };
 
 /// The effective configuration of the whole process.

@@ -3,41 +3,42 @@
 //! (`config::directives::DIRECTIVES`) in the order the plugins run. The
 //! first block also carries the process-wide directives (`global`).
 
-use super::{duration, names, on_off, quote, sources, with, Block};
+use super::words::{duration, names, on_off, quote, with, Block};
+use super::{rules, settings, sources};
 use crate::config::server::{Config, Server};
 
 /// Prints one directive of server `s` if it holds it; the configuration is
 /// given when `s` is the block that carries the process-wide directives.
-pub(in crate::config) type Print = fn(&mut Block, &Server, Option<&Config>);
+pub(crate) type Print = fn(&mut Block, &Server, Option<&Config>);
 
-pub(in crate::config) fn timeouts(b: &mut Block, s: &Server, _: Option<&Config>) {
-    super::timeouts(b, &s.tcp);
+pub(crate) fn timeouts(b: &mut Block, s: &Server, _: Option<&Config>) {
+    settings::timeouts(b, &s.tcp);
 }
 
-pub(in crate::config) fn limits(b: &mut Block, s: &Server, global: Option<&Config>) {
-    super::limits(b, &s.tcp, global);
+pub(crate) fn limits(b: &mut Block, s: &Server, global: Option<&Config>) {
+    settings::limits(b, &s.tcp, global);
 }
 
-pub(in crate::config) fn reload(b: &mut Block, _: &Server, global: Option<&Config>) {
+pub(crate) fn reload(b: &mut Block, _: &Server, global: Option<&Config>) {
     if let Some((interval, jitter)) = global.and_then(|g| g.reload) {
         b.line(1, format_args!("reload {} {}", duration(interval), duration(jitter)));
     }
 }
 
-pub(in crate::config) fn bufsize(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn bufsize(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.bufsize
         .into_iter()
         .for_each(|n| b.line(1, format_args!("bufsize {n}")));
 }
 
-pub(in crate::config) fn bind(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn bind(b: &mut Block, s: &Server, _: Option<&Config>) {
     if !s.bind.is_empty() {
         let addrs: Vec<String> = s.bind.iter().map(ToString::to_string).collect();
         b.line(1, format_args!("bind {}", addrs.join(" ")));
     }
 }
 
-pub(in crate::config) fn nodelocal(b: &mut Block, _: &Server, global: Option<&Config>) {
+pub(crate) fn nodelocal(b: &mut Block, _: &Server, global: Option<&Config>) {
     global.and_then(|g| g.nodelocal.as_ref()).into_iter().for_each(|n| {
         let addrs: Vec<String> = n.addresses.iter().map(ToString::to_string).collect();
         let options = [
@@ -53,7 +54,7 @@ pub(in crate::config) fn nodelocal(b: &mut Block, _: &Server, global: Option<&Co
     });
 }
 
-pub(in crate::config) fn ready(b: &mut Block, _: &Server, global: Option<&Config>) {
+pub(crate) fn ready(b: &mut Block, _: &Server, global: Option<&Config>) {
     global
         .and_then(|g| g.ready.map(|a| (a, g.ready_continuously)))
         .into_iter()
@@ -63,7 +64,7 @@ pub(in crate::config) fn ready(b: &mut Block, _: &Server, global: Option<&Config
         });
 }
 
-pub(in crate::config) fn health(b: &mut Block, _: &Server, global: Option<&Config>) {
+pub(crate) fn health(b: &mut Block, _: &Server, global: Option<&Config>) {
     global.and_then(|g| g.health.as_ref()).into_iter().for_each(|h| {
         b.directive(
             format!("health {}", h.addr),
@@ -72,34 +73,34 @@ pub(in crate::config) fn health(b: &mut Block, _: &Server, global: Option<&Confi
     });
 }
 
-pub(in crate::config) fn prometheus(b: &mut Block, _: &Server, global: Option<&Config>) {
+pub(crate) fn prometheus(b: &mut Block, _: &Server, global: Option<&Config>) {
     global
         .and_then(|g| g.prometheus)
         .into_iter()
         .for_each(|a| b.line(1, format_args!("prometheus {a}")));
 }
 
-pub(in crate::config) fn errors(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn errors(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.errors.iter().for_each(|e| {
         b.directive("errors".into(), &crate::config::errors::effective(e, quote, duration));
     });
 }
 
-pub(in crate::config) fn log(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.log.iter().for_each(|l| super::log(b, l));
+pub(crate) fn log(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.log.iter().for_each(|l| settings::log(b, l));
 }
 
-pub(in crate::config) fn dnstap(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn dnstap(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.dnstap.iter().for_each(|d| sources::dnstap(b, d));
 }
 
-pub(in crate::config) fn local(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn local(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.local.into_iter().for_each(|prefix| {
         b.directive("local".into(), &[format!("localhost_prefix {}", on_off(prefix))]);
     });
 }
 
-pub(in crate::config) fn dns64(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn dns64(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.dns64.iter().for_each(|d| {
         let mut options = vec![format!("prefix {}/{}", d.prefix, d.length)];
         options.extend(d.translate_all.then(|| "translate_all".to_string()));
@@ -108,13 +109,13 @@ pub(in crate::config) fn dns64(b: &mut Block, s: &Server, _: Option<&Config>) {
     });
 }
 
-pub(in crate::config) fn any(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn any(b: &mut Block, s: &Server, _: Option<&Config>) {
     if s.any {
         b.line(1, "any");
     }
 }
 
-pub(in crate::config) fn chaos(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn chaos(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.chaos.iter().for_each(|c| {
         let mut words = vec![quote(&c.version)];
         words.extend(c.authors.iter().map(|a| quote(a)));
@@ -122,15 +123,15 @@ pub(in crate::config) fn chaos(b: &mut Block, s: &Server, _: Option<&Config>) {
     });
 }
 
-pub(in crate::config) fn loadbalance(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.loadbalance.iter().for_each(|lb| super::loadbalance(b, lb))
+pub(crate) fn loadbalance(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.loadbalance.iter().for_each(|lb| settings::loadbalance(b, lb))
 }
 
-pub(in crate::config) fn rewrite(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.rewrites.iter().for_each(|r| super::rewrite(b, r));
+pub(crate) fn rewrite(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.rewrites.iter().for_each(|r| rules::rewrite(b, r));
 }
 
-pub(in crate::config) fn autopath(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn autopath(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.autopath.iter().for_each(|(a, _)| {
         let from = a
             .resolv
@@ -141,27 +142,27 @@ pub(in crate::config) fn autopath(b: &mut Block, s: &Server, _: Option<&Config>)
     });
 }
 
-pub(in crate::config) fn acl(b: &mut Block, s: &Server, _: Option<&Config>) {
-    super::acl(b, &s.acl);
+pub(crate) fn acl(b: &mut Block, s: &Server, _: Option<&Config>) {
+    settings::acl(b, &s.acl);
 }
 
-pub(in crate::config) fn cache(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn cache(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.cache.iter().for_each(|c| sources::cache(b, c));
 }
 
-pub(in crate::config) fn template(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.templates.iter().for_each(|t| super::template(b, t));
+pub(crate) fn template(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.templates.iter().for_each(|t| rules::template(b, t));
 }
 
-pub(in crate::config) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.transfers.iter().for_each(|t| sources::transfer(b, t))
 }
 
-pub(in crate::config) fn hosts(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.hosts.iter().for_each(|h| super::hosts(b, h));
+pub(crate) fn hosts(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.hosts.iter().for_each(|h| settings::hosts(b, h));
 }
 
-pub(in crate::config) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.k8s_external.iter().for_each(|e| {
         let mut options = vec![format!("apex {}", e.apex), format!("ttl {}", e.ttl)];
         options.extend(e.headless.then(|| "headless".to_string()));
@@ -170,25 +171,25 @@ pub(in crate::config) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Conf
     });
 }
 
-pub(in crate::config) fn kubernetes(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn kubernetes(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.kubernetes.iter().for_each(|k| sources::kubernetes(b, k))
 }
 
-pub(in crate::config) fn file(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.files.iter().for_each(|z| super::file(b, z));
+pub(crate) fn file(b: &mut Block, s: &Server, _: Option<&Config>) {
+    s.files.iter().for_each(|z| settings::file(b, z));
 }
 
-pub(in crate::config) fn loop_(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn loop_(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.loop_detect.into_iter().for_each(|exit| {
         b.directive("loop".into(), &if exit { vec!["exit".to_string()] } else { Vec::new() });
     });
 }
 
-pub(in crate::config) fn forward(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn forward(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.forward.iter().for_each(|fw| sources::forward(b, fw))
 }
 
-pub(in crate::config) fn whoami(b: &mut Block, s: &Server, _: Option<&Config>) {
+pub(crate) fn whoami(b: &mut Block, s: &Server, _: Option<&Config>) {
     if s.whoami {
         b.line(1, "whoami");
     }

@@ -1,7 +1,7 @@
 //! The printout of the directives made of rules: `rewrite` (each rule as
 //! one line) and `template` (its regexes, answers and rcode).
 
-use super::{names, quote, with, Block};
+use super::words::{names, quote, with, Block};
 use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 
 pub(super) fn template(b: &mut Block, t: &crate::config::template::TemplateConfig) {

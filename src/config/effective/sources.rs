@@ -2,7 +2,7 @@
 //! `kubernetes`, `forward`, `cache`, `dnstap` and `transfer`, every option with its
 //! value or default.
 
-use super::{duration, names, quote, with, Block};
+use super::words::{duration, names, quote, with, Block};
 use crate::config::cache::{Bounds, CacheConfig, StaleMode};
 use crate::config::dnstap::{DnstapConfig, Endpoint};
 use crate::config::forward::{ForwardConfig, Policy};
