@@ -308,9 +308,16 @@ fn run_server(
 }
 
 /// What is wrong with the reply to case `c`: asked once, or with `until`
-/// again every 100 ms until nothing is (the last reply judged).
+/// again every 100 ms until nothing is (the last reply judged). `until N`
+/// says the row waits for a change; N is what an idle machine needs, the
+/// ceiling is [`wire::HANG`].
 fn ask_until(c: &table::Case, to: std::net::SocketAddr) -> Vec<String> {
-    let deadline = std::time::Instant::now() + c.want.until;
+    let until = if c.want.until.is_zero() {
+        c.want.until
+    } else {
+        c.want.until.max(wire::HANG)
+    };
+    let deadline = std::time::Instant::now() + until;
     loop {
         let problems = match wire::ask(&c.query, to, wire::wait_for(&c.want)) {
             Ok(reply) => wire::compare(&c.want, reply.as_ref()),

@@ -212,7 +212,12 @@ fn forged_and_misdirected_replies_are_ignored() {
 #[test]
 fn upstream_servfail_truncation_and_a_cut_tcp_answer() {
     let stub = Stub::start();
-    let server = Server::start(&temp_dir("fwd-faults"), &corefile(&format!(". {}", stub.addr), ""));
+    // read_timeout longer than a client waits (common::REPLY): the cut
+    // answer's SERVFAIL can only come from noticing the close.
+    let server = Server::start(
+        &temp_dir("fwd-faults"),
+        &corefile(&format!(". {} {{\n        read_timeout 120s\n    }}", stub.addr), ""),
+    );
     stub.set(Mode::ServFail);
     assert_eq!(a(&server, "sf.example.org.").0, "SERVFAIL");
     stub.set(Mode::Truncate);
@@ -221,10 +226,8 @@ fn upstream_servfail_truncation_and_a_cut_tcp_answer() {
     let m = tcp(server.dns, "tc.example.org.", RecordType::A);
     assert_eq!(m.answers.len(), 1, "a TCP client makes a TCP upstream query");
     stub.set(Mode::CloseMidTcp);
-    let started = Instant::now();
     let m = tcp(server.dns, "cut.example.org.", RecordType::A);
     assert_eq!(rcode_name(&m), "SERVFAIL");
-    assert!(started.elapsed() < Duration::from_secs(3));
     stub.set(Mode::Answer);
     assert_eq!(a(&server, "after.example.org.").0, "NOERROR");
 }
