@@ -3,6 +3,11 @@
 //! (a memoized cluster answer, where metrics are the largest share).
 //!
 //! `cargo bench --bench metrics_cost`
+//!
+//! Run without `--bench` (as `cargo test --all-targets` runs every bench
+//! target, `test = false` or not), it handles each query a few times and
+//! checks what the bench compares: both handlers write the same replies,
+//! and only the one with stats counts them. Nothing is timed then.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -43,6 +48,41 @@ fn run(h: &Handler, packets: &[Vec<u8>], n: usize) -> f64 {
     started.elapsed().as_nanos() as f64 / n as f64
 }
 
+/// The test mode: a few queries through both handlers, no clock read.
+fn check(with: &Handler, without: &Handler, packets: &[Vec<u8>]) {
+    let peer: SocketAddr = "10.0.0.9:5353".parse().expect("addr");
+    let sink = || Sink::None;
+    let rounds = 25;
+    let (mut a, mut b) = (Scratch::default(), Scratch::default());
+    for _ in 0..rounds {
+        for p in packets {
+            let udp = clusterdns::metrics::Transport::Udp;
+            assert!(
+                with.handle(p, peer, udp, &mut a, &sink, Instant::now()),
+                "no reply with stats"
+            );
+            assert!(
+                without.handle(p, peer, udp, &mut b, &sink, Instant::now()),
+                "no reply without stats"
+            );
+            assert!(a.out.len() > 12, "a reply is a DNS message");
+            assert_eq!(a.out, b.out, "both handlers answer alike: only the metrics differ");
+        }
+    }
+    let handled = (rounds * packets.len()) as f64;
+    let requests = |h: &Handler| -> f64 {
+        h.metrics
+            .render(true)
+            .lines()
+            .filter(|l| l.starts_with("coredns_dns_requests_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert_eq!(requests(with), handled, "every query counted with stats");
+    assert_eq!(requests(without), 0.0, "nothing counted without");
+    println!("metrics_cost (test mode): {handled} queries per handler, replies equal, counted only with stats");
+}
+
 fn main() {
     let packets: Vec<Vec<u8>> = [
         "kubernetes.default.svc.cluster.local.",
@@ -54,6 +94,10 @@ fn main() {
     .map(|n| query(n))
     .collect();
     let (with, without) = (handler(true), handler(false));
+    if !std::env::args().any(|a| a == "--bench") {
+        check(&with, &without, &packets);
+        return;
+    }
     let n = 2_000_000;
     run(&with, &packets, n / 10);
     run(&without, &packets, n / 10);

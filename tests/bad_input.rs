@@ -99,17 +99,18 @@ fn malformed_packets_get_the_right_rcode_and_nothing_breaks() {
 fn tcp_length_prefix_longer_than_the_data_is_cut_off() {
     let server = Server::start(&temp_dir("tcpframe"), &corefile(&common::demo_cluster(), ""));
     let mut c = TcpStream::connect(server.dns).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(12))).expect("timeout");
+    // the server's read timeout is 3 s; ours only catches a hang
+    c.set_read_timeout(Some(common::REPLY)).expect("timeout");
     c.write_all(&[0x01, 0xF4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
         .expect("write");
-    let started = Instant::now();
     let mut buf = [0u8; 16];
-    let n = c.read(&mut buf).unwrap_or(0);
-    assert_eq!(n, 0, "no reply to half a message; the connection is closed");
-    // a liveness bound (the read timeout is 3 s), not a measurement
+    let closed = match c.read(&mut buf) {
+        Ok(n) => n == 0,
+        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    };
     assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "closed by the read timeout, not left hanging"
+        closed,
+        "no reply to half a message; closed by the read timeout, not left hanging"
     );
     let ok = udp(server.dns, "kubernetes.default.svc.cluster.local.", RecordType::A);
     assert_eq!(common::rcode_name(&ok), "NOERROR");

@@ -1,19 +1,20 @@
 //! The fuzz targets' properties (`clusterdns::fuzzing`) on the stable
-//! toolchain, for a bounded time each: every seed in `fuzz/corpus`, then
-//! random mutations of them (bit flips, byte edits, cuts, splices,
-//! repeats). The long libFuzzer runs are `cargo +nightly fuzz run`; this
-//! keeps the properties checked on every `.ci/run`.
+//! toolchain, for a fixed number of inputs each (the same inputs on every
+//! machine, however busy: the mutations come from a fixed seed): every
+//! seed in `fuzz/corpus`, then random mutations of them (bit flips, byte
+//! edits, cuts, splices, repeats). The long libFuzzer runs are
+//! `cargo +nightly fuzz run`; this keeps the properties checked on every
+//! `.ci/run`.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// Per target; `FUZZ_SMOKE_SECONDS` overrides.
-fn budget() -> Duration {
-    let secs = std::env::var("FUZZ_SMOKE_SECONDS")
+/// Mutated inputs for a target: `default`, or `FUZZ_SMOKE_INPUTS`.
+fn inputs(default: u64) -> u64 {
+    std::env::var("FUZZ_SMOKE_INPUTS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(15);
-    Duration::from_secs(secs)
+        .unwrap_or(default)
 }
 
 fn root() -> PathBuf {
@@ -73,8 +74,9 @@ fn mutate(rng: &mut fastrand::Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {
     v
 }
 
-/// Runs `check` over the seeds, then mutations until the budget is spent.
-fn run(target: &str, mut check: impl FnMut(&[u8])) -> u64 {
+/// Runs `check` over the seeds, then over `mutations` mutated inputs;
+/// how many inputs were checked.
+fn run(target: &str, mutations: u64, mut check: impl FnMut(&[u8])) -> u64 {
     let seeds = seeds(target);
     for s in &seeds {
         check(s);
@@ -82,7 +84,7 @@ fn run(target: &str, mut check: impl FnMut(&[u8])) -> u64 {
     let mut rng = fastrand::Rng::with_seed(0x5eed_f022);
     let started = Instant::now();
     let mut n = seeds.len() as u64;
-    while started.elapsed() < budget() && n < 50_000_000 {
+    for _ in 0..mutations {
         let seed = &seeds[rng.usize(..seeds.len())];
         let other = &seeds[rng.usize(..seeds.len())];
         let input = mutate(&mut rng, seed, other);
@@ -99,16 +101,19 @@ fn run(target: &str, mut check: impl FnMut(&[u8])) -> u64 {
 #[test]
 fn the_query_path_keeps_its_reply_properties_on_mutated_queries() {
     let mut path = clusterdns::fuzzing::QueryPath::demo(&root());
-    assert!(run("query", |d| path.check(d)) > 1000);
+    let mutations = inputs(20_000);
+    assert!(run("query", mutations, |d| path.check(d)) > mutations);
 }
 
 #[test]
 fn the_corefile_parser_never_panics_and_positions_every_error() {
-    assert!(run("corefile", clusterdns::fuzzing::corefile) > 100);
+    let mutations = inputs(5_000);
+    assert!(run("corefile", mutations, clusterdns::fuzzing::corefile) > mutations);
 }
 
 #[test]
 fn dump_conversion_never_panics_on_mutated_dumps() {
     let dump = clusterdns::fuzzing::Dump::demo(Path::new(env!("CARGO_MANIFEST_DIR")));
-    assert!(run("dump", |d| dump.check(d)) > 100);
+    let mutations = inputs(15_000);
+    assert!(run("dump", mutations, |d| dump.check(d)) > mutations);
 }

@@ -19,6 +19,10 @@
 //!   listed, with its size, in [`PENDING_PLUGIN_HOME`]; the list only
 //!   shrinks.
 //!
+//! - no test asserts a wall-clock time at most something
+//!   (`layout/timing.rs`): README's "No test bounds a wall-clock time a
+//!   busy machine moves".
+//!
 //! Each rule is also run on a small synthetic tree that breaks it, so a
 //! rule that cannot fail fails here.
 
@@ -26,6 +30,8 @@
 mod graph;
 #[path = "layout/size.rs"]
 mod size;
+#[path = "layout/timing.rs"]
+mod timing;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -363,4 +369,46 @@ fn the_rules_pass_once_the_tree_is_mended() {
     assert!(found.is_empty(), "{found:#?}");
     let over = judge(&over_limits(&mended, &g), &[]);
     assert!(over.is_empty(), "five imports back up in config are allowed: {over:#?}");
+}
+
+#[test]
+fn no_test_bounds_a_wall_clock_time() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // the rule's own examples (below) left out
+    let mut files: Vec<_> = timing::read(root, &root.join("tests"))
+        .into_iter()
+        .filter(|(path, _)| !path.starts_with("tests/layout"))
+        .collect();
+    files.extend(timing::read(root, &root.join("loadtest/tests")));
+    assert!(files.len() > 50, "read only {} test files", files.len());
+    let found = timing::upper_bounds(&files);
+    assert!(found.is_empty(), "time bounded from above:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_timing_rule_fails_on_an_upper_bound_and_passes_a_lower_one() {
+    let file = |text: &str| vec![("tests/t.rs".to_string(), text.to_string())];
+    let bad = [
+        "assert!(started.elapsed() < Duration::from_secs(3));",
+        "assert!(\n    took <= Duration::from_millis(500),\n    \"fast: {took:?}\"\n);",
+        "let a = 1;\nassert!(t.elapsed() < limit(), \"x\");",
+    ];
+    for text in bad {
+        let found = timing::upper_bounds(&file(text));
+        assert_eq!(found.len(), 1, "{text}: {found:?}");
+    }
+    assert!(timing::upper_bounds(&file("x\nassert!(t.elapsed() < limit());"))[0].starts_with("tests/t.rs:2: "));
+    let fine = [
+        "assert!(took >= Duration::from_secs(4), \"honoured: {took:?}\");",
+        "assert!(n < 5, \"{:?}\", Duration::from_secs(1));",
+        "assert!(v.len() << 2 > 0 && x.elapsed() >= d);",
+        "assert!(a < b);",
+        "while started.elapsed() < HANG { }",
+        "assert!(started.elapsed() < HANG, \"no resume\");",
+        "assert!(out.contains(&format!(\"{{ a <= {}\", Duration::ZERO.as_secs())), \"x\");",
+        "assert!(c == '(' || t.elapsed() >= d);",
+    ];
+    for text in fine {
+        assert!(timing::upper_bounds(&file(text)).is_empty(), "{text}");
+    }
 }

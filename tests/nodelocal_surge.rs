@@ -45,6 +45,8 @@ const RATE: f64 = 3000.0;
 const RATE_ENV: &str = "NODELOCAL_SURGE_RATE";
 const TCP_CONNECTIONS: usize = 4;
 const ENV: &str = "NODELOCAL_SURGE_CLIENT";
+/// Requests the first instance has answered before the first step.
+const FLOWING: f64 = 1000.0;
 /// One test at a time: each runs servers and a load on the same 2 cores.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -62,12 +64,14 @@ fn surge_client() {
     let Ok(spec) = std::env::var(ENV) else {
         return;
     };
-    let secs: f64 = spec.parse().expect("seconds");
     let targets: Vec<SocketAddr> = [LINK_LOCAL, KUBE_DNS]
         .iter()
         .map(|ip| SocketAddr::new(ip.parse().expect("ip"), 53))
         .collect();
-    println!("{}", surge::client(&targets, NAME, rate(), TCP_CONNECTIONS, secs));
+    println!(
+        "{}",
+        surge::client(&targets, NAME, rate(), TCP_CONNECTIONS, std::path::Path::new(&spec))
+    );
 }
 
 /// The UDP rate: [`RATE`], or `NODELOCAL_SURGE_RATE`'s.
@@ -149,9 +153,20 @@ fn lab(mode: Mode, tag: &str) -> Result<Lab, String> {
 }
 
 /// Starts the client in the pod namespace for `secs`.
-fn start_client(lab: &Lab, secs: f64) -> std::process::Child {
+/// The running load and the file that stops it.
+struct Client {
+    child: std::process::Child,
+    stop: PathBuf,
+}
+
+/// Starts the load; it runs until [`finish_client`].
+fn start_client(lab: &Lab) -> Client {
+    static STARTED: AtomicU64 = AtomicU64::new(0);
+    let stop = lab
+        .dir
+        .join(format!("stop-client-{}", STARTED.fetch_add(1, Ordering::Relaxed)));
     let exe = std::env::current_exe().expect("test binary");
-    Command::new("ip")
+    let child = Command::new("ip")
         .args(["netns", "exec", &lab.pod])
         .arg(exe)
         .args([
@@ -162,16 +177,19 @@ fn start_client(lab: &Lab, secs: f64) -> std::process::Child {
             "--test-threads",
             "1",
         ])
-        .env(ENV, secs.to_string())
+        .env(ENV, &stop)
         .env(RATE_ENV, rate().to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("start the client")
+        .expect("start the client");
+    Client { child, stop }
 }
 
-fn finish_client(child: std::process::Child) -> Tally {
-    let out = child.wait_with_output().expect("client");
+/// Stops the load and reads its tally.
+fn finish_client(client: Client) -> Tally {
+    std::fs::write(&client.stop, b"").expect("write the stop file");
+    let out = client.child.wait_with_output().expect("client");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.lines()
         .filter_map(|l| l.split_once("LOST "))
@@ -181,13 +199,19 @@ fn finish_client(child: std::process::Child) -> Tally {
 
 /// Samples the node every 100 ms until `done`: `(samples, bad samples,
 /// the first bad one)`. Good: both addresses on nl0 and each of the
-/// rules exactly once.
-fn watch_node(lab: &Lab, mode: Mode, ipt: &str, done: Arc<AtomicBool>) -> std::thread::JoinHandle<(u64, u64, String)> {
+/// rules exactly once. `taken` counts the samples as they are taken.
+fn watch_node(
+    lab: &Lab,
+    mode: Mode,
+    ipt: &str,
+    done: Arc<AtomicBool>,
+    taken: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<(u64, u64, String)> {
     let node = lab.node.clone();
     let cmd = format!("ip -o addr show dev nl0; {}", mode.list(ipt));
     std::thread::spawn(move || {
         let (mut samples, mut bad, mut first) = (0, 0, String::new());
-        while !done.load(Ordering::Relaxed) && samples < 2000 {
+        while !done.load(Ordering::Relaxed) {
             let o = Command::new("ip")
                 .args(["netns", "exec", &node, "sh", "-c", &cmd])
                 .output();
@@ -198,6 +222,7 @@ fn watch_node(lab: &Lab, mode: Mode, ipt: &str, done: Arc<AtomicBool>) -> std::t
                 .count();
             let rules = mode.count(&text);
             samples += 1;
+            taken.store(samples, Ordering::Relaxed);
             if addrs != 2 || rules != mode.expected() {
                 bad += 1;
                 if first.is_empty() {
@@ -214,22 +239,38 @@ fn watch_node(lab: &Lab, mode: Mode, ipt: &str, done: Arc<AtomicBool>) -> std::t
 fn start_serving(lab: &mut Lab, tag: &str) -> (usize, PathBuf, String) {
     let conf = corefile(lab);
     let (i, log) = lab.start(tag, &conf);
-    let text = wait_log(&log, "rules installed through", 30);
+    let text = wait_log(&log, "rules installed through");
     (i, log, text)
 }
 
-/// Waits (at most 10 s) until `/ready` answers 200: the first instance,
+/// Waits until `/ready` answers 200: the first instance,
 /// alone, binds before its cluster state is loaded and answers SERVFAIL
 /// for cluster names until then, as CoreDNS does.
 fn wait_ready(lab: &Lab) {
     let cmd = format!("exec 3<>/dev/tcp/{LINK_LOCAL}/8181; printf 'GET /ready HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3");
-    let ready = common::netns::eventually(10.0, || {
+    let ready = common::netns::eventually(|| {
         let o = Command::new("ip")
             .args(["netns", "exec", &lab.node, "bash", "-c", &cmd])
             .output();
         o.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("200 OK"))
     });
-    assert!(ready, "the first instance is not ready within 10 s");
+    assert!(ready, "the first instance is not ready");
+}
+
+/// Waits (a ceiling that only catches a hang) until the node has been
+/// sampled twice more than `seen`: every step is checked, however slowly
+/// the machine takes the samples.
+fn sampled_twice_since(taken: &AtomicU64, seen: u64) {
+    let twice = common::netns::eventually(|| taken.load(Ordering::Relaxed) >= seen + 2);
+    assert!(twice, "the node was not sampled twice");
+}
+
+/// Waits until the server at `ip` has counted `n` requests: the load
+/// flows before the first step it is there for.
+fn load_flowing(lab: &Lab, ip: &str, n: f64) {
+    let flowing =
+        common::netns::eventually(|| common::sum_of(&lab.metrics(ip, 9253), "coredns_dns_requests_total", "") >= n);
+    assert!(flowing, "the load did not reach {n} requests at {ip}");
 }
 
 fn kill9(lab: &mut Lab, i: usize) {
@@ -269,16 +310,18 @@ fn surges(mode: Mode) {
         .and_then(|n| n.parse().ok())
         .unwrap_or(4);
     let done = Arc::new(AtomicBool::new(false));
-    let watcher = watch_node(&lab, mode, ipt, done.clone());
+    let taken = Arc::new(AtomicU64::new(0));
+    let watcher = watch_node(&lab, mode, ipt, done.clone(), taken.clone());
     let counted = [drop_counters(&lab, &lab.node), drop_counters(&lab, &lab.pod)];
-    let client = start_client(&lab, 14.0);
+    let client = start_client(&lab);
     let t0 = std::time::Instant::now();
     let mut timeline = Vec::new();
-    std::thread::sleep(Duration::from_millis(1500));
+    load_flowing(&lab, LINK_LOCAL, FLOWING);
     let handed = AtomicU64::new(0);
     // Queries the servers' overload policy dropped (a starved machine).
     let mut late = 0;
     for k in 1..=surges {
+        let seen = taken.load(Ordering::Relaxed);
         let (new, log, _) = start_serving(&mut lab, &format!("s{k}"));
         timeline.push(format!("s{k} serving {:.1}", t0.elapsed().as_secs_f64()));
         assert!(lab.stop(old), "old instance exits cleanly");
@@ -296,6 +339,7 @@ fn surges(mode: Mode) {
         handed.fetch_add(1, Ordering::Relaxed);
         old = new;
         let _ = log;
+        sampled_twice_since(&taken, seen);
         std::thread::sleep(Duration::from_millis(700));
     }
     let tally = finish_client(client);
@@ -316,15 +360,26 @@ fn surges(mode: Mode) {
     done.store(true, Ordering::Relaxed);
     let (samples, bad, first) = watcher.join().expect("watcher");
     println!("nodelocal surge ({mode:?}): {surges} hand-overs under {} UDP qps + {TCP_CONNECTIONS} TCP connections: {tally:?}; node checked {samples} times, {bad} bad", rate());
-    assert!(tally.sent > (rate() * 10.0) as u64, "the load ran: {tally:?}");
+    assert!(tally.sent as f64 >= FLOWING, "the load ran: {tally:?}");
     // Each query an overloaded machine drops is counted once: by a full
     // receive buffer (client's or servers') or by a server's late drop.
-    // What no counter saw is the hand-over's: it must be none.
-    let unaccounted = tally.lost.saturating_sub(late + buffers);
+    // What no counter saw is the hand-over's: it must be none. What is
+    // attributed so is reported, and bounded: at most 0.1% of the sent.
+    let attributed = tally.lost.min(late + buffers);
+    let unaccounted = tally.lost - attributed;
+    println!(
+        "nodelocal surge ({mode:?}): {attributed} lost queries attributed ({late} late drops, {buffers} receive-buffer drops) of {} sent",
+        tally.sent
+    );
     assert_eq!(
         (unaccounted, tally.servfail),
         (0, 0),
         "UDP across hand-overs ({late} late drops, {buffers} receive-buffer drops): {tally:?}"
+    );
+    assert!(
+        attributed * 1000 <= tally.sent,
+        "{attributed} lost queries attributed to drops, over 0.1% of {} sent: {tally:?}",
+        tally.sent
     );
     assert_eq!(
         (tally.tcp_lost, tally.tcp_servfail),
@@ -332,13 +387,13 @@ fn surges(mode: Mode) {
         "TCP across hand-overs: {tally:?}"
     );
     assert!(
-        samples >= 50 && bad == 0,
+        samples >= 2 * surges as u64 && bad == 0,
         "{bad} of {samples} samples wrong; first: {first}"
     );
 
     // A crash of either instance while both serve: the survivor keeps
     // serving, with everything in place.
-    let client = start_client(&lab, 6.0);
+    let client = start_client(&lab);
     std::thread::sleep(Duration::from_millis(1000));
     let (new, _, _) = start_serving(&mut lab, "k1");
     kill9(&mut lab, old);
@@ -364,7 +419,7 @@ fn surges(mode: Mode) {
     );
 
     // The baseline: stop, then start (what node-cache can do).
-    let client = start_client(&lab, 5.0);
+    let client = start_client(&lab);
     std::thread::sleep(Duration::from_millis(1000));
     assert!(lab.stop(new), "last instance exits cleanly");
     let (last, _, _) = start_serving(&mut lab, "b1");

@@ -10,7 +10,10 @@
 //! 127.0.0.3, a minimal /etc/hosts and nsswitch.conf, and per pod a nested
 //! mount namespace with the kubelet's resolv.conf bind-mounted. Every
 //! client runs once per pod on all that pod's cases (in parallel); each
-//! cell asserts the exact values or the failure class and a time bound.
+//! cell asserts the exact values or the failure class. No cell is timed
+//! against a bound (a busy machine moves that): a reply the servers never
+//! sent would show as a request without a response in their metrics, read
+//! before they stop, and every server must have answered every request.
 //! The cases and every client's differences are in `resolvers/cases.rs`.
 
 #[path = "resolvers/cases.rs"]
@@ -143,15 +146,15 @@ fn write_files(dir: &Path, cases: &[Case]) {
     let files = [
         (
             "Corefile.cluster",
-            format!(".:53 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:8181\n    kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {{\n        snapshot {}\n        pods verified\n        multicluster clusterset.local\n    }}\n    forward . 127.0.0.2\n}}\n", dump.display()),
+            format!(".:53 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:8181\n    prometheus 127.0.0.1:9153\n    kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {{\n        snapshot {}\n        pods verified\n        multicluster clusterset.local\n    }}\n    forward . 127.0.0.2\n}}\n", dump.display()),
         ),
         (
             "Corefile.unsynced",
-            ".:53 {\n    bind 127.0.0.3\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n        endpoint http://127.0.0.1:9\n        startup_timeout 0s\n    }\n    forward . 127.0.0.2\n}\n".to_string(),
+            ".:53 {\n    bind 127.0.0.3\n    prometheus 127.0.0.3:9153\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n        endpoint http://127.0.0.1:9\n        startup_timeout 0s\n    }\n    forward . 127.0.0.2\n}\n".to_string(),
         ),
         (
             "Corefile.upstream",
-            format!(".:53 {{\n    bind 127.0.0.2\n    file {} .\n}}\n", root_zone(dir).display()),
+            format!(".:53 {{\n    bind 127.0.0.2\n    prometheus 127.0.0.2:9153\n    file {} .\n}}\n", root_zone(dir).display()),
         ),
         ("hosts", "127.0.0.1 localhost\n::1 localhost\n".to_string()),
         ("nsswitch.conf", "hosts: files dns\n".to_string()),
@@ -229,8 +232,38 @@ done
             );
         }
     }
-    s.push_str("wait $clients\nkill $servers\nwait\n");
+    s.push_str("wait $clients\n");
+    for (ip, name) in SERVERS {
+        let _ = writeln!(
+            s,
+            "(exec 3<>/dev/tcp/{ip}/9153 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3) > {d}/metrics.{name}"
+        );
+    }
+    s.push_str("kill $servers\nwait\n");
     s
+}
+
+/// The three servers in the namespace: (address, name).
+const SERVERS: [(&str, &str); 3] = [
+    ("127.0.0.1", "cluster"),
+    ("127.0.0.2", "upstream"),
+    ("127.0.0.3", "unsynced"),
+];
+
+/// Every server answered every request it counted (read from its
+/// metrics after the last client ended): what a time bound on each
+/// lookup stood for, without a clock. `(server, requests, responses)`.
+fn unanswered(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, name) in SERVERS {
+        let text = std::fs::read_to_string(dir.join(format!("metrics.{name}"))).unwrap_or_default();
+        let requests = common::sum_of(&text, "coredns_dns_requests_total", "");
+        let responses = common::sum_of(&text, "coredns_dns_responses_total", "");
+        if requests < 1.0 || requests != responses {
+            out.push(format!("{name}: {requests} requests, {responses} responses"));
+        }
+    }
+    out
 }
 
 /// One client's reported result for one case.
@@ -339,9 +372,8 @@ fn judge(
                     g.ms,
                     g.detail.chars().take(160).collect::<String>()
                 )),
-                Some(g) if g.ms > want.max_ms => Some(format!("took {} ms (bound {} ms)", g.ms, want.max_ms)),
                 Some(g) => {
-                    if g.ms > slowest.0 && want.max_ms == cases::FAST_MS {
+                    if g.ms > slowest.0 {
                         slowest = (g.ms, format!("{} × {}", client.name(), case.id));
                     }
                     None
@@ -384,6 +416,11 @@ fn every_resolver_a_pod_carries_gets_the_right_answer() {
     let truncated = truncated_replies(&dir, &cases);
     let (table, failures) = judge(&cases, &got, &truncated);
     eprintln!("resolver matrix (ran in {:?}):\n{table}\n", started.elapsed());
+    let unanswered = unanswered(&dir);
+    assert!(
+        unanswered.is_empty(),
+        "requests without a response (a reply lost or never sent): {unanswered:?}\n{servers}"
+    );
     assert!(
         failures.is_empty(),
         "{} failing cells (files in {}):\n{}",

@@ -13,9 +13,14 @@ Prints one line per check; exits 1 if any failed.
 import gzip
 import io
 import json
+import os
+import re
 import sys
 import tarfile
 import tomllib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from images import XTABLES_COMMANDS, XTABLES_LINK  # noqa: E402
 
 CLUSTER_FILES = {
     "clusterdns",
@@ -62,6 +67,8 @@ def check_config(kind, inspect, config):
     missing = [k for k in LABELS if not labels.get(f"org.opencontainers.image.{k}")]
     check(not missing, f"OCI labels {', '.join(LABELS)} (missing: {missing or 'none'})")
     check(labels.get("org.opencontainers.image.licenses") == "Apache-2.0", "license label Apache-2.0")
+    source = labels.get("org.opencontainers.image.source", "")
+    check(source.startswith("https://") and "@" not in source, f"source label an https URL: {source}")
     check(inspect.get("Architecture") == "amd64" and inspect.get("Os") == "linux", "linux/amd64")
 
 
@@ -81,8 +88,25 @@ def check_files(kind, archive):
     else:
         for tool in ("usr/sbin/iptables-nft", "usr/sbin/iptables-legacy", "usr/sbin/nft", "usr/sbin/conntrack", "run"):
             check(tool in files, f"node-local image has /{tool}")
+        check_commands(files)
         check(not any(n == "dev" or n.startswith("dev/") for n in files), "no device nodes")
     return files
+
+
+def check_commands(files):
+    """The short iptables names link to XTABLES_LINK, in the lockdir
+    clusterdns uses by default; both multi-call binaries it can point at
+    are in the image."""
+    for c in XTABLES_COMMANDS:
+        m = files.get(f"usr/sbin/{c}")
+        check(m is not None and m.issym() and m.linkname == XTABLES_LINK, f"/usr/sbin/{c} -> {XTABLES_LINK}")
+    for multi in ("usr/sbin/xtables-nft-multi", "usr/sbin/xtables-legacy-multi"):
+        check(multi in files and files[multi].isfile(), f"node-local image has /{multi}")
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    src = open(os.path.join(root, "src/config/nodelocal.rs")).read()
+    lockdir = re.search(r'pub const LOCKDIR: &str = "([^"]+)";', src)
+    check(lockdir is not None and f"{lockdir.group(1)}/xtables" == XTABLES_LINK,
+          f"{XTABLES_LINK} is in the default lockdir ({lockdir and lockdir.group(1)})")
 
 
 def check_sbom(sbom, lock_path, files):

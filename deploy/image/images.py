@@ -45,6 +45,16 @@ ROOTFS_DROP = [
 ]
 
 
+# `iptables`, `ip6tables` and their -save/-restore: Debian's alternatives
+# links, which the extracted root file system lacks, made here through one
+# link in the node-local `lockdir` (src/config/nodelocal.rs LOCKDIR, a
+# hostPath in the DaemonSet) that clusterdns points at the multi-call binary
+# of the backend it chose (src/nodelocal/commands.rs), as iptables-wrapper
+# does in Kubernetes' images.
+XTABLES_LINK = "/run/clusterdns/nodelocal/xtables"
+XTABLES_COMMANDS = [f"{v}tables{s}" for v in ("ip", "ip6") for s in ("", "-save", "-restore")]
+
+
 def labels(args, title, description):
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(oci.EPOCH))
     return {
@@ -99,6 +109,7 @@ def cluster(args):
 def node_local(args):
     lab = labels(args, "clusterdns-node-local", "clusterdns as a node-local DNS cache, with iptables, nftables and conntrack")
     files = app_entries(args) + [["run", "0755", "dir"]]
+    files += [[f"usr/sbin/{c}", "0777", f"symlink:{XTABLES_LINK}"] for c in XTABLES_COMMANDS]
     return {
         "ref": f"clusterdns-node-local:{args.version}",
         "created_by": "deploy/image/build (node-local image: Debian 12 iptables, nftables, conntrack)",

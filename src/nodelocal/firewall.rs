@@ -58,12 +58,15 @@ impl Firewall {
             },
         };
         if nft {
+            // iptables-nft shows the node's nftables rules, ours among them
+            super::commands::point_logged(&cfg.lockdir, rules::Backend::Nft);
             return Some(Firewall::Nftables {
                 rules: nftables::notrack_rules(&cfg.addresses, cfg.port, cfg.health_port),
             });
         }
         let backend = rules::detect().await;
         tracing::info!(target: "nodelocal", "iptables backend: {backend}");
+        super::commands::point_logged(&cfg.lockdir, backend);
         Some(Firewall::Iptables {
             ipt: Iptables { backend },
             rules: rules::rules(&cfg.addresses, cfg.port, cfg.health_port),

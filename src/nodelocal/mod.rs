@@ -15,6 +15,7 @@
 //! Setup errors count in node-cache's `coredns_nodecache_setup_errors_total
 //! {errortype}`, repairs in `clusterdns_nodelocal_restored_total{what}`.
 
+pub mod commands;
 pub mod doctor;
 pub mod firewall;
 pub mod handover;

@@ -129,20 +129,24 @@ impl Lab {
     pub fn stop(&mut self, i: usize) -> bool {
         let pid = self.children[i].id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + HANG;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.children[i].try_wait() {
                 return status.success();
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("clusterdns did not exit within 10 s of SIGTERM");
+        panic!("clusterdns did not exit within {HANG:?} of SIGTERM");
     }
 }
 
-/// Waits until `log` holds `text` (at most `secs`); returns the log.
-pub fn wait_log(log: &Path, text: &str, secs: u64) -> String {
-    let deadline = Instant::now() + Duration::from_secs(secs);
+/// The ceiling of every wait for an event here: only a hang reaches it,
+/// never a busy machine.
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// Waits until `log` holds `text` (until [`HANG`]); returns the log.
+pub fn wait_log(log: &Path, text: &str) -> String {
+    let deadline = Instant::now() + HANG;
     loop {
         let now = std::fs::read_to_string(log).unwrap_or_default();
         if now.contains(text) {
@@ -150,16 +154,16 @@ pub fn wait_log(log: &Path, text: &str, secs: u64) -> String {
         }
         assert!(
             Instant::now() < deadline,
-            "no '{text}' in {} within {secs}s:\n{now}",
+            "no '{text}' in {} within {HANG:?}:\n{now}",
             log.display()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-/// Polls `check` for up to `secs`.
-pub fn eventually(secs: f64, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+/// Polls `check` until it holds or [`HANG`] has passed.
+pub fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + HANG;
     while Instant::now() < deadline {
         if check() {
             return true;

@@ -3,9 +3,11 @@
 //! (`ip netns exec POD TEST-BINARY --ignored --exact surge_client`): a
 //! steady UDP load spread over many source ports (so the kernel's
 //! `SO_REUSEPORT` choice spreads it over every server socket), plus a few
-//! persistent TCP connections sending one query after another. Every
-//! query is accounted for: answered (and how), or lost (no answer within
-//! [`LATE`] of the load's end).
+//! persistent TCP connections sending one query after another, until the
+//! test creates the stop file (an event, not a duration: the load covers
+//! every step of the test however slow the machine). Every query is
+//! accounted for: answered (and how), or lost (no answer within [`LATE`],
+//! a ceiling that only a query that will never be answered reaches).
 //!
 //! A TCP connection the server closes is reopened and its unanswered query
 //! sent again, as RFC 7766 §6.2.4 asks of clients; such retries are
@@ -14,6 +16,9 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -21,7 +26,9 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio::time::Instant;
 
 /// How long after the load ends an answer still counts.
-pub const LATE: Duration = Duration::from_secs(2);
+pub const LATE: Duration = Duration::from_secs(10);
+/// A load nobody stops ends by itself after this (a test that panicked).
+const ABANDONED: Duration = Duration::from_secs(600);
 /// UDP source sockets.
 const SOCKETS: usize = 48;
 
@@ -113,9 +120,9 @@ fn id_and_rcode(reply: &[u8]) -> Option<(u16, u8)> {
     (reply.len() >= 12).then(|| (u16::from_be_bytes([reply[0], reply[1]]), reply[3] & 0x0f))
 }
 
-/// One UDP source socket sending every `period` until `end`; also
+/// One UDP source socket sending every `period` until `stop`; also
 /// returns when each lost query was sent.
-async fn udp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant) -> (Tally, Vec<Instant>) {
+async fn udp_flow(target: SocketAddr, name: &str, period: Duration, stop: Stop) -> (Tally, Vec<Instant>) {
     let mut t = Tally::default();
     let Ok(sock) = UdpSocket::bind("0.0.0.0:0").await else {
         return (t, Vec::new());
@@ -127,9 +134,13 @@ async fn udp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant
     let mut tick = tokio::time::interval_at(Instant::now() + period.mul_f64(fastrand::f64()), period);
     let mut buf = [0u8; 1500];
     let mut id: u16 = fastrand::u16(..);
+    let mut end = None;
     loop {
-        let late = Instant::now() >= end;
-        if late && (pending.is_empty() || Instant::now() >= end + LATE) {
+        if end.is_none() && stop.is_set() {
+            end = Some(Instant::now());
+        }
+        let late = end.is_some();
+        if end.is_some_and(|e| pending.is_empty() || Instant::now() >= e + LATE) {
             break;
         }
         tokio::select! {
@@ -153,7 +164,7 @@ async fn udp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant
                     }
                 }
             }
-            () = tokio::time::sleep_until(end + LATE), if late => {}
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
         }
     }
     t.lost = pending.len() as u64;
@@ -201,13 +212,13 @@ async fn tcp_exchange(
     None
 }
 
-/// One persistent TCP connection asking every `period` until `end`.
-async fn tcp_flow(target: SocketAddr, name: &str, period: Duration, end: Instant) -> (Tally, Vec<Instant>) {
+/// One persistent TCP connection asking every `period` until `stop`.
+async fn tcp_flow(target: SocketAddr, name: &str, period: Duration, stop: Stop) -> (Tally, Vec<Instant>) {
     let mut lost = Vec::new();
     let mut t = Tally::default();
     let mut conn = None;
     let mut id: u16 = fastrand::u16(..);
-    while Instant::now() < end {
+    while !stop.is_set() {
         id = id.wrapping_add(1);
         let q = query(id, name);
         let mut framed = (q.len() as u16).to_be_bytes().to_vec();
@@ -247,10 +258,34 @@ fn lost_line(kind: &str, start: Instant, lost: &[Instant]) -> String {
     format!("LOST {kind} {}", spread.join(" "))
 }
 
+/// Set once the stop file exists (polled every 20 ms), or after
+/// [`ABANDONED`].
+#[derive(Clone)]
+struct Stop(Arc<AtomicBool>);
+
+impl Stop {
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn watch(file: PathBuf) -> Stop {
+        let flag = Arc::new(AtomicBool::new(false));
+        let set = flag.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            while !file.exists() && started.elapsed() < ABANDONED {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            set.store(true, Ordering::Relaxed);
+        });
+        Stop(flag)
+    }
+}
+
 /// Runs the load: `rate` UDP queries a second over [`SOCKETS`] sockets
 /// and `tcp` connections at 50 queries a second each, spread over
-/// `targets`, for `secs`; prints the [`Tally`].
-pub fn client(targets: &[SocketAddr], name: &str, rate: f64, tcp: usize, secs: f64) -> Tally {
+/// `targets`, until `stop_file` exists; prints the [`Tally`].
+pub fn client(targets: &[SocketAddr], name: &str, rate: f64, tcp: usize, stop_file: &Path) -> Tally {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -258,22 +293,22 @@ pub fn client(targets: &[SocketAddr], name: &str, rate: f64, tcp: usize, secs: f
         .expect("runtime");
     rt.block_on(async {
         let start = Instant::now();
-        let end = start + Duration::from_secs_f64(secs);
+        let stop = Stop::watch(stop_file.to_path_buf());
         let period = Duration::from_secs_f64(SOCKETS as f64 / rate);
         let mut tasks = Vec::new();
         for i in 0..SOCKETS {
-            let (target, name) = (targets[i % targets.len()], name.to_string());
+            let (target, name, stop) = (targets[i % targets.len()], name.to_string(), stop.clone());
             tasks.push((
                 true,
-                tokio::spawn(async move { udp_flow(target, &name, period, end).await }),
+                tokio::spawn(async move { udp_flow(target, &name, period, stop).await }),
             ));
         }
         for i in 0..tcp {
-            let (target, name) = (targets[i % targets.len()], name.to_string());
+            let (target, name, stop) = (targets[i % targets.len()], name.to_string(), stop.clone());
             let period = Duration::from_millis(20);
             tasks.push((
                 false,
-                tokio::spawn(async move { tcp_flow(target, &name, period, end).await }),
+                tokio::spawn(async move { tcp_flow(target, &name, period, stop).await }),
             ));
         }
         let mut all = Tally::default();

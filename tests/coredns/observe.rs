@@ -32,7 +32,11 @@ pub fn http_line(rest: &str) -> Result<Http, String> {
 pub fn check(want: &Want, running: &Running, since: usize) -> Vec<String> {
     let mut out = Vec::new();
     for (present, text) in &want.logs {
-        let limit = Duration::from_millis(if *present { 8000 } else { 500 });
+        let limit = if *present {
+            crate::wire::HANG
+        } else {
+            Duration::from_millis(500)
+        };
         let found = eventually(limit, *present, || {
             let lines = running.log.lock().map(|l| l.clone()).unwrap_or_default();
             lines.iter().skip(since).any(|l| contains(l, text))
@@ -65,7 +69,7 @@ pub fn check(want: &Want, running: &Running, since: usize) -> Vec<String> {
     }
     for (series, value) in &want.metrics {
         let mut got = String::new();
-        eventually(Duration::from_secs(2), true, || {
+        eventually(crate::wire::HANG, true, || {
             got = match get(running, "metrics", "/metrics") {
                 Ok((_, text)) => metric(&text, series),
                 Err(e) => e,
@@ -108,7 +112,7 @@ fn get(running: &Running, endpoint: &str, path: &str) -> Result<(u16, String), S
     // A listener shared with `ready` is logged just after it: waited for.
     let logged = format!("listening on {endpoint} http://");
     let mut addr: Option<SocketAddr> = None;
-    eventually(Duration::from_secs(2), true, || {
+    eventually(crate::wire::HANG, true, || {
         let lines = running.log.lock().map(|l| l.clone()).unwrap_or_default();
         addr = lines.iter().find_map(|l| l.split(&logged).nth(1)?.trim().parse().ok());
         addr.is_some()

@@ -176,7 +176,7 @@ pub fn start(conf: &Path, listeners: usize, ready_wait: bool) -> Result<Running,
         log,
     };
     let mut ready = None;
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + crate::wire::HANG;
     while running.dns.len() < listeners || ready.is_none() {
         let left = deadline.saturating_duration_since(Instant::now());
         let Ok(line) = rx.recv_timeout(left) else {

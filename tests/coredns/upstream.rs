@@ -202,10 +202,10 @@ impl Upstream {
 
 impl Upstream {
     /// How many requests for `name` (any case) and `qtype` came so far;
-    /// when fewer than `want`, waits up to 2 s for more (a cache refreshes
-    /// in the background after its reply is out).
+    /// when fewer than `want`, waits (until [`crate::wire::HANG`]) for more
+    /// (a cache refreshes in the background after its reply is out).
     pub fn asked(&self, name: &str, qtype: &str, rd: Option<bool>, want: usize) -> usize {
-        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        let deadline = std::time::Instant::now() + crate::wire::HANG;
         loop {
             let n = self.count(name, qtype, rd);
             if n >= want || std::time::Instant::now() >= deadline {

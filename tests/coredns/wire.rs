@@ -15,8 +15,13 @@ use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 use crate::records;
 use crate::table::{Query, Want};
 
-/// How long a reply may take; `no reply` rows wait this long for nothing.
-const WAIT: Duration = Duration::from_secs(2);
+/// The ceiling of every wait for something that must come (a reply, a
+/// request upstream, a log line, a metric): only a hang reaches it, never
+/// a busy machine.
+pub const HANG: Duration = Duration::from_secs(60);
+/// How long a reply may take.
+const WAIT: Duration = HANG;
+/// How long `no reply` rows wait for nothing.
 const SILENCE: Duration = Duration::from_millis(800);
 
 fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {

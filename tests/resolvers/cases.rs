@@ -233,14 +233,11 @@ impl Client {
     }
 }
 
-/// A lookup must end within this (no retry after a lost reply).
-pub const FAST_MS: u64 = 4000;
-/// musl waits out its 5 s timeout on SERVFAIL.
-pub const MUSL_SERVFAIL_MS: u64 = 8000;
-
+/// What a cell must report. How long a lookup took is printed, never
+/// bounded (a busy machine moves it): that no reply was lost is asserted
+/// on the servers' counts instead (every request answered).
 pub struct Expect {
     pub outcome: Outcome,
-    pub max_ms: u64,
 }
 
 /// What `client` must report for `case`; `None` when it does not make
@@ -251,7 +248,6 @@ pub fn expect(client: Client, case: &Case, truncated: &HashMap<String, Vec<Strin
         return None;
     }
     let mut outcome = case.want.clone();
-    let mut max_ms = FAST_MS;
     let failed = matches!(outcome, Outcome::Fail(_));
     match client {
         Client::GetentHosts | Client::GetentAhosts if failed => outcome = Outcome::Fail(Class::Getent),
@@ -263,9 +259,6 @@ pub fn expect(client: Client, case: &Case, truncated: &HashMap<String, Vec<Strin
             if case.over_512 {
                 let got = truncated.get(&case.id).cloned().unwrap_or_default();
                 outcome = Outcome::Values(normalize(case.kind, got));
-            }
-            if case.pod == Pod::Unsynced {
-                max_ms = MUSL_SERVFAIL_MS;
             }
         }
         Client::Go if case.pod == Pod::Unsynced && case.relative => outcome = NOTFOUND,
@@ -279,7 +272,7 @@ pub fn expect(client: Client, case: &Case, truncated: &HashMap<String, Vec<Strin
     if let Outcome::Values(v) = outcome {
         outcome = Outcome::Values(normalize(case.kind, v));
     }
-    Some(Expect { outcome, max_ms })
+    Some(Expect { outcome })
 }
 
 /// `getent hosts`: gethostbyname2(AF_INET6), then AF_INET when that fails.
