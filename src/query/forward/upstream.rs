@@ -103,9 +103,11 @@ impl Upstream {
     ) -> (Result<Message, ExchangeError>, Option<SocketAddr>) {
         let mut local = None;
         let result = if let Some(enc) = &self.encrypted {
-            timeout_at(deadline, enc.exchange(request, id, query, cfg)).await
+            // The rare transports on the heap: a miss's task, which holds
+            // this future, stays small (moved once per spawn, not 7 KB).
+            timeout_at(deadline, Box::pin(enc.exchange(request, id, query, cfg))).await
         } else if tcp {
-            timeout_at(deadline, self.tcp(request, id, query, cfg, &mut local)).await
+            timeout_at(deadline, Box::pin(self.tcp(request, id, query, cfg, &mut local))).await
         } else {
             let udp = self
                 .outgoing
