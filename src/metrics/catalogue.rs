@@ -355,6 +355,16 @@ pub const FORWARD_TLS_FAILURES: Family = counter(
     "Failed TLS handshakes with DNS over TLS or HTTPS upstreams.",
     &["proxy_name", "to"],
 );
+pub const FORWARD_STRAY_REPLIES: Family = counter(
+    "clusterdns_forward_stray_replies_total",
+    "Datagrams on an upstream's UDP ports that were not the reply awaited there, by reason (id, question, malformed, source, late), dropped.",
+    &["proxy_name", "to", "reason"],
+);
+pub const FORWARD_UDP_PORTS: Family = gauge(
+    "clusterdns_forward_udp_ports",
+    "UDP ports open to an upstream, idle or carrying a query.",
+    &["proxy_name", "to"],
+);
 pub const PROXY_DURATION: Family = histogram(
     "coredns_proxy_request_duration_seconds",
     "Histogram of the time each request took.",
@@ -449,7 +459,7 @@ pub const ALL: &[Family] = &[
     LAST_EVENT_AGE, PROGRAMMING_DURATION, NODECACHE_SETUP_ERRORS, NODELOCAL_RESTORED,
     NODELOCAL_HANDOVERS, NODELOCAL_DRAINED, NODELOCAL_PEERS,
     FORWARD_MAX_CONCURRENT_REJECTS, FORWARD_HEALTHCHECK_BROKEN, LOOP_DETECTED,
-    PROXY_HEALTHCHECK_FAILURES, FORWARD_TLS_FAILURES, PROXY_DURATION, CACHE_ENTRIES, CACHE_HITS, CACHE_REQUESTS,
+    PROXY_HEALTHCHECK_FAILURES, FORWARD_TLS_FAILURES, FORWARD_STRAY_REPLIES, FORWARD_UDP_PORTS, PROXY_DURATION, CACHE_ENTRIES, CACHE_HITS, CACHE_REQUESTS,
     CACHE_MISSES, CACHE_PREFETCH, CACHE_SERVED_STALE, CACHE_EVICTIONS, TEMPLATE_MATCHES,
     TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES, DNS64_TRANSLATED, ACL_BLOCKED, ACL_FILTERED, ACL_DROPPED,
     ACL_ALLOWED, TRANSFER_REQUESTS, TRANSFER_NOTIFIES,

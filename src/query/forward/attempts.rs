@@ -38,7 +38,7 @@ impl Forwarding {
         let budget = tokio::time::Instant::now() + BUDGET;
         let (mut attempts, mut failovers, mut i, mut down) = (0u32, 0usize, 0usize, 0usize);
         let mut bytes = request.to_vec();
-        let mut why = String::from("no healthy proxies");
+        let mut why = None;
         while tokio::time::Instant::now() < budget && (cap == 0 || attempts < cap) {
             if i >= n {
                 (i, down) = (0, 0);
@@ -66,14 +66,14 @@ impl Forwarding {
                 Ok(m) => return Ok(m),
                 Err(e) => {
                     attempts += 1;
-                    why = e;
                     if down >= n {
-                        return Err(why); // the one tried though all were down
+                        return Err(e); // the one tried though all were down
                     }
+                    why = Some(e);
                 }
             }
         }
-        Err(why)
+        Err(why.unwrap_or_else(|| "no healthy proxies".into()))
     }
 
     /// One exchange with `up` (again over TCP for a truncated answer that
@@ -89,7 +89,7 @@ impl Forwarding {
         let mut over_tcp = tcp;
         loop {
             self.note_probe(query, up);
-            let id = fastrand::u16(..);
+            let id = super::outgoing::random_id();
             if bytes.len() >= 2 {
                 bytes[..2].copy_from_slice(&id.to_be_bytes());
             }

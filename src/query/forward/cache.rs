@@ -114,6 +114,30 @@ pub enum Lookup {
     Miss,
 }
 
+/// Entries of the full kind looked at to choose one to evict.
+const EVICTION_SAMPLE: usize = 8;
+
+/// The entry of the kind to evict from a full shard: the first expired
+/// one among the first [`EVICTION_SAMPLE`] of that kind in the map's
+/// order (the order of their hashes), else the one of them that expires
+/// first. Looking at a few rather than every entry keeps a miss's cost
+/// flat when the cache is full, as it is under a stream of unique names;
+/// CoreDNS evicts an arbitrary entry.
+fn victim(shard: &HashMap<Key, Arc<Entry>>, denial: bool) -> Option<Key> {
+    let now = Instant::now();
+    let mut best: Option<(&Key, Instant)> = None;
+    for (k, e) in shard.iter().filter(|(_, e)| e.denial == denial).take(EVICTION_SAMPLE) {
+        let end = e.stored + Duration::from_secs(u64::from(e.ttl));
+        if end <= now {
+            return Some(k.clone());
+        }
+        if best.is_none_or(|(_, b)| end < b) {
+            best = Some((k, end));
+        }
+    }
+    best.map(|(k, _)| k.clone())
+}
+
 /// A cache key: case-folded wire name, type, DO and CD.
 pub type Key = Box<[u8]>;
 
@@ -289,12 +313,7 @@ impl Cache {
         let kind = usize::from(denial);
         let Ok(mut m) = self.shard(&key).lock() else { return };
         if self.counts[kind].load(Ordering::Relaxed) >= bounds.capacity && !m.contains_key(&key) {
-            // Evict one of the same kind from this shard: an expired one if any.
-            let victim = m
-                .iter()
-                .filter(|(_, e)| e.denial == denial)
-                .min_by_key(|(_, e)| e.stored + Duration::from_secs(u64::from(e.ttl)))
-                .map(|(k, _)| k.clone());
+            let victim = victim(&m, denial);
             match victim {
                 Some(v) => {
                     if let Some(gone) = m.remove(&v) {

@@ -103,16 +103,59 @@ where
     }
 }
 
+/// Why a datagram that arrived on one of our ports is not the reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stray {
+    /// Not a DNS response, or cut short.
+    Malformed,
+    /// Another ID than the one we sent.
+    Id,
+    /// Our ID, but not our question (case aside).
+    Question,
+    /// From another address or port than the upstream's.
+    Source,
+    /// Queued on an idle port before its next query was sent.
+    Late,
+}
+
+impl Stray {
+    pub const ALL: [Stray; 5] = [Stray::Malformed, Stray::Id, Stray::Question, Stray::Source, Stray::Late];
+
+    /// The `reason` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Stray::Malformed => "malformed",
+            Stray::Id => "id",
+            Stray::Question => "question",
+            Stray::Source => "source",
+            Stray::Late => "late",
+        }
+    }
+}
+
 /// The answer in `bytes` if it is a response to our query `id`.
 pub fn matching(bytes: &[u8], id: u16, query: &Query) -> Option<Message> {
-    if bytes.len() < 12 || u16::from_be_bytes([bytes[0], bytes[1]]) != id || bytes[2] & 0x80 == 0 {
-        return None;
+    classify(bytes, id, query).ok()
+}
+
+/// The answer in `bytes` if it is a response to our query `id` with our
+/// question, else why not.
+pub fn classify(bytes: &[u8], id: u16, query: &Query) -> Result<Message, Stray> {
+    if bytes.len() < 12 || bytes[2] & 0x80 == 0 {
+        return Err(Stray::Malformed);
     }
-    let m = Message::from_vec(bytes).ok()?;
-    let q = m.queries.first()?;
+    if u16::from_be_bytes([bytes[0], bytes[1]]) != id {
+        return Err(Stray::Id);
+    }
+    let m = Message::from_vec(bytes).map_err(|_| Stray::Malformed)?;
+    let q = m.queries.first().ok_or(Stray::Question)?;
     let same =
         q.query_type() == query.query_type() && q.query_class() == query.query_class() && q.name() == query.name(); // case-insensitive
-    same.then_some(m)
+    if same {
+        Ok(m)
+    } else {
+        Err(Stray::Question)
+    }
 }
 
 #[cfg(test)]
@@ -134,5 +177,11 @@ mod tests {
         assert!(matching(&reply(8, "example.org."), 7, &q).is_none(), "wrong id");
         assert!(matching(&reply(7, "example.net."), 7, &q).is_none(), "wrong question");
         assert!(matching(&[0u8; 5], 7, &q).is_none(), "garbage");
+        assert_eq!(classify(&reply(8, "example.org."), 7, &q).err(), Some(Stray::Id));
+        assert_eq!(classify(&reply(7, "example.net."), 7, &q).err(), Some(Stray::Question));
+        assert_eq!(classify(&[0u8; 5], 7, &q).err(), Some(Stray::Malformed));
+        let mut query = reply(7, "example.org.");
+        query[2] &= 0x7f; // QR clear: a query, not a reply
+        assert_eq!(classify(&query, 7, &q).err(), Some(Stray::Malformed));
     }
 }

@@ -113,21 +113,23 @@ impl Forwarding {
     }
 
     /// What the router left for after the upstream's answer: the records
-    /// of a `rewrite cname` target, and `dns64`'s translation.
+    /// of a `rewrite cname` target, and `dns64`'s translation (each asked
+    /// in a boxed future, so that the common miss's task does not carry
+    /// room for them).
     async fn complete(self: &Arc<Self>, job: &Job, answer: &mut Answer, tcp: bool) {
         let (dnssec_ok, cd) = (job.dnssec_ok(), job.meta.checking_disabled);
         let revert = job.then.rewrite.as_ref().map(|r| &r.revert);
         if let Some(target) = revert.and_then(|r| r.cname(answer)) {
             // `rewrite cname`: the new target's records follow the CNAMEs.
             let q = Query::query(target.clone(), job.query.query_type());
-            let found = self.ask(&q, dnssec_ok, cd, tcp).await;
+            let found = Box::pin(self.ask(&q, dnssec_ok, cd, tcp)).await;
             answer
                 .answers
                 .extend(found.answers.into_iter().filter(|r| r.name == target));
         }
         if let Some(d) = job.then.dns64.as_ref().filter(|d| d.wanted(answer)) {
             let a = Query::query(job.query.name().clone(), RecordType::A);
-            let a = self.ask(&a, dnssec_ok, cd, tcp).await;
+            let a = Box::pin(self.ask(&a, dnssec_ok, cd, tcp)).await;
             d.synthesize(answer, &a);
         }
     }

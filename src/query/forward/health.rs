@@ -47,7 +47,7 @@ async fn probe(up: Arc<Upstream>, cfg: ForwardConfig) {
     let query = Query::query(cfg.health_check_domain.clone(), RecordType::NS);
     let started = Instant::now();
     loop {
-        let id = fastrand::u16(..);
+        let id = super::outgoing::random_id();
         let mut m = Message::new(id, MessageType::Query, OpCode::Query);
         m.metadata.recursion_desired = cfg.health_check_rd;
         m.add_query(query.clone());

@@ -29,6 +29,8 @@ pub mod exchange;
 mod flight;
 mod health;
 mod keep;
+pub mod lanes;
+pub mod outgoing;
 mod render;
 mod rrsig;
 pub mod upstream;
@@ -223,11 +225,13 @@ impl Forwarding {
         });
     }
 
-    /// Takes a query that missed the cache: answered from a task.
+    /// Takes a query that missed the cache: answered from a task on this
+    /// thread's forwarding lane (`lanes.rs`).
     pub fn submit(self: &Arc<Self>, job: Job) {
         let this = self.clone();
         let metrics = self.metrics.clone();
-        self.runtime.spawn(async move {
+        let runtime = lanes::lane().unwrap_or(&self.runtime);
+        runtime.spawn(async move {
             let guarded = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(this.run(job)));
             if guarded.await.is_err() {
                 metrics.panics.fetch_add(1, Ordering::Relaxed);

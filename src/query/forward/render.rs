@@ -20,7 +20,8 @@ pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
 }
 
 /// The block-wide counters, then per upstream its failed health checks,
-/// failed TLS handshakes (encrypted upstreams) and request durations.
+/// failed TLS handshakes (encrypted upstreams), stray replies and open
+/// ports (plain ones) and request durations.
 fn forwarding(all: &[Arc<Forwarding>], s: &mut String) {
     let sum = |f: fn(&Forwarding) -> &AtomicU64| all.iter().map(|x| f(x).load(Relaxed)).sum::<u64>();
     c::FORWARD_MAX_CONCURRENT_REJECTS.single(s, sum(|f| &f.max_concurrent_rejects));
@@ -44,6 +45,23 @@ fn forwarding(all: &[Arc<Forwarding>], s: &mut String) {
                 up.addr
             );
         }
+    }
+    c::FORWARD_STRAY_REPLIES.head(s);
+    for up in upstreams().filter(|u| u.encrypted.is_none()) {
+        for why in super::exchange::Stray::ALL {
+            let (name, n) = (c::FORWARD_STRAY_REPLIES.name, up.outgoing.strays(why));
+            let reason = why.label();
+            let _ = writeln!(
+                s,
+                "{name}{{proxy_name=\"forward\",to=\"{}\",reason=\"{reason}\"}} {n}",
+                up.addr
+            );
+        }
+    }
+    c::FORWARD_UDP_PORTS.head(s);
+    for up in upstreams().filter(|u| u.encrypted.is_none()) {
+        let (name, n) = (c::FORWARD_UDP_PORTS.name, up.outgoing.open());
+        let _ = writeln!(s, "{name}{{proxy_name=\"forward\",to=\"{}\"}} {n}", up.addr);
     }
     c::PROXY_DURATION.head(s);
     for up in upstreams() {

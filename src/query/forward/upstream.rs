@@ -1,11 +1,12 @@
-//! One upstream resolver: exchanges over UDP (a fresh socket and random
-//! source port per query) or pooled TCP connections, or over its encrypted
+//! One upstream resolver: exchanges over UDP (from its pool of ports,
+//! `outgoing.rs`) or pooled TCP connections, or over its encrypted
 //! transport (`encrypted.rs`) when it has one, and its health. All
 //! leave from `source_address` when set; a pooled connection is closed
 //! when idle for `expire` or older than `max_age`.
 //!
 //! An answer is accepted only if it comes from the upstream's address
-//! (connected sockets), carries the ID we chose, and repeats our question.
+//! (connected sockets), carries the ID we chose, and repeats our question;
+//! over UDP whatever else arrives is counted (`outgoing.rs`).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -15,7 +16,7 @@ use std::time::Instant;
 
 use hickory_proto::op::{Message, Query};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UdpSocket};
+use tokio::net::TcpStream;
 
 use super::exchange::{matching, ExchangeError};
 use crate::config::forward::ForwardConfig;
@@ -42,6 +43,8 @@ pub struct Upstream {
     idle: Mutex<Vec<Pooled>>,
     /// DNS over TLS or HTTPS instead of UDP and TCP.
     pub encrypted: Option<super::encrypted::Encrypted>,
+    /// The UDP ports queries leave from.
+    pub outgoing: super::outgoing::Outgoing,
 }
 
 impl Upstream {
@@ -56,6 +59,7 @@ impl Upstream {
             durations: Default::default(),
             idle: Mutex::new(Vec::new()),
             encrypted: None,
+            outgoing: Default::default(),
         }
     }
 
@@ -99,44 +103,18 @@ impl Upstream {
     ) -> (Result<Message, ExchangeError>, Option<SocketAddr>) {
         let mut local = None;
         let result = if let Some(enc) = &self.encrypted {
-            timeout_at(deadline, enc.exchange(request, id, query, cfg)).await
+            // The rare transports on the heap: a miss's task, which holds
+            // this future, stays small (moved once per spawn, not 7 KB).
+            timeout_at(deadline, Box::pin(enc.exchange(request, id, query, cfg))).await
         } else if tcp {
-            timeout_at(deadline, self.tcp(request, id, query, cfg, &mut local)).await
+            timeout_at(deadline, Box::pin(self.tcp(request, id, query, cfg, &mut local))).await
         } else {
-            timeout_at(deadline, self.udp(request, id, query, cfg.source_address, &mut local)).await
+            let udp = self
+                .outgoing
+                .exchange(self.addr, cfg.source_address, request, id, query, &mut local);
+            timeout_at(deadline, udp).await
         };
         (result.unwrap_or(Err(ExchangeError::Timeout)), local)
-    }
-
-    /// The address our sockets to this upstream leave from.
-    fn local(&self, source: Option<IpAddr>) -> SocketAddr {
-        let any = match self.addr.ip() {
-            IpAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
-            IpAddr::V6(_) => IpAddr::from([0u16; 8]),
-        };
-        SocketAddr::new(source.unwrap_or(any), 0)
-    }
-
-    async fn udp(
-        &self,
-        request: &[u8],
-        id: u16,
-        query: &Query,
-        source: Option<IpAddr>,
-        local: &mut Option<SocketAddr>,
-    ) -> Result<Message, ExchangeError> {
-        let socket = UdpSocket::bind(self.local(source)).await?;
-        socket.connect(self.addr).await?;
-        *local = socket.local_addr().ok();
-        socket.send(request).await?;
-        let mut buf = vec![0u8; 65535];
-        loop {
-            let n = socket.recv(&mut buf).await?;
-            if let Some(m) = matching(&buf[..n], id, query) {
-                return Ok(m);
-            }
-            // a stray or forged datagram: keep waiting for ours
-        }
     }
 
     async fn tcp(
