@@ -21,6 +21,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::args::{lower_wire, zone, Args};
 use super::blocks::Directive;
+use super::lexer::Word;
 use super::problem::ConfigError;
 
 /// What a policy does with the queries it matches.
@@ -99,6 +100,32 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
     AclRule { zones, wires, policies }
 }
 
+/// The values after `type` (`types`) or `net` into `p`; `*` stands for
+/// all and ends the section.
+fn section_values(p: &mut AclPolicy, types: bool, tokens: &[Word], errors: &mut Vec<ConfigError>) -> Option<()> {
+    for w in tokens {
+        let t = w.text.as_str();
+        let ok = match (types, t) {
+            (true, "*") => {
+                p.types = None;
+                break;
+            }
+            (false, "*") => {
+                p.nets = everyone();
+                break;
+            }
+            (true, _) => qtype(t).map(|q| p.types.iter_mut().for_each(|v| v.push(q))),
+            (false, _) => cidr(t).map(|n| p.nets.push(n)),
+        };
+        if ok.is_none() {
+            let what = if types { "a query type" } else { "an address or CIDR" };
+            errors.push(ConfigError::new(&w.pos, format!("acl: '{t}' is not {what}")));
+            return None;
+        }
+    }
+    Some(())
+}
+
 /// One policy line.
 fn policy(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<AclPolicy> {
     let action = match a.name.text.to_ascii_lowercase().as_str() {
@@ -140,30 +167,7 @@ fn policy(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<AclPolicy> {
             errors.push(ConfigError::new(&head.pos, format!("acl: no value after '{section}'")));
             return None;
         }
-        for w in tokens {
-            let t = w.text.as_str();
-            let ok = match (section.as_str(), t) {
-                ("type", "*") => {
-                    p.types = None;
-                    break;
-                }
-                ("net", "*") => {
-                    p.nets = everyone();
-                    break;
-                }
-                ("type", _) => qtype(t).map(|q| p.types.iter_mut().for_each(|v| v.push(q))),
-                _ => cidr(t).map(|n| p.nets.push(n)),
-            };
-            if ok.is_none() {
-                let what = if section == "type" {
-                    "a query type"
-                } else {
-                    "an address or CIDR"
-                };
-                errors.push(ConfigError::new(&w.pos, format!("acl: '{t}' is not {what}")));
-                return None;
-            }
-        }
+        section_values(&mut p, section == "type", tokens, errors)?;
         typed |= section == "type";
         netted |= section == "net";
     }

@@ -217,6 +217,12 @@ fn serve_stale(a: &Args<'_>, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError
         ));
         return;
     }
+    stale_times(a, at, cfg, errors);
+    cfg.serve_stale = Some((window, mode));
+}
+
+/// `serve_stale`'s `RESPONSE_TTL [RECHECK]`, from word `at` on.
+fn stale_times(a: &Args<'_>, at: usize, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError>) {
     if a.args.len() > at {
         match a.duration(at, errors) {
             Some(t) if t.subsec_nanos() != 0 => errors.push(ConfigError::new(
@@ -243,5 +249,4 @@ fn serve_stale(a: &Args<'_>, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError
             None => {}
         }
     }
-    cfg.serve_stale = Some((window, mode));
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::args::{parse_duration, Args};
 use super::blocks::Directive;
+use super::lexer::Word;
 use super::options::{self, Opt};
 use super::problem::ConfigError;
 
@@ -106,6 +107,35 @@ const OPTIONS: &[Opt<ErrorsConfig>] = &[
     }),
 ];
 
+/// `consolidate`'s `[LEVEL] [show_first]`: each at most once, the level
+/// first.
+fn level_and_show_first(words: &[Word], errors: &mut Vec<ConfigError>) -> Option<(Option<Level>, bool)> {
+    let (mut level, mut show_first) = (None, false);
+    for w in words {
+        let fault = match (Level::parse(&w.text), w.text.as_str()) {
+            (Some(_), _) if level.is_some() => Some("more than one log level".to_string()),
+            (Some(_), _) if show_first => Some("the log level must come before show_first".to_string()),
+            (Some(l), _) => {
+                level = Some(l);
+                None
+            }
+            (None, "show_first") if show_first => Some("show_first twice".to_string()),
+            (None, "show_first") => {
+                show_first = true;
+                None
+            }
+            (None, other) => Some(format!(
+                "unknown option '{other}' (supported: error, warning, info, debug, then show_first)"
+            )),
+        };
+        if let Some(why) = fault {
+            errors.push(ConfigError::new(&w.pos, format!("errors: consolidate: {why}")));
+            return None;
+        }
+    }
+    Some((level, show_first))
+}
+
 /// `consolidate DURATION REGEXP [LEVEL] [show_first]`: the level, if
 /// written, before `show_first`, at most once each (as CoreDNS).
 fn consolidate(o: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<Consolidate> {
@@ -140,29 +170,7 @@ fn consolidate(o: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<Consolidat
         ));
         return None;
     }
-    let (mut level, mut show_first) = (None, false);
-    for w in &o.args[2..] {
-        let fault = match (Level::parse(&w.text), w.text.as_str()) {
-            (Some(_), _) if level.is_some() => Some("more than one log level".to_string()),
-            (Some(_), _) if show_first => Some("the log level must come before show_first".to_string()),
-            (Some(l), _) => {
-                level = Some(l);
-                None
-            }
-            (None, "show_first") if show_first => Some("show_first twice".to_string()),
-            (None, "show_first") => {
-                show_first = true;
-                None
-            }
-            (None, other) => Some(format!(
-                "unknown option '{other}' (supported: error, warning, info, debug, then show_first)"
-            )),
-        };
-        if let Some(why) = fault {
-            errors.push(ConfigError::new(&w.pos, format!("errors: consolidate: {why}")));
-            return None;
-        }
-    }
+    let (level, show_first) = level_and_show_first(&o.args[2..], errors)?;
     Some(Consolidate {
         period,
         pattern: re.text.clone(),

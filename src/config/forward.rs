@@ -28,6 +28,7 @@ use super::args::{zone, Args};
 use super::blocks::Directive;
 use super::forward_tls::{self, DohMethod, Target, TlsSettings};
 use super::forward_to::{self, MAX_UPSTREAMS};
+use super::lexer::Pos;
 use super::options::{self, Opt, MANY};
 use super::problem::ConfigError;
 
@@ -96,32 +97,7 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
         .filter(|t| socket_addr(t).is_none() && dir.join(t).is_file())
         .map(|t| dir.join(t))
         .collect();
-    let cfg = ForwardConfig {
-        from,
-        except: Vec::new(),
-        to: Vec::new(),
-        tls: TlsSettings::default(),
-        files,
-        force_tcp: false,
-        prefer_udp: false,
-        expire: Duration::from_secs(10),
-        max_age: Duration::ZERO,
-        max_idle_conns: 0,
-        read_timeout: Duration::from_secs(2),
-        max_fails: 2,
-        max_connect_attempts: None,
-        health_check: Duration::from_millis(500),
-        health_check_rd: true,
-        health_check_domain: Name::root(),
-        policy: Policy::Random,
-        max_concurrent: 0,
-        next: Vec::new(),
-        next_on_nodata: false,
-        failover: Vec::new(),
-        failfast: false,
-        source_address: None,
-        resolver: Vec::new(),
-    };
+    let cfg = ForwardConfig::new(from, files);
     // Options first (`resolver` resolves the hostnames among the TOs);
     // their errors after the TOs', in file order.
     let mut later = Vec::new();
@@ -134,9 +110,47 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     cfg.to = forward_to::upstreams(&d.args[1..], dir, &cfg.resolver, errors);
     forward_tls::finish(&cfg.to, &mut cfg.tls, &d.name, &mut later);
     errors.append(&mut later);
+    checks(&cfg, a.pos(), errors).then_some(cfg)
+}
+
+impl ForwardConfig {
+    /// `forward FROM TO...`'s defaults (CoreDNS's), before its options.
+    fn new(from: Name, files: Vec<PathBuf>) -> ForwardConfig {
+        ForwardConfig {
+            from,
+            except: Vec::new(),
+            to: Vec::new(),
+            tls: TlsSettings::default(),
+            files,
+            force_tcp: false,
+            prefer_udp: false,
+            expire: Duration::from_secs(10),
+            max_age: Duration::ZERO,
+            max_idle_conns: 0,
+            read_timeout: Duration::from_secs(2),
+            max_fails: 2,
+            max_connect_attempts: None,
+            health_check: Duration::from_millis(500),
+            health_check_rd: true,
+            health_check_domain: Name::root(),
+            policy: Policy::Random,
+            max_concurrent: 0,
+            next: Vec::new(),
+            next_on_nodata: false,
+            failover: Vec::new(),
+            failfast: false,
+            source_address: None,
+            resolver: Vec::new(),
+        }
+    }
+}
+
+/// What is checked once the upstreams and options are read; false when
+/// none is left to forward to.
+fn checks(cfg: &ForwardConfig, pos: &Pos, errors: &mut Vec<ConfigError>) -> bool {
     if !cfg.max_age.is_zero() && cfg.max_age < cfg.expire {
         errors.push(ConfigError::new(
-            a.pos(),
+            pos,
             format!(
                 "forward: max_age ({:?}) must not be less than expire ({:?}); raise max_age or lower expire",
                 cfg.max_age, cfg.expire
@@ -145,7 +159,7 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     }
     if cfg.to.len() > MAX_UPSTREAMS {
         errors.push(ConfigError::new(
-            a.pos(),
+            pos,
             format!(
                 "forward: more than {MAX_UPSTREAMS} upstreams ({}); CoreDNS refuses this too",
                 cfg.to.len()
@@ -154,12 +168,12 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
     }
     if cfg.to.is_empty() {
         errors.push(ConfigError::new(
-            a.pos(),
+            pos,
             "forward: no valid upstream addresses found (a resolv.conf file without nameserver lines adds none)",
         ));
-        return None;
+        return false;
     }
-    Some(cfg)
+    true
 }
 
 /// What a `forward` block's options are read into, with the directory

@@ -25,6 +25,7 @@ pub mod forward_tls;
 pub mod forward_to;
 pub mod gotmpl;
 pub mod hosts;
+pub mod imports;
 pub mod k8s_external;
 pub mod kube_client;
 pub mod kubernetes;

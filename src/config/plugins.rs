@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use hickory_proto::rr::Name;
+
 use super::blocks::{Directive, RawBlock};
 use super::directives::{self, Ctx};
 use super::listeners::key_zone_port;
@@ -28,6 +30,31 @@ pub fn server(
     config: &mut Config,
     errors: &mut Vec<ConfigError>,
 ) -> Option<Server> {
+    let (zones, port) = keys(block, errors);
+    let chain = block
+        .directives
+        .iter()
+        .any(|d| !SETUP_ONLY.contains(&d.name.text.as_str()));
+    let mut server = Server::new(zones, port.unwrap_or(default_port), chain);
+    let had_nodelocal = config.nodelocal.is_some();
+    for d in &block.directives {
+        let mut c = Ctx {
+            server: &mut server,
+            dir,
+            config,
+            errors,
+        };
+        directive(d, &mut c);
+    }
+    if let Some(n) = config.nodelocal.as_mut().filter(|_| !had_nodelocal) {
+        nodelocal::resolve(n, &server.bind, errors);
+    }
+    needs(&server, errors);
+    Some(server)
+}
+
+/// The block's zones and the port its keys share (`None`: not written).
+fn keys(block: &RawBlock, errors: &mut Vec<ConfigError>) -> (Vec<Name>, Option<u16>) {
     let mut zones = Vec::new();
     let mut port = None;
     for key in &block.keys {
@@ -47,51 +74,13 @@ pub fn server(
             _ => {}
         }
     }
-    let mut server = Server {
-        zones,
-        port: port.flatten().unwrap_or(default_port),
-        bind: Vec::new(),
-        errors: None,
-        log: None,
-        kubernetes: None,
-        forward: Vec::new(),
-        cache: None,
-        hosts: None,
-        files: Vec::new(),
-        loop_detect: None,
-        loadbalance: None,
-        autopath: None,
-        acl: Vec::new(),
-        any: false,
-        whoami: false,
-        chain: block
-            .directives
-            .iter()
-            .any(|d| !SETUP_ONLY.contains(&d.name.text.as_str())),
-        tcp: super::timeouts::TcpLimits::default(),
-        dns64: None,
-        k8s_external: None,
-        templates: Vec::new(),
-        rewrites: Vec::new(),
-        bufsize: None,
-        chaos: None,
-        local: None,
-        dnstap: Vec::new(),
-        transfers: Vec::new(),
-    };
-    let had_nodelocal = config.nodelocal.is_some();
-    for d in &block.directives {
-        let mut c = Ctx {
-            server: &mut server,
-            dir,
-            config,
-            errors,
-        };
-        directive(d, &mut c);
-    }
-    if let Some(n) = config.nodelocal.as_mut().filter(|_| !had_nodelocal) {
-        nodelocal::resolve(n, &server.bind, errors);
-    }
+    (zones, port.flatten())
+}
+
+/// What one directive needs of the others in its block: `autopath` a
+/// `kubernetes` with verified pods, `transfer` something to transfer,
+/// `k8s_external` a `kubernetes`.
+fn needs(server: &Server, errors: &mut Vec<ConfigError>) {
     if let Some((_, pos)) = &server.autopath {
         let verified = server
             .kubernetes
@@ -117,7 +106,6 @@ pub fn server(
             "k8s_external: needs a kubernetes directive in this server block (it serves that plugin's Services)",
         ));
     }
-    Some(server)
 }
 
 /// Reads one directive of a server block: its options block refused when

@@ -22,7 +22,7 @@
 use hickory_proto::rr::{DNSClass, RecordType};
 
 use super::blocks::Directive;
-use super::lexer::Word;
+use super::lexer::{Pos, Word};
 use super::problem::ConfigError;
 use super::rewrite_rule::{AnswerRule, Matcher, RewriteRule, RuleKind};
 
@@ -151,6 +151,42 @@ fn regex_with_groups(from: &Word, to: &Word, errors: &mut Vec<ConfigError>) -> O
     Some(re)
 }
 
+/// One answer rule of a name rule, `tail` its words after `answer`: the
+/// words after it, and whether it was `auto` (else it is in `answers`).
+fn answer_rule<'a, 'b>(
+    answer_at: &Pos,
+    tail: &'a [&'b Word],
+    answers: &mut Vec<AnswerRule>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<(&'a [&'b Word], bool)> {
+    match tail {
+        [w, more @ ..] if w.text == "auto" => Some((more, true)),
+        [w, from, to, more @ ..] if w.text == "name" || w.text == "value" => {
+            answers.push(AnswerRule {
+                value: w.text == "value",
+                pattern: regex_with_groups(from, to, errors)?,
+                to: normalize(&to.text),
+            });
+            Some((more, false))
+        }
+        [w, ..] if w.text == "name" || w.text == "value" => {
+            errors.push(ConfigError::new(
+                &w.pos,
+                format!("rewrite: answer {} needs FROM and TO", w.text),
+            ));
+            None
+        }
+        _ => {
+            let at = tail.first().map_or(answer_at, |w| &w.pos);
+            errors.push(ConfigError::new(
+                at,
+                "rewrite: answer takes auto, name FROM TO or value FROM TO",
+            ));
+            None
+        }
+    }
+}
+
 fn name_rule(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Option<RuleKind> {
     let (matcher, to, mut rest) = matched(field, args, errors)?;
     let mut auto = matches!(matcher, Matcher::Exact(_));
@@ -172,35 +208,11 @@ fn name_rule(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opt
             ));
             return None;
         }
-        match tail {
-            [w, more @ ..] if w.text == "auto" => {
-                (auto, auto_seen) = (true, true);
-                rest = more;
-            }
-            [w, from, to, more @ ..] if w.text == "name" || w.text == "value" => {
-                answers.push(AnswerRule {
-                    value: w.text == "value",
-                    pattern: regex_with_groups(from, to, errors)?,
-                    to: normalize(&to.text),
-                });
-                rest = more;
-            }
-            [w, ..] if w.text == "name" || w.text == "value" => {
-                errors.push(ConfigError::new(
-                    &w.pos,
-                    format!("rewrite: answer {} needs FROM and TO", w.text),
-                ));
-                return None;
-            }
-            _ => {
-                let at = tail.first().map_or(&first.pos, |w| &w.pos);
-                errors.push(ConfigError::new(
-                    at,
-                    "rewrite: answer takes auto, name FROM TO or value FROM TO",
-                ));
-                return None;
-            }
+        let (more, is_auto) = answer_rule(&first.pos, tail, &mut answers, errors)?;
+        if is_auto {
+            (auto, auto_seen) = (true, true);
         }
+        rest = more;
     }
     let explicit = answers.iter().any(|a| !a.value);
     if auto_seen && explicit {

@@ -39,6 +39,13 @@ pub fn parse(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opt
         ));
         return None;
     }
+    let option = rule(kind, rest, errors)?;
+    Some(RuleKind::Edns0 { action, option, revert })
+}
+
+/// The option an edns0 rule sets: `local CODE DATA`, `nsid`, or
+/// `subnet V4 V6` (prefix lengths).
+fn rule(kind: &Word, rest: &[&Word], errors: &mut Vec<ConfigError>) -> Option<EdnsRule> {
     let option = match (kind.text.to_lowercase().as_str(), rest) {
         ("local", [code, data]) => EdnsRule::Local {
             code: number(code, u64::from(u16::MAX), "an option code", errors)? as u16,
@@ -75,7 +82,7 @@ pub fn parse(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Opt
             return None;
         }
     };
-    Some(RuleKind::Edns0 { action, option, revert })
+    Some(option)
 }
 
 /// `edns0 local unset CODE`, `edns0 nsid unset`, `edns0 subnet unset`

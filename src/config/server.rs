@@ -88,3 +88,39 @@ pub struct Server {
     /// who is sent NOTIFY.
     pub transfers: Vec<transfer::TransferConfig>,
 }
+
+impl Server {
+    /// A block serving `zones` on `port` with no directive read yet;
+    /// `chain`: whether one of its directives takes part in answering.
+    pub fn new(zones: Vec<Name>, port: u16, chain: bool) -> Server {
+        Server {
+            zones,
+            port,
+            bind: Vec::new(),
+            errors: None,
+            log: None,
+            kubernetes: None,
+            forward: Vec::new(),
+            cache: None,
+            hosts: None,
+            files: Vec::new(),
+            loop_detect: None,
+            loadbalance: None,
+            autopath: None,
+            acl: Vec::new(),
+            any: false,
+            whoami: false,
+            chain,
+            tcp: timeouts::TcpLimits::default(),
+            dns64: None,
+            k8s_external: None,
+            templates: Vec::new(),
+            rewrites: Vec::new(),
+            bufsize: None,
+            chaos: None,
+            local: None,
+            dnstap: Vec::new(),
+            transfers: Vec::new(),
+        }
+    }
+}
