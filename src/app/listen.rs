@@ -180,7 +180,8 @@ pub(super) fn startup_doctor(config: &Config, metrics: &Metrics) {
 }
 
 /// Sockets the configuration may hold at once: each listener's TCP
-/// connection cap, the in-flight cap, and a margin for the rest.
+/// connection cap, the in-flight cap, the forwarding lanes' idle UDP
+/// ports, and a margin for the rest.
 fn sockets_needed(config: &Config) -> u64 {
     let mut listeners: BTreeMap<GroupKey, u64> = BTreeMap::new();
     for s in &config.servers {
@@ -189,7 +190,10 @@ fn sockets_needed(config: &Config) -> u64 {
             .entry((s.port, s.bind.clone()))
             .or_insert(s.tcp.connections as u64 * addresses);
     }
-    listeners.values().sum::<u64>() + config.in_flight as u64 + 256
+    // Each forwarding lane keeps up to PORTS idle UDP ports per upstream.
+    let upstreams: usize = config.servers.iter().flat_map(|s| &s.forward).map(|f| f.to.len()).sum();
+    let ports = (upstreams * crate::query::forward::lanes::MAX_LANES * crate::query::forward::outgoing::PORTS) as u64;
+    listeners.values().sum::<u64>() + config.in_flight as u64 + ports + 256
 }
 
 fn listen_ips(bind: &[IpAddr]) -> Vec<IpAddr> {
