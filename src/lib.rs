@@ -19,7 +19,7 @@
 //! 2. [`store`]: compact records and the immutable [`store::Snapshot`].
 //! 3. [`watch`]: cluster objects → records → a new snapshot, swapped in whole.
 //! 4. [`query`]: sockets, header checks, routing, the cluster zone, local
-//!    data (`hosts`, `file`, whose zones [`zone`] loads and looks up),
+//!    data (`hosts`, `file`, whose zones [`zonefile`] loads and looks up),
 //!    forwarding and its cache, the reply.
 //! 5. [`admin`] and [`metrics`]: `/health`, `/ready`, `/metrics`.
 //! 6. [`app`]: wiring and lifecycle; [`nodelocal`]: the node's interface and
@@ -40,4 +40,4 @@ pub mod query;
 pub mod store;
 pub mod tls;
 pub mod watch;
-pub mod zone;
+pub mod zonefile;

@@ -298,7 +298,7 @@ fn each_rule_fails_on_a_tree_that_breaks_it() {
     assert!(
         back.iter()
             .any(|f| f.starts_with("src/zone: 1 imports run back up, more than 0")
-                && f.contains("crate::zone::parse -> crate::zone (src/zone/parse.rs:1)")),
+                && f.contains("crate::zonefile::parse -> crate::zonefile (src/zonefile/parse.rs:1)")),
         "{back:#?}"
     );
     assert_eq!(back.len(), 2, "siblings and paths down are not back up: {back:#?}");

@@ -1,6 +1,6 @@
 //! `file DBFILE [ZONES...] { reload DURATION; reload_by_mtime; fallthrough [ZONES...]; upstream }`:
 //! a zone file served for its origins (the zone file itself is read by
-//! `crate::zone`); `upstream` is accepted and ignored, as CoreDNS does.
+//! `crate::zonefile`); `upstream` is accepted and ignored, as CoreDNS does.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -78,7 +78,7 @@ fn zone_loads(cfg: &FileConfig, pos: &super::lexer::Pos, errors: &mut Vec<Config
         return;
     };
     for origin in &cfg.zones {
-        if let Err(e) = crate::zone::parse(&text, Some(&cfg.path), origin) {
+        if let Err(e) = crate::zonefile::parse(&text, Some(&cfg.path), origin) {
             errors.push(ConfigError::new(
                 pos,
                 format!("file: {} does not load for {origin}: {e}", cfg.path.display()),

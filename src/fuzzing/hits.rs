@@ -22,7 +22,7 @@ use crate::query::defer::Sink;
 use crate::query::forward::cache::Cache;
 use crate::query::forward::Forwarding;
 use crate::query::reply::{self as records, Zone};
-use crate::query::request::{self, Checked};
+use crate::query::request::{self, Triage};
 use crate::query::{Block, Handler, Router, Scratch};
 
 /// The block's `cache` caps every TTL at this.
@@ -74,7 +74,7 @@ impl CacheHits {
     /// Puts an answer to `data`'s question in the cache and checks the
     /// replies to it (see the module doc).
     pub fn check(&mut self, data: &[u8]) {
-        let Checked::Query(req) = request::check(data) else {
+        let Triage::Query(req) = request::check(data) else {
             return;
         };
         let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);

@@ -10,7 +10,7 @@ use super::parse_strict;
 use crate::metrics::Transport;
 use crate::query::reply::echo::Echo;
 use crate::query::reply::wire::hickory;
-use crate::query::request::{self, Checked};
+use crate::query::request::{self, Triage};
 use crate::query::Scratch;
 
 /// The properties of any reply `out` to `data` over `transport`.
@@ -38,13 +38,13 @@ pub fn reply_holds(data: &[u8], out: &[u8], query: Option<&Message>, transport: 
 /// write the reply again from `scratch.answer`.
 pub fn with_echo<R>(data: &[u8], scratch: &Scratch, transport: Transport, f: impl FnOnce(&Echo<'_>, usize) -> R) -> R {
     let (meta, query, edns) = match request::check(data) {
-        Checked::Query(r) => (
+        Triage::Query(r) => (
             r.meta,
             Some(r.query),
             request::edns::capped(r.edns, scratch.answer.tags.bufsize),
         ),
-        Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
-        Checked::Drop => panic!("a dropped query was answered"),
+        Triage::Reject { meta, query, edns, .. } => (meta, query, edns),
+        Triage::Drop => panic!("a dropped query was answered"),
     };
     let echo = Echo {
         meta: &meta,

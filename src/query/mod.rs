@@ -38,7 +38,7 @@ use crate::metrics::{Metrics, Transport};
 use reply::echo::Echo;
 use reply::wire;
 pub use reply::Answer;
-use request::{edns::ClientEdns, Checked};
+use request::{edns::ClientEdns, Triage};
 pub use route::{Asker, Block, LoopProbe, Routed, Router};
 
 /// Per-worker scratch space, reused for every query it handles.
@@ -76,7 +76,7 @@ struct Arrival<'a> {
 }
 
 /// What became of a message: a reply now (replayed or made), none, or one later.
-enum Full {
+enum Fate {
     Reply(reply::Summary),
     /// No reply (dropped packet).
     Nothing,
@@ -175,7 +175,7 @@ impl Handler {
         key: &replay::memo::Key,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Full {
+    ) -> Fate {
         let view = router.memo_view();
         let (bytes, out) = (at.bytes, &mut scratch.out);
         let replayed = (scratch.memo.replay(key, bytes, &view, out))
@@ -183,9 +183,9 @@ impl Handler {
         match (replayed, at.admitted) {
             (Some(summary), Some(admission)) => {
                 admission.credit(); // the full path counts the others
-                Full::Reply(summary)
+                Fate::Reply(summary)
             }
-            (Some(summary), None) => Full::Reply(summary),
+            (Some(summary), None) => Fate::Reply(summary),
             (None, _) => self.learned(router, at, key, &view, scratch, sink),
         }
     }
@@ -201,9 +201,9 @@ impl Handler {
         view: &replay::memo::View<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Full {
+    ) -> Fate {
         let outcome = match self.answer(router, at, scratch, sink) {
-            Full::Reply(outcome) => outcome,
+            Fate::Reply(outcome) => outcome,
             other => return other,
         };
         if scratch.answer.tags.memoizable {
@@ -213,20 +213,20 @@ impl Handler {
             let Scratch { hits, answer, out, .. } = &mut *scratch;
             hits.learn(|q| router.hit_route(q), key, at.bytes, answer, out, outcome, at.started);
         }
-        Full::Reply(outcome)
+        Fate::Reply(outcome)
     }
 
     /// The end of every query's path, once: a dropped message is counted,
     /// the client of one answered now or later is counted, and a reply
     /// sent now is counted, logged and told to `dnstap` as the block asks.
     /// Returns whether `scratch.out` holds a reply to send.
-    fn finish(&self, router: &Router, at: &Arrival<'_>, full: Full, s: &mut Scratch) -> bool {
-        if matches!(full, Full::Nothing) {
+    fn finish(&self, router: &Router, at: &Arrival<'_>, full: Fate, s: &mut Scratch) -> bool {
+        if matches!(full, Fate::Nothing) {
             self.metrics.dropped(at.transport);
             return false;
         }
         router.count_client(&self.metrics.clients, at.peer.ip(), &mut s.clients);
-        let Full::Reply(o) = full else {
+        let Fate::Reply(o) = full else {
             return false; // answered later
         };
         let exchange = settle::record::Exchange {
@@ -248,12 +248,12 @@ impl Handler {
         at: &Arrival<'_>,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Full {
+    ) -> Fate {
         scratch.answer.clear();
         let answer = &mut scratch.answer;
         let (meta, query, edns) = match request::check_parsed(at.bytes, at.wire) {
-            Checked::Drop => return Full::Nothing,
-            Checked::Reject {
+            Triage::Drop => return Fate::Nothing,
+            Triage::Reject {
                 meta,
                 query,
                 edns,
@@ -262,7 +262,7 @@ impl Handler {
                 answer.error(rcode);
                 (meta, query, edns)
             }
-            Checked::Query(req) => match self.route(router, at, req, scratch, sink) {
+            Triage::Query(req) => match self.route(router, at, req, scratch, sink) {
                 Ok(routed) => routed,
                 Err(done) => return done,
             },
@@ -275,9 +275,9 @@ impl Handler {
         let (answer, out) = (&scratch.answer, &mut scratch.out);
         let truncated = wire::write_for(out, &echo, answer, at.transport);
         if out.is_empty() {
-            return Full::Nothing;
+            return Fate::Nothing;
         }
-        Full::Reply(reply::Summary::of(answer, truncated, query.as_ref(), edns))
+        Fate::Reply(reply::Summary::of(answer, truncated, query.as_ref(), edns))
     }
 
     /// A checked query: written straight from the snapshot where the
@@ -290,7 +290,7 @@ impl Handler {
         req: request::Request,
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
-    ) -> Result<(hickory_proto::op::Metadata, Option<Query>, Option<ClientEdns>), Full> {
+    ) -> Result<(hickory_proto::op::Metadata, Option<Query>, Option<ClientEdns>), Fate> {
         #[cfg(debug_assertions)]
         if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
             panic!("test-only panic trigger (debug builds only)");
@@ -305,7 +305,7 @@ impl Handler {
                 if let Some((truncated, edns)) = router.write_direct(block, &req, allowed, at.transport, answer, out) {
                     admitted.credit();
                     let summary = reply::Summary::of(answer, truncated, Some(&req.query), edns);
-                    return Err(Full::Reply(summary));
+                    return Err(Fate::Reply(summary));
                 }
                 answer.restart();
                 router.answer_in(block, &req.query, asker(at, &req), answer)
@@ -318,13 +318,13 @@ impl Handler {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let onward = match routed {
-            Routed::Drop => return Err(Full::Nothing),
+            Routed::Drop => return Err(Fate::Nothing),
             Routed::Done => return Ok((req.meta, Some(req.query), edns)),
             Routed::Forward(onward) => onward,
         };
         let req = request::Request { edns, ..req };
         self.forward(router, at, req, onward, scratch, sink);
-        Err(Full::Later)
+        Err(Fate::Later)
     }
 
     /// Hands a routed query to its forwarding task, or sheds it when too

@@ -23,7 +23,7 @@
 //! it forwarded comes back NXDOMAIN) in `route/autopath.rs`; the lookups
 //! of a second name (an outside CNAME target, `dns64`'s A question) in
 //! `route/chase.rs`; which questions a
-//! cache-hit replay may skip routing for in `route/hit.rs`; the short way for the
+//! cache-hit replay may skip routing for in `route/shortcut.rs`; the short way for the
 //! cluster zone's common answers, written straight from the snapshot when
 //! no plugin of the block needs their records, in `route/direct.rs` (tried
 //! first by [`super::Handler`]).
@@ -46,8 +46,8 @@ mod autopath;
 mod block;
 mod chase;
 mod direct;
-mod hit;
 mod order;
+mod shortcut;
 #[cfg(test)]
 mod tests;
 

@@ -18,8 +18,8 @@ pub mod mcs;
 pub mod records;
 mod slot;
 mod snapshot;
+pub mod topology;
 mod write;
-pub mod zones;
 
 pub use change::{Kind, ObjectKey, PortIn, Record};
 pub use changes::{Changed, Dep, Deps};

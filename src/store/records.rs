@@ -7,7 +7,7 @@
 //!   a slice), plus 16 for its hostname when some endpoint of its slice
 //!   has one (and 24 for the box holding them); its ports
 //!   are stored once per EndpointSlice ([`Slice`]); topology zones
-//!   (`zonal` only) as `store::zones` prices them.
+//!   (`zonal` only) as `store::topology` prices them.
 //! - [`Service`]: about 80 bytes behind an `Arc` (kind, shared ports, an
 //!   exactly sized list of 64-byte [`Slice`]s); a ClusterIP service adds
 //!   17 bytes per cluster IP. Port lists are interned like names.
@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use hickory_proto::rr::Name;
 
-use super::zones::Zones;
+use super::topology::Zones;
 
 /// A port's transport protocol, as it appears in SRV names (`_tcp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

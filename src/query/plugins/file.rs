@@ -1,5 +1,5 @@
 //! The `file` plugin: one zone file loaded for each of its origins
-//! ([`crate::zone`] parses and looks up), looked at every `reload` and
+//! ([`crate::zonefile`] parses and looks up), looked at every `reload` and
 //! replaced when its SOA serial changed (with `reload_by_mtime`, whenever
 //! the file changed). A zone that does not load answers SERVFAIL; a reload
 //! that fails keeps the zone it had. With `fallthrough`, a name the zone
@@ -15,7 +15,7 @@ use super::watched::watch_file;
 use crate::config::file::FileConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
-use crate::zone::{Outcome, Zone};
+use crate::zonefile::{Outcome, Zone};
 
 /// The zone loaded for one origin (`None`: it never loaded); `transfer`
 /// reads the same one.
@@ -107,7 +107,7 @@ impl ZoneFile {
 fn load(cfg: &FileConfig, origin: &Name) -> Loaded {
     let read = {
         let (path, origin) = (cfg.path.clone(), origin.clone());
-        move || match crate::zone::parse_file(&path, &origin) {
+        move || match crate::zonefile::parse_file(&path, &origin) {
             Ok(z) => Some(z),
             Err(e) => {
                 tracing::error!(target: "file", "{}: {e}", path.display());

@@ -250,11 +250,11 @@ impl Revert {
                 }
                 Undo::Value(m) if r.record_type() == RecordType::DNAME => {
                     // Kept as opaque data (hickory has no DNAME): decoded, mapped, encoded.
-                    if let Some(n) = crate::zone::dname_target(r)
+                    if let Some(n) = crate::zonefile::dname_target(r)
                         .and_then(|t| m.apply(&t.to_lowercase().to_ascii()))
                         .and_then(|n| Name::from_ascii(n).ok())
                     {
-                        r.data = crate::zone::dname(&n);
+                        r.data = crate::zonefile::dname(&n);
                     }
                 }
                 Undo::Value(m) => {

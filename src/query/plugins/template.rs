@@ -296,7 +296,7 @@ pub fn parse_rr(text: &str) -> Result<Record, String> {
         .find_map(|set| set.records_without_rrsigs().next().cloned())
         .ok_or_else(|| format!("no record in {text:?}"))?;
     if let (Some(_), RData::ANAME(a)) = (dname, &record.data) {
-        record.data = crate::zone::dname(&a.0);
+        record.data = crate::zonefile::dname(&a.0);
     }
     Ok(record)
 }

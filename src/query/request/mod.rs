@@ -39,7 +39,7 @@ pub struct Request {
 
 /// The result of checking a packet.
 #[derive(Debug)]
-pub enum Checked {
+pub enum Triage {
     Drop,
     Reject {
         meta: Metadata,
@@ -123,16 +123,16 @@ pub fn parse(bytes: &[u8]) -> Option<Wire> {
 }
 
 /// Decodes and checks one DNS message from a client.
-pub fn check(bytes: &[u8]) -> Checked {
+pub fn check(bytes: &[u8]) -> Triage {
     check_parsed(bytes, parse(bytes))
 }
 
 /// [`check`] of a packet already [`parse`]d: a plain query is checked from
 /// what the parser read (its question name decoded alone); anything else is
 /// decoded whole.
-pub fn check_parsed(bytes: &[u8], wire: Option<Wire>) -> Checked {
+pub fn check_parsed(bytes: &[u8], wire: Option<Wire>) -> Triage {
     if bytes.len() < 12 || bytes[2] & 0x80 != 0 {
-        return Checked::Drop;
+        return Triage::Drop;
     }
     match wire {
         Some(wire) => plain(bytes, &wire),
@@ -142,7 +142,7 @@ pub fn check_parsed(bytes: &[u8], wire: Option<Wire>) -> Checked {
 
 /// The header rules for a plain query: only the version and the type can
 /// still refuse it.
-fn plain(bytes: &[u8], wire: &Wire) -> Checked {
+fn plain(bytes: &[u8], wire: &Wire) -> Triage {
     let (Ok(header), Ok(name)) = (
         Header::read(&mut BinDecoder::new(bytes)),
         Name::read(&mut BinDecoder::new(wire.name(bytes))),
@@ -156,9 +156,9 @@ fn plain(bytes: &[u8], wire: &Wire) -> Checked {
     } else if matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
         ResponseCode::Refused
     } else {
-        return Checked::Query(Request { meta, query, edns });
+        return Triage::Query(Request { meta, query, edns });
     };
-    Checked::Reject {
+    Triage::Reject {
         meta,
         query: Some(query),
         edns,
@@ -167,14 +167,14 @@ fn plain(bytes: &[u8], wire: &Wire) -> Checked {
 }
 
 /// The header rules for any other message, decoded whole by hickory.
-fn decoded(bytes: &[u8]) -> Checked {
+fn decoded(bytes: &[u8]) -> Triage {
     let msg = match Message::from_vec(bytes) {
         Ok(m) => m,
         Err(_) => {
             let Ok(header) = Header::read(&mut BinDecoder::new(bytes)) else {
-                return Checked::Drop;
+                return Triage::Drop;
             };
-            return Checked::Reject {
+            return Triage::Reject {
                 meta: header.metadata,
                 query: None,
                 edns: None,
@@ -190,14 +190,14 @@ fn decoded(bytes: &[u8]) -> Checked {
     let meta = msg.metadata;
     let mut queries = msg.queries;
     let single = if queries.len() == 1 { queries.pop() } else { None };
-    let reject = |query, rcode| Checked::Reject {
+    let reject = |query, rcode| Triage::Reject {
         meta,
         query,
         edns,
         rcode,
     };
     if meta.message_type != MessageType::Query {
-        return Checked::Drop;
+        return Triage::Drop;
     }
     if meta.op_code != OpCode::Query {
         return reject(single, ResponseCode::NotImp);
@@ -211,7 +211,7 @@ fn decoded(bytes: &[u8]) -> Checked {
     if matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
         return reject(Some(query), ResponseCode::Refused);
     }
-    Checked::Query(Request { meta, query, edns })
+    Triage::Query(Request { meta, query, edns })
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::query::plugins::file::Loaded;
 use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::reply::Zone as ClusterZone;
 use crate::store::Store;
-use crate::zone::Zone;
+use crate::zonefile::Zone;
 
 /// Where one transferred zone's records come from.
 pub enum Source {

@@ -20,7 +20,7 @@ fn record_lines_default_like_new_rr() {
     ] {
         let r = parse_rr(line).expect("DNAME");
         assert_eq!(r.record_type(), hickory_proto::rr::RecordType::DNAME, "{line}");
-        let target = crate::zone::dname_target(&r).map(|n| n.to_ascii());
+        let target = crate::zonefile::dname_target(&r).map(|n| n.to_ascii());
         assert_eq!(target.as_deref(), Some("other.example."), "{line}");
     }
 }

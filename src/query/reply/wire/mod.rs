@@ -25,7 +25,7 @@ use hickory_proto::rr::{Name, RData, Record};
 
 use super::echo::{Echo, OPT_LEN, OUR_PAYLOAD};
 use super::Answer;
-use crate::query::request::{self, Checked};
+use crate::query::request::{self, Triage};
 
 pub mod hickory;
 mod names;
@@ -371,9 +371,9 @@ impl Writer<'_, '_> {
 /// A SERVFAIL reply to `bytes` in `out`; false when it cannot be answered.
 pub fn servfail(bytes: &[u8], transport: crate::metrics::Transport, out: &mut Vec<u8>) -> bool {
     let (meta, query, edns) = match request::check(bytes) {
-        Checked::Drop => return false,
-        Checked::Reject { meta, query, edns, .. } => (meta, query, edns),
-        Checked::Query(req) => (req.meta, Some(req.query), req.edns),
+        Triage::Drop => return false,
+        Triage::Reject { meta, query, edns, .. } => (meta, query, edns),
+        Triage::Query(req) => (req.meta, Some(req.query), req.edns),
     };
     let mut answer = Answer::default();
     answer.error(hickory_proto::op::ResponseCode::ServFail);
