@@ -34,26 +34,8 @@ W=$(mktemp -d /tmp/clusterdns-miss.XXXX)
 . loadtest/bench/lib.sh
 UP=5360
 
-mkdir -p "$W/knot"
 printf '$ORIGIN example.\n$TTL 300\n@ IN SOA ns.example. h.example. 1 3600 600 86400 300\n@ IN NS ns.example.\nns IN A 192.0.2.53\n* IN A 192.0.2.1\n' > "$W/example.zone"
-cat > "$W/knot.conf" <<EOC
-server:
-    listen: 127.0.0.1@$UP
-    rundir: "$W/knot"
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: "$W/knot"
-log:
-  - target: stderr
-    any: warning
-zone:
-  - domain: example.
-    file: "$W/example.zone"
-    journal-content: none
-    zonefile-sync: -1
-EOC
+knot_conf "$W" "$UP" "$W/example.zone" example. >/dev/null
 common="  do-daemonize: no\n  use-syslog: no\n  logfile: \"\"\n  chroot: \"\"\n  username: \"\"\n  directory: \"$W\"\n  access-control: 127.0.0.0/8 allow\n  do-ip6: no\n  do-not-query-localhost: no\n  num-threads: 1\n  verbosity: 0"
 printf "server:\n  interface: 127.0.0.1\n  port: 5362\n  pidfile: \"$W/ub.pid\"\n$common\n  module-config: \"iterator\"\n  msg-cache-size: 64m\n  rrset-cache-size: 64m\nforward-zone:\n  name: \".\"\n  forward-addr: 127.0.0.1@$UP\n" > "$W/unbound.conf"
 corefile() { printf '.:%s {\n    bind 127.0.0.1\n    forward . 127.0.0.1:%s\n    cache 30\n}\n' "$1" "$UP" > "$W/Corefile.$1"; }

@@ -22,28 +22,11 @@ for t in dnsperf valgrind knotd; do
 done
 [ -n "${BIN:-}" ] || cargo build --release -q --bin clusterdns
 W=$(mktemp -d /tmp/clusterdns-ipm.XXXX); [ -z "${KEEP:-}" ] || echo "# files kept in $W"
+. loadtest/bench/lib.sh
 UP=5380
 PID=
-mkdir -p "$W/knot"
 printf '$ORIGIN example.\n$TTL 300\n@ IN SOA ns.example. h.example. 1 3600 600 86400 300\n@ IN NS ns.example.\nns IN A 192.0.2.53\n* IN A 192.0.2.1\n' > "$W/example.zone"
-cat > "$W/knot.conf" <<EOC
-server:
-    listen: 127.0.0.1@$UP
-    rundir: "$W/knot"
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-database:
-    storage: "$W/knot"
-log:
-  - target: stderr
-    any: warning
-zone:
-  - domain: example.
-    file: "$W/example.zone"
-    journal-content: none
-    zonefile-sync: -1
-EOC
+knot_conf "$W" "$UP" "$W/example.zone" example. >/dev/null
 knotd -c "$W/knot.conf" 2>"$W/knot.log" & KN=$!
 trap 'kill $KN ${PID:-} 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
 printf '.:5381 {\n    bind 127.0.0.1\n    forward . 127.0.0.1:%s\n    cache 30\n}\n' "$UP" > "$W/Corefile"

@@ -48,8 +48,9 @@ for kind in sys.argv[3].split():
 PY
 }
 
-# knot_conf DIR PORT ZONEFILE: a one-worker Knot serving cluster.local from
-# ZONEFILE on 127.0.0.1@PORT, its files under DIR/knot; prints the config path.
+# knot_conf DIR PORT ZONEFILE [DOMAIN]: a one-worker Knot serving DOMAIN
+# (cluster.local) from ZONEFILE on 127.0.0.1@PORT, its files under DIR/knot;
+# prints the config path.
 knot_conf() {
   mkdir -p "$1/knot"
   cat > "$1/knot.conf" <<EOC
@@ -65,7 +66,7 @@ log:
   - target: stderr
     any: warning
 zone:
-  - domain: cluster.local
+  - domain: ${4:-cluster.local}
     file: "$3"
     journal-content: none
     zonefile-sync: -1
