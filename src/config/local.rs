@@ -220,6 +220,11 @@ pub struct TcpLimits {
     /// Queries answered on one connection before it is closed (CoreDNS's
     /// `maxtcpqueries`); 0: no limit.
     pub max_queries: usize,
+    /// Percent of an overloaded UDP worker's queries above which one
+    /// client is limited to a queue of its own (`client_share`); 0: off.
+    pub client_share: u8,
+    /// Clients limited at once per UDP worker (`limited_clients`).
+    pub limited_clients: usize,
 }
 
 impl Default for TcpLimits {
@@ -232,6 +237,8 @@ impl Default for TcpLimits {
             connections: 10_000,
             pipeline: 64,
             max_queries: 0,
+            client_share: 10,
+            limited_clients: 8,
         }
     }
 }
@@ -294,21 +301,36 @@ pub fn timeouts(d: &Directive, tcp: &mut TcpLimits, errors: &mut Vec<ConfigError
     }
 }
 
-/// `limits { connections N pipeline N in_flight N }` (a clusterdns
-/// extension): the TCP connection cap per listener, forwarded queries in
-/// flight per TCP connection, and forwarded queries in flight in all.
+/// `limits { connections N pipeline N in_flight N client_share PERCENT
+/// limited_clients N }` (a clusterdns extension): the TCP connection cap per
+/// listener, forwarded queries in flight per TCP connection, forwarded
+/// queries in flight in all, and per-client fairness (`query/udp/fair.rs`).
 pub fn limits(d: &Directive, tcp: &mut TcpLimits, in_flight: &mut usize, errors: &mut Vec<ConfigError>) {
     Args::from(d).count(0, 0, errors);
     for line in &d.options {
         let a = Args::from(line);
+        if a.name.text == "client_share" {
+            if a.count(1, 1, errors) {
+                match a.parse::<u8>(0, "a percentage (0 turns fairness off)", errors) {
+                    Some(n) if n <= 100 => tcp.client_share = n,
+                    Some(_) => errors.push(ConfigError::new(
+                        &a.args[0].pos,
+                        "limits: client_share must be between 0 (off) and 100",
+                    )),
+                    None => {}
+                }
+            }
+            continue;
+        }
         let slot = match a.name.text.as_str() {
             "connections" => &mut tcp.connections,
             "pipeline" => &mut tcp.pipeline,
             "in_flight" => &mut *in_flight,
+            "limited_clients" => &mut tcp.limited_clients,
             other => {
                 errors.push(ConfigError::new(
                     a.pos(),
-                    format!("limits: unknown option '{other}' (supported: connections, pipeline, in_flight)"),
+                    format!("limits: unknown option '{other}' (supported: connections, pipeline, in_flight, client_share, limited_clients)"),
                 ));
                 continue;
             }
