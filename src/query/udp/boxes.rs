@@ -10,6 +10,11 @@
 //! socket's door, and the shared queue stays short for everyone else.
 //! Closing the socket sends the client back to the group.
 //!
+//! On a wildcard listener (`.:53`), connecting also fixes the socket's own
+//! address to the one the route back to the client picks, so only the
+//! client's datagrams to that address queue apart; in a pod, clients reach
+//! the pod's one address (through the Service), which is that address.
+//!
 //! The buffer is tight from the start (a limited client is an overloading
 //! one) and reports its drop count (`SO_RXQ_OVFL`), which is how the
 //! worker learns whether the client's queue keeps up.
@@ -26,8 +31,9 @@ use super::TIGHT_BUFFER;
 pub struct ClientQueue {
     pub ip: IpAddr,
     pub socket: UdpSocket,
-    /// The socket's drop count as last reported (a baseline first).
-    pub drops: Option<u32>,
+    /// The socket's drop count as last reported (it counts from 0, when
+    /// the socket was made).
+    pub drops: u32,
 }
 
 impl ClientQueue {
@@ -50,7 +56,7 @@ impl ClientQueue {
         Ok(ClientQueue {
             ip,
             socket: socket.into(),
-            drops: None,
+            drops: 0,
         })
     }
 
@@ -60,8 +66,8 @@ impl ClientQueue {
         let Some(count) = count else {
             return 0;
         };
-        let new = self.drops.map_or(0, |seen| count.wrapping_sub(seen));
-        self.drops = Some(count);
+        let new = count.wrapping_sub(self.drops);
+        self.drops = count;
         u64::from(new)
     }
 }

@@ -14,7 +14,9 @@
 //! queue held more), so a worker that keeps up pays one comparison per
 //! batch. A window (`WINDOW`) in which the queue stood is overload: the
 //! heaviest source, if it sent more than `share` percent of the window's
-//! queries, is limited (one per window, at most `max` at once). Limiting
+//! queries, is limited (one per window, at most `max` at once; never a
+//! client alone in the window, whom limiting would not protect anyone
+//! from). Limiting
 //! moves the client to a queue of its own ([`super::boxes`]), read in turn
 //! with the shared one (deficit round robin, one batch each), so the
 //! kernel drops its excess in its own queue, not everyone's. It is
@@ -218,9 +220,14 @@ impl Fairness {
             verdict = Some(Verdict::Release(self.limited.swap_remove(at).ip));
         } else if self.overloaded && self.enabled() && self.limited.len() < self.max {
             let limited = &self.limited;
+            // Limited clients' queries count in the total (they are part of
+            // the load) but are not limited twice.
             let heaviest = self.talkers.heaviest(|ip| limited.iter().any(|l| l.ip == ip));
             let total = self.talkers.total();
-            if let Some((ip, _)) = heaviest.filter(|(_, n)| u64::from(*n) * 100 > u64::from(self.share) * total) {
+            // Above its share, and not alone: limiting the only client
+            // would protect nobody (it would only shrink its queue).
+            let above = |n: u32| u64::from(n) * 100 > u64::from(self.share) * total && u64::from(n) < total;
+            if let Some((ip, _)) = heaviest.filter(|(_, n)| above(*n)) {
                 self.limited.push(Limited {
                     ip,
                     calm_since: None,
@@ -260,8 +267,12 @@ mod tests {
         IpAddr::from([127, 0, 0, last])
     }
 
-    /// One overloaded window: `per` queries from each source, interleaved.
+    /// One overloaded window: `per` queries from each source, interleaved;
+    /// the clients limited before it still fall behind.
     fn window(f: &mut Fairness, sources: &[(u8, u32)], at: Instant) -> Option<Verdict> {
+        for ip in f.limited.iter().map(|l| l.ip).collect::<Vec<_>>() {
+            f.behind(ip, true, true);
+        }
         let most = sources.iter().map(|s| s.1).max().unwrap_or(0);
         for i in 0..most {
             for &(s, n) in sources {
@@ -304,7 +315,10 @@ mod tests {
         for _ in 0..1000 {
             f.talkers.note(ip(2));
         }
+        f.talkers.note(ip(10));
         assert_eq!(f.judge(t0 + 50 * MS), (None, true));
+        // A client alone is not limited: there is nobody to protect.
+        assert_eq!(window(&mut f, &[(2, 1000)], t0 + 100 * MS), None);
         // Off: nobody, even under overload.
         let mut off = Fairness::new(0, 4, t0);
         assert_eq!(window(&mut off, &[(2, 1000)], t0 + 50 * MS), None);

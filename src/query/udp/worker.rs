@@ -130,7 +130,11 @@ impl Worker<'_> {
             let dropped = l.queue.dropped(self.batch.drops);
             let full = self.batch.got.len() >= BATCH;
             self.fair.behind(l.queue.ip, full, dropped > 0);
-            let late = self.answer(now, false);
+            // Counted too, so that the top talkers show limited clients.
+            let late = self.answer(now, true);
+            if late > 0 {
+                self.handler.metrics.udp_late_dropped.fetch_add(late, Ordering::Relaxed);
+            }
             let l = &mut self.limited[i];
             l.shed += dropped + late;
             l.shed_all += dropped + late;
@@ -151,7 +155,7 @@ impl Worker<'_> {
 
     /// Answers the batch read at `now` and sends the replies (from the
     /// shared socket); returns how many queries were too late to answer.
-    /// `count`: the sources are counted for fairness (the shared queue's).
+    /// `count`: the sources are counted for fairness.
     fn answer(&mut self, now: Instant, count: bool) -> u64 {
         let (handler, socket) = (self.handler, self.socket);
         let sink = || Sink::Udp(socket.clone());
