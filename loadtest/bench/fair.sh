@@ -92,7 +92,7 @@ for name, v in rows.items():
     hi = lambda i: max(r[i] for r in v)
     print(f"{name:10s} sat {m[0]:7.0f} qps ({lo(0):.0f}..{hi(0):.0f})")
     print(f"{name:10s} alone  polite answered {m[1]*100:7.3f}%  p50 {m[2]:7.3f} ms  p99 {m[3]:7.3f} ms ({lo(3):.3f}..{hi(3):.3f})")
-    print(f"{name:10s} flood  polite answered {m[4]*100:7.3f}% ({lo(4)*100:.3f}..{hi(4)*100:.3f})  p50 {m[5]:7.3f} ms  p99 {m[6]:7.3f} ms ({lo(6):.3f}..{hi(6):.3f})")
+    print(f"{name:10s} flood  polite answered {m[4]*100:7.3f}% ({lo(4)*100:.3f}..{hi(4)*100:.3f})  p50 {m[5]:7.3f} ms  p99 {m[6]:7.3f} ms ({lo(6):.3f}..{hi(6):.3f}), {m[6]/(m[3] or float('nan')):.1f}x alone")
     sat = m[0] or float("nan")
     print(f"{name:10s} flooder offered {m[7]:7.0f} qps ({m[7]/sat:.2f}x sat)  answered {m[8]:7.0f} qps ({m[8]/sat:.2f}x sat)")
 PY

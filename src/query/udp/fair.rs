@@ -146,7 +146,8 @@ pub struct Fairness {
     /// Clients limited at once, at most.
     max: usize,
     pub talkers: Talkers,
-    window: Instant,
+    /// When the current window ends (a comparison per batch, no arithmetic).
+    window_end: Instant,
     /// Whether the queue stood (or the buffer was tight) in this window.
     overloaded: bool,
     limited: Vec<Limited>,
@@ -158,7 +159,7 @@ impl Fairness {
             share: share.min(100),
             max,
             talkers: Talkers::default(),
-            window: now,
+            window_end: now + WINDOW,
             overloaded: false,
             limited: Vec::with_capacity(max),
         }
@@ -202,10 +203,10 @@ impl Fairness {
     /// Returns the verdict of the window that ended, if any, and whether a
     /// window ended (its talkers are in `self.talkers` until the next call).
     pub fn judge(&mut self, now: Instant) -> (Option<Verdict>, bool) {
-        if now.saturating_duration_since(self.window) < WINDOW {
+        if now < self.window_end {
             return (None, false);
         }
-        self.window = now;
+        self.window_end = now + WINDOW;
         let mut verdict = None;
         for l in &mut self.limited {
             if l.behind {
@@ -317,6 +318,7 @@ mod tests {
         }
         f.talkers.note(ip(10));
         assert_eq!(f.judge(t0 + 50 * MS), (None, true));
+        f.next_window();
         // A client alone is not limited: there is nobody to protect.
         assert_eq!(window(&mut f, &[(2, 1000)], t0 + 100 * MS), None);
         // Off: nobody, even under overload.

@@ -45,6 +45,8 @@ struct Worker<'a> {
     socket: &'a Arc<UdpSocket>,
     handler: &'a Handler,
     batch: Batch,
+    /// Buffers for the limited clients' queues (made when one is).
+    apart: Option<Box<Batch>>,
     scratch: Scratch,
     queue: Queue,
     fair: Fairness,
@@ -58,6 +60,7 @@ pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBoo
         socket,
         handler,
         batch: Batch::new(),
+        apart: None,
         scratch: Scratch::default(),
         queue: Queue::new(now),
         fair: Fairness::new(tcp.client_share, tcp.limited_clients, now),
@@ -120,6 +123,10 @@ impl Worker<'_> {
     fn round(&mut self) -> Instant {
         let mut now = self.shared(false);
         let mut any = !self.batch.got.is_empty();
+        // The limited queues' batches carry drop counts the shared one's
+        // do not: read into buffers of their own, whose control space the
+        // shared socket's batches do not shrink (`batch`'s module comment).
+        self.swap_apart();
         for i in 0..self.limited.len() {
             if self.batch.receive_now(&self.limited[i].queue.socket).is_err() {
                 continue;
@@ -139,6 +146,7 @@ impl Worker<'_> {
             l.shed += dropped + late;
             l.shed_all += dropped + late;
         }
+        self.swap_apart();
         if !any {
             let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(1 + self.limited.len());
             fds.push(PollFd::new(self.socket.as_fd(), PollFlags::POLLIN));
@@ -151,6 +159,13 @@ impl Worker<'_> {
             now = Instant::now();
         }
         now
+    }
+
+    /// Swaps the shared socket's buffers with the limited queues' ones.
+    fn swap_apart(&mut self) {
+        if let Some(apart) = self.apart.as_mut() {
+            std::mem::swap(&mut self.batch, apart);
+        }
     }
 
     /// Answers the batch read at `now` and sends the replies (from the
@@ -239,6 +254,7 @@ impl Worker<'_> {
             "client {ip} (namespace {ns}) limited: it sent more than its share of an overloaded worker's queries; its queries now queue apart"
         );
         self.handler.metrics.fair.limited(true);
+        self.apart.get_or_insert_with(|| Box::new(Batch::new()));
         self.limited.push(Limited {
             queue,
             namespace,
@@ -254,12 +270,16 @@ impl Worker<'_> {
             return;
         };
         let mut l = self.limited.swap_remove(at);
+        self.swap_apart();
         for _ in 0..LAST_READS {
             if self.batch.receive_now(&l.queue.socket).is_err() {
                 break;
             }
-            l.shed_all += self.answer(Instant::now(), false);
+            l.shed += l.queue.dropped(self.batch.drops);
+            l.shed += self.answer(Instant::now(), false);
         }
+        self.swap_apart();
+        l.shed_all += l.shed;
         let metrics = &self.handler.metrics.fair;
         metrics.shed(l.namespace.as_ref(), l.shed);
         metrics.limited(false);
