@@ -70,6 +70,11 @@ row() {
     tee -a "$ROWS"
 }
 
+# A warm-up for each server first (the first seconds after a start are slower).
+for s in "${servers[@]}"; do
+  IFS=: read -r _ port _ <<<"$s"
+  taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$W/dnsperf.txt" -l 2 -c 8 -q 100 -Q 20000 -T 1 >/dev/null 2>&1 || true
+done
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
 echo "# server sat_qps | alone: fraction p50_ms p99_ms | flood: fraction p50_ms p99_ms | flooder: offered_qps answered_qps"
 for _ in $(seq 1 "$ROUNDS"); do
