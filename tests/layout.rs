@@ -56,7 +56,8 @@ const PENDING_PLUGIN_HOME: &[(&str, usize)] = &[
     // functions over 60 lines
     // imports that run back up (in src/config, those past the 5 allowed)
     ("src/fuzzing: imports back up", 3),
-    ("src/query: imports back up", 34),
+    // 35: the UDP worker loop moved to udp/worker.rs (issue 42) and reads Handler as udp/mod.rs does
+    ("src/query: imports back up", 35),
 ];
 
 fn m(path: &str) -> Module {
@@ -298,7 +299,7 @@ fn each_rule_fails_on_a_tree_that_breaks_it() {
     assert!(
         back.iter()
             .any(|f| f.starts_with("src/zone: 1 imports run back up, more than 0")
-                && f.contains("crate::zonefile::parse -> crate::zonefile (src/zonefile/parse.rs:1)")),
+                && f.contains("crate::zone::parse -> crate::zone (src/zone/parse.rs:1)")),
         "{back:#?}"
     );
     assert_eq!(back.len(), 2, "siblings and paths down are not back up: {back:#?}");

@@ -1,6 +1,7 @@
-//! `limits { connections N pipeline N in_flight N }`, a clusterdns
-//! directive: TCP connections per listener, forwarded queries in flight
-//! per TCP connection and in all.
+//! `limits { connections N pipeline N in_flight N client_share PERCENT
+//! limited_clients N }`, a clusterdns directive: TCP connections per
+//! listener, forwarded queries in flight per TCP connection and in all,
+//! and per-client fairness under overload (`query/udp/fair.rs`).
 
 use super::args::Args;
 use super::blocks::Directive;
@@ -21,6 +22,19 @@ const LIMITS: &[Opt<(TcpLimits, usize)>] = &[
     }),
     Opt::new("in_flight", (1, 1), |a, (_, in_flight), errors| {
         at_least_one(a, in_flight, errors)
+    }),
+    Opt::new("client_share", (1, 1), |a, (tcp, _), errors| {
+        match a.parse::<u8>(0, "a percentage (0 turns fairness off)", errors) {
+            Some(n) if n <= 100 => tcp.client_share = n,
+            Some(_) => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                "limits: client_share must be between 0 (off) and 100",
+            )),
+            None => {}
+        }
+    }),
+    Opt::new("limited_clients", (1, 1), |a, (tcp, _), errors| {
+        at_least_one(a, &mut tcp.limited_clients, errors)
     }),
 ];
 

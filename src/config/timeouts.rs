@@ -26,6 +26,11 @@ pub struct TcpLimits {
     /// Queries answered on one connection before it is closed (CoreDNS's
     /// `maxtcpqueries`); 0: no limit.
     pub max_queries: usize,
+    /// Percent of an overloaded UDP worker's queries above which one
+    /// client is limited to a queue of its own (`client_share`); 0: off.
+    pub client_share: u8,
+    /// Clients limited at once per UDP worker (`limited_clients`).
+    pub limited_clients: usize,
 }
 
 impl Default for TcpLimits {
@@ -38,6 +43,8 @@ impl Default for TcpLimits {
             connections: 10_000,
             pipeline: 64,
             max_queries: 0,
+            client_share: 10,
+            limited_clients: 8,
         }
     }
 }

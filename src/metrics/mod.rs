@@ -16,6 +16,7 @@ pub mod catalogue;
 mod clients;
 mod counts;
 mod dnstap;
+pub mod fair;
 mod hist;
 mod labels;
 mod memo;
@@ -35,6 +36,7 @@ pub use catalogue::{KINDS, NODECACHE_ERRORS, RESTART_REASONS, RESTORED, SERVICE_
 pub use clients::{ClientSlots, Clients};
 pub use counts::{Counts, Slots};
 pub use dnstap::Dnstap;
+pub use fair::Fair;
 pub use hist::{Durations, Histogram};
 pub use labels::{rcode_name, rcode_slot, type_slot, Expansion, Plugin, Transport, RCODE_LABELS};
 pub use memo::{memo_stripe, revalidations, MemoStripe};
@@ -75,6 +77,8 @@ pub struct Metrics {
     pub autopath_success: AtomicU64,
     pub health: Health,
     pub clients: Clients,
+    /// Per-client fairness: shed by namespace, limited clients, top talkers.
+    pub fair: Fair,
     /// UDP ports we listen on (for kernel drop counts from /proc/net/udp).
     pub udp_ports: Mutex<Vec<u16>>,
     /// `clusterdns doctor` findings at start-up: `(check, severity)`.
@@ -106,6 +110,7 @@ impl Metrics {
         c::IN_FLIGHT.single(&mut s, self.in_flight.load(Relaxed));
         let ports = self.udp_ports.lock().map(|p| p.clone()).unwrap_or_default();
         c::UDP_KERNEL_DROPS.single(&mut s, process::udp_drops(&ports));
+        self.fair.render(&mut s);
         self.clients.render(&mut s, self.registry.requests());
         c::DOCTOR_FINDINGS.head(&mut s);
         for (check, severity) in self.doctor.lock().map(|d| d.clone()).unwrap_or_default() {

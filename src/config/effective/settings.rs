@@ -32,6 +32,8 @@ pub(super) fn limits(b: &mut Block, t: &TcpLimits, global: Option<&Config>) {
         format!("pipeline {}", t.pipeline),
     ];
     options.extend(global.map(|g| format!("in_flight {}", g.in_flight)));
+    options.push(format!("client_share {}", t.client_share));
+    options.push(format!("limited_clients {}", t.limited_clients));
     b.directive("limits".into(), &options);
 }
 

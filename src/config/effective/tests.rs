@@ -164,7 +164,7 @@ fn every_option_is_printed_with_its_value() {
     let want = [
         ".:53 example.org.:53 {".to_string(),
         "    timeouts {\n        read 2s\n        write 5s\n        idle 1m\n        maxtcpqueries -1\n    }".into(),
-        "    limits {\n        connections 500\n        pipeline 64\n        in_flight 900\n    }".into(),
+        "    limits {\n        connections 500\n        pipeline 64\n        in_flight 900\n        client_share 10\n        limited_clients 8\n    }".into(),
         "    reload 10s 4s".into(),
         "    bufsize 1400".into(),
         "    bind 127.0.0.1".into(),
@@ -215,7 +215,7 @@ fn defaults_are_written_out() {
     for want in [
         "    forward . 10.0.0.1:53 {\n        expire 10s\n        max_idle_conns 0\n        read_timeout 2s\n        max_fails 2\n        max_connect_attempts 2\n        health_check 500ms domain .\n        policy random\n        max_concurrent 0\n    }",
         "    timeouts {\n        read 3s\n        write 5s\n        idle 10s\n        maxtcpqueries -1\n    }",
-        "    limits {\n        connections 10000\n        pipeline 64\n        in_flight 10000\n    }",
+        "    limits {\n        connections 10000\n        pipeline 64\n        in_flight 10000\n        client_share 10\n        limited_clients 8\n    }",
         "    reload 30s 15s",
         "    health 0.0.0.0:8080 {\n        lameduck 0s\n    }",
         "    log {common} {\n        class all\n    }",

@@ -127,3 +127,20 @@ pub const PROCESS: [Family; 6] = [
         &[],
     ),
 ];
+
+// --- fairness under overload (`query/udp/fair.rs`, `Fair`) ---
+pub const FAIR_SHED: Family = counter(
+    "clusterdns_fair_shed_total",
+    "Queries of clients limited for fairness dropped unanswered (at their own receive queue, or too late), by the client's namespace (unknown: not a pod's address).",
+    &["namespace"],
+);
+pub const FAIR_LIMITED: Family = gauge(
+    "clusterdns_fair_limited_clients",
+    "Clients limited for fairness now (each sent more than its share while a UDP worker was overloaded).",
+    &[],
+);
+pub const FAIR_TOP_TALKERS: Family = gauge(
+    "clusterdns_fair_top_talkers",
+    "Queries per second of the heaviest clients seen by busy UDP workers in the last 10 s (at most 8 series).",
+    &["client", "namespace"],
+);

@@ -1,9 +1,11 @@
 //! The listener's open connections: each one's idle time, why it is
 //! closed, its forwarded queries in flight; admitting one at the cap (the
-//! connection idle longest makes room), and draining them all when the
-//! listener stops.
+//! connection idle longest makes room; with none idle, the client holding
+//! the most connections gives one up, so that one client cannot hold the
+//! cap against everyone), and draining them all when the listener stops.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +27,8 @@ pub(super) struct Conn {
     /// Forwarded queries in flight.
     pub(super) slots: Arc<Semaphore>,
     pub(super) pipeline: usize,
+    /// The client's address (fairness at the cap).
+    pub(super) peer: IpAddr,
 }
 
 impl Conn {
@@ -56,17 +60,24 @@ impl Conns {
         self.epoch.elapsed().as_millis() as u64 + 1
     }
 
-    /// Registers a new connection, closing the one idle longest when
-    /// `limits.connections` are open; `None` when none is idle then.
-    pub(super) fn admit(&self, limits: &TcpLimits) -> Option<(u64, Arc<Conn>)> {
+    /// Registers a new connection from `peer`. When `limits.connections`
+    /// are open, the one idle longest is closed for it; with none idle, the
+    /// newest connection of the client holding the most is, unless that is
+    /// `peer` itself or (fairness off, `client_share 0`) then `None`.
+    pub(super) fn admit(&self, limits: &TcpLimits, peer: IpAddr) -> Option<(u64, Arc<Conn>)> {
         let mut open = self.open.lock().ok()?;
         if open.len() >= limits.connections {
             let oldest = open
                 .iter()
                 .filter_map(|(id, c)| c.idle().map(|since| (since, *id)))
                 .min()
-                .map(|(_, id)| id)?;
-            if let Some(victim) = open.remove(&oldest) {
+                .map(|(_, id)| id);
+            let victim = match oldest {
+                Some(id) => id,
+                None if limits.client_share > 0 => heaviest(&open, peer)?,
+                None => return None,
+            };
+            if let Some(victim) = open.remove(&victim) {
                 victim.close(TcpClose::Evicted);
             }
         }
@@ -77,9 +88,16 @@ impl Conns {
             close: Notify::new(),
             slots: Arc::new(Semaphore::new(limits.pipeline)),
             pipeline: limits.pipeline,
+            peer,
         });
         open.insert(id, conn.clone());
         Some((id, conn))
+    }
+
+    /// Connections open now (tests).
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.open.lock().map_or(0, |o| o.len())
     }
 
     pub(super) fn remove(&self, id: u64) {
@@ -117,5 +135,80 @@ impl Conns {
         while Arc::strong_count(conns) > 1 && Instant::now() < closed {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+}
+
+/// The newest connection of the client holding the most connections, when
+/// that client is not `peer` and holds more than `peer` would with the new
+/// one (a scan of the open connections, at the cap only; no allocation
+/// beyond a map of the distinct clients).
+fn heaviest(open: &HashMap<u64, Arc<Conn>>, peer: IpAddr) -> Option<u64> {
+    let mut per: HashMap<IpAddr, (usize, u64)> = HashMap::new();
+    for (id, c) in open {
+        let e = per.entry(c.peer).or_insert((0, *id));
+        e.0 += 1;
+        e.1 = e.1.max(*id);
+    }
+    let mine = per.get(&peer).map_or(0, |e| e.0) + 1;
+    let (ip, (n, newest)) = per.into_iter().max_by_key(|(ip, (n, _))| (*n, *ip))?;
+    (ip != peer && n > mine).then_some(newest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conns() -> Conns {
+        Conns {
+            epoch: Instant::now(),
+            next: AtomicU64::new(1),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Admits a connection from `ip` that is busy at once.
+    fn admit(c: &Conns, limits: &TcpLimits, ip: [u8; 4]) -> Option<Arc<Conn>> {
+        let (_, conn) = c.admit(limits, ip.into())?;
+        conn.idle_since.store(0, Ordering::Relaxed);
+        Some(conn)
+    }
+
+    /// Deterministic order at the cap: idle first, then the heaviest client.
+    #[test]
+    fn at_the_cap_the_client_holding_the_most_gives_one_up() {
+        let limits = TcpLimits {
+            connections: 4,
+            ..TcpLimits::default()
+        };
+        let (flood, polite) = ([127, 0, 0, 2], [127, 0, 0, 10]);
+        let c = conns();
+        let held: Vec<_> = [flood, flood, flood, polite]
+            .iter()
+            .map(|ip| admit(&c, &limits, *ip).expect("room"))
+            .collect();
+        // Every connection busy: a new client takes the flooder's newest.
+        assert!(admit(&c, &limits, [127, 0, 0, 11]).is_some());
+        assert_eq!(held[2].reason(), TcpClose::Evicted);
+        assert_eq!(held[0].reason(), TcpClose::Shutdown, "untouched");
+        assert_eq!(c.len(), 4);
+        // The flooder gets none of anyone else's, and a client that would
+        // hold as many as the heaviest does not take one of its either.
+        assert!(admit(&c, &limits, flood).is_none());
+        assert!(admit(&c, &limits, polite).is_none());
+        assert_eq!(held[3].reason(), TcpClose::Shutdown);
+        // Another new client does, from the flooder again.
+        let last = admit(&c, &limits, [127, 0, 0, 12]).expect("fair share");
+        assert_eq!(held[1].reason(), TcpClose::Evicted);
+        // An idle connection goes first, whoever holds it.
+        held[3].idle_since.store(1, Ordering::Relaxed);
+        assert!(admit(&c, &limits, flood).is_some());
+        assert_eq!(held[3].reason(), TcpClose::Evicted);
+        // Fairness off: refused as before.
+        let off = TcpLimits {
+            client_share: 0,
+            ..limits
+        };
+        assert!(admit(&c, &off, [127, 0, 0, 13]).is_none());
+        assert_eq!(last.reason(), TcpClose::Shutdown);
     }
 }

@@ -15,7 +15,10 @@
 //! that the connection is not read until one is answered (back-pressure,
 //! not an unbounded queue). After `max_queries` (`maxtcpqueries`) queries
 //! the connection answers no more, sends what it owes and closes, so that
-//! clients behind a connection balancer reconnect and spread out. An idle
+//! clients behind a connection balancer reconnect and spread out. A
+//! connection answers at most [`QUANTUM`] queries before the others run,
+//! and at the cap with none idle the client holding the most connections
+//! gives one up (per-client fairness, `limits { client_share }`). An idle
 //! connection holds no buffers: answers
 //! are built in the thread's scratch space, not the connection's.
 
@@ -44,6 +47,10 @@ use conns::{Conn, Conns};
 /// How long a stopping listener waits for busy connections to become
 /// idle before closing them anyway (lameduck for TCP clients).
 pub(super) const DRAIN: Duration = Duration::from_secs(2);
+/// Queries of one connection answered before it lets the others run
+/// (tokio's scheduler then serves connections in turn: a client pipelining
+/// thousands of queries gets a quantum per turn, not the thread).
+const QUANTUM: usize = 32;
 /// Replies queued for one connection's writer before its reader waits.
 const MAX_PENDING: usize = 64;
 /// Replies written to the socket in one call, at most (bytes).
@@ -89,7 +96,7 @@ pub async fn serve(listener: TcpListener, handler: Arc<Handler>, stop: Arc<Atomi
             }
         };
         let limits = handler.router.load().tcp;
-        let Some((id, conn)) = conns.admit(&limits) else {
+        let Some((id, conn)) = conns.admit(&limits, peer.ip()) else {
             handler.metrics.tcp.rejected();
             drop(stream);
             continue;
@@ -225,8 +232,17 @@ async fn answer_all(
 ) -> Result<usize, TcpClose> {
     let mut at = 0;
     let mut out = Vec::new();
+    let mut turn = 0;
     while let Some(len) = whole_frame(&inbox[at..]).filter(|_| *left > 0) {
         *left -= 1;
+        turn += 1;
+        if turn > QUANTUM {
+            turn = 1;
+            if !out.is_empty() && tx.send(std::mem::take(&mut out)).await.is_err() {
+                return Err(conn.reason());
+            }
+            tokio::task::yield_now().await;
+        }
         let frame = &inbox[at + 2..at + 2 + len];
         if super::transfer::asks(frame) {
             match transfer(frame, peer, handler, conn, tx, &mut out).await {

@@ -87,16 +87,19 @@ impl Batch {
 
     /// Receives up to [`BATCH`] datagrams (waits for the first).
     pub fn receive(&mut self, socket: &UdpSocket) -> Result<(), Errno> {
+        self.receive_with(socket, MsgFlags::MSG_WAITFORONE)
+    }
+
+    /// Receives up to [`BATCH`] datagrams already queued (`EAGAIN`: none).
+    pub fn receive_now(&mut self, socket: &UdpSocket) -> Result<(), Errno> {
+        self.receive_with(socket, MsgFlags::MSG_DONTWAIT)
+    }
+
+    fn receive_with(&mut self, socket: &UdpSocket, flags: MsgFlags) -> Result<(), Errno> {
         self.got.clear();
         self.drops = None;
         let mut iovs = self.bufs.each_mut().map(|b| [IoSliceMut::new(b)]);
-        let results = socket::recvmmsg(
-            socket.as_raw_fd(),
-            &mut self.received,
-            iovs.iter_mut(),
-            MsgFlags::MSG_WAITFORONE,
-            None,
-        )?;
+        let results = socket::recvmmsg(socket.as_raw_fd(), &mut self.received, iovs.iter_mut(), flags, None)?;
         let wall = SystemTime::now();
         let (mut cut, mut bare) = (false, false);
         for msg in results {

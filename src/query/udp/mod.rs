@@ -29,30 +29,41 @@
 //! after 1 to 5 s), so a starved worker's backlog is answered outside
 //! overload. The same stamp starts the query's duration metric, so it
 //! counts the time spent queued.
+//!
+//! That policy protects the server, not its clients: the kernel drops at
+//! a full receive buffer whatever the source, so one client sending more
+//! than the server can answer would take everyone's share. Fairness starts
+//! at that door. While the queue stands, a worker counts the sources of
+//! its batches ([`fair`], fixed space, nothing counted while it keeps up);
+//! a client that sent more than `limits { client_share }` percent of an
+//! overloaded window's queries gets a receive queue of its own ([`boxes`]:
+//! a socket in the group connected to its address, which the kernel
+//! prefers for its datagrams), read in turn with the shared one
+//! ([`worker`]). Its excess is then dropped at its own door, the shared
+//! queue stays short for everyone else, and the limited client still gets
+//! whatever the others leave, at least a batch per round. Start reading at
+//! [`worker`] for the loop, [`fair`] for who is limited and released.
 
 mod batch;
+mod boxes;
+mod fair;
 mod queue;
+mod worker;
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::sys::socket::{self, sockopt, SockaddrStorage};
+use nix::sys::socket::{self, sockopt};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::defer::Sink;
-use super::{Handler, Scratch};
-use crate::metrics::Transport;
-use batch::Batch;
+use super::Handler;
 pub use batch::BATCH;
 pub use queue::{Change, Queue, CALM, INTERVAL, MAX_WAIT, ROOMY_BUFFER, SHED, STANDING, TIGHT_BUFFER};
 
-/// How often an idle worker checks for shutdown.
-const POLL: Duration = Duration::from_millis(200);
+use worker::POLL;
 
 /// Binds `workers` sockets on `addr` (port 0: a free port shared by all).
 /// Returns the bound address.
@@ -77,7 +88,7 @@ pub fn start(
         let (handler, stop) = (handler.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name(format!("udp-{i}"))
-            .spawn(move || serve(&Arc::new(socket), &handler, &stop))?;
+            .spawn(move || worker::serve(&Arc::new(socket), &handler, &stop))?;
         threads.push(thread);
     }
     Ok(threads)
@@ -114,82 +125,4 @@ fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     socket.set_read_timeout(Some(POLL))?;
     socket::setsockopt(&socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
     Ok(socket.into())
-}
-
-fn peer(from: &SockaddrStorage) -> Option<SocketAddr> {
-    if let Some(v4) = from.as_sockaddr_in() {
-        return Some(SocketAddr::from(*v4));
-    }
-    from.as_sockaddr_in6().map(|v6| SocketAddr::from(*v6))
-}
-
-fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
-    let sink = || Sink::Udp(socket.clone());
-    let mut batch = Batch::new();
-    let mut scratch = Scratch::default();
-    let mut queue = Queue::new(Instant::now());
-    while !stop.load(Ordering::Relaxed) {
-        match batch.receive(socket) {
-            Ok(()) => {}
-            Err(Errno::EAGAIN) => {
-                // Idle: the queue is empty.
-                let change = queue.observe(Some(Duration::ZERO), 0, None, Instant::now());
-                adjust(socket, &mut batch, change);
-                continue;
-            }
-            Err(Errno::EINTR) => continue,
-            Err(e) => {
-                tracing::warn!(target: "udp", "receive failed: {e}");
-                continue;
-            }
-        }
-        let now = Instant::now();
-        let least = batch.got.iter().filter_map(|d| d.waited).min();
-        let change = queue.observe(least, batch.got.len(), batch.drops, now);
-        adjust(socket, &mut batch, change);
-        let mut late = 0;
-        for i in 0..batch.got.len() {
-            let d = batch.got[i];
-            let Some(peer) = d.from.as_ref().and_then(peer) else {
-                continue;
-            };
-            if d.truncated {
-                handler.metrics.dropped(Transport::Udp);
-                continue;
-            }
-            let waited = d.waited.unwrap_or_default();
-            if !queue.fresh(waited, now) {
-                late += 1;
-                continue;
-            }
-            let started = now.checked_sub(waited).unwrap_or(now);
-            let query = &batch.bufs[i][..d.len];
-            if handler.handle_guarded(query, peer, Transport::Udp, &mut scratch, &sink, started) {
-                let start = batch.out.len();
-                batch.out.extend_from_slice(&scratch.out);
-                batch.replies.push((start, batch.out.len()));
-                batch.to.push(d.from);
-            }
-        }
-        if late > 0 {
-            handler.metrics.udp_late_dropped.fetch_add(late, Ordering::Relaxed);
-        }
-        batch.send(socket);
-    }
-}
-
-/// Applies the queue's decision: the receive buffer's size, and whether
-/// the kernel reports the socket's drop count with each datagram.
-fn adjust(socket: &UdpSocket, batch: &mut Batch, change: Option<Change>) {
-    let Some(change) = change else {
-        return;
-    };
-    let tight = change == Change::Tighten;
-    let size = if tight { TIGHT_BUFFER } else { ROOMY_BUFFER };
-    tracing::debug!(target: "udp", "receive buffer now {size} bytes");
-    let _ = socket2::SockRef::from(socket).set_recv_buffer_size(size);
-    let _ = socket::setsockopt(socket, sockopt::RxqOvfl, &i32::from(tight));
-    if tight {
-        batch.make_room();
-    }
 }

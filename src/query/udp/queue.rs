@@ -87,6 +87,12 @@ impl Queue {
         self.tightened.is_some()
     }
 
+    /// Whether the queue stands (full batches that waited over
+    /// [`STANDING`]) or the buffer is tight: the worker is overloaded.
+    pub fn overloaded(&self) -> bool {
+        self.above_since.is_some() || self.tightened.is_some()
+    }
+
     /// Notes a batch: the least wait in it (`None`: no datagram carried a
     /// stamp; an idle worker reports zero), how many datagrams it read (a
     /// full batch: the queue held more) and the socket's drop count if the

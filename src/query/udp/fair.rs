@@ -1,0 +1,395 @@
+//! Who is limited when a worker cannot answer everything: the policy of
+//! per-client fairness, kept apart from the sockets so that it can be
+//! tested with made-up clocks and sources.
+//!
+//! ```text
+//!  busy batch ─► Talkers (space-saving: the heaviest sources of a window, fixed size)
+//!                   │ window end, queue standing or tight
+//!                   ▼
+//!  the heaviest source above `share`% of the window's queries ─► Verdict::Limit(ip)
+//!  a limited client whose own queue kept up for CALM ─────────► Verdict::Release(ip)
+//! ```
+//!
+//! Counting happens only in busy batches (the whole batch was read: the
+//! queue held more), so a worker that keeps up pays one comparison per
+//! batch. A window (`WINDOW`) in which the queue stood is overload: the
+//! heaviest source, if it sent more than `share` percent of the window's
+//! queries, is limited (one per window, at most `max` at once; never a
+//! client alone in the window, whom limiting would not protect anyone
+//! from). Limiting
+//! moves the client to a queue of its own ([`super::boxes`]), read in turn
+//! with the shared one (deficit round robin, one batch each), so the
+//! kernel drops its excess in its own queue, not everyone's. It is
+//! released once its queue kept up (no drops, never a full read) for
+//! [`CALM`]. Memory is fixed: [`TALKERS`] sources are tracked, so a flood
+//! from many (spoofed) sources costs no more, and none of them stands out.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use super::queue::CALM;
+
+/// Sources tracked per window (the heaviest survive: space-saving).
+pub const TALKERS: usize = 16;
+/// How long the sources of busy batches are counted before a verdict.
+pub const WINDOW: Duration = Duration::from_millis(50);
+
+/// One source's count in the window; `over` is how much of it may belong
+/// to sources it replaced (space-saving's error bound).
+#[derive(Debug, Clone, Copy)]
+struct Talker {
+    ip: IpAddr,
+    count: u32,
+    over: u32,
+}
+
+/// The heaviest sources of a window, in fixed space (Metwally et al.'s
+/// space-saving: a new source replaces the lightest and inherits its count
+/// as an over-estimate, so a source sending more than 1/TALKERS of the
+/// window is always tracked).
+#[derive(Debug)]
+pub struct Talkers {
+    slots: [Talker; TALKERS],
+    used: usize,
+    total: u64,
+}
+
+impl Default for Talkers {
+    fn default() -> Self {
+        let empty = Talker {
+            ip: IpAddr::from([0, 0, 0, 0]),
+            count: 0,
+            over: 0,
+        };
+        Talkers {
+            slots: [empty; TALKERS],
+            used: 0,
+            total: 0,
+        }
+    }
+}
+
+impl Talkers {
+    /// Counts one query from `ip`.
+    pub fn note(&mut self, ip: IpAddr) {
+        self.total += 1;
+        let used = &mut self.slots[..self.used];
+        if let Some(t) = used.iter_mut().find(|t| t.ip == ip) {
+            t.count = t.count.saturating_add(1);
+            return;
+        }
+        if self.used < TALKERS {
+            self.slots[self.used] = Talker { ip, count: 1, over: 0 };
+            self.used += 1;
+            return;
+        }
+        if let Some(least) = self.slots.iter_mut().min_by_key(|t| t.count) {
+            *least = Talker {
+                ip,
+                count: least.count.saturating_add(1),
+                over: least.count,
+            };
+        }
+    }
+
+    /// Queries counted in the window.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The heaviest sources, heaviest first, with their guaranteed counts
+    /// (count less the over-estimate), skipping those `skip` says.
+    pub fn heaviest(&self, skip: impl Fn(IpAddr) -> bool) -> Option<(IpAddr, u32)> {
+        self.slots[..self.used]
+            .iter()
+            .filter(|t| !skip(t.ip))
+            .map(|t| (t.ip, t.count - t.over))
+            .max_by_key(|(_, n)| *n)
+    }
+
+    /// The sources tracked and their counts, for the top-talker metric.
+    pub fn all(&self) -> impl Iterator<Item = (IpAddr, u32)> + '_ {
+        self.slots[..self.used].iter().map(|t| (t.ip, t.count))
+    }
+
+    pub fn clear(&mut self) {
+        (self.used, self.total) = (0, 0);
+    }
+}
+
+/// What to do with a client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It takes more than its share of an overloaded worker: queue it apart.
+    Limit(IpAddr),
+    /// Its own queue kept up for [`CALM`]: back with everyone.
+    Release(IpAddr),
+}
+
+/// A limited client, as the policy follows it.
+#[derive(Debug, Clone, Copy)]
+struct Limited {
+    ip: IpAddr,
+    /// Since when its queue kept up (no drops, no full read).
+    calm_since: Option<Instant>,
+    /// Whether the current window saw it fall behind.
+    behind: bool,
+}
+
+/// Per-worker fairness: the talkers of the current window and the clients
+/// limited now.
+#[derive(Debug)]
+pub struct Fairness {
+    /// Percent of an overloaded window's queries above which the heaviest
+    /// source is limited; 0 turns fairness off.
+    share: u8,
+    /// Clients limited at once, at most.
+    max: usize,
+    pub talkers: Talkers,
+    /// When the current window ends (a comparison per batch, no arithmetic).
+    window_end: Instant,
+    /// Whether the queue stood (or the buffer was tight) in this window.
+    overloaded: bool,
+    limited: Vec<Limited>,
+}
+
+impl Fairness {
+    pub fn new(share: u8, max: usize, now: Instant) -> Fairness {
+        Fairness {
+            share: share.min(100),
+            max,
+            talkers: Talkers::default(),
+            window_end: now + WINDOW,
+            overloaded: false,
+            limited: Vec::with_capacity(max),
+        }
+    }
+
+    /// Takes new settings (a reload); limited clients stay until released.
+    pub fn configure(&mut self, share: u8, max: usize) {
+        (self.share, self.max) = (share.min(100), max);
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.share > 0
+    }
+
+    /// Whether this batch's sources are worth counting: a full batch (the
+    /// queue held more), or any batch while someone is limited.
+    pub fn counts(&self, read: usize, full: usize) -> bool {
+        self.enabled() && (read >= full || !self.limited.is_empty())
+    }
+
+    /// Notes that the queue stood (or the buffer was tight) in this window.
+    pub fn overloaded(&mut self) {
+        self.overloaded = true;
+    }
+
+    /// Notes how limited client `ip`'s own queue fared in a read: `full`
+    /// (it held more than one batch) or `dropped` (the kernel dropped some
+    /// at its door since the last read).
+    pub fn behind(&mut self, ip: IpAddr, full: bool, dropped: bool) {
+        if let Some(l) = self.limited.iter_mut().find(|l| l.ip == ip) {
+            l.behind |= full || dropped;
+        }
+    }
+
+    #[cfg(test)]
+    pub fn is_limited(&self, ip: IpAddr) -> bool {
+        self.limited.iter().any(|l| l.ip == ip)
+    }
+
+    /// At most one verdict per call; call after each batch (and when idle).
+    /// Returns the verdict of the window that ended, if any, and whether a
+    /// window ended (its talkers are in `self.talkers` until the next call).
+    pub fn judge(&mut self, now: Instant) -> (Option<Verdict>, bool) {
+        if now < self.window_end {
+            return (None, false);
+        }
+        self.window_end = now + WINDOW;
+        let mut verdict = None;
+        for l in &mut self.limited {
+            if l.behind {
+                l.calm_since = None;
+            } else {
+                l.calm_since.get_or_insert(now);
+            }
+            l.behind = false;
+        }
+        let calm = |l: &Limited| l.calm_since.is_some_and(|s| now.saturating_duration_since(s) >= CALM);
+        if let Some(at) = self.limited.iter().position(calm) {
+            verdict = Some(Verdict::Release(self.limited.swap_remove(at).ip));
+        } else if self.overloaded && self.enabled() && self.limited.len() < self.max {
+            let limited = &self.limited;
+            // Limited clients' queries count in the total (they are part of
+            // the load) but are not limited twice.
+            let heaviest = self.talkers.heaviest(|ip| limited.iter().any(|l| l.ip == ip));
+            let total = self.talkers.total();
+            // Above its share, and not alone: limiting the only client
+            // would protect nobody (it would only shrink its queue).
+            let above = |n: u32| u64::from(n) * 100 > u64::from(self.share) * total && u64::from(n) < total;
+            if let Some((ip, _)) = heaviest.filter(|(_, n)| above(*n)) {
+                self.limited.push(Limited {
+                    ip,
+                    calm_since: None,
+                    behind: false,
+                });
+                verdict = Some(Verdict::Limit(ip));
+            }
+        }
+        self.overloaded = false;
+        (verdict, true)
+    }
+
+    /// Starts the next window's count (after [`Fairness::judge`] said one ended).
+    pub fn next_window(&mut self) {
+        self.talkers.clear();
+    }
+
+    /// Forgets a client without a verdict (its queue could not be made).
+    pub fn forget(&mut self, ip: IpAddr) {
+        self.limited.retain(|l| l.ip != ip);
+    }
+
+    /// The clients limited now.
+    #[cfg(test)]
+    pub fn limited(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.limited.iter().map(|l| l.ip)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, last])
+    }
+
+    /// One overloaded window: `per` queries from each source, interleaved;
+    /// the clients limited before it still fall behind.
+    fn window(f: &mut Fairness, sources: &[(u8, u32)], at: Instant) -> Option<Verdict> {
+        for ip in f.limited.iter().map(|l| l.ip).collect::<Vec<_>>() {
+            f.behind(ip, true, true);
+        }
+        let most = sources.iter().map(|s| s.1).max().unwrap_or(0);
+        for i in 0..most {
+            for &(s, n) in sources {
+                if i < n {
+                    f.talkers.note(ip(s));
+                }
+            }
+        }
+        f.overloaded();
+        let (verdict, ended) = f.judge(at);
+        assert!(ended);
+        f.next_window();
+        verdict
+    }
+
+    #[test]
+    fn the_heaviest_client_is_limited_first_then_the_next_polite_ones_never() {
+        let t0 = Instant::now();
+        let mut f = Fairness::new(10, 4, t0);
+        // A flooder (2), a heavy client (3) and 20 polite ones at 1% each.
+        let mut load: Vec<(u8, u32)> = (10..30).map(|s| (s, 10)).collect();
+        load.push((2, 2000));
+        load.push((3, 400));
+        assert_eq!(window(&mut f, &load, t0 + 50 * MS), Some(Verdict::Limit(ip(2))));
+        // With the flooder apart, the heavy client now stands out.
+        load.retain(|s| s.0 != 2);
+        assert_eq!(window(&mut f, &load, t0 + 100 * MS), Some(Verdict::Limit(ip(3))));
+        // Polite clients share the rest evenly: none is above its share.
+        load.retain(|s| s.0 != 3);
+        for k in 3..20 {
+            assert_eq!(window(&mut f, &load, t0 + k * 50 * MS), None, "window {k}");
+        }
+        assert_eq!(f.limited().collect::<Vec<_>>(), vec![ip(2), ip(3)]);
+    }
+
+    #[test]
+    fn without_overload_nobody_is_limited() {
+        let t0 = Instant::now();
+        let mut f = Fairness::new(10, 4, t0);
+        for _ in 0..1000 {
+            f.talkers.note(ip(2));
+        }
+        f.talkers.note(ip(10));
+        assert_eq!(f.judge(t0 + 50 * MS), (None, true));
+        f.next_window();
+        // A client alone is not limited: there is nobody to protect.
+        assert_eq!(window(&mut f, &[(2, 1000)], t0 + 100 * MS), None);
+        // Off: nobody, even under overload.
+        let mut off = Fairness::new(0, 4, t0);
+        assert_eq!(window(&mut off, &[(2, 1000)], t0 + 50 * MS), None);
+        assert!(!off.counts(32, 32));
+    }
+
+    #[test]
+    fn at_most_max_clients_are_limited() {
+        let t0 = Instant::now();
+        let mut f = Fairness::new(10, 2, t0);
+        let load = [(2, 500), (3, 400), (4, 300), (10, 5)];
+        let verdicts: Vec<_> = (1..6).map(|k| window(&mut f, &load, t0 + k * 50 * MS)).collect();
+        assert_eq!(
+            verdicts,
+            vec![
+                Some(Verdict::Limit(ip(2))),
+                Some(Verdict::Limit(ip(3))),
+                None,
+                None,
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn a_limited_client_is_released_once_its_queue_keeps_up_for_calm() {
+        let t0 = Instant::now();
+        let mut f = Fairness::new(10, 4, t0);
+        assert_eq!(
+            window(&mut f, &[(2, 900), (10, 9)], t0 + 50 * MS),
+            Some(Verdict::Limit(ip(2)))
+        );
+        // Still flooding: its queue drops at the door, every window.
+        let mut at = 50;
+        for _ in 0..40 {
+            at += 50;
+            f.behind(ip(2), true, true);
+            assert_eq!(f.judge(t0 + at * MS).0, None, "at {at} ms");
+        }
+        // It slows down: released after CALM of windows that kept up.
+        let quiet = at;
+        let released = loop {
+            at += 50;
+            if let (Some(v), _) = f.judge(t0 + at * MS) {
+                break (v, at);
+            }
+            assert!(at < quiet + 2000, "never released");
+        };
+        assert_eq!(released.0, Verdict::Release(ip(2)));
+        assert!(released.1 - quiet >= 500 && released.1 - quiet <= 600, "{released:?}");
+        assert!(!f.is_limited(ip(2)));
+    }
+
+    #[test]
+    fn many_sources_fit_in_fixed_space_and_a_heavy_one_survives_them() {
+        let mut t = Talkers::default();
+        // 10,000 distinct (spoofed) sources and one real flooder among them.
+        for i in 0..10_000u32 {
+            t.note(IpAddr::from((0x0a00_0000 + i).to_be_bytes()));
+            if i % 4 == 0 {
+                t.note(ip(2));
+            }
+        }
+        assert_eq!(t.total(), 12_500);
+        let (heaviest, n) = t.heaviest(|_| false).expect("a talker");
+        assert_eq!(heaviest, ip(2));
+        assert!(n >= 1000, "{n}");
+        // None of the spoofed ones stands out: no share above 10%.
+        let next = t.heaviest(|x| x == ip(2)).expect("another");
+        assert!(u64::from(next.1) * 10 < t.total(), "{next:?}");
+    }
+}

@@ -1,0 +1,319 @@
+//! One UDP worker's loop. While nobody is limited it is the plain batch
+//! loop: one waiting `recvmmsg` on the shared socket, the batch answered,
+//! one `sendmmsg`. When fairness limits a client ([`super::fair`]), the
+//! worker reads in rounds instead: one batch from the shared socket, then
+//! one from each limited client's own queue ([`super::boxes`]), none
+//! waiting (deficit round robin with a quantum of one batch), and waits in
+//! `poll` on all of them only when every one was empty. A limited client
+//! so gets at most a batch per round, while the polite clients' queries
+//! in the shared queue wait at most one round.
+
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags};
+use nix::sys::socket::{self, sockopt};
+
+use super::batch::{Batch, BATCH};
+use super::boxes::ClientQueue;
+use super::fair::{Fairness, Verdict, WINDOW};
+use super::queue::{Change, Queue, ROOMY_BUFFER, TIGHT_BUFFER};
+use crate::metrics::Transport;
+use crate::query::defer::Sink;
+use crate::query::{Handler, Scratch};
+use nix::sys::socket::SockaddrStorage;
+
+/// How often an idle worker checks for shutdown.
+pub(super) const POLL: Duration = Duration::from_millis(200);
+
+/// Batches read from a released client's queue before it is closed.
+const LAST_READS: usize = 4;
+/// Talkers of a window published to `clusterdns_fair_top_talkers`.
+const PUBLISHED: usize = 4;
+
+/// A limited client's queue and what is known of it.
+struct Limited {
+    queue: ClientQueue,
+    namespace: Option<Arc<str>>,
+    /// Queries shed since the last window's report, and in all.
+    shed: u64,
+    shed_all: u64,
+}
+
+struct Worker<'a> {
+    socket: &'a Arc<UdpSocket>,
+    handler: &'a Handler,
+    batch: Batch,
+    /// Buffers for the limited clients' queues (made when one is).
+    apart: Option<Box<Batch>>,
+    scratch: Scratch,
+    queue: Queue,
+    fair: Fairness,
+    limited: Vec<Limited>,
+}
+
+pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
+    let now = Instant::now();
+    let tcp = handler.router.load().tcp;
+    let mut w = Worker {
+        socket,
+        handler,
+        batch: Batch::new(),
+        apart: None,
+        scratch: Scratch::default(),
+        queue: Queue::new(now),
+        fair: Fairness::new(tcp.client_share, tcp.limited_clients, now),
+        limited: Vec::new(),
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let now = if w.limited.is_empty() {
+            w.shared(true)
+        } else {
+            w.round()
+        };
+        w.judge(now);
+    }
+    for l in w.limited.drain(..) {
+        handler.metrics.fair.limited(false);
+        handler.metrics.fair.shed(l.namespace.as_ref(), l.shed);
+    }
+}
+
+impl Worker<'_> {
+    /// One batch from the shared socket (`wait`: for the first datagram,
+    /// up to [`POLL`]); returns the clock read, if a batch came.
+    fn shared(&mut self, wait: bool) -> Instant {
+        let got = if wait {
+            self.batch.receive(self.socket)
+        } else {
+            self.batch.receive_now(self.socket)
+        };
+        match got {
+            Ok(()) => {}
+            Err(Errno::EAGAIN) => {
+                // Idle: the queue is empty.
+                let now = Instant::now();
+                let change = self.queue.observe(Some(Duration::ZERO), 0, None, now);
+                adjust(self.socket, &mut self.batch, change);
+                return now;
+            }
+            Err(Errno::EINTR) => return Instant::now(),
+            Err(e) => {
+                tracing::warn!(target: "udp", "receive failed: {e}");
+                return Instant::now();
+            }
+        }
+        let now = Instant::now();
+        let least = self.batch.got.iter().filter_map(|d| d.waited).min();
+        let change = self.queue.observe(least, self.batch.got.len(), self.batch.drops, now);
+        adjust(self.socket, &mut self.batch, change);
+        if self.queue.overloaded() {
+            self.fair.overloaded();
+        }
+        let late = self.answer(now, true);
+        if late > 0 {
+            self.handler.metrics.udp_late_dropped.fetch_add(late, Ordering::Relaxed);
+        }
+        now
+    }
+
+    /// One round: a batch from the shared socket and from each limited
+    /// client's queue, none waiting; waits in `poll` when all were empty.
+    fn round(&mut self) -> Instant {
+        let mut now = self.shared(false);
+        let mut any = !self.batch.got.is_empty();
+        // The limited queues' batches carry drop counts the shared one's
+        // do not: read into buffers of their own, whose control space the
+        // shared socket's batches do not shrink (`batch`'s module comment).
+        self.swap_apart();
+        for i in 0..self.limited.len() {
+            if self.batch.receive_now(&self.limited[i].queue.socket).is_err() {
+                continue;
+            }
+            any = true;
+            now = Instant::now();
+            let l = &mut self.limited[i];
+            let dropped = l.queue.dropped(self.batch.drops);
+            let full = self.batch.got.len() >= BATCH;
+            self.fair.behind(l.queue.ip, full, dropped > 0);
+            // Counted too, so that the top talkers show limited clients.
+            let late = self.answer(now, true);
+            if late > 0 {
+                self.handler.metrics.udp_late_dropped.fetch_add(late, Ordering::Relaxed);
+            }
+            let l = &mut self.limited[i];
+            l.shed += dropped + late;
+            l.shed_all += dropped + late;
+        }
+        self.swap_apart();
+        if !any {
+            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(1 + self.limited.len());
+            fds.push(PollFd::new(self.socket.as_fd(), PollFlags::POLLIN));
+            fds.extend(
+                self.limited
+                    .iter()
+                    .map(|l| PollFd::new(l.queue.socket.as_fd(), PollFlags::POLLIN)),
+            );
+            let _ = nix::poll::poll(&mut fds, POLL.as_millis() as u16);
+            now = Instant::now();
+        }
+        now
+    }
+
+    /// Swaps the shared socket's buffers with the limited queues' ones.
+    fn swap_apart(&mut self) {
+        if let Some(apart) = self.apart.as_mut() {
+            std::mem::swap(&mut self.batch, apart);
+        }
+    }
+
+    /// Answers the batch read at `now` and sends the replies (from the
+    /// shared socket); returns how many queries were too late to answer.
+    /// `count`: the sources are counted for fairness.
+    fn answer(&mut self, now: Instant, count: bool) -> u64 {
+        let (handler, socket) = (self.handler, self.socket);
+        let sink = || Sink::Udp(socket.clone());
+        let count = count && self.fair.counts(self.batch.got.len(), BATCH);
+        let mut late = 0;
+        for i in 0..self.batch.got.len() {
+            let d = self.batch.got[i];
+            let Some(peer) = d.from.as_ref().and_then(peer) else {
+                continue;
+            };
+            if count {
+                self.fair.talkers.note(peer.ip());
+            }
+            if d.truncated {
+                handler.metrics.dropped(Transport::Udp);
+                continue;
+            }
+            let waited = d.waited.unwrap_or_default();
+            if !self.queue.fresh(waited, now) {
+                late += 1;
+                continue;
+            }
+            let started = now.checked_sub(waited).unwrap_or(now);
+            let query = &self.batch.bufs[i][..d.len];
+            if handler.handle_guarded(query, peer, Transport::Udp, &mut self.scratch, &sink, started) {
+                let b = &mut self.batch;
+                let start = b.out.len();
+                b.out.extend_from_slice(&self.scratch.out);
+                b.replies.push((start, b.out.len()));
+                b.to.push(d.from);
+            }
+        }
+        self.batch.send(socket);
+        late
+    }
+
+    /// Ends a fairness window when one is due: publishes its talkers and
+    /// shed counts, and limits or releases a client.
+    fn judge(&mut self, now: Instant) {
+        let (verdict, ended) = self.fair.judge(now);
+        if !ended {
+            return;
+        }
+        let router = self.handler.router.load();
+        self.fair.configure(router.tcp.client_share, router.tcp.limited_clients);
+        let metrics = &self.handler.metrics.fair;
+        let per_sec = 1000 / WINDOW.as_millis().max(1) as u64;
+        let mut top = [(IpAddr::from([0, 0, 0, 0]), 0u32); PUBLISHED];
+        for (ip, n) in self.fair.talkers.all() {
+            if let Some(least) = top.iter_mut().min_by_key(|t| t.1).filter(|t| t.1 < n) {
+                *least = (ip, n);
+            }
+        }
+        for (ip, n) in top.into_iter().filter(|t| t.1 > 0) {
+            metrics.talker(ip, router.client_namespace(ip), u64::from(n) * per_sec, now);
+        }
+        self.fair.next_window();
+        for l in &mut self.limited {
+            metrics.shed(l.namespace.as_ref(), std::mem::take(&mut l.shed));
+        }
+        match verdict {
+            Some(Verdict::Limit(ip)) => self.limit(ip, router.client_namespace(ip)),
+            Some(Verdict::Release(ip)) => self.release(ip),
+            None => {}
+        }
+    }
+
+    fn limit(&mut self, ip: IpAddr, namespace: Option<Arc<str>>) {
+        let opened = self.socket.local_addr().and_then(|local| ClientQueue::open(local, ip));
+        let queue = match opened {
+            Ok(q) => q,
+            Err(e) => {
+                tracing::debug!(target: "udp", "no queue of its own for client {ip}: {e}");
+                self.fair.forget(ip);
+                return;
+            }
+        };
+        let ns = namespace.as_deref().unwrap_or("unknown");
+        tracing::info!(
+            target: "udp",
+            "client {ip} (namespace {ns}) limited: it sent more than its share of an overloaded worker's queries; its queries now queue apart"
+        );
+        self.handler.metrics.fair.limited(true);
+        self.apart.get_or_insert_with(|| Box::new(Batch::new()));
+        self.limited.push(Limited {
+            queue,
+            namespace,
+            shed: 0,
+            shed_all: 0,
+        });
+    }
+
+    /// Answers what is left in a released client's queue (a few batches
+    /// at most) and closes it: the client is back in the shared queue.
+    fn release(&mut self, ip: IpAddr) {
+        let Some(at) = self.limited.iter().position(|l| l.queue.ip == ip) else {
+            return;
+        };
+        let mut l = self.limited.swap_remove(at);
+        self.swap_apart();
+        for _ in 0..LAST_READS {
+            if self.batch.receive_now(&l.queue.socket).is_err() {
+                break;
+            }
+            l.shed += l.queue.dropped(self.batch.drops);
+            l.shed += self.answer(Instant::now(), false);
+        }
+        self.swap_apart();
+        l.shed_all += l.shed;
+        let metrics = &self.handler.metrics.fair;
+        metrics.shed(l.namespace.as_ref(), l.shed);
+        metrics.limited(false);
+        let ns = l.namespace.as_deref().unwrap_or("unknown");
+        tracing::info!(
+            target: "udp",
+            "client {ip} (namespace {ns}) no longer limited ({} of its queries shed)",
+            l.shed_all
+        );
+    }
+}
+
+/// Applies the queue's decision: the receive buffer's size, and whether
+/// the kernel reports the socket's drop count with each datagram.
+fn adjust(socket: &UdpSocket, batch: &mut Batch, change: Option<Change>) {
+    let Some(change) = change else {
+        return;
+    };
+    let tight = change == Change::Tighten;
+    let size = if tight { TIGHT_BUFFER } else { ROOMY_BUFFER };
+    tracing::debug!(target: "udp", "receive buffer now {size} bytes");
+    let _ = socket2::SockRef::from(socket).set_recv_buffer_size(size);
+    let _ = socket::setsockopt(socket, sockopt::RxqOvfl, &i32::from(tight));
+    if tight {
+        batch.make_room();
+    }
+}
+
+fn peer(from: &SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = from.as_sockaddr_in() {
+        return Some(SocketAddr::from(*v4));
+    }
+    from.as_sockaddr_in6().map(|v6| SocketAddr::from(*v6))
+}
