@@ -53,7 +53,7 @@ variant() {
   answered=$(dnsperf_n "m$round$name" "$QUERIES")
   callgrind_control -d "$PID" >/dev/null 2>&1
   kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
-  ir=$(awk '/^summary:/ {print $2}' "$out".1)
+  ir=$(callgrind_ir "$out".1)
   [ -n "${KEEP:-}" ] || rm -f "$out" "$out".*
   printf '%-14s %9s answered  %12s Ir  %8.0f Ir/miss\n' "$name" "$answered" "$ir" "$(echo "$ir $answered" | awk '{print ($2>0)?$1/$2:0}')"
 }

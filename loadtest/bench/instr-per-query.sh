@@ -28,6 +28,7 @@
 # usage: loadtest/bench/instr-per-query.sh [QUERIES] [ROUNDS]   (default 40000 1; RATE=2000 WARM=20000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. loadtest/bench/lib.sh
 QUERIES=${1:-40000}; ROUNDS=${2:-1}; RATE=${RATE:-2000}; WARM=${WARM:-20000}
 for t in dnsperf valgrind; do
   command -v $t >/dev/null || { echo "installing $t"; apt-get install -y -qq dnsperf valgrind >/dev/null; }
@@ -75,7 +76,7 @@ variant() {
   answered=$(dnsperf_n "$QUERIES")
   callgrind_control -d "$PID" >/dev/null 2>&1
   kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
-  ir=$(awk '/^(summary|totals):/ {s += $2} END {print s}' "$out".1)
+  ir=$(callgrind_ir "$out".1)
   [ -n "${KEEP:-}" ] || rm -f "$out" "$out".*
   printf '%-14s %9s answered  %12s Ir  %8.0f Ir/query\n' "$name" "$answered" "$ir" "$(echo "$ir $answered" | awk '{print ($2>0)?$1/$2:0}')"
 }

@@ -167,3 +167,7 @@ unlimit_cpu() {
     rmdir "$group" 2>/dev/null || true
   done
 }
+
+# callgrind_ir FILE: the user-space instructions callgrind counted in FILE
+# (its `summary:` line; the `totals:` line repeats the same count).
+callgrind_ir() { awk '/^summary:/ {print $2}' "$1"; }
