@@ -311,7 +311,7 @@ fn udp_queries_that_waited_too_long_are_dropped_and_counted_not_answered_late() 
     common::run("kill", &["-STOP", &pid]);
     // A stop is delivered asynchronously: a worker may still read (and
     // answer at once) what is sent before every thread has stopped.
-    assert!(all_stopped(&pid), "the server did not stop");
+    assert!(common::all_stopped(&pid), "the server did not stop");
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
     for i in 0..10u16 {
         sock.send_to(&query(500 + i, NAME, RecordType::A, None), server.dns)
@@ -331,31 +331,4 @@ fn udp_queries_that_waited_too_long_are_dropped_and_counted_not_answered_late() 
     assert_eq!(server.metric("clusterdns_udp_late_dropped_total"), 10.0);
     // Fresh queries are answered as before.
     assert_eq!(common::rcode_name(&udp(server.dns, NAME, RecordType::A)), "NOERROR");
-}
-
-/// Whether every thread of process `pid` is stopped (state `T`), waiting
-/// (until [`HANG`]) for the stop to reach them all.
-fn all_stopped(pid: &str) -> bool {
-    let deadline = std::time::Instant::now() + HANG;
-    loop {
-        let states: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        // The state follows the command name's closing parenthesis.
-        let stopped = |stat: &String| {
-            stat.rsplit_once(") ")
-                .is_some_and(|(_, rest)| rest.starts_with(['T', 't']))
-        };
-        if !states.is_empty() && states.iter().all(stopped) {
-            return true;
-        }
-        if std::time::Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }

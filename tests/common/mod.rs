@@ -420,3 +420,32 @@ pub fn tcp(server: SocketAddr, name: &str, qtype: RecordType) -> Message {
 pub fn rcode_name(m: &Message) -> String {
     clusterdns::metrics::rcode_name(m.metadata.response_code)
 }
+
+/// Whether every thread of process `pid` is stopped (state `T`), waiting
+/// (until [`REPLY`], a ceiling that only catches a hang) for the stop to
+/// reach them all.
+#[allow(dead_code)]
+pub fn all_stopped(pid: &str) -> bool {
+    let deadline = std::time::Instant::now() + REPLY;
+    loop {
+        let states: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        // The state follows the command name's closing parenthesis.
+        let stopped = |stat: &String| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with(['T', 't']))
+        };
+        if !states.is_empty() && states.iter().all(stopped) {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
