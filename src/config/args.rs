@@ -91,6 +91,20 @@ impl<'a> Args<'a> {
     }
 }
 
+/// The value `word` names among `choices` (word, value); else the error
+/// `WHAT: 'WORD' is not one of A, B, C` at the word.
+pub fn choice<T: Copy>(word: &Word, what: &str, choices: &[(&str, T)], errors: &mut Vec<ConfigError>) -> Option<T> {
+    if let Some((_, v)) = choices.iter().find(|(w, _)| *w == word.text) {
+        return Some(*v);
+    }
+    let names: Vec<&str> = choices.iter().map(|(w, _)| *w).collect();
+    errors.push(ConfigError::new(
+        &word.pos,
+        format!("{what}: '{}' is not one of {}", word.text, names.join(", ")),
+    ));
+    None
+}
+
 /// A DNS zone from config text: lower-cased and fully qualified.
 pub fn zone(word: &Word, errors: &mut Vec<ConfigError>) -> Option<Name> {
     let text = word.text.trim_start_matches("dns://");

@@ -24,7 +24,7 @@ use std::time::Duration;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::Name;
 
-use super::args::{zone, Args};
+use super::args::{choice, zone, Args};
 use super::blocks::Directive;
 use super::forward_tls::{self, DohMethod, Target, TlsSettings};
 use super::forward_to::{self, MAX_UPSTREAMS};
@@ -213,14 +213,13 @@ const OPTIONS: &[Opt<Reading>] = &[
     Opt::new("health_check", (1, 4), |a, r, errors| {
         health_check(a, &mut r.cfg, errors)
     }),
-    Opt::new("policy", (1, 1), |a, r, errors| match a.args[0].text.as_str() {
-        "random" => r.cfg.policy = Policy::Random,
-        "round_robin" => r.cfg.policy = Policy::RoundRobin,
-        "sequential" => r.cfg.policy = Policy::Sequential,
-        other => errors.push(ConfigError::new(
-            &a.args[0].pos,
-            format!("policy: '{other}' is not one of random, round_robin, sequential"),
-        )),
+    Opt::new("policy", (1, 1), |a, r, errors| {
+        let policies = [
+            ("random", Policy::Random),
+            ("round_robin", Policy::RoundRobin),
+            ("sequential", Policy::Sequential),
+        ];
+        r.cfg.policy = choice(&a.args[0], "policy", &policies, errors).unwrap_or(r.cfg.policy);
     }),
     Opt::new("max_concurrent", (1, 1), |a, r, errors| {
         r.cfg.max_concurrent = a.parse(0, "a number", errors).unwrap_or(0)

@@ -43,66 +43,46 @@ pub struct ClientOptions {
     pub zonal: bool,
 }
 
-/// Names of the options this file reads.
-pub const NAMES: &[&str] = &[
-    "startup_timeout",
-    "apiserver_qps",
-    "apiserver_burst",
-    "apiserver_max_inflight",
-    "zonal",
-];
+/// `startup_timeout DURATION`.
+pub fn startup_timeout(a: &Args<'_>, o: &mut ClientOptions, errors: &mut Vec<ConfigError>) {
+    if let Some(d) = a.duration(0, errors) {
+        o.startup_timeout = Some(d);
+    }
+}
 
-/// Reads option line `a` into `o` when it is one of [`NAMES`]; false else.
-pub fn option(a: &Args<'_>, o: &mut ClientOptions, errors: &mut Vec<ConfigError>) -> bool {
-    let name = a.name.text.as_str();
-    if !NAMES.contains(&name) {
-        return false;
+/// `apiserver_qps N` (a number, at least 0).
+pub fn qps(a: &Args<'_>, o: &mut ClientOptions, errors: &mut Vec<ConfigError>) {
+    match a.args[0].text.parse::<f32>() {
+        Ok(q) if q >= 0.0 && q.is_finite() => o.qps = Some(q),
+        Ok(_) => fault(a, "must be >= 0", errors),
+        Err(_) => fault(a, "is not a number", errors),
     }
-    if name == "zonal" {
-        o.zonal |= a.count(0, 0, errors);
-        return true;
+}
+
+/// `apiserver_burst N` and `apiserver_max_inflight N` (whole numbers, at
+/// least 0).
+pub fn count(a: &Args<'_>, o: &mut ClientOptions, errors: &mut Vec<ConfigError>) {
+    match a.args[0].text.parse::<i64>() {
+        Ok(n) if n >= 0 => {
+            let n = Some(u32::try_from(n).unwrap_or(u32::MAX));
+            if a.name.text == "apiserver_burst" {
+                o.burst = n;
+            } else {
+                o.max_inflight = n;
+            }
+        }
+        Ok(_) => fault(a, "must be >= 0", errors),
+        Err(_) => fault(a, "is not a whole number", errors),
     }
-    if !a.count(1, 1, errors) {
-        return true;
-    }
+}
+
+/// `kubernetes: OPTION 'VALUE' WHY` at the option's value.
+fn fault(a: &Args<'_>, why: &str, errors: &mut Vec<ConfigError>) {
     let word = &a.args[0];
-    let fault = match name {
-        "startup_timeout" => match a.duration(0, errors) {
-            Some(d) => {
-                o.startup_timeout = Some(d);
-                None
-            }
-            None => return true,
-        },
-        "apiserver_qps" => match word.text.parse::<f32>() {
-            Ok(q) if q >= 0.0 && q.is_finite() => {
-                o.qps = Some(q);
-                None
-            }
-            Ok(_) => Some("must be >= 0"),
-            Err(_) => Some("is not a number"),
-        },
-        _ => match word.text.parse::<i64>() {
-            Ok(n) if n >= 0 => {
-                let n = u32::try_from(n).unwrap_or(u32::MAX);
-                if name == "apiserver_burst" {
-                    o.burst = Some(n);
-                } else {
-                    o.max_inflight = Some(n);
-                }
-                None
-            }
-            Ok(_) => Some("must be >= 0"),
-            Err(_) => Some("is not a whole number"),
-        },
-    };
-    if let Some(why) = fault {
-        errors.push(ConfigError::new(
-            &word.pos,
-            format!("kubernetes: {name} '{}' {why}", word.text),
-        ));
-    }
-    true
+    errors.push(ConfigError::new(
+        &word.pos,
+        format!("kubernetes: {} '{}' {why}", a.name.text, word.text),
+    ));
 }
 
 /// The option lines `check` prints, each with what it does here.

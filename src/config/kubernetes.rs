@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 
 use hickory_proto::rr::Name;
 
-use super::args::{zone, Args};
+use super::args::{choice, zone, Args};
 use super::blocks::Directive;
+use super::kube_client;
 use super::labels::Selector;
 use super::options::{self, Opt, MANY};
 use super::problem::ConfigError;
@@ -264,14 +265,13 @@ const OPTIONS: &[Opt<Reading>] = &[
         r.written.namespace_labels_at = Some(a.pos().clone());
         r.cfg.namespace_labels = selector(a, errors).map(|(s, _)| s);
     }),
-    Opt::new("pods", (1, 1), |a, r, errors| match a.args[0].text.as_str() {
-        "disabled" => r.cfg.pods = PodMode::Disabled,
-        "insecure" => r.cfg.pods = PodMode::Insecure,
-        "verified" => r.cfg.pods = PodMode::Verified,
-        other => errors.push(ConfigError::new(
-            &a.args[0].pos,
-            format!("pods: '{other}' is not one of disabled, insecure, verified"),
-        )),
+    Opt::new("pods", (1, 1), |a, r, errors| {
+        let modes = [
+            ("disabled", PodMode::Disabled),
+            ("insecure", PodMode::Insecure),
+            ("verified", PodMode::Verified),
+        ];
+        r.cfg.pods = choice(&a.args[0], "pods", &modes, errors).unwrap_or(r.cfg.pods);
     }),
     Opt::new("endpoint_pod_names", (0, 0), |_, r, _| r.cfg.endpoint_pod_names = true),
     Opt::new("ttl", (1, 1), |a, r, errors| {
@@ -317,20 +317,23 @@ const OPTIONS: &[Opt<Reading>] = &[
         Some(_) => errors.push(ConfigError::new(&a.args[0].pos, "resync: must be at least 1s")),
         None => {}
     }),
-    Opt::new("startup_timeout", (1, 1), client),
-    Opt::new("apiserver_qps", (1, 1), client),
-    Opt::new("apiserver_burst", (1, 1), client),
-    Opt::new("apiserver_max_inflight", (1, 1), client),
-    Opt::new("zonal", (0, 0), client),
+    Opt::new("startup_timeout", (1, 1), |a, r, errors| {
+        kube_client::startup_timeout(a, &mut r.cfg.client, errors)
+    }),
+    Opt::new("apiserver_qps", (1, 1), |a, r, errors| {
+        kube_client::qps(a, &mut r.cfg.client, errors)
+    }),
+    Opt::new("apiserver_burst", (1, 1), |a, r, errors| {
+        kube_client::count(a, &mut r.cfg.client, errors)
+    }),
+    Opt::new("apiserver_max_inflight", (1, 1), |a, r, errors| {
+        kube_client::count(a, &mut r.cfg.client, errors)
+    }),
+    Opt::new("zonal", (0, 0), |_, r, _| r.cfg.client.zonal = true),
     Opt::new("multicluster", (0, MANY), |a, r, errors| {
         multicluster(a, &r.cfg.zones, &r.block_zones, &mut r.cfg.multicluster, errors)
     }),
 ];
-
-/// The API client's options (`kube_client`).
-fn client(a: &Args<'_>, r: &mut Reading, errors: &mut Vec<ConfigError>) {
-    super::kube_client::option(a, &mut r.cfg.client, errors);
-}
 
 /// `persist FILE [MAX_AGE]` (MAX_AGE at least 1s, 1h when not written).
 fn persist(a: &Args, dir: &Path, errors: &mut Vec<ConfigError>) -> Option<Persist> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
-use super::args::{listen_addr, zone};
+use super::args::{choice, listen_addr, zone};
 use super::blocks::Directive;
 use super::lexer::Word;
 use super::options::{self, Opt, MANY};
@@ -77,14 +77,8 @@ pub(super) fn addr_or(d: &Directive, default_port: u16, errors: &mut Vec<ConfigE
 pub(super) fn ready_monitor(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
     let mut continuously = false;
     let options: &[Opt<bool>] = &[Opt::new("monitor", (1, 1), |a, continuously, errors| {
-        match a.args[0].text.as_str() {
-            "until-ready" => *continuously = false,
-            "continuously" => *continuously = true,
-            other => errors.push(ConfigError::new(
-                &a.args[0].pos,
-                format!("ready: monitor '{other}' is not one of until-ready, continuously"),
-            )),
-        }
+        let modes = [("until-ready", false), ("continuously", true)];
+        *continuously = choice(&a.args[0], "ready: monitor", &modes, errors).unwrap_or(*continuously);
     })];
     options::read("ready", &d.options, options, &mut continuously, errors);
     continuously

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use hickory_proto::rr::Name;
 
-use super::args::zone;
+use super::args::{choice, zone};
 use super::blocks::Directive;
 use super::options::{self, Opt, MANY};
 use super::problem::ConfigError;
@@ -114,15 +114,8 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> LogConfig {
     cfg.names.extend(names.iter().filter_map(|w| zone(w, errors)));
     let mut classes: Vec<&'static str> = Vec::new();
     let options: &[Opt<Vec<&'static str>>] = &[Opt::new("class", (1, MANY), |a, classes, errors| {
-        for w in a.args {
-            match CLASSES.iter().find(|c| **c == w.text) {
-                Some(c) => classes.push(c),
-                None => errors.push(ConfigError::new(
-                    &w.pos,
-                    format!("class: '{}' is not one of success, denial, error, all", w.text),
-                )),
-            }
-        }
+        let choices = CLASSES.map(|c| (c, c));
+        classes.extend(a.args.iter().filter_map(|w| choice(w, "class", &choices, errors)));
     })];
     options::read("log", &d.options, options, &mut classes, errors);
     if !classes.is_empty() && !classes.contains(&"all") {
