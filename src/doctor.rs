@@ -269,7 +269,7 @@ fn search_amplification(inputs: &Inputs, out: &mut Vec<Finding>) {
 }
 
 fn nameservers(text: &str) -> Vec<IpAddr> {
-    crate::config::forward::resolv_conf(text)
+    crate::query::forward::setup::resolv_conf(text)
         .into_iter()
         .map(|a| a.ip())
         .collect()

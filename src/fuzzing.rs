@@ -16,7 +16,7 @@ use std::sync::Arc;
 use hickory_proto::op::Message;
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
-use crate::config::KubernetesConfig;
+use crate::kubernetes::KubernetesConfig;
 use crate::metrics::Metrics;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::{Block, Handler, Router};
@@ -193,7 +193,7 @@ impl Dump {
     pub fn demo(root: &Path) -> Dump {
         let demo = crate::config::load(&root.join("zones/Corefile"), 53).expect("the demo Corefile loads");
         let mut config = demo.servers[0].kubernetes.clone().expect("the demo has kubernetes");
-        config.pods = crate::config::PodMode::Verified;
+        config.pods = crate::kubernetes::PodMode::Verified;
         Dump { config }
     }
 

@@ -15,7 +15,8 @@
 //! ```
 //!
 //! Modules in reading order:
-//! 1. [`config`]: the Corefile, lexed and checked, every error with `FILE:LINE:COL`.
+//! 1. [`corefile`]: the Corefile's syntax (lexer, blocks, `import`, arguments,
+//!    options, errors with `FILE:LINE:COL`); [`config`]: what its directives mean.
 //! 2. [`store`]: compact records and the immutable [`store::Snapshot`].
 //! 3. [`watch`]: cluster objects → records → a new snapshot, swapped in whole.
 //! 4. [`query`]: sockets, header checks, routing, the cluster zone, local
@@ -29,11 +30,13 @@
 pub mod admin;
 pub mod app;
 pub mod config;
+pub mod corefile;
 pub mod dnstap;
 pub mod doctor;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod kubernetes;
 pub mod metrics;
 pub mod nodelocal;
 pub mod query;

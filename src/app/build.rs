@@ -100,7 +100,7 @@ impl Runtime {
         taps: &Option<Arc<crate::dnstap::Taps>>,
         live: &mut Live,
     ) -> Option<Arc<Forwarding>> {
-        let mut f = Forwarding::of(server, server_label(server), self.metrics.clone())?;
+        let mut f = Forwarding::of(server.forwarding(), server_label(server), self.metrics.clone())?;
         f.taps = taps.clone();
         let f = Arc::new(f);
         live.forwardings.push(f.clone());
@@ -137,7 +137,7 @@ impl Runtime {
         }
         Block {
             zones: server.zones.clone(),
-            zone_wires: server.zones.iter().map(crate::config::args::lower_wire).collect(),
+            zone_wires: server.zones.iter().map(crate::corefile::args::lower_wire).collect(),
             zone_stats: Vec::new(),
             hosts: server.hosts.clone().map(Hosts::new),
             files,

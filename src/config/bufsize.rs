@@ -1,9 +1,9 @@
 //! `bufsize [SIZE]` (SIZE 512..=4096, default 1232): caps the EDNS
 //! payload a request advertises.
 
-use super::args::Args;
-use super::blocks::Directive;
-use super::problem::ConfigError;
+use crate::corefile::args::Args;
+use crate::corefile::blocks::Directive;
+use crate::corefile::problem::ConfigError;
 
 /// `bufsize` without a size: the DNS flag day 2020 payload.
 pub const BUFSIZE_DEFAULT: u16 = 1232;

@@ -8,13 +8,19 @@
 
 use std::path::Path;
 
-use super::args::Args;
-use super::blocks::Directive;
-use super::effective::print::{self, Print};
-use super::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
-use super::problem::ConfigError;
-use super::server::{Config, Server};
-use super::{cache, chaos, dns64, forward, k8s_external, kubernetes, nodelocal};
+use crate::config::effective::print::{self, Print};
+use crate::config::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
+use crate::config::nodelocal;
+use crate::config::server::{Config, Server};
+use crate::corefile::args::Args;
+use crate::corefile::blocks::Directive;
+use crate::corefile::problem::ConfigError;
+use crate::kubernetes;
+use crate::query::forward::cache::setup as cache;
+use crate::query::forward::setup as forward;
+use crate::query::plugins::chaos::setup as chaos;
+use crate::query::plugins::dns64::setup as dns64;
+use crate::query::plugins::k8s_external::setup as k8s_external;
 
 /// What a parser reads and writes: its server block, the directory
 /// relative files resolve in, the process-wide configuration, the errors.
@@ -49,28 +55,28 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "timeouts",
         options: true,
-        parse: |d, c| super::timeouts::timeouts(d, &mut c.server.tcp, c.errors),
+        parse: |d, c| crate::query::limits::timeouts::timeouts(d, &mut c.server.tcp, c.errors),
         enabled: NOT_REPORTED,
         print: print::timeouts,
     },
     Spec {
         name: "limits",
         options: true,
-        parse: |d, c| super::limits::limits(d, &mut c.server.tcp, &mut c.config.in_flight, c.errors),
+        parse: |d, c| crate::query::limits::limits(d, &mut c.server.tcp, &mut c.config.in_flight, c.errors),
         enabled: NOT_REPORTED,
         print: print::limits,
     },
     Spec {
         name: "reload",
         options: false,
-        parse: |d, c| c.config.reload = super::reload::reload(d, c.errors).or(c.config.reload),
+        parse: |d, c| c.config.reload = crate::config::reload::reload(d, c.errors).or(c.config.reload),
         enabled: |_, c| c.reload.is_some(),
         print: print::reload,
     },
     Spec {
         name: "bufsize",
         options: false,
-        parse: |d, c| c.server.bufsize = super::bufsize::bufsize(d, c.errors).or(c.server.bufsize),
+        parse: |d, c| c.server.bufsize = crate::config::bufsize::bufsize(d, c.errors).or(c.server.bufsize),
         enabled: |s, _| s.bufsize.is_some(),
         print: print::bufsize,
     },
@@ -138,7 +144,7 @@ pub const DIRECTIVES: &[Spec] = &[
         options: true,
         parse: |d, c| {
             once(d, c.server.errors.is_some(), "per server block", c.errors);
-            c.server.errors = Some(super::errors::parse(d, c.errors));
+            c.server.errors = Some(crate::query::errors::setup::parse(d, c.errors));
         },
         enabled: |s, _| s.errors.is_some(),
         print: print::errors,
@@ -146,21 +152,21 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "log",
         options: true,
-        parse: |d, c| c.server.log = Some(super::log::parse(d, c.errors)),
+        parse: |d, c| c.server.log = Some(crate::query::log::setup::parse(d, c.errors)),
         enabled: |s, _| s.log.is_some(),
         print: print::log,
     },
     Spec {
         name: "dnstap",
         options: true,
-        parse: |d, c| c.server.dnstap.extend(super::dnstap::parse(d, c.errors)),
+        parse: |d, c| c.server.dnstap.extend(crate::dnstap::setup::parse(d, c.errors)),
         enabled: NOT_REPORTED,
         print: print::dnstap,
     },
     Spec {
         name: "local",
         options: true,
-        parse: |d, c| c.server.local = Some(super::local::local(d, c.errors)),
+        parse: |d, c| c.server.local = Some(crate::query::plugins::local::setup::local(d, c.errors)),
         enabled: |s, _| s.local.is_some(),
         print: print::local,
     },
@@ -194,14 +200,20 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "loadbalance",
         options: true,
-        parse: |d, c| c.server.loadbalance = Some(super::loadbalance::loadbalance(d, c.dir, c.errors)),
+        parse: |d, c| {
+            c.server.loadbalance = Some(crate::query::reply::loadbalance::setup::loadbalance(d, c.dir, c.errors))
+        },
         enabled: |s, _| s.loadbalance.is_some(),
         print: print::loadbalance,
     },
     Spec {
         name: "rewrite",
         options: true,
-        parse: |d, c| c.server.rewrites.extend(super::rewrite::parse(d, c.errors)),
+        parse: |d, c| {
+            c.server
+                .rewrites
+                .extend(crate::query::plugins::rewrite::setup::parse(d, c.errors))
+        },
         enabled: |s, _| !s.rewrites.is_empty(),
         print: print::rewrite,
     },
@@ -209,7 +221,8 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "autopath",
         options: false,
         parse: |d, c| {
-            c.server.autopath = super::autopath::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone()))
+            c.server.autopath =
+                crate::query::route::autopath::setup::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone()))
         },
         enabled: |s, _| s.autopath.is_some(),
         print: print::autopath,
@@ -217,7 +230,11 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "acl",
         options: true,
-        parse: |d, c| c.server.acl.push(super::acl::parse(d, &c.server.zones, c.errors)),
+        parse: |d, c| {
+            c.server
+                .acl
+                .push(crate::query::route::acl::setup::parse(d, &c.server.zones, c.errors))
+        },
         enabled: |s, _| !s.acl.is_empty(),
         print: print::acl,
     },
@@ -235,9 +252,11 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "template",
         options: true,
         parse: |d, c| {
-            c.server
-                .templates
-                .extend(super::template::parse(d, &c.server.zones, c.errors))
+            c.server.templates.extend(crate::query::plugins::template::setup::parse(
+                d,
+                &c.server.zones,
+                c.errors,
+            ))
         },
         enabled: |s, _| !s.templates.is_empty(),
         print: print::template,
@@ -246,7 +265,7 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "transfer",
         options: true,
         parse: |d, c| {
-            let t = super::transfer::parse(d, &c.server.zones, c.errors);
+            let t = crate::query::transfer::setup::parse(d, &c.server.zones, c.errors);
             c.server.transfers.push(t);
         },
         enabled: NOT_REPORTED,
@@ -257,7 +276,7 @@ pub const DIRECTIVES: &[Spec] = &[
         options: true,
         parse: |d, c| {
             once(d, c.server.hosts.is_some(), "per server block", c.errors);
-            c.server.hosts = super::hosts::hosts(d, &c.server.zones, c.dir, c.errors);
+            c.server.hosts = crate::query::plugins::hosts::setup::hosts(d, &c.server.zones, c.dir, c.errors);
         },
         enabled: |s, _| s.hosts.is_some(),
         print: print::hosts,
@@ -286,9 +305,12 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "file",
         options: true,
         parse: |d, c| {
-            c.server
-                .files
-                .extend(super::file::file(d, &c.server.zones, c.dir, c.errors))
+            c.server.files.extend(crate::query::plugins::file::setup::file(
+                d,
+                &c.server.zones,
+                c.dir,
+                c.errors,
+            ))
         },
         enabled: |s, _| !s.files.is_empty(),
         print: print::file,

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
-use super::args::{choice, listen_addr, zone};
-use super::blocks::Directive;
-use super::lexer::Word;
-use super::options::{self, Opt, MANY};
-use super::problem::ConfigError;
+use crate::corefile::args::{choice, listen_addr, zone};
+use crate::corefile::blocks::Directive;
+use crate::corefile::lexer::Word;
+use crate::corefile::options::{self, Opt, MANY};
+use crate::corefile::problem::ConfigError;
 
 /// `health [ADDR] { lameduck DURATION }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +147,7 @@ pub(super) fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option
         // As CoreDNS: a network stands for its reverse zones, split on
         // label boundaries (`10.0.0.0/15` is `0.10.in-addr.arpa.` and
         // `1.10.in-addr.arpa.`).
-        let Some(net) = super::args::Net::parse(zone_text) else {
+        let Some(net) = crate::corefile::args::Net::parse(zone_text) else {
             errors.push(ConfigError::new(
                 &key.pos,
                 format!("'{zone_text}' is neither a zone nor a network (ADDR/LEN)"),

@@ -1,10 +1,10 @@
 //! `loop [{ exit }]`: a probe sent to ourselves at start detects a
 //! forwarding loop.
 
-use super::args::Args;
-use super::blocks::Directive;
-use super::options::{self, Opt};
-use super::problem::ConfigError;
+use crate::corefile::args::Args;
+use crate::corefile::blocks::Directive;
+use crate::corefile::options::{self, Opt};
+use crate::corefile::problem::ConfigError;
 
 /// `loop [{ exit }]`: whether a detected loop ends the process.
 pub fn loop_exit(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {

@@ -6,60 +6,24 @@
 //! them are collected before failing, so one `clusterdns check` run lists
 //! everything wrong with a file.
 
-pub mod acl;
-pub mod args;
-pub mod autopath;
-pub mod blocks;
 pub mod bufsize;
-pub mod cache;
-pub mod chaos;
 pub mod directives;
-pub mod dns64;
-pub mod dnstap;
 pub mod effective;
-pub mod errors;
-pub mod expr;
-pub mod file;
-pub mod forward;
-pub mod forward_tls;
-pub mod forward_to;
-pub mod gotmpl;
-pub mod hosts;
-pub mod imports;
-pub mod k8s_external;
-pub mod kube_client;
-pub mod kubernetes;
-pub mod labels;
-pub mod lexer;
-pub mod limits;
 pub mod listeners;
-pub mod loadbalance;
-pub mod local;
-pub mod log;
 pub mod r#loop;
 pub mod nodelocal;
-pub mod options;
 pub mod plugins;
-pub mod problem;
 pub mod reload;
-pub mod rewrite;
-pub mod rewrite_edns;
-pub mod rewrite_rule;
 pub mod server;
-pub mod template;
-pub mod timeouts;
-pub mod transfer;
-pub mod weights;
 
 use std::fmt;
 use std::path::Path;
 
 use hickory_proto::rr::Name;
 
-pub(crate) use args::spaced;
-pub use kubernetes::{KubernetesConfig, Persist, PodMode, Source};
-use lexer::Pos;
-pub use problem::{ConfigError, ConfigErrors};
+use crate::corefile::blocks;
+use crate::corefile::lexer::Pos;
+pub use crate::corefile::problem::{ConfigError, ConfigErrors};
 pub use server::{Config, Server};
 
 /// Loads and validates a Corefile. `default_port` applies to keys that name
@@ -96,7 +60,7 @@ fn build(
         ready_continuously: false,
         prometheus: None,
         reload: None,
-        in_flight: limits::IN_FLIGHT,
+        in_flight: crate::query::limits::IN_FLIGHT,
         nodelocal: None,
     };
     for block in &raw {

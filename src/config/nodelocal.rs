@@ -26,11 +26,11 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::args::Args;
-use super::blocks::Directive;
-use super::lexer::Pos;
-use super::options::{self, Opt, MANY};
-use super::problem::ConfigError;
+use crate::corefile::args::Args;
+use crate::corefile::blocks::Directive;
+use crate::corefile::lexer::Pos;
+use crate::corefile::options::{self, Opt, MANY};
+use crate::corefile::problem::ConfigError;
 
 /// node-cache's default interface name.
 pub const INTERFACE: &str = "nodelocaldns";

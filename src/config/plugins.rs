@@ -7,13 +7,13 @@ use std::path::Path;
 
 use hickory_proto::rr::Name;
 
-use super::blocks::{Directive, RawBlock};
-use super::directives::{self, Ctx};
-use super::listeners::key_zone_port;
-pub use super::listeners::Health;
-use super::nodelocal;
-use super::problem::ConfigError;
-use super::server::{Config, Server};
+use crate::config::directives::{self, Ctx};
+use crate::config::listeners::key_zone_port;
+pub use crate::config::listeners::Health;
+use crate::config::nodelocal;
+use crate::config::server::{Config, Server};
+use crate::corefile::blocks::{Directive, RawBlock};
+use crate::corefile::problem::ConfigError;
 
 /// Directives that configure the server but take no part in answering
 /// (CoreDNS registers no handler for them): a block of only these has no
@@ -85,7 +85,7 @@ fn needs(server: &Server, errors: &mut Vec<ConfigError>) {
         let verified = server
             .kubernetes
             .as_ref()
-            .is_some_and(|k| k.pods == super::kubernetes::PodMode::Verified);
+            .is_some_and(|k| k.pods == crate::kubernetes::PodMode::Verified);
         if !verified {
             errors.push(ConfigError::new(
                 pos,
@@ -93,7 +93,7 @@ fn needs(server: &Server, errors: &mut Vec<ConfigError>) {
             ));
         }
     }
-    super::transfer::check(
+    crate::query::transfer::setup::check(
         &server.transfers,
         server.kubernetes.as_ref(),
         &server.files,

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use super::args::Args;
-use super::blocks::Directive;
-use super::problem::ConfigError;
+use crate::corefile::args::Args;
+use crate::corefile::blocks::Directive;
+use crate::corefile::problem::ConfigError;
 
 /// `reload [INTERVAL (30s, at least 2s) [JITTER (15s; 0 or at least 1s)]]`.
 pub fn reload(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<(Duration, Duration)> {

@@ -7,11 +7,24 @@ use std::path::PathBuf;
 
 use hickory_proto::rr::Name;
 
-use super::kubernetes::KubernetesConfig;
-use super::{
-    acl, autopath, cache, chaos, dns64, dnstap, errors, file, forward, hosts, k8s_external, lexer, listeners,
-    loadbalance, log, nodelocal, rewrite_rule, template, timeouts, transfer,
+use crate::config::{listeners, nodelocal};
+use crate::corefile::lexer;
+use crate::dnstap::setup as dnstap;
+use crate::kubernetes::KubernetesConfig;
+use crate::query::errors::setup as errors;
+use crate::query::forward::cache::setup as cache;
+use crate::query::forward::setup as forward;
+use crate::query::limits::timeouts;
+use crate::query::log::setup as log;
+use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
+use crate::query::plugins::{
+    chaos::setup as chaos, dns64::setup as dns64, file::setup as file, hosts::setup as hosts,
+    k8s_external::setup as k8s_external, template::setup as template,
 };
+use crate::query::reply::loadbalance::setup as loadbalance;
+use crate::query::route::acl::setup as acl;
+use crate::query::route::autopath::setup as autopath;
+use crate::query::transfer::setup as transfer;
 
 /// The effective configuration of the whole process.
 #[derive(Debug, Clone)]
@@ -121,6 +134,18 @@ impl Server {
             local: None,
             dnstap: Vec::new(),
             transfers: Vec::new(),
+        }
+    }
+}
+
+impl Server {
+    /// What its `cache` and `forward` are built from.
+    pub fn forwarding(&self) -> crate::query::forward::Setup<'_> {
+        crate::query::forward::Setup {
+            forward: &self.forward,
+            cache: self.cache.as_ref(),
+            errors: self.errors.as_ref(),
+            zones: &self.zones,
         }
     }
 }

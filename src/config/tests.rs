@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::*;
+use crate::kubernetes::{PodMode, Source};
 
 /// Writes `text` to a fresh file in a fresh directory and returns its path.
 fn corefile(tag: &str, text: &str) -> PathBuf {
@@ -148,11 +149,20 @@ fn same_zone_twice_on_a_port_is_an_error() {
 #[test]
 fn durations() {
     use std::time::Duration;
-    assert_eq!(args::parse_duration("5s"), Some(Duration::from_secs(5)));
-    assert_eq!(args::parse_duration("1m30s"), Some(Duration::from_secs(90)));
-    assert_eq!(args::parse_duration("250ms"), Some(Duration::from_millis(250)));
-    assert_eq!(args::parse_duration("5"), None);
-    assert_eq!(args::parse_duration("s"), None);
+    assert_eq!(
+        crate::corefile::args::parse_duration("5s"),
+        Some(Duration::from_secs(5))
+    );
+    assert_eq!(
+        crate::corefile::args::parse_duration("1m30s"),
+        Some(Duration::from_secs(90))
+    );
+    assert_eq!(
+        crate::corefile::args::parse_duration("250ms"),
+        Some(Duration::from_millis(250))
+    );
+    assert_eq!(crate::corefile::args::parse_duration("5"), None);
+    assert_eq!(crate::corefile::args::parse_duration("s"), None);
 }
 
 #[test]

@@ -28,7 +28,7 @@ use tokio_rustls::TlsAcceptor;
 use super::frame;
 use super::queue::Queue;
 use super::sink::{self, Conn, Writer, GATHER, TIMEOUT};
-use crate::config::dnstap::{DnstapConfig, Endpoint};
+use crate::dnstap::setup::{DnstapConfig, Endpoint};
 use crate::metrics::Metrics;
 
 /// Batches a collector may fall behind by before it is cut off (a batch

@@ -19,7 +19,7 @@ use prost::Message as _;
 use super::proto::{self, Dnstap, Kind, Message};
 use super::queue::Batch;
 use super::record::{Record, Side};
-use crate::config::dnstap::DnstapConfig;
+use crate::dnstap::setup::DnstapConfig;
 
 /// The message field of `Dnstap`.
 const MESSAGE_TAG: u32 = 14;
@@ -207,7 +207,7 @@ mod tests {
     use std::net::SocketAddr;
 
     use super::*;
-    use crate::config::dnstap::Endpoint;
+    use crate::dnstap::setup::Endpoint;
 
     fn encoder() -> Encoder {
         Encoder::of(&DnstapConfig {

@@ -18,6 +18,7 @@
 //! times on the writer, once per batch. Encoding, connecting,
 //! reconnecting with backoff and the handshake all happen on the writer
 //! task.
+pub mod setup;
 
 mod frame;
 mod listen;
@@ -35,7 +36,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::config::dnstap::DnstapConfig;
+use crate::dnstap::setup::DnstapConfig;
 use crate::metrics::Metrics;
 
 /// One `dnstap` directive's end of the queue.

@@ -20,7 +20,7 @@ use tokio_rustls::rustls;
 use super::frame;
 use super::message::{Clock, Encoder};
 use super::queue::{self, Queue};
-use crate::config::dnstap::{DnstapConfig, Endpoint};
+use crate::dnstap::setup::{DnstapConfig, Endpoint};
 use crate::metrics::Metrics;
 
 /// CoreDNS's dial and write timeout.

@@ -55,7 +55,7 @@ impl CacheHits {
         let metrics = Arc::new(Metrics::default());
         let forwarding = {
             let _inside = runtime.enter();
-            Arc::new(Forwarding::of(server, "dns://:53".into(), metrics.clone()).expect("forwards"))
+            Arc::new(Forwarding::of(server.forwarding(), "dns://:53".into(), metrics.clone()).expect("forwards"))
         };
         let block = Block {
             forwarding: Some(forwarding.clone()),

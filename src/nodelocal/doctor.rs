@@ -36,7 +36,7 @@ pub async fn check(cfg: &NodeLocalConfig) -> Vec<Finding> {
                 format!(
                     "interface {} does not exist: pods pointed at {} get no answer",
                     cfg.interface,
-                    crate::config::spaced(&cfg.addresses, "")
+                    crate::corefile::args::spaced(&cfg.addresses, "")
                 ),
                 restart,
             )),
@@ -57,7 +57,7 @@ pub async fn check(cfg: &NodeLocalConfig) -> Vec<Finding> {
                         format!(
                             "interface {} lacks {}",
                             cfg.interface,
-                            crate::config::spaced(&missing, "")
+                            crate::corefile::args::spaced(&missing, "")
                         ),
                         restart,
                     ));
@@ -155,7 +155,7 @@ async fn conntrack_bypassed(cfg: &NodeLocalConfig, out: &mut Vec<Finding>) {
         out.push(finding(
             "nodelocal_conntrack",
             Severity::Warning,
-            format!("{tracked} conntrack entries for DNS to {}: those queries are tracked (each takes a conntrack slot; a full table drops DNS)", crate::config::spaced(&cfg.addresses, "")),
+            format!("{tracked} conntrack entries for DNS to {}: those queries are tracked (each takes a conntrack slot; a full table drops DNS)", crate::corefile::args::spaced(&cfg.addresses, "")),
             "check that the raw-table NOTRACK rules come before any other raw rule (`iptables -t raw -S`); entries made before the rules went in expire by themselves",
         ));
     }

@@ -105,7 +105,7 @@ impl NodeLocal {
             "interface {} {} with {}",
             cfg.interface,
             if repairs.created { "created (dummy)" } else { "in place" },
-            crate::config::spaced(&cfg.addresses, "")
+            crate::corefile::args::spaced(&cfg.addresses, "")
         );
         Ok(NodeLocal {
             firewall: Firewall::choose(&cfg).await,
@@ -180,7 +180,7 @@ impl NodeLocal {
                 if !r.added.is_empty() {
                     restored += r.added.len();
                     self.restored("address", r.added.len() as u64);
-                    tracing::warn!(target: "nodelocal", "interface {name}: addresses were missing, added back: {}", crate::config::spaced(&r.added, ""));
+                    tracing::warn!(target: "nodelocal", "interface {name}: addresses were missing, added back: {}", crate::corefile::args::spaced(&r.added, ""));
                 }
             }
             Err(e) => {

@@ -16,8 +16,8 @@ use super::reply::Summary;
 use super::request::edns::ClientEdns;
 use super::settle::record::{record, Exchange};
 use super::settle::Continuation;
-use crate::config::log::LogStyle;
 use crate::metrics::{Metrics, Transport, ZoneStats};
+use crate::query::log::setup::LogStyle;
 
 /// Where a reply goes.
 #[derive(Clone, Debug)]

@@ -24,6 +24,7 @@
 //!
 //! `stacktrace` is process-wide here: when any block sets it, a panic
 //! while answering logs its backtrace with the panic message.
+pub mod setup;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -33,7 +34,7 @@ use std::time::Duration;
 
 use hickory_proto::op::{Query, ResponseCode};
 
-use crate::config::errors::{ErrorsConfig, Level};
+use crate::query::errors::setup::{ErrorsConfig, Level};
 
 /// Lines waiting for the writer thread, at most.
 const QUEUE: usize = 4096;

@@ -12,6 +12,7 @@
 //! and writes them in batches. When the queue is full the line is dropped
 //! and counted (`clusterdns_log_dropped_total`): a slow terminal never
 //! slows DNS.
+pub mod setup;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -23,8 +24,8 @@ use std::time::Instant;
 use hickory_proto::op::{Message, ResponseCode};
 
 use super::logline::{self, Facts, Node, RespType};
-use crate::config::log::LogStyle;
 use crate::metrics::Transport;
+use crate::query::log::setup::LogStyle;
 
 /// Lines waiting for the logger thread, at most.
 pub const QUEUE: usize = 65_536;
@@ -73,7 +74,7 @@ fn write_lines(rx: &Receiver<Entry>) {
             if let Ok(request) = Message::from_vec(&e.request) {
                 let nodes = formats
                     .entry(e.style.format)
-                    .or_insert_with(|| logline::parse(&crate::config::log::format(e.style.format)));
+                    .or_insert_with(|| logline::parse(&crate::query::log::setup::format(e.style.format)));
                 let facts = Facts {
                     peer: e.peer,
                     transport: e.t,
@@ -169,13 +170,13 @@ mod tests {
 
     #[test]
     fn common_and_custom_formats() {
-        let common = crate::config::log::COMMON;
+        let common = crate::query::log::setup::COMMON;
         assert_eq!(
             line(common, RespType::NoError),
             "127.0.0.1:5353 - 4242 \"A IN web.shop.svc.cluster.local. udp 44 false 512\" NOERROR qr,aa,rd 4 0.000123s"
         );
         assert_eq!(
-            line(&crate::config::log::combined(), RespType::NoError),
+            line(&crate::query::log::setup::combined(), RespType::NoError),
             format!("{} \"0\"", line(common, RespType::NoError))
         );
         assert_eq!(

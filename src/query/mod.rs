@@ -16,6 +16,7 @@
 pub mod defer;
 pub mod errors;
 pub mod forward;
+pub mod limits;
 pub mod log;
 pub mod logline;
 pub mod plugins;
@@ -380,7 +381,7 @@ fn asker(at: &Arrival<'_>, req: &request::Request) -> Asker {
         client: at.peer.ip(),
         dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
         cd: req.meta.checking_disabled,
-        wire: crate::config::expr::Wire::of(tcp, at.bytes.len(), id, edns, at.peer.port()),
+        wire: crate::corefile::expr::Wire::of(tcp, at.bytes.len(), id, edns, at.peer.port()),
     }
 }
 

@@ -41,8 +41,8 @@ use super::UNHANDLED;
 use crate::metrics::ZoneStats;
 use crate::query::forward::Forwarding;
 
-mod acl;
-mod autopath;
+pub mod acl;
+pub mod autopath;
 mod block;
 mod chase;
 mod direct;
@@ -67,11 +67,11 @@ pub struct Asker {
     pub cd: bool,
     /// The request's transport, size, id, opcode, payload size and source
     /// port (`template`'s expressions).
-    pub wire: crate::config::expr::Wire,
+    pub wire: crate::corefile::expr::Wire,
 }
 
 /// `loadbalance` of the block a forwarded answer goes back through.
-pub type Balance<'a> = Option<&'a Arc<crate::config::loadbalance::LoadbalanceConfig>>;
+pub type Balance<'a> = Option<&'a Arc<crate::query::reply::loadbalance::setup::LoadbalanceConfig>>;
 
 /// Where a query went.
 pub enum Routed<'a> {
@@ -116,7 +116,7 @@ pub struct Router {
     /// `coredns_dns_*` per zone; slot 0 counts queries no zone matched.
     pub stats: Vec<Arc<ZoneStats>>,
     /// TCP timeouts and caps of this listener (its first block's).
-    pub tcp: crate::config::timeouts::TcpLimits,
+    pub tcp: crate::query::limits::timeouts::TcpLimits,
     /// Queries being forwarded at once (process-wide); more are dropped.
     pub in_flight: usize,
     /// The `dnstap` taps of each stats slot's block (empty: none taps).
@@ -132,7 +132,7 @@ impl Router {
             epoch: 0,
             stats,
             tcp: Default::default(),
-            in_flight: crate::config::limits::IN_FLIGHT,
+            in_flight: crate::query::limits::IN_FLIGHT,
             taps: Vec::new(),
         }
     }
@@ -204,7 +204,7 @@ impl Router {
         self.blocks
             .iter()
             .filter_map(|b| b.cluster.as_ref())
-            .any(|c| c.cfg.pods == crate::config::PodMode::Verified)
+            .any(|c| c.cfg.pods == crate::kubernetes::PodMode::Verified)
     }
 
     /// The namespace of the one running pod with `ip`, when a block
@@ -213,7 +213,7 @@ impl Router {
         self.blocks
             .iter()
             .filter_map(|b| b.cluster.as_ref())
-            .find(|c| c.cfg.pods == crate::config::PodMode::Verified)
+            .find(|c| c.cfg.pods == crate::kubernetes::PodMode::Verified)
             .and_then(|c| c.store.load().pod_namespace(ip))
     }
 

@@ -30,7 +30,7 @@ use super::lean;
 use super::persist::{self, Saver};
 use super::snapshot::unix_now;
 use super::wire::Api;
-use crate::config::{KubernetesConfig, Source};
+use crate::kubernetes::{KubernetesConfig, Source};
 use crate::metrics::Metrics;
 use crate::store::{Kind, Store, Writer};
 

@@ -12,7 +12,7 @@ use std::net::IpAddr;
 
 use super::lean::{EndpointSlice, Meta as ObjectMeta, Namespace, Pod};
 
-use crate::config::{KubernetesConfig, PodMode};
+use crate::kubernetes::{KubernetesConfig, PodMode};
 use crate::store::Record;
 use fields::{ids, invalid};
 

@@ -4,7 +4,7 @@
 //! ([`super::follow`]) and the writer ([`super::api`]), and read by
 //! [`super::persist`] to restore what the writer will watch.
 
-use crate::config::{KubernetesConfig, PodMode};
+use crate::kubernetes::{KubernetesConfig, PodMode};
 use crate::metrics::Metrics;
 use crate::store::{Kind, ObjectKey, Record, Writer};
 

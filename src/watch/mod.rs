@@ -25,7 +25,7 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{KubernetesConfig, Source};
+use crate::kubernetes::{KubernetesConfig, Source};
 use crate::metrics::Metrics;
 use crate::store::Store;
 

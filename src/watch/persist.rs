@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::codec::{fnv, Dec, Enc};
-use crate::config::{KubernetesConfig, Persist, Source};
+use crate::kubernetes::{KubernetesConfig, Persist, Source};
 use crate::metrics::Metrics;
 use crate::store::{Export, Store, Writer};
 

@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::convert::{self, Invalid};
 use super::dump::Document;
 use super::lean;
-use crate::config::KubernetesConfig;
+use crate::kubernetes::KubernetesConfig;
 use crate::metrics::Metrics;
 use crate::store::{Kind, Record, Store, Writer};
 

@@ -13,8 +13,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::kube_client::DEFAULT_STARTUP_TIMEOUT;
-use crate::config::KubernetesConfig;
+use crate::kubernetes::client::DEFAULT_STARTUP_TIMEOUT;
+use crate::kubernetes::KubernetesConfig;
 use crate::store::Store;
 
 /// How often the stores are looked at while waiting.

@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
-use crate::config::kube_client::{rate, ClientOptions};
+use crate::kubernetes::client::{rate, ClientOptions};
 use crate::metrics::Metrics;
 
 /// The limits of one `kubernetes` block's API client.

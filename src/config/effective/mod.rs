@@ -12,10 +12,9 @@ pub(crate) mod print;
 mod rules;
 mod settings;
 mod sources;
-mod words;
 
-pub use words::duration;
-pub(crate) use words::Block;
+pub use crate::corefile::words::duration;
+pub(crate) use crate::corefile::words::Block;
 
 #[cfg(test)]
 mod tests;

@@ -3,9 +3,9 @@
 //! (`config::directives::DIRECTIVES`) in the order the plugins run. The
 //! first block also carries the process-wide directives (`global`).
 
-use super::words::{duration, names, on_off, quote, with, Block};
 use super::{rules, settings, sources};
 use crate::config::server::{Config, Server};
+use crate::corefile::words::{duration, names, on_off, quote, with, Block};
 
 /// Prints one directive of server `s` if it holds it; the configuration is
 /// given when `s` is the block that carries the process-wide directives.
@@ -82,7 +82,10 @@ pub(crate) fn prometheus(b: &mut Block, _: &Server, global: Option<&Config>) {
 
 pub(crate) fn errors(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.errors.iter().for_each(|e| {
-        b.directive("errors".into(), &crate::config::errors::effective(e, quote, duration));
+        b.directive(
+            "errors".into(),
+            &crate::query::errors::setup::effective(e, quote, duration),
+        );
     });
 }
 

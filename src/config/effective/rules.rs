@@ -1,10 +1,10 @@
 //! The printout of the directives made of rules: `rewrite` (each rule as
 //! one line) and `template` (its regexes, answers and rcode).
 
-use super::words::{names, quote, with, Block};
-use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
+use crate::corefile::words::{names, quote, with, Block};
+use crate::query::plugins::rewrite::setup::rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 
-pub(super) fn template(b: &mut Block, t: &crate::config::template::TemplateConfig) {
+pub(super) fn template(b: &mut Block, t: &crate::query::plugins::template::setup::TemplateConfig) {
     let class = t.class.map_or("ANY".to_string(), |c| c.to_string());
     let qtype = t.qtype.map_or("ANY".to_string(), |q| q.to_string());
     let mut options: Vec<String> = t.regex.iter().map(|r| format!("match {}", quote(r.as_str()))).collect();

@@ -3,15 +3,15 @@
 
 use hickory_proto::rr::RecordType;
 
-use super::words::{duration, names, quote, with, Block};
-use crate::config::acl::{AclAction, AclRule};
-use crate::config::args::spaced;
-use crate::config::file::FileConfig;
-use crate::config::hosts::HostsConfig;
-use crate::config::loadbalance::LoadbalanceConfig;
-use crate::config::log::LogConfig;
 use crate::config::server::Config;
-use crate::config::timeouts::TcpLimits;
+use crate::corefile::args::spaced;
+use crate::corefile::words::{duration, names, quote, with, Block};
+use crate::query::limits::timeouts::TcpLimits;
+use crate::query::log::setup::LogConfig;
+use crate::query::plugins::file::setup::FileConfig;
+use crate::query::plugins::hosts::setup::HostsConfig;
+use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
+use crate::query::route::acl::setup::{AclAction, AclRule};
 
 pub(super) fn timeouts(b: &mut Block, t: &TcpLimits) {
     let options = [
@@ -38,7 +38,7 @@ pub(super) fn limits(b: &mut Block, t: &TcpLimits, global: Option<&Config>) {
 }
 
 pub(super) fn log(b: &mut Block, l: &LogConfig) {
-    let written = crate::config::log::written(l.style.format);
+    let written = crate::query::log::setup::written(l.style.format);
     let format = if written.contains([' ', '"', '\t']) {
         quote(&written)
     } else {

@@ -2,11 +2,11 @@
 //! `kubernetes`, `forward`, `cache`, `dnstap` and `transfer`, every option with its
 //! value or default.
 
-use super::words::{duration, names, quote, with, Block};
-use crate::config::cache::{Bounds, CacheConfig, StaleMode};
-use crate::config::dnstap::{DnstapConfig, Endpoint};
-use crate::config::forward::{ForwardConfig, Policy};
-use crate::config::kubernetes::{KubernetesConfig, PodMode, Source};
+use crate::corefile::words::{duration, names, quote, with, Block};
+use crate::dnstap::setup::{DnstapConfig, Endpoint};
+use crate::kubernetes::{KubernetesConfig, PodMode, Source};
+use crate::query::forward::cache::setup::{Bounds, CacheConfig, StaleMode};
+use crate::query::forward::setup::{ForwardConfig, Policy};
 
 fn bounds(kind: &str, x: &Bounds) -> String {
     format!("{kind} {} {} {}", x.capacity, x.max_ttl, x.min_ttl)
@@ -85,7 +85,7 @@ pub(super) fn kubernetes(b: &mut Block, k: &KubernetesConfig) {
     options.extend(k.noendpoints.then(|| "noendpoints".to_string()));
     options.extend(k.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
     options.extend(k.ignore_empty_service.then(|| "ignore empty_service".to_string()));
-    options.extend(crate::config::kube_client::effective(&k.client, duration));
+    options.extend(crate::kubernetes::client::effective(&k.client, duration));
     options.extend((!k.multicluster.is_empty()).then(|| with("multicluster", &names(&k.multicluster))));
     b.directive(with("kubernetes", &names(&k.zones)), &options);
 }
@@ -179,7 +179,7 @@ pub(super) fn dnstap(b: &mut Block, d: &DnstapConfig) {
 /// `tls`, `tls_servername` and `doh_method`, shown when some upstream is
 /// encrypted (they change nothing for plain ones).
 fn tls_options(fw: &ForwardConfig) -> Vec<String> {
-    use crate::config::forward_tls::{DohMethod, Via};
+    use crate::query::forward::setup::tls::{DohMethod, Via};
     let mut options = Vec::new();
     if fw.to.iter().all(|t| t.via == Via::Dns) {
         return options;
@@ -199,8 +199,8 @@ fn tls_options(fw: &ForwardConfig) -> Vec<String> {
 }
 
 /// `transfer ZONES { to ...; source ... }`, every `to` address on one line.
-pub(super) fn transfer(b: &mut Block, t: &crate::config::transfer::TransferConfig) {
-    use crate::config::transfer::To;
+pub(super) fn transfer(b: &mut Block, t: &crate::query::transfer::setup::TransferConfig) {
+    use crate::query::transfer::setup::To;
     let to: Vec<String> =
         t.to.iter()
             .map(|to| match to {

@@ -174,7 +174,7 @@ fn every_option_is_printed_with_its_value() {
         "    errors".into(),
         "    log example.org. {combined} {\n        class denial error\n    }".into(),
         "    dnstap tls://collector.example:6000 full 4 2 {\n        identity dns-1\n        version v9\n        extra \"from cluster a\"\n        skipverify\n    }".into(),
-        format!("    dnstap unix:///run/tap.sock {{\n        identity {}\n        version clusterdns-", crate::config::dnstap::tests_hostname()),
+        format!("    dnstap unix:///run/tap.sock {{\n        identity {}\n        version clusterdns-", crate::dnstap::setup::tests_hostname()),
         "    dnstap listen tcp://127.0.0.1:6001 full 1 1 {\n        identity dns-1\n        version v9\n    }".into(),
         "    local {\n        localhost_prefix off\n    }".into(),
         "    dns64 {\n        prefix 64:ff9b:1::/48\n        translate_all\n    }".into(),

@@ -9,6 +9,8 @@
 //! negative TTL (RFC 2308: the lesser of its TTL and MINIMUM). The key is
 //! the case-folded name, type, and the DO and CD bits (the class is
 //! always IN: other classes are refused before this).
+mod keep;
+pub mod setup;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, Query};
 
-use crate::config::cache::{CacheConfig, StaleMode};
+use crate::query::forward::cache::setup::{CacheConfig, StaleMode};
 use crate::query::Answer;
 
 const SHARDS: usize = 16;
@@ -293,7 +295,7 @@ impl Cache {
 
     /// Stores an upstream answer for `query` if it is cacheable.
     pub fn put(&self, key: Key, query: &Query, msg: &Message) {
-        let Some((ttl, denial)) = super::keep::lifetime(&self.cfg, query, msg) else {
+        let Some((ttl, denial)) = keep::lifetime(&self.cfg, query, msg) else {
             return;
         };
         let bounds = if denial { self.cfg.denial } else { self.cfg.success };

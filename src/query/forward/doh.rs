@@ -24,8 +24,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_rustls::TlsConnector;
 
 use super::exchange::{matching, ExchangeError, Handshake};
-use crate::config::forward::ForwardConfig;
-use crate::config::forward_tls::DohMethod;
+use crate::query::forward::setup::tls::DohMethod;
+use crate::query::forward::setup::ForwardConfig;
 
 const MEDIA: &str = "application/dns-message";
 

@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_rustls::TlsConnector;
 
 use super::exchange::{matching, ExchangeError, Handshake};
-use crate::config::forward::ForwardConfig;
+use crate::query::forward::setup::ForwardConfig;
 
 /// Waiters by the ID their query carries on the connection.
 type Pending = Arc<Mutex<HashMap<u16, oneshot::Sender<Vec<u8>>>>>;

@@ -11,8 +11,8 @@ use hickory_proto::op::{Message, Query};
 use super::doh::Doh;
 use super::dot::Dot;
 use super::exchange::ExchangeError;
-use crate::config::forward::ForwardConfig;
-use crate::config::forward_tls::{Target, TlsSettings, Via};
+use crate::query::forward::setup::tls::{Target, TlsSettings, Via};
+use crate::query::forward::setup::ForwardConfig;
 
 /// An upstream's encrypted transport.
 pub enum Encrypted {

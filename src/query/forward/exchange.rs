@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::config::forward::ForwardConfig;
+use crate::query::forward::setup::ForwardConfig;
 
 /// Why an exchange failed.
 #[derive(Debug, thiserror::Error)]

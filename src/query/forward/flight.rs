@@ -138,7 +138,7 @@ impl Forwarding {
 /// An answer the cache did not keep still leaves it as CoreDNS's cache
 /// writes every reply: each TTL the lowest of the reply's, within the
 /// `success` bounds (so a client never sees 1799 then 8).
-fn uniform_ttls(b: &crate::config::cache::Bounds, answer: &mut Answer) {
+fn uniform_ttls(b: &crate::query::forward::cache::setup::Bounds, answer: &mut Answer) {
     if answer.rcode != ResponseCode::NoError || answer.answers.is_empty() {
         return;
     }

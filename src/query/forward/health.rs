@@ -16,7 +16,7 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::RecordType;
 
 use super::upstream::Upstream;
-use crate::config::forward::ForwardConfig;
+use crate::query::forward::setup::ForwardConfig;
 
 /// The shortest interval between two probes of one upstream.
 const MIN_INTERVAL: Duration = Duration::from_millis(100);

@@ -28,11 +28,11 @@ pub mod encrypted;
 pub mod exchange;
 mod flight;
 mod health;
-mod keep;
 pub mod lanes;
 pub mod outgoing;
 mod render;
 mod rrsig;
+pub mod setup;
 pub mod upstream;
 
 pub use render::render;
@@ -44,11 +44,11 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
-use crate::config::cache::StaleMode;
-use crate::config::forward::{ForwardConfig, Policy};
 use crate::metrics::Metrics;
 use crate::query::defer::Job;
+use crate::query::forward::cache::setup::StaleMode;
 use crate::query::forward::cache::{Cache, Key, Lookup};
+use crate::query::forward::setup::{ForwardConfig, Policy};
 use crate::query::Answer;
 use upstream::Upstream;
 
@@ -125,27 +125,31 @@ pub struct Forwarding {
     pub taps: Option<Arc<crate::dnstap::Taps>>,
 }
 
+/// What [`Forwarding::of`] reads of a server block: its `forward`
+/// directives in order, its `cache`, its `errors` and its zones.
+pub struct Setup<'a> {
+    pub forward: &'a [setup::ForwardConfig],
+    pub cache: Option<&'a cache::setup::CacheConfig>,
+    pub errors: Option<&'a crate::query::errors::setup::ErrorsConfig>,
+    pub zones: &'a [Name],
+}
+
 impl Forwarding {
     /// The forwarding of one server block (its `forward` directives in
     /// order, and its `cache`, by default for the block's zones); `None`
     /// when the block forwards nothing. Must be called inside the runtime
     /// that will run the tasks.
-    pub fn of(server: &crate::config::Server, label: String, metrics: Arc<Metrics>) -> Option<Forwarding> {
-        if server.forward.is_empty() {
+    pub fn of(block: Setup<'_>, label: String, metrics: Arc<Metrics>) -> Option<Forwarding> {
+        if block.forward.is_empty() {
             return None;
         }
-        let chain = server
-            .forward
-            .iter()
-            .cloned()
-            .map(|f| Arc::new(Forward::new(f)))
-            .collect();
-        let mut cache = server.cache.clone();
+        let chain = block.forward.iter().cloned().map(|f| Arc::new(Forward::new(f))).collect();
+        let mut cache = block.cache.cloned();
         if let Some(c) = cache.as_mut().filter(|c| c.zones.is_empty()) {
-            c.zones = server.zones.clone();
+            c.zones = block.zones.to_vec();
         }
         let mut forwarding = Forwarding::new(label, chain, cache.map(Cache::new), metrics);
-        forwarding.errors = server.errors.as_ref().map(crate::query::errors::ErrorLog::new);
+        forwarding.errors = block.errors.map(crate::query::errors::ErrorLog::new);
         Some(forwarding)
     }
 

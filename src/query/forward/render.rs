@@ -76,7 +76,7 @@ fn forwarding(all: &[Arc<Forwarding>], s: &mut String) {
 /// block and zones.
 fn caching(caches: &[(&str, &Cache)], s: &mut String) {
     let labels = |server: &str, cache: &Cache| {
-        let zones = crate::config::spaced(&cache.cfg.zones, ".");
+        let zones = crate::corefile::args::spaced(&cache.cfg.zones, ".");
         format!("server=\"{server}\",zones=\"{zones}\",view=\"\"")
     };
     c::CACHE_ENTRIES.head(s);

@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::exchange::{matching, ExchangeError};
-use crate::config::forward::ForwardConfig;
+use crate::query::forward::setup::ForwardConfig;
 use tokio::time::timeout_at;
 
 /// An idle pooled connection, when it was last used and opened.
@@ -64,7 +64,10 @@ impl Upstream {
     }
 
     /// The upstream `target` names, over the transport it names.
-    pub fn to(target: &crate::config::forward_tls::Target, tls: &crate::config::forward_tls::TlsSettings) -> Upstream {
+    pub fn to(
+        target: &crate::query::forward::setup::tls::Target,
+        tls: &crate::query::forward::setup::tls::TlsSettings,
+    ) -> Upstream {
         Upstream {
             encrypted: super::encrypted::Encrypted::of(target, tls),
             ..Upstream::new(target.addr)

@@ -7,10 +7,11 @@
 //! | `hostname.bind`, `id.server`     | this host's name                         |
 //!
 //! Anything else (another name, type or class) passes on; TTL 0, as CoreDNS.
+pub mod setup;
 
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
-use crate::config::chaos::ChaosConfig;
+use crate::query::plugins::chaos::setup::ChaosConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
 

@@ -14,6 +14,7 @@
 //! forwarding task asks A the same way before replying
 //! (`forward::Forwarding::complete`). This file only translates: it asks
 //! nothing itself.
+pub mod setup;
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -24,8 +25,8 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::AAAA;
 use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 
-use crate::config::dns64::Dns64Config;
 use crate::metrics::Plugin;
+use crate::query::plugins::dns64::setup::Dns64Config;
 use crate::query::reply::Answer;
 
 /// The TTL cap when the AAAA reply carried no SOA (RFC 6147 §5.1.7).

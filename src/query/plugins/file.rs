@@ -4,6 +4,7 @@
 //! the file changed). A zone that does not load answers SERVFAIL; a reload
 //! that fails keeps the zone it had. With `fallthrough`, a name the zone
 //! does not have goes on to the next plugin, as in CoreDNS.
+pub mod setup;
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::watched::watch_file;
-use crate::config::file::FileConfig;
+use crate::query::plugins::file::setup::FileConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use crate::zonefile::{Outcome, Zone};

@@ -9,6 +9,7 @@
 //! `fallthrough_unsupported`, the next plugin where `fallthrough` applies).
 //! A name without an entry goes on where `fallthrough` applies, and is
 //! SERVFAIL otherwise: a hosts file has no SOA to deny it with.
+pub mod setup;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -21,8 +22,8 @@ use hickory_proto::rr::rdata::PTR;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::watched::watch_file;
-use crate::config::hosts::HostsConfig;
 use crate::query::plugins::cluster::reverse;
+use crate::query::plugins::hosts::setup::HostsConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
 

@@ -22,6 +22,7 @@
 //! `fallthrough` goes on to the next plugin. An ingress hostname's CNAME is
 //! followed ([`chase`]): here when the block knows the target, else by
 //! forwarding it (the answer comes back under the CNAME, as autopath's do).
+pub mod setup;
 
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -31,7 +32,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::cluster::{conclude, exists, reverse, Found};
-use crate::config::k8s_external::K8sExternalConfig;
+use crate::query::plugins::k8s_external::setup::K8sExternalConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, prefixed, Answer, Zone};
 use crate::store::records::undash;

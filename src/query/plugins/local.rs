@@ -11,6 +11,7 @@
 //! Negative answers carry the zone's SOA (`localhost. root.localhost.`);
 //! every TTL is a week, as CoreDNS's. Only class IN is answered. Counted
 //! answers are not memoized, so every one of them is counted.
+pub mod setup;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::Ordering;

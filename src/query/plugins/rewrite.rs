@@ -11,6 +11,7 @@
 //!              └─ edns0: kept for the upstream request
 //!  reply ◄─ cname targets re-resolved ◄─ names, values and TTLs reverted
 //! ```
+pub mod setup;
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -18,8 +19,8 @@ use hickory_proto::op::{Edns, Message, Query, ResponseCode};
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::metrics::Transport;
+use crate::query::plugins::rewrite::setup::rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::query::reply::Answer;
 
 /// One server block's `rewrite` rules.
@@ -186,7 +187,7 @@ impl Revert {
         matcher: &Matcher,
         to: &str,
         auto: bool,
-        answers: &[crate::config::rewrite_rule::AnswerRule],
+        answers: &[crate::query::plugins::rewrite::setup::rule::AnswerRule],
         asked: &str,
         rewritten: &str,
     ) {

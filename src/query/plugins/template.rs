@@ -15,6 +15,7 @@
 //!
 //! A template that fails to run or renders something that is not a
 //! record answers SERVFAIL and counts in `coredns_template_*_failures_total`.
+pub mod setup;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -24,10 +25,10 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::config::expr::Wire;
-use crate::config::gotmpl::{Data, Template};
-use crate::config::template::TemplateConfig;
+use crate::corefile::expr::Wire;
+use crate::corefile::gotmpl::{Data, Template};
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
+use crate::query::plugins::template::setup::TemplateConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use conditions::Judged;

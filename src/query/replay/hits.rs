@@ -74,7 +74,7 @@ struct Hit {
 pub struct HitRoute<'r> {
     pub forwarding: &'r Arc<Forwarding>,
     pub hosts: Option<(Arc<AtomicU64>, u64)>,
-    pub loadbalance: Option<&'r crate::config::loadbalance::LoadbalanceConfig>,
+    pub loadbalance: Option<&'r crate::query::reply::loadbalance::setup::LoadbalanceConfig>,
 }
 
 /// One worker's replayable cache hits.

@@ -7,13 +7,13 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::rdata::{A, AAAA, CNAME, NS, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::config::hosts::Net;
-use crate::config::loadbalance::LoadbalanceConfig;
+use crate::corefile::args::Net;
+use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
 
 pub mod echo;
+pub mod loadbalance;
 pub mod summary;
 pub mod tags;
-pub mod weighted;
 pub mod wire;
 
 pub use summary::Summary;
@@ -131,8 +131,8 @@ impl Answer {
             return false;
         }
         if let Some(w) = &lb.weighted {
-            weighted::order(&mut self.answers, w);
-            weighted::order(&mut self.additional, w);
+            loadbalance::order(&mut self.answers, w);
+            loadbalance::order(&mut self.additional, w);
             return true;
         }
         let drawn = [&self.answers, &self.authority, &self.additional]

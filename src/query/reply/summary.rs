@@ -6,8 +6,8 @@
 use hickory_proto::op::{Query, ResponseCode};
 
 use super::Answer;
-use crate::config::log::LogStyle;
 use crate::metrics::{Expansion, Plugin};
+use crate::query::log::setup::LogStyle;
 use crate::query::request::edns::ClientEdns;
 
 /// What a written reply reports to metrics and the query log.

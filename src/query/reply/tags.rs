@@ -19,7 +19,7 @@ pub struct Tags {
     /// handler says less (only the cluster zone does).
     pub deps: crate::store::Deps,
     /// How the server block that answered logs it (`log`).
-    pub log: Option<crate::config::log::LogStyle>,
+    pub log: Option<crate::query::log::setup::LogStyle>,
     /// The router's stats slot of the zone that matched (0: none matched).
     pub zone: u16,
     /// The plugin that wrote the answer.

@@ -13,6 +13,7 @@
 //! Each judgement counts in the block's `coredns_acl_*` ([`tally`]); an
 //! admission before a replay only when the replay answers
 //! ([`Admission::credit`]).
+pub mod setup;
 
 use std::net::IpAddr;
 
@@ -20,11 +21,11 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
 use super::{Asker, Block, Routed, Router};
-use crate::config::acl::{AclAction, AclRule};
 #[cfg(doc)]
-use crate::config::args::lower_wire;
+use crate::corefile::args::lower_wire;
 use crate::metrics::{AclStats, Denial};
 use crate::query::reply::Answer;
+use crate::query::route::acl::setup::{AclAction, AclRule};
 
 /// RFC 8914 info codes.
 const EDE_BLOCKED: u16 = 15;

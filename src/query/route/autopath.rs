@@ -9,6 +9,7 @@
 //! name, or, with every name NXDOMAIN, answers the asked name as it is.
 //! Each step consumes a name, so a walk has at most the search path's
 //! length + 1 steps.
+pub mod setup;
 
 use std::sync::Arc;
 

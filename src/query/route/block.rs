@@ -8,16 +8,16 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
-use crate::config::acl::AclRule;
-use crate::config::autopath::AutopathConfig;
-use crate::config::loadbalance::LoadbalanceConfig;
-use crate::config::log::LogConfig;
 use crate::query::forward::Forwarding;
+use crate::query::log::setup::LogConfig;
 use crate::query::plugins::chaos::Chaos;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::local::LocalNames;
+use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
+use crate::query::route::acl::setup::AclRule;
+use crate::query::route::autopath::setup::AutopathConfig;
 
 /// The `loop` plugin's state: the random probe name sent to ourselves at
 /// start, and how often it came in.
@@ -49,7 +49,7 @@ impl LoopProbe {
 /// One server block's zones and plugins.
 pub struct Block {
     pub zones: Vec<Name>,
-    /// Each zone's lower-cased wire form ([`crate::config::args::lower_wire`]).
+    /// Each zone's lower-cased wire form ([`crate::corefile::args::lower_wire`]).
     pub zone_wires: Vec<Box<[u8]>>,
     /// The router's stats slot of each zone.
     pub zone_stats: Vec<u16>,
@@ -92,7 +92,7 @@ impl Block {
     pub fn new(zones: Vec<Name>) -> Block {
         Block {
             zone_stats: vec![0; zones.len()],
-            zone_wires: zones.iter().map(crate::config::args::lower_wire).collect(),
+            zone_wires: zones.iter().map(crate::corefile::args::lower_wire).collect(),
             zones,
             hosts: None,
             files: Vec::new(),

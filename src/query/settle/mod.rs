@@ -27,8 +27,8 @@ use hickory_proto::rr::{Name, Record};
 use super::plugins::dns64::Dns64;
 use super::plugins::rewrite::{self, Revert};
 use super::reply::{self, Answer};
-use crate::config::loadbalance::LoadbalanceConfig;
 use crate::metrics::{Plugin, Transport};
+use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
 
 /// What remains to do to a forwarded query's answer.
 #[derive(Debug, Default)]

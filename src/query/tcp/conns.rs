@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Notify, Semaphore};
 
 use super::DRAIN;
-use crate::config::timeouts::TcpLimits;
 use crate::metrics::TcpClose;
+use crate::query::limits::timeouts::TcpLimits;
 
 /// One open connection, as the listener sees it.
 pub(super) struct Conn {

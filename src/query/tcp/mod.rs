@@ -40,8 +40,8 @@ mod conns;
 
 use super::defer::{push_frame, Pending, Sink};
 use super::{Handler, Scratch};
-use crate::config::timeouts::TcpLimits;
 use crate::metrics::{TcpClose, Transport};
+use crate::query::limits::timeouts::TcpLimits;
 use conns::{Conn, Conns};
 
 /// How long a stopping listener waits for busy connections to become

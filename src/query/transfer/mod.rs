@@ -21,6 +21,7 @@
 
 mod external;
 mod notify;
+pub mod setup;
 pub mod source;
 mod stats;
 pub mod zone;
@@ -39,8 +40,8 @@ pub use stats::{render, TransferStats};
 use super::plugins::cluster::Cluster;
 use super::plugins::file::ZoneFile;
 use super::plugins::k8s_external::K8sExternal;
-use crate::config::transfer::{transferable, TransferConfig};
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
+use crate::query::transfer::setup::{transferable, TransferConfig};
 use source::Source;
 use stats::Request;
 

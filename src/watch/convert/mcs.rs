@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use super::fields::{ids, invalid, port, Invalid};
 use super::slice::ports_and_endpoints;
-use crate::config::KubernetesConfig;
+use crate::kubernetes::KubernetesConfig;
 use crate::store::mcs::ImportKind;
 use crate::store::Record;
 use crate::watch::lean::{EndpointSlice, ServiceImport};

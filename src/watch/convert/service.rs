@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use hickory_proto::rr::Name;
 
 use super::fields::{ids, invalid, port, Invalid};
-use crate::config::KubernetesConfig;
+use crate::kubernetes::KubernetesConfig;
 use crate::store::{External, Record, ServiceKind};
 use crate::watch::lean::{Service, ServiceSpec};
 

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 
 use super::fields::{ids, invalid, port, Invalid};
-use crate::config::KubernetesConfig;
+use crate::kubernetes::KubernetesConfig;
 use crate::store::{PortIn, Record};
 use crate::watch::lean::EndpointSlice;
 

@@ -33,7 +33,7 @@ use crate::store::{Dep, Deps, Snapshot};
 pub const MCS_SCHEMA_VERSION: &str = "1.0.0";
 
 /// What the answer to `name` reads from the snapshot.
-pub(super) fn declare(cfg: &crate::config::KubernetesConfig, name: &Qname<'_>, deps: &mut Deps) {
+pub(super) fn declare(cfg: &crate::kubernetes::KubernetesConfig, name: &Qname<'_>, deps: &mut Deps) {
     match *name {
         Qname::Service { ns, svc }
         | Qname::ProtoEnt { ns, svc, .. }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use crate::config::KubernetesConfig;
+use crate::kubernetes::KubernetesConfig;
 use crate::metrics::Expansion;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer, Zone};
@@ -273,7 +273,7 @@ fn declare(cfg: &KubernetesConfig, name: &Qname<'_>, deps: &mut Deps) {
             deps.add(Dep::service(ns, svc));
         }
         Qname::Pod { ns, ip } => match (cfg.pods, undash(ip)) {
-            (crate::config::PodMode::Verified, Some(addr)) => deps.add(Dep::pod(ns, addr)),
+            (crate::kubernetes::PodMode::Verified, Some(addr)) => deps.add(Dep::pod(ns, addr)),
             _ => deps.add(Dep::namespace(ns)),
         },
     }

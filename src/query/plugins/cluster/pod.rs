@@ -3,7 +3,7 @@
 //! that namespace has the address). `pods disabled` has no such names.
 
 use super::{exists, Ctx, Found};
-use crate::config::PodMode;
+use crate::kubernetes::PodMode;
 use crate::query::reply;
 use crate::store::records::undash;
 

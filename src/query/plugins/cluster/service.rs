@@ -24,7 +24,7 @@ fn lookup<'s>(c: &Ctx<'s, '_>, ns: &str, svc: &str) -> Option<(&'s Service, &'s 
 /// [`lookup`] outside a [`Ctx`] (the direct writer's).
 pub(super) fn find<'s>(
     snap: &'s crate::store::Snapshot,
-    cfg: &crate::config::KubernetesConfig,
+    cfg: &crate::kubernetes::KubernetesConfig,
     ns: &str,
     svc: &str,
 ) -> Option<(&'s Service, &'s ServiceKind)> {
@@ -64,7 +64,7 @@ pub fn endpoint(c: &mut Ctx<'_, '_>, ns: &str, svc: &str, host: &str) -> Found {
 /// such Service, or an ExternalName).
 pub(super) fn named<'s>(
     snap: &'s crate::store::Snapshot,
-    cfg: &crate::config::KubernetesConfig,
+    cfg: &crate::kubernetes::KubernetesConfig,
     ns: &str,
     svc: &str,
     host: &'s str,

@@ -10,7 +10,7 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
 use super::Cluster;
-use crate::config::{KubernetesConfig, PodMode, Source};
+use crate::kubernetes::{KubernetesConfig, PodMode, Source};
 use crate::query::reply::Answer;
 use crate::query::route::{Block, Router};
 use crate::store::{PortIn, Proto, Record, ServiceKind, Store, Writer};

@@ -9,7 +9,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::K8sExternal;
-use crate::config::k8s_external::K8sExternalConfig;
+use crate::query::plugins::k8s_external::setup::K8sExternalConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use crate::store::{External, PortIn, Proto, Record, ServiceKind, Store, Writer};
@@ -52,7 +52,7 @@ fn plugin(synced: bool) -> (K8sExternal, Store) {
         ttl: 5,
         headless: false,
         fallthrough: None,
-        pos: crate::config::lexer::Pos {
+        pos: crate::corefile::lexer::Pos {
             file: "test".into(),
             line: 1,
             col: 1,

@@ -7,9 +7,9 @@ use std::net::IpAddr;
 
 use hickory_proto::op::Query;
 
-use crate::config::expr::{self, Value};
-use crate::config::gotmpl::{self, Data};
-use crate::config::template::TemplateConfig;
+use crate::corefile::expr::{self, Value};
+use crate::corefile::gotmpl::{self, Data};
+use crate::query::plugins::template::setup::TemplateConfig;
 
 /// What the conditions made of a template's regex match.
 #[derive(Debug, PartialEq)]

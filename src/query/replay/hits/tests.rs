@@ -183,7 +183,7 @@ mod replay {
         let server = &config.servers[0];
         let _runtime = rt.enter();
         let metrics = Arc::new(Metrics::default());
-        let forwarding = Forwarding::of(server, "dns://:53".into(), metrics.clone()).expect("forwards");
+        let forwarding = Forwarding::of(server.forwarding(), "dns://:53".into(), metrics.clone()).expect("forwards");
         let block = Block {
             forwarding: Some(Arc::new(forwarding)),
             loadbalance: server.loadbalance.clone().map(Arc::new),

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use hickory_proto::rr::Name;
 
 use super::{judge, Asked, WireName};
-use crate::config::acl::{AclAction, AclRule};
+use crate::query::route::acl::setup::{AclAction, AclRule};
 
 fn rules(body: &str) -> Vec<AclRule> {
     crate::config::tests::server_block(body).expect("valid").acl
@@ -99,7 +99,7 @@ fn wire_names_sit_under_zones_only_at_label_boundaries() {
         ("Svc.NS.SVC.Cluster.Local.", "ns.svc.cluster.local.", true),
         ("a.example.", "EXAMPLE.", true),
     ] {
-        let (z, zw) = (zone(z), crate::config::args::lower_wire(&zone(z)));
+        let (z, zw) = (zone(z), crate::corefile::args::lower_wire(&zone(z)));
         let decoded = Name::from_ascii(name).map(|n| (&n).under(&z, &zw));
         let bytes = wire(name);
         assert_eq!(WireName(&bytes).under(&z, &zw), want, "{name} under {z}");
