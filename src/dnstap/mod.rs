@@ -18,6 +18,8 @@
 //! times on the writer, once per batch. Encoding, connecting,
 //! reconnecting with backoff and the handshake all happen on the writer
 //! task.
+
+pub mod print;
 pub mod setup;
 
 mod frame;

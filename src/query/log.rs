@@ -12,6 +12,8 @@
 //! and writes them in batches. When the queue is full the line is dropped
 //! and counted (`clusterdns_log_dropped_total`): a slow terminal never
 //! slows DNS.
+
+pub mod print;
 pub mod setup;
 
 use std::io::Write;

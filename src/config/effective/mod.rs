@@ -9,9 +9,6 @@
 //! function per directive; the printout loads again to the same values.
 
 pub(crate) mod print;
-mod rules;
-mod settings;
-mod sources;
 
 pub use crate::corefile::words::duration;
 pub(crate) use crate::corefile::words::Block;

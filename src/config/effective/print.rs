@@ -3,7 +3,6 @@
 //! (`config::directives::DIRECTIVES`) in the order the plugins run. The
 //! first block also carries the process-wide directives (`global`).
 
-use super::{rules, settings, sources};
 use crate::config::server::{Config, Server};
 use crate::corefile::words::{duration, names, on_off, quote, with, Block};
 
@@ -12,11 +11,11 @@ use crate::corefile::words::{duration, names, on_off, quote, with, Block};
 pub(crate) type Print = fn(&mut Block, &Server, Option<&Config>);
 
 pub(crate) fn timeouts(b: &mut Block, s: &Server, _: Option<&Config>) {
-    settings::timeouts(b, &s.tcp);
+    crate::query::limits::print::timeouts(b, &s.tcp);
 }
 
 pub(crate) fn limits(b: &mut Block, s: &Server, global: Option<&Config>) {
-    settings::limits(b, &s.tcp, global);
+    crate::query::limits::print::limits(b, &s.tcp, global.map(|g| g.in_flight));
 }
 
 pub(crate) fn reload(b: &mut Block, _: &Server, global: Option<&Config>) {
@@ -90,11 +89,11 @@ pub(crate) fn errors(b: &mut Block, s: &Server, _: Option<&Config>) {
 }
 
 pub(crate) fn log(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.log.iter().for_each(|l| settings::log(b, l));
+    s.log.iter().for_each(|l| crate::query::log::print::log(b, l));
 }
 
 pub(crate) fn dnstap(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.dnstap.iter().for_each(|d| sources::dnstap(b, d));
+    s.dnstap.iter().for_each(|d| crate::dnstap::print::dnstap(b, d));
 }
 
 pub(crate) fn local(b: &mut Block, s: &Server, _: Option<&Config>) {
@@ -127,11 +126,15 @@ pub(crate) fn chaos(b: &mut Block, s: &Server, _: Option<&Config>) {
 }
 
 pub(crate) fn loadbalance(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.loadbalance.iter().for_each(|lb| settings::loadbalance(b, lb))
+    s.loadbalance
+        .iter()
+        .for_each(|lb| crate::query::reply::loadbalance::print::loadbalance(b, lb))
 }
 
 pub(crate) fn rewrite(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.rewrites.iter().for_each(|r| rules::rewrite(b, r));
+    s.rewrites
+        .iter()
+        .for_each(|r| crate::query::plugins::rewrite::print::rewrite(b, r));
 }
 
 pub(crate) fn autopath(b: &mut Block, s: &Server, _: Option<&Config>) {
@@ -146,23 +149,31 @@ pub(crate) fn autopath(b: &mut Block, s: &Server, _: Option<&Config>) {
 }
 
 pub(crate) fn acl(b: &mut Block, s: &Server, _: Option<&Config>) {
-    settings::acl(b, &s.acl);
+    crate::query::route::acl::print::acl(b, &s.acl);
 }
 
 pub(crate) fn cache(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.cache.iter().for_each(|c| sources::cache(b, c));
+    s.cache
+        .iter()
+        .for_each(|c| crate::query::forward::cache::print::cache(b, c));
 }
 
 pub(crate) fn template(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.templates.iter().for_each(|t| rules::template(b, t));
+    s.templates
+        .iter()
+        .for_each(|t| crate::query::plugins::template::print::template(b, t));
 }
 
 pub(crate) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.transfers.iter().for_each(|t| sources::transfer(b, t))
+    s.transfers
+        .iter()
+        .for_each(|t| crate::query::transfer::print::transfer(b, t))
 }
 
 pub(crate) fn hosts(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.hosts.iter().for_each(|h| settings::hosts(b, h));
+    s.hosts
+        .iter()
+        .for_each(|h| crate::query::plugins::hosts::print::hosts(b, h));
 }
 
 pub(crate) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {
@@ -175,11 +186,15 @@ pub(crate) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {
 }
 
 pub(crate) fn kubernetes(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.kubernetes.iter().for_each(|k| sources::kubernetes(b, k))
+    s.kubernetes
+        .iter()
+        .for_each(|k| crate::kubernetes::print::kubernetes(b, k))
 }
 
 pub(crate) fn file(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.files.iter().for_each(|z| settings::file(b, z));
+    s.files
+        .iter()
+        .for_each(|z| crate::query::plugins::file::print::file(b, z));
 }
 
 pub(crate) fn loop_(b: &mut Block, s: &Server, _: Option<&Config>) {
@@ -189,7 +204,9 @@ pub(crate) fn loop_(b: &mut Block, s: &Server, _: Option<&Config>) {
 }
 
 pub(crate) fn forward(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.forward.iter().for_each(|fw| sources::forward(b, fw))
+    s.forward
+        .iter()
+        .for_each(|fw| crate::query::forward::print::forward(b, fw))
 }
 
 pub(crate) fn whoami(b: &mut Block, s: &Server, _: Option<&Config>) {

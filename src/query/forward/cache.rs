@@ -9,7 +9,9 @@
 //! negative TTL (RFC 2308: the lesser of its TTL and MINIMUM). The key is
 //! the case-folded name, type, and the DO and CD bits (the class is
 //! always IN: other classes are refused before this).
+
 mod keep;
+pub mod print;
 pub mod setup;
 
 use std::collections::HashMap;

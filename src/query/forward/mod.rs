@@ -30,6 +30,7 @@ mod flight;
 mod health;
 pub mod lanes;
 pub mod outgoing;
+pub mod print;
 mod render;
 mod rrsig;
 pub mod setup;
@@ -143,7 +144,12 @@ impl Forwarding {
         if block.forward.is_empty() {
             return None;
         }
-        let chain = block.forward.iter().cloned().map(|f| Arc::new(Forward::new(f))).collect();
+        let chain = block
+            .forward
+            .iter()
+            .cloned()
+            .map(|f| Arc::new(Forward::new(f)))
+            .collect();
         let mut cache = block.cache.cloned();
         if let Some(c) = cache.as_mut().filter(|c| c.zones.is_empty()) {
             c.zones = block.zones.to_vec();

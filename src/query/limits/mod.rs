@@ -3,6 +3,8 @@
 //! listener, forwarded queries in flight per TCP connection and in all,
 //! and per-client fairness under overload (`query/udp/fair.rs`).
 
+pub mod print;
+
 pub mod timeouts;
 
 use crate::corefile::args::Args;

@@ -4,6 +4,8 @@
 //! the file changed). A zone that does not load answers SERVFAIL; a reload
 //! that fails keeps the zone it had. With `fallthrough`, a name the zone
 //! does not have goes on to the next plugin, as in CoreDNS.
+
+pub mod print;
 pub mod setup;
 
 use std::sync::Arc;

@@ -9,6 +9,8 @@
 //! `fallthrough_unsupported`, the next plugin where `fallthrough` applies).
 //! A name without an entry goes on where `fallthrough` applies, and is
 //! SERVFAIL otherwise: a hosts file has no SOA to deny it with.
+
+pub mod print;
 pub mod setup;
 
 use std::collections::HashMap;

@@ -11,6 +11,8 @@
 //!              └─ edns0: kept for the upstream request
 //!  reply ◄─ cname targets re-resolved ◄─ names, values and TTLs reverted
 //! ```
+
+pub mod print;
 pub mod setup;
 
 use std::net::{IpAddr, SocketAddr};

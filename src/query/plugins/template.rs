@@ -15,6 +15,8 @@
 //!
 //! A template that fails to run or renders something that is not a
 //! record answers SERVFAIL and counts in `coredns_template_*_failures_total`.
+
+pub mod print;
 pub mod setup;
 
 use std::collections::BTreeMap;

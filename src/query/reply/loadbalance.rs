@@ -4,6 +4,8 @@
 //! the section becomes CNAMEs, the other records, the addresses, MX, as
 //! CoreDNS orders it. Nothing else is shuffled; a section without an
 //! address stays as it is.
+
+pub mod print;
 pub mod setup;
 pub mod weights;
 

@@ -13,6 +13,8 @@
 //! Each judgement counts in the block's `coredns_acl_*` ([`tally`]); an
 //! admission before a replay only when the replay answers
 //! ([`Admission::credit`]).
+
+pub mod print;
 pub mod setup;
 
 use std::net::IpAddr;

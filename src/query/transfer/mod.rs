@@ -19,6 +19,8 @@
 //! 4. [`notify`] sends NOTIFY to every `to` address but `*` when the serial
 //!    changes (a new snapshot; a zone file reloaded with a new serial).
 
+pub mod print;
+
 mod external;
 mod notify;
 pub mod setup;

@@ -16,6 +16,7 @@
 //! ```
 //! `FROM` and `TO` are read by `forward_to.rs`; `tls://` and `https://`
 //! upstreams and the TLS options by `forward_tls.rs`.
+
 pub mod tls;
 pub mod to;
 

@@ -212,7 +212,9 @@ const OPTIONS: &[Opt<TemplateConfig>] = &[
     // CoreDNS ignores its arguments too: CNAME answers are always chased.
     Opt::new("upstream", (0, MANY), |_, _, _| {}),
     Opt::new("var", (0, MANY), |a, c, e| vars::var(a, &mut c.vars, e)),
-    Opt::new("expr", (0, MANY), |a, c, e| vars::condition(a, &c.vars, &mut c.exprs, e)),
+    Opt::new("expr", (0, MANY), |a, c, e| {
+        vars::condition(a, &c.vars, &mut c.exprs, e)
+    }),
 ];
 
 /// `answer|additional|authority TEMPLATE...`: each compiled into `list`.
