@@ -175,16 +175,29 @@ fn default_corefile() -> PathBuf {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use tracing_subscriber::{layer::SubscriberExt, reload, util::SubscriberInitExt, EnvFilter};
+    let from_env = EnvFilter::try_from_default_env().ok();
+    let explicit = from_env.is_some();
+    let (filter, handle) = reload::Layer::new(from_env.unwrap_or_else(|| EnvFilter::new("info")));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
-        .with_ansi(ansi)
-        .init();
+        .with_ansi(ansi);
+    tracing_subscriber::registry().with(filter).with(fmt).init();
+    if !explicit {
+        // `debug` in the Corefile: the plugins' debug events, not the libraries'.
+        clusterdns::app::on_log_debug(move |on| {
+            let level = if on { DEBUG_FILTER } else { "info" };
+            let _ = handle.reload(EnvFilter::new(level));
+        });
+    }
 }
+
+/// The log filter under `debug`: clusterdns's debug events, the
+/// libraries' at info.
+const DEBUG_FILTER: &str = "debug,hyper=info,hyper_util=info,h2=info,rustls=info,tokio_rustls=info,kube=info,\
+kube_client=info,kube_runtime=info,tower=info,tower_http=info,hickory_proto=info,netlink_proto=info,rtnetlink=info,mio=info";
 
 /// `Ok(None)`: a flag that only prints (help, version) was handled.
 fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, String> {

@@ -35,6 +35,8 @@ impl Runtime {
             .iter()
             .any(|s| s.errors.as_ref().is_some_and(|e| e.stacktrace));
         crate::query::errors::stacktrace(stacktrace);
+        crate::query::errors::debug(config.debug());
+        super::logging::log_debug(config.debug());
         let mut built = Built {
             routers: BTreeMap::new(),
             live: Live::default(),

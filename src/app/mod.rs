@@ -10,9 +10,11 @@
 
 mod build;
 mod listen;
+mod logging;
 mod reload;
 mod runtime;
 
+pub use logging::on_log_debug;
 pub use runtime::AppError;
 use runtime::{startup_wait, Runtime};
 

@@ -53,6 +53,13 @@ pub struct Spec {
 /// every message that lists the directives lists them so.
 pub const DIRECTIVES: &[Spec] = &[
     Spec {
+        name: "root",
+        options: false,
+        parse: |d, c| c.server.root = super::root::parse(d, c.dir, c.errors).or(c.server.root.take()),
+        enabled: NOT_REPORTED,
+        print: |b, s, _| super::root::print(b, s.root.as_deref()),
+    },
+    Spec {
         name: "timeouts",
         options: true,
         parse: |d, c| crate::query::limits::timeouts::timeouts(d, &mut c.server.tcp, c.errors),
@@ -90,6 +97,17 @@ pub const DIRECTIVES: &[Spec] = &[
         },
         enabled: NOT_REPORTED,
         print: print::bind,
+    },
+    Spec {
+        name: "debug",
+        options: false,
+        parse: |d, c| c.server.debug |= super::debug::parse(d, c.errors),
+        enabled: NOT_REPORTED,
+        print: |b, s, _| {
+            if s.debug {
+                b.line(1, "debug")
+            }
+        },
     },
     Spec {
         name: "nodelocal",
@@ -305,10 +323,11 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "file",
         options: true,
         parse: |d, c| {
+            let dir = super::root::dir(c.server.root.as_deref(), c.dir);
             c.server.files.extend(crate::query::plugins::file::setup::file(
                 d,
                 &c.server.zones,
-                c.dir,
+                dir,
                 c.errors,
             ))
         },

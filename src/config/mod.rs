@@ -7,6 +7,7 @@
 //! everything wrong with a file.
 
 pub mod bufsize;
+pub mod debug;
 pub mod directives;
 pub mod effective;
 pub mod listeners;
@@ -14,6 +15,7 @@ pub mod r#loop;
 pub mod nodelocal;
 pub mod plugins;
 pub mod reload;
+pub mod root;
 pub mod server;
 
 use std::fmt;

@@ -37,7 +37,9 @@ pub fn server(
         .any(|d| !SETUP_ONLY.contains(&d.name.text.as_str()));
     let mut server = Server::new(zones, port.unwrap_or(default_port), chain);
     let had_nodelocal = config.nodelocal.is_some();
-    for d in &block.directives {
+    // `root` first, wherever it is written: CoreDNS sets it up before `file`.
+    let (root, rest): (Vec<&Directive>, Vec<&Directive>) = block.directives.iter().partition(|d| d.name.text == "root");
+    for d in root.into_iter().chain(rest) {
         let mut c = Ctx {
             server: &mut server,
             dir,

@@ -100,6 +100,10 @@ pub struct Server {
     /// `transfer` directives: who may take the cluster zones by AXFR, and
     /// who is sent NOTIFY.
     pub transfers: Vec<transfer::TransferConfig>,
+    /// `root`: where relative zone-file names resolve.
+    pub root: Option<PathBuf>,
+    /// `debug`: debug log lines on (process-wide while any block has it).
+    pub debug: bool,
 }
 
 impl Server {
@@ -134,7 +138,16 @@ impl Server {
             local: None,
             dnstap: Vec::new(),
             transfers: Vec::new(),
+            root: None,
+            debug: false,
         }
+    }
+}
+
+impl Config {
+    /// Whether any block has `debug`.
+    pub fn debug(&self) -> bool {
+        self.servers.iter().any(|s| s.debug)
     }
 }
 

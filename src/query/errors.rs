@@ -144,11 +144,24 @@ fn end_period(p: &Pattern) {
     }
 }
 
+/// Whether `debug` is on: `errors` lines at level `debug` are printed.
+static DEBUG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turns the `debug` directive's lines on or off (each config load).
+pub fn debug(on: bool) {
+    DEBUG.store(on, Ordering::Relaxed);
+}
+
+/// Whether a line at `level` is printed: debug lines only under `debug`.
+fn shown(level: Level) -> bool {
+    level != Level::Debug || DEBUG.load(Ordering::Relaxed)
+}
+
 /// The count line ending `p`'s period (its count reset), if one is due:
 /// none for no errors, or only the shown first one.
 fn period_line(p: &Pattern) -> Option<String> {
     let n = p.count.swap(0, Ordering::AcqRel);
-    (p.level != Level::Debug && (n > 1 || (n == 1 && !p.show_first))).then(|| {
+    (shown(p.level) && (n > 1 || (n == 1 && !p.show_first))).then(|| {
         format!(
             "{n} errors like '{}' occurred in last {}",
             p.text,
@@ -159,7 +172,7 @@ fn period_line(p: &Pattern) -> Option<String> {
 
 /// Queues one `plugin/errors` line at `level` for the writer thread.
 fn write(level: Level, text: &str) {
-    if level == Level::Debug {
+    if !shown(level) {
         return;
     }
     static TX: OnceLock<Option<SyncSender<String>>> = OnceLock::new();
