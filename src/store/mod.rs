@@ -13,6 +13,7 @@
 mod addrs;
 mod change;
 pub mod changes;
+mod ips;
 mod maps;
 pub mod mcs;
 pub mod records;
@@ -23,6 +24,7 @@ mod write;
 
 pub use change::{Kind, ObjectKey, PortIn, Record};
 pub use changes::{Changed, Dep, Deps};
+pub use ips::Ips;
 pub use maps::{IMap, Map};
 pub use records::{
     Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice,

@@ -9,8 +9,8 @@
 //!   are stored once per EndpointSlice ([`Slice`]); topology zones
 //!   (`zonal` only) as `store::topology` prices them.
 //! - [`Service`]: about 80 bytes behind an `Arc` (kind, shared ports, an
-//!   exactly sized list of 64-byte [`Slice`]s); a ClusterIP service adds
-//!   17 bytes per cluster IP. Port lists are interned like names.
+//!   exactly sized list of 64-byte [`Slice`]s, one cluster IP inline and
+//!   a dual-stack pair boxed: [`Ips`]). Port lists are interned like names.
 //! - A reverse (PTR) entry: 16 bytes per IPv4 address, 24 per IPv6
 //!   (`store::addrs`): it names the service only, and an endpoint's
 //!   hostname is read from the service when a PTR query asks.
@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use hickory_proto::rr::Name;
 
+use super::ips::Ips;
 use super::topology::Zones;
 
 /// A port's transport protocol, as it appears in SRV names (`_tcp`).
@@ -221,7 +222,7 @@ pub struct Slice {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServiceKind {
     /// ClusterIP, NodePort, LoadBalancer: its cluster IPs (dual-stack: both).
-    ClusterIp(Box<[IpAddr]>),
+    ClusterIp(Ips),
     /// `clusterIP: None`: the ready endpoints' addresses.
     Headless,
     /// `type: ExternalName`: a CNAME to this target.

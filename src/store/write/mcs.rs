@@ -206,7 +206,7 @@ impl Writer {
     }
 
     /// The owner table's key of a slice.
-    fn slice_key(&self, (ns, name): &Pair) -> u64 {
+    pub(super) fn slice_key(&self, (ns, name): &Pair) -> u64 {
         std::hash::BuildHasher::hash_one(&self.seen_hasher, (&**ns, &**name))
     }
 

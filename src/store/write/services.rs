@@ -122,10 +122,11 @@ impl Writer {
         endpoints: Endpoints,
         trigger: Option<SystemTime>,
     ) -> bool {
-        let owner_key = (slice.0.clone(), service.clone());
-        let previous_owner = self.slice_owner.insert(slice.clone(), service.clone());
-        if previous_owner.as_ref().is_some_and(|p| *p != service) {
-            self.remove_slice_from(&(slice.0.clone(), previous_owner.unwrap_or_default()), &slice.1);
+        let owner_key = (slice.0.clone(), service);
+        let key = self.slice_key(slice);
+        if let Some(previous) = self.slice_owner.get(&key).filter(|p| p.name != owner_key.1) {
+            let previous = (previous.namespace.clone(), previous.name.clone());
+            self.remove_slice_from(&previous, &slice.1);
         }
         let mut entry = match self.get_service(&owner_key) {
             Some(s) => (*s).clone(),
@@ -138,6 +139,7 @@ impl Writer {
                 external: None,
             },
         };
+        self.slice_owner.insert(key, entry.id.clone());
         // Exactly sized: a `Vec` would hold room for four per service.
         let mut slices = std::mem::take(&mut entry.slices).into_vec();
         if let Some(i) = slices.iter().position(|s| s.name == slice.1) {
@@ -168,9 +170,27 @@ impl Writer {
     }
 
     pub(super) fn delete_slice(&mut self, slice: &Pair) {
-        if let Some(owner) = self.slice_owner.remove(slice) {
-            self.remove_slice_from(&(slice.0.clone(), owner), &slice.1);
+        let key = self.slice_key(slice);
+        if let Some(owner) = self.slice_owner.remove(&key) {
+            self.remove_slice_from(&(owner.namespace.clone(), owner.name.clone()), &slice.1);
         }
+    }
+
+    /// Whether `slice` is one of a Service (not of an import).
+    pub(super) fn has_slice(&self, slice: &Pair) -> bool {
+        self.slice_owner.contains_key(&self.slice_key(slice))
+    }
+
+    /// Keys of the Services' slices (`EndpointSlice` relists), read from
+    /// the services that hold them.
+    pub(super) fn slice_keys(&self) -> Vec<Pair> {
+        let spaces = self.live.namespaces.iter();
+        spaces
+            .flat_map(|(ns, n)| {
+                let slices = n.services.values().flat_map(|s| s.slices.iter());
+                slices.map(|s| (ns.clone(), s.name.clone()))
+            })
+            .collect()
     }
 
     pub(super) fn remove_slice_from(&mut self, owner: &Pair, slice_name: &Arc<str>) {
