@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::writer::Writer;
 use crate::store::change::PortIn;
-use crate::store::records::{Endpoints, Port};
+use crate::store::records::{Endpoints, Port, Ports};
 
 impl Writer {
     pub(super) fn intern(&mut self, s: &str) -> Arc<str> {
@@ -35,12 +35,12 @@ impl Writer {
 
     /// Drops interned strings nothing else refers to any more.
     pub(super) fn prune_strings(&mut self) {
-        self.port_lists.retain(|p| Arc::strong_count(p) > 1);
+        self.port_lists.retain(|p| p.holders() > 1);
         self.strings.retain(|s| Arc::strong_count(s) > 1);
         self.strings_after_prune = self.strings.len();
     }
 
-    pub(super) fn ports(&mut self, ports: Vec<PortIn>) -> Arc<[Port]> {
+    pub(super) fn ports(&mut self, ports: Vec<PortIn>) -> Ports {
         let ports: Vec<Port> = ports
             .into_iter()
             .map(|p| Port {
@@ -52,7 +52,7 @@ impl Writer {
         if let Some(existing) = self.port_lists.get(&ports[..]) {
             return existing.clone();
         }
-        let arc: Arc<[Port]> = ports.into();
+        let arc = Ports::from(ports);
         self.port_lists.insert(arc.clone());
         arc
     }

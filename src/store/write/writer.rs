@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use crate::store::change::Kind;
 use crate::store::changes::Changed;
-use crate::store::records::{Port, ServiceId};
+use crate::store::records::{Ports, ServiceId};
 use crate::store::snapshot::Snapshot;
 
 /// The writer's own tables hash with foldhash too (SipHash was 2% of a sync).
@@ -22,7 +22,7 @@ pub struct Writer {
     pub(super) live: Snapshot,
     pub(super) strings: HashSet<Arc<str>>,
     /// Port lists are interned too: most services share a handful.
-    pub(super) port_lists: HashSet<Arc<[Port]>>,
+    pub(super) port_lists: HashSet<Ports>,
     pub(super) strings_after_prune: usize,
     /// `(namespace, slice)` → the identity of the service it belongs to,
     /// keyed by the 64-bit hash of `(namespace, slice)` (the relists'
@@ -38,6 +38,8 @@ pub struct Writer {
     /// imported slices. The names are the imports' own; a collision, as in
     /// a relist, could only keep a deleted slice until the next relist.
     pub(super) mcs_slice_owner: HashMap<u64, u32>,
+    /// Free slots of the services' identity table.
+    pub(super) free_slots: Vec<u32>,
     /// Free slots of the imports' identity table.
     pub(super) mcs_free_slots: Vec<u32>,
     /// `namespace/pod` → its IPs and whether it is Running.
@@ -78,6 +80,7 @@ impl Writer {
             strings_after_prune: 0,
             slice_owner: HashMap::default(),
             mcs_slice_owner: HashMap::default(),
+            free_slots: Vec::new(),
             mcs_free_slots: Vec::new(),
             pod_ips: HashMap::default(),
             pod_namespace_ids: HashMap::default(),
