@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use super::addrs::AddrIndex;
 use super::maps::IMap;
-use super::records::{Endpoint, Port, ServiceId, Slice};
+use super::records::{Endpoint, Ports, ServiceId, Slice};
 
 /// What a ServiceImport's own name resolves to (`spec.type`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub struct Import {
     pub id: Arc<ServiceId>,
     /// `None` while only slices of the import are known.
     pub kind: Option<ImportKind>,
-    pub ports: Arc<[Port]>,
+    pub ports: Ports,
     pub slices: Box<[McsSlice]>,
     /// Its index in [`ClusterSet`]'s table of identities, which the
     /// reverse index refers to.

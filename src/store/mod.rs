@@ -13,8 +13,10 @@
 mod addrs;
 mod change;
 pub mod changes;
+mod ips;
 mod maps;
 pub mod mcs;
+mod ports;
 pub mod records;
 mod slot;
 mod snapshot;
@@ -23,7 +25,9 @@ mod write;
 
 pub use change::{Kind, ObjectKey, PortIn, Record};
 pub use changes::{Changed, Dep, Deps};
+pub use ips::Ips;
 pub use maps::{IMap, Map};
+pub use ports::Ports;
 pub use records::{
     Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice,
 };

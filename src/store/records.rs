@@ -3,17 +3,15 @@
 //! Prices on a 64-bit target (names are shared `Arc<str>`, interned per
 //! snapshot, so each distinct string is stored once):
 //! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
-//! - An endpoint: 4 bytes for IPv4, 16 for IPv6 ([`Endpoints`], 32 bytes
-//!   a slice), plus 16 for its hostname when some endpoint of its slice
+//! - An endpoint: 4 bytes for IPv4 (up to five inline in the slice's 32
+//!   bytes of [`Endpoints`]), 16 for IPv6, plus 16 for its hostname when some endpoint of its slice
 //!   has one (and 24 for the box holding them); its ports
 //!   are stored once per EndpointSlice ([`Slice`]); topology zones
 //!   (`zonal` only) as `store::topology` prices them.
-//! - [`Service`]: about 80 bytes behind an `Arc` (kind, shared ports, an
-//!   exactly sized list of 64-byte [`Slice`]s); a ClusterIP service adds
-//!   17 bytes per cluster IP. Port lists are interned like names.
-//! - A reverse (PTR) entry: 16 bytes per IPv4 address, 24 per IPv6
-//!   (`store::addrs`): it names the service only, and an endpoint's
-//!   hostname is read from the service when a PTR query asks.
+//! - [`Service`]: 72 bytes behind an `Arc` (kind, shared [`Ports`], a list
+//!   of 56-byte [`Slice`]s, one cluster IP inline, more boxed: [`Ips`]).
+//! - A reverse (PTR) entry: 8 bytes per IPv4 address, 20 per IPv6: the
+//!   service's 4-byte slot only (an endpoint's hostname is read when asked).
 //! - [`Service::external`] (for `k8s_external`): 8 bytes on every Service
 //!   (a null pointer when it has no outside address, as most have); a
 //!   Service with some adds 32 bytes, 17 per IP and one parsed name per
@@ -25,45 +23,9 @@ use std::sync::Arc;
 
 use hickory_proto::rr::Name;
 
+use super::ips::Ips;
+pub use super::ports::{Port, Ports, Proto};
 use super::topology::Zones;
-
-/// A port's transport protocol, as it appears in SRV names (`_tcp`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Proto {
-    Tcp,
-    Udp,
-    Sctp,
-}
-
-impl Proto {
-    /// Parses a Kubernetes protocol (`TCP`, `UDP`, `SCTP`; absent = TCP).
-    pub fn from_k8s(text: Option<&str>) -> Option<Proto> {
-        match text.unwrap_or("TCP") {
-            "TCP" => Some(Proto::Tcp),
-            "UDP" => Some(Proto::Udp),
-            "SCTP" => Some(Proto::Sctp),
-            _ => None,
-        }
-    }
-
-    /// The SRV label without its underscore: `tcp`, `udp`, `sctp`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Proto::Tcp => "tcp",
-            Proto::Udp => "udp",
-            Proto::Sctp => "sctp",
-        }
-    }
-}
-
-/// A service or endpoint port. Unnamed ports have an empty name and get no
-/// `_port._proto` SRV name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Port {
-    pub name: Arc<str>,
-    pub proto: Proto,
-    pub port: u16,
-}
 
 /// A ready endpoint of a service, as read from its slice. `hostname` is
 /// the endpoint's `hostname`, else (with `endpoint_pod_names`) its pod's
@@ -97,15 +59,21 @@ struct Extra {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Addrs {
+    /// Up to [`FEW`] IPv4 addresses (most slices) inline: no heap chunk
+    /// of their own (32 bytes a slice); the rest zero.
+    Few(u8, [u32; FEW]),
     V4(Box<[u32]>),
     V6(Box<[[u8; 16]]>),
     /// Both families in one list (never from a real EndpointSlice).
     Mixed(Box<[IpAddr]>),
 }
 
+/// IPv4 addresses held inline: as many as fit beside the tag.
+const FEW: usize = 5;
+
 impl Default for Addrs {
     fn default() -> Self {
-        Addrs::V4(Box::default())
+        Addrs::Few(0, [0; FEW])
     }
 }
 
@@ -116,6 +84,13 @@ impl Endpoints {
         let all_v6 = endpoints.iter().all(|(a, _)| a.is_ipv6());
         let addrs = endpoints.iter().map(|(a, _)| *a);
         let addrs = match (all_v4, all_v6) {
+            (true, _) if endpoints.len() <= FEW => {
+                let mut few = [0; FEW];
+                few.iter_mut()
+                    .zip(addrs.filter_map(v4_bits))
+                    .for_each(|(to, a)| *to = a);
+                Addrs::Few(endpoints.len() as u8, few)
+            }
             (true, _) => Addrs::V4(addrs.filter_map(v4_bits).collect()),
             (_, true) => Addrs::V6(addrs.filter_map(v6_octets).collect()),
             _ => Addrs::Mixed(addrs.collect()),
@@ -164,6 +139,7 @@ impl Endpoints {
 
     pub fn len(&self) -> usize {
         match &self.addrs {
+            Addrs::Few(n, _) => usize::from(*n),
             Addrs::V4(a) => a.len(),
             Addrs::V6(a) => a.len(),
             Addrs::Mixed(a) => a.len(),
@@ -177,6 +153,7 @@ impl Endpoints {
     /// The address of endpoint `i` (`i < len`).
     fn addr(&self, i: usize) -> Option<IpAddr> {
         match &self.addrs {
+            Addrs::Few(n, a) => a[..usize::from(*n)].get(i).map(|b| IpAddr::V4((*b).into())),
             Addrs::V4(a) => a.get(i).map(|b| IpAddr::V4((*b).into())),
             Addrs::V6(a) => a.get(i).map(|b| IpAddr::V6((*b).into())),
             Addrs::Mixed(a) => a.get(i).copied(),
@@ -213,7 +190,7 @@ fn v6_octets(addr: IpAddr) -> Option<[u8; 16]> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Slice {
     pub name: Arc<str>,
-    pub ports: Arc<[Port]>,
+    pub ports: Ports,
     pub endpoints: Endpoints,
 }
 
@@ -221,7 +198,7 @@ pub struct Slice {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServiceKind {
     /// ClusterIP, NodePort, LoadBalancer: its cluster IPs (dual-stack: both).
-    ClusterIp(Box<[IpAddr]>),
+    ClusterIp(Ips),
     /// `clusterIP: None`: the ready endpoints' addresses.
     Headless,
     /// `type: ExternalName`: a CNAME to this target.
@@ -231,14 +208,16 @@ pub enum ServiceKind {
 /// One Service with everything its names need.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Service {
+    pub id: Arc<ServiceId>,
+    /// `id`'s slot in the snapshot's identity table (the reverse indexes hold it).
+    pub slot: u32,
     /// `None` while only EndpointSlices of the service are known: such an
     /// entry answers nothing until its Service arrives.
-    pub id: Arc<ServiceId>,
     pub kind: Option<ServiceKind>,
     /// Whether the Service has a selector (for the programming-latency
     /// metric's `service_kind`).
     pub selector: bool,
-    pub ports: Arc<[Port]>,
+    pub ports: Ports,
     /// The service's EndpointSlices, so that one slice's change replaces
     /// only its own part.
     pub slices: Box<[Slice]>,

@@ -34,12 +34,14 @@ pub struct Snapshot {
     /// SOA serial: seconds since the Unix epoch when it was published.
     pub serial: u32,
     pub(super) namespaces: IMap<Arc<str>, Namespace>,
-    /// Services by cluster IP (PTR to the service's name).
-    pub(super) reverse: AddrIndex<Arc<ServiceId>>,
-    /// Services by endpoint address, one entry per endpoint (16 bytes for
-    /// IPv4): the PTR target's first label is read from the service's
-    /// endpoints when asked, not stored for each.
-    pub(super) endpoint_reverse: AddrIndex<Arc<ServiceId>>,
+    /// Services by cluster IP (PTR to the service's name), as slots of `ids`.
+    pub(super) reverse: AddrIndex<u32>,
+    /// Services by endpoint address, one entry per endpoint (8 bytes for
+    /// IPv4: a slot of `ids`, not a pointer): the PTR target's first label
+    /// is read from the service's endpoints when asked, not stored for each.
+    pub(super) endpoint_reverse: AddrIndex<u32>,
+    /// The services' identities by [`Service::slot`] (`None`: a free slot).
+    pub(super) ids: imbl::Vector<Option<Arc<ServiceId>>>,
     /// Pods by IP: namespace (an index into `pod_namespaces`: 12 bytes an
     /// entry instead of 32) and whether Running (only for `pods verified`).
     pub(super) pods: AddrIndex<(u32, bool)>,
@@ -83,18 +85,21 @@ impl Snapshot {
     /// PTR targets of a cluster IP or endpoint address, in order (may name
     /// services that do not exist; the caller checks).
     pub fn reverse(&self, addr: IpAddr) -> impl Iterator<Item = PtrTarget> {
+        let id_of = |slot: &u32| self.ids.get(*slot as usize).and_then(Option::as_ref);
         let mut targets: Vec<PtrTarget> = self
             .reverse
             .get(addr)
+            .filter_map(id_of)
             .map(|id| PtrTarget::new(id.clone(), PtrHost::Service))
             .collect();
-        let mut last: Option<&Arc<ServiceId>> = None;
-        for id in self.endpoint_reverse.get(addr) {
+        let mut last = None;
+        for slot in self.endpoint_reverse.get(addr) {
             // An address held twice by a service (two slices) is one
             // entry per slice: its endpoints are read once.
-            if last.replace(id) == Some(id) {
+            if last.replace(slot) == Some(slot) {
                 continue;
             }
+            let Some(id) = id_of(slot) else { continue };
             let entry = self
                 .namespaces
                 .get(&*id.namespace)

@@ -68,14 +68,15 @@ mod tests {
 
     /// The price in the module doc: a slice without zones or hostnames
     /// pays one pointer for both (a [`super::super::records::Slice`] is
-    /// 64 bytes, its endpoints 32, a multi-cluster slice 80).
+    /// 56 bytes, its endpoints 32, a multi-cluster slice 72, a Service 72).
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_slice_pays_one_pointer_for_zones() {
         assert_eq!(std::mem::size_of::<Option<Box<Zones>>>(), 8);
         assert_eq!(std::mem::size_of::<super::super::records::Endpoints>(), 32);
-        assert_eq!(std::mem::size_of::<super::super::records::Slice>(), 64);
-        assert_eq!(std::mem::size_of::<super::super::mcs::McsSlice>(), 80);
+        assert_eq!(std::mem::size_of::<super::super::records::Slice>(), 56);
+        assert_eq!(std::mem::size_of::<super::super::mcs::McsSlice>(), 72);
+        assert_eq!(std::mem::size_of::<super::super::records::Service>(), 72);
     }
 
     /// What a slice's zones become in the store comes back out in its

@@ -113,12 +113,15 @@ impl Writer {
     /// Adds or replaces one object; whether that changed anything.
     pub fn apply(&mut self, record: Record) -> bool {
         let (kind, namespace, name) = record.key_parts();
-        // Pod and slice names are unique: interning would only add a set entry.
+        // Pod and slice names are unique: interning would only add a set
+        // entry. A Service's name is shared with its entry's key, if any.
+        let namespace = self.intern(namespace);
         let name = match kind {
             Kind::Pod | Kind::EndpointSlice => Arc::from(name),
+            Kind::Service => self.service_name(&namespace, name),
             _ => self.intern(name),
         };
-        let pair = (self.intern(namespace), name);
+        let pair = (namespace, name);
         let relisting = match &mut self.relisting[kind as usize] {
             Some(seen) => {
                 seen.insert(std::hash::BuildHasher::hash_one(&self.seen_hasher, &pair));
@@ -162,7 +165,7 @@ impl Writer {
                 let endpoints = self.endpoints(endpoints);
                 let zones = zones.iter().map(|z| (!z.is_empty()).then(|| self.intern(z))).collect();
                 let endpoints = endpoints.with_zones(zones);
-                let service = self.intern(&service);
+                let service = self.service_name(&pair.0, &service);
                 self.delete_mcs_slice(&pair); // relabelled from an import
                 self.upsert_slice(&pair, service, ports, endpoints, trigger)
             }
@@ -179,7 +182,7 @@ impl Writer {
                 ..
             } => {
                 // A slice relabelled from a Service to an import moves.
-                if self.slice_owner.contains_key(&pair) {
+                if self.has_slice(&pair) {
                     self.delete_slice(&pair);
                 }
                 let ports = self.ports(ports);

@@ -1,6 +1,7 @@
 //! Interning: the names and port lists the snapshot holds are shared
 //! `Arc`s, one per distinct value, so a thousand services in one
 //! namespace hold its name once and most services share a port list.
+//! A Service's name is its entry's key, found in the namespace's map.
 //! Strings nothing refers to any more are pruned as the set grows.
 
 use std::net::IpAddr;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 
 use super::writer::Writer;
 use crate::store::change::PortIn;
-use crate::store::records::{Endpoints, Port};
+use crate::store::records::{Endpoints, Port, Ports};
 
 impl Writer {
     pub(super) fn intern(&mut self, s: &str) -> Arc<str> {
@@ -20,14 +21,26 @@ impl Writer {
         arc
     }
 
+    /// A service's name in `ns`: the key of its entry when there is one
+    /// (Service names are not interned: a set entry for each of 100,000
+    /// Services cost 4.5 MB and held nothing the entries' keys do not).
+    pub(super) fn service_name(&self, ns: &str, name: &str) -> Arc<str> {
+        let entry = self
+            .live
+            .namespaces
+            .get(ns)
+            .and_then(|n| n.services.get_key_value(name));
+        entry.map_or_else(|| Arc::from(name), |(k, _)| k.clone())
+    }
+
     /// Drops interned strings nothing else refers to any more.
     pub(super) fn prune_strings(&mut self) {
-        self.port_lists.retain(|p| Arc::strong_count(p) > 1);
+        self.port_lists.retain(|p| p.holders() > 1);
         self.strings.retain(|s| Arc::strong_count(s) > 1);
         self.strings_after_prune = self.strings.len();
     }
 
-    pub(super) fn ports(&mut self, ports: Vec<PortIn>) -> Arc<[Port]> {
+    pub(super) fn ports(&mut self, ports: Vec<PortIn>) -> Ports {
         let ports: Vec<Port> = ports
             .into_iter()
             .map(|p| Port {
@@ -39,7 +52,7 @@ impl Writer {
         if let Some(existing) = self.port_lists.get(&ports[..]) {
             return existing.clone();
         }
-        let arc: Arc<[Port]> = ports.into();
+        let arc = Ports::from(ports);
         self.port_lists.insert(arc.clone());
         arc
     }

@@ -13,7 +13,7 @@ use super::services::edit_index;
 use super::writer::{Pair, Writer};
 use crate::store::changes::Dep;
 use crate::store::mcs::{Import, ImportKind, McsNamespace, McsSlice};
-use crate::store::records::{Endpoints, Port, ServiceId, Slice};
+use crate::store::records::{Endpoints, Ports, ServiceId, Slice};
 
 impl Writer {
     fn get_import(&self, (ns, name): &Pair) -> Option<Arc<Import>> {
@@ -88,7 +88,7 @@ impl Writer {
     }
 
     /// Adds or replaces a ServiceImport; whether that changed anything.
-    pub(super) fn upsert_import(&mut self, pair: &Pair, kind: Option<ImportKind>, ports: Arc<[Port]>) -> bool {
+    pub(super) fn upsert_import(&mut self, pair: &Pair, kind: Option<ImportKind>, ports: Ports) -> bool {
         let mut import = self.import_or_empty(pair);
         if import.kind == kind && import.ports == ports {
             return false;
@@ -111,7 +111,7 @@ impl Writer {
         slice: &Pair,
         service: Arc<str>,
         cluster: Arc<str>,
-        ports: Arc<[Port]>,
+        ports: Ports,
         endpoints: Endpoints,
     ) -> bool {
         let owner = (slice.0.clone(), service);
@@ -206,7 +206,7 @@ impl Writer {
     }
 
     /// The owner table's key of a slice.
-    fn slice_key(&self, (ns, name): &Pair) -> u64 {
+    pub(super) fn slice_key(&self, (ns, name): &Pair) -> u64 {
         std::hash::BuildHasher::hash_one(&self.seen_hasher, (&**ns, &**name))
     }
 

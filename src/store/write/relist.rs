@@ -46,9 +46,8 @@ impl Writer {
                 })
                 .collect(),
             Kind::EndpointSlice => self
-                .slice_owner
-                .keys()
-                .cloned()
+                .slice_keys()
+                .into_iter()
                 .chain(self.mcs_slice_keys())
                 .filter(|(ns, k)| !listed(ns, k))
                 .collect(),

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use super::writer::{Pair, Writer};
 use crate::store::addrs::AddrIndex;
 use crate::store::changes::Dep;
-use crate::store::records::{Endpoints, External, Port, Service, ServiceId, ServiceKind, Slice};
+use crate::store::records::{Endpoints, External, Ports, Service, ServiceId, ServiceKind, Slice};
 
 impl Writer {
     pub(super) fn get_service(&self, (ns, name): &Pair) -> Option<Arc<Service>> {
@@ -31,6 +31,11 @@ impl Writer {
                 self.changed.add(Dep::ptr(e.addr));
             }
         }
+        if !keep {
+            // No reverse entry names it any more.
+            self.live.ids.set(service.slot as usize, None);
+            self.free_slots.push(service.slot);
+        }
         self.edit_namespace(ns, |n| {
             n.live_services = n.live_services + usize::from(new_live) - usize::from(old_live);
             if keep {
@@ -41,17 +46,28 @@ impl Writer {
         });
     }
 
-    /// The identity of the service at `pair`: its entry's, or a new one.
-    pub(super) fn id(&self, old: Option<&Arc<Service>>, (ns, name): &Pair) -> Arc<ServiceId> {
-        old.map_or_else(
-            || {
-                Arc::new(ServiceId {
-                    namespace: ns.clone(),
-                    name: name.clone(),
-                })
-            },
-            |s| s.id.clone(),
-        )
+    /// The identity of the service at `pair` and its slot: its entry's,
+    /// or a new one in a slot of the identity table (a freed one first).
+    pub(super) fn id(&mut self, old: Option<&Arc<Service>>, (ns, name): &Pair) -> (Arc<ServiceId>, u32) {
+        if let Some(s) = old {
+            return (s.id.clone(), s.slot);
+        }
+        let id = Arc::new(ServiceId {
+            namespace: ns.clone(),
+            name: name.clone(),
+        });
+        let ids = &mut self.live.ids;
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                ids.set(slot as usize, Some(id.clone()));
+                slot
+            }
+            None => {
+                ids.push_back(Some(id.clone()));
+                u32::try_from(ids.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        (id, slot)
     }
 
     /// Adds or replaces a Service; whether that changed anything.
@@ -59,7 +75,7 @@ impl Writer {
         &mut self,
         pair: &Pair,
         kind: ServiceKind,
-        ports: Arc<[Port]>,
+        ports: Ports,
         selector: bool,
         external: Option<Box<External>>,
     ) -> bool {
@@ -70,20 +86,21 @@ impl Writer {
         if old.as_ref().is_some_and(same) {
             return false;
         }
-        let id = self.id(old.as_ref(), pair);
+        let (id, slot) = self.id(old.as_ref(), pair);
         let slices = old.as_ref().map(|s| s.slices.clone()).unwrap_or_default();
         if let Some(ServiceKind::ClusterIp(ips)) = old.as_ref().and_then(|s| s.kind.as_ref()) {
-            self.ptrs(ips, &id, false);
+            self.ptrs(ips, slot, false);
         }
         self.external_ptrs(old.as_ref().and_then(|s| s.external.as_deref()), &id, false);
         self.external_ptrs(external.as_deref(), &id, true);
         if let ServiceKind::ClusterIp(ips) = &kind {
-            self.ptrs(ips, &id, true);
+            self.ptrs(ips, slot, true);
         }
         self.put_service(
             pair,
             Service {
                 id,
+                slot,
                 kind: Some(kind),
                 selector,
                 ports,
@@ -97,7 +114,7 @@ impl Writer {
     pub(super) fn delete_service(&mut self, pair: &Pair) {
         let Some(old) = self.get_service(pair) else { return };
         if let Some(ServiceKind::ClusterIp(ips)) = &old.kind {
-            self.ptrs(ips, &old.id, false);
+            self.ptrs(ips, old.slot, false);
         }
         self.external_ptrs(old.external.as_deref(), &old.id, false);
         let ports = self.ports(Vec::new());
@@ -105,6 +122,7 @@ impl Writer {
             pair,
             Service {
                 id: old.id.clone(),
+                slot: old.slot,
                 kind: None,
                 selector: false,
                 ports,
@@ -118,26 +136,32 @@ impl Writer {
         &mut self,
         slice: &Pair,
         service: Arc<str>,
-        ports: Arc<[Port]>,
+        ports: Ports,
         endpoints: Endpoints,
         trigger: Option<SystemTime>,
     ) -> bool {
-        let owner_key = (slice.0.clone(), service.clone());
-        let previous_owner = self.slice_owner.insert(slice.clone(), service.clone());
-        if previous_owner.as_ref().is_some_and(|p| *p != service) {
-            self.remove_slice_from(&(slice.0.clone(), previous_owner.unwrap_or_default()), &slice.1);
+        let owner_key = (slice.0.clone(), service);
+        let key = self.slice_key(slice);
+        if let Some(previous) = self.slice_owner.get(&key).filter(|p| p.name != owner_key.1) {
+            let previous = (previous.namespace.clone(), previous.name.clone());
+            self.remove_slice_from(&previous, &slice.1);
         }
         let mut entry = match self.get_service(&owner_key) {
             Some(s) => (*s).clone(),
-            None => Service {
-                id: self.id(None, &owner_key),
-                kind: None,
-                selector: false,
-                ports: self.ports(Vec::new()),
-                slices: Box::default(),
-                external: None,
-            },
+            None => {
+                let (id, slot) = self.id(None, &owner_key);
+                Service {
+                    id,
+                    slot,
+                    kind: None,
+                    selector: false,
+                    ports: self.ports(Vec::new()),
+                    slices: Box::default(),
+                    external: None,
+                }
+            }
         };
+        self.slice_owner.insert(key, entry.id.clone());
         // Exactly sized: a `Vec` would hold room for four per service.
         let mut slices = std::mem::take(&mut entry.slices).into_vec();
         if let Some(i) = slices.iter().position(|s| s.name == slice.1) {
@@ -145,9 +169,9 @@ impl Writer {
                 return false; // unchanged (the common case in a relist)
             }
             let removed = slices.remove(i).endpoints;
-            self.endpoint_ptrs(&removed, &entry.id, false);
+            self.endpoint_ptrs(&removed, entry.slot, false);
         }
-        self.endpoint_ptrs(&endpoints, &entry.id, true);
+        self.endpoint_ptrs(&endpoints, entry.slot, true);
         slices.push(Slice {
             name: slice.1.clone(),
             ports,
@@ -168,9 +192,27 @@ impl Writer {
     }
 
     pub(super) fn delete_slice(&mut self, slice: &Pair) {
-        if let Some(owner) = self.slice_owner.remove(slice) {
-            self.remove_slice_from(&(slice.0.clone(), owner), &slice.1);
+        let key = self.slice_key(slice);
+        if let Some(owner) = self.slice_owner.remove(&key) {
+            self.remove_slice_from(&(owner.namespace.clone(), owner.name.clone()), &slice.1);
         }
+    }
+
+    /// Whether `slice` is one of a Service (not of an import).
+    pub(super) fn has_slice(&self, slice: &Pair) -> bool {
+        self.slice_owner.contains_key(&self.slice_key(slice))
+    }
+
+    /// Keys of the Services' slices (`EndpointSlice` relists), read from
+    /// the services that hold them.
+    pub(super) fn slice_keys(&self) -> Vec<Pair> {
+        let spaces = self.live.namespaces.iter();
+        spaces
+            .flat_map(|(ns, n)| {
+                let slices = n.services.values().flat_map(|s| s.slices.iter());
+                slices.map(|s| (ns.clone(), s.name.clone()))
+            })
+            .collect()
     }
 
     pub(super) fn remove_slice_from(&mut self, owner: &Pair, slice_name: &Arc<str>) {
@@ -182,24 +224,24 @@ impl Writer {
         };
         let removed = slices.remove(i).endpoints;
         entry.slices = slices.into_boxed_slice();
-        self.endpoint_ptrs(&removed, &entry.id, false);
+        self.endpoint_ptrs(&removed, entry.slot, false);
         self.put_service(owner, entry);
     }
 
     /// Adds or removes one endpoint reverse entry per endpoint (a
     /// multiset: an address listed twice is removed once per removal).
-    pub(super) fn endpoint_ptrs(&mut self, endpoints: &Endpoints, id: &Arc<ServiceId>, add: bool) {
+    pub(super) fn endpoint_ptrs(&mut self, endpoints: &Endpoints, slot: u32, add: bool) {
         for e in endpoints.iter() {
             self.changed.add(Dep::ptr(e.addr));
-            edit_index(&mut self.live.endpoint_reverse, self.building, e.addr, id, add);
+            edit_index(&mut self.live.endpoint_reverse, self.building, e.addr, &slot, add);
         }
     }
 
     /// Adds or removes one cluster-IP reverse entry per address.
-    pub(super) fn ptrs(&mut self, addrs: &[IpAddr], id: &Arc<ServiceId>, add: bool) {
+    pub(super) fn ptrs(&mut self, addrs: &[IpAddr], slot: u32, add: bool) {
         for addr in addrs {
             self.changed.add(Dep::ptr(*addr));
-            edit_index(&mut self.live.reverse, self.building, *addr, id, add);
+            edit_index(&mut self.live.reverse, self.building, *addr, &slot, add);
         }
     }
 

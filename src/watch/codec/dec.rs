@@ -107,7 +107,7 @@ impl<'a> Dec<'a> {
         let (namespace, name) = (self.string()?, self.string()?);
         let selector = self.u8()? != 0;
         let kind = match self.u8()? {
-            0 => ServiceKind::ClusterIp(self.ips()?.into_boxed_slice()),
+            0 => ServiceKind::ClusterIp(self.ips()?.into()),
             1 => ServiceKind::Headless,
             2 => ServiceKind::ExternalName(Box::new(Name::from_ascii(self.str()?).ok()?)),
             _ => return None,

@@ -82,7 +82,7 @@ fn kind(svc: &Service, spec: &ServiceSpec) -> Result<ServiceKind, Invalid> {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(ServiceKind::ClusterIp(ips.into_boxed_slice()))
+        Ok(ServiceKind::ClusterIp(ips.into()))
     }
 }
 
