@@ -16,6 +16,7 @@ use hickory_proto::rr::Name;
 
 use super::args::{zone, Args};
 use super::blocks::Directive;
+use super::lexer::Word;
 use super::options::{self, Opt, MANY};
 use super::problem::ConfigError;
 
@@ -131,7 +132,15 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
             )),
         }
     }
-    cfg.zones = args.filter_map(|w| zone(w, errors)).collect();
+    // `cache {}`: the lexer reads `{}` as a word; CoreDNS accepts it
+    // (TestSetup/1) and it reads as an empty block, the defaults.
+    let empty_block = |w: &&Word| {
+        !w.quoted && w.text == "{}" && d.options.is_empty() && d.args.last().is_some_and(|l| std::ptr::eq(l, *w))
+    };
+    cfg.zones = args
+        .filter(|w| !empty_block(w))
+        .filter_map(|w| zone(w, errors))
+        .collect();
     options::read("cache", &d.options, OPTIONS, &mut cfg, errors);
     Some(cfg)
 }
