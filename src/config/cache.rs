@@ -4,7 +4,7 @@
 //! cache [TTL] [ZONES...] {
 //!     success CAPACITY [TTL] [MINTTL]     denial CAPACITY [TTL] [MINTTL]
 //!     prefetch AMOUNT [[DURATION] [PERCENTAGE%]]
-//!     serve_stale [DURATION] [immediate [RESPONSE_TTL [RECHECK]] | verify [0 [RESPONSE_TTL [RECHECK]]]]
+//!     serve_stale [DURATION] [immediate [RESPONSE_TTL [RECHECK]] | verify [TIMEOUT [RESPONSE_TTL [RECHECK]]]]
 //!     servfail DURATION                   disable success|denial [ZONES...]
 //!     keepttl
 //! }
@@ -49,6 +49,10 @@ pub struct CacheConfig {
     pub serve_stale: Option<(Duration, StaleMode)>,
     /// The TTL a stale answer is served with (`RESPONSE_TTL`, 0).
     pub stale_ttl: u32,
+    /// `verify`'s VERIFY_TIMEOUT: how long a client waits for the upstream
+    /// before the stale answer is served (the refresh goes on in the
+    /// background); 0: until the upstreams answer or fail.
+    pub verify_timeout: Duration,
     /// After a refresh of a stale entry failed, how long the entry is
     /// served without asking upstream again (`FAILURE_RECHECK`, 0: ask
     /// every time).
@@ -115,6 +119,7 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
         prefetch: None,
         serve_stale: None,
         stale_ttl: 0,
+        verify_timeout: Duration::ZERO,
         stale_recheck: Duration::ZERO,
         servfail: Duration::from_secs(5),
         disable_success: None,
@@ -211,13 +216,7 @@ fn serve_stale(a: &Args<'_>, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError
     };
     let mut at = 2;
     if mode == StaleMode::Verify && a.args.len() > 2 {
-        if a.duration(2, errors).is_some_and(|t| !t.is_zero()) {
-            errors.push(ConfigError::new(
-                &a.args[2].pos,
-                "serve_stale: a verify timeout other than 0 is not supported (the stale answer is served once the \
-                 upstreams fail); write 0",
-            ));
-        }
+        cfg.verify_timeout = a.duration(2, errors).unwrap_or_default();
         at = 3;
     } else if a.args.len() > 4 {
         errors.push(ConfigError::new(

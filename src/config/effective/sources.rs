@@ -23,8 +23,12 @@ pub(super) fn cache(b: &mut Block, c: &CacheConfig) {
         } else {
             "immediate"
         };
-        // verify takes its (zero) timeout before the response TTL and recheck
-        let timeout = if mode == "verify" { " 0s" } else { "" };
+        // verify takes its timeout before the response TTL and recheck
+        let timeout = if mode == "verify" {
+            format!(" {}", duration(c.verify_timeout))
+        } else {
+            String::new()
+        };
         options.push(format!(
             "serve_stale {} {mode}{timeout} {}s {}",
             duration(d),

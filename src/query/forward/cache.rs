@@ -199,6 +199,15 @@ impl Cache {
         entry.is_some_and(|e| e.stored.elapsed() >= Duration::from_secs(u64::from(e.ttl)))
     }
 
+    /// The entry of `key` when it is past its TTL and `serve_stale
+    /// verify` with a timeout would serve it (nothing counted).
+    pub fn verify_stale(&self, key: &[u8]) -> Option<Arc<Entry>> {
+        let (window, _) = self.cfg.serve_stale.filter(|(_, m)| *m == StaleMode::Verify)?;
+        let entry = self.shard(key).lock().ok()?.get(key).cloned()?;
+        let (age, ttl) = (entry.stored.elapsed(), Duration::from_secs(u64::from(entry.ttl)));
+        (age >= ttl && age < ttl + window).then_some(entry)
+    }
+
     pub fn get(&self, key: &[u8]) -> Lookup {
         self.stats.add(Stat::Requests);
         let found = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());

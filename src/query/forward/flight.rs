@@ -8,6 +8,7 @@
 //! records, `dns64`'s translation).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hickory_proto::op::{Message, Query, ResponseCode};
 use hickory_proto::rr::RecordType;
@@ -28,14 +29,22 @@ impl Forwarding {
         let Some(job) = self.lead(job, &flight) else {
             return;
         };
-        let result = self.resolve(&job.request, &job.query, key.clone(), tcp, true).await;
+        let timeout = self.cache.as_ref().map_or(Duration::ZERO, |c| c.cfg.verify_timeout);
+        let stale = self.cache.as_ref().filter(|_| !timeout.is_zero());
+        let (result, kept) = match stale.and_then(|c| c.verify_stale(&key)) {
+            Some(entry) => self.verify_within(&job, key, tcp, entry, timeout).await,
+            None => {
+                let result = self.resolve(&job.request, &job.query, key.clone(), tcp, true).await;
+                let kept = self.kept(&result, &key);
+                (result, kept)
+            }
+        };
         let waiters = self
             .flights
             .lock()
             .ok()
             .and_then(|mut f| f.remove(&flight))
             .unwrap_or_default();
-        let kept = self.kept(&result, &key);
         for job in std::iter::once(job).chain(waiters) {
             let tags = crate::query::reply::Tags {
                 log: job.log,
@@ -72,6 +81,46 @@ impl Forwarding {
         }
         flights.insert(flight.clone(), Vec::new());
         Some(job)
+    }
+
+    /// `serve_stale verify TIMEOUT` of a stale `entry`: the upstreams'
+    /// answer if it comes within `timeout`, else the stale entry; the
+    /// refresh goes on in the background (a query meanwhile is served the
+    /// stale entry, as [`Cache::holds_stale`] says, and its failure starts
+    /// the recheck period).
+    async fn verify_within(
+        self: &Arc<Self>,
+        job: &Job,
+        key: Key,
+        tcp: bool,
+        entry: Arc<cache::Entry>,
+        timeout: Duration,
+    ) -> (Result<Message, ResponseCode>, Option<Arc<cache::Entry>>) {
+        let Some(cache) = self.cache.as_ref() else {
+            return (Err(ResponseCode::ServFail), None);
+        };
+        if !cache.claim_refresh(&entry) {
+            // a refresh is in flight, or the recheck period holds
+            cache.stats.add(cache::Stat::ServedStale);
+            return (Err(ResponseCode::ServFail), Some(entry));
+        }
+        let (this, request, query, refreshing) = (self.clone(), job.request.clone(), job.query.clone(), entry.clone());
+        let k = key.clone();
+        let verify = self.runtime.spawn(async move {
+            let got = this.resolve(&request, &query, k, tcp, true).await;
+            Cache::refreshed(&refreshing, got.is_err());
+            got
+        });
+        match tokio::time::timeout(timeout, verify).await {
+            Ok(Ok(result)) => {
+                let kept = self.kept(&result, &key);
+                (result, kept)
+            }
+            _ => {
+                cache.stats.add(cache::Stat::ServedStale);
+                (Err(ResponseCode::ServFail), Some(entry))
+            }
+        }
     }
 
     /// The cache entry for `key` after `result`: the one just stored (its
