@@ -150,7 +150,7 @@ impl Forwarding {
             (Ok(msg), None) => {
                 answer.relay(msg);
                 if let Some(cache) = &self.cache {
-                    uniform_ttls(&cache.cfg.success, answer);
+                    uniform_ttls(&cache.cfg, answer);
                 }
             }
             (Err(_), Some((entry, cache))) => {
@@ -186,11 +186,15 @@ impl Forwarding {
 
 /// An answer the cache did not keep still leaves it as CoreDNS's cache
 /// writes every reply: each TTL the lowest of the reply's, within the
-/// `success` bounds (so a client never sees 1799 then 8).
-fn uniform_ttls(b: &crate::config::cache::Bounds, answer: &mut Answer) {
-    if answer.rcode != ResponseCode::NoError || answer.answers.is_empty() {
-        return;
-    }
+/// `success` bounds for an answer, the `denial` bounds for NXDOMAIN or
+/// NODATA with its SOA (so a client never sees 1799 then 8).
+fn uniform_ttls(cfg: &crate::config::cache::CacheConfig, answer: &mut Answer) {
+    let soa = || answer.authority.iter().any(|r| r.record_type() == RecordType::SOA);
+    let b = match answer.rcode {
+        ResponseCode::NoError if !answer.answers.is_empty() => &cfg.success,
+        ResponseCode::NXDomain | ResponseCode::NoError if soa() => &cfg.denial,
+        _ => return,
+    };
     let Some(low) = answer.records().map(|r| r.ttl).min() else {
         return;
     };
