@@ -315,12 +315,15 @@ fn value_mut(data: &mut RData) -> Option<&mut Name> {
 }
 
 /// The message a rewritten query sends upstream: the client's request
-/// with `query` as its question and `revert`'s EDNS0 rules applied.
+/// with `query` as its question and `revert`'s EDNS0 rules applied
+/// (`local`: the listener's address the query came in on, for
+/// `{server_ip}` and `{server_port}`; unknown, those options are not set).
 pub fn upstream_request(
     bytes: &[u8],
     query: &Query,
     revert: Option<&Revert>,
     peer: SocketAddr,
+    local: Option<SocketAddr>,
     t: Transport,
 ) -> Vec<u8> {
     let Ok(mut m) = Message::from_vec(bytes) else {
@@ -333,7 +336,7 @@ pub fn upstream_request(
             e.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
             e
         });
-        let Some((code, option)) = option_for(rule, query, peer, t) else {
+        let Some((code, option)) = option_for(rule, query, (peer, local), t) else {
             continue;
         };
         let opts = &mut edns.options_mut().options;
@@ -360,7 +363,12 @@ pub fn upstream_request(
     m.to_vec().unwrap_or_else(|_| bytes.to_vec())
 }
 
-fn option_for(rule: &EdnsRule, query: &Query, peer: SocketAddr, t: Transport) -> Option<(EdnsCode, EdnsOption)> {
+fn option_for(
+    rule: &EdnsRule,
+    query: &Query,
+    (peer, local): (SocketAddr, Option<SocketAddr>),
+    t: Transport,
+) -> Option<(EdnsCode, EdnsOption)> {
     Some(match rule {
         EdnsRule::Nsid => (EdnsCode::NSID, EdnsOption::NSID(NSIDPayload::new(Vec::new()).ok()?)),
         EdnsRule::Subnet { v4, v6 } => {
@@ -381,16 +389,24 @@ fn option_for(rule: &EdnsRule, query: &Query, peer: SocketAddr, t: Transport) ->
                 EdnsData::Bytes(b) => b.clone(),
                 EdnsData::Qname => query.name().to_ascii().into_bytes(),
                 EdnsData::Qtype => u16::from(query.query_type()).to_be_bytes().to_vec(),
-                EdnsData::ClientIp => match peer.ip() {
-                    IpAddr::V4(a) => a.octets().to_vec(),
-                    IpAddr::V6(a) => a.octets().to_vec(),
-                },
+                EdnsData::ClientIp => ip_bytes(peer.ip()),
+                EdnsData::ServerIp => ip_bytes(local?.ip()),
+                EdnsData::ServerPort => local?.port().to_be_bytes().to_vec(),
                 EdnsData::ClientPort => peer.port().to_be_bytes().to_vec(),
                 EdnsData::Protocol => t.label().as_bytes().to_vec(),
             };
             (EdnsCode::from(*code), EdnsOption::Unknown(*code, bytes))
         }
     })
+}
+
+/// An address as CoreDNS's edns0 rule writes it: 4 bytes for IPv4 (an
+/// IPv4-mapped IPv6 address too), else 16.
+fn ip_bytes(ip: IpAddr) -> Vec<u8> {
+    match ip.to_canonical() {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    }
 }
 
 #[cfg(test)]
