@@ -169,12 +169,13 @@ impl Forwarding {
         let (dnssec_ok, cd) = (job.dnssec_ok(), job.meta.checking_disabled);
         let revert = job.then.rewrite.as_ref().map(|r| &r.revert);
         if let Some(target) = revert.and_then(|r| r.cname(answer)) {
-            // `rewrite cname`: the new target's records follow the CNAMEs.
-            let q = Query::query(target.clone(), job.query.query_type());
+            // `rewrite cname`: the new target's answer follows the CNAMEs
+            // (a chain onward from it too), its TC the reply's, as CoreDNS's
+            // cname_target writes them
+            let q = Query::query(target, job.query.query_type());
             let found = Box::pin(self.ask(&q, dnssec_ok, cd, tcp)).await;
-            answer
-                .answers
-                .extend(found.answers.into_iter().filter(|r| r.name == target));
+            answer.answers.extend(found.answers);
+            answer.truncated = found.truncated;
         }
         if let Some(d) = job.then.dns64.as_ref().filter(|d| d.wanted(answer)) {
             let a = Query::query(job.query.name().clone(), RecordType::A);
