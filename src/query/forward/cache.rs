@@ -192,20 +192,12 @@ impl Cache {
         (entry.stored.elapsed() < Duration::from_secs(u64::from(entry.ttl))).then_some(entry)
     }
 
-    /// Whether `key` holds an entry past its TTL (one `serve_stale` may
-    /// still serve), without counting anything.
-    pub fn holds_expired(&self, key: &[u8]) -> bool {
-        let entry = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
-        entry.is_some_and(|e| e.stored.elapsed() >= Duration::from_secs(u64::from(e.ttl)))
-    }
-
-    /// The entry of `key` when it is past its TTL and `serve_stale
-    /// verify` with a timeout would serve it (nothing counted).
-    pub fn verify_stale(&self, key: &[u8]) -> Option<Arc<Entry>> {
-        let (window, _) = self.cfg.serve_stale.filter(|(_, m)| *m == StaleMode::Verify)?;
-        let entry = self.shard(key).lock().ok()?.get(key).cloned()?;
-        let (age, ttl) = (entry.stored.elapsed(), Duration::from_secs(u64::from(entry.ttl)));
-        (age >= ttl && age < ttl + window).then_some(entry)
+    /// The entry of `key` past its TTL by less than `within` (nothing
+    /// counted): one `serve_stale` may still serve it.
+    pub fn expired(&self, key: &[u8], within: Duration) -> Option<Arc<Entry>> {
+        let e = self.shard(key).lock().ok()?.get(key).cloned()?;
+        let late = e.stored.elapsed().checked_sub(Duration::from_secs(u64::from(e.ttl)));
+        late.is_some_and(|late| late < within).then_some(e)
     }
 
     pub fn get(&self, key: &[u8]) -> Lookup {

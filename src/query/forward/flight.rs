@@ -15,6 +15,7 @@ use hickory_proto::rr::RecordType;
 
 use super::cache::{self, Cache, Key, Lookup};
 use super::Forwarding;
+use crate::config::cache::StaleMode;
 use crate::metrics::{Plugin, Transport};
 use crate::query::defer::{deliver, walk_on, Job};
 use crate::query::Answer;
@@ -29,10 +30,15 @@ impl Forwarding {
         let Some(job) = self.lead(job, &flight) else {
             return;
         };
-        let timeout = self.cache.as_ref().map_or(Duration::ZERO, |c| c.cfg.verify_timeout);
-        let stale = self.cache.as_ref().filter(|_| !timeout.is_zero());
-        let (result, kept) = match stale.and_then(|c| c.verify_stale(&key)) {
-            Some(entry) => self.verify_within(&job, key, tcp, entry, timeout).await,
+        // `serve_stale verify TIMEOUT` of an entry it may serve
+        let verify = self.cache.as_ref().and_then(|c| match c.cfg.serve_stale {
+            Some((window, StaleMode::Verify)) if !c.cfg.verify_timeout.is_zero() => {
+                Some((c.expired(&key, window)?, c.cfg.verify_timeout))
+            }
+            _ => None,
+        });
+        let (result, kept) = match verify {
+            Some((entry, timeout)) => self.verify_within(&job, key.clone(), tcp, entry, timeout).await,
             None => {
                 let result = self.resolve(&job.request, &job.query, key.clone(), tcp, true).await;
                 let kept = self.kept(&result, &key);

@@ -12,15 +12,17 @@
 //!  reply ◄─ cname targets re-resolved ◄─ names, values and TTLs reverted
 //! ```
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use hickory_proto::op::{Edns, Message, Query, ResponseCode};
-use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
+
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::config::rewrite_rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
+use crate::config::rewrite_rule::{EdnsAction, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::metrics::Transport;
 use crate::query::reply::Answer;
+
+mod edns_option;
 
 /// One server block's `rewrite` rules.
 #[derive(Debug, Clone)]
@@ -336,7 +338,7 @@ pub fn upstream_request(
             e.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
             e
         });
-        let Some((code, option)) = option_for(rule, query, (peer, local), t) else {
+        let Some((code, option)) = edns_option::option_for(rule, query, (peer, local), t) else {
             continue;
         };
         let opts = &mut edns.options_mut().options;
@@ -361,52 +363,6 @@ pub fn upstream_request(
         }
     }
     m.to_vec().unwrap_or_else(|_| bytes.to_vec())
-}
-
-fn option_for(
-    rule: &EdnsRule,
-    query: &Query,
-    (peer, local): (SocketAddr, Option<SocketAddr>),
-    t: Transport,
-) -> Option<(EdnsCode, EdnsOption)> {
-    Some(match rule {
-        EdnsRule::Nsid => (EdnsCode::NSID, EdnsOption::NSID(NSIDPayload::new(Vec::new()).ok()?)),
-        EdnsRule::Subnet { v4, v6 } => {
-            let (ip, len) = match peer.ip() {
-                IpAddr::V4(a) => {
-                    let mask = u32::MAX.checked_shl(32 - u32::from(*v4)).unwrap_or(0);
-                    (IpAddr::from(std::net::Ipv4Addr::from_bits(a.to_bits() & mask)), *v4)
-                }
-                IpAddr::V6(a) => {
-                    let mask = u128::MAX.checked_shl(128 - u32::from(*v6)).unwrap_or(0);
-                    (IpAddr::from(std::net::Ipv6Addr::from_bits(a.to_bits() & mask)), *v6)
-                }
-            };
-            (EdnsCode::Subnet, EdnsOption::Subnet(ClientSubnet::new(ip, len, 0)))
-        }
-        EdnsRule::Local { code, data } => {
-            let bytes = match data {
-                EdnsData::Bytes(b) => b.clone(),
-                EdnsData::Qname => query.name().to_ascii().into_bytes(),
-                EdnsData::Qtype => u16::from(query.query_type()).to_be_bytes().to_vec(),
-                EdnsData::ClientIp => ip_bytes(peer.ip()),
-                EdnsData::ServerIp => ip_bytes(local?.ip()),
-                EdnsData::ServerPort => local?.port().to_be_bytes().to_vec(),
-                EdnsData::ClientPort => peer.port().to_be_bytes().to_vec(),
-                EdnsData::Protocol => t.label().as_bytes().to_vec(),
-            };
-            (EdnsCode::from(*code), EdnsOption::Unknown(*code, bytes))
-        }
-    })
-}
-
-/// An address as CoreDNS's edns0 rule writes it: 4 bytes for IPv4 (an
-/// IPv4-mapped IPv6 address too), else 16.
-fn ip_bytes(ip: IpAddr) -> Vec<u8> {
-    match ip.to_canonical() {
-        IpAddr::V4(a) => a.octets().to_vec(),
-        IpAddr::V6(a) => a.octets().to_vec(),
-    }
 }
 
 #[cfg(test)]
