@@ -6,7 +6,7 @@
 //!     prefetch AMOUNT [[DURATION] [PERCENTAGE%]]
 //!     serve_stale [DURATION] [immediate [RESPONSE_TTL [RECHECK]] | verify [TIMEOUT [RESPONSE_TTL [RECHECK]]]]
 //!     servfail DURATION                   disable success|denial [ZONES...]
-//!     keepttl
+//!     keepttl                             serve_stale_policy prefer_positive
 //! }
 //! ```
 
@@ -61,6 +61,10 @@ pub struct CacheConfig {
     pub disable_success: Option<Vec<Name>>,
     pub disable_denial: Option<Vec<Name>>,
     pub keepttl: bool,
+    /// `serve_stale_policy prefer_positive`: an answer replaced by one
+    /// that does not answer (NXDOMAIN, NODATA, a referral) is kept and
+    /// served, stale within `serve_stale`'s window, instead.
+    pub prefer_positive: bool,
 }
 
 impl CacheConfig {
@@ -87,12 +91,18 @@ const OPTIONS: &[Opt<CacheConfig>] = &[
     Opt::new("denial", (1, 3), |a, cfg, errors| bounds(a, &mut cfg.denial, errors)),
     Opt::new("prefetch", (1, 3), prefetch),
     Opt::new("serve_stale", (0, 5), serve_stale),
-    Opt::refused("serve_stale_policy", |a, _, errors| {
-        errors.push(ConfigError::new(
-            a.pos(),
-            "cache: serve_stale_policy prefer_positive is not supported (one entry per question is kept, the \
-             latest); leave it out",
-        ))
+    Opt::new("serve_stale_policy", (1, 1), |a, cfg, errors| {
+        if cfg.prefer_positive {
+            errors.push(ConfigError::new(
+                a.pos(),
+                "serve_stale_policy can only be specified once",
+            ));
+        } else if a.args[0].text.eq_ignore_ascii_case("prefer_positive") {
+            cfg.prefer_positive = true;
+        } else {
+            let why = format!("serve_stale_policy: '{}' is not prefer_positive", a.args[0].text);
+            errors.push(ConfigError::new(&a.args[0].pos, why));
+        }
     }),
     Opt::new("servfail", (1, 1), |a, cfg, errors| match a.duration(0, errors) {
         Some(t) if t <= Duration::from_secs(300) => cfg.servfail = t,
@@ -125,6 +135,7 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
         disable_success: None,
         disable_denial: None,
         keepttl: false,
+        prefer_positive: false,
     };
     let mut args = d.args.iter().peekable();
     if let Some((w, ttl)) = args.peek().and_then(|w| Some((*w, w.text.parse::<i64>().ok()?))) {
@@ -147,6 +158,14 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
         .filter_map(|w| zone(w, errors))
         .collect();
     options::read("cache", &d.options, OPTIONS, &mut cfg, errors);
+    if let Some(policy) = d.options.iter().find(|l| l.name.text == "serve_stale_policy") {
+        if cfg.prefer_positive && cfg.serve_stale.is_none() {
+            errors.push(ConfigError::new(
+                &policy.name.pos,
+                "serve_stale_policy requires serve_stale",
+            ));
+        }
+    }
     Some(cfg)
 }
 

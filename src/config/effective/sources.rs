@@ -36,6 +36,9 @@ pub(super) fn cache(b: &mut Block, c: &CacheConfig) {
             duration(c.stale_recheck)
         ));
     }
+    if c.prefer_positive {
+        options.push("serve_stale_policy prefer_positive".into());
+    }
     options.push(format!("servfail {}", duration(c.servfail)));
     for (kind, zones) in [("success", &c.disable_success), ("denial", &c.disable_denial)] {
         if let Some(z) = zones {
