@@ -445,17 +445,29 @@ fn serve_stale_response_ttl_and_failure_recheck() {
         after_failure,
         "within the recheck period nothing more is asked"
     );
+    // the verify timeout and prefer_positive load, and `check` prints them
     let conf = temp_dir("fwd-stale-check").join("Corefile");
     let text = ".:53 {\n    cache {\n        serve_stale 1h verify 100ms\n        serve_stale_policy prefer_positive\n    }\n}\n";
+    std::fs::write(&conf, text).expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args(["check", "-conf"])
+        .arg(&conf)
+        .output()
+        .expect("run clusterdns check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("serve_stale 1h verify 100ms 0s 0s"), "{stdout}");
+    assert!(stdout.contains("serve_stale_policy prefer_positive"), "{stdout}");
+    let text = ".:53 {\n    cache {\n        serve_stale_policy newest\n    }\n    cache example.org {\n        serve_stale_policy prefer_positive\n    }\n}\n";
     std::fs::write(&conf, text).expect("write");
     let (status, stderr) = common::check(&conf);
     assert!(!status.success());
     assert!(
-        stderr.contains("Corefile:3:31: serve_stale: a verify timeout other than 0"),
+        stderr.contains("Corefile:3:28: serve_stale_policy: 'newest' is not prefer_positive"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("Corefile:4:9: cache: serve_stale_policy prefer_positive is not supported"),
+        stderr.contains("Corefile:6:9: serve_stale_policy requires serve_stale"),
         "{stderr}"
     );
 }

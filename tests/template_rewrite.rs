@@ -528,7 +528,7 @@ fn check_refuses_the_rewrite_forms_it_cannot_honour_with_the_nearest_one() {
         edns0 local set 0xffee abcd
         edns0 nsid set
     }
-    rewrite edns0 local set 0xffee {server_ip}
+    rewrite edns0 local set 0xffee {server_name}
     rewrite edns0 nsid unset revert
     rewrite name regex (.*)\\.a\\.test {1}.b.test answer auto answer name (.*)\\.b\\.test {1}.a.test
 }
@@ -541,7 +541,7 @@ fn check_refuses_the_rewrite_forms_it_cannot_honour_with_the_nearest_one() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("Corefile:6:36: rewrite: '{server_ip}' is not supported"),
+        stderr.contains("Corefile:6:36: rewrite: unsupported variable '{server_name}'"),
         "{stderr}"
     );
     assert!(

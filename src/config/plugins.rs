@@ -1,6 +1,6 @@
 //! One server block from its keys and directives, and the checks that look
-//! at the whole block (autopath needs verified pods, k8s_external needs
-//! kubernetes). Which directives exist and how each is read is the table in
+//! at the whole block (k8s_external needs kubernetes, transfer something
+//! to transfer). Which directives exist and how each is read is the table in
 //! `directives.rs`; the block keys are read in `listeners.rs`.
 
 use std::path::Path;
@@ -79,22 +79,11 @@ fn keys(block: &RawBlock, errors: &mut Vec<ConfigError>) -> (Vec<Name>, Option<u
     (zones, port.flatten())
 }
 
-/// What one directive needs of the others in its block: `autopath` a
-/// `kubernetes` with verified pods, `transfer` something to transfer,
-/// `k8s_external` a `kubernetes`.
+/// What one directive needs of the others in its block: `transfer`
+/// something to transfer, `k8s_external` a `kubernetes`. (`autopath
+/// @kubernetes` without a `kubernetes` of verified pods is accepted and
+/// walks nothing, as in CoreDNS.)
 fn needs(server: &Server, errors: &mut Vec<ConfigError>) {
-    if let Some((_, pos)) = &server.autopath {
-        let verified = server
-            .kubernetes
-            .as_ref()
-            .is_some_and(|k| k.pods == crate::kubernetes::PodMode::Verified);
-        if !verified {
-            errors.push(ConfigError::new(
-                pos,
-                "autopath: needs a kubernetes directive with `pods verified` in this server block (it maps client IPs to pods)",
-            ));
-        }
-    }
     crate::query::transfer::setup::check(
         &server.transfers,
         server.kubernetes.as_ref(),

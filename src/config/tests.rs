@@ -89,7 +89,7 @@ fn kubeadm_default_loads_unchanged() {
 
 #[test]
 fn forward_and_cache_options_are_checked() {
-    let text = ".:53 {\n    forward . 10.0.0.1 tls://1.1.1.1 nofile {\n        policy fastest\n        read_timeout 0s\n        next BOGUS\n        health_check 1s sideways\n        force_tcp\n        prefer_udp\n    }\n    cache 30 {\n        serve_stale 1h sometimes\n        disable neither\n        prefetch 2 1m 500%\n    }\n    reload 1s\n    log {nonsense}\n    autopath @kubernetes\n}\n";
+    let text = ".:53 {\n    forward . 10.0.0.1 tls://1.1.1.1 nofile {\n        policy fastest\n        read_timeout 0s\n        next BOGUS\n        health_check 1s sideways\n        force_tcp\n        prefer_udp\n    }\n    cache 30 {\n        serve_stale 1h sometimes\n        disable neither\n        prefetch 2 1m 500%\n    }\n    reload 1s\n    log {nonsense}\n    autopath @etcd\n}\n";
     let errors = errors_of("forward-errors", text);
     let want = [
         "Corefile:2:38: forward: failed to resolve 'nofile' through the system resolver",
@@ -101,7 +101,7 @@ fn forward_and_cache_options_are_checked() {
         "Corefile:12:17: disable: 'neither' is not success or denial",
         "Corefile:13:23: prefetch: percentage must be 1%..100%",
         "Corefile:15:5: reload: interval must be at least 2s",
-        "Corefile:17:5: autopath: needs a kubernetes directive with `pods verified`",
+        "Corefile:17:14: autopath: '@etcd' is not a plugin with a search path",
     ];
     assert_errors(&errors, &want);
 }

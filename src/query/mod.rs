@@ -53,6 +53,8 @@ pub struct Scratch {
     hits: replay::hits::Hits,
     /// Client addresses → `clusterdns_client_requests_total` series.
     clients: crate::metrics::ClientSlots,
+    /// The listener's address queries come in on (`rewrite`'s `{server_ip}`).
+    pub local: Option<SocketAddr>,
 }
 
 /// Answers one query for the blocks of one listener.
@@ -115,7 +117,10 @@ impl Handler {
             Err(_) => {
                 self.metrics.panics.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::error!("panic while answering a query from {peer}; answered SERVFAIL, still serving");
-                *scratch = Scratch::default();
+                *scratch = Scratch {
+                    local: scratch.local,
+                    ..Scratch::default()
+                };
                 wire::servfail(bytes, transport, &mut scratch.out)
             }
         }
@@ -345,11 +350,12 @@ impl Handler {
             self.metrics.overload_dropped.fetch_add(1, Relaxed);
             return;
         }
+        let mut left = onward.left;
+        left.local = scratch.local;
         let answer = &mut scratch.answer;
         let forwarding = onward.forwarding;
         let balance = onward.balance.cloned();
-        let (mut request, query, then) =
-            (onward.left).upstream(at.bytes, &req.query, answer, balance, at.peer, at.transport);
+        let (mut request, query, then) = left.upstream(at.bytes, &req.query, answer, balance, at.peer, at.transport);
         if let Some(cap) = answer.tags.bufsize {
             request::edns::cap_payload(&mut request, cap);
         }

@@ -333,6 +333,9 @@ fn answer(req: &[u8], s: &Script, seen: &Mutex<Vec<Message>>) -> Option<Vec<u8>>
     }
     if let Some(code) = failing.and_then(|f| f.2) {
         m.metadata.response_code = code;
+        if code == ResponseCode::NXDomain {
+            m.authorities.extend(soa_above(&qname, class, s)); // as an `rcode` line's
+        }
         return m.to_vec().ok();
     }
     if let Some((_, code, _)) = s.rcodes.iter().find(|(n, _, only)| applies(n, only)) {

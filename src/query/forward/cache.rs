@@ -19,39 +19,17 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hickory_proto::op::{Message, Query};
+use hickory_proto::op::{Message, Query, ResponseCode};
 
 use crate::query::forward::cache::setup::{CacheConfig, StaleMode};
 use crate::query::Answer;
 
+mod stats;
+mod victim;
+pub use stats::{CacheStats, Stat};
+use victim::victim;
+
 const SHARDS: usize = 16;
-
-/// What a cache counts for `/metrics` (CoreDNS's `coredns_cache_*`).
-#[derive(Debug, Clone, Copy)]
-pub enum Stat {
-    Requests,
-    HitsSuccess,
-    HitsDenial,
-    Misses,
-    Prefetch,
-    ServedStale,
-    Evictions,
-}
-
-/// The counts of [`Stat`], in per-thread stripes: every worker bumps
-/// them on every hit, so a shared counter would bounce between cores.
-#[derive(Debug, Default)]
-pub struct CacheStats(crate::metrics::Counts<7>);
-
-impl CacheStats {
-    pub fn add(&self, stat: Stat) {
-        self.0.add(stat as usize, 1);
-    }
-
-    pub fn get(&self, stat: Stat) -> u64 {
-        self.0.get(stat as usize)
-    }
-}
 
 /// One cached answer.
 #[derive(Debug)]
@@ -66,6 +44,10 @@ pub struct Entry {
     failed: Mutex<Option<Instant>>,
     /// Left the map (replaced, evicted, expired): replays of it stop.
     retired: AtomicBool,
+    /// `serve_stale_policy prefer_positive`: the answer this entry (one
+    /// that does not answer) replaced, served instead while within
+    /// `serve_stale`'s window.
+    positive: Option<Arc<Entry>>,
 }
 
 /// What a replay needs of an [`Entry`] to count and age it, copied out
@@ -116,30 +98,6 @@ pub enum Lookup {
     /// Expired but within `serve_stale`.
     Stale(Arc<Entry>, StaleMode),
     Miss,
-}
-
-/// Entries of the full kind looked at to choose one to evict.
-const EVICTION_SAMPLE: usize = 8;
-
-/// The entry of the kind to evict from a full shard: the first expired
-/// one among the first [`EVICTION_SAMPLE`] of that kind in the map's
-/// order (the order of their hashes), else the one of them that expires
-/// first. Looking at a few rather than every entry keeps a miss's cost
-/// flat when the cache is full, as it is under a stream of unique names;
-/// CoreDNS evicts an arbitrary entry.
-fn victim(shard: &HashMap<Key, Arc<Entry>>, denial: bool) -> Option<Key> {
-    let now = Instant::now();
-    let mut best: Option<(&Key, Instant)> = None;
-    for (k, e) in shard.iter().filter(|(_, e)| e.denial == denial).take(EVICTION_SAMPLE) {
-        let end = e.stored + Duration::from_secs(u64::from(e.ttl));
-        if end <= now {
-            return Some(k.clone());
-        }
-        if best.is_none_or(|(_, b)| end < b) {
-            best = Some((k, end));
-        }
-    }
-    best.map(|(k, _)| k.clone())
 }
 
 /// A cache key: case-folded wire name, type, DO and CD.
@@ -193,14 +151,42 @@ impl Cache {
     /// The live entry under `key`, without counting a hit or a miss.
     pub fn peek(&self, key: &[u8]) -> Option<Arc<Entry>> {
         let entry = self.shard(key).lock().ok()?.get(key).cloned()?;
-        (entry.stored.elapsed() < Duration::from_secs(u64::from(entry.ttl))).then_some(entry)
+        let kept = self.preferred(entry.clone()); // or the answer it replaced
+        let live = kept.stored.elapsed() < Duration::from_secs(u64::from(kept.ttl));
+        (live || !Arc::ptr_eq(&kept, &entry)).then_some(kept)
     }
 
-    /// Whether `key` holds an entry past its TTL (one `serve_stale` may
-    /// still serve), without counting anything.
-    pub fn holds_expired(&self, key: &[u8]) -> bool {
-        let entry = self.shard(key).lock().ok().and_then(|m| m.get(key).cloned());
-        entry.is_some_and(|e| e.stored.elapsed() >= Duration::from_secs(u64::from(e.ttl)))
+    /// `entry`, or the answer it replaced while `serve_stale` may serve it.
+    fn preferred(&self, entry: Arc<Entry>) -> Arc<Entry> {
+        match (&entry.positive, self.cfg.serve_stale) {
+            (Some(p), Some((window, _))) if p.stored.elapsed() < Duration::from_secs(u64::from(p.ttl)) + window => {
+                p.clone()
+            }
+            _ => entry,
+        }
+    }
+
+    /// The answer a new entry for `key` keeps (`prefer_positive`): none
+    /// when `msg` answers, else the entry it replaces if that one does, or
+    /// the answer that one kept.
+    fn retained(&self, key: &[u8], msg: &Message) -> Option<Arc<Entry>> {
+        let answers = |m: &Message| m.metadata.response_code == ResponseCode::NoError && !m.answers.is_empty();
+        if !self.cfg.prefer_positive || answers(msg) {
+            return None;
+        }
+        let old = self.shard(key).lock().ok()?.get(key).cloned()?;
+        if answers(&old.msg) {
+            return Some(old);
+        }
+        old.positive.clone()
+    }
+
+    /// The entry of `key` past its TTL by less than `within` (nothing
+    /// counted): one `serve_stale` may still serve it.
+    pub fn expired(&self, key: &[u8], within: Duration) -> Option<Arc<Entry>> {
+        let e = self.shard(key).lock().ok()?.get(key).cloned()?;
+        let late = e.stored.elapsed().checked_sub(Duration::from_secs(u64::from(e.ttl)));
+        late.is_some_and(|late| late < within).then_some(e)
     }
 
     pub fn get(&self, key: &[u8]) -> Lookup {
@@ -210,6 +196,7 @@ impl Cache {
             self.stats.add(Stat::Misses);
             return Lookup::Miss;
         };
+        let entry = self.preferred(entry);
         let now = Instant::now();
         if let Some(prefetch) = self.hit(&entry, entry.stamp(), now) {
             return Lookup::Fresh { entry, prefetch };
@@ -313,11 +300,14 @@ impl Cache {
             prefetching: AtomicBool::new(false),
             failed: Mutex::new(None),
             retired: AtomicBool::new(false),
+            positive: self.retained(&key, msg),
         });
         let kind = usize::from(denial);
         let Ok(mut m) = self.shard(&key).lock() else { return };
         if self.counts[kind].load(Ordering::Relaxed) >= bounds.capacity && !m.contains_key(&key) {
-            let victim = victim(&m, denial);
+            let victim = victim(&m, |e| {
+                (e.denial == denial).then(|| e.stored + Duration::from_secs(u64::from(e.ttl)))
+            });
             match victim {
                 Some(v) => {
                     if let Some(gone) = m.remove(&v) {

@@ -8,6 +8,7 @@
 //! records, `dns64`'s translation).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use hickory_proto::op::{Message, Query, ResponseCode};
 use hickory_proto::rr::RecordType;
@@ -16,6 +17,7 @@ use super::cache::{self, Cache, Key, Lookup};
 use super::Forwarding;
 use crate::metrics::{Plugin, Transport};
 use crate::query::defer::{deliver, walk_on, Job};
+use crate::query::forward::cache::setup::StaleMode;
 use crate::query::Answer;
 
 impl Forwarding {
@@ -28,14 +30,27 @@ impl Forwarding {
         let Some(job) = self.lead(job, &flight) else {
             return;
         };
-        let result = self.resolve(&job.request, &job.query, key.clone(), tcp, true).await;
+        // `serve_stale verify TIMEOUT` of an entry it may serve
+        let verify = self.cache.as_ref().and_then(|c| match c.cfg.serve_stale {
+            Some((window, StaleMode::Verify)) if !c.cfg.verify_timeout.is_zero() => {
+                Some((c.expired(&key, window)?, c.cfg.verify_timeout))
+            }
+            _ => None,
+        });
+        let (result, kept) = match verify {
+            Some((entry, timeout)) => self.verify_within(&job, key.clone(), tcp, entry, timeout).await,
+            None => {
+                let result = self.resolve(&job.request, &job.query, key.clone(), tcp, true).await;
+                let kept = self.kept(&result, &key);
+                (result, kept)
+            }
+        };
         let waiters = self
             .flights
             .lock()
             .ok()
             .and_then(|mut f| f.remove(&flight))
             .unwrap_or_default();
-        let kept = self.kept(&result, &key);
         for job in std::iter::once(job).chain(waiters) {
             let tags = crate::query::reply::Tags {
                 log: job.log,
@@ -74,6 +89,46 @@ impl Forwarding {
         Some(job)
     }
 
+    /// `serve_stale verify TIMEOUT` of a stale `entry`: the upstreams'
+    /// answer if it comes within `timeout`, else the stale entry; the
+    /// refresh goes on in the background (a query meanwhile is served the
+    /// stale entry, as [`Cache::holds_stale`] says, and its failure starts
+    /// the recheck period).
+    async fn verify_within(
+        self: &Arc<Self>,
+        job: &Job,
+        key: Key,
+        tcp: bool,
+        entry: Arc<cache::Entry>,
+        timeout: Duration,
+    ) -> (Result<Message, ResponseCode>, Option<Arc<cache::Entry>>) {
+        let Some(cache) = self.cache.as_ref() else {
+            return (Err(ResponseCode::ServFail), None);
+        };
+        if !cache.claim_refresh(&entry) {
+            // a refresh is in flight, or the recheck period holds
+            cache.stats.add(cache::Stat::ServedStale);
+            return (Err(ResponseCode::ServFail), Some(entry));
+        }
+        let (this, request, query, refreshing) = (self.clone(), job.request.clone(), job.query.clone(), entry.clone());
+        let k = key.clone();
+        let verify = self.runtime.spawn(async move {
+            let got = this.resolve(&request, &query, k, tcp, true).await;
+            Cache::refreshed(&refreshing, got.is_err());
+            got
+        });
+        match tokio::time::timeout(timeout, verify).await {
+            Ok(Ok(result)) => {
+                let kept = self.kept(&result, &key);
+                (result, kept)
+            }
+            _ => {
+                cache.stats.add(cache::Stat::ServedStale);
+                (Err(ResponseCode::ServFail), Some(entry))
+            }
+        }
+    }
+
     /// The cache entry for `key` after `result`: the one just stored (its
     /// TTL cap applies to this first answer too), or on failure a stale
     /// one to serve instead.
@@ -101,7 +156,7 @@ impl Forwarding {
             (Ok(msg), None) => {
                 answer.relay(msg);
                 if let Some(cache) = &self.cache {
-                    uniform_ttls(&cache.cfg.success, answer);
+                    uniform_ttls(&cache.cfg, answer);
                 }
             }
             (Err(_), Some((entry, cache))) => {
@@ -120,12 +175,13 @@ impl Forwarding {
         let (dnssec_ok, cd) = (job.dnssec_ok(), job.meta.checking_disabled);
         let revert = job.then.rewrite.as_ref().map(|r| &r.revert);
         if let Some(target) = revert.and_then(|r| r.cname(answer)) {
-            // `rewrite cname`: the new target's records follow the CNAMEs.
-            let q = Query::query(target.clone(), job.query.query_type());
+            // `rewrite cname`: the new target's answer follows the CNAMEs
+            // (a chain onward from it too), its TC the reply's, as CoreDNS's
+            // cname_target writes them
+            let q = Query::query(target, job.query.query_type());
             let found = Box::pin(self.ask(&q, dnssec_ok, cd, tcp)).await;
-            answer
-                .answers
-                .extend(found.answers.into_iter().filter(|r| r.name == target));
+            answer.answers.extend(found.answers);
+            answer.truncated = found.truncated;
         }
         if let Some(d) = job.then.dns64.as_ref().filter(|d| d.wanted(answer)) {
             let a = Query::query(job.query.name().clone(), RecordType::A);
@@ -137,11 +193,15 @@ impl Forwarding {
 
 /// An answer the cache did not keep still leaves it as CoreDNS's cache
 /// writes every reply: each TTL the lowest of the reply's, within the
-/// `success` bounds (so a client never sees 1799 then 8).
-fn uniform_ttls(b: &crate::query::forward::cache::setup::Bounds, answer: &mut Answer) {
-    if answer.rcode != ResponseCode::NoError || answer.answers.is_empty() {
-        return;
-    }
+/// `success` bounds for an answer, the `denial` bounds for NXDOMAIN or
+/// NODATA with its SOA (so a client never sees 1799 then 8).
+fn uniform_ttls(cfg: &crate::query::forward::cache::setup::CacheConfig, answer: &mut Answer) {
+    let soa = || answer.authority.iter().any(|r| r.record_type() == RecordType::SOA);
+    let b = match answer.rcode {
+        ResponseCode::NoError if !answer.answers.is_empty() => &cfg.success,
+        ResponseCode::NXDomain | ResponseCode::NoError if soa() => &cfg.denial,
+        _ => return,
+    };
     let Some(low) = answer.records().map(|r| r.ttl).min() else {
         return;
     };

@@ -321,7 +321,7 @@ impl Forwarding {
             // failed refresh of an entry `serve_stale` holds: it neither
             // replaces the entry nor reaches the client, as in CoreDNS.
             let usable = matches!(m.metadata.response_code, ResponseCode::NoError | ResponseCode::NXDomain);
-            if (!usable || m.metadata.truncation) && cache.holds_expired(&key) {
+            if (!usable || m.metadata.truncation) && cache.expired(&key, std::time::Duration::MAX).is_some() {
                 return Err(m.metadata.response_code);
             }
             cache.put(key, query, m);

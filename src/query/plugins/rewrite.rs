@@ -15,15 +15,17 @@
 pub mod print;
 pub mod setup;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use hickory_proto::op::{Edns, Message, Query, ResponseCode};
-use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
+
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use crate::metrics::Transport;
-use crate::query::plugins::rewrite::setup::rule::{EdnsAction, EdnsData, EdnsRule, Matcher, RewriteRule, RuleKind};
+use crate::query::plugins::rewrite::setup::rule::{EdnsAction, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::query::reply::Answer;
+
+mod edns_option;
 
 /// One server block's `rewrite` rules.
 #[derive(Debug, Clone)]
@@ -318,12 +320,15 @@ fn value_mut(data: &mut RData) -> Option<&mut Name> {
 }
 
 /// The message a rewritten query sends upstream: the client's request
-/// with `query` as its question and `revert`'s EDNS0 rules applied.
+/// with `query` as its question and `revert`'s EDNS0 rules applied
+/// (`local`: the listener's address the query came in on, for
+/// `{server_ip}` and `{server_port}`; unknown, those options are not set).
 pub fn upstream_request(
     bytes: &[u8],
     query: &Query,
     revert: Option<&Revert>,
     peer: SocketAddr,
+    local: Option<SocketAddr>,
     t: Transport,
 ) -> Vec<u8> {
     let Ok(mut m) = Message::from_vec(bytes) else {
@@ -336,7 +341,7 @@ pub fn upstream_request(
             e.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
             e
         });
-        let Some((code, option)) = option_for(rule, query, peer, t) else {
+        let Some((code, option)) = edns_option::option_for(rule, query, (peer, local), t) else {
             continue;
         };
         let opts = &mut edns.options_mut().options;
@@ -361,39 +366,6 @@ pub fn upstream_request(
         }
     }
     m.to_vec().unwrap_or_else(|_| bytes.to_vec())
-}
-
-fn option_for(rule: &EdnsRule, query: &Query, peer: SocketAddr, t: Transport) -> Option<(EdnsCode, EdnsOption)> {
-    Some(match rule {
-        EdnsRule::Nsid => (EdnsCode::NSID, EdnsOption::NSID(NSIDPayload::new(Vec::new()).ok()?)),
-        EdnsRule::Subnet { v4, v6 } => {
-            let (ip, len) = match peer.ip() {
-                IpAddr::V4(a) => {
-                    let mask = u32::MAX.checked_shl(32 - u32::from(*v4)).unwrap_or(0);
-                    (IpAddr::from(std::net::Ipv4Addr::from_bits(a.to_bits() & mask)), *v4)
-                }
-                IpAddr::V6(a) => {
-                    let mask = u128::MAX.checked_shl(128 - u32::from(*v6)).unwrap_or(0);
-                    (IpAddr::from(std::net::Ipv6Addr::from_bits(a.to_bits() & mask)), *v6)
-                }
-            };
-            (EdnsCode::Subnet, EdnsOption::Subnet(ClientSubnet::new(ip, len, 0)))
-        }
-        EdnsRule::Local { code, data } => {
-            let bytes = match data {
-                EdnsData::Bytes(b) => b.clone(),
-                EdnsData::Qname => query.name().to_ascii().into_bytes(),
-                EdnsData::Qtype => u16::from(query.query_type()).to_be_bytes().to_vec(),
-                EdnsData::ClientIp => match peer.ip() {
-                    IpAddr::V4(a) => a.octets().to_vec(),
-                    IpAddr::V6(a) => a.octets().to_vec(),
-                },
-                EdnsData::ClientPort => peer.port().to_be_bytes().to_vec(),
-                EdnsData::Protocol => t.label().as_bytes().to_vec(),
-            };
-            (EdnsCode::from(*code), EdnsOption::Unknown(*code, bytes))
-        }
-    })
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::metrics::Plugin;
 use crate::query::defer::{Job, WalkOn, Walked};
 use crate::query::plugins::{cluster, rewrite};
 use crate::query::reply::Answer;
-use crate::query::settle::{self, ChaseKind};
+use crate::query::settle::{self, Chase, ChaseKind};
 
 impl Router {
     /// `autopath`: for a client pod in namespace `ns` asking
@@ -39,15 +39,26 @@ impl Router {
         out: &mut Answer,
     ) -> Option<Routed<'a>> {
         let path = search_path(block, query, asker)?;
-        // The asked name first: anything but NXDOMAIN is its own answer.
-        let asked = self.through(block, query, asker, out);
-        out.tags.memoizable = false; // depends on the client from here on
-        if !matches!(asked, Routed::Done) || out.rcode != ResponseCode::NXDomain {
-            return Some(asked);
-        }
         let qname = query.name();
         let keep = usize::from(qname.num_labels() - path.first.num_labels());
         let base = Name::from_labels(qname.iter().take(keep)).ok()?;
+        // The asked name first: anything but NXDOMAIN is its own answer.
+        let asked = self.through(block, query, asker, out);
+        out.tags.memoizable = false; // depends on the client from here on
+        let asked = match asked {
+            // it goes upstream: its NXDOMAIN walks on there, and is the
+            // answer when every later name is NXDOMAIN too
+            Routed::Forward(mut on) if on.left.chase.is_none() && on.walk.is_none() => {
+                let mut rest = self.rest(block, base, path.walk.into_iter(), query, asker);
+                rest.asked_went = true;
+                on.walk = Some(Box::new(rest));
+                return Some(Routed::Forward(on));
+            }
+            asked => asked,
+        };
+        if !matches!(asked, Routed::Done) || out.rcode != ResponseCode::NXDomain {
+            return Some(asked);
+        }
         if let Some(routed) = self.walk(block, &base, path.walk.into_iter(), query, asker, out) {
             return Some(routed);
         }
@@ -90,13 +101,7 @@ impl Router {
                     return Some(Routed::Done);
                 }
                 Routed::Forward(on) => {
-                    let rest = Rest {
-                        entry: self.blocks.iter().position(|b| std::ptr::eq(b, entry)),
-                        base: base.clone(),
-                        domains,
-                        asked: query.clone(),
-                        asker,
-                    };
+                    let rest = self.rest(entry, base.clone(), domains, query, asker);
                     let mut onward = Onward::to(on.forwarding, on.balance);
                     onward.left.chase = Some((candidate, ChaseKind::Autopath));
                     onward.walk = Some(Box::new(rest));
@@ -105,6 +110,21 @@ impl Router {
             }
         }
         None
+    }
+}
+
+impl Router {
+    /// The walk's rest after a name that goes upstream.
+    fn rest(&self, entry: &Block, base: Name, domains: std::vec::IntoIter<Name>, query: &Query, asker: Asker) -> Rest {
+        Rest {
+            entry: self.blocks.iter().position(|b| std::ptr::eq(b, entry)),
+            base,
+            domains,
+            asked: query.clone(),
+            asker,
+            asked_went: false,
+            first: None,
+        }
     }
 }
 
@@ -132,6 +152,12 @@ pub struct Rest {
     /// The question walked (after `rewrite`).
     asked: Query,
     asker: Asker,
+    /// The asked name itself went upstream (a RESOLV-CONF walk of a name
+    /// not answered here): its NXDOMAIN is the first one walked on.
+    asked_went: bool,
+    /// The asked name's NXDOMAIN from upstream: the answer when every
+    /// name of the walk is NXDOMAIN (CoreDNS writes its first reply).
+    first: Option<Box<Answer>>,
 }
 
 impl Rest {
@@ -166,23 +192,35 @@ impl WalkOn for Walking {
             domains,
             asked,
             asker,
+            asked_went,
+            mut first,
             ..
         } = *rest;
+        if asked_went && first.is_none() {
+            first = Some(Box::new(std::mem::take(answer))); // the asked name's NXDOMAIN
+        }
         let mut out = Answer::default();
         out.tags.log = job.log;
         match router.walk(entry, &base, domains, &asked, asker, &mut out) {
-            Some(Routed::Forward(onward)) => {
+            Some(Routed::Forward(mut onward)) => {
+                if let Some(rest) = onward.walk.as_mut() {
+                    rest.first = first;
+                }
                 hand_on(&router, job, onward);
                 return Walked::HandedOn;
             }
             Some(Routed::Drop) => return Walked::Dropped(job),
             Some(Routed::Done) => {}
-            // every name is NXDOMAIN: the asked one's answer (its SOA)
-            None => {
-                if !matches!(router.through(entry, &asked, asker, &mut out), Routed::Done) {
-                    return Walked::Reply(job);
+            // every name is NXDOMAIN: the asked one's answer (its SOA), as
+            // it came from upstream or made here again
+            None => match first {
+                Some(first) => out = *first,
+                None => {
+                    if !matches!(router.through(entry, &asked, asker, &mut out), Routed::Done) {
+                        return Walked::Reply(job);
+                    }
                 }
-            }
+            },
         }
         // `out` is the asked name's answer already, and the reply echoes
         // the asked question, not the name forwarded last
@@ -202,9 +240,17 @@ fn hand_on(router: &Arc<Router>, mut job: Job, onward: Onward<'_>) {
         left,
         walk,
     } = onward;
+    if job.then.chase.is_none() {
+        // the asked name went first: later names' answers go under it
+        job.then.chase = Some(Chase {
+            asked: job.query.clone(),
+            prefix: Vec::new(),
+            kind: ChaseKind::Autopath,
+        });
+    }
     if let Some((candidate, _)) = left.chase {
         // the request that went (EDNS as the router made it), asking this name
-        job.request = rewrite::upstream_request(&job.request, &candidate, None, job.peer, job.transport);
+        job.request = rewrite::upstream_request(&job.request, &candidate, None, job.peer, None, job.transport);
         job.query = candidate;
     }
     job.then.loadbalance = balance.filter(|lb| lb.touches(job.query.query_type())).cloned();
@@ -212,22 +258,52 @@ fn hand_on(router: &Arc<Router>, mut job: Job, onward: Onward<'_>) {
     forwarding.submit(job);
 }
 
-/// A client pod's search path, as `autopath` walks it.
+/// A client's search path, as `autopath` walks it.
 struct SearchPath {
-    /// The first search domain, `<ns>.svc.<zone>`: the asked name is under it.
+    /// The first search domain: the asked name is under it.
     first: Name,
-    /// The domains still to walk: `svc.<zone>`, `<zone>`, the extra search
-    /// domains, the root.
+    /// The domains still to walk, the root last.
     walk: Vec<Name>,
 }
 
-/// The client's search path, when `autopath` applies to `query` in `block`.
+/// The client's search path, when `autopath` applies to `query` in
+/// `block`. A client that is a Running pod (kubernetes `pods verified`)
+/// asking under its `<ns>.svc.<zone>`: the pod's path, `svc.<zone>
+/// <zone>`, then a RESOLV-CONF's domains (what CoreDNS's kubernetes adds
+/// from its host's resolv.conf). Any other client or name, with a
+/// RESOLV-CONF: the file's `search` list, as CoreDNS's `autopath
+/// RESOLV-CONF` walks it for every client.
 fn search_path(block: &Block, query: &Query, asker: Asker) -> Option<SearchPath> {
     let ap = block.autopath.as_ref()?;
-    let cluster = block.cluster.as_ref()?;
     let qname = query.name();
     if !ap.zones.is_empty() && !ap.zones.iter().any(|z| z.zone_of(qname)) {
         return None;
+    }
+    let under = |first: &Name| first.zone_of(qname) && qname.num_labels() > first.num_labels();
+    let (first, mut walk) = match pod_path(block, asker).filter(|(first, ..)| under(first)) {
+        Some((first, svc_zone, zone)) => {
+            let mut walk = vec![svc_zone, zone];
+            walk.extend(ap.search.iter().cloned());
+            (first, walk)
+        }
+        None => {
+            let (first, rest) = ap.search.split_first().filter(|_| ap.resolv.is_some())?;
+            if !under(first) {
+                return None;
+            }
+            (first.clone(), rest.to_vec())
+        }
+    };
+    walk.push(Name::root());
+    Some(SearchPath { first, walk })
+}
+
+/// `<ns>.svc.<zone>`, `svc.<zone>` and `<zone>` for a client that is a
+/// Running pod in namespace `ns` (kubernetes `pods verified`).
+fn pod_path(block: &Block, asker: Asker) -> Option<(Name, Name, Name)> {
+    let cluster = block.cluster.as_ref()?;
+    if cluster.cfg.pods != crate::kubernetes::PodMode::Verified {
+        return None; // CoreDNS's kubernetes maps clients to pods only then
     }
     let ns = cluster.store.load().pod_namespace(asker.client)?;
     let zone = cluster
@@ -238,11 +314,5 @@ fn search_path(block: &Block, query: &Query, asker: Asker) -> Option<SearchPath>
         .clone();
     let svc_zone = Name::from_ascii("svc").ok()?.append_domain(&zone).ok()?;
     let first = Name::from_ascii(&*ns).ok()?.append_domain(&svc_zone).ok()?;
-    if !first.zone_of(qname) || qname.num_labels() <= first.num_labels() {
-        return None;
-    }
-    let mut walk = vec![svc_zone, zone];
-    walk.extend(ap.search.iter().cloned());
-    walk.push(Name::root());
-    Some(SearchPath { first, walk })
+    Some((first, svc_zone, zone))
 }

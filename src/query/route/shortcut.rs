@@ -1,7 +1,8 @@
 //! Which questions have a route to the `cache` that the config alone
 //! fixes, so that a worker may replay the cache's answer as bytes next
-//! time without routing (`replay::hits`): a block with no `rewrite` or
-//! `template`, a name outside its `kubernetes`, `k8s_external` and `file`
+//! time without routing (`replay::hits`): a block with no `rewrite`,
+//! `template` or `autopath RESOLV-CONF` (whose walk starts from any
+//! client's NXDOMAIN), a name outside its `kubernetes`, `k8s_external` and `file`
 //! zones (those change with the store), not AAAA under `dns64`, not ANY
 //! or the loop probe's HINFO, and past `hosts` with its data as loaded now.
 
@@ -43,6 +44,7 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
     let (qname, qtype) = (query.name(), query.query_type());
     let config_only = block.rewrite.is_none()
         && block.templates.is_none()
+        && block.autopath.as_ref().is_none_or(|a| a.resolv.is_none())
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
         && !(block.dns64.is_some() && Dns64::question(query));
     let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));

@@ -58,6 +58,9 @@ pub struct Left {
     /// `rewrite` changed the question: the one that goes, and how the
     /// answer is changed back.
     pub rewrite: Option<Box<(Query, Revert)>>,
+    /// The listener's address the query came in on (`rewrite`'s
+    /// `{server_ip}`, `{server_port}`).
+    pub local: Option<SocketAddr>,
 }
 
 impl Left {
@@ -106,7 +109,7 @@ impl Left {
             return (bytes.to_vec(), asked.clone(), then);
         };
         let revert = then.rewrite.as_ref().map(|r| &r.revert);
-        let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, transport);
+        let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, self.local, transport);
         (request, forwarded, then)
     }
 }

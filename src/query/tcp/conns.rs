@@ -5,7 +5,7 @@
 //! cap against everyone), and draining them all when the listener stops.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,6 +29,8 @@ pub(super) struct Conn {
     pub(super) pipeline: usize,
     /// The client's address (fairness at the cap).
     pub(super) peer: IpAddr,
+    /// The listener's address the connection came in on.
+    pub(super) local: Option<SocketAddr>,
 }
 
 impl Conn {
@@ -64,7 +66,12 @@ impl Conns {
     /// are open, the one idle longest is closed for it; with none idle, the
     /// newest connection of the client holding the most is, unless that is
     /// `peer` itself or (fairness off, `client_share 0`) then `None`.
-    pub(super) fn admit(&self, limits: &TcpLimits, peer: IpAddr) -> Option<(u64, Arc<Conn>)> {
+    pub(super) fn admit(
+        &self,
+        limits: &TcpLimits,
+        peer: IpAddr,
+        local: Option<SocketAddr>,
+    ) -> Option<(u64, Arc<Conn>)> {
         let mut open = self.open.lock().ok()?;
         if open.len() >= limits.connections {
             let oldest = open
@@ -89,6 +96,7 @@ impl Conns {
             slots: Arc::new(Semaphore::new(limits.pipeline)),
             pipeline: limits.pipeline,
             peer,
+            local,
         });
         open.insert(id, conn.clone());
         Some((id, conn))
@@ -168,7 +176,7 @@ mod tests {
 
     /// Admits a connection from `ip` that is busy at once.
     fn admit(c: &Conns, limits: &TcpLimits, ip: [u8; 4]) -> Option<Arc<Conn>> {
-        let (_, conn) = c.admit(limits, ip.into())?;
+        let (_, conn) = c.admit(limits, ip.into(), None)?;
         conn.idle_since.store(0, Ordering::Relaxed);
         Some(conn)
     }

@@ -96,7 +96,7 @@ pub async fn serve(listener: TcpListener, handler: Arc<Handler>, stop: Arc<Atomi
             }
         };
         let limits = handler.router.load().tcp;
-        let Some((id, conn)) = conns.admit(&limits, peer.ip()) else {
+        let Some((id, conn)) = conns.admit(&limits, peer.ip(), stream.local_addr().ok()) else {
             handler.metrics.tcp.rejected();
             drop(stream);
             continue;
@@ -126,7 +126,7 @@ thread_local! {
 fn answer(
     handler: &Handler,
     query: &[u8],
-    peer: SocketAddr,
+    (peer, local): (SocketAddr, Option<SocketAddr>),
     sink: &dyn Fn() -> Sink,
     started: Instant,
     out: &mut Vec<u8>,
@@ -145,6 +145,7 @@ fn answer(
             }
         };
         let scratch = &mut all[at].1;
+        scratch.local = local; // one scratch serves the handler's every listener on this thread
         if handler.handle_guarded(query, peer, Transport::Tcp, scratch, sink, started) {
             push_frame(out, &scratch.out);
         }
@@ -272,7 +273,7 @@ async fn answer_all(
                 conn.slots.clone().try_acquire_owned().ok(),
             )))
         };
-        answer(handler, frame, peer, &sink, started, &mut out);
+        answer(handler, frame, (peer, conn.local), &sink, started, &mut out);
         at += 2 + len;
     }
     if !out.is_empty() && tx.send(out).await.is_err() {

@@ -64,7 +64,10 @@ pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBoo
         handler,
         batch: Batch::new(),
         apart: None,
-        scratch: Scratch::default(),
+        scratch: Scratch {
+            local: socket.local_addr().ok(),
+            ..Scratch::default()
+        },
         queue: Queue::new(now),
         fair: Fairness::new(tcp.client_share, tcp.limited_clients, now),
         limited: Vec::new(),

@@ -19,14 +19,21 @@ pub(crate) fn cache(b: &mut Block, c: &CacheConfig) {
         } else {
             "immediate"
         };
-        // verify takes its (zero) timeout before the response TTL and recheck
-        let timeout = if mode == "verify" { " 0s" } else { "" };
+        // verify takes its timeout before the response TTL and recheck
+        let timeout = if mode == "verify" {
+            format!(" {}", duration(c.verify_timeout))
+        } else {
+            String::new()
+        };
         options.push(format!(
             "serve_stale {} {mode}{timeout} {}s {}",
             duration(d),
             c.stale_ttl,
             duration(c.stale_recheck)
         ));
+    }
+    if c.prefer_positive {
+        options.push("serve_stale_policy prefer_positive".into());
     }
     options.push(format!("servfail {}", duration(c.servfail)));
     for (kind, zones) in [("success", &c.disable_success), ("denial", &c.disable_denial)] {

@@ -4,9 +4,9 @@
 //! cache [TTL] [ZONES...] {
 //!     success CAPACITY [TTL] [MINTTL]     denial CAPACITY [TTL] [MINTTL]
 //!     prefetch AMOUNT [[DURATION] [PERCENTAGE%]]
-//!     serve_stale [DURATION] [immediate [RESPONSE_TTL [RECHECK]] | verify [0 [RESPONSE_TTL [RECHECK]]]]
+//!     serve_stale [DURATION] [immediate [RESPONSE_TTL [RECHECK]] | verify [TIMEOUT [RESPONSE_TTL [RECHECK]]]]
 //!     servfail DURATION                   disable success|denial [ZONES...]
-//!     keepttl
+//!     keepttl                             serve_stale_policy prefer_positive
 //! }
 //! ```
 
@@ -16,6 +16,7 @@ use hickory_proto::rr::Name;
 
 use crate::corefile::args::{zone, Args};
 use crate::corefile::blocks::Directive;
+use crate::corefile::lexer::Word;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 
@@ -48,6 +49,10 @@ pub struct CacheConfig {
     pub serve_stale: Option<(Duration, StaleMode)>,
     /// The TTL a stale answer is served with (`RESPONSE_TTL`, 0).
     pub stale_ttl: u32,
+    /// `verify`'s VERIFY_TIMEOUT: how long a client waits for the upstream
+    /// before the stale answer is served (the refresh goes on in the
+    /// background); 0: until the upstreams answer or fail.
+    pub verify_timeout: Duration,
     /// After a refresh of a stale entry failed, how long the entry is
     /// served without asking upstream again (`FAILURE_RECHECK`, 0: ask
     /// every time).
@@ -56,6 +61,10 @@ pub struct CacheConfig {
     pub disable_success: Option<Vec<Name>>,
     pub disable_denial: Option<Vec<Name>>,
     pub keepttl: bool,
+    /// `serve_stale_policy prefer_positive`: an answer replaced by one
+    /// that does not answer (NXDOMAIN, NODATA, a referral) is kept and
+    /// served, stale within `serve_stale`'s window, instead.
+    pub prefer_positive: bool,
 }
 
 impl CacheConfig {
@@ -82,12 +91,18 @@ const OPTIONS: &[Opt<CacheConfig>] = &[
     Opt::new("denial", (1, 3), |a, cfg, errors| bounds(a, &mut cfg.denial, errors)),
     Opt::new("prefetch", (1, 3), prefetch),
     Opt::new("serve_stale", (0, 5), serve_stale),
-    Opt::refused("serve_stale_policy", |a, _, errors| {
-        errors.push(ConfigError::new(
-            a.pos(),
-            "cache: serve_stale_policy prefer_positive is not supported (one entry per question is kept, the \
-             latest); leave it out",
-        ))
+    Opt::new("serve_stale_policy", (1, 1), |a, cfg, errors| {
+        if cfg.prefer_positive {
+            errors.push(ConfigError::new(
+                a.pos(),
+                "serve_stale_policy can only be specified once",
+            ));
+        } else if a.args[0].text.eq_ignore_ascii_case("prefer_positive") {
+            cfg.prefer_positive = true;
+        } else {
+            let why = format!("serve_stale_policy: '{}' is not prefer_positive", a.args[0].text);
+            errors.push(ConfigError::new(&a.args[0].pos, why));
+        }
     }),
     Opt::new("servfail", (1, 1), |a, cfg, errors| match a.duration(0, errors) {
         Some(t) if t <= Duration::from_secs(300) => cfg.servfail = t,
@@ -114,11 +129,13 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
         prefetch: None,
         serve_stale: None,
         stale_ttl: 0,
+        verify_timeout: Duration::ZERO,
         stale_recheck: Duration::ZERO,
         servfail: Duration::from_secs(5),
         disable_success: None,
         disable_denial: None,
         keepttl: false,
+        prefer_positive: false,
     };
     let mut args = d.args.iter().peekable();
     if let Some((w, ttl)) = args.peek().and_then(|w| Some((*w, w.text.parse::<i64>().ok()?))) {
@@ -131,8 +148,24 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<CacheConfig
             )),
         }
     }
-    cfg.zones = args.filter_map(|w| zone(w, errors)).collect();
+    // `cache {}`: the lexer reads `{}` as a word; CoreDNS accepts it
+    // (TestSetup/1) and it reads as an empty block, the defaults.
+    let empty_block = |w: &&Word| {
+        !w.quoted && w.text == "{}" && d.options.is_empty() && d.args.last().is_some_and(|l| std::ptr::eq(l, *w))
+    };
+    cfg.zones = args
+        .filter(|w| !empty_block(w))
+        .filter_map(|w| zone(w, errors))
+        .collect();
     options::read("cache", &d.options, OPTIONS, &mut cfg, errors);
+    if let Some(policy) = d.options.iter().find(|l| l.name.text == "serve_stale_policy") {
+        if cfg.prefer_positive && cfg.serve_stale.is_none() {
+            errors.push(ConfigError::new(
+                &policy.name.pos,
+                "serve_stale_policy requires serve_stale",
+            ));
+        }
+    }
     Some(cfg)
 }
 
@@ -202,13 +235,7 @@ fn serve_stale(a: &Args<'_>, cfg: &mut CacheConfig, errors: &mut Vec<ConfigError
     };
     let mut at = 2;
     if mode == StaleMode::Verify && a.args.len() > 2 {
-        if a.duration(2, errors).is_some_and(|t| !t.is_zero()) {
-            errors.push(ConfigError::new(
-                &a.args[2].pos,
-                "serve_stale: a verify timeout other than 0 is not supported (the stale answer is served once the \
-                 upstreams fail); write 0",
-            ));
-        }
+        cfg.verify_timeout = a.duration(2, errors).unwrap_or_default();
         at = 3;
     } else if a.args.len() > 4 {
         errors.push(ConfigError::new(

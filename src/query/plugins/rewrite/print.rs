@@ -83,6 +83,8 @@ fn edns0(action: EdnsAction, option: &EdnsRule) -> String {
                 EdnsData::ClientIp => "{client_ip}".into(),
                 EdnsData::ClientPort => "{client_port}".into(),
                 EdnsData::Protocol => "{protocol}".into(),
+                EdnsData::ServerIp => "{server_ip}".into(),
+                EdnsData::ServerPort => "{server_port}".into(),
             };
             format!("edns0 local {action} 0x{code:04x} {data}")
         }

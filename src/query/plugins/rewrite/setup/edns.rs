@@ -143,17 +143,12 @@ fn local_data(w: &Word, errors: &mut Vec<ConfigError>) -> Option<EdnsData> {
             "{client_ip}" => Some(EdnsData::ClientIp),
             "{client_port}" => Some(EdnsData::ClientPort),
             "{protocol}" => Some(EdnsData::Protocol),
-            "{server_ip}" | "{server_port}" => {
-                errors.push(ConfigError::new(
-                    &w.pos,
-                    format!("rewrite: '{t}' is not supported (the address a query came in on is not kept per query); use {{client_ip}}, {{client_port}} or constant DATA"),
-                ));
-                None
-            }
+            "{server_ip}" => Some(EdnsData::ServerIp),
+            "{server_port}" => Some(EdnsData::ServerPort),
             other => {
                 errors.push(ConfigError::new(
                     &w.pos,
-                    format!("rewrite: unsupported variable '{other}' (supported: {{qname}}, {{qtype}}, {{client_ip}}, {{client_port}}, {{protocol}}; plugin metadata is not)"),
+                    format!("rewrite: unsupported variable '{other}' (supported: {{qname}}, {{qtype}}, {{client_ip}}, {{client_port}}, {{protocol}}, {{server_ip}}, {{server_port}}; plugin metadata is not)"),
                 ));
                 None
             }

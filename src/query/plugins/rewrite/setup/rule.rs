@@ -101,4 +101,7 @@ pub enum EdnsData {
     ClientIp,
     ClientPort,
     Protocol,
+    /// The address the query came in on (the listener's socket).
+    ServerIp,
+    ServerPort,
 }

@@ -97,7 +97,7 @@ rewrite ttl a.example lots
 rewrite ttl a.example 300-15
 rewrite edns0 local set 0xffee
 rewrite edns0 local set 0x1ffff data
-rewrite edns0 local set 1 {server_ip}
+rewrite edns0 local set 1 {server_name}
 rewrite edns0 local set 1 0xzz
 rewrite edns0 subnet set 33 56
 rewrite edns0 nsid frob
@@ -129,7 +129,7 @@ rewrite name a b {
         "/tmp/Corefile:15:23: rewrite: invalid TTL '300-15'",
         "/tmp/Corefile:16:15: rewrite: edns0 local rules take exactly CODE and DATA",
         "/tmp/Corefile:17:25: rewrite: '0x1ffff' is not an option code",
-        "/tmp/Corefile:18:27: rewrite: '{server_ip}' is not supported",
+        "/tmp/Corefile:18:27: rewrite: unsupported variable '{server_name}'",
         "/tmp/Corefile:19:27: rewrite: '0xzz' is not hex data",
         "/tmp/Corefile:20:26: rewrite: '33' is not an IPv4 prefix length",
         "/tmp/Corefile:21:20: rewrite: invalid edns0 action 'frob'",
