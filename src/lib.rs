@@ -37,6 +37,7 @@ pub mod fuzzing;
 pub mod metrics;
 pub mod nodelocal;
 pub mod query;
+pub mod serve;
 pub mod store;
 pub mod tls;
 pub mod watch;

@@ -47,6 +47,20 @@ pub struct Spec {
 /// every message that lists the directives lists them so.
 pub const DIRECTIVES: &[Spec] = &[
     Spec {
+        name: "tls",
+        options: true,
+        parse: |d, c| super::transport::tls(d, &mut c.server.listen, c.dir, c.errors),
+        enabled: |s, _| s.listen.tls.is_some(),
+        print: super::serving::print_tls,
+    },
+    Spec {
+        name: "https",
+        options: true,
+        parse: |d, c| super::transport::https(d, &mut c.server.listen, c.errors),
+        enabled: NOT_REPORTED,
+        print: super::serving::print_https,
+    },
+    Spec {
         name: "timeouts",
         options: true,
         parse: |d, c| super::timeouts::timeouts(d, &mut c.server.tcp, c.errors),

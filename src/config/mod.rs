@@ -46,9 +46,11 @@ pub mod rewrite;
 pub mod rewrite_edns;
 pub mod rewrite_rule;
 pub mod server;
+pub mod serving;
 pub mod template;
 pub mod timeouts;
 pub mod transfer;
+pub mod transport;
 pub mod weights;
 
 use std::fmt;
@@ -119,6 +121,8 @@ fn build(
         n.health_port = h.addr.port();
     }
     check_overlaps(&raw, &config, &mut errors);
+    let opens: Vec<&Pos> = raw.iter().map(|b| &b.open).collect();
+    serving::check_shared(&config.servers, &opens, &mut errors);
     if errors.is_empty() {
         Ok(config)
     } else {
@@ -152,7 +156,11 @@ impl fmt::Display for Config {
             "# directives in the order their plugins run; options at their defaults written out"
         )?;
         for (i, s) in self.servers.iter().enumerate() {
-            let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
+            let scheme = match s.listen.scheme {
+                transport::Scheme::Dns => String::new(),
+                other => format!("{}://", other.name()),
+            };
+            let keys: Vec<String> = s.zones.iter().map(|z| format!("{scheme}{z}:{}", s.port)).collect();
             writeln!(f, "{} {{", keys.join(" "))?;
             let mut b = effective::Block(String::new());
             for spec in directives::DIRECTIVES {

@@ -10,7 +10,7 @@ use hickory_proto::rr::Name;
 use super::kubernetes::KubernetesConfig;
 use super::{
     acl, autopath, cache, chaos, dns64, dnstap, errors, file, forward, hosts, k8s_external, lexer, listeners,
-    loadbalance, log, nodelocal, rewrite_rule, template, timeouts, transfer,
+    loadbalance, log, nodelocal, rewrite_rule, template, timeouts, transfer, transport,
 };
 
 /// The effective configuration of the whole process.
@@ -87,6 +87,8 @@ pub struct Server {
     /// `transfer` directives: who may take the cluster zones by AXFR, and
     /// who is sent NOTIFY.
     pub transfers: Vec<transfer::TransferConfig>,
+    /// The block's transport (`tls://`, `https://`) with `tls` and `https`.
+    pub listen: transport::Listen,
 }
 
 impl Server {
@@ -121,6 +123,7 @@ impl Server {
             local: None,
             dnstap: Vec::new(),
             transfers: Vec::new(),
+            listen: transport::Listen::default(),
         }
     }
 }

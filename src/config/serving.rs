@@ -1,0 +1,57 @@
+//! What `clusterdns check` prints for `tls` and `https`, and the check
+//! across server blocks that blocks sharing an address share their
+//! transport (`transport.rs` reads the directives).
+
+use super::effective::Block;
+use super::lexer::Pos;
+use super::problem::ConfigError;
+use super::server::{Config, Server};
+use super::transport::{ClientAuth, Scheme, HTTPS_MAX_CONNECTIONS};
+
+/// `clusterdns check`'s line for `tls`.
+pub(crate) fn print_tls(b: &mut Block, s: &Server, _: Option<&Config>) {
+    let Some(t) = &s.listen.tls else {
+        return;
+    };
+    let mut head = format!("tls {} {}", t.cert.display(), t.key.display());
+    if let Some(ca) = &t.ca {
+        head.push_str(&format!(" {}", ca.display()));
+    }
+    let mode = match t.client_auth {
+        ClientAuth::NoCert => "nocert",
+        ClientAuth::VerifyIfGiven => "verify_if_given",
+        ClientAuth::RequireAndVerify => "require_and_verify",
+    };
+    b.directive(head, &[format!("client_auth {mode}")]);
+}
+
+/// `clusterdns check`'s line for `https` (its default written out in
+/// every https:// block).
+pub(crate) fn print_https(b: &mut Block, s: &Server, _: Option<&Config>) {
+    if s.listen.scheme == Scheme::Https {
+        let max = s.listen.max_connections.unwrap_or(HTTPS_MAX_CONNECTIONS);
+        b.directive("https".into(), &[format!("max_connections {max}")]);
+    }
+}
+
+/// Blocks on one port of one address must share a transport: a `dns://`
+/// and a `tls://` block on 853 would split its TCP connections. `opens`:
+/// where each block opens, in the order of `servers`.
+pub fn check_shared(servers: &[Server], opens: &[&Pos], errors: &mut Vec<ConfigError>) {
+    for (i, (s, open)) in servers.iter().zip(opens).enumerate() {
+        let clash = servers[..i]
+            .iter()
+            .find(|o| o.port == s.port && o.bind == s.bind && o.listen != s.listen && s.port != 0);
+        if let Some(o) = clash {
+            errors.push(ConfigError::new(
+                open,
+                format!(
+                    "port {} is served as {}:// with other settings in an earlier block: blocks on one \
+                     address share their scheme, tls and https settings",
+                    s.port,
+                    o.listen.scheme.name()
+                ),
+            ));
+        }
+    }
+}
