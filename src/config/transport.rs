@@ -163,6 +163,13 @@ pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<Conf
             "tls: only in a tls:// or https:// server block (dns:// is plain UDP and TCP)",
         ));
     }
+    // Read now, so that `check` reports a missing or broken file (the
+    // listener reads them again when it opens, and on every change).
+    let ca = files.ca.as_deref().filter(|_| files.client_auth != ClientAuth::NoCert);
+    let optional = files.client_auth == ClientAuth::VerifyIfGiven;
+    if let Err(e) = crate::tls::server_config(&files.cert, &files.key, ca, optional) {
+        errors.push(ConfigError::new(&d.name.pos, format!("tls: {e}")));
+    }
     listen.tls = Some(files);
 }
 
