@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -327,14 +327,38 @@ fn stalled_handshakes_and_connections_over_the_cap_are_closed_and_counted() {
     let refused = await_metric(&server, "clusterdns_doh_refused_total{reason=\"max_connections\"}");
     assert!(refused >= 1.0, "refusals counted: {refused}");
     drop(holder);
+    // DoH in the clear: a silent client, half a request head, and an
+    // HTTP/2 preface never followed by SETTINGS are each let go.
+    let plain = free_port();
+    let timeouts = "timeouts {\n        idle 1s\n        read 1s\n        write 1s\n    }";
+    let other = Server::start(&dir, &corefile(&block("https", plain, timeouts)));
+    let sends: [&[u8]; 3] = [
+        b"",
+        b"GET /dns-query HTTP/1.1\r\nHost: x\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    ];
+    for bytes in sends {
+        let mut s = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], plain))).expect("connect");
+        s.write_all(bytes).expect("send");
+        s.set_read_timeout(Some(REPLY)).expect("timeout");
+        let mut sink = Vec::new();
+        assert!(s.read_to_end(&mut sink).is_ok(), "{bytes:?}: closed by the server");
+    }
+    assert!(await_metric(&other, "clusterdns_tcp_closed_total{reason=\"read_timeout\"}") >= 1.0);
+    assert!(await_at_least(&other, "clusterdns_tcp_closed_total{reason=\"idle_timeout\"}", 2.0) >= 2.0);
 }
 
 /// The value of `series` once it is at least 1 (or at the hang ceiling).
 fn await_metric(server: &Server, series: &str) -> f64 {
+    await_at_least(server, series, 1.0)
+}
+
+/// The value of `series` once it is at least `n` (or at the hang ceiling).
+fn await_at_least(server: &Server, series: &str, n: f64) -> f64 {
     let deadline = Instant::now() + REPLY;
     loop {
         let v = server.metric(series);
-        if v >= 1.0 || Instant::now() >= deadline {
+        if v >= n || Instant::now() >= deadline {
             return v;
         }
         std::thread::sleep(Duration::from_millis(20));

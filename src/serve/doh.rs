@@ -130,6 +130,38 @@ where
             }
         })
     };
+    let builder = builder(&limits);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut why = TcpClose::Client;
+    // Once shut down gracefully: when the connection is dropped anyway (a
+    // client that never finished its HTTP/2 preface ignores a GOAWAY).
+    let mut hard: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            done = conn.as_mut() => return closed(why, done),
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+        if hard.is_some_and(|at| Instant::now() >= at) {
+            return why;
+        }
+        if why == TcpClose::Client {
+            if stop.load(Ordering::Relaxed) {
+                why = TcpClose::Shutdown;
+            } else if activity.idle_for() >= limits.idle {
+                why = TcpClose::Idle;
+            } else {
+                continue;
+            }
+            conn.as_mut().graceful_shutdown();
+            hard = Some(Instant::now() + limits.write);
+        }
+    }
+}
+
+/// HTTP/1.1 and HTTP/2 as the listener serves them: a request head within
+/// `read`, at most [`MAX_HEAD`] of it held, `pipeline` streams at once.
+fn builder(limits: &crate::config::timeouts::TcpLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -141,24 +173,20 @@ where
         .timer(TokioTimer::new())
         .max_header_list_size(MAX_HEAD as u32)
         .max_concurrent_streams(limits.pipeline as u32);
-    let conn = builder.serve_connection(io, service);
-    tokio::pin!(conn);
-    let mut why = TcpClose::Client;
-    loop {
-        tokio::select! {
-            _ = conn.as_mut() => return why,
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-        }
-        if why == TcpClose::Client {
-            if stop.load(Ordering::Relaxed) {
-                why = TcpClose::Shutdown;
-            } else if activity.idle_for() >= limits.idle {
-                why = TcpClose::Idle;
-            } else {
-                continue;
-            }
-            conn.as_mut().graceful_shutdown();
-        }
+    builder
+}
+
+/// Why a connection that hyper ended closed: `why` when the server shut
+/// it down, a timeout while reading a request head as `read`.
+fn closed(why: TcpClose, done: Result<(), Box<dyn std::error::Error + Send + Sync>>) -> TcpClose {
+    let timed_out = done
+        .err()
+        .and_then(|e| e.downcast::<hyper::Error>().ok())
+        .is_some_and(|e| e.is_timeout());
+    if timed_out && why == TcpClose::Client {
+        TcpClose::Read
+    } else {
+        why
     }
 }
 
