@@ -483,6 +483,11 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
                 "tls srv.pem srv.key ca.pem {\n        client_auth verify_if_given\n    }",
             ),
             block("https", 8443, "https {\n        max_connections 5\n    }"),
+            block(
+                "quic",
+                853,
+                "tls srv.pem srv.key\n    quic {\n        max_streams 8\n    }",
+            ),
         ]
         .concat(),
     );
@@ -499,18 +504,24 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
         "client_auth verify_if_given",
         "https://.:8443 {",
         "    https {\n        max_connections 5\n    }",
+        "quic://.:853 {",
+        "    quic {\n        max_streams 8\n        worker_pool_size 1024\n    }",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
     let bad = [
         (
-            "quic://.:853 {\n    whoami\n}\n",
-            "'quic://' DNS over QUIC is not served yet",
+            "grpc://.:443 {\n    whoami\n}\n",
+            "'grpc://' CoreDNS's gRPC service is not served yet",
         ),
         ("tls://.:853 {\n    whoami\n}\n", "tls:// servers need a tls directive"),
         (
+            "quic://.:853 {\n    whoami\n}\n",
+            "quic:// servers need a tls directive",
+        ),
+        (
             ".:53 {\n    tls srv.pem srv.key\n}\n",
-            "tls: only in a tls:// or https:// server block",
+            "tls: only in a tls://, https:// or quic:// server block",
         ),
         ("tls://.:853 {\n    tls srv.pem ca.key\n}\n", "tls: "),
         ("tls://.:853 {\n    tls srv.pem srv.key missing.pem\n}\n", "missing.pem"),
@@ -525,4 +536,87 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
         assert!(!status.success() && err.contains(want), "{text}: {err}");
         assert!(err.contains("Corefile:"), "FILE:LINE:COL: {err}");
     }
+}
+
+/// The DoQ client's interpreter (tests/run's venv with aioquic and dnspython).
+fn doq_python(test: &str) -> Option<PathBuf> {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools/doq/bin/python");
+    let have = if py.is_file() {
+        Ok(py)
+    } else {
+        Err("no DoQ client venv".to_string())
+    };
+    common::needs(
+        test,
+        have,
+        "bash tests/run creates target/tools/doq (pip aioquic==1.2.0 dnspython==2.7.0)",
+    )
+}
+
+fn doq_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/transports/doq_client.py")
+}
+
+/// VmRSS of process `pid` in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or_default();
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn doq_answers_and_a_flood_of_unfinished_streams_stays_bounded() {
+    let test = "doq_answers_and_a_flood_of_unfinished_streams_stays_bounded";
+    if tools(test).is_none() {
+        return;
+    }
+    let Some(py) = doq_python(test) else {
+        return;
+    };
+    let dir = temp_dir("transports-doq");
+    certificates(&dir);
+    let port = free_port();
+    let inner =
+        "tls srv.pem srv.key\n    quic {\n        max_streams 16\n    }\n    timeouts {\n        read 1s\n    }";
+    let server = Server::start(&dir, &corefile(&block("quic", port, inner)));
+    let ask = || {
+        output(
+            &dir,
+            py.to_str().expect("path"),
+            &[
+                doq_script().to_str().expect("path"),
+                "query",
+                &port.to_string(),
+                "ca.pem",
+                NAME,
+            ],
+        )
+    };
+    assert_eq!(ask().trim(), WANT, "an answer over DoQ");
+    // CVE-2026-32934: 20,000 streams of one byte each, never finished.
+    let before = rss_kib(server.pid());
+    let mut flood = Command::new(&py)
+        .arg(doq_script())
+        .args(["flood", &port.to_string(), "ca.pem", "20000"])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the flood");
+    let mut line = String::new();
+    let mut out = std::io::BufReader::new(flood.stdout.take().expect("stdout"));
+    std::io::BufRead::read_line(&mut out, &mut line).expect("the flood starts");
+    assert_eq!(line.trim(), "flooding");
+    // The server resets streams whose query is not whole within `read`;
+    // more than one round of max_streams shows the credit being reused.
+    let timed_out = await_at_least(&server, "clusterdns_doq_refused_total{reason=\"stream_timeout\"}", 32.0);
+    assert!(timed_out >= 32.0, "unfinished streams reset: {timed_out}");
+    assert_eq!(ask().trim(), WANT, "answered during the flood");
+    let grown = rss_kib(server.pid()).saturating_sub(before);
+    assert!(grown < 16 * 1024, "memory grew {grown} KiB under the flood");
+    let _ = flood.kill();
+    let _ = flood.wait();
+    assert_eq!(ask().trim(), WANT, "answered after the flood");
+    let labelled = format!("server=\"quic://127.0.0.1:{port}\",zone=\".\"");
+    assert!(common::sum_of(&server.metrics(), "coredns_dns_requests_total", &labelled) >= 3.0);
 }

@@ -61,6 +61,13 @@ pub const DIRECTIVES: &[Spec] = &[
         print: super::serving::print_https,
     },
     Spec {
+        name: "quic",
+        options: true,
+        parse: |d, c| super::transport::quic(d, &mut c.server.listen, c.errors),
+        enabled: NOT_REPORTED,
+        print: super::serving::print_quic,
+    },
+    Spec {
         name: "timeouts",
         options: true,
         parse: |d, c| super::timeouts::timeouts(d, &mut c.server.tcp, c.errors),

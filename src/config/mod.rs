@@ -130,18 +130,19 @@ fn build(
     }
 }
 
-/// Two blocks may share a port, but not a zone on that port.
+/// Two blocks may share a port, but not a zone on that port and transport.
 fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<ConfigError>) {
-    let mut seen: Vec<(&Name, u16)> = Vec::new();
+    let mut seen: Vec<(&Name, u16, transport::Scheme)> = Vec::new();
     for (server, block) in config.servers.iter().zip(raw) {
+        let scheme = server.listen.scheme;
         for zone in &server.zones {
-            if seen.contains(&(zone, server.port)) && server.port != 0 {
+            if seen.contains(&(zone, server.port, scheme)) && server.port != 0 {
                 errors.push(ConfigError::new(
                     &block.open,
                     format!("zone '{zone}' is served twice on port {}", server.port),
                 ));
             }
-            seen.push((zone, server.port));
+            seen.push((zone, server.port, scheme));
         }
     }
 }

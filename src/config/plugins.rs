@@ -19,7 +19,7 @@ use super::server::{Config, Server};
 /// (CoreDNS registers no handler for them): a block of only these has no
 /// plugin chain and answers REFUSED (`test/no_plugins_test.go`).
 const SETUP_ONLY: &[&str] = &[
-    "bind", "health", "ready", "reload", "root", "debug", "timeouts", "limits", "tls", "https",
+    "bind", "health", "ready", "reload", "root", "debug", "timeouts", "limits", "tls", "https", "quic",
 ];
 
 /// Builds one server block, recording process-wide listeners in `config`.

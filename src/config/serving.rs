@@ -34,6 +34,19 @@ pub(crate) fn print_https(b: &mut Block, s: &Server, _: Option<&Config>) {
     }
 }
 
+/// `clusterdns check`'s line for `quic` (its defaults written out in
+/// every quic:// block).
+pub(crate) fn print_quic(b: &mut Block, s: &Server, _: Option<&Config>) {
+    if s.listen.scheme == Scheme::Quic {
+        let q = s.listen.quic.unwrap_or_default();
+        let options = [
+            format!("max_streams {}", q.max_streams),
+            format!("worker_pool_size {}", q.worker_pool_size),
+        ];
+        b.directive("quic".into(), &options);
+    }
+}
+
 /// Blocks on one port of one address must share a transport: a `dns://`
 /// and a `tls://` block on 853 would split its TCP connections. `opens`:
 /// where each block opens, in the order of `servers`.
@@ -41,7 +54,7 @@ pub fn check_shared(servers: &[Server], opens: &[&Pos], errors: &mut Vec<ConfigE
     for (i, (s, open)) in servers.iter().zip(opens).enumerate() {
         let clash = servers[..i]
             .iter()
-            .find(|o| o.port == s.port && o.bind == s.bind && o.listen != s.listen && s.port != 0);
+            .find(|o| o.port == s.port && o.bind == s.bind && o.listen != s.listen && s.port != 0 && clash(o, s));
         if let Some(o) = clash {
             errors.push(ConfigError::new(
                 open,
@@ -54,4 +67,11 @@ pub fn check_shared(servers: &[Server], opens: &[&Pos], errors: &mut Vec<ConfigE
             ));
         }
     }
+}
+
+/// Whether two blocks' listeners would take the same sockets (TCP or
+/// UDP): `tls://` and `quic://` share 853, one on TCP, one on UDP.
+fn clash(a: &Server, b: &Server) -> bool {
+    let ((a_tcp, a_udp), (b_tcp, b_udp)) = (a.listen.scheme.sockets(), b.listen.scheme.sockets());
+    (a_tcp && b_tcp) || (a_udp && b_udp)
 }

@@ -22,11 +22,18 @@ pub enum Scheme {
     Tls,
     /// `https://`: DNS over HTTPS (RFC 8484), plain HTTP without `tls`.
     Https,
+    /// `quic://`: DNS over QUIC (RFC 9250).
+    Quic,
 }
 
 impl Scheme {
     /// The schemes clusterdns serves, as written before `://`.
-    const ALL: [(&'static str, Scheme); 3] = [("dns", Scheme::Dns), ("tls", Scheme::Tls), ("https", Scheme::Https)];
+    const ALL: [(&'static str, Scheme); 4] = [
+        ("dns", Scheme::Dns),
+        ("tls", Scheme::Tls),
+        ("https", Scheme::Https),
+        ("quic", Scheme::Quic),
+    ];
 
     pub fn name(self) -> &'static str {
         Scheme::ALL[self as usize].0
@@ -37,15 +44,20 @@ impl Scheme {
     pub fn default_port(self, dns_port: u16) -> u16 {
         match self {
             Scheme::Dns => dns_port,
-            Scheme::Tls => 853,
+            Scheme::Tls | Scheme::Quic => 853,
             Scheme::Https => 443,
         }
+    }
+
+    /// Whether its listener takes TCP (`dns`, `tls`, `https`) and UDP
+    /// (`dns`, `quic`) on its port.
+    pub fn sockets(self) -> (bool, bool) {
+        (self != Scheme::Quic, matches!(self, Scheme::Dns | Scheme::Quic))
     }
 }
 
 /// CoreDNS transports clusterdns does not serve yet, with what to write.
 const NOT_SERVED: &[(&str, &str)] = &[
-    ("quic", "DNS over QUIC is not served yet; use tls:// (DNS over TLS)"),
     (
         "https3",
         "DNS over HTTP/3 is not served yet; use https:// (HTTP/2 and HTTP/1.1)",
@@ -65,7 +77,7 @@ pub fn scheme_of(key: &super::lexer::Word, errors: &mut Vec<ConfigError>) -> Opt
         return Some(*s);
     }
     let why = NOT_SERVED.iter().find(|(n, _)| *n == written).map_or(
-        "servers are not supported (dns://, tls:// and https:// are)",
+        "servers are not supported (dns://, tls://, https:// and quic:// are)",
         |(_, why)| why,
     );
     errors.push(ConfigError::new(&key.pos, format!("'{written}://' {why}")));
@@ -125,6 +137,26 @@ pub struct Listen {
     pub tls: Option<TlsFiles>,
     /// `https { max_connections N }` (default 200; 0: no cap).
     pub max_connections: Option<usize>,
+    /// `quic { max_streams N worker_pool_size N }`.
+    pub quic: Option<QuicLimits>,
+}
+
+/// `quic { max_streams N worker_pool_size N }` (CoreDNS's defaults 256 and 1024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QuicLimits {
+    /// Streams (queries) open at once per connection.
+    pub max_streams: usize,
+    /// Queries answered at once over the listener's connections.
+    pub worker_pool_size: usize,
+}
+
+impl Default for QuicLimits {
+    fn default() -> Self {
+        QuicLimits {
+            max_streams: 256,
+            worker_pool_size: 1024,
+        }
+    }
 }
 
 /// CoreDNS's `https { max_connections }` default.
@@ -160,7 +192,7 @@ pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<Conf
     if listen.scheme == Scheme::Dns {
         errors.push(ConfigError::new(
             &d.name.pos,
-            "tls: only in a tls:// or https:// server block (dns:// is plain UDP and TCP)",
+            "tls: only in a tls://, https:// or quic:// server block (dns:// is plain UDP and TCP)",
         ));
     }
     // Read now, so that `check` reports a missing or broken file (the
@@ -217,13 +249,49 @@ pub fn https(d: &Directive, listen: &mut Listen, errors: &mut Vec<ConfigError>) 
     listen.max_connections = Some(max);
 }
 
-/// A `tls://` block needs a `tls` directive (clusterdns never serves
-/// DNS over TLS's port in the clear).
+/// Reads `quic { max_streams N worker_pool_size N }` into `listen`.
+pub fn quic(d: &Directive, listen: &mut Listen, errors: &mut Vec<ConfigError>) {
+    Args::from(d).count(0, 0, errors);
+    if listen.scheme != Scheme::Quic {
+        errors.push(ConfigError::new(&d.name.pos, "quic: only in a quic:// server block"));
+    }
+    let mut limits = listen.quic.unwrap_or_default();
+    options::read("quic", &d.options, QUIC_OPTIONS, &mut limits, errors);
+    listen.quic = Some(limits);
+}
+
+const QUIC_OPTIONS: &[Opt<QuicLimits>] = &[
+    Opt::new("max_streams", (1, 1), |a, l, errors| {
+        l.max_streams = positive(a, errors).unwrap_or(l.max_streams)
+    }),
+    Opt::new("worker_pool_size", (1, 1), |a, l, errors| {
+        l.worker_pool_size = positive(a, errors).unwrap_or(l.worker_pool_size)
+    }),
+];
+
+/// The option's one argument, a number above 0.
+fn positive(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<usize> {
+    let n = a.parse::<usize>(0, "a positive number", errors)?;
+    if n == 0 {
+        errors.push(ConfigError::new(
+            &a.args[0].pos,
+            format!("{}: must be above 0", a.name.text),
+        ));
+        return None;
+    }
+    Some(n)
+}
+
+/// A `tls://` or `quic://` block needs a `tls` directive (clusterdns never
+/// serves DNS over TLS's port in the clear; QUIC is TLS 1.3 always).
 pub fn needs(listen: &Listen, open: &super::lexer::Pos, errors: &mut Vec<ConfigError>) {
-    if listen.scheme == Scheme::Tls && listen.tls.is_none() {
+    if matches!(listen.scheme, Scheme::Tls | Scheme::Quic) && listen.tls.is_none() {
         errors.push(ConfigError::new(
             open,
-            "tls:// servers need a tls directive (tls CERT KEY [CA]) in their block",
+            format!(
+                "{}:// servers need a tls directive (tls CERT KEY [CA]) in their block",
+                listen.scheme.name()
+            ),
         ));
     }
 }

@@ -44,7 +44,7 @@ pub use memo::{memo_stripe, revalidations, MemoStripe};
 pub use nodelocal::{Health, NodeLocal};
 pub use render::head;
 pub use tcp::{Tcp, TcpClose};
-pub use transports::{DohRefusal, Transports};
+pub use transports::{DohRefusal, DoqRefusal, Transports};
 pub use watch::Watch;
 pub use zone::{Registry, Served, ZoneStats};
 

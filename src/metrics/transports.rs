@@ -1,6 +1,7 @@
 //! Counters of the `tls://` and `https://` listeners: server certificates
 //! read again after their files changed (and reads that failed, keeping
-//! the old one), and DNS over HTTPS requests refused before the DNS path.
+//! the old one), DNS over HTTPS requests refused before the DNS path, and
+//! DNS over QUIC connections and streams refused.
 //! Connections refused at a cap, idle or stalled in their handshake are
 //! counted with TCP's (`clusterdns_tcp_*`).
 
@@ -35,11 +36,29 @@ impl DohRefusal {
     const LABELS: [&'static str; 5] = ["path", "method", "malformed", "too_large", "max_connections"];
 }
 
+/// Why DNS over QUIC refused a connection or a stream (`reason` label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DoqRefusal {
+    /// Over the listener's connection cap (`limits { connections }`).
+    Connections,
+    /// The handshake failed or did not finish within `timeouts { read }`.
+    Handshake,
+    /// A stream's query did not arrive whole (FIN) within `timeouts { read }`.
+    StreamTimeout,
+    /// A stream's bytes are not one length-prefixed message.
+    Malformed,
+}
+
+impl DoqRefusal {
+    const LABELS: [&'static str; 4] = ["max_connections", "handshake", "stream_timeout", "malformed"];
+}
+
 #[derive(Debug, Default)]
 pub struct Transports {
     /// Certificates read again: [succeeded, failed].
     reloads: [AtomicU64; 2],
     doh_refused: [AtomicU64; 5],
+    doq_refused: [AtomicU64; 4],
 }
 
 impl Transports {
@@ -52,6 +71,10 @@ impl Transports {
         self.doh_refused[why as usize].fetch_add(1, Relaxed);
     }
 
+    pub fn doq_refused(&self, why: DoqRefusal) {
+        self.doq_refused[why as usize].fetch_add(1, Relaxed);
+    }
+
     pub(super) fn render(&self, s: &mut String) {
         let [ok, failed] = [0, 1].map(|i| self.reloads[i].load(Relaxed));
         c::TLS_CERT_RELOADS.by(s, [("ok", ok), ("failed", failed)]);
@@ -62,5 +85,7 @@ impl Transports {
             )
         });
         c::DOH_REFUSED.by(s, refused);
+        let doq = DoqRefusal::LABELS;
+        c::DOQ_REFUSED.by(s, [0, 1, 2, 3].map(|i| (doq[i], self.doq_refused[i].load(Relaxed))));
     }
 }

@@ -297,7 +297,7 @@ async fn message(req: Request<Incoming>) -> Result<Vec<u8>, DohRefusal> {
 
 /// Answers `message` as a TCP query is answered; a forwarded one is
 /// awaited. `None`: no reply (dropped, or shed at the in-flight cap).
-async fn answer(message: &[u8], peer: SocketAddr, handler: &Handler, started: Instant) -> Option<Vec<u8>> {
+pub(super) async fn answer(message: &[u8], peer: SocketAddr, handler: &Handler, started: Instant) -> Option<Vec<u8>> {
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1);
     let mut out = Vec::new();
     {

@@ -1,6 +1,6 @@
 //! The encrypted and HTTP transports of server blocks, beside `query`'s
-//! UDP and TCP: `tls://` (DNS over TLS, [`dot`]) and `https://` (DNS over
-//! HTTPS, [`doh`]), each answering through the same [`Handler`] (router,
+//! UDP and TCP: `tls://` (DNS over TLS, [`dot`]), `https://` (DNS over
+//! HTTPS, [`doh`]) and `quic://` (DNS over QUIC, [`doq`]), each answering through the same [`Handler`] (router,
 //! plugin chain, metrics) as plain DNS; and the certificate they present,
 //! read again when its files change ([`certs`]).
 //!
@@ -8,6 +8,7 @@
 
 pub mod certs;
 pub mod doh;
+pub mod doq;
 pub mod dot;
 
 use std::io;
@@ -35,12 +36,24 @@ pub fn open(
 ) -> io::Result<Listening> {
     let alpn = match listen.scheme {
         Scheme::Https => doh::ALPN,
+        Scheme::Quic => doq::ALPN,
         _ => dot::ALPN,
     };
     let certs = match &listen.tls {
         Some(files) => Some(certs::Certs::load(files, alpn).map_err(io::Error::other)?),
         None => None,
     };
+    if let (Scheme::Quic, Some(certs)) = (listen.scheme, &certs) {
+        let limits = listen.quic.unwrap_or_default();
+        let (bound, endpoint) = doq::bind(addr, certs, &limits, handler)?;
+        tokio::spawn(certs.clone().watch(stop.clone(), handler.metrics.clone()));
+        let serving = doq::serve(endpoint, handler.clone(), stop.clone(), certs.clone(), limits);
+        tracing::info!("listening on quic://{bound}");
+        return Ok(Listening {
+            bound,
+            task: tokio::spawn(serving),
+        });
+    }
     let listener = tcp::bind(addr)?;
     let bound = listener.local_addr()?;
     if let Some(c) = &certs {

@@ -154,3 +154,8 @@ pub const DOH_REFUSED: Family = counter(
     "DNS over HTTPS requests answered with an HTTP error before reaching the DNS path, by reason.",
     &["reason"],
 );
+pub const DOQ_REFUSED: Family = counter(
+    "clusterdns_doq_refused_total",
+    "DNS over QUIC connections and streams refused or reset, by reason.",
+    &["reason"],
+);
