@@ -1,7 +1,9 @@
-//! `tls://` (DNS over TLS) and `https://` (DNS over HTTPS) server blocks
-//! end to end: the real binary asked by real clients (`kdig +tls`/`+https`,
-//! BIND's `dig +tls`/`+https`, `curl --http2` GET and POST, plain HTTP
-//! behind a proxy), with certificates made by openssl at test time.
+//! `tls://` (DNS over TLS), `https://` (DNS over HTTPS) and `quic://` (DNS
+//! over QUIC) server blocks end to end: the real binary asked by real
+//! clients (`kdig +tls`/`+https`, BIND's `dig +tls`/`+https`, `curl
+//! --http2` GET and POST, plain HTTP behind a proxy, dnspython's DoQ and
+//! aioquic from tests/run's pinned venv), with certificates made by openssl
+//! at test time.
 //!
 //! Cases: answers over every client with the scheme in the metrics'
 //! `server` label; mutual TLS (no client certificate: no answer; one the
@@ -10,7 +12,10 @@
 //! stalled handshakes and `https { max_connections }` refused and
 //! counted; certificates rotated by a plain rename and by a Secret
 //! volume's `..data` symlink swap, a broken new certificate kept out;
-//! `clusterdns check` printing the directives and refusing what it must.
+//! DoQ answers, UPDATE over DoQ NOTIMP, and 20,000 streams that send a
+//! byte and never finish (CVE-2026-32934) leave memory flat and answers
+//! flowing; `clusterdns check` printing the directives and refusing what
+//! it must.
 
 mod common;
 
@@ -593,6 +598,16 @@ fn doq_answers_and_a_flood_of_unfinished_streams_stays_bounded() {
         )
     };
     assert_eq!(ask().trim(), WANT, "an answer over DoQ");
+    let script = doq_script();
+    let args = [
+        script.to_str().expect("path"),
+        "update",
+        &port.to_string(),
+        "ca.pem",
+        "cluster.local",
+    ];
+    let rcode = output(&dir, py.to_str().expect("path"), &args);
+    assert_eq!(rcode.trim(), "NOTIMP", "UPDATE over DoQ (CVE-2026-86003)");
     // CVE-2026-32934: 20,000 streams of one byte each, never finished.
     let before = rss_kib(server.pid());
     let mut flood = Command::new(&py)
