@@ -114,7 +114,8 @@ impl Runtime {
                     group.udp.extend(udp);
                     group.tcp.push(tcp);
                     group.bound.push(bound);
-                    if let Ok(mut ports) = self.metrics.udp_ports.lock() {
+                    // Kernel drops are read for the ports that take UDP.
+                    if let (true, Ok(mut ports)) = (transport.scheme.sockets().1, self.metrics.udp_ports.lock()) {
                         ports.push(bound.port());
                     }
                 }
