@@ -24,6 +24,7 @@ pub struct Dot(pub Arc<Certs>);
 impl Upgrade for Dot {
     type Read = ReadHalf<TlsStream<TcpStream>>;
     type Write = WriteHalf<TlsStream<TcpStream>>;
+    const IDLE_READ: usize = crate::query::tcp::READ_ROOM;
 
     async fn upgrade(&self, stream: TcpStream, limits: &TcpLimits) -> Option<(Self::Read, Self::Write)> {
         let acceptor = TlsAcceptor::from(self.0.config());

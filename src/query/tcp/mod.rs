@@ -55,9 +55,9 @@ const MAX_PENDING: usize = 64;
 /// Replies written to the socket in one call, at most (bytes).
 const BATCH: usize = 16 * 1024;
 /// Room made for each read of a connection (bytes)...
-const READ_CHUNK: usize = 16 * 1024;
+pub const READ_CHUNK: usize = 16 * 1024;
 /// ...when less than this is left.
-const READ_ROOM: usize = 2048;
+pub const READ_ROOM: usize = 2048;
 
 /// Binds a TCP listener (with `SO_REUSEPORT`, so it can share a port with
 /// a restarting process) on `addr`.
@@ -81,6 +81,10 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 pub trait Upgrade: Send + Sync + 'static {
     type Read: AsyncRead + Unpin + Send + 'static;
     type Write: AsyncWrite + Unpin + Send + 'static;
+    /// Room made for a read while the connection is idle. A TLS session
+    /// zeroes the room it is given (TCP reads into it untouched), so it
+    /// asks for less: an idle connection stays small.
+    const IDLE_READ: usize = READ_CHUNK;
     /// The halves, or `None` when the handshake failed or timed out.
     fn upgrade(
         &self,
@@ -145,7 +149,7 @@ pub async fn serve_with<U: Upgrade>(
                 up = upgrade.upgrade(stream, &limits) => up.ok_or(TcpClose::Handshake),
             };
             let why = match upgraded {
-                Ok(halves) => connection(halves, peer, &handler, &conn, &limits, &conns).await,
+                Ok(halves) => connection::<U>(halves, peer, &handler, &conn, &limits, &conns).await,
                 Err(why) => why,
             };
             conns.remove(id);
@@ -203,8 +207,8 @@ fn whole_frame(bytes: &[u8]) -> Option<usize> {
 /// Reads, answers and writes one connection until it ends; why it ended.
 /// Each read takes whatever the client has sent; every whole query in it
 /// is answered before the replies go to the writer, together.
-async fn connection<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static>(
-    (mut reader, writer): (R, W),
+async fn connection<U: Upgrade>(
+    (mut reader, writer): (U::Read, U::Write),
     peer: SocketAddr,
     handler: &Handler,
     conn: &Arc<Conn>,
@@ -222,8 +226,9 @@ async fn connection<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static
         if deadline.is_none() {
             conn.idle_since.store(conns.now(), Ordering::Relaxed);
         }
-        if inbox.capacity() - inbox.len() < READ_ROOM {
-            inbox.reserve(READ_CHUNK);
+        let chunk = if inbox.is_empty() { U::IDLE_READ } else { READ_CHUNK };
+        if inbox.capacity() - inbox.len() < READ_ROOM.min(chunk) {
+            inbox.reserve(chunk);
         }
         let wait = deadline.unwrap_or_else(|| tokio::time::Instant::now() + limits.idle);
         let got = tokio::select! {
