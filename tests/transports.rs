@@ -11,7 +11,8 @@
 //! DNS UPDATE over DoH (CVE-2026-86003: NOTIMP, as over plain DNS);
 //! stalled handshakes and `https { max_connections }` refused and
 //! counted; certificates rotated by a plain rename and by a Secret
-//! volume's `..data` symlink swap, a broken new certificate kept out;
+//! volume's `..data` symlink swap, a broken new certificate kept out, and
+//! by a Corefile reload naming other files;
 //! DoQ answers, UPDATE over DoQ NOTIMP, and 20,000 streams that send a
 //! byte and never finish (CVE-2026-32934) leave memory flat and answers
 //! flowing; `clusterdns check` printing the directives and refusing what
@@ -634,4 +635,30 @@ fn doq_answers_and_a_flood_of_unfinished_streams_stays_bounded() {
     assert_eq!(ask().trim(), WANT, "answered after the flood");
     let labelled = format!("server=\"quic://127.0.0.1:{port}\",zone=\".\"");
     assert!(common::sum_of(&server.metrics(), "coredns_dns_requests_total", &labelled) >= 3.0);
+}
+
+#[test]
+fn a_reload_naming_other_certificate_files_serves_them() {
+    let test = "a_reload_naming_other_certificate_files_serves_them";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-reload");
+    certificates(&dir);
+    certs::signed(&dir, "two", "ca", "two.test", certs::Usage::Server, false);
+    let port = free_port();
+    let text = |cert: &str| {
+        let tls = block("tls", port, &format!("tls {cert}.pem {cert}.key"));
+        corefile(&tls).replacen("ready 127.0.0.1:0", "ready 127.0.0.1:0\n    reload 2s 1s", 1)
+    };
+    let _server = Server::start(&dir, &text("srv"));
+    assert!(await_presented(&dir, port, "dns.test"), "{}", presented(&dir, port));
+    std::fs::write(dir.join("Corefile"), text("two")).expect("rewrite the Corefile");
+    assert!(
+        await_presented(&dir, port, "two.test"),
+        "after the reload: {}",
+        presented(&dir, port)
+    );
+    let verified = ["+tls-ca=ca.pem", "+tls-hostname=two.test"];
+    assert_eq!(ask(&dir, "kdig", port, &verified).trim(), WANT);
 }

@@ -7,7 +7,8 @@
 //! Bounds (CVE-2026-32934: streams that send a byte and never finish):
 //! at most `quic { max_streams }` streams open per connection (QUIC's own
 //! stream credit: a client cannot open more until one is done), each
-//! holding at most one message's bytes ([`STREAM_WINDOW`]) and reset when
+//! holding at most one message's bytes ([`STREAM_WINDOW`], and all of a
+//! connection's streams at most two messages' worth) and reset when
 //! its query is not whole within `timeouts { read }`; at most `quic {
 //! worker_pool_size }` queries answered at once over the listener; at
 //! most `limits { connections }` connections, each closed after
@@ -47,7 +48,7 @@ fn server_config(certs: &Certs, limits: &QuicLimits, idle: Duration) -> std::io:
         .max_concurrent_bidi_streams(VarInt::from_u32(streams))
         .max_concurrent_uni_streams(VarInt::from_u32(0))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
-        .receive_window(VarInt::from_u32(STREAM_WINDOW.saturating_mul(streams.min(64))))
+        .receive_window(VarInt::from_u32(2 * STREAM_WINDOW))
         .max_idle_timeout(IdleTimeout::try_from(idle).ok());
     config.transport_config(Arc::new(transport));
     Ok(config)
