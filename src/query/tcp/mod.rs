@@ -20,7 +20,9 @@
 //! and at the cap with none idle the client holding the most connections
 //! gives one up (per-client fairness, `limits { client_share }`). An idle
 //! connection holds no buffers: answers
-//! are built in the thread's scratch space, not the connection's.
+//! are built in the thread's scratch space, not the connection's. DNS
+//! over TLS runs this same path: [`serve_with`] first upgrades each
+//! accepted connection ([`Upgrade`]: a TLS handshake in `serve::dot`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
