@@ -40,6 +40,7 @@ pub mod kubernetes;
 pub mod metrics;
 pub mod nodelocal;
 pub mod query;
+pub mod serve;
 pub mod store;
 pub mod tls;
 pub mod watch;

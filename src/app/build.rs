@@ -45,7 +45,7 @@ impl Runtime {
         let mut kept: HashMap<String, Source> = HashMap::new();
         let mut plugins = Vec::new();
         for server in &config.servers {
-            let key = (server.port, server.bind.clone());
+            let key = (server.port, server.bind.clone(), server.listen.clone());
             let label = server_label(server);
             let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
             let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
@@ -201,9 +201,10 @@ fn counted(server: &Server, live: &mut Live) -> Counted {
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.
 pub(super) fn server_label(server: &Server) -> String {
+    let scheme = server.listen.scheme.name();
     match server.bind.first() {
-        Some(ip) => format!("dns://{}", SocketAddr::new(*ip, server.port)),
-        None => format!("dns://:{}", server.port),
+        Some(ip) => format!("{scheme}://{}", SocketAddr::new(*ip, server.port)),
+        None => format!("{scheme}://:{}", server.port),
     }
 }
 

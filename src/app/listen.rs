@@ -14,6 +14,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::runtime::{AppError, Built, Group, GroupKey, Runtime};
 use crate::admin::State;
+use crate::config::transport::{Listen, Scheme};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::nodelocal::handover;
@@ -85,7 +86,7 @@ impl Runtime {
         handover::await_forwarded(&self.metrics).await;
     }
 
-    fn open(&self, (port, bind): &GroupKey, router: Router) -> Result<Group, AppError> {
+    fn open(&self, (port, bind, transport): &GroupKey, router: Router) -> Result<Group, AppError> {
         let handler = Arc::new(Handler::new(router, self.metrics.clone()));
         let stop = Arc::new(AtomicBool::new(false));
         let mut group = Group {
@@ -98,7 +99,11 @@ impl Runtime {
         };
         for ip in listen_ips(bind) {
             let addr = SocketAddr::new(ip, *port);
-            match listen(addr, self.workers, &group.handler, &group.stop) {
+            let opened = match transport.scheme {
+                Scheme::Dns => listen(addr, self.workers, &group.handler, &group.stop),
+                _ => serve_other(addr, transport, &group.handler, &group.stop),
+            };
+            match opened {
                 Ok(Listening {
                     bound,
                     threads,
@@ -109,7 +114,8 @@ impl Runtime {
                     group.udp.extend(udp);
                     group.tcp.push(tcp);
                     group.bound.push(bound);
-                    if let Ok(mut ports) = self.metrics.udp_ports.lock() {
+                    // Kernel drops are read for the ports that take UDP.
+                    if let (true, Ok(mut ports)) = (transport.scheme.sockets().1, self.metrics.udp_ports.lock()) {
                         ports.push(bound.port());
                     }
                 }
@@ -187,7 +193,7 @@ fn sockets_needed(config: &Config) -> u64 {
     for s in &config.servers {
         let addresses = listen_ips(&s.bind).len() as u64;
         listeners
-            .entry((s.port, s.bind.clone()))
+            .entry((s.port, s.bind.clone(), s.listen.clone()))
             .or_insert(s.tcp.connections as u64 * addresses);
     }
     // Each forwarding lane keeps up to PORTS idle UDP ports per upstream.
@@ -255,5 +261,26 @@ fn listen(
         threads,
         udp,
         tcp,
+    })
+}
+
+/// A `tls://` or `https://` listener on one address (`serve`), as the
+/// group holds it: its accept loop with the TCP ones, no UDP.
+fn serve_other(
+    addr: SocketAddr,
+    transport: &Listen,
+    handler: &Arc<Handler>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Listening, AppError> {
+    let l = crate::serve::open(addr, transport, handler, stop).map_err(|source| AppError::Bind {
+        proto: transport.scheme.name(),
+        addr,
+        source,
+    })?;
+    Ok(Listening {
+        bound: l.bound,
+        threads: Vec::new(),
+        udp: Vec::new(),
+        tcp: l.task,
     })
 }

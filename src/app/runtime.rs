@@ -30,8 +30,9 @@ pub enum AppError {
     NodeLocal(#[from] crate::nodelocal::NodeLocalError),
 }
 
-/// Listeners are grouped by port and `bind` addresses.
-pub(super) type GroupKey = (u16, Vec<IpAddr>);
+/// Listeners are grouped by port, `bind` addresses and transport (the
+/// scheme with its `tls` and `https` settings).
+pub(super) type GroupKey = (u16, Vec<IpAddr>, crate::config::transport::Listen);
 
 /// A running cluster source, reused by a reload whose `kubernetes` block
 /// is unchanged.

@@ -6,15 +6,10 @@
 //! naming it, and calls its parser; every message that lists the
 //! supported directives reads [`DIRECTIVES`].
 
-use std::path::Path;
-
-use crate::config::effective::print::{self, Print};
+use crate::config::effective::print;
 use crate::config::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
 use crate::config::nodelocal;
-use crate::config::server::{Config, Server};
 use crate::corefile::args::Args;
-use crate::corefile::blocks::Directive;
-use crate::corefile::problem::ConfigError;
 use crate::kubernetes;
 use crate::query::forward::cache::setup as cache;
 use crate::query::forward::setup as forward;
@@ -22,30 +17,10 @@ use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
 
-/// What a parser reads and writes: its server block, the directory
-/// relative files resolve in, the process-wide configuration, the errors.
-pub struct Ctx<'a> {
-    pub server: &'a mut Server,
-    pub dir: &'a Path,
-    pub config: &'a mut Config,
-    pub errors: &'a mut Vec<ConfigError>,
-}
+use spec::{once, NOT_REPORTED};
+pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
-/// Reads one directive (its argument count and options) into `Ctx`.
-pub type Parse = fn(&Directive, &mut Ctx<'_>);
-
-/// One directive this build implements.
-pub struct Spec {
-    pub name: &'static str,
-    /// Whether it takes an options block (`name args { ... }`).
-    pub options: bool,
-    pub parse: Parse,
-    /// Whether server block `s` of configuration `c` holds the directive
-    /// (`coredns_plugin_enabled`).
-    pub enabled: fn(&Server, &Config) -> bool,
-    /// Prints what the directive holds, for `clusterdns check`.
-    pub(crate) print: Print,
-}
+mod spec;
 
 /// Directives this build implements, in the order their plugins run
 /// (CoreDNS's `plugin.cfg`, with clusterdns's own `limits` and `nodelocal`
@@ -58,6 +33,27 @@ pub const DIRECTIVES: &[Spec] = &[
         parse: |d, c| c.server.root = super::root::parse(d, c.dir, c.errors).or(c.server.root.take()),
         enabled: NOT_REPORTED,
         print: |b, s, _| super::root::print(b, s.root.as_deref()),
+    },
+    Spec {
+        name: "tls",
+        options: true,
+        parse: |d, c| super::transport::tls(d, &mut c.server.listen, c.dir, c.errors),
+        enabled: |s, _| s.listen.tls.is_some(),
+        print: super::serving::print_tls,
+    },
+    Spec {
+        name: "https",
+        options: true,
+        parse: |d, c| super::transport::https(d, &mut c.server.listen, c.errors),
+        enabled: NOT_REPORTED,
+        print: super::serving::print_https,
+    },
+    Spec {
+        name: "quic",
+        options: true,
+        parse: |d, c| super::transport::quic(d, &mut c.server.listen, c.errors),
+        enabled: NOT_REPORTED,
+        print: super::serving::print_quic,
     },
     Spec {
         name: "timeouts",
@@ -360,36 +356,9 @@ pub const DIRECTIVES: &[Spec] = &[
     },
 ];
 
-/// `enabled` of the directives `coredns_plugin_enabled` does not list:
-/// settings of the listeners and clusterdns's own (`bind`, `timeouts`,
-/// `limits`, `nodelocal`), and `dnstap`, `transfer`, `whoami`.
-const NOT_REPORTED: fn(&Server, &Config) -> bool = |_, _| false;
-
-/// CoreDNS directives that a later release of clusterdns brings.
-pub const NOT_YET: &[&str] = &[];
-
-/// CoreDNS directives clusterdns refuses for good, with why and what to
-/// write instead.
-pub const REFUSED: &[(&str, &str)] = &[(
-    "shed",
-    "shed: not supported; clusterdns sheds load its own way: forwarded queries beyond \
-     `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see docs/hardening.md; \
-     remove the directive or write `limits { in_flight N }`",
-)];
-
 /// The directive called `name`, if this build implements it.
 pub fn lookup(name: &str) -> Option<&'static Spec> {
     DIRECTIVES.iter().find(|s| s.name == name)
-}
-
-/// `NAME: only one WHERE` when `present` (the directive was seen before).
-fn once(d: &Directive, present: bool, place: &str, errors: &mut Vec<ConfigError>) {
-    if present {
-        errors.push(ConfigError::new(
-            &d.name.pos,
-            format!("{}: only one {place}", d.name.text),
-        ));
-    }
 }
 
 #[cfg(test)]

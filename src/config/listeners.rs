@@ -120,19 +120,12 @@ pub(super) fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Hea
     Some(Health { addr, lameduck })
 }
 
-/// Splits a server block key `[dns://]ZONE[:PORT]` (ZONE a name or a
+/// Splits a server block key `[SCHEME://]ZONE[:PORT]` (ZONE a name or a
 /// network, ADDR/LEN, standing for its reverse zones); the port is `None`
 /// when not written.
 pub(super) fn key_zone_port(key: &Word, errors: &mut Vec<ConfigError>) -> Option<(Vec<Name>, Option<u16>)> {
-    let text = key.text.as_str();
-    if let Some(scheme) = text.split_once("://").map(|(s, _)| s).filter(|s| *s != "dns") {
-        errors.push(ConfigError::new(
-            &key.pos,
-            format!("'{scheme}://' servers are not supported (only dns://)"),
-        ));
-        return None;
-    }
-    let text = text.trim_start_matches("dns://");
+    super::transport::scheme_of(key, errors)?;
+    let text = key.text.split_once("://").map_or(key.text.as_str(), |(_, rest)| rest);
     let (zone_text, port) = match text.rsplit_once(':') {
         Some((z, p)) => match p.parse::<u16>() {
             Ok(p) => (z, Some(p)),

@@ -17,6 +17,8 @@ pub mod plugins;
 pub mod reload;
 pub mod root;
 pub mod server;
+pub mod serving;
+pub mod transport;
 
 use std::fmt;
 use std::path::Path;
@@ -85,6 +87,8 @@ fn build(
         n.health_port = h.addr.port();
     }
     check_overlaps(&raw, &config, &mut errors);
+    let opens: Vec<&Pos> = raw.iter().map(|b| &b.open).collect();
+    serving::check_shared(&config.servers, &opens, &mut errors);
     if errors.is_empty() {
         Ok(config)
     } else {
@@ -92,18 +96,19 @@ fn build(
     }
 }
 
-/// Two blocks may share a port, but not a zone on that port.
+/// Two blocks may share a port, but not a zone on that port and transport.
 fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<ConfigError>) {
-    let mut seen: Vec<(&Name, u16)> = Vec::new();
+    let mut seen: Vec<(&Name, u16, transport::Scheme)> = Vec::new();
     for (server, block) in config.servers.iter().zip(raw) {
+        let scheme = server.listen.scheme;
         for zone in &server.zones {
-            if seen.contains(&(zone, server.port)) && server.port != 0 {
+            if seen.contains(&(zone, server.port, scheme)) && server.port != 0 {
                 errors.push(ConfigError::new(
                     &block.open,
                     format!("zone '{zone}' is served twice on port {}", server.port),
                 ));
             }
-            seen.push((zone, server.port));
+            seen.push((zone, server.port, scheme));
         }
     }
 }
@@ -118,7 +123,11 @@ impl fmt::Display for Config {
             "# directives in the order their plugins run; options at their defaults written out"
         )?;
         for (i, s) in self.servers.iter().enumerate() {
-            let keys: Vec<String> = s.zones.iter().map(|z| format!("{z}:{}", s.port)).collect();
+            let scheme = match s.listen.scheme {
+                transport::Scheme::Dns => String::new(),
+                other => format!("{}://", other.name()),
+            };
+            let keys: Vec<String> = s.zones.iter().map(|z| format!("{scheme}{z}:{}", s.port)).collect();
             writeln!(f, "{} {{", keys.join(" "))?;
             let mut b = effective::Block(String::new());
             for spec in directives::DIRECTIVES {

@@ -19,7 +19,7 @@ use crate::corefile::problem::ConfigError;
 /// (CoreDNS registers no handler for them): a block of only these has no
 /// plugin chain and answers REFUSED (`test/no_plugins_test.go`).
 const SETUP_ONLY: &[&str] = &[
-    "bind", "health", "ready", "reload", "root", "debug", "timeouts", "limits",
+    "bind", "health", "ready", "reload", "root", "debug", "timeouts", "limits", "tls", "https", "quic",
 ];
 
 /// Builds one server block, recording process-wide listeners in `config`.
@@ -35,7 +35,9 @@ pub fn server(
         .directives
         .iter()
         .any(|d| !SETUP_ONLY.contains(&d.name.text.as_str()));
-    let mut server = Server::new(zones, port.unwrap_or(default_port), chain);
+    let scheme = super::transport::block_scheme(block, errors);
+    let mut server = Server::new(zones, port.unwrap_or(scheme.default_port(default_port)), chain);
+    server.listen.scheme = scheme;
     let had_nodelocal = config.nodelocal.is_some();
     // `root` first, wherever it is written: CoreDNS sets it up before `file`.
     let (root, rest): (Vec<&Directive>, Vec<&Directive>) = block.directives.iter().partition(|d| d.name.text == "root");
@@ -52,6 +54,7 @@ pub fn server(
         nodelocal::resolve(n, &server.bind, errors);
     }
     needs(&server, errors);
+    super::transport::needs(&server.listen, &block.open, errors);
     Some(server)
 }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use hickory_proto::rr::Name;
 
+use crate::config::transport;
 use crate::config::{listeners, nodelocal};
 use crate::corefile::lexer;
 use crate::dnstap::setup as dnstap;
@@ -104,6 +105,8 @@ pub struct Server {
     pub root: Option<PathBuf>,
     /// `debug`: debug log lines on (process-wide while any block has it).
     pub debug: bool,
+    /// The block's transport (`tls://`, `https://`) with `tls` and `https`.
+    pub listen: transport::Listen,
 }
 
 impl Server {
@@ -140,6 +143,7 @@ impl Server {
             transfers: Vec::new(),
             root: None,
             debug: false,
+            listen: transport::Listen::default(),
         }
     }
 }

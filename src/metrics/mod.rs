@@ -24,6 +24,7 @@ mod nodelocal;
 mod process;
 mod render;
 mod tcp;
+mod transports;
 mod watch;
 mod zone;
 
@@ -43,6 +44,7 @@ pub use memo::{memo_stripe, revalidations, MemoStripe};
 pub use nodelocal::{Health, NodeLocal};
 pub use render::head;
 pub use tcp::{Tcp, TcpClose};
+pub use transports::{DohRefusal, DoqRefusal, Transports};
 pub use watch::Watch;
 pub use zone::{Registry, Served, ZoneStats};
 
@@ -86,6 +88,8 @@ pub struct Metrics {
     pub watch: Watch,
     pub nodelocal: NodeLocal,
     pub dnstap: Dnstap,
+    /// `tls://` and `https://` listeners: certificate reloads, DoH refusals.
+    pub transports: Transports,
 }
 
 impl Metrics {
@@ -129,6 +133,7 @@ impl Metrics {
         self.watch.render(&mut s);
         self.nodelocal.render(&mut s);
         self.dnstap.render(&mut s);
+        self.transports.render(&mut s);
         process::render(&mut s);
         c::BUILD_INFO.head(&mut s);
         let version = env!("CARGO_PKG_VERSION");

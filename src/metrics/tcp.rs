@@ -22,10 +22,12 @@ pub enum TcpClose {
     Shutdown,
     /// `timeouts { maxtcpqueries N }` queries were answered on it.
     MaxQueries,
+    /// The TLS handshake failed or did not finish in time (`tls://`, `https://`).
+    Handshake,
 }
 
 impl TcpClose {
-    pub const ALL: [TcpClose; 7] = [
+    pub const ALL: [TcpClose; 8] = [
         TcpClose::Client,
         TcpClose::Idle,
         TcpClose::Read,
@@ -33,6 +35,7 @@ impl TcpClose {
         TcpClose::Evicted,
         TcpClose::Shutdown,
         TcpClose::MaxQueries,
+        TcpClose::Handshake,
     ];
 
     fn label(self) -> &'static str {
@@ -45,7 +48,7 @@ impl TcpClose {
 pub struct Tcp {
     /// Open now.
     pub open: AtomicU64,
-    closed: [AtomicU64; 7],
+    closed: [AtomicU64; 8],
     /// Refused at the cap with no idle connection to close.
     rejected: AtomicU64,
 }

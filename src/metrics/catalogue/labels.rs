@@ -61,7 +61,7 @@ pub const TYPES: [RecordType; 18] = [
 /// `suffix` values of the search-expansion counter, in `Expansion` order.
 pub const EXPANSIONS: [&str; 3] = ["namespace", "svc", "zone"];
 /// `reason` values of `clusterdns_tcp_closed_total`, in `TcpClose` order.
-pub const TCP_CLOSE_REASONS: [&str; 7] = [
+pub const TCP_CLOSE_REASONS: [&str; 8] = [
     "client",
     "idle_timeout",
     "read_timeout",
@@ -69,6 +69,7 @@ pub const TCP_CLOSE_REASONS: [&str; 7] = [
     "evicted",
     "shutdown",
     "max_queries",
+    "handshake",
 ];
 /// Object kinds of the watch path (`kind`), in `store::Kind` order.
 pub const KINDS: [&str; 5] = ["Namespace", "Service", "EndpointSlice", "Pod", "ServiceImport"];

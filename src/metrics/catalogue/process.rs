@@ -144,3 +144,18 @@ pub const FAIR_TOP_TALKERS: Family = gauge(
     "Queries per second of the heaviest clients seen by busy UDP workers in the last 10 s (at most 8 series).",
     &["client", "namespace"],
 );
+pub const TLS_CERT_RELOADS: Family = counter(
+    "clusterdns_tls_certificate_reloads_total",
+    "Server certificates (tls CERT KEY [CA]) read again after their files changed, by result (a failed read keeps the old certificate).",
+    &["result"],
+);
+pub const DOH_REFUSED: Family = counter(
+    "clusterdns_doh_refused_total",
+    "DNS over HTTPS requests answered with an HTTP error before reaching the DNS path, by reason.",
+    &["reason"],
+);
+pub const DOQ_REFUSED: Family = counter(
+    "clusterdns_doq_refused_total",
+    "DNS over QUIC connections and streams refused or reset, by reason.",
+    &["reason"],
+);

@@ -20,7 +20,9 @@
 //! and at the cap with none idle the client holding the most connections
 //! gives one up (per-client fairness, `limits { client_share }`). An idle
 //! connection holds no buffers: answers
-//! are built in the thread's scratch space, not the connection's.
+//! are built in the thread's scratch space, not the connection's. DNS
+//! over TLS runs this same path: [`serve_with`] first upgrades each
+//! accepted connection ([`Upgrade`]: a TLS handshake in `serve::dot`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -31,8 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -56,9 +57,9 @@ const MAX_PENDING: usize = 64;
 /// Replies written to the socket in one call, at most (bytes).
 const BATCH: usize = 16 * 1024;
 /// Room made for each read of a connection (bytes)...
-const READ_CHUNK: usize = 16 * 1024;
+pub const READ_CHUNK: usize = 16 * 1024;
 /// ...when less than this is left.
-const READ_ROOM: usize = 2048;
+pub const READ_ROOM: usize = 2048;
 
 /// Binds a TCP listener (with `SO_REUSEPORT`, so it can share a port with
 /// a restarting process) on `addr`.
@@ -76,9 +77,48 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     TcpListener::from_std(socket.into())
 }
 
+/// How an accepted connection becomes the two halves DNS messages are
+/// framed on: itself (plain TCP), or a TLS session over it (`tls://`),
+/// whose handshake runs in the connection's task, within `limits.read`.
+pub trait Upgrade: Send + Sync + 'static {
+    type Read: AsyncRead + Unpin + Send + 'static;
+    type Write: AsyncWrite + Unpin + Send + 'static;
+    /// Room made for a read while the connection is idle. A TLS session
+    /// zeroes the room it is given (TCP reads into it untouched), so it
+    /// asks for less: an idle connection stays small.
+    const IDLE_READ: usize = READ_CHUNK;
+    /// The halves, or `None` when the handshake failed or timed out.
+    fn upgrade(
+        &self,
+        stream: TcpStream,
+        limits: &TcpLimits,
+    ) -> impl std::future::Future<Output = Option<(Self::Read, Self::Write)>> + Send;
+}
+
+/// Plain TCP: the stream's own halves.
+pub struct Plain;
+
+impl Upgrade for Plain {
+    type Read = tokio::net::tcp::OwnedReadHalf;
+    type Write = tokio::net::tcp::OwnedWriteHalf;
+    async fn upgrade(&self, stream: TcpStream, _: &TcpLimits) -> Option<(Self::Read, Self::Write)> {
+        Some(stream.into_split())
+    }
+}
+
 /// Accepts connections until `stop` is set, then stops accepting and
 /// closes each connection once its queries are answered.
 pub async fn serve(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBool>) {
+    serve_with(listener, handler, stop, Arc::new(Plain)).await
+}
+
+/// [`serve`], each accepted connection first upgraded by `upgrade`.
+pub async fn serve_with<U: Upgrade>(
+    listener: TcpListener,
+    handler: Arc<Handler>,
+    stop: Arc<AtomicBool>,
+    upgrade: Arc<U>,
+) {
     let conns = Arc::new(Conns {
         epoch: Instant::now(),
         next: AtomicU64::new(0),
@@ -101,10 +141,19 @@ pub async fn serve(listener: TcpListener, handler: Arc<Handler>, stop: Arc<Atomi
             drop(stream);
             continue;
         };
-        let (handler, conns) = (handler.clone(), conns.clone());
+        let (handler, conns, upgrade) = (handler.clone(), conns.clone(), upgrade.clone());
         handler.metrics.tcp.open.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            let why = connection(stream, peer, &handler, &conn, &limits, &conns).await;
+            let _ = stream.set_nodelay(true);
+            let upgraded = tokio::select! {
+                biased;
+                _ = conn.close.notified() => Err(conn.reason()),
+                up = upgrade.upgrade(stream, &limits) => up.ok_or(TcpClose::Handshake),
+            };
+            let why = match upgraded {
+                Ok(halves) => connection::<U>(halves, peer, &handler, &conn, &limits, &conns).await,
+                Err(why) => why,
+            };
             conns.remove(id);
             handler.metrics.tcp.closed(why);
             handler.metrics.tcp.open.fetch_sub(1, Ordering::Relaxed);
@@ -123,7 +172,7 @@ thread_local! {
 
 /// Answers `query` with this thread's scratch space for `handler` and
 /// appends the framed reply to `out` (nothing when no reply is sent now).
-fn answer(
+pub fn answer(
     handler: &Handler,
     query: &[u8],
     (peer, local): (SocketAddr, Option<SocketAddr>),
@@ -161,16 +210,14 @@ fn whole_frame(bytes: &[u8]) -> Option<usize> {
 /// Reads, answers and writes one connection until it ends; why it ended.
 /// Each read takes whatever the client has sent; every whole query in it
 /// is answered before the replies go to the writer, together.
-async fn connection(
-    stream: TcpStream,
+async fn connection<U: Upgrade>(
+    (mut reader, writer): (U::Read, U::Write),
     peer: SocketAddr,
     handler: &Handler,
     conn: &Arc<Conn>,
     limits: &TcpLimits,
     conns: &Conns,
 ) -> TcpClose {
-    let _ = stream.set_nodelay(true);
-    let (mut reader, writer) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
     let writing = tokio::spawn(write(writer, rx, limits.write, conn.clone()));
     let mut inbox = Vec::new();
@@ -182,8 +229,9 @@ async fn connection(
         if deadline.is_none() {
             conn.idle_since.store(conns.now(), Ordering::Relaxed);
         }
-        if inbox.capacity() - inbox.len() < READ_ROOM {
-            inbox.reserve(READ_CHUNK);
+        let chunk = if inbox.is_empty() { U::IDLE_READ } else { READ_CHUNK };
+        if inbox.capacity() - inbox.len() < READ_ROOM.min(chunk) {
+            inbox.reserve(chunk);
         }
         let wait = deadline.unwrap_or_else(|| tokio::time::Instant::now() + limits.idle);
         let got = tokio::select! {
@@ -311,7 +359,12 @@ async fn transfer(
 /// Writes replies as they come, batching those already queued; a batch
 /// not taken within `timeout` closes the connection (the reader learns
 /// why through `conn`).
-async fn write(mut writer: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>, timeout: Duration, conn: Arc<Conn>) {
+async fn write<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    timeout: Duration,
+    conn: Arc<Conn>,
+) {
     while let Some(mut batch) = rx.recv().await {
         while batch.len() < BATCH {
             match rx.try_recv() {

@@ -1,0 +1,62 @@
+//! The directive table's row type and what its rows share: the context a
+//! parser reads and writes, the `enabled` of directives CoreDNS does not
+//! report, the directives refused for good, and the one-per-block check.
+
+use std::path::Path;
+
+use crate::config::effective::print::Print;
+use crate::config::server::{Config, Server};
+use crate::corefile::blocks::Directive;
+use crate::corefile::problem::ConfigError;
+
+/// What a parser reads and writes: its server block, the directory
+/// relative files resolve in, the process-wide configuration, the errors.
+pub struct Ctx<'a> {
+    pub server: &'a mut Server,
+    pub dir: &'a Path,
+    pub config: &'a mut Config,
+    pub errors: &'a mut Vec<ConfigError>,
+}
+
+/// Reads one directive (its argument count and options) into `Ctx`.
+pub type Parse = fn(&Directive, &mut Ctx<'_>);
+
+/// One directive this build implements.
+pub struct Spec {
+    pub name: &'static str,
+    /// Whether it takes an options block (`name args { ... }`).
+    pub options: bool,
+    pub parse: Parse,
+    /// Whether server block `s` of configuration `c` holds the directive
+    /// (`coredns_plugin_enabled`).
+    pub enabled: fn(&Server, &Config) -> bool,
+    /// Prints what the directive holds, for `clusterdns check`.
+    pub(crate) print: Print,
+}
+
+/// `enabled` of the directives `coredns_plugin_enabled` does not list:
+/// settings of the listeners and clusterdns's own (`bind`, `timeouts`,
+/// `limits`, `nodelocal`), and `dnstap`, `transfer`, `whoami`.
+pub(super) const NOT_REPORTED: fn(&Server, &Config) -> bool = |_, _| false;
+
+/// CoreDNS directives that a later release of clusterdns brings.
+pub const NOT_YET: &[&str] = &[];
+
+/// CoreDNS directives clusterdns refuses for good, with why and what to
+/// write instead.
+pub const REFUSED: &[(&str, &str)] = &[(
+    "shed",
+    "shed: not supported; clusterdns sheds load its own way: forwarded queries beyond \
+     `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see docs/hardening.md; \
+     remove the directive or write `limits { in_flight N }`",
+)];
+
+/// `NAME: only one WHERE` when `present` (the directive was seen before).
+pub(super) fn once(d: &Directive, present: bool, place: &str, errors: &mut Vec<ConfigError>) {
+    if present {
+        errors.push(ConfigError::new(
+            &d.name.pos,
+            format!("{}: only one {place}", d.name.text),
+        ));
+    }
+}

@@ -1,0 +1,101 @@
+//! A listener's server certificate, read again when its files change: as
+//! cert-manager rewrites a Secret volume (the `..data` symlink swapped to
+//! a new directory) and as a plain rename over the old file. Every
+//! [`POLL`] the files' identity (device, inode, size, modification time,
+//! symlinks followed) is compared with the last read's; on a change the
+//! certificate, key and CA are read again and new handshakes use them.
+//! A read that fails (a broken or half-written file, a key that does not
+//! match) keeps the certificate in use, is logged and counted
+//! (`clusterdns_tls_certificate_reloads_total{result="failed"}`), and is
+//! tried again at the next change.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+
+use crate::config::transport::{ClientAuth, TlsFiles};
+use crate::metrics::Metrics;
+
+/// How often the files are looked at.
+pub const POLL: Duration = Duration::from_secs(2);
+
+/// What identifies one version of a file: device, inode, size, mtime.
+type Stamp = Option<(u64, u64, u64, i64, i64)>;
+
+/// The server configuration in use, and the files it was read from.
+pub struct Certs {
+    current: ArcSwap<rustls::ServerConfig>,
+    files: TlsFiles,
+    alpn: Vec<Vec<u8>>,
+}
+
+impl Certs {
+    /// Reads `files` (an error names the file at fault); `alpn`: the
+    /// protocols offered (`dot`; `h2` and `http/1.1`).
+    pub fn load(files: &TlsFiles, alpn: &[&[u8]]) -> Result<Arc<Certs>, String> {
+        let alpn: Vec<Vec<u8>> = alpn.iter().map(|p| p.to_vec()).collect();
+        let config = read(files, &alpn)?;
+        Ok(Arc::new(Certs {
+            current: ArcSwap::from_pointee(config),
+            files: files.clone(),
+            alpn,
+        }))
+    }
+
+    /// The configuration a new handshake uses.
+    pub fn config(&self) -> Arc<rustls::ServerConfig> {
+        self.current.load_full()
+    }
+
+    /// Looks at the files every [`POLL`] until `stop` is set, reading them
+    /// again when one changed.
+    pub async fn watch(self: Arc<Self>, stop: Arc<AtomicBool>, metrics: Arc<Metrics>) {
+        let mut seen = self.stamps();
+        while !stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(POLL).await;
+            let now = self.stamps();
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            match read(&self.files, &self.alpn) {
+                Ok(config) => {
+                    self.current.store(Arc::new(config));
+                    metrics.transports.reloaded(true);
+                    tracing::info!(target: "tls", "{}: certificate read again", self.files.cert.display());
+                }
+                Err(e) => {
+                    metrics.transports.reloaded(false);
+                    tracing::error!(target: "tls", "certificate not replaced, the old one stays in use: {e}");
+                }
+            }
+        }
+    }
+
+    fn stamps(&self) -> Vec<Stamp> {
+        let f = &self.files;
+        [Some(&f.cert), Some(&f.key), f.ca.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(stamp)
+            .collect()
+    }
+}
+
+fn stamp(path: &PathBuf) -> Stamp {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+}
+
+/// The rustls configuration of `files`, offering `alpn`.
+fn read(files: &TlsFiles, alpn: &[Vec<u8>]) -> Result<rustls::ServerConfig, String> {
+    let ca = files.ca.as_deref().filter(|_| files.client_auth != ClientAuth::NoCert);
+    let optional = files.client_auth == ClientAuth::VerifyIfGiven;
+    let mut config = crate::tls::server_config(&files.cert, &files.key, ca, optional)?;
+    config.alpn_protocols = alpn.to_vec();
+    Ok(config)
+}

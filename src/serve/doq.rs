@@ -1,0 +1,203 @@
+//! DNS over QUIC (RFC 9250, ALPN `doq`) with quinn: one query per
+//! client-initiated bidirectional stream, a 2-byte length then the
+//! message, the stream finished by the client; the reply written the same
+//! way and the stream finished. Each query is answered by the same path as
+//! a TCP query (`doh::answer`).
+//!
+//! Bounds (CVE-2026-32934: streams that send a byte and never finish):
+//! at most `quic { max_streams }` streams open per connection (QUIC's own
+//! stream credit: a client cannot open more until one is done), each
+//! holding at most one message's bytes ([`STREAM_WINDOW`], and all of a
+//! connection's streams at most two messages' worth) and reset when
+//! its query is not whole within `timeouts { read }`; at most `quic {
+//! worker_pool_size }` queries answered at once over the listener; at
+//! most `limits { connections }` connections, each closed after
+//! `timeouts { idle }` without traffic; a handshake within `timeouts {
+//! read }`. Refusals are counted in `clusterdns_doq_refused_total`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quinn::crypto::rustls::QuicServerConfig;
+use quinn::{Endpoint, IdleTimeout, VarInt};
+use tokio::sync::Semaphore;
+
+use super::certs::Certs;
+use crate::config::transport::QuicLimits;
+use crate::metrics::DoqRefusal;
+use crate::query::Handler;
+
+/// ALPN of DNS over QUIC.
+pub const ALPN: &[&[u8]] = &[b"doq"];
+/// Bytes one stream may hold: a length and the longest message.
+pub const STREAM_WINDOW: u32 = 2 + 65_535;
+/// RFC 9250's error codes: no error, internal, protocol, request cancelled.
+const NO_ERROR: u32 = 0;
+const PROTOCOL_ERROR: u32 = 2;
+const REQUEST_CANCELLED: u32 = 3;
+
+/// The quinn server configuration of `certs` under `limits`.
+fn server_config(certs: &Certs, limits: &QuicLimits, idle: Duration) -> std::io::Result<quinn::ServerConfig> {
+    let crypto = QuicServerConfig::try_from(certs.config()).map_err(std::io::Error::other)?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut transport = quinn::TransportConfig::default();
+    let streams = u32::try_from(limits.max_streams).unwrap_or(u32::MAX);
+    transport
+        .max_concurrent_bidi_streams(VarInt::from_u32(streams))
+        .max_concurrent_uni_streams(VarInt::from_u32(0))
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        .receive_window(VarInt::from_u32(2 * STREAM_WINDOW))
+        .max_idle_timeout(IdleTimeout::try_from(idle).ok());
+    config.transport_config(Arc::new(transport));
+    Ok(config)
+}
+
+/// Binds `addr` (UDP) for DNS over QUIC; its bound address and endpoint.
+pub fn bind(
+    addr: SocketAddr,
+    certs: &Certs,
+    limits: &QuicLimits,
+    handler: &Handler,
+) -> std::io::Result<(SocketAddr, Endpoint)> {
+    let idle = handler.router.load().tcp.idle;
+    let endpoint = Endpoint::server(server_config(certs, limits, idle)?, addr)?;
+    Ok((endpoint.local_addr()?, endpoint))
+}
+
+/// Accepts connections until `stop` is set; a certificate read again is
+/// given to the endpoint for new handshakes.
+pub async fn serve(
+    endpoint: Endpoint,
+    handler: Arc<Handler>,
+    stop: Arc<AtomicBool>,
+    certs: Arc<Certs>,
+    limits: QuicLimits,
+) {
+    let workers = Arc::new(Semaphore::new(limits.worker_pool_size));
+    let mut in_use = certs.config();
+    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(accepted) = tokio::time::timeout(Duration::from_millis(200), endpoint.accept()).await else {
+            let now = certs.config();
+            if !Arc::ptr_eq(&now, &in_use) {
+                let idle = handler.router.load().tcp.idle;
+                if let Ok(c) = server_config(&certs, &limits, idle) {
+                    endpoint.set_server_config(Some(c));
+                }
+                in_use = now;
+            }
+            continue;
+        };
+        let Some(incoming) = accepted else {
+            break;
+        };
+        let cap = handler.router.load().tcp.connections;
+        if open.load(Ordering::Relaxed) >= cap {
+            handler.metrics.transports.doq_refused(DoqRefusal::Connections);
+            incoming.refuse();
+            continue;
+        }
+        open.fetch_add(1, Ordering::Relaxed);
+        let (handler, workers, open) = (handler.clone(), workers.clone(), open.clone());
+        tokio::spawn(async move {
+            connection(incoming, &handler, &workers).await;
+            open.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+    endpoint.close(VarInt::from_u32(NO_ERROR), b"shutting down");
+}
+
+/// One connection: its handshake, then a task per stream until it ends.
+async fn connection(incoming: quinn::Incoming, handler: &Arc<Handler>, workers: &Arc<Semaphore>) {
+    let read = handler.router.load().tcp.read;
+    let peer = incoming.remote_address();
+    let connecting = match incoming.accept() {
+        Ok(c) => c,
+        Err(_) => return handler.metrics.transports.doq_refused(DoqRefusal::Handshake),
+    };
+    let conn = match tokio::time::timeout(read, connecting).await {
+        Ok(Ok(c)) => c,
+        _ => return handler.metrics.transports.doq_refused(DoqRefusal::Handshake),
+    };
+    while let Ok((send, recv)) = conn.accept_bi().await {
+        let (handler, workers) = (handler.clone(), workers.clone());
+        tokio::spawn(async move { stream(send, recv, peer, &handler, &workers, read).await });
+    }
+}
+
+/// One stream: the query whole within `read` (else reset), answered.
+async fn stream(
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    peer: SocketAddr,
+    handler: &Handler,
+    workers: &Semaphore,
+    read: Duration,
+) {
+    let started = Instant::now();
+    let bytes = match tokio::time::timeout(read, recv.read_to_end(STREAM_WINDOW as usize)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => return refuse(&mut send, &mut recv, handler, DoqRefusal::Malformed, PROTOCOL_ERROR),
+        Err(_) => {
+            return refuse(
+                &mut send,
+                &mut recv,
+                handler,
+                DoqRefusal::StreamTimeout,
+                REQUEST_CANCELLED,
+            );
+        }
+    };
+    let Some(message) = framed(&bytes) else {
+        return refuse(&mut send, &mut recv, handler, DoqRefusal::Malformed, PROTOCOL_ERROR);
+    };
+    let Ok(_worker) = workers.acquire().await else {
+        return;
+    };
+    match super::doh::answer(message, peer, handler, started).await {
+        Some(reply) => {
+            let mut out = Vec::with_capacity(reply.len() + 2);
+            crate::query::defer::push_frame(&mut out, &reply);
+            if tokio::time::timeout(handler.router.load().tcp.write, send.write_all(&out))
+                .await
+                .is_ok()
+            {
+                let _ = send.finish();
+                return;
+            }
+            let _ = send.reset(VarInt::from_u32(REQUEST_CANCELLED));
+        }
+        None => {
+            let _ = send.reset(VarInt::from_u32(REQUEST_CANCELLED));
+        }
+    }
+}
+
+/// The message of a stream's bytes: a 2-byte length and exactly that many.
+fn framed(bytes: &[u8]) -> Option<&[u8]> {
+    let len = usize::from(u16::from_be_bytes([*bytes.first()?, *bytes.get(1)?]));
+    (bytes.len() == 2 + len).then(|| &bytes[2..])
+}
+
+/// Resets both halves of a stream with `code`, counting `why`.
+fn refuse(send: &mut quinn::SendStream, recv: &mut quinn::RecvStream, handler: &Handler, why: DoqRefusal, code: u32) {
+    handler.metrics.transports.doq_refused(why);
+    let _ = recv.stop(VarInt::from_u32(code));
+    let _ = send.reset(VarInt::from_u32(code));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::framed;
+
+    #[test]
+    fn a_stream_holds_one_length_prefixed_message() {
+        assert_eq!(framed(&[0, 2, 7, 8]), Some(&[7u8, 8][..]));
+        assert_eq!(framed(&[0, 3, 7, 8]), None, "short");
+        assert_eq!(framed(&[0, 1, 7, 8]), None, "trailing bytes");
+        assert_eq!(framed(&[0]), None);
+        assert_eq!(framed(&[]), None);
+    }
+}

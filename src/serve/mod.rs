@@ -1,0 +1,75 @@
+//! The encrypted and HTTP transports of server blocks, beside `query`'s
+//! UDP and TCP: `tls://` (DNS over TLS, [`dot`]), `https://` (DNS over
+//! HTTPS, [`doh`]) and `quic://` (DNS over QUIC, [`doq`]), each answering through the same [`Handler`] (router,
+//! plugin chain, metrics) as plain DNS; and the certificate they present,
+//! read again when its files change ([`certs`]).
+//!
+//! Start at [`open`]: one listener for one address of a listener group.
+
+pub mod certs;
+pub mod doh;
+pub mod doq;
+pub mod dot;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crate::config::transport::{Listen, Scheme};
+use crate::query::{tcp, Handler};
+
+/// One running listener: the address bound and its accept loop.
+pub struct Listening {
+    pub bound: SocketAddr,
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// Binds `addr` for `listen`'s transport (not `dns://`) and serves it
+/// with `handler` until `stop` is set. The certificate is read here: a
+/// file that cannot be read is an error naming it.
+pub fn open(
+    addr: SocketAddr,
+    listen: &Listen,
+    handler: &Arc<Handler>,
+    stop: &Arc<AtomicBool>,
+) -> io::Result<Listening> {
+    let alpn = match listen.scheme {
+        Scheme::Https => doh::ALPN,
+        Scheme::Quic => doq::ALPN,
+        _ => dot::ALPN,
+    };
+    let certs = match &listen.tls {
+        Some(files) => Some(certs::Certs::load(files, alpn).map_err(io::Error::other)?),
+        None => None,
+    };
+    if let (Scheme::Quic, Some(certs)) = (listen.scheme, &certs) {
+        let limits = listen.quic.unwrap_or_default();
+        let (bound, endpoint) = doq::bind(addr, certs, &limits, handler)?;
+        tokio::spawn(certs.clone().watch(stop.clone(), handler.metrics.clone()));
+        let serving = doq::serve(endpoint, handler.clone(), stop.clone(), certs.clone(), limits);
+        tracing::info!("listening on quic://{bound}");
+        return Ok(Listening {
+            bound,
+            task: tokio::spawn(serving),
+        });
+    }
+    let listener = tcp::bind(addr)?;
+    let bound = listener.local_addr()?;
+    if let Some(c) = &certs {
+        tokio::spawn(c.clone().watch(stop.clone(), handler.metrics.clone()));
+    }
+    let (handler, stop) = (handler.clone(), stop.clone());
+    let task = match (listen.scheme, certs) {
+        (Scheme::Https, certs) => {
+            let max = listen
+                .max_connections
+                .unwrap_or(crate::config::transport::HTTPS_MAX_CONNECTIONS);
+            tokio::spawn(doh::serve(listener, handler, stop, certs, max))
+        }
+        (_, Some(certs)) => tokio::spawn(tcp::serve_with(listener, handler, stop, Arc::new(dot::Dot(certs)))),
+        (_, None) => tokio::spawn(tcp::serve(listener, handler, stop)),
+    };
+    tracing::info!("listening on {}://{bound}", listen.scheme.name());
+    Ok(Listening { bound, task })
+}

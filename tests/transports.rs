@@ -1,0 +1,664 @@
+//! `tls://` (DNS over TLS), `https://` (DNS over HTTPS) and `quic://` (DNS
+//! over QUIC) server blocks end to end: the real binary asked by real
+//! clients (`kdig +tls`/`+https`, BIND's `dig +tls`/`+https`, `curl
+//! --http2` GET and POST, plain HTTP behind a proxy, dnspython's DoQ and
+//! aioquic from tests/run's pinned venv), with certificates made by openssl
+//! at test time.
+//!
+//! Cases: answers over every client with the scheme in the metrics'
+//! `server` label; mutual TLS (no client certificate: no answer; one the
+//! CA signed: an answer); an oversized GET `?dns=` (CVE-2026-32936) and
+//! DNS UPDATE over DoH (CVE-2026-86003: NOTIMP, as over plain DNS);
+//! stalled handshakes and `https { max_connections }` refused and
+//! counted; certificates rotated by a plain rename and by a Secret
+//! volume's `..data` symlink swap, a broken new certificate kept out, and
+//! by a Corefile reload naming other files;
+//! DoQ answers, UPDATE over DoQ NOTIMP, and 20,000 streams that send a
+//! byte and never finish (CVE-2026-32934) leave memory flat and answers
+//! flowing; `clusterdns check` printing the directives and refusing what
+//! it must.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{certs, free_port, temp_dir, Server, REPLY};
+
+const NAME: &str = "kubernetes.default.svc.cluster.local";
+const WANT: &str = "10.96.0.1";
+
+/// The tools these tests need, or `None` (SKIP; a failure under CI).
+fn tools(test: &str) -> Option<()> {
+    let install = "apt-get install knot-dnsutils bind9-dnsutils curl openssl (tests/run installs them)";
+    for tool in ["kdig", "dig", "curl", "openssl"] {
+        common::needs(test, common::installed(tool), install)?;
+    }
+    Some(())
+}
+
+/// A test CA (`ca.pem`), a server certificate for `dns.test` and
+/// 127.0.0.1 (`srv.pem`, `srv.key`) and a client certificate (`client.*`).
+fn certificates(dir: &Path) {
+    certs::ca(dir, "ca", "clusterdns test CA");
+    certs::signed(dir, "srv", "ca", "dns.test", certs::Usage::Server, false);
+    certs::signed(dir, "client", "ca", "client.test", certs::Usage::Client, false);
+}
+
+/// A server block of `scheme` on 127.0.0.1:`port` answering the demo cluster.
+fn block(scheme: &str, port: u16, inner: &str) -> String {
+    format!(
+        "{scheme}://.:{port} {{\n    bind 127.0.0.1\n    {inner}\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n}}\n",
+        common::demo_cluster().display()
+    )
+}
+
+/// The plain block the test harness waits on (its UDP address, `ready`,
+/// `prometheus`), then `more`.
+fn corefile(more: &str) -> String {
+    let plain = block("dns", 0, "ready 127.0.0.1:0\n    prometheus 127.0.0.1:0");
+    format!("{plain}{more}")
+}
+
+/// Runs `cmd args` in `dir`; its stdout (and stderr after it).
+fn output(dir: &Path, cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `kdig`/`dig` asking `NAME` at 127.0.0.1:`port` with `args`: the answer's addresses.
+fn ask(dir: &Path, cmd: &str, port: u16, args: &[&str]) -> String {
+    let p = port.to_string();
+    let base = ["@127.0.0.1", "-p", p.as_str(), "+short", "+time=5", NAME];
+    output(dir, cmd, &[&base[..], args].concat())
+}
+
+/// `curl` against `https://dns.test:PORT/dns-query...` (or plain `http`),
+/// trusting `ca.pem`; returns "STATUS VERSION" then the body as hex.
+fn curl(dir: &Path, port: u16, url_tail: &str, args: &[&str]) -> String {
+    let scheme = if args.contains(&"--http2-prior-knowledge") {
+        "http"
+    } else {
+        "https"
+    };
+    let url = format!("url = \"{scheme}://dns.test:{port}{url_tail}\"\n");
+    std::fs::write(dir.join("curl.cfg"), url).expect("curl config");
+    let resolve = format!("dns.test:{port}:127.0.0.1");
+    let base = [
+        "-s",
+        "-K",
+        "curl.cfg",
+        "--cacert",
+        "ca.pem",
+        "--resolve",
+        &resolve,
+        "-o",
+        "body",
+        "-w",
+        "%{http_code} %{http_version}",
+    ];
+    let status = output(dir, "curl", &[&base[..], args].concat());
+    let body = std::fs::read(dir.join("body")).unwrap_or_default();
+    let _ = std::fs::remove_file(dir.join("body"));
+    format!(
+        "{status} {}",
+        body.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+/// The wire query for `NAME` A (ID 0, as RFC 8484 asks of GET).
+fn wire_query(opcode: hickory_proto::op::OpCode) -> Vec<u8> {
+    use hickory_proto::op::{Message, MessageType, Query};
+    use hickory_proto::rr::{Name, RecordType};
+    let mut m = Message::new(0, MessageType::Query, opcode);
+    m.add_query(Query::query(Name::from_ascii(NAME).expect("name"), RecordType::A));
+    m.to_vec().expect("encode")
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(char::from(A[(n >> (18 - 6 * i)) as usize & 63]));
+        }
+    }
+    out
+}
+
+#[test]
+fn dot_and_doh_answer_every_client_through_the_same_path() {
+    let test = "dot_and_doh_answer_every_client_through_the_same_path";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-answer");
+    certificates(&dir);
+    let (tls, https, plain) = (free_port(), free_port(), free_port());
+    let more = [
+        block("tls", tls, "tls srv.pem srv.key"),
+        block("https", https, "tls srv.pem srv.key"),
+        block("https", plain, "https {\n        max_connections 10\n    }"),
+    ];
+    let server = Server::start(&dir, &corefile(&more.concat()));
+    let verified = ["+tls-ca=ca.pem", "+tls-hostname=dns.test"];
+    assert_eq!(ask(&dir, "kdig", tls, &verified).trim(), WANT, "kdig +tls");
+    assert_eq!(ask(&dir, "dig", tls, &["+tls"]).trim(), WANT, "dig +tls");
+    let https_args = [&verified[..], &["+https"]].concat();
+    assert_eq!(ask(&dir, "kdig", https, &https_args).trim(), WANT, "kdig +https");
+    let get = [&https_args[..], &["+https-get"]].concat();
+    assert_eq!(ask(&dir, "kdig", https, &get).trim(), WANT, "kdig +https-get");
+    assert_eq!(ask(&dir, "dig", https, &["+https"]).trim(), WANT, "dig +https");
+    let query = wire_query(hickory_proto::op::OpCode::Query);
+    let answer = "0a600001"; // 10.96.0.1 in the body
+    let got = curl(
+        &dir,
+        https,
+        &format!("/dns-query?dns={}", base64url(&query)),
+        &["--http2"],
+    );
+    assert!(
+        got.starts_with("200 2 ") && got.ends_with(answer),
+        "curl --http2 GET: {got}"
+    );
+    std::fs::write(dir.join("q.bin"), &query).expect("query file");
+    let post = [
+        "--http2",
+        "-H",
+        "content-type: application/dns-message",
+        "--data-binary",
+        "@q.bin",
+    ];
+    let got = curl(&dir, https, "/dns-query", &post);
+    assert!(
+        got.starts_with("200 2 ") && got.ends_with(answer),
+        "curl --http2 POST: {got}"
+    );
+    let got = curl(&dir, https, "/dns-query", &[&post[1..], &["--http1.1"]].concat());
+    assert!(
+        got.starts_with("200 1.1 ") && got.ends_with(answer),
+        "curl --http1.1 POST: {got}"
+    );
+    // Without `tls`: plain HTTP/2 for a TLS-terminating proxy in front.
+    let got = curl(
+        &dir,
+        plain,
+        "/dns-query",
+        &[&post[1..], &["--http2-prior-knowledge"]].concat(),
+    );
+    assert!(
+        got.starts_with("200 2 ") && got.ends_with(answer),
+        "plain h2c POST: {got}"
+    );
+    let metrics = server.metrics();
+    for label in [format!("tls://127.0.0.1:{tls}"), format!("https://127.0.0.1:{https}")] {
+        let having = format!("server=\"{label}\",zone=\".\"");
+        let n = common::sum_of(&metrics, "coredns_dns_requests_total", &having);
+        assert!(n >= 2.0, "{label}: {n} requests counted\n{metrics}");
+    }
+}
+
+#[test]
+fn mutual_tls_answers_only_a_client_the_ca_signed() {
+    let test = "mutual_tls_answers_only_a_client_the_ca_signed";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-mtls");
+    certificates(&dir);
+    let tls = free_port();
+    let _server = Server::start(&dir, &corefile(&block("tls", tls, "tls srv.pem srv.key ca.pem")));
+    let verified = ["+tls-ca=ca.pem", "+tls-hostname=dns.test"];
+    let without = ask(&dir, "kdig", tls, &verified);
+    assert!(
+        !without.contains(WANT),
+        "answered without a client certificate: {without}"
+    );
+    let with = [&verified[..], &["+tls-certfile=client.pem", "+tls-keyfile=client.key"]].concat();
+    assert_eq!(
+        ask(&dir, "kdig", tls, &with).trim(),
+        WANT,
+        "with the client certificate"
+    );
+}
+
+#[test]
+fn oversized_get_and_update_over_doh_are_refused() {
+    let test = "oversized_get_and_update_over_doh_are_refused";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-refuse");
+    certificates(&dir);
+    let https = free_port();
+    let server = Server::start(&dir, &corefile(&block("https", https, "tls srv.pem srv.key")));
+    // CVE-2026-32936: a `dns` parameter far over a message's size.
+    let huge = format!("/dns-query?dns={}", "A".repeat(100_000));
+    let got = curl(&dir, https, &huge, &["--http1.1"]);
+    assert!(got.starts_with('4'), "HTTP/1.1 oversized GET: {got}");
+    let got = curl(&dir, https, &huge, &["--http2"]);
+    assert!(!got.starts_with('2'), "HTTP/2 oversized GET answered: {got}");
+    let got = curl(&dir, https, "/other?dns=AAAA", &["--http2"]);
+    assert!(got.starts_with("404"), "another path: {got}");
+    // Still serving.
+    let query = wire_query(hickory_proto::op::OpCode::Query);
+    let got = curl(
+        &dir,
+        https,
+        &format!("/dns-query?dns={}", base64url(&query)),
+        &["--http2"],
+    );
+    assert!(got.starts_with("200"), "after the oversized requests: {got}");
+    // CVE-2026-86003: UPDATE is NOTIMP over DoH, as over plain DNS.
+    let update = wire_query(hickory_proto::op::OpCode::Update);
+    std::fs::write(dir.join("u.bin"), &update).expect("update file");
+    let post = [
+        "--http2",
+        "-H",
+        "content-type: application/dns-message",
+        "--data-binary",
+        "@u.bin",
+    ];
+    let got = curl(&dir, https, "/dns-query", &post);
+    let body = got.rsplit(' ').next().unwrap_or_default();
+    // Flags byte 3: rcode 4 (NOTIMP) in the low bits; opcode 5 echoed.
+    assert!(
+        got.starts_with("200") && body.get(6..8) == Some("04"),
+        "UPDATE over DoH: {got}"
+    );
+    let plain = common::udp_raw(server.dns, &update).expect("a reply over UDP");
+    assert_eq!(plain[3] & 0x0f, 4, "UPDATE over plain DNS is NOTIMP too");
+    assert!(server.metric("clusterdns_doh_refused_total{reason=\"path\"}") >= 1.0);
+}
+
+/// Connects to 127.0.0.1:`port` sending nothing; whether the server
+/// closed the connection within the hang ceiling.
+fn closed_by_server(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(REPLY));
+    let mut buf = [0u8; 64];
+    matches!(s.read(&mut buf), Ok(0) | Err(_))
+}
+
+#[test]
+fn stalled_handshakes_and_connections_over_the_cap_are_closed_and_counted() {
+    let test = "stalled_handshakes_and_connections_over_the_cap_are_closed_and_counted";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-bounds");
+    certificates(&dir);
+    let (tls, https) = (free_port(), free_port());
+    let more = [
+        block(
+            "tls",
+            tls,
+            "tls srv.pem srv.key\n    timeouts {\n        read 1s\n    }",
+        ),
+        block(
+            "https",
+            https,
+            "tls srv.pem srv.key\n    https {\n        max_connections 1\n    }",
+        ),
+    ];
+    let server = Server::start(&dir, &corefile(&more.concat()));
+    assert!(closed_by_server(tls), "a silent client is let go");
+    let closed = await_metric(&server, "clusterdns_tcp_closed_total{reason=\"handshake\"}");
+    assert!(closed >= 1.0, "handshake closes counted: {closed}");
+    // One connection holds the only slot (in its handshake); the next is closed.
+    let holder = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], https))).expect("connect");
+    let deadline = Instant::now() + REPLY;
+    while server.metric("clusterdns_tcp_connections") < 1.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(closed_by_server(https), "over max_connections");
+    let refused = await_metric(&server, "clusterdns_doh_refused_total{reason=\"max_connections\"}");
+    assert!(refused >= 1.0, "refusals counted: {refused}");
+    drop(holder);
+    // DoH in the clear: a silent client, half a request head, and an
+    // HTTP/2 preface never followed by SETTINGS are each let go.
+    let plain = free_port();
+    let timeouts = "timeouts {\n        idle 1s\n        read 1s\n        write 1s\n    }";
+    let other = Server::start(&dir, &corefile(&block("https", plain, timeouts)));
+    let sends: [&[u8]; 3] = [
+        b"",
+        b"GET /dns-query HTTP/1.1\r\nHost: x\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    ];
+    for bytes in sends {
+        let mut s = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], plain))).expect("connect");
+        s.write_all(bytes).expect("send");
+        s.set_read_timeout(Some(REPLY)).expect("timeout");
+        let mut sink = Vec::new();
+        assert!(s.read_to_end(&mut sink).is_ok(), "{bytes:?}: closed by the server");
+    }
+    assert!(await_metric(&other, "clusterdns_tcp_closed_total{reason=\"read_timeout\"}") >= 1.0);
+    assert!(await_at_least(&other, "clusterdns_tcp_closed_total{reason=\"idle_timeout\"}", 2.0) >= 2.0);
+}
+
+/// The value of `series` once it is at least 1 (or at the hang ceiling).
+fn await_metric(server: &Server, series: &str) -> f64 {
+    await_at_least(server, series, 1.0)
+}
+
+/// The value of `series` once it is at least `n` (or at the hang ceiling).
+fn await_at_least(server: &Server, series: &str, n: f64) -> f64 {
+    let deadline = Instant::now() + REPLY;
+    loop {
+        let v = server.metric(series);
+        if v >= n || Instant::now() >= deadline {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The subject CN of the certificate 127.0.0.1:`port` presents now.
+fn presented(dir: &Path, port: u16) -> String {
+    let connect = format!("127.0.0.1:{port}");
+    let text = output(
+        dir,
+        "openssl",
+        &["s_client", "-connect", &connect, "-servername", "dns.test"],
+    );
+    text.lines()
+        .find_map(|l| l.strip_prefix("subject="))
+        .map(|s| s.replace(' ', ""))
+        .unwrap_or_default()
+}
+
+/// Polls handshakes until 127.0.0.1:`port` presents `cn`, up to the hang ceiling.
+fn await_presented(dir: &Path, port: u16, cn: &str) -> bool {
+    let want = format!("CN={cn}");
+    let deadline = Instant::now() + REPLY;
+    while Instant::now() < deadline {
+        if presented(dir, port) == want {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+/// A Secret volume as the kubelet writes it: `..TS/tls.{crt,key}`,
+/// `..data` -> `..TS`, `tls.crt` -> `..data/tls.crt`; a swap replaces
+/// `..data` by a rename of a new link over it.
+fn secret_version(vol: &Path, ts: &str, dir: &Path, cert: &str) {
+    let version = vol.join(ts);
+    std::fs::create_dir_all(&version).expect("version dir");
+    std::fs::copy(dir.join(format!("{cert}.pem")), version.join("tls.crt")).expect("crt");
+    std::fs::copy(dir.join(format!("{cert}.key")), version.join("tls.key")).expect("key");
+    let tmp = vol.join("..data_tmp");
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(ts, &tmp).expect("link");
+    std::fs::rename(&tmp, vol.join("..data")).expect("swap ..data");
+    for f in ["tls.crt", "tls.key"] {
+        let _ = std::os::unix::fs::symlink(format!("..data/{f}"), vol.join(f));
+    }
+}
+
+#[test]
+fn certificates_rotate_by_rename_and_by_secret_volume_swap() {
+    let test = "certificates_rotate_by_rename_and_by_secret_volume_swap";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-rotate");
+    certificates(&dir);
+    for (name, cn) in [("two", "two.test"), ("three", "three.test"), ("four", "four.test")] {
+        certs::signed(&dir, name, "ca", cn, certs::Usage::Server, false);
+    }
+    let vol: PathBuf = dir.join("secret");
+    secret_version(&vol, "..2026_01", &dir, "srv");
+    std::fs::copy(dir.join("srv.pem"), dir.join("live.pem")).expect("live cert");
+    std::fs::copy(dir.join("srv.key"), dir.join("live.key")).expect("live key");
+    let (by_secret, by_rename) = (free_port(), free_port());
+    let more = [
+        block("tls", by_secret, "tls secret/tls.crt secret/tls.key"),
+        block("tls", by_rename, "tls live.pem live.key"),
+    ];
+    let server = Server::start(&dir, &corefile(&more.concat()));
+    assert!(await_presented(&dir, by_rename, "dns.test"), "the first certificate");
+    // A plain rename of new files over the old ones.
+    for ext in ["key", "pem"] {
+        std::fs::copy(dir.join(format!("two.{ext}")), dir.join(format!("new.{ext}"))).expect("copy");
+        std::fs::rename(dir.join(format!("new.{ext}")), dir.join(format!("live.{ext}"))).expect("rename");
+    }
+    assert!(
+        await_presented(&dir, by_rename, "two.test"),
+        "renamed: {}",
+        presented(&dir, by_rename)
+    );
+    // cert-manager's Secret volume: the `..data` link swapped.
+    assert!(await_presented(&dir, by_secret, "dns.test"));
+    secret_version(&vol, "..2026_02", &dir, "three");
+    assert!(
+        await_presented(&dir, by_secret, "three.test"),
+        "swapped: {}",
+        presented(&dir, by_secret)
+    );
+    // A broken new certificate: logged, counted, the old one kept.
+    let failed = "clusterdns_tls_certificate_reloads_total{result=\"failed\"}";
+    let before = server.metric(failed);
+    std::fs::copy(dir.join("four.pem"), dir.join("four.key")).expect("a key file holding a certificate");
+    secret_version(&vol, "..2026_03", &dir, "four");
+    let deadline = Instant::now() + REPLY;
+    while server.metric(failed) <= before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(server.metric(failed) > before, "the broken certificate counted");
+    let deadline = Instant::now() + REPLY;
+    while !server.log_contains("certificate not replaced") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(server.log_contains("certificate not replaced"), "and logged");
+    assert_eq!(presented(&dir, by_secret), "CN=three.test", "the old certificate kept");
+}
+
+#[test]
+fn check_prints_the_transports_and_refuses_what_it_must() {
+    let test = "check_prints_the_transports_and_refuses_what_it_must";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-check");
+    certificates(&dir);
+    let good = corefile(
+        &[
+            block(
+                "tls",
+                853,
+                "tls srv.pem srv.key ca.pem {\n        client_auth verify_if_given\n    }",
+            ),
+            block("https", 8443, "https {\n        max_connections 5\n    }"),
+            block(
+                "quic",
+                853,
+                "tls srv.pem srv.key\n    quic {\n        max_streams 8\n    }",
+            ),
+        ]
+        .concat(),
+    );
+    std::fs::write(dir.join("Corefile"), good).expect("Corefile");
+    let out = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args(["check", "-conf"])
+        .arg(dir.join("Corefile"))
+        .output()
+        .expect("check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for want in [
+        "tls://.:853 {",
+        "client_auth verify_if_given",
+        "https://.:8443 {",
+        "    https {\n        max_connections 5\n    }",
+        "quic://.:853 {",
+        "    quic {\n        max_streams 8\n        worker_pool_size 1024\n    }",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let bad = [
+        (
+            "grpc://.:443 {\n    whoami\n}\n",
+            "'grpc://' CoreDNS's gRPC service is not served yet",
+        ),
+        ("tls://.:853 {\n    whoami\n}\n", "tls:// servers need a tls directive"),
+        (
+            "quic://.:853 {\n    whoami\n}\n",
+            "quic:// servers need a tls directive",
+        ),
+        (
+            ".:53 {\n    tls srv.pem srv.key\n}\n",
+            "tls: only in a tls://, https:// or quic:// server block",
+        ),
+        ("tls://.:853 {\n    tls srv.pem ca.key\n}\n", "tls: "),
+        ("tls://.:853 {\n    tls srv.pem srv.key missing.pem\n}\n", "missing.pem"),
+        (
+            "https://.:443 {\n    https {\n        max_connection 3\n    }\n}\n",
+            "did you mean 'max_connections'?",
+        ),
+    ];
+    for (text, want) in bad {
+        std::fs::write(dir.join("Corefile"), text).expect("Corefile");
+        let (status, err) = common::check(&dir.join("Corefile"));
+        assert!(!status.success() && err.contains(want), "{text}: {err}");
+        assert!(err.contains("Corefile:"), "FILE:LINE:COL: {err}");
+    }
+}
+
+/// The DoQ client's interpreter (tests/run's venv with aioquic and dnspython).
+fn doq_python(test: &str) -> Option<PathBuf> {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools/doq/bin/python");
+    let have = if py.is_file() {
+        Ok(py)
+    } else {
+        Err("no DoQ client venv".to_string())
+    };
+    common::needs(
+        test,
+        have,
+        "bash tests/run creates target/tools/doq (pip aioquic==1.2.0 dnspython==2.7.0)",
+    )
+}
+
+fn doq_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/transports/doq_client.py")
+}
+
+/// VmRSS of process `pid` in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or_default();
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn doq_answers_and_a_flood_of_unfinished_streams_stays_bounded() {
+    let test = "doq_answers_and_a_flood_of_unfinished_streams_stays_bounded";
+    if tools(test).is_none() {
+        return;
+    }
+    let Some(py) = doq_python(test) else {
+        return;
+    };
+    let dir = temp_dir("transports-doq");
+    certificates(&dir);
+    let port = free_port();
+    let inner =
+        "tls srv.pem srv.key\n    quic {\n        max_streams 16\n    }\n    timeouts {\n        read 1s\n    }";
+    let server = Server::start(&dir, &corefile(&block("quic", port, inner)));
+    let ask = || {
+        output(
+            &dir,
+            py.to_str().expect("path"),
+            &[
+                doq_script().to_str().expect("path"),
+                "query",
+                &port.to_string(),
+                "ca.pem",
+                NAME,
+            ],
+        )
+    };
+    assert_eq!(ask().trim(), WANT, "an answer over DoQ");
+    let script = doq_script();
+    let args = [
+        script.to_str().expect("path"),
+        "update",
+        &port.to_string(),
+        "ca.pem",
+        "cluster.local",
+    ];
+    let rcode = output(&dir, py.to_str().expect("path"), &args);
+    assert_eq!(rcode.trim(), "NOTIMP", "UPDATE over DoQ (CVE-2026-86003)");
+    // CVE-2026-32934: 20,000 streams of one byte each, never finished.
+    let before = rss_kib(server.pid());
+    let mut flood = Command::new(&py)
+        .arg(doq_script())
+        .args(["flood", &port.to_string(), "ca.pem", "20000"])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the flood");
+    let mut line = String::new();
+    let mut out = std::io::BufReader::new(flood.stdout.take().expect("stdout"));
+    std::io::BufRead::read_line(&mut out, &mut line).expect("the flood starts");
+    assert_eq!(line.trim(), "flooding");
+    // The server resets streams whose query is not whole within `read`;
+    // more than one round of max_streams shows the credit being reused.
+    let timed_out = await_at_least(&server, "clusterdns_doq_refused_total{reason=\"stream_timeout\"}", 32.0);
+    assert!(timed_out >= 32.0, "unfinished streams reset: {timed_out}");
+    assert_eq!(ask().trim(), WANT, "answered during the flood");
+    let grown = rss_kib(server.pid()).saturating_sub(before);
+    assert!(grown < 16 * 1024, "memory grew {grown} KiB under the flood");
+    let _ = flood.kill();
+    let _ = flood.wait();
+    assert_eq!(ask().trim(), WANT, "answered after the flood");
+    let labelled = format!("server=\"quic://127.0.0.1:{port}\",zone=\".\"");
+    assert!(common::sum_of(&server.metrics(), "coredns_dns_requests_total", &labelled) >= 3.0);
+}
+
+#[test]
+fn a_reload_naming_other_certificate_files_serves_them() {
+    let test = "a_reload_naming_other_certificate_files_serves_them";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-reload");
+    certificates(&dir);
+    certs::signed(&dir, "two", "ca", "two.test", certs::Usage::Server, false);
+    let port = free_port();
+    let text = |cert: &str| {
+        let tls = block("tls", port, &format!("tls {cert}.pem {cert}.key"));
+        corefile(&tls).replacen("ready 127.0.0.1:0", "ready 127.0.0.1:0\n    reload 2s 1s", 1)
+    };
+    let _server = Server::start(&dir, &text("srv"));
+    assert!(await_presented(&dir, port, "dns.test"), "{}", presented(&dir, port));
+    std::fs::write(dir.join("Corefile"), text("two")).expect("rewrite the Corefile");
+    assert!(
+        await_presented(&dir, port, "two.test"),
+        "after the reload: {}",
+        presented(&dir, port)
+    );
+    let verified = ["+tls-ca=ca.pem", "+tls-hostname=two.test"];
+    assert_eq!(ask(&dir, "kdig", port, &verified).trim(), WANT);
+}
