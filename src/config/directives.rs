@@ -35,6 +35,13 @@ pub const DIRECTIVES: &[Spec] = &[
         print: |b, s, _| super::root::print(b, s.root.as_deref()),
     },
     Spec {
+        name: "cancel",
+        options: false,
+        parse: |d, c| c.server.cancel = crate::query::forward::cancel::parse(d, c.errors).or(c.server.cancel),
+        enabled: |s, _| s.cancel.is_some(),
+        print: |b, s, _| crate::query::forward::cancel::print(b, s.cancel),
+    },
+    Spec {
         name: "tls",
         options: true,
         parse: |d, c| super::transport::tls(d, &mut c.server.listen, c.dir, c.errors),

@@ -105,6 +105,8 @@ pub struct Server {
     pub root: Option<PathBuf>,
     /// `debug`: debug log lines on (process-wide while any block has it).
     pub debug: bool,
+    /// `cancel`: how long a query may take in all.
+    pub cancel: Option<std::time::Duration>,
     /// The block's transport (`tls://`, `https://`) with `tls` and `https`.
     pub listen: transport::Listen,
 }
@@ -143,6 +145,7 @@ impl Server {
             transfers: Vec::new(),
             root: None,
             debug: false,
+            cancel: None,
             listen: transport::Listen::default(),
         }
     }
@@ -163,6 +166,7 @@ impl Server {
             cache: self.cache.as_ref(),
             errors: self.errors.as_ref(),
             zones: &self.zones,
+            cancel: self.cancel,
         }
     }
 }

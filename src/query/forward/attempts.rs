@@ -3,7 +3,8 @@
 //! refused connection) costs one connect attempt and the next is tried;
 //! the walk wraps around until an answer comes, `max_connect_attempts`
 //! (default twice the upstreams) attempts failed, or the 5 s budget of a
-//! query is spent. An answer whose rcode is listed in `failover` is passed
+//! query is spent (`cancel` makes it shorter; an exchange in flight is cut
+//! at it). An answer whose rcode is listed in `failover` is passed
 //! over for the next upstream while upstreams remain untried. Upstreams
 //! marked down are skipped; when all are, one is tried anyway, or none with
 //! `failfast_all_unhealthy_upstreams`. A truncated UDP answer is asked
@@ -20,7 +21,7 @@ use super::upstream::Upstream;
 use super::{Forward, Forwarding};
 
 /// CoreDNS's budget for one query through one `forward`.
-const BUDGET: Duration = Duration::from_secs(5);
+pub(super) const BUDGET: Duration = Duration::from_secs(5);
 
 impl Forwarding {
     /// One `forward`: its upstreams in policy order until one answers.
@@ -35,7 +36,7 @@ impl Forwarding {
         let order = fw.order();
         let n = order.len();
         let cap = fw.cfg.max_connect_attempts.unwrap_or(2 * n as u32);
-        let budget = tokio::time::Instant::now() + BUDGET;
+        let budget = tokio::time::Instant::now() + self.budget;
         let (mut attempts, mut failovers, mut i, mut down) = (0u32, 0usize, 0usize, 0usize);
         let mut bytes = request.to_vec();
         let mut why = None;
@@ -59,7 +60,7 @@ impl Forwarding {
                     _ => return Err("no healthy proxies".into()),
                 }
             }
-            match self.attempt(fw, up, &mut bytes, query, tcp).await {
+            match self.attempt(fw, up, &mut bytes, query, (tcp, budget)).await {
                 Ok(m) if fw.cfg.failover.contains(&m.metadata.response_code) && failovers + 1 < n => {
                     failovers += 1;
                 }
@@ -84,7 +85,7 @@ impl Forwarding {
         up: &Arc<Upstream>,
         bytes: &mut [u8],
         query: &Query,
-        tcp: bool,
+        (tcp, budget): (bool, tokio::time::Instant),
     ) -> Result<Message, String> {
         let mut over_tcp = tcp;
         loop {
@@ -96,7 +97,7 @@ impl Forwarding {
             if self.cache.is_some() {
                 super::ask_authentic(bytes);
             }
-            let deadline = tokio::time::Instant::now() + fw.cfg.read_timeout;
+            let deadline = (tokio::time::Instant::now() + fw.cfg.read_timeout).min(budget);
             let asked = Instant::now();
             let (got, local) = up.exchange_from(bytes, id, query, over_tcp, deadline, &fw.cfg).await;
             if let Some(taps) = &self.taps {

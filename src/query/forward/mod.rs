@@ -21,6 +21,7 @@
 
 mod attempts;
 pub mod cache;
+pub mod cancel;
 mod chain;
 mod doh;
 mod dot;
@@ -124,6 +125,8 @@ pub struct Forwarding {
     pub errors: Option<Arc<crate::query::errors::ErrorLog>>,
     /// The block's `dnstap` taps: each upstream exchange is sent there.
     pub taps: Option<Arc<crate::dnstap::Taps>>,
+    /// What one query may spend in all (`cancel`, at most forward's 5 s).
+    pub budget: std::time::Duration,
 }
 
 /// What [`Forwarding::of`] reads of a server block: its `forward`
@@ -132,6 +135,8 @@ pub struct Setup<'a> {
     pub forward: &'a [setup::ForwardConfig],
     pub cache: Option<&'a cache::setup::CacheConfig>,
     pub errors: Option<&'a crate::query::errors::setup::ErrorsConfig>,
+    /// `cancel`: the whole query's budget.
+    pub cancel: Option<std::time::Duration>,
     pub zones: &'a [Name],
 }
 
@@ -156,6 +161,7 @@ impl Forwarding {
         }
         let mut forwarding = Forwarding::new(label, chain, cache.map(Cache::new), metrics);
         forwarding.errors = block.errors.map(crate::query::errors::ErrorLog::new);
+        forwarding.budget = block.cancel.map_or(attempts::BUDGET, |c| c.min(attempts::BUDGET));
         Some(forwarding)
     }
 
@@ -174,6 +180,7 @@ impl Forwarding {
             probe: Mutex::new((None, Vec::new())),
             errors: None,
             taps: None,
+            budget: attempts::BUDGET,
         }
     }
 
