@@ -428,3 +428,22 @@ fn acl_decides_by_client_and_type_and_any_gets_a_minimal_answer() {
     let axfr = ask_from("127.0.0.1", server.dns, "cluster.local.", RecordType::AXFR).expect("reply");
     assert_eq!(rcode_name(&axfr), "REFUSED", "zone transfers are never served");
 }
+
+/// `multisocket N` opens N UDP sockets on the port, each read by a worker
+/// of its own; the kernel's table of UDP sockets (`/proc/net/udp`, the
+/// server's own network namespace) lists them.
+#[test]
+fn multisocket_opens_that_many_udp_sockets() {
+    let dir = temp_dir("multisocket");
+    let text = ".:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    multisocket 3\n    whoami\n}\n";
+    let server = Server::start(&dir, text);
+    let port: u16 = server.port().parse().expect("port");
+    let table = std::fs::read_to_string("/proc/net/udp").expect("/proc/net/udp");
+    let local = format!("0100007F:{port:04X}");
+    let sockets = table
+        .lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some(local.as_str()))
+        .count();
+    assert_eq!(sockets, 3, "UDP sockets on 127.0.0.1:{port}:\n{table}");
+    assert_eq!(rcode_name(&udp(server.dns, "who.example.", RecordType::A)), "NOERROR");
+}

@@ -100,7 +100,12 @@ impl Runtime {
         for ip in listen_ips(bind) {
             let addr = SocketAddr::new(ip, *port);
             let opened = match transport.scheme {
-                Scheme::Dns => listen(addr, self.workers, &group.handler, &group.stop),
+                Scheme::Dns => listen(
+                    addr,
+                    transport.sockets.unwrap_or(self.workers),
+                    &group.handler,
+                    &group.stop,
+                ),
                 _ => serve_other(addr, transport, &group.handler, &group.stop),
             };
             match opened {

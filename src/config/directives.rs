@@ -77,6 +77,13 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::limits,
     },
     Spec {
+        name: "multisocket",
+        options: false,
+        parse: |d, c| c.server.multisocket = super::multisocket::parse(d, c.errors).or(c.server.multisocket),
+        enabled: NOT_REPORTED,
+        print: |b, s, _| super::multisocket::print(b, s.multisocket),
+    },
+    Spec {
         name: "reload",
         options: false,
         parse: |d, c| c.config.reload = crate::config::reload::reload(d, c.errors).or(c.config.reload),

@@ -12,6 +12,7 @@ pub mod directives;
 pub mod effective;
 pub mod listeners;
 pub mod r#loop;
+pub mod multisocket;
 pub mod nodelocal;
 pub mod plugins;
 pub mod reload;
@@ -72,6 +73,7 @@ fn build(
             config.servers.push(server);
         }
     }
+    multisocket::share(&mut config.servers);
     if raw.is_empty() && errors.is_empty() {
         let pos = Pos {
             file: path.display().to_string().into(),

@@ -107,6 +107,8 @@ pub struct Server {
     pub debug: bool,
     /// `cancel`: how long a query may take in all.
     pub cancel: Option<std::time::Duration>,
+    /// `multisocket`: sockets on the block's port (see `listen.sockets`).
+    pub multisocket: Option<usize>,
     /// The block's transport (`tls://`, `https://`) with `tls` and `https`.
     pub listen: transport::Listen,
 }
@@ -146,6 +148,7 @@ impl Server {
             root: None,
             debug: false,
             cancel: None,
+            multisocket: None,
             listen: transport::Listen::default(),
         }
     }

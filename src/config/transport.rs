@@ -139,6 +139,9 @@ pub struct Listen {
     pub max_connections: Option<usize>,
     /// `quic { max_streams N worker_pool_size N }`.
     pub quic: Option<QuicLimits>,
+    /// `multisocket N`: UDP sockets (and worker threads) on the port; the
+    /// largest of the blocks sharing it (`None`: one per core).
+    pub sockets: Option<usize>,
 }
 
 /// `quic { max_streams N worker_pool_size N }` (CoreDNS's defaults 256 and 1024).
