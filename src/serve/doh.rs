@@ -31,6 +31,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
 use super::certs::Certs;
+use super::records::RecordPerAnswer;
 use crate::metrics::{DohRefusal, TcpClose};
 use crate::query::defer::{Pending, Sink};
 use crate::query::{tcp, Handler};
@@ -101,7 +102,7 @@ async fn connection(
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(certs.config());
     match tokio::time::timeout(limits.read, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => http(TokioIo::new(tls), peer, handler, stop).await,
+        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), peer, handler, stop).await,
         _ => TcpClose::Handshake,
     }
 }
