@@ -31,8 +31,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
 use super::certs::Certs;
+use super::records::RecordPerAnswer;
 use crate::metrics::{DohRefusal, TcpClose};
 use crate::query::defer::{Pending, Sink};
+use crate::query::request::walk::{Records, Section};
 use crate::query::{tcp, Handler};
 
 /// ALPN of DNS over HTTPS: HTTP/2 first, HTTP/1.1.
@@ -101,7 +103,7 @@ async fn connection(
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(certs.config());
     match tokio::time::timeout(limits.read, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => http(TokioIo::new(tls), peer, handler, stop).await,
+        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), peer, handler, stop).await,
         _ => TcpClose::Handshake,
     }
 }
@@ -314,12 +316,36 @@ pub(super) async fn answer(message: &[u8], peer: SocketAddr, handler: &Handler, 
     framed.get(2..).map(<[u8]>::to_vec)
 }
 
-/// The smallest TTL of a reply's records, for `Cache-Control` (RFC 8484
-/// section 5.1); 0 when it has none or cannot be read.
+/// The smallest TTL of a reply's answer and authority records, for
+/// `Cache-Control` (RFC 8484 section 5.1), read off the wire without
+/// decoding; 0 when it has none or cannot be walked.
 fn min_ttl(reply: &[u8]) -> u32 {
-    let Ok(m) = hickory_proto::op::Message::from_vec(reply) else {
+    let Some(records) = Records::of(reply) else {
         return 0;
     };
-    let ttls = m.answers.iter().chain(&m.authorities).map(|r| r.ttl);
+    let ttls = records
+        .filter(|rr| rr.section != Section::Additional)
+        .filter_map(|rr| reply.get(rr.fixed + 4..rr.fixed + 8))
+        .map(|t| u32::from_be_bytes([t[0], t[1], t[2], t[3]]));
     ttls.min().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use hickory_proto::op::{Message, MessageType, OpCode};
+    use hickory_proto::rr::{rdata::A, Name, RData, Record};
+
+    #[test]
+    fn max_age_is_the_smallest_answer_or_authority_ttl() {
+        let name = Name::from_ascii("a.example.").expect("name");
+        let mut m = Message::new(7, MessageType::Response, OpCode::Query);
+        for ttl in [300, 60] {
+            m.add_answer(Record::from_rdata(name.clone(), ttl, RData::A(A::new(192, 0, 2, 1))));
+        }
+        m.add_additional(Record::from_rdata(name, 5, RData::A(A::new(192, 0, 2, 2))));
+        let wire = m.to_vec().expect("encode");
+        assert_eq!(super::min_ttl(&wire), 60);
+        assert_eq!(super::min_ttl(&wire[..wire.len() - 3]), 60, "a cut additional record");
+        assert_eq!(super::min_ttl(&wire[..20]), 0);
+    }
 }

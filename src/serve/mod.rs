@@ -2,7 +2,8 @@
 //! UDP and TCP: `tls://` (DNS over TLS, [`dot`]), `https://` (DNS over
 //! HTTPS, [`doh`]) and `quic://` (DNS over QUIC, [`doq`]), each answering through the same [`Handler`] (router,
 //! plugin chain, metrics) as plain DNS; and the certificate they present,
-//! read again when its files change ([`certs`]).
+//! read again when its files change ([`certs`]); DoH's answers each in a
+//! TLS record of their own ([`records`]).
 //!
 //! Start at [`open`]: one listener for one address of a listener group.
 
@@ -10,6 +11,7 @@ pub mod certs;
 pub mod doh;
 pub mod doq;
 pub mod dot;
+pub mod records;
 
 use std::io;
 use std::net::SocketAddr;
