@@ -79,7 +79,8 @@ pub async fn serve(
         let (handler, certs, stop) = (handler.clone(), certs.clone(), stop.clone());
         handler.metrics.tcp.open.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            let why = connection(stream, peer, &handler, certs, &stop).await;
+            let ends = (peer, stream.local_addr().ok());
+            let why = connection(stream, ends, &handler, certs, &stop).await;
             handler.metrics.tcp.closed(why);
             handler.metrics.tcp.open.fetch_sub(1, Ordering::Relaxed);
             drop(slot);
@@ -87,11 +88,15 @@ pub async fn serve(
     }
 }
 
+/// A query's client and the address it came in on (`rewrite`'s
+/// `{server_ip}` and `{server_port}`).
+pub(super) type Ends = (SocketAddr, Option<SocketAddr>);
+
 /// One connection: the TLS handshake (when serving TLS), then HTTP until
 /// the client leaves, it idles, or the listener stops.
 async fn connection(
     stream: TcpStream,
-    peer: SocketAddr,
+    ends: Ends,
     handler: &Arc<Handler>,
     certs: Option<Arc<Certs>>,
     stop: &Arc<AtomicBool>,
@@ -99,18 +104,18 @@ async fn connection(
     let _ = stream.set_nodelay(true);
     let limits = handler.router.load().tcp;
     let Some(certs) = certs else {
-        return http(TokioIo::new(stream), peer, handler, stop).await;
+        return http(TokioIo::new(stream), ends, handler, stop).await;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(certs.config());
     match tokio::time::timeout(limits.read, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), peer, handler, stop).await,
+        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), ends, handler, stop).await,
         _ => TcpClose::Handshake,
     }
 }
 
 /// Serves HTTP/2 or HTTP/1.1 on `io`; closes it gracefully when no
 /// request has come or been answered for `timeouts { idle }`.
-async fn http<I>(io: I, peer: SocketAddr, handler: &Arc<Handler>, stop: &Arc<AtomicBool>) -> TcpClose
+async fn http<I>(io: I, ends: Ends, handler: &Arc<Handler>, stop: &Arc<AtomicBool>) -> TcpClose
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -126,7 +131,7 @@ where
             let (handler, activity) = (handler.clone(), activity.clone());
             async move {
                 activity.begin();
-                let response = respond(req, peer, &handler).await;
+                let response = respond(req, ends, &handler).await;
                 activity.end();
                 Ok::<_, Infallible>(response)
             }
@@ -227,7 +232,7 @@ impl Activity {
 }
 
 /// One HTTP request: its DNS message read (or an HTTP error), answered.
-async fn respond(req: Request<Incoming>, peer: SocketAddr, handler: &Handler) -> Response<Full<Bytes>> {
+async fn respond(req: Request<Incoming>, ends: Ends, handler: &Handler) -> Response<Full<Bytes>> {
     let started = Instant::now();
     let message = match message(req).await {
         Ok(m) => m,
@@ -236,7 +241,7 @@ async fn respond(req: Request<Incoming>, peer: SocketAddr, handler: &Handler) ->
             return error(status(why));
         }
     };
-    match answer(&message, peer, handler, started).await {
+    match answer(&message, ends, handler, started).await {
         Some(reply) => Response::builder()
             .header(http::header::CONTENT_TYPE, "application/dns-message")
             .header(http::header::CACHE_CONTROL, format!("max-age={}", min_ttl(&reply)))
@@ -299,13 +304,12 @@ async fn message(req: Request<Incoming>) -> Result<Vec<u8>, DohRefusal> {
 
 /// Answers `message` as a TCP query is answered; a forwarded one is
 /// awaited. `None`: no reply (dropped, or shed at the in-flight cap).
-pub(super) async fn answer(message: &[u8], peer: SocketAddr, handler: &Handler, started: Instant) -> Option<Vec<u8>> {
+pub(super) async fn answer(message: &[u8], ends: Ends, handler: &Handler, started: Instant) -> Option<Vec<u8>> {
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1);
     let mut out = Vec::new();
     {
         let sink = || Sink::Tcp(Arc::new(Pending::new(tx.clone(), None)));
-        // the listener address (`rewrite`'s `{server_ip}`) is not passed on from DoH or DoQ yet
-        tcp::answer(handler, message, (peer, None), &sink, started, &mut out);
+        tcp::answer(handler, message, ends, &sink, started, &mut out);
     }
     drop(tx);
     let framed = if out.is_empty() {

@@ -101,8 +101,9 @@ pub async fn serve(
         }
         open.fetch_add(1, Ordering::Relaxed);
         let (handler, workers, open) = (handler.clone(), workers.clone(), open.clone());
+        let port = endpoint.local_addr().ok().map(|a| a.port());
         tokio::spawn(async move {
-            connection(incoming, &handler, &workers).await;
+            connection(incoming, port, &handler, &workers).await;
             open.fetch_sub(1, Ordering::Relaxed);
         });
     }
@@ -110,9 +111,13 @@ pub async fn serve(
 }
 
 /// One connection: its handshake, then a task per stream until it ends.
-async fn connection(incoming: quinn::Incoming, handler: &Arc<Handler>, workers: &Arc<Semaphore>) {
+async fn connection(incoming: quinn::Incoming, port: Option<u16>, handler: &Arc<Handler>, workers: &Arc<Semaphore>) {
     let read = handler.router.load().tcp.read;
-    let peer = incoming.remote_address();
+    let local = incoming
+        .local_ip()
+        .zip(port)
+        .map(|(ip, port)| SocketAddr::new(ip, port));
+    let ends = (incoming.remote_address(), local);
     let connecting = match incoming.accept() {
         Ok(c) => c,
         Err(_) => return handler.metrics.transports.doq_refused(DoqRefusal::Handshake),
@@ -123,7 +128,7 @@ async fn connection(incoming: quinn::Incoming, handler: &Arc<Handler>, workers: 
     };
     while let Ok((send, recv)) = conn.accept_bi().await {
         let (handler, workers) = (handler.clone(), workers.clone());
-        tokio::spawn(async move { stream(send, recv, peer, &handler, &workers, read).await });
+        tokio::spawn(async move { stream(send, recv, ends, &handler, &workers, read).await });
     }
 }
 
@@ -131,7 +136,7 @@ async fn connection(incoming: quinn::Incoming, handler: &Arc<Handler>, workers: 
 async fn stream(
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
-    peer: SocketAddr,
+    ends: super::doh::Ends,
     handler: &Handler,
     workers: &Semaphore,
     read: Duration,
@@ -156,7 +161,7 @@ async fn stream(
     let Ok(_worker) = workers.acquire().await else {
         return;
     };
-    match super::doh::answer(message, peer, handler, started).await {
+    match super::doh::answer(message, ends, handler, started).await {
         Some(reply) => {
             let mut out = Vec::with_capacity(reply.len() + 2);
             crate::query::defer::push_frame(&mut out, &reply);
