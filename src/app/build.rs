@@ -161,6 +161,7 @@ impl Runtime {
                 rules: server.rewrites.clone(),
             }),
             bufsize: server.bufsize,
+            nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
             chaos: server.chaos.clone().map(Chaos::new),
             local: server.local.map(LocalNames::new),
             transfer,

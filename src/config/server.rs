@@ -92,6 +92,8 @@ pub struct Server {
     pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
     pub bufsize: Option<u16>,
+    /// `nsid`: the NSID a request that asks for it gets back.
+    pub nsid: Option<String>,
     /// `chaos`: CH TXT `version.bind` and friends.
     pub chaos: Option<chaos::ChaosConfig>,
     /// `local`, with whether the `localhost.<anything>` prefix form is on.
@@ -137,6 +139,7 @@ impl Server {
             templates: Vec::new(),
             rewrites: Vec::new(),
             bufsize: None,
+            nsid: None,
             chaos: None,
             local: None,
             dnstap: Vec::new(),

@@ -269,6 +269,9 @@ impl Router {
         };
         out.tags.zone = slot;
         out.tags.bufsize = block.bufsize;
+        if block.nsid.is_some() {
+            out.tags.nsid = block.nsid.clone();
+        }
         out.tags.log = block
             .log
             .as_ref()

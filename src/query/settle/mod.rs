@@ -42,6 +42,8 @@ pub struct Continuation {
     pub rewrite: Option<Box<Rewritten>>,
     /// `loadbalance` of the block the answer goes back through.
     pub loadbalance: Option<Arc<LoadbalanceConfig>>,
+    /// `nsid` of that block (written only if the client asked for it).
+    pub nsid: Option<Arc<[u8]>>,
 }
 
 /// What the router leaves for a query it forwards, before it is sent:
@@ -104,6 +106,7 @@ impl Left {
             dns64: self.dns64,
             rewrite: rewritten.map(|(_, r)| r),
             loadbalance: loadbalance.filter(|lb| lb.touches(asked.query_type())),
+            nsid: answer.tags.nsid.clone(),
         };
         let Some(forwarded) = forwarded else {
             return (bytes.to_vec(), asked.clone(), then);
@@ -156,6 +159,9 @@ impl Continuation {
     /// target already added) what the router left for it, through the
     /// same [`apply`] the worker uses for an answer made here.
     pub fn apply(&self, answer: &mut Answer) {
+        if self.nsid.is_some() {
+            answer.tags.nsid = self.nsid.clone();
+        }
         let revert = self.rewrite.as_ref().map(|r| &r.revert);
         apply(answer, self.loadbalance.as_deref(), self.chase.as_ref(), revert);
     }
