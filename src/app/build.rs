@@ -162,6 +162,7 @@ impl Runtime {
             }),
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
+            minimal: server.minimal,
             chaos: server.chaos.clone().map(Chaos::new),
             local: server.local.map(LocalNames::new),
             transfer,

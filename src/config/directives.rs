@@ -273,6 +273,13 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::cache,
     },
     Spec {
+        name: "minimal",
+        options: false,
+        parse: |d, c| c.server.minimal |= crate::query::settle::minimal::parse(d, c.errors),
+        enabled: |s, _| s.minimal,
+        print: |b, s, _| crate::query::settle::minimal::print(b, s.minimal),
+    },
+    Spec {
         name: "template",
         options: true,
         parse: |d, c| {

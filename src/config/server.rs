@@ -94,6 +94,8 @@ pub struct Server {
     pub bufsize: Option<u16>,
     /// `nsid`: the NSID a request that asks for it gets back.
     pub nsid: Option<String>,
+    /// `minimal`: successful answers lose their authority and additional records.
+    pub minimal: bool,
     /// `chaos`: CH TXT `version.bind` and friends.
     pub chaos: Option<chaos::ChaosConfig>,
     /// `local`, with whether the `localhost.<anything>` prefix form is on.
@@ -140,6 +142,7 @@ impl Server {
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,
+            minimal: false,
             chaos: None,
             local: None,
             dnstap: Vec::new(),

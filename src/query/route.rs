@@ -317,6 +317,11 @@ impl Router {
             // (`weighted` reorders A, AAAA and SRV answers only)
             let lb = block.loadbalance.as_deref().filter(|lb| lb.touches(query.query_type()));
             out.tags.memoizable &= !settle::apply(out, lb, None, revert.as_ref());
+            if block.minimal {
+                settle::minimal::minimize(out);
+            }
+        } else if let Routed::Forward(onward) = &mut routed {
+            onward.left.minimal = block.minimal;
         }
         routed
     }

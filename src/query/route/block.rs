@@ -81,6 +81,8 @@ pub struct Block {
     pub bufsize: Option<u16>,
     /// `nsid`: the NSID a request that asks for it gets back.
     pub nsid: Option<Arc<[u8]>>,
+    /// `minimal`: successful answers lose their authority and additional records.
+    pub minimal: bool,
     /// `chaos`: CH TXT questions about the server.
     pub chaos: Option<Chaos>,
     /// `local`: localhost and the loopback reverse zones.
@@ -115,6 +117,7 @@ impl Block {
             rewrite: None,
             bufsize: None,
             nsid: None,
+            minimal: false,
             chaos: None,
             local: None,
             transfer: None,

@@ -16,6 +16,7 @@
 //! This module sits above the plugins (it holds their types) and below
 //! the router and the forwarding task, which both use it.
 
+pub mod minimal;
 pub mod record;
 
 use std::net::SocketAddr;
@@ -44,6 +45,8 @@ pub struct Continuation {
     pub loadbalance: Option<Arc<LoadbalanceConfig>>,
     /// `nsid` of that block (written only if the client asked for it).
     pub nsid: Option<Arc<[u8]>>,
+    /// `minimal` of that block ([`minimal`]).
+    pub minimal: bool,
 }
 
 /// What the router leaves for a query it forwards, before it is sent:
@@ -63,6 +66,8 @@ pub struct Left {
     /// The listener's address the query came in on (`rewrite`'s
     /// `{server_ip}`, `{server_port}`).
     pub local: Option<SocketAddr>,
+    /// `minimal` of the block: the answer loses its extra sections ([`minimal`]).
+    pub minimal: bool,
 }
 
 impl Left {
@@ -107,6 +112,7 @@ impl Left {
             rewrite: rewritten.map(|(_, r)| r),
             loadbalance: loadbalance.filter(|lb| lb.touches(asked.query_type())),
             nsid: answer.tags.nsid.clone(),
+            minimal: self.minimal,
         };
         let Some(forwarded) = forwarded else {
             return (bytes.to_vec(), asked.clone(), then);
@@ -164,6 +170,9 @@ impl Continuation {
         }
         let revert = self.rewrite.as_ref().map(|r| &r.revert);
         apply(answer, self.loadbalance.as_deref(), self.chase.as_ref(), revert);
+        if self.minimal {
+            minimal::minimize(answer);
+        }
     }
 
     /// The question the reply echoes: the client's own, where `rewrite` or
