@@ -52,8 +52,10 @@ mod tests {
     fn answer(rcode: ResponseCode, answers: usize, authority: RecordType) -> Answer {
         let name = Name::from_ascii("example.com.").expect("name");
         let addr = std::net::IpAddr::from([192, 0, 2, 1]);
-        let mut a = Answer::default();
-        a.rcode = rcode;
+        let mut a = Answer {
+            rcode,
+            ..Answer::default()
+        };
         for _ in 0..answers {
             a.answers
                 .extend(crate::query::reply::address(&name, 5, addr, RecordType::A));
