@@ -6,7 +6,10 @@
 //! [`Chase::put_under`]); for a forwarded query the router leaves the
 //! same steps as plain data, a [`Continuation`], that the query's
 //! [`super::defer::Job`] carries to the forwarding task, which applies it
-//! to the upstream's answer. The task also reads `dns64` and the
+//! to the upstream's answer. Beside [`apply`], both paths then drop a
+//! successful answer's extra sections under `minimal` ([`minimal`]), and
+//! the continuation carries the block's `nsid` to the forwarded answer.
+//! The task also reads `dns64` and the
 //! `rewrite cname` target, which need a second upstream question
 //! (`forward::Forwarding::complete`).
 //!
