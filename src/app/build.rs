@@ -161,6 +161,8 @@ impl Runtime {
                 rules: server.rewrites.clone(),
             }),
             bufsize: server.bufsize,
+            nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
+            minimal: server.minimal,
             chaos: server.chaos.clone().map(Chaos::new),
             local: server.local.map(LocalNames::new),
             transfer,

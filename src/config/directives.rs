@@ -91,6 +91,16 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::reload,
     },
     Spec {
+        name: "nsid",
+        options: false,
+        parse: |d, c| {
+            once(d, c.server.nsid.is_some(), "per server block", c.errors);
+            c.server.nsid = crate::query::reply::nsid::setup::parse(d, c.errors).or(c.server.nsid.take());
+        },
+        enabled: |s, _| s.nsid.is_some(),
+        print: |b, s, _| crate::query::reply::nsid::print::nsid(b, s.nsid.as_deref()),
+    },
+    Spec {
         name: "bufsize",
         options: false,
         parse: |d, c| c.server.bufsize = crate::config::bufsize::bufsize(d, c.errors).or(c.server.bufsize),
@@ -275,6 +285,13 @@ pub const DIRECTIVES: &[Spec] = &[
         },
         enabled: |s, _| s.cache.is_some(),
         print: print::cache,
+    },
+    Spec {
+        name: "minimal",
+        options: false,
+        parse: |d, c| c.server.minimal |= crate::query::settle::minimal::parse(d, c.errors),
+        enabled: |s, _| s.minimal,
+        print: |b, s, _| crate::query::settle::minimal::print(b, s.minimal),
     },
     Spec {
         name: "template",

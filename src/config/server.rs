@@ -92,6 +92,10 @@ pub struct Server {
     pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
     pub bufsize: Option<u16>,
+    /// `nsid`: the NSID a request that asks for it gets back.
+    pub nsid: Option<String>,
+    /// `minimal`: successful answers lose their authority and additional records.
+    pub minimal: bool,
     /// `chaos`: CH TXT `version.bind` and friends.
     pub chaos: Option<chaos::ChaosConfig>,
     /// `local`, with whether the `localhost.<anything>` prefix form is on.
@@ -141,6 +145,8 @@ impl Server {
             templates: Vec::new(),
             rewrites: Vec::new(),
             bufsize: None,
+            nsid: None,
+            minimal: false,
             chaos: None,
             local: None,
             dnstap: Vec::new(),

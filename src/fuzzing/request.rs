@@ -35,6 +35,7 @@ pub fn parser_agrees(data: &[u8]) {
         let client = ClientEdns {
             payload: e.max_payload(),
             dnssec_ok: e.flags().dnssec_ok,
+            nsid: false, // a plain query never carries NSID
         };
         (client, e.version())
     });

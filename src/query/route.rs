@@ -269,6 +269,9 @@ impl Router {
         };
         out.tags.zone = slot;
         out.tags.bufsize = block.bufsize;
+        if block.nsid.is_some() {
+            out.tags.nsid = block.nsid.clone();
+        }
         out.tags.log = block
             .log
             .as_ref()
@@ -314,6 +317,11 @@ impl Router {
             // (`weighted` reorders A, AAAA and SRV answers only)
             let lb = block.loadbalance.as_deref().filter(|lb| lb.touches(query.query_type()));
             out.tags.memoizable &= !settle::apply(out, lb, None, revert.as_ref());
+            if block.minimal {
+                settle::minimal::minimize(out);
+            }
+        } else if let Routed::Forward(onward) = &mut routed {
+            onward.left.minimal = block.minimal;
         }
         routed
     }

@@ -102,6 +102,8 @@ pub fn case_line(c: &mut Case, has_query: &mut bool, word: &str, rest: &str) -> 
             let (series, value) = rest.rsplit_once(' ').ok_or("metric needs SERIES VALUE")?;
             w.metrics.push((series.trim().to_string(), value.to_string()));
         }
+        ("nsid", "none") => w.nsid = Some(None),
+        ("nsid", text) if !text.is_empty() => w.nsid = Some(Some(text.to_string())),
         ("ede", "none") => w.ede = Some(None),
         ("ede", code) => w.ede = Some(Some(code.parse().map_err(|_| format!("bad EDE code '{code}'"))?)),
         _ => return Err(format!("unknown case line '{word} {rest}'")),
@@ -137,7 +139,7 @@ fn opt(rest: &str) -> Result<crate::table::Opt, String> {
     })
 }
 
-/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nord] [cd] [ad] [aa] [serial N]`
+/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nsid] [nord] [cd] [ad] [aa] [serial N]`
 fn query(rest: &str) -> Result<Query, String> {
     let mut words = rest.split_whitespace();
     let name = words.next().ok_or("query needs a name")?.to_string();
@@ -180,6 +182,10 @@ fn query(rest: &str) -> Result<Query, String> {
             "cd" => q.cd = true,
             "ad" => q.ad = true,
             "aa" => q.aa = true,
+            "nsid" => {
+                q.nsid = true;
+                q.edns.get_or_insert(4096);
+            }
             "IN" | "CH" | "CHAOS" | "HS" | "NONE" | "ANY" if typed => q.class = w.to_string(),
             t if !typed => {
                 q.qtype = t.to_ascii_uppercase();

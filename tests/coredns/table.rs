@@ -61,6 +61,8 @@ pub struct Query {
     pub ad: bool,
     /// `aa`: the AA bit set in the query (meaningless; servers ignore it).
     pub aa: bool,
+    /// `nsid`: an empty NSID option in the OPT record (RFC 5001).
+    pub nsid: bool,
     /// `serial N`: an SOA with this serial in the authority section (the
     /// serial an IXFR says the client holds).
     pub serial: Option<u32>,
@@ -82,6 +84,7 @@ impl Query {
             cd: false,
             ad: false,
             aa: false,
+            nsid: false,
             serial: None,
         }
     }
@@ -101,6 +104,8 @@ pub struct Want {
     pub types: bool,
     /// `Some(None)`: no EDE option; `Some(Some(code))`: that info code.
     pub ede: Option<Option<u16>>,
+    /// `Some(None)`: no NSID option; `Some(Some(text))`: that NSID.
+    pub nsid: Option<Option<String>>,
     pub no_reply: bool,
     /// `asked UPSTREAM N [TYPE [NAME [rd|nord]]]`: that upstream has seen N
     /// requests for the query's name and type (or TYPE, NAME; with RD set or
@@ -170,6 +175,7 @@ impl Default for Want {
             ordered: false,
             types: false,
             ede: None,
+            nsid: None,
             no_reply: false,
             asked: Vec::new(),
             ttl_slack: 0,

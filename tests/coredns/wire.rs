@@ -55,6 +55,11 @@ fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
         let mut e = Edns::new();
         e.set_max_payload(size);
         e.set_dnssec_ok(q.dnssec_ok);
+        if q.nsid {
+            let empty = hickory_proto::rr::rdata::opt::NSIDPayload::new(Vec::new()).map_err(|e| e.to_string())?;
+            e.options_mut()
+                .insert(hickory_proto::rr::rdata::opt::EdnsOption::NSID(empty));
+        }
         m.set_edns(e);
     }
     m.to_vec().map_err(|e| format!("encode query: {e}"))
@@ -240,6 +245,18 @@ fn ede(m: &Message) -> Option<u16> {
     })
 }
 
+/// The NSID of a reply (as text), if it carries one.
+fn nsid(m: &Message) -> Option<String> {
+    let opt = m.edns.as_ref()?;
+    opt.options().as_ref().iter().find_map(|(_, o)| match o {
+        hickory_proto::rr::rdata::opt::EdnsOption::NSID(data) => {
+            Some(String::from_utf8_lossy(data.as_ref()).into_owned())
+        }
+        hickory_proto::rr::rdata::opt::EdnsOption::Unknown(3, data) => Some(String::from_utf8_lossy(data).into_owned()),
+        _ => None,
+    })
+}
+
 /// `got` as a wanted record written with `*` fields (any value there, as
 /// an SOA serial a clock sets, or a TXT string `*`), if one matches it
 /// field by field.
@@ -359,6 +376,12 @@ pub fn compare(want: &Want, reply: Option<&Message>) -> Vec<String> {
             .unwrap_or_default();
         if !got.eq_ignore_ascii_case(q) {
             out.push(format!("question: want {q}, got {got}"));
+        }
+    }
+    if let Some(text) = &want.nsid {
+        let got = nsid(m);
+        if got != *text {
+            out.push(format!("nsid: want {text:?}, got {got:?}"));
         }
     }
     if let Some(code) = want.ede {

@@ -90,9 +90,9 @@ impl Dns64 {
             .iter()
             .find(|r| r.record_type() == RecordType::SOA)
             .map_or(NO_SOA_TTL, |soa| soa.ttl);
-        let (log, zone) = (out.tags.log, out.tags.zone);
+        let (log, zone, nsid) = (out.tags.log, out.tags.zone, out.tags.nsid.take());
         out.clear(); // not memoizable: every translated reply is counted
-        (out.tags.log, out.tags.zone, out.tags.plugin) = (log, zone, Plugin::Dns64);
+        (out.tags.log, out.tags.zone, out.tags.plugin, out.tags.nsid) = (log, zone, Plugin::Dns64, nsid);
         out.recursion_available = a.recursion_available;
         out.truncated = a.truncated;
         for r in &a.answers {

@@ -12,6 +12,7 @@ use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
 
 pub mod echo;
 pub mod loadbalance;
+pub mod nsid;
 pub mod summary;
 pub mod tags;
 pub mod wire;
@@ -65,18 +66,20 @@ impl Answer {
     pub fn error(&mut self, rcode: ResponseCode) {
         let t = &self.tags;
         let (log, zone, plugin, bufsize) = (t.log, t.zone, t.plugin, t.bufsize);
+        let nsid = self.tags.nsid.take();
         self.clear();
         self.rcode = rcode;
         let t = &mut self.tags;
-        (t.log, t.zone, t.plugin, t.bufsize) = (log, zone, plugin, bufsize);
+        (t.log, t.zone, t.plugin, t.bufsize, t.nsid) = (log, zone, plugin, bufsize, nsid);
     }
 
     /// Empties the answer but for what entering the block set (`zone`,
     /// `bufsize`, `log`): the whole way after the short way declined.
     pub fn restart(&mut self) {
         let (log, zone, bufsize) = (self.tags.log, self.tags.zone, self.tags.bufsize);
+        let nsid = self.tags.nsid.take();
         self.clear();
-        (self.tags.log, self.tags.zone, self.tags.bufsize) = (log, zone, bufsize);
+        (self.tags.log, self.tags.zone, self.tags.bufsize, self.tags.nsid) = (log, zone, bufsize, nsid);
     }
 
     /// Every record of the three sections.

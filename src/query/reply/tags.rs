@@ -37,4 +37,7 @@ pub struct Tags {
     pub denied: bool,
     /// `bufsize` of the block that took the query: the EDNS payload cap.
     pub bufsize: Option<u16>,
+    /// `nsid` of the block that took the query: the NSID its reply's OPT
+    /// carries when the client asked for it.
+    pub nsid: Option<std::sync::Arc<[u8]>>,
 }

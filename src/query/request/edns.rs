@@ -8,6 +8,8 @@
 pub struct ClientEdns {
     pub payload: u16,
     pub dnssec_ok: bool,
+    /// The request carries an NSID option (RFC 5001): `nsid` answers it.
+    pub nsid: bool,
 }
 
 /// An OPT record at `*at`: root owner, type 41, extended rcode 0, options
@@ -31,7 +33,15 @@ pub(super) fn opt(bytes: &[u8], at: &mut usize) -> Option<(ClientEdns, u8)> {
         options = options.get(4 + len..)?;
     }
     *at += 11 + rdlen;
-    Some((ClientEdns { payload, dnssec_ok }, rr[6]))
+    let nsid = false; // an NSID option went to hickory above
+    Some((
+        ClientEdns {
+            payload,
+            dnssec_ok,
+            nsid,
+        },
+        rr[6],
+    ))
 }
 
 /// `bufsize`: the client's EDNS payload lowered to `cap` (never raised).
@@ -109,6 +119,7 @@ mod tests {
         let client = ClientEdns {
             payload: 4096,
             dnssec_ok: true,
+            nsid: false,
         };
         assert_eq!(capped(Some(client), Some(512)).map(|e| e.payload), Some(512));
         assert_eq!(capped(None, Some(512)), None);

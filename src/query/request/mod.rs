@@ -185,6 +185,7 @@ fn decoded(bytes: &[u8]) -> Triage {
     let edns = msg.edns.as_ref().map(|e| ClientEdns {
         payload: e.max_payload(),
         dnssec_ok: e.flags().dnssec_ok,
+        nsid: e.option(hickory_proto::rr::rdata::opt::EdnsCode::NSID).is_some(),
     });
     let version = msg.edns.as_ref().map_or(0, |e| e.version());
     let meta = msg.metadata;
@@ -305,7 +306,8 @@ mod tests {
             wire.edns,
             Some(ClientEdns {
                 payload: 1232,
-                dnssec_ok: true
+                dnssec_ok: true,
+                nsid: false
             })
         );
         assert_eq!(parse(&seeds[2]).and_then(|w| w.edns).map(|e| e.payload), Some(512));

@@ -79,6 +79,10 @@ pub struct Block {
     pub rewrite: Option<crate::query::plugins::rewrite::Rewrite>,
     /// `bufsize`: the EDNS payload cap of requests to this block.
     pub bufsize: Option<u16>,
+    /// `nsid`: the NSID a request that asks for it gets back.
+    pub nsid: Option<Arc<[u8]>>,
+    /// `minimal`: successful answers lose their authority and additional records.
+    pub minimal: bool,
     /// `chaos`: CH TXT questions about the server.
     pub chaos: Option<Chaos>,
     /// `local`: localhost and the loopback reverse zones.
@@ -112,6 +116,8 @@ impl Block {
             templates: None,
             rewrite: None,
             bufsize: None,
+            nsid: None,
+            minimal: false,
             chaos: None,
             local: None,
             transfer: None,

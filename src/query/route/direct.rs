@@ -34,7 +34,9 @@ impl Router {
     ) -> Option<(bool, Option<ClientEdns>)> {
         let query = &req.query;
         let asked = matches!(query.query_type(), RecordType::A | RecordType::AAAA);
-        if !admitted || !asked || query.query_class() != DNSClass::IN {
+        // a request carrying NSID comes decoded whole: the whole way adds it
+        let nsid = req.edns.is_some_and(|e| e.nsid);
+        if !admitted || !asked || nsid || query.query_class() != DNSClass::IN {
             return None;
         }
         let cluster = block.cluster.as_ref().filter(|c| c.direct && writes_direct(block))?;

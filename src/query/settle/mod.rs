@@ -6,7 +6,10 @@
 //! [`Chase::put_under`]); for a forwarded query the router leaves the
 //! same steps as plain data, a [`Continuation`], that the query's
 //! [`super::defer::Job`] carries to the forwarding task, which applies it
-//! to the upstream's answer. The task also reads `dns64` and the
+//! to the upstream's answer. Beside [`apply`], both paths then drop a
+//! successful answer's extra sections under `minimal` ([`minimal`]), and
+//! the continuation carries the block's `nsid` to the forwarded answer.
+//! The task also reads `dns64` and the
 //! `rewrite cname` target, which need a second upstream question
 //! (`forward::Forwarding::complete`).
 //!
@@ -16,6 +19,7 @@
 //! This module sits above the plugins (it holds their types) and below
 //! the router and the forwarding task, which both use it.
 
+pub mod minimal;
 pub mod record;
 
 use std::net::SocketAddr;
@@ -42,6 +46,10 @@ pub struct Continuation {
     pub rewrite: Option<Box<Rewritten>>,
     /// `loadbalance` of the block the answer goes back through.
     pub loadbalance: Option<Arc<LoadbalanceConfig>>,
+    /// `nsid` of that block (written only if the client asked for it).
+    pub nsid: Option<Arc<[u8]>>,
+    /// `minimal` of that block ([`minimal`]).
+    pub minimal: bool,
 }
 
 /// What the router leaves for a query it forwards, before it is sent:
@@ -61,6 +69,8 @@ pub struct Left {
     /// The listener's address the query came in on (`rewrite`'s
     /// `{server_ip}`, `{server_port}`).
     pub local: Option<SocketAddr>,
+    /// `minimal` of the block: the answer loses its extra sections ([`minimal`]).
+    pub minimal: bool,
 }
 
 impl Left {
@@ -104,6 +114,8 @@ impl Left {
             dns64: self.dns64,
             rewrite: rewritten.map(|(_, r)| r),
             loadbalance: loadbalance.filter(|lb| lb.touches(asked.query_type())),
+            nsid: answer.tags.nsid.clone(),
+            minimal: self.minimal,
         };
         let Some(forwarded) = forwarded else {
             return (bytes.to_vec(), asked.clone(), then);
@@ -156,8 +168,14 @@ impl Continuation {
     /// target already added) what the router left for it, through the
     /// same [`apply`] the worker uses for an answer made here.
     pub fn apply(&self, answer: &mut Answer) {
+        if self.nsid.is_some() {
+            answer.tags.nsid = self.nsid.clone();
+        }
         let revert = self.rewrite.as_ref().map(|r| &r.revert);
         apply(answer, self.loadbalance.as_deref(), self.chase.as_ref(), revert);
+        if self.minimal {
+            minimal::minimize(answer);
+        }
     }
 
     /// The question the reply echoes: the client's own, where `rewrite` or

@@ -58,7 +58,9 @@ pub fn conclude(
         f => f,
     };
     if found == Found::NxDomain && falls_through {
+        let nsid = out.tags.nsid.take();
         out.clear();
+        out.tags.nsid = nsid; // the block's `nsid` still answers
         return Verdict::Next;
     }
     out.authoritative = true;

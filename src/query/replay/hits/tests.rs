@@ -25,6 +25,7 @@ fn reply(qname: &str, answer: &Answer) -> Vec<u8> {
         edns: Some(ClientEdns {
             payload: 1232,
             dnssec_ok: true,
+            nsid: false,
         }),
     };
     let mut out = Vec::new();

@@ -40,6 +40,7 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
         counts.queries = 1;
     }
     let ede_len = answer.ede.as_ref().map_or(0, |(_, text)| 6 + text.len());
+    let ede_len = ede_len + crate::query::reply::nsid::option_len(echo.edns, answer.tags.nsid.as_deref());
     let room = if echo.edns.is_some() {
         limit.saturating_sub(OPT_LEN + ede_len)
     } else {
@@ -65,6 +66,11 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
             edns.options_mut()
                 .insert(hickory_proto::rr::rdata::opt::EdnsOption::Unknown(15, data));
             // RFC 8914
+        }
+        if let Some(data) = crate::query::reply::nsid::option(client, answer.tags.nsid.as_deref()) {
+            let nsid = hickory_proto::rr::rdata::opt::NSIDPayload::new(data.to_vec())?;
+            edns.options_mut()
+                .insert(hickory_proto::rr::rdata::opt::EdnsOption::NSID(nsid));
         }
         Record::from(&edns).emit(&mut enc)?;
         counts.additionals += 1;
@@ -136,6 +142,7 @@ mod tests {
                 Some(ClientEdns {
                     payload: 1232,
                     dnssec_ok: false,
+                    nsid: false,
                 }),
                 1232,
             ),

@@ -24,8 +24,9 @@
 use hickory_proto::rr::{Name, RData, Record};
 
 use super::echo::{Echo, OPT_LEN, OUR_PAYLOAD};
+use super::nsid;
 use super::Answer;
-use crate::query::request::{self, Triage};
+use crate::query::request::{self, edns::ClientEdns, Triage};
 
 pub mod hickory;
 mod names;
@@ -206,7 +207,7 @@ impl<'o, 'q> Encoder<'o, 'q> {
     /// `None` when it came out over 65,535 bytes.
     pub fn finish(mut self, echo: &Echo<'_>, answer: &Answer) -> Option<bool> {
         if let Some(client) = echo.edns {
-            self.w.opt(client.dnssec_ok, answer);
+            self.w.opt(client, answer);
             self.counts[3] += 1;
         }
         if self.w.out.len() > usize::from(u16::MAX) {
@@ -246,7 +247,8 @@ pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) 
 /// answer holds a record this writer does not know (`out` is then junk).
 pub fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> Option<bool> {
     let ede_len = answer.ede.as_ref().map_or(0, |(_, text)| 6 + text.len());
-    let mut reply = Encoder::start(out, echo, ede_len, limit).ok()?;
+    let options_len = ede_len + nsid::option_len(echo.edns, answer.tags.nsid.as_deref());
+    let mut reply = Encoder::start(out, echo, options_len, limit).ok()?;
     let sections = [
         (ANSWER, &answer.answers),
         (AUTHORITY, &answer.authority),
@@ -347,24 +349,29 @@ impl Writer<'_, '_> {
     }
 
     /// Our OPT record: payload 1232, version 0, the client's DO bit, the
-    /// rcode's high bits, and the extended error when there is one.
-    fn opt(&mut self, dnssec_ok: bool, answer: &Answer) {
+    /// rcode's high bits, the extended error when there is one, and the
+    /// NSID when the client asked for it and the block has `nsid`.
+    fn opt(&mut self, client: ClientEdns, answer: &Answer) {
         self.out.push(0);
         self.u16(41);
         self.u16(OUR_PAYLOAD);
-        let flags = if dnssec_ok { 0x8000 } else { 0 };
+        let flags = if client.dnssec_ok { 0x8000 } else { 0 };
         self.u32((u32::from(answer.rcode.high()) << 24) | flags);
-        match &answer.ede {
-            None => self.u16(0),
-            Some((code, text)) => {
-                let len = text.len() + 2;
-                self.u16((len + 4) as u16);
-                self.u16(15); // RFC 8914
-                self.u16(len as u16);
-                self.u16(*code);
-                self.out.extend_from_slice(text.as_bytes());
-            }
+        let rdlen = self.out.len();
+        self.u16(0);
+        if let Some((code, text)) = &answer.ede {
+            self.u16(15); // RFC 8914
+            self.u16((text.len() + 2) as u16);
+            self.u16(*code);
+            self.out.extend_from_slice(text.as_bytes());
         }
+        if let Some(data) = nsid::option(client, answer.tags.nsid.as_deref()) {
+            self.u16(nsid::CODE);
+            self.u16(data.len() as u16); // at most nsid::setup::MAX_LEN
+            self.out.extend_from_slice(data);
+        }
+        let len = (self.out.len() - rdlen - 2) as u16;
+        self.out[rdlen..rdlen + 2].copy_from_slice(&len.to_be_bytes());
     }
 }
 

@@ -1,6 +1,7 @@
 //! The writer against hickory's encoder: the same bytes for every
 //! question over the demo cluster and for hand-built answers.
 
+use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption, NSIDPayload};
 use std::net::SocketAddr;
 
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, Query, ResponseCode};
@@ -156,11 +157,18 @@ fn unusual_answers_are_the_bytes_hickory_writes() {
     answer
         .authority
         .push(crate::query::reply::ns(&zone.name, 5, zone.ns_host.clone()));
+    answer.tags.nsid = Some(std::sync::Arc::from(&b"replica-1"[..])); // sent only when asked
     for edns in [
         None,
         Some(ClientEdns {
             payload: 1232,
             dnssec_ok: true,
+            nsid: false,
+        }),
+        Some(ClientEdns {
+            payload: 1232,
+            dnssec_ok: false,
+            nsid: true,
         }),
     ] {
         let echo = Echo {
@@ -173,7 +181,12 @@ fn unusual_answers_are_the_bytes_hickory_writes() {
             let t = encode(&mut ours, &echo, &answer, limit).expect("every type is known");
             assert_eq!(t, hickory::write_with_hickory(&mut hickory, &echo, &answer, limit));
             assert!(ours == hickory, "limit {limit}, {edns:?}");
-            crate::fuzzing::parse_strict(&ours).expect("parses strictly");
+            let parsed = crate::fuzzing::parse_strict(&ours).expect("parses strictly");
+            let nsid = parsed.edns.as_ref().and_then(|e| e.option(EdnsCode::NSID).cloned());
+            let want = edns
+                .is_some_and(|e| e.nsid)
+                .then(|| EdnsOption::NSID(NSIDPayload::new(&b"replica-1"[..]).expect("short")));
+            assert_eq!(nsid, want, "limit {limit}, {edns:?}");
         }
     }
 }
