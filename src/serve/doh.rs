@@ -60,17 +60,7 @@ pub async fn serve(
     max: usize,
 ) {
     let slots = Arc::new(Semaphore::new(if max == 0 { Semaphore::MAX_PERMITS } else { max }));
-    while !stop.load(Ordering::Relaxed) {
-        let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
-        let (stream, peer) = match accepted {
-            Err(_) => continue,
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                tracing::warn!(target: "https", "accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    while let Some((stream, peer)) = tcp::accept::next(&listener, &stop, "https").await {
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             handler.metrics.transports.doh_refused(DohRefusal::Connections);
             handler.metrics.tcp.rejected();

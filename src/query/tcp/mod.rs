@@ -37,6 +37,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+pub mod accept;
 mod conns;
 
 use super::defer::{push_frame, Pending, Sink};
@@ -124,17 +125,7 @@ pub async fn serve_with<U: Upgrade>(
         next: AtomicU64::new(0),
         open: Mutex::new(HashMap::new()),
     });
-    while !stop.load(Ordering::Relaxed) {
-        let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
-        let (stream, peer) = match accepted {
-            Err(_) => continue,
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                tracing::warn!(target: "tcp", "accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    while let Some((stream, peer)) = accept::next(&listener, &stop, "tcp").await {
         let limits = handler.router.load().tcp;
         let Some((id, conn)) = conns.admit(&limits, peer.ip(), stream.local_addr().ok()) else {
             handler.metrics.tcp.rejected();
