@@ -171,3 +171,14 @@ unlimit_cpu() {
 # callgrind_ir FILE: the user-space instructions callgrind counted in FILE
 # (its `summary:` line; the `totals:` line repeats the same count).
 callgrind_ir() { awk '/^summary:/ {print $2}' "$1"; }
+
+# bench_certs DIR: a P-256 CA (ca.pem) and a server certificate for
+# dns.test and 127.0.0.1 (srv.pem, srv.key) in DIR, for DoT/DoH benches.
+bench_certs() {
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+  ( cd "$1"
+    openssl req -x509 -days 2 -subj "/CN=bench CA" -keyout ca.key -out ca.pem "${ec[@]}" 2>/dev/null
+    openssl req -subj /CN=dns.test -keyout srv.key -out srv.csr "${ec[@]}" 2>/dev/null
+    printf 'subjectAltName=DNS:dns.test,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > srv.ext
+    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile srv.ext -out srv.pem 2>/dev/null )
+}

@@ -20,12 +20,7 @@ BIN=${CARGO_TARGET_DIR:-target}/release/clusterdns
 W=$(mktemp -d /tmp/clusterdns-serve-dot.XXXX)
 . loadtest/bench/lib.sh
 
-ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
-( cd "$W"
-  openssl req -x509 -days 2 -subj "/CN=bench CA" -keyout ca.key -out ca.pem "${ec[@]}" 2>/dev/null
-  openssl req -subj /CN=dns.test -keyout srv.key -out srv.csr "${ec[@]}" 2>/dev/null
-  printf 'subjectAltName=DNS:dns.test,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > srv.ext
-  openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile srv.ext -out srv.pem 2>/dev/null )
+bench_certs "$W"
 
 for i in $(seq 1 "$NAMES"); do echo "  local-data: \"h$i.example.org. 3600 IN A 192.0.2.$((i % 250 + 1))\""; done > "$W/names.conf"
 for i in $(seq 1 "$NAMES"); do echo "h$i.example.org A"; done > "$W/names.txt"
