@@ -182,3 +182,16 @@ bench_certs() {
     printf 'subjectAltName=DNS:dns.test,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > srv.ext
     openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile srv.ext -out srv.pem 2>/dev/null )
 }
+
+# tls_bench_setup TAG: what the DoT/DoH benches need (dnsperf, unbound,
+# taskset, openssl; installed when missing), clusterdns built, and sets
+# UNBOUND, BIN and W (a fresh work directory named after TAG).
+tls_bench_setup() {
+  for t in dnsperf unbound taskset openssl; do
+    command -v $t >/dev/null || [ -x /usr/sbin/$t ] || { echo "installing dnsperf, unbound, openssl"; apt-get install -y -qq dnsperf unbound openssl >/dev/null; break; }
+  done
+  UNBOUND=$(command -v unbound || echo /usr/sbin/unbound)
+  cargo build --release -q --bin clusterdns
+  BIN=${CARGO_TARGET_DIR:-target}/release/clusterdns
+  W=$(mktemp -d "/tmp/clusterdns-$1.XXXX")
+}

@@ -11,14 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NAMES=${1:-1000}; SECS=${2:-10}; ROUNDS=${3:-3}
-for t in dnsperf unbound taskset openssl; do
-  command -v $t >/dev/null || [ -x /usr/sbin/$t ] || { echo "installing dnsperf, unbound, openssl"; apt-get install -y -qq dnsperf unbound openssl >/dev/null; break; }
-done
-UNBOUND=$(command -v unbound || echo /usr/sbin/unbound)
-cargo build --release -q --bin clusterdns
-BIN=${CARGO_TARGET_DIR:-target}/release/clusterdns
-W=$(mktemp -d /tmp/clusterdns-serve-dot.XXXX)
 . loadtest/bench/lib.sh
+tls_bench_setup serve-dot
 
 bench_certs "$W"
 

@@ -64,17 +64,13 @@ impl Answer {
 
     /// An error reply with no records.
     pub fn error(&mut self, rcode: ResponseCode) {
-        let t = &self.tags;
-        let (log, zone, plugin, bufsize) = (t.log, t.zone, t.plugin, t.bufsize);
-        let nsid = self.tags.nsid.take();
-        self.clear();
-        self.rcode = rcode;
-        let t = &mut self.tags;
-        (t.log, t.zone, t.plugin, t.bufsize, t.nsid) = (log, zone, plugin, bufsize, nsid);
+        let plugin = self.tags.plugin;
+        self.restart();
+        (self.rcode, self.tags.plugin) = (rcode, plugin);
     }
 
     /// Empties the answer but for what entering the block set (`zone`,
-    /// `bufsize`, `log`): the whole way after the short way declined.
+    /// `bufsize`, `log`, `nsid`): the whole way after the short way declined.
     pub fn restart(&mut self) {
         let (log, zone, bufsize) = (self.tags.log, self.tags.zone, self.tags.bufsize);
         let nsid = self.tags.nsid.take();

@@ -74,13 +74,7 @@ fn rule(kind: &Word, rest: &[&Word], errors: &mut Vec<ConfigError>) -> Option<Ed
             ));
             return None;
         }
-        (other, _) => {
-            errors.push(ConfigError::new(
-                &kind.pos,
-                format!("rewrite: invalid edns0 rule type '{other}' (supported: local, nsid, subnet)"),
-            ));
-            return None;
-        }
+        (other, _) => return invalid_type(kind, other, errors),
     };
     Some(option)
 }
@@ -103,13 +97,7 @@ fn unset(kind: &Word, rest: &[&Word], errors: &mut Vec<ConfigError>) -> Option<R
             ));
             return None;
         }
-        (other, _) => {
-            errors.push(ConfigError::new(
-                &kind.pos,
-                format!("rewrite: invalid edns0 rule type '{other}' (supported: local, nsid, subnet)"),
-            ));
-            return None;
-        }
+        (other, _) => return invalid_type(kind, other, errors),
     };
     Some(RuleKind::Edns0 {
         action: EdnsAction::Unset,
@@ -168,4 +156,13 @@ fn local_data(w: &Word, errors: &mut Vec<ConfigError>) -> Option<EdnsData> {
             None
         }
     }
+}
+
+/// An edns0 rule type other than `local`, `nsid` and `subnet`.
+fn invalid_type<T>(kind: &Word, other: &str, errors: &mut Vec<ConfigError>) -> Option<T> {
+    errors.push(ConfigError::new(
+        &kind.pos,
+        format!("rewrite: invalid edns0 rule type '{other}' (supported: local, nsid, subnet)"),
+    ));
+    None
 }
