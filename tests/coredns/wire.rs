@@ -148,21 +148,40 @@ fn transfer(
     Err("transfer of more than 10,000 messages".into())
 }
 
+/// How long a UDP query waits before it is sent again, as glibc's stub does
+/// (`options timeout:5`). The server drops unanswered a query that queued
+/// longer than a stub waits (its overload policy), so a machine that stalls
+/// the server that long loses the first send; a stub asks again and so does
+/// this. Rows that want no reply wait [`SILENCE`], well within it.
+const RESEND: Duration = Duration::from_secs(5);
+
+/// Sends `bytes` from `local` and waits up to `wait` for the reply with
+/// `id`, sending again every [`RESEND`]; a reply that needed more than one
+/// send is said on stderr.
 fn udp(local: IpAddr, server: SocketAddr, bytes: &[u8], id: u16, wait: Duration) -> Result<Option<Vec<u8>>, String> {
     let sock = UdpSocket::bind((local, 0)).map_err(|e| format!("bind {local}: {e}"))?;
-    sock.send_to(bytes, server).map_err(|e| format!("send: {e}"))?;
     let deadline = Instant::now() + wait;
     let mut buf = vec![0u8; 65535];
-    // Stray datagrams (another ID) are skipped, at most 10.
-    for _ in 0..10 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
+    // At most 12 sends (60 s), each waiting out stray datagrams (another ID), at most 10.
+    for sends in 1..=12 {
+        sock.send_to(bytes, server).map_err(|e| format!("send: {e}"))?;
+        let resend = (Instant::now() + RESEND).min(deadline);
+        for _ in 0..10 {
+            let left = resend.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let _ = sock.set_read_timeout(Some(left));
+            let Ok((n, from)) = sock.recv_from(&mut buf) else { break };
+            if from == server && n >= 2 && u16::from_be_bytes([buf[0], buf[1]]) == id {
+                if sends > 1 {
+                    eprintln!("query {id} to {server} answered after {sends} sends");
+                }
+                return Ok(Some(buf[..n].to_vec()));
+            }
         }
-        let _ = sock.set_read_timeout(Some(left));
-        let Ok((n, from)) = sock.recv_from(&mut buf) else { break };
-        if from == server && n >= 2 && u16::from_be_bytes([buf[0], buf[1]]) == id {
-            return Ok(Some(buf[..n].to_vec()));
+        if Instant::now() >= deadline {
+            break;
         }
     }
     Ok(None)
