@@ -11,13 +11,12 @@ use super::runtime::{Built, GroupKey, Runtime, Source};
 use crate::admin::Live;
 use crate::config::{Config, Server};
 use crate::query::forward::Forwarding;
-use crate::query::plugins::chaos::Chaos;
+use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::k8s_external::K8sExternal;
-use crate::query::plugins::local::LocalNames;
 use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
 use crate::query::transfer::Transfer;
@@ -152,7 +151,6 @@ impl Runtime {
             acl: server.acl.clone(),
             acl_stats,
             any: server.any,
-            whoami: server.whoami,
             chain: server.chain,
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
@@ -163,8 +161,7 @@ impl Runtime {
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
             minimal: server.minimal,
-            chaos: server.chaos.clone().map(Chaos::new),
-            local: server.local.map(LocalNames::new),
+            plugins: Chain::build(&server.plugins),
             transfer,
         }
     }

@@ -204,9 +204,9 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "local",
         options: true,
-        parse: |d, c| c.server.local = Some(crate::query::plugins::local::setup::local(d, c.errors)),
-        enabled: |s, _| s.local.is_some(),
-        print: print::local,
+        parse: |d, c| c.server.plug(crate::query::plugins::local::setup::parse(d, c.errors)),
+        enabled: |s, _| s.has("local"),
+        print: |b, s, _| print::plugin(b, s, "local"),
     },
     Spec {
         name: "dns64",
@@ -231,9 +231,9 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "chaos",
         options: false,
-        parse: |d, c| c.server.chaos = Some(chaos::chaos(d)),
-        enabled: |s, _| s.chaos.is_some(),
-        print: print::chaos,
+        parse: |d, c| c.server.plug(chaos::parse(d)),
+        enabled: |s, _| s.has("chaos"),
+        print: |b, s, _| print::plugin(b, s, "chaos"),
     },
     Spec {
         name: "loadbalance",
@@ -378,12 +378,9 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "whoami",
         options: false,
-        parse: |d, c| {
-            Args::from(d).count(0, 0, c.errors);
-            c.server.whoami = true;
-        },
+        parse: |d, c| c.server.plug(crate::query::plugins::whoami::parse(d, c.errors)),
         enabled: NOT_REPORTED,
-        print: print::whoami,
+        print: |b, s, _| print::plugin(b, s, "whoami"),
     },
 ];
 

@@ -53,6 +53,10 @@ pub fn server(
     if let Some(n) = config.nodelocal.as_mut().filter(|_| !had_nodelocal) {
         nodelocal::resolve(n, &server.bind, errors);
     }
+    // The answering plugins run in the table's order, whatever the order written.
+    server
+        .plugins
+        .sort_by_key(|p| directives::DIRECTIVES.iter().position(|d| d.name == p.name()));
     needs(&server, errors);
     super::transport::needs(&server.listen, &block.open, errors);
     Some(server)

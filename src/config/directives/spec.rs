@@ -36,7 +36,7 @@ pub struct Spec {
 
 /// `enabled` of the directives `coredns_plugin_enabled` does not list:
 /// settings of the listeners and clusterdns's own (`bind`, `timeouts`,
-/// `limits`, `nodelocal`), and `dnstap`, `transfer`, `whoami`.
+/// `limits`, `nodelocal`), and the rows that say so.
 pub(super) const NOT_REPORTED: fn(&Server, &Config) -> bool = |_, _| false;
 
 /// CoreDNS directives that a later release of clusterdns brings.
