@@ -54,6 +54,7 @@ impl Runtime {
                 epoch: self.epoch,
                 stats: vec![registry.zone(&label, "dropped")],
                 tcp: server.tcp,
+                proxy: server.proxyproto.clone().map(Arc::new),
                 in_flight: config.in_flight,
                 taps: vec![None],
             });

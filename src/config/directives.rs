@@ -16,6 +16,7 @@ use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
+use crate::query::proxyproto::setup as proxyproto;
 
 use spec::{once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
@@ -40,6 +41,13 @@ pub const DIRECTIVES: &[Spec] = &[
         parse: |d, c| c.server.cancel = crate::query::forward::cancel::parse(d, c.errors).or(c.server.cancel),
         enabled: |s, _| s.cancel.is_some(),
         print: |b, s, _| crate::query::forward::cancel::print(b, s.cancel),
+    },
+    Spec {
+        name: "proxyproto",
+        options: true,
+        parse: |d, c| proxyproto::once(d, &mut c.server.proxyproto, c.errors),
+        enabled: NOT_REPORTED,
+        print: |b, s, _| proxyproto::print(b, s.proxyproto.as_ref()),
     },
     Spec {
         name: "tls",
@@ -123,11 +131,7 @@ pub const DIRECTIVES: &[Spec] = &[
         options: false,
         parse: |d, c| c.server.debug |= super::debug::parse(d, c.errors),
         enabled: NOT_REPORTED,
-        print: |b, s, _| {
-            if s.debug {
-                b.line(1, "debug")
-            }
-        },
+        print: |b, s, _| super::debug::print(b, s.debug),
     },
     Spec {
         name: "nodelocal",

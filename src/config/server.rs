@@ -112,6 +112,8 @@ pub struct Server {
     pub cancel: Option<std::time::Duration>,
     /// `multisocket`: sockets on the block's port (see `listen.sockets`).
     pub multisocket: Option<usize>,
+    /// `proxyproto`: PROXY protocol headers from load balancers.
+    pub proxyproto: Option<crate::query::proxyproto::Proxyproto>,
     /// The block's transport (`tls://`, `https://`) with `tls` and `https`.
     pub listen: transport::Listen,
 }
@@ -152,6 +154,7 @@ impl Server {
             debug: false,
             cancel: None,
             multisocket: None,
+            proxyproto: None,
             listen: transport::Listen::default(),
         }
     }

@@ -59,6 +59,8 @@ pub struct Transports {
     reloads: [AtomicU64; 2],
     doh_refused: [AtomicU64; 5],
     doq_refused: [AtomicU64; 4],
+    /// `proxyproto`: [UDP, TCP].
+    proxyproto_refused: [AtomicU64; 2],
 }
 
 impl Transports {
@@ -75,6 +77,11 @@ impl Transports {
         self.doq_refused[why as usize].fetch_add(1, Relaxed);
     }
 
+    /// A datagram dropped (`udp`) or a connection closed for its PROXY header.
+    pub fn proxyproto_refused(&self, udp: bool) {
+        self.proxyproto_refused[usize::from(!udp)].fetch_add(1, Relaxed);
+    }
+
     pub(super) fn render(&self, s: &mut String) {
         let [ok, failed] = [0, 1].map(|i| self.reloads[i].load(Relaxed));
         c::TLS_CERT_RELOADS.by(s, [("ok", ok), ("failed", failed)]);
@@ -87,5 +94,7 @@ impl Transports {
         c::DOH_REFUSED.by(s, refused);
         let doq = DoqRefusal::LABELS;
         c::DOQ_REFUSED.by(s, [0, 1, 2, 3].map(|i| (doq[i], self.doq_refused[i].load(Relaxed))));
+        let pp = |i: usize| self.proxyproto_refused[i].load(Relaxed);
+        c::PROXYPROTO_REFUSED.by(s, [("udp", pp(0)), ("tcp", pp(1))]);
     }
 }

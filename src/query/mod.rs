@@ -8,10 +8,9 @@
 //!  request ─► replay: memo / hits (an earlier reply's bytes, patched) ──► reply::wire
 //! ```
 //!
-//! Start reading at [`Handler::handle`]: one synchronous call per query,
-//! made by the UDP worker threads and the TCP connection tasks alike. Only
-//! a forwarded cache miss leaves it: the query becomes a [`defer::Job`]
-//! answered by a task through the socket or connection it came from.
+//! Start reading at [`Handler::handle`]: one synchronous call per query, made by the UDP
+//! worker threads and the TCP connection tasks alike. Only a forwarded cache miss leaves
+//! it: the query becomes a [`defer::Job`] answered by a task through its socket or connection.
 
 pub mod defer;
 pub mod errors;
@@ -20,6 +19,7 @@ pub mod limits;
 pub mod log;
 pub mod logline;
 pub mod plugins;
+pub mod proxyproto;
 pub mod replay;
 pub mod reply;
 pub mod request;

@@ -129,6 +129,8 @@ pub struct Router {
     pub tcp: crate::query::limits::timeouts::TcpLimits,
     /// Queries being forwarded at once (process-wide); more are dropped.
     pub in_flight: usize,
+    /// `proxyproto` of this listener (its first block's).
+    pub proxy: Option<Arc<crate::query::proxyproto::Proxyproto>>,
     /// The `dnstap` taps of each stats slot's block (empty: none taps).
     pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
 }
@@ -143,6 +145,7 @@ impl Router {
             stats,
             tcp: Default::default(),
             in_flight: crate::query::limits::IN_FLIGHT,
+            proxy: None,
             taps: Vec::new(),
         }
     }

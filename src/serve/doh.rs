@@ -86,13 +86,27 @@ pub(super) type Ends = (SocketAddr, Option<SocketAddr>);
 /// the client leaves, it idles, or the listener stops.
 async fn connection(
     stream: TcpStream,
-    ends: Ends,
+    (peer, local): Ends,
     handler: &Arc<Handler>,
     certs: Option<Arc<Certs>>,
     stop: &Arc<AtomicBool>,
 ) -> TcpClose {
     let _ = stream.set_nodelay(true);
-    let limits = handler.router.load().tcp;
+    let (limits, proxy) = {
+        let router = handler.router.load();
+        (router.tcp, router.proxy.clone())
+    };
+    let client = match proxy {
+        None => peer,
+        Some(p) => match crate::query::proxyproto::stream(&p, &stream, peer, limits.read).await {
+            Ok(client) => client,
+            Err(why) => {
+                crate::query::proxyproto::refused(&handler.metrics, crate::metrics::Transport::Tcp, peer, why);
+                return TcpClose::Handshake;
+            }
+        },
+    };
+    let ends = (client, local);
     let Some(certs) = certs else {
         return http(TokioIo::new(stream), ends, handler, stop).await;
     };

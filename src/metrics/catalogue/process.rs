@@ -159,3 +159,8 @@ pub const DOQ_REFUSED: Family = counter(
     "DNS over QUIC connections and streams refused or reset, by reason.",
     &["reason"],
 );
+pub const PROXYPROTO_REFUSED: Family = counter(
+    "clusterdns_proxyproto_refused_total",
+    "Datagrams dropped and connections closed for their PROXY protocol header (invalid, from a source not allowed, cut short, or a UDP session's header alone), by transport.",
+    &["transport"],
+);

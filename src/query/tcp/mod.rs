@@ -139,10 +139,10 @@ pub async fn serve_with<U: Upgrade>(
             let upgraded = tokio::select! {
                 biased;
                 _ = conn.close.notified() => Err(conn.reason()),
-                up = upgrade.upgrade(stream, &limits) => up.ok_or(TcpClose::Handshake),
+                up = opened(&handler, stream, peer, &*upgrade, &limits) => up.ok_or(TcpClose::Handshake),
             };
             let why = match upgraded {
-                Ok(halves) => connection::<U>(halves, peer, &handler, &conn, &limits, &conns).await,
+                Ok((halves, client)) => connection::<U>(halves, client, &handler, &conn, &limits, &conns).await,
                 Err(why) => why,
             };
             conns.remove(id);
@@ -154,6 +154,28 @@ pub async fn serve_with<U: Upgrade>(
     // of its `SO_REUSEPORT` group (another instance's, in a hand-over).
     drop(listener);
     Conns::drain(&conns).await;
+}
+
+/// A connection's PROXY header read (`proxyproto`: the client it names),
+/// then its upgrade; `None` when either failed.
+async fn opened<U: Upgrade>(
+    handler: &Handler,
+    stream: TcpStream,
+    peer: SocketAddr,
+    upgrade: &U,
+    limits: &TcpLimits,
+) -> Option<((U::Read, U::Write), SocketAddr)> {
+    let client = match handler.router.load().proxy.clone() {
+        None => peer,
+        Some(p) => match crate::query::proxyproto::stream(&p, &stream, peer, limits.read).await {
+            Ok(client) => client,
+            Err(why) => {
+                crate::query::proxyproto::refused(&handler.metrics, Transport::Tcp, peer, why);
+                return None;
+            }
+        },
+    };
+    Some((upgrade.upgrade(stream, limits).await?, client))
 }
 
 thread_local! {
