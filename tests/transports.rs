@@ -228,6 +228,55 @@ fn mutual_tls_answers_only_a_client_the_ca_signed() {
     );
 }
 
+/// `tls { keylog FILE }`: the secrets clusterdns writes are the ones the
+/// client's own TLS library (kdig's GnuTLS, `SSLKEYLOGFILE`) logged for the
+/// same session, line for line.
+#[test]
+fn keylog_writes_the_sessions_secrets_as_the_client_sees_them() {
+    let test = "keylog_writes_the_sessions_secrets_as_the_client_sees_them";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-keylog");
+    certificates(&dir);
+    let tls = free_port();
+    let inner = "tls srv.pem srv.key {\n        keylog server.keys\n    }";
+    let _server = Server::start(&dir, &corefile(&block("tls", tls, inner)));
+    let p = tls.to_string();
+    let args = [
+        "@127.0.0.1",
+        "-p",
+        &p,
+        "+short",
+        "+time=5",
+        NAME,
+        "+tls-ca=ca.pem",
+        "+tls-hostname=dns.test",
+    ];
+    let out = Command::new("kdig")
+        .args(args)
+        .current_dir(&dir)
+        .env("SSLKEYLOGFILE", dir.join("client.keys"))
+        .output()
+        .expect("kdig");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), WANT);
+    let lines = |f: &str| {
+        let mut v: Vec<String> = std::fs::read_to_string(dir.join(f))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    };
+    let (server, client) = (lines("server.keys"), lines("client.keys"));
+    assert!(
+        server.iter().any(|l| l.starts_with("SERVER_TRAFFIC_SECRET_0 ")),
+        "TLS 1.3 secrets logged: {server:?}"
+    );
+    assert_eq!(server, client, "the server's key log is the client's");
+}
+
 #[test]
 fn oversized_get_and_update_over_doh_are_refused() {
     let test = "oversized_get_and_update_over_doh_are_refused";

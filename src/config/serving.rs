@@ -22,7 +22,9 @@ pub(crate) fn print_tls(b: &mut Block, s: &Server, _: Option<&Config>) {
         ClientAuth::VerifyIfGiven => "verify_if_given",
         ClientAuth::RequireAndVerify => "require_and_verify",
     };
-    b.directive(head, &[format!("client_auth {mode}")]);
+    let mut options = vec![format!("client_auth {mode}")];
+    options.extend(t.keylog.as_ref().map(|f| format!("keylog {}", f.display())));
+    b.directive(head, &options);
 }
 
 /// `clusterdns check`'s line for `https` (its default written out in

@@ -127,6 +127,9 @@ pub struct TlsFiles {
     pub key: PathBuf,
     pub ca: Option<PathBuf>,
     pub client_auth: ClientAuth,
+    /// `keylog FILE`: TLS secrets appended in the NSS key log format
+    /// (debugging only).
+    pub keylog: Option<PathBuf>,
 }
 
 /// What one listener serves besides its router: the transport, its
@@ -184,8 +187,10 @@ pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<Conf
             ClientAuth::NoCert
         },
         ca,
+        keylog: None,
     };
     options::read("tls", &d.options, TLS_OPTIONS, &mut files, errors);
+    files.keylog = files.keylog.take().map(|f| dir.join(f));
     if files.ca.is_none() && files.client_auth != ClientAuth::NoCert {
         errors.push(ConfigError::new(
             &d.name.pos,
@@ -228,11 +233,8 @@ const TLS_OPTIONS: &[Opt<TlsFiles>] = &[
         }
         files.client_auth = choice(&a.args[0], "tls: client_auth", &modes, errors).unwrap_or(files.client_auth);
     }),
-    Opt::refused("keylog", |a, _, errors| {
-        errors.push(ConfigError::new(
-            a.pos(),
-            "tls: keylog is not supported yet (session keys are never written out); remove the option",
-        ))
+    Opt::new("keylog", (1, 1), |a, files, _| {
+        files.keylog = Some(PathBuf::from(&a.args[0].text))
     }),
 ];
 
