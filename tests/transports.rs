@@ -228,6 +228,39 @@ fn mutual_tls_answers_only_a_client_the_ca_signed() {
     );
 }
 
+/// A DoH query the block forwards is answered with the upstream's reply
+/// (the forwarding task's answer comes back on the query's own channel):
+/// here the upstream is this server's plain block, which answers `NAME`.
+#[test]
+fn doh_answers_what_it_forwards() {
+    let test = "doh_answers_what_it_forwards";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-doh-forward");
+    certificates(&dir);
+    let https = free_port();
+    let upstream = Server::start(&dir, &corefile(""));
+    let doh = format!(
+        "https://.:{https} {{\n    bind 127.0.0.1\n    forward . {}\n}}\n",
+        upstream.dns
+    );
+    let dir2 = dir.join("front");
+    std::fs::create_dir_all(&dir2).expect("dir");
+    let _front = Server::start(&dir2, &corefile(&doh));
+    let tail = format!(
+        "/dns-query?dns={}",
+        base64url(&wire_query(hickory_proto::op::OpCode::Query))
+    );
+    let got = curl(&dir, https, &tail, &["--http2-prior-knowledge"]);
+    let octets = WANT.split('.').map(|o| o.parse::<u8>().expect("octet"));
+    let want: String = octets.map(|o| format!("{o:02x}")).collect();
+    assert!(
+        got.starts_with("200 2 ") && got.ends_with(&want),
+        "forwarded answer over DoH: {got}"
+    );
+}
+
 /// `tls { keylog FILE }`: the secrets clusterdns writes are the ones the
 /// client's own TLS library (kdig's GnuTLS, `SSLKEYLOGFILE`) logged for the
 /// same session, line for line.

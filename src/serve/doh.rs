@@ -309,19 +309,25 @@ async fn message(req: Request<Incoming>) -> Result<Vec<u8>, DohRefusal> {
 /// Answers `message` as a TCP query is answered; a forwarded one is
 /// awaited. `None`: no reply (dropped, or shed at the in-flight cap).
 pub(super) async fn answer(message: &[u8], ends: Ends, handler: &Handler, started: Instant) -> Option<Vec<u8>> {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1);
+    // The channel a forwarded answer comes back on, made only when one is.
+    let waiting = std::cell::RefCell::new(None);
     let mut out = Vec::new();
     {
-        let sink = || Sink::Tcp(Arc::new(Pending::new(tx.clone(), None)));
+        let sink = || {
+            let (tx, rx) = mpsc::channel::<Vec<u8>>(1);
+            *waiting.borrow_mut() = Some(rx);
+            Sink::Tcp(Arc::new(Pending::new(tx, None)))
+        };
         tcp::answer(handler, message, ends, &sink, started, &mut out);
     }
-    drop(tx);
-    let framed = if out.is_empty() {
-        tokio::time::timeout(ANSWER_WAIT, rx.recv()).await.ok().flatten()?
-    } else {
-        out
+    let mut framed = match waiting.into_inner() {
+        Some(mut rx) if out.is_empty() => tokio::time::timeout(ANSWER_WAIT, rx.recv()).await.ok().flatten()?,
+        _ => out,
     };
-    framed.get(2..).map(<[u8]>::to_vec)
+    (framed.len() >= 2).then(|| {
+        framed.drain(..2);
+        framed
+    })
 }
 
 /// The smallest TTL of a reply's answer and authority records, for
