@@ -9,7 +9,9 @@
 //! three busy: a polite client's connection (127.0.0.10) is answered, and
 //! the flooder's newest connection is the one closed for it; the flooder
 //! itself gets none of anyone's and is refused (counted); a second polite
-//! client takes the flooder's next newest; the oldest stays open.
+//! client takes the flooder's next newest; the oldest stays open. The
+//! same at DNS over QUIC's cap (`limits { connections 3 }`), where the
+//! polite client is first sent a Retry (its address not yet validated).
 
 mod common;
 
@@ -201,4 +203,87 @@ fn at_the_doh_cap_the_client_holding_the_most_gives_up_its_newest() {
     assert!(closed(&mut held[1]), "the flooder's next newest is closed");
     assert_eq!(await_at_least(&server, evicted, 2.0), 2.0);
     assert!(open(&mut held[0]) && open(&mut p), "the oldest and the polite one stay");
+}
+
+/// A DoQ client at `from`, trusting the test CA in `dir`.
+fn doq_client(dir: &std::path::Path, from: [u8; 4]) -> quinn::Endpoint {
+    use rustls_pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = rustls_pki_types::CertificateDer::from_pem_file(dir.join("ca.pem")).expect("ca.pem");
+    roots.add(ca).expect("root");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"doq".to_vec()];
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("quic");
+    let mut endpoint = quinn::Endpoint::client(SocketAddr::from((from, 0))).expect("endpoint");
+    endpoint.set_default_client_config(quinn::ClientConfig::new(std::sync::Arc::new(quic)));
+    endpoint
+}
+
+/// Asks `name` A on a stream of its own (not awaiting the answer).
+async fn doq_ask(conn: &quinn::Connection, name: &str) -> quinn::RecvStream {
+    let (mut send, recv) = conn.open_bi().await.expect("stream");
+    send.write_all(&common::framed(&query(0, name, RecordType::A, None)))
+        .await
+        .expect("send");
+    send.finish().expect("finish");
+    recv
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_doq_cap_the_client_holding_the_most_gives_up_its_newest() {
+    let dir = temp_dir("fair-caps-doq");
+    common::certs::ca(&dir, "ca", "clusterdns test CA");
+    common::certs::signed(&dir, "srv", "ca", "dns.test", common::certs::Usage::Server, false);
+    let mut silent = Silent::new();
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n}}\n\
+         quic://.:0 {{\n    bind 127.0.0.1\n    tls srv.pem srv.key\n    limits {{\n        connections 3\n    }}\n    \
+         forward stall. {}\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n}}\n",
+        silent.addr,
+        common::demo_cluster().display()
+    );
+    let server = Server::start(&dir, &text);
+    let lines = server.log.lock().map(|l| l.clone()).unwrap_or_default();
+    let doq: SocketAddr = lines
+        .iter()
+        .find_map(|l| l.split("listening on quic://").nth(1)?.trim().parse().ok())
+        .expect("a quic listener in the log");
+    let flooder = doq_client(&dir, [127, 0, 0, 2]);
+    let mut held = Vec::new();
+    let mut waiting = Vec::new();
+    for name in ["f1.stall.", "f2.stall.", "f3.stall."] {
+        let conn = flooder
+            .connect(doq, "dns.test")
+            .expect("connect")
+            .await
+            .expect("handshake");
+        waiting.push(doq_ask(&conn, name).await);
+        tokio::task::block_in_place(|| silent.forwarded(name));
+        held.push(conn);
+    }
+    // A polite client at the cap (after a Retry) is answered; the
+    // flooder's newest gave way.
+    let polite = doq_client(&dir, [127, 0, 0, 10]);
+    let p = polite
+        .connect(doq, "dns.test")
+        .expect("connect")
+        .await
+        .expect("handshake");
+    let mut answer = doq_ask(&p, "kubernetes.default.svc.cluster.local.").await;
+    let reply = tokio::time::timeout(REPLY, answer.read_to_end(4096)).await;
+    assert!(matches!(reply, Ok(Ok(ref r)) if r.len() > 12), "answered: {reply:?}");
+    let closed = tokio::time::timeout(REPLY, held[2].closed()).await.expect("closed");
+    assert!(
+        matches!(closed, quinn::ConnectionError::ApplicationClosed(ref c) if c.error_code == quinn::VarInt::from_u32(4)),
+        "the flooder's newest closed for excessive load: {closed:?}"
+    );
+    assert!(
+        held[0].close_reason().is_none() && held[1].close_reason().is_none(),
+        "the older ones stay"
+    );
 }
