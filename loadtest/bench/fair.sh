@@ -29,10 +29,13 @@
 # so that one generator core can flood at 2x the (capped) saturation or more:
 # sat is then measured under the same cap, and the flooder's multiples of it
 # are what the issue asks. Without QUOTA the flood is what one core offers.
+# SHARES=N (with QUOTA) weights each server's group N (cpu.shares, default
+# 1024) against other processes on CPU 0: on a shared machine, what the
+# cap costs apart from what waiting behind others' work costs.
 #
 # PORT=N (default 25360) is the first of the three ports used.
 #
-# usage: [PORT=25360] [BASE=/tmp/base] [BIN=PATH] [FLOOD_LEAD=1] [QUOTA=PCT] loadtest/bench/fair.sh [ROUNDS] [SECS]
+# usage: [PORT=25360] [BASE=/tmp/base] [BIN=PATH] [FLOOD_LEAD=1] [QUOTA=PCT [SHARES=N]] loadtest/bench/fair.sh [ROUNDS] [SECS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}; SECS=${2:-6}; LEAD=${FLOOD_LEAD:-1}; P=${PORT:-25360}
@@ -87,6 +90,10 @@ done
 if [ -n "${QUOTA:-}" ]; then
   limit_cpu "$QUOTA" "${pids[@]}"
   echo "# each server capped at $QUOTA% of CPU 0"
+  if [ -n "${SHARES:-}" ]; then
+    for g in "${CGROUPS[@]}"; do echo "$SHARES" > "$g/cpu.shares"; done
+    echo "# each server's group weighted $SHARES (cpu.shares) against the machine's other work"
+  fi
 fi
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
 echo "# server sat_qps | alone: fraction p50_ms p99_ms | flood: fraction p50_ms p99_ms | flooder: offered_qps answered_qps"
