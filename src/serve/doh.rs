@@ -6,8 +6,12 @@
 //! the same path as a TCP query (`query::tcp::answer`), a forwarded one
 //! awaited on a channel of its own.
 //!
-//! Bounds: at most `https { max_connections }` connections (beyond it a
-//! new one is closed at once); a message over 65,535 bytes is refused with
+//! Bounds: at most `https { max_connections }` connections, held as TCP
+//! holds its own (`query::tcp::conns`): at the cap the connection idle
+//! longest (no request in progress) is closed for the new one, with none
+//! idle the newest of the client holding the most connections, and only
+//! when that is the new one's own client is the new one closed at once
+//! (with `limits { client_share 0 }` too, as before); a message over 65,535 bytes is refused with
 //! an HTTP 4xx before it is decoded (CVE-2026-32936: a `dns` parameter or
 //! body is read only up to that size, and hyper holds at most
 //! [`MAX_HEAD`] of a request's head); a connection with no request for
@@ -17,7 +21,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -28,13 +32,15 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
 use super::certs::Certs;
 use super::records::RecordPerAnswer;
 use crate::metrics::{DohRefusal, TcpClose};
 use crate::query::defer::{Pending, Sink};
+use crate::query::limits::timeouts::TcpLimits;
 use crate::query::request::walk::{Records, Section};
+use crate::query::tcp::conns::Seat;
 use crate::query::{tcp, Handler};
 
 /// ALPN of DNS over HTTPS: HTTP/2 first, HTTP/1.1.
@@ -59,9 +65,13 @@ pub async fn serve(
     certs: Option<Arc<Certs>>,
     max: usize,
 ) {
-    let slots = Arc::new(Semaphore::new(if max == 0 { Semaphore::MAX_PERMITS } else { max }));
+    let conns = tcp::conns::Conns::new();
     while let Some((stream, peer)) = tcp::accept::next(&listener, &stop, "https").await {
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        let limits = TcpLimits {
+            connections: if max == 0 { usize::MAX } else { max },
+            ..handler.router.load().tcp
+        };
+        let Some(seat) = conns.seat(&limits, peer.ip()).map(Arc::new) else {
             handler.metrics.transports.doh_refused(DohRefusal::Connections);
             handler.metrics.tcp.rejected();
             continue;
@@ -70,10 +80,12 @@ pub async fn serve(
         handler.metrics.tcp.open.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let ends = (peer, stream.local_addr().ok());
-            let why = connection(stream, ends, &handler, certs, &stop).await;
+            let why = tokio::select! {
+                why = seat.closed() => why,
+                why = connection(stream, ends, &handler, certs, &stop, &seat) => why,
+            };
             handler.metrics.tcp.closed(why);
             handler.metrics.tcp.open.fetch_sub(1, Ordering::Relaxed);
-            drop(slot);
         });
     }
 }
@@ -90,6 +102,7 @@ async fn connection(
     handler: &Arc<Handler>,
     certs: Option<Arc<Certs>>,
     stop: &Arc<AtomicBool>,
+    seat: &Arc<Seat>,
 ) -> TcpClose {
     let _ = stream.set_nodelay(true);
     let (limits, proxy) = {
@@ -108,18 +121,18 @@ async fn connection(
     };
     let ends = (client, local);
     let Some(certs) = certs else {
-        return http(TokioIo::new(stream), ends, handler, stop).await;
+        return http(TokioIo::new(stream), ends, handler, stop, seat).await;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(certs.config());
     match tokio::time::timeout(limits.read, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), ends, handler, stop).await,
+        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), ends, handler, stop, seat).await,
         _ => TcpClose::Handshake,
     }
 }
 
 /// Serves HTTP/2 or HTTP/1.1 on `io`; closes it gracefully when no
 /// request has come or been answered for `timeouts { idle }`.
-async fn http<I>(io: I, ends: Ends, handler: &Arc<Handler>, stop: &Arc<AtomicBool>) -> TcpClose
+async fn http<I>(io: I, ends: Ends, handler: &Arc<Handler>, stop: &Arc<AtomicBool>, seat: &Arc<Seat>) -> TcpClose
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -128,6 +141,7 @@ where
         epoch: Instant::now(),
         busy: AtomicU64::new(0),
         last: AtomicU64::new(0),
+        seat: Arc::downgrade(seat),
     });
     let service = {
         let (handler, activity) = (handler.clone(), activity.clone());
@@ -201,22 +215,31 @@ fn closed(why: TcpClose, done: Result<(), Box<dyn std::error::Error + Send + Syn
     }
 }
 
-/// Requests of one connection in progress, and when the last one ended.
+/// Requests of one connection in progress, and when the last one ended;
+/// told to the connection's seat (idle ones give way first at the cap;
+/// weak: a stream's task outliving the connection does not hold it open).
 struct Activity {
     epoch: Instant,
     busy: AtomicU64,
     /// Milliseconds since `epoch` of the last request's start or end.
     last: AtomicU64,
+    seat: Weak<Seat>,
 }
 
 impl Activity {
     fn begin(&self) {
         self.busy.fetch_add(1, Ordering::Relaxed);
+        if let Some(seat) = self.seat.upgrade() {
+            seat.begin();
+        }
         self.touch();
     }
 
     fn end(&self) {
         self.busy.fetch_sub(1, Ordering::Relaxed);
+        if let Some(seat) = self.seat.upgrade() {
+            seat.end();
+        }
         self.touch();
     }
 

@@ -25,11 +25,10 @@
 //! accepted connection ([`Upgrade`]: a TLS handshake in `serve::dot`).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -38,7 +37,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 pub mod accept;
-mod conns;
+pub mod conns;
 
 use super::defer::{push_frame, Pending, Sink};
 use super::{Handler, Scratch};
@@ -120,11 +119,7 @@ pub async fn serve_with<U: Upgrade>(
     stop: Arc<AtomicBool>,
     upgrade: Arc<U>,
 ) {
-    let conns = Arc::new(Conns {
-        epoch: Instant::now(),
-        next: AtomicU64::new(0),
-        open: Mutex::new(HashMap::new()),
-    });
+    let conns = Conns::new();
     while let Some((stream, peer)) = accept::next(&listener, &stop, "tcp").await {
         let limits = handler.router.load().tcp;
         let Some((id, conn)) = conns.admit(&limits, peer.ip(), stream.local_addr().ok()) else {
