@@ -16,6 +16,7 @@ use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
+use crate::query::tsig::setup as tsig;
 
 use spec::{once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
@@ -245,6 +246,16 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::loadbalance,
     },
     Spec {
+        name: "tsig",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.tsig.is_some(), "per server block", c.errors);
+            c.server.tsig = Some(tsig::parse(d, &c.server.zones, c.dir, c.errors));
+        },
+        enabled: |s, _| s.tsig.is_some(),
+        print: |b, s, _| s.tsig.iter().for_each(|t| crate::query::tsig::print::tsig(b, t)),
+    },
+    Spec {
         name: "rewrite",
         options: true,
         parse: |d, c| {
@@ -297,11 +308,10 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "template",
         options: true,
         parse: |d, c| {
-            c.server.templates.extend(crate::query::plugins::template::setup::parse(
-                d,
-                &c.server.zones,
-                c.errors,
-            ))
+            let zones = &c.server.zones;
+            c.server
+                .templates
+                .extend(crate::query::plugins::template::setup::parse(d, zones, c.errors))
         },
         enabled: |s, _| !s.templates.is_empty(),
         print: print::template,
@@ -350,13 +360,10 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "file",
         options: true,
         parse: |d, c| {
-            let dir = super::root::dir(c.server.root.as_deref(), c.dir);
-            c.server.files.extend(crate::query::plugins::file::setup::file(
-                d,
-                &c.server.zones,
-                dir,
-                c.errors,
-            ))
+            let (dir, zones) = (super::root::dir(c.server.root.as_deref(), c.dir), &c.server.zones);
+            c.server
+                .files
+                .extend(crate::query::plugins::file::setup::file(d, zones, dir, c.errors))
         },
         enabled: |s, _| !s.files.is_empty(),
         print: print::file,

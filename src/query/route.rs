@@ -121,6 +121,8 @@ pub struct Router {
     pub in_flight: usize,
     /// The `dnstap` taps of each stats slot's block (empty: none taps).
     pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
+    /// The `tsig` directives of the blocks (none: requests are not looked at).
+    pub tsig: Option<Arc<crate::query::tsig::Tsig>>,
 }
 
 impl Router {
@@ -134,6 +136,7 @@ impl Router {
             tcp: Default::default(),
             in_flight: crate::query::limits::IN_FLIGHT,
             taps: Vec::new(),
+            tsig: None,
         }
     }
 
