@@ -14,7 +14,11 @@ pub(crate) fn tsig(b: &mut Block, t: &TsigConfig) {
         .map(|k| format!("secret {} [hidden]", k.name))
         .collect();
     options.extend(t.files.iter().map(|(file, _)| format!("secrets {file}")));
-    let types = required(&t.require, |q| RecordType::from(q).to_string());
+    let types = required(&t.require, |q| match q {
+        251 => "IXFR".into(),
+        252 => "AXFR".into(),
+        q => RecordType::from(q).to_string(),
+    });
     options.push(format!("require {types}"));
     let opcodes = required(&t.require_opcode, |o| {
         let name = OPCODES.iter().find(|(_, n)| *n == o).map_or("?", |(name, _)| name);

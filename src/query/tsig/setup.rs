@@ -97,9 +97,7 @@ const OPTIONS: &[Opt<Reading>] = &[
         r.cfg.files.push((a.args[0].text.clone(), names));
     }),
     Opt::new("require", (1, MANY), |a, r, errors| {
-        r.cfg.require = require(a, errors, |w| {
-            RecordType::from_str(&w.to_ascii_uppercase()).ok().map(u16::from)
-        });
+        r.cfg.require = require(a, errors, qtype);
     }),
     Opt::new("require_opcode", (1, MANY), |a, r, errors| {
         r.cfg.require_opcode = require(a, errors, |w| {
@@ -107,6 +105,18 @@ const OPTIONS: &[Opt<Reading>] = &[
         });
     }),
 ];
+
+/// A query type by its name (`A`, `AXFR`, `IXFR`, `TYPE65`...).
+fn qtype(word: &str) -> Option<u16> {
+    let upper = word.to_ascii_uppercase();
+    match upper.as_str() {
+        "IXFR" => Some(251),
+        "AXFR" => Some(252),
+        "ANY" => Some(255),
+        _ => (upper.strip_prefix("TYPE").and_then(|n| n.parse().ok()))
+            .or_else(|| RecordType::from_str(&upper).ok().map(u16::from)),
+    }
+}
 
 /// Adds a key, unless one of its name is already there.
 fn add(cfg: &mut TsigConfig, name: Name, secret: Secret, pos: &Pos, errors: &mut Vec<ConfigError>) {
