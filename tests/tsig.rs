@@ -55,9 +55,14 @@ fn block(scheme: &str, port: u16, inner: &str) -> String {
 
 /// Runs `cmd` (dig or kdig) in `dir` asking `NAME` A; stdout and stderr.
 fn ask(dir: &Path, cmd: &str, port: u16, args: &[&str]) -> String {
+    ask_for(dir, cmd, port, NAME, args)
+}
+
+/// Runs `cmd` (dig or kdig) in `dir` asking `name`; stdout and stderr.
+fn ask_for(dir: &Path, cmd: &str, port: u16, name: &str, args: &[&str]) -> String {
     let p = port.to_string();
     let once = if cmd == "kdig" { "+retry=0" } else { "+tries=1" };
-    let base = ["@127.0.0.1", "-p", p.as_str(), "+time=5", once, NAME];
+    let base = ["@127.0.0.1", "-p", p.as_str(), "+time=5", once, name];
     let out = Command::new(cmd)
         .args([&base[..], args].concat())
         .current_dir(dir)
@@ -215,4 +220,40 @@ fn check_prints_key_names_never_secrets_and_a_bad_key_file_is_located() {
     assert!(!ok, "{out}");
     let at = format!("{}:2:12: tsig: the secret of key 'file.key.' is not base64", dir.join("keys.conf").display());
     assert!(out.contains(&at), "want {at}\n{out}");
+}
+
+#[test]
+fn forwarded_answers_and_cache_hits_are_signed_too() {
+    let test = "forwarded_answers_and_cache_hits_are_signed_too";
+    if tools(test).is_none() {
+        return;
+    }
+    let stub = common::stub::Stub::start();
+    let dir = temp_dir("tsig-forward");
+    certs::ca(&dir, "ca", "clusterdns test CA");
+    certs::signed(&dir, "srv", "ca", "dns.test", certs::Usage::Server, false);
+    let tls = free_port();
+    let block = |scheme: &str, port: u16, inner: &str| {
+        format!(
+            "{scheme}://.:{port} {{\n    bind 127.0.0.1\n    {inner}\n    tsig {{\n        secret key.test. {SECRET}\n        require all\n    }}\n    cache 30\n    forward . {}\n}}\n",
+            stub.addr
+        )
+    };
+    let corefile = block("dns", 0, "ready 127.0.0.1:0") + &block("tls", tls, "tls srv.pem srv.key");
+    let server = Server::start(&dir, &corefile);
+    let key = format!("hmac-sha256:key.test.:{SECRET}");
+    let udp = server.dns.port();
+    let dot = ["+tls", "+tls-ca=ca.pem", "+tls-hostname=dns.test"];
+    let cases: [(&str, u16, &[&str]); 3] = [("dig", udp, &[]), ("dig", udp, &["+tcp"]), ("kdig", tls, &dot)];
+    for (i, (cmd, port, transport)) in cases.iter().enumerate() {
+        // A name of its own: the first ask is forwarded (the task signs), the second a cache hit.
+        let name = format!("www{i}.example.org");
+        for turn in ["forwarded", "cache hit"] {
+            let args = [&transport[..], &["-y", &key]].concat();
+            let out = ask_for(&dir, cmd, *port, &name, &args);
+            assert!(out.contains("192.0.2.1"), "{cmd} {transport:?} {turn}: no answer\n{out}");
+            assert!(out.contains("TSIG") && !unverified(&out), "{cmd} {transport:?} {turn}: not verified\n{out}");
+        }
+    }
+    assert!(stub.count() >= 3, "the names were forwarded: {}", stub.count());
 }
