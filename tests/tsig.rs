@@ -91,15 +91,24 @@ fn four_cases(dir: &Path, cmd: &str, port: u16, transport: &[&str], how: &str) {
     let answered = |out: &str| out.lines().any(|l| l.starts_with(NAME) && l.contains(WANT));
 
     let out = with(None);
-    assert!(out.contains("status: REFUSED") && !answered(&out), "{how}: unsigned\n{out}");
+    assert!(
+        out.contains("status: REFUSED") && !answered(&out),
+        "{how}: unsigned\n{out}"
+    );
 
     let out = with(Some(format!("hmac-sha256:key.test.:{WRONG}")));
     let refused = out.contains("status: NOTAUTH") || out.contains("status: BADSIG");
-    assert!(refused && out.contains("BADSIG") && !answered(&out), "{how}: wrong secret\n{out}");
+    assert!(
+        refused && out.contains("BADSIG") && !answered(&out),
+        "{how}: wrong secret\n{out}"
+    );
 
     let out = with(Some(format!("hmac-sha256:nobody.test.:{SECRET}")));
     let refused = out.contains("status: NOTAUTH") || out.contains("status: BADKEY");
-    assert!(refused && out.contains("BADKEY") && !answered(&out), "{how}: unknown key\n{out}");
+    assert!(
+        refused && out.contains("BADKEY") && !answered(&out),
+        "{how}: unknown key\n{out}"
+    );
 
     for key in [
         format!("hmac-sha256:key.test.:{SECRET}"),
@@ -107,7 +116,10 @@ fn four_cases(dir: &Path, cmd: &str, port: u16, transport: &[&str], how: &str) {
     ] {
         let out = with(Some(key.clone()));
         assert!(answered(&out), "{how}: {key}: no answer\n{out}");
-        assert!(out.contains("TSIG") && !unverified(&out), "{how}: {key}: reply not verified\n{out}");
+        assert!(
+            out.contains("TSIG") && !unverified(&out),
+            "{how}: {key}: reply not verified\n{out}"
+        );
     }
 }
 
@@ -141,7 +153,13 @@ fn tsig_is_required_and_verified_on_every_transport() {
     four_cases(&dir, "kdig", udp, &[], "kdig UDP");
     four_cases(&dir, "kdig", udp, &["+tcp"], "kdig TCP");
     four_cases(&dir, "kdig", tls, &[&verified[..], &["+tls"]].concat(), "kdig DoT");
-    four_cases(&dir, "kdig", https, &[&verified[..], &["+https"]].concat(), "kdig DoH POST");
+    four_cases(
+        &dir,
+        "kdig",
+        https,
+        &[&verified[..], &["+https"]].concat(),
+        "kdig DoH POST",
+    );
     let get = [&verified[..], &["+https", "+https-get"]].concat();
     four_cases(&dir, "kdig", https, &get, "kdig DoH GET");
     four_cases(&dir, "kdig", quic, &[&verified[..], &["+quic"]].concat(), "kdig DoQ");
@@ -175,12 +193,31 @@ fn tsig_covers_only_its_zones_and_the_types_it_requires() {
     let out = ask(&dir, "dig", port, &[]);
     assert!(out.contains("status: REFUSED"), "unsigned A\n{out}");
     let out = ask(&dir, "dig", port, &["AAAA"]);
-    assert!(out.contains("status: NOERROR") && !out.contains("TSIG"), "unsigned AAAA\n{out}");
-    let out = ask(&dir, "dig", port, &["AAAA", "-y", &format!("hmac-sha256:key.test.:{SECRET}")]);
-    assert!(out.contains("status: NOERROR") && out.contains("TSIG") && !unverified(&out), "signed AAAA\n{out}");
+    assert!(
+        out.contains("status: NOERROR") && !out.contains("TSIG"),
+        "unsigned AAAA\n{out}"
+    );
+    let out = ask(
+        &dir,
+        "dig",
+        port,
+        &["AAAA", "-y", &format!("hmac-sha256:key.test.:{SECRET}")],
+    );
+    assert!(
+        out.contains("status: NOERROR") && out.contains("TSIG") && !unverified(&out),
+        "signed AAAA\n{out}"
+    );
     // Outside the zone the plugin does not look.
     let out = Command::new("dig")
-        .args(["@127.0.0.1", "-p", &port.to_string(), "+tries=1", "+time=5", "cluster.local", "SOA"])
+        .args([
+            "@127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "+tries=1",
+            "+time=5",
+            "cluster.local",
+            "SOA",
+        ])
         .output()
         .expect("dig");
     let out = String::from_utf8_lossy(&out.stdout);
@@ -211,14 +248,30 @@ fn check_prints_key_names_never_secrets_and_a_bad_key_file_is_located() {
     std::fs::write(&conf, text).expect("Corefile");
     let (ok, out) = check(&conf);
     assert!(ok, "{out}");
-    assert!(out.contains("secret key.test. [hidden]") && out.contains("secrets keys.conf"), "{out}");
-    assert!(out.contains("require AXFR IXFR") && out.contains("require_opcode none"), "{out}");
-    assert!(!out.contains(SECRET) && !out.contains(FILE_SECRET), "a secret printed:\n{out}");
+    assert!(
+        out.contains("secret key.test. [hidden]") && out.contains("secrets keys.conf"),
+        "{out}"
+    );
+    assert!(
+        out.contains("require AXFR IXFR") && out.contains("require_opcode none"),
+        "{out}"
+    );
+    assert!(
+        !out.contains(SECRET) && !out.contains(FILE_SECRET),
+        "a secret printed:\n{out}"
+    );
 
-    std::fs::write(dir.join("keys.conf"), "key \"file.key.\" {\n    secret \"not base64!\";\n};\n").expect("keys");
+    std::fs::write(
+        dir.join("keys.conf"),
+        "key \"file.key.\" {\n    secret \"not base64!\";\n};\n",
+    )
+    .expect("keys");
     let (ok, out) = check(&conf);
     assert!(!ok, "{out}");
-    let at = format!("{}:2:12: tsig: the secret of key 'file.key.' is not base64", dir.join("keys.conf").display());
+    let at = format!(
+        "{}:2:12: tsig: the secret of key 'file.key.' is not base64",
+        dir.join("keys.conf").display()
+    );
     assert!(out.contains(&at), "want {at}\n{out}");
 }
 
@@ -251,8 +304,14 @@ fn forwarded_answers_and_cache_hits_are_signed_too() {
         for turn in ["forwarded", "cache hit"] {
             let args = [&transport[..], &["-y", &key]].concat();
             let out = ask_for(&dir, cmd, *port, &name, &args);
-            assert!(out.contains("192.0.2.1"), "{cmd} {transport:?} {turn}: no answer\n{out}");
-            assert!(out.contains("TSIG") && !unverified(&out), "{cmd} {transport:?} {turn}: not verified\n{out}");
+            assert!(
+                out.contains("192.0.2.1"),
+                "{cmd} {transport:?} {turn}: no answer\n{out}"
+            );
+            assert!(
+                out.contains("TSIG") && !unverified(&out),
+                "{cmd} {transport:?} {turn}: not verified\n{out}"
+            );
         }
     }
     assert!(stub.count() >= 3, "the names were forwarded: {}", stub.count());

@@ -16,6 +16,7 @@ use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
+use crate::query::plugins::{file::setup as file, template::setup as template};
 use crate::query::tsig::setup as tsig;
 
 use spec::{once, NOT_REPORTED};
@@ -307,12 +308,7 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "template",
         options: true,
-        parse: |d, c| {
-            let zones = &c.server.zones;
-            c.server
-                .templates
-                .extend(crate::query::plugins::template::setup::parse(d, zones, c.errors))
-        },
+        parse: |d, c| c.server.templates.extend(template::parse(d, &c.server.zones, c.errors)),
         enabled: |s, _| !s.templates.is_empty(),
         print: print::template,
     },
@@ -360,10 +356,8 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "file",
         options: true,
         parse: |d, c| {
-            let (dir, zones) = (super::root::dir(c.server.root.as_deref(), c.dir), &c.server.zones);
-            c.server
-                .files
-                .extend(crate::query::plugins::file::setup::file(d, zones, dir, c.errors))
+            let dir = super::root::dir(c.server.root.as_deref(), c.dir);
+            c.server.files.extend(file::file(d, &c.server.zones, dir, c.errors))
         },
         enabled: |s, _| !s.files.is_empty(),
         print: print::file,

@@ -284,10 +284,8 @@ async fn answer_all(
             tokio::task::yield_now().await;
         }
         let frame = &inbox[at + 2..at + 2 + len];
-        // A zone transfer `tsig` covers goes the way of every query (signed
-        // transfers are not served yet: only refused when unsigned).
-        let signed = || handler.router.load().tsig.as_ref().is_some_and(|t| t.covers(frame));
-        if super::transfer::asks(frame) && !signed() {
+        // A transfer `tsig` covers goes the way of every query (signed transfers: not yet).
+        if super::transfer::asks(frame) && !handler.router.load().tsig.as_ref().is_some_and(|t| t.covers(frame)) {
             match transfer(frame, peer, handler, conn, tx, &mut out).await {
                 None => return Err(conn.reason()),
                 Some(true) => {

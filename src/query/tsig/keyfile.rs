@@ -13,11 +13,36 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use base64::Engine;
 use hickory_proto::rr::Name;
 
-use super::setup::{KeyConfig, Secret};
 use crate::corefile::lexer::Pos;
 use crate::corefile::problem::ConfigError;
+
+/// A shared secret: never printed (its `Debug` hides it).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub Arc<[u8]>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secret({} bytes)", self.0.len())
+    }
+}
+
+impl Secret {
+    /// A base64 KEY as written.
+    pub fn decode(text: &str) -> Option<Secret> {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
+        (!bytes.is_empty()).then(|| Secret(bytes.into()))
+    }
+}
+
+/// One named key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyConfig {
+    pub name: Name,
+    pub secret: Secret,
+}
 
 /// One token: `{`, `}`, `;`, a quoted string or a bare word.
 struct Token {
@@ -101,22 +126,24 @@ pub fn read(path: &Path, at: &Pos, errors: &mut Vec<ConfigError>) -> Option<Vec<
 
 /// `key NAME { (algorithm ALG; | secret "KEY";)* };` repeated.
 fn parse(tokens: &[Token], file: &Arc<str>, errors: &mut Vec<ConfigError>) -> Vec<(KeyConfig, Pos)> {
-    let mut keys: Vec<(KeyConfig, Pos)> = Vec::new();
-    let mut at = 0;
     let end = Pos {
         file: file.clone(),
         line: tokens.last().map_or(1, |t| t.pos.line),
         col: tokens.last().map_or(1, |t| t.pos.col),
     };
-    let mut fail = |pos: &Pos, message: String| {
-        errors.push(ConfigError::new(pos, format!("tsig: {message}")));
+    let mut c = Cursor {
+        tokens,
+        at: 0,
+        end,
+        errors,
     };
-    while at < tokens.len() {
-        let Some(key) = statement(tokens, &mut at, &end, &mut fail) else {
+    let mut keys: Vec<(KeyConfig, Pos)> = Vec::new();
+    while c.at < tokens.len() {
+        let Some(key) = c.statement() else {
             return keys;
         };
         if keys.iter().any(|(k, _)| k.name == key.0.name) {
-            fail(&key.1, format!("key '{}' redefined", key.0.name));
+            c.fail(&key.1, format!("key '{}' redefined", key.0.name));
             return keys;
         }
         keys.push(key);
@@ -124,77 +151,88 @@ fn parse(tokens: &[Token], file: &Arc<str>, errors: &mut Vec<ConfigError>) -> Ve
     keys
 }
 
-/// One `key` statement from `tokens[*at..]`.
-fn statement(
-    tokens: &[Token],
-    at: &mut usize,
-    end: &Pos,
-    fail: &mut dyn FnMut(&Pos, String),
-) -> Option<(KeyConfig, Pos)> {
-    let mut next = |want: Option<&str>, fail: &mut dyn FnMut(&Pos, String)| -> Option<&Token> {
-        let Some(t) = tokens.get(*at) else {
-            fail(
-                end,
+/// Where the parse is in the tokens; the errors it reports.
+struct Cursor<'a> {
+    tokens: &'a [Token],
+    at: usize,
+    end: Pos,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl<'a> Cursor<'a> {
+    fn fail(&mut self, pos: &Pos, message: String) {
+        self.errors.push(ConfigError::new(pos, format!("tsig: {message}")));
+    }
+
+    /// The next token (which must be `want` when given).
+    fn next(&mut self, want: Option<&str>) -> Option<&'a Token> {
+        let Some(t) = self.tokens.get(self.at) else {
+            let end = self.end.clone();
+            self.fail(
+                &end,
                 format!("unexpected end of file, expected {}", want.unwrap_or("a value")),
             );
             return None;
         };
-        *at += 1;
+        self.at += 1;
         match want {
             Some(w) if t.text != w => {
-                fail(&t.pos, format!("unexpected '{}', expected '{w}'", t.text));
+                self.fail(&t.pos, format!("unexpected '{}', expected '{w}'", t.text));
                 None
             }
             _ => Some(t),
         }
-    };
-    next(Some("key"), fail)?;
-    let name_token = next(None, fail)?;
-    let text = name_token.text.trim_matches('"');
-    let Some(name) = Name::from_ascii(text).ok().filter(|_| !text.is_empty()) else {
-        fail(
-            &name_token.pos,
-            format!("'{}' is not a valid key name", name_token.text),
-        );
-        return None;
-    };
-    let name = Name::from_ascii(format!("{}.", name.to_ascii().trim_end_matches('.')).to_lowercase()).ok()?;
-    let name_pos = name_token.pos.clone();
-    next(Some("{"), fail)?;
-    let mut secret = None;
-    loop {
-        let t = next(None, fail)?;
-        match t.text.as_str() {
-            "}" => break,
-            "algorithm" => {
-                next(None, fail)?;
-            }
-            "secret" => {
-                let value = next(None, fail)?;
-                match Secret::decode(value.text.trim_matches('"')) {
-                    Some(s) => secret = Some(s),
-                    None => {
-                        fail(&value.pos, format!("the secret of key '{name}' is not base64"));
+    }
+
+    /// One `key` statement.
+    fn statement(&mut self) -> Option<(KeyConfig, Pos)> {
+        self.next(Some("key"))?;
+        let token = self.next(None)?;
+        let text = token.text.trim_matches('"').trim_end_matches('.');
+        let Some(name) = Name::from_ascii(format!("{text}.").to_lowercase())
+            .ok()
+            .filter(|_| !text.is_empty())
+        else {
+            self.fail(&token.pos, format!("'{}' is not a valid key name", token.text));
+            return None;
+        };
+        self.next(Some("{"))?;
+        let secret = self.body(&name)?;
+        if self.tokens.get(self.at).is_some_and(|t| t.text == ";") {
+            self.at += 1;
+        }
+        let Some(secret) = secret else {
+            self.fail(&token.pos, format!("key '{name}' has no secret"));
+            return None;
+        };
+        Some((KeyConfig { name, secret }, token.pos.clone()))
+    }
+
+    /// A key's options up to its `}`: its secret, if it has one.
+    fn body(&mut self, name: &Name) -> Option<Option<Secret>> {
+        let mut secret = None;
+        loop {
+            let t = self.next(None)?;
+            match t.text.as_str() {
+                "}" => return Some(secret),
+                "algorithm" => {
+                    self.next(None)?;
+                }
+                "secret" => {
+                    let value = self.next(None)?;
+                    let Some(s) = Secret::decode(value.text.trim_matches('"')) else {
+                        self.fail(&value.pos, format!("the secret of key '{name}' is not base64"));
                         return None;
-                    }
+                    };
+                    secret = Some(s);
+                }
+                other => {
+                    let message = format!("unexpected '{other}', expected 'algorithm', 'secret' or '}}'");
+                    self.fail(&t.pos, message);
+                    return None;
                 }
             }
-            other => {
-                fail(
-                    &t.pos,
-                    format!("unexpected '{other}', expected 'algorithm', 'secret' or '}}'"),
-                );
-                return None;
-            }
+            self.next(Some(";"))?;
         }
-        next(Some(";"), fail)?;
     }
-    if tokens.get(*at).is_some_and(|t| t.text == ";") {
-        *at += 1;
-    }
-    let Some(secret) = secret else {
-        fail(&name_pos, format!("key '{name}' has no secret"));
-        return None;
-    };
-    Some((KeyConfig { name, secret }, name_pos))
 }

@@ -3,12 +3,9 @@
 //! the block's zones apply. A KEY is base64 (checked here, where CoreDNS
 //! would fail each query signed with it); a key defined twice is an error.
 
+use hickory_proto::rr::{Name, RecordType};
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::Arc;
-
-use base64::Engine;
-use hickory_proto::rr::{Name, RecordType};
 
 use crate::corefile::args::{zone, zones, Args};
 use crate::corefile::blocks::Directive;
@@ -16,30 +13,7 @@ use crate::corefile::lexer::{Pos, Word};
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 
-/// A shared secret: never printed (its `Debug` hides it).
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(pub Arc<[u8]>);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Secret({} bytes)", self.0.len())
-    }
-}
-
-impl Secret {
-    /// A base64 KEY as written.
-    pub fn decode(text: &str) -> Option<Secret> {
-        let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
-        (!bytes.is_empty()).then(|| Secret(bytes.into()))
-    }
-}
-
-/// One named key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyConfig {
-    pub name: Name,
-    pub secret: Secret,
-}
+pub use super::keyfile::{KeyConfig, Secret};
 
 /// What `require` or `require_opcode` names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
