@@ -70,7 +70,7 @@ pub enum Admit {
     Answered,
     /// Verified: the usual path with `request` (the TSIG record taken
     /// off), then the reply signed by `signer`.
-    Signed(Signed),
+    Signed(Box<Signed>),
 }
 
 pub struct Signed {
@@ -183,7 +183,7 @@ impl Tsig {
                 let mut request = msg[..tsig.start].to_vec();
                 let arcount = u16::from_be_bytes([request[10], request[11]]).saturating_sub(1);
                 request[10..12].copy_from_slice(&arcount.to_be_bytes());
-                Admit::Signed(Signed { request, signer })
+                Admit::Signed(Box::new(Signed { request, signer }))
             }
             Err(refusal) => {
                 wire::error(msg, NOTAUTH, out);
@@ -198,11 +198,11 @@ impl Tsig {
         let key = self.keys.iter().find(|k| *k.name == *tsig.key.bytes());
         let alg = algorithm(tsig.algorithm.bytes());
         let (Some(key), Some(alg)) = (key, alg) else {
-            return Err(Refusal::BadKey);
+            return Err(Refusal::Key);
         };
         let key = hmac::Key::new(alg, &key.secret);
         let arcount = u16::from_be_bytes([msg[10], msg[11]]).saturating_sub(1);
-        let header = wire::header(msg, tsig.original_id, arcount).ok_or(Refusal::BadSig)?;
+        let header = wire::header(msg, tsig.original_id, arcount).ok_or(Refusal::Sig)?;
         let vars = Variables {
             key: tsig.key.bytes(),
             algorithm: tsig.algorithm.bytes(),
@@ -217,7 +217,7 @@ impl Tsig {
         // RFC 8945 §5.2.2.1: at least half the hash and 10 bytes.
         let shortest = (full.len() / 2).max(10);
         if mac.len() > full.len() || mac.len() < shortest || !same(mac, &full[..mac.len()]) {
-            return Err(Refusal::BadSig);
+            return Err(Refusal::Sig);
         }
         let late = now.abs_diff(tsig.time) > u64::from(tsig.fudge);
         let signer = Signer {
@@ -230,7 +230,7 @@ impl Tsig {
             late: late.then_some((tsig.time, now)),
         };
         if late {
-            return Err(Refusal::BadTime(Box::new(signer)));
+            return Err(Refusal::Time(Box::new(signer)));
         }
         Ok(signer)
     }
@@ -238,9 +238,9 @@ impl Tsig {
 
 /// Why a signed request is refused.
 enum Refusal {
-    BadKey,
-    BadSig,
-    BadTime(Box<Signer>),
+    Key,
+    Sig,
+    Time(Box<Signer>),
 }
 
 impl Refusal {
@@ -248,9 +248,9 @@ impl Refusal {
     /// MAC for BADKEY and BADSIG (RFC 8945 §5.3.2), signed for BADTIME.
     fn write(self, tsig: &wire::Record, now: u64, out: &mut Vec<u8>) {
         let error = match self {
-            Refusal::BadTime(signer) => return signer.sign_at(out, now),
-            Refusal::BadKey => BADKEY,
-            Refusal::BadSig => BADSIG,
+            Refusal::Time(signer) => return signer.sign_at(out, now),
+            Refusal::Key => BADKEY,
+            Refusal::Sig => BADSIG,
         };
         let vars = Variables {
             key: tsig.key.bytes(),
