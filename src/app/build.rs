@@ -20,6 +20,7 @@ use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
 use crate::query::transfer::Transfer;
+use crate::query::tsig::Tsig;
 use crate::query::{Block, LoopProbe, Router};
 use crate::store::Store;
 use crate::watch;
@@ -57,7 +58,11 @@ impl Runtime {
                 proxy: server.proxyproto.clone().map(Arc::new),
                 in_flight: config.in_flight,
                 taps: vec![None],
+                tsig: None,
             });
+            if let Some(t) = &server.tsig {
+                router.tsig = Some(Arc::new(Tsig::with(router.tsig.as_deref(), t)));
+            }
             for zone in &server.zones {
                 block.zone_stats.push(router.stats.len() as u16);
                 router.stats.push(registry.zone(&label, &zone.to_string()));

@@ -16,7 +16,9 @@ use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
+use crate::query::plugins::{file::setup as file, template::setup as template};
 use crate::query::proxyproto::setup as proxyproto;
+use crate::query::tsig::setup as tsig;
 
 use spec::{once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
@@ -249,6 +251,16 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::loadbalance,
     },
     Spec {
+        name: "tsig",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.tsig.is_some(), "per server block", c.errors);
+            c.server.tsig = Some(tsig::parse(d, &c.server.zones, c.dir, c.errors));
+        },
+        enabled: |s, _| s.tsig.is_some(),
+        print: |b, s, _| s.tsig.iter().for_each(|t| crate::query::tsig::print::tsig(b, t)),
+    },
+    Spec {
         name: "rewrite",
         options: true,
         parse: |d, c| {
@@ -300,13 +312,7 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "template",
         options: true,
-        parse: |d, c| {
-            c.server.templates.extend(crate::query::plugins::template::setup::parse(
-                d,
-                &c.server.zones,
-                c.errors,
-            ))
-        },
+        parse: |d, c| c.server.templates.extend(template::parse(d, &c.server.zones, c.errors)),
         enabled: |s, _| !s.templates.is_empty(),
         print: print::template,
     },
@@ -355,12 +361,7 @@ pub const DIRECTIVES: &[Spec] = &[
         options: true,
         parse: |d, c| {
             let dir = super::root::dir(c.server.root.as_deref(), c.dir);
-            c.server.files.extend(crate::query::plugins::file::setup::file(
-                d,
-                &c.server.zones,
-                dir,
-                c.errors,
-            ))
+            c.server.files.extend(file::file(d, &c.server.zones, dir, c.errors))
         },
         enabled: |s, _| !s.files.is_empty(),
         print: print::file,

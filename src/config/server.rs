@@ -84,6 +84,8 @@ pub struct Server {
     pub tcp: timeouts::TcpLimits,
     /// `dns64`: AAAA synthesized from A records.
     pub dns64: Option<dns64::Dns64Config>,
+    /// `tsig`: keys, and the requests that must be signed.
+    pub tsig: Option<crate::query::tsig::setup::TsigConfig>,
     /// `k8s_external`: Services' external addresses under other zones.
     pub k8s_external: Option<k8s_external::K8sExternalConfig>,
     /// `template` directives, in order.
@@ -141,6 +143,7 @@ impl Server {
             chain,
             tcp: timeouts::TcpLimits::default(),
             dns64: None,
+            tsig: None,
             k8s_external: None,
             templates: Vec::new(),
             rewrites: Vec::new(),

@@ -133,6 +133,8 @@ pub struct Router {
     pub proxy: Option<Arc<crate::query::proxyproto::Proxyproto>>,
     /// The `dnstap` taps of each stats slot's block (empty: none taps).
     pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
+    /// The `tsig` directives of the blocks (none: requests are not looked at).
+    pub tsig: Option<Arc<crate::query::tsig::Tsig>>,
 }
 
 impl Router {
@@ -147,6 +149,7 @@ impl Router {
             in_flight: crate::query::limits::IN_FLIGHT,
             proxy: None,
             taps: Vec::new(),
+            tsig: None,
         }
     }
 

@@ -301,7 +301,8 @@ async fn answer_all(
             tokio::task::yield_now().await;
         }
         let frame = &inbox[at + 2..at + 2 + len];
-        if super::transfer::asks(frame) {
+        // A transfer `tsig` covers goes the way of every query (signed transfers: not yet).
+        if super::transfer::asks(frame) && !handler.router.load().tsig.as_ref().is_some_and(|t| t.covers(frame)) {
             match transfer(frame, peer, handler, conn, tx, &mut out).await {
                 None => return Err(conn.reason()),
                 Some(true) => {
