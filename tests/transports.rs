@@ -486,6 +486,7 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
                 853,
                 "tls srv.pem srv.key\n    quic {\n        max_streams 8\n    }",
             ),
+            block("grpc", 443, "grpc_server {\n        max_streams 0\n    }"),
         ]
         .concat(),
     );
@@ -504,13 +505,23 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
         "    https {\n        max_connections 5\n    }",
         "quic://.:853 {",
         "    quic {\n        max_streams 8\n        worker_pool_size 1024\n    }",
+        "grpc://.:443 {",
+        "    grpc_server {\n        max_streams 0\n        max_connections 200\n    }",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
     let bad = [
         (
-            "grpc://.:443 {\n    whoami\n}\n",
-            "'grpc://' CoreDNS's gRPC service is not served yet",
+            "grpcs://.:443 {\n    whoami\n}\n",
+            "'grpcs://' servers are not supported",
+        ),
+        (
+            "https://.:443 {\n    grpc_server {\n        max_streams 1\n    }\n}\n",
+            "grpc_server: only in a grpc:// server block",
+        ),
+        (
+            "grpc://.:443 {\n    grpc_server {\n        max_streams -1\n    }\n}\n",
+            "'max_streams': '-1' is not a number",
         ),
         ("tls://.:853 {\n    whoami\n}\n", "tls:// servers need a tls directive"),
         (
@@ -519,7 +530,7 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
         ),
         (
             ".:53 {\n    tls srv.pem srv.key\n}\n",
-            "tls: only in a tls://, https:// or quic:// server block",
+            "tls: only in a tls://, https://, https3://, quic:// or grpc:// server block",
         ),
         ("tls://.:853 {\n    tls srv.pem ca.key\n}\n", "tls: "),
         ("tls://.:853 {\n    tls srv.pem srv.key missing.pem\n}\n", "missing.pem"),
@@ -653,4 +664,84 @@ fn a_reload_naming_other_certificate_files_serves_them() {
     );
     let verified = ["+tls-ca=ca.pem", "+tls-hostname=two.test"];
     assert_eq!(ask(&dir, "kdig", port, &verified).trim(), WANT);
+}
+
+/// A client venv's interpreter under target/tools/`venv`, or `None`
+/// (SKIP; a failure under CI).
+fn venv_python(test: &str, venv: &str, pins: &str) -> Option<PathBuf> {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/tools/{venv}/bin/python"));
+    let have = if py.is_file() {
+        Ok(py)
+    } else {
+        Err(format!("no {venv} client venv"))
+    };
+    common::needs(
+        test,
+        have,
+        &format!("bash tests/run creates target/tools/{venv} (pip {pins})"),
+    )
+}
+
+/// Runs tests/transports/`script` with `py` and `args` in `dir`; its output.
+fn run_client(dir: &Path, py: &Path, script: &str, args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/transports")
+        .join(script);
+    let script = script.to_str().expect("path").to_string();
+    output(
+        dir,
+        py.to_str().expect("path"),
+        &[&[script.as_str()][..], args].concat(),
+    )
+}
+
+#[test]
+fn grpc_answers_over_tls_and_plain_http2_and_refuses_update_and_oversized() {
+    let test = "grpc_answers_over_tls_and_plain_http2_and_refuses_update_and_oversized";
+    if tools(test).is_none() {
+        return;
+    }
+    let Some(py) = venv_python(test, "grpc", "grpcio==1.85.1 dnspython==2.7.0") else {
+        return;
+    };
+    let dir = temp_dir("transports-grpc");
+    certificates(&dir);
+    let (tls, plain, capped) = (free_port(), free_port(), free_port());
+    let limits = "grpc_server {\n        max_streams 8\n        max_connections 1\n    }";
+    let more = [
+        block("grpc", tls, "tls srv.pem srv.key"),
+        block("grpc", plain, ""),
+        block("grpc", capped, limits),
+    ];
+    let server = Server::start(&dir, &corefile(&more.concat()));
+    let client = |mode: &str, port: u16, ca: &str, arg: &str| {
+        run_client(&dir, &py, "grpc_client.py", &[mode, &port.to_string(), ca, arg])
+    };
+    assert_eq!(client("query", tls, "ca.pem", NAME).trim(), WANT, "gRPC over TLS");
+    assert_eq!(client("query", plain, "-", NAME).trim(), WANT, "gRPC over plain HTTP/2");
+    // CVE-2026-86003: UPDATE is NOTIMP, never forwarded.
+    assert_eq!(client("update", tls, "ca.pem", "cluster.local").trim(), "NOTIMP");
+    // A message over 65,535 bytes: refused before it is decoded.
+    assert_eq!(client("big", tls, "ca.pem", "100000").trim(), "RESOURCE_EXHAUSTED");
+    assert_eq!(client("other", plain, "-", "Stream").trim(), "UNIMPLEMENTED");
+    assert_eq!(client("query", tls, "ca.pem", NAME).trim(), WANT, "still serving");
+    let metrics = server.metrics();
+    for (port, n) in [(tls, 2.0), (plain, 1.0)] {
+        let having = format!("server=\"grpc://127.0.0.1:{port}\",zone=\".\"");
+        let got = common::sum_of(&metrics, "coredns_dns_requests_total", &having);
+        assert!(got >= n, "grpc://127.0.0.1:{port}: {got} requests counted\n{metrics}");
+    }
+    assert!(server.metric("clusterdns_grpc_refused_total{reason=\"too_large\"}") >= 1.0);
+    assert!(server.metric("clusterdns_grpc_refused_total{reason=\"path\"}") >= 1.0);
+    // grpc_server { max_connections 1 }: a second connection is closed.
+    assert_eq!(client("query", capped, "-", NAME).trim(), WANT);
+    let holder = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], capped))).expect("connect");
+    let deadline = Instant::now() + REPLY;
+    while server.metric("clusterdns_tcp_connections") < 1.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(closed_by_server(capped), "over max_connections");
+    let refused = "clusterdns_grpc_refused_total{reason=\"max_connections\"}";
+    assert!(await_metric(&server, refused) >= 1.0);
+    drop(holder);
 }

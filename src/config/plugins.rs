@@ -19,7 +19,19 @@ use crate::corefile::problem::ConfigError;
 /// (CoreDNS registers no handler for them): a block of only these has no
 /// plugin chain and answers REFUSED (`test/no_plugins_test.go`).
 const SETUP_ONLY: &[&str] = &[
-    "bind", "health", "ready", "reload", "root", "debug", "timeouts", "limits", "tls", "https", "quic",
+    "bind",
+    "health",
+    "ready",
+    "reload",
+    "root",
+    "debug",
+    "timeouts",
+    "limits",
+    "tls",
+    "https",
+    "quic",
+    "https3",
+    "grpc_server",
 ];
 
 /// Builds one server block, recording process-wide listeners in `config`.

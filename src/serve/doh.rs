@@ -15,6 +15,7 @@
 //! `timeouts { read }`, and so must a TLS handshake.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,17 +24,19 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
+use super::body::Reply;
 use super::certs::Certs;
 use super::records::RecordPerAnswer;
 use crate::metrics::{DohRefusal, TcpClose};
 use crate::query::defer::{Pending, Sink};
+use crate::query::limits::timeouts::TcpLimits;
 use crate::query::request::walk::{Records, Section};
 use crate::query::{tcp, Handler};
 
@@ -50,19 +53,58 @@ const MAX_HEAD: usize = 2 * MAX_PARAM;
 /// How long a forwarded query's answer is awaited (past every upstream's).
 const ANSWER_WAIT: Duration = Duration::from_secs(30);
 
+/// What an HTTP/2 (and HTTP/1.1) listener serves: DNS over HTTPS
+/// ([`Doh`]) or CoreDNS's gRPC service (`grpc::Grpc`).
+pub trait App: Copy + Send + Sync + 'static {
+    /// The answer to one request.
+    fn respond(
+        self,
+        req: Request<Incoming>,
+        ends: Ends,
+        handler: Arc<Handler>,
+    ) -> impl Future<Output = Response<Reply>> + Send;
+    /// Counts a connection closed at the listener's cap.
+    fn refused(self, handler: &Handler);
+    /// Streams (requests) open at once on one HTTP/2 connection.
+    fn max_streams(self, limits: &TcpLimits) -> u32;
+}
+
+/// DNS over HTTPS: streams at once as `limits { pipeline }`.
+#[derive(Clone, Copy)]
+pub struct Doh;
+
+impl App for Doh {
+    fn respond(
+        self,
+        req: Request<Incoming>,
+        ends: Ends,
+        handler: Arc<Handler>,
+    ) -> impl Future<Output = Response<Reply>> + Send {
+        async move { respond(req, ends, &handler).await }
+    }
+
+    fn refused(self, handler: &Handler) {
+        handler.metrics.transports.doh_refused(DohRefusal::Connections);
+    }
+
+    fn max_streams(self, limits: &TcpLimits) -> u32 {
+        limits.pipeline as u32
+    }
+}
+
 /// Accepts connections until `stop` is set; `certs`: TLS, else plain HTTP;
-/// `max`: open connections at most (0: no cap).
-pub async fn serve(
+/// `max`: open connections at most (0: no cap); `app` answers requests.
+pub async fn serve<A: App>(
     listener: TcpListener,
     handler: Arc<Handler>,
     stop: Arc<AtomicBool>,
     certs: Option<Arc<Certs>>,
-    max: usize,
+    (max, app): (usize, A),
 ) {
     let slots = Arc::new(Semaphore::new(if max == 0 { Semaphore::MAX_PERMITS } else { max }));
     while let Some((stream, peer)) = tcp::accept::next(&listener, &stop, "https").await {
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            handler.metrics.transports.doh_refused(DohRefusal::Connections);
+            app.refused(&handler);
             handler.metrics.tcp.rejected();
             continue;
         };
@@ -70,7 +112,7 @@ pub async fn serve(
         handler.metrics.tcp.open.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let ends = (peer, stream.local_addr().ok());
-            let why = connection(stream, ends, &handler, certs, &stop).await;
+            let why = connection(stream, ends, &handler, certs, (&stop, app)).await;
             handler.metrics.tcp.closed(why);
             handler.metrics.tcp.open.fetch_sub(1, Ordering::Relaxed);
             drop(slot);
@@ -84,28 +126,28 @@ pub(super) type Ends = (SocketAddr, Option<SocketAddr>);
 
 /// One connection: the TLS handshake (when serving TLS), then HTTP until
 /// the client leaves, it idles, or the listener stops.
-async fn connection(
+async fn connection<A: App>(
     stream: TcpStream,
     ends: Ends,
     handler: &Arc<Handler>,
     certs: Option<Arc<Certs>>,
-    stop: &Arc<AtomicBool>,
+    (stop, app): (&Arc<AtomicBool>, A),
 ) -> TcpClose {
     let _ = stream.set_nodelay(true);
     let limits = handler.router.load().tcp;
     let Some(certs) = certs else {
-        return http(TokioIo::new(stream), ends, handler, stop).await;
+        return http(TokioIo::new(stream), ends, handler, (stop, app)).await;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(certs.config());
     match tokio::time::timeout(limits.read, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), ends, handler, stop).await,
+        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), ends, handler, (stop, app)).await,
         _ => TcpClose::Handshake,
     }
 }
 
 /// Serves HTTP/2 or HTTP/1.1 on `io`; closes it gracefully when no
 /// request has come or been answered for `timeouts { idle }`.
-async fn http<I>(io: I, ends: Ends, handler: &Arc<Handler>, stop: &Arc<AtomicBool>) -> TcpClose
+async fn http<I, A: App>(io: I, ends: Ends, handler: &Arc<Handler>, (stop, app): (&Arc<AtomicBool>, A)) -> TcpClose
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -121,13 +163,13 @@ where
             let (handler, activity) = (handler.clone(), activity.clone());
             async move {
                 activity.begin();
-                let response = respond(req, ends, &handler).await;
+                let response = app.respond(req, ends, handler).await;
                 activity.end();
                 Ok::<_, Infallible>(response)
             }
         })
     };
-    let builder = builder(&limits);
+    let builder = builder(&limits, app.max_streams(&limits));
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     let mut why = TcpClose::Client;
@@ -157,8 +199,8 @@ where
 }
 
 /// HTTP/1.1 and HTTP/2 as the listener serves them: a request head within
-/// `read`, at most [`MAX_HEAD`] of it held, `pipeline` streams at once.
-fn builder(limits: &crate::query::limits::timeouts::TcpLimits) -> auto::Builder<TokioExecutor> {
+/// `read`, at most [`MAX_HEAD`] of it held, `streams` at once.
+fn builder(limits: &TcpLimits, streams: u32) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -169,7 +211,7 @@ fn builder(limits: &crate::query::limits::timeouts::TcpLimits) -> auto::Builder<
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(MAX_HEAD as u32)
-        .max_concurrent_streams(limits.pipeline as u32);
+        .max_concurrent_streams(streams);
     builder
 }
 
@@ -222,7 +264,7 @@ impl Activity {
 }
 
 /// One HTTP request: its DNS message read (or an HTTP error), answered.
-async fn respond(req: Request<Incoming>, ends: Ends, handler: &Handler) -> Response<Full<Bytes>> {
+async fn respond(req: Request<Incoming>, ends: Ends, handler: &Handler) -> Response<Reply> {
     let started = Instant::now();
     let message = match message(req).await {
         Ok(m) => m,
@@ -235,7 +277,7 @@ async fn respond(req: Request<Incoming>, ends: Ends, handler: &Handler) -> Respo
         Some(reply) => Response::builder()
             .header(http::header::CONTENT_TYPE, "application/dns-message")
             .header(http::header::CACHE_CONTROL, format!("max-age={}", min_ttl(&reply)))
-            .body(Full::new(Bytes::from(reply)))
+            .body(Reply::new(Bytes::from(reply)))
             .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR)),
         None => error(StatusCode::BAD_REQUEST),
     }
@@ -252,8 +294,8 @@ fn status(why: DohRefusal) -> StatusCode {
     }
 }
 
-fn error(status: StatusCode) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::new()));
+pub(super) fn error(status: StatusCode) -> Response<Reply> {
+    let mut r = Response::new(Reply::default());
     *r.status_mut() = status;
     r
 }

@@ -1,16 +1,21 @@
 //! The encrypted and HTTP transports of server blocks, beside `query`'s
 //! UDP and TCP: `tls://` (DNS over TLS, [`dot`]), `https://` (DNS over
-//! HTTPS, [`doh`]) and `quic://` (DNS over QUIC, [`doq`]), each answering through the same [`Handler`] (router,
-//! plugin chain, metrics) as plain DNS; and the certificate they present,
-//! read again when its files change ([`certs`]); DoH's answers each in a
-//! TLS record of their own ([`records`]).
+//! HTTPS, [`doh`]), `https3://` (DNS over HTTPS over HTTP/3, [`doh3`]),
+//! `quic://` (DNS over QUIC, [`doq`]) and `grpc://` (CoreDNS's gRPC
+//! service, [`grpc`]), each answering through the same [`Handler`]
+//! (router, plugin chain, metrics) as plain DNS; and the certificate they
+//! present, read again when its files change ([`certs`]); DoH's answers
+//! each in a TLS record of their own ([`records`]); an HTTP answer's body
+//! ([`body`]).
 //!
 //! Start at [`open`]: one listener for one address of a listener group.
 
+pub mod body;
 pub mod certs;
 pub mod doh;
 pub mod doq;
 pub mod dot;
+pub mod grpc;
 pub mod records;
 
 use std::io;
@@ -39,6 +44,7 @@ pub fn open(
     let alpn = match listen.scheme {
         Scheme::Https => doh::ALPN,
         Scheme::Quic => doq::ALPN,
+        Scheme::Grpc => grpc::ALPN,
         _ => dot::ALPN,
     };
     let certs = match &listen.tls {
@@ -67,7 +73,20 @@ pub fn open(
             let max = listen
                 .max_connections
                 .unwrap_or(crate::config::transport::HTTPS_MAX_CONNECTIONS);
-            tokio::spawn(doh::serve(listener, handler, stop, certs, max))
+            tokio::spawn(doh::serve(listener, handler, stop, certs, (max, doh::Doh)))
+        }
+        (Scheme::Grpc, certs) => {
+            let limits = listen.streams.unwrap_or_default();
+            let app = grpc::Grpc {
+                max_streams: limits.max_streams,
+            };
+            tokio::spawn(doh::serve(
+                listener,
+                handler,
+                stop,
+                certs,
+                (limits.max_connections, app),
+            ))
         }
         (_, Some(certs)) => tokio::spawn(tcp::serve_with(listener, handler, stop, Arc::new(dot::Dot(certs)))),
         (_, None) => tokio::spawn(tcp::serve(listener, handler, stop)),
