@@ -487,6 +487,11 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
                 "tls srv.pem srv.key\n    quic {\n        max_streams 8\n    }",
             ),
             block("grpc", 443, "grpc_server {\n        max_streams 0\n    }"),
+            block(
+                "https3",
+                443,
+                "tls srv.pem srv.key\n    https3 {\n        max_connections 0\n    }",
+            ),
         ]
         .concat(),
     );
@@ -507,6 +512,8 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
         "    quic {\n        max_streams 8\n        worker_pool_size 1024\n    }",
         "grpc://.:443 {",
         "    grpc_server {\n        max_streams 0\n        max_connections 200\n    }",
+        "https3://.:443 {",
+        "    https3 {\n        max_streams 256\n        max_connections 0\n    }",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
@@ -527,6 +534,10 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
         (
             "quic://.:853 {\n    whoami\n}\n",
             "quic:// servers need a tls directive",
+        ),
+        (
+            "https3://.:443 {\n    whoami\n}\n",
+            "https3:// servers need a tls directive",
         ),
         (
             ".:53 {\n    tls srv.pem srv.key\n}\n",
@@ -744,4 +755,65 @@ fn grpc_answers_over_tls_and_plain_http2_and_refuses_update_and_oversized() {
     let refused = "clusterdns_grpc_refused_total{reason=\"max_connections\"}";
     assert!(await_metric(&server, refused) >= 1.0);
     drop(holder);
+}
+
+#[test]
+fn doh3_answers_and_refuses_update_and_oversized_gets() {
+    let test = "doh3_answers_and_refuses_update_and_oversized_gets";
+    if tools(test).is_none() {
+        return;
+    }
+    let Some(py) = venv_python(test, "doq", "aioquic==1.2.0 dnspython==2.7.0") else {
+        return;
+    };
+    let dir = temp_dir("transports-doh3");
+    certificates(&dir);
+    let port = free_port();
+    let limits = "tls srv.pem srv.key\n    https3 {\n        max_streams 8\n        max_connections 4\n    }";
+    let server = Server::start(&dir, &corefile(&block("https3", port, limits)));
+    let client =
+        |mode: &str, arg: &str| run_client(&dir, &py, "doh3_client.py", &[mode, &port.to_string(), "ca.pem", arg]);
+    assert_eq!(
+        client("query", NAME).trim(),
+        format!("{WANT}\n{WANT}"),
+        "dnspython DoH3 POST and GET"
+    );
+    let query = wire_query(hickory_proto::op::OpCode::Query);
+    let got = client("get", &format!("/dns-query?dns={}", base64url(&query)));
+    assert!(
+        got.starts_with("200 ") && got.trim().ends_with("0a600001"),
+        "aioquic GET: {got}"
+    );
+    // CVE-2026-86003: UPDATE is NOTIMP, never forwarded.
+    std::fs::write(dir.join("u.bin"), wire_query(hickory_proto::op::OpCode::Update)).expect("update file");
+    let got = client("post", "u.bin");
+    let body = got.trim().rsplit(' ').next().unwrap_or_default();
+    assert!(
+        got.starts_with("200 ") && body.get(6..8) == Some("04"),
+        "UPDATE over DoH3: {got}"
+    );
+    // CVE-2026-32936: a `dns` parameter over 64 KiB (the head over what is
+    // taken) or a body over a message's size: a 4xx each, and still serving.
+    for n in ["70000", "100000", "300000"] {
+        let got = client("huge", n);
+        assert!(got.starts_with("431"), "a {n}-byte GET parameter: {got}");
+    }
+    // A 30 MB head: h3 would hold it whole before checking its size; the
+    // stream is cut at its cap, so memory stays flat.
+    let before = rss_kib(server.pid());
+    let got = client("huge", "30000000");
+    let grown = rss_kib(server.pid()).saturating_sub(before);
+    assert!(
+        !got.starts_with('2') && grown < 16 * 1024,
+        "{got}: memory grew {grown} KiB"
+    );
+    std::fs::write(dir.join("big.bin"), vec![0u8; 70_000]).expect("big body");
+    let got = client("post", "big.bin");
+    assert!(got.starts_with("413"), "a POST over a message's size: {got}");
+    assert!(client("get", "/other?dns=AAAA").starts_with("404"));
+    assert_eq!(client("query", NAME).trim(), format!("{WANT}\n{WANT}"), "still serving");
+    let labelled = format!("server=\"https3://127.0.0.1:{port}\",zone=\".\"");
+    let n = common::sum_of(&server.metrics(), "coredns_dns_requests_total", &labelled);
+    assert!(n >= 5.0, "{labelled}: {n}");
+    assert!(server.metric("clusterdns_doh_refused_total{reason=\"too_large\"}") >= 1.0);
 }

@@ -37,7 +37,6 @@ use super::records::RecordPerAnswer;
 use crate::metrics::{DohRefusal, TcpClose};
 use crate::query::defer::{Pending, Sink};
 use crate::query::limits::timeouts::TcpLimits;
-use crate::query::request::walk::{Records, Section};
 use crate::query::{tcp, Handler};
 
 /// ALPN of DNS over HTTPS: HTTP/2 first, HTTP/1.1.
@@ -45,11 +44,11 @@ pub const ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
 /// The one path served.
 const PATH: &str = "/dns-query";
 /// The longest DNS message (and so `POST` body) taken.
-const MAX_MESSAGE: usize = 65_535;
+pub(super) const MAX_MESSAGE: usize = 65_535;
 /// The longest `dns` parameter taken: base64url of [`MAX_MESSAGE`] bytes.
 const MAX_PARAM: usize = MAX_MESSAGE.div_ceil(3) * 4;
 /// The most of a request's head (request line, headers) hyper holds.
-const MAX_HEAD: usize = 2 * MAX_PARAM;
+pub(super) const MAX_HEAD: usize = 2 * MAX_PARAM;
 /// How long a forwarded query's answer is awaited (past every upstream's).
 const ANSWER_WAIT: Duration = Duration::from_secs(30);
 
@@ -74,13 +73,8 @@ pub trait App: Copy + Send + Sync + 'static {
 pub struct Doh;
 
 impl App for Doh {
-    fn respond(
-        self,
-        req: Request<Incoming>,
-        ends: Ends,
-        handler: Arc<Handler>,
-    ) -> impl Future<Output = Response<Reply>> + Send {
-        async move { respond(req, ends, &handler).await }
+    async fn respond(self, req: Request<Incoming>, ends: Ends, handler: Arc<Handler>) -> Response<Reply> {
+        respond(req, ends, &handler).await
     }
 
     fn refused(self, handler: &Handler) {
@@ -266,7 +260,19 @@ impl Activity {
 /// One HTTP request: its DNS message read (or an HTTP error), answered.
 async fn respond(req: Request<Incoming>, ends: Ends, handler: &Handler) -> Response<Reply> {
     let started = Instant::now();
-    let message = match message(req).await {
+    let message = message(req).await;
+    dns_response(message, ends, handler, started).await
+}
+
+/// The HTTP answer to a request's DNS `message` (or its refusal), over
+/// HTTP/1.1, HTTP/2 or HTTP/3.
+pub(super) async fn dns_response(
+    message: Result<Vec<u8>, DohRefusal>,
+    ends: Ends,
+    handler: &Handler,
+    started: Instant,
+) -> Response<Reply> {
+    let message = match message {
         Ok(m) => m,
         Err(why) => {
             handler.metrics.transports.doh_refused(why);
@@ -276,7 +282,10 @@ async fn respond(req: Request<Incoming>, ends: Ends, handler: &Handler) -> Respo
     match answer(&message, ends, handler, started).await {
         Some(reply) => Response::builder()
             .header(http::header::CONTENT_TYPE, "application/dns-message")
-            .header(http::header::CACHE_CONTROL, format!("max-age={}", min_ttl(&reply)))
+            .header(
+                http::header::CACHE_CONTROL,
+                format!("max-age={}", super::body::min_ttl(&reply)),
+            )
             .body(Reply::new(Bytes::from(reply)))
             .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR)),
         None => error(StatusCode::BAD_REQUEST),
@@ -304,6 +313,18 @@ pub(super) fn error(status: StatusCode) -> Response<Reply> {
 /// only when no longer than a message's base64url), a POST's body (read
 /// up to [`MAX_MESSAGE`] bytes).
 async fn message(req: Request<Incoming>) -> Result<Vec<u8>, DohRefusal> {
+    match head(&req)? {
+        Some(message) => Ok(message),
+        None => {
+            let body = Limited::new(req.into_body(), MAX_MESSAGE).collect().await;
+            body.map(|b| b.to_bytes().to_vec()).map_err(|_| DohRefusal::TooLarge)
+        }
+    }
+}
+
+/// What a request's head says: a GET's message (`Some`), or a POST whose
+/// body is the message (`None`), or why it is refused.
+pub(super) fn head<B>(req: &Request<B>) -> Result<Option<Vec<u8>>, DohRefusal> {
     if req.uri().path() != PATH {
         return Err(DohRefusal::Path);
     }
@@ -318,17 +339,15 @@ async fn message(req: Request<Incoming>) -> Result<Vec<u8>, DohRefusal> {
                 return Err(DohRefusal::TooLarge);
             }
             let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-            engine
-                .decode(param.trim_end_matches('='))
-                .map_err(|_| DohRefusal::Malformed)
+            let message = engine.decode(param.trim_end_matches('='));
+            message.map(Some).map_err(|_| DohRefusal::Malformed)
         }
         Method::POST => {
             let kind = req.headers().get(http::header::CONTENT_TYPE);
             if kind.is_none_or(|k| k.as_bytes() != b"application/dns-message") {
                 return Err(DohRefusal::Malformed);
             }
-            let body = Limited::new(req.into_body(), MAX_MESSAGE).collect().await;
-            body.map(|b| b.to_bytes().to_vec()).map_err(|_| DohRefusal::TooLarge)
+            Ok(None)
         }
         _ => Err(DohRefusal::Method),
     }
@@ -350,38 +369,4 @@ pub(super) async fn answer(message: &[u8], ends: Ends, handler: &Handler, starte
         out
     };
     framed.get(2..).map(<[u8]>::to_vec)
-}
-
-/// The smallest TTL of a reply's answer and authority records, for
-/// `Cache-Control` (RFC 8484 section 5.1), read off the wire without
-/// decoding; 0 when it has none or cannot be walked.
-fn min_ttl(reply: &[u8]) -> u32 {
-    let Some(records) = Records::of(reply) else {
-        return 0;
-    };
-    let ttls = records
-        .filter(|rr| rr.section != Section::Additional)
-        .filter_map(|rr| reply.get(rr.fixed + 4..rr.fixed + 8))
-        .map(|t| u32::from_be_bytes([t[0], t[1], t[2], t[3]]));
-    ttls.min().unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use hickory_proto::op::{Message, MessageType, OpCode};
-    use hickory_proto::rr::{rdata::A, Name, RData, Record};
-
-    #[test]
-    fn max_age_is_the_smallest_answer_or_authority_ttl() {
-        let name = Name::from_ascii("a.example.").expect("name");
-        let mut m = Message::new(7, MessageType::Response, OpCode::Query);
-        for ttl in [300, 60] {
-            m.add_answer(Record::from_rdata(name.clone(), ttl, RData::A(A::new(192, 0, 2, 1))));
-        }
-        m.add_additional(Record::from_rdata(name, 5, RData::A(A::new(192, 0, 2, 2))));
-        let wire = m.to_vec().expect("encode");
-        assert_eq!(super::min_ttl(&wire), 60);
-        assert_eq!(super::min_ttl(&wire[..wire.len() - 3]), 60, "a cut additional record");
-        assert_eq!(super::min_ttl(&wire[..20]), 0);
-    }
 }

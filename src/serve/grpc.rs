@@ -19,7 +19,6 @@
 //! `MAX_CONCURRENT_STREAMS`), `max_connections` the listener's
 //! connections; refusals are counted in `clusterdns_grpc_refused_total`.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -57,13 +56,8 @@ pub struct Grpc {
 }
 
 impl App for Grpc {
-    fn respond(
-        self,
-        req: Request<Incoming>,
-        ends: Ends,
-        handler: Arc<Handler>,
-    ) -> impl Future<Output = Response<Reply>> + Send {
-        async move { respond(req, ends, &handler).await }
+    async fn respond(self, req: Request<Incoming>, ends: Ends, handler: Arc<Handler>) -> Response<Reply> {
+        respond(req, ends, &handler).await
     }
 
     fn refused(self, handler: &Handler) {

@@ -11,8 +11,10 @@
 //! Start at [`open`]: one listener for one address of a listener group.
 
 pub mod body;
+pub mod capped;
 pub mod certs;
 pub mod doh;
+pub mod doh3;
 pub mod doq;
 pub mod dot;
 pub mod grpc;
@@ -45,22 +47,15 @@ pub fn open(
         Scheme::Https => doh::ALPN,
         Scheme::Quic => doq::ALPN,
         Scheme::Grpc => grpc::ALPN,
+        Scheme::Https3 => doh3::ALPN,
         _ => dot::ALPN,
     };
     let certs = match &listen.tls {
         Some(files) => Some(certs::Certs::load(files, alpn).map_err(io::Error::other)?),
         None => None,
     };
-    if let (Scheme::Quic, Some(certs)) = (listen.scheme, &certs) {
-        let limits = listen.quic.unwrap_or_default();
-        let (bound, endpoint) = doq::bind(addr, certs, &limits, handler)?;
-        tokio::spawn(certs.clone().watch(stop.clone(), handler.metrics.clone()));
-        let serving = doq::serve(endpoint, handler.clone(), stop.clone(), certs.clone(), limits);
-        tracing::info!("listening on quic://{bound}");
-        return Ok(Listening {
-            bound,
-            task: tokio::spawn(serving),
-        });
+    if let (Scheme::Quic | Scheme::Https3, Some(certs)) = (listen.scheme, &certs) {
+        return open_quic(addr, listen, handler, stop, certs);
     }
     let listener = tcp::bind(addr)?;
     let bound = listener.local_addr()?;
@@ -91,6 +86,29 @@ pub fn open(
         (_, Some(certs)) => tokio::spawn(tcp::serve_with(listener, handler, stop, Arc::new(dot::Dot(certs)))),
         (_, None) => tokio::spawn(tcp::serve(listener, handler, stop)),
     };
+    tracing::info!("listening on {}://{bound}", listen.scheme.name());
+    Ok(Listening { bound, task })
+}
+
+/// A `quic://` or `https3://` listener: one quinn endpoint on UDP.
+fn open_quic(
+    addr: SocketAddr,
+    listen: &Listen,
+    handler: &Arc<Handler>,
+    stop: &Arc<AtomicBool>,
+    certs: &Arc<certs::Certs>,
+) -> io::Result<Listening> {
+    let (h, s, c) = (handler.clone(), stop.clone(), certs.clone());
+    let (bound, task) = if listen.scheme == Scheme::Quic {
+        let limits = listen.quic.unwrap_or_default();
+        let (bound, endpoint) = doq::bind(addr, certs, &limits, handler)?;
+        (bound, tokio::spawn(doq::serve(endpoint, h, s, c, limits)))
+    } else {
+        let limits = listen.streams.unwrap_or_default();
+        let (bound, endpoint) = doh3::bind(addr, certs, &limits, handler)?;
+        (bound, tokio::spawn(doh3::serve(endpoint, h, s, c, limits)))
+    };
+    tokio::spawn(certs.clone().watch(stop.clone(), handler.metrics.clone()));
     tracing::info!("listening on {}://{bound}", listen.scheme.name());
     Ok(Listening { bound, task })
 }
