@@ -15,8 +15,13 @@
 //! by a Corefile reload naming other files;
 //! DoQ answers, UPDATE over DoQ NOTIMP, and 20,000 streams that send a
 //! byte and never finish (CVE-2026-32934) leave memory flat and answers
-//! flowing; `clusterdns check` printing the directives and refusing what
-//! it must.
+//! flowing; gRPC (grpcio, over TLS and plain HTTP/2) answering, UPDATE
+//! NOTIMP, a message over 65,535 bytes RESOURCE_EXHAUSTED, another method
+//! UNIMPLEMENTED, `grpc_server { max_connections }`; DNS over HTTP/3
+//! (dnspython's DoH3 and aioquic) answering GET and POST, UPDATE NOTIMP,
+//! oversized GETs 431, a body over a message 413, a 30 MB head leaving
+//! memory flat; `clusterdns check` printing the directives and refusing
+//! what it must.
 
 mod common;
 
