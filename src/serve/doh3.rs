@@ -150,24 +150,25 @@ async fn connection(incoming: quinn::Incoming, port: Option<u16>, handler: &Arc<
     };
     while let Ok(Some(resolver)) = h3.accept().await {
         let handler = handler.clone();
-        tokio::spawn(async move {
-            // a request not whole within `read` is dropped (its stream reset)
-            let _ = tokio::time::timeout(read, request(resolver, ends, &handler)).await;
-        });
+        tokio::spawn(async move { request(resolver, ends, &handler, read).await });
     }
 }
 
 type Resolver = h3::server::RequestResolver<Capped, Bytes>;
 
-/// One request: its head and body read, answered.
-async fn request(resolver: Resolver, ends: Ends, handler: &Handler) {
-    let Ok((req, mut stream)) = resolver.resolve_request().await else {
+/// One request: its head and body read within `read` (else dropped, the
+/// stream reset), answered (a forwarded query awaited past `read`).
+async fn request(resolver: Resolver, ends: Ends, handler: &Handler, read: Duration) {
+    let Ok(Ok((req, mut stream))) = tokio::time::timeout(read, resolver.resolve_request()).await else {
         return;
     };
     let started = Instant::now();
     let message = match doh::head(&req) {
         Ok(Some(m)) => Ok(m),
-        Ok(None) => body(&mut stream).await,
+        Ok(None) => match tokio::time::timeout(read, body(&mut stream)).await {
+            Ok(body) => body,
+            Err(_) => return,
+        },
         Err(why) => Err(why),
     };
     let (parts, reply) = doh::dns_response(message, ends, handler, started).await.into_parts();
