@@ -20,8 +20,9 @@
 //! UNIMPLEMENTED, `grpc_server { max_connections }`; DNS over HTTP/3
 //! (dnspython's DoH3 and aioquic) answering GET and POST, UPDATE NOTIMP,
 //! oversized GETs 431, a body over a message 413, a 30 MB head leaving
-//! memory flat; `clusterdns check` printing the directives and refusing
-//! what it must.
+//! memory flat; a 64 KB compression bomb over gRPC and DoH3 raising the
+//! peak RSS by under 10 MiB (CVE-2026-82399); `clusterdns check` printing
+//! the directives and refusing what it must.
 
 mod common;
 
@@ -821,4 +822,71 @@ fn doh3_answers_and_refuses_update_and_oversized_gets() {
     let n = common::sum_of(&server.metrics(), "coredns_dns_requests_total", &labelled);
     assert!(n >= 5.0, "{labelled}: {n}");
     assert!(server.metric("clusterdns_doh_refused_total{reason=\"too_large\"}") >= 1.0);
+}
+
+/// A 64 KB query made to cost memory when decoded (CVE-2026-82399): a
+/// 255-byte question name, then as many CNAME records as fit whose owner
+/// and target each point back at it (4,661 records, 2.4 MB of names).
+fn compression_bomb() -> Vec<u8> {
+    let mut m = vec![0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    for _ in 0..4 {
+        m.push(62);
+        m.extend_from_slice(&[b'a'; 62]);
+    }
+    m.extend_from_slice(&[0, 0, 1, 0, 1]); // root, A, IN
+    let mut records = 0u16;
+    while m.len() + 14 <= 65_535 {
+        m.extend_from_slice(&[0xc0, 12, 0, 5, 0, 1, 0, 0, 0, 0, 0, 2, 0xc0, 12]);
+        records += 1;
+    }
+    m[6..8].copy_from_slice(&records.to_be_bytes());
+    m
+}
+
+/// VmHWM (the peak resident set) of process `pid` in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap_or_default();
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn a_crafted_64k_message_allocates_little_over_grpc_and_doh3() {
+    let test = "a_crafted_64k_message_allocates_little_over_grpc_and_doh3";
+    if tools(test).is_none() {
+        return;
+    }
+    let pins = "grpcio==1.85.1 dnspython==2.7.0";
+    let (Some(grpc_py), Some(doq_py)) = (
+        venv_python(test, "grpc", pins),
+        venv_python(test, "doq", "aioquic==1.2.0 dnspython==2.7.0"),
+    ) else {
+        return;
+    };
+    let dir = temp_dir("transports-bomb");
+    certificates(&dir);
+    let (grpc, https3) = (free_port(), free_port());
+    let more = [block("grpc", grpc, ""), block("https3", https3, "tls srv.pem srv.key")];
+    let server = Server::start(&dir, &corefile(&more.concat()));
+    let bomb = compression_bomb();
+    assert!(bomb.len() <= 65_535 && bomb.len() > 65_000);
+    std::fs::write(dir.join("bomb.bin"), &bomb).expect("bomb file");
+    // warm both paths first, so the peak below is the bomb's alone
+    let grpc_port = grpc.to_string();
+    let ask_grpc = |what: &str| run_client(&dir, &grpc_py, "grpc_client.py", &["file", &grpc_port, "-", what]);
+    let h3_port = https3.to_string();
+    let ask_h3 = |what: &str| run_client(&dir, &doq_py, "doh3_client.py", &["post", &h3_port, "ca.pem", what]);
+    std::fs::write(dir.join("q.bin"), wire_query(hickory_proto::op::OpCode::Query)).expect("query file");
+    assert_eq!(ask_grpc("q.bin").trim(), "NOERROR");
+    assert!(ask_h3("q.bin").starts_with("200 "));
+    let before = peak_kib(server.pid());
+    for _ in 0..3 {
+        let got = ask_grpc("bomb.bin");
+        assert!(!got.contains("Traceback"), "gRPC: {got}");
+        let got = ask_h3("bomb.bin");
+        assert!(got.starts_with(char::is_numeric), "DoH3: {got}");
+    }
+    let grown = peak_kib(server.pid()).saturating_sub(before);
+    assert!(grown < 10 * 1024, "the peak RSS grew {grown} KiB");
+    assert_eq!(ask_grpc("q.bin").trim(), "NOERROR", "still serving");
 }

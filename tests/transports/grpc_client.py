@@ -6,6 +6,8 @@ DnsPacket protobuf (one bytes field, number 1) is written by hand.
   grpc_client.py update PORT CA ZONE   send a DNS UPDATE for ZONE, print the rcode
   grpc_client.py big PORT CA SIZE      send a DnsPacket of SIZE bytes, print the status
   grpc_client.py other PORT CA METHOD  call another method, print the status
+  grpc_client.py file PORT CA FILE     send FILE's bytes as the message, print
+                                       the reply's rcode
 
 CA "-": plain HTTP/2 (a grpc:// block without tls); else TLS trusting CA,
 the server named dns.test. A failed call prints its status code's name.
@@ -71,6 +73,10 @@ def main():
             u = dns.update.UpdateMessage(arg)
             u.add("x", 300, "A", "192.0.2.1")
             print(dns.rcode.to_text(dns.message.from_wire(call(port, ca, u.to_wire())).rcode()))
+        elif mode == "file":
+            with open(arg, "rb") as f:
+                reply = call(port, ca, f.read())
+            print(dns.rcode.to_text(dns.message.from_wire(reply, ignore_trailing=True).rcode()))
         elif mode == "big":
             call(port, ca, b"\0" * int(arg))
             print("OK")
