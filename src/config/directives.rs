@@ -20,10 +20,13 @@ use crate::query::plugins::{file::setup as file, template::setup as template};
 use crate::query::proxyproto::setup as proxyproto;
 use crate::query::tsig::setup as tsig;
 
-use spec::{once, NOT_REPORTED};
+use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
 mod spec;
+
+/// `https3` and `grpc_server`: `max_streams N max_connections N`.
+const STREAMS: Parse = |d, c| super::transport::streams(d, &mut c.server.listen, c.errors);
 
 /// Directives this build implements, in the order their plugins run
 /// (CoreDNS's `plugin.cfg`, with clusterdns's own `limits` and `nodelocal`
@@ -58,20 +61,18 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.listen.tls.is_some(),
         print: super::serving::print_tls,
     },
-    Spec {
-        name: "https",
-        options: true,
-        parse: |d, c| super::transport::https(d, &mut c.server.listen, c.errors),
-        enabled: NOT_REPORTED,
-        print: super::serving::print_https,
-    },
-    Spec {
-        name: "quic",
-        options: true,
-        parse: |d, c| super::transport::quic(d, &mut c.server.listen, c.errors),
-        enabled: NOT_REPORTED,
-        print: super::serving::print_quic,
-    },
+    listener(
+        "https",
+        |d, c| super::transport::https(d, &mut c.server.listen, c.errors),
+        super::serving::print_https,
+    ),
+    listener("https3", STREAMS, super::serving::print_https3),
+    listener(
+        "quic",
+        |d, c| super::transport::quic(d, &mut c.server.listen, c.errors),
+        super::serving::print_quic,
+    ),
+    listener("grpc_server", STREAMS, super::serving::print_grpc_server),
     Spec {
         name: "timeouts",
         options: true,

@@ -31,6 +31,8 @@ const SETUP_ONLY: &[&str] = &[
     "https",
     "quic",
     "proxyproto",
+    "https3",
+    "grpc_server",
 ];
 
 /// Builds one server block, recording process-wide listeners in `config`.

@@ -2,7 +2,7 @@
 //! client-initiated bidirectional stream, a 2-byte length then the
 //! message, the stream finished by the client; the reply written the same
 //! way and the stream finished. Each query is answered by the same path as
-//! a TCP query (`doh::answer`).
+//! a TCP query (`request::answer`).
 //!
 //! Bounds (CVE-2026-32934: streams that send a byte and never finish):
 //! at most `quic { max_streams }` streams open per connection (QUIC's own
@@ -174,7 +174,7 @@ async fn connection(
 async fn stream(
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
-    ends: super::doh::Ends,
+    ends: super::request::Ends,
     handler: &Handler,
     workers: &Semaphore,
     read: Duration,
@@ -199,7 +199,7 @@ async fn stream(
     let Ok(_worker) = workers.acquire().await else {
         return;
     };
-    match super::doh::answer(message, ends, handler, started).await {
+    match super::request::answer(message, ends, handler, started).await {
         Some(reply) => {
             let mut out = Vec::with_capacity(reply.len() + 2);
             crate::query::defer::push_frame(&mut out, &reply);
