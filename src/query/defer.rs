@@ -153,7 +153,8 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     let sink = match &job.sink {
         Sink::Signed(signed) => {
             if !out.is_empty() {
-                signed.1.sign(&mut out);
+                let udp = (job.transport == Transport::Udp).then(|| super::request::edns::udp_limit(job.edns));
+                signed.1.sign_within(&mut out, udp);
             }
             &signed.0
         }

@@ -117,7 +117,7 @@ impl Handler {
             tsig::Admit::Signed(s) => {
                 let signed = || defer::Sink::Signed(Arc::new((sink(), s.signer.clone())));
                 let sent = self.serve(&router, &s.request, at, scratch, &signed);
-                s.signer.signed(sent, &mut scratch.out)
+                s.signed(sent, transport == Transport::Udp, &mut scratch.out)
             }
         }
     }

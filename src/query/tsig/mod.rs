@@ -269,13 +269,31 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-impl Signer {
-    /// `sent`, having signed the reply in `out` when it is sent now.
-    pub fn signed(&self, sent: bool, out: &mut Vec<u8>) -> bool {
+impl Signed {
+    /// `sent`, having signed the reply in `out` when it is sent now (over
+    /// UDP within the request's payload size: [`Signer::sign_within`]).
+    pub fn signed(&self, sent: bool, udp: bool, out: &mut Vec<u8>) -> bool {
         if sent {
-            self.sign(out);
+            let limit = udp.then(|| wire::udp_limit(&self.request));
+            self.signer.sign_within(out, limit);
         }
         sent
+    }
+}
+
+impl Signer {
+    /// Signs the reply in `out`. Over UDP (`limit`: the client's payload
+    /// size), a reply the TSIG record would push past it is first cut to
+    /// its header and question with TC set (RFC 8945 §5.3): the client
+    /// asks again over TCP.
+    pub fn sign_within(&self, out: &mut Vec<u8>, limit: Option<usize>) {
+        let mac = self.key.algorithm().digest_algorithm().output_len();
+        let other = if self.late.is_some() { 6 } else { 0 };
+        let room = self.name.len() + 10 + self.algorithm.len() + 16 + mac + other;
+        if limit.is_some_and(|limit| out.len() + room > limit) {
+            wire::truncate(out);
+        }
+        self.sign(out);
     }
 
     /// Signs the reply in `out` now (RFC 8945 §5.3).

@@ -171,6 +171,46 @@ fn badtime_is_signed_with_the_servers_time() {
 }
 
 #[test]
+fn a_udp_reply_the_tsig_record_would_push_past_the_limit_is_cut_with_tc() {
+    let t = tsig(".", Require::default(), Require::default());
+    let plain = query(OpCode::Query, RecordType::A);
+    let Admit::Signed(s) = t.admit(&signed(&plain), NOW, &mut Vec::new()) else {
+        panic!("not verified")
+    };
+    let mut reply = plain.clone();
+    reply[2] |= 0x80;
+    reply[7] = 1; // one answer, padded out to 480 bytes (a TXT record)
+    reply.extend_from_slice(&[0xC0, 12, 0, 16, 0, 1, 0, 0, 0, 60, 0, 0]);
+    let rdata = reply.len();
+    reply.push(255);
+    reply.resize(480, b'x');
+    let rdlen = u16::try_from(480 - rdata).expect("fits").to_be_bytes();
+    reply[rdata - 2..rdata].copy_from_slice(&rdlen);
+    assert!(
+        wire::Request::of(&reply).is_some_and(|r| r.tsig.is_ok()),
+        "a well-formed reply"
+    );
+    let mut tcp = reply.clone();
+    assert!(s.signed(true, false, &mut tcp));
+    assert_eq!(tcp[2] & 0x02, 0, "over TCP: whole");
+    assert!(tcp.len() > 512);
+    let mut udp = reply.clone();
+    assert!(s.signed(true, true, &mut udp));
+    assert!(udp.len() <= 512 && udp[2] & 0x02 != 0, "over UDP: cut, TC set");
+    assert_eq!(
+        &udp[4..12],
+        &[0, 1, 0, 0, 0, 0, 0, 1],
+        "the question and the TSIG record"
+    );
+    let rr = wire::Request::of(&udp)
+        .expect("reads")
+        .tsig
+        .expect("ok")
+        .expect("signed");
+    assert_eq!(rr.mac.len(), 32);
+}
+
+#[test]
 fn a_mac_cut_to_half_the_hash_verifies() {
     let t = tsig(".", all(), Require::default());
     let msg = sign(&query(OpCode::Query, RecordType::A), KEY, SHA256, SECRET, NOW, 16);

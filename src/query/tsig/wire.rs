@@ -270,3 +270,28 @@ pub fn error(msg: &[u8], rcode: u8, out: &mut Vec<u8>) {
     out.extend_from_slice(&[0; 6]);
     out.extend_from_slice(&msg[12..end]);
 }
+
+/// The most a UDP reply to `msg` may hold: its OPT record's payload size
+/// within 512 and 1232 (as `request::edns::udp_limit`), 512 without one.
+pub fn udp_limit(msg: &[u8]) -> usize {
+    let opt = Records::of(msg).and_then(|mut r| r.find(|rr| rr.rtype == 41 && rr.section == Section::Additional));
+    opt.map_or(512, |rr| usize::from(rr.class).clamp(512, 1232))
+}
+
+/// Cuts the reply in `out` to its header and question, TC set.
+pub fn truncate(out: &mut Vec<u8>) {
+    if out.len() < 12 {
+        return;
+    }
+    let questions = u16::from_be_bytes([out[4], out[5]]);
+    let mut end = 12;
+    for _ in 0..questions {
+        match skip_name(out, end) {
+            Some(e) if e + 4 <= out.len() => end = e + 4,
+            _ => break,
+        }
+    }
+    out.truncate(end);
+    out[2] |= 0x02;
+    out[6..12].fill(0);
+}
