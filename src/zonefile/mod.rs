@@ -13,9 +13,11 @@
 //! hash ignore case, so a question in any case finds them.
 
 mod case;
+pub mod dnssec;
 mod index;
 pub mod lookup;
 mod parse;
+mod signed;
 mod text;
 mod words;
 

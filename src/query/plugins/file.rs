@@ -56,9 +56,10 @@ impl ZoneFile {
             .max()
     }
 
-    /// The zone's answer written into `out`; a CNAME chain leaving the
-    /// zone is [`Verdict::Chase`]: the router looks its target up.
-    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
+    /// The zone's answer written into `out` (with a signed zone's DNSSEC
+    /// records when `dnssec_ok`); a CNAME chain leaving the zone is
+    /// [`Verdict::Chase`]: the router looks its target up.
+    pub fn answer(&self, qname: &Name, qtype: RecordType, dnssec_ok: bool, out: &mut Answer) -> Verdict {
         let Some(slot) = self.zone_for(qname) else {
             return Verdict::Next;
         };
@@ -71,7 +72,10 @@ impl ZoneFile {
             out.error(ResponseCode::Refused); // as CoreDNS's file without `transfer`
             return Verdict::Answered;
         }
-        let found = zone.lookup(qname, qtype);
+        let mut found = zone.lookup(qname, qtype);
+        if dnssec_ok {
+            zone.add_dnssec(qname, &mut found);
+        }
         let nothing = found.answer.is_empty() && matches!(found.outcome, Outcome::NameError | Outcome::Success);
         if nothing && self.cfg.falls_through(qname) {
             return Verdict::Next;
@@ -154,7 +158,7 @@ mod tests {
     fn address(file: &ZoneFile) -> String {
         let mut out = Answer::default();
         let www = Name::from_ascii("www.example.org.").expect("name");
-        file.answer(&www, RecordType::A, &mut out);
+        file.answer(&www, RecordType::A, false, &mut out);
         out.answers.first().map(|r| r.data.to_string()).unwrap_or_default()
     }
 
@@ -205,12 +209,12 @@ mod tests {
             (RecordType::SOA, ResponseCode::NoError),
         ] {
             let mut out = Answer::default();
-            assert_eq!(file.answer(&apex, qtype, &mut out), Verdict::Answered);
+            assert_eq!(file.answer(&apex, qtype, false, &mut out), Verdict::Answered);
             assert_eq!(out.rcode, rcode, "{qtype}");
         }
         let mut out = Answer::default();
         let other = Name::from_ascii("example.com.").expect("name");
-        assert_eq!(file.answer(&other, RecordType::A, &mut out), Verdict::Next);
+        assert_eq!(file.answer(&other, RecordType::A, false, &mut out), Verdict::Next);
     }
 
     #[tokio::test]

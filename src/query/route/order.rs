@@ -29,7 +29,9 @@ impl Router {
                 block::loop_detected(block, probe, qname);
             }
         }
-        if template(block, query, asker, out) || data(block, qname, qtype, out) || kubernetes(block, qname, qtype, out)
+        if template(block, query, asker, out)
+            || data(block, (qname, qtype), asker.dnssec_ok, out)
+            || kubernetes(block, qname, qtype, out)
         {
             return Routed::Done;
         }
@@ -68,9 +70,9 @@ fn template(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> boo
     )
 }
 
-/// The block's own data in order: `hosts`, `k8s_external`, `file`; true
-/// when one answered.
-fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
+/// The block's own data in order: `hosts`, `k8s_external`, `file` (with
+/// a signed zone's DNSSEC records when `dnssec_ok`); true when one answered.
+fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out: &mut Answer) -> bool {
     if let Some(hosts) = &block.hosts {
         if took(hosts.answer(qname, qtype, out), Plugin::Hosts, out) {
             return true;
@@ -89,7 +91,7 @@ fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> boo
             longest = Some((labels, file));
         }
     }
-    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, out), Plugin::File, out))
+    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), Plugin::File, out))
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
