@@ -120,7 +120,8 @@ impl Runtime {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
         let (dns64, templates, acl_stats) = counted(server, &mut built.live);
-        let files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
+        let mut files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
+        files.extend(server.secondaries.iter().map(crate::query::plugins::secondary::start));
         let external = server
             .k8s_external
             .clone()

@@ -21,6 +21,7 @@ use spec::{once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
 mod spec;
+mod zones;
 
 /// Directives this build implements, in the order their plugins run
 /// (CoreDNS's `plugin.cfg`, with clusterdns's own `limits` and `nodelocal`
@@ -361,6 +362,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| !s.files.is_empty(),
         print: print::file,
     },
+    zones::SECONDARY,
     Spec {
         name: "loop",
         options: true,

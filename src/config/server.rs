@@ -64,6 +64,7 @@ pub struct Server {
     pub cache: Option<cache::CacheConfig>,
     pub hosts: Option<hosts::HostsConfig>,
     pub files: Vec<file::FileConfig>,
+    pub secondaries: Vec<crate::query::plugins::secondary::setup::SecondaryConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
     /// `loadbalance`: shuffled answers, `prefer`red networks first.
@@ -132,6 +133,7 @@ impl Server {
             cache: None,
             hosts: None,
             files: Vec::new(),
+            secondaries: Vec::new(),
             loop_detect: None,
             loadbalance: None,
             autopath: None,

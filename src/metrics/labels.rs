@@ -40,6 +40,7 @@ pub enum Plugin {
     Chaos,
     Local,
     Transfer,
+    Secondary,
 }
 
 /// The kind of search-path expansion a query was: an outside name with

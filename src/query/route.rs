@@ -46,6 +46,7 @@ pub mod autopath;
 mod block;
 mod chase;
 mod direct;
+mod notify;
 mod order;
 mod shortcut;
 #[cfg(test)]

@@ -15,6 +15,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::watched::watch_file;
+use crate::metrics::Plugin;
 use crate::query::plugins::file::setup::FileConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
@@ -24,17 +25,62 @@ use crate::zonefile::{Outcome, Zone};
 /// reads the same one.
 pub type Loaded = Arc<ArcSwap<Option<Zone>>>;
 
-/// The `file` plugin for one zone file.
+/// The `file` plugin for one zone file (or `secondary`'s zones, filled by
+/// transfers: [`ZoneFile::fed`]).
 pub struct ZoneFile {
     cfg: FileConfig,
     /// One per origin of `cfg.zones`, in its order.
     zones: Vec<Loaded>,
+    /// The plugin named as the answer's writer (`file`, `secondary`).
+    pub plugin: Plugin,
+    /// A transferred zone's primaries, one per origin (none for a file).
+    primaries: Vec<Arc<Primaries>>,
+}
+
+/// Where a zone filled by transfers comes from: the primaries whose
+/// NOTIFY is heeded (as CoreDNS, by IP), and the wake-up a NOTIFY rings.
+#[derive(Debug, Default)]
+pub struct Primaries {
+    pub from: Vec<std::net::SocketAddr>,
+    pub notified: tokio::sync::Notify,
 }
 
 impl ZoneFile {
     pub fn new(cfg: FileConfig) -> ZoneFile {
         let zones = cfg.zones.iter().map(|origin| load(&cfg, origin)).collect();
-        ZoneFile { cfg, zones }
+        ZoneFile {
+            cfg,
+            zones,
+            plugin: Plugin::File,
+            primaries: Vec::new(),
+        }
+    }
+
+    /// Zones filled by someone else (`secondary`'s transfers), one slot
+    /// and one [`Primaries`] per origin of `cfg.zones`.
+    pub fn fed(cfg: FileConfig, zones: Vec<Loaded>, primaries: Vec<Arc<Primaries>>, plugin: Plugin) -> ZoneFile {
+        ZoneFile {
+            cfg,
+            zones,
+            plugin,
+            primaries,
+        }
+    }
+
+    /// A NOTIFY for `qname` from `from`: `None` when no transferred zone
+    /// of this plugin has that origin; else whether it came from one of
+    /// the zone's primaries (then the zone checks its primary now).
+    pub fn notify(&self, qname: &Name, from: std::net::IpAddr) -> Option<bool> {
+        let i = self.cfg.zones.iter().position(|z| z == qname)?;
+        let primaries = self.primaries.get(i)?;
+        let ours = primaries.from.iter().any(|a| a.ip() == from);
+        if ours {
+            tracing::info!(target: "secondary", "notify from {from} for {qname}: checking transfer");
+            primaries.notified.notify_one();
+        } else {
+            tracing::info!(target: "secondary", "dropping notify from {from} for {qname}: not a primary of the zone");
+        }
+        Some(ours)
     }
 
     /// Each origin with the zone loaded for it (what `transfer` sends).

@@ -11,6 +11,7 @@ pub mod hosts;
 pub mod k8s_external;
 pub mod local;
 pub mod rewrite;
+pub mod secondary;
 pub mod template;
 pub mod verdict;
 pub mod watched;

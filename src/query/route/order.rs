@@ -97,7 +97,7 @@ fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> boo
             longest = Some((labels, file));
         }
     }
-    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, out), Plugin::File, out))
+    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, out), file.plugin, out))
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
