@@ -121,6 +121,7 @@ impl Runtime {
         let forwarding = self.forwarding(server, taps, &mut built.live);
         let (dns64, templates, acl_stats) = counted(server, &mut built.live);
         let mut files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
+        files.extend(server.autos.iter().map(crate::query::plugins::auto::start));
         files.extend(server.secondaries.iter().map(crate::query::plugins::secondary::start));
         let external = server
             .k8s_external

@@ -362,6 +362,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| !s.files.is_empty(),
         print: print::file,
     },
+    zones::AUTO,
     zones::SECONDARY,
     Spec {
         name: "loop",

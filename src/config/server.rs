@@ -65,6 +65,7 @@ pub struct Server {
     pub hosts: Option<hosts::HostsConfig>,
     pub files: Vec<file::FileConfig>,
     pub secondaries: Vec<crate::query::plugins::secondary::setup::SecondaryConfig>,
+    pub autos: Vec<crate::query::plugins::auto::setup::AutoConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
     /// `loadbalance`: shuffled answers, `prefer`red networks first.
@@ -134,6 +135,7 @@ impl Server {
             hosts: None,
             files: Vec::new(),
             secondaries: Vec::new(),
+            autos: Vec::new(),
             loop_detect: None,
             loadbalance: None,
             autopath: None,

@@ -41,6 +41,7 @@ pub enum Plugin {
     Local,
     Transfer,
     Secondary,
+    Auto,
 }
 
 /// The kind of search-path expansion a query was: an outside name with

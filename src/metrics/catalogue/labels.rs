@@ -22,7 +22,7 @@ pub const PROTOS: [&str; 2] = ["udp", "tcp"];
 /// `family` label values (IPv4, IPv6).
 pub const FAMILIES: [&str; 2] = ["1", "2"];
 /// `plugin` label values, in `Plugin` order.
-pub const PLUGINS: [&str; 14] = [
+pub const PLUGINS: [&str; 15] = [
     "",
     "kubernetes",
     "forward",
@@ -37,6 +37,7 @@ pub const PLUGINS: [&str; 14] = [
     "local",
     "transfer",
     "secondary",
+    "auto",
 ];
 /// Query types CoreDNS reports by name (`type`); the rest are `other`.
 pub const TYPES: [RecordType; 18] = [

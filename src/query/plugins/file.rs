@@ -35,7 +35,15 @@ pub struct ZoneFile {
     pub plugin: Plugin,
     /// A transferred zone's primaries, one per origin (none for a file).
     primaries: Vec<Arc<Primaries>>,
+    /// `auto`'s zones, found in a directory and changing with it: each
+    /// origin with its zone. `cfg.zones` then only bounds what is served.
+    found: Option<Found>,
 }
+
+/// The zones `auto` loaded, swapped whole when its directory changes.
+pub type Found = Arc<ArcSwap<FoundZones>>;
+/// Each origin `auto` found, with its zone.
+pub type FoundZones = Vec<(Name, Arc<Option<Zone>>)>;
 
 /// Where a zone filled by transfers comes from: the primaries whose
 /// NOTIFY is heeded (as CoreDNS, by IP), and the wake-up a NOTIFY rings.
@@ -53,6 +61,18 @@ impl ZoneFile {
             zones,
             plugin: Plugin::File,
             primaries: Vec::new(),
+            found: None,
+        }
+    }
+
+    /// `auto`'s zones: those of `found` under `cfg.zones`.
+    pub fn found(cfg: FileConfig, found: Found) -> ZoneFile {
+        ZoneFile {
+            cfg,
+            zones: Vec::new(),
+            plugin: Plugin::Auto,
+            primaries: Vec::new(),
+            found: Some(found),
         }
     }
 
@@ -64,6 +84,7 @@ impl ZoneFile {
             zones,
             plugin,
             primaries,
+            found: None,
         }
     }
 
@@ -88,6 +109,13 @@ impl ZoneFile {
         self.cfg.zones.iter().zip(&self.zones)
     }
 
+    /// Whether `qname` is under `auto`'s zones with no zone found for it.
+    pub fn unfound(&self, qname: &Name) -> bool {
+        self.found
+            .as_ref()
+            .is_some_and(|f| self.serves(qname) && found_for(&f.load(), qname).is_none())
+    }
+
     pub fn serves(&self, qname: &Name) -> bool {
         self.depth(qname).is_some()
     }
@@ -105,11 +133,15 @@ impl ZoneFile {
     /// The zone's answer written into `out`; a CNAME chain leaving the
     /// zone is [`Verdict::Chase`]: the router looks its target up.
     pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
-        let Some(slot) = self.zone_for(qname) else {
-            return Verdict::Next;
+        let loaded = match &self.found {
+            Some(found) if self.serves(qname) => found_for(&found.load(), qname),
+            Some(_) => None,
+            None => self.zone_for(qname).map(|slot| slot.load_full()),
         };
-        let guard = slot.load();
-        let Some(zone) = guard.as_ref() else {
+        let Some(loaded) = loaded else {
+            return Verdict::Next; // `auto`: no zone found for the name
+        };
+        let Some(zone) = loaded.as_ref() else {
             out.error(ResponseCode::ServFail);
             return Verdict::Answered;
         };
@@ -150,6 +182,15 @@ impl ZoneFile {
             .max_by_key(|(origin, _)| origin.num_labels())
             .map(|(_, zone)| zone)
     }
+}
+
+/// The zone of `found` with the longest origin holding `qname`.
+fn found_for(found: &[(Name, Arc<Option<Zone>>)], qname: &Name) -> Option<Arc<Option<Zone>>> {
+    found
+        .iter()
+        .filter(|(origin, _)| origin.zone_of(qname))
+        .max_by_key(|(origin, _)| origin.num_labels())
+        .map(|(_, zone)| zone.clone())
 }
 
 /// Loads the file for `origin` now, and again when it changes.

@@ -144,8 +144,15 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
             crate::query::plugins::whoami::answer(query, asker.client, w.port, w.tcp, out);
             return Routed::Done;
         }
-        out.error(if block.chain { ResponseCode::ServFail } else { UNHANDLED });
-        out.tags.memoizable = true;
+        // `auto` with no zone for the name and nothing after it: REFUSED, as CoreDNS.
+        let unfound = block.files.iter().any(|f| f.unfound(qname));
+        out.error(if block.chain && !unfound {
+            ResponseCode::ServFail
+        } else {
+            UNHANDLED
+        });
+        // Not when a zone may appear for the name (`auto`, `secondary`, `file`).
+        out.tags.memoizable = !block.files.iter().any(|f| f.serves(qname));
         return Routed::Done;
     };
     out.clear_records();
