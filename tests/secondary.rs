@@ -226,3 +226,45 @@ fn refresh_retry_and_expire_follow_the_soa() {
     let back = until(&server, "www.example.com.", ("NOERROR", "192.0.2.2"));
     assert_eq!(back, ("NOERROR".into(), "192.0.2.2".into()));
 }
+
+/// test/secondary_test.go TestSecondaryZoneNotify: clusterdns on both
+/// sides. The primary (`file` + `transfer { to SECONDARY }`) reloads a
+/// new serial and sends NOTIFY; the secondary transfers at once (its SOA
+/// refresh is two hours).
+#[test]
+fn a_clusterdns_secondary_follows_a_clusterdns_primary_by_notify() {
+    let dir = temp_dir("secondary-pair");
+    let primary_dir = dir.join("primary");
+    std::fs::create_dir_all(&primary_dir).expect("primary dir");
+    let soa = |serial: u32| {
+        format!("$ORIGIN example.org.\n@ 3600 IN SOA sns.dns.icann.org. noc.dns.icann.org. {serial} 7200 3600 1209600 3600\n  3600 IN NS a.iana-servers.net.\n  3600 IN NS b.iana-servers.net.\n")
+    };
+    let file = primary_dir.join("db.primary");
+    std::fs::write(&file, soa(2017042745)).expect("write zone");
+    let secondary_port = common::free_port();
+    let primary = Server::start(
+        &primary_dir,
+        &format!(
+            "example.org:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file {} {{\n        reload 0.01s\n    }}\n    transfer {{\n        to 127.0.0.1:{secondary_port}\n    }}\n}}\n",
+            file.display()
+        ),
+    );
+    let secondary = Server::start(
+        &dir,
+        &format!(
+            "example.org:{secondary_port} {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    secondary {{\n        transfer from {}\n    }}\n}}\n",
+            primary.dns
+        ),
+    );
+    let started = Instant::now();
+    while common::udp(secondary.dns, "example.org.", RecordType::SOA).answers.is_empty() {
+        assert!(started.elapsed() < LIMIT, "the first transfer never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(ask(&secondary, "www.example.org.").1, "", "no www yet");
+
+    std::fs::write(&file, format!("{}www    IN A    127.0.0.1\n", soa(2017042746))).expect("rewrite zone");
+    let got = until(&secondary, "www.example.org.", ("NOERROR", "127.0.0.1"));
+    assert_eq!(got, ("NOERROR".into(), "127.0.0.1".into()));
+    assert!(secondary.log_contains("notify from 127.0.0.1 for example.org"));
+}
