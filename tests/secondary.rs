@@ -257,14 +257,53 @@ fn a_clusterdns_secondary_follows_a_clusterdns_primary_by_notify() {
         ),
     );
     let started = Instant::now();
-    while common::udp(secondary.dns, "example.org.", RecordType::SOA).answers.is_empty() {
-        assert!(started.elapsed() < LIMIT, "the first transfer never came");
+    let first = loop {
+        let answers = common::udp(secondary.dns, "example.org.", RecordType::SOA).answers;
+        if !answers.is_empty() || started.elapsed() > LIMIT {
+            break answers;
+        }
         std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    assert!(!first.is_empty(), "the first transfer never came");
     assert_eq!(ask(&secondary, "www.example.org.").1, "", "no www yet");
 
     std::fs::write(&file, format!("{}www    IN A    127.0.0.1\n", soa(2017042746))).expect("rewrite zone");
     let got = until(&secondary, "www.example.org.", ("NOERROR", "127.0.0.1"));
     assert_eq!(got, ("NOERROR".into(), "127.0.0.1".into()));
     assert!(secondary.log_contains("notify from 127.0.0.1 for example.org"));
+}
+
+/// A Corefile reload that keeps the `secondary` directive as it was keeps
+/// its zone: served on, though the primary is gone (a new block would
+/// answer SERVFAIL until it could transfer). `marker` tells which
+/// configuration serves.
+fn reloadable(named_port: u16, marker: u8) -> String {
+    format!(
+        "example.com:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    reload 2s 0s\n    hosts {{\n        192.0.2.{marker} marker.example.com\n        fallthrough\n    }}\n    secondary {{\n        transfer from 127.0.0.1:{named_port}\n    }}\n}}\n"
+    )
+}
+
+#[test]
+fn a_reload_keeping_the_directive_keeps_the_zone() {
+    let Some(bin) = named_or_skip("secondary reload") else {
+        return;
+    };
+    let dir = temp_dir("secondary-reload");
+    std::fs::write(dir.join("db.example.com"), zone(1, "192.0.2.1", "3600 600 86400")).expect("write zone");
+    let named_port = common::free_port();
+    let server = Server::start(&dir, &reloadable(named_port, 10));
+    let named = Named::start(&bin, &dir, named_port, None);
+    let first = until(&server, "www.example.com.", ("NOERROR", "192.0.2.1"));
+    assert_eq!(first, ("NOERROR".into(), "192.0.2.1".into()), "{}", named.log());
+    drop(named);
+
+    std::fs::write(dir.join("Corefile"), reloadable(named_port, 11)).expect("rewrite Corefile");
+    let reloaded = until(&server, "marker.example.com.", ("NOERROR", "192.0.2.11"));
+    assert_eq!(reloaded, ("NOERROR".into(), "192.0.2.11".into()), "the reload came");
+    assert_eq!(
+        ask(&server, "www.example.com."),
+        ("NOERROR".into(), "192.0.2.1".into()),
+        "{:?}",
+        server.log.lock().map(|l| l.clone())
+    );
 }

@@ -20,6 +20,7 @@ use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::local::LocalNames;
 use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
+use crate::query::plugins::{auto, secondary};
 use crate::query::transfer::Transfer;
 use crate::query::{Block, LoopProbe, Router};
 use crate::store::Store;
@@ -120,9 +121,7 @@ impl Runtime {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
         let (dns64, templates, acl_stats) = counted(server, &mut built.live);
-        let mut files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
-        files.extend(server.autos.iter().map(crate::query::plugins::auto::start));
-        files.extend(server.secondaries.iter().map(crate::query::plugins::secondary::start));
+        let files = zone_files(server);
         let external = server
             .k8s_external
             .clone()
@@ -170,6 +169,16 @@ impl Runtime {
             transfer,
         }
     }
+}
+
+/// The block's zones: `file`'s, then `auto`'s and `secondary`'s.
+fn zone_files(server: &Server) -> Vec<ZoneFile> {
+    let files = server.files.iter().cloned().map(ZoneFile::new);
+    let autos = server.autos.iter().map(auto::start);
+    files
+        .chain(autos)
+        .chain(server.secondaries.iter().map(secondary::start))
+        .collect()
 }
 
 /// The plugins of `server` that keep metrics of their own (`dns64`,

@@ -259,17 +259,10 @@ impl Handler {
         let answer = &mut scratch.answer;
         let (meta, query, edns) = match request::check_parsed(at.bytes, at.wire) {
             Triage::Drop => return Fate::Nothing,
-            Triage::Reject {
-                meta,
-                query,
-                edns,
-                rcode,
-            } => {
-                if !rejected(router, (&meta, query.as_ref()), at.peer.ip(), rcode, answer) {
-                    return Fate::Nothing;
-                }
-                (meta, query, edns)
-            }
+            reject @ Triage::Reject { .. } => match router.rejected(reject, at.peer.ip(), answer) {
+                Some(echo) => echo,
+                None => return Fate::Nothing, // a NOTIFY not from a primary
+            },
             Triage::Query(req) => match self.route(router, at, req, scratch, sink) {
                 Ok(routed) => routed,
                 Err(done) => return done,
@@ -381,25 +374,6 @@ impl Handler {
 
 /// Who asks, as the plugins of the full path see it: the request's fields
 /// `template`'s functions read are copied only here, past the direct writes.
-/// A rejected request's answer: `rcode`; but a NOTIFY for a zone kept by
-/// transfer (`secondary`) is answered NOERROR with AA when it comes from
-/// one of the zone's primaries, and dropped (false) when not, as CoreDNS.
-fn rejected(
-    router: &Router,
-    (meta, query): (&hickory_proto::op::Metadata, Option<&Query>),
-    from: std::net::IpAddr,
-    rcode: hickory_proto::op::ResponseCode,
-    answer: &mut Answer,
-) -> bool {
-    let notify = query.filter(|_| meta.op_code == hickory_proto::op::OpCode::Notify);
-    match notify.and_then(|q| router.notified(q.name(), from)) {
-        Some(true) => answer.authoritative = true,
-        Some(false) => return false,
-        None => answer.error(rcode),
-    }
-    true
-}
-
 fn asker(at: &Arrival<'_>, req: &request::Request) -> Asker {
     let edns = req.edns.map(|e| (e.payload, e.dnssec_ok));
     let id = (req.meta.id, u8::from(req.meta.op_code));

@@ -41,9 +41,35 @@ const MAX_RETRY: Duration = Duration::from_secs(10);
 const REFRESH_JITTER: Duration = Duration::from_secs(5);
 const RETRY_JITTER: Duration = Duration::from_secs(2);
 
+/// The zones of running `secondary` directives, by directive: a reload
+/// that keeps a directive as it was takes its zones over (served on
+/// without a new first transfer, kept by the same tasks).
+type Running = Vec<(SecondaryConfig, Slots, Vec<Arc<Primaries>>)>;
+/// What [`RUNNING`] holds of a directive's zones: not their life.
+type Slots = Vec<Weak<ArcSwap<Option<Zone>>>>;
+static RUNNING: std::sync::Mutex<Running> = std::sync::Mutex::new(Vec::new());
+
 /// The zones of one `secondary` directive, empty until transferred, each
-/// kept by a task of its own (when a runtime runs: not under `check`).
+/// kept by a task of its own (when a runtime runs: not under `check`); a
+/// running block's zones when it has the same directive.
 pub fn start(cfg: &SecondaryConfig) -> ZoneFile {
+    let Ok(mut running) = RUNNING.lock() else {
+        return fresh(cfg).0;
+    };
+    running.retain(|(_, slots, _)| slots.iter().all(|s| s.strong_count() > 0));
+    for (same, slots, primaries) in running.iter().filter(|(c, ..)| c == cfg) {
+        let live: Option<Vec<Loaded>> = slots.iter().map(Weak::upgrade).collect();
+        if let Some(live) = live {
+            return ZoneFile::fed(same.as_file(), live, primaries.clone(), Plugin::Secondary);
+        }
+    }
+    let (file, slots, primaries) = fresh(cfg);
+    running.push((cfg.clone(), slots, primaries));
+    file
+}
+
+/// New zones for `cfg`, with what [`RUNNING`] keeps of them.
+fn fresh(cfg: &SecondaryConfig) -> (ZoneFile, Slots, Vec<Arc<Primaries>>) {
     let (mut slots, mut primaries) = (Vec::new(), Vec::new());
     for origin in &cfg.zones {
         let slot: Loaded = Arc::new(ArcSwap::from_pointee(None));
@@ -57,7 +83,13 @@ pub fn start(cfg: &SecondaryConfig) -> ZoneFile {
         slots.push(slot);
         primaries.push(from);
     }
-    ZoneFile::fed(cfg.as_file(), slots, primaries, Plugin::Secondary)
+    let weak = slots.iter().map(Arc::downgrade).collect();
+    let kept = primaries.clone();
+    (
+        ZoneFile::fed(cfg.as_file(), slots, primaries, Plugin::Secondary),
+        weak,
+        kept,
+    )
 }
 
 /// Keeps `origin` in `slot` for as long as the block serving it lives.
@@ -179,4 +211,45 @@ fn newer(a: u32, b: u32) -> bool {
 /// A random duration in `[0, max)`.
 fn jitter(max: Duration) -> Duration {
     Duration::from_millis(fastrand::u64(0..max.as_millis().max(1) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(port: u16) -> SecondaryConfig {
+        SecondaryConfig {
+            zones: vec![Name::from_ascii("example.org.").expect("name")],
+            from: vec![std::net::SocketAddr::from(([127, 0, 0, 1], port))],
+            fallthrough: None,
+        }
+    }
+
+    fn slot(file: &ZoneFile) -> Loaded {
+        file.origins().next().map(|(_, l)| l.clone()).expect("one origin")
+    }
+
+    #[tokio::test]
+    async fn a_reload_with_the_same_directive_keeps_the_zones() {
+        let first = start(&cfg(1));
+        let again = start(&cfg(1));
+        assert!(Arc::ptr_eq(&slot(&first), &slot(&again)), "taken over");
+        let other = start(&cfg(2));
+        assert!(!Arc::ptr_eq(&slot(&first), &slot(&other)), "another primary: new zones");
+        let kept = Arc::downgrade(&slot(&first));
+        drop((first, again));
+        assert!(kept.upgrade().is_none(), "gone with the last block holding it");
+        let after = start(&cfg(1));
+        assert!(slot(&after).load().is_none(), "new zones, not yet transferred");
+    }
+
+    #[test]
+    fn serials_compare_as_rfc_1982_says() {
+        assert!(newer(2, 1) && !newer(1, 2) && !newer(1, 1));
+        assert!(newer(0, u32::MAX), "wraps");
+        assert!(
+            newer(2_147_483_648, 1) && !newer(2_147_483_649, 1),
+            "2^31 apart: not newer"
+        );
+    }
 }

@@ -53,6 +53,9 @@ pub async fn axfr(primary: SocketAddr, origin: &Name) -> Result<(Zone, usize), S
         }
     }
     let count = records.len();
+    if records.len() > 1 && records.last().map(Record::record_type) == Some(RecordType::SOA) {
+        records.pop(); // the closing SOA: the first one is the zone's
+    }
     let zone = crate::zonefile::from_records(origin, records)?;
     Ok((zone, count))
 }
