@@ -1,10 +1,24 @@
-//! The table's rows of the zones served from elsewhere than a file named
-//! in the Corefile: `auto` (a directory's zone files) and `secondary`
-//! (transferred from a primary).
+//! The table's rows of the zones served as zone files: `file` (a file
+//! named in the Corefile), `auto` (a directory's zone files) and
+//! `secondary` (transferred from a primary).
 
 use super::Spec;
+use crate::config::effective::print as effective;
 use crate::query::plugins::auto;
+use crate::query::plugins::file::setup as file;
 use crate::query::plugins::secondary::{print, setup};
+
+/// `file`, after `kubernetes` as in CoreDNS's `plugin.cfg`.
+pub(super) const FILE: Spec = Spec {
+    name: "file",
+    options: true,
+    parse: |d, c| {
+        let dir = crate::config::root::dir(c.server.root.as_deref(), c.dir);
+        c.server.files.extend(file::file(d, &c.server.zones, dir, c.errors))
+    },
+    enabled: |s, _| !s.files.is_empty(),
+    print: effective::file,
+};
 
 /// `auto`, after `file` as in CoreDNS's `plugin.cfg`.
 pub(super) const AUTO: Spec = Spec {

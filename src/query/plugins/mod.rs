@@ -4,6 +4,7 @@
 //! own config; which plugin runs when is the router's (`route/order.rs`).
 
 pub mod auto;
+pub mod chain;
 pub mod chaos;
 pub mod cluster;
 pub mod dns64;
