@@ -24,4 +24,4 @@ mod words;
 pub use index::Zone;
 pub use lookup::{Found, Outcome};
 pub(crate) use parse::{dname, dname_target};
-pub use parse::{parse, parse_file};
+pub use parse::{from_records, parse, parse_file};

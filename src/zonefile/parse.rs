@@ -41,6 +41,22 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     index(origin.to_lowercase(), sets, keep)
 }
 
+/// A zone from records received by zone transfer (`secondary`): the
+/// DNSSEC records left out as a zone file's are, names kept as sent.
+pub fn from_records(origin: &Name, records: Vec<Record>) -> Result<Zone, String> {
+    let mut sets: BTreeMap<RrKey, RecordSet> = BTreeMap::new();
+    for r in records {
+        if r.record_type().is_dnssec() {
+            continue;
+        }
+        let key = RrKey::new(r.name.to_lowercase().into(), r.record_type());
+        sets.entry(key)
+            .or_insert_with(|| RecordSet::new(r.name.clone(), r.record_type(), 0))
+            .insert(r, 0);
+    }
+    index(origin.to_lowercase(), sets, false)
+}
+
 /// The file's record sets as hickory's parser reads them, and whether
 /// their names carry the case marks ([`super::case`]).
 fn read(text: &str, path: Option<&Path>, origin: &Name) -> Result<(bool, BTreeMap<RrKey, RecordSet>), String> {

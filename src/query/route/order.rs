@@ -91,7 +91,7 @@ fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out
             longest = Some((labels, file));
         }
     }
-    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), Plugin::File, out))
+    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), file.plugin, out))
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
@@ -123,8 +123,15 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
         if Chain::run(&block.plugins.last, query, &asker.of(), out) {
             return Routed::Done;
         }
-        out.error(if block.chain { ResponseCode::ServFail } else { UNHANDLED });
-        out.tags.memoizable = true;
+        // `auto` with no zone for the name and nothing after it: REFUSED, as CoreDNS.
+        let unfound = block.files.iter().any(|f| f.unfound(qname));
+        out.error(if block.chain && !unfound {
+            ResponseCode::ServFail
+        } else {
+            UNHANDLED
+        });
+        // Not when a zone may appear for the name (`auto`, `secondary`, `file`).
+        out.tags.memoizable = !block.files.iter().any(|f| f.serves(qname));
         return Routed::Done;
     };
     out.clear_records();
