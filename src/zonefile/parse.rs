@@ -273,6 +273,27 @@ mod tests {
     }
 
     #[test]
+    fn underscores_inside_labels_and_a_bare_at_in_txt_read_as_miekg_reads_them() {
+        let origin = Name::from_ascii("example.org.").expect("test data");
+        let text = "$ORIGIN example.org.\n@ 60 IN SOA a b 1 2 3 4 5\nmy_host 60 IN A 192.0.2.1\nc 60 IN CNAME my_host\n_s._tcp 60 IN SRV 0 0 1 my_host\nm 60 MX 1 my_mail.example.org.\nt 60 IN TXT @\n";
+        let z = parse(text, None, &origin).expect("test data");
+        let name = |n: &str| Name::from_labels(n.split('.').map(str::as_bytes)).expect("test data");
+        assert_eq!(z.get(&name("my_host.example.org"), RecordType::A).len(), 1);
+        let target = |owner: &str, t| z.get(&name(owner), t)[0].data.to_string();
+        assert_eq!(target("c.example.org", RecordType::CNAME), "my_host.example.org.");
+        assert_eq!(
+            target("_s._tcp.example.org", RecordType::SRV),
+            "0 0 1 my_host.example.org."
+        );
+        assert_eq!(target("m.example.org", RecordType::MX), "1 my_mail.example.org.");
+        assert_eq!(
+            target("t.example.org", RecordType::TXT),
+            "@",
+            "the text @, not the origin"
+        );
+    }
+
+    #[test]
     fn a_signed_zone_loads_with_its_dnssec_records() {
         let origin = Name::from_ascii("example.org.").expect("test data");
         let text = "$ORIGIN example.org.\n@ 60 IN SOA a b 1 2 3 4 5\n 60 RRSIG SOA 5 2 60 (\n 20170702091734 20170602091734 54282 example.org.\n mr5eQtFs1G+/ ) ; signed\n 60 NSEC www NS SOA RRSIG NSEC\nwww 60 IN A 192.0.2.1\n 90 DS 10056 5 1 EE72CABD\n 60 TXT \"kept\"\n";
