@@ -291,3 +291,22 @@ fn loadbalance_weighted_draws_the_first_address_by_weight_and_rereads_its_file()
     }
     assert_eq!(in_a_row, 8, "the re-read weights put 10.0.0.3 first");
 }
+
+/// `header` as dig sees it, over UDP and TCP: the response rules on a
+/// forwarded answer (the stub sets RA), the query rules on what is echoed;
+/// a truncated answer keeps TC (no rule names it).
+#[test]
+fn header_sets_and_clears_the_flags_dig_prints() {
+    let dir = temp_dir("header");
+    let stub = Stub::start();
+    let rules = "    header {\n        response set aa\n        response clear ra\n        query clear rd\n    }";
+    let server = Server::start(&dir, &corefile(&stub, rules));
+    for transport in ["+notcp", "+tcp"] {
+        let d = common::dig::dig_with("dig", &server, &[transport, "+recurse", "www.example.org", "A"]);
+        assert_eq!(d.status, "NOERROR", "{}", d.text);
+        assert_eq!(d.flags, "qr aa", "{}", d.text);
+        assert_eq!(d.data(), ["192.0.2.1"], "{}", d.text);
+    }
+    let big = dig(&server, &["+ignore", "+noedns", "big.example.org", "TXT"]);
+    assert!(big.contains("flags: qr aa tc;"), "{big}");
+}

@@ -162,6 +162,7 @@ impl Runtime {
             }),
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
+            header: server.header.clone().map(Arc::new),
             minimal: server.minimal,
             chaos: server.chaos.clone().map(Chaos::new),
             local: server.local.map(LocalNames::new),

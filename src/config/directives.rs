@@ -20,6 +20,7 @@ use crate::query::plugins::k8s_external::setup as k8s_external;
 use spec::{once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
+mod rows;
 mod spec;
 
 /// Directives this build implements, in the order their plugins run
@@ -286,6 +287,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.cache.is_some(),
         print: print::cache,
     },
+    rows::HEADER,
     Spec {
         name: "minimal",
         options: false,

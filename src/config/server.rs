@@ -94,6 +94,8 @@ pub struct Server {
     pub bufsize: Option<u16>,
     /// `nsid`: the NSID a request that asks for it gets back.
     pub nsid: Option<String>,
+    /// `header`: flags set or cleared in queries and responses.
+    pub header: Option<crate::query::reply::header::Rules>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
     /// `chaos`: CH TXT `version.bind` and friends.
@@ -146,6 +148,7 @@ impl Server {
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,
+            header: None,
             minimal: false,
             chaos: None,
             local: None,

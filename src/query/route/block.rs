@@ -81,6 +81,8 @@ pub struct Block {
     pub bufsize: Option<u16>,
     /// `nsid`: the NSID a request that asks for it gets back.
     pub nsid: Option<Arc<[u8]>>,
+    /// `header`: flags set or cleared in queries and responses.
+    pub header: Option<Arc<crate::query::reply::header::Rules>>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
     /// `chaos`: CH TXT questions about the server.
@@ -117,6 +119,7 @@ impl Block {
             rewrite: None,
             bufsize: None,
             nsid: None,
+            header: None,
             minimal: false,
             chaos: None,
             local: None,

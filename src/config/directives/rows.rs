@@ -1,0 +1,14 @@
+//! Rows of the directive table ([`super::DIRECTIVES`]) kept in a file of
+//! their own, so the table stays within the size limit: one constant per
+//! directive, named in the table where its plugin runs.
+
+use super::spec::Spec;
+
+/// `header`: flags set or cleared in queries and responses.
+pub const HEADER: Spec = Spec {
+    name: "header",
+    options: true,
+    parse: |d, c| crate::query::reply::header::setup::parse(d, c.server.header.get_or_insert_default(), c.errors),
+    enabled: |s, _| s.header.is_some(),
+    print: |b, s, _| crate::query::reply::header::print::header(b, s.header.as_ref()),
+};
