@@ -46,6 +46,8 @@ pub struct Live {
     pub acl: Vec<Arc<crate::metrics::AclStats>>,
     /// `clusterdns_transfer_*` of each block with `transfer`.
     pub transfers: Vec<Arc<crate::query::transfer::TransferStats>>,
+    /// Each block's `erratic` (CoreDNS's test aid, a `ready` source).
+    pub erratic: Vec<Arc<crate::query::plugins::erratic::Erratic>>,
 }
 
 impl State {
@@ -63,6 +65,7 @@ impl State {
             .iter()
             .filter(|s| !s.synced())
             .map(|_| "kubernetes")
+            .chain(live.erratic.iter().filter(|e| !e.ready()).map(|_| "erratic"))
             .collect();
         (!waiting.is_empty()).then(|| waiting.join(","))
     }

@@ -163,6 +163,10 @@ impl Runtime {
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
             header: server.header.clone().map(Arc::new),
+            erratic: (server
+                .erratic
+                .map(|e| Arc::new(crate::query::plugins::erratic::Erratic::new(e))))
+            .inspect(|e| built.live.erratic.push(e.clone())),
             minimal: server.minimal,
             chaos: server.chaos.clone().map(Chaos::new),
             local: server.local.map(LocalNames::new),

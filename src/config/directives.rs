@@ -377,6 +377,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| !s.forward.is_empty(),
         print: print::forward,
     },
+    rows::ERRATIC,
     Spec {
         name: "whoami",
         options: false,

@@ -96,6 +96,8 @@ pub struct Server {
     pub nsid: Option<String>,
     /// `header`: flags set or cleared in queries and responses.
     pub header: Option<crate::query::reply::header::Rules>,
+    /// `erratic`: A/AAAA for everything, one query in N dropped, delayed, truncated.
+    pub erratic: Option<crate::query::plugins::erratic::ErraticConfig>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
     /// `chaos`: CH TXT `version.bind` and friends.
@@ -149,6 +151,7 @@ impl Server {
             bufsize: None,
             nsid: None,
             header: None,
+            erratic: None,
             minimal: false,
             chaos: None,
             local: None,

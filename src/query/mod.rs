@@ -169,7 +169,8 @@ impl Handler {
                 full
             }
         };
-        self.finish(&router, &at, full, scratch)
+        let delay = scratch.answer.tags.delay.take(); // `erratic`: sent later, counted now
+        self.finish(&router, &at, full, scratch) && !defer::later(delay, &scratch.out, at.peer, sink)
     }
 
     /// A plain question's reply replayed (memo, then cache hits), else the
@@ -286,9 +287,8 @@ impl Handler {
         Fate::Reply(reply::Summary::of(answer, truncated, query.as_ref(), edns))
     }
 
-    /// A checked query: written straight from the snapshot where the
-    /// block allows, else routed. `Err` is the path's end (written,
-    /// handed on, dropped); `Ok` is what to encode from `scratch.answer`.
+    /// A checked query: written straight from the snapshot where the block allows, else routed. `Err` is the path's end
+    /// (written, handed on, dropped); `Ok` is what to encode from `scratch.answer`.
     fn route(
         &self,
         router: &Arc<Router>,

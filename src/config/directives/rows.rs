@@ -12,3 +12,12 @@ pub const HEADER: Spec = Spec {
     enabled: |s, _| s.header.is_some(),
     print: |b, s, _| crate::query::reply::header::print::header(b, s.header.as_ref()),
 };
+
+/// `erratic`: A/AAAA for everything, one query in N dropped, delayed, truncated.
+pub const ERRATIC: Spec = Spec {
+    name: "erratic",
+    options: true,
+    parse: |d, c| c.server.erratic = Some(crate::query::plugins::erratic::setup::parse(d, c.errors)),
+    enabled: |s, _| s.erratic.is_some(),
+    print: |b, s, _| crate::query::plugins::erratic::print::erratic(b, s.erratic.as_ref()),
+};

@@ -139,6 +139,13 @@ fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
     let qname = query.name();
     let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
+        if let Some(erratic) = &block.erratic {
+            return if erratic.answer(query, out) {
+                Routed::Done
+            } else {
+                Routed::Drop
+            };
+        }
         if block.whoami {
             let w = &asker.wire;
             crate::query::plugins::whoami::answer(query, asker.client, w.port, w.tcp, out);

@@ -1,0 +1,17 @@
+//! How `clusterdns check` prints `erratic`: every amount written out.
+
+use super::ErraticConfig;
+use crate::corefile::words::{duration, Block};
+
+pub(crate) fn erratic(b: &mut Block, cfg: Option<&ErraticConfig>) {
+    let Some(cfg) = cfg else { return };
+    let mut options = vec![
+        format!("drop {}", cfg.drop),
+        format!("truncate {}", cfg.truncate),
+        format!("delay {} {}", cfg.delay, duration(cfg.duration)),
+    ];
+    if cfg.large {
+        options.push("large".into());
+    }
+    b.directive("erratic".into(), &options);
+}
