@@ -18,7 +18,6 @@ use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::local::LocalNames;
-use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
 use crate::query::transfer::Transfer;
 use crate::query::{Block, LoopProbe, Router};
@@ -119,7 +118,7 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
-        let (dns64, templates, acl_stats) = counted(server, &mut built.live);
+        let (dns64, templates, acl_stats, erratic) = counted(server, &mut built.live);
         let files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
         let external = server
             .k8s_external
@@ -157,16 +156,11 @@ impl Runtime {
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             templates,
-            rewrite: (!server.rewrites.is_empty()).then(|| Rewrite {
-                rules: server.rewrites.clone(),
-            }),
+            rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
             header: server.header.clone().map(Arc::new),
-            erratic: (server
-                .erratic
-                .map(|e| Arc::new(crate::query::plugins::erratic::Erratic::new(e))))
-            .inspect(|e| built.live.erratic.push(e.clone())),
+            erratic,
             minimal: server.minimal,
             chaos: server.chaos.clone().map(Chaos::new),
             local: server.local.map(LocalNames::new),
@@ -176,11 +170,13 @@ impl Runtime {
 }
 
 /// The plugins of `server` that keep metrics of their own (`dns64`,
-/// `template`, `acl`), each registered in `live` for `/metrics`.
+/// `template`, `acl`), each registered in `live` for `/metrics`, and
+/// `erratic`, registered for `/ready`.
 type Counted = (
     Option<Arc<Dns64>>,
     Option<Templates>,
     Option<Arc<crate::metrics::AclStats>>,
+    Option<Arc<crate::query::plugins::erratic::Erratic>>,
 );
 
 fn counted(server: &Server, live: &mut Live) -> Counted {
@@ -203,7 +199,11 @@ fn counted(server: &Server, live: &mut Live) -> Counted {
         Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
     });
     live.acl.extend(acl_stats.clone());
-    (dns64, templates, acl_stats)
+    let erratic = server
+        .erratic
+        .map(|e| Arc::new(crate::query::plugins::erratic::Erratic::new(e)));
+    live.erratic.extend(erratic.clone()); // a `ready` source
+    (dns64, templates, acl_stats, erratic)
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

@@ -13,7 +13,6 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::{A, AAAA};
@@ -21,36 +20,16 @@ use hickory_proto::rr::{RData, Record, RecordType};
 
 use crate::query::reply::Answer;
 
+pub mod options;
 pub mod print;
 pub mod setup;
+
+pub use options::ErraticConfig;
 
 /// The address of every A answer (RFC 5737's documentation range).
 pub const V4: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 53);
 /// The address of every AAAA answer (RFC 3849's documentation prefix).
 pub const V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x53);
-
-/// `erratic`'s options: one query in N dropped, delayed, truncated (0: never).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ErraticConfig {
-    pub drop: u64,
-    pub delay: u64,
-    pub duration: Duration,
-    pub truncate: u64,
-    /// CoreDNS's undocumented `large`: 30 A records per A answer.
-    pub large: bool,
-}
-
-impl Default for ErraticConfig {
-    fn default() -> Self {
-        ErraticConfig {
-            drop: 2,
-            delay: 0,
-            duration: Duration::from_millis(100),
-            truncate: 0,
-            large: false,
-        }
-    }
-}
 
 /// A block's `erratic`, counting the queries it gets.
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! How `clusterdns check` prints `erratic`: every amount written out.
 
-use super::ErraticConfig;
+use super::options::ErraticConfig;
 use crate::corefile::words::{duration, Block};
 
 pub(crate) fn erratic(b: &mut Block, cfg: Option<&ErraticConfig>) {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::ErraticConfig;
+use super::options::ErraticConfig;
 use crate::corefile::args::Args;
 use crate::corefile::blocks::{Directive, Line};
 use crate::corefile::options::unknown;
