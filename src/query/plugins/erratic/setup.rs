@@ -1,7 +1,8 @@
 //! `erratic [{ drop [N]; truncate [N]; delay [N [DURATION]]; large }]`:
 //! without `drop`, one query in 2 is dropped unless `delay` or `truncate`
 //! is given; `drop` alone keeps 2, `truncate` alone means 2, `delay` alone
-//! 2 and 100ms, as CoreDNS reads them.
+//! 2 and 100ms, as CoreDNS reads them. Words after `erratic` (the
+//! integration tests write `erratic . {`) are ignored, as there.
 
 use std::time::Duration;
 
@@ -16,8 +17,7 @@ const OPTIONS: &[&str] = &["drop", "truncate", "delay", "large"];
 
 /// Reads `erratic` and its block.
 pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> ErraticConfig {
-    let mut cfg = ErraticConfig::default();
-    Args::from(d).count(0, 0, errors);
+    let mut cfg = ErraticConfig::default(); // arguments (`erratic . {`) are ignored, as CoreDNS does
     let mut dropped = false;
     for line in &d.options {
         let args = Args::from(line);
