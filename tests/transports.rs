@@ -9,14 +9,20 @@
 //! `server` label; mutual TLS (no client certificate: no answer; one the
 //! CA signed: an answer); an oversized GET `?dns=` (CVE-2026-32936) and
 //! DNS UPDATE over DoH (CVE-2026-86003: NOTIMP, as over plain DNS);
-//! stalled handshakes and `https { max_connections }` refused and
-//! counted; certificates rotated by a plain rename and by a Secret
+//! stalled handshakes closed and counted, an idle connection giving way
+//! at `https { max_connections }`; certificates rotated by a plain rename and by a Secret
 //! volume's `..data` symlink swap, a broken new certificate kept out, and
 //! by a Corefile reload naming other files;
 //! DoQ answers, UPDATE over DoQ NOTIMP, and 20,000 streams that send a
 //! byte and never finish (CVE-2026-32934) leave memory flat and answers
-//! flowing; `clusterdns check` printing the directives and refusing what
-//! it must.
+//! flowing; gRPC (grpcio, over TLS and plain HTTP/2) answering, UPDATE
+//! NOTIMP, a message over 65,535 bytes RESOURCE_EXHAUSTED, another method
+//! UNIMPLEMENTED, `grpc_server { max_connections }`; DNS over HTTP/3
+//! (dnspython's DoH3 and aioquic) answering GET and POST, UPDATE NOTIMP,
+//! oversized GETs 431, a body over a message 413, a 30 MB head leaving
+//! memory flat; a 64 KB compression bomb over gRPC and DoH3 raising the
+//! peak RSS by under 10 MiB (CVE-2026-82399); `clusterdns check` printing
+//! the directives and refusing what it must.
 
 mod common;
 
@@ -228,6 +234,88 @@ fn mutual_tls_answers_only_a_client_the_ca_signed() {
     );
 }
 
+/// A DoH query the block forwards is answered with the upstream's reply
+/// (the forwarding task's answer comes back on the query's own channel):
+/// here the upstream is this server's plain block, which answers `NAME`.
+#[test]
+fn doh_answers_what_it_forwards() {
+    let test = "doh_answers_what_it_forwards";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-doh-forward");
+    certificates(&dir);
+    let https = free_port();
+    let upstream = Server::start(&dir, &corefile(""));
+    let doh = format!(
+        "https://.:{https} {{\n    bind 127.0.0.1\n    forward . {}\n}}\n",
+        upstream.dns
+    );
+    let dir2 = dir.join("front");
+    std::fs::create_dir_all(&dir2).expect("dir");
+    let _front = Server::start(&dir2, &corefile(&doh));
+    let tail = format!(
+        "/dns-query?dns={}",
+        base64url(&wire_query(hickory_proto::op::OpCode::Query))
+    );
+    let got = curl(&dir, https, &tail, &["--http2-prior-knowledge"]);
+    let octets = WANT.split('.').map(|o| o.parse::<u8>().expect("octet"));
+    let want: String = octets.map(|o| format!("{o:02x}")).collect();
+    assert!(
+        got.starts_with("200 2 ") && got.ends_with(&want),
+        "forwarded answer over DoH: {got}"
+    );
+}
+
+/// `tls { keylog FILE }`: the secrets clusterdns writes are the ones the
+/// client's own TLS library (kdig's GnuTLS, `SSLKEYLOGFILE`) logged for the
+/// same session, line for line.
+#[test]
+fn keylog_writes_the_sessions_secrets_as_the_client_sees_them() {
+    let test = "keylog_writes_the_sessions_secrets_as_the_client_sees_them";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("transports-keylog");
+    certificates(&dir);
+    let tls = free_port();
+    let inner = "tls srv.pem srv.key {\n        keylog server.keys\n    }";
+    let _server = Server::start(&dir, &corefile(&block("tls", tls, inner)));
+    let p = tls.to_string();
+    let args = [
+        "@127.0.0.1",
+        "-p",
+        &p,
+        "+short",
+        "+time=5",
+        NAME,
+        "+tls-ca=ca.pem",
+        "+tls-hostname=dns.test",
+    ];
+    let out = Command::new("kdig")
+        .args(args)
+        .current_dir(&dir)
+        .env("SSLKEYLOGFILE", dir.join("client.keys"))
+        .output()
+        .expect("kdig");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), WANT);
+    let lines = |f: &str| {
+        let mut v: Vec<String> = std::fs::read_to_string(dir.join(f))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    };
+    let (server, client) = (lines("server.keys"), lines("client.keys"));
+    assert!(
+        server.iter().any(|l| l.starts_with("SERVER_TRAFFIC_SECRET_0 ")),
+        "TLS 1.3 secrets logged: {server:?}"
+    );
+    assert_eq!(server, client, "the server's key log is the client's");
+}
+
 #[test]
 fn oversized_get_and_update_over_doh_are_refused() {
     let test = "oversized_get_and_update_over_doh_are_refused";
@@ -313,16 +401,22 @@ fn stalled_handshakes_and_connections_over_the_cap_are_closed_and_counted() {
     assert!(closed_by_server(tls), "a silent client is let go");
     let closed = await_metric(&server, "clusterdns_tcp_closed_total{reason=\"handshake\"}");
     assert!(closed >= 1.0, "handshake closes counted: {closed}");
-    // One connection holds the only slot (in its handshake); the next is closed.
-    let holder = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], https))).expect("connect");
+    // One connection holds the only slot, idle in its handshake: the next
+    // takes it (the rule of TCP's cap; who is refused: tests/fair_caps.rs).
+    let mut holder = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], https))).expect("connect");
     let deadline = Instant::now() + REPLY;
     while server.metric("clusterdns_tcp_connections") < 1.0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(closed_by_server(https), "over max_connections");
-    let refused = await_metric(&server, "clusterdns_doh_refused_total{reason=\"max_connections\"}");
-    assert!(refused >= 1.0, "refusals counted: {refused}");
-    drop(holder);
+    let next = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], https))).expect("connect");
+    holder.set_read_timeout(Some(REPLY)).expect("timeout");
+    assert!(
+        matches!(holder.read(&mut [0u8; 64]), Ok(0) | Err(_)),
+        "the idle holder gives way"
+    );
+    let evicted = await_metric(&server, "clusterdns_tcp_closed_total{reason=\"evicted\"}");
+    assert!(evicted >= 1.0, "evictions counted: {evicted}");
+    drop(next);
     // DoH in the clear: a silent client, half a request head, and an
     // HTTP/2 preface never followed by SETTINGS are each let go.
     let plain = free_port();
@@ -486,6 +580,12 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
                 853,
                 "tls srv.pem srv.key\n    quic {\n        max_streams 8\n    }",
             ),
+            block("grpc", 443, "grpc_server {\n        max_streams 0\n    }"),
+            block(
+                "https3",
+                443,
+                "tls srv.pem srv.key\n    https3 {\n        max_connections 0\n    }",
+            ),
         ]
         .concat(),
     );
@@ -504,13 +604,25 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
         "    https {\n        max_connections 5\n    }",
         "quic://.:853 {",
         "    quic {\n        max_streams 8\n        worker_pool_size 1024\n    }",
+        "grpc://.:443 {",
+        "    grpc_server {\n        max_streams 0\n        max_connections 200\n    }",
+        "https3://.:443 {",
+        "    https3 {\n        max_streams 256\n        max_connections 0\n    }",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
     let bad = [
         (
-            "grpc://.:443 {\n    whoami\n}\n",
-            "'grpc://' CoreDNS's gRPC service is not served yet",
+            "grpcs://.:443 {\n    whoami\n}\n",
+            "'grpcs://' servers are not supported",
+        ),
+        (
+            "https://.:443 {\n    grpc_server {\n        max_streams 1\n    }\n}\n",
+            "grpc_server: only in a grpc:// server block",
+        ),
+        (
+            "grpc://.:443 {\n    grpc_server {\n        max_streams -1\n    }\n}\n",
+            "'max_streams': '-1' is not a number",
         ),
         ("tls://.:853 {\n    whoami\n}\n", "tls:// servers need a tls directive"),
         (
@@ -518,8 +630,12 @@ fn check_prints_the_transports_and_refuses_what_it_must() {
             "quic:// servers need a tls directive",
         ),
         (
+            "https3://.:443 {\n    whoami\n}\n",
+            "https3:// servers need a tls directive",
+        ),
+        (
             ".:53 {\n    tls srv.pem srv.key\n}\n",
-            "tls: only in a tls://, https:// or quic:// server block",
+            "tls: only in a tls://, https://, https3://, quic:// or grpc:// server block",
         ),
         ("tls://.:853 {\n    tls srv.pem ca.key\n}\n", "tls: "),
         ("tls://.:853 {\n    tls srv.pem srv.key missing.pem\n}\n", "missing.pem"),
@@ -653,4 +769,219 @@ fn a_reload_naming_other_certificate_files_serves_them() {
     );
     let verified = ["+tls-ca=ca.pem", "+tls-hostname=two.test"];
     assert_eq!(ask(&dir, "kdig", port, &verified).trim(), WANT);
+}
+
+/// A client venv's interpreter under target/tools/`venv`, or `None`
+/// (SKIP; a failure under CI).
+fn venv_python(test: &str, venv: &str, pins: &str) -> Option<PathBuf> {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/tools/{venv}/bin/python"));
+    let have = if py.is_file() {
+        Ok(py)
+    } else {
+        Err(format!("no {venv} client venv"))
+    };
+    common::needs(
+        test,
+        have,
+        &format!("bash tests/run creates target/tools/{venv} (pip {pins})"),
+    )
+}
+
+/// Runs tests/transports/`script` with `py` and `args` in `dir`; its output.
+fn run_client(dir: &Path, py: &Path, script: &str, args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/transports")
+        .join(script);
+    let script = script.to_str().expect("path").to_string();
+    output(
+        dir,
+        py.to_str().expect("path"),
+        &[&[script.as_str()][..], args].concat(),
+    )
+}
+
+#[test]
+fn grpc_answers_over_tls_and_plain_http2_and_refuses_update_and_oversized() {
+    let test = "grpc_answers_over_tls_and_plain_http2_and_refuses_update_and_oversized";
+    if tools(test).is_none() {
+        return;
+    }
+    let Some(py) = venv_python(test, "grpc", "grpcio==1.85.1 dnspython==2.7.0") else {
+        return;
+    };
+    let dir = temp_dir("transports-grpc");
+    certificates(&dir);
+    let (tls, plain, capped) = (free_port(), free_port(), free_port());
+    let limits = "grpc_server {\n        max_streams 8\n        max_connections 1\n    }";
+    let more = [
+        block("grpc", tls, "tls srv.pem srv.key"),
+        block("grpc", plain, ""),
+        block("grpc", capped, limits),
+    ];
+    let server = Server::start(&dir, &corefile(&more.concat()));
+    let client = |mode: &str, port: u16, ca: &str, arg: &str| {
+        run_client(&dir, &py, "grpc_client.py", &[mode, &port.to_string(), ca, arg])
+    };
+    assert_eq!(client("query", tls, "ca.pem", NAME).trim(), WANT, "gRPC over TLS");
+    assert_eq!(client("query", plain, "-", NAME).trim(), WANT, "gRPC over plain HTTP/2");
+    // CVE-2026-86003: UPDATE is NOTIMP, never forwarded.
+    assert_eq!(client("update", tls, "ca.pem", "cluster.local").trim(), "NOTIMP");
+    // A message over 65,535 bytes: refused before it is decoded.
+    assert_eq!(client("big", tls, "ca.pem", "100000").trim(), "RESOURCE_EXHAUSTED");
+    assert_eq!(client("other", plain, "-", "Stream").trim(), "UNIMPLEMENTED");
+    assert_eq!(client("query", tls, "ca.pem", NAME).trim(), WANT, "still serving");
+    let metrics = server.metrics();
+    for (port, n) in [(tls, 2.0), (plain, 1.0)] {
+        let having = format!("server=\"grpc://127.0.0.1:{port}\",zone=\".\"");
+        let got = common::sum_of(&metrics, "coredns_dns_requests_total", &having);
+        assert!(got >= n, "grpc://127.0.0.1:{port}: {got} requests counted\n{metrics}");
+    }
+    assert!(server.metric("clusterdns_grpc_refused_total{reason=\"too_large\"}") >= 1.0);
+    assert!(server.metric("clusterdns_grpc_refused_total{reason=\"path\"}") >= 1.0);
+    // grpc_server { max_connections 1 }: TCP's cap rule, as DoH's (who is
+    // refused: tests/fair_caps.rs): an idle holder gives way to the next.
+    assert_eq!(client("query", capped, "-", NAME).trim(), WANT);
+    let mut holder = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], capped))).expect("connect");
+    let deadline = Instant::now() + REPLY;
+    while server.metric("clusterdns_tcp_connections") < 1.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = server.metric("clusterdns_tcp_closed_total{reason=\"evicted\"}");
+    let next = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], capped))).expect("connect");
+    holder.set_read_timeout(Some(REPLY)).expect("timeout");
+    assert!(
+        matches!(holder.read(&mut [0u8; 64]), Ok(0) | Err(_)),
+        "the idle holder gives way at max_connections"
+    );
+    let evicted = await_at_least(&server, "clusterdns_tcp_closed_total{reason=\"evicted\"}", before + 1.0);
+    assert!(evicted > before, "evictions counted: {evicted}");
+    drop(next);
+}
+
+#[test]
+fn doh3_answers_and_refuses_update_and_oversized_gets() {
+    let test = "doh3_answers_and_refuses_update_and_oversized_gets";
+    if tools(test).is_none() {
+        return;
+    }
+    let Some(py) = venv_python(test, "doq", "aioquic==1.2.0 dnspython==2.7.0") else {
+        return;
+    };
+    let dir = temp_dir("transports-doh3");
+    certificates(&dir);
+    let port = free_port();
+    let limits = "tls srv.pem srv.key\n    https3 {\n        max_streams 8\n        max_connections 4\n    }";
+    let server = Server::start(&dir, &corefile(&block("https3", port, limits)));
+    let client =
+        |mode: &str, arg: &str| run_client(&dir, &py, "doh3_client.py", &[mode, &port.to_string(), "ca.pem", arg]);
+    assert_eq!(
+        client("query", NAME).trim(),
+        format!("{WANT}\n{WANT}"),
+        "dnspython DoH3 POST and GET"
+    );
+    let query = wire_query(hickory_proto::op::OpCode::Query);
+    let got = client("get", &format!("/dns-query?dns={}", base64url(&query)));
+    assert!(
+        got.starts_with("200 ") && got.trim().ends_with("0a600001"),
+        "aioquic GET: {got}"
+    );
+    // CVE-2026-86003: UPDATE is NOTIMP, never forwarded.
+    std::fs::write(dir.join("u.bin"), wire_query(hickory_proto::op::OpCode::Update)).expect("update file");
+    let got = client("post", "u.bin");
+    let body = got.trim().rsplit(' ').next().unwrap_or_default();
+    assert!(
+        got.starts_with("200 ") && body.get(6..8) == Some("04"),
+        "UPDATE over DoH3: {got}"
+    );
+    // CVE-2026-32936: a `dns` parameter over 64 KiB (the head over what is
+    // taken) or a body over a message's size: a 4xx each, and still serving.
+    for n in ["70000", "100000", "300000"] {
+        let got = client("huge", n);
+        assert!(got.starts_with("431"), "a {n}-byte GET parameter: {got}");
+    }
+    // A 30 MB head: h3 would hold it whole before checking its size; the
+    // stream is cut at its cap, so memory stays flat.
+    let before = rss_kib(server.pid());
+    let got = client("huge", "30000000");
+    let grown = rss_kib(server.pid()).saturating_sub(before);
+    assert!(
+        !got.starts_with('2') && grown < 16 * 1024,
+        "{got}: memory grew {grown} KiB"
+    );
+    std::fs::write(dir.join("big.bin"), vec![0u8; 70_000]).expect("big body");
+    let got = client("post", "big.bin");
+    assert!(got.starts_with("413"), "a POST over a message's size: {got}");
+    assert!(client("get", "/other?dns=AAAA").starts_with("404"));
+    assert_eq!(client("query", NAME).trim(), format!("{WANT}\n{WANT}"), "still serving");
+    let labelled = format!("server=\"https3://127.0.0.1:{port}\",zone=\".\"");
+    let n = common::sum_of(&server.metrics(), "coredns_dns_requests_total", &labelled);
+    assert!(n >= 5.0, "{labelled}: {n}");
+    assert!(server.metric("clusterdns_doh_refused_total{reason=\"too_large\"}") >= 1.0);
+}
+
+/// A 64 KB query made to cost memory when decoded (CVE-2026-82399): a
+/// 255-byte question name, then as many CNAME records as fit whose owner
+/// and target each point back at it (4,661 records, 2.4 MB of names).
+fn compression_bomb() -> Vec<u8> {
+    let mut m = vec![0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    for _ in 0..4 {
+        m.push(62);
+        m.extend_from_slice(&[b'a'; 62]);
+    }
+    m.extend_from_slice(&[0, 0, 1, 0, 1]); // root, A, IN
+    let mut records = 0u16;
+    while m.len() + 14 <= 65_535 {
+        m.extend_from_slice(&[0xc0, 12, 0, 5, 0, 1, 0, 0, 0, 0, 0, 2, 0xc0, 12]);
+        records += 1;
+    }
+    m[6..8].copy_from_slice(&records.to_be_bytes());
+    m
+}
+
+/// VmHWM (the peak resident set) of process `pid` in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap_or_default();
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn a_crafted_64k_message_allocates_little_over_grpc_and_doh3() {
+    let test = "a_crafted_64k_message_allocates_little_over_grpc_and_doh3";
+    if tools(test).is_none() {
+        return;
+    }
+    let pins = "grpcio==1.85.1 dnspython==2.7.0";
+    let (Some(grpc_py), Some(doq_py)) = (
+        venv_python(test, "grpc", pins),
+        venv_python(test, "doq", "aioquic==1.2.0 dnspython==2.7.0"),
+    ) else {
+        return;
+    };
+    let dir = temp_dir("transports-bomb");
+    certificates(&dir);
+    let (grpc, https3) = (free_port(), free_port());
+    let more = [block("grpc", grpc, ""), block("https3", https3, "tls srv.pem srv.key")];
+    let server = Server::start(&dir, &corefile(&more.concat()));
+    let bomb = compression_bomb();
+    assert!(bomb.len() <= 65_535 && bomb.len() > 65_000);
+    std::fs::write(dir.join("bomb.bin"), &bomb).expect("bomb file");
+    // warm both paths first, so the peak below is the bomb's alone
+    let grpc_port = grpc.to_string();
+    let ask_grpc = |what: &str| run_client(&dir, &grpc_py, "grpc_client.py", &["file", &grpc_port, "-", what]);
+    let h3_port = https3.to_string();
+    let ask_h3 = |what: &str| run_client(&dir, &doq_py, "doh3_client.py", &["post", &h3_port, "ca.pem", what]);
+    std::fs::write(dir.join("q.bin"), wire_query(hickory_proto::op::OpCode::Query)).expect("query file");
+    assert_eq!(ask_grpc("q.bin").trim(), "NOERROR");
+    assert!(ask_h3("q.bin").starts_with("200 "));
+    let before = peak_kib(server.pid());
+    for _ in 0..3 {
+        let got = ask_grpc("bomb.bin");
+        assert!(!got.contains("Traceback"), "gRPC: {got}");
+        let got = ask_h3("bomb.bin");
+        assert!(got.starts_with(char::is_numeric), "DoH3: {got}");
+    }
+    let grown = peak_kib(server.pid()).saturating_sub(before);
+    assert!(grown < 10 * 1024, "the peak RSS grew {grown} KiB");
+    assert_eq!(ask_grpc("q.bin").trim(), "NOERROR", "still serving");
 }

@@ -10,6 +10,9 @@
 #   sat     dnsperf's saturation (closed loop, 32 clients x 400 outstanding)
 #   alone   20 polite clients (127.0.0.10-29, own sockets) at 200 qps each
 #           for SECS: answered fraction (within 1 s), p50, p99 from send time
+#           to the kernel's receive timestamp of the reply (SO_TIMESTAMPNS: the
+#           client's own wait for the core it shares with the flooder is not
+#           counted)
 #   flood   the same while one client at 127.0.0.2 (4 ports) sends as fast as
 #           it can with sendmmsg; the polite clients start FLOOD_LEAD seconds
 #           (default 1) after the flood, so the numbers are the flood's steady
@@ -21,9 +24,18 @@
 #
 # BIN=PATH runs another binary as "clusterdns" than the one cargo builds here.
 #
+# QUOTA=PCT caps each server at PCT% of CPU 0 (lib.sh's limit_cpu, a cgroup
+# v1 CFS quota, as over2x.sh does), after the warm-up and before the rounds,
+# so that one generator core can flood at 2x the (capped) saturation or more:
+# sat is then measured under the same cap, and the flooder's multiples of it
+# are what the issue asks. Without QUOTA the flood is what one core offers.
+# SHARES=N (with QUOTA) weights each server's group N (cpu.shares, default
+# 1024) against other processes on CPU 0: on a shared machine, what the
+# cap costs apart from what waiting behind others' work costs.
+#
 # PORT=N (default 25360) is the first of the three ports used.
 #
-# usage: [PORT=25360] [BASE=/tmp/base] [BIN=PATH] [FLOOD_LEAD=1] loadtest/bench/fair.sh [ROUNDS] [SECS]
+# usage: [PORT=25360] [BASE=/tmp/base] [BIN=PATH] [FLOOD_LEAD=1] [QUOTA=PCT [SHARES=N]] loadtest/bench/fair.sh [ROUNDS] [SECS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}; SECS=${2:-6}; LEAD=${FLOOD_LEAD:-1}; P=${PORT:-25360}
@@ -51,7 +63,7 @@ if [ -n "${BASE:-}" ]; then
   servers=("clusterdns:$P:$CD" "base:$((P + 2)):$BASE_PID" "knot:$((P + 1)):$KN")
   pids+=("$BASE_PID")
 fi
-trap "kill ${pids[*]} 2>/dev/null; wait 2>/dev/null; rm -rf '$W'" EXIT
+trap "unlimit_cpu; kill ${pids[*]} 2>/dev/null; wait 2>/dev/null; rm -rf '$W'" EXIT
 FL="taskset -c 1 $W/fairload"
 
 # row NAME PORT: one server's sat, alone and flood, as one line in ROWS.
@@ -75,6 +87,14 @@ for s in "${servers[@]}"; do
   IFS=: read -r _ port _ <<<"$s"
   taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$W/dnsperf.txt" -l 2 -c 8 -q 100 -Q 20000 -T 1 >/dev/null 2>&1 || true
 done
+if [ -n "${QUOTA:-}" ]; then
+  limit_cpu "$QUOTA" "${pids[@]}"
+  echo "# each server capped at $QUOTA% of CPU 0"
+  if [ -n "${SHARES:-}" ]; then
+    for g in "${CGROUPS[@]}"; do echo "$SHARES" > "$g/cpu.shares"; done
+    echo "# each server's group weighted $SHARES (cpu.shares) against the machine's other work"
+  fi
+fi
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs"
 echo "# server sat_qps | alone: fraction p50_ms p99_ms | flood: fraction p50_ms p99_ms | flooder: offered_qps answered_qps"
 for _ in $(seq 1 "$ROUNDS"); do

@@ -8,7 +8,9 @@
  *       CLIENTS clients at 127.0.0.FIRST.. each asking QPS queries a second on
  *       its own schedule; a query not answered within 1 s is lost. Prints
  *       "polite sent N answered M fraction F p50 A p99 B" (ms, answered only,
- *       counted from when each query was sent).
+ *       from when each query was sent to the kernel's receive timestamp of
+ *       its reply, SO_TIMESTAMPNS: the time this process waits for its core,
+ *       which it shares with the flooder, is not the server's).
  *
  * NAMES is a file of names, one a line; each query asks A for the next. Every
  * loop is bounded by SECS (and 1 s more to collect late answers).
@@ -70,6 +72,32 @@ static void load(const char *file) {
     }
     fclose(f);
     if (!nq) { fprintf(stderr, "no names in %s\n", file); exit(1); }
+}
+
+static double wall(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* One datagram from S into BUF; *AT is when the kernel received it
+ * (SO_TIMESTAMPNS), or now when it did not say. */
+static ssize_t recv_stamped(int s, unsigned char *buf, size_t len, double *at) {
+    char control[CMSG_SPACE(sizeof(struct timespec))];
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                       .msg_controllen = sizeof control};
+    ssize_t n = recvmsg(s, &m, 0);
+    *at = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n >= 0 && c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec t;
+            memcpy(&t, CMSG_DATA(c), sizeof t);
+            *at = t.tv_sec + t.tv_nsec / 1e9;
+        }
+    }
+    if (*at == 0) *at = wall();
+    return n;
 }
 
 static int client(const char *src) {
@@ -155,6 +183,8 @@ static void polite(double secs, int clients, double qps, int first) {
         char ip[32];
         snprintf(ip, sizeof ip, "127.0.0.%d", first + c);
         socks[c] = client(ip);
+        int on = 1;
+        setsockopt(socks[c], SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
         pfd[c].fd = socks[c];
         pfd[c].events = POLLIN;
         next[c] = start + (double)c / (clients * qps); /* spread evenly */
@@ -171,7 +201,7 @@ static void polite(double secs, int clients, double qps, int first) {
                 memcpy(m, qbuf[q], qlen[q]);
                 m[0] = seq[c] >> 8; m[1] = seq[c];
                 if (sendto(socks[c], m, qlen[q], 0, (struct sockaddr *)&server, sizeof server) > 0) {
-                    at[id] = now();
+                    at[id] = wall();
                     sent++;
                 }
                 seq[c]++;
@@ -183,11 +213,12 @@ static void polite(double secs, int clients, double qps, int first) {
         poll(pfd, clients, wait < 0 ? 0 : wait > 5 ? 5 : wait);
         for (int c = 0; c < clients; c++) {
             ssize_t n;
-            while ((n = recv(socks[c], buf, sizeof buf, 0)) >= 2) {
+            double got;
+            while ((n = recv_stamped(socks[c], buf, sizeof buf, &got)) >= 2) {
                 unsigned long s = (unsigned long)(buf[0] << 8 | buf[1]);
                 unsigned long id = (unsigned long)c * per + s;
                 if (s >= per || at[id] == 0) continue;
-                double l = now() - at[id];
+                double l = got - at[id];
                 at[id] = 0;
                 if (l <= 1.0) lat[answered++] = l * 1000;
             }

@@ -11,15 +11,15 @@ use super::runtime::{Built, GroupKey, Runtime, Source};
 use crate::admin::Live;
 use crate::config::{Config, Server};
 use crate::query::forward::Forwarding;
-use crate::query::plugins::chaos::Chaos;
+use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::k8s_external::K8sExternal;
-use crate::query::plugins::local::LocalNames;
 use crate::query::plugins::template::Templates;
 use crate::query::transfer::Transfer;
+use crate::query::tsig::Tsig;
 use crate::query::{Block, LoopProbe, Router};
 use crate::store::Store;
 use crate::watch;
@@ -54,9 +54,14 @@ impl Runtime {
                 epoch: self.epoch,
                 stats: vec![registry.zone(&label, "dropped")],
                 tcp: server.tcp,
+                proxy: server.proxyproto.clone().map(Arc::new),
                 in_flight: config.in_flight,
                 taps: vec![None],
+                tsig: None,
             });
+            if let Some(t) = &server.tsig {
+                router.tsig = Some(Arc::new(Tsig::with(router.tsig.as_deref(), t)));
+            }
             for zone in &server.zones {
                 block.zone_stats.push(router.stats.len() as u16);
                 router.stats.push(registry.zone(&label, &zone.to_string()));
@@ -151,7 +156,6 @@ impl Runtime {
             acl: server.acl.clone(),
             acl_stats,
             any: server.any,
-            whoami: server.whoami,
             chain: server.chain,
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
@@ -162,8 +166,7 @@ impl Runtime {
             header: server.header.clone().map(Arc::new),
             erratic,
             minimal: server.minimal,
-            chaos: server.chaos.clone().map(Chaos::new),
-            local: server.local.map(LocalNames::new),
+            plugins: Chain::build(&server.plugins),
             transfer,
         }
     }

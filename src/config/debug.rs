@@ -9,6 +9,13 @@ use crate::corefile::blocks::Directive;
 use crate::corefile::problem::ConfigError;
 
 /// Reads one `debug` directive: true when written as it must be.
+/// `check`'s line, when the block has `debug`.
+pub(crate) fn print(b: &mut crate::corefile::words::Block, on: bool) {
+    if on {
+        b.line(1, "debug");
+    }
+}
+
 pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> bool {
     Args::from(d).count(0, 0, errors)
 }

@@ -16,12 +16,18 @@ use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
+use crate::query::plugins::{file::setup as file, template::setup as template};
+use crate::query::proxyproto::setup as proxyproto;
+use crate::query::tsig::setup as tsig;
 
-use spec::{once, NOT_REPORTED};
+use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
 mod rows;
 mod spec;
+
+/// `https3` and `grpc_server`: `max_streams N max_connections N`.
+const STREAMS: Parse = |d, c| super::transport::streams(d, &mut c.server.listen, c.errors);
 
 /// Directives this build implements, in the order their plugins run
 /// (CoreDNS's `plugin.cfg`, with clusterdns's own `limits` and `nodelocal`
@@ -43,26 +49,31 @@ pub const DIRECTIVES: &[Spec] = &[
         print: |b, s, _| crate::query::forward::cancel::print(b, s.cancel),
     },
     Spec {
+        name: "proxyproto",
+        options: true,
+        parse: |d, c| proxyproto::once(d, &mut c.server.proxyproto, c.errors),
+        enabled: NOT_REPORTED,
+        print: |b, s, _| proxyproto::print(b, s.proxyproto.as_ref()),
+    },
+    Spec {
         name: "tls",
         options: true,
         parse: |d, c| super::transport::tls(d, &mut c.server.listen, c.dir, c.errors),
         enabled: |s, _| s.listen.tls.is_some(),
         print: super::serving::print_tls,
     },
-    Spec {
-        name: "https",
-        options: true,
-        parse: |d, c| super::transport::https(d, &mut c.server.listen, c.errors),
-        enabled: NOT_REPORTED,
-        print: super::serving::print_https,
-    },
-    Spec {
-        name: "quic",
-        options: true,
-        parse: |d, c| super::transport::quic(d, &mut c.server.listen, c.errors),
-        enabled: NOT_REPORTED,
-        print: super::serving::print_quic,
-    },
+    listener(
+        "https",
+        |d, c| super::transport::https(d, &mut c.server.listen, c.errors),
+        super::serving::print_https,
+    ),
+    listener("https3", STREAMS, super::serving::print_https3),
+    listener(
+        "quic",
+        |d, c| super::transport::quic(d, &mut c.server.listen, c.errors),
+        super::serving::print_quic,
+    ),
+    listener("grpc_server", STREAMS, super::serving::print_grpc_server),
     Spec {
         name: "timeouts",
         options: true,
@@ -124,11 +135,7 @@ pub const DIRECTIVES: &[Spec] = &[
         options: false,
         parse: |d, c| c.server.debug |= super::debug::parse(d, c.errors),
         enabled: NOT_REPORTED,
-        print: |b, s, _| {
-            if s.debug {
-                b.line(1, "debug")
-            }
-        },
+        print: |b, s, _| super::debug::print(b, s.debug),
     },
     Spec {
         name: "nodelocal",
@@ -205,9 +212,9 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "local",
         options: true,
-        parse: |d, c| c.server.local = Some(crate::query::plugins::local::setup::local(d, c.errors)),
-        enabled: |s, _| s.local.is_some(),
-        print: print::local,
+        parse: |d, c| c.server.plug(crate::query::plugins::local::setup::parse(d, c.errors)),
+        enabled: |s, _| s.has("local"),
+        print: |b, s, _| print::plugin(b, s, "local"),
     },
     Spec {
         name: "dns64",
@@ -232,9 +239,9 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "chaos",
         options: false,
-        parse: |d, c| c.server.chaos = Some(chaos::chaos(d)),
-        enabled: |s, _| s.chaos.is_some(),
-        print: print::chaos,
+        parse: |d, c| c.server.plug(chaos::parse(d)),
+        enabled: |s, _| s.has("chaos"),
+        print: |b, s, _| print::plugin(b, s, "chaos"),
     },
     Spec {
         name: "loadbalance",
@@ -244,6 +251,16 @@ pub const DIRECTIVES: &[Spec] = &[
         },
         enabled: |s, _| s.loadbalance.is_some(),
         print: print::loadbalance,
+    },
+    Spec {
+        name: "tsig",
+        options: true,
+        parse: |d, c| {
+            once(d, c.server.tsig.is_some(), "per server block", c.errors);
+            c.server.tsig = Some(tsig::parse(d, &c.server.zones, c.dir, c.errors));
+        },
+        enabled: |s, _| s.tsig.is_some(),
+        print: |b, s, _| s.tsig.iter().for_each(|t| crate::query::tsig::print::tsig(b, t)),
     },
     Spec {
         name: "rewrite",
@@ -298,13 +315,7 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "template",
         options: true,
-        parse: |d, c| {
-            c.server.templates.extend(crate::query::plugins::template::setup::parse(
-                d,
-                &c.server.zones,
-                c.errors,
-            ))
-        },
+        parse: |d, c| c.server.templates.extend(template::parse(d, &c.server.zones, c.errors)),
         enabled: |s, _| !s.templates.is_empty(),
         print: print::template,
     },
@@ -353,12 +364,7 @@ pub const DIRECTIVES: &[Spec] = &[
         options: true,
         parse: |d, c| {
             let dir = super::root::dir(c.server.root.as_deref(), c.dir);
-            c.server.files.extend(crate::query::plugins::file::setup::file(
-                d,
-                &c.server.zones,
-                dir,
-                c.errors,
-            ))
+            c.server.files.extend(file::file(d, &c.server.zones, dir, c.errors))
         },
         enabled: |s, _| !s.files.is_empty(),
         print: print::file,
@@ -378,16 +384,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::forward,
     },
     rows::ERRATIC,
-    Spec {
-        name: "whoami",
-        options: false,
-        parse: |d, c| {
-            Args::from(d).count(0, 0, c.errors);
-            c.server.whoami = true;
-        },
-        enabled: NOT_REPORTED,
-        print: print::whoami,
-    },
+    rows::WHOAMI,
 ];
 
 /// The directive called `name`, if this build implements it.

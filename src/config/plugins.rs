@@ -19,7 +19,20 @@ use crate::corefile::problem::ConfigError;
 /// (CoreDNS registers no handler for them): a block of only these has no
 /// plugin chain and answers REFUSED (`test/no_plugins_test.go`).
 const SETUP_ONLY: &[&str] = &[
-    "bind", "health", "ready", "reload", "root", "debug", "timeouts", "limits", "tls", "https", "quic",
+    "bind",
+    "health",
+    "ready",
+    "reload",
+    "root",
+    "debug",
+    "timeouts",
+    "limits",
+    "tls",
+    "https",
+    "quic",
+    "proxyproto",
+    "https3",
+    "grpc_server",
 ];
 
 /// Builds one server block, recording process-wide listeners in `config`.
@@ -53,6 +66,10 @@ pub fn server(
     if let Some(n) = config.nodelocal.as_mut().filter(|_| !had_nodelocal) {
         nodelocal::resolve(n, &server.bind, errors);
     }
+    // The answering plugins run in the table's order, whatever the order written.
+    server
+        .plugins
+        .sort_by_key(|p| directives::DIRECTIVES.iter().position(|d| d.name == p.name()));
     needs(&server, errors);
     super::transport::needs(&server.listen, &block.open, errors);
     Some(server)

@@ -4,6 +4,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use hickory_proto::rr::Name;
 
@@ -17,10 +18,11 @@ use crate::query::forward::cache::setup as cache;
 use crate::query::forward::setup as forward;
 use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
+use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
 use crate::query::plugins::{
-    chaos::setup as chaos, dns64::setup as dns64, file::setup as file, hosts::setup as hosts,
-    k8s_external::setup as k8s_external, template::setup as template,
+    dns64::setup as dns64, file::setup as file, hosts::setup as hosts, k8s_external::setup as k8s_external,
+    template::setup as template,
 };
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::acl::setup as acl;
@@ -74,8 +76,6 @@ pub struct Server {
     pub acl: Vec<acl::AclRule>,
     /// `any`: ANY queries get RFC 8482's minimal answer.
     pub any: bool,
-    /// `whoami`: what no plugin before answered gets the client's address.
-    pub whoami: bool,
     /// Whether a directive of the block takes part in answering (CoreDNS's
     /// plugin chain is not empty): a name the chain leaves unanswered is
     /// SERVFAIL, a block without one answers REFUSED.
@@ -84,6 +84,8 @@ pub struct Server {
     pub tcp: timeouts::TcpLimits,
     /// `dns64`: AAAA synthesized from A records.
     pub dns64: Option<dns64::Dns64Config>,
+    /// `tsig`: keys, and the requests that must be signed.
+    pub tsig: Option<crate::query::tsig::setup::TsigConfig>,
     /// `k8s_external`: Services' external addresses under other zones.
     pub k8s_external: Option<k8s_external::K8sExternalConfig>,
     /// `template` directives, in order.
@@ -100,10 +102,9 @@ pub struct Server {
     pub erratic: Option<crate::query::plugins::erratic::ErraticConfig>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
-    /// `chaos`: CH TXT `version.bind` and friends.
-    pub chaos: Option<chaos::ChaosConfig>,
-    /// `local`, with whether the `localhost.<anything>` prefix form is on.
-    pub local: Option<bool>,
+    /// The answering plugins that live in their own homes, one per
+    /// directive, in the table's order.
+    pub plugins: Vec<Arc<dyn Setup>>,
     /// `dnstap` directives: where queries and replies are sent as dnstap.
     pub dnstap: Vec<dnstap::DnstapConfig>,
     /// `transfer` directives: who may take the cluster zones by AXFR, and
@@ -117,6 +118,8 @@ pub struct Server {
     pub cancel: Option<std::time::Duration>,
     /// `multisocket`: sockets on the block's port (see `listen.sockets`).
     pub multisocket: Option<usize>,
+    /// `proxyproto`: PROXY protocol headers from load balancers.
+    pub proxyproto: Option<crate::query::proxyproto::Proxyproto>,
     /// The block's transport (`tls://`, `https://`) with `tls` and `https`.
     pub listen: transport::Listen,
 }
@@ -141,10 +144,10 @@ impl Server {
             autopath: None,
             acl: Vec::new(),
             any: false,
-            whoami: false,
             chain,
             tcp: timeouts::TcpLimits::default(),
             dns64: None,
+            tsig: None,
             k8s_external: None,
             templates: Vec::new(),
             rewrites: Vec::new(),
@@ -153,14 +156,14 @@ impl Server {
             header: None,
             erratic: None,
             minimal: false,
-            chaos: None,
-            local: None,
+            plugins: Vec::new(),
             dnstap: Vec::new(),
             transfers: Vec::new(),
             root: None,
             debug: false,
             cancel: None,
             multisocket: None,
+            proxyproto: None,
             listen: transport::Listen::default(),
         }
     }
@@ -174,6 +177,28 @@ impl Config {
 }
 
 impl Server {
+    /// Adds an answering plugin's setup; a later one of the same directive
+    /// replaces the earlier (as in CoreDNS for these).
+    pub fn plug(&mut self, setup: Arc<dyn Setup>) {
+        self.plugins.retain(|p| p.name() != setup.name());
+        self.plugins.push(setup);
+    }
+
+    /// Whether the block has the answering plugin `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.plugins.iter().any(|p| p.name() == name)
+    }
+
+    /// `check`'s lines of the answering plugin `name` (empty: none).
+    pub(crate) fn printed(&self, name: &str) -> String {
+        let mut b = crate::corefile::words::Block(String::new());
+        self.plugins
+            .iter()
+            .filter(|p| p.name() == name)
+            .for_each(|p| p.print(&mut b));
+        b.0
+    }
+
     /// What its `cache` and `forward` are built from.
     pub fn forwarding(&self) -> crate::query::forward::Setup<'_> {
         crate::query::forward::Setup {

@@ -1,6 +1,6 @@
-//! What `clusterdns check` prints for `tls` and `https`, and the check
-//! across server blocks that blocks sharing an address share their
-//! transport (`transport.rs` reads the directives).
+//! What `clusterdns check` prints for `tls`, `https`, `quic`, `https3`
+//! and `grpc_server`, and the check across server blocks that blocks
+//! sharing an address share their transport (`transport.rs` reads the directives).
 
 use super::effective::Block;
 use super::server::{Config, Server};
@@ -22,7 +22,9 @@ pub(crate) fn print_tls(b: &mut Block, s: &Server, _: Option<&Config>) {
         ClientAuth::VerifyIfGiven => "verify_if_given",
         ClientAuth::RequireAndVerify => "require_and_verify",
     };
-    b.directive(head, &[format!("client_auth {mode}")]);
+    let mut options = vec![format!("client_auth {mode}")];
+    options.extend(t.keylog.as_ref().map(|f| format!("keylog {}", f.display())));
+    b.directive(head, &options);
 }
 
 /// `clusterdns check`'s line for `https` (its default written out in
@@ -45,6 +47,35 @@ pub(crate) fn print_quic(b: &mut Block, s: &Server, _: Option<&Config>) {
         ];
         b.directive("quic".into(), &options);
     }
+}
+
+/// `clusterdns check`'s line for `https3` (its defaults written out in
+/// every https3:// block).
+pub(crate) fn print_https3(b: &mut Block, s: &Server, _: Option<&Config>) {
+    print_streams(b, s, Scheme::Https3)
+}
+
+/// `clusterdns check`'s line for `grpc_server` (its defaults written out
+/// in every grpc:// block).
+pub(crate) fn print_grpc_server(b: &mut Block, s: &Server, _: Option<&Config>) {
+    print_streams(b, s, Scheme::Grpc)
+}
+
+fn print_streams(b: &mut Block, s: &Server, scheme: Scheme) {
+    if s.listen.scheme != scheme {
+        return;
+    }
+    let name = if scheme == Scheme::Grpc {
+        "grpc_server"
+    } else {
+        "https3"
+    };
+    let l = s.listen.streams.unwrap_or_default();
+    let options = [
+        format!("max_streams {}", l.max_streams),
+        format!("max_connections {}", l.max_connections),
+    ];
+    b.directive(name.into(), &options);
 }
 
 /// Blocks on one port of one address must share a transport: a `dns://`

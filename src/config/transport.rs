@@ -1,7 +1,9 @@
 //! How a server block is reached: the scheme of its keys (`dns://`,
-//! `tls://`, `https://`, each with CoreDNS's default port), and the two
-//! directives that shape its listener: `tls CERT KEY [CA] { client_auth
-//! MODE }` and `https { max_connections N }`. What one listener needs is
+//! `tls://`, `https://`, `https3://`, `quic://`, `grpc://`, each with
+//! CoreDNS's default port), and the directives that shape its listener:
+//! `tls CERT KEY [CA] { client_auth MODE }`, `https { max_connections N }`,
+//! `quic { ... }`, and `https3`/`grpc_server { max_streams N
+//! max_connections N }`. What one listener needs is
 //! [`Listen`], the part of a listener group's key that tells transports
 //! apart (two blocks share a listener only when their `Listen` is equal).
 
@@ -24,15 +26,21 @@ pub enum Scheme {
     Https,
     /// `quic://`: DNS over QUIC (RFC 9250).
     Quic,
+    /// `https3://`: DNS over HTTPS over HTTP/3 (RFC 8484 over RFC 9114).
+    Https3,
+    /// `grpc://`: CoreDNS's gRPC service, plain HTTP/2 without `tls`.
+    Grpc,
 }
 
 impl Scheme {
     /// The schemes clusterdns serves, as written before `://`.
-    const ALL: [(&'static str, Scheme); 4] = [
+    const ALL: [(&'static str, Scheme); 6] = [
         ("dns", Scheme::Dns),
         ("tls", Scheme::Tls),
         ("https", Scheme::Https),
         ("quic", Scheme::Quic),
+        ("https3", Scheme::Https3),
+        ("grpc", Scheme::Grpc),
     ];
 
     pub fn name(self) -> &'static str {
@@ -45,28 +53,17 @@ impl Scheme {
         match self {
             Scheme::Dns => dns_port,
             Scheme::Tls | Scheme::Quic => 853,
-            Scheme::Https => 443,
+            Scheme::Https | Scheme::Https3 | Scheme::Grpc => 443,
         }
     }
 
-    /// Whether its listener takes TCP (`dns`, `tls`, `https`) and UDP
-    /// (`dns`, `quic`) on its port.
+    /// Whether its listener takes TCP (`dns`, `tls`, `https`, `grpc`) and
+    /// UDP (`dns`, `quic`, `https3`) on its port.
     pub fn sockets(self) -> (bool, bool) {
-        (self != Scheme::Quic, matches!(self, Scheme::Dns | Scheme::Quic))
+        let udp = matches!(self, Scheme::Dns | Scheme::Quic | Scheme::Https3);
+        (!matches!(self, Scheme::Quic | Scheme::Https3), udp)
     }
 }
-
-/// CoreDNS transports clusterdns does not serve yet, with what to write.
-const NOT_SERVED: &[(&str, &str)] = &[
-    (
-        "https3",
-        "DNS over HTTP/3 is not served yet; use https:// (HTTP/2 and HTTP/1.1)",
-    ),
-    (
-        "grpc",
-        "CoreDNS's gRPC service is not served yet; use tls:// or https://",
-    ),
-];
 
 /// The scheme written before `://` in a key (`None`: unknown, reported).
 pub fn scheme_of(key: &crate::corefile::lexer::Word, errors: &mut Vec<ConfigError>) -> Option<Scheme> {
@@ -76,11 +73,12 @@ pub fn scheme_of(key: &crate::corefile::lexer::Word, errors: &mut Vec<ConfigErro
     if let Some((_, s)) = Scheme::ALL.iter().find(|(n, _)| *n == written) {
         return Some(*s);
     }
-    let why = NOT_SERVED.iter().find(|(n, _)| *n == written).map_or(
-        "servers are not supported (dns://, tls://, https:// and quic:// are)",
-        |(_, why)| why,
-    );
-    errors.push(ConfigError::new(&key.pos, format!("'{written}://' {why}")));
+    errors.push(ConfigError::new(
+        &key.pos,
+        format!(
+            "'{written}://' servers are not supported (dns://, tls://, https://, https3://, quic:// and grpc:// are)"
+        ),
+    ));
     None
 }
 
@@ -127,6 +125,9 @@ pub struct TlsFiles {
     pub key: PathBuf,
     pub ca: Option<PathBuf>,
     pub client_auth: ClientAuth,
+    /// `keylog FILE`: TLS secrets appended in the NSS key log format
+    /// (debugging only).
+    pub keylog: Option<PathBuf>,
 }
 
 /// What one listener serves besides its router: the transport, its
@@ -139,6 +140,8 @@ pub struct Listen {
     pub max_connections: Option<usize>,
     /// `quic { max_streams N worker_pool_size N }`.
     pub quic: Option<QuicLimits>,
+    /// `https3 { ... }` or `grpc_server { max_streams N max_connections N }`.
+    pub streams: Option<StreamLimits>,
     /// `multisocket N`: UDP sockets (and worker threads) on the port; the
     /// largest of the blocks sharing it (`None`: one per core).
     pub sockets: Option<usize>,
@@ -158,6 +161,25 @@ impl Default for QuicLimits {
         QuicLimits {
             max_streams: 256,
             worker_pool_size: 1024,
+        }
+    }
+}
+
+/// `https3` and `grpc_server { max_streams N max_connections N }`
+/// (CoreDNS's defaults 256 and 200; 0: no cap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamLimits {
+    /// Streams (requests) open at once per connection.
+    pub max_streams: usize,
+    /// Connections open at once on the listener.
+    pub max_connections: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            max_streams: 256,
+            max_connections: HTTPS_MAX_CONNECTIONS,
         }
     }
 }
@@ -184,8 +206,10 @@ pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<Conf
             ClientAuth::NoCert
         },
         ca,
+        keylog: None,
     };
     options::read("tls", &d.options, TLS_OPTIONS, &mut files, errors);
+    files.keylog = files.keylog.take().map(|f| dir.join(f));
     if files.ca.is_none() && files.client_auth != ClientAuth::NoCert {
         errors.push(ConfigError::new(
             &d.name.pos,
@@ -195,7 +219,7 @@ pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<Conf
     if listen.scheme == Scheme::Dns {
         errors.push(ConfigError::new(
             &d.name.pos,
-            "tls: only in a tls://, https:// or quic:// server block (dns:// is plain UDP and TCP)",
+            "tls: only in a tls://, https://, https3://, quic:// or grpc:// server block (dns:// is plain UDP and TCP)",
         ));
     }
     // Read now, so that `check` reports a missing or broken file (the
@@ -228,11 +252,8 @@ const TLS_OPTIONS: &[Opt<TlsFiles>] = &[
         }
         files.client_auth = choice(&a.args[0], "tls: client_auth", &modes, errors).unwrap_or(files.client_auth);
     }),
-    Opt::refused("keylog", |a, _, errors| {
-        errors.push(ConfigError::new(
-            a.pos(),
-            "tls: keylog is not supported yet (session keys are never written out); remove the option",
-        ))
+    Opt::new("keylog", (1, 1), |a, files, _| {
+        files.keylog = Some(PathBuf::from(&a.args[0].text))
     }),
 ];
 
@@ -272,6 +293,38 @@ const QUIC_OPTIONS: &[Opt<QuicLimits>] = &[
     }),
 ];
 
+/// Reads `https3 { ... }` (in an `https3://` block) or `grpc_server {
+/// ... }` (in a `grpc://` block): `max_streams N max_connections N`.
+pub fn streams(d: &Directive, listen: &mut Listen, errors: &mut Vec<ConfigError>) {
+    let name = d.name.text.as_str();
+    let scheme = if name == "https3" { Scheme::Https3 } else { Scheme::Grpc };
+    Args::from(d).count(0, 0, errors);
+    if listen.scheme != scheme {
+        let what = format!("{name}: only in a {}:// server block", scheme.name());
+        errors.push(ConfigError::new(&d.name.pos, what));
+    }
+    if listen.streams.is_some() {
+        errors.push(ConfigError::new(
+            &d.name.pos,
+            format!("{name}: only one per server block"),
+        ));
+    }
+    let mut limits = StreamLimits::default();
+    options::read(name, &d.options, STREAM_OPTIONS, &mut limits, errors);
+    listen.streams = Some(limits);
+}
+
+const STREAM_OPTIONS: &[Opt<StreamLimits>] = &[
+    Opt::new("max_streams", (1, 1), |a, l, errors| {
+        l.max_streams = a.parse(0, "a number (0: no limit)", errors).unwrap_or(l.max_streams)
+    }),
+    Opt::new("max_connections", (1, 1), |a, l, errors| {
+        l.max_connections = a
+            .parse(0, "a number (0: no limit)", errors)
+            .unwrap_or(l.max_connections)
+    }),
+];
+
 /// The option's one argument, a number above 0.
 fn positive(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<usize> {
     let n = a.parse::<usize>(0, "a positive number", errors)?;
@@ -285,10 +338,11 @@ fn positive(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<usize> {
     Some(n)
 }
 
-/// A `tls://` or `quic://` block needs a `tls` directive (clusterdns never
-/// serves DNS over TLS's port in the clear; QUIC is TLS 1.3 always).
+/// A `tls://`, `quic://` or `https3://` block needs a `tls` directive
+/// (clusterdns never serves DNS over TLS's port in the clear; QUIC is TLS
+/// 1.3 always).
 pub fn needs(listen: &Listen, open: &crate::corefile::lexer::Pos, errors: &mut Vec<ConfigError>) {
-    if matches!(listen.scheme, Scheme::Tls | Scheme::Quic) && listen.tls.is_none() {
+    if matches!(listen.scheme, Scheme::Tls | Scheme::Quic | Scheme::Https3) && listen.tls.is_none() {
         errors.push(ConfigError::new(
             open,
             format!(

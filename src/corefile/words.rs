@@ -7,7 +7,7 @@ use std::time::Duration;
 use hickory_proto::rr::Name;
 
 /// Lines of one server block, indented by depth.
-pub(crate) struct Block(pub(crate) String);
+pub struct Block(pub(crate) String);
 
 impl Block {
     pub(crate) fn line(&mut self, depth: usize, text: impl Display) {

@@ -1,7 +1,8 @@
 //! Counters of the `tls://` and `https://` listeners: server certificates
 //! read again after their files changed (and reads that failed, keeping
-//! the old one), DNS over HTTPS requests refused before the DNS path, and
-//! DNS over QUIC connections and streams refused.
+//! the old one), DNS over HTTPS (HTTP/2, HTTP/1.1 and HTTP/3) and gRPC
+//! requests refused before the DNS path, and DNS over QUIC connections
+//! and streams refused.
 //! Connections refused at a cap, idle or stalled in their handshake are
 //! counted with TCP's (`clusterdns_tcp_*`).
 
@@ -59,6 +60,9 @@ pub struct Transports {
     reloads: [AtomicU64; 2],
     doh_refused: [AtomicU64; 5],
     doq_refused: [AtomicU64; 4],
+    /// `proxyproto`: [UDP, TCP].
+    proxyproto_refused: [AtomicU64; 2],
+    grpc_refused: [AtomicU64; 5],
 }
 
 impl Transports {
@@ -71,8 +75,19 @@ impl Transports {
         self.doh_refused[why as usize].fetch_add(1, Relaxed);
     }
 
+    /// A gRPC request refused before the DNS path (`Path`: another
+    /// method than `Query`, `TooLarge`: over a DNS message's size).
+    pub fn grpc_refused(&self, why: DohRefusal) {
+        self.grpc_refused[why as usize].fetch_add(1, Relaxed);
+    }
+
     pub fn doq_refused(&self, why: DoqRefusal) {
         self.doq_refused[why as usize].fetch_add(1, Relaxed);
+    }
+
+    /// A datagram dropped (`udp`) or a connection closed for its PROXY header.
+    pub fn proxyproto_refused(&self, udp: bool) {
+        self.proxyproto_refused[usize::from(!udp)].fetch_add(1, Relaxed);
     }
 
     pub(super) fn render(&self, s: &mut String) {
@@ -85,7 +100,16 @@ impl Transports {
             )
         });
         c::DOH_REFUSED.by(s, refused);
+        let grpc = DohRefusal::ALL.map(|w| {
+            (
+                DohRefusal::LABELS[w as usize],
+                self.grpc_refused[w as usize].load(Relaxed),
+            )
+        });
+        c::GRPC_REFUSED.by(s, grpc);
         let doq = DoqRefusal::LABELS;
         c::DOQ_REFUSED.by(s, [0, 1, 2, 3].map(|i| (doq[i], self.doq_refused[i].load(Relaxed))));
+        let pp = |i: usize| self.proxyproto_refused[i].load(Relaxed);
+        c::PROXYPROTO_REFUSED.by(s, [("udp", pp(0)), ("tcp", pp(1))]);
     }
 }

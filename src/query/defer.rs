@@ -27,6 +27,8 @@ pub enum Sink {
     Tcp(Arc<Pending>),
     /// Nobody waits (prefetch, probes).
     None,
+    /// To the sink inside, signed first with the request's TSIG key.
+    Signed(Arc<(Sink, crate::query::tsig::Signer)>),
 }
 
 /// A reply on its way to a TCP connection's writer, holding one of the
@@ -148,7 +150,17 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         edns: job.edns,
     };
     let truncated = wire::write_for(&mut out, &echo, answer, job.transport);
-    if matches!(job.sink, Sink::None) {
+    let sink = match &job.sink {
+        Sink::Signed(signed) => {
+            if !out.is_empty() {
+                let udp = (job.transport == Transport::Udp).then(|| super::request::edns::udp_limit(job.edns));
+                signed.1.sign_within(&mut out, udp);
+            }
+            &signed.0
+        }
+        sink => sink,
+    };
+    if matches!(sink, Sink::None) {
         return;
     }
     metrics.in_flight.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
@@ -167,14 +179,14 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         started: job.started,
     };
     record(&summary, job.stats.as_deref(), job.taps.as_deref(), &exchange);
-    match &job.sink {
+    match sink {
         Sink::Udp(socket) => {
             if let Err(e) = socket.send_to(&out, job.peer) {
                 tracing::debug!(target: "udp", "send to {} failed: {e}", job.peer);
             }
         }
         Sink::Tcp(pending) => pending.send(&out).await,
-        Sink::None => {}
+        Sink::None | Sink::Signed(_) => {}
     }
 }
 
@@ -194,7 +206,7 @@ pub fn later(
         match &sink {
             Sink::Udp(socket) => drop(socket.send_to(&reply, peer)),
             Sink::Tcp(pending) => pending.send(&reply).await,
-            Sink::None => {}
+            Sink::None | Sink::Signed(_) => {} // `handle` signs first and passes its own sink
         }
     });
     true

@@ -8,10 +8,9 @@
 //!  request ─► replay: memo / hits (an earlier reply's bytes, patched) ──► reply::wire
 //! ```
 //!
-//! Start reading at [`Handler::handle`]: one synchronous call per query,
-//! made by the UDP worker threads and the TCP connection tasks alike. Only
-//! a forwarded cache miss leaves it: the query becomes a [`defer::Job`]
-//! answered by a task through the socket or connection it came from.
+//! Start reading at [`Handler::handle`]: one synchronous call per query, made by the UDP
+//! worker threads and the TCP connection tasks alike. Only a forwarded cache miss leaves
+//! it: the query becomes a [`defer::Job`] answered by a task through its socket or connection.
 
 pub mod defer;
 pub mod errors;
@@ -20,13 +19,16 @@ pub mod limits;
 pub mod log;
 pub mod logline;
 pub mod plugins;
+pub mod proxyproto;
 pub mod replay;
 pub mod reply;
 pub mod request;
 pub mod route;
+mod scratch;
 pub mod settle;
 pub mod tcp;
 pub mod transfer;
+pub mod tsig;
 pub mod udp;
 
 use std::net::SocketAddr;
@@ -41,21 +43,8 @@ use reply::wire;
 pub use reply::Answer;
 use request::{edns::ClientEdns, Triage};
 pub use route::{Asker, Block, LoopProbe, Routed, Router};
-
-/// Per-worker scratch space, reused for every query it handles.
-#[derive(Default)]
-pub struct Scratch {
-    pub answer: Answer,
-    pub out: Vec<u8>,
-    memo: replay::memo::Memo,
-    key: Vec<u8>,
-    /// Cache hits replayed as bytes ([`replay::hits`]).
-    hits: replay::hits::Hits,
-    /// Client addresses → `clusterdns_client_requests_total` series.
-    clients: crate::metrics::ClientSlots,
-    /// The listener's address queries come in on (`rewrite`'s `{server_ip}`).
-    pub local: Option<SocketAddr>,
-}
+pub use scratch::Scratch;
+use scratch::{Arrival, Fate};
 
 /// Answers one query for the blocks of one listener.
 pub struct Handler {
@@ -64,27 +53,6 @@ pub struct Handler {
     pub metrics: std::sync::Arc<Metrics>,
     /// Tells handlers apart (per-thread scratch space of TCP connections).
     pub id: u64,
-}
-
-/// A message as it came in, with what [`request::parse`] read of it.
-#[derive(Clone, Copy)]
-struct Arrival<'a> {
-    bytes: &'a [u8],
-    wire: Option<request::Wire>,
-    /// [`Router::admits`] for a plain query (`wire`).
-    admitted: Option<route::Admission<'a>>,
-    peer: SocketAddr,
-    transport: Transport,
-    started: Instant,
-}
-
-/// What became of a message: a reply now (replayed or made), none, or one later.
-enum Fate {
-    Reply(reply::Summary),
-    /// No reply (dropped packet).
-    Nothing,
-    /// Handed to a task that replies later (or shed at the in-flight cap).
-    Later,
 }
 
 impl Handler {
@@ -126,14 +94,12 @@ impl Handler {
         }
     }
 
-    /// Handles one message from `peer`; the reply is left in
-    /// `scratch.out`. Returns false when nothing is to be sent now (the
-    /// packet is dropped, or a task answers it later through `sink`).
-    /// Plain repeated questions are replayed from the memo, and repeated
-    /// cache hits from [`replay::hits`] (learned from the full path's
-    /// reply, so their route is skipped too). `started` is
-    /// when the query arrived (its batch's clock read, less the time the
-    /// kernel queued it): request durations count from there.
+    /// Handles one message from `peer`; the reply is left in `scratch.out`.
+    /// Returns false when nothing is to be sent now (the packet is dropped,
+    /// or a task answers it later through `sink`). `started` is when the
+    /// query arrived (its batch's clock read, less the time the kernel
+    /// queued it): request durations count from there. With `tsig`, a
+    /// signed request goes on without its TSIG record, its reply signed.
     pub fn handle(
         &self,
         bytes: &[u8],
@@ -144,6 +110,32 @@ impl Handler {
         started: Instant,
     ) -> bool {
         let router = self.router.load();
+        let at = (peer, transport, started);
+        let sent = match tsig::admit(router.tsig.as_deref(), bytes, &mut scratch.out) {
+            tsig::Admit::Plain => self.serve(&router, bytes, at, scratch, sink),
+            tsig::Admit::Answered => true,
+            tsig::Admit::Signed(s) => {
+                let signed = || defer::Sink::Signed(Arc::new((sink(), s.signer.clone())));
+                let sent = self.serve(&router, &s.request, at, scratch, &signed);
+                s.signed(sent, transport == Transport::Udp, &mut scratch.out)
+            }
+        };
+        let delay = scratch.answer.tags.delay.take(); // `erratic`: sent later (signed), counted now
+        sent && !defer::later(delay, &scratch.out, peer, sink)
+    }
+
+    /// [`Handler::handle`] past `tsig`. Plain repeated questions are
+    /// replayed from the memo, and repeated cache hits from
+    /// [`replay::hits`] (learned from the full path's reply, so their
+    /// route is skipped too).
+    fn serve(
+        &self,
+        router: &Arc<Router>,
+        bytes: &[u8],
+        (peer, transport, started): (SocketAddr, Transport, Instant),
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+    ) -> bool {
         let wire = request::parse(bytes);
         // `acl` first: a denied client never reaches a replay (coredns#8289).
         let admitted = wire.map(|w| router.admits(route::WireName(w.name(bytes)), w.qtype, peer.ip()));
@@ -162,15 +154,14 @@ impl Handler {
             started,
         };
         let full = match memo_key {
-            None => self.answer(&router, &at, scratch, sink),
+            None => self.answer(router, &at, scratch, sink),
             Some(key) => {
-                let full = self.replayed(&router, &at, &key, scratch, sink);
+                let full = self.replayed(router, &at, &key, scratch, sink);
                 key.recycle(&mut scratch.key);
                 full
             }
         };
-        let delay = scratch.answer.tags.delay.take(); // `erratic`: sent later, counted now
-        self.finish(&router, &at, full, scratch) && !defer::later(delay, &scratch.out, at.peer, sink)
+        self.finish(router, &at, full, scratch)
     }
 
     /// A plain question's reply replayed (memo, then cache hits), else the

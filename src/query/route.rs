@@ -1,18 +1,18 @@
 //! Route a query to the server block with the longest matching zone, then
-//! through that block's plugins in CoreDNS's order (its `plugin.cfg`):
-//! `local`, `dns64` (around the rest: it looks at their result), `any`,
-//! `chaos` (class CH), `rewrite` (the question changed here, the answer
-//! changed back), `autopath`, `acl` (on the rewritten name, and on every
+//! through that block's plugins in CoreDNS's order (its `plugin.cfg`, the
+//! directive table's): the chain's early plugins (`query::plugins::chain`),
+//! `dns64` (around the rest: it looks at their result), `any`, `rewrite`
+//! (the question changed here, the answer changed back), `autopath`, `acl` (on the rewritten name, and on every
 //! name `autopath` tries), then `cache` with the plugins answering data:
 //! `template`, `hosts`, `k8s_external`, `file`, `kubernetes`, `forward`
-//! (behind `cache`); `bufsize` rides along in the answer. A CNAME whose
+//! (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
 //! target lies outside (an ExternalName Service, a `k8s_external` ingress
 //! hostname, a `template` or `rewrite cname` answer) has the target's
 //! records looked up and appended. A name no plugin takes is REFUSED: we
 //! are not a server for it.
 //!
 //! `Router::answer` reads as that order: `enter` (the block, `log`,
-//! `bufsize`), `early` (`local`, `any`, `chaos`), `rewrite`, the `acl`
+//! `bufsize`), `early` (the chain's early plugins, `any`), `rewrite`, the `acl`
 //! verdict, `autopath` or `through` (`any`, `loop`, `template`, `data` for
 //! `hosts`/`k8s_external`/`file`, `kubernetes`, `forward` with `cache`),
 //! then `settle` (the outside CNAME target, `dns64`, `rewrite` reverted,
@@ -70,6 +70,16 @@ pub struct Asker {
     pub wire: crate::corefile::expr::Wire,
 }
 
+impl Asker {
+    /// The client as the chain's plugins see it.
+    pub fn of(&self) -> crate::query::plugins::chain::Client {
+        crate::query::plugins::chain::Client {
+            ip: self.client,
+            wire: self.wire,
+        }
+    }
+}
+
 /// `loadbalance` of the block a forwarded answer goes back through.
 pub type Balance<'a> = Option<&'a Arc<crate::query::reply::loadbalance::setup::LoadbalanceConfig>>;
 
@@ -119,8 +129,12 @@ pub struct Router {
     pub tcp: crate::query::limits::timeouts::TcpLimits,
     /// Queries being forwarded at once (process-wide); more are dropped.
     pub in_flight: usize,
+    /// `proxyproto` of this listener (its first block's).
+    pub proxy: Option<Arc<crate::query::proxyproto::Proxyproto>>,
     /// The `dnstap` taps of each stats slot's block (empty: none taps).
     pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
+    /// The `tsig` directives of the blocks (none: requests are not looked at).
+    pub tsig: Option<Arc<crate::query::tsig::Tsig>>,
 }
 
 impl Router {
@@ -133,7 +147,9 @@ impl Router {
             stats,
             tcp: Default::default(),
             in_flight: crate::query::limits::IN_FLIGHT,
+            proxy: None,
             taps: Vec::new(),
+            tsig: None,
         }
     }
 
@@ -228,7 +244,7 @@ impl Router {
 
     /// [`Router::answer`] in the block [`Router::enter`] found for `query`.
     pub fn answer_in<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
-        if let Some(routed) = order::early(block, query, out) {
+        if let Some(routed) = order::early(block, query, asker, out) {
             return routed;
         }
         let rewritten = match block.rewrite.as_ref().map(|rw| rw.apply(query)).transpose() {

@@ -97,5 +97,51 @@ fn read(files: &TlsFiles, alpn: &[Vec<u8>]) -> Result<rustls::ServerConfig, Stri
     let optional = files.client_auth == ClientAuth::VerifyIfGiven;
     let mut config = crate::tls::server_config(&files.cert, &files.key, ca, optional)?;
     config.alpn_protocols = alpn.to_vec();
+    if let Some(path) = &files.keylog {
+        config.key_log = Arc::new(KeyLogFile::open(path)?);
+    }
     Ok(config)
+}
+
+/// `tls { keylog FILE }`: each TLS secret appended to FILE as a line of the
+/// NSS key log format (`LABEL CLIENT_RANDOM SECRET`, hex), which Wireshark
+/// reads to decrypt a capture. It gives away every session: debugging only.
+#[derive(Debug)]
+struct KeyLogFile(std::sync::Mutex<std::fs::File>);
+
+impl KeyLogFile {
+    fn open(path: &std::path::Path) -> Result<KeyLogFile, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| format!("keylog {}: {e}", path.display()))?;
+        tracing::warn!(target: "tls", "keylog: TLS secrets are written to {} (debugging only: anyone who reads it can decrypt the sessions)", path.display());
+        Ok(KeyLogFile(std::sync::Mutex::new(file)))
+    }
+}
+
+impl rustls::KeyLog for KeyLogFile {
+    fn log(&self, label: &str, client_random: &[u8], secret: &[u8]) {
+        use std::fmt::Write as _;
+        use std::io::Write as _;
+        let mut line = format!("{label} ");
+        client_random.iter().for_each(|b| {
+            let _ = write!(line, "{b:02x}");
+        });
+        line.push(' ');
+        secret.iter().for_each(|b| {
+            let _ = write!(line, "{b:02x}");
+        });
+        line.push('\n');
+        if let Ok(mut f) = self.0.lock() {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
+
+    fn will_log(&self, _: &str) -> bool {
+        true
+    }
 }

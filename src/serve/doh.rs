@@ -6,8 +6,12 @@
 //! the same path as a TCP query (`query::tcp::answer`), a forwarded one
 //! awaited on a channel of its own.
 //!
-//! Bounds: at most `https { max_connections }` connections (beyond it a
-//! new one is closed at once); a message over 65,535 bytes is refused with
+//! Bounds: at most `https { max_connections }` connections, held as TCP
+//! holds its own (`query::tcp::conns`): at the cap the connection idle
+//! longest (no request in progress) is closed for the new one, with none
+//! idle the newest of the client holding the most connections, and only
+//! when that is the new one's own client is the new one closed at once
+//! (with `limits { client_share 0 }` too, as before); a message over 65,535 bytes is refused with
 //! an HTTP 4xx before it is decoded (CVE-2026-32936: a `dns` parameter or
 //! body is read only up to that size, and hyper holds at most
 //! [`MAX_HEAD`] of a request's head); a connection with no request for
@@ -15,54 +19,82 @@
 //! `timeouts { read }`, and so must a TLS handshake.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Semaphore};
 
+use super::body::Reply;
 use super::certs::Certs;
 use super::records::RecordPerAnswer;
+use super::request::{self, respond, Ends};
 use crate::metrics::{DohRefusal, TcpClose};
-use crate::query::defer::{Pending, Sink};
-use crate::query::request::walk::{Records, Section};
+use crate::query::limits::timeouts::TcpLimits;
+use crate::query::tcp::conns::Seat;
 use crate::query::{tcp, Handler};
 
 /// ALPN of DNS over HTTPS: HTTP/2 first, HTTP/1.1.
 pub const ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
-/// The one path served.
-const PATH: &str = "/dns-query";
-/// The longest DNS message (and so `POST` body) taken.
-const MAX_MESSAGE: usize = 65_535;
-/// The longest `dns` parameter taken: base64url of [`MAX_MESSAGE`] bytes.
-const MAX_PARAM: usize = MAX_MESSAGE.div_ceil(3) * 4;
 /// The most of a request's head (request line, headers) hyper holds.
-const MAX_HEAD: usize = 2 * MAX_PARAM;
-/// How long a forwarded query's answer is awaited (past every upstream's).
-const ANSWER_WAIT: Duration = Duration::from_secs(30);
+pub(super) const MAX_HEAD: usize = 2 * request::MAX_PARAM;
+
+/// What an HTTP/2 (and HTTP/1.1) listener serves: DNS over HTTPS
+/// ([`Doh`]) or CoreDNS's gRPC service (`grpc::Grpc`).
+pub trait App: Copy + Send + Sync + 'static {
+    /// The answer to one request.
+    fn respond(
+        self,
+        req: Request<Incoming>,
+        ends: Ends,
+        handler: Arc<Handler>,
+    ) -> impl Future<Output = Response<Reply>> + Send;
+    /// Counts a connection closed at the listener's cap.
+    fn refused(self, handler: &Handler);
+    /// Streams (requests) open at once on one HTTP/2 connection.
+    fn max_streams(self, limits: &TcpLimits) -> u32;
+}
+
+/// DNS over HTTPS: streams at once as `limits { pipeline }`.
+#[derive(Clone, Copy)]
+pub struct Doh;
+
+impl App for Doh {
+    async fn respond(self, req: Request<Incoming>, ends: Ends, handler: Arc<Handler>) -> Response<Reply> {
+        respond(req, ends, &handler).await
+    }
+
+    fn refused(self, handler: &Handler) {
+        handler.metrics.transports.doh_refused(DohRefusal::Connections);
+    }
+
+    fn max_streams(self, limits: &TcpLimits) -> u32 {
+        limits.pipeline as u32
+    }
+}
 
 /// Accepts connections until `stop` is set; `certs`: TLS, else plain HTTP;
-/// `max`: open connections at most (0: no cap).
-pub async fn serve(
+/// `max`: open connections at most (0: no cap); `app` answers requests.
+pub async fn serve<A: App>(
     listener: TcpListener,
     handler: Arc<Handler>,
     stop: Arc<AtomicBool>,
     certs: Option<Arc<Certs>>,
-    max: usize,
+    (max, app): (usize, A),
 ) {
-    let slots = Arc::new(Semaphore::new(if max == 0 { Semaphore::MAX_PERMITS } else { max }));
+    let conns = tcp::conns::Conns::new();
     while let Some((stream, peer)) = tcp::accept::next(&listener, &stop, "https").await {
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            handler.metrics.transports.doh_refused(DohRefusal::Connections);
+        let limits = TcpLimits {
+            connections: if max == 0 { usize::MAX } else { max },
+            ..handler.router.load().tcp
+        };
+        let Some(seat) = conns.seat(&limits, peer.ip()).map(Arc::new) else {
+            app.refused(&handler);
             handler.metrics.tcp.rejected();
             continue;
         };
@@ -70,42 +102,70 @@ pub async fn serve(
         handler.metrics.tcp.open.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let ends = (peer, stream.local_addr().ok());
-            let why = connection(stream, ends, &handler, certs, &stop).await;
+            let why = tokio::select! {
+                why = seat.closed() => why,
+                why = connection(stream, ends, &handler, certs, (&stop, app), &seat) => why,
+            };
             handler.metrics.tcp.closed(why);
             handler.metrics.tcp.open.fetch_sub(1, Ordering::Relaxed);
-            drop(slot);
         });
     }
 }
 
-/// A query's client and the address it came in on (`rewrite`'s
-/// `{server_ip}` and `{server_port}`).
-pub(super) type Ends = (SocketAddr, Option<SocketAddr>);
-
 /// One connection: the TLS handshake (when serving TLS), then HTTP until
 /// the client leaves, it idles, or the listener stops.
-async fn connection(
+async fn connection<A: App>(
     stream: TcpStream,
-    ends: Ends,
+    (peer, local): Ends,
     handler: &Arc<Handler>,
     certs: Option<Arc<Certs>>,
-    stop: &Arc<AtomicBool>,
+    (stop, app): (&Arc<AtomicBool>, A),
+    seat: &Arc<Seat>,
 ) -> TcpClose {
     let _ = stream.set_nodelay(true);
-    let limits = handler.router.load().tcp;
+    let (limits, proxy) = {
+        let router = handler.router.load();
+        (router.tcp, router.proxy.clone())
+    };
+    let client = match proxy {
+        None => peer,
+        Some(p) => match crate::query::proxyproto::stream(&p, &stream, peer, limits.read).await {
+            Ok(client) => client,
+            Err(why) => {
+                crate::query::proxyproto::refused(&handler.metrics, crate::metrics::Transport::Tcp, peer, why);
+                return TcpClose::Handshake;
+            }
+        },
+    };
+    let ends = (client, local);
     let Some(certs) = certs else {
-        return http(TokioIo::new(stream), ends, handler, stop).await;
+        return http(TokioIo::new(stream), ends, handler, (stop, app), seat).await;
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(certs.config());
     match tokio::time::timeout(limits.read, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => http(TokioIo::new(RecordPerAnswer::new(tls)), ends, handler, stop).await,
+        Ok(Ok(tls)) => {
+            http(
+                TokioIo::new(RecordPerAnswer::new(tls)),
+                ends,
+                handler,
+                (stop, app),
+                seat,
+            )
+            .await
+        }
         _ => TcpClose::Handshake,
     }
 }
 
 /// Serves HTTP/2 or HTTP/1.1 on `io`; closes it gracefully when no
 /// request has come or been answered for `timeouts { idle }`.
-async fn http<I>(io: I, ends: Ends, handler: &Arc<Handler>, stop: &Arc<AtomicBool>) -> TcpClose
+async fn http<I, A: App>(
+    io: I,
+    ends: Ends,
+    handler: &Arc<Handler>,
+    (stop, app): (&Arc<AtomicBool>, A),
+    seat: &Arc<Seat>,
+) -> TcpClose
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -114,6 +174,7 @@ where
         epoch: Instant::now(),
         busy: AtomicU64::new(0),
         last: AtomicU64::new(0),
+        seat: Arc::downgrade(seat),
     });
     let service = {
         let (handler, activity) = (handler.clone(), activity.clone());
@@ -121,13 +182,13 @@ where
             let (handler, activity) = (handler.clone(), activity.clone());
             async move {
                 activity.begin();
-                let response = respond(req, ends, &handler).await;
+                let response = app.respond(req, ends, handler).await;
                 activity.end();
                 Ok::<_, Infallible>(response)
             }
         })
     };
-    let builder = builder(&limits);
+    let builder = builder(&limits, app.max_streams(&limits));
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     let mut why = TcpClose::Client;
@@ -157,8 +218,8 @@ where
 }
 
 /// HTTP/1.1 and HTTP/2 as the listener serves them: a request head within
-/// `read`, at most [`MAX_HEAD`] of it held, `pipeline` streams at once.
-fn builder(limits: &crate::query::limits::timeouts::TcpLimits) -> auto::Builder<TokioExecutor> {
+/// `read`, at most [`MAX_HEAD`] of it held, `streams` at once.
+fn builder(limits: &TcpLimits, streams: u32) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -169,7 +230,7 @@ fn builder(limits: &crate::query::limits::timeouts::TcpLimits) -> auto::Builder<
         .http2()
         .timer(TokioTimer::new())
         .max_header_list_size(MAX_HEAD as u32)
-        .max_concurrent_streams(limits.pipeline as u32);
+        .max_concurrent_streams(streams);
     builder
 }
 
@@ -187,22 +248,31 @@ fn closed(why: TcpClose, done: Result<(), Box<dyn std::error::Error + Send + Syn
     }
 }
 
-/// Requests of one connection in progress, and when the last one ended.
+/// Requests of one connection in progress, and when the last one ended;
+/// told to the connection's seat (idle ones give way first at the cap;
+/// weak: a stream's task outliving the connection does not hold it open).
 struct Activity {
     epoch: Instant,
     busy: AtomicU64,
     /// Milliseconds since `epoch` of the last request's start or end.
     last: AtomicU64,
+    seat: Weak<Seat>,
 }
 
 impl Activity {
     fn begin(&self) {
         self.busy.fetch_add(1, Ordering::Relaxed);
+        if let Some(seat) = self.seat.upgrade() {
+            seat.begin();
+        }
         self.touch();
     }
 
     fn end(&self) {
         self.busy.fetch_sub(1, Ordering::Relaxed);
+        if let Some(seat) = self.seat.upgrade() {
+            seat.end();
+        }
         self.touch();
     }
 
@@ -218,128 +288,5 @@ impl Activity {
         }
         let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
         self.epoch.elapsed().saturating_sub(last)
-    }
-}
-
-/// One HTTP request: its DNS message read (or an HTTP error), answered.
-async fn respond(req: Request<Incoming>, ends: Ends, handler: &Handler) -> Response<Full<Bytes>> {
-    let started = Instant::now();
-    let message = match message(req).await {
-        Ok(m) => m,
-        Err(why) => {
-            handler.metrics.transports.doh_refused(why);
-            return error(status(why));
-        }
-    };
-    match answer(&message, ends, handler, started).await {
-        Some(reply) => Response::builder()
-            .header(http::header::CONTENT_TYPE, "application/dns-message")
-            .header(http::header::CACHE_CONTROL, format!("max-age={}", min_ttl(&reply)))
-            .body(Full::new(Bytes::from(reply)))
-            .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR)),
-        None => error(StatusCode::BAD_REQUEST),
-    }
-}
-
-/// The HTTP status of a refusal.
-fn status(why: DohRefusal) -> StatusCode {
-    match why {
-        DohRefusal::Path => StatusCode::NOT_FOUND,
-        DohRefusal::Method => StatusCode::METHOD_NOT_ALLOWED,
-        DohRefusal::Malformed => StatusCode::BAD_REQUEST,
-        DohRefusal::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-        DohRefusal::Connections => StatusCode::SERVICE_UNAVAILABLE,
-    }
-}
-
-fn error(status: StatusCode) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::new()));
-    *r.status_mut() = status;
-    r
-}
-
-/// The DNS message of a request: the `dns` parameter of a GET (decoded
-/// only when no longer than a message's base64url), a POST's body (read
-/// up to [`MAX_MESSAGE`] bytes).
-async fn message(req: Request<Incoming>) -> Result<Vec<u8>, DohRefusal> {
-    if req.uri().path() != PATH {
-        return Err(DohRefusal::Path);
-    }
-    match *req.method() {
-        Method::GET => {
-            let query = req.uri().query().unwrap_or("");
-            let param = query
-                .split('&')
-                .find_map(|kv| kv.strip_prefix("dns="))
-                .ok_or(DohRefusal::Malformed)?;
-            if param.len() > MAX_PARAM {
-                return Err(DohRefusal::TooLarge);
-            }
-            let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-            engine
-                .decode(param.trim_end_matches('='))
-                .map_err(|_| DohRefusal::Malformed)
-        }
-        Method::POST => {
-            let kind = req.headers().get(http::header::CONTENT_TYPE);
-            if kind.is_none_or(|k| k.as_bytes() != b"application/dns-message") {
-                return Err(DohRefusal::Malformed);
-            }
-            let body = Limited::new(req.into_body(), MAX_MESSAGE).collect().await;
-            body.map(|b| b.to_bytes().to_vec()).map_err(|_| DohRefusal::TooLarge)
-        }
-        _ => Err(DohRefusal::Method),
-    }
-}
-
-/// Answers `message` as a TCP query is answered; a forwarded one is
-/// awaited. `None`: no reply (dropped, or shed at the in-flight cap).
-pub(super) async fn answer(message: &[u8], ends: Ends, handler: &Handler, started: Instant) -> Option<Vec<u8>> {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1);
-    let mut out = Vec::new();
-    {
-        let sink = || Sink::Tcp(Arc::new(Pending::new(tx.clone(), None)));
-        tcp::answer(handler, message, ends, &sink, started, &mut out);
-    }
-    drop(tx);
-    let framed = if out.is_empty() {
-        tokio::time::timeout(ANSWER_WAIT, rx.recv()).await.ok().flatten()?
-    } else {
-        out
-    };
-    framed.get(2..).map(<[u8]>::to_vec)
-}
-
-/// The smallest TTL of a reply's answer and authority records, for
-/// `Cache-Control` (RFC 8484 section 5.1), read off the wire without
-/// decoding; 0 when it has none or cannot be walked.
-fn min_ttl(reply: &[u8]) -> u32 {
-    let Some(records) = Records::of(reply) else {
-        return 0;
-    };
-    let ttls = records
-        .filter(|rr| rr.section != Section::Additional)
-        .filter_map(|rr| reply.get(rr.fixed + 4..rr.fixed + 8))
-        .map(|t| u32::from_be_bytes([t[0], t[1], t[2], t[3]]));
-    ttls.min().unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use hickory_proto::op::{Message, MessageType, OpCode};
-    use hickory_proto::rr::{rdata::A, Name, RData, Record};
-
-    #[test]
-    fn max_age_is_the_smallest_answer_or_authority_ttl() {
-        let name = Name::from_ascii("a.example.").expect("name");
-        let mut m = Message::new(7, MessageType::Response, OpCode::Query);
-        for ttl in [300, 60] {
-            m.add_answer(Record::from_rdata(name.clone(), ttl, RData::A(A::new(192, 0, 2, 1))));
-        }
-        m.add_additional(Record::from_rdata(name, 5, RData::A(A::new(192, 0, 2, 2))));
-        let wire = m.to_vec().expect("encode");
-        assert_eq!(super::min_ttl(&wire), 60);
-        assert_eq!(super::min_ttl(&wire[..wire.len() - 3]), 60, "a cut additional record");
-        assert_eq!(super::min_ttl(&wire[..20]), 0);
     }
 }

@@ -2,7 +2,7 @@
 //! client-initiated bidirectional stream, a 2-byte length then the
 //! message, the stream finished by the client; the reply written the same
 //! way and the stream finished. Each query is answered by the same path as
-//! a TCP query (`doh::answer`).
+//! a TCP query (`request::answer`).
 //!
 //! Bounds (CVE-2026-32934: streams that send a byte and never finish):
 //! at most `quic { max_streams }` streams open per connection (QUIC's own
@@ -11,7 +11,10 @@
 //! connection's streams at most two messages' worth) and reset when
 //! its query is not whole within `timeouts { read }`; at most `quic {
 //! worker_pool_size }` queries answered at once over the listener; at
-//! most `limits { connections }` connections, each closed after
+//! most `limits { connections }` connections, held as TCP holds its own
+//! (`query::tcp::conns`: at the cap the one idle longest, else the newest
+//! of the client holding the most, gives way; a client not yet validated
+//! is sent a Retry first), each closed after
 //! `timeouts { idle }` without traffic; a handshake within `timeouts {
 //! read }`. Refusals are counted in `clusterdns_doq_refused_total`.
 
@@ -27,6 +30,7 @@ use tokio::sync::Semaphore;
 use super::certs::Certs;
 use crate::config::transport::QuicLimits;
 use crate::metrics::DoqRefusal;
+use crate::query::tcp::conns::{Conns, Seat};
 use crate::query::Handler;
 
 /// ALPN of DNS over QUIC.
@@ -37,6 +41,8 @@ pub const STREAM_WINDOW: u32 = 2 + 65_535;
 const NO_ERROR: u32 = 0;
 const PROTOCOL_ERROR: u32 = 2;
 const REQUEST_CANCELLED: u32 = 3;
+/// RFC 9250's DOQ_EXCESSIVE_LOAD: a connection closed for a newer one.
+const EXCESSIVE_LOAD: u32 = 4;
 
 /// The quinn server configuration of `certs` under `limits`.
 fn server_config(certs: &Certs, limits: &QuicLimits, idle: Duration) -> std::io::Result<quinn::ServerConfig> {
@@ -77,7 +83,7 @@ pub async fn serve(
 ) {
     let workers = Arc::new(Semaphore::new(limits.worker_pool_size));
     let mut in_use = certs.config();
-    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let conns = Conns::new();
     while !stop.load(Ordering::Relaxed) {
         let Ok(accepted) = tokio::time::timeout(Duration::from_millis(200), endpoint.accept()).await else {
             let now = certs.config();
@@ -93,25 +99,45 @@ pub async fn serve(
         let Some(incoming) = accepted else {
             break;
         };
-        let cap = handler.router.load().tcp.connections;
-        if open.load(Ordering::Relaxed) >= cap {
-            handler.metrics.transports.doq_refused(DoqRefusal::Connections);
-            incoming.refuse();
+        let Some(seat) = admit(incoming, &conns, &handler) else {
             continue;
-        }
-        open.fetch_add(1, Ordering::Relaxed);
-        let (handler, workers, open) = (handler.clone(), workers.clone(), open.clone());
+        };
+        let (handler, workers) = (handler.clone(), workers.clone());
         let port = endpoint.local_addr().ok().map(|a| a.port());
-        tokio::spawn(async move {
-            connection(incoming, port, &handler, &workers).await;
-            open.fetch_sub(1, Ordering::Relaxed);
-        });
+        tokio::spawn(async move { connection(seat, port, &handler, &workers).await });
     }
     endpoint.close(VarInt::from_u32(NO_ERROR), b"shutting down");
 }
 
-/// One connection: its handshake, then a task per stream until it ends.
-async fn connection(incoming: quinn::Incoming, port: Option<u16>, handler: &Arc<Handler>, workers: &Arc<Semaphore>) {
+/// A new connection's seat among the listener's (TCP's rule at the cap:
+/// `query::tcp::conns`). At the cap, a client whose address QUIC has not
+/// validated is first sent a Retry (so a spoofed address cannot make
+/// another client give way); one that cannot be seated is refused.
+fn admit(incoming: quinn::Incoming, conns: &Arc<Conns>, handler: &Handler) -> Option<(quinn::Incoming, Arc<Seat>)> {
+    let limits = handler.router.load().tcp;
+    let full = conns.count() >= limits.connections;
+    if full && !incoming.remote_address_validated() && incoming.may_retry() {
+        let _ = incoming.retry();
+        return None;
+    }
+    match conns.seat(&limits, incoming.remote_address().ip()) {
+        Some(seat) => Some((incoming, Arc::new(seat))),
+        None => {
+            handler.metrics.transports.doq_refused(DoqRefusal::Connections);
+            incoming.refuse();
+            None
+        }
+    }
+}
+
+/// One connection: its handshake, then a task per stream until it ends or
+/// the listener closes it (for a newer one at the cap).
+async fn connection(
+    (incoming, seat): (quinn::Incoming, Arc<Seat>),
+    port: Option<u16>,
+    handler: &Arc<Handler>,
+    workers: &Arc<Semaphore>,
+) {
     let read = handler.router.load().tcp.read;
     let local = incoming
         .local_ip()
@@ -126,9 +152,21 @@ async fn connection(incoming: quinn::Incoming, port: Option<u16>, handler: &Arc<
         Ok(Ok(c)) => c,
         _ => return handler.metrics.transports.doq_refused(DoqRefusal::Handshake),
     };
-    while let Ok((send, recv)) = conn.accept_bi().await {
-        let (handler, workers) = (handler.clone(), workers.clone());
-        tokio::spawn(async move { stream(send, recv, ends, &handler, &workers, read).await });
+    loop {
+        let (send, recv) = tokio::select! {
+            _ = seat.closed() => return conn.close(VarInt::from_u32(EXCESSIVE_LOAD), b"evicted"),
+            accepted = conn.accept_bi() => match accepted {
+                Ok(halves) => halves,
+                Err(_) => return,
+            },
+        };
+        // Weak: a stream outliving its connection does not hold its seat.
+        let (handler, workers, seat) = (handler.clone(), workers.clone(), Arc::downgrade(&seat));
+        tokio::spawn(async move {
+            seat.upgrade().inspect(|s| s.begin());
+            stream(send, recv, ends, &handler, &workers, read).await;
+            seat.upgrade().inspect(|s| s.end());
+        });
     }
 }
 
@@ -136,7 +174,7 @@ async fn connection(incoming: quinn::Incoming, port: Option<u16>, handler: &Arc<
 async fn stream(
     mut send: quinn::SendStream,
     mut recv: quinn::RecvStream,
-    ends: super::doh::Ends,
+    ends: super::request::Ends,
     handler: &Handler,
     workers: &Semaphore,
     read: Duration,
@@ -161,7 +199,7 @@ async fn stream(
     let Ok(_worker) = workers.acquire().await else {
         return;
     };
-    match super::doh::answer(message, ends, handler, started).await {
+    match super::request::answer(message, ends, handler, started).await {
         Some(reply) => {
             let mut out = Vec::with_capacity(reply.len() + 2);
             crate::query::defer::push_frame(&mut out, &reply);

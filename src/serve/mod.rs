@@ -1,17 +1,26 @@
 //! The encrypted and HTTP transports of server blocks, beside `query`'s
 //! UDP and TCP: `tls://` (DNS over TLS, [`dot`]), `https://` (DNS over
-//! HTTPS, [`doh`]) and `quic://` (DNS over QUIC, [`doq`]), each answering through the same [`Handler`] (router,
-//! plugin chain, metrics) as plain DNS; and the certificate they present,
-//! read again when its files change ([`certs`]); DoH's answers each in a
-//! TLS record of their own ([`records`]).
+//! HTTPS, [`doh`]), `https3://` (DNS over HTTPS over HTTP/3, [`doh3`]),
+//! `quic://` (DNS over QUIC, [`doq`]) and `grpc://` (CoreDNS's gRPC
+//! service, [`grpc`]), each answering through the same [`Handler`]
+//! (router, plugin chain, metrics) as plain DNS; and the certificate they
+//! present, read again when its files change ([`certs`]); DoH's answers
+//! each in a TLS record of their own ([`records`]); an HTTP answer's body
+//! ([`body`]); one DNS message of a request or stream read and answered
+//! ([`request`]).
 //!
 //! Start at [`open`]: one listener for one address of a listener group.
 
+pub mod body;
+pub mod capped;
 pub mod certs;
 pub mod doh;
+pub mod doh3;
 pub mod doq;
 pub mod dot;
+pub mod grpc;
 pub mod records;
+pub mod request;
 
 use std::io;
 use std::net::SocketAddr;
@@ -39,22 +48,16 @@ pub fn open(
     let alpn = match listen.scheme {
         Scheme::Https => doh::ALPN,
         Scheme::Quic => doq::ALPN,
+        Scheme::Grpc => grpc::ALPN,
+        Scheme::Https3 => doh3::ALPN,
         _ => dot::ALPN,
     };
     let certs = match &listen.tls {
         Some(files) => Some(certs::Certs::load(files, alpn).map_err(io::Error::other)?),
         None => None,
     };
-    if let (Scheme::Quic, Some(certs)) = (listen.scheme, &certs) {
-        let limits = listen.quic.unwrap_or_default();
-        let (bound, endpoint) = doq::bind(addr, certs, &limits, handler)?;
-        tokio::spawn(certs.clone().watch(stop.clone(), handler.metrics.clone()));
-        let serving = doq::serve(endpoint, handler.clone(), stop.clone(), certs.clone(), limits);
-        tracing::info!("listening on quic://{bound}");
-        return Ok(Listening {
-            bound,
-            task: tokio::spawn(serving),
-        });
+    if let (Scheme::Quic | Scheme::Https3, Some(certs)) = (listen.scheme, &certs) {
+        return open_quic(addr, listen, handler, stop, certs);
     }
     let listener = tcp::bind(addr)?;
     let bound = listener.local_addr()?;
@@ -67,11 +70,47 @@ pub fn open(
             let max = listen
                 .max_connections
                 .unwrap_or(crate::config::transport::HTTPS_MAX_CONNECTIONS);
-            tokio::spawn(doh::serve(listener, handler, stop, certs, max))
+            tokio::spawn(doh::serve(listener, handler, stop, certs, (max, doh::Doh)))
+        }
+        (Scheme::Grpc, certs) => {
+            let limits = listen.streams.unwrap_or_default();
+            let app = grpc::Grpc {
+                max_streams: limits.max_streams,
+            };
+            tokio::spawn(doh::serve(
+                listener,
+                handler,
+                stop,
+                certs,
+                (limits.max_connections, app),
+            ))
         }
         (_, Some(certs)) => tokio::spawn(tcp::serve_with(listener, handler, stop, Arc::new(dot::Dot(certs)))),
         (_, None) => tokio::spawn(tcp::serve(listener, handler, stop)),
     };
+    tracing::info!("listening on {}://{bound}", listen.scheme.name());
+    Ok(Listening { bound, task })
+}
+
+/// A `quic://` or `https3://` listener: one quinn endpoint on UDP.
+fn open_quic(
+    addr: SocketAddr,
+    listen: &Listen,
+    handler: &Arc<Handler>,
+    stop: &Arc<AtomicBool>,
+    certs: &Arc<certs::Certs>,
+) -> io::Result<Listening> {
+    let (h, s, c) = (handler.clone(), stop.clone(), certs.clone());
+    let (bound, task) = if listen.scheme == Scheme::Quic {
+        let limits = listen.quic.unwrap_or_default();
+        let (bound, endpoint) = doq::bind(addr, certs, &limits, handler)?;
+        (bound, tokio::spawn(doq::serve(endpoint, h, s, c, limits)))
+    } else {
+        let limits = listen.streams.unwrap_or_default();
+        let (bound, endpoint) = doh3::bind(addr, certs, &limits, handler)?;
+        (bound, tokio::spawn(doh3::serve(endpoint, h, s, c, limits)))
+    };
+    tokio::spawn(certs.clone().watch(stop.clone(), handler.metrics.clone()));
     tracing::info!("listening on {}://{bound}", listen.scheme.name());
     Ok(Listening { bound, task })
 }

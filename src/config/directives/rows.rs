@@ -2,7 +2,8 @@
 //! their own, so the table stays within the size limit: one constant per
 //! directive, named in the table where its plugin runs.
 
-use super::spec::Spec;
+use super::spec::{Spec, NOT_REPORTED};
+use crate::config::effective::print;
 
 /// `header`: flags set or cleared in queries and responses.
 pub const HEADER: Spec = Spec {
@@ -20,4 +21,13 @@ pub const ERRATIC: Spec = Spec {
     parse: |d, c| c.server.erratic = Some(crate::query::plugins::erratic::setup::parse(d, c.errors)),
     enabled: |s, _| s.erratic.is_some(),
     print: |b, s, _| crate::query::plugins::erratic::print::erratic(b, s.erratic.as_ref()),
+};
+
+/// `whoami`: the client's address and port, for a name nothing before answers.
+pub const WHOAMI: Spec = Spec {
+    name: "whoami",
+    options: false,
+    parse: |d, c| c.server.plug(crate::query::plugins::whoami::parse(d, c.errors)),
+    enabled: NOT_REPORTED,
+    print: |b, s, _| print::plugin(b, s, "whoami"),
 };

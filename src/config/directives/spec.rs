@@ -36,8 +36,20 @@ pub struct Spec {
 
 /// `enabled` of the directives `coredns_plugin_enabled` does not list:
 /// settings of the listeners and clusterdns's own (`bind`, `timeouts`,
-/// `limits`, `nodelocal`), and `dnstap`, `transfer`, `whoami`.
+/// `limits`, `nodelocal`), and the rows that say so.
 pub(super) const NOT_REPORTED: fn(&Server, &Config) -> bool = |_, _| false;
+
+/// A row for a setting of the block's listener (`https`, `quic`,
+/// `https3`, `grpc_server`): an options block, not reported as a plugin.
+pub(super) const fn listener(name: &'static str, parse: Parse, print: Print) -> Spec {
+    Spec {
+        name,
+        options: true,
+        parse,
+        enabled: NOT_REPORTED,
+        print,
+    }
+}
 
 /// CoreDNS directives that a later release of clusterdns brings.
 pub const NOT_YET: &[&str] = &[];

@@ -10,6 +10,11 @@ use crate::corefile::words::{duration, names, on_off, quote, with, Block};
 /// given when `s` is the block that carries the process-wide directives.
 pub(crate) type Print = fn(&mut Block, &Server, Option<&Config>);
 
+/// The answering plugin `name` of `s`, printed by its own setup.
+pub(crate) fn plugin(b: &mut Block, s: &Server, name: &str) {
+    b.0.push_str(&s.printed(name));
+}
+
 pub(crate) fn timeouts(b: &mut Block, s: &Server, _: Option<&Config>) {
     crate::query::limits::print::timeouts(b, &s.tcp);
 }
@@ -96,12 +101,6 @@ pub(crate) fn dnstap(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.dnstap.iter().for_each(|d| crate::dnstap::print::dnstap(b, d));
 }
 
-pub(crate) fn local(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.local.into_iter().for_each(|prefix| {
-        b.directive("local".into(), &[format!("localhost_prefix {}", on_off(prefix))]);
-    });
-}
-
 pub(crate) fn dns64(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.dns64.iter().for_each(|d| {
         let mut options = vec![format!("prefix {}/{}", d.prefix, d.length)];
@@ -115,14 +114,6 @@ pub(crate) fn any(b: &mut Block, s: &Server, _: Option<&Config>) {
     if s.any {
         b.line(1, "any");
     }
-}
-
-pub(crate) fn chaos(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.chaos.iter().for_each(|c| {
-        let mut words = vec![quote(&c.version)];
-        words.extend(c.authors.iter().map(|a| quote(a)));
-        b.line(1, format_args!("chaos {}", words.join(" ")));
-    });
 }
 
 pub(crate) fn loadbalance(b: &mut Block, s: &Server, _: Option<&Config>) {
@@ -207,10 +198,4 @@ pub(crate) fn forward(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.forward
         .iter()
         .for_each(|fw| crate::query::forward::print::forward(b, fw))
-}
-
-pub(crate) fn whoami(b: &mut Block, s: &Server, _: Option<&Config>) {
-    if s.whoami {
-        b.line(1, "whoami");
-    }
 }

@@ -151,11 +151,21 @@ pub const TLS_CERT_RELOADS: Family = counter(
 );
 pub const DOH_REFUSED: Family = counter(
     "clusterdns_doh_refused_total",
-    "DNS over HTTPS requests answered with an HTTP error before reaching the DNS path, by reason.",
+    "DNS over HTTPS (https:// and https3://) requests answered with an HTTP error before reaching the DNS path, by reason.",
     &["reason"],
 );
 pub const DOQ_REFUSED: Family = counter(
     "clusterdns_doq_refused_total",
     "DNS over QUIC connections and streams refused or reset, by reason.",
+    &["reason"],
+);
+pub const PROXYPROTO_REFUSED: Family = counter(
+    "clusterdns_proxyproto_refused_total",
+    "Datagrams dropped and connections closed for their PROXY protocol header (invalid, from a source not allowed, cut short, or a UDP session's header alone), by transport.",
+    &["transport"],
+);
+pub const GRPC_REFUSED: Family = counter(
+    "clusterdns_grpc_refused_total",
+    "gRPC (grpc://) requests answered with an error before reaching the DNS path, and connections closed at grpc_server { max_connections }, by reason.",
     &["reason"],
 );

@@ -9,8 +9,12 @@
 //! Anything else (another name, type or class) passes on; TTL 0, as CoreDNS.
 pub mod setup;
 
+use hickory_proto::op::Query;
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
+use crate::corefile::words::{quote, Block};
+use crate::metrics::Plugin;
+use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
 use crate::query::plugins::chaos::setup::ChaosConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
@@ -51,6 +55,41 @@ impl Chaos {
             out.answers.push(record);
         }
         Verdict::Answered
+    }
+}
+
+impl Setup for ChaosConfig {
+    fn name(&self) -> &'static str {
+        "chaos"
+    }
+
+    fn build(&self) -> Box<dyn Answering> {
+        Box::new(Chaos::new(self.clone()))
+    }
+
+    fn print(&self, b: &mut Block) {
+        let mut words = vec![quote(&self.version)];
+        words.extend(self.authors.iter().map(|a| quote(a)));
+        b.line(1, format_args!("chaos {}", words.join(" ")));
+    }
+}
+
+impl Answering for Chaos {
+    fn stage(&self) -> Stage {
+        Stage::Early
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::Chaos
+    }
+
+    fn answer(&self, query: &Query, _: &Client, out: &mut Answer) -> Verdict {
+        Chaos::answer(self, query.name(), query.query_type(), query.query_class(), out)
+    }
+
+    /// Class CH only.
+    fn passes_address(&self, _: &Name) -> bool {
+        true
     }
 }
 

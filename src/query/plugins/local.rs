@@ -16,10 +16,14 @@ pub mod setup;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::Ordering;
 
-use hickory_proto::op::ResponseCode;
+use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::SOA;
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
+use crate::corefile::words::{on_off, Block};
+use crate::metrics::Plugin;
+use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
+use crate::query::plugins::local::setup::LocalConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
 
@@ -111,6 +115,34 @@ impl LocalNames {
             .unwrap_or_else(|_| self.localhost.clone());
         let soa = SOA::new(self.localhost.clone(), root, 1, 0, 0, 0, TTL);
         Record::from_rdata(origin.clone(), TTL, RData::SOA(soa))
+    }
+}
+
+impl Setup for LocalConfig {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn build(&self) -> Box<dyn Answering> {
+        Box::new(LocalNames::new(self.prefix))
+    }
+
+    fn print(&self, b: &mut Block) {
+        b.directive("local".into(), &[format!("localhost_prefix {}", on_off(self.prefix))]);
+    }
+}
+
+impl Answering for LocalNames {
+    fn stage(&self) -> Stage {
+        Stage::Early
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::Local
+    }
+
+    fn answer(&self, query: &Query, _: &Client, out: &mut Answer) -> Verdict {
+        LocalNames::answer(self, query.name(), query.query_type(), query.query_class(), out)
     }
 }
 

@@ -10,11 +10,10 @@ use hickory_proto::rr::{Name, RecordType};
 
 use crate::query::forward::Forwarding;
 use crate::query::log::setup::LogConfig;
-use crate::query::plugins::chaos::Chaos;
+use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
-use crate::query::plugins::local::LocalNames;
 use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
 use crate::query::route::acl::setup::AclRule;
 use crate::query::route::autopath::setup::AutopathConfig;
@@ -68,8 +67,6 @@ pub struct Block {
     pub acl_stats: Option<Arc<crate::metrics::AclStats>>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,
-    /// `whoami`: a name nothing else answers gets the client's address.
-    pub whoami: bool,
     /// Whether any directive takes part in answering: without one, REFUSED
     /// instead of SERVFAIL for a name nothing answers.
     pub chain: bool,
@@ -87,10 +84,8 @@ pub struct Block {
     pub erratic: Option<Arc<crate::query::plugins::erratic::Erratic>>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
-    /// `chaos`: CH TXT questions about the server.
-    pub chaos: Option<Chaos>,
-    /// `local`: localhost and the loopback reverse zones.
-    pub local: Option<LocalNames>,
+    /// The answering plugins that live in their own homes, by stage.
+    pub plugins: Chain,
     /// `transfer`: AXFR of the cluster zones (served from `tcp.rs`).
     pub transfer: Option<Arc<crate::query::transfer::Transfer>>,
 }
@@ -113,7 +108,6 @@ impl Block {
             acl: Vec::new(),
             acl_stats: None,
             any: false,
-            whoami: false,
             chain: true,
             dns64: None,
             k8s_external: None,
@@ -124,8 +118,7 @@ impl Block {
             header: None,
             erratic: None,
             minimal: false,
-            chaos: None,
-            local: None,
+            plugins: Chain::default(),
             transfer: None,
         }
     }

@@ -40,6 +40,9 @@ impl Router {
             return None;
         }
         let cluster = block.cluster.as_ref().filter(|c| c.direct && writes_direct(block))?;
+        if !block.plugins.passes_address(query.name()) {
+            return None;
+        }
         if block.dns64.is_some() && query.query_type() != RecordType::A {
             return None;
         }
@@ -64,17 +67,16 @@ impl Router {
 }
 
 /// Whether `block`'s cluster answers to A and AAAA questions may be
-/// written straight: no `local`, `rewrite`, `autopath`, `template`,
-/// `hosts` or `k8s_external` before `kubernetes` (`chaos`, `any` and
-/// `loop` never take A or AAAA of class IN; `file` zones are checked per
-/// name; `acl` per query, by the caller, on the name the client asked,
+/// written straight: no `rewrite`, `autopath`, `template`, `hosts` or
+/// `k8s_external` before `kubernetes` (`any` and `loop` never take A or
+/// AAAA of class IN; the chain's plugins, as `local`, and `file` zones are
+/// checked per name; `acl` per query, by the caller, on the name the client asked,
 /// which with no `rewrite` or `autopath` is the name judged). After it, `dns64` takes AAAA questions only (checked
 /// per question), `loadbalance` is done by the writer (not its `prefer`: the full
 /// path orders those records), and an
 /// ExternalName, the one outside chase, takes the whole way.
 fn writes_direct(block: &Block) -> bool {
     block.loadbalance.as_ref().is_none_or(|lb| lb.plain())
-        && block.local.is_none()
         && block.rewrite.is_none()
         && block.autopath.is_none()
         && block.templates.is_none()

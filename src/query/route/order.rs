@@ -1,17 +1,17 @@
 //! The block's plugins in CoreDNS's order, for a query the router has
-//! taken (block chosen, `rewrite` applied, `acl` passed): `local`, `any`
-//! and `chaos` first ([`early`]), then [`Router::through`]: `any`,
+//! taken: the chain's early plugins and `any` first ([`early`], before
+//! `rewrite` and `acl`), then [`Router::through`]: `any`,
 //! `loop`'s probe, `template`, the block's own data (`hosts`,
 //! `k8s_external`, `file`), `kubernetes`, and `cache` then `forward`.
 //! Each step writes its answer into `out` and names its plugin.
 
 use hickory_proto::op::{Query, ResponseCode};
-use hickory_proto::rr::{DNSClass, Name, RecordType};
+use hickory_proto::rr::{Name, RecordType};
 
 use super::{block, Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
+use crate::query::plugins::chain::{took, Chain};
 use crate::query::plugins::file::ZoneFile;
-use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer};
 use crate::query::UNHANDLED;
 
@@ -37,20 +37,12 @@ impl Router {
     }
 }
 
-/// `local`, `any` and `chaos`, before anything may change the question
-/// and before `acl`: `Some` when one of them settled the query.
-pub(super) fn early<'a>(block: &Block, query: &Query, out: &mut Answer) -> Option<Routed<'a>> {
-    let (qname, qtype, qclass) = (query.name(), query.query_type(), query.query_class());
-    if let Some(local) = &block.local {
-        if took(local.answer(qname, qtype, qclass, out), Plugin::Local, out) {
-            return Some(Routed::Done);
-        }
-    }
-    if any(block, query, out) {
-        return Some(Routed::Done);
-    }
-    let chaos = block.chaos.as_ref().filter(|_| qclass != DNSClass::IN)?;
-    took(chaos.answer(qname, qtype, qclass, out), Plugin::Chaos, out).then_some(Routed::Done)
+/// The chain's early plugins and `any`, before anything
+/// may change the question and before `acl`: `Some` when one of them
+/// settled the query.
+pub(super) fn early<'a>(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> Option<Routed<'a>> {
+    let early = &block.plugins.early;
+    (Chain::run(early, query, &asker.of(), out) || any(block, query, out)).then_some(Routed::Done)
 }
 
 /// `any`: RFC 8482's minimal answer to an ANY question; true when written.
@@ -119,21 +111,8 @@ fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) 
     true
 }
 
-/// Whether a plugin's `verdict` settled the query, naming `plugin` as the
-/// answer's writer; a chase leaves the CNAME's target for the router's
-/// settle step to look up.
-fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
-    match verdict {
-        Verdict::Next => return false,
-        Verdict::Answered => {}
-        Verdict::Chase(target) => out.tags.outside = Some(target),
-    }
-    out.tags.plugin = plugin;
-    true
-}
-
 /// `cache` then `forward`, for a name no plugin before answered; then
-/// `whoami`; SERVFAIL when the block has neither for it (CoreDNS: the
+/// the chain's last plugins; SERVFAIL when the block has neither for it (CoreDNS: the
 /// chain ran out, "no next plugin found"), REFUSED when the block has no
 /// plugin at all (as a name no block serves).
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
@@ -146,9 +125,7 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
                 Routed::Drop
             };
         }
-        if block.whoami {
-            let w = &asker.wire;
-            crate::query::plugins::whoami::answer(query, asker.client, w.port, w.tcp, out);
+        if Chain::run(&block.plugins.last, query, &asker.of(), out) {
             return Routed::Done;
         }
         out.error(if block.chain { ResponseCode::ServFail } else { UNHANDLED });

@@ -15,10 +15,9 @@ use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use crate::metrics::{Metrics, Transport};
 use crate::query::defer::Sink;
-use crate::query::plugins::chaos::Chaos;
+use crate::query::plugins::chain::Chain;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
-use crate::query::plugins::local::LocalNames;
 use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
 use crate::query::{Block, Handler, Router, Scratch};
@@ -51,8 +50,7 @@ fn handler(corefile: &str) -> Handler {
             rewrite: (!s.rewrites.is_empty()).then(|| Rewrite {
                 rules: s.rewrites.clone(),
             }),
-            chaos: s.chaos.clone().map(Chaos::new),
-            local: s.local.map(LocalNames::new),
+            plugins: Chain::build(&s.plugins),
             ..Block::new(s.zones.clone())
         })
         .collect();

@@ -90,7 +90,7 @@ mod tests {
             assert_eq!(gone, minimized, "{rcode:?} {answers} {authority:?}");
             assert_eq!(a.answers.len(), answers);
         }
-        // NOERROR with nothing in authority (whoami's reply): NoError, minimized
+        // NOERROR with nothing in authority (a reply only in additional): NoError, minimized
         let mut a = answer(ResponseCode::NoError, 0, RecordType::NS);
         a.authority.clear();
         minimize(&mut a);

@@ -3,10 +3,12 @@
 //! connection idle longest makes room; with none idle, the client holding
 //! the most connections gives one up, so that one client cannot hold the
 //! cap against everyone), and draining them all when the listener stops.
+//! DNS over HTTPS and over QUIC hold their connections here too, each as a
+//! [`Seat`], so that one rule picks who gives way at every transport's cap.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -51,13 +53,34 @@ impl Conn {
 }
 
 /// The listener's open connections.
-pub(super) struct Conns {
+pub struct Conns {
     pub(super) epoch: Instant,
     pub(super) next: AtomicU64,
     pub(super) open: Mutex<HashMap<u64, Arc<Conn>>>,
 }
 
 impl Conns {
+    /// No connection open yet.
+    pub fn new() -> Arc<Conns> {
+        Arc::new(Conns {
+            epoch: Instant::now(),
+            next: AtomicU64::new(0),
+            open: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A connection from `peer` admitted as [`Conns::admit`] admits one
+    /// (`limits.connections` the cap), held until the seat is dropped.
+    pub fn seat(self: &Arc<Self>, limits: &TcpLimits, peer: IpAddr) -> Option<Seat> {
+        let (id, conn) = self.admit(limits, peer, None)?;
+        Some(Seat {
+            id,
+            conn,
+            conns: self.clone(),
+            active: AtomicUsize::new(0),
+        })
+    }
+
     pub(super) fn now(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64 + 1
     }
@@ -102,9 +125,8 @@ impl Conns {
         Some((id, conn))
     }
 
-    /// Connections open now (tests).
-    #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
+    /// Connections open now.
+    pub fn count(&self) -> usize {
         self.open.lock().map_or(0, |o| o.len())
     }
 
@@ -143,6 +165,45 @@ impl Conns {
         while Arc::strong_count(conns) > 1 && Instant::now() < closed {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+}
+
+/// A connection held in [`Conns`] by a listener that frames its requests
+/// itself (DNS over HTTPS, DNS over QUIC): idle while no request of it is
+/// in progress; it leaves the listener's connections when dropped.
+pub struct Seat {
+    id: u64,
+    conn: Arc<Conn>,
+    conns: Arc<Conns>,
+    active: AtomicUsize,
+}
+
+impl Seat {
+    /// A request began: the connection is busy.
+    pub fn begin(&self) {
+        if self.active.fetch_add(1, Ordering::Relaxed) == 0 {
+            self.conn.idle_since.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// A request ended: with none left, the connection is idle from now.
+    pub fn end(&self) {
+        if self.active.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.conn.idle_since.store(self.conns.now(), Ordering::Relaxed);
+        }
+    }
+
+    /// Resolves when the listener closes the connection (for a newer one
+    /// at the cap: [`TcpClose::Evicted`]), with why.
+    pub async fn closed(&self) -> TcpClose {
+        self.conn.close.notified().await;
+        self.conn.reason()
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.conns.remove(self.id);
     }
 }
 
@@ -198,7 +259,7 @@ mod tests {
         assert!(admit(&c, &limits, [127, 0, 0, 11]).is_some());
         assert_eq!(held[2].reason(), TcpClose::Evicted);
         assert_eq!(held[0].reason(), TcpClose::Shutdown, "untouched");
-        assert_eq!(c.len(), 4);
+        assert_eq!(c.count(), 4);
         // The flooder gets none of anyone else's, and a client that would
         // hold as many as the heaviest does not take one of its either.
         assert!(admit(&c, &limits, flood).is_none());
@@ -218,5 +279,38 @@ mod tests {
         };
         assert!(admit(&c, &off, [127, 0, 0, 13]).is_none());
         assert_eq!(last.reason(), TcpClose::Shutdown);
+    }
+
+    /// A seat (DoH, DoQ) is idle while none of its requests is in
+    /// progress, gives way by the same rule, and leaves when dropped.
+    #[test]
+    fn a_seat_follows_the_same_rule_and_leaves_when_dropped() {
+        let limits = TcpLimits {
+            connections: 2,
+            ..TcpLimits::default()
+        };
+        let c = Arc::new(conns());
+        let flood: IpAddr = [127, 0, 0, 2].into();
+        let (a, b) = (
+            c.seat(&limits, flood).expect("room"),
+            c.seat(&limits, flood).expect("room"),
+        );
+        a.begin();
+        b.begin();
+        b.begin();
+        b.end();
+        // Both busy: a new client takes the flooder's newest.
+        let polite = c.seat(&limits, [127, 0, 0, 10].into()).expect("fair share");
+        assert_eq!(b.conn.reason(), TcpClose::Evicted);
+        assert_eq!(a.conn.reason(), TcpClose::Shutdown);
+        // Its last request ended: idle, so it gives way first.
+        a.end();
+        polite.begin();
+        let again = c.seat(&limits, flood).expect("an idle one gives way");
+        assert_eq!(a.conn.reason(), TcpClose::Evicted);
+        drop(polite);
+        assert_eq!(c.count(), 1, "a dropped seat leaves");
+        drop(again);
+        assert_eq!(c.count(), 0);
     }
 }

@@ -25,11 +25,10 @@
 //! accepted connection ([`Upgrade`]: a TLS handshake in `serve::dot`).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -38,7 +37,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 pub mod accept;
-mod conns;
+pub mod conns;
 
 use super::defer::{push_frame, Pending, Sink};
 use super::{Handler, Scratch};
@@ -120,11 +119,7 @@ pub async fn serve_with<U: Upgrade>(
     stop: Arc<AtomicBool>,
     upgrade: Arc<U>,
 ) {
-    let conns = Arc::new(Conns {
-        epoch: Instant::now(),
-        next: AtomicU64::new(0),
-        open: Mutex::new(HashMap::new()),
-    });
+    let conns = Conns::new();
     while let Some((stream, peer)) = accept::next(&listener, &stop, "tcp").await {
         let limits = handler.router.load().tcp;
         let Some((id, conn)) = conns.admit(&limits, peer.ip(), stream.local_addr().ok()) else {
@@ -139,10 +134,10 @@ pub async fn serve_with<U: Upgrade>(
             let upgraded = tokio::select! {
                 biased;
                 _ = conn.close.notified() => Err(conn.reason()),
-                up = upgrade.upgrade(stream, &limits) => up.ok_or(TcpClose::Handshake),
+                up = opened(&handler, stream, peer, &*upgrade, &limits) => up.ok_or(TcpClose::Handshake),
             };
             let why = match upgraded {
-                Ok(halves) => connection::<U>(halves, peer, &handler, &conn, &limits, &conns).await,
+                Ok((halves, client)) => connection::<U>(halves, client, &handler, &conn, &limits, &conns).await,
                 Err(why) => why,
             };
             conns.remove(id);
@@ -154,6 +149,28 @@ pub async fn serve_with<U: Upgrade>(
     // of its `SO_REUSEPORT` group (another instance's, in a hand-over).
     drop(listener);
     Conns::drain(&conns).await;
+}
+
+/// A connection's PROXY header read (`proxyproto`: the client it names),
+/// then its upgrade; `None` when either failed.
+async fn opened<U: Upgrade>(
+    handler: &Handler,
+    stream: TcpStream,
+    peer: SocketAddr,
+    upgrade: &U,
+    limits: &TcpLimits,
+) -> Option<((U::Read, U::Write), SocketAddr)> {
+    let client = match handler.router.load().proxy.clone() {
+        None => peer,
+        Some(p) => match crate::query::proxyproto::stream(&p, &stream, peer, limits.read).await {
+            Ok(client) => client,
+            Err(why) => {
+                crate::query::proxyproto::refused(&handler.metrics, Transport::Tcp, peer, why);
+                return None;
+            }
+        },
+    };
+    Some((upgrade.upgrade(stream, limits).await?, client))
 }
 
 thread_local! {
@@ -284,7 +301,8 @@ async fn answer_all(
             tokio::task::yield_now().await;
         }
         let frame = &inbox[at + 2..at + 2 + len];
-        if super::transfer::asks(frame) {
+        // A transfer `tsig` covers goes the way of every query (signed transfers: not yet).
+        if super::transfer::asks(frame) && !handler.router.load().tsig.as_ref().is_some_and(|t| t.covers(frame)) {
             match transfer(frame, peer, handler, conn, tx, &mut out).await {
                 None => return Err(conn.reason()),
                 Some(true) => {

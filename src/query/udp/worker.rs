@@ -24,6 +24,7 @@ use super::fair::{Fairness, Verdict, WINDOW};
 use super::queue::{Change, Queue, ROOMY_BUFFER, TIGHT_BUFFER};
 use crate::metrics::Transport;
 use crate::query::defer::Sink;
+use crate::query::proxyproto::{self, sessions::Sessions};
 use crate::query::{Handler, Scratch};
 use nix::sys::socket::SockaddrStorage;
 
@@ -54,6 +55,8 @@ struct Worker<'a> {
     queue: Queue,
     fair: Fairness,
     limited: Vec<Limited>,
+    /// `proxyproto`'s UDP sessions seen by this worker.
+    sessions: Sessions,
 }
 
 pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
@@ -71,6 +74,7 @@ pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBoo
         queue: Queue::new(now),
         fair: Fairness::new(tcp.client_share, tcp.limited_clients, now),
         limited: Vec::new(),
+        sessions: Sessions::default(),
     };
     while !stop.load(Ordering::Relaxed) {
         let now = if w.limited.is_empty() {
@@ -181,6 +185,8 @@ impl Worker<'_> {
         let (handler, socket) = (self.handler, self.socket);
         let sink = || Sink::Udp(socket.clone());
         let count = count && self.fair.counts(self.batch.got.len(), BATCH);
+        let router = handler.router.load();
+        let proxy = router.proxy.as_deref();
         let mut late = 0;
         for i in 0..self.batch.got.len() {
             let d = self.batch.got[i];
@@ -201,7 +207,22 @@ impl Worker<'_> {
             }
             let started = now.checked_sub(waited).unwrap_or(now);
             let query = &self.batch.bufs[i][..d.len];
-            if handler.handle_guarded(query, peer, Transport::Udp, &mut self.scratch, &sink, started) {
+            let (start, client) = match proxy.map(|p| proxyproto::datagram(p, query, peer, &mut self.sessions, now)) {
+                None => (0, peer),
+                Some(Ok(found)) => found,
+                Some(Err(why)) => {
+                    proxyproto::refused(&handler.metrics, Transport::Udp, peer, why);
+                    continue;
+                }
+            };
+            if handler.handle_guarded(
+                &query[start..],
+                client,
+                Transport::Udp,
+                &mut self.scratch,
+                &sink,
+                started,
+            ) {
                 let b = &mut self.batch;
                 let start = b.out.len();
                 b.out.extend_from_slice(&self.scratch.out);

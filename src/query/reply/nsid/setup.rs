@@ -54,7 +54,7 @@ mod tests {
         assert_eq!(nsid("nsid Use The Force").as_deref(), Some("Use The Force"));
         assert_eq!(nsid("nsid"), Some(super::hostname()));
         assert!(!super::hostname().is_empty());
-        assert_eq!(nsid("whoami"), None);
+        assert_eq!(nsid("any"), None);
     }
 
     #[test]
