@@ -46,8 +46,8 @@ pub struct Live {
     pub acl: Vec<Arc<crate::metrics::AclStats>>,
     /// `clusterdns_transfer_*` of each block with `transfer`.
     pub transfers: Vec<Arc<crate::query::transfer::TransferStats>>,
-    /// Each block's `erratic` (CoreDNS's test aid, a `ready` source).
-    pub erratic: Vec<Arc<crate::query::plugins::erratic::Erratic>>,
+    /// The chain's plugins `/ready` waits for, of every block.
+    pub ready: Vec<Arc<dyn crate::query::plugins::chain::Readiness>>,
 }
 
 impl State {
@@ -65,7 +65,7 @@ impl State {
             .iter()
             .filter(|s| !s.synced())
             .map(|_| "kubernetes")
-            .chain(live.erratic.iter().filter(|e| !e.ready()).map(|_| "erratic"))
+            .chain(live.ready.iter().filter(|r| !r.ready()).map(|r| r.name()))
             .collect();
         (!waiting.is_empty()).then(|| waiting.join(","))
     }

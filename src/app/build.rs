@@ -123,7 +123,9 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
-        let (dns64, templates, acl_stats, erratic) = counted(server, &mut built.live);
+        let (dns64, templates, acl_stats) = counted(server, &mut built.live);
+        let plugins = Chain::build(&server.plugins);
+        built.live.ready.extend(plugins.readiness());
         let files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
         let external = server
             .k8s_external
@@ -164,22 +166,19 @@ impl Runtime {
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
             header: server.header.clone().map(Arc::new),
-            erratic,
             minimal: server.minimal,
-            plugins: Chain::build(&server.plugins),
+            plugins,
             transfer,
         }
     }
 }
 
 /// The plugins of `server` that keep metrics of their own (`dns64`,
-/// `template`, `acl`), each registered in `live` for `/metrics`, and
-/// `erratic`, registered for `/ready`.
+/// `template`, `acl`), each registered in `live` for `/metrics`.
 type Counted = (
     Option<Arc<Dns64>>,
     Option<Templates>,
     Option<Arc<crate::metrics::AclStats>>,
-    Option<Arc<crate::query::plugins::erratic::Erratic>>,
 );
 
 fn counted(server: &Server, live: &mut Live) -> Counted {
@@ -202,11 +201,7 @@ fn counted(server: &Server, live: &mut Live) -> Counted {
         Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
     });
     live.acl.extend(acl_stats.clone());
-    let erratic = server
-        .erratic
-        .map(|e| Arc::new(crate::query::plugins::erratic::Erratic::new(e)));
-    live.erratic.extend(erratic.clone()); // a `ready` source
-    (dns64, templates, acl_stats, erratic)
+    (dns64, templates, acl_stats)
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

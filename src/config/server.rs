@@ -98,8 +98,6 @@ pub struct Server {
     pub nsid: Option<String>,
     /// `header`: flags set or cleared in queries and responses.
     pub header: Option<crate::query::reply::header::Rules>,
-    /// `erratic`: A/AAAA for everything, one query in N dropped, delayed, truncated.
-    pub erratic: Option<crate::query::plugins::erratic::ErraticConfig>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
     /// The answering plugins that live in their own homes, one per
@@ -154,7 +152,6 @@ impl Server {
             bufsize: None,
             nsid: None,
             header: None,
-            erratic: None,
             minimal: false,
             plugins: Vec::new(),
             dnstap: Vec::new(),

@@ -191,7 +191,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
 }
 
 /// Sends the reply in `out` to `peer` through `sink` after `delay`
-/// (`erratic`'s, noted on the answer: its runtime and how long), from a
+/// (a plugin's, noted on the answer: its runtime and how long), from a
 /// task; true when it did so (the worker sends nothing now).
 pub fn later(
     delay: Option<(std::time::Duration, tokio::runtime::Handle)>,

@@ -120,7 +120,7 @@ impl Handler {
                 s.signed(sent, transport == Transport::Udp, &mut scratch.out)
             }
         };
-        let delay = scratch.answer.tags.delay.take(); // `erratic`: sent later (signed), counted now
+        let delay = scratch.answer.tags.delay.take(); // a plugin's delay: sent later (signed), counted now
         sent && !defer::later(delay, &scratch.out, peer, sink)
     }
 

@@ -18,9 +18,9 @@ pub const HEADER: Spec = Spec {
 pub const ERRATIC: Spec = Spec {
     name: "erratic",
     options: true,
-    parse: |d, c| c.server.erratic = Some(crate::query::plugins::erratic::setup::parse(d, c.errors)),
-    enabled: |s, _| s.erratic.is_some(),
-    print: |b, s, _| crate::query::plugins::erratic::print::erratic(b, s.erratic.as_ref()),
+    parse: |d, c| c.server.plug(crate::query::plugins::erratic::setup::parse(d, c.errors)),
+    enabled: |s, _| s.has("erratic"),
+    print: |b, s, _| print::plugin(b, s, "erratic"),
 };
 
 /// `whoami`: the client's address and port, for a name nothing before answers.

@@ -4,7 +4,8 @@
 //! type SERVFAIL. Counting the queries that reach it from 0, query N is
 //! dropped (no reply) when `drop` divides N, answered DURATION late when
 //! `delay` does, and has TC set (its answer kept) when `truncate` does.
-//! It runs where CoreDNS's order puts it: after `forward`, before `whoami`.
+//! It is one of the chain's last plugins, where CoreDNS's order puts it:
+//! after `forward`, before `whoami`.
 //!
 //! A late reply never holds the worker: it is made at once and handed to
 //! a task that sends it when the delay is over (`Tags::delay`,
@@ -12,12 +13,17 @@
 //! has seen 3 or 4 queries, as CoreDNS's `Ready` (its test aid).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::{A, AAAA};
 use hickory_proto::rr::{RData, Record, RecordType};
 
+use crate::corefile::words::Block;
+use crate::metrics::Plugin;
+use crate::query::plugins::chain::{Answering, Client, Readiness, Setup, Stage};
+use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 
 pub mod options;
@@ -35,11 +41,17 @@ pub const V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x53);
 #[derive(Debug)]
 pub struct Erratic {
     pub cfg: ErraticConfig,
-    queries: AtomicU64,
-    /// `/ready` saw it ready once ([`Erratic::ready`]).
-    seen_ready: std::sync::atomic::AtomicBool,
+    counts: Arc<Counts>,
     /// Where late replies wait (`None` outside a runtime: tests, fuzzer).
     runtime: Option<tokio::runtime::Handle>,
+}
+
+/// The queries erratic got, shared with `/ready`.
+#[derive(Debug, Default)]
+struct Counts {
+    queries: AtomicU64,
+    /// `/ready` saw it ready once ([`Readiness::ready`]).
+    seen_ready: AtomicBool,
 }
 
 impl Erratic {
@@ -47,15 +59,14 @@ impl Erratic {
     pub fn new(cfg: ErraticConfig) -> Erratic {
         Erratic {
             cfg,
-            queries: AtomicU64::new(0),
-            seen_ready: Default::default(),
+            counts: Arc::default(),
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
     /// Answers `query` into `out`; false when this one is dropped.
-    pub fn answer(&self, query: &Query, out: &mut Answer) -> bool {
-        let n = self.queries.fetch_add(1, Ordering::Relaxed);
+    fn reply(&self, query: &Query, out: &mut Answer) -> bool {
+        let n = self.counts.queries.fetch_add(1, Ordering::Relaxed);
         let every = |k: u64| k > 0 && n.is_multiple_of(k);
         out.clear_records();
         let data = match query.query_type() {
@@ -85,10 +96,52 @@ impl Erratic {
         }
         !drop
     }
+}
+
+impl Setup for ErraticConfig {
+    fn name(&self) -> &'static str {
+        "erratic"
+    }
+
+    fn build(&self) -> Box<dyn Answering> {
+        Box::new(Erratic::new(*self))
+    }
+
+    fn print(&self, b: &mut Block) {
+        print::erratic(b, self);
+    }
+}
+
+impl Answering for Erratic {
+    fn stage(&self) -> Stage {
+        Stage::Last
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::None
+    }
+
+    fn answer(&self, query: &Query, _: &Client, out: &mut Answer) -> Verdict {
+        if self.reply(query, out) {
+            Verdict::Answered
+        } else {
+            Verdict::Drop
+        }
+    }
+
+    fn readiness(&self) -> Option<Arc<dyn Readiness>> {
+        Some(self.counts.clone())
+    }
+}
+
+impl Readiness for Counts {
+    fn name(&self) -> &'static str {
+        "erratic"
+    }
 
     /// CoreDNS's `Ready` (true while 3 or 4 queries have been seen) as its
     /// `ready` plugin reports it by default: once seen ready, ready for good.
-    pub fn ready(&self) -> bool {
+    fn ready(&self) -> bool {
         if (3..5).contains(&self.queries.load(Ordering::Relaxed)) {
             self.seen_ready.store(true, Ordering::Relaxed);
         }
@@ -104,7 +157,7 @@ mod tests {
     fn ask(e: &Erratic, qtype: RecordType) -> (bool, Answer) {
         let mut out = Answer::default();
         let query = Query::query(Name::from_ascii("example.org.").expect("name"), qtype);
-        (e.answer(&query, &mut out), out)
+        (e.reply(&query, &mut out), out)
     }
 
     /// CoreDNS's TestErraticDrop and TestErraticTruncate.
@@ -126,11 +179,12 @@ mod tests {
         assert!(ask(&e, RecordType::A).1.truncated);
         assert!(!ask(&e, RecordType::A).1.truncated);
         assert!(ask(&e, RecordType::A).1.truncated);
-        assert!(e.ready(), "ready at 3 queries"); // CoreDNS's Ready: [3, 5)
+        let ready = e.readiness().expect("a ready source");
+        assert!(ready.ready(), "ready at 3 queries"); // CoreDNS's Ready: [3, 5)
         ask(&e, RecordType::A);
-        assert!(ask(&e, RecordType::A).0 && e.ready(), "seen ready: stays so");
+        assert!(ask(&e, RecordType::A).0 && ready.ready(), "seen ready: stays so");
         let unseen = Erratic::new(ErraticConfig::default());
         (0..5).for_each(|_| drop(ask(&unseen, RecordType::A)));
-        assert!(!unseen.ready(), "5 queries, never seen ready");
+        assert!(!unseen.counts.ready(), "5 queries, never seen ready");
     }
 }

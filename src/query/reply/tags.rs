@@ -43,7 +43,7 @@ pub struct Tags {
     /// `header` of the block whose plugins made the answer: its rules,
     /// applied by the reply writer.
     pub header: Option<std::sync::Arc<crate::query::reply::header::rules::Rules>>,
-    /// `erratic`'s delay: the reply is sent this much later, from a task
+    /// A plugin's delay: the reply is sent this much later, from a task
     /// of this runtime (`defer::later`).
     pub delay: Option<(std::time::Duration, tokio::runtime::Handle)>,
 }

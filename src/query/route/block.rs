@@ -80,8 +80,6 @@ pub struct Block {
     pub nsid: Option<Arc<[u8]>>,
     /// `header`: flags set or cleared in queries and responses.
     pub header: Option<Arc<crate::query::reply::header::Rules>>,
-    /// `erratic`: A/AAAA for everything, one query in N dropped, delayed, truncated.
-    pub erratic: Option<Arc<crate::query::plugins::erratic::Erratic>>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
     /// The answering plugins that live in their own homes, by stage.
@@ -116,7 +114,6 @@ impl Block {
             bufsize: None,
             nsid: None,
             header: None,
-            erratic: None,
             minimal: false,
             plugins: Chain::default(),
             transfer: None,

@@ -3,8 +3,7 @@
 use super::options::ErraticConfig;
 use crate::corefile::words::{duration, Block};
 
-pub(crate) fn erratic(b: &mut Block, cfg: Option<&ErraticConfig>) {
-    let Some(cfg) = cfg else { return };
+pub(crate) fn erratic(b: &mut Block, cfg: &ErraticConfig) {
     let mut options = vec![
         format!("drop {}", cfg.drop),
         format!("truncate {}", cfg.truncate),

@@ -4,6 +4,7 @@
 //! 2 and 100ms, as CoreDNS reads them. Words after `erratic` (the
 //! integration tests write `erratic . {`) are ignored, as there.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::options::ErraticConfig;
@@ -11,12 +12,18 @@ use crate::corefile::args::Args;
 use crate::corefile::blocks::{Directive, Line};
 use crate::corefile::options::unknown;
 use crate::corefile::problem::ConfigError;
+use crate::query::plugins::chain::Setup;
 
 /// The options of the block.
 const OPTIONS: &[&str] = &["drop", "truncate", "delay", "large"];
 
-/// Reads `erratic` and its block.
-pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> ErraticConfig {
+/// Reads `erratic` and its block (a later one replaces it).
+pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Arc<dyn Setup> {
+    Arc::new(erratic(d, errors))
+}
+
+/// `erratic`'s options.
+fn erratic(d: &Directive, errors: &mut Vec<ConfigError>) -> ErraticConfig {
     let mut cfg = ErraticConfig::default(); // arguments (`erratic . {`) are ignored, as CoreDNS does
     let mut dropped = false;
     for line in &d.options {
@@ -69,13 +76,18 @@ fn duration(line: &Line, errors: &mut Vec<ConfigError>) -> Duration {
 
 #[cfg(test)]
 mod tests {
-    use super::ErraticConfig;
     use crate::query::plugins::dns64::setup::tests::load;
-    use std::time::Duration;
 
-    fn erratic(body: &str) -> Result<ErraticConfig, Vec<String>> {
+    /// `check`'s lines of the block's `erratic`, one option a line.
+    fn erratic(body: &str) -> Result<Vec<String>, Vec<String>> {
         let text = format!("example.org:53 {{\n{body}\n}}\n");
-        load(&text).map(|c| c.servers[0].erratic.expect("erratic"))
+        load(&text).map(|c| {
+            c.servers[0]
+                .printed("erratic")
+                .lines()
+                .map(|l| l.trim().to_string())
+                .collect()
+        })
     }
 
     /// CoreDNS's TestParseErratic: (drop, delay, truncate) of each row.
@@ -90,12 +102,15 @@ mod tests {
             ("erratic {\ndrop\n}", (2, 0, 0)),
         ];
         for (body, (drop, delay, truncate)) in rows {
-            let cfg = erratic(body).expect(body);
-            assert_eq!((cfg.drop, cfg.delay, cfg.truncate), (drop, delay, truncate), "{body}");
+            let lines = erratic(body).expect(body);
+            let want = [format!("drop {drop}"), format!("truncate {truncate}")];
+            assert_eq!(lines[1..3], want, "{body}");
+            assert!(lines[3].starts_with(&format!("delay {delay} ")), "{body}: {lines:?}");
         }
-        assert_eq!(
-            erratic("erratic {\ndelay 3 1ms\n}").expect("loads").duration,
-            Duration::from_millis(1)
+        assert_eq!(erratic("erratic {\ndelay 3 1ms\n}").expect("loads")[3], "delay 3 1ms");
+        assert!(
+            erratic("erratic . {\ndrop 0\n}").is_ok(),
+            "words after erratic are ignored"
         );
         for bad in [
             "erratic {\ndrop -1\n}",
