@@ -18,6 +18,7 @@ use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::template::Templates;
+use crate::query::plugins::{auto, secondary};
 use crate::query::transfer::Transfer;
 use crate::query::tsig::Tsig;
 use crate::query::{Block, LoopProbe, Router};
@@ -126,7 +127,7 @@ impl Runtime {
         let (dns64, templates, acl_stats) = counted(server, &mut built.live);
         let plugins = Chain::build(&server.plugins);
         built.live.ready.extend(plugins.readiness());
-        let files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
+        let files = zone_files(server);
         let external = server
             .k8s_external
             .clone()
@@ -171,6 +172,16 @@ impl Runtime {
             transfer,
         }
     }
+}
+
+/// The block's zones: `file`'s, then `auto`'s and `secondary`'s.
+fn zone_files(server: &Server) -> Vec<ZoneFile> {
+    let files = server.files.iter().cloned().map(ZoneFile::new);
+    let autos = server.autos.iter().map(auto::start);
+    files
+        .chain(autos)
+        .chain(server.secondaries.iter().map(secondary::start))
+        .collect()
 }
 
 /// The plugins of `server` that keep metrics of their own (`dns64`,

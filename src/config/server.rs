@@ -66,6 +66,8 @@ pub struct Server {
     pub cache: Option<cache::CacheConfig>,
     pub hosts: Option<hosts::HostsConfig>,
     pub files: Vec<file::FileConfig>,
+    pub secondaries: Vec<crate::query::plugins::secondary::setup::SecondaryConfig>,
+    pub autos: Vec<crate::query::plugins::auto::setup::AutoConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
     /// `loadbalance`: shuffled answers, `prefer`red networks first.
@@ -137,6 +139,8 @@ impl Server {
             cache: None,
             hosts: None,
             files: Vec::new(),
+            secondaries: Vec::new(),
+            autos: Vec::new(),
             loop_detect: None,
             loadbalance: None,
             autopath: None,

@@ -251,15 +251,10 @@ impl Handler {
         let answer = &mut scratch.answer;
         let (meta, query, edns) = match request::check_parsed(at.bytes, at.wire) {
             Triage::Drop => return Fate::Nothing,
-            Triage::Reject {
-                meta,
-                query,
-                edns,
-                rcode,
-            } => {
-                answer.error(rcode);
-                (meta, query, edns)
-            }
+            reject @ Triage::Reject { .. } => match router.rejected(reject, at.peer.ip(), answer) {
+                Some(echo) => echo,
+                None => return Fate::Nothing, // a NOTIFY not from a primary
+            },
             Triage::Query(req) => match self.route(router, at, req, scratch, sink) {
                 Ok(routed) => routed,
                 Err(done) => return done,

@@ -7,8 +7,9 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use hickory_proto::rr::{Name, RData, Record};
+use hickory_proto::rr::Name;
 
+use super::dnssec;
 use super::words::{entries, splice};
 
 /// The type word of every record entry.
@@ -25,15 +26,8 @@ pub(super) fn which_type(text: &str, types: &[&str]) -> Option<usize> {
     type_words(text).find_map(|r| types.iter().position(|t| text[r.clone()].eq_ignore_ascii_case(t)))
 }
 
-/// The types of a signed zone clusterdns does not serve: their records
-/// are read as TXT records holding [`DROPPED`] first and then left out.
-const DNSSEC: [&str; 7] = ["RRSIG", "NSEC", "DNSKEY", "DS", "CDS", "CDNSKEY", "KEY"];
-
-/// The first string of a TXT record that stands for a DNSSEC record.
-const DROPPED: &str = "clusterdns:dnssec-record-dropped";
-
 /// `text` with the type word of every DNAME record replaced by ANAME and
-/// that of every DNSSEC record by `TXT "DROPPED"`.
+/// every DNSSEC record written as the TXT record [`dnssec`] reads back.
 pub(super) fn rewrite(text: &str) -> Cow<'_, str> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
     for e in entries(text).iter().filter(|e| !e.directive(text)) {
@@ -43,14 +37,17 @@ pub(super) fn rewrite(text: &str) -> Cow<'_, str> {
                 edits.push((r, escaped(word)));
             }
         }
-        let Some(r) = e.type_at(text).map(|t| e.words[t].clone()) else {
+        let Some(at) = e.type_at(text) else {
             continue;
         };
+        let r = e.words[at].clone();
         let word = &text[r.clone()];
         if word.eq_ignore_ascii_case("DNAME") {
             edits.push((r, "ANAME".to_string()));
-        } else if DNSSEC.iter().any(|t| word.eq_ignore_ascii_case(t)) {
-            edits.push((r, format!("TXT \"{DROPPED}\"")));
+        } else if let Some(kind) = dnssec::TYPES.iter().find(|t| word.eq_ignore_ascii_case(t)) {
+            let data = e.words[at + 1..].iter().map(|w| &text[w.clone()]);
+            let words: Vec<&str> = [dnssec::MARK, kind].into_iter().chain(data).collect();
+            edits.push((r.start..e.end, format!("TXT {}", words.join(" "))));
         }
     }
     splice(text, edits)
@@ -176,9 +173,4 @@ fn unescape_label(label: &[u8]) -> Vec<u8> {
         }
     }
     out
-}
-
-/// Whether `r` stands for a DNSSEC record [`rewrite`] turned into a TXT.
-pub(super) fn dropped(r: &Record) -> bool {
-    matches!(&r.data, RData::TXT(t) if t.txt_data.first().is_some_and(|s| &**s == DROPPED.as_bytes()))
 }

@@ -3,6 +3,7 @@
 //! handed (`reply::Answer`) and imports only the reply, the store and its
 //! own config; which plugin runs when is the router's (`route/order.rs`).
 
+pub mod auto;
 pub mod chain;
 pub mod chaos;
 pub mod cluster;
@@ -13,6 +14,7 @@ pub mod hosts;
 pub mod k8s_external;
 pub mod local;
 pub mod rewrite;
+pub mod secondary;
 pub mod template;
 pub mod verdict;
 pub mod watched;

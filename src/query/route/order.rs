@@ -29,7 +29,9 @@ impl Router {
                 block::loop_detected(block, probe, qname);
             }
         }
-        if template(block, query, asker, out) || data(block, qname, qtype, out) || kubernetes(block, qname, qtype, out)
+        if template(block, query, asker, out)
+            || data(block, (qname, qtype), asker.dnssec_ok, out)
+            || kubernetes(block, qname, qtype, out)
         {
             return Routed::Done;
         }
@@ -79,9 +81,9 @@ fn template(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> boo
     )
 }
 
-/// The block's own data in order: `hosts`, `k8s_external`, `file`; true
-/// when one answered.
-fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
+/// The block's own data in order: `hosts`, `k8s_external`, `file` (with
+/// a signed zone's DNSSEC records when `dnssec_ok`); true when one answered.
+fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out: &mut Answer) -> bool {
     if let Some(hosts) = &block.hosts {
         if took(hosts.answer(qname, qtype, out), Plugin::Hosts, out) {
             return true;
@@ -100,7 +102,7 @@ fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> boo
             longest = Some((labels, file));
         }
     }
-    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, out), Plugin::File, out))
+    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), file.plugin, out))
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
@@ -133,8 +135,15 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
             Outcome::Passed => {}
             outcome => return settled(outcome),
         }
-        out.error(if block.chain { ResponseCode::ServFail } else { UNHANDLED });
-        out.tags.memoizable = true;
+        // `auto` with no zone for the name and nothing after it: REFUSED, as CoreDNS.
+        let unfound = block.files.iter().any(|f| f.unfound(qname));
+        out.error(if block.chain && !unfound {
+            ResponseCode::ServFail
+        } else {
+            UNHANDLED
+        });
+        // Not when a zone may appear for the name (`auto`, `secondary`, `file`).
+        out.tags.memoizable = !block.files.iter().any(|f| f.serves(qname));
         return Routed::Done;
     };
     out.clear_records();
