@@ -17,7 +17,6 @@ use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::k8s_external::K8sExternal;
-use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
 use crate::query::plugins::{auto, secondary};
 use crate::query::transfer::Transfer;
@@ -126,6 +125,8 @@ impl Runtime {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
         let (dns64, templates, acl_stats) = counted(server, &mut built.live);
+        let plugins = Chain::build(&server.plugins);
+        built.live.ready.extend(plugins.readiness());
         let files = zone_files(server);
         let external = server
             .k8s_external
@@ -162,13 +163,12 @@ impl Runtime {
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             templates,
-            rewrite: (!server.rewrites.is_empty()).then(|| Rewrite {
-                rules: server.rewrites.clone(),
-            }),
+            rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
+            header: server.header.clone().map(Arc::new),
             minimal: server.minimal,
-            plugins: Chain::build(&server.plugins),
+            plugins,
             transfer,
         }
     }

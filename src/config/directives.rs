@@ -23,6 +23,7 @@ use crate::query::tsig::setup as tsig;
 use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
+mod rows;
 mod spec;
 mod zones;
 
@@ -304,6 +305,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.cache.is_some(),
         print: print::cache,
     },
+    rows::HEADER,
     Spec {
         name: "minimal",
         options: false,
@@ -375,13 +377,8 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| !s.forward.is_empty(),
         print: print::forward,
     },
-    Spec {
-        name: "whoami",
-        options: false,
-        parse: |d, c| c.server.plug(crate::query::plugins::whoami::parse(d, c.errors)),
-        enabled: NOT_REPORTED,
-        print: |b, s, _| print::plugin(b, s, "whoami"),
-    },
+    rows::ERRATIC,
+    rows::WHOAMI,
 ];
 
 /// The directive called `name`, if this build implements it.

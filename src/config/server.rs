@@ -98,6 +98,8 @@ pub struct Server {
     pub bufsize: Option<u16>,
     /// `nsid`: the NSID a request that asks for it gets back.
     pub nsid: Option<String>,
+    /// `header`: flags set or cleared in queries and responses.
+    pub header: Option<crate::query::reply::header::Rules>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
     /// The answering plugins that live in their own homes, one per
@@ -153,6 +155,7 @@ impl Server {
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,
+            header: None,
             minimal: false,
             plugins: Vec::new(),
             dnstap: Vec::new(),

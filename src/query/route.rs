@@ -356,8 +356,12 @@ impl Router {
             if block.minimal {
                 settle::minimal::minimize(out);
             }
+            if block.header.is_some() && !out.tags.denied {
+                // after `acl` and `cache`, where CoreDNS runs it; never replayed
+                (out.tags.header, out.tags.memoizable) = (block.header.clone(), false);
+            }
         } else if let Routed::Forward(onward) = &mut routed {
-            onward.left.minimal = block.minimal;
+            (onward.left.minimal, onward.left.header) = (block.minimal, block.header.clone());
         }
         routed
     }

@@ -8,6 +8,7 @@ pub mod chain;
 pub mod chaos;
 pub mod cluster;
 pub mod dns64;
+pub mod erratic;
 pub mod file;
 pub mod hosts;
 pub mod k8s_external;

@@ -10,7 +10,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::{block, Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
-use crate::query::plugins::chain::{took, Chain};
+use crate::query::plugins::chain::{took, Chain, Outcome};
 use crate::query::plugins::file::ZoneFile;
 use crate::query::reply::{self, Answer};
 use crate::query::UNHANDLED;
@@ -43,8 +43,19 @@ impl Router {
 /// may change the question and before `acl`: `Some` when one of them
 /// settled the query.
 pub(super) fn early<'a>(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> Option<Routed<'a>> {
-    let early = &block.plugins.early;
-    (Chain::run(early, query, &asker.of(), out) || any(block, query, out)).then_some(Routed::Done)
+    match Chain::run(&block.plugins.early, query, &asker.of(), out) {
+        Outcome::Passed => any(block, query, out).then_some(Routed::Done),
+        outcome => Some(settled(outcome)),
+    }
+}
+
+/// Where a query the chain took goes: its answer, or nowhere (dropped).
+fn settled<'a>(outcome: Outcome) -> Routed<'a> {
+    if outcome == Outcome::Dropped {
+        Routed::Drop
+    } else {
+        Routed::Done
+    }
 }
 
 /// `any`: RFC 8482's minimal answer to an ANY question; true when written.
@@ -120,8 +131,9 @@ fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) 
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
     let qname = query.name();
     let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
-        if Chain::run(&block.plugins.last, query, &asker.of(), out) {
-            return Routed::Done;
+        match Chain::run(&block.plugins.last, query, &asker.of(), out) {
+            Outcome::Passed => {}
+            outcome => return settled(outcome),
         }
         // `auto` with no zone for the name and nothing after it: REFUSED, as CoreDNS.
         let unfound = block.files.iter().any(|f| f.unfound(qname));
