@@ -18,6 +18,7 @@ mod maps;
 pub mod mcs;
 mod ports;
 pub mod records;
+mod short;
 mod slot;
 mod snapshot;
 pub mod topology;
@@ -31,6 +32,7 @@ pub use ports::Ports;
 pub use records::{
     Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice,
 };
+pub use short::Short;
 pub use slot::Store;
-pub use snapshot::{Namespace, Snapshot};
+pub use snapshot::{Namespace, ServiceKey, Snapshot};
 pub use write::{Export, Writer};

@@ -25,6 +25,7 @@ use hickory_proto::rr::Name;
 
 use super::ips::Ips;
 pub use super::ports::{Port, Ports, Proto};
+use super::short::Short;
 use super::topology::Zones;
 
 /// A ready endpoint of a service, as read from its slice. `hostname` is
@@ -299,7 +300,9 @@ pub enum PtrHost {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ServiceId {
     pub namespace: Arc<str>,
-    pub name: Arc<str>,
+    /// Inline when short (most are): the entry's key in its namespace's
+    /// map is this identity too ([`crate::store::ServiceKey`]).
+    pub name: Short,
 }
 
 /// The empty hostname that stands for "the dashed address" in a target.

@@ -18,7 +18,40 @@ pub struct Namespace {
     /// Services whose Service object is known (entries holding only
     /// EndpointSlices do not count).
     pub live_services: usize,
-    pub services: IMap<Arc<str>, Arc<Service>>,
+    pub services: IMap<ServiceKey, Arc<Service>>,
+}
+
+/// A service entry's key: its identity, found by its name. 8 bytes where
+/// a name of its own took 16 and a heap chunk (the identity already
+/// holds the name).
+#[derive(Debug, Clone)]
+pub struct ServiceKey(pub Arc<ServiceId>);
+
+impl ServiceKey {
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+}
+
+impl std::borrow::Borrow<str> for ServiceKey {
+    fn borrow(&self) -> &str {
+        &self.0.name
+    }
+}
+
+impl PartialEq for ServiceKey {
+    fn eq(&self, other: &ServiceKey) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for ServiceKey {}
+
+/// Hashes as its name does (the maps are searched with a `str`).
+impl std::hash::Hash for ServiceKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name().hash(state)
+    }
 }
 
 /// One immutable view of the cluster. `synced` is false until every

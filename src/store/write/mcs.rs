@@ -14,6 +14,7 @@ use super::writer::{Pair, Writer};
 use crate::store::changes::Dep;
 use crate::store::mcs::{Import, ImportKind, McsNamespace, McsSlice};
 use crate::store::records::{Endpoints, Ports, ServiceId, Slice};
+use crate::store::Short;
 
 impl Writer {
     fn get_import(&self, (ns, name): &Pair) -> Option<Arc<Import>> {
@@ -59,7 +60,7 @@ impl Writer {
             None => {
                 let id = Arc::new(ServiceId {
                     namespace: pair.0.clone(),
-                    name: pair.1.clone(),
+                    name: Short::new(&pair.1),
                 });
                 Import {
                     slot: self.import_slot(id.clone()),
@@ -174,7 +175,7 @@ impl Writer {
         let Some(Some(id)) = self.live.clusterset.ids.get(owner as usize) else {
             return;
         };
-        let owner = (id.namespace.clone(), id.name.clone());
+        let owner = (id.namespace.clone(), Arc::from(&*id.name));
         let Some(old) = self.get_import(&owner) else { return };
         let mut import = (*old).clone();
         let mut slices = std::mem::take(&mut import.slices).into_vec();

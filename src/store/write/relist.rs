@@ -41,8 +41,8 @@ impl Writer {
                 .flat_map(|(ns, n)| {
                     n.services
                         .iter()
-                        .filter(|(k, s)| s.kind.is_some() && !listed(ns, k))
-                        .map(|(k, _)| (ns.clone(), k.clone()))
+                        .filter(|(k, s)| s.kind.is_some() && !listed(ns, k.name()))
+                        .map(|(k, _)| (ns.clone(), Arc::from(k.name())))
                 })
                 .collect(),
             Kind::EndpointSlice => self

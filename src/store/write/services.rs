@@ -11,10 +11,11 @@ use super::writer::{Pair, Writer};
 use crate::store::addrs::AddrIndex;
 use crate::store::changes::Dep;
 use crate::store::records::{Endpoints, External, Ports, Service, ServiceId, ServiceKind, Slice};
+use crate::store::{ServiceKey, Short};
 
 impl Writer {
     pub(super) fn get_service(&self, (ns, name): &Pair) -> Option<Arc<Service>> {
-        self.live.namespaces.get(ns)?.services.get(name).cloned()
+        self.live.namespaces.get(ns)?.services.get(&**name).cloned()
     }
 
     /// Stores `service` (or removes the entry when it holds nothing).
@@ -39,9 +40,9 @@ impl Writer {
         self.edit_namespace(ns, |n| {
             n.live_services = n.live_services + usize::from(new_live) - usize::from(old_live);
             if keep {
-                n.services.insert(name.clone(), Arc::new(service));
+                n.services.insert(ServiceKey(service.id.clone()), Arc::new(service));
             } else {
-                n.services.remove(name);
+                n.services.remove(&**name);
             }
         });
     }
@@ -54,7 +55,7 @@ impl Writer {
         }
         let id = Arc::new(ServiceId {
             namespace: ns.clone(),
-            name: name.clone(),
+            name: Short::new(name),
         });
         let ids = &mut self.live.ids;
         let slot = match self.free_slots.pop() {
@@ -142,8 +143,8 @@ impl Writer {
     ) -> bool {
         let owner_key = (slice.0.clone(), service);
         let key = self.slice_key(slice);
-        if let Some(previous) = self.slice_owner.get(&key).filter(|p| p.name != owner_key.1) {
-            let previous = (previous.namespace.clone(), previous.name.clone());
+        if let Some(previous) = self.slice_owner.get(&key).filter(|p| *p.name != *owner_key.1) {
+            let previous = (previous.namespace.clone(), Arc::from(&*previous.name));
             self.remove_slice_from(&previous, &slice.1);
         }
         let mut entry = match self.get_service(&owner_key) {
@@ -194,7 +195,7 @@ impl Writer {
     pub(super) fn delete_slice(&mut self, slice: &Pair) {
         let key = self.slice_key(slice);
         if let Some(owner) = self.slice_owner.remove(&key) {
-            self.remove_slice_from(&(owner.namespace.clone(), owner.name.clone()), &slice.1);
+            self.remove_slice_from(&(owner.namespace.clone(), Arc::from(&*owner.name)), &slice.1);
         }
     }
 
