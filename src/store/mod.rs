@@ -13,12 +13,14 @@
 mod addrs;
 mod change;
 pub mod changes;
+mod endpoints;
 mod ips;
 mod maps;
 pub mod mcs;
 mod ports;
 pub mod records;
 mod short;
+mod slices;
 mod slot;
 mod snapshot;
 pub mod topology;
@@ -30,7 +32,7 @@ pub use ips::Ips;
 pub use maps::{IMap, Map};
 pub use ports::Ports;
 pub use records::{
-    Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice,
+    Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice, Slices,
 };
 pub use short::Short;
 pub use slot::Store;

@@ -10,8 +10,9 @@ use std::time::SystemTime;
 use super::writer::{Pair, Writer};
 use crate::store::addrs::AddrIndex;
 use crate::store::changes::Dep;
-use crate::store::records::{Endpoints, External, Ports, Service, ServiceId, ServiceKind, Slice};
-use crate::store::{ServiceKey, Short};
+use crate::store::records::{Endpoints, External, Ports, Service, ServiceId, ServiceKind, Slice, Slices};
+use crate::store::short::Short;
+use crate::store::snapshot::ServiceKey;
 
 impl Writer {
     pub(super) fn get_service(&self, (ns, name): &Pair) -> Option<Arc<Service>> {
@@ -157,7 +158,7 @@ impl Writer {
                     kind: None,
                     selector: false,
                     ports: self.ports(Vec::new()),
-                    slices: Box::default(),
+                    slices: Slices::default(),
                     external: None,
                 }
             }
@@ -165,7 +166,7 @@ impl Writer {
         self.slice_owner.insert(key, entry.id.clone());
         // Exactly sized: a `Vec` would hold room for four per service.
         let mut slices = std::mem::take(&mut entry.slices).into_vec();
-        if let Some(i) = slices.iter().position(|s| s.name == slice.1) {
+        if let Some(i) = slices.iter().position(|s| s.named(&owner_key.1, &slice.1)) {
             if slices[i].endpoints == endpoints && slices[i].ports == ports {
                 return false; // unchanged (the common case in a relist)
             }
@@ -173,12 +174,8 @@ impl Writer {
             self.endpoint_ptrs(&removed, entry.slot, false);
         }
         self.endpoint_ptrs(&endpoints, entry.slot, true);
-        slices.push(Slice {
-            name: slice.1.clone(),
-            ports,
-            endpoints,
-        });
-        entry.slices = slices.into_boxed_slice();
+        slices.push(Slice::new(&owner_key.1, &slice.1, ports, endpoints));
+        entry.slices = Slices::from(slices);
         let kind = match (&entry.kind, entry.selector) {
             (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
             (Some(ServiceKind::Headless), true) => Some(1),
@@ -210,8 +207,11 @@ impl Writer {
         let spaces = self.live.namespaces.iter();
         spaces
             .flat_map(|(ns, n)| {
-                let slices = n.services.values().flat_map(|s| s.slices.iter());
-                slices.map(|s| (ns.clone(), s.name.clone()))
+                let slices = n
+                    .services
+                    .values()
+                    .flat_map(|s| s.slices.iter().map(|x| (&s.id.name, x)));
+                slices.map(|(owner, s)| (ns.clone(), Arc::from(s.name(owner))))
             })
             .collect()
     }
@@ -220,11 +220,11 @@ impl Writer {
         let Some(service) = self.get_service(owner) else { return };
         let mut entry = (*service).clone();
         let mut slices = std::mem::take(&mut entry.slices).into_vec();
-        let Some(i) = slices.iter().position(|s| &s.name == slice_name) else {
+        let Some(i) = slices.iter().position(|s| s.named(&owner.1, slice_name)) else {
             return;
         };
         let removed = slices.remove(i).endpoints;
-        entry.slices = slices.into_boxed_slice();
+        entry.slices = Slices::from(slices);
         self.endpoint_ptrs(&removed, entry.slot, false);
         self.put_service(owner, entry);
     }
