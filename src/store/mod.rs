@@ -19,6 +19,7 @@ mod maps;
 pub mod mcs;
 mod ports;
 pub mod records;
+mod servicemap;
 mod short;
 mod slices;
 mod slot;
@@ -34,7 +35,8 @@ pub use ports::Ports;
 pub use records::{
     Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice, Slices,
 };
+pub use servicemap::{ServiceKey, ServiceMap};
 pub use short::Short;
 pub use slot::Store;
-pub use snapshot::{Namespace, ServiceKey, Snapshot};
+pub use snapshot::{Namespace, Snapshot};
 pub use write::{Export, Writer};

@@ -1,7 +1,8 @@
 //! Compact records: only what DNS answers need, built once at ingest.
 //!
-//! Prices on a 64-bit target (names are shared `Arc<str>`, interned per
-//! snapshot, so each distinct string is stored once):
+//! Prices on a 64-bit target (names shared by many records are `Arc<str>`,
+//! interned per snapshot, so each distinct string is stored once; a
+//! Service's and a slice's own name are held inline, [`Short`]):
 //! - [`Port`]: 24 bytes (name pointer 16, number 2, protocol 1, padding).
 //! - An endpoint: 4 bytes for IPv4 (up to five inline in the slice's 32
 //!   bytes of [`Endpoints`]), 16 for IPv6, plus 16 for its hostname when some endpoint of its slice
@@ -10,7 +11,9 @@
 //!   (`zonal` only) as `store::topology` prices them.
 //! - [`Service`]: 120 bytes behind an `Arc` (kind, shared [`Ports`], its
 //!   one 64-byte [`Slice`] inline, more boxed: [`Slices`]; one cluster IP
-//!   inline, more boxed: [`Ips`]).
+//!   inline, more boxed: [`Ips`]), its 56-byte identity ([`ServiceId`],
+//!   the name inline) behind another, and a 24-byte entry in its
+//!   namespace's map ([`crate::store::ServiceMap`]).
 //! - A reverse (PTR) entry: 8 bytes per IPv4 address, 20 per IPv6: the
 //!   service's 4-byte slot only (an endpoint's hostname is read when asked).
 //! - [`Service::external`] (for `k8s_external`): 8 bytes on every Service

@@ -10,6 +10,7 @@ use super::addrs::AddrIndex;
 use super::maps::IMap;
 use super::mcs::ClusterSet;
 use super::records::{PtrHost, PtrTarget, Service, ServiceId};
+use super::servicemap::ServiceMap;
 
 /// One namespace: whether its Namespace object exists, and its services.
 #[derive(Debug, Default, Clone)]
@@ -18,40 +19,7 @@ pub struct Namespace {
     /// Services whose Service object is known (entries holding only
     /// EndpointSlices do not count).
     pub live_services: usize,
-    pub services: IMap<ServiceKey, Arc<Service>>,
-}
-
-/// A service entry's key: its identity, found by its name. 8 bytes where
-/// a name of its own took 16 and a heap chunk (the identity already
-/// holds the name).
-#[derive(Debug, Clone)]
-pub struct ServiceKey(pub Arc<ServiceId>);
-
-impl ServiceKey {
-    pub fn name(&self) -> &str {
-        &self.0.name
-    }
-}
-
-impl std::borrow::Borrow<str> for ServiceKey {
-    fn borrow(&self) -> &str {
-        &self.0.name
-    }
-}
-
-impl PartialEq for ServiceKey {
-    fn eq(&self, other: &ServiceKey) -> bool {
-        self.name() == other.name()
-    }
-}
-
-impl Eq for ServiceKey {}
-
-/// Hashes as its name does (the maps are searched with a `str`).
-impl std::hash::Hash for ServiceKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name().hash(state)
-    }
+    pub services: ServiceMap,
 }
 
 /// One immutable view of the cluster. `synced` is false until every
@@ -136,7 +104,7 @@ impl Snapshot {
             let entry = self
                 .namespaces
                 .get(&*id.namespace)
-                .and_then(|n| n.services.get(&*id.name));
+                .and_then(|n| n.services.get(&id.name));
             let endpoints = entry.into_iter().flat_map(|s| s.endpoints());
             for e in endpoints.filter(|e| e.addr == addr) {
                 let host = e.hostname.map_or(PtrHost::Dashed, |h| PtrHost::Named(h.clone()));

@@ -43,7 +43,7 @@ impl Writer {
         [
             namespaces,
             self.live.service_count(),
-            self.slice_owner.len() + mcs_slices,
+            self.slices + mcs_slices,
             self.pod_ips.len(),
             imports,
         ]
@@ -122,6 +122,7 @@ impl Writer {
         };
         let pair = (namespace, name);
         let relisting = match &mut self.relisting[kind as usize] {
+            Some(_) if self.first_list[kind as usize] => true,
             Some(seen) => {
                 seen.insert(std::hash::BuildHasher::hash_one(&self.seen_hasher, &pair));
                 true

@@ -14,6 +14,10 @@ impl Writer {
     /// [`Writer::relist_done`] will be deleted then.
     pub fn relist_start(&mut self, kind: Kind) {
         self.relisting[kind as usize] = Some(HashSet::default());
+        // Holding none of the kind, the list can leave nothing to delete:
+        // no set of the keys it saw (two sets of 100,000 keys grown and
+        // freed during the first sync left holes in the heap).
+        self.first_list[kind as usize] = self.counts()[kind as usize] == 0;
         self.relist_changes[kind as usize] = 0;
     }
 
@@ -24,9 +28,11 @@ impl Writer {
         let Some(seen) = self.relisting[kind as usize].take() else {
             return 0;
         };
+        let first = std::mem::take(&mut self.first_list[kind as usize]);
         let hasher = &self.seen_hasher;
         let listed = |ns: &str, name: &str| seen.contains(&std::hash::BuildHasher::hash_one(hasher, (ns, name)));
         let gone: Vec<Pair> = match kind {
+            _ if first => Vec::new(),
             Kind::Namespace => self
                 .live
                 .namespaces
