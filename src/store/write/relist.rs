@@ -28,11 +28,10 @@ impl Writer {
         let Some(seen) = self.relisting[kind as usize].take() else {
             return 0;
         };
-        let first = std::mem::take(&mut self.first_list[kind as usize]);
         let hasher = &self.seen_hasher;
         let listed = |ns: &str, name: &str| seen.contains(&std::hash::BuildHasher::hash_one(hasher, (ns, name)));
         let gone: Vec<Pair> = match kind {
-            _ if first => Vec::new(),
+            _ if std::mem::take(&mut self.first_list[kind as usize]) => Vec::new(),
             Kind::Namespace => self
                 .live
                 .namespaces
