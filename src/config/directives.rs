@@ -23,6 +23,7 @@ use crate::query::tsig::setup as tsig;
 use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
+mod routing;
 mod spec;
 
 /// `https3` and `grpc_server`: `max_streams N max_connections N`.
@@ -40,6 +41,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: NOT_REPORTED,
         print: |b, s, _| super::root::print(b, s.root.as_deref()),
     },
+    routing::METADATA,
     Spec {
         name: "cancel",
         options: false,
@@ -388,6 +390,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: NOT_REPORTED,
         print: |b, s, _| print::plugin(b, s, "whoami"),
     },
+    routing::VIEW,
 ];
 
 /// The directive called `name`, if this build implements it.

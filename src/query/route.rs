@@ -32,7 +32,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use hickory_proto::op::{Query, ResponseCode};
-use hickory_proto::rr::{DNSClass, Name};
+use hickory_proto::rr::DNSClass;
 
 use super::plugins::rewrite::Revert;
 use super::reply::Answer;
@@ -50,6 +50,7 @@ mod order;
 mod shortcut;
 #[cfg(test)]
 mod tests;
+pub mod view;
 
 pub(crate) use acl::{Admission, Asked, WireName};
 
@@ -135,6 +136,9 @@ pub struct Router {
     pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
     /// The `tsig` directives of the blocks (none: requests are not looked at).
     pub tsig: Option<Arc<crate::query::tsig::Tsig>>,
+    /// Whether a block has a `view`: blocks are then chosen by
+    /// [`Router::viewed`], and nothing is replayed ([`view`]).
+    pub views: bool,
 }
 
 impl Router {
@@ -142,6 +146,7 @@ impl Router {
     /// cap (tests, benchmarks, the fuzzer).
     pub fn new(blocks: Vec<Block>, stats: Vec<Arc<ZoneStats>>) -> Router {
         Router {
+            views: blocks.iter().any(|b| b.view.is_some()),
             blocks,
             epoch: 0,
             stats,
@@ -236,7 +241,7 @@ impl Router {
     /// Answers `query` from `asker` into `out`, or says it must be
     /// forwarded: the steps of the order in this file's head, in turn.
     pub fn answer(&self, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'_> {
-        match self.enter(query.name(), out) {
+        match self.enter(query, || asker, out) {
             Some(block) => self.answer_in(block, query, asker, out),
             None => Routed::Done,
         }
@@ -276,10 +281,17 @@ impl Router {
         self.settle(block, query, asker, rewritten, routed, out)
     }
 
-    /// The block serving `qname`, with its zone's stats slot, `bufsize` and
+    /// The block serving `query`, with its zone's stats slot, `bufsize` and
     /// `log` style set in `out`; `None` (REFUSED written): no block does.
-    pub fn enter(&self, qname: &Name, out: &mut Answer) -> Option<&Block> {
-        let Some((block, slot)) = self.block(qname) else {
+    /// `asker` is called only when blocks have views.
+    pub fn enter(&self, query: &Query, asker: impl FnOnce() -> Asker, out: &mut Answer) -> Option<&Block> {
+        let qname = query.name();
+        let found = if self.views {
+            self.viewed(query, &asker())
+        } else {
+            self.block(qname)
+        };
+        let Some((block, slot)) = found else {
             out.error(UNHANDLED);
             return None;
         };

@@ -21,8 +21,8 @@
 //! Functions: the query's `name()`, `type()`, `class()`, `client_ip()`,
 //! and the request's `proto()`, `size()`, `id()`, `opcode()`, `do()`,
 //! `bufsize()`, `port()` ([`Wire`]);
-//! `incidr(ip, cidr)`, `metadata(label)` (clusterdns has no metadata
-//! plugin: always ""), `group(name|index)`; the builtins `len`, `int`,
+//! `incidr(ip, cidr)`, `metadata(label)` (what the block's `metadata`
+//! knows of the query, "" without one), `group(name|index)`; the builtins `len`, `int`,
 //! `float`, `string`, `lower`, `upper`, `trim`, `trimPrefix`, `trimSuffix`,
 //! `replace`, `split`, `join`, `indexOf`, `hasPrefix`, `hasSuffix`, and
 //! `any`, `all`, `none`, `one`, `filter`, `map`, `count` over an array with
@@ -33,11 +33,13 @@
 mod eval;
 mod functions;
 mod lex;
+mod located;
 mod parse;
 mod typing;
 mod value;
 
-pub use eval::{Query, Wire};
+pub use eval::{Metadata, Query, Wire};
+pub use located::compile_words;
 pub use typing::{CompileError, Ty};
 pub use value::Value;
 

@@ -84,6 +84,10 @@ pub struct Block {
     pub plugins: Chain,
     /// `transfer`: AXFR of the cluster zones (served from `tcp.rs`).
     pub transfer: Option<Arc<crate::query::transfer::Transfer>>,
+    /// `view`: when the block serves a query ([`super::view`]).
+    pub view: Option<Arc<crate::query::route::view::setup::ViewConfig>>,
+    /// `metadata`: the labels of the block's queries ([`crate::query::metadata`]).
+    pub metadata: Option<Arc<crate::query::metadata::Metadata>>,
 }
 
 impl Block {
@@ -114,6 +118,8 @@ impl Block {
             minimal: false,
             plugins: Chain::default(),
             transfer: None,
+            view: None,
+            metadata: None,
         }
     }
 }

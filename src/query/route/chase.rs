@@ -27,10 +27,10 @@ impl Router {
         asker: Asker,
         out: &mut Answer,
     ) -> Routed<'a> {
-        let Some((home, _)) = self.block(&target) else {
+        let chased = Query::query(target, query.query_type());
+        let Some((home, _)) = self.home(&chased, &asker) else {
             return Routed::Done;
         };
-        let chased = Query::query(target, query.query_type());
         let mut found = Answer::default();
         let routed = self.guarded(home, home, &chased, asker, &mut found);
         out.tags.memoizable &= found.tags.memoizable; // also a denial (found by `acl`) is not memoized
@@ -83,7 +83,11 @@ impl Router {
         match routed {
             Routed::Forward(mut onward) => {
                 // the task asks A too: only if `acl` would let this client ask it
-                let admission = self.admits(query.name(), u16::from(RecordType::A), asker.client);
+                let (a, client) = (u16::from(RecordType::A), asker.client);
+                let admission = match self.views {
+                    true => super::acl::admission(block, query.name(), a, client),
+                    false => self.admits(query.name(), a, client),
+                };
                 if admission.allowed {
                     admission.credit();
                     onward.left.dns64 = Some(d.clone());
