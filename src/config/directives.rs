@@ -274,16 +274,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| !s.rewrites.is_empty(),
         print: print::rewrite,
     },
-    Spec {
-        name: "autopath",
-        options: false,
-        parse: |d, c| {
-            c.server.autopath =
-                crate::query::route::autopath::setup::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone()))
-        },
-        enabled: |s, _| s.autopath.is_some(),
-        print: print::autopath,
-    },
+    routing::AUTOPATH,
     Spec {
         name: "acl",
         options: true,

@@ -205,6 +205,35 @@ impl Router {
             .map(|(_, b, slot)| (b, slot))
     }
 
+    /// The block serving `query` from `asker` when blocks have views
+    /// ([`view`]): of those with the longest zone holding the name whose
+    /// view passes, the first written; with its zone's stats slot.
+    pub(crate) fn viewed(&self, query: &Query, asker: &Asker) -> Option<(&Block, u16)> {
+        let (mut facts, mut best) = (None, None::<(usize, &Block, u16)>);
+        for block in &self.blocks {
+            let Some((n, slot)) = block.longest(query.name()) else {
+                continue;
+            };
+            let own = (block.view.as_deref(), block.metadata.as_deref());
+            // an earlier block serving a zone as long wins
+            if best.is_none_or(|(m, _, _)| m < n) && view::admits(own, &mut facts, query, (asker.client, asker.wire)) {
+                best = Some((n, block, slot));
+            }
+        }
+        best.map(|(_, b, slot)| (b, slot))
+    }
+
+    /// The block serving a second name asked on the client's behalf (a
+    /// chased CNAME target, an `autopath` search name): by view when blocks
+    /// have views, else by zone alone.
+    pub(crate) fn home(&self, query: &Query, asker: &Asker) -> Option<(&Block, u16)> {
+        if self.views {
+            self.viewed(query, asker)
+        } else {
+            self.block(query.name())
+        }
+    }
+
     /// Counts a request by its client's namespace in `clients` (when pods
     /// are verified): the address is resolved once per worker (`slots`)
     /// and generation.

@@ -26,7 +26,10 @@ pub struct Query<'a> {
 
 /// The metadata of a query, label to value (`None`: not set, read as "").
 #[derive(Clone, Copy, Default)]
-pub struct Metadata<'a>(pub Option<&'a dyn Fn(&str) -> Option<String>>);
+pub struct Metadata<'a>(pub Option<Lookup<'a>>);
+
+/// A label's value, if it is set.
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 impl std::fmt::Debug for Metadata<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

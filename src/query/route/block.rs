@@ -124,6 +124,18 @@ impl Block {
     }
 }
 
+impl Block {
+    /// The longest of the block's zones holding `name`: its length in wire
+    /// bytes and its stats slot.
+    pub(super) fn longest(&self, name: &Name) -> Option<(usize, u16)> {
+        use super::acl::Asked;
+        (self.zones.iter().zip(&self.zone_wires).zip(&self.zone_stats))
+            .filter(|((z, w), _)| name.under(z, w))
+            .map(|((_, w), slot)| (w.len(), *slot))
+            .max_by_key(|(n, _)| *n)
+    }
+}
+
 /// Logs a forwarding loop (our probe came back) and, with `loop { exit }`,
 /// ends the process.
 pub(super) fn loop_detected(block: &Block, probe: &LoopProbe, qname: &Name) {
