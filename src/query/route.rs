@@ -32,7 +32,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use hickory_proto::op::{Query, ResponseCode};
-use hickory_proto::rr::DNSClass;
+use hickory_proto::rr::{DNSClass, Name};
 
 use super::plugins::rewrite::Revert;
 use super::reply::Answer;
@@ -46,6 +46,7 @@ pub mod autopath;
 mod block;
 mod chase;
 mod direct;
+mod notify;
 mod order;
 mod shortcut;
 #[cfg(test)]
@@ -223,15 +224,23 @@ impl Router {
         best.map(|(_, b, slot)| (b, slot))
     }
 
-    /// The block serving a second name asked on the client's behalf (a
-    /// chased CNAME target, an `autopath` search name): by view when blocks
-    /// have views, else by zone alone.
-    pub(crate) fn home(&self, query: &Query, asker: &Asker) -> Option<(&Block, u16)> {
-        if self.views {
-            self.viewed(query, asker)
-        } else {
-            self.block(query.name())
-        }
+    /// `None`: no block keeps a transferred zone named `zone` (the NOTIFY
+    /// is answered NOTIMP, as any other opcode); else whether it came
+    /// from one of the zone's primaries (answered) or not (dropped).
+    pub fn notified(&self, zone: &Name, from: IpAddr) -> Option<bool> {
+        let (block, _) = self.block(zone)?;
+        notify::notified(&block.files, zone, from)
+    }
+
+    /// A rejected request's answer, or `None` for a NOTIFY dropped (see
+    /// `route/notify.rs`).
+    pub fn rejected(
+        &self,
+        reject: super::request::Triage,
+        from: IpAddr,
+        answer: &mut Answer,
+    ) -> Option<notify::Echoed> {
+        notify::rejected(reject, answer, |zone| self.notified(zone, from))
     }
 
     /// Counts a request by its client's namespace in `clients` (when pods
@@ -377,8 +386,12 @@ impl Router {
             if block.minimal {
                 settle::minimal::minimize(out);
             }
+            if block.header.is_some() && !out.tags.denied {
+                // after `acl` and `cache`, where CoreDNS runs it; never replayed
+                (out.tags.header, out.tags.memoizable) = (block.header.clone(), false);
+            }
         } else if let Routed::Forward(onward) = &mut routed {
-            onward.left.minimal = block.minimal;
+            (onward.left.minimal, onward.left.header) = (block.minimal, block.header.clone());
         }
         routed
     }

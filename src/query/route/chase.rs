@@ -14,6 +14,17 @@ use crate::query::reply::Answer;
 use crate::query::settle::{self, ChaseKind};
 
 impl Router {
+    /// The block serving a second name asked on the client's behalf (a
+    /// chased CNAME target, an `autopath` search name): by view when blocks
+    /// have views, else by zone alone.
+    pub(crate) fn home(&self, query: &Query, asker: &Asker) -> Option<(&Block, u16)> {
+        if self.views {
+            self.viewed(query, asker)
+        } else {
+            self.block(query.name())
+        }
+    }
+
     /// The records of an ExternalName's `target` outside the cluster zone,
     /// looked up through the plugins of the block that serves it (its
     /// `acl`, then its `hosts`, `file`, `cache`, or a `forward`, answered
