@@ -6,7 +6,7 @@
 //! |----------------------------------------|---------------------------------------------------|
 //! | (none)                                 | `forward . /etc/resolv.conf`, as kube-dns did     |
 //! | `upstreamNameservers: ["A", "B"]`      | `forward . A B`                                   |
-//! | `stubDomains: {"Z": ["A:P"]}`          | `Z:53 { errors; cache 30; loop; forward . A:P }`  |
+//! | `stubDomains: {"Z": ["A:P"]}`          | `Z:53 { errors; cache 30; loop; forward . A:P }`, with `max_concurrent 1000` as every forward today |
 //! | `federations: {"NAME": "DOMAIN"}`      | removed with a note: no federation plugin since CoreDNS 1.7.0 |
 //!
 //! A nameserver that is a host name, not an address, is left out with a
@@ -214,6 +214,7 @@ fn stub(zone: &str, servers: &[String], pos: &Pos) -> Result<Block, String> {
     }
     let mut fwd = Item::new(pos, "forward", &["."]);
     fwd.args.extend(addrs.iter().map(|a| word(pos, a)));
+    fwd.options = Some(vec![Item::new(pos, "max_concurrent", &["1000"])]);
     Ok(Block {
         keys: vec![word(pos, &format!("{zone}:53"))],
         items: vec![
