@@ -22,7 +22,10 @@ fn inputs() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("tests/migrate")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "Corefile" || x == "yaml" || x == "json"))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|x| x == "Corefile" || x == "yaml" || x == "json")
+        })
         .collect();
     files.sort();
     files
@@ -44,18 +47,38 @@ fn text(b: &[u8]) -> String {
 fn every_kubeadm_default_and_kube_dns_configmap_migrates_to_a_corefile_check_accepts() {
     let dir = temp_dir("migrate");
     let files = inputs();
-    assert!(files.len() >= INPUTS_FLOOR, "only {} inputs in tests/migrate", files.len());
+    assert!(
+        files.len() >= INPUTS_FLOOR,
+        "only {} inputs in tests/migrate",
+        files.len()
+    );
     for file in &files {
-        let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let out = migrate_bin(&[&file.display().to_string()]);
-        assert!(out.status.success(), "{name}: migrate exit {:?}\n{}", out.status, text(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{name}: migrate exit {:?}\n{}",
+            out.status,
+            text(&out.stderr)
+        );
         let migrated = text(&out.stdout);
         let conf = dir.join(format!("{name}.migrated"));
         std::fs::write(&conf, &migrated).expect("write");
         let (status, stderr) = check(&conf);
-        assert_eq!(status.code(), Some(0), "{name}: check refused the migrated Corefile:\n{stderr}\n{migrated}");
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "{name}: check refused the migrated Corefile:\n{stderr}\n{migrated}"
+        );
         let again = migrate_bin(&[&conf.display().to_string()]);
-        assert!(again.status.success(), "{name}: migrating the result failed:\n{}", text(&again.stderr));
+        assert!(
+            again.status.success(),
+            "{name}: migrating the result failed:\n{}",
+            text(&again.stderr)
+        );
         assert_eq!(text(&again.stdout), migrated, "{name}: migrating the result changed it");
         let old = name.contains("1.1") && !name.contains("1.19");
         let notes = migrated.matches("# migrate:").count();
@@ -403,13 +426,26 @@ fn what_cannot_be_migrated_is_refused_at_its_place() {
 fn the_command_exits_64_and_prints_nothing_when_it_cannot_migrate() {
     let dir = temp_dir("migrate-refused");
     let file = dir.join("Corefile");
-    std::fs::write(&file, ".:53 {\n    proxy . 1.1.1.1 {\n        protocol grpc\n    }\n}\n").expect("write");
+    std::fs::write(
+        &file,
+        ".:53 {\n    proxy . 1.1.1.1 {\n        protocol grpc\n    }\n}\n",
+    )
+    .expect("write");
     let out = migrate_bin(&[&file.display().to_string()]);
     assert_eq!(out.status.code(), Some(64));
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains(&format!("{}:3:9: cannot migrate proxy option `protocol grpc`", file.display())), "{stderr}");
-    assert!(stderr.contains("cannot be migrated: 1 error(s); nothing printed"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}:3:9: cannot migrate proxy option `protocol grpc`",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cannot be migrated: 1 error(s); nothing printed"),
+        "{stderr}"
+    );
     let usage = migrate_bin(&[]);
     assert_eq!(usage.status.code(), Some(64));
 }

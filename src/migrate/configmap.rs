@@ -18,7 +18,11 @@ pub const KUBE_DNS_KEYS: [&str; 3] = ["stubDomains", "upstreamNameservers", "fed
 pub enum Source {
     /// Corefile text; its positions move by `shift` (lines, columns) to
     /// land in the file (a Corefile inside a ConfigMap's YAML).
-    Corefile { text: String, shift: (u32, u32), name: Arc<str> },
+    Corefile {
+        text: String,
+        shift: (u32, u32),
+        name: Arc<str>,
+    },
     /// A kube-dns ConfigMap's `data`, key by key.
     KubeDns(Vec<Entry>),
 }
@@ -64,12 +68,17 @@ fn at(file: &Arc<str>, line: u32, col: u32) -> Pos {
 }
 
 fn looks_like_yaml(text: &str) -> bool {
-    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'));
     let Some(first) = first else { return false };
     if first == "---" {
         return true;
     }
-    let key = first.split_once(':').map(|(k, rest)| (k, rest.is_empty() || rest.starts_with(' ')));
+    let key = first
+        .split_once(':')
+        .map(|(k, rest)| (k, rest.is_empty() || rest.starts_with(' ')));
     matches!(key, Some((k, true)) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '"'))
 }
 
@@ -82,17 +91,23 @@ fn configmap(file: &Arc<str>, text: &str, value: &serde_json::Value) -> Result<S
         return Err(ConfigError::new(&top, format!("a {kind}, not a ConfigMap")));
     }
     let data = match obj.get("data") {
-        Some(d) => d.as_object().ok_or_else(|| ConfigError::new(&key_pos(file, text, "data"), "`data` is not a map"))?,
+        Some(d) => d
+            .as_object()
+            .ok_or_else(|| ConfigError::new(&key_pos(file, text, "data"), "`data` is not a map"))?,
         None if obj.keys().any(|k| KUBE_DNS_KEYS.contains(&k.as_str())) => obj,
         None if obj.contains_key("kind") || obj.contains_key("apiVersion") => return Ok(Source::KubeDns(Vec::new())),
         None => {
-            let msg = "neither a Corefile nor a ConfigMap (no `data`, `stubDomains`, `upstreamNameservers` or `federations`)";
+            let msg =
+                "neither a Corefile nor a ConfigMap (no `data`, `stubDomains`, `upstreamNameservers` or `federations`)";
             return Err(ConfigError::new(&top, msg));
         }
     };
     if let Some(corefile) = data.get("Corefile") {
         let Some(body) = corefile.as_str() else {
-            return Err(ConfigError::new(&key_pos(file, text, "Corefile"), "`data.Corefile` is not a string"));
+            return Err(ConfigError::new(
+                &key_pos(file, text, "Corefile"),
+                "`data.Corefile` is not a string",
+            ));
         };
         return Ok(corefile_in(file, text, body));
     }
@@ -116,7 +131,11 @@ fn configmap(file: &Arc<str>, text: &str, value: &serde_json::Value) -> Result<S
 fn corefile_in(file: &Arc<str>, text: &str, body: &str) -> Source {
     let pos = key_pos(file, text, "Corefile");
     let shift = value_shift(text, &pos);
-    let name = if shift.0 > 0 { file.clone() } else { Arc::from(format!("{file}[Corefile]")) };
+    let name = if shift.0 > 0 {
+        file.clone()
+    } else {
+        Arc::from(format!("{file}[Corefile]"))
+    };
     Source::Corefile {
         text: body.to_string(),
         shift: if shift.0 > 0 { shift } else { (0, 0) },
@@ -142,7 +161,9 @@ fn key_pos(file: &Arc<str>, text: &str, key: &str) -> Pos {
 /// shift is `(pos.line, indent)`. Otherwise `(0, 0)`.
 fn value_shift(text: &str, pos: &Pos) -> (u32, u32) {
     let lines: Vec<&str> = text.lines().collect();
-    let Some(line) = lines.get(pos.line as usize - 1) else { return (0, 0) };
+    let Some(line) = lines.get(pos.line as usize - 1) else {
+        return (0, 0);
+    };
     let after = line.split_once(':').map_or("", |(_, r)| r.trim());
     if !(after.starts_with('|') || after.starts_with('>')) {
         return (0, 0);

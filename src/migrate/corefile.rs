@@ -36,9 +36,11 @@ fn block(b: &mut Block, errors: &mut Vec<ConfigError>) {
         match item.name.text.as_str() {
             "proxy" => proxy(item, errors),
             "kubernetes" => {
-                let zone = item.args.first().map(|a| a.text.clone()).or_else(|| {
-                    b.keys.first().map(|k| super::defaults::zone_of(&k.text).to_string())
-                });
+                let zone = item
+                    .args
+                    .first()
+                    .map(|a| a.text.clone())
+                    .or_else(|| b.keys.first().map(|k| super::defaults::zone_of(&k.text).to_string()));
                 if let Some(t) = kubernetes(item, zone.as_deref().unwrap_or("."), errors) {
                     added.push((i + 1, t));
                 }
@@ -57,9 +59,8 @@ fn block(b: &mut Block, errors: &mut Vec<ConfigError>) {
 }
 
 fn proxy(item: &mut Item, errors: &mut Vec<ConfigError>) {
-    item.notes.push(
-        "`proxy` is now `forward`: CoreDNS 1.4.0 deprecated proxy and 1.5.0 removed it".into(),
-    );
+    item.notes
+        .push("`proxy` is now `forward`: CoreDNS 1.4.0 deprecated proxy and 1.5.0 removed it".into());
     item.name.text = "forward".into();
     for o in item.options.iter_mut().flatten() {
         proxy_option(o, errors);
@@ -78,9 +79,9 @@ fn proxy_option(o: &mut Item, errors: &mut Vec<ConfigError>) {
             o.args[0].text = "sequential".into();
             o.notes.push("`policy first` is `policy sequential` in forward".into());
         }
-        ("policy", "least_conn") => o.remove(
-            "removed `policy least_conn`: forward has no such policy and uses its default, random".into(),
-        ),
+        ("policy", "least_conn") => {
+            o.remove("removed `policy least_conn`: forward has no such policy and uses its default, random".into())
+        }
         ("protocol", "dns" | "force_tcp") if o.args.iter().any(|a| a.text == "force_tcp") => {
             o.notes.push(format!("`{text}` is `force_tcp` in forward"));
             o.name.text = "force_tcp".into();

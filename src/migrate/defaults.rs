@@ -41,16 +41,19 @@ pub fn split_forwards(doc: &mut Doc, errors: &mut Vec<ConfigError>) {
         if forwards < 2 {
             continue;
         }
-        let roots = b
+        let mut roots = b
             .items
             .iter()
             .filter(|i| !i.gone && i.name.text == "forward" && i.args.first().is_some_and(|a| a.text == "."));
-        if let Some(second) = roots.skip(1).next() {
+        if let Some(second) = roots.nth(1) {
             errors.push(ConfigError::new(
                 &second.name.pos,
                 "cannot migrate: a second `forward .` in one server block",
             ));
-            b.items.iter_mut().filter(|i| i.name.text == "forward").for_each(|i| i.gone = true);
+            b.items
+                .iter_mut()
+                .filter(|i| i.name.text == "forward")
+                .for_each(|i| i.gone = true);
             continue;
         }
         let keys: Vec<String> = b.keys.iter().map(|k| k.text.clone()).collect();
@@ -136,9 +139,9 @@ fn block(b: &mut Block) {
     if has(b, "kubernetes") && !has(b, "ready") {
         if let Some(at) = b.items.iter().position(|i| !i.gone && i.name.text == "kubernetes") {
             let mut ready = Item::new(&b.items[at].name.pos, "ready", &[]);
-            ready.notes.push(
-                "added `ready`: a CoreDNS 1.5.0 default; kubeadm's readinessProbe reads :8181/ready".into(),
-            );
+            ready
+                .notes
+                .push("added `ready`: a CoreDNS 1.5.0 default; kubeadm's readinessProbe reads :8181/ready".into());
             b.items.insert(at, ready);
         }
     }

@@ -147,7 +147,8 @@ fn moved(p: &Pos, (lines, cols): (u32, u32)) -> Pos {
 }
 
 fn keep_env_refs(src: &str) -> String {
-    src.replace("{$", &format!("{ENV_OPEN}$")).replace("{%", &format!("{ENV_OPEN}%"))
+    src.replace("{$", &format!("{ENV_OPEN}$"))
+        .replace("{%", &format!("{ENV_OPEN}%"))
 }
 
 /// Comments by source line: `#` where a word could start, outside quotes.
@@ -193,10 +194,7 @@ impl<I: Iterator<Item = Tok>> Grouper<I> {
                 Tok::Open(pos) if keys.is_empty() => self.error(&pos, "'{' without a server block key before it"),
                 Tok::Open(_) => {
                     let (items, close_line) = self.items();
-                    let keys = std::mem::take(&mut keys)
-                        .into_iter()
-                        .flat_map(split_keys)
-                        .collect();
+                    let keys = std::mem::take(&mut keys).into_iter().flat_map(split_keys).collect();
                     tops.push(Top::Block(Block {
                         keys,
                         items,
@@ -221,7 +219,10 @@ impl<I: Iterator<Item = Tok>> Grouper<I> {
         loop {
             match self.toks.next() {
                 None => {
-                    let at = words.first().map(|w| w.pos.clone()).or(out.last().map(|i: &Item| i.name.pos.clone()));
+                    let at = words
+                        .first()
+                        .map(|w| w.pos.clone())
+                        .or(out.last().map(|i: &Item| i.name.pos.clone()));
                     if let Some(p) = at {
                         self.error(&p, "unclosed '{': missing '}'");
                     }

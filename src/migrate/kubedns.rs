@@ -40,9 +40,13 @@ pub fn generate(entries: &[Entry], domain: &str, top: &Pos) -> Result<Doc, Vec<C
                 if let Some(map) = decode::<BTreeMap<String, Vec<String>>>(e, &mut errors) {
                     for (zone, servers) in map {
                         if valid_zone(&zone) {
-                            k.stubs.insert(zone.trim_end_matches('.').to_string(), (servers, e.pos.clone()));
+                            k.stubs
+                                .insert(zone.trim_end_matches('.').to_string(), (servers, e.pos.clone()));
                         } else {
-                            errors.push(ConfigError::new(&e.pos, format!("stubDomains: '{zone}' is not a domain name")));
+                            errors.push(ConfigError::new(
+                                &e.pos,
+                                format!("stubDomains: '{zone}' is not a domain name"),
+                            ));
                         }
                     }
                 }
@@ -51,7 +55,10 @@ pub fn generate(entries: &[Entry], domain: &str, top: &Pos) -> Result<Doc, Vec<C
             "federations" => k.federations = decode(e, &mut errors).map(|v| (v, e.pos.clone())),
             other => errors.push(ConfigError::new(
                 &e.pos,
-                format!("cannot migrate kube-dns key '{other}' (kube-dns reads {})", KUBE_DNS_KEYS.join(", ")),
+                format!(
+                    "cannot migrate kube-dns key '{other}' (kube-dns reads {})",
+                    KUBE_DNS_KEYS.join(", ")
+                ),
             )),
         }
     }
@@ -69,7 +76,10 @@ pub fn generate(entries: &[Entry], domain: &str, top: &Pos) -> Result<Doc, Vec<C
     main.notes.extend(dropped);
     let mut tops = vec![Top::Block(main)];
     tops.extend(stubs);
-    Ok(Doc { tops, comments: BTreeMap::new() })
+    Ok(Doc {
+        tops,
+        comments: BTreeMap::new(),
+    })
 }
 
 /// A value: JSON in a string (kube-dns's form), or YAML data as is.
@@ -83,7 +93,10 @@ fn decode<T: serde::de::DeserializeOwned>(e: &Entry, errors: &mut Vec<ConfigErro
                 p.col = e.shift.1 + c;
             }
             let msg = err.to_string();
-            let msg = msg.rsplit_once(" at line ").map_or(msg.as_str(), |(m, _)| m).to_string();
+            let msg = msg
+                .rsplit_once(" at line ")
+                .map_or(msg.as_str(), |(m, _)| m)
+                .to_string();
             ConfigError::new(&p, format!("{}: {msg}", e.key))
         }),
         v => serde_json::from_value(v.clone()).map_err(|err| ConfigError::new(&e.pos, format!("{}: {err}", e.key))),
@@ -178,10 +191,17 @@ fn forward(k: &KubeDns, top: &Pos) -> Item {
         Some((servers, pos)) => {
             let addrs = addresses(servers, &mut notes);
             if addrs.is_empty() {
-                notes.push(format!("upstreamNameservers (line {}) names no address: the node's /etc/resolv.conf, as kube-dns did", pos.line));
+                notes.push(format!(
+                    "upstreamNameservers (line {}) names no address: the node's /etc/resolv.conf, as kube-dns did",
+                    pos.line
+                ));
                 vec!["/etc/resolv.conf".to_string()]
             } else {
-                notes.push(format!("upstreamNameservers (line {}): forward . {}", pos.line, addrs.join(" ")));
+                notes.push(format!(
+                    "upstreamNameservers (line {}): forward . {}",
+                    pos.line,
+                    addrs.join(" ")
+                ));
                 addrs
             }
         }

@@ -85,7 +85,9 @@ impl Writer<'_> {
             self.note(n, depth);
         }
         if item.gone {
-            self.cursor = self.cursor.max(if item.options.is_some() { item.close_line } else { at });
+            self.cursor = self
+                .cursor
+                .max(if item.options.is_some() { item.close_line } else { at });
             return;
         }
         let mut line = Line::new(depth);

@@ -44,7 +44,11 @@ fn migrate_unsorted(path: &Path, text: &str, domain: &str) -> Result<Migrated, V
     let source = configmap::read(&file, text).map_err(|e| vec![e])?;
     let (doc, input, errors) = match source {
         Source::Corefile { text, shift, name } => {
-            let input = if shift != (0, 0) || *name != *file { "a CoreDNS ConfigMap" } else { "a Corefile" };
+            let input = if shift != (0, 0) || *name != *file {
+                "a CoreDNS ConfigMap"
+            } else {
+                "a Corefile"
+            };
             let mut doc = doc::parse(&name, &text, shift)?;
             let mut errors = Vec::new();
             corefile::rewrite(&mut doc, &mut errors);
@@ -53,8 +57,16 @@ fn migrate_unsorted(path: &Path, text: &str, domain: &str) -> Result<Migrated, V
             (doc, input, errors)
         }
         Source::KubeDns(entries) => {
-            let top = Pos { file: file.clone(), line: 1, col: 1 };
-            (kubedns::generate(&entries, domain, &top)?, "a kube-dns ConfigMap", Vec::new())
+            let top = Pos {
+                file: file.clone(),
+                line: 1,
+                col: 1,
+            };
+            (
+                kubedns::generate(&entries, domain, &top)?,
+                "a kube-dns ConfigMap",
+                Vec::new(),
+            )
         }
     };
     let (text, map) = render(&doc);
@@ -65,7 +77,10 @@ fn migrate_unsorted(path: &Path, text: &str, domain: &str) -> Result<Migrated, V
     if !errors.is_empty() {
         return Err(errors);
     }
-    let changes = text.lines().filter(|l| l.trim_start().starts_with("# migrate:")).count();
+    let changes = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("# migrate:"))
+        .count();
     Ok(Migrated { text, changes, input })
 }
 
@@ -114,7 +129,12 @@ pub fn main(args: &[String]) -> u8 {
     match migrate(&path, &text, &domain) {
         Ok(m) => {
             print!("{}", m.text);
-            eprintln!("clusterdns migrate: {} from {}, {} change(s); the result loads", path.display(), m.input, m.changes);
+            eprintln!(
+                "clusterdns migrate: {} from {}, {} change(s); the result loads",
+                path.display(),
+                m.input,
+                m.changes
+            );
             0
         }
         Err(errors) => {
@@ -150,7 +170,12 @@ fn parse_args(args: &[String]) -> Result<Option<(PathBuf, String)>, String> {
             Some((n, v)) if n.starts_with('-') => (n, Some(v.to_string())),
             _ => (arg.as_str(), None),
         };
-        let mut value = |what: &str| inline.clone().or_else(|| it.next().cloned()).ok_or(format!("{name} needs {what}"));
+        let mut value = |what: &str| {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or(format!("{name} needs {what}"))
+        };
         match name {
             "-h" | "--help" | "-help" => return Ok(None),
             "-conf" | "--conf" => path = Some(PathBuf::from(value("a file")?)),
