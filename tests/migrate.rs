@@ -474,3 +474,26 @@ fn a_coredns_configmap_and_the_cluster_domain_of_a_kube_dns_one() {
         assert!(got.lines().any(|l| l == line), "missing {line:?} in\n{got}");
     }
 }
+
+/// The fenced block of `lang` that follows the line `after` in `doc`.
+fn fence_after(doc: &str, after: &str, lang: &str) -> String {
+    let rest = &doc[doc.find(after).unwrap_or_else(|| panic!("no {after:?} in the docs"))..];
+    let open = format!("```{lang}\n");
+    let start = rest.find(&open).expect("fence") + open.len();
+    let len = rest[start..].find("```").expect("fence end");
+    rest[start..start + len].to_string()
+}
+
+#[test]
+fn the_docs_examples_are_what_migrate_prints() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/corefile.md")).expect("docs");
+    let section = &doc[doc.find("## Migrating from kube-dns").expect("migrate section")..];
+    let configmap = fence_after(section, "A kube-dns ConfigMap:", "yaml");
+    let printed = fence_after(section, "prints:", "corefile");
+    let m = clusterdns::migrate::migrate(Path::new("kube-dns.yaml"), &configmap, "cluster.local").expect("migrates");
+    assert_eq!(m.text, printed);
+    let corefile = fence_after(section, "with a stub domain added by hand", "text");
+    let printed = fence_after(section, "becomes (`clusterdns migrate Corefile`)", "corefile");
+    let m = clusterdns::migrate::migrate(Path::new("Corefile"), &corefile, "cluster.local").expect("migrates");
+    assert_eq!(m.text, printed);
+}

@@ -174,3 +174,42 @@ fn value_shift(text: &str, pos: &Pos) -> (u32, u32) {
         .map_or(0, |l| l.len() - l.trim_start().len());
     (pos.line, indent as u32)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(text: &str) -> String {
+        let file: Arc<str> = Arc::from("f");
+        match read(&file, text) {
+            Ok(Source::Corefile { shift, name, .. }) => format!("corefile {shift:?} {name}"),
+            Ok(Source::KubeDns(e)) => format!(
+                "kube-dns {}",
+                e.iter().map(|e| e.key.as_str()).collect::<Vec<_>>().join(",")
+            ),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_corefile_a_coredns_configmap_and_a_kube_dns_one_are_told_apart() {
+        assert_eq!(kind(".:53 {\n    errors\n}\n"), "corefile (0, 0) f");
+        assert_eq!(kind("# c\nexample:53 {\n}\n"), "corefile (0, 0) f");
+        assert_eq!(
+            kind("kind: ConfigMap\ndata:\n  Corefile: |\n    .:53 {\n    }\n"),
+            "corefile (3, 4) f"
+        );
+        assert_eq!(
+            kind("{\"data\": {\"Corefile\": \".:53 {\\n}\"}}"),
+            "corefile (0, 0) f[Corefile]"
+        );
+        assert_eq!(
+            kind("data:\n  upstreamNameservers: '[]'\n"),
+            "kube-dns upstreamNameservers"
+        );
+        assert_eq!(kind("stubDomains: '{}'\n"), "kube-dns stubDomains");
+        assert_eq!(kind("apiVersion: v1\nkind: ConfigMap\n"), "kube-dns ");
+        assert_eq!(kind("kind: Pod\n"), "f:1:1: a Pod, not a ConfigMap");
+        assert!(kind("data: [\n").starts_with("f:"), "{}", kind("data: [\n"));
+    }
+}

@@ -216,3 +216,19 @@ pub fn quote(w: &Word) -> String {
     }
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::migrate::doc::parse;
+
+    #[test]
+    fn words_are_quoted_when_they_must_be_and_positions_map_back() {
+        let file: std::sync::Arc<str> = std::sync::Arc::from("in");
+        let doc = parse(&file, "a.:53 {\n  log  \"x y\"   {$E} # c\n}\n", (0, 0)).expect("parses");
+        let (text, map) = render(&doc);
+        assert_eq!(text, "a.:53 {\n    log \"x y\" {$E} # c\n}\n");
+        assert_eq!(map.source(2, 5).map(|p| p.to_string()).as_deref(), Some("in:2:3"));
+        assert_eq!(map.source(2, 9).map(|p| p.to_string()).as_deref(), Some("in:2:8"));
+    }
+}
