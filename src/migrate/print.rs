@@ -85,6 +85,12 @@ impl Writer<'_> {
             self.note(n, depth);
         }
         if item.gone {
+            // A comment at the end of a removed line stays, on a line of its own.
+            if let Some(c) = self.trailing(at).filter(|_| !item.added && at > self.cursor) {
+                let mut line = Line::new(depth);
+                line.raw(&c);
+                self.emit(line);
+            }
             self.cursor = self
                 .cursor
                 .max(if item.options.is_some() { item.close_line } else { at });
