@@ -189,7 +189,7 @@ const ROWS: &[Row] = &[
         input: r#".:53 {
     ready
     kubernetes cluster.local {
-        upstream 8.8.8.8
+        upstream 8.8.8.8 # for ExternalName targets
         resyncperiod 30s
         endpoint https://10.0.0.1:6443 https://10.0.0.2:6443
         pods verified
@@ -200,6 +200,7 @@ const ROWS: &[Row] = &[
     ready
     kubernetes cluster.local {
         # migrate: removed `upstream 8.8.8.8`: CoreDNS 1.4.0 deprecated it and 1.7.0 removed it; external names are resolved through this server's own chain
+        # for ExternalName targets
         # migrate: removed `resyncperiod 30s`: CoreDNS 1.5.0 deprecated it and 1.7.0 removed it; the watches keep the cache current (clusterdns's `resync` relists on a timer if wanted)
         # migrate: kept only the first of `endpoint https://10.0.0.1:6443 https://10.0.0.2:6443`: CoreDNS 1.4.0 stopped using the others
         endpoint https://10.0.0.1:6443
