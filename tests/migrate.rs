@@ -498,3 +498,23 @@ fn the_docs_examples_are_what_migrate_prints() {
     let m = clusterdns::migrate::migrate(Path::new("Corefile"), &corefile, "cluster.local").expect("migrates");
     assert_eq!(m.text, printed);
 }
+
+#[test]
+fn kube_dns_host_names_are_left_out_with_a_note() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/migrate/kube-dns-kubeadm-hostnames.yaml");
+    let input = std::fs::read_to_string(&file).expect("read");
+    let m = clusterdns::migrate::migrate(Path::new("kube-dns.yaml"), &input, "cluster.local").expect("migrates");
+    for line in [
+        "# migrate: left out stubDomains \"foo.com\" (line 10): its nameservers [\"service.consul\"] are host names, and forward takes IP addresses",
+        "    # migrate: left out nameserver \"ns.foo.com\": forward takes IP addresses, not host names (as kubeadm's translation did)",
+        "    # migrate: upstreamNameservers (line 11): forward . 8.8.4.4",
+        "    forward . 8.8.4.4 {",
+        "# migrate: left out nameserver \"service.consul\": forward takes IP addresses, not host names (as kubeadm's translation did)",
+        "bar.com:53 {",
+        "    forward . 1.2.3.4:5300 {",
+        "my.cluster.local:53 {",
+    ] {
+        assert!(m.text.lines().any(|l| l == line), "missing {line:?} in\n{}", m.text);
+    }
+    assert!(!m.text.contains("foo.com:53"), "{}", m.text);
+}
