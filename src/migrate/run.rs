@@ -185,6 +185,14 @@ fn parse_args(args: &[String]) -> Result<Option<(PathBuf, String)>, String> {
             _ => return Err(format!("unknown argument '{arg}'")),
         }
     }
+    let labels = domain.split('.');
+    let valid = !domain.is_empty()
+        && labels
+            .clone()
+            .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    if !valid {
+        return Err(format!("--domain '{domain}' is not a domain name"));
+    }
     let path = path.ok_or("needs the file to migrate (a Corefile or a ConfigMap; - for stdin)")?;
     Ok(Some((path, domain)))
 }
