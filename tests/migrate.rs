@@ -1,11 +1,14 @@
 //! `clusterdns migrate`: every input in `tests/migrate/` (the default
-//! Corefiles kubeadm installed for each Kubernetes release since 1.11, and
-//! kube-dns ConfigMaps from Kubernetes, its documentation and kubeadm's
-//! tests; `tests/migrate/README.md` names each source) migrates, through
+//! Corefiles kubeadm installed for each Kubernetes release since 1.11, the
+//! Corefiles of corefile-migration's own upgrade tests, and kube-dns
+//! ConfigMaps from Kubernetes, its documentation and kubeadm's tests;
+//! `tests/migrate/README.md` names each source) migrates, through
 //! the built binary, to a Corefile `clusterdns check` accepts, and
 //! migrating that again changes nothing. Then one row per rule gives the
 //! exact rewrite and its `# migrate:` note, and the inputs that cannot be
-//! migrated are refused with every error at its `FILE:LINE:COL`.
+//! migrated are refused with every error at its `FILE:LINE:COL`, among
+//! them the rows of corefile-migration's tests clusterdns refuses
+//! (`tests/migrate/refused/`, each with the errors expected).
 
 mod common;
 
@@ -15,7 +18,7 @@ use std::process::{Command, Output};
 use common::{check, temp_dir};
 
 /// At least this many inputs are migrated and checked.
-const INPUTS_FLOOR: usize = 14;
+const INPUTS_FLOOR: usize = 22;
 
 fn inputs() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/migrate");
@@ -517,4 +520,50 @@ fn kube_dns_host_names_are_left_out_with_a_note() {
         assert!(m.text.lines().any(|l| l == line), "missing {line:?} in\n{}", m.text);
     }
     assert!(!m.text.contains("foo.com:53"), "{}", m.text);
+}
+
+/// A line of a `.errors` file: equal, or a prefix where it ends in `...`.
+fn matches(got: &str, want: &str) -> bool {
+    match want.strip_suffix("...") {
+        Some(prefix) => got.starts_with(prefix),
+        None => got == want,
+    }
+}
+
+#[test]
+fn corefile_migration_rows_clusterdns_refuses_say_why_at_their_place() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/migrate/refused");
+    let mut seen = 0;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/migrate/refused")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "Corefile"))
+        .collect();
+    files.sort();
+    for file in files {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let want = std::fs::read_to_string(file.with_extension("errors")).expect("its .errors file");
+        let out = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+            .args(["migrate", &name])
+            .current_dir(&dir)
+            .output()
+            .expect("run clusterdns migrate");
+        assert_eq!(out.status.code(), Some(64), "{name}: {}", text(&out.stdout));
+        assert!(out.stdout.is_empty(), "{name}: printed {}", text(&out.stdout));
+        let stderr = text(&out.stderr);
+        let got: Vec<&str> = stderr
+            .lines()
+            .filter(|l| !l.starts_with("clusterdns migrate:"))
+            .collect();
+        let want: Vec<&str> = want.lines().collect();
+        assert_eq!(got.len(), want.len(), "{name}:\n{stderr}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!(matches(g, w), "{name}:\ngot  {g}\nwant {w}");
+        }
+        seen += 1;
+    }
+    assert!(seen >= 7, "only {seen} refused inputs");
 }
