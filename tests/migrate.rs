@@ -83,9 +83,20 @@ fn every_kubeadm_default_and_kube_dns_configmap_migrates_to_a_corefile_check_acc
             text(&again.stderr)
         );
         assert_eq!(text(&again.stdout), migrated, "{name}: migrating the result changed it");
-        let old = name.contains("1.1") && !name.contains("1.19");
         let notes = migrated.matches("# migrate:").count();
-        assert!(!old || notes > 0, "{name}: an old Corefile migrated with no change");
+        let old = ["kubeadm-1.11", "kubeadm-1.12", "kubeadm-1.13", "kubeadm-1.14"];
+        if old.iter().any(|o| name.starts_with(o)) {
+            assert!(
+                notes > 0,
+                "{name}: a Corefile for CoreDNS before 1.5 migrated with no change"
+            );
+        }
+        if name.starts_with("kubeadm-1.16") || name.starts_with("kubeadm-1.17") || name.starts_with("kubeadm-1.19") {
+            assert_eq!(
+                notes, 0,
+                "{name}: a Corefile CoreDNS 1.14 loads was changed:\n{migrated}"
+            );
+        }
     }
 }
 
@@ -99,6 +110,29 @@ fn the_current_kubeadm_corefile_is_left_as_it_is() {
     let trimmed = |t: &str| t.lines().map(|l| l.trim().to_string()).collect::<Vec<_>>();
     assert_eq!(trimmed(&text(&out.stdout)), trimmed(&input));
     assert!(text(&out.stderr).contains("0 change(s)"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn every_distributions_default_corefile_comes_back_unchanged() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("zones/distros");
+    // The same lines, blank ones aside, with the spacing made uniform.
+    let trimmed = |t: &str| {
+        t.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+    };
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("zones/distros") {
+        let file = entry.expect("entry").path();
+        let input = std::fs::read_to_string(&file).expect("read");
+        let m = clusterdns::migrate::migrate(&file, &input, "cluster.local")
+            .unwrap_or_else(|e| panic!("{}: {e:?}", file.display()));
+        assert_eq!(m.changes, 0, "{}:\n{}", file.display(), m.text);
+        assert_eq!(trimmed(&m.text), trimmed(&input), "{}", file.display());
+        seen += 1;
+    }
+    assert!(seen >= 15, "only {seen} distributions");
 }
 
 struct Row {
@@ -295,10 +329,12 @@ mystub-2.example.org:53 {
 "#,
     },
     Row {
-        name: "new_defaults_are_added",
+        name: "new_defaults_are_added_to_a_corefile_that_needed_migrating",
         input: r#".:53 {
     health :8080
-    kubernetes cluster.local
+    kubernetes cluster.local {
+        upstream
+    }
     forward . /etc/resolv.conf
 }
 "#,
@@ -310,6 +346,7 @@ mystub-2.example.org:53 {
     # migrate: added `ready`: a CoreDNS 1.5.0 default; kubeadm's readinessProbe reads :8181/ready
     ready
     kubernetes cluster.local
+    # migrate: removed `upstream`: CoreDNS 1.4.0 deprecated it and 1.7.0 removed it; external names are resolved through this server's own chain
     forward . /etc/resolv.conf {
         # migrate: added `max_concurrent 1000` to `forward`: a CoreDNS 1.7.0 default; bounds the queries in flight upstream
         max_concurrent 1000

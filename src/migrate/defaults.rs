@@ -1,6 +1,7 @@
-//! What CoreDNS releases made a default, added where a Corefile lacks it
-//! (as kubeadm's corefile-migration does on an upgrade), and one `forward`
-//! per server block:
+//! What later CoreDNS releases made a default in kubeadm's Corefile, added
+//! where a Corefile that needed migrating lacks it (as kubeadm's
+//! corefile-migration does on an upgrade), and one `forward` per server
+//! block:
 //!
 //! | missing                            | added                      | since CoreDNS |
 //! |------------------------------------|----------------------------|---------------|

@@ -31,6 +31,19 @@ pub struct Doc {
     pub comments: BTreeMap<u32, (bool, String)>,
 }
 
+impl Doc {
+    /// Whether anything carries a note (was changed, removed or added).
+    pub fn changed(&self) -> bool {
+        fn item(i: &Item) -> bool {
+            !i.notes.is_empty() || i.options.iter().flatten().any(item)
+        }
+        self.tops.iter().any(|t| match t {
+            Top::Block(b) => !b.notes.is_empty() || b.items.iter().any(item),
+            Top::Line(i) => item(i),
+        })
+    }
+}
+
 /// A top-level entry.
 #[derive(Debug, Clone)]
 pub enum Top {

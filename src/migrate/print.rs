@@ -73,7 +73,7 @@ impl Writer<'_> {
             self.item(item, 1);
         }
         self.comments_before(b.close_line, 1);
-        self.emit(Line::closing(0));
+        self.close(0, b.close_line);
     }
 
     fn item(&mut self, item: &Item, depth: usize) {
@@ -102,7 +102,8 @@ impl Writer<'_> {
             line.word(a);
         }
         let opts: Vec<&Item> = item.options.iter().flatten().collect();
-        let open = opts.iter().any(|o| !o.gone);
+        // `{ }` stays as written; a block every option left loses its braces.
+        let open = item.options.as_ref().is_some_and(|o| o.is_empty()) || opts.iter().any(|o| !o.gone);
         if open {
             line.raw("{");
         }
@@ -124,7 +125,21 @@ impl Writer<'_> {
         if !item.added {
             self.comments_before(item.close_line, depth + 1);
         }
-        self.emit(Line::closing(depth));
+        if item.added {
+            self.emit(Line::closing(depth));
+        } else {
+            self.close(depth, item.close_line);
+        }
+    }
+
+    /// The closing brace of source line `at`, with the comment after it.
+    fn close(&mut self, depth: usize, at: u32) {
+        let mut line = Line::closing(depth);
+        if at > self.cursor && at != u32::MAX {
+            line.trailing(self.trailing(at));
+            self.cursor = at;
+        }
+        self.emit(line);
     }
 
     fn note(&mut self, note: &str, depth: usize) {
@@ -220,7 +235,19 @@ pub fn quote(w: &Word) -> String {
     if !needs {
         return text;
     }
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+    // The lexer reads `\"` and `\\` as escapes and keeps any other `\`:
+    // escape a `\` only where it would be read as one.
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::from("\"");
+    for (i, c) in chars.iter().enumerate() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' if matches!(chars.get(i + 1), None | Some('"' | '\\')) => out.push_str("\\\\"),
+            c => out.push(*c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(test)]

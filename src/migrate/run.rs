@@ -53,7 +53,12 @@ fn migrate_unsorted(path: &Path, text: &str, domain: &str) -> Result<Migrated, V
             let mut errors = Vec::new();
             corefile::rewrite(&mut doc, &mut errors);
             defaults::split_forwards(&mut doc, &mut errors);
-            defaults::add(&mut doc);
+            // Written for an older CoreDNS: what kubeadm's upgrades since
+            // would have added, too. A Corefile CoreDNS 1.14 loads as it
+            // is stays as it is.
+            if doc.changed() {
+                defaults::add(&mut doc);
+            }
             (doc, input, errors)
         }
         Source::KubeDns(entries) => {
