@@ -40,6 +40,8 @@ pub enum Plugin {
     Chaos,
     Local,
     Transfer,
+    Secondary,
+    Auto,
 }
 
 /// The kind of search-path expansion a query was: an outside name with
