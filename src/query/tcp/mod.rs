@@ -32,18 +32,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 pub mod accept;
 pub mod conns;
+mod writer;
 
 use super::defer::{push_frame, Pending, Sink};
 use super::{Handler, Scratch};
 use crate::metrics::{TcpClose, Transport};
 use crate::query::limits::timeouts::TcpLimits;
 use conns::{Conn, Conns};
+use writer::writer_task;
 
 /// How long a stopping listener waits for busy connections to become
 /// idle before closing them anyway (lameduck for TCP clients).
@@ -52,10 +54,6 @@ pub(super) const DRAIN: Duration = Duration::from_secs(2);
 /// (tokio's scheduler then serves connections in turn: a client pipelining
 /// thousands of queries gets a quantum per turn, not the thread).
 const QUANTUM: usize = 32;
-/// Replies queued for one connection's writer before its reader waits.
-const MAX_PENDING: usize = 64;
-/// Replies written to the socket in one call, at most (bytes).
-const BATCH: usize = 16 * 1024;
 /// Room made for each read of a connection (bytes)...
 pub const READ_CHUNK: usize = 16 * 1024;
 /// ...when less than this is left.
@@ -226,8 +224,9 @@ async fn connection<U: Upgrade>(
     limits: &TcpLimits,
     conns: &Conns,
 ) -> TcpClose {
-    let (tx, rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
-    let writing = tokio::spawn(write(writer, rx, limits.write, conn.clone()));
+    // The writer's task and channel, made at the first query (none while idle).
+    let mut writer = Some(writer);
+    let mut link: Option<(mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)> = None;
     let mut inbox = Vec::new();
     // While part of a query is in: when all of it must be.
     let mut deadline: Option<tokio::time::Instant> = None;
@@ -255,7 +254,8 @@ async fn connection<U: Upgrade>(
         }
         conn.idle_since.store(0, Ordering::Relaxed);
         let arrived = tokio::time::Instant::now();
-        let answered = match answer_all(&inbox, peer, handler, conn, &tx, arrived.into_std(), &mut left).await {
+        let (tx, _) = link.get_or_insert_with(|| writer_task(&mut writer, limits, conn));
+        let answered = match answer_all(&inbox, peer, handler, conn, tx, arrived.into_std(), &mut left).await {
             Ok(n) => n,
             Err(why) => break why,
         };
@@ -271,6 +271,7 @@ async fn connection<U: Upgrade>(
             deadline = Some(arrived + limits.read);
         }
     };
+    let (tx, writing) = link.unwrap_or_else(|| writer_task(&mut writer, limits, conn));
     drop(tx);
     let _ = writing.await;
     why
@@ -363,29 +364,4 @@ async fn transfer(
         conn.close.notified(),
     ))
     .await
-}
-
-/// Writes replies as they come, batching those already queued; a batch
-/// not taken within `timeout` closes the connection (the reader learns
-/// why through `conn`).
-async fn write<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    timeout: Duration,
-    conn: Arc<Conn>,
-) {
-    while let Some(mut batch) = rx.recv().await {
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(more) => batch.extend_from_slice(&more),
-                Err(_) => break,
-            }
-        }
-        match tokio::time::timeout(timeout, writer.write_all(&batch)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(_)) => return conn.close(TcpClose::Client),
-            Err(_) => return conn.close(TcpClose::Write),
-        }
-    }
-    let _ = writer.shutdown().await;
 }
