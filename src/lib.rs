@@ -38,6 +38,7 @@ pub mod doctor;
 pub mod fuzzing;
 pub mod kubernetes;
 pub mod metrics;
+pub mod migrate;
 pub mod nodelocal;
 pub mod query;
 pub mod serve;

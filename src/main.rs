@@ -3,6 +3,7 @@
 //! ```text
 //! clusterdns [-conf FILE] [-dns.port N]     serve (no -conf: ./Corefile, else zones/Corefile)
 //! clusterdns check [-conf FILE]             validate, print the effective configuration
+//! clusterdns migrate FILE [--domain D]      a kube-dns ConfigMap or an older Corefile → a Corefile
 //! clusterdns doctor [-conf FILE] [--root DIR] [--resolv FILE]
 //!                                           node and pod settings that break cluster DNS
 //! clusterdns -version
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-const USAGE: &str = "usage: clusterdns [check|doctor] [-conf FILE] [-dns.port PORT] [-version]\n       clusterdns doctor [-conf FILE] [--root DIR] [--resolv POD-RESOLV-CONF]";
+const USAGE: &str = "usage: clusterdns [check|doctor] [-conf FILE] [-dns.port PORT] [-version]\n       clusterdns doctor [-conf FILE] [--root DIR] [--resolv POD-RESOLV-CONF]\n       clusterdns migrate [FILE | -conf FILE | -] [--domain DOMAIN]";
 const EXIT_CONFIG: u8 = 64;
 
 struct Flags {
@@ -28,6 +29,10 @@ struct Flags {
 }
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("migrate") {
+        return ExitCode::from(clusterdns::migrate::main(&args[1..]));
+    }
     let flags = match parse_flags(std::env::args().skip(1)) {
         Ok(Some(f)) => f,
         Ok(None) => return ExitCode::SUCCESS,
