@@ -6,6 +6,7 @@
 //! them are collected before failing, so one `clusterdns check` run lists
 //! everything wrong with a file.
 
+pub mod acme;
 pub mod bufsize;
 pub mod debug;
 pub mod directives;
@@ -74,6 +75,7 @@ fn build(
         }
     }
     multisocket::share(&mut config.servers);
+    plugins::acme_challenges(&mut config.servers);
     if raw.is_empty() && errors.is_empty() {
         let pos = Pos {
             file: path.display().to_string().into(),

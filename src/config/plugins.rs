@@ -75,6 +75,24 @@ pub fn server(
     Some(server)
 }
 
+/// When a block has `tls { acme }`, every block answers its DNS-01
+/// challenges (CoreDNS adds the solver to all server blocks), first in
+/// its chain; without one, no block holds the plugin.
+pub fn acme_challenges(servers: &mut [Server]) {
+    let acme = servers
+        .iter()
+        .any(|s| s.listen.tls.as_ref().is_some_and(|t| t.acme.is_some()));
+    if !acme {
+        return;
+    }
+    for server in servers {
+        server.plug(std::sync::Arc::new(crate::query::plugins::acme::Challenges));
+        server
+            .plugins
+            .sort_by_key(|p| directives::DIRECTIVES.iter().position(|d| d.name == p.name()));
+    }
+}
+
 /// The block's zones and the port its keys share (`None`: not written).
 fn keys(block: &RawBlock, errors: &mut Vec<ConfigError>) -> (Vec<Name>, Option<u16>) {
     let mut zones = Vec::new();

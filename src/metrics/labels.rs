@@ -40,6 +40,8 @@ pub enum Plugin {
     Chaos,
     Local,
     Transfer,
+    /// `tls { acme }`: a DNS-01 challenge's TXT record.
+    Tls,
 }
 
 /// The kind of search-path expansion a query was: an outside name with

@@ -22,7 +22,7 @@ pub const PROTOS: [&str; 2] = ["udp", "tcp"];
 /// `family` label values (IPv4, IPv6).
 pub const FAMILIES: [&str; 2] = ["1", "2"];
 /// `plugin` label values, in `Plugin` order.
-pub const PLUGINS: [&str; 13] = [
+pub const PLUGINS: [&str; 14] = [
     "",
     "kubernetes",
     "forward",
@@ -36,6 +36,7 @@ pub const PLUGINS: [&str; 13] = [
     "chaos",
     "local",
     "transfer",
+    "tls",
 ];
 /// Query types CoreDNS reports by name (`type`); the rest are `other`.
 pub const TYPES: [RecordType; 18] = [
