@@ -62,7 +62,12 @@ impl Pebble {
             .stdin(Stdio::null())
             .spawn()
             .expect("start pebble");
-        let p = Pebble { child, port, admin, log };
+        let p = Pebble {
+            child,
+            port,
+            admin,
+            log,
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).is_err() {
             assert!(Instant::now() < deadline, "pebble did not listen: {}", p.log());
@@ -119,7 +124,10 @@ fn served(port: u16, root: &Path, server: &Server) -> String {
             return out;
         }
         let log = server.log.lock().map(|l| l.join("\n")).unwrap_or_default();
-        assert!(Instant::now() < deadline, "no certificate served in 90 s:\n{out}\n{log}");
+        assert!(
+            Instant::now() < deadline,
+            "no certificate served in 90 s:\n{out}\n{log}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
 }
@@ -127,7 +135,13 @@ fn served(port: u16, root: &Path, server: &Server) -> String {
 /// The issuer of the certificate the listener at `port` presents.
 fn issuer(port: u16) -> String {
     let mut s_client = Command::new("openssl")
-        .args(["s_client", "-connect", &format!("127.0.0.1:{port}"), "-servername", "dns.example"])
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-servername",
+            "dns.example",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -178,7 +192,10 @@ fn acme_certificate_from_pebble_over_dns01() {
         format!("        storage {}", storage.display()),
         format!("        ca_root {}", dir.join("ca.pem").display()),
     ] {
-        assert!(printed.contains(&format!("{line}\n")), "check lacks {line:?}:\n{printed}");
+        assert!(
+            printed.contains(&format!("{line}\n")),
+            "check lacks {line:?}:\n{printed}"
+        );
     }
 
     let server = Server::start(&dir, &text);
@@ -192,7 +209,10 @@ fn acme_certificate_from_pebble_over_dns01() {
     assert!(answer.contains("TLS session"), "{answer}");
     let names = issuer(dot);
     assert!(names.contains("Pebble Intermediate CA"), "issuer: {names}");
-    assert!(names.contains("CN = dns.example") || names.contains("CN=dns.example"), "{names}");
+    assert!(
+        names.contains("CN = dns.example") || names.contains("CN=dns.example"),
+        "{names}"
+    );
     assert!(
         server.log_contains("TXT IN _acme-challenge.dns.example."),
         "pebble's challenge query was not logged by our DNS block"

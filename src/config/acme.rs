@@ -187,13 +187,17 @@ pub fn domain(written: &str) -> Result<String, String> {
     let name = Name::from_utf8(rest).map_err(|_| invalid())?;
     let ascii = name.to_ascii();
     let ascii = ascii.trim_end_matches('.');
-    let hostname = ascii
-        .split('.')
-        .all(|l| !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+    let hostname = ascii.split('.').all(|l| {
+        !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    });
     if !hostname {
         return Err(invalid());
     }
-    Ok(if wildcard { format!("*.{ascii}") } else { ascii.to_string() })
+    Ok(if wildcard {
+        format!("*.{ascii}")
+    } else {
+        ascii.to_string()
+    })
 }
 
 /// `check`'s options of the `acme` form, every default written out.

@@ -273,6 +273,9 @@ impl Router {
         if rewritten.is_some() && !block.acl.is_empty() {
             out.tags.memoizable = false; // the replay's check sees the client's name, not this one
         }
+        if out.tags.memoizable && block.plugins.may_answer_later(query) {
+            out.tags.memoizable = false; // an ACME challenge presented later must be seen
+        }
         self.settle(block, query, asker, rewritten, routed, out)
     }
 

@@ -20,17 +20,44 @@ fn errors_as_coredns_reports_them() {
         ("missing domain", "email a@example.org", "at least one domain"),
         ("missing acme arguments", "acme", "takes at least 1 argument"),
         ("IP identifier", "acme 192.0.2.1", "invalid ACME domain"),
-        ("invalid CA", "acme dns.example\nca ftp://ca.example", "invalid ACME CA URL"),
-        ("invalid resolver", "acme dns.example\nresolver 1.1.1.1", "invalid ACME resolver"),
-        ("invalid resolver port", "acme dns.example\nresolver 1.1.1.1:dns", "invalid ACME resolver"),
+        (
+            "invalid CA",
+            "acme dns.example\nca ftp://ca.example",
+            "invalid ACME CA URL",
+        ),
+        (
+            "invalid resolver",
+            "acme dns.example\nresolver 1.1.1.1",
+            "invalid ACME resolver",
+        ),
+        (
+            "invalid resolver port",
+            "acme dns.example\nresolver 1.1.1.1:dns",
+            "invalid ACME resolver",
+        ),
         ("invalid wildcard", "acme *.*.example", "invalid ACME domain"),
-        ("missing CA root", "acme dns.example\nca_root missing.pem", "reading ACME CA root"),
-        ("duplicate option", "acme dns.example\nacme other.example", "only be specified once"),
-        ("unknown option", "acme dns.example\nprovider example", "unknown option 'provider'"),
+        (
+            "missing CA root",
+            "acme dns.example\nca_root missing.pem",
+            "reading ACME CA root",
+        ),
+        (
+            "duplicate option",
+            "acme dns.example\nacme other.example",
+            "only be specified once",
+        ),
+        (
+            "unknown option",
+            "acme dns.example\nprovider example",
+            "unknown option 'provider'",
+        ),
     ];
     for (case, body, want) in cases {
         let errors = load(body).err().unwrap_or_default();
-        assert!(errors.iter().any(|e| e.contains(want)), "{case}: {errors:?} lacks {want:?}");
+        assert!(
+            errors.iter().any(|e| e.contains(want)),
+            "{case}: {errors:?} lacks {want:?}"
+        );
     }
 }
 
@@ -46,20 +73,36 @@ fn defaults_and_every_block_answering_challenges() {
         tls.cert,
         Path::new("/tmp/acme-test/.coredns/acme/acme-v02.api.letsencrypt.org-directory/dns.example.pem")
     );
-    assert!(config.servers.iter().all(|s| s.has("tls")), "both blocks answer challenges");
+    assert!(
+        config.servers.iter().all(|s| s.has("tls")),
+        "both blocks answer challenges"
+    );
     let printed = config.to_string();
-    assert!(printed.contains("    tls {\n        acme dns.example *.wild.example\n        ca https://acme-v02"), "{printed}");
+    assert!(
+        printed.contains("    tls {\n        acme dns.example *.wild.example\n        ca https://acme-v02"),
+        "{printed}"
+    );
 }
 
 #[test]
 fn options_resolve_against_root_and_print() {
     let text = "tls://.:8853 {\n root /srv/dns\n tls {\n  acme dns.example\n  email ops@example.org\n  ca https://127.0.0.1:14000/dir\n  storage certs\n  resolver 127.0.0.1:5353\n }\n}\n";
     let config = load_str(Path::new("/tmp/acme-test/Corefile"), text, 53).expect("loads");
-    let acme = config.servers[0].listen.tls.as_ref().and_then(|t| t.acme.clone()).expect("acme");
+    let acme = config.servers[0]
+        .listen
+        .tls
+        .as_ref()
+        .and_then(|t| t.acme.clone())
+        .expect("acme");
     assert_eq!(acme.storage, Path::new("/srv/dns/certs"));
     assert_eq!(acme.ca_dir(), Path::new("/srv/dns/certs/127.0.0.1-14000-dir"));
     let printed = config.to_string();
-    for line in ["email ops@example.org", "ca https://127.0.0.1:14000/dir", "storage /srv/dns/certs", "resolver 127.0.0.1:5353"] {
+    for line in [
+        "email ops@example.org",
+        "ca https://127.0.0.1:14000/dir",
+        "storage /srv/dns/certs",
+        "resolver 127.0.0.1:5353",
+    ] {
         assert!(printed.contains(line), "{line} not in {printed}");
     }
 }

@@ -83,11 +83,10 @@ impl Answering for Challenges {
     }
 
     fn answer(&self, query: &Query, _: &Client, out: &mut Answer) -> Verdict {
-        let qname = query.name();
-        let challenge = qname.iter().next().is_some_and(|l| l.eq_ignore_ascii_case(LABEL));
-        if !challenge || query.query_type() != RecordType::TXT || query.query_class() != DNSClass::IN {
+        if !challenge(query) {
             return Verdict::Next;
         }
+        let qname = query.name();
         let found = values(qname);
         if found.is_empty() {
             return Verdict::Next;
@@ -101,6 +100,20 @@ impl Answering for Challenges {
     fn passes_address(&self, _: &Name) -> bool {
         true
     }
+
+    /// A challenge name's TXT: a cached answer from before the challenge
+    /// was presented must not be replayed.
+    fn may_answer_later(&self, query: &Query) -> bool {
+        challenge(query)
+    }
+}
+
+/// Whether `query` asks for a DNS-01 challenge's TXT record.
+fn challenge(query: &Query) -> bool {
+    let first = query.name().iter().next();
+    first.is_some_and(|l| l.eq_ignore_ascii_case(LABEL))
+        && query.query_type() == RecordType::TXT
+        && query.query_class() == DNSClass::IN
 }
 
 #[cfg(test)]
@@ -123,19 +136,28 @@ mod tests {
     #[test]
     fn presented_values_answer_until_cleaned_up() {
         let name = Name::from_str("_acme-challenge.unit-test.example.").expect("name");
-        assert!(matches!(ask("_acme-challenge.unit-test.example.", RecordType::TXT).0, Verdict::Next));
+        assert!(matches!(
+            ask("_acme-challenge.unit-test.example.", RecordType::TXT).0,
+            Verdict::Next
+        ));
         present(&name, "b-value");
         present(&name, "a-value");
         present(&name, "a-value");
         let (v, texts) = ask("_ACME-Challenge.Unit-Test.example.", RecordType::TXT);
         assert!(matches!(v, Verdict::Answered));
         assert_eq!(texts, ["a-value", "b-value"]);
-        assert!(matches!(ask("_acme-challenge.unit-test.example.", RecordType::A).0, Verdict::Next));
+        assert!(matches!(
+            ask("_acme-challenge.unit-test.example.", RecordType::A).0,
+            Verdict::Next
+        ));
         assert!(matches!(ask("unit-test.example.", RecordType::TXT).0, Verdict::Next));
         clean_up(&name, "a-value");
         assert_eq!(ask("_acme-challenge.unit-test.example.", RecordType::TXT).1.len(), 2);
         clean_up(&name, "a-value");
         clean_up(&name, "b-value");
-        assert!(matches!(ask("_acme-challenge.unit-test.example.", RecordType::TXT).0, Verdict::Next));
+        assert!(matches!(
+            ask("_acme-challenge.unit-test.example.", RecordType::TXT).0,
+            Verdict::Next
+        ));
     }
 }

@@ -54,6 +54,13 @@ pub trait Answering: Send + Sync {
     fn passes_address(&self, _qname: &Name) -> bool {
         false
     }
+
+    /// Whether this plugin may answer `query` later though it passes it
+    /// now (what it answers comes and goes at run time), so that no
+    /// replayed cache hit may stand in for it.
+    fn may_answer_later(&self, _query: &Query) -> bool {
+        false
+    }
 }
 
 /// A directive's parsed options, as a server block of the configuration
@@ -102,6 +109,12 @@ impl Chain {
     /// plugin before `kubernetes`.
     pub fn passes_address(&self, qname: &Name) -> bool {
         self.early.iter().all(|p| p.passes_address(qname))
+    }
+
+    /// Whether a plugin of the chain may answer `query` later though it
+    /// passes it now.
+    pub fn may_answer_later(&self, query: &Query) -> bool {
+        self.early.iter().chain(&self.last).any(|p| p.may_answer_later(query))
     }
 }
 

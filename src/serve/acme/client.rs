@@ -96,7 +96,11 @@ async fn ask(server: SocketAddr, name: &Name, qtype: RecordType) -> std::io::Res
     query.metadata.recursion_desired = true;
     query.add_query(Query::query(name.clone(), qtype));
     let bytes = query.to_vec().map_err(std::io::Error::other)?;
-    let local: SocketAddr = if server.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
+    let local: SocketAddr = if server.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        ([0u16; 8], 0).into()
+    };
     let socket = tokio::net::UdpSocket::bind(local).await?;
     socket.send_to(&bytes, server).await?;
     let mut buf = vec![0; 4096];

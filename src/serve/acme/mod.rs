@@ -110,7 +110,10 @@ async fn account(acme: &Acme) -> Result<Account, String> {
     let http = client::http(acme.ca_root.as_deref(), acme.resolver)?;
     let builder = Account::builder_with_http(http);
     if let Some(credentials) = store::read_account(&dir)? {
-        return builder.from_credentials(credentials).await.map_err(|e| format!("{}: {e}", acme.ca));
+        return builder
+            .from_credentials(credentials)
+            .await
+            .map_err(|e| format!("{}: {e}", acme.ca));
     }
     let contact = acme.email.as_ref().map(|e| format!("mailto:{e}"));
     let contact: Vec<&str> = contact.iter().map(String::as_str).collect();
@@ -175,7 +178,10 @@ async fn validate(order: &mut Order, presented: &mut Vec<(Name, String)>) -> Res
         let value = challenge.key_authorization().dns_value();
         challenges::present(&name, &value);
         presented.push((name, value));
-        challenge.set_ready().await.map_err(|e| format!("challenge ready: {e}"))?;
+        challenge
+            .set_ready()
+            .await
+            .map_err(|e| format!("challenge ready: {e}"))?;
     }
     let retry = RetryPolicy::new().timeout(Duration::from_secs(120));
     match order.poll_ready(&retry).await.map_err(|e| format!("validation: {e}"))? {

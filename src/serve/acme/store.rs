@@ -73,7 +73,10 @@ pub fn validity(path: &Path) -> Result<Option<(SystemTime, SystemTime)>, String>
     let (_, cert) =
         x509_parser::parse_x509_certificate(&der).map_err(|e| format!("{}: not a certificate: {e}", path.display()))?;
     let at = |t: i64| UNIX_EPOCH + Duration::from_secs(t.max(0) as u64);
-    let (from, until) = (cert.validity().not_before.timestamp(), cert.validity().not_after.timestamp());
+    let (from, until) = (
+        cert.validity().not_before.timestamp(),
+        cert.validity().not_after.timestamp(),
+    );
     let renew = until - (until - from).max(0) / 3;
     Ok(Some((at(until), at(renew))))
 }
@@ -96,7 +99,7 @@ mod tests {
         let err = validity(&file).expect_err("garbage");
         assert!(err.contains("x.pem"), "{err}");
         write(&account_file(&dir), b"{not json").expect("write");
-        let err = read_account(&dir).expect_err("corrupt");
+        let err = read_account(&dir).err().expect("corrupt");
         assert!(err.contains("account.json"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
