@@ -5,6 +5,8 @@
 //! at test time and given to us as `ca_root`.
 //!
 //! Cases: `clusterdns check` prints the acme options with their defaults;
+//! the ACME server's name (`acme.test`) known only to our DNS block,
+//! reached through `resolver`;
 //! the `tls://` listener serves once pebble's certificate arrives (kdig
 //! +tls verifying it against pebble's root, openssl naming pebble's
 //! intermediate as the issuer); pebble's `_acme-challenge` TXT query
@@ -86,11 +88,14 @@ impl Pebble {
     }
 }
 
+/// Our DNS block (which pebble asks, and which alone knows `acme.test`,
+/// pebble's name) and the `tls://` block whose certificate pebble issues,
+/// reaching pebble by that name through `resolver`.
 fn corefile(dir: &Path, dns: u16, dot: u16, pebble: u16) -> String {
     format!(
-        ".:{dns} {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    log\n    whoami\n}}\n\
+        ".:{dns} {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    log\n    hosts {{\n        127.0.0.1 acme.test\n    }}\n}}\n\
          tls://.:{dot} {{\n    bind 127.0.0.1\n    tls {{\n        acme dns.example\n        email ops@example.org\n        \
-         ca https://127.0.0.1:{pebble}/dir\n        ca_root {}\n    }}\n    whoami\n}}\n",
+         ca https://acme.test:{pebble}/dir\n        ca_root {}\n        resolver 127.0.0.1:{dns}\n    }}\n    whoami\n}}\n",
         dir.join("ca.pem").display()
     )
 }
@@ -170,7 +175,7 @@ fn acme_certificate_from_pebble_over_dns01() {
     }
     let dir = temp_dir("acme");
     certs::ca(&dir, "ca", "clusterdns test ACME CA");
-    certs::signed(&dir, "pebble", "ca", "localhost", certs::Usage::Server, false);
+    certs::signed(&dir, "pebble", "ca", "acme.test", certs::Usage::Server, false);
     let (dns, dot) = (free_port(), free_port());
     let pebble = Pebble::start(&pebble, &dir, dns);
     let text = corefile(&dir, dns, dot, pebble.port);
@@ -188,9 +193,10 @@ fn acme_certificate_from_pebble_over_dns01() {
         "    tls {".to_string(),
         "        acme dns.example".into(),
         "        email ops@example.org".into(),
-        format!("        ca https://127.0.0.1:{}/dir", pebble.port),
+        format!("        ca https://acme.test:{}/dir", pebble.port),
         format!("        storage {}", storage.display()),
         format!("        ca_root {}", dir.join("ca.pem").display()),
+        format!("        resolver 127.0.0.1:{dns}"),
     ] {
         assert!(
             printed.contains(&format!("{line}\n")),
@@ -217,6 +223,10 @@ fn acme_certificate_from_pebble_over_dns01() {
         server.log_contains("TXT IN _acme-challenge.dns.example."),
         "pebble's challenge query was not logged by our DNS block"
     );
+    assert!(
+        server.log_contains("A IN acme.test."),
+        "pebble's name was not looked up at `resolver`"
+    );
     stored_privately(&storage);
     assert_eq!(pebble.orders(), 1);
     drop(server);
@@ -228,7 +238,7 @@ fn acme_certificate_from_pebble_over_dns01() {
     drop(server);
 
     // A corrupt stored certificate: an error naming it, then a new one.
-    let file = storage.join(format!("127.0.0.1-{}-dir/dns.example.pem", pebble.port));
+    let file = storage.join(format!("acme.test-{}-dir/dns.example.pem", pebble.port));
     std::fs::write(&file, "not a certificate\n").expect("corrupt it");
     let server = Server::start(&dir, &text);
     served(dot, &root, &server);

@@ -113,3 +113,18 @@ fn no_acme_no_challenge_plugin() {
     let config = load_str(Path::new("/tmp/acme-test/Corefile"), text, 53).expect("loads");
     assert!(!config.servers[0].has("tls"));
 }
+
+#[test]
+fn one_domain_two_configurations_is_an_error() {
+    let text = "tls://.:8853 {\n tls {\n  acme dns.example\n }\n}\n\
+                https://.:8443 {\n tls {\n  acme dns.example\n }\n}\n\
+                grpc://.:8444 {\n tls {\n  acme dns.example\n  email other@example.org\n }\n}\n";
+    let errors = load_str(Path::new("/tmp/acme-test/Corefile"), text, 53)
+        .err()
+        .map(|ConfigErrors(e)| e.iter().map(ToString::to_string).collect::<Vec<_>>())
+        .unwrap_or_default();
+    assert_eq!(
+        errors,
+        ["/tmp/acme-test/Corefile:11:15: tls: ACME domain 'dns.example' is configured with conflicting options in an earlier block"]
+    );
+}
