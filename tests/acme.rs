@@ -13,7 +13,8 @@
 //! reached our DNS block (its `log`); account and certificate stored 0600;
 //! a restart serves the stored certificate without a new order; a corrupt
 //! stored certificate is an error naming the file, and a new one is
-//! obtained.
+//! obtained; one past its renewal point is renewed and the running
+//! listener presents the new one.
 
 mod common;
 
@@ -245,6 +246,19 @@ fn acme_certificate_from_pebble_over_dns01() {
     let named = format!("{}: no PEM certificate in it", file.display());
     assert!(server.log_contains(&named), "no error naming {}", file.display());
     assert_eq!(pebble.orders(), 2);
+    drop(server);
+
+    // A stored certificate past its renewal point (here: expired, from our
+    // own CA) is served until the renewed one arrives, which the running
+    // listener then presents.
+    certs::signed(&dir, "old", "ca", "dns.example", certs::Usage::Server, true);
+    let old = [dir.join("old.pem"), dir.join("old.key")].map(|f| std::fs::read_to_string(f).expect("old"));
+    std::fs::write(&file, old.concat()).expect("store the old certificate");
+    let server = Server::start(&dir, &text);
+    served(dot, &root, &server);
+    assert!(server.log_contains("acme: renewing"), "no renewal logged");
+    assert!(server.log_contains("certificate read again"), "the listener did not re-read it");
+    assert_eq!(pebble.orders(), 3);
 }
 
 /// The account and certificate files under `storage` are 0600.

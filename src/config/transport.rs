@@ -197,7 +197,7 @@ pub fn tls(d: &Directive, listen: &mut Listen, (dir, root): (&Path, Option<&Path
         errors.push(ConfigError::new(&d.name.pos, "tls: only one per server block"));
     }
     only_encrypted(d, listen, errors);
-    if d.args.is_empty() && !d.options.is_empty() {
+    if d.args.is_empty() {
         if let Some(acme) = super::acme::parse(d, root.unwrap_or(dir), errors) {
             let file = acme.cert_file();
             listen.tls = Some(TlsFiles {

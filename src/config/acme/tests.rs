@@ -18,6 +18,7 @@ fn errors_as_coredns_reports_them() {
     // (case, body, part of the message) from CoreDNS plugin/tls/acme_test.go
     let cases = [
         ("missing domain", "email a@example.org", "at least one domain"),
+        ("no options at all", "", "at least one domain"),
         ("missing acme arguments", "acme", "takes at least 1 argument"),
         ("IP identifier", "acme 192.0.2.1", "invalid ACME domain"),
         (
