@@ -46,6 +46,8 @@ pub struct Live {
     pub acl: Vec<Arc<crate::metrics::AclStats>>,
     /// `clusterdns_transfer_*` of each block with `transfer`.
     pub transfers: Vec<Arc<crate::query::transfer::TransferStats>>,
+    /// The chain's plugins `/ready` waits for, of every block.
+    pub ready: Vec<Arc<dyn crate::query::plugins::chain::Readiness>>,
 }
 
 impl State {
@@ -63,6 +65,7 @@ impl State {
             .iter()
             .filter(|s| !s.synced())
             .map(|_| "kubernetes")
+            .chain(live.ready.iter().filter(|r| !r.ready()).map(|r| r.name()))
             .collect();
         (!waiting.is_empty()).then(|| waiting.join(","))
     }

@@ -257,7 +257,10 @@ fn acme_certificate_from_pebble_over_dns01() {
     let server = Server::start(&dir, &text);
     served(dot, &root, &server);
     assert!(server.log_contains("acme: renewing"), "no renewal logged");
-    assert!(server.log_contains("certificate read again"), "the listener did not re-read it");
+    assert!(
+        server.log_contains("certificate read again"),
+        "the listener did not re-read it"
+    );
     assert_eq!(pebble.orders(), 3);
 }
 

@@ -13,12 +13,12 @@ mod case;
 #[path = "coredns/check.rs"]
 mod check;
 mod common;
+#[path = "coredns/dnssec.rs"]
+mod dnssec;
 #[path = "coredns/observe.rs"]
 mod observe;
 #[path = "coredns/records.rs"]
 mod records;
-#[path = "coredns/rrsig.rs"]
-mod rrsig;
 #[path = "coredns/serve.rs"]
 mod serve;
 #[path = "coredns/table.rs"]

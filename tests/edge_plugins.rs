@@ -291,3 +291,49 @@ fn loadbalance_weighted_draws_the_first_address_by_weight_and_rereads_its_file()
     }
     assert_eq!(in_a_row, 8, "the re-read weights put 10.0.0.3 first");
 }
+
+/// `header` as dig sees it, over UDP and TCP: the response rules on a
+/// forwarded answer (the stub sets RA), the query rules on what is echoed;
+/// a truncated answer keeps TC (no rule names it).
+#[test]
+fn header_sets_and_clears_the_flags_dig_prints() {
+    let dir = temp_dir("header");
+    let stub = Stub::start();
+    let rules = "    header {\n        response set aa\n        response clear ra\n        query clear rd\n    }";
+    let server = Server::start(&dir, &corefile(&stub, rules));
+    for transport in ["+notcp", "+tcp"] {
+        let d = common::dig::dig_with("dig", &server, &[transport, "+recurse", "www.example.org", "A"]);
+        assert_eq!(d.status, "NOERROR", "{}", d.text);
+        assert_eq!(d.flags, "qr aa", "{}", d.text);
+        assert_eq!(d.data(), ["192.0.2.1"], "{}", d.text);
+    }
+    let big = dig(&server, &["+ignore", "+noedns", "big.example.org", "TXT"]);
+    assert!(big.contains("flags: qr aa tc;"), "{big}");
+}
+
+/// `erratic` as dig sees it: query 0 comes late (at least the delay; the
+/// worker answered others meanwhile) and truncated, query 1 at once and
+/// whole; `/ready` holds from erratic's third query on.
+#[test]
+fn erratic_replies_late_and_truncated_as_dig_sees() {
+    let dir = temp_dir("erratic");
+    let text = ".:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    erratic {\n        delay 2 300ms\n        truncate 3\n    }\n}\n";
+    let server = Server::spawn(&dir, text);
+    let msec = |out: &str| -> u64 {
+        let at = out.split("Query time: ").nth(1).unwrap_or_default();
+        at.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)
+    };
+    let first = dig(&server, &["+ignore", "+noedns", "example.org", "A"]);
+    assert!(first.contains("flags: qr aa tc rd;"), "{first}");
+    assert!(first.contains("example.org.\t\t0\tIN\tA\t192.0.2.53"), "{first}");
+    // at least the delay, less a few ms of rounding in tokio's timer and dig's clock
+    assert!(msec(&first) >= 290, "query 0 is delayed 300ms: {first}");
+    let second = dig(&server, &["+tcp", "example.org", "AAAA"]);
+    assert!(second.contains("flags: qr aa rd;"), "{second}");
+    assert!(second.contains("2001:db8::53"), "{second}");
+    dig(&server, &["example.org", "A"]);
+    server.wait_ready(Duration::from_secs(20));
+    dig(&server, &["example.org", "A"]);
+    dig(&server, &["example.org", "A"]);
+    server.wait_ready(Duration::from_secs(1)); // seen ready: ready for good
+}

@@ -17,8 +17,8 @@ use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::k8s_external::K8sExternal;
-use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
+use crate::query::plugins::{auto, secondary};
 use crate::query::transfer::Transfer;
 use crate::query::tsig::Tsig;
 use crate::query::{Block, LoopProbe, Router};
@@ -125,7 +125,9 @@ impl Runtime {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
         let (dns64, templates, acl_stats) = counted(server, &mut built.live);
-        let files: Vec<ZoneFile> = server.files.iter().cloned().map(ZoneFile::new).collect();
+        let plugins = Chain::build(&server.plugins);
+        built.live.ready.extend(plugins.readiness());
+        let files = zone_files(server);
         let external = server
             .k8s_external
             .clone()
@@ -161,16 +163,25 @@ impl Runtime {
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             templates,
-            rewrite: (!server.rewrites.is_empty()).then(|| Rewrite {
-                rules: server.rewrites.clone(),
-            }),
+            rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
+            header: server.header.clone().map(Arc::new),
             minimal: server.minimal,
-            plugins: Chain::build(&server.plugins),
+            plugins,
             transfer,
         }
     }
+}
+
+/// The block's zones: `file`'s, then `auto`'s and `secondary`'s.
+fn zone_files(server: &Server) -> Vec<ZoneFile> {
+    let files = server.files.iter().cloned().map(ZoneFile::new);
+    let autos = server.autos.iter().map(auto::start);
+    files
+        .chain(autos)
+        .chain(server.secondaries.iter().map(secondary::start))
+        .collect()
 }
 
 /// The plugins of `server` that keep metrics of their own (`dns64`,

@@ -16,14 +16,16 @@ use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
-use crate::query::plugins::{file::setup as file, template::setup as template};
+use crate::query::plugins::template::setup as template;
 use crate::query::proxyproto::setup as proxyproto;
 use crate::query::tsig::setup as tsig;
 
 use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
+mod rows;
 mod spec;
+mod zones;
 
 /// `https3` and `grpc_server`: `max_streams N max_connections N`.
 const STREAMS: Parse = |d, c| super::transport::streams(d, &mut c.server.listen, c.errors);
@@ -303,6 +305,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.cache.is_some(),
         print: print::cache,
     },
+    rows::HEADER,
     Spec {
         name: "minimal",
         options: false,
@@ -357,16 +360,9 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.kubernetes.is_some(),
         print: print::kubernetes,
     },
-    Spec {
-        name: "file",
-        options: true,
-        parse: |d, c| {
-            let dir = super::root::dir(c.server.root.as_deref(), c.dir);
-            c.server.files.extend(file::file(d, &c.server.zones, dir, c.errors))
-        },
-        enabled: |s, _| !s.files.is_empty(),
-        print: print::file,
-    },
+    zones::FILE,
+    zones::AUTO,
+    zones::SECONDARY,
     Spec {
         name: "loop",
         options: true,
@@ -381,13 +377,8 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| !s.forward.is_empty(),
         print: print::forward,
     },
-    Spec {
-        name: "whoami",
-        options: false,
-        parse: |d, c| c.server.plug(crate::query::plugins::whoami::parse(d, c.errors)),
-        enabled: NOT_REPORTED,
-        print: |b, s, _| print::plugin(b, s, "whoami"),
-    },
+    rows::ERRATIC,
+    rows::WHOAMI,
 ];
 
 /// The directive called `name`, if this build implements it.

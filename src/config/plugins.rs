@@ -134,10 +134,13 @@ fn keys(block: &RawBlock, errors: &mut Vec<ConfigError>) -> (Vec<Name>, Option<u
 /// @kubernetes` without a `kubernetes` of verified pods is accepted and
 /// walks nothing, as in CoreDNS.)
 fn needs(server: &Server, errors: &mut Vec<ConfigError>) {
+    // `secondary` zones go out as file zones do.
+    let secondaries = server.secondaries.iter().map(|s| s.as_file());
+    let files: Vec<_> = server.files.iter().cloned().chain(secondaries).collect();
     crate::query::transfer::setup::check(
         &server.transfers,
         server.kubernetes.as_ref(),
-        &server.files,
+        &files,
         server.k8s_external.as_ref(),
         errors,
     );

@@ -66,6 +66,8 @@ pub struct Server {
     pub cache: Option<cache::CacheConfig>,
     pub hosts: Option<hosts::HostsConfig>,
     pub files: Vec<file::FileConfig>,
+    pub secondaries: Vec<crate::query::plugins::secondary::setup::SecondaryConfig>,
+    pub autos: Vec<crate::query::plugins::auto::setup::AutoConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
     /// `loadbalance`: shuffled answers, `prefer`red networks first.
@@ -96,6 +98,8 @@ pub struct Server {
     pub bufsize: Option<u16>,
     /// `nsid`: the NSID a request that asks for it gets back.
     pub nsid: Option<String>,
+    /// `header`: flags set or cleared in queries and responses.
+    pub header: Option<crate::query::reply::header::Rules>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
     /// The answering plugins that live in their own homes, one per
@@ -135,6 +139,8 @@ impl Server {
             cache: None,
             hosts: None,
             files: Vec::new(),
+            secondaries: Vec::new(),
+            autos: Vec::new(),
             loop_detect: None,
             loadbalance: None,
             autopath: None,
@@ -149,6 +155,7 @@ impl Server {
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,
+            header: None,
             minimal: false,
             plugins: Vec::new(),
             dnstap: Vec::new(),

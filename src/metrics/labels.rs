@@ -40,6 +40,8 @@ pub enum Plugin {
     Chaos,
     Local,
     Transfer,
+    Secondary,
+    Auto,
     /// `tls { acme }`: a DNS-01 challenge's TXT record.
     Tls,
 }

@@ -189,3 +189,25 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         Sink::None | Sink::Signed(_) => {}
     }
 }
+
+/// Sends the reply in `out` to `peer` through `sink` after `delay`
+/// (a plugin's, noted on the answer: its runtime and how long), from a
+/// task; true when it did so (the worker sends nothing now).
+pub fn later(
+    delay: Option<(std::time::Duration, tokio::runtime::Handle)>,
+    out: &[u8],
+    peer: SocketAddr,
+    sink: &dyn Fn() -> Sink,
+) -> bool {
+    let Some((after, runtime)) = delay else { return false };
+    let (reply, sink) = (out.to_vec(), sink());
+    runtime.spawn(async move {
+        tokio::time::sleep(after).await;
+        match &sink {
+            Sink::Udp(socket) => drop(socket.send_to(&reply, peer)),
+            Sink::Tcp(pending) => pending.send(&reply).await,
+            Sink::None | Sink::Signed(_) => {} // `handle` signs first and passes its own sink
+        }
+    });
+    true
+}

@@ -111,7 +111,7 @@ impl Handler {
     ) -> bool {
         let router = self.router.load();
         let at = (peer, transport, started);
-        match tsig::admit(router.tsig.as_deref(), bytes, &mut scratch.out) {
+        let sent = match tsig::admit(router.tsig.as_deref(), bytes, &mut scratch.out) {
             tsig::Admit::Plain => self.serve(&router, bytes, at, scratch, sink),
             tsig::Admit::Answered => true,
             tsig::Admit::Signed(s) => {
@@ -119,7 +119,9 @@ impl Handler {
                 let sent = self.serve(&router, &s.request, at, scratch, &signed);
                 s.signed(sent, transport == Transport::Udp, &mut scratch.out)
             }
-        }
+        };
+        let delay = scratch.answer.tags.delay.take(); // a plugin's delay: sent later (signed), counted now
+        sent && !defer::later(delay, &scratch.out, peer, sink)
     }
 
     /// [`Handler::handle`] past `tsig`. Plain repeated questions are
@@ -249,15 +251,10 @@ impl Handler {
         let answer = &mut scratch.answer;
         let (meta, query, edns) = match request::check_parsed(at.bytes, at.wire) {
             Triage::Drop => return Fate::Nothing,
-            Triage::Reject {
-                meta,
-                query,
-                edns,
-                rcode,
-            } => {
-                answer.error(rcode);
-                (meta, query, edns)
-            }
+            reject @ Triage::Reject { .. } => match router.rejected(reject, at.peer.ip(), answer) {
+                Some(echo) => echo,
+                None => return Fate::Nothing, // a NOTIFY not from a primary
+            },
             Triage::Query(req) => match self.route(router, at, req, scratch, sink) {
                 Ok(routed) => routed,
                 Err(done) => return done,
@@ -276,9 +273,8 @@ impl Handler {
         Fate::Reply(reply::Summary::of(answer, truncated, query.as_ref(), edns))
     }
 
-    /// A checked query: written straight from the snapshot where the
-    /// block allows, else routed. `Err` is the path's end (written,
-    /// handed on, dropped); `Ok` is what to encode from `scratch.answer`.
+    /// A checked query: written straight from the snapshot where the block allows, else routed. `Err` is the path's end
+    /// (written, handed on, dropped); `Ok` is what to encode from `scratch.answer`.
     fn route(
         &self,
         router: &Arc<Router>,

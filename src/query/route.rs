@@ -46,6 +46,7 @@ pub mod autopath;
 mod block;
 mod chase;
 mod direct;
+mod notify;
 mod order;
 mod shortcut;
 #[cfg(test)]
@@ -200,6 +201,25 @@ impl Router {
             .map(|(_, b, slot)| (b, slot))
     }
 
+    /// `None`: no block keeps a transferred zone named `zone` (the NOTIFY
+    /// is answered NOTIMP, as any other opcode); else whether it came
+    /// from one of the zone's primaries (answered) or not (dropped).
+    pub fn notified(&self, zone: &Name, from: IpAddr) -> Option<bool> {
+        let (block, _) = self.block(zone)?;
+        notify::notified(&block.files, zone, from)
+    }
+
+    /// A rejected request's answer, or `None` for a NOTIFY dropped (see
+    /// `route/notify.rs`).
+    pub fn rejected(
+        &self,
+        reject: super::request::Triage,
+        from: IpAddr,
+        answer: &mut Answer,
+    ) -> Option<notify::Echoed> {
+        notify::rejected(reject, answer, |zone| self.notified(zone, from))
+    }
+
     /// Counts a request by its client's namespace in `clients` (when pods
     /// are verified): the address is resolved once per worker (`slots`)
     /// and generation.
@@ -339,8 +359,12 @@ impl Router {
             if block.minimal {
                 settle::minimal::minimize(out);
             }
+            if block.header.is_some() && !out.tags.denied {
+                // after `acl` and `cache`, where CoreDNS runs it; never replayed
+                (out.tags.header, out.tags.memoizable) = (block.header.clone(), false);
+            }
         } else if let Routed::Forward(onward) = &mut routed {
-            onward.left.minimal = block.minimal;
+            (onward.left.minimal, onward.left.header) = (block.minimal, block.header.clone());
         }
         routed
     }

@@ -23,6 +23,9 @@ pub struct Zone {
     pub(super) dnames: HashMap<Name, Name>,
     /// Every name that exists: owners and empty non-terminals up to the apex.
     pub(super) names: HashSet<Name>,
+    /// A signed zone's owners in canonical order (RFC 4034 6.1), for the
+    /// NSEC before a name; empty when the zone has no NSEC record.
+    pub(super) canonical: Vec<Name>,
 }
 
 impl Zone {

@@ -56,6 +56,8 @@ pub struct Found {
     pub outcome: Outcome,
     /// The target outside the zone a CNAME chain ended at.
     pub outside: Option<Name>,
+    /// The wildcard the answer was made from (RFC 4592), lowercased.
+    pub wildcard: Option<Name>,
 }
 
 impl Found {
@@ -66,6 +68,7 @@ impl Found {
             additional,
             outcome,
             outside: None,
+            wildcard: None,
         }
     }
 
@@ -141,7 +144,9 @@ impl Zone {
                         })
                         .collect()
                 };
-                self.answer(renamed(RecordType::CNAME), renamed(qtype), qtype, depth)
+                let mut found = self.answer(renamed(RecordType::CNAME), renamed(qtype), qtype, depth);
+                found.wildcard = Some(w);
+                found
             }
             Some(w) if self.exists(&w) => self.nodata(),
             _ => Found::new(Vec::new(), vec![self.soa.clone()], Vec::new(), Outcome::NameError),

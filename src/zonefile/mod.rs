@@ -13,13 +13,15 @@
 //! hash ignore case, so a question in any case finds them.
 
 mod case;
+pub mod dnssec;
 mod index;
 pub mod lookup;
 mod parse;
+mod signed;
 mod text;
 mod words;
 
 pub use index::Zone;
 pub use lookup::{Found, Outcome};
 pub(crate) use parse::{dname, dname_target};
-pub use parse::{parse, parse_file};
+pub use parse::{from_records, parse, parse_file};

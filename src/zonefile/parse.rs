@@ -5,8 +5,8 @@
 //! CoreDNS loads holds one) and turned back into a DNAME (type 39, its
 //! target uncompressed as RFC 6672 asks) afterwards ([`super::text`] does
 //! the text's rewriting). A signed zone loads
-//! without its DNSSEC records (RRSIG, NSEC, DNSKEY, DS...: clusterdns does
-//! not serve DNSSEC); an NSEC3 zone does not load, as in CoreDNS. As CoreDNS: owners
+//! with its DNSSEC records (RRSIG, NSEC, DNSKEY, DS...: [`super::dnssec`]
+//! reads them); an NSEC3 zone does not load, as in CoreDNS. As CoreDNS: owners
 //! are lowercased but an SRV's, which keeps the file's case (as its target
 //! and a PTR's, DNAME's and NAPTR's names do, [`super::case`]); the targets
 //! of NS, CNAME and MX and the names of the SOA are lowercased; a zone
@@ -21,7 +21,7 @@ use hickory_proto::rr::{Name, RData, Record, RecordSet, RecordType, RrKey};
 
 use super::case::{can_mark, keep_case, kept};
 use super::index::{Node, Zone};
-use super::text::{at_origin, dropped, rewrite, undot, which_type, with_default_ttl};
+use super::text::{at_origin, rewrite, undot, which_type, with_default_ttl};
 
 /// Reads and parses the zone file at `path` for `origin`.
 pub fn parse_file(path: &Path, origin: &Name) -> Result<Zone, String> {
@@ -39,6 +39,22 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     }
     let (keep, sets) = read(text, path, origin)?;
     index(origin.to_lowercase(), sets, keep)
+}
+
+/// A zone from records received by zone transfer (`secondary`): the
+/// DNSSEC records left out as a zone file's are, names kept as sent.
+pub fn from_records(origin: &Name, records: Vec<Record>) -> Result<Zone, String> {
+    let mut sets: BTreeMap<RrKey, RecordSet> = BTreeMap::new();
+    for r in records {
+        if r.record_type().is_dnssec() {
+            continue;
+        }
+        let key = RrKey::new(r.name.to_lowercase().into(), r.record_type());
+        sets.entry(key)
+            .or_insert_with(|| RecordSet::new(r.name.clone(), r.record_type(), 0))
+            .insert(r, 0);
+    }
+    index(origin.to_lowercase(), sets, false)
 }
 
 /// The file's record sets as hickory's parser reads them, and whether
@@ -73,8 +89,11 @@ fn index(origin: Name, sets: BTreeMap<RrKey, RecordSet>, keep: bool) -> Result<Z
     let mut nodes: HashMap<Name, Node> = HashMap::new();
     let mut dnames = HashMap::new();
     for (_, set) in sets {
-        for record in set.records_without_rrsigs().filter(|r| !dropped(r)) {
-            let r = normal(record.clone(), keep);
+        for record in set.records_without_rrsigs() {
+            let r = match super::dnssec::record(record, &origin) {
+                Some(read) => normal(read?, keep),
+                None => normal(record.clone(), keep),
+            };
             let owner = r.name.to_lowercase();
             // As CoreDNS, the zone's SOA is the one in the file (the apex's, if there is one there).
             if r.record_type() == RecordType::SOA && (owner == origin || soa.is_none()) {
@@ -106,6 +125,13 @@ fn index(origin: Name, sets: BTreeMap<RrKey, RecordSet>, keep: bool) -> Result<Z
     }
     let soa = soa.ok_or_else(|| format!("zone {origin} has no SOA record"))?;
     let names = names(&origin, &nodes);
+    let mut canonical = Vec::new();
+    if nodes.values().any(|n| n.contains_key(&RecordType::NSEC)) {
+        canonical = nodes.keys().cloned().collect();
+        canonical.push(origin.clone());
+        canonical.sort_unstable();
+        canonical.dedup();
+    }
     Ok(Zone {
         origin,
         soa,
@@ -113,6 +139,7 @@ fn index(origin: Name, sets: BTreeMap<RrKey, RecordSet>, keep: bool) -> Result<Z
         nodes,
         dnames,
         names,
+        canonical,
     })
 }
 
@@ -246,13 +273,50 @@ mod tests {
     }
 
     #[test]
-    fn a_signed_zone_loads_without_its_dnssec_records() {
+    fn underscores_inside_labels_and_a_bare_at_in_txt_read_as_miekg_reads_them() {
         let origin = Name::from_ascii("example.org.").expect("test data");
-        let text = "$ORIGIN example.org.\n@ 60 IN SOA a b 1 2 3 4 5\n 60 RRSIG SOA 5 2 60 (\n 20170702091734 20170602091734 54282 example.org.\n mr5eQtFs1G+/= )\n 60 NSEC www.example.org. NS SOA RRSIG NSEC\nwww 60 IN A 192.0.2.1\n 60 DS 10056 5 1 EE72CABD\n 60 TXT \"kept\"\n";
+        let text = "$ORIGIN example.org.\n@ 60 IN SOA a b 1 2 3 4 5\nmy_host 60 IN A 192.0.2.1\nc 60 IN CNAME my_host\n_s._tcp 60 IN SRV 0 0 1 my_host\nm 60 MX 1 my_mail.example.org.\nt 60 IN TXT @\n";
+        let z = parse(text, None, &origin).expect("test data");
+        let name = |n: &str| Name::from_labels(n.split('.').map(str::as_bytes)).expect("test data");
+        assert_eq!(z.get(&name("my_host.example.org"), RecordType::A).len(), 1);
+        let target = |owner: &str, t| z.get(&name(owner), t)[0].data.to_string();
+        assert_eq!(target("c.example.org", RecordType::CNAME), "my_host.example.org.");
+        assert_eq!(
+            target("_s._tcp.example.org", RecordType::SRV),
+            "0 0 1 my_host.example.org."
+        );
+        assert_eq!(target("m.example.org", RecordType::MX), "1 my_mail.example.org.");
+        assert_eq!(
+            target("t.example.org", RecordType::TXT),
+            "@",
+            "the text @, not the origin"
+        );
+    }
+
+    #[test]
+    fn a_signed_zone_loads_with_its_dnssec_records() {
+        let origin = Name::from_ascii("example.org.").expect("test data");
+        let text = "$ORIGIN example.org.\n@ 60 IN SOA a b 1 2 3 4 5\n 60 RRSIG SOA 5 2 60 (\n 20170702091734 20170602091734 54282 example.org.\n mr5eQtFs1G+/ ) ; signed\n 60 NSEC www NS SOA RRSIG NSEC\nwww 60 IN A 192.0.2.1\n 90 DS 10056 5 1 EE72CABD\n 60 TXT \"kept\"\n";
         let z = parse(text, None, &origin).expect("test data");
         let kinds: Vec<RecordType> = z.records().map(Record::record_type).collect();
-        assert_eq!(kinds.len(), 3, "SOA, A, TXT: {kinds:?}");
-        assert!(kinds.contains(&RecordType::TXT) && !kinds.contains(&RecordType::DS));
+        assert_eq!(kinds.len(), 6, "{kinds:?}");
+        for kind in [RecordType::RRSIG, RecordType::NSEC, RecordType::DS, RecordType::TXT] {
+            assert!(kinds.contains(&kind), "{kind}: {kinds:?}");
+        }
+        let www = Name::from_ascii("www.example.org.").expect("test data");
+        let ds = z.get(&www, RecordType::DS);
+        assert_eq!((ds.len(), ds[0].ttl), (1, 90), "its own TTL");
+        let nsec = &z.get(&origin, RecordType::NSEC)[0];
+        let RData::Unknown { rdata, .. } = &nsec.data else {
+            panic!("{nsec:?}")
+        };
+        assert!(
+            rdata.anything.starts_with(b"\x03www\x07example\x03org\x00"),
+            "relative next owner"
+        );
+        let bad = text.replace("EE72CABD", "EE72CAB");
+        let e = parse(&bad, None, &origin).expect_err("odd digest");
+        assert!(e.contains("www.example.org. DS: bad digest"), "{e}");
     }
 
     /// A TXT record's strings spread over lines in parentheses (as DKIM

@@ -7,8 +7,9 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use hickory_proto::rr::{Name, RData, Record};
+use hickory_proto::rr::Name;
 
+use super::dnssec;
 use super::words::{entries, splice};
 
 /// The type word of every record entry.
@@ -25,36 +26,47 @@ pub(super) fn which_type(text: &str, types: &[&str]) -> Option<usize> {
     type_words(text).find_map(|r| types.iter().position(|t| text[r.clone()].eq_ignore_ascii_case(t)))
 }
 
-/// The types of a signed zone clusterdns does not serve: their records
-/// are read as TXT records holding [`DROPPED`] first and then left out.
-const DNSSEC: [&str; 7] = ["RRSIG", "NSEC", "DNSKEY", "DS", "CDS", "CDNSKEY", "KEY"];
-
-/// The first string of a TXT record that stands for a DNSSEC record.
-const DROPPED: &str = "clusterdns:dnssec-record-dropped";
-
-/// `text` with the type word of every DNAME record replaced by ANAME and
-/// that of every DNSSEC record by `TXT "DROPPED"`.
+/// `text` with the type word of every DNAME record replaced by ANAME,
+/// every DNSSEC record written as the TXT record [`dnssec`] reads back, and
+/// names with `_` inside a label (`my_host`, which hickory-proto's parser
+/// refuses and miekg/dns reads) carried through as escaped bytes.
 pub(super) fn rewrite(text: &str) -> Cow<'_, str> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
     for e in entries(text).iter().filter(|e| !e.directive(text)) {
         if let Some(r) = e.owner() {
-            let word = &text[r.clone()];
+            let word = underscored(&text[r.clone()]);
             if word.contains('\\') {
-                edits.push((r, escaped(word)));
+                edits.push((r, escaped(&word)));
             }
         }
-        let Some(r) = e.type_at(text).map(|t| e.words[t].clone()) else {
+        let Some(at) = e.type_at(text) else {
             continue;
         };
+        let r = e.words[at].clone();
         let word = &text[r.clone()];
         if word.eq_ignore_ascii_case("DNAME") {
             edits.push((r, "ANAME".to_string()));
-        } else if DNSSEC.iter().any(|t| word.eq_ignore_ascii_case(t)) {
-            edits.push((r, format!("TXT \"{DROPPED}\"")));
+        } else if let Some(kind) = dnssec::TYPES.iter().find(|t| word.eq_ignore_ascii_case(t)) {
+            let data = e.words[at + 1..].iter().map(|w| &text[w.clone()]);
+            let words: Vec<&str> = [dnssec::MARK, kind].into_iter().chain(data).collect();
+            edits.push((r.start..e.end, format!("TXT {}", words.join(" "))));
+            continue;
+        }
+        if NAMED.iter().any(|t| word.eq_ignore_ascii_case(t)) {
+            for r in &e.words[at + 1..] {
+                let name = underscored(&text[r.clone()]);
+                if matches!(name, Cow::Owned(_)) {
+                    edits.push((r.clone(), escaped(&name)));
+                }
+            }
         }
     }
     splice(text, edits)
 }
+
+/// The types whose data holds names (and otherwise numbers only), where a
+/// name with `_` inside a label is carried through as an owner is.
+const NAMED: [&str; 7] = ["CNAME", "DNAME", "NS", "PTR", "MX", "SRV", "SOA"];
 
 /// `text` with a `$TTL 3600` first when it has no `$TTL`: miekg/dns
 /// gives a record without a TTL 3600 then; hickory-proto refuses it.
@@ -95,10 +107,20 @@ pub(super) fn at_origin<'t>(text: &'t str, origin: &Name) -> Cow<'t, str> {
             }
             continue;
         }
+        let text_data = e.type_at(text).is_some_and(|t| {
+            let kind = &text[e.words[t].clone()];
+            kind.eq_ignore_ascii_case("TXT") || kind.eq_ignore_ascii_case("SPF")
+        });
+        // In TXT data a bare `@` is the text "@", as miekg/dns reads it.
+        let with = if text_data {
+            "\"@\"".to_string()
+        } else {
+            current.clone()
+        };
         let data = e.words.iter().skip(usize::from(e.owned));
         edits.extend(
             data.filter(|r| &text[(*r).clone()] == "@")
-                .map(|r| (r.clone(), current.clone())),
+                .map(|r| (r.clone(), with.clone())),
         );
     }
     splice(text, edits)
@@ -109,6 +131,24 @@ pub(super) fn at_origin<'t>(text: &'t str, origin: &Name) -> Cow<'t, str> {
 /// three digits go between the two halves. Put back by [`undot`] after
 /// parsing.
 const ESCAPE: (&str, &str) = ("zq0clusterdns", "0qz");
+
+/// `word` with every `_` inside a label (not its first byte: `my_host`,
+/// not `_srv`) written `\\095`, which hickory-proto's parser refuses bare
+/// and [`escaped`] then carries through as any escaped byte.
+fn underscored(word: &str) -> Cow<'_, str> {
+    let inner = |l: &str| l.len() > 1 && l[1..].contains('_');
+    if !word.split('.').any(inner) {
+        return Cow::Borrowed(word);
+    }
+    let labels: Vec<String> = word
+        .split('.')
+        .map(|l| match l.split_at_checked(1) {
+            Some((head, tail)) => format!("{head}{}", tail.replace('_', "\\095")),
+            None => l.to_string(),
+        })
+        .collect();
+    Cow::Owned(labels.join("."))
+}
 
 /// A name word with each escaped byte written as [`ESCAPE`].
 pub(super) fn escaped(word: &str) -> String {
@@ -176,9 +216,4 @@ fn unescape_label(label: &[u8]) -> Vec<u8> {
         }
     }
     out
-}
-
-/// Whether `r` stands for a DNSSEC record [`rewrite`] turned into a TXT.
-pub(super) fn dropped(r: &Record) -> bool {
-    matches!(&r.data, RData::TXT(t) if t.txt_data.first().is_some_and(|s| &**s == DROPPED.as_bytes()))
 }

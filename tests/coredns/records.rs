@@ -186,7 +186,9 @@ pub fn parse(line: &str) -> Result<Record, String> {
             String::from_utf8_lossy(&unquote(&r[0])).into_owned(),
             String::from_utf8_lossy(&unquote(&r[1])).into_owned(),
         )),
-        RecordType::RRSIG => crate::rrsig::parse(r)?,
+        RecordType::RRSIG => crate::dnssec::parse(r)?,
+        RecordType::NSEC => crate::dnssec::nsec(r)?,
+        RecordType::DS => crate::dnssec::ds(r)?,
         other => return Err(format!("type {other} is not supported in tables")),
     };
     let mut record = Record::from_rdata(owner, ttl, data);
@@ -201,7 +203,13 @@ pub fn show(r: &Record) -> String {
         RData::HINFO(h) => format!("{} {}", quote(&h.cpu), quote(&h.os)),
         RData::Unknown { rdata, .. } if r.record_type() == RecordType::DNAME => wire_name(&rdata.anything),
         RData::Unknown { rdata, .. } if r.record_type() == RecordType::RRSIG => {
-            crate::rrsig::show(&rdata.anything).unwrap_or_else(|| "?".into())
+            crate::dnssec::show(&rdata.anything).unwrap_or_else(|| "?".into())
+        }
+        RData::Unknown { rdata, .. } if r.record_type() == RecordType::NSEC => {
+            crate::dnssec::show_nsec(&rdata.anything).unwrap_or_else(|| "?".into())
+        }
+        RData::Unknown { rdata, .. } if r.record_type() == RecordType::DS => {
+            crate::dnssec::show_ds(&rdata.anything).unwrap_or_else(|| "?".into())
         }
         RData::SVCB(s) | RData::HTTPS(HTTPS(s)) => svcb(s),
         other => other.to_string(),

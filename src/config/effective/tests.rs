@@ -121,15 +121,24 @@ const MANY: &str = r#".:53 example.org:53 {
 }
 "#;
 
+/// The files the Corefiles name, in a folder of this process shared by
+/// its tests (which run at once): each written beside and renamed into
+/// place, so that no test reads one another is rewriting.
 fn dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("clusterdns-effective-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("hostsfile"), "10.2.2.2 filed.example.org\n");
-    let _ = std::fs::write(
-        dir.join("example.db"),
-        std::fs::read_to_string(repo().join("zones/example.db")).unwrap_or_default(),
-    );
-    let _ = std::fs::copy(repo().join("zones/cluster.yaml"), dir.join("cluster.yaml"));
+    let zone = std::fs::read_to_string(repo().join("zones/example.db")).unwrap_or_default();
+    let cluster = std::fs::read_to_string(repo().join("zones/cluster.yaml")).unwrap_or_default();
+    let files = [
+        ("hostsfile", "10.2.2.2 filed.example.org\n"),
+        ("example.db", zone.as_str()),
+        ("cluster.yaml", cluster.as_str()),
+    ];
+    for (name, text) in files {
+        let beside = dir.join(format!("{name}.{:?}", std::thread::current().id()));
+        let _ = std::fs::write(&beside, text);
+        let _ = std::fs::rename(&beside, dir.join(name));
+    }
     dir
 }
 

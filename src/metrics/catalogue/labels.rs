@@ -22,7 +22,7 @@ pub const PROTOS: [&str; 2] = ["udp", "tcp"];
 /// `family` label values (IPv4, IPv6).
 pub const FAMILIES: [&str; 2] = ["1", "2"];
 /// `plugin` label values, in `Plugin` order.
-pub const PLUGINS: [&str; 14] = [
+pub const PLUGINS: [&str; 16] = [
     "",
     "kubernetes",
     "forward",
@@ -36,6 +36,8 @@ pub const PLUGINS: [&str; 14] = [
     "chaos",
     "local",
     "transfer",
+    "secondary",
+    "auto",
     "tls",
 ];
 /// Query types CoreDNS reports by name (`type`); the rest are `other`.

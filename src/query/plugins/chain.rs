@@ -61,6 +61,32 @@ pub trait Answering: Send + Sync {
     fn may_answer_later(&self, _query: &Query) -> bool {
         false
     }
+
+    /// What `/ready` asks of this plugin, if it is one that `/ready`
+    /// waits for.
+    fn readiness(&self) -> Option<Arc<dyn Readiness>> {
+        None
+    }
+}
+
+/// A plugin that `/ready` waits for (CoreDNS's `ready.Readiness`).
+pub trait Readiness: Send + Sync {
+    /// The plugin's name, as `/ready` lists those not ready.
+    fn name(&self) -> &'static str;
+
+    /// Whether it is ready now.
+    fn ready(&self) -> bool;
+}
+
+/// What a stage's plugins made of a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// None of them took it.
+    Passed,
+    /// One answered (a chase leaves the CNAME's target in the answer).
+    Answered,
+    /// One dropped it: no reply.
+    Dropped,
 }
 
 /// A directive's parsed options, as a server block of the configuration
@@ -96,13 +122,26 @@ impl Chain {
         chain
     }
 
-    /// Runs `stage`'s plugins on `query` until one takes it: true when one
-    /// did, named as the answer's writer (a chase leaves the CNAME's
-    /// target in `out` for the router).
-    pub fn run(plugins: &[Box<dyn Answering>], query: &Query, client: &Client, out: &mut Answer) -> bool {
-        plugins
-            .iter()
-            .any(|p| took(p.answer(query, client, out), p.plugin(), out))
+    /// Runs `stage`'s plugins on `query` until one takes it, named as the
+    /// answer's writer (a chase leaves the CNAME's target in `out` for the
+    /// router), or drops it.
+    pub fn run(plugins: &[Box<dyn Answering>], query: &Query, client: &Client, out: &mut Answer) -> Outcome {
+        for p in plugins {
+            match p.answer(query, client, out) {
+                Verdict::Next => {}
+                Verdict::Drop => return Outcome::Dropped,
+                verdict => {
+                    took(verdict, p.plugin(), out);
+                    return Outcome::Answered;
+                }
+            }
+        }
+        Outcome::Passed
+    }
+
+    /// The block's plugins that `/ready` waits for.
+    pub fn readiness(&self) -> impl Iterator<Item = Arc<dyn Readiness>> + '_ {
+        self.early.iter().chain(&self.last).filter_map(|p| p.readiness())
     }
 
     /// Whether an A or AAAA question of class IN for `qname` passes every
@@ -120,10 +159,10 @@ impl Chain {
 
 /// Whether a plugin's `verdict` settled the query, naming `plugin` as the
 /// answer's writer; a chase leaves the CNAME's target for the router's
-/// settle step to look up.
+/// settle step to look up. Only the chain's plugins drop ([`Chain::run`]).
 pub fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
     match verdict {
-        Verdict::Next => return false,
+        Verdict::Next | Verdict::Drop => return false,
         Verdict::Answered => {}
         Verdict::Chase(target) => out.tags.outside = Some(target),
     }

@@ -15,6 +15,7 @@ use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::watched::watch_file;
+use crate::metrics::Plugin;
 use crate::query::plugins::file::setup::FileConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
@@ -24,22 +25,95 @@ use crate::zonefile::{Outcome, Zone};
 /// reads the same one.
 pub type Loaded = Arc<ArcSwap<Option<Zone>>>;
 
-/// The `file` plugin for one zone file.
+/// The `file` plugin for one zone file (or `secondary`'s zones, filled by
+/// transfers: [`ZoneFile::fed`]).
 pub struct ZoneFile {
     cfg: FileConfig,
     /// One per origin of `cfg.zones`, in its order.
     zones: Vec<Loaded>,
+    /// The plugin named as the answer's writer (`file`, `secondary`).
+    pub plugin: Plugin,
+    /// A transferred zone's primaries, one per origin (none for a file).
+    primaries: Vec<Arc<Primaries>>,
+    /// `auto`'s zones, found in a directory and changing with it: each
+    /// origin with its zone. `cfg.zones` then only bounds what is served.
+    found: Option<Found>,
+}
+
+/// The zones `auto` loaded, swapped whole when its directory changes.
+pub type Found = Arc<ArcSwap<FoundZones>>;
+/// Each origin `auto` found, with its zone.
+pub type FoundZones = Vec<(Name, Arc<Option<Zone>>)>;
+
+/// Where a zone filled by transfers comes from: the primaries whose
+/// NOTIFY is heeded (as CoreDNS, by IP), and the wake-up a NOTIFY rings.
+#[derive(Debug, Default)]
+pub struct Primaries {
+    pub from: Vec<std::net::SocketAddr>,
+    pub notified: tokio::sync::Notify,
 }
 
 impl ZoneFile {
     pub fn new(cfg: FileConfig) -> ZoneFile {
         let zones = cfg.zones.iter().map(|origin| load(&cfg, origin)).collect();
-        ZoneFile { cfg, zones }
+        ZoneFile {
+            cfg,
+            zones,
+            plugin: Plugin::File,
+            primaries: Vec::new(),
+            found: None,
+        }
+    }
+
+    /// `auto`'s zones: those of `found` under `cfg.zones`.
+    pub fn found(cfg: FileConfig, found: Found) -> ZoneFile {
+        ZoneFile {
+            cfg,
+            zones: Vec::new(),
+            plugin: Plugin::Auto,
+            primaries: Vec::new(),
+            found: Some(found),
+        }
+    }
+
+    /// Zones filled by someone else (`secondary`'s transfers), one slot
+    /// and one [`Primaries`] per origin of `cfg.zones`.
+    pub fn fed(cfg: FileConfig, zones: Vec<Loaded>, primaries: Vec<Arc<Primaries>>, plugin: Plugin) -> ZoneFile {
+        ZoneFile {
+            cfg,
+            zones,
+            plugin,
+            primaries,
+            found: None,
+        }
+    }
+
+    /// A NOTIFY for `qname` from `from`: `None` when no transferred zone
+    /// of this plugin has that origin; else whether it came from one of
+    /// the zone's primaries (then the zone checks its primary now).
+    pub fn notify(&self, qname: &Name, from: std::net::IpAddr) -> Option<bool> {
+        let i = self.cfg.zones.iter().position(|z| z == qname)?;
+        let primaries = self.primaries.get(i)?;
+        let ours = primaries.from.iter().any(|a| a.ip() == from);
+        if ours {
+            tracing::info!(target: "secondary", "notify from {from} for {qname}: checking transfer");
+            primaries.notified.notify_one();
+        } else {
+            tracing::info!(target: "secondary", "dropping notify from {from} for {qname}: not a primary of the zone");
+        }
+        Some(ours)
     }
 
     /// Each origin with the zone loaded for it (what `transfer` sends).
     pub fn origins(&self) -> impl Iterator<Item = (&Name, &Loaded)> {
         self.cfg.zones.iter().zip(&self.zones)
+    }
+
+    /// Whether `qname` is under `auto`'s zones with no zone found for it.
+    pub fn unfound(&self, qname: &Name) -> bool {
+        self.found
+            .as_ref()
+            .is_some_and(|f| self.serves(qname) && found_for(&f.load(), qname).is_none())
     }
 
     pub fn serves(&self, qname: &Name) -> bool {
@@ -56,14 +130,19 @@ impl ZoneFile {
             .max()
     }
 
-    /// The zone's answer written into `out`; a CNAME chain leaving the
-    /// zone is [`Verdict::Chase`]: the router looks its target up.
-    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
-        let Some(slot) = self.zone_for(qname) else {
-            return Verdict::Next;
+    /// The zone's answer written into `out` (with a signed zone's DNSSEC
+    /// records when `dnssec_ok`); a CNAME chain leaving the zone is
+    /// [`Verdict::Chase`]: the router looks its target up.
+    pub fn answer(&self, qname: &Name, qtype: RecordType, dnssec_ok: bool, out: &mut Answer) -> Verdict {
+        let loaded = match &self.found {
+            Some(found) if self.serves(qname) => found_for(&found.load(), qname),
+            Some(_) => None,
+            None => self.zone_for(qname).map(|slot| slot.load_full()),
         };
-        let guard = slot.load();
-        let Some(zone) = guard.as_ref() else {
+        let Some(loaded) = loaded else {
+            return Verdict::Next; // `auto`: no zone found for the name
+        };
+        let Some(zone) = loaded.as_ref() else {
             out.error(ResponseCode::ServFail);
             return Verdict::Answered;
         };
@@ -71,7 +150,10 @@ impl ZoneFile {
             out.error(ResponseCode::Refused); // as CoreDNS's file without `transfer`
             return Verdict::Answered;
         }
-        let found = zone.lookup(qname, qtype);
+        let mut found = zone.lookup(qname, qtype);
+        if dnssec_ok {
+            zone.add_dnssec(qname, &mut found);
+        }
         let nothing = found.answer.is_empty() && matches!(found.outcome, Outcome::NameError | Outcome::Success);
         if nothing && self.cfg.falls_through(qname) {
             return Verdict::Next;
@@ -104,6 +186,15 @@ impl ZoneFile {
             .max_by_key(|(origin, _)| origin.num_labels())
             .map(|(_, zone)| zone)
     }
+}
+
+/// The zone of `found` with the longest origin holding `qname`.
+fn found_for(found: &[(Name, Arc<Option<Zone>>)], qname: &Name) -> Option<Arc<Option<Zone>>> {
+    found
+        .iter()
+        .filter(|(origin, _)| origin.zone_of(qname))
+        .max_by_key(|(origin, _)| origin.num_labels())
+        .map(|(_, zone)| zone.clone())
 }
 
 /// Loads the file for `origin` now, and again when it changes.
@@ -154,7 +245,7 @@ mod tests {
     fn address(file: &ZoneFile) -> String {
         let mut out = Answer::default();
         let www = Name::from_ascii("www.example.org.").expect("name");
-        file.answer(&www, RecordType::A, &mut out);
+        file.answer(&www, RecordType::A, false, &mut out);
         out.answers.first().map(|r| r.data.to_string()).unwrap_or_default()
     }
 
@@ -205,12 +296,12 @@ mod tests {
             (RecordType::SOA, ResponseCode::NoError),
         ] {
             let mut out = Answer::default();
-            assert_eq!(file.answer(&apex, qtype, &mut out), Verdict::Answered);
+            assert_eq!(file.answer(&apex, qtype, false, &mut out), Verdict::Answered);
             assert_eq!(out.rcode, rcode, "{qtype}");
         }
         let mut out = Answer::default();
         let other = Name::from_ascii("example.com.").expect("name");
-        assert_eq!(file.answer(&other, RecordType::A, &mut out), Verdict::Next);
+        assert_eq!(file.answer(&other, RecordType::A, false, &mut out), Verdict::Next);
     }
 
     #[tokio::test]

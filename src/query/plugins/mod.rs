@@ -4,15 +4,18 @@
 //! own config; which plugin runs when is the router's (`route/order.rs`).
 
 pub mod acme;
+pub mod auto;
 pub mod chain;
 pub mod chaos;
 pub mod cluster;
 pub mod dns64;
+pub mod erratic;
 pub mod file;
 pub mod hosts;
 pub mod k8s_external;
 pub mod local;
 pub mod rewrite;
+pub mod secondary;
 pub mod template;
 pub mod verdict;
 pub mod watched;

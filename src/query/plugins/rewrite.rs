@@ -33,6 +33,12 @@ pub struct Rewrite {
     pub rules: Vec<RewriteRule>,
 }
 
+impl From<Vec<RewriteRule>> for Rewrite {
+    fn from(rules: Vec<RewriteRule>) -> Self {
+        Rewrite { rules }
+    }
+}
+
 /// How a string in the reply is mapped back.
 #[derive(Debug, Clone)]
 enum Mapping {

@@ -11,6 +11,7 @@ use crate::corefile::args::Net;
 use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
 
 pub mod echo;
+pub mod header;
 pub mod loadbalance;
 pub mod nsid;
 pub mod summary;

@@ -40,4 +40,10 @@ pub struct Tags {
     /// `nsid` of the block that took the query: the NSID its reply's OPT
     /// carries when the client asked for it.
     pub nsid: Option<std::sync::Arc<[u8]>>,
+    /// `header` of the block whose plugins made the answer: its rules,
+    /// applied by the reply writer.
+    pub header: Option<std::sync::Arc<crate::query::reply::header::rules::Rules>>,
+    /// A plugin's delay: the reply is sent this much later, from a task
+    /// of this runtime (`defer::later`).
+    pub delay: Option<(std::time::Duration, tokio::runtime::Handle)>,
 }

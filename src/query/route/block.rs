@@ -78,6 +78,8 @@ pub struct Block {
     pub bufsize: Option<u16>,
     /// `nsid`: the NSID a request that asks for it gets back.
     pub nsid: Option<Arc<[u8]>>,
+    /// `header`: flags set or cleared in queries and responses.
+    pub header: Option<Arc<crate::query::reply::header::Rules>>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
     /// The answering plugins that live in their own homes, by stage.
@@ -111,6 +113,7 @@ impl Block {
             rewrite: None,
             bufsize: None,
             nsid: None,
+            header: None,
             minimal: false,
             plugins: Chain::default(),
             transfer: None,

@@ -82,4 +82,5 @@ fn writes_direct(block: &Block) -> bool {
         && block.templates.is_none()
         && block.hosts.is_none()
         && block.k8s_external.is_none()
+        && block.header.is_none() // its rules change what the short way echoes
 }

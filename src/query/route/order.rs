@@ -10,7 +10,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::{block, Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
-use crate::query::plugins::chain::{took, Chain};
+use crate::query::plugins::chain::{took, Chain, Outcome};
 use crate::query::plugins::file::ZoneFile;
 use crate::query::reply::{self, Answer};
 use crate::query::UNHANDLED;
@@ -29,7 +29,9 @@ impl Router {
                 block::loop_detected(block, probe, qname);
             }
         }
-        if template(block, query, asker, out) || data(block, qname, qtype, out) || kubernetes(block, qname, qtype, out)
+        if template(block, query, asker, out)
+            || data(block, (qname, qtype), asker.dnssec_ok, out)
+            || kubernetes(block, qname, qtype, out)
         {
             return Routed::Done;
         }
@@ -41,8 +43,19 @@ impl Router {
 /// may change the question and before `acl`: `Some` when one of them
 /// settled the query.
 pub(super) fn early<'a>(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> Option<Routed<'a>> {
-    let early = &block.plugins.early;
-    (Chain::run(early, query, &asker.of(), out) || any(block, query, out)).then_some(Routed::Done)
+    match Chain::run(&block.plugins.early, query, &asker.of(), out) {
+        Outcome::Passed => any(block, query, out).then_some(Routed::Done),
+        outcome => Some(settled(outcome)),
+    }
+}
+
+/// Where a query the chain took goes: its answer, or nowhere (dropped).
+fn settled<'a>(outcome: Outcome) -> Routed<'a> {
+    if outcome == Outcome::Dropped {
+        Routed::Drop
+    } else {
+        Routed::Done
+    }
 }
 
 /// `any`: RFC 8482's minimal answer to an ANY question; true when written.
@@ -68,9 +81,9 @@ fn template(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> boo
     )
 }
 
-/// The block's own data in order: `hosts`, `k8s_external`, `file`; true
-/// when one answered.
-fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
+/// The block's own data in order: `hosts`, `k8s_external`, `file` (with
+/// a signed zone's DNSSEC records when `dnssec_ok`); true when one answered.
+fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out: &mut Answer) -> bool {
     if let Some(hosts) = &block.hosts {
         if took(hosts.answer(qname, qtype, out), Plugin::Hosts, out) {
             return true;
@@ -89,7 +102,7 @@ fn data(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> boo
             longest = Some((labels, file));
         }
     }
-    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, out), Plugin::File, out))
+    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), file.plugin, out))
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
@@ -118,11 +131,19 @@ fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) 
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
     let qname = query.name();
     let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {
-        if Chain::run(&block.plugins.last, query, &asker.of(), out) {
-            return Routed::Done;
+        match Chain::run(&block.plugins.last, query, &asker.of(), out) {
+            Outcome::Passed => {}
+            outcome => return settled(outcome),
         }
-        out.error(if block.chain { ResponseCode::ServFail } else { UNHANDLED });
-        out.tags.memoizable = true;
+        // `auto` with no zone for the name and nothing after it: REFUSED, as CoreDNS.
+        let unfound = block.files.iter().any(|f| f.unfound(qname));
+        out.error(if block.chain && !unfound {
+            ResponseCode::ServFail
+        } else {
+            UNHANDLED
+        });
+        // Not when a zone may appear for the name (`auto`, `secondary`, `file`).
+        out.tags.memoizable = !block.files.iter().any(|f| f.serves(qname));
         return Routed::Done;
     };
     out.clear_records();

@@ -46,6 +46,7 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
     let config_only = block.rewrite.is_none()
         && block.templates.is_none()
         && block.autopath.as_ref().is_none_or(|a| a.resolv.is_none())
+        && block.header.is_none() // a replay echoes RD and CD from the request
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
         && !(block.dns64.is_some() && Dns64::question(query))
         && !block.plugins.may_answer_later(query);

@@ -50,6 +50,8 @@ pub struct Continuation {
     pub nsid: Option<Arc<[u8]>>,
     /// `minimal` of that block ([`minimal`]).
     pub minimal: bool,
+    /// `header` of that block (its rules, for the reply writer).
+    pub header: Option<Arc<crate::query::reply::header::Rules>>,
 }
 
 /// What the router leaves for a query it forwards, before it is sent:
@@ -71,6 +73,8 @@ pub struct Left {
     pub local: Option<SocketAddr>,
     /// `minimal` of the block: the answer loses its extra sections ([`minimal`]).
     pub minimal: bool,
+    /// `header` of the block: its query rules on the request sent, all on the reply.
+    pub header: Option<Arc<crate::query::reply::header::Rules>>,
 }
 
 impl Left {
@@ -116,12 +120,19 @@ impl Left {
             loadbalance: loadbalance.filter(|lb| lb.touches(asked.query_type())),
             nsid: answer.tags.nsid.clone(),
             minimal: self.minimal,
+            header: self.header,
         };
-        let Some(forwarded) = forwarded else {
-            return (bytes.to_vec(), asked.clone(), then);
+        let (mut request, forwarded) = match forwarded {
+            None => (bytes.to_vec(), asked.clone()),
+            Some(forwarded) => {
+                let revert = then.rewrite.as_ref().map(|r| &r.revert);
+                let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, self.local, transport);
+                (request, forwarded)
+            }
         };
-        let revert = then.rewrite.as_ref().map(|r| &r.revert);
-        let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, self.local, transport);
+        if let Some(rules) = &then.header {
+            crate::query::reply::header::request(rules, &mut request);
+        }
         (request, forwarded, then)
     }
 }
@@ -176,6 +187,7 @@ impl Continuation {
         if self.minimal {
             minimal::minimize(answer);
         }
+        answer.tags.header.clone_from(&self.header);
     }
 
     /// The question the reply echoes: the client's own, where `rewrite` or

@@ -175,7 +175,7 @@ pub fn check(
         if zones.is_empty() {
             errors.push(ConfigError::new(
                 &t.pos,
-                "transfer: needs a kubernetes, k8s_external or file directive in this server block (their zones are the ones transferred)",
+                "transfer: needs a kubernetes, k8s_external, file or secondary directive in this server block (their zones are the ones transferred)",
             ));
             continue;
         }
@@ -188,7 +188,7 @@ pub fn check(
                 errors.push(ConfigError::new(
                     &t.pos,
                     format!(
-                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes, k8s_external and file zones: {})",
+                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes, k8s_external, file and secondary zones: {})",
                         served.join(" ")
                     ),
                 ));
@@ -302,7 +302,9 @@ mod tests {
         let errors = load(".:53 {\n    transfer {\n        to *\n    }\n}\n").expect_err("needs kubernetes");
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
-            errors[0].starts_with("/tmp/Corefile:2:5: transfer: needs a kubernetes, k8s_external or file directive"),
+            errors[0].starts_with(
+                "/tmp/Corefile:2:5: transfer: needs a kubernetes, k8s_external, file or secondary directive"
+            ),
             "{errors:?}"
         );
     }

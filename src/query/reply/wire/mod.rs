@@ -235,10 +235,10 @@ pub fn write_for(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, transport:
 /// that writer knows, else with hickory's encoder (the same bytes).
 /// Returns whether it was truncated.
 pub fn write(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
-    match encode(out, echo, answer, limit) {
-        Some(truncated) => truncated,
-        None => hickory::write_with_hickory(out, echo, answer, limit),
-    }
+    let truncated =
+        encode(out, echo, answer, limit).unwrap_or_else(|| hickory::write_with_hickory(out, echo, answer, limit));
+    super::header::patch(out, echo, answer.tags.header.as_deref(), answer.authentic_data);
+    truncated
 }
 
 /// Writes the reply into `out` (cleared first), at most `limit` bytes,

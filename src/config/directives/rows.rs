@@ -1,0 +1,33 @@
+//! Rows of the directive table ([`super::DIRECTIVES`]) kept in a file of
+//! their own, so the table stays within the size limit: one constant per
+//! directive, named in the table where its plugin runs.
+
+use super::spec::{Spec, NOT_REPORTED};
+use crate::config::effective::print;
+
+/// `header`: flags set or cleared in queries and responses.
+pub const HEADER: Spec = Spec {
+    name: "header",
+    options: true,
+    parse: |d, c| crate::query::reply::header::setup::parse(d, c.server.header.get_or_insert_default(), c.errors),
+    enabled: |s, _| s.header.is_some(),
+    print: |b, s, _| crate::query::reply::header::print::header(b, s.header.as_ref()),
+};
+
+/// `erratic`: A/AAAA for everything, one query in N dropped, delayed, truncated.
+pub const ERRATIC: Spec = Spec {
+    name: "erratic",
+    options: true,
+    parse: |d, c| c.server.plug(crate::query::plugins::erratic::setup::parse(d, c.errors)),
+    enabled: |s, _| s.has("erratic"),
+    print: |b, s, _| print::plugin(b, s, "erratic"),
+};
+
+/// `whoami`: the client's address and port, for a name nothing before answers.
+pub const WHOAMI: Spec = Spec {
+    name: "whoami",
+    options: false,
+    parse: |d, c| c.server.plug(crate::query::plugins::whoami::parse(d, c.errors)),
+    enabled: NOT_REPORTED,
+    print: |b, s, _| print::plugin(b, s, "whoami"),
+};

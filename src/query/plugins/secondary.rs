@@ -1,0 +1,255 @@
+//! The `secondary` plugin: zones taken in by AXFR from a primary and
+//! served as `file` serves a zone file (CoreDNS's secondary embeds its
+//! file plugin the same way): [`start`] gives the block a
+//! [`ZoneFile`] whose zones a task per origin keeps ([`keep`]).
+//!
+//! - Until the first transfer succeeds the zone answers SERVFAIL (never
+//!   NXDOMAIN for a name that may exist); the transfer is retried after
+//!   250 ms, doubling up to every 10 s, as CoreDNS retries it.
+//! - Then the zone's SOA drives it: every `refresh` (plus up to 5 s of
+//!   jitter) the primaries' serial is asked over TCP and a newer one
+//!   (RFC 1982) is transferred; a check that fails is tried again every
+//!   `retry` (plus up to 2 s), and when no check has succeeded for
+//!   `expire` the zone expires: SERVFAIL until a primary answers again.
+//! - A NOTIFY for the zone from one of its primaries' addresses is
+//!   answered at once and makes the check happen now
+//!   ([`ZoneFile::notify`]); one from anyone else is dropped, as CoreDNS
+//!   drops it.
+//! - `transfer` sends the zone on like a `file` zone (it is one of the
+//!   block's `files`), with NOTIFY to its `to` addresses on a new serial.
+
+pub mod print;
+pub mod setup;
+mod xfr;
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use hickory_proto::rr::Name;
+
+use crate::metrics::Plugin;
+use crate::query::plugins::file::{Loaded, Primaries, ZoneFile};
+use crate::zonefile::Zone;
+use setup::SecondaryConfig;
+
+/// The first retries of a zone never transferred wait this, doubling...
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+/// ... up to this.
+const MAX_RETRY: Duration = Duration::from_secs(10);
+/// The jitter added to a refresh and to a retry (CoreDNS's).
+const REFRESH_JITTER: Duration = Duration::from_secs(5);
+const RETRY_JITTER: Duration = Duration::from_secs(2);
+
+/// The zones of running `secondary` directives, by directive: a reload
+/// that keeps a directive as it was takes its zones over (served on
+/// without a new first transfer, kept by the same tasks).
+type Running = Vec<(SecondaryConfig, Slots, Vec<Arc<Primaries>>)>;
+/// What [`RUNNING`] holds of a directive's zones: not their life.
+type Slots = Vec<Weak<ArcSwap<Option<Zone>>>>;
+static RUNNING: std::sync::Mutex<Running> = std::sync::Mutex::new(Vec::new());
+
+/// The zones of one `secondary` directive, empty until transferred, each
+/// kept by a task of its own (when a runtime runs: not under `check`); a
+/// running block's zones when it has the same directive.
+pub fn start(cfg: &SecondaryConfig) -> ZoneFile {
+    let Ok(mut running) = RUNNING.lock() else {
+        return fresh(cfg).0;
+    };
+    running.retain(|(_, slots, _)| slots.iter().all(|s| s.strong_count() > 0));
+    for (same, slots, primaries) in running.iter().filter(|(c, ..)| c == cfg) {
+        let live: Option<Vec<Loaded>> = slots.iter().map(Weak::upgrade).collect();
+        if let Some(live) = live {
+            return ZoneFile::fed(same.as_file(), live, primaries.clone(), Plugin::Secondary);
+        }
+    }
+    let (file, slots, primaries) = fresh(cfg);
+    running.push((cfg.clone(), slots, primaries));
+    file
+}
+
+/// New zones for `cfg`, with what [`RUNNING`] keeps of them.
+fn fresh(cfg: &SecondaryConfig) -> (ZoneFile, Slots, Vec<Arc<Primaries>>) {
+    let (mut slots, mut primaries) = (Vec::new(), Vec::new());
+    for origin in &cfg.zones {
+        let slot: Loaded = Arc::new(ArcSwap::from_pointee(None));
+        let from = Arc::new(Primaries {
+            from: cfg.from.clone(),
+            notified: tokio::sync::Notify::new(),
+        });
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(keep(origin.clone(), Arc::downgrade(&slot), from.clone()));
+        }
+        slots.push(slot);
+        primaries.push(from);
+    }
+    let weak = slots.iter().map(Arc::downgrade).collect();
+    let kept = primaries.clone();
+    (
+        ZoneFile::fed(cfg.as_file(), slots, primaries, Plugin::Secondary),
+        weak,
+        kept,
+    )
+}
+
+/// Keeps `origin` in `slot` for as long as the block serving it lives.
+async fn keep(origin: Name, slot: Weak<ArcSwap<Option<Zone>>>, primaries: Arc<Primaries>) {
+    let Some(mut held) = first(&origin, &slot, &primaries).await else {
+        return;
+    };
+    loop {
+        let (refresh, retry, expire) = timers(&held);
+        let fresh_until = Instant::now() + expire;
+        woken(&primaries, refresh + jitter(REFRESH_JITTER)).await;
+        loop {
+            let Some(slot) = slot.upgrade() else {
+                return;
+            };
+            let serial = held.as_ref().as_ref().map_or(0, Zone::serial);
+            match check(&origin, serial, &primaries.from).await {
+                Ok(newer) => {
+                    held = newer.map_or(held, |z| Arc::new(Some(z)));
+                    slot.store(held.clone());
+                    break;
+                }
+                Err(e) if Instant::now() >= fresh_until => {
+                    if slot.load().is_some() {
+                        tracing::error!(target: "secondary", "zone {origin} expired (no primary answered for {}s): answering SERVFAIL: {e}", expire.as_secs());
+                    }
+                    slot.store(Arc::new(None));
+                }
+                Err(e) => {
+                    tracing::warn!(target: "secondary", "failed refresh check of {origin}: {e}; retrying in {}s", retry.as_secs())
+                }
+            }
+            woken(&primaries, retry + jitter(RETRY_JITTER)).await;
+        }
+    }
+}
+
+/// The first transfer of `origin`, retried until it succeeds; `None` when
+/// the block is gone first.
+async fn first(origin: &Name, slot: &Weak<ArcSwap<Option<Zone>>>, primaries: &Primaries) -> Option<Arc<Option<Zone>>> {
+    let mut wait = FIRST_RETRY;
+    loop {
+        let live = slot.upgrade()?;
+        match transfer(origin, &primaries.from).await {
+            Ok(zone) => {
+                let zone = Arc::new(Some(zone));
+                live.store(zone.clone());
+                return Some(zone);
+            }
+            Err(e) => {
+                tracing::warn!(target: "secondary", "all '{origin}' primaries failed to transfer, retrying in {}ms: {e}", wait.as_millis())
+            }
+        }
+        drop(live);
+        woken(primaries, wait).await;
+        wait = (wait * 2).min(MAX_RETRY);
+    }
+}
+
+/// Waits `wait`, or less when a primary's NOTIFY comes.
+async fn woken(primaries: &Primaries, wait: Duration) {
+    tokio::select! {
+        () = tokio::time::sleep(wait) => {}
+        () = primaries.notified.notified() => {}
+    }
+}
+
+/// The zone's SOA refresh, retry and expire, each at least 1 s.
+fn timers(zone: &Option<Zone>) -> (Duration, Duration, Duration) {
+    let secs = |s: i32| Duration::from_secs(u64::try_from(s).unwrap_or(0).max(1));
+    match zone.as_ref().map(|z| &z.soa().data) {
+        Some(hickory_proto::rr::RData::SOA(soa)) => (secs(soa.refresh), secs(soa.retry), secs(soa.expire)),
+        _ => (
+            Duration::from_secs(3600),
+            Duration::from_secs(600),
+            Duration::from_secs(604_800),
+        ),
+    }
+}
+
+/// Asks the primaries in turn for the serial; a newer one than `held`
+/// is transferred (`Some`). `Err`: no primary answered, or the transfer
+/// failed.
+async fn check(origin: &Name, held: u32, from: &[std::net::SocketAddr]) -> Result<Option<Zone>, String> {
+    let mut last = String::from("no primary");
+    for primary in from {
+        match xfr::serial(*primary, origin).await {
+            Ok(serial) if newer(serial, held) => return transfer(origin, from).await.map(Some),
+            Ok(_) => return Ok(None),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// `origin` by AXFR from the first primary that sends it whole.
+async fn transfer(origin: &Name, from: &[std::net::SocketAddr]) -> Result<Zone, String> {
+    let mut last = String::from("no primary");
+    for primary in from {
+        match xfr::axfr(*primary, origin).await {
+            Ok((zone, records)) => {
+                tracing::info!(target: "secondary", "transferred: {origin} from {primary} ({records} records, serial {})", zone.serial());
+                return Ok(zone);
+            }
+            Err(e) => {
+                tracing::warn!(target: "secondary", "failed to transfer {origin} from {primary}: {e}");
+                last = e;
+            }
+        }
+    }
+    Err(last)
+}
+
+/// Whether serial `a` is newer than `b` (RFC 1982 arithmetic).
+fn newer(a: u32, b: u32) -> bool {
+    a != b && (a.wrapping_sub(b) as i32) > 0
+}
+
+/// A random duration in `[0, max)`.
+fn jitter(max: Duration) -> Duration {
+    Duration::from_millis(fastrand::u64(0..max.as_millis().max(1) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(port: u16) -> SecondaryConfig {
+        SecondaryConfig {
+            zones: vec![Name::from_ascii("example.org.").expect("name")],
+            from: vec![std::net::SocketAddr::from(([127, 0, 0, 1], port))],
+            fallthrough: None,
+        }
+    }
+
+    fn slot(file: &ZoneFile) -> Loaded {
+        file.origins().next().map(|(_, l)| l.clone()).expect("one origin")
+    }
+
+    #[tokio::test]
+    async fn a_reload_with_the_same_directive_keeps_the_zones() {
+        let first = start(&cfg(1));
+        let again = start(&cfg(1));
+        assert!(Arc::ptr_eq(&slot(&first), &slot(&again)), "taken over");
+        let other = start(&cfg(2));
+        assert!(!Arc::ptr_eq(&slot(&first), &slot(&other)), "another primary: new zones");
+        let kept = Arc::downgrade(&slot(&first));
+        drop((first, again));
+        assert!(kept.upgrade().is_none(), "gone with the last block holding it");
+        let after = start(&cfg(1));
+        assert!(slot(&after).load().is_none(), "new zones, not yet transferred");
+    }
+
+    #[test]
+    fn serials_compare_as_rfc_1982_says() {
+        assert!(newer(2, 1) && !newer(1, 2) && !newer(1, 1));
+        assert!(newer(0, u32::MAX), "wraps");
+        assert!(
+            newer(2_147_483_648, 1) && !newer(2_147_483_649, 1),
+            "2^31 apart: not newer"
+        );
+    }
+}
