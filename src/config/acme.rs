@@ -74,6 +74,7 @@ pub fn parse(d: &Directive, root: &Path, errors: &mut Vec<ConfigError>) -> Optio
         seen: Vec::new(),
         root: root.to_path_buf(),
     };
+    read.acme.storage = absolute(read.acme.storage);
     let before = errors.len();
     options::read("tls", &d.options, OPTIONS, &mut read, errors);
     let acme = read.acme;
@@ -148,12 +149,12 @@ const OPTIONS: &[Opt<Reading>] = &[
     }),
     Opt::new("storage", (1, 1), |a, r, errors| {
         if r.first(a, "storage", errors) {
-            r.acme.storage = r.root.join(&a.args[0].text);
+            r.acme.storage = absolute(r.root.join(&a.args[0].text));
         }
     }),
     Opt::new("ca_root", (1, 1), |a, r, errors| {
         if r.first(a, "ca_root", errors) {
-            r.acme.ca_root = Some(r.root.join(&a.args[0].text));
+            r.acme.ca_root = Some(absolute(r.root.join(&a.args[0].text)));
         }
     }),
     Opt::new("resolver", (1, 1), |a, r, errors| {
@@ -171,6 +172,12 @@ const OPTIONS: &[Opt<Reading>] = &[
         }
     }),
 ];
+
+/// `path` from the working directory when relative, as CoreDNS resolves
+/// ACME paths (as written when that cannot be done).
+fn absolute(path: PathBuf) -> PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
+}
 
 /// A name for the certificate: lowercase ASCII (IDNA for others), no
 /// final dot, `*.` only as the whole first label, never an IP address.
