@@ -13,11 +13,15 @@
 mod addrs;
 mod change;
 pub mod changes;
+mod endpoints;
 mod ips;
 mod maps;
 pub mod mcs;
 mod ports;
 pub mod records;
+mod servicemap;
+mod short;
+mod slices;
 mod slot;
 mod snapshot;
 pub mod topology;
@@ -29,8 +33,10 @@ pub use ips::Ips;
 pub use maps::{IMap, Map};
 pub use ports::Ports;
 pub use records::{
-    Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice,
+    Endpoint, Endpoints, External, Port, Proto, PtrHost, PtrTarget, Service, ServiceId, ServiceKind, Slice, Slices,
 };
+pub use servicemap::{ServiceKey, ServiceMap};
+pub use short::Short;
 pub use slot::Store;
 pub use snapshot::{Namespace, Snapshot};
 pub use write::{Export, Writer};

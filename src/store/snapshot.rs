@@ -10,6 +10,7 @@ use super::addrs::AddrIndex;
 use super::maps::IMap;
 use super::mcs::ClusterSet;
 use super::records::{PtrHost, PtrTarget, Service, ServiceId};
+use super::servicemap::ServiceMap;
 
 /// One namespace: whether its Namespace object exists, and its services.
 #[derive(Debug, Default, Clone)]
@@ -18,7 +19,7 @@ pub struct Namespace {
     /// Services whose Service object is known (entries holding only
     /// EndpointSlices do not count).
     pub live_services: usize,
-    pub services: IMap<Arc<str>, Arc<Service>>,
+    pub services: ServiceMap,
 }
 
 /// One immutable view of the cluster. `synced` is false until every
@@ -103,7 +104,7 @@ impl Snapshot {
             let entry = self
                 .namespaces
                 .get(&*id.namespace)
-                .and_then(|n| n.services.get(&*id.name));
+                .and_then(|n| n.services.get(&id.name));
             let endpoints = entry.into_iter().flat_map(|s| s.endpoints());
             for e in endpoints.filter(|e| e.addr == addr) {
                 let host = e.hostname.map_or(PtrHost::Dashed, |h| PtrHost::Named(h.clone()));

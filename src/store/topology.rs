@@ -74,9 +74,9 @@ mod tests {
     fn a_slice_pays_one_pointer_for_zones() {
         assert_eq!(std::mem::size_of::<Option<Box<Zones>>>(), 8);
         assert_eq!(std::mem::size_of::<super::super::records::Endpoints>(), 32);
-        assert_eq!(std::mem::size_of::<super::super::records::Slice>(), 56);
-        assert_eq!(std::mem::size_of::<super::super::mcs::McsSlice>(), 72);
-        assert_eq!(std::mem::size_of::<super::super::records::Service>(), 72);
+        assert_eq!(std::mem::size_of::<super::super::records::Slice>(), 64);
+        assert_eq!(std::mem::size_of::<super::super::mcs::McsSlice>(), 80);
+        assert_eq!(std::mem::size_of::<super::super::records::Service>(), 120);
     }
 
     /// What a slice's zones become in the store comes back out in its

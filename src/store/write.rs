@@ -43,7 +43,7 @@ impl Writer {
         [
             namespaces,
             self.live.service_count(),
-            self.slice_owner.len() + mcs_slices,
+            self.slices + mcs_slices,
             self.pod_ips.len(),
             imports,
         ]
@@ -113,16 +113,16 @@ impl Writer {
     /// Adds or replaces one object; whether that changed anything.
     pub fn apply(&mut self, record: Record) -> bool {
         let (kind, namespace, name) = record.key_parts();
-        // Pod and slice names are unique: interning would only add a set
-        // entry. A Service's name is shared with its entry's key, if any.
+        // Pod, slice and Service names are unique: interning would only
+        // add a set entry. A Service holds its name in its identity.
         let namespace = self.intern(namespace);
         let name = match kind {
-            Kind::Pod | Kind::EndpointSlice => Arc::from(name),
-            Kind::Service => self.service_name(&namespace, name),
+            Kind::Pod | Kind::EndpointSlice | Kind::Service => Arc::from(name),
             _ => self.intern(name),
         };
         let pair = (namespace, name);
         let relisting = match &mut self.relisting[kind as usize] {
+            Some(_) if self.first_list[kind as usize] => true,
             Some(seen) => {
                 seen.insert(std::hash::BuildHasher::hash_one(&self.seen_hasher, &pair));
                 true
@@ -165,7 +165,7 @@ impl Writer {
                 let endpoints = self.endpoints(endpoints);
                 let zones = zones.iter().map(|z| (!z.is_empty()).then(|| self.intern(z))).collect();
                 let endpoints = endpoints.with_zones(zones);
-                let service = self.service_name(&pair.0, &service);
+                let service = Arc::from(service.as_str());
                 self.delete_mcs_slice(&pair); // relabelled from an import
                 self.upsert_slice(&pair, service, ports, endpoints, trigger)
             }

@@ -226,8 +226,10 @@ async fn connection<U: Upgrade>(
     limits: &TcpLimits,
     conns: &Conns,
 ) -> TcpClose {
-    let (tx, rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
-    let writing = tokio::spawn(write(writer, rx, limits.write, conn.clone()));
+    // The writer's task and channel, made at the first query: an idle
+    // connection that never asks holds neither.
+    let mut writer = Some(writer);
+    let mut link: Option<(mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)> = None;
     let mut inbox = Vec::new();
     // While part of a query is in: when all of it must be.
     let mut deadline: Option<tokio::time::Instant> = None;
@@ -255,7 +257,8 @@ async fn connection<U: Upgrade>(
         }
         conn.idle_since.store(0, Ordering::Relaxed);
         let arrived = tokio::time::Instant::now();
-        let answered = match answer_all(&inbox, peer, handler, conn, &tx, arrived.into_std(), &mut left).await {
+        let (tx, _) = link.get_or_insert_with(|| writer_task(&mut writer, limits, conn));
+        let answered = match answer_all(&inbox, peer, handler, conn, tx, arrived.into_std(), &mut left).await {
             Ok(n) => n,
             Err(why) => break why,
         };
@@ -271,9 +274,25 @@ async fn connection<U: Upgrade>(
             deadline = Some(arrived + limits.read);
         }
     };
+    let (tx, writing) = link.unwrap_or_else(|| writer_task(&mut writer, limits, conn));
     drop(tx);
     let _ = writing.await;
     why
+}
+
+/// The connection's writer as a task of its own, fed by the channel
+/// returned beside it (`writer` taken: made once per connection).
+fn writer_task<W: AsyncWrite + Unpin + Send + 'static>(
+    writer: &mut Option<W>,
+    limits: &TcpLimits,
+    conn: &Arc<Conn>,
+) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
+    let task = match writer.take() {
+        Some(w) => tokio::spawn(write(w, rx, limits.write, conn.clone())),
+        None => tokio::spawn(async {}), // never: the link is made once
+    };
+    (tx, task)
 }
 
 /// Answers every whole query at the start of `inbox` and hands the

@@ -59,7 +59,7 @@ impl Export {
                 });
                 let slices = s.slices.iter().map(move |slice| Record::Slice {
                     namespace: ns.to_string(),
-                    name: slice.name.to_string(),
+                    name: slice.name(&s.id.name),
                     service: s.id.name.to_string(),
                     ports: ports_in(&slice.ports),
                     endpoints: slice
@@ -98,7 +98,7 @@ impl Export {
             });
             let slices = i.slices.iter().map(move |s| Record::McsSlice {
                 namespace: ns.clone(),
-                name: s.slice.name.to_string(),
+                name: s.slice.name(&name),
                 service: name.clone(),
                 cluster: s.cluster.to_string(),
                 ports: ports_in(&s.slice.ports),

@@ -1,7 +1,7 @@
 //! Interning: the names and port lists the snapshot holds are shared
 //! `Arc`s, one per distinct value, so a thousand services in one
 //! namespace hold its name once and most services share a port list.
-//! A Service's name is its entry's key, found in the namespace's map.
+//! A Service's name is held by its identity alone.
 //! Strings nothing refers to any more are pruned as the set grows.
 
 use std::net::IpAddr;
@@ -19,18 +19,6 @@ impl Writer {
         let arc: Arc<str> = Arc::from(s);
         self.strings.insert(arc.clone());
         arc
-    }
-
-    /// A service's name in `ns`: the key of its entry when there is one
-    /// (Service names are not interned: a set entry for each of 100,000
-    /// Services cost 4.5 MB and held nothing the entries' keys do not).
-    pub(super) fn service_name(&self, ns: &str, name: &str) -> Arc<str> {
-        let entry = self
-            .live
-            .namespaces
-            .get(ns)
-            .and_then(|n| n.services.get_key_value(name));
-        entry.map_or_else(|| Arc::from(name), |(k, _)| k.clone())
     }
 
     /// Drops interned strings nothing else refers to any more.

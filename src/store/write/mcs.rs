@@ -14,6 +14,7 @@ use super::writer::{Pair, Writer};
 use crate::store::changes::Dep;
 use crate::store::mcs::{Import, ImportKind, McsNamespace, McsSlice};
 use crate::store::records::{Endpoints, Ports, ServiceId, Slice};
+use crate::store::short::Short;
 
 impl Writer {
     fn get_import(&self, (ns, name): &Pair) -> Option<Arc<Import>> {
@@ -59,7 +60,7 @@ impl Writer {
             None => {
                 let id = Arc::new(ServiceId {
                     namespace: pair.0.clone(),
-                    name: pair.1.clone(),
+                    name: Short::new(&pair.1),
                 });
                 Import {
                     slot: self.import_slot(id.clone()),
@@ -123,7 +124,7 @@ impl Writer {
             }
         }
         let mut slices = std::mem::take(&mut import.slices).into_vec();
-        if let Some(i) = slices.iter().position(|s| s.slice.name == slice.1) {
+        if let Some(i) = slices.iter().position(|s| s.slice.named(&owner.1, &slice.1)) {
             let old = &slices[i];
             if old.cluster == cluster && old.slice.ports == ports && old.slice.endpoints == endpoints {
                 return false;
@@ -134,14 +135,10 @@ impl Writer {
         self.mcs_endpoint_ptrs(&endpoints, import.slot, true);
         slices.push(McsSlice {
             cluster,
-            slice: Slice {
-                name: slice.1.clone(),
-                ports,
-                endpoints,
-            },
+            slice: Slice::new(&owner.1, &slice.1, ports, endpoints),
         });
         // Clusters in order, so answers list them stably.
-        slices.sort_by(|a, b| (&a.cluster, &a.slice.name).cmp(&(&b.cluster, &b.slice.name)));
+        slices.sort_by_cached_key(|s| (s.cluster.clone(), s.slice.name(&owner.1)));
         import.slices = slices.into_boxed_slice();
         self.put_import(&owner, import);
         true
@@ -174,11 +171,11 @@ impl Writer {
         let Some(Some(id)) = self.live.clusterset.ids.get(owner as usize) else {
             return;
         };
-        let owner = (id.namespace.clone(), id.name.clone());
+        let owner = (id.namespace.clone(), Arc::from(&*id.name));
         let Some(old) = self.get_import(&owner) else { return };
         let mut import = (*old).clone();
         let mut slices = std::mem::take(&mut import.slices).into_vec();
-        let Some(i) = slices.iter().position(|s| &s.slice.name == slice_name) else {
+        let Some(i) = slices.iter().position(|s| s.slice.named(&owner.1, slice_name)) else {
             return;
         };
         let removed = slices.remove(i).slice.endpoints;
@@ -216,8 +213,11 @@ impl Writer {
         let spaces = self.live.clusterset.namespaces.iter();
         spaces
             .flat_map(|(ns, n)| {
-                let slices = n.imports.values().flat_map(|i| i.slices.iter());
-                slices.map(|s| (ns.clone(), s.slice.name.clone()))
+                let slices = n
+                    .imports
+                    .values()
+                    .flat_map(|i| i.slices.iter().map(|s| (&i.id.name, s)));
+                slices.map(|(owner, s)| (ns.clone(), Arc::from(s.slice.name(owner))))
             })
             .collect()
     }

@@ -14,6 +14,10 @@ impl Writer {
     /// [`Writer::relist_done`] will be deleted then.
     pub fn relist_start(&mut self, kind: Kind) {
         self.relisting[kind as usize] = Some(HashSet::default());
+        // Holding none of the kind, the list can leave nothing to delete:
+        // no set of the keys it saw (two sets of 100,000 keys grown and
+        // freed during the first sync left holes in the heap).
+        self.first_list[kind as usize] = self.counts()[kind as usize] == 0;
         self.relist_changes[kind as usize] = 0;
     }
 
@@ -27,6 +31,7 @@ impl Writer {
         let hasher = &self.seen_hasher;
         let listed = |ns: &str, name: &str| seen.contains(&std::hash::BuildHasher::hash_one(hasher, (ns, name)));
         let gone: Vec<Pair> = match kind {
+            _ if std::mem::take(&mut self.first_list[kind as usize]) => Vec::new(),
             Kind::Namespace => self
                 .live
                 .namespaces
@@ -41,8 +46,8 @@ impl Writer {
                 .flat_map(|(ns, n)| {
                     n.services
                         .iter()
-                        .filter(|(k, s)| s.kind.is_some() && !listed(ns, k))
-                        .map(|(k, _)| (ns.clone(), k.clone()))
+                        .filter(|(k, s)| s.kind.is_some() && !listed(ns, k.name()))
+                        .map(|(k, _)| (ns.clone(), Arc::from(k.name())))
                 })
                 .collect(),
             Kind::EndpointSlice => self

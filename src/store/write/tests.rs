@@ -203,6 +203,21 @@ fn a_slice_moving_to_another_service_leaves_the_first() {
     assert_eq!(hosts(&s, "n", "b"), ["x"]);
     assert_eq!(rev(&s, ip("10.3.0.1")).len(), 1);
     assert_eq!(&*rev(&s, ip("10.3.0.1"))[0].service.name, "b");
+    // One named after its service (owned by name, not by table) moves
+    // away and back, then goes; the slice count follows.
+    w.apply(slice("n", "a-x7k2p", "a", &[("10.3.0.2", "y")]));
+    w.apply(slice("n", "a-x7k2p", "b", &[("10.3.0.2", "y")]));
+    assert_eq!((hosts(&w.snapshot(2), "n", "a").len(), w.counts()[2]), (0, 2));
+    w.apply(slice("n", "a-x7k2p", "a", &[("10.3.0.2", "y")]));
+    assert_eq!(
+        (hosts(&w.snapshot(3), "n", "b"), w.counts()[2]),
+        (vec!["x".to_string()], 2)
+    );
+    w.delete(&key(Kind::EndpointSlice, "n", "a-x7k2p"));
+    w.delete(&key(Kind::EndpointSlice, "n", "s1"));
+    let s = w.snapshot(4);
+    assert!(hosts(&s, "n", "a").is_empty() && hosts(&s, "n", "b").is_empty());
+    assert_eq!((rev(&s, ip("10.3.0.2")).len(), w.counts()[2]), (0, 0));
 }
 
 #[test]

@@ -30,7 +30,11 @@ pub struct Writer {
     /// 100,000 slices, 2.1 now). The slice's name is its service's to
     /// hold; a collision could only keep a deleted slice until its
     /// service changes.
+    /// Only slices not named after their service (`web-x7k2p` of `web`,
+    /// as the EndpointSlice controller names them) are held here.
     pub(super) slice_owner: HashMap<u64, Arc<ServiceId>>,
+    /// Slices held by Services.
+    pub(super) slices: usize,
     /// The same for slices of imported services (`multicluster`): the
     /// slot of the import in the snapshot's identity table, keyed by the
     /// 64-bit hash of `(namespace, slice)` (the relists' hash): 16 bytes an
@@ -50,6 +54,9 @@ pub struct Writer {
     /// bytes a key instead of 32: the relist peak of 150,000 Pods; a
     /// collision would only keep a deleted object until the next relist).
     pub(super) relisting: [Option<HashSet<u64>>; Kind::COUNT],
+    /// The relist in progress of a kind is its first (none held when it
+    /// began): its keys are not recorded.
+    pub(super) first_list: [bool; Kind::COUNT],
     pub(super) seen_hasher: foldhash::fast::RandomState,
     /// Objects the relist in progress changed (upserts that differed, and
     /// deletions at its end), per kind.
@@ -79,12 +86,14 @@ impl Writer {
             port_lists: HashSet::default(),
             strings_after_prune: 0,
             slice_owner: HashMap::default(),
+            slices: 0,
             mcs_slice_owner: HashMap::default(),
             free_slots: Vec::new(),
             mcs_free_slots: Vec::new(),
             pod_ips: HashMap::default(),
             pod_namespace_ids: HashMap::default(),
             relisting: Default::default(),
+            first_list: [false; Kind::COUNT],
             seen_hasher: foldhash::fast::RandomState::default(),
             relist_changes: [0; Kind::COUNT],
             listed: [false; Kind::COUNT],
