@@ -11,6 +11,7 @@ use super::runtime::{Built, GroupKey, Runtime, Source};
 use crate::admin::Live;
 use crate::config::{Config, Server};
 use crate::query::forward::Forwarding;
+use crate::query::metadata::Metadata;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::dns64::Dns64;
@@ -49,6 +50,7 @@ impl Runtime {
             let label = server_label(server);
             let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
             let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
+            routing(&mut block, server);
             let registry = &self.metrics.registry;
             let router = built.routers.entry(key).or_insert_with(|| Router {
                 blocks: Vec::new(),
@@ -59,13 +61,18 @@ impl Runtime {
                 in_flight: config.in_flight,
                 taps: vec![None],
                 tsig: None,
+                views: false,
             });
+            router.views |= server.view.is_some();
             if let Some(t) = &server.tsig {
                 router.tsig = Some(Arc::new(Tsig::with(router.tsig.as_deref(), t)));
             }
+            let view = server.view.as_ref().map_or("", |v| v.name.as_str());
             for zone in &server.zones {
                 block.zone_stats.push(router.stats.len() as u16);
-                router.stats.push(registry.zone(&label, &zone.to_string()));
+                router
+                    .stats
+                    .push(registry.zone_in_view(&label, &zone.to_string(), view));
                 router.taps.push(taps.clone());
                 for name in enabled(server, config) {
                     plugins.push((label.clone(), zone.to_string(), name));
@@ -170,8 +177,29 @@ impl Runtime {
             minimal: server.minimal,
             plugins,
             transfer,
+            ..Block::new(Vec::new())
         }
     }
+}
+
+/// `view` and `metadata` of `server` into `block`, and its `log` lines
+/// told the metadata (`{/LABEL}`) when it has `metadata`.
+fn routing(block: &mut Block, server: &Server) {
+    block.view = server.view.clone().map(Arc::new);
+    let Some(m) = &server.metadata else { return };
+    let pods = block
+        .cluster
+        .as_ref()
+        .filter(|c| c.cfg.pods == crate::kubernetes::PodMode::Verified);
+    let metadata = Arc::new(Metadata {
+        zones: m.zones.clone(),
+        view: server.view.as_ref().map(|v| v.name.clone()),
+        pods: pods.map(|c| c.store.clone()),
+    });
+    if let Some(log) = &mut block.log {
+        log.style.format = crate::query::log::setup::with_metadata(log.style.format, &metadata);
+    }
+    block.metadata = Some(metadata);
 }
 
 /// The block's zones: `file`'s, then `auto`'s and `secondary`'s.

@@ -23,6 +23,7 @@ use crate::query::tsig::setup as tsig;
 use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
+mod routing;
 mod rows;
 mod spec;
 mod zones;
@@ -42,6 +43,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: NOT_REPORTED,
         print: |b, s, _| super::root::print(b, s.root.as_deref()),
     },
+    routing::METADATA,
     Spec {
         name: "cancel",
         options: false,
@@ -274,16 +276,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| !s.rewrites.is_empty(),
         print: print::rewrite,
     },
-    Spec {
-        name: "autopath",
-        options: false,
-        parse: |d, c| {
-            c.server.autopath =
-                crate::query::route::autopath::setup::autopath(d, c.dir, c.errors).map(|a| (a, d.name.pos.clone()))
-        },
-        enabled: |s, _| s.autopath.is_some(),
-        print: print::autopath,
-    },
+    routing::AUTOPATH,
     Spec {
         name: "acl",
         options: true,
@@ -379,6 +372,7 @@ pub const DIRECTIVES: &[Spec] = &[
     },
     rows::ERRATIC,
     rows::WHOAMI,
+    routing::VIEW,
 ];
 
 /// The directive called `name`, if this build implements it.

@@ -100,10 +100,11 @@ fn build(
     }
 }
 
-/// Two blocks may share a port, but not a zone on that port and transport.
+/// Two blocks may share a port, but not a zone on that port and transport,
+/// unless one has a `view` (tried in the order written, as CoreDNS).
 fn check_overlaps(raw: &[blocks::RawBlock], config: &Config, errors: &mut Vec<ConfigError>) {
     let mut seen: Vec<(&Name, u16, transport::Scheme)> = Vec::new();
-    for (server, block) in config.servers.iter().zip(raw) {
+    for (server, block) in config.servers.iter().zip(raw).filter(|(s, _)| s.view.is_none()) {
         let scheme = server.listen.scheme;
         for zone in &server.zones {
             if seen.contains(&(zone, server.port, scheme)) && server.port != 0 {

@@ -122,6 +122,10 @@ pub struct Server {
     pub proxyproto: Option<crate::query::proxyproto::Proxyproto>,
     /// The block's transport (`tls://`, `https://`) with `tls` and `https`.
     pub listen: transport::Listen,
+    /// `view`: the block serves only the queries its expressions accept.
+    pub view: Option<crate::query::route::view::setup::ViewConfig>,
+    /// `metadata`: labels other plugins read (`view`'s `metadata()`, `log`'s `{/LABEL}`).
+    pub metadata: Option<crate::query::metadata::MetadataConfig>,
 }
 
 impl Server {
@@ -166,6 +170,8 @@ impl Server {
             multisocket: None,
             proxyproto: None,
             listen: transport::Listen::default(),
+            view: None,
+            metadata: None,
         }
     }
 }

@@ -55,14 +55,17 @@ pub struct Served {
 pub struct ZoneStats {
     pub server: String,
     pub zone: String,
+    /// The block's `view` name ("" without one).
+    pub view: String,
     stripes: Box<[Stripe]>,
 }
 
 impl ZoneStats {
-    fn new(server: &str, zone: &str) -> ZoneStats {
+    fn new(server: &str, zone: &str, view: &str) -> ZoneStats {
         ZoneStats {
             server: server.to_string(),
             zone: zone.to_string(),
+            view: view.to_string(),
             stripes: (0..STRIPES).map(|_| Stripe::default()).collect(),
         }
     }
@@ -100,7 +103,10 @@ impl ZoneStats {
     }
 
     fn labels(&self) -> String {
-        format!("server=\"{}\",zone=\"{}\",view=\"\"", self.server, self.zone)
+        format!(
+            "server=\"{}\",zone=\"{}\",view=\"{}\"",
+            self.server, self.zone, self.view
+        )
     }
 
     /// The summed buckets, overflow and sum of one histogram of a stripe.
@@ -119,15 +125,20 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The stats of `server`/`zone`, created on first use.
+    /// The stats of `server`/`zone` of blocks without a view, created on first use.
     pub fn zone(&self, server: &str, zone: &str) -> Arc<ZoneStats> {
+        self.zone_in_view(server, zone, "")
+    }
+
+    /// The stats of `server`/`zone` in `view` (the `view` label).
+    pub fn zone_in_view(&self, server: &str, zone: &str, view: &str) -> Arc<ZoneStats> {
         let Ok(mut zones) = self.zones.lock() else {
-            return Arc::new(ZoneStats::new(server, zone));
+            return Arc::new(ZoneStats::new(server, zone, view));
         };
-        if let Some(z) = zones.iter().find(|z| z.server == server && z.zone == zone) {
+        if let Some(z) = (zones.iter()).find(|z| z.server == server && z.zone == zone && z.view == view) {
             return z.clone();
         }
-        let z = Arc::new(ZoneStats::new(server, zone));
+        let z = Arc::new(ZoneStats::new(server, zone, view));
         zones.push(z.clone());
         z
     }

@@ -68,16 +68,19 @@ fn queue() -> Option<&'static SyncSender<Entry>> {
 /// The logger thread: formats and writes lines, flushing when idle.
 fn write_lines(rx: &Receiver<Entry>) {
     let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout());
-    let mut formats: std::collections::HashMap<u32, Vec<Node>> = std::collections::HashMap::new();
+    type Parsed = (Vec<Node>, Option<std::sync::Arc<crate::query::metadata::Metadata>>);
+    let mut formats: std::collections::HashMap<u32, Parsed> = std::collections::HashMap::new();
     let mut line = String::new();
     while let Ok(first) = rx.recv() {
         let mut next = Some(first);
         while let Some(e) = next {
             if let Ok(request) = Message::from_vec(&e.request) {
-                let nodes = formats
-                    .entry(e.style.format)
-                    .or_insert_with(|| logline::parse(&crate::query::log::setup::format(e.style.format)));
+                let (nodes, metadata) = formats.entry(e.style.format).or_insert_with(|| {
+                    let (text, metadata) = crate::query::log::setup::formatted(e.style.format);
+                    (logline::parse(&text), metadata)
+                });
                 let facts = Facts {
+                    metadata: metadata.as_deref(),
                     peer: e.peer,
                     transport: e.t,
                     request: &request,
@@ -164,6 +167,7 @@ mod tests {
             rcode: ResponseCode::NoError,
             secs: 0.000123,
             kind,
+            metadata: None,
         };
         let mut out = String::new();
         logline::render(&logline::parse(format), &facts, &mut out);

@@ -2,9 +2,10 @@
 //! replacer (`{type}`, `{name}`, `{class}`, `{proto}`, `{size}`,
 //! `{remote}`, `{port}`, `{local}`, `{>id}`, `{>opcode}`, `{>do}`,
 //! `{>bufsize}`, `{rcode}`, `{rsize}`, `{duration}`, `{>rflags}`) and the
-//! log plugin's own metadata `{/log/class}` and `{/log/type}`; any other
-//! `{/...}` metadata is `-` (clusterdns has no `metadata` plugin, and
-//! CoreDNS writes `-` for metadata nobody set). `{local}` is `-`: the
+//! log plugin's own metadata `{/log/class}` and `{/log/type}`; other
+//! `{/LABEL}` metadata is what the block's `metadata` knows of the query
+//! (`{/view/name}`, `{/kubernetes/client-namespace}`), else `-` (as
+//! CoreDNS writes metadata nobody set). `{local}` is `-`: the
 //! address a query came in on is not kept with the line. Anything else in
 //! braces is literal text, as in CoreDNS.
 //!
@@ -177,6 +178,8 @@ pub struct Facts<'a> {
     pub rcode: ResponseCode,
     pub secs: f64,
     pub kind: RespType,
+    /// The block's `metadata`, when it has one: what `{/LABEL}` reads.
+    pub metadata: Option<&'a crate::query::metadata::Metadata>,
 }
 
 /// Writes the line `nodes` make of `f` into `out`.
@@ -187,10 +190,18 @@ pub fn render(nodes: &[Node], f: &Facts<'_>, out: &mut String) {
             Node::Text(t) => write!(out, "{t}"),
             Node::Meta(m) if m == "log/class" => write!(out, "{}", f.kind.class()),
             Node::Meta(m) if m == "log/type" => write!(out, "{}", f.kind.name()),
-            Node::Meta(_) => write!(out, "-"),
+            Node::Meta(m) => write!(out, "{}", metadata(f, m).as_deref().unwrap_or("-")),
             Node::Label(l) => label(l, f, out),
         };
     }
+}
+
+/// The value of metadata `label` for the line's query, when the block's
+/// `metadata` holds its name and a plugin sets it ("" is no value, `-`).
+fn metadata(f: &Facts<'_>, label: &str) -> Option<String> {
+    let name = f.request.queries.first()?.name();
+    let m = f.metadata.filter(|m| m.covers(name))?;
+    m.value(label, f.peer.ip()).filter(|v| !v.is_empty())
 }
 
 fn label(l: &str, f: &Facts<'_>, out: &mut String) -> std::fmt::Result {

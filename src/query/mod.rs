@@ -18,6 +18,7 @@ pub mod forward;
 pub mod limits;
 pub mod log;
 pub mod logline;
+pub mod metadata;
 pub mod plugins;
 pub mod proxyproto;
 pub mod replay;
@@ -138,7 +139,9 @@ impl Handler {
     ) -> bool {
         let wire = request::parse(bytes);
         // `acl` first: a denied client never reaches a replay (coredns#8289).
-        let admitted = wire.map(|w| router.admits(route::WireName(w.name(bytes)), w.qtype, peer.ip()));
+        // With views, nothing is replayed: the full path judges in the block chosen.
+        let admitted =
+            (wire.filter(|_| !router.views)).map(|w| router.admits(route::WireName(w.name(bytes)), w.qtype, peer.ip()));
         let memo_key = match &wire {
             Some(wire) if admitted.is_some_and(|a| a.allowed) => {
                 replay::memo::Key::of(bytes, wire, transport, &mut scratch.key)
@@ -288,11 +291,12 @@ impl Handler {
             panic!("test-only panic trigger (debug builds only)");
         }
         let answer = &mut scratch.answer;
-        let admitted = (at.admitted)
-            .unwrap_or_else(|| router.admits(req.query.name(), u16::from(req.query.query_type()), at.peer.ip()));
-        let routed = match router.enter(req.query.name(), answer) {
+        let routed = match router.enter(&req.query, || asker(at, &req), answer) {
             None => Routed::Done, // REFUSED written: no block takes it
             Some(block) => {
+                let (qtype, client) = (u16::from(req.query.query_type()), at.peer.ip());
+                let admitted =
+                    (at.admitted).unwrap_or_else(|| route::acl::admission(block, req.query.name(), qtype, client));
                 let (allowed, out) = (admitted.allowed, &mut scratch.out);
                 if let Some((truncated, edns)) = router.write_direct(block, &req, allowed, at.transport, answer, out) {
                     admitted.credit();

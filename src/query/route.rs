@@ -51,6 +51,7 @@ mod order;
 mod shortcut;
 #[cfg(test)]
 mod tests;
+pub mod view;
 
 pub(crate) use acl::{Admission, Asked, WireName};
 
@@ -136,6 +137,9 @@ pub struct Router {
     pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
     /// The `tsig` directives of the blocks (none: requests are not looked at).
     pub tsig: Option<Arc<crate::query::tsig::Tsig>>,
+    /// Whether a block has a `view`: blocks are then chosen by
+    /// [`Router::viewed`], and nothing is replayed ([`view`]).
+    pub views: bool,
 }
 
 impl Router {
@@ -143,6 +147,7 @@ impl Router {
     /// cap (tests, benchmarks, the fuzzer).
     pub fn new(blocks: Vec<Block>, stats: Vec<Arc<ZoneStats>>) -> Router {
         Router {
+            views: blocks.iter().any(|b| b.view.is_some()),
             blocks,
             epoch: 0,
             stats,
@@ -201,6 +206,24 @@ impl Router {
             .map(|(_, b, slot)| (b, slot))
     }
 
+    /// The block serving `query` from `asker` when blocks have views
+    /// ([`view`]): of those with the longest zone holding the name whose
+    /// view passes, the first written; with its zone's stats slot.
+    pub(crate) fn viewed(&self, query: &Query, asker: &Asker) -> Option<(&Block, u16)> {
+        let (mut facts, mut best) = (None, None::<(usize, &Block, u16)>);
+        for block in &self.blocks {
+            let Some((n, slot)) = block.longest(query.name()) else {
+                continue;
+            };
+            let own = (block.view.as_deref(), block.metadata.as_deref());
+            // an earlier block serving a zone as long wins
+            if best.is_none_or(|(m, _, _)| m < n) && view::admits(own, &mut facts, query, (asker.client, asker.wire)) {
+                best = Some((n, block, slot));
+            }
+        }
+        best.map(|(_, b, slot)| (b, slot))
+    }
+
     /// `None`: no block keeps a transferred zone named `zone` (the NOTIFY
     /// is answered NOTIMP, as any other opcode); else whether it came
     /// from one of the zone's primaries (answered) or not (dropped).
@@ -256,7 +279,7 @@ impl Router {
     /// Answers `query` from `asker` into `out`, or says it must be
     /// forwarded: the steps of the order in this file's head, in turn.
     pub fn answer(&self, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'_> {
-        match self.enter(query.name(), out) {
+        match self.enter(query, || asker, out) {
             Some(block) => self.answer_in(block, query, asker, out),
             None => Routed::Done,
         }
@@ -299,10 +322,17 @@ impl Router {
         self.settle(block, query, asker, rewritten, routed, out)
     }
 
-    /// The block serving `qname`, with its zone's stats slot, `bufsize` and
+    /// The block serving `query`, with its zone's stats slot, `bufsize` and
     /// `log` style set in `out`; `None` (REFUSED written): no block does.
-    pub fn enter(&self, qname: &Name, out: &mut Answer) -> Option<&Block> {
-        let Some((block, slot)) = self.block(qname) else {
+    /// `asker` is called only when blocks have views.
+    pub fn enter(&self, query: &Query, asker: impl FnOnce() -> Asker, out: &mut Answer) -> Option<&Block> {
+        let qname = query.name();
+        let found = if self.views {
+            self.viewed(query, &asker())
+        } else {
+            self.block(qname)
+        };
+        let Some((block, slot)) = found else {
             out.error(UNHANDLED);
             return None;
         };

@@ -19,6 +19,26 @@ pub struct Query<'a> {
     /// The matching regex's groups, by number and by name.
     pub groups: &'a [(String, String)],
     pub wire: Wire,
+    /// What `metadata(label)` reads: the block's `metadata` when it has
+    /// one; without, every label is "" (as in CoreDNS).
+    pub metadata: Metadata<'a>,
+}
+
+/// The metadata of a query, label to value (`None`: not set, read as "").
+#[derive(Clone, Copy, Default)]
+pub struct Metadata<'a>(pub Option<Lookup<'a>>);
+
+/// A label's value, if it is set.
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+impl std::fmt::Debug for Metadata<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Metadata(on)"
+        } else {
+            "Metadata(off)"
+        })
+    }
 }
 
 /// What the request carried besides its question, as CoreDNS's
@@ -172,7 +192,7 @@ impl Run<'_, '_> {
             "bufsize" => Ok(Value::Int(i64::from(q.wire.bufsize))),
             // As CoreDNS's request.Port: a string.
             "port" => text(q.wire.port.to_string()),
-            "metadata" => text(String::new()),
+            "metadata" => string_arg(f, a, 0).map(|l| Value::Str(q.metadata.0.and_then(|m| m(l)).unwrap_or_default())),
             "group" => {
                 let key = match a.first() {
                     Some(Value::Int(n)) => n.to_string(),

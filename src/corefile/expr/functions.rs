@@ -54,7 +54,18 @@ pub const REFUSED: [&str; 2] = ["server_ip", "server_port"];
 
 /// Functions whose value depends on the request beyond its question (the
 /// answer is then not kept for a repeated question).
-pub const PER_REQUEST: [&str; 8] = ["client_ip", "proto", "size", "id", "opcode", "do", "bufsize", "port"];
+/// (`metadata`: a label may be the client's, `kubernetes/client-namespace`.)
+pub const PER_REQUEST: [&str; 9] = [
+    "client_ip",
+    "proto",
+    "size",
+    "id",
+    "opcode",
+    "do",
+    "bufsize",
+    "port",
+    "metadata",
+];
 
 /// The functions whose second argument is an expression on `#`.
 pub const PREDICATES: [&str; 7] = ["any", "all", "none", "one", "filter", "map", "count"];

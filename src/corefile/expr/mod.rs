@@ -21,8 +21,8 @@
 //! Functions: the query's `name()`, `type()`, `class()`, `client_ip()`,
 //! and the request's `proto()`, `size()`, `id()`, `opcode()`, `do()`,
 //! `bufsize()`, `port()` ([`Wire`]);
-//! `incidr(ip, cidr)`, `metadata(label)` (clusterdns has no metadata
-//! plugin: always ""), `group(name|index)`; the builtins `len`, `int`,
+//! `incidr(ip, cidr)`, `metadata(label)` (what the block's `metadata`
+//! knows of the query, "" without one), `group(name|index)`; the builtins `len`, `int`,
 //! `float`, `string`, `lower`, `upper`, `trim`, `trimPrefix`, `trimSuffix`,
 //! `replace`, `split`, `join`, `indexOf`, `hasPrefix`, `hasSuffix`, and
 //! `any`, `all`, `none`, `one`, `filter`, `map`, `count` over an array with
@@ -37,8 +37,11 @@ mod parse;
 mod typing;
 mod value;
 
-pub use eval::{Query, Wire};
+pub use eval::{Metadata, Query, Wire};
 pub use typing::{CompileError, Ty};
+
+use crate::corefile::lexer::{Pos, Word};
+use crate::corefile::problem::ConfigError;
 pub use value::Value;
 
 /// A compiled expression.
@@ -104,6 +107,46 @@ impl Program {
     pub fn run(&self, query: &Query<'_>, vars: &[Value]) -> Result<Value, String> {
         eval::run(&self.node, query, vars)
     }
+}
+
+/// `words` joined and compiled against `vars` (declared before, by name
+/// and type); an error is `DIRECTIVE: could not compile expression ...`
+/// at its place, or at `at` when the words give none.
+/// (An expression as a directive writes it: `template`'s `var` and `expr`,
+/// `view`'s `expr`.)
+pub fn compile_words(
+    directive: &str,
+    words: &[Word],
+    at: &Pos,
+    vars: &[(String, Ty)],
+    errors: &mut Vec<ConfigError>,
+) -> Option<Program> {
+    let source = words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
+    match Program::compile(&source, vars) {
+        Ok(p) => Some(p),
+        Err(CompileError { offset, message }) => {
+            errors.push(ConfigError::new(
+                &position(words, offset).unwrap_or_else(|| at.clone()),
+                format!("{directive}: could not compile expression '{source}': {message}"),
+            ));
+            None
+        }
+    }
+}
+
+/// Where byte `offset` of the joined words is in the Corefile.
+fn position(words: &[Word], mut offset: usize) -> Option<Pos> {
+    for (k, w) in words.iter().enumerate() {
+        let last = k + 1 == words.len();
+        if offset <= w.text.len() || last {
+            let mut pos = w.pos.clone();
+            let inside = offset.min(w.text.len()) + usize::from(w.quoted);
+            pos.col += u32::try_from(inside).unwrap_or(0);
+            return Some(pos);
+        }
+        offset -= w.text.len() + 1;
+    }
+    None
 }
 
 #[cfg(test)]

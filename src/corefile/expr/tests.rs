@@ -12,6 +12,7 @@ fn query() -> Query<'static> {
         client: "10.240.0.1".parse().ok(),
         groups: &GROUPS,
         wire: Wire::of(false, 40, (4321, 0), Some((1232, true)), 40212),
+        metadata: super::Metadata::default(),
     }
 }
 

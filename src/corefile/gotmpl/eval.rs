@@ -104,7 +104,7 @@ fn command(cmd: &Command, data: &Data<'_>, piped: Option<Value>) -> Result<Value
     match head {
         Operand::Func(f) => call(*f, args),
         Operand::Field(path) if path.len() == 1 && path[0] == "Meta" => match args.as_slice() {
-            [Value::Str(_)] => Ok(Value::Str(String::new())), // no metadata plugin: CoreDNS's "" too
+            [Value::Str(_)] => Ok(Value::Str(String::new())), // template reads no metadata: CoreDNS's "" without the plugin too
             _ => Err(".Meta takes one string".into()),
         },
         other if args.is_empty() => operand(other, data),

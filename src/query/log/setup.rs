@@ -19,6 +19,7 @@ use crate::corefile::args::{choice, zone};
 use crate::corefile::blocks::Directive;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
+use crate::query::metadata::Metadata;
 
 /// The classes `log { class ... }` takes.
 const CLASSES: [&str; 4] = ["success", "denial", "error", "all"];
@@ -50,29 +51,48 @@ pub fn combined() -> String {
     format!("{COMMON} \"{{>opcode}}\"")
 }
 
-fn table() -> &'static Mutex<Vec<Arc<str>>> {
-    static TABLE: Mutex<Vec<Arc<str>>> = Mutex::new(Vec::new());
+/// A format, and the block's `metadata` its `{/LABEL}`s read (none: `-`).
+type Format = (Arc<str>, Option<Arc<Metadata>>);
+
+fn table() -> &'static Mutex<Vec<Format>> {
+    static TABLE: Mutex<Vec<Format>> = Mutex::new(Vec::new());
     &TABLE
 }
 
 /// The index of format `text` in the process-wide table (added if new).
 pub fn intern(text: &str) -> u32 {
+    intern_with(text, None)
+}
+
+/// The index of format `text` read with `metadata` (added if new).
+fn intern_with(text: &str, metadata: Option<&Arc<Metadata>>) -> u32 {
     let Ok(mut t) = table().lock() else { return 0 };
     if t.is_empty() {
-        t.push(Arc::from(COMMON));
+        t.push((Arc::from(COMMON), None));
     }
-    let at = t.iter().position(|f| &**f == text).unwrap_or_else(|| {
-        t.push(Arc::from(text));
+    let same = |(f, m): &Format| &**f == text && m.as_deref() == metadata.map(|m| &**m);
+    let at = t.iter().position(same).unwrap_or_else(|| {
+        t.push((Arc::from(text), metadata.cloned()));
         t.len() - 1
     });
     u32::try_from(at).unwrap_or(0)
 }
 
+/// Format `id` as read by a block with `metadata`: its index.
+pub fn with_metadata(id: u32, metadata: &Arc<Metadata>) -> u32 {
+    intern_with(&format(id), Some(metadata))
+}
+
 /// The format text of index `id` (`{common}` for an unknown one).
 pub fn format(id: u32) -> Arc<str> {
+    formatted(id).0
+}
+
+/// The format of index `id` and the `metadata` it reads.
+pub fn formatted(id: u32) -> Format {
     let t = table().lock().ok();
     t.and_then(|t| t.get(id as usize).cloned())
-        .unwrap_or_else(|| Arc::from(COMMON))
+        .unwrap_or_else(|| (Arc::from(COMMON), None))
 }
 
 /// The format as a Corefile writes it: `{common}`, `{combined}`, or the text.

@@ -157,6 +157,18 @@ impl Admission<'_> {
     }
 }
 
+/// Whether `block`'s `acl` lets `client` ask `qtype` of `name` (open when
+/// it has none): [`Router::admits`] in a block already chosen.
+pub(crate) fn admission<'a, N: Asked>(block: &'a Block, name: N, qtype: u16, client: IpAddr) -> Admission<'a> {
+    if block.acl.is_empty() {
+        return Admission::OPEN;
+    }
+    Admission {
+        allowed: judge(&block.acl, name, qtype, client) == AclAction::Allow,
+        stats: block.acl_stats.as_deref(),
+    }
+}
+
 /// Writes what `action` answers into `out`: `None` when the query goes on.
 pub(super) fn deny<'a>(action: AclAction, out: &mut Answer) -> Option<Routed<'a>> {
     let (rcode, ede) = match action {
@@ -181,12 +193,9 @@ impl Router {
         if self.blocks.iter().all(|b| b.acl.is_empty()) {
             return Admission::OPEN;
         }
-        let Some((block, _)) = self.block(name).filter(|(b, _)| !b.acl.is_empty()) else {
-            return Admission::OPEN; // no block (REFUSED by the full path), or no `acl`
-        };
-        Admission {
-            allowed: judge(&block.acl, name, qtype, client) == AclAction::Allow,
-            stats: block.acl_stats.as_deref(),
+        match self.block(name) {
+            Some((block, _)) => admission(block, name, qtype, client),
+            None => Admission::OPEN, // no block: REFUSED by the full path
         }
     }
 

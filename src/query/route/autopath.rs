@@ -88,10 +88,10 @@ impl Router {
             let Ok(name) = base.clone().append_domain(&domain) else {
                 continue;
             };
-            let Some((home, _)) = self.block(&name) else {
+            let candidate = Query::query(name, query.query_type());
+            let Some((home, _)) = self.home(&candidate, &asker) else {
                 continue;
             };
-            let candidate = Query::query(name, query.query_type());
             found.clear();
             match self.guarded(entry, home, &candidate, asker, &mut found) {
                 Routed::Drop => return Some(Routed::Drop),

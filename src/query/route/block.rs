@@ -86,6 +86,10 @@ pub struct Block {
     pub plugins: Chain,
     /// `transfer`: AXFR of the cluster zones (served from `tcp.rs`).
     pub transfer: Option<Arc<crate::query::transfer::Transfer>>,
+    /// `view`: when the block serves a query ([`super::view`]).
+    pub view: Option<Arc<crate::query::route::view::setup::ViewConfig>>,
+    /// `metadata`: the labels of the block's queries ([`crate::query::metadata`]).
+    pub metadata: Option<Arc<crate::query::metadata::Metadata>>,
 }
 
 impl Block {
@@ -117,7 +121,21 @@ impl Block {
             minimal: false,
             plugins: Chain::default(),
             transfer: None,
+            view: None,
+            metadata: None,
         }
+    }
+}
+
+impl Block {
+    /// The longest of the block's zones holding `name`: its length in wire
+    /// bytes and its stats slot.
+    pub(super) fn longest(&self, name: &Name) -> Option<(usize, u16)> {
+        use super::acl::Asked;
+        (self.zones.iter().zip(&self.zone_wires).zip(&self.zone_stats))
+            .filter(|((z, w), _)| name.under(z, w))
+            .map(|((_, w), slot)| (w.len(), *slot))
+            .max_by_key(|(n, _)| *n)
     }
 }
 

@@ -14,6 +14,17 @@ use crate::query::reply::Answer;
 use crate::query::settle::{self, ChaseKind};
 
 impl Router {
+    /// The block serving a second name asked on the client's behalf (a
+    /// chased CNAME target, an `autopath` search name): by view when blocks
+    /// have views, else by zone alone.
+    pub(crate) fn home(&self, query: &Query, asker: &Asker) -> Option<(&Block, u16)> {
+        if self.views {
+            self.viewed(query, asker)
+        } else {
+            self.block(query.name())
+        }
+    }
+
     /// The records of an ExternalName's `target` outside the cluster zone,
     /// looked up through the plugins of the block that serves it (its
     /// `acl`, then its `hosts`, `file`, `cache`, or a `forward`, answered
@@ -27,10 +38,10 @@ impl Router {
         asker: Asker,
         out: &mut Answer,
     ) -> Routed<'a> {
-        let Some((home, _)) = self.block(&target) else {
+        let chased = Query::query(target, query.query_type());
+        let Some((home, _)) = self.home(&chased, &asker) else {
             return Routed::Done;
         };
-        let chased = Query::query(target, query.query_type());
         let mut found = Answer::default();
         let routed = self.guarded(home, home, &chased, asker, &mut found);
         out.tags.memoizable &= found.tags.memoizable; // also a denial (found by `acl`) is not memoized
@@ -83,7 +94,11 @@ impl Router {
         match routed {
             Routed::Forward(mut onward) => {
                 // the task asks A too: only if `acl` would let this client ask it
-                let admission = self.admits(query.name(), u16::from(RecordType::A), asker.client);
+                let (a, client) = (u16::from(RecordType::A), asker.client);
+                let admission = match self.views {
+                    true => super::acl::admission(block, query.name(), a, client),
+                    false => self.admits(query.name(), a, client),
+                };
                 if admission.allowed {
                     admission.credit();
                     onward.left.dns64 = Some(d.clone());

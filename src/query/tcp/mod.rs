@@ -32,18 +32,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 pub mod accept;
 pub mod conns;
+mod writer;
 
 use super::defer::{push_frame, Pending, Sink};
 use super::{Handler, Scratch};
 use crate::metrics::{TcpClose, Transport};
 use crate::query::limits::timeouts::TcpLimits;
 use conns::{Conn, Conns};
+use writer::writer_task;
 
 /// How long a stopping listener waits for busy connections to become
 /// idle before closing them anyway (lameduck for TCP clients).
@@ -52,10 +54,6 @@ pub(super) const DRAIN: Duration = Duration::from_secs(2);
 /// (tokio's scheduler then serves connections in turn: a client pipelining
 /// thousands of queries gets a quantum per turn, not the thread).
 const QUANTUM: usize = 32;
-/// Replies queued for one connection's writer before its reader waits.
-const MAX_PENDING: usize = 64;
-/// Replies written to the socket in one call, at most (bytes).
-const BATCH: usize = 16 * 1024;
 /// Room made for each read of a connection (bytes)...
 pub const READ_CHUNK: usize = 16 * 1024;
 /// ...when less than this is left.
@@ -226,8 +224,7 @@ async fn connection<U: Upgrade>(
     limits: &TcpLimits,
     conns: &Conns,
 ) -> TcpClose {
-    // The writer's task and channel, made at the first query: an idle
-    // connection that never asks holds neither.
+    // The writer's task and channel, made at the first query (none while idle).
     let mut writer = Some(writer);
     let mut link: Option<(mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>)> = None;
     let mut inbox = Vec::new();
@@ -278,21 +275,6 @@ async fn connection<U: Upgrade>(
     drop(tx);
     let _ = writing.await;
     why
-}
-
-/// The connection's writer as a task of its own, fed by the channel
-/// returned beside it (`writer` taken: made once per connection).
-fn writer_task<W: AsyncWrite + Unpin + Send + 'static>(
-    writer: &mut Option<W>,
-    limits: &TcpLimits,
-    conn: &Arc<Conn>,
-) -> (mpsc::Sender<Vec<u8>>, tokio::task::JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel::<Vec<u8>>(MAX_PENDING);
-    let task = match writer.take() {
-        Some(w) => tokio::spawn(write(w, rx, limits.write, conn.clone())),
-        None => tokio::spawn(async {}), // never: the link is made once
-    };
-    (tx, task)
 }
 
 /// Answers every whole query at the start of `inbox` and hands the
@@ -382,29 +364,4 @@ async fn transfer(
         conn.close.notified(),
     ))
     .await
-}
-
-/// Writes replies as they come, batching those already queued; a batch
-/// not taken within `timeout` closes the connection (the reader learns
-/// why through `conn`).
-async fn write<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    timeout: Duration,
-    conn: Arc<Conn>,
-) {
-    while let Some(mut batch) = rx.recv().await {
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(more) => batch.extend_from_slice(&more),
-                Err(_) => break,
-            }
-        }
-        match tokio::time::timeout(timeout, writer.write_all(&batch)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(_)) => return conn.close(TcpClose::Client),
-            Err(_) => return conn.close(TcpClose::Write),
-        }
-    }
-    let _ = writer.shutdown().await;
 }

@@ -4,7 +4,7 @@
 //! the expression where it is.
 
 use crate::corefile::args::Args;
-use crate::corefile::expr::{self, CompileError, Program, Ty};
+use crate::corefile::expr::{self, Program, Ty};
 use crate::corefile::lexer::{Pos, Word};
 use crate::corefile::problem::ConfigError;
 
@@ -56,33 +56,8 @@ pub fn condition(a: &Args<'_>, vars: &[Var], exprs: &mut Vec<Program>, errors: &
     }
 }
 
-/// The words joined by spaces (as CoreDNS joins them), compiled.
+/// The words joined and compiled against the variables before them.
 fn compile(words: &[Word], at: &Pos, vars: &[Var], errors: &mut Vec<ConfigError>) -> Option<Program> {
-    let source = words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ");
     let declared: Vec<(String, Ty)> = vars.iter().map(|v| (v.name.clone(), v.program.ty)).collect();
-    match Program::compile(&source, &declared) {
-        Ok(p) => Some(p),
-        Err(CompileError { offset, message }) => {
-            errors.push(ConfigError::new(
-                &position(words, offset).unwrap_or_else(|| at.clone()),
-                format!("template: could not compile expression '{source}': {message}"),
-            ));
-            None
-        }
-    }
-}
-
-/// Where byte `offset` of the joined words is in the Corefile.
-fn position(words: &[Word], mut offset: usize) -> Option<Pos> {
-    for (k, w) in words.iter().enumerate() {
-        let last = k + 1 == words.len();
-        if offset <= w.text.len() || last {
-            let mut pos = w.pos.clone();
-            let inside = offset.min(w.text.len()) + usize::from(w.quoted);
-            pos.col += u32::try_from(inside).unwrap_or(0);
-            return Some(pos);
-        }
-        offset -= w.text.len() + 1;
-    }
-    None
+    expr::compile_words("template", words, at, &declared, errors)
 }

@@ -1,0 +1,141 @@
+//! `metadata`: the labels other plugins may read of a query (CoreDNS's
+//! `plugin/metadata`), for the names of its zones.
+//!
+//! ```text
+//! metadata [ZONES...]        ZONES: the block's zones when none
+//! ```
+//!
+//! What clusterdns's plugins provide: `view/name` (the block's `view`),
+//! `kubernetes/client-namespace` (the client pod's namespace, with `pods
+//! verified`), and the `log` plugin's own `log/type` and `log/class`
+//! (which `log` prints with or without this directive). They are read by
+//! `view`'s `metadata(label)` and by `log`'s `{/LABEL}` placeholders; a
+//! label nobody sets is "" to an expression and `-` in a log line, as in
+//! CoreDNS. One per server block.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use hickory_proto::rr::Name;
+
+use crate::corefile::args::{zones, Args};
+use crate::corefile::blocks::Directive;
+use crate::corefile::problem::ConfigError;
+use crate::corefile::words::{names, with, Block as Lines};
+use crate::store::Store;
+
+/// `metadata`: the zones whose names get metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetadataConfig {
+    pub zones: Vec<Name>,
+}
+
+/// Reads `metadata [ZONES...]` into `metadata` (an error when the block
+/// has one already); no ZONES: the block's `zones`.
+pub fn parse(
+    d: &Directive,
+    block_zones: &[Name],
+    metadata: &mut Option<MetadataConfig>,
+    errors: &mut Vec<ConfigError>,
+) {
+    if metadata.is_some() {
+        errors.push(ConfigError::new(&d.name.pos, "metadata: only one per server block"));
+        return;
+    }
+    let mut cfg = MetadataConfig {
+        zones: zones(Args::from(d).args, errors),
+    };
+    if cfg.zones.is_empty() {
+        cfg.zones = block_zones.to_vec();
+    }
+    *metadata = Some(cfg);
+}
+
+/// How `clusterdns check` prints it: with its zones written out.
+pub(crate) fn print(b: &mut Lines, metadata: Option<&MetadataConfig>) {
+    if let Some(m) = metadata {
+        b.line(1, with("metadata", &names(&m.zones)));
+    }
+}
+
+/// A block's `metadata` at run time: its zones and the plugins of the
+/// block that provide labels.
+pub struct Metadata {
+    pub zones: Vec<Name>,
+    /// The block's `view` name (`view/name`).
+    pub view: Option<String>,
+    /// The block's cluster store when its `kubernetes` verifies pods
+    /// (`kubernetes/client-namespace`: CoreDNS looks pods up only then).
+    pub pods: Option<Arc<Store>>,
+}
+
+impl std::fmt::Debug for Metadata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (f.debug_struct("Metadata")
+            .field("zones", &self.zones)
+            .field("view", &self.view))
+        .field("pods", &self.pods.is_some())
+        .finish()
+    }
+}
+
+impl PartialEq for Metadata {
+    fn eq(&self, other: &Metadata) -> bool {
+        let same_store = match (&self.pods, &other.pods) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        self.zones == other.zones && self.view == other.view && same_store
+    }
+}
+
+impl Metadata {
+    /// Whether queries for `name` get metadata.
+    pub fn covers(&self, name: &Name) -> bool {
+        self.zones.iter().any(|z| z.zone_of(name))
+    }
+
+    /// The value of `label` for a query from `client`: `None` when no
+    /// plugin of the block sets it.
+    pub fn value(&self, label: &str, client: IpAddr) -> Option<String> {
+        match label {
+            "view/name" => self.view.clone(),
+            "kubernetes/client-namespace" => self
+                .pods
+                .as_ref()?
+                .load()
+                .pod_namespace(client)
+                .map(|ns| ns.to_string()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::tests::server_block;
+
+    /// CoreDNS's plugin/metadata/setup_test.go TestSetup and TestSetupHealth.
+    #[test]
+    fn setup_rows_as_coredns() {
+        let ok = [
+            ("metadata", vec!["."]),
+            ("metadata example.com.", vec!["example.com."]),
+            ("metadata example.com. net.", vec!["example.com.", "net."]),
+        ];
+        for (text, want) in ok {
+            let server = server_block(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            let zones: Vec<String> = server
+                .metadata
+                .expect("metadata")
+                .zones
+                .iter()
+                .map(|z| z.to_string())
+                .collect();
+            assert_eq!(zones, want, "{text}");
+        }
+        for text in ["metadata example.com. { some_param }", "metadata\nmetadata"] {
+            assert!(server_block(text).is_err(), "{text}");
+        }
+    }
+}
