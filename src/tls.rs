@@ -100,7 +100,7 @@ fn roots(ca: Option<&Path>) -> Result<rustls::RootCertStore, String> {
 }
 
 /// The PEM certificates of `path` (at least one).
-fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+pub fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let all: Result<Vec<_>, _> = CertificateDer::pem_file_iter(path)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .collect();

@@ -52,6 +52,9 @@ impl Runtime {
                 Err(e) => result = Err(e),
             }
         }
+        // ACME certificates once the listeners (and their challenge answers) are up.
+        let acme = self.groups.keys().filter_map(|(_, _, l)| l.tls.as_ref()?.acme.as_ref());
+        self.acme.keep(acme.collect::<Vec<_>>());
         for (key, probe, zone) in probes {
             if let Some(addr) = self.groups.get(&key).and_then(|g| g.bound.first().copied()) {
                 send_probe(addr, &probe, &zone, &self.groups[&key].handler);
@@ -65,6 +68,7 @@ impl Runtime {
     /// hold (see [`handover`]).
     pub(super) async fn stop(&mut self, handover: bool) {
         let groups = std::mem::take(&mut self.groups);
+        self.acme.keep([]);
         if handover {
             let sockets: Vec<&std::net::UdpSocket> = groups.values().flat_map(|g| &g.udp).collect();
             handover::drain_udp(&sockets, &self.metrics).await;

@@ -68,6 +68,8 @@ pub(super) struct Runtime {
     pub(super) groups: BTreeMap<GroupKey, Group>,
     pub(super) epoch: u64,
     pub(super) workers: usize,
+    /// `tls { acme }`: one task per configuration the groups hold.
+    pub(super) acme: crate::serve::acme::Managers,
 }
 
 impl Runtime {
@@ -78,6 +80,7 @@ impl Runtime {
             groups: BTreeMap::new(),
             epoch: 0,
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            acme: Default::default(),
         }
     }
 }

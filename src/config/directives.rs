@@ -61,7 +61,7 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "tls",
         options: true,
-        parse: |d, c| super::transport::tls(d, &mut c.server.listen, c.dir, c.errors),
+        parse: |d, c| super::transport::tls(d, &mut c.server.listen, (c.dir, c.server.root.as_deref()), c.errors),
         enabled: |s, _| s.listen.tls.is_some(),
         print: super::serving::print_tls,
     },

@@ -6,6 +6,7 @@
 //! them are collected before failing, so one `clusterdns check` run lists
 //! everything wrong with a file.
 
+pub mod acme;
 pub mod bufsize;
 pub mod debug;
 pub mod directives;
@@ -74,6 +75,8 @@ fn build(
         }
     }
     multisocket::share(&mut config.servers);
+    let opens: Vec<&Pos> = raw.iter().map(|b| &b.open).collect();
+    plugins::acme_challenges(&mut config.servers, &opens, &mut errors);
     if raw.is_empty() && errors.is_empty() {
         let pos = Pos {
             file: path.display().to_string().into(),
@@ -89,7 +92,6 @@ fn build(
         n.health_port = h.addr.port();
     }
     check_overlaps(&raw, &config, &mut errors);
-    let opens: Vec<&Pos> = raw.iter().map(|b| &b.open).collect();
     serving::check_shared(&config.servers, &opens, &mut errors);
     if errors.is_empty() {
         Ok(config)

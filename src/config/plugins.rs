@@ -13,6 +13,7 @@ pub use crate::config::listeners::Health;
 use crate::config::nodelocal;
 use crate::config::server::{Config, Server};
 use crate::corefile::blocks::{Directive, RawBlock};
+use crate::corefile::lexer::Pos;
 use crate::corefile::problem::ConfigError;
 
 /// Directives that configure the server but take no part in answering
@@ -73,6 +74,35 @@ pub fn server(
     needs(&server, errors);
     super::transport::needs(&server.listen, &block.open, errors);
     Some(server)
+}
+
+/// When a block has `tls { acme }`, every block answers its DNS-01
+/// challenges (CoreDNS adds the solver to all server blocks), first in
+/// its chain; without one, no block holds the plugin. A domain in two
+/// `acme` forms with other options is an error at the later block
+/// (`opens`: where each block opens).
+pub fn acme_challenges(servers: &mut [Server], opens: &[&Pos], errors: &mut Vec<ConfigError>) {
+    let forms: Vec<(&crate::config::acme::Acme, &Pos)> = servers
+        .iter()
+        .zip(opens)
+        .filter_map(|(s, open)| Some((s.listen.tls.as_ref()?.acme.as_ref()?, *open)))
+        .collect();
+    for (i, (acme, open)) in forms.iter().enumerate() {
+        let earlier = forms[..i].iter().filter(|(other, _)| other != acme);
+        if let Some(d) = earlier.flat_map(|(o, _)| &o.domains).find(|d| acme.domains.contains(d)) {
+            let what = format!("tls: ACME domain '{d}' is configured with conflicting options in an earlier block");
+            errors.push(ConfigError::new(open, what));
+        }
+    }
+    if forms.is_empty() {
+        return;
+    }
+    for server in servers {
+        server.plug(std::sync::Arc::new(crate::query::plugins::acme::Challenges));
+        server
+            .plugins
+            .sort_by_key(|p| directives::DIRECTIVES.iter().position(|d| d.name == p.name()));
+    }
 }
 
 /// The block's zones and the port its keys share (`None`: not written).

@@ -13,6 +13,9 @@ pub(crate) fn print_tls(b: &mut Block, s: &Server, _: Option<&Config>) {
     let Some(t) = &s.listen.tls else {
         return;
     };
+    if let Some(acme) = &t.acme {
+        return b.directive("tls".into(), &super::acme::print(acme));
+    }
     let mut head = format!("tls {} {}", t.cert.display(), t.key.display());
     if let Some(ca) = &t.ca {
         head.push_str(&format!(" {}", ca.display()));

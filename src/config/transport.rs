@@ -128,6 +128,9 @@ pub struct TlsFiles {
     /// `keylog FILE`: TLS secrets appended in the NSS key log format
     /// (debugging only).
     pub keylog: Option<PathBuf>,
+    /// `tls { acme ... }`: the certificate comes from an ACME server, kept
+    /// in one file (`cert` and `key` both name it) that may not exist yet.
+    pub acme: Option<super::acme::Acme>,
 }
 
 /// What one listener serves besides its router: the transport, its
@@ -187,10 +190,26 @@ impl Default for StreamLimits {
 /// CoreDNS's `https { max_connections }` default.
 pub const HTTPS_MAX_CONNECTIONS: usize = 200;
 
-/// Reads `tls CERT KEY [CA] { client_auth MODE }` into `listen`.
-pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<ConfigError>) {
+/// Reads `tls CERT KEY [CA] { client_auth MODE }`, or `tls { acme ... }`
+/// (`root`: where its relative paths resolve), into `listen`.
+pub fn tls(d: &Directive, listen: &mut Listen, (dir, root): (&Path, Option<&Path>), errors: &mut Vec<ConfigError>) {
     if listen.tls.is_some() {
         errors.push(ConfigError::new(&d.name.pos, "tls: only one per server block"));
+    }
+    only_encrypted(d, listen, errors);
+    if d.args.is_empty() {
+        if let Some(acme) = super::acme::parse(d, root.unwrap_or(dir), errors) {
+            let file = acme.cert_file();
+            listen.tls = Some(TlsFiles {
+                cert: file.clone(),
+                key: file,
+                ca: None,
+                client_auth: ClientAuth::NoCert,
+                keylog: None,
+                acme: Some(acme),
+            });
+        }
+        return;
     }
     if !Args::from(d).count(2, 3, errors) {
         return;
@@ -207,6 +226,7 @@ pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<Conf
         },
         ca,
         keylog: None,
+        acme: None,
     };
     options::read("tls", &d.options, TLS_OPTIONS, &mut files, errors);
     files.keylog = files.keylog.take().map(|f| dir.join(f));
@@ -214,12 +234,6 @@ pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<Conf
         errors.push(ConfigError::new(
             &d.name.pos,
             "tls: client_auth other than nocert needs a CA (tls CERT KEY CA)",
-        ));
-    }
-    if listen.scheme == Scheme::Dns {
-        errors.push(ConfigError::new(
-            &d.name.pos,
-            "tls: only in a tls://, https://, https3://, quic:// or grpc:// server block (dns:// is plain UDP and TCP)",
         ));
     }
     // Read now, so that `check` reports a missing or broken file (the
@@ -230,6 +244,16 @@ pub fn tls(d: &Directive, listen: &mut Listen, dir: &Path, errors: &mut Vec<Conf
         errors.push(ConfigError::new(&d.name.pos, format!("tls: {e}")));
     }
     listen.tls = Some(files);
+}
+
+/// `tls` serves only the encrypted schemes.
+fn only_encrypted(d: &Directive, listen: &Listen, errors: &mut Vec<ConfigError>) {
+    if listen.scheme == Scheme::Dns {
+        errors.push(ConfigError::new(
+            &d.name.pos,
+            "tls: only in a tls://, https://, https3://, quic:// or grpc:// server block (dns:// is plain UDP and TCP)",
+        ));
+    }
 }
 
 const TLS_OPTIONS: &[Opt<TlsFiles>] = &[

@@ -42,6 +42,8 @@ pub enum Plugin {
     Transfer,
     Secondary,
     Auto,
+    /// `tls { acme }`: a DNS-01 challenge's TXT record.
+    Tls,
 }
 
 /// The kind of search-path expansion a query was: an outside name with

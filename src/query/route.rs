@@ -316,6 +316,8 @@ impl Router {
         if rewritten.is_some() && !block.acl.is_empty() {
             out.tags.memoizable = false; // the replay's check sees the client's name, not this one
         }
+        // An ACME challenge presented later must be seen: not memoized.
+        out.tags.memoizable = out.tags.memoizable && !block.plugins.may_answer_later(query);
         self.settle(block, query, asker, rewritten, routed, out)
     }
 

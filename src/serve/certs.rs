@@ -8,6 +8,10 @@
 //! match) keeps the certificate in use, is logged and counted
 //! (`clusterdns_tls_certificate_reloads_total{result="failed"}`), and is
 //! tried again at the next change.
+//!
+//! With `tls { acme }` the file is the one `serve::acme` writes (chain and
+//! key together, replaced whole): until it first exists, or while it does
+//! not read, handshakes are refused and the listener waits for it here.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
@@ -38,7 +42,18 @@ impl Certs {
     /// protocols offered (`dot`; `h2` and `http/1.1`).
     pub fn load(files: &TlsFiles, alpn: &[&[u8]]) -> Result<Arc<Certs>, String> {
         let alpn: Vec<Vec<u8>> = alpn.iter().map(|p| p.to_vec()).collect();
-        let config = read(files, &alpn)?;
+        let config = match read(files, &alpn) {
+            Ok(config) => config,
+            Err(e) if files.acme.is_some() => {
+                if files.cert.exists() {
+                    tracing::error!(target: "tls", "acme: {e}; waiting for a new certificate");
+                } else {
+                    tracing::info!(target: "tls", "acme: no certificate yet ({}); handshakes are refused until one is obtained", files.cert.display());
+                }
+                refusing(&alpn)?
+            }
+            Err(e) => return Err(e),
+        };
         Ok(Arc::new(Certs {
             current: ArcSwap::from_pointee(config),
             files: files.clone(),
@@ -101,6 +116,28 @@ fn read(files: &TlsFiles, alpn: &[Vec<u8>]) -> Result<rustls::ServerConfig, Stri
         config.key_log = Arc::new(KeyLogFile::open(path)?);
     }
     Ok(config)
+}
+
+/// A configuration that refuses every handshake: no certificate to show yet.
+fn refusing(alpn: &[Vec<u8>]) -> Result<rustls::ServerConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(NoCertificateYet));
+    config.alpn_protocols = alpn.to_vec();
+    Ok(config)
+}
+
+/// Resolves no certificate: the handshake fails with an alert.
+#[derive(Debug)]
+struct NoCertificateYet;
+
+impl rustls::server::ResolvesServerCert for NoCertificateYet {
+    fn resolve(&self, _: rustls::server::ClientHello<'_>) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        None
+    }
 }
 
 /// `tls { keylog FILE }`: each TLS secret appended to FILE as a line of the

@@ -4,13 +4,15 @@
 //! `quic://` (DNS over QUIC, [`doq`]) and `grpc://` (CoreDNS's gRPC
 //! service, [`grpc`]), each answering through the same [`Handler`]
 //! (router, plugin chain, metrics) as plain DNS; and the certificate they
-//! present, read again when its files change ([`certs`]); DoH's answers
+//! present, read again when its files change ([`certs`]) or obtained
+//! from an ACME server with `tls { acme }` ([`acme`]); DoH's answers
 //! each in a TLS record of their own ([`records`]); an HTTP answer's body
 //! ([`body`]); one DNS message of a request or stream read and answered
 //! ([`request`]).
 //!
 //! Start at [`open`]: one listener for one address of a listener group.
 
+pub mod acme;
 pub mod body;
 pub mod capped;
 pub mod certs;

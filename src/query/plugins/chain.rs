@@ -55,6 +55,13 @@ pub trait Answering: Send + Sync {
         false
     }
 
+    /// Whether this plugin may answer `query` later though it passes it
+    /// now (what it answers comes and goes at run time), so that no
+    /// replayed cache hit may stand in for it.
+    fn may_answer_later(&self, _query: &Query) -> bool {
+        false
+    }
+
     /// What `/ready` asks of this plugin, if it is one that `/ready`
     /// waits for.
     fn readiness(&self) -> Option<Arc<dyn Readiness>> {
@@ -141,6 +148,12 @@ impl Chain {
     /// plugin before `kubernetes`.
     pub fn passes_address(&self, qname: &Name) -> bool {
         self.early.iter().all(|p| p.passes_address(qname))
+    }
+
+    /// Whether a plugin of the chain may answer `query` later though it
+    /// passes it now.
+    pub fn may_answer_later(&self, query: &Query) -> bool {
+        self.early.iter().chain(&self.last).any(|p| p.may_answer_later(query))
     }
 }
 

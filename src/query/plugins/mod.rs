@@ -3,6 +3,7 @@
 //! handed (`reply::Answer`) and imports only the reply, the store and its
 //! own config; which plugin runs when is the router's (`route/order.rs`).
 
+pub mod acme;
 pub mod auto;
 pub mod chain;
 pub mod chaos;

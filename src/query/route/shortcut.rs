@@ -4,7 +4,8 @@
 //! `template` or `autopath RESOLV-CONF` (whose walk starts from any
 //! client's NXDOMAIN), a name outside its `kubernetes`, `k8s_external` and `file`
 //! zones (those change with the store), not AAAA under `dns64`, not ANY
-//! or the loop probe's HINFO, and past `hosts` with its data as loaded now.
+//! or the loop probe's HINFO, not one a plugin of the chain may answer
+//! later (an ACME challenge), and past `hosts` with its data as loaded now.
 
 use std::sync::atomic::Ordering;
 
@@ -47,7 +48,8 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
         && block.autopath.as_ref().is_none_or(|a| a.resolv.is_none())
         && block.header.is_none() // a replay echoes RD and CD from the request
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
-        && !(block.dns64.is_some() && Dns64::question(query));
+        && !(block.dns64.is_some() && Dns64::question(query))
+        && !block.plugins.may_answer_later(query);
     let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
     let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
         && block.k8s_external.as_ref().is_none_or(|k| !inside(&k.cfg.zones))

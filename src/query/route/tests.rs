@@ -60,6 +60,17 @@ fn handler(corefile: &str) -> Handler {
 /// The reply to `name qtype` (class `class`), as its rcode and its answer
 /// section in presentation form; `None` when nothing is sent.
 fn ask(h: &Handler, name: &str, qtype: RecordType, class: DNSClass) -> Option<(ResponseCode, Vec<String>)> {
+    ask_with(h, name, qtype, class, &mut Scratch::default())
+}
+
+/// [`ask`] through a worker's `scratch` (its memo and cache-hit replays).
+fn ask_with(
+    h: &Handler,
+    name: &str,
+    qtype: RecordType,
+    class: DNSClass,
+    scratch: &mut Scratch,
+) -> Option<(ResponseCode, Vec<String>)> {
     let mut m = Message::new(0x2525, MessageType::Query, OpCode::Query);
     m.metadata.recursion_desired = true;
     let mut q = Query::query(Name::from_ascii(name).expect("name"), qtype);
@@ -67,15 +78,7 @@ fn ask(h: &Handler, name: &str, qtype: RecordType, class: DNSClass) -> Option<(R
     m.add_query(q);
     let bytes = m.to_vec().expect("encodes");
     let peer = SocketAddr::from(([10, 0, 0, 7], 5353));
-    let mut scratch = Scratch::default();
-    if !h.handle(
-        &bytes,
-        peer,
-        Transport::Udp,
-        &mut scratch,
-        &|| Sink::None,
-        Instant::now(),
-    ) {
+    if !h.handle(&bytes, peer, Transport::Udp, scratch, &|| Sink::None, Instant::now()) {
         return None;
     }
     let reply = Message::from_vec(&scratch.out).expect("the reply parses");
@@ -232,4 +235,31 @@ fn each_question_is_answered_by_the_block_and_plugin_coredns_picks() {
         answers.len() == 1 && answers[0].contains("HINFO") && answers[0].contains("RFC 8482"),
         "{answers:?}"
     );
+}
+
+/// An ACME challenge's TXT in a block that serves nothing for it: the
+/// SERVFAIL before the challenge is presented is not memoized, so the
+/// worker that answered it answers the challenge once presented (and
+/// SERVFAIL again after).
+#[test]
+fn acme_challenge_is_never_replayed_from_the_memo() {
+    let file = zone_file();
+    let corefile = format!(
+        ".:53 {{\n    file {} file.example\n}}\ntls://.:8853 {{\n    tls {{\n        acme dns.other.example\n    }}\n}}\n",
+        file.display()
+    );
+    let h = handler(&corefile);
+    let mut scratch = Scratch::default();
+    let name = "_acme-challenge.dns.other.example.";
+    let txt = |scratch: &mut Scratch| ask_with(&h, name, RecordType::TXT, DNSClass::IN, scratch);
+    assert_eq!(txt(&mut scratch).map(|r| r.0), Some(ResponseCode::ServFail));
+    assert_eq!(txt(&mut scratch).map(|r| r.0), Some(ResponseCode::ServFail));
+    let owner = Name::from_ascii(name).expect("name");
+    crate::query::plugins::acme::present(&owner, "route-test-digest");
+    let (rcode, answers) = txt(&mut scratch).expect("a reply");
+    crate::query::plugins::acme::clean_up(&owner, "route-test-digest");
+    assert_eq!(rcode, ResponseCode::NoError);
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert!(answers[0].contains("route-test-digest"), "{answers:?}");
+    assert_eq!(txt(&mut scratch).map(|r| r.0), Some(ResponseCode::ServFail));
 }
