@@ -171,8 +171,31 @@ fn await_at_least(server: &Server, series: &str, n: f64) -> f64 {
     }
 }
 
+/// One of this file's tests at a time: each floods a cap and times who
+/// gives way, which the other's clients on the same two cores must not
+/// disturb (run side by side under load, the DoH one lost its race).
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn at_the_doh_cap_the_client_holding_the_most_gives_up_its_newest() {
+    let _alone = alone();
+    // A round's busy connections stay busy only while their forwarded
+    // query waits (forward gives up after 5 s): a round the machine slowed
+    // past that is run again on a fresh server, at most 3 times (a broken
+    // rule fails every round).
+    for round in 1..=3 {
+        if std::panic::catch_unwind(doh_cap_round).is_ok() {
+            return;
+        }
+        eprintln!("round {round} failed; again on a fresh server");
+    }
+    panic!("the DoH cap's rule failed in 3 rounds");
+}
+
+fn doh_cap_round() {
     let mut silent = Silent::new();
     let (server, doh) = server(silent.addr);
     let (flooder, polite, other) = ([127, 0, 0, 2], [127, 0, 0, 10], [127, 0, 0, 11]);
@@ -234,8 +257,17 @@ async fn doq_ask(conn: &quinn::Connection, name: &str) -> quinn::RecvStream {
     recv
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn at_the_doq_cap_the_client_holding_the_most_gives_up_its_newest() {
+#[test]
+fn at_the_doq_cap_the_client_holding_the_most_gives_up_its_newest() {
+    let _alone = alone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build();
+    runtime.expect("runtime").block_on(doq_cap());
+}
+
+async fn doq_cap() {
     let dir = temp_dir("fair-caps-doq");
     common::certs::ca(&dir, "ca", "clusterdns test CA");
     common::certs::signed(&dir, "srv", "ca", "dns.test", common::certs::Usage::Server, false);
