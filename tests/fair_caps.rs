@@ -160,17 +160,6 @@ fn open(s: &mut TcpStream) -> bool {
     open
 }
 
-fn await_at_least(server: &Server, series: &str, n: f64) -> f64 {
-    let deadline = Instant::now() + REPLY;
-    loop {
-        let v = server.metric(series);
-        if v >= n || Instant::now() >= deadline {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// One of this file's tests at a time: each floods a cap and times who
 /// gives way, which the other's clients on the same two cores must not
 /// disturb (run side by side under load, the DoH one lost its race).
@@ -209,7 +198,7 @@ fn doh_cap_round() {
     assert_eq!(response(&mut p), "HTTP/1.1 200 OK");
     assert!(closed(&mut held[2]), "the flooder's newest is closed");
     let evicted = "clusterdns_tcp_closed_total{reason=\"evicted\"}";
-    assert_eq!(await_at_least(&server, evicted, 1.0), 1.0);
+    assert_eq!(server.metric_at_least(evicted, 1.0), 1.0);
     assert!(open(&mut held[0]) && open(&mut held[1]), "the older ones stay");
     // Every connection busy again: the flooder gets none of anyone else's.
     post(&mut p, "p.stall.");
@@ -217,14 +206,14 @@ fn doh_cap_round() {
     let mut again = connect(flooder, doh);
     assert!(closed(&mut again), "the flooder's own new connection is refused");
     let refused = "clusterdns_doh_refused_total{reason=\"max_connections\"}";
-    assert_eq!(await_at_least(&server, refused, 1.0), 1.0);
+    assert_eq!(server.metric_at_least(refused, 1.0), 1.0);
     assert!(open(&mut held[0]) && open(&mut held[1]) && open(&mut p));
     // Another client takes the flooder's next newest, not the polite one's.
     let mut o = connect(other, doh);
     post(&mut o, "kubernetes.default.svc.cluster.local.");
     assert_eq!(response(&mut o), "HTTP/1.1 200 OK");
     assert!(closed(&mut held[1]), "the flooder's next newest is closed");
-    assert_eq!(await_at_least(&server, evicted, 2.0), 2.0);
+    assert_eq!(server.metric_at_least(evicted, 2.0), 2.0);
     assert!(open(&mut held[0]) && open(&mut p), "the oldest and the polite one stay");
 }
 

@@ -437,24 +437,12 @@ fn stalled_handshakes_and_connections_over_the_cap_are_closed_and_counted() {
         assert!(s.read_to_end(&mut sink).is_ok(), "{bytes:?}: closed by the server");
     }
     assert!(await_metric(&other, "clusterdns_tcp_closed_total{reason=\"read_timeout\"}") >= 1.0);
-    assert!(await_at_least(&other, "clusterdns_tcp_closed_total{reason=\"idle_timeout\"}", 2.0) >= 2.0);
+    assert!(other.metric_at_least("clusterdns_tcp_closed_total{reason=\"idle_timeout\"}", 2.0) >= 2.0);
 }
 
 /// The value of `series` once it is at least 1 (or at the hang ceiling).
 fn await_metric(server: &Server, series: &str) -> f64 {
-    await_at_least(server, series, 1.0)
-}
-
-/// The value of `series` once it is at least `n` (or at the hang ceiling).
-fn await_at_least(server: &Server, series: &str, n: f64) -> f64 {
-    let deadline = Instant::now() + REPLY;
-    loop {
-        let v = server.metric(series);
-        if v >= n || Instant::now() >= deadline {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    server.metric_at_least(series, 1.0)
 }
 
 /// The subject CN of the certificate 127.0.0.1:`port` presents now.
@@ -733,7 +721,7 @@ fn doq_answers_and_a_flood_of_unfinished_streams_stays_bounded() {
     assert_eq!(line.trim(), "flooding");
     // The server resets streams whose query is not whole within `read`;
     // more than one round of max_streams shows the credit being reused.
-    let timed_out = await_at_least(&server, "clusterdns_doq_refused_total{reason=\"stream_timeout\"}", 32.0);
+    let timed_out = server.metric_at_least("clusterdns_doq_refused_total{reason=\"stream_timeout\"}", 32.0);
     assert!(timed_out >= 32.0, "unfinished streams reset: {timed_out}");
     assert_eq!(ask().trim(), WANT, "answered during the flood");
     let grown = rss_kib(server.pid()).saturating_sub(before);
@@ -853,7 +841,7 @@ fn grpc_answers_over_tls_and_plain_http2_and_refuses_update_and_oversized() {
         matches!(holder.read(&mut [0u8; 64]), Ok(0) | Err(_)),
         "the idle holder gives way at max_connections"
     );
-    let evicted = await_at_least(&server, "clusterdns_tcp_closed_total{reason=\"evicted\"}", before + 1.0);
+    let evicted = server.metric_at_least("clusterdns_tcp_closed_total{reason=\"evicted\"}", before + 1.0);
     assert!(evicted > before, "evictions counted: {evicted}");
     drop(next);
 }

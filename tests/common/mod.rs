@@ -238,6 +238,18 @@ impl Server {
     }
 
     /// The sum of every series of `family` whose labels contain `having`.
+    /// The value of `series` once it is at least `n` (or at [`REPLY`]).
+    pub fn metric_at_least(&self, series: &str, n: f64) -> f64 {
+        let deadline = Instant::now() + REPLY;
+        loop {
+            let v = self.metric(series);
+            if v >= n || Instant::now() >= deadline {
+                return v;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn metric_sum(&self, family: &str, having: &str) -> f64 {
         sum_of(&self.metrics(), family, having)
     }
