@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::zones::axfr;
 use common::{installed, needs, read_frame, temp_dir, udp_raw, Server};
 use hickory_proto::op::Message;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -186,23 +187,6 @@ fn mixed_case(serial: u32, who: &str) -> String {
     )
 }
 
-/// The records of an AXFR of example.com from `server` (one TCP connection, bounded).
-fn axfr(server: SocketAddr) -> Vec<Record> {
-    let mut s = TcpStream::connect(server).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    let q = common::query(9, "example.com.", RecordType::AXFR, None);
-    s.write_all(&common::framed(&q)).expect("send");
-    let mut records: Vec<Record> = Vec::new();
-    for _ in 0..100 {
-        let m = Message::from_vec(&read_frame(&mut s).expect("a transfer message")).expect("decodable");
-        records.extend(m.answers);
-        if records.len() > 1 && records.last().map(Record::record_type) == Some(RecordType::SOA) {
-            return records;
-        }
-    }
-    panic!("the transfer never ends: {records:?}");
-}
-
 /// The one record of `rtype` in `records`.
 fn only(records: &[Record], rtype: RecordType) -> &Record {
     let mut of = records.iter().filter(|r| r.record_type() == rtype);
@@ -245,7 +229,7 @@ fn a_file_zone_answers_and_transfers_an_srv_in_the_case_its_file_writes() {
     assert_written(&answer.name, "www.example.com.");
     assert_eq!(answer.data.to_string(), "printer.example.com.");
 
-    let records = axfr(server.dns);
+    let records = axfr(server.dns, "example.com.");
     assert_written(&records[0].name, "example.com.");
     let srv = only(&records, RecordType::SRV);
     assert_written(&srv.name, "MyPrinter._ipp._tcp.Example.com.");
@@ -256,7 +240,7 @@ fn a_file_zone_answers_and_transfers_an_srv_in_the_case_its_file_writes() {
     std::fs::write(&file, mixed_case(2, "YourPRINTER")).expect("rewrite zone");
     let started = Instant::now();
     let records = loop {
-        let records = axfr(server.dns);
+        let records = axfr(server.dns, "example.com.");
         if records[0].data.to_string().contains(" 2 60 ") || started.elapsed() > Duration::from_secs(20) {
             break records;
         }
