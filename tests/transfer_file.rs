@@ -140,18 +140,47 @@ fn named_until(port: u16, want: &str) -> String {
     }
 }
 
+/// The TSIG key named and clusterdns share in the signed case.
+const KEY: &str = "key.test.";
+const SECRET: &str = "NoTCJU+DMqFWywaPyxSijrDEA/eC3nK0xi3AMEZuPVk=";
+
 #[test]
 fn bind_follows_a_file_zone_by_notify() {
-    let Some(named) = needs("transfer_file bind", installed("named"), "apt-get install bind9") else {
+    bind_follows("transfer_file bind", false);
+}
+
+/// named asks with TSIG (its SOA checks and transfers signed) and
+/// clusterdns requires it: named verifies each message it is sent
+/// (RFC 8945 §5.3.1), else it keeps no zone.
+#[test]
+fn bind_follows_a_file_zone_over_signed_transfers() {
+    bind_follows("transfer_file bind tsig", true);
+}
+
+fn bind_follows(test: &str, signed: bool) {
+    let Some(named) = needs(test, installed("named"), "apt-get install bind9") else {
         return;
     };
-    let dir = temp_dir("xfer-file-bind");
+    let dir = temp_dir(if signed {
+        "xfer-file-bind-tsig"
+    } else {
+        "xfer-file-bind"
+    });
     let file = dir.join("db.example.com");
     std::fs::write(&file, zone(1, 3, "192.0.2.1")).expect("write zone");
     let port = common::free_port();
-    let server = Server::start(&dir, &corefile(&file, &format!("127.0.0.1:{port}")));
+    let mut corefile = corefile(&file, &format!("127.0.0.1:{port}"));
+    let (key, primary_key) = if signed {
+        let tsig = format!("    tsig {{\n        secret {KEY} {SECRET}\n        require AXFR IXFR\n    }}\n}}\n");
+        corefile = corefile.trim_end().trim_end_matches('}').to_string() + &tsig;
+        let key = format!("key \"{KEY}\" {{\n    algorithm hmac-sha256;\n    secret \"{SECRET}\";\n}};\n");
+        (key, format!(" key \"{KEY}\""))
+    } else {
+        (String::new(), String::new())
+    };
+    let server = Server::start(&dir, &corefile);
     let conf = format!(
-        "options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n    listen-on port {port} {{ 127.0.0.1; }};\n    listen-on-v6 {{ none; }};\n    recursion no;\n    dnssec-validation no;\n    notify no;\n}};\ncontrols {{ }};\nzone \"example.com\" {{\n    type secondary;\n    primaries {{ 127.0.0.1 port {}; }};\n    file \"example.com.db\";\n}};\n",
+        "{key}options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n    listen-on port {port} {{ 127.0.0.1; }};\n    listen-on-v6 {{ none; }};\n    recursion no;\n    dnssec-validation no;\n    notify no;\n}};\ncontrols {{ }};\nzone \"example.com\" {{\n    type secondary;\n    primaries {{ 127.0.0.1 port {}{primary_key}; }};\n    file \"example.com.db\";\n}};\n",
         server.dns.port(),
         d = dir.display()
     );
@@ -178,6 +207,13 @@ fn bind_follows_a_file_zone_by_notify() {
     std::fs::write(&file, zone(2, 3, "192.0.2.2")).expect("rewrite zone");
     assert_eq!(named_until(port, "192.0.2.2"), "192.0.2.2", "named follows:\n{}", log());
     assert!(log().contains("received notify for zone 'example.com'"), "{}", log());
+    if signed {
+        assert!(
+            log().contains("TSIG key.test"),
+            "named says it transferred with the key:\n{}",
+            log()
+        );
+    }
 }
 
 /// A zone that writes names in mixed case, its printer `who` (serial `serial`).
