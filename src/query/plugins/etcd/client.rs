@@ -141,9 +141,28 @@ fn status(map: &HeaderMap) -> Result<(), EtcdError> {
         None | Some("0") => Ok(()),
         Some(code) => {
             let message = map.get("grpc-message").and_then(|v| v.to_str().ok()).unwrap_or("");
-            Err(EtcdError::Status(code.to_string(), message.to_string()))
+            Err(EtcdError::Status(code.to_string(), unescape(message)))
         }
     }
+}
+
+/// `grpc-message` with its percent-escapes decoded.
+fn unescape(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        let hex = |b: Option<u8>| (b? as char).to_digit(16);
+        if b == b'%' {
+            let mut ahead = bytes.clone();
+            if let (Some(hi), Some(lo)) = (hex(ahead.next()), hex(ahead.next())) {
+                out.push((hi * 16 + lo) as u8);
+                bytes = ahead;
+                continue;
+            }
+        }
+        out.push(b);
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The messages of a reply body, read as they come.
