@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::certs;
 use common::dig::{dig, Dig};
 use common::{free_port, http_get, installed, needs, temp_dir, Server};
 
@@ -29,19 +30,52 @@ struct Etcd {
     peer: u16,
     dir: PathBuf,
     auth: Option<&'static str>,
+    /// `https` with `ctl_tls` (etcdctl's certificate flags), or `http`.
+    scheme: &'static str,
+    ctl_tls: Vec<String>,
 }
 
 impl Etcd {
     /// etcd on `client` (and a peer port of its own), its data in `dir`.
     fn start(bin: &Path, dir: &Path, client: u16, peer: u16) -> Etcd {
+        Etcd::start_with(bin, dir, (client, peer), None)
+    }
+
+    /// As [`Etcd::start`]; with `tls` (its directory holding `ca.pem`,
+    /// `server.pem`/`.key` and `client.pem`/`.key`), clients must show a
+    /// certificate the CA signed.
+    fn start_with(bin: &Path, dir: &Path, (client, peer): (u16, u16), tls: Option<&Path>) -> Etcd {
         let log = std::fs::File::create(dir.join("etcd.log")).expect("etcd log");
-        let (c, p) = (format!("http://127.0.0.1:{client}"), format!("http://127.0.0.1:{peer}"));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let (c, p) = (
+            format!("{scheme}://127.0.0.1:{client}"),
+            format!("http://127.0.0.1:{peer}"),
+        );
+        let file = |name: &str| tls.map(|d| d.join(name).display().to_string()).unwrap_or_default();
+        let server_tls: Vec<String> = match tls {
+            Some(_) => vec![
+                format!("--cert-file={}", file("server.pem")),
+                format!("--key-file={}", file("server.key")),
+                format!("--trusted-ca-file={}", file("ca.pem")),
+                "--client-cert-auth".into(),
+            ],
+            None => Vec::new(),
+        };
+        let ctl_tls: Vec<String> = match tls {
+            Some(_) => vec![
+                format!("--cacert={}", file("ca.pem")),
+                format!("--cert={}", file("client.pem")),
+                format!("--key={}", file("client.key")),
+            ],
+            None => Vec::new(),
+        };
         let child = Command::new(bin)
             .args(["--name", "t", "--data-dir"])
             .arg(dir.join("etcd.data"))
             .args(["--listen-client-urls", &c, "--advertise-client-urls", &c])
             .args(["--listen-peer-urls", &p, "--initial-advertise-peer-urls", &p])
             .args(["--initial-cluster", &format!("t={p}"), "--log-level", "warn"])
+            .args(&server_tls)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -52,6 +86,8 @@ impl Etcd {
             peer,
             dir: dir.to_path_buf(),
             auth: None,
+            scheme,
+            ctl_tls,
         };
         let started = Instant::now();
         while !etcd.ctl(&["endpoint", "health"]).0 {
@@ -65,7 +101,8 @@ impl Etcd {
     fn ctl(&self, args: &[&str]) -> (bool, String) {
         let mut cmd = Command::new("etcdctl");
         cmd.env("ETCDCTL_API", "3")
-            .arg(format!("--endpoints=http://127.0.0.1:{}", self.client))
+            .arg(format!("--endpoints={}://127.0.0.1:{}", self.scheme, self.client))
+            .args(&self.ctl_tls)
             .args(self.auth.map(|a| format!("--user={a}")))
             .args(args);
         let out = cmd
@@ -122,8 +159,12 @@ fn etcd_or_skip(test: &str) -> Option<PathBuf> {
 }
 
 fn corefile(client: u16, options: &str) -> String {
+    corefile_at(&format!("http://127.0.0.1:{client}"), options)
+}
+
+fn corefile_at(endpoint: &str, options: &str) -> String {
     format!(
-        "skydns.local:0 0.0.10.in-addr.arpa:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    etcd skydns.local 10.0.0.0/24 {{\n        endpoint http://127.0.0.1:{client}\n{options}    }}\n}}\n"
+        "skydns.local:0 0.0.10.in-addr.arpa:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    etcd skydns.local 10.0.0.0/24 {{\n        endpoint {endpoint}\n{options}    }}\n}}\n"
     )
 }
 
@@ -303,6 +344,30 @@ fn credentials_authenticate_and_a_wrong_password_is_never_ready() {
     );
     assert_eq!(dig(&bad, &["x1.skydns.local", "A"]).status, "SERVFAIL");
     assert!(!http_get(bad.ready, "/ready").starts_with("HTTP/1.1 200"));
+}
+
+#[test]
+fn tls_with_a_client_certificate() {
+    let Some(bin) = etcd_or_skip("etcd tls") else { return };
+    let dir = temp_dir("etcd-tls");
+    certs::ca(&dir, "ca", "etcd test CA");
+    certs::signed(&dir, "server", "ca", "localhost", certs::Usage::Server, false);
+    certs::signed(&dir, "client", "ca", "clusterdns", certs::Usage::Client, false);
+    let client = free_port();
+    let etcd = Etcd::start_with(&bin, &dir, (client, free_port()), Some(&dir));
+    seed(&etcd);
+    let endpoint = format!("https://127.0.0.1:{client}");
+    let server = Server::start(
+        &dir,
+        &corefile_at(&endpoint, "        tls client.pem client.key ca.pem\n"),
+    );
+    assert_types(&server);
+    // Without a client certificate etcd refuses the handshake: never ready.
+    let other = temp_dir("etcd-tls-nocert");
+    std::fs::copy(dir.join("ca.pem"), other.join("ca.pem")).expect("copy the CA");
+    let bare = Server::spawn(&other, &corefile_at(&endpoint, "        tls ca.pem\n"));
+    assert_eq!(dig(&bare, &["x1.skydns.local", "A"]).status, "SERVFAIL");
+    assert!(!http_get(bare.ready, "/ready").starts_with("HTTP/1.1 200"));
 }
 
 #[test]

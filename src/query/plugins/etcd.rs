@@ -29,7 +29,7 @@ pub mod setup;
 mod targets;
 mod wire;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, Record, RecordType};
@@ -52,17 +52,31 @@ pub struct Etcd {
     mirror: Arc<Mirror>,
 }
 
+/// The mirrors of running `etcd` directives, by directive.
+static RUNNING: Mutex<Vec<(EtcdConfig, Weak<Mirror>)>> = Mutex::new(Vec::new());
+
 /// What `/ready` asks: the first list is in.
 struct Synced(Arc<Mirror>);
 
 impl Etcd {
     /// The plugin, its mirror kept by a task (when a runtime runs: not
-    /// under `check`) for as long as the plugin lives.
+    /// under `check`) for as long as a plugin holds it: a reload that keeps
+    /// the directive as it was takes the running mirror over (answering
+    /// on, no new list).
     pub fn new(cfg: EtcdConfig) -> Etcd {
-        let mirror = Arc::new(Mirror::default());
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(mirror::keep(cfg.clone(), Arc::downgrade(&mirror)));
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return Etcd::with(cfg, Arc::default());
+        };
+        let Ok(mut running) = RUNNING.lock() else {
+            return Etcd::with(cfg, Arc::default());
+        };
+        running.retain(|(_, m)| m.strong_count() > 0);
+        if let Some(mirror) = running.iter().filter(|(c, _)| *c == cfg).find_map(|(_, m)| m.upgrade()) {
+            return Etcd::with(cfg, mirror);
         }
+        let mirror = Arc::new(Mirror::default());
+        rt.spawn(mirror::keep(cfg.clone(), Arc::downgrade(&mirror)));
+        running.push((cfg.clone(), Arc::downgrade(&mirror)));
         Etcd::with(cfg, mirror)
     }
 
