@@ -21,7 +21,7 @@ use common::dig::{dig, Dig};
 use common::{free_port, http_get, installed, needs, temp_dir, Server};
 
 /// How long any awaited change may take (a hang, not a slow machine).
-const LIMIT: Duration = Duration::from_secs(45);
+const HANG: Duration = Duration::from_secs(45);
 
 /// A running etcd, killed on drop.
 struct Etcd {
@@ -91,7 +91,7 @@ impl Etcd {
         };
         let started = Instant::now();
         while !etcd.ctl(&["endpoint", "health"]).0 {
-            assert!(started.elapsed() < LIMIT, "etcd not healthy: {}", etcd.log());
+            assert!(started.elapsed() < HANG, "etcd not healthy: {}", etcd.log());
             std::thread::sleep(Duration::from_millis(100));
         }
         etcd
@@ -168,12 +168,12 @@ fn corefile_at(endpoint: &str, options: &str) -> String {
     )
 }
 
-/// Asks `args` until `done` holds for the reply or [`LIMIT`] passes; the last reply.
+/// Asks `args` until `done` holds for the reply or [`HANG`] passes; the last reply.
 fn until(server: &Server, args: &[&str], done: impl Fn(&Dig) -> bool) -> Dig {
     let started = Instant::now();
     loop {
         let got = dig(server, args);
-        if done(&got) || started.elapsed() > LIMIT {
+        if done(&got) || started.elapsed() > HANG {
             return got;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -273,7 +273,7 @@ fn records_are_served_followed_and_kept_while_etcd_is_down() {
 
     let etcd = Etcd::start(&bin, &dir, client, peer);
     seed(&etcd);
-    server.wait_ready(LIMIT);
+    server.wait_ready(HANG);
     let got = until(&server, &["-x", "10.0.0.127"], |d| d.status == "NOERROR");
     assert_eq!(got.status, "NOERROR", "{}\netcd: {}", got.text, etcd.log());
     assert_types(&server);
@@ -334,7 +334,7 @@ fn credentials_authenticate_and_a_wrong_password_is_never_ready() {
     let other = temp_dir("etcd-auth-wrong");
     let bad = Server::spawn(&other, &corefile(client, "        credentials root wrong\n"));
     let started = Instant::now();
-    while !bad.log_contains("authentication failed") && started.elapsed() < LIMIT {
+    while !bad.log_contains("authentication failed") && started.elapsed() < HANG {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(

@@ -121,18 +121,18 @@ fn refuse_lease(a: &Args<'_>, _: &mut Reading, errors: &mut Vec<ConfigError>) {
     errors.push(ConfigError::new(a.pos(), message));
 }
 
-/// An endpoint URL: `http://HOST:PORT` or `https://HOST:PORT`.
+/// An endpoint: `http://HOST:PORT`, `https://HOST:PORT`, or `HOST:PORT`
+/// (plain HTTP/2, as etcd's client takes it).
 fn endpoint(text: &str, a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<String> {
     let rest = text.strip_prefix("http://").or_else(|| text.strip_prefix("https://"));
-    let ok = rest.is_some_and(|r| {
-        let r = r.trim_end_matches('/');
-        r.rsplit_once(':')
-            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
-    });
+    let r = rest.unwrap_or(text).trim_end_matches('/');
+    let ok = !r.contains('/')
+        && r.rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
     if ok {
         return Some(text.to_string());
     }
-    let message = format!("etcd: endpoint '{text}' is not http://HOST:PORT or https://HOST:PORT");
+    let message = format!("etcd: endpoint '{text}' is not http://HOST:PORT, https://HOST:PORT or HOST:PORT");
     errors.push(ConfigError::new(a.pos(), message));
     None
 }
