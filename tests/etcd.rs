@@ -6,7 +6,8 @@
 //! (never NXDOMAIN) and `/ready` lists `etcd`; then every type is served
 //! as CoreDNS serves it, a put or delete is served as soon as the watch
 //! brings it, and when etcd stops the last records are still answered,
-//! until etcd is back and changes flow again. With `credentials`,
+//! also across a reload that keeps the directive, until etcd is back and
+//! changes flow again. With `credentials`,
 //! clusterdns authenticates (`etcdctl auth enable`); a wrong password is
 //! never ready. Every wait polls with a bound; none sleeps a fixed time.
 
@@ -162,6 +163,13 @@ fn corefile(client: u16, options: &str) -> String {
     corefile_at(&format!("http://127.0.0.1:{client}"), options)
 }
 
+/// [`corefile`] with `reload` every 2 s and `hosts` answering
+/// `marker.skydns.local` with 127.0.0.`marker` (the reload's landing seen).
+fn reloadable(client: u16, marker: u8) -> String {
+    let hosts = format!("    reload 2s 0s\n    hosts {{\n        127.0.0.{marker} marker.skydns.local\n        fallthrough\n    }}\n");
+    corefile(client, "").replacen("    etcd ", &format!("{hosts}    etcd "), 1)
+}
+
 fn corefile_at(endpoint: &str, options: &str) -> String {
     format!(
         "skydns.local:0 0.0.10.in-addr.arpa:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    etcd skydns.local 10.0.0.0/24 {{\n        endpoint {endpoint}\n{options}    }}\n}}\n"
@@ -264,7 +272,7 @@ fn records_are_served_followed_and_kept_while_etcd_is_down() {
     let Some(bin) = etcd_or_skip("etcd mirror") else { return };
     let dir = temp_dir("etcd-mirror");
     let (client, peer) = (free_port(), free_port());
-    let server = Server::spawn(&dir, &corefile(client, ""));
+    let server = Server::spawn(&dir, &reloadable(client, 1));
     // No etcd yet: SERVFAIL for any name, and /ready names etcd.
     assert_eq!(dig(&server, &["x1.skydns.local", "A"]).status, "SERVFAIL");
     assert_eq!(dig(&server, &["nope.skydns.local", "A"]).status, "SERVFAIL");
@@ -291,6 +299,13 @@ fn records_are_served_followed_and_kept_while_etcd_is_down() {
     assert_eq!(dig(&server, &["new.skydns.local", "A"]).data(), ["10.0.0.9"]);
     assert_types_after_delete(&server);
     assert!(http_get(server.ready, "/ready").starts_with("HTTP/1.1 200"));
+
+    // A reload keeping the directive keeps its mirror: still answered
+    // with etcd down (a new mirror would be SERVFAIL until etcd is back).
+    std::fs::write(dir.join("Corefile"), reloadable(client, 2)).expect("rewrite the Corefile");
+    let marker = until(&server, &["marker.skydns.local", "A"], |d| d.data() == ["127.0.0.2"]);
+    assert_eq!(marker.data(), ["127.0.0.2"], "reloaded: {}", marker.text);
+    assert_types_after_delete(&server);
 
     // etcd is back (same data): clusterdns reconnects and follows again.
     let etcd = Etcd::start(&bin, &dir, client, peer);
