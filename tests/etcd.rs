@@ -172,7 +172,7 @@ fn reloadable(client: u16, marker: u8) -> String {
 
 fn corefile_at(endpoint: &str, options: &str) -> String {
     format!(
-        "skydns.local:0 0.0.10.in-addr.arpa:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    etcd skydns.local 10.0.0.0/24 {{\n        endpoint {endpoint}\n{options}    }}\n}}\n"
+        "skydns.local:0 0.0.10.in-addr.arpa:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    etcd skydns.local 10.0.0.0/24 {{\n        endpoint {endpoint}\n{options}    }}\n}}\nother.test:0 {{\n    bind 127.0.0.1\n    hosts {{\n        192.0.2.8 www.other.test\n    }}\n}}\n"
     )
 }
 
@@ -199,6 +199,7 @@ fn seed(etcd: &Etcd) {
     );
     etcd.put("/skydns/local/skydns/txt/t", r#"{"text":"hello world","ttl":60}"#);
     etcd.put("/skydns/local/skydns/alias", r#"{"host":"x1.skydns.local","ttl":60}"#);
+    etcd.put("/skydns/local/skydns/outside", r#"{"host":"www.other.test","ttl":60}"#);
     etcd.put(
         "/skydns/local/skydns/mail/m",
         r#"{"host":"x1.skydns.local","mail":true,"priority":5}"#,
