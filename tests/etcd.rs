@@ -166,7 +166,9 @@ fn corefile(client: u16, options: &str) -> String {
 /// [`corefile`] with `reload` every 2 s and `hosts` answering
 /// `marker.skydns.local` with 127.0.0.`marker` (the reload's landing seen).
 fn reloadable(client: u16, marker: u8) -> String {
-    let hosts = format!("    reload 2s 0s\n    hosts {{\n        127.0.0.{marker} marker.skydns.local\n        fallthrough\n    }}\n");
+    let hosts = format!(
+        "    reload 2s 0s\n    hosts {{\n        127.0.0.{marker} marker.skydns.local\n        fallthrough\n    }}\n"
+    );
     corefile(client, "").replacen("    etcd ", &format!("{hosts}    etcd "), 1)
 }
 
