@@ -7,7 +7,8 @@
 //! as CoreDNS serves it, a put or delete is served as soon as the watch
 //! brings it, and when etcd stops the last records are still answered,
 //! also across a reload that keeps the directive, until etcd is back and
-//! changes flow again. With `credentials`,
+//! changes flow again. A key with a lease is answered with the lease's
+//! time left as TTL, and goes when the lease is revoked. With `credentials`,
 //! clusterdns authenticates (`etcdctl auth enable`); a wrong password is
 //! never ready. Every wait polls with a bound; none sleeps a fixed time.
 
@@ -297,6 +298,8 @@ fn records_are_served_followed_and_kept_while_etcd_is_down() {
     let gone = until(&server, &["x2.skydns.local", "AAAA"], |d| d.status == "NXDOMAIN");
     assert_eq!(gone.status, "NXDOMAIN", "{}", gone.text);
 
+    leases(&etcd, &server);
+
     // etcd stops: the mirror answers on.
     let (client, peer) = etcd.stop();
     assert_eq!(dig(&server, &["new.skydns.local", "A"]).data(), ["10.0.0.9"]);
@@ -317,6 +320,38 @@ fn records_are_served_followed_and_kept_while_etcd_is_down() {
     assert_eq!(back.data(), ["10.0.0.10"], "{}", back.text);
     let served = server.metric_sum("coredns_dns_responses_total", "plugin=\"etcd\"");
     assert!(served >= 10.0, "answers counted under plugin=\"etcd\": {served}");
+}
+
+/// A key with a lease: its records' TTL is the lease's time left (or
+/// their own `ttl` when smaller); revoking the lease deletes the keys.
+fn leases(etcd: &Etcd, server: &Server) {
+    let (ok, out) = etcd.ctl(&["lease", "grant", "3600"]);
+    assert!(ok, "lease grant: {out}");
+    let id = out.split_whitespace().nth(1).expect("lease ID").to_string();
+    for (key, value) in [
+        ("leased", r#"{"host":"10.0.0.11"}"#),
+        ("leased60", r#"{"host":"10.0.0.12","ttl":60}"#),
+    ] {
+        let (ok, out) = etcd.ctl(&[
+            "put",
+            &format!("--lease={id}"),
+            &format!("/skydns/local/skydns/{key}"),
+            value,
+        ]);
+        assert!(ok, "put --lease: {out}");
+    }
+    let ttl = |d: &Dig| d.answers.first().and_then(|a| a.split(' ').nth(1)?.parse::<u32>().ok());
+    let leased = until(server, &["leased.skydns.local", "A"], |d| {
+        ttl(d).is_some_and(|t| t != 300)
+    });
+    let t = ttl(&leased).expect("an answer");
+    assert!((3000..=3600).contains(&t), "the lease's time left: {}", leased.text);
+    let own = until(server, &["leased60.skydns.local", "A"], |d| d.data() == ["10.0.0.12"]);
+    assert_eq!(ttl(&own), Some(60), "its own ttl, smaller: {}", own.text);
+    let (ok, out) = etcd.ctl(&["lease", "revoke", &id]);
+    assert!(ok, "lease revoke: {out}");
+    let gone = until(server, &["leased.skydns.local", "A"], |d| d.status == "NXDOMAIN");
+    assert_eq!(gone.status, "NXDOMAIN", "{}", gone.text);
 }
 
 /// What is still served from the mirror with etcd down.
@@ -392,34 +427,36 @@ fn tls_with_a_client_certificate() {
 fn check_prints_the_directive_with_its_defaults() {
     let dir = temp_dir("etcd-check");
     let conf = dir.join("Corefile");
-    std::fs::write(
-        &conf,
-        "skydns.local {\n    etcd {\n        fallthrough\n        credentials u p\n    }\n}\n",
-    )
-    .expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(["check", "-conf"])
-        .arg(&conf)
-        .output()
-        .expect("check");
-    let printed = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let want = "    etcd skydns.local. {\n        path /skydns\n        endpoint http://localhost:2379\n        fallthrough\n        credentials u [hidden]\n    }\n";
+    let check = |text: &str| {
+        std::fs::write(&conf, text).expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+            .args(["check", "-conf"])
+            .arg(&conf)
+            .output()
+            .expect("check");
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        (out.status.success(), stdout.into_owned(), stderr.into_owned())
+    };
+    let (ok, printed, errors) =
+        check("skydns.local {\n    etcd {\n        fallthrough\n        credentials u p\n    }\n}\n");
+    assert!(ok, "{errors}");
+    let want = "    etcd skydns.local. {\n        path /skydns\n        endpoint http://localhost:2379\n        min-lease-ttl 30\n        max-lease-ttl 86400\n        fallthrough\n        credentials u [hidden]\n    }\n";
     assert!(printed.contains(want), "{printed}");
-    std::fs::write(
-        &conf,
-        "skydns.local {\n    etcd {\n        min-lease-ttl 30\n        endpoint localhost\n    }\n}\n",
-    )
-    .expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(["check", "-conf"])
-        .arg(&conf)
-        .output()
-        .expect("check");
-    let errors = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let (ok, printed, errors) =
+        check("skydns.local {\n    etcd {\n        min-lease-ttl 1m\n        max-lease-ttl 2h30m\n    }\n}\n");
+    assert!(ok, "{errors}");
     assert!(
-        errors.contains("Corefile:3:9: etcd: min-lease-ttl: not supported"),
+        printed.contains("        min-lease-ttl 60\n        max-lease-ttl 9000\n"),
+        "{printed}"
+    );
+    let (ok, _, errors) =
+        check("skydns.local {\n    etcd {\n        min-lease-ttl soon\n        endpoint localhost\n    }\n}\n");
+    assert!(!ok);
+    assert!(
+        errors.contains("Corefile:3:9: etcd: invalid min-lease-ttl value 'soon'"),
         "{errors}"
     );
     assert!(

@@ -98,9 +98,11 @@ impl Etcd {
 
     /// The answer to `query` in `zone` from `records`.
     fn reply(&self, zone: &str, query: &Query, out: &mut Answer) -> Verdict {
-        let records = self.mirror.records();
+        let (records, leases) = (self.mirror.records(), self.mirror.leases());
         let look = Lookup {
             records: &records,
+            leases: &leases,
+            bounds: (self.cfg.min_lease_ttl, self.cfg.max_lease_ttl),
             prefix: &self.prefix,
             zone,
         };

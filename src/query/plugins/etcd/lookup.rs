@@ -10,11 +10,12 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::ops::Bound;
 use std::sync::Arc;
+use std::time::Instant;
 
 use hickory_proto::rr::rdata::{A, AAAA, CNAME, PTR, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use super::mirror::Records;
+use super::mirror::{Leases, Records, Stored};
 use super::service::{self, fqdn, Found, HostKind, Service};
 
 /// A service without a TTL is answered with this one.
@@ -37,8 +38,27 @@ pub enum Miss {
 /// zone that matched (lower case, with its final dot).
 pub struct Lookup<'a> {
     pub records: &'a Records,
+    pub leases: &'a Leases,
+    /// `min-lease-ttl` and `max-lease-ttl`.
+    pub bounds: (u32, u32),
     pub prefix: &'a str,
     pub zone: &'a str,
+}
+
+/// A record's TTL as CoreDNS's `TTL`: the smaller of its own `ttl` and
+/// its lease's time left (held within `bounds`), whichever is set; 300
+/// when neither is.
+pub fn ttl(own: u32, lease_left: u64, (min, max): (u32, u32)) -> u32 {
+    let lease = match lease_left {
+        0 => 0,
+        left => left.clamp(u64::from(min), u64::from(max.max(min))) as u32,
+    };
+    match (own, lease) {
+        (0, 0) => DEFAULT_TTL,
+        (own, 0) => own,
+        (0, lease) => lease,
+        (own, lease) => own.min(lease),
+    }
 }
 
 /// A name as the lookups compare it: lower case, with its final dot.
@@ -58,7 +78,7 @@ pub fn name(text: &str) -> Option<Name> {
 
 impl Lookup<'_> {
     /// The keys of `path`: every key below it, else the key itself.
-    fn get(&self, path: &str, recursive: bool) -> Vec<(Arc<str>, &service::Entry)> {
+    fn get(&self, path: &str, recursive: bool) -> Vec<(Arc<str>, &Stored)> {
         let exact = |p: &str| {
             let key = self.records.get_key_value(p);
             key.map(|(k, v)| (k.clone(), v.as_ref()))
@@ -98,14 +118,17 @@ impl Lookup<'_> {
         let full = service::path(name, self.prefix);
         let parts: Vec<&str> = full.split('/').collect();
         let mut found = Vec::new();
-        for (key, entry) in nodes {
+        let now = Instant::now();
+        for (key, stored) in nodes {
             if star && !service::matches_wildcard(&key, &parts) {
                 continue;
             }
-            let mut s = entry.clone().map_err(|e| Miss::Failed(format!("{key}: {e}")))?;
-            if s.ttl == 0 {
-                s.ttl = DEFAULT_TTL;
-            }
+            let mut s = stored.entry.clone().map_err(|e| Miss::Failed(format!("{key}: {e}")))?;
+            let left = self
+                .leases
+                .get(&stored.lease)
+                .map_or(0, |end| end.saturating_duration_since(now).as_secs());
+            s.ttl = ttl(s.ttl, left, self.bounds);
             if s.priority == 0 {
                 s.priority = DEFAULT_PRIORITY;
             }

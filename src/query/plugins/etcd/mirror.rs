@@ -11,21 +11,39 @@
 //!   10 s; then it lists afresh (what changed meanwhile is in the list).
 //! - When the watch is cancelled because its revision was compacted away,
 //!   the prefix is listed again on the same connection.
+//! - A key with a lease: the lease's time left is asked (LeaseTimeToLive)
+//!   after each list and batch, and again every second while any key has
+//!   one, so its records' TTL follows the lease (kept alive or not) within
+//!   a second, where CoreDNS asks on every query.
 //! - The keeper stops when the block holding the mirror is gone.
 
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 
 use super::client::{self, Conn, EtcdError};
 use super::service::{Entry, Service};
 use super::setup::EtcdConfig;
-use super::wire::{prefix_end, RangeRequest, RangeResponse, WatchCreateRequest, WatchRequest, WatchResponse, DELETE};
+use super::wire::{
+    prefix_end, LeaseTimeToLiveRequest, LeaseTimeToLiveResponse, RangeRequest, RangeResponse, WatchCreateRequest,
+    WatchRequest, WatchResponse, DELETE,
+};
 
 /// Every key under the prefix and what its value reads as.
-pub type Records = imbl::OrdMap<Arc<str>, Arc<Entry>>;
+pub type Records = imbl::OrdMap<Arc<str>, Arc<Stored>>;
+
+/// When each lease of the keys ends, as last asked.
+pub type Leases = HashMap<i64, Instant>;
+
+/// A key's value read as a record, and its lease (0: none).
+#[derive(Debug)]
+pub struct Stored {
+    pub entry: Entry,
+    pub lease: i64,
+}
 
 /// The first reconnection waits this, doubling ...
 const FIRST_RETRY: Duration = Duration::from_millis(250);
@@ -38,6 +56,7 @@ const ALIVE_CHECK: Duration = Duration::from_secs(1);
 #[derive(Default)]
 pub struct Mirror {
     records: ArcSwap<Records>,
+    leases: ArcSwap<Leases>,
     synced: AtomicBool,
 }
 
@@ -45,6 +64,11 @@ impl Mirror {
     /// The records now.
     pub fn records(&self) -> arc_swap::Guard<Arc<Records>> {
         self.records.load()
+    }
+
+    /// When the keys' leases end.
+    pub fn leases(&self) -> arc_swap::Guard<Arc<Leases>> {
+        self.leases.load()
     }
 
     /// Whether the first list is in.
@@ -59,9 +83,31 @@ impl Mirror {
     }
 }
 
-/// `key`'s value read as a record.
-pub fn entry(key: &[u8], value: &[u8]) -> (Arc<str>, Arc<Entry>) {
-    (String::from_utf8_lossy(key).into(), Arc::new(Service::parse(value)))
+/// `key`'s value read as a record, with its `lease`.
+pub fn entry(key: &[u8], value: &[u8], lease: i64) -> (Arc<str>, Arc<Stored>) {
+    let stored = Stored {
+        entry: Service::parse(value),
+        lease,
+    };
+    (String::from_utf8_lossy(key).into(), Arc::new(stored))
+}
+
+/// Asks when each lease of the mirror's keys ends.
+async fn refresh_leases(conn: &mut Conn, mirror: &Mirror) -> Result<(), EtcdError> {
+    let ids: BTreeSet<i64> = mirror.records().values().map(|s| s.lease).filter(|l| *l != 0).collect();
+    if ids.is_empty() && mirror.leases().is_empty() {
+        return Ok(());
+    }
+    let mut leases = Leases::new();
+    for id in ids {
+        let req = LeaseTimeToLiveRequest { id };
+        let reply: LeaseTimeToLiveResponse = conn.unary("/etcdserverpb.Lease/LeaseTimeToLive", &req).await?;
+        if let Ok(secs @ 1..) = u64::try_from(reply.ttl) {
+            leases.insert(id, Instant::now() + Duration::from_secs(secs));
+        }
+    }
+    mirror.leases.store(Arc::new(leases));
+    Ok(())
 }
 
 /// Why a watch ended.
@@ -124,6 +170,7 @@ async fn follow(
         let Some(m) = mirror.upgrade() else { return Ok(()) };
         let count = records.len();
         m.store(records);
+        refresh_leases(conn, &m).await?;
         drop(m);
         *retry = FIRST_RETRY;
         tracing::info!(target: "etcd", "{}: {count} keys under {} at revision {revision}", conn.endpoint, cfg.prefix());
@@ -147,7 +194,7 @@ async fn list(conn: &mut Conn, prefix: &[u8]) -> Result<(Records, i64), EtcdErro
         let reply: RangeResponse = conn.unary("/etcdserverpb.KV/Range", &req).await?;
         let revision = reply.header.map_or(0, |h| h.revision);
         for kv in &reply.kvs {
-            let (k, v) = entry(&kv.key, &kv.value);
+            let (k, v) = entry(&kv.key, &kv.value, kv.lease);
             records.insert(k, v);
         }
         match reply.kvs.last().filter(|_| reply.more) {
@@ -174,7 +221,8 @@ async fn watch(conn: &mut Conn, prefix: &[u8], start: i64, mirror: &Weak<Mirror>
         let reply = tokio::select! {
             r = replies.next::<WatchResponse>() => r?,
             () = tokio::time::sleep(ALIVE_CHECK) => {
-                if mirror.strong_count() == 0 { return Ok(Ended::Orphaned) }
+                let Some(m) = mirror.upgrade() else { return Ok(Ended::Orphaned) };
+                refresh_leases(conn, &m).await?;
                 continue;
             }
         };
@@ -192,6 +240,7 @@ async fn watch(conn: &mut Conn, prefix: &[u8], start: i64, mirror: &Weak<Mirror>
         };
         if !reply.events.is_empty() {
             m.store(apply(&m.records(), &reply));
+            refresh_leases(conn, &m).await?;
         }
     }
 }
@@ -205,7 +254,7 @@ pub fn apply(records: &Records, reply: &WatchResponse) -> Records {
                 next.remove(String::from_utf8_lossy(&kv.key).as_ref());
             }
             (_, kv) => {
-                let (k, v) = entry(&kv.key, &kv.value);
+                let (k, v) = entry(&kv.key, &kv.value, kv.lease);
                 next.insert(k, v);
             }
         }

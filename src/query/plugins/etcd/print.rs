@@ -8,6 +8,8 @@ pub(crate) fn etcd(b: &mut Block, cfg: &EtcdConfig) {
     let mut options = vec![
         format!("path {}", quote(&cfg.path)),
         format!("endpoint {}", cfg.endpoints.join(" ")),
+        format!("min-lease-ttl {}", cfg.min_lease_ttl),
+        format!("max-lease-ttl {}", cfg.max_lease_ttl),
     ];
     if let Some(zones) = &cfg.fallthrough {
         options.push(with("fallthrough", &names(zones)));

@@ -4,7 +4,8 @@
 //! for its reverse zones), path `/skydns`, endpoint
 //! `http://localhost:2379`. `stubzones`, `debug` and `upstream` are
 //! accepted and ignored, as there. `min-lease-ttl` and `max-lease-ttl`
-//! are refused: a record's TTL is its own (or 300), never its lease's.
+//! (30 and 86400 seconds; a number of seconds or a Go duration such as
+//! `2h30m`) bound the TTL a key's lease gives its records.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +35,9 @@ pub struct EtcdConfig {
     pub credentials: Option<(String, String)>,
     /// `tls`'s files (none to three), resolved; `None` without `tls`.
     pub tls: Option<Vec<PathBuf>>,
+    /// The bounds of a lease's TTL, in seconds.
+    pub min_lease_ttl: u32,
+    pub max_lease_ttl: u32,
 }
 
 impl EtcdConfig {
@@ -71,6 +75,8 @@ pub fn parse(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<C
             endpoints: vec![DEFAULT_ENDPOINT.into()],
             credentials: None,
             tls: None,
+            min_lease_ttl: 30,
+            max_lease_ttl: 86_400,
         },
         dir: dir.to_path_buf(),
     };
@@ -108,17 +114,33 @@ const OPTIONS: &[Opt<Reading>] = &[
     Opt::new("stubzones", (0, MANY), IGNORED),
     Opt::new("debug", (0, MANY), IGNORED),
     Opt::new("upstream", (0, MANY), IGNORED),
-    Opt::refused("min-lease-ttl", refuse_lease),
-    Opt::refused("max-lease-ttl", refuse_lease),
+    Opt::new("min-lease-ttl", (1, 1), |a, r, errors| {
+        r.cfg.min_lease_ttl = lease_ttl(a, errors).unwrap_or(r.cfg.min_lease_ttl);
+    }),
+    Opt::new("max-lease-ttl", (1, 1), |a, r, errors| {
+        r.cfg.max_lease_ttl = lease_ttl(a, errors).unwrap_or(r.cfg.max_lease_ttl);
+    }),
 ];
 
-/// `min-lease-ttl` and `max-lease-ttl`: refused, saying why.
-fn refuse_lease(a: &Args<'_>, _: &mut Reading, errors: &mut Vec<ConfigError>) {
-    let message = format!(
-        "etcd: {}: not supported; records are answered with their own ttl (300 without one), not their lease's: remove the option",
-        a.name.text
-    );
-    errors.push(ConfigError::new(a.pos(), message));
+/// A lease TTL bound as CoreDNS reads it: seconds, or a Go duration
+/// (`30s`, `5m`, `2h30m`), at most 4294967295 seconds.
+fn lease_ttl(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<u32> {
+    let text = a.args[0].text.trim();
+    let seconds = match text.parse::<u64>() {
+        Ok(n) => Some(n),
+        Err(_) => crate::corefile::args::parse_duration(text).map(|d| d.as_secs()),
+    };
+    match seconds.map(u32::try_from) {
+        Some(Ok(n)) => Some(n),
+        _ => {
+            let message = format!(
+                "etcd: invalid {} value '{text}': use a number of seconds or a duration such as '30s', '5m', '1h' or '2h30m' (at most 4294967295 seconds)",
+                a.name.text
+            );
+            errors.push(ConfigError::new(a.pos(), message));
+            None
+        }
+    }
 }
 
 /// An endpoint: `http://HOST:PORT`, `https://HOST:PORT`, or `HOST:PORT`

@@ -69,11 +69,13 @@ fn etcd(fallthrough: bool) -> Etcd {
         endpoints: vec![setup::DEFAULT_ENDPOINT.into()],
         credentials: None,
         tls: None,
+        min_lease_ttl: 30,
+        max_lease_ttl: 86_400,
     };
     let mut records = Records::new();
     for (name, json) in SERVICES {
         let json = json.replace("LARGE", &"0".repeat(600));
-        let (k, v) = entry(service::path(name, "skydns").as_bytes(), json.as_bytes());
+        let (k, v) = entry(service::path(name, "skydns").as_bytes(), json.as_bytes(), 0);
         records.insert(k, v);
     }
     let mirror = Arc::new(Mirror::default());
@@ -150,4 +152,21 @@ fn fallthrough_and_unsynced() {
     let cold = Etcd::with(e.cfg.clone(), Arc::new(Mirror::default()));
     assert!(ask(&cold, "doesnotexist.skydns.test.", RecordType::A).starts_with("ServFail||"));
     assert!(!cold.readiness().expect("ready source").ready());
+}
+
+/// CoreDNS's ttl_test.go TestTTL, and the lease's time left when known.
+#[test]
+fn ttl_of_own_and_lease() {
+    let default = (30, 86_400);
+    // no lease time known (CoreDNS: no client): the record's own, else 300
+    assert_eq!(lookup::ttl(0, 0, default), 300);
+    assert_eq!(lookup::ttl(300, 0, default), 300);
+    assert_eq!(lookup::ttl(120, 0, default), 120);
+    assert_eq!(lookup::ttl(0, 0, (60, 3600)), 300);
+    // a lease's time left, within the bounds, and the smaller of the two
+    assert_eq!(lookup::ttl(0, 100, default), 100);
+    assert_eq!(lookup::ttl(0, 5, default), 30);
+    assert_eq!(lookup::ttl(0, 200_000, default), 86_400);
+    assert_eq!(lookup::ttl(60, 100, default), 60);
+    assert_eq!(lookup::ttl(600, 100, default), 100);
 }

@@ -1,7 +1,7 @@
 //! The few messages of etcd's v3 API (`etcdserverpb` and `mvccpb`, proto3)
 //! that the mirror sends and reads, as prost types with etcd's field
-//! tags: a Range of the prefix, one Watch of it, and Authenticate for
-//! `credentials`. Fields the mirror never reads are left out (prost skips
+//! tags: a Range of the prefix, one Watch of it, LeaseTimeToLive for the
+//! TTL of a key with a lease, and Authenticate for `credentials`. Fields the mirror never reads are left out (prost skips
 //! unknown fields).
 
 /// `etcdserverpb.RangeRequest`: the keys in `[key, range_end)`.
@@ -110,6 +110,21 @@ pub struct AuthenticateRequest {
 pub struct AuthenticateResponse {
     #[prost(string, tag = "2")]
     pub token: String,
+}
+
+/// `etcdserverpb.LeaseTimeToLiveRequest`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LeaseTimeToLiveRequest {
+    #[prost(int64, tag = "1")]
+    pub id: i64,
+}
+
+/// `etcdserverpb.LeaseTimeToLiveResponse`: `ttl` the seconds left (-1:
+/// the lease is gone).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LeaseTimeToLiveResponse {
+    #[prost(int64, tag = "3")]
+    pub ttl: i64,
 }
 
 /// The end of the range of every key starting with `prefix` (etcd's
