@@ -367,6 +367,7 @@ pub const DIRECTIVES: &[Spec] = &[
     zones::FILE,
     zones::AUTO,
     zones::SECONDARY,
+    rows::ETCD,
     Spec {
         name: "loop",
         options: true,
