@@ -42,6 +42,8 @@ pub struct Config {
     /// `ready { monitor continuously }` (default `until-ready`).
     pub ready_continuously: bool,
     pub prometheus: Option<SocketAddr>,
+    /// `prometheus { tls FILE }`: where it was written and what FILE says.
+    pub prometheus_tls: Option<(crate::corefile::lexer::Pos, crate::metrics::web::WebConfig)>,
     /// `reload INTERVAL JITTER`.
     pub reload: Option<(std::time::Duration, std::time::Duration)>,
     /// `limits { in_flight N }`: queries being forwarded at once.
