@@ -194,3 +194,39 @@ fn a_replaced_certificate_is_served_without_a_restart() {
         "the old certificate is still served"
     );
 }
+
+#[test]
+fn verify_if_given_checks_a_certificate_shown_and_request_checks_none() {
+    if !tools("metrics optional client certs") {
+        return;
+    }
+    let dir = temp_dir("metrics-optional");
+    make_certs(&dir);
+    let web = "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n  \
+               client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.pem\n";
+    let (verify, addr) = start(&dir, web);
+    curl(&dir, "ca.pem", addr, &[]).expect("VerifyClientCertIfGiven without a certificate");
+    curl(&dir, "ca.pem", addr, &["--cert", "client.pem", "--key", "client.key"]).expect("with the CA's client");
+    let stranger = curl(
+        &dir,
+        "ca.pem",
+        addr,
+        &["--cert", "stranger.pem", "--key", "stranger.key"],
+    );
+    assert!(
+        stranger.is_err(),
+        "VerifyClientCertIfGiven served a client the CA did not sign"
+    );
+    drop(verify);
+    let web = "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n  \
+               client_auth_type: RequestClientCert\n";
+    let (_request, addr) = start(&dir, web);
+    curl(&dir, "ca.pem", addr, &[]).expect("RequestClientCert without a certificate");
+    curl(
+        &dir,
+        "ca.pem",
+        addr,
+        &["--cert", "stranger.pem", "--key", "stranger.key"],
+    )
+    .expect("any certificate");
+}
