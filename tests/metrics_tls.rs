@@ -230,3 +230,40 @@ fn verify_if_given_checks_a_certificate_shown_and_request_checks_none() {
     )
     .expect("any certificate");
 }
+
+/// `check` on `corefile` (written into `dir`): its exit code and stderr.
+fn check(dir: &Path, corefile: &str) -> (Option<i32>, String) {
+    let conf = dir.join("refused.Corefile");
+    std::fs::write(&conf, corefile).expect("write Corefile");
+    let (status, stderr) = common::check(&conf);
+    (status.code(), stderr)
+}
+
+#[test]
+fn check_refuses_what_one_tls_metrics_listener_cannot_be() {
+    if !tools("metrics tls check") {
+        return;
+    }
+    let dir = temp_dir("metrics-tls-check");
+    make_certs(&dir);
+    let web = "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n";
+    std::fs::write(dir.join("web.yml"), web).expect("write web.yml");
+    std::fs::write(dir.join("other.yml"), web).expect("write other.yml");
+    let shared = ".:0 {\n    health 127.0.0.1:9553\n    prometheus 127.0.0.1:9553 {\n        tls web.yml\n    }\n}\n";
+    let (code, stderr) = check(&dir, shared);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(
+        stderr.contains("refused.Corefile:4:13: prometheus: tls: health listens on the metrics address"),
+        "{stderr}"
+    );
+    let two = ".:0 {\n    prometheus 127.0.0.1:0 {\n        tls web.yml\n    }\n}\n.:0 {\n    prometheus 127.0.0.1:0 {\n        tls other.yml\n    }\n}\n";
+    let (code, stderr) = check(&dir, two);
+    assert_eq!(code, Some(64), "{stderr}");
+    assert!(stderr.contains("refused.Corefile:8:13: prometheus: tls "), "{stderr}");
+    assert!(
+        stderr.contains("the one metrics listener has one web configuration"),
+        "{stderr}"
+    );
+    let apart = ".:0 {\n    health 127.0.0.1:0\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0 {\n        tls web.yml\n    }\n}\n";
+    assert_eq!(check(&dir, apart).0, Some(0), "port 0 is a port of its own for each");
+}

@@ -137,10 +137,10 @@ const PROMETHEUS: &[Opt<Prometheus>] = &[
     }),
 ];
 
-/// `prometheus { tls }` of a second block: the one metrics listener has one
-/// web configuration, so another file is an error; `prometheus` on the
-/// address of `health` or `ready` cannot have one (they are plain HTTP,
-/// as the kubelet's probes ask).
+/// Keeps what `prometheus { tls FILE }` read for the one metrics listener:
+/// a block naming another FILE than an earlier block is an error (the
+/// listener has one web configuration); a block without `tls` changes
+/// nothing.
 pub(super) fn prometheus_tls(web: Option<(Pos, WebConfig)>, config: &mut super::Config, errors: &mut Vec<ConfigError>) {
     let Some((pos, web)) = web else { return };
     match &config.prometheus_tls {
@@ -159,7 +159,7 @@ pub(super) fn prometheus_tls(web: Option<(Pos, WebConfig)>, config: &mut super::
 
 /// With `prometheus { tls }`, `health` and `ready` on the metrics address
 /// (a port other than 0) are an error: that listener speaks TLS, and they
-/// are plain HTTP.
+/// stay plain HTTP, as the kubelet's probes ask.
 pub(super) fn check_metrics_shared(config: &super::Config, errors: &mut Vec<ConfigError>) {
     let Some((pos, web)) = &config.prometheus_tls else {
         return;
