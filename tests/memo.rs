@@ -133,3 +133,50 @@ fn a_change_drops_only_the_memoized_answers_it_touches() {
         dropped(&server)
     );
 }
+
+/// Answers from a `file` zone are memoized too: after the file is
+/// reloaded with a new serial, the first query gets the new record,
+/// never the memoized old one.
+#[test]
+fn a_reloaded_zone_file_is_answered_anew_at_once() {
+    let dir = temp_dir("memo-file");
+    let path = dir.join("db.example.org");
+    let zone = |serial: u32, ip: &str| {
+        format!("$ORIGIN example.org.\n@ 60 IN SOA ns admin {serial} 60 60 60 60\n@ 60 IN NS ns\nns 60 IN A 127.0.0.1\nwww 60 IN A {ip}\n")
+    };
+    std::fs::write(&path, zone(1, "192.0.2.1")).expect("write");
+    let corefile = format!(
+        "example.org:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file {} {{\n        reload 100ms\n    }}\n}}\n",
+        path.display()
+    );
+    let server = Server::start(&dir, &corefile);
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    sock.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+    let mut c = Client {
+        sock,
+        server: server.dns,
+        id: 0,
+    };
+    let www = "www.example.org.";
+    for _ in 0..3 {
+        assert_eq!(
+            answer_lines(&c.ask(www, RecordType::A)),
+            [format!("{www} 60 IN A 192.0.2.1")]
+        );
+    }
+    let reloaded = |s: &Server| {
+        let lines = s.log.lock().map(|l| l.clone()).unwrap_or_default();
+        lines.iter().any(|l| l.contains("reloaded zone example.org."))
+    };
+    std::fs::write(&path, zone(2, "192.0.2.2")).expect("rewrite");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !reloaded(&server) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(reloaded(&server), "the zone was reloaded");
+    assert_eq!(
+        answer_lines(&c.ask(www, RecordType::A)),
+        [format!("{www} 60 IN A 192.0.2.2")],
+        "never the memoized old address"
+    );
+}

@@ -164,15 +164,15 @@ impl Router {
         self.taps.get(usize::from(zone)).and_then(Option::as_ref)
     }
 
-    /// What memo entries are checked against: the config epoch, the sum
-    /// of the stores' generations (it changes whenever any store
-    /// publishes), and the store when there is exactly one (whose change
-    /// table then keeps entries a publish did not touch).
+    /// What memo entries are checked against: the config epoch plus the
+    /// zone files' changes, the sum of the stores' generations (it changes
+    /// whenever any store publishes), and the store when there is exactly
+    /// one (whose change table then keeps entries a publish did not touch).
     pub fn memo_view(&self) -> super::replay::memo::View<'_> {
         let mut stores = self.blocks.iter().filter_map(|b| b.cluster.as_ref()).map(|c| &*c.store);
         let first = stores.next();
         let mut view = super::replay::memo::View {
-            epoch: self.epoch,
+            epoch: self.epoch.wrapping_add(super::plugins::file::changes()),
             generation: first.map_or(0, |s| s.generation()),
             store: first,
         };

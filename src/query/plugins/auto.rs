@@ -65,7 +65,17 @@ async fn keep(cfg: AutoConfig, mut entries: Vec<Entry>, found: Weak<ArcSwap<Foun
             Ok(e) => e,
             Err(_) => continue,
         };
-        found.store(Arc::new(served(&entries)));
+        let next = served(&entries);
+        let now = found.load();
+        let same = now.len() == next.len()
+            && now
+                .iter()
+                .zip(&next)
+                .all(|(a, b)| a.0 == b.0 && Arc::ptr_eq(&a.1, &b.1));
+        if !same {
+            found.store(Arc::new(next));
+            super::file::changed();
+        }
     }
 }
 

@@ -53,6 +53,22 @@ pub struct Primaries {
     pub notified: tokio::sync::Notify,
 }
 
+/// Changes to the zones `file`, `secondary` and `auto` serve (a file
+/// reloaded, a transfer or an expiry, a new set of zones found): each
+/// moves the memo's epoch (`Router::memo_view`), so their answers are
+/// memoized and every memo entry is dropped when one changes.
+static CHANGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts a change of zone data; call it after the new data is in place.
+pub fn changed() {
+    CHANGES.fetch_add(1, std::sync::atomic::Ordering::Release);
+}
+
+/// The changes counted so far.
+pub fn changes() -> u64 {
+    CHANGES.load(std::sync::atomic::Ordering::Acquire)
+}
+
 impl ZoneFile {
     pub fn new(cfg: FileConfig) -> ZoneFile {
         let zones = cfg.zones.iter().map(|origin| load(&cfg, origin)).collect();
@@ -223,6 +239,7 @@ fn load(cfg: &FileConfig, origin: &Name) -> Loaded {
         if by_mtime || serial != Some(z.serial()) {
             tracing::info!(target: "file", "{}: reloaded zone {} (serial {})", path.display(), z.origin(), z.serial());
             slot.store(Arc::new(Some(z)));
+            changed();
         }
     });
     loaded

@@ -108,8 +108,12 @@ async fn keep(origin: Name, slot: Weak<ArcSwap<Option<Zone>>>, primaries: Arc<Pr
             let serial = held.as_ref().as_ref().map_or(0, Zone::serial);
             match check(&origin, serial, &primaries.from).await {
                 Ok(newer) => {
+                    let changed = newer.is_some();
                     held = newer.map_or(held, |z| Arc::new(Some(z)));
                     slot.store(held.clone());
+                    if changed {
+                        super::file::changed();
+                    }
                     break;
                 }
                 Err(e) if Instant::now() >= fresh_until => {
@@ -117,6 +121,7 @@ async fn keep(origin: Name, slot: Weak<ArcSwap<Option<Zone>>>, primaries: Arc<Pr
                         tracing::error!(target: "secondary", "zone {origin} expired (no primary answered for {}s): answering SERVFAIL: {e}", expire.as_secs());
                     }
                     slot.store(Arc::new(None));
+                    super::file::changed();
                 }
                 Err(e) => {
                     tracing::warn!(target: "secondary", "failed refresh check of {origin}: {e}; retrying in {}s", retry.as_secs())
@@ -137,6 +142,7 @@ async fn first(origin: &Name, slot: &Weak<ArcSwap<Option<Zone>>>, primaries: &Pr
             Ok(zone) => {
                 let zone = Arc::new(Some(zone));
                 live.store(zone.clone());
+                super::file::changed();
                 return Some(zone);
             }
             Err(e) => {

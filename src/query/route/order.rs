@@ -106,7 +106,10 @@ fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out
             longest = Some((labels, file));
         }
     }
-    longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), file.plugin, out))
+    let answered = longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), file.plugin, out));
+    // Its zone's changes move the memo's epoch (`file::changed`).
+    out.tags.memoizable |= answered;
+    answered
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
