@@ -16,7 +16,6 @@ use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::file::ZoneFile;
-use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::template::Templates;
 use crate::query::plugins::{auto, secondary};
@@ -155,7 +154,6 @@ impl Runtime {
             zones: server.zones.clone(),
             zone_wires: server.zones.iter().map(crate::corefile::args::lower_wire).collect(),
             zone_stats: Vec::new(),
-            hosts: server.hosts.clone().map(Hosts::new),
             files,
             cluster,
             forwarding,

@@ -327,11 +327,16 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "hosts",
         options: true,
         parse: |d, c| {
-            once(d, c.server.hosts.is_some(), "per server block", c.errors);
-            c.server.hosts = crate::query::plugins::hosts::setup::hosts(d, &c.server.zones, c.dir, c.errors);
+            once(d, c.server.has("hosts"), "per server block", c.errors);
+            c.server.plug(crate::query::plugins::hosts::setup::parse(
+                d,
+                &c.server.zones,
+                c.dir,
+                c.errors,
+            ));
         },
-        enabled: |s, _| s.hosts.is_some(),
-        print: print::hosts,
+        enabled: |s, _| s.has("hosts"),
+        print: |b, s, _| print::plugin(b, s, "hosts"),
     },
     Spec {
         name: "k8s_external",

@@ -21,8 +21,7 @@ use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
 use crate::query::plugins::{
-    dns64::setup as dns64, file::setup as file, hosts::setup as hosts, k8s_external::setup as k8s_external,
-    template::setup as template,
+    dns64::setup as dns64, file::setup as file, k8s_external::setup as k8s_external, template::setup as template,
 };
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::acl::setup as acl;
@@ -64,7 +63,6 @@ pub struct Server {
     /// `forward` directives, tried in order (`next` passes on to the next).
     pub forward: Vec<forward::ForwardConfig>,
     pub cache: Option<cache::CacheConfig>,
-    pub hosts: Option<hosts::HostsConfig>,
     pub files: Vec<file::FileConfig>,
     pub secondaries: Vec<crate::query::plugins::secondary::setup::SecondaryConfig>,
     pub autos: Vec<crate::query::plugins::auto::setup::AutoConfig>,
@@ -141,7 +139,6 @@ impl Server {
             kubernetes: None,
             forward: Vec::new(),
             cache: None,
-            hosts: None,
             files: Vec::new(),
             secondaries: Vec::new(),
             autos: Vec::new(),

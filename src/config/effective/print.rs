@@ -161,12 +161,6 @@ pub(crate) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
         .for_each(|t| crate::query::transfer::print::transfer(b, t))
 }
 
-pub(crate) fn hosts(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.hosts
-        .iter()
-        .for_each(|h| crate::query::plugins::hosts::print::hosts(b, h));
-}
-
 pub(crate) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.k8s_external.iter().for_each(|e| {
         let mut options = vec![format!("apex {}", e.apex), format!("ttl {}", e.ttl)];

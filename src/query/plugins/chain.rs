@@ -8,7 +8,8 @@
 //! holds, in the table's order.
 
 use std::fmt::Debug;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use hickory_proto::op::Query;
@@ -25,6 +26,9 @@ use crate::query::reply::Answer;
 pub enum Stage {
     /// Before `rewrite` and `acl`, on the question as asked.
     Early,
+    /// After `acl`, `any` and `loop`'s probe, before `kubernetes`: the
+    /// block's own data, on the question as `rewrite` left it.
+    BeforeCluster,
     /// When neither `cache` nor `forward` takes the name.
     Last,
 }
@@ -35,6 +39,23 @@ pub struct Client {
     pub ip: IpAddr,
     /// The request's transport, size, id, opcode, payload size and port.
     pub wire: Wire,
+}
+
+impl Client {
+    /// No client in particular: what a plugin with [`Answering::changes`]
+    /// is asked with when the router checks that it passes a question.
+    pub const ANY: Client = Client {
+        ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        wire: Wire {
+            tcp: false,
+            size: 0,
+            id: 0,
+            opcode: 0,
+            dnssec_ok: false,
+            bufsize: 0,
+            port: 0,
+        },
+    };
 }
 
 /// A plugin in a block's chain.
@@ -60,6 +81,15 @@ pub trait Answering: Send + Sync {
     /// replayed cache hit may stand in for it.
     fn may_answer_later(&self, _query: &Query) -> bool {
         false
+    }
+
+    /// For a plugin whose data changes at run time (a file reloaded): the
+    /// count of those changes, each counted after its data is in place, so
+    /// that a replayed cache hit for a question this plugin passed stands
+    /// only while the count read before asking it has not moved. Such a
+    /// plugin answers alike for every client.
+    fn changes(&self) -> Option<&Arc<AtomicU64>> {
+        None
     }
 
     /// What `/ready` asks of this plugin, if it is one that `/ready`
@@ -106,6 +136,7 @@ pub trait Setup: Debug + Send + Sync {
 #[derive(Default)]
 pub struct Chain {
     pub early: Vec<Box<dyn Answering>>,
+    pub before_cluster: Vec<Box<dyn Answering>>,
     pub last: Vec<Box<dyn Answering>>,
 }
 
@@ -116,6 +147,7 @@ impl Chain {
         for plugin in setups.into_iter().map(|s| s.build()) {
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
+                Stage::BeforeCluster => chain.before_cluster.push(plugin),
                 Stage::Last => chain.last.push(plugin),
             }
         }
@@ -141,19 +173,47 @@ impl Chain {
 
     /// The block's plugins that `/ready` waits for.
     pub fn readiness(&self) -> impl Iterator<Item = Arc<dyn Readiness>> + '_ {
-        self.early.iter().chain(&self.last).filter_map(|p| p.readiness())
+        self.all().filter_map(|p| p.readiness())
     }
 
     /// Whether an A or AAAA question of class IN for `qname` passes every
     /// plugin before `kubernetes`.
     pub fn passes_address(&self, qname: &Name) -> bool {
         self.early.iter().all(|p| p.passes_address(qname))
+            && self.before_cluster.iter().all(|p| p.passes_address(qname))
     }
 
     /// Whether a plugin of the chain may answer `query` later though it
     /// passes it now.
     pub fn may_answer_later(&self, query: &Query) -> bool {
-        self.early.iter().chain(&self.last).any(|p| p.may_answer_later(query))
+        self.all().any(|p| p.may_answer_later(query))
+    }
+
+    /// The change counts of the plugins before `cache` whose data changes
+    /// at run time ([`Answering::changes`]), each with its count now, if
+    /// every one of them passes `query` with its data as loaded now;
+    /// `None` when one answers it.
+    pub fn passed_as_loaded(&self, query: &Query) -> Option<Vec<(Arc<AtomicU64>, u64)>> {
+        let mut seen = Vec::new();
+        for (p, changes) in self
+            .early
+            .iter()
+            .chain(&self.before_cluster)
+            .filter_map(|p| Some((p, p.changes()?)))
+        {
+            // Counted before the data is read: a change after this moves it.
+            let count = changes.load(std::sync::atomic::Ordering::Acquire);
+            if p.answer(query, &Client::ANY, &mut Answer::default()) != Verdict::Next {
+                return None;
+            }
+            seen.push((changes.clone(), count));
+        }
+        Some(seen)
+    }
+
+    /// Every plugin of the chain, by stage.
+    fn all(&self) -> impl Iterator<Item = &Box<dyn Answering>> + '_ {
+        self.early.iter().chain(&self.before_cluster).chain(&self.last)
     }
 }
 

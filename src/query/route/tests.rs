@@ -17,7 +17,6 @@ use crate::metrics::{Metrics, Transport};
 use crate::query::defer::Sink;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::file::ZoneFile;
-use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::rewrite::Rewrite;
 use crate::query::plugins::template::Templates;
 use crate::query::{Block, Handler, Router, Scratch};
@@ -42,7 +41,6 @@ fn handler(corefile: &str) -> Handler {
         .servers
         .iter()
         .map(|s| Block {
-            hosts: s.hosts.clone().map(Hosts::new),
             files: s.files.iter().cloned().map(ZoneFile::new).collect(),
             acl: s.acl.clone(),
             any: s.any,
