@@ -16,7 +16,6 @@ use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
-use crate::query::plugins::template::setup as template;
 use crate::query::proxyproto::setup as proxyproto;
 use crate::query::tsig::setup as tsig;
 
@@ -309,9 +308,14 @@ pub const DIRECTIVES: &[Spec] = &[
     Spec {
         name: "template",
         options: true,
-        parse: |d, c| c.server.templates.extend(template::parse(d, &c.server.zones, c.errors)),
-        enabled: |s, _| !s.templates.is_empty(),
-        print: print::template,
+        parse: |d, c| {
+            let earlier = (&c.server.zones[..], c.server.setup("template"));
+            if let Some(templates) = crate::query::plugins::template::setup::parse(d, earlier, c.errors) {
+                c.server.plug(templates);
+            }
+        },
+        enabled: |s, _| s.has("template"),
+        print: |b, s, _| print::plugin(b, s, "template"),
     },
     Spec {
         name: "transfer",

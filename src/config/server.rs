@@ -20,9 +20,7 @@ use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
-use crate::query::plugins::{
-    dns64::setup as dns64, file::setup as file, k8s_external::setup as k8s_external, template::setup as template,
-};
+use crate::query::plugins::{dns64::setup as dns64, file::setup as file, k8s_external::setup as k8s_external};
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::acl::setup as acl;
 use crate::query::route::autopath::setup as autopath;
@@ -88,8 +86,6 @@ pub struct Server {
     pub tsig: Option<crate::query::tsig::setup::TsigConfig>,
     /// `k8s_external`: Services' external addresses under other zones.
     pub k8s_external: Option<k8s_external::K8sExternalConfig>,
-    /// `template` directives, in order.
-    pub templates: Vec<template::TemplateConfig>,
     /// `rewrite` rules, in order.
     pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
@@ -152,7 +148,6 @@ impl Server {
             dns64: None,
             tsig: None,
             k8s_external: None,
-            templates: Vec::new(),
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,
@@ -186,6 +181,11 @@ impl Server {
     pub fn plug(&mut self, setup: Arc<dyn Setup>) {
         self.plugins.retain(|p| p.name() != setup.name());
         self.plugins.push(setup);
+    }
+
+    /// The setup of the block's answering plugin `name`, if it has one.
+    pub fn setup(&self, name: &str) -> Option<&Arc<dyn Setup>> {
+        self.plugins.iter().find(|p| p.name() == name)
     }
 
     /// Whether the block has the answering plugin `name`.

@@ -149,12 +149,6 @@ pub(crate) fn cache(b: &mut Block, s: &Server, _: Option<&Config>) {
         .for_each(|c| crate::query::forward::cache::print::cache(b, c));
 }
 
-pub(crate) fn template(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.templates
-        .iter()
-        .for_each(|t| crate::query::plugins::template::print::template(b, t));
-}
-
 pub(crate) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.transfers
         .iter()

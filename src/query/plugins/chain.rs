@@ -7,6 +7,7 @@
 //! table and the module list; the router runs whatever the block's chain
 //! holds, in the table's order.
 
+use std::any::Any;
 use std::fmt::Debug;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::AtomicU64;
@@ -17,6 +18,7 @@ use hickory_proto::rr::Name;
 
 use crate::corefile::expr::Wire;
 use crate::corefile::words::Block;
+use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
@@ -92,6 +94,19 @@ pub trait Answering: Send + Sync {
         None
     }
 
+    /// Whether a replayed cache hit may stand in for this plugin on a
+    /// question it passed (with [`Answering::changes`] checked): false for
+    /// one whose answer depends on the client or the request, so that no
+    /// cache hit of its block is replayed.
+    fn replayable(&self) -> bool {
+        true
+    }
+
+    /// The counters this plugin keeps for `/metrics`, if any.
+    fn exposed(&self) -> Option<Arc<dyn Exposed>> {
+        None
+    }
+
     /// What `/ready` asks of this plugin, if it is one that `/ready`
     /// waits for.
     fn readiness(&self) -> Option<Arc<dyn Readiness>> {
@@ -121,12 +136,13 @@ pub enum Outcome {
 
 /// A directive's parsed options, as a server block of the configuration
 /// holds them.
-pub trait Setup: Debug + Send + Sync {
+pub trait Setup: Debug + Send + Sync + Any {
     /// The directive's name, as in the table.
     fn name(&self) -> &'static str;
 
-    /// The plugin the router runs.
-    fn build(&self) -> Box<dyn Answering>;
+    /// The plugin the router runs, in the block whose metrics' `server`
+    /// label is `server`.
+    fn build(&self, server: &str) -> Box<dyn Answering>;
 
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
@@ -141,10 +157,11 @@ pub struct Chain {
 }
 
 impl Chain {
-    /// The plugins of `setups` (already in the table's order).
-    pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>) -> Chain {
+    /// The plugins of `setups` (already in the table's order), in the
+    /// block whose metrics' `server` label is `server`.
+    pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, server: &str) -> Chain {
         let mut chain = Chain::default();
-        for plugin in setups.into_iter().map(|s| s.build()) {
+        for plugin in setups.into_iter().map(|s| s.build(server)) {
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
@@ -169,6 +186,17 @@ impl Chain {
             }
         }
         Outcome::Passed
+    }
+
+    /// The counters the block's plugins keep for `/metrics`.
+    pub fn exposed(&self) -> impl Iterator<Item = Arc<dyn Exposed>> + '_ {
+        self.all().filter_map(|p| p.exposed())
+    }
+
+    /// Whether a replayed cache hit may stand in for every plugin before
+    /// `cache` ([`Answering::replayable`]).
+    pub fn replayable(&self) -> bool {
+        self.early.iter().chain(&self.before_cluster).all(|p| p.replayable())
     }
 
     /// The block's plugins that `/ready` waits for.

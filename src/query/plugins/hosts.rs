@@ -197,7 +197,7 @@ impl Setup for HostsConfig {
         "hosts"
     }
 
-    fn build(&self) -> Box<dyn Answering> {
+    fn build(&self, _: &str) -> Box<dyn Answering> {
         Box::new(Hosts::new(self.clone()))
     }
 

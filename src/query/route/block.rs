@@ -70,7 +70,6 @@ pub struct Block {
     pub chain: bool,
     pub dns64: Option<Arc<crate::query::plugins::dns64::Dns64>>,
     pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
-    pub templates: Option<crate::query::plugins::template::Templates>,
     pub rewrite: Option<crate::query::plugins::rewrite::Rewrite>,
     /// `bufsize`: the EDNS payload cap of requests to this block.
     pub bufsize: Option<u16>,
@@ -110,7 +109,6 @@ impl Block {
             chain: true,
             dns64: None,
             k8s_external: None,
-            templates: None,
             rewrite: None,
             bufsize: None,
             nsid: None,

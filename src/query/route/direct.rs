@@ -67,9 +67,9 @@ impl Router {
 }
 
 /// Whether `block`'s cluster answers to A and AAAA questions may be
-/// written straight: no `rewrite`, `autopath`, `template` or
+/// written straight: no `rewrite`, `autopath` or
 /// `k8s_external` before `kubernetes` (`any` and `loop` never take A or
-/// AAAA of class IN; the chain's plugins, as `local` and `hosts`, and `file` zones are
+/// AAAA of class IN; the chain's plugins, as `local`, and `file` zones are
 /// checked per name; `acl` per query, by the caller, on the name the client asked,
 /// which with no `rewrite` or `autopath` is the name judged). After it, `dns64` takes AAAA questions only (checked
 /// per question), `loadbalance` is done by the writer (not its `prefer`: the full
@@ -79,7 +79,6 @@ fn writes_direct(block: &Block) -> bool {
     block.loadbalance.as_ref().is_none_or(|lb| lb.plain())
         && block.rewrite.is_none()
         && block.autopath.is_none()
-        && block.templates.is_none()
         && block.k8s_external.is_none()
         && block.header.is_none() // its rules change what the short way echoes
 }

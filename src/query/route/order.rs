@@ -1,7 +1,7 @@
 //! The block's plugins in CoreDNS's order, for a query the router has
 //! taken: the chain's early plugins and `any` first ([`early`], before
 //! `rewrite` and `acl`), then [`Router::through`]: `any`,
-//! `loop`'s probe, `template`, the chain's plugins before the cluster,
+//! `loop`'s probe, the chain's plugins before the cluster,
 //! the block's own data (`k8s_external`, `file`), `kubernetes`, and
 //! `cache` then `forward`, then the chain's last plugins.
 //! Each step writes its answer into `out` and names its plugin.
@@ -18,9 +18,8 @@ use crate::query::UNHANDLED;
 
 impl Router {
     /// `query` through `block`'s plugins in order (no autopath, no dns64):
-    /// `any`, `loop`'s probe, `template`, the chain's plugins before the
-    /// cluster, the block's own data, `kubernetes`, then `cache` and
-    /// `forward`.
+    /// `any`, `loop`'s probe, the chain's plugins before the cluster, the
+    /// block's own data, `kubernetes`, then `cache` and `forward`.
     pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
         if any(block, query, out) {
@@ -30,9 +29,6 @@ impl Router {
             if probe.looped(query) {
                 block::loop_detected(block, probe, qname);
             }
-        }
-        if template(block, query, asker, out) {
-            return Routed::Done;
         }
         match Chain::run(&block.plugins.before_cluster, query, &asker.of(), out) {
             Outcome::Passed => {}
@@ -72,19 +68,6 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
     out.answers.push(reply::hinfo_rfc8482(query.name()));
     out.tags.memoizable = true;
     true
-}
-
-/// `template`: true when it answered (a CNAME to a name outside is chased
-/// afterwards).
-fn template(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> bool {
-    let Some(templates) = &block.templates else {
-        return false;
-    };
-    took(
-        templates.answer(query, (asker.client, asker.wire), out),
-        Plugin::Template,
-        out,
-    )
 }
 
 /// The block's own data in order: `k8s_external`, `file` (with

@@ -41,7 +41,7 @@ impl Router {
 fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc<crate::query::forward::Forwarding>> {
     let (qname, qtype) = (query.name(), query.query_type());
     let config_only = block.rewrite.is_none()
-        && block.templates.is_none()
+        && block.plugins.replayable()
         && block.autopath.as_ref().is_none_or(|a| a.resolv.is_none())
         && block.header.is_none() // a replay echoes RD and CD from the request
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)

@@ -18,7 +18,6 @@ use crate::query::defer::Sink;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::rewrite::Rewrite;
-use crate::query::plugins::template::Templates;
 use crate::query::{Block, Handler, Router, Scratch};
 
 /// A zone file for `file.example.` in a directory of this test's own.
@@ -44,11 +43,10 @@ fn handler(corefile: &str) -> Handler {
             files: s.files.iter().cloned().map(ZoneFile::new).collect(),
             acl: s.acl.clone(),
             any: s.any,
-            templates: (!s.templates.is_empty()).then(|| Templates::new(s.templates.clone(), "dns://:53".into())),
             rewrite: (!s.rewrites.is_empty()).then(|| Rewrite {
                 rules: s.rewrites.clone(),
             }),
-            plugins: Chain::build(&s.plugins),
+            plugins: Chain::build(&s.plugins, "dns://:53"),
             ..Block::new(s.zones.clone())
         })
         .collect();

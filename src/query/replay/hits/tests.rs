@@ -188,7 +188,7 @@ mod replay {
         let block = Block {
             forwarding: Some(Arc::new(forwarding)),
             loadbalance: server.loadbalance.clone().map(Arc::new),
-            plugins: crate::query::plugins::chain::Chain::build(&server.plugins),
+            plugins: crate::query::plugins::chain::Chain::build(&server.plugins, "dns://:53"),
             ..Block::new(server.zones.clone())
         };
         Handler::new(Router::new(vec![block], Vec::new()), metrics)
