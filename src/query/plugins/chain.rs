@@ -85,7 +85,7 @@ pub trait Answering: Send + Sync {
         false
     }
 
-    /// For a plugin whose data changes at run time (a file reloaded): the
+    /// For a plugin whose data changes at run time (reloaded from disk): the
     /// count of those changes, each counted after its data is in place, so
     /// that a replayed cache hit for a question this plugin passed stands
     /// only while the count read before asking it has not moved. Such a

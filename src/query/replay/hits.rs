@@ -17,9 +17,9 @@
 //! with no `rewrite`, `template`, for a name
 //! outside its `kubernetes`, `k8s_external` and `file` zones (those change
 //! with the store or a reload), not AAAA under `dns64`, not ANY or the
-//! loop probe's HINFO. Behind a plugin whose data changes at run time (a
-//! reloaded file, as `hosts`'), a question is kept only if that data
-//! passes it on, and is replayed only while it has not changed since. Everything is dropped on a config reload. An entry
+//! loop probe's HINFO. Behind a plugin whose data changes at run time
+//! (reloaded from disk), a question is kept only if that data passes it
+//! on, and is replayed only while it has not changed since. Everything is dropped on a config reload. An entry
 //! dies with its cache entry: when it expires (the full path then serves
 //! it stale or forwards it) or leaves the shared cache (replaced by a
 //! refresh, evicted). A block's `acl` is no reason to skip it: the caller
