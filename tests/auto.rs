@@ -8,40 +8,14 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
+use common::zones::{ask, until};
 use common::{temp_dir, Server};
-use hickory_proto::op::Message;
-use hickory_proto::rr::RecordType;
-
-const LIMIT: Duration = Duration::from_secs(30);
 
 fn zone(origin: &str, serial: u32, address: &str) -> String {
     format!(
         "$ORIGIN {origin}.\n$TTL 60\n@ IN SOA ns admin {serial} 7200 3600 1209600 60\n@ IN NS ns\nns IN A 127.0.0.1\nwww IN A {address}\n"
     )
-}
-
-fn ask(server: &Server, name: &str) -> (String, String) {
-    let q = common::query(5, name, RecordType::A, None);
-    let reply = common::udp_raw(server.dns, &q).and_then(|b| Message::from_vec(&b).ok());
-    let Some(m) = reply else {
-        return ("no reply".into(), String::new());
-    };
-    let first = m.answers.first().map(|r| r.data.to_string()).unwrap_or_default();
-    (common::rcode_name(&m), first)
-}
-
-/// Polls until `name` answers `want`, or [`LIMIT`]; the last answer.
-fn until(server: &Server, name: &str, want: (&str, &str)) -> (String, String) {
-    let started = Instant::now();
-    loop {
-        let got = ask(server, name);
-        if (got.0.as_str(), got.1.as_str()) == want || started.elapsed() > LIMIT {
-            return got;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn write(dir: &Path, file: &str, text: &str) {
@@ -65,34 +39,34 @@ fn zone_files_come_change_and_go_at_the_reload_interval() {
         zones.display()
     );
     let server = Server::start(&dir, &corefile);
-    assert_eq!(ask(&server, "www.example.org."), pair("REFUSED", ""), "no zone yet");
+    assert_eq!(ask(server.dns, "www.example.org."), pair("REFUSED", ""), "no zone yet");
 
     write(&zones, "db.example.org", &zone("example.org", 1, "192.0.2.1"));
-    let added = until(&server, "www.example.org.", ("NOERROR", "192.0.2.1"));
+    let added = until(server.dns, "www.example.org.", ("NOERROR", "192.0.2.1"));
     assert_eq!(added, pair("NOERROR", "192.0.2.1"));
 
     // Same serial, new data: kept (as CoreDNS). A new zone in a
     // subdirectory written after it shows the scan saw both.
     write(&zones, "db.example.org", &zone("example.org", 1, "192.0.2.9"));
     write(&zones.join("sub"), "db.other.org", &zone("other.org", 1, "192.0.2.7"));
-    let other = until(&server, "www.other.org.", ("NOERROR", "192.0.2.7"));
+    let other = until(server.dns, "www.other.org.", ("NOERROR", "192.0.2.7"));
     assert_eq!(other, pair("NOERROR", "192.0.2.7"));
     assert_eq!(
-        ask(&server, "www.example.org."),
+        ask(server.dns, "www.example.org."),
         pair("NOERROR", "192.0.2.1"),
         "same serial kept"
     );
 
     write(&zones, "db.example.org", &zone("example.org", 2, "192.0.2.2"));
-    let changed = until(&server, "www.example.org.", ("NOERROR", "192.0.2.2"));
+    let changed = until(server.dns, "www.example.org.", ("NOERROR", "192.0.2.2"));
     assert_eq!(changed, pair("NOERROR", "192.0.2.2"));
-    assert_eq!(ask(&server, "nope.example.org.").0, "NXDOMAIN");
+    assert_eq!(ask(server.dns, "nope.example.org.").0, "NXDOMAIN");
 
     std::fs::remove_file(zones.join("db.example.org")).expect("remove zone");
-    let removed = until(&server, "www.example.org.", ("REFUSED", ""));
+    let removed = until(server.dns, "www.example.org.", ("REFUSED", ""));
     assert_eq!(removed, pair("REFUSED", ""));
     assert_eq!(
-        ask(&server, "www.other.org."),
+        ask(server.dns, "www.other.org."),
         pair("NOERROR", "192.0.2.7"),
         "the other zone stays"
     );

@@ -11,18 +11,13 @@
 
 mod common;
 
-use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{installed, needs, read_frame, temp_dir, Server};
-use hickory_proto::op::Message;
+use common::zones::{ask, axfr, until, LIMIT};
+use common::{installed, needs, temp_dir, Server};
 use hickory_proto::rr::{Record, RecordType};
-
-/// How long any awaited change may take (a hang, not a slow machine).
-const LIMIT: Duration = Duration::from_secs(45);
 
 /// The zone named serves: `www` at `address`, with the SOA `timers`
 /// (refresh retry expire).
@@ -94,53 +89,12 @@ impl Drop for Named {
     }
 }
 
-/// What clusterdns answers for `name` A: the rcode and the first address.
-fn ask(server: &Server, name: &str) -> (String, String) {
-    let q = common::query(7, name, RecordType::A, None);
-    let reply = common::udp_raw(server.dns, &q).and_then(|b| Message::from_vec(&b).ok());
-    let Some(m) = reply else {
-        return ("no reply".into(), String::new());
-    };
-    let first = m.answers.first().map(|r| r.data.to_string()).unwrap_or_default();
-    (common::rcode_name(&m), first)
-}
-
-/// Polls `name` until the answer is `want` (rcode, address) or [`LIMIT`]
-/// passes; the last answer.
-fn until(server: &Server, name: &str, want: (&str, &str)) -> (String, String) {
-    let started = Instant::now();
-    loop {
-        let got = ask(server, name);
-        if (got.0.as_str(), got.1.as_str()) == want || started.elapsed() > LIMIT {
-            return got;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn named_or_skip(test: &str) -> Option<PathBuf> {
     needs(
         test,
         installed("named"),
         "apt-get install bind9 (tests/run installs it)",
     )
-}
-
-/// The records of an AXFR of example.com from `server`.
-fn axfr(server: SocketAddr) -> Vec<Record> {
-    let mut s = TcpStream::connect(server).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    let q = common::query(9, "example.com.", RecordType::AXFR, None);
-    s.write_all(&common::framed(&q)).expect("send");
-    let mut records: Vec<Record> = Vec::new();
-    for _ in 0..100 {
-        let m = Message::from_vec(&read_frame(&mut s).expect("a transfer message")).expect("decodable");
-        records.extend(m.answers);
-        if records.len() > 1 && records.last().map(Record::record_type) == Some(RecordType::SOA) {
-            return records;
-        }
-    }
-    panic!("the transfer never ends: {records:?}");
 }
 
 #[test]
@@ -154,18 +108,18 @@ fn a_zone_from_bind_is_served_and_follows_its_notify() {
     let named_port = common::free_port();
     let server = Server::start(&dir, &corefile(named_port));
     // No primary yet: SERVFAIL, for a name that may exist and one that may not.
-    assert_eq!(ask(&server, "www.example.com.").0, "SERVFAIL");
-    assert_eq!(ask(&server, "nope.example.com.").0, "SERVFAIL");
+    assert_eq!(ask(server.dns, "www.example.com.").0, "SERVFAIL");
+    assert_eq!(ask(server.dns, "nope.example.com.").0, "SERVFAIL");
 
     let named = Named::start(&bin, &dir, named_port, Some(server.dns.port()));
-    let first = until(&server, "www.example.com.", ("NOERROR", "192.0.2.1"));
+    let first = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.1"));
     assert_eq!(first, ("NOERROR".into(), "192.0.2.1".into()), "{}", named.log());
-    assert_eq!(ask(&server, "nope.example.com.").0, "NXDOMAIN");
+    assert_eq!(ask(server.dns, "nope.example.com.").0, "NXDOMAIN");
 
     // A new serial and named's NOTIFY: the SOA's refresh is an hour away.
     std::fs::write(&file, zone(2, "192.0.2.2", "3600 600 86400")).expect("rewrite zone");
     named.reload();
-    let second = until(&server, "www.example.com.", ("NOERROR", "192.0.2.2"));
+    let second = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.2"));
     assert_eq!(
         second,
         ("NOERROR".into(), "192.0.2.2".into()),
@@ -179,7 +133,7 @@ fn a_zone_from_bind_is_served_and_follows_its_notify() {
     );
 
     // `transfer { to * }` sends the zone on, as it came.
-    let records = axfr(server.dns);
+    let records = axfr(server.dns, "example.com.");
     let soa = |r: &Record| r.record_type() == RecordType::SOA;
     assert!(records.first().is_some_and(soa) && records.last().is_some_and(soa));
     assert!(records.iter().any(|r| r.record_type() == RecordType::MX), "{records:?}");
@@ -200,20 +154,20 @@ fn refresh_retry_and_expire_follow_the_soa() {
     let named_port = common::free_port();
     let server = Server::start(&dir, &corefile(named_port));
     let named = Named::start(&bin, &dir, named_port, None);
-    let first = until(&server, "www.example.com.", ("NOERROR", "192.0.2.1"));
+    let first = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.1"));
     assert_eq!(first, ("NOERROR".into(), "192.0.2.1".into()), "{}", named.log());
 
     std::fs::write(&file, zone(2, "192.0.2.2", "1 1 6")).expect("rewrite zone");
     named.reload();
-    let refreshed = until(&server, "www.example.com.", ("NOERROR", "192.0.2.2"));
+    let refreshed = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.2"));
     assert_eq!(refreshed, ("NOERROR".into(), "192.0.2.2".into()), "{}", named.log());
 
     // The primary goes away: the last copy is served until the expire,
     // then SERVFAIL.
     drop(named);
     let went = Instant::now();
-    assert_eq!(ask(&server, "www.example.com.").1, "192.0.2.2", "served while fresh");
-    let expired = until(&server, "www.example.com.", ("SERVFAIL", ""));
+    assert_eq!(ask(server.dns, "www.example.com.").1, "192.0.2.2", "served while fresh");
+    let expired = until(server.dns, "www.example.com.", ("SERVFAIL", ""));
     assert_eq!(expired.0, "SERVFAIL");
     assert!(
         went.elapsed() >= Duration::from_secs(4),
@@ -223,7 +177,7 @@ fn refresh_retry_and_expire_follow_the_soa() {
 
     // Back: served again at the next retry.
     let _named = Named::start(&bin, &dir, named_port, None);
-    let back = until(&server, "www.example.com.", ("NOERROR", "192.0.2.2"));
+    let back = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.2"));
     assert_eq!(back, ("NOERROR".into(), "192.0.2.2".into()));
 }
 
@@ -265,10 +219,10 @@ fn a_clusterdns_secondary_follows_a_clusterdns_primary_by_notify() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(!first.is_empty(), "the first transfer never came");
-    assert_eq!(ask(&secondary, "www.example.org.").1, "", "no www yet");
+    assert_eq!(ask(secondary.dns, "www.example.org.").1, "", "no www yet");
 
     std::fs::write(&file, format!("{}www    IN A    127.0.0.1\n", soa(2017042746))).expect("rewrite zone");
-    let got = until(&secondary, "www.example.org.", ("NOERROR", "127.0.0.1"));
+    let got = until(secondary.dns, "www.example.org.", ("NOERROR", "127.0.0.1"));
     assert_eq!(got, ("NOERROR".into(), "127.0.0.1".into()));
     assert!(secondary.log_contains("notify from 127.0.0.1 for example.org"));
 }
@@ -293,15 +247,15 @@ fn a_reload_keeping_the_directive_keeps_the_zone() {
     let named_port = common::free_port();
     let server = Server::start(&dir, &reloadable(named_port, 10));
     let named = Named::start(&bin, &dir, named_port, None);
-    let first = until(&server, "www.example.com.", ("NOERROR", "192.0.2.1"));
+    let first = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.1"));
     assert_eq!(first, ("NOERROR".into(), "192.0.2.1".into()), "{}", named.log());
     drop(named);
 
     std::fs::write(dir.join("Corefile"), reloadable(named_port, 11)).expect("rewrite Corefile");
-    let reloaded = until(&server, "marker.example.com.", ("NOERROR", "192.0.2.11"));
+    let reloaded = until(server.dns, "marker.example.com.", ("NOERROR", "192.0.2.11"));
     assert_eq!(reloaded, ("NOERROR".into(), "192.0.2.11".into()), "the reload came");
     assert_eq!(
-        ask(&server, "www.example.com."),
+        ask(server.dns, "www.example.com."),
         ("NOERROR".into(), "192.0.2.1".into()),
         "{:?}",
         server.log.lock().map(|l| l.clone())

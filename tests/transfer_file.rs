@@ -14,6 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::zones::axfr;
 use common::{installed, needs, read_frame, temp_dir, udp_raw, Server};
 use hickory_proto::op::Message;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -139,18 +140,47 @@ fn named_until(port: u16, want: &str) -> String {
     }
 }
 
+/// The TSIG key named and clusterdns share in the signed case.
+const KEY: &str = "key.test.";
+const SECRET: &str = "NoTCJU+DMqFWywaPyxSijrDEA/eC3nK0xi3AMEZuPVk=";
+
 #[test]
 fn bind_follows_a_file_zone_by_notify() {
-    let Some(named) = needs("transfer_file bind", installed("named"), "apt-get install bind9") else {
+    bind_follows("transfer_file bind", false);
+}
+
+/// named asks with TSIG (its SOA checks and transfers signed) and
+/// clusterdns requires it: named verifies each message it is sent
+/// (RFC 8945 §5.3.1), else it keeps no zone.
+#[test]
+fn bind_follows_a_file_zone_over_signed_transfers() {
+    bind_follows("transfer_file bind tsig", true);
+}
+
+fn bind_follows(test: &str, signed: bool) {
+    let Some(named) = needs(test, installed("named"), "apt-get install bind9") else {
         return;
     };
-    let dir = temp_dir("xfer-file-bind");
+    let dir = temp_dir(if signed {
+        "xfer-file-bind-tsig"
+    } else {
+        "xfer-file-bind"
+    });
     let file = dir.join("db.example.com");
     std::fs::write(&file, zone(1, 3, "192.0.2.1")).expect("write zone");
     let port = common::free_port();
-    let server = Server::start(&dir, &corefile(&file, &format!("127.0.0.1:{port}")));
+    let mut corefile = corefile(&file, &format!("127.0.0.1:{port}"));
+    let (key, primary_key) = if signed {
+        let tsig = format!("    tsig {{\n        secret {KEY} {SECRET}\n        require AXFR IXFR\n    }}\n}}\n");
+        corefile = corefile.trim_end().trim_end_matches('}').to_string() + &tsig;
+        let key = format!("key \"{KEY}\" {{\n    algorithm hmac-sha256;\n    secret \"{SECRET}\";\n}};\n");
+        (key, format!(" key \"{KEY}\""))
+    } else {
+        (String::new(), String::new())
+    };
+    let server = Server::start(&dir, &corefile);
     let conf = format!(
-        "options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n    listen-on port {port} {{ 127.0.0.1; }};\n    listen-on-v6 {{ none; }};\n    recursion no;\n    dnssec-validation no;\n    notify no;\n}};\ncontrols {{ }};\nzone \"example.com\" {{\n    type secondary;\n    primaries {{ 127.0.0.1 port {}; }};\n    file \"example.com.db\";\n}};\n",
+        "{key}options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n    listen-on port {port} {{ 127.0.0.1; }};\n    listen-on-v6 {{ none; }};\n    recursion no;\n    dnssec-validation no;\n    notify no;\n}};\ncontrols {{ }};\nzone \"example.com\" {{\n    type secondary;\n    primaries {{ 127.0.0.1 port {}{primary_key}; }};\n    file \"example.com.db\";\n}};\n",
         server.dns.port(),
         d = dir.display()
     );
@@ -177,6 +207,13 @@ fn bind_follows_a_file_zone_by_notify() {
     std::fs::write(&file, zone(2, 3, "192.0.2.2")).expect("rewrite zone");
     assert_eq!(named_until(port, "192.0.2.2"), "192.0.2.2", "named follows:\n{}", log());
     assert!(log().contains("received notify for zone 'example.com'"), "{}", log());
+    if signed {
+        assert!(
+            log().contains("TSIG key.test"),
+            "named says it transferred with the key:\n{}",
+            log()
+        );
+    }
 }
 
 /// A zone that writes names in mixed case, its printer `who` (serial `serial`).
@@ -184,23 +221,6 @@ fn mixed_case(serial: u32, who: &str) -> String {
     format!(
         "$ORIGIN Example.com.\n@ 60 IN SOA NS Admin {serial} 60 60 60 60\n@ 60 IN NS NS\nNS 60 IN A 127.0.0.1\n{who}._ipp._tcp 60 IN SRV 0 0 631 Printer.Example.com.\nPrinter 60 IN A 192.0.2.7\nWWW 60 IN CNAME Printer\n"
     )
-}
-
-/// The records of an AXFR of example.com from `server` (one TCP connection, bounded).
-fn axfr(server: SocketAddr) -> Vec<Record> {
-    let mut s = TcpStream::connect(server).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    let q = common::query(9, "example.com.", RecordType::AXFR, None);
-    s.write_all(&common::framed(&q)).expect("send");
-    let mut records: Vec<Record> = Vec::new();
-    for _ in 0..100 {
-        let m = Message::from_vec(&read_frame(&mut s).expect("a transfer message")).expect("decodable");
-        records.extend(m.answers);
-        if records.len() > 1 && records.last().map(Record::record_type) == Some(RecordType::SOA) {
-            return records;
-        }
-    }
-    panic!("the transfer never ends: {records:?}");
 }
 
 /// The one record of `rtype` in `records`.
@@ -245,7 +265,7 @@ fn a_file_zone_answers_and_transfers_an_srv_in_the_case_its_file_writes() {
     assert_written(&answer.name, "www.example.com.");
     assert_eq!(answer.data.to_string(), "printer.example.com.");
 
-    let records = axfr(server.dns);
+    let records = axfr(server.dns, "example.com.");
     assert_written(&records[0].name, "example.com.");
     let srv = only(&records, RecordType::SRV);
     assert_written(&srv.name, "MyPrinter._ipp._tcp.Example.com.");
@@ -256,7 +276,7 @@ fn a_file_zone_answers_and_transfers_an_srv_in_the_case_its_file_writes() {
     std::fs::write(&file, mixed_case(2, "YourPRINTER")).expect("rewrite zone");
     let started = Instant::now();
     let records = loop {
-        let records = axfr(server.dns);
+        let records = axfr(server.dns, "example.com.");
         if records[0].data.to_string().contains(" 2 60 ") || started.elapsed() > Duration::from_secs(20) {
             break records;
         }

@@ -316,3 +316,77 @@ fn forwarded_answers_and_cache_hits_are_signed_too() {
     }
     assert!(stub.count() >= 3, "the names were forwarded: {}", stub.count());
 }
+
+/// A zone of `n` address records under example.org, enough for several
+/// transfer messages.
+fn big_zone(n: usize) -> String {
+    let mut zone = String::from(
+        "$ORIGIN example.org.\n$TTL 60\n@ IN SOA ns admin 7 7200 3600 1209600 60\n@ IN NS ns\nns IN A 127.0.0.1\n",
+    );
+    for i in 0..n {
+        zone += &format!("host{i} IN A 192.0.{}.{}\n", i / 250, i % 250 + 1);
+    }
+    zone
+}
+
+#[test]
+fn zone_transfers_are_signed_message_by_message() {
+    let test = "zone_transfers_are_signed_message_by_message";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("tsig-axfr");
+    let hosts = 4_000;
+    std::fs::write(dir.join("example.org.db"), big_zone(hosts)).expect("zone file");
+    let corefile = format!(
+        "example.org:0 {{
+    bind 127.0.0.1
+    ready 127.0.0.1:0
+    tsig {{
+        secret key.test. {SECRET}
+        require AXFR IXFR
+    }}
+    file example.org.db
+    transfer {{
+        to *
+    }}
+}}
+"
+    );
+    let server = Server::start(&dir, &corefile);
+    let port = server.dns.port();
+    let key = format!("hmac-sha256:key.test.:{SECRET}");
+    let records = |out: &str| out.lines().filter(|l| l.starts_with("host")).count();
+
+    // dig checks every message's TSIG in the chain of MACs (RFC 8945 §5.3.1).
+    let out = ask_for(&dir, "dig", port, "example.org", &["AXFR", "-y", &key]);
+    let messages = out
+        .lines()
+        .find_map(|l| l.split("(messages ").nth(1))
+        .and_then(|m| m.split(',').next())
+        .and_then(|m| m.trim().parse::<u32>().ok());
+    assert_eq!(records(&out), hosts, "dig: every record\n{}", tail(&out));
+    assert!(messages.is_some_and(|m| m > 1), "several messages\n{}", tail(&out));
+    assert!(
+        !unverified(&out) && !out.contains("failed") && !out.contains("tsig verify"),
+        "dig verifies each message\n{}",
+        tail(&out)
+    );
+    // kdig too: it refuses a transfer whose TSIG does not verify.
+    let out = ask_for(&dir, "kdig", port, "example.org", &["AXFR", "-y", &key]);
+    assert_eq!(records(&out), hosts, "kdig: every record\n{}", tail(&out));
+    assert!(!out.contains("failed"), "kdig verifies\n{}", tail(&out));
+
+    // Unsigned, or signed with the wrong secret: no record leaves.
+    let out = ask_for(&dir, "dig", port, "example.org", &["AXFR"]);
+    assert_eq!(records(&out), 0, "unsigned\n{}", tail(&out));
+    let wrong = format!("hmac-sha256:key.test.:{WRONG}");
+    let out = ask_for(&dir, "dig", port, "example.org", &["AXFR", "-y", &wrong]);
+    assert_eq!(records(&out), 0, "wrong secret\n{}", tail(&out));
+}
+
+/// The last lines of a transfer's output, for a failure message.
+fn tail(out: &str) -> String {
+    let lines: Vec<&str> = out.lines().collect();
+    lines[lines.len().saturating_sub(12)..].join("\n")
+}

@@ -176,6 +176,17 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::health,
     },
     Spec {
+        name: "pprof",
+        options: true,
+        parse: |d, c| c.config.pprof = crate::profile::setup::parse(d, c.config.pprof, c.errors).or(c.config.pprof),
+        enabled: |_, c| c.pprof.is_some(),
+        print: |b, _, g| {
+            if let Some(a) = g.and_then(|g| g.pprof) {
+                b.directive(format!("pprof {a}"), &[]);
+            }
+        },
+    },
+    Spec {
         name: "prometheus",
         options: true,
         parse: |d, c| {
@@ -305,18 +316,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.minimal,
         print: |b, s, _| crate::query::settle::minimal::print(b, s.minimal),
     },
-    Spec {
-        name: "template",
-        options: true,
-        parse: |d, c| {
-            let earlier = (&c.server.zones[..], c.server.setup("template"));
-            if let Some(templates) = crate::query::plugins::template::setup::parse(d, earlier, c.errors) {
-                c.server.plug(templates);
-            }
-        },
-        enabled: |s, _| s.has("template"),
-        print: |b, s, _| print::plugin(b, s, "template"),
-    },
+    rows::TEMPLATE,
     Spec {
         name: "transfer",
         options: true,
@@ -327,21 +327,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: NOT_REPORTED,
         print: print::transfer,
     },
-    Spec {
-        name: "hosts",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.has("hosts"), "per server block", c.errors);
-            c.server.plug(crate::query::plugins::hosts::setup::parse(
-                d,
-                &c.server.zones,
-                c.dir,
-                c.errors,
-            ));
-        },
-        enabled: |s, _| s.has("hosts"),
-        print: |b, s, _| print::plugin(b, s, "hosts"),
-    },
+    rows::HOSTS,
     Spec {
         name: "k8s_external",
         options: true,
@@ -365,6 +351,7 @@ pub const DIRECTIVES: &[Spec] = &[
     zones::FILE,
     zones::AUTO,
     zones::SECONDARY,
+    rows::ETCD,
     Spec {
         name: "loop",
         options: true,

@@ -23,11 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
-use quinn::crypto::rustls::QuicServerConfig;
-use quinn::{Endpoint, IdleTimeout, VarInt};
+use quinn::VarInt;
 
 use super::capped::Capped;
-use super::certs::Certs;
+use super::quic::{Acceptor, Shape};
 use super::request::{self, Ends};
 use crate::config::transport::StreamLimits;
 use crate::metrics::DohRefusal;
@@ -49,67 +48,26 @@ const STREAM_CAP: usize = 4 * MAX_FIELDS as usize + 2 * request::MAX_MESSAGE;
 /// HTTP/3's unidirectional streams a client opens: control, QPACK's two.
 const UNI_STREAMS: u32 = 3;
 
-/// The quinn server configuration of `certs` under `limits`.
-fn server_config(certs: &Certs, limits: &StreamLimits, idle: Duration) -> std::io::Result<quinn::ServerConfig> {
-    let crypto = QuicServerConfig::try_from(certs.config()).map_err(std::io::Error::other)?;
-    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    let mut transport = quinn::TransportConfig::default();
-    if limits.max_streams > 0 {
-        let streams = u32::try_from(limits.max_streams).unwrap_or(u32::MAX);
-        transport.max_concurrent_bidi_streams(VarInt::from_u32(streams));
+/// What a connection may open: `https3 { max_streams }` requests (0:
+/// quinn's default) and HTTP/3's own unidirectional streams.
+pub fn shape(limits: &StreamLimits) -> Shape {
+    Shape {
+        bidi: (limits.max_streams > 0).then(|| u32::try_from(limits.max_streams).unwrap_or(u32::MAX)),
+        uni: UNI_STREAMS,
+        window: STREAM_WINDOW,
     }
-    transport
-        .max_concurrent_uni_streams(VarInt::from_u32(UNI_STREAMS))
-        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
-        .receive_window(VarInt::from_u32(2 * STREAM_WINDOW))
-        .max_idle_timeout(IdleTimeout::try_from(idle).ok());
-    config.transport_config(Arc::new(transport));
-    Ok(config)
 }
 
-/// Binds `addr` (UDP) for DNS over HTTP/3; its bound address and endpoint.
-pub fn bind(
-    addr: SocketAddr,
-    certs: &Certs,
-    limits: &StreamLimits,
-    handler: &Handler,
-) -> std::io::Result<(SocketAddr, Endpoint)> {
-    let idle = handler.router.load().tcp.idle;
-    let endpoint = Endpoint::server(server_config(certs, limits, idle)?, addr)?;
-    Ok((endpoint.local_addr()?, endpoint))
-}
-
-/// Accepts connections until `stop` is set; a certificate read again is
-/// given to the endpoint for new handshakes.
-pub async fn serve(
-    endpoint: Endpoint,
-    handler: Arc<Handler>,
-    stop: Arc<AtomicBool>,
-    certs: Arc<Certs>,
-    limits: StreamLimits,
-) {
-    let mut in_use = certs.config();
+/// Accepts connections until `stop` is set, at most `https3 {
+/// max_connections }` at once.
+pub async fn serve(mut acceptor: Acceptor, handler: Arc<Handler>, stop: Arc<AtomicBool>, limits: StreamLimits) {
     let open = Arc::new(AtomicUsize::new(0));
     let cap = if limits.max_connections == 0 {
         usize::MAX
     } else {
         limits.max_connections
     };
-    while !stop.load(Ordering::Relaxed) {
-        let Ok(accepted) = tokio::time::timeout(Duration::from_millis(200), endpoint.accept()).await else {
-            let now = certs.config();
-            if !Arc::ptr_eq(&now, &in_use) {
-                let idle = handler.router.load().tcp.idle;
-                if let Ok(c) = server_config(&certs, &limits, idle) {
-                    endpoint.set_server_config(Some(c));
-                }
-                in_use = now;
-            }
-            continue;
-        };
-        let Some(incoming) = accepted else {
-            break;
-        };
+    while let Some(incoming) = acceptor.next(&stop, &handler).await {
         if open.load(Ordering::Relaxed) >= cap {
             handler.metrics.transports.doh_refused(DohRefusal::Connections);
             incoming.refuse();
@@ -117,13 +75,13 @@ pub async fn serve(
         }
         open.fetch_add(1, Ordering::Relaxed);
         let (handler, open) = (handler.clone(), open.clone());
-        let port = endpoint.local_addr().ok().map(|a| a.port());
+        let port = acceptor.port();
         tokio::spawn(async move {
             connection(incoming, port, &handler).await;
             open.fetch_sub(1, Ordering::Relaxed);
         });
     }
-    endpoint.close(VarInt::from_u32(0), b"shutting down");
+    acceptor.endpoint.close(VarInt::from_u32(0), b"shutting down");
 }
 
 /// One connection: its handshake, then a task per request until it ends.

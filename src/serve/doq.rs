@@ -19,15 +19,14 @@
 //! read }`. Refusals are counted in `clusterdns_doq_refused_total`.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quinn::crypto::rustls::QuicServerConfig;
-use quinn::{Endpoint, IdleTimeout, VarInt};
+use quinn::VarInt;
 use tokio::sync::Semaphore;
 
-use super::certs::Certs;
+use super::quic::{Acceptor, Shape};
 use crate::config::transport::QuicLimits;
 use crate::metrics::DoqRefusal;
 use crate::query::tcp::conns::{Conns, Seat};
@@ -44,69 +43,30 @@ const REQUEST_CANCELLED: u32 = 3;
 /// RFC 9250's DOQ_EXCESSIVE_LOAD: a connection closed for a newer one.
 const EXCESSIVE_LOAD: u32 = 4;
 
-/// The quinn server configuration of `certs` under `limits`.
-fn server_config(certs: &Certs, limits: &QuicLimits, idle: Duration) -> std::io::Result<quinn::ServerConfig> {
-    let crypto = QuicServerConfig::try_from(certs.config()).map_err(std::io::Error::other)?;
-    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    let mut transport = quinn::TransportConfig::default();
-    let streams = u32::try_from(limits.max_streams).unwrap_or(u32::MAX);
-    transport
-        .max_concurrent_bidi_streams(VarInt::from_u32(streams))
-        .max_concurrent_uni_streams(VarInt::from_u32(0))
-        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
-        .receive_window(VarInt::from_u32(2 * STREAM_WINDOW))
-        .max_idle_timeout(IdleTimeout::try_from(idle).ok());
-    config.transport_config(Arc::new(transport));
-    Ok(config)
+/// What a connection may open: `quic { max_streams }` query streams,
+/// no unidirectional ones.
+pub fn shape(limits: &QuicLimits) -> Shape {
+    Shape {
+        bidi: Some(u32::try_from(limits.max_streams).unwrap_or(u32::MAX)),
+        uni: 0,
+        window: STREAM_WINDOW,
+    }
 }
 
-/// Binds `addr` (UDP) for DNS over QUIC; its bound address and endpoint.
-pub fn bind(
-    addr: SocketAddr,
-    certs: &Certs,
-    limits: &QuicLimits,
-    handler: &Handler,
-) -> std::io::Result<(SocketAddr, Endpoint)> {
-    let idle = handler.router.load().tcp.idle;
-    let endpoint = Endpoint::server(server_config(certs, limits, idle)?, addr)?;
-    Ok((endpoint.local_addr()?, endpoint))
-}
-
-/// Accepts connections until `stop` is set; a certificate read again is
-/// given to the endpoint for new handshakes.
-pub async fn serve(
-    endpoint: Endpoint,
-    handler: Arc<Handler>,
-    stop: Arc<AtomicBool>,
-    certs: Arc<Certs>,
-    limits: QuicLimits,
-) {
+/// Accepts connections until `stop` is set, at most `quic {
+/// worker_pool_size }` queries answered at once.
+pub async fn serve(mut acceptor: Acceptor, handler: Arc<Handler>, stop: Arc<AtomicBool>, limits: QuicLimits) {
     let workers = Arc::new(Semaphore::new(limits.worker_pool_size));
-    let mut in_use = certs.config();
     let conns = Conns::new();
-    while !stop.load(Ordering::Relaxed) {
-        let Ok(accepted) = tokio::time::timeout(Duration::from_millis(200), endpoint.accept()).await else {
-            let now = certs.config();
-            if !Arc::ptr_eq(&now, &in_use) {
-                let idle = handler.router.load().tcp.idle;
-                if let Ok(c) = server_config(&certs, &limits, idle) {
-                    endpoint.set_server_config(Some(c));
-                }
-                in_use = now;
-            }
-            continue;
-        };
-        let Some(incoming) = accepted else {
-            break;
-        };
+    while let Some(incoming) = acceptor.next(&stop, &handler).await {
         let Some(seat) = admit(incoming, &conns, &handler) else {
             continue;
         };
         let (handler, workers) = (handler.clone(), workers.clone());
-        let port = endpoint.local_addr().ok().map(|a| a.port());
+        let port = acceptor.port();
         tokio::spawn(async move { connection(seat, port, &handler, &workers).await });
     }
-    endpoint.close(VarInt::from_u32(NO_ERROR), b"shutting down");
+    acceptor.endpoint.close(VarInt::from_u32(NO_ERROR), b"shutting down");
 }
 
 /// A new connection's seat among the listener's (TCP's rule at the cap:

@@ -21,6 +21,7 @@ pub mod doh3;
 pub mod doq;
 pub mod dot;
 pub mod grpc;
+pub mod quic;
 pub mod records;
 pub mod request;
 
@@ -102,15 +103,20 @@ fn open_quic(
     stop: &Arc<AtomicBool>,
     certs: &Arc<certs::Certs>,
 ) -> io::Result<Listening> {
-    let (h, s, c) = (handler.clone(), stop.clone(), certs.clone());
-    let (bound, task) = if listen.scheme == Scheme::Quic {
-        let limits = listen.quic.unwrap_or_default();
-        let (bound, endpoint) = doq::bind(addr, certs, &limits, handler)?;
-        (bound, tokio::spawn(doq::serve(endpoint, h, s, c, limits)))
+    let (quic_limits, stream_limits) = (listen.quic.unwrap_or_default(), listen.streams.unwrap_or_default());
+    let is_doq = listen.scheme == Scheme::Quic;
+    let shape = if is_doq {
+        doq::shape(&quic_limits)
     } else {
-        let limits = listen.streams.unwrap_or_default();
-        let (bound, endpoint) = doh3::bind(addr, certs, &limits, handler)?;
-        (bound, tokio::spawn(doh3::serve(endpoint, h, s, c, limits)))
+        doh3::shape(&stream_limits)
+    };
+    let (bound, endpoint) = quic::bind(addr, certs, shape, handler)?;
+    let acceptor = quic::Acceptor::new(endpoint, certs.clone(), shape);
+    let (h, s) = (handler.clone(), stop.clone());
+    let task = if is_doq {
+        tokio::spawn(doq::serve(acceptor, h, s, quic_limits))
+    } else {
+        tokio::spawn(doh3::serve(acceptor, h, s, stream_limits))
     };
     tokio::spawn(certs.clone().watch(stop.clone(), handler.metrics.clone()));
     tracing::info!("listening on {}://{bound}", listen.scheme.name());

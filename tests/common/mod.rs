@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod dig;
 pub mod netns;
 pub mod stub;
+pub mod zones;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};

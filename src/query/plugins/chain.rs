@@ -31,6 +31,9 @@ pub enum Stage {
     /// After `acl`, `any` and `loop`'s probe, before `kubernetes`: the
     /// block's own data, on the question as `rewrite` left it.
     BeforeCluster,
+    /// After the block's own data and `kubernetes`, before `cache` and
+    /// `forward` (a backend such as `etcd`).
+    Data,
     /// When neither `cache` nor `forward` takes the name.
     Last,
 }
@@ -153,6 +156,7 @@ pub trait Setup: Debug + Send + Sync + Any {
 pub struct Chain {
     pub early: Vec<Box<dyn Answering>>,
     pub before_cluster: Vec<Box<dyn Answering>>,
+    pub data: Vec<Box<dyn Answering>>,
     pub last: Vec<Box<dyn Answering>>,
 }
 
@@ -165,6 +169,7 @@ impl Chain {
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
+                Stage::Data => chain.data.push(plugin),
                 Stage::Last => chain.last.push(plugin),
             }
         }
@@ -196,7 +201,11 @@ impl Chain {
     /// Whether a replayed cache hit may stand in for every plugin before
     /// `cache` ([`Answering::replayable`]).
     pub fn replayable(&self) -> bool {
-        self.early.iter().chain(&self.before_cluster).all(|p| p.replayable())
+        self.early
+            .iter()
+            .chain(&self.before_cluster)
+            .chain(&self.data)
+            .all(|p| p.replayable())
     }
 
     /// The block's plugins that `/ready` waits for.
@@ -229,6 +238,7 @@ impl Chain {
             .early
             .iter()
             .chain(&self.before_cluster)
+            .chain(&self.data)
             .filter_map(|p| Some((p, p.changes()?)))
         {
             // Counted before the data is read: a change after this moves it.
@@ -243,7 +253,11 @@ impl Chain {
 
     /// Every plugin of the chain, by stage.
     fn all(&self) -> impl Iterator<Item = &Box<dyn Answering>> + '_ {
-        self.early.iter().chain(&self.before_cluster).chain(&self.last)
+        self.early
+            .iter()
+            .chain(&self.before_cluster)
+            .chain(&self.data)
+            .chain(&self.last)
     }
 }
 

@@ -2,8 +2,9 @@
 //! taken: the chain's early plugins and `any` first ([`early`], before
 //! `rewrite` and `acl`), then [`Router::through`]: `any`,
 //! `loop`'s probe, the chain's plugins before the cluster,
-//! the block's own data (`k8s_external`, `file`), `kubernetes`, and
-//! `cache` then `forward`, then the chain's last plugins.
+//! the block's own data (`k8s_external`, `file`), `kubernetes`, the
+//! chain's data plugins (`etcd`), and `cache` then `forward`, then the
+//! chain's last plugins.
 //! Each step writes its answer into `out` and names its plugin.
 
 use hickory_proto::op::{Query, ResponseCode};
@@ -37,7 +38,10 @@ impl Router {
         if data(block, (qname, qtype), asker.dnssec_ok, out) || kubernetes(block, qname, qtype, out) {
             return Routed::Done;
         }
-        forward(block, query, asker, out)
+        match Chain::run(&block.plugins.data, query, &asker.of(), out) {
+            Outcome::Passed => forward(block, query, asker, out),
+            outcome => settled(outcome),
+        }
     }
 }
 

@@ -24,6 +24,7 @@
 //! over TLS runs this same path: [`serve_with`] first upgrades each
 //! accepted connection ([`Upgrade`]: a TLS handshake in `serve::dot`).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
@@ -41,7 +42,7 @@ pub mod conns;
 mod writer;
 
 use super::defer::{push_frame, Pending, Sink};
-use super::{Handler, Scratch};
+use super::{tsig, Handler, Scratch};
 use crate::metrics::{TcpClose, Transport};
 use crate::query::limits::timeouts::TcpLimits;
 use conns::{Conn, Conns};
@@ -302,8 +303,7 @@ async fn answer_all(
             tokio::task::yield_now().await;
         }
         let frame = &inbox[at + 2..at + 2 + len];
-        // A transfer `tsig` covers goes the way of every query (signed transfers: not yet).
-        if super::transfer::asks(frame) && !handler.router.load().tsig.as_ref().is_some_and(|t| t.covers(frame)) {
+        if super::transfer::asks(frame) {
             match transfer(frame, peer, handler, conn, tx, &mut out).await {
                 None => return Err(conn.reason()),
                 Some(true) => {
@@ -340,9 +340,22 @@ async fn answer_all(
     Ok(at)
 }
 
+/// A transfer request as the listener's `tsig` admits it: as it came
+/// (unsigned, not required to be), or verified (its TSIG record taken
+/// off) with the signer of its messages; `None` when it is refused.
+fn transfer_admitted<'a>(frame: &'a [u8], handler: &Handler) -> Option<(Cow<'a, [u8]>, Option<tsig::Signer>)> {
+    let mut refusal = Vec::new();
+    match tsig::admit(handler.router.load().tsig.as_deref(), frame, &mut refusal) {
+        tsig::Admit::Plain => Some((Cow::Borrowed(frame), None)),
+        tsig::Admit::Signed(s) => Some((Cow::Owned(s.request), Some(s.signer))),
+        tsig::Admit::Answered => None,
+    }
+}
+
 /// A zone transfer asked for in `frame` (`query/transfer/`), after the
 /// replies already in `out`: `Some(true)` when it was served, `Some(false)`
-/// when the frame goes the usual way, `None` when the connection closes.
+/// when the frame goes the usual way (also a transfer `tsig` refuses: the
+/// usual way answers its error), `None` when the connection closes.
 /// Boxed, so an idle connection's task stays small (tests/hostile.rs).
 async fn transfer(
     frame: &[u8],
@@ -352,11 +365,14 @@ async fn transfer(
     tx: &mpsc::Sender<Vec<u8>>,
     out: &mut Vec<u8>,
 ) -> Option<bool> {
+    let Some((frame, signer)) = transfer_admitted(frame, handler) else {
+        return Some(false);
+    };
     let router = handler.router.load_full();
     let find = |zone: &_, qtype| router.transfer(zone, qtype, peer.ip());
     let before = std::mem::take(out);
     Box::pin(super::transfer::on_connection(
-        frame,
+        (&frame, signer),
         peer,
         tx,
         before,

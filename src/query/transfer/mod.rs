@@ -44,6 +44,7 @@ use super::plugins::file::ZoneFile;
 use super::plugins::k8s_external::K8sExternal;
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use crate::query::transfer::setup::{transferable, TransferConfig};
+use crate::query::tsig::{Signer, Stream};
 use source::Source;
 use stats::Request;
 
@@ -155,7 +156,7 @@ pub fn asks(frame: &[u8]) -> bool {
 /// (`before`) go first. `None`: the connection closed meanwhile (`closed`
 /// completed, or its writer is gone).
 pub async fn on_connection(
-    frame: &[u8],
+    (frame, signer): (&[u8], Option<Signer>),
     peer: SocketAddr,
     tx: &mpsc::Sender<Vec<u8>>,
     before: Vec<u8>,
@@ -168,7 +169,7 @@ pub async fn on_connection(
     tokio::select! {
         biased;
         () = closed => None,
-        served = serve(frame, peer, tx, find) => Some(served),
+        served = serve((frame, signer), peer, tx, find) => Some(served),
     }
 }
 
@@ -180,9 +181,10 @@ pub type Found = Option<(Arc<Transfer>, Option<Arc<ZoneStats>>)>;
 /// framed message to `tx`; false when no `transfer` serves it (the caller
 /// answers it as any other query: REFUSED). `find` gives the `transfer`
 /// of the block the zone falls in, when the block's `acl` lets the
-/// request through.
+/// request through. With `signer` (a request `tsig` verified, its TSIG
+/// record taken off), every message sent is signed.
 pub async fn serve(
-    frame: &[u8],
+    (frame, signer): (&[u8], Option<Signer>),
     peer: SocketAddr,
     tx: &mpsc::Sender<Vec<u8>>,
     find: impl FnOnce(&Name, RecordType) -> Found,
@@ -205,7 +207,7 @@ pub async fn serve(
         tracing::info!(target: "transfer", "refused transfer of zone {} to {}: not in `to`", query.name(), peer.ip());
         return false;
     }
-    let sent = transfer.send(i, &request, peer, tx).await;
+    let sent = transfer.send(i, &request, peer, (tx, signer.map(Signer::stream))).await;
     if let (Some(stats), Some(rcode)) = (stats, sent.rcode) {
         stats.record(&Served {
             transport: Transport::Tcp,
@@ -233,10 +235,17 @@ struct Sent {
 
 impl Transfer {
     /// Sends zone `i` (or, for an IXFR of the current serial, its SOA).
-    async fn send(&self, i: usize, request: &Message, peer: SocketAddr, tx: &mpsc::Sender<Vec<u8>>) -> Sent {
+    async fn send(
+        &self,
+        i: usize,
+        request: &Message,
+        peer: SocketAddr,
+        (tx, signer): (&mpsc::Sender<Vec<u8>>, Option<Stream>),
+    ) -> Sent {
         let mut out = Outbox {
             request,
             tx,
+            signer,
             bytes: 0,
             records: 0,
         };
@@ -289,6 +298,8 @@ impl Transfer {
 struct Outbox<'a> {
     request: &'a Message,
     tx: &'a mpsc::Sender<Vec<u8>>,
+    /// The request was signed: so is each message.
+    signer: Option<Stream>,
     bytes: usize,
     records: usize,
 }
@@ -303,7 +314,13 @@ impl Outbox<'_> {
         m.queries = self.request.queries.clone();
         self.records += records.len();
         m.answers = records;
-        let bytes = match m.to_vec() {
+        let signed = m.to_vec().map(|mut b| {
+            if let Some(signer) = &mut self.signer {
+                signer.sign(&mut b);
+            }
+            b
+        });
+        let bytes = match signed {
             Ok(b) if u16::try_from(b.len()).is_ok() => b,
             Ok(b) => {
                 tracing::error!(target: "transfer", "a transfer message of {} bytes does not fit a TCP frame; transfer ended", b.len());

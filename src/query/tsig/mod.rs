@@ -1,8 +1,9 @@
 //! `tsig` (CoreDNS's plugin, RFC 8945): requests signed with a shared
 //! key are verified, and their replies signed with the same key, on every
 //! transport (UDP, TCP, TLS, HTTPS, QUIC: all reach [`Tsig::admit`]
-//! through `Handler::handle`); `require` refuses what must be signed and
-//! is not.
+//! through `Handler::handle`, zone transfers through the TCP path's
+//! transfer branch, each message signed: [`Stream`]); `require` refuses
+//! what must be signed and is not.
 //!
 //! The MAC is computed over the request's bytes as they came in, and over
 //! the reply's bytes as they are sent: nothing is decoded and encoded
@@ -152,12 +153,6 @@ impl Tsig {
             .map(|(_, r)| r)
     }
 
-    /// Whether `msg` asks a question a rule covers (a zone transfer of it
-    /// goes the way of every query, through [`Tsig::admit`]).
-    pub fn covers(&self, msg: &[u8]) -> bool {
-        wire::Request::of(msg).is_some_and(|r| self.rule(&r.qname).is_some())
-    }
-
     /// Verifies `msg` at time `now`; an error reply is written to `out`.
     pub fn admit(&self, msg: &[u8], now: u64, out: &mut Vec<u8>) -> Admit {
         let Some(req) = wire::Request::of(msg) else {
@@ -248,7 +243,10 @@ impl Refusal {
     /// MAC for BADKEY and BADSIG (RFC 8945 §5.3.2), signed for BADTIME.
     fn write(self, tsig: &wire::Record, now: u64, out: &mut Vec<u8>) {
         let error = match self {
-            Refusal::Time(signer) => return signer.sign_at(out, now),
+            Refusal::Time(signer) => {
+                signer.sign_at(out, now);
+                return;
+            }
             Refusal::Key => BADKEY,
             Refusal::Sig => BADSIG,
         };
@@ -301,13 +299,10 @@ impl Signer {
         self.sign_at(out, now());
     }
 
-    fn sign_at(&self, out: &mut Vec<u8>, now: u64) {
-        let Some(arcount) = out.get(10..12).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
-            return;
-        };
-        let Some(header) = wire::header(out, self.original_id, arcount) else {
-            return;
-        };
+    /// Signs the reply in `out` at time `now`; the MAC written.
+    fn sign_at(&self, out: &mut Vec<u8>, now: u64) -> Option<hmac::Tag> {
+        let arcount = out.get(10..12).map(|b| u16::from_be_bytes([b[0], b[1]]))?;
+        let header = wire::header(out, self.original_id, arcount)?;
         let (time, other) = match self.late {
             Some((asked, ours)) => (asked, ours.to_be_bytes()[2..].to_vec()),
             None => (now, Vec::new()),
@@ -322,6 +317,58 @@ impl Signer {
         };
         let mac = wire::digest(&self.key, Some(&self.request_mac), &header, out, &vars);
         wire::append(out, &vars, mac.as_ref(), self.original_id);
+        Some(mac)
+    }
+}
+
+/// Signs the messages of one multi-message reply, a zone transfer
+/// (RFC 8945 §5.3.1): the first as any reply, after the request's MAC;
+/// each next one after the MAC of the one before, over its bytes and the
+/// timers only. Every message is signed.
+pub struct Stream {
+    signer: Signer,
+    prior: Option<Box<[u8]>>,
+}
+
+impl Signer {
+    /// The signer of a multi-message reply to this request.
+    pub fn stream(self) -> Stream {
+        Stream {
+            signer: self,
+            prior: None,
+        }
+    }
+}
+
+impl Stream {
+    /// Signs the next message in `out`, the time now.
+    pub fn sign(&mut self, out: &mut Vec<u8>) {
+        self.sign_at(out, now());
+    }
+
+    fn sign_at(&mut self, out: &mut Vec<u8>, now: u64) {
+        let s = &self.signer;
+        let Some(prior) = self.prior.take() else {
+            self.prior = s.sign_at(out, now).map(|mac| mac.as_ref().into());
+            return;
+        };
+        let Some(arcount) = out.get(10..12).map(|b| u16::from_be_bytes([b[0], b[1]])) else {
+            return;
+        };
+        let Some(header) = wire::header(out, s.original_id, arcount) else {
+            return;
+        };
+        let mac = wire::digest_timers(&s.key, &prior, &header, out, now, FUDGE);
+        let vars = Variables {
+            key: &s.name,
+            algorithm: &s.algorithm,
+            time: now,
+            fudge: FUDGE,
+            error: 0,
+            other: &[],
+        };
+        wire::append(out, &vars, mac.as_ref(), s.original_id);
+        self.prior = Some(mac.as_ref().into());
     }
 }
 

@@ -217,6 +217,20 @@ pub fn digest(key: &hmac::Key, prior: Option<&[u8]>, header: &[u8; 12], msg: &[u
     ctx.sign()
 }
 
+/// The MAC of a transfer's message after its first (RFC 8945 §5.3.1):
+/// over `prior` (the MAC before, with its length), the message, and only
+/// the timers (time signed and fudge).
+pub fn digest_timers(key: &hmac::Key, prior: &[u8], header: &[u8; 12], msg: &[u8], time: u64, fudge: u16) -> hmac::Tag {
+    let mut ctx = hmac::Context::with_key(key);
+    ctx.update(&u16::try_from(prior.len()).unwrap_or(0).to_be_bytes());
+    ctx.update(prior);
+    ctx.update(header);
+    ctx.update(msg.get(12..).unwrap_or_default());
+    ctx.update(&time.to_be_bytes()[2..]);
+    ctx.update(&fudge.to_be_bytes());
+    ctx.sign()
+}
+
 /// `msg`'s header with the ID `id` and ARCOUNT `arcount`.
 pub fn header(msg: &[u8], id: u16, arcount: u16) -> Option<[u8; 12]> {
     let mut h: [u8; 12] = msg.get(..12)?.try_into().ok()?;
