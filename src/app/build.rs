@@ -16,9 +16,7 @@ use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::file::ZoneFile;
-use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::k8s_external::K8sExternal;
-use crate::query::plugins::template::Templates;
 use crate::query::plugins::{auto, secondary};
 use crate::query::transfer::Transfer;
 use crate::query::tsig::Tsig;
@@ -131,9 +129,10 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
-        let (dns64, templates, acl_stats) = counted(server, &mut built.live);
-        let plugins = Chain::build(&server.plugins);
+        let (dns64, acl_stats) = counted(server, &mut built.live);
+        let plugins = Chain::build(&server.plugins, &server_label(server));
         built.live.ready.extend(plugins.readiness());
+        built.live.exposed.extend(plugins.exposed());
         let files = zone_files(server);
         let external = server
             .k8s_external
@@ -155,7 +154,6 @@ impl Runtime {
             zones: server.zones.clone(),
             zone_wires: server.zones.iter().map(crate::corefile::args::lower_wire).collect(),
             zone_stats: Vec::new(),
-            hosts: server.hosts.clone().map(Hosts::new),
             files,
             cluster,
             forwarding,
@@ -169,7 +167,6 @@ impl Runtime {
             chain: server.chain,
             dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
-            templates,
             rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
@@ -212,13 +209,9 @@ fn zone_files(server: &Server) -> Vec<ZoneFile> {
         .collect()
 }
 
-/// The plugins of `server` that keep metrics of their own (`dns64`,
-/// `template`, `acl`), each registered in `live` for `/metrics`.
-type Counted = (
-    Option<Arc<Dns64>>,
-    Option<Templates>,
-    Option<Arc<crate::metrics::AclStats>>,
-);
+/// The plugins of `server` outside the chain that keep metrics of their
+/// own (`dns64`, `acl`), each registered in `live` for `/metrics`.
+type Counted = (Option<Arc<Dns64>>, Option<Arc<crate::metrics::AclStats>>);
 
 fn counted(server: &Server, live: &mut Live) -> Counted {
     let dns64 = server
@@ -226,11 +219,6 @@ fn counted(server: &Server, live: &mut Live) -> Counted {
         .clone()
         .map(|d| Arc::new(Dns64::new(d, server_label(server))));
     live.dns64.extend(dns64.clone());
-    let templates =
-        (!server.templates.is_empty()).then(|| Templates::new(server.templates.clone(), server_label(server)));
-    if let Some(t) = &templates {
-        live.templates.push(t.stats.clone());
-    }
     let acl_stats = (!server.acl.is_empty()).then(|| {
         let zones: Vec<Vec<String>> = server
             .acl
@@ -240,7 +228,7 @@ fn counted(server: &Server, live: &mut Live) -> Counted {
         Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
     });
     live.acl.extend(acl_stats.clone());
-    (dns64, templates, acl_stats)
+    (dns64, acl_stats)
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

@@ -16,7 +16,6 @@ use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
 use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
-use crate::query::plugins::template::setup as template;
 use crate::query::proxyproto::setup as proxyproto;
 use crate::query::tsig::setup as tsig;
 
@@ -318,13 +317,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.minimal,
         print: |b, s, _| crate::query::settle::minimal::print(b, s.minimal),
     },
-    Spec {
-        name: "template",
-        options: true,
-        parse: |d, c| c.server.templates.extend(template::parse(d, &c.server.zones, c.errors)),
-        enabled: |s, _| !s.templates.is_empty(),
-        print: print::template,
-    },
+    rows::TEMPLATE,
     Spec {
         name: "transfer",
         options: true,
@@ -335,16 +328,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: NOT_REPORTED,
         print: print::transfer,
     },
-    Spec {
-        name: "hosts",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.hosts.is_some(), "per server block", c.errors);
-            c.server.hosts = crate::query::plugins::hosts::setup::hosts(d, &c.server.zones, c.dir, c.errors);
-        },
-        enabled: |s, _| s.hosts.is_some(),
-        print: print::hosts,
-    },
+    rows::HOSTS,
     Spec {
         name: "k8s_external",
         options: true,

@@ -20,10 +20,7 @@ use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
-use crate::query::plugins::{
-    dns64::setup as dns64, file::setup as file, hosts::setup as hosts, k8s_external::setup as k8s_external,
-    template::setup as template,
-};
+use crate::query::plugins::{dns64::setup as dns64, file::setup as file, k8s_external::setup as k8s_external};
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::acl::setup as acl;
 use crate::query::route::autopath::setup as autopath;
@@ -68,7 +65,6 @@ pub struct Server {
     /// `forward` directives, tried in order (`next` passes on to the next).
     pub forward: Vec<forward::ForwardConfig>,
     pub cache: Option<cache::CacheConfig>,
-    pub hosts: Option<hosts::HostsConfig>,
     pub files: Vec<file::FileConfig>,
     pub secondaries: Vec<crate::query::plugins::secondary::setup::SecondaryConfig>,
     pub autos: Vec<crate::query::plugins::auto::setup::AutoConfig>,
@@ -94,8 +90,6 @@ pub struct Server {
     pub tsig: Option<crate::query::tsig::setup::TsigConfig>,
     /// `k8s_external`: Services' external addresses under other zones.
     pub k8s_external: Option<k8s_external::K8sExternalConfig>,
-    /// `template` directives, in order.
-    pub templates: Vec<template::TemplateConfig>,
     /// `rewrite` rules, in order.
     pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
@@ -145,7 +139,6 @@ impl Server {
             kubernetes: None,
             forward: Vec::new(),
             cache: None,
-            hosts: None,
             files: Vec::new(),
             secondaries: Vec::new(),
             autos: Vec::new(),
@@ -159,7 +152,6 @@ impl Server {
             dns64: None,
             tsig: None,
             k8s_external: None,
-            templates: Vec::new(),
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,
@@ -193,6 +185,11 @@ impl Server {
     pub fn plug(&mut self, setup: Arc<dyn Setup>) {
         self.plugins.retain(|p| p.name() != setup.name());
         self.plugins.push(setup);
+    }
+
+    /// The setup of the block's answering plugin `name`, if it has one.
+    pub fn setup(&self, name: &str) -> Option<&Arc<dyn Setup>> {
+        self.plugins.iter().find(|p| p.name() == name)
     }
 
     /// Whether the block has the answering plugin `name`.

@@ -27,6 +27,27 @@ fn errors_of(tag: &str, text: &str) -> Vec<String> {
     }
 }
 
+/// Loads `text` as `/tmp/Corefile`: the config, or every error as text.
+pub(crate) fn loaded(text: &str) -> Result<crate::config::Config, Vec<String>> {
+    crate::config::load_str(std::path::Path::new("/tmp/Corefile"), text, 53)
+        .map_err(|e| e.0.iter().map(ToString::to_string).collect())
+}
+
+/// Each `(body, want)`: loading `body` gives exactly one error, starting with `want`.
+pub(crate) fn one_error_each<T>(cases: &[(&str, &str)], load: impl Fn(&str) -> Result<T, Vec<String>>) {
+    for (body, want) in cases {
+        let Err(errors) = load(body) else {
+            panic!("{body}: loaded without errors")
+        };
+        assert_eq!(errors.len(), 1, "{body}: {errors:?}");
+        assert!(
+            errors[0].starts_with(want),
+            "{body}:\n{}\nshould start with\n{want}",
+            errors[0]
+        );
+    }
+}
+
 /// The one server block `.:53 { BODY }` of a Corefile at /tmp/Corefile,
 /// or every error as `FILE:LINE:COL: message`.
 pub(crate) fn server_block(body: &str) -> Result<Server, Vec<String>> {

@@ -14,4 +14,5 @@ pub mod imports;
 pub mod lexer;
 pub mod options;
 pub mod problem;
+pub mod values;
 pub mod words;

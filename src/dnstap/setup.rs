@@ -237,7 +237,7 @@ pub fn tests_hostname() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::plugins::dns64::setup::tests::{load, one_error_each};
+    use crate::config::tests::{loaded as load, one_error_each};
 
     fn taps(text: &str) -> Vec<DnstapConfig> {
         let config = load(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));

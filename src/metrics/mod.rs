@@ -17,6 +17,7 @@ pub mod catalogue;
 mod clients;
 mod counts;
 mod dnstap;
+pub mod exposed;
 pub mod fair;
 mod hist;
 mod labels;

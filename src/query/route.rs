@@ -13,8 +13,8 @@
 //!
 //! `Router::answer` reads as that order: `enter` (the block, `log`,
 //! `bufsize`), `early` (the chain's early plugins, `any`), `rewrite`, the `acl`
-//! verdict, `autopath` or `through` (`any`, `loop`, `template`, `data` for
-//! `hosts`/`k8s_external`/`file`, `kubernetes`, `forward` with `cache`),
+//! verdict, `autopath` or `through` (`any`, `loop`, `template`, the chain's before
+//! the cluster, `data` for `k8s_external`/`file`, `kubernetes`, `forward` with `cache`),
 //! then `settle` (the outside CNAME target, `dns64`, `rewrite` reverted,
 //! `loadbalance`). What a block holds is in `route/block.rs`; the plugin
 //! steps in their order in `route/order.rs`; the `acl` decision (on a

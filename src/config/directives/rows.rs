@@ -2,7 +2,7 @@
 //! their own, so the table stays within the size limit: one constant per
 //! directive, named in the table where its plugin runs.
 
-use super::spec::{Spec, NOT_REPORTED};
+use super::spec::{once, Spec, NOT_REPORTED};
 use crate::config::effective::print;
 
 /// `header`: flags set or cleared in queries and responses.
@@ -42,4 +42,35 @@ pub const ETCD: Spec = Spec {
     },
     enabled: |s, _| s.has("etcd"),
     print: |b, s, _| print::plugin(b, s, "etcd"),
+};
+
+/// `template`: answers rendered from the question, the block's lines one plugin.
+pub const TEMPLATE: Spec = Spec {
+    name: "template",
+    options: true,
+    parse: |d, c| {
+        let earlier = (&c.server.zones[..], c.server.setup("template"));
+        if let Some(templates) = crate::query::plugins::template::setup::parse(d, earlier, c.errors) {
+            c.server.plug(templates);
+        }
+    },
+    enabled: |s, _| s.has("template"),
+    print: |b, s, _| print::plugin(b, s, "template"),
+};
+
+/// `hosts`: a hosts file and inline entries.
+pub const HOSTS: Spec = Spec {
+    name: "hosts",
+    options: true,
+    parse: |d, c| {
+        once(d, c.server.has("hosts"), "per server block", c.errors);
+        c.server.plug(crate::query::plugins::hosts::setup::parse(
+            d,
+            &c.server.zones,
+            c.dir,
+            c.errors,
+        ));
+    },
+    enabled: |s, _| s.has("hosts"),
+    print: |b, s, _| print::plugin(b, s, "hosts"),
 };

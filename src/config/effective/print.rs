@@ -159,22 +159,10 @@ pub(crate) fn cache(b: &mut Block, s: &Server, _: Option<&Config>) {
         .for_each(|c| crate::query::forward::cache::print::cache(b, c));
 }
 
-pub(crate) fn template(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.templates
-        .iter()
-        .for_each(|t| crate::query::plugins::template::print::template(b, t));
-}
-
 pub(crate) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.transfers
         .iter()
         .for_each(|t| crate::query::transfer::print::transfer(b, t))
-}
-
-pub(crate) fn hosts(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.hosts
-        .iter()
-        .for_each(|h| crate::query::plugins::hosts::print::hosts(b, h));
 }
 
 pub(crate) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {

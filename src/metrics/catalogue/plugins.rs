@@ -79,6 +79,9 @@ pub const TEMPLATE_RR_FAILURES: Family = counter(
     "Counter of mis-templated RRs.",
     TEMPLATE_RECORD,
 );
+/// The families plugins keep per server block ([`crate::metrics::exposed`]),
+/// one list a plugin, in the order `/metrics` writes them.
+pub const PER_BLOCK: &[&[Family]] = &[&[TEMPLATE_MATCHES, TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES]];
 pub const DNS64_TRANSLATED: Family = counter(
     "coredns_dns64_requests_translated_total",
     "Counter of DNS requests translated by dns64.",

@@ -66,7 +66,7 @@ impl Setup for Challenges {
         "tls"
     }
 
-    fn build(&self) -> Box<dyn Answering> {
+    fn build(&self, _: &str) -> Box<dyn Answering> {
         Box::new(Challenges)
     }
 

@@ -7,8 +7,10 @@
 //! table and the module list; the router runs whatever the block's chain
 //! holds, in the table's order.
 
+use std::any::Any;
 use std::fmt::Debug;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use hickory_proto::op::Query;
@@ -16,6 +18,7 @@ use hickory_proto::rr::Name;
 
 use crate::corefile::expr::Wire;
 use crate::corefile::words::Block;
+use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
@@ -25,6 +28,9 @@ use crate::query::reply::Answer;
 pub enum Stage {
     /// Before `rewrite` and `acl`, on the question as asked.
     Early,
+    /// After `acl`, `any` and `loop`'s probe, before `kubernetes`: the
+    /// block's own data, on the question as `rewrite` left it.
+    BeforeCluster,
     /// After the block's own data and `kubernetes`, before `cache` and
     /// `forward` (a backend such as `etcd`).
     Data,
@@ -38,6 +44,23 @@ pub struct Client {
     pub ip: IpAddr,
     /// The request's transport, size, id, opcode, payload size and port.
     pub wire: Wire,
+}
+
+impl Client {
+    /// No client in particular: what a plugin with [`Answering::changes`]
+    /// is asked with when the router checks that it passes a question.
+    pub const ANY: Client = Client {
+        ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        wire: Wire {
+            tcp: false,
+            size: 0,
+            id: 0,
+            opcode: 0,
+            dnssec_ok: false,
+            bufsize: 0,
+            port: 0,
+        },
+    };
 }
 
 /// A plugin in a block's chain.
@@ -63,6 +86,28 @@ pub trait Answering: Send + Sync {
     /// replayed cache hit may stand in for it.
     fn may_answer_later(&self, _query: &Query) -> bool {
         false
+    }
+
+    /// For a plugin whose data changes at run time (reloaded from disk): the
+    /// count of those changes, each counted after its data is in place, so
+    /// that a replayed cache hit for a question this plugin passed stands
+    /// only while the count read before asking it has not moved. Such a
+    /// plugin answers alike for every client.
+    fn changes(&self) -> Option<&Arc<AtomicU64>> {
+        None
+    }
+
+    /// Whether a replayed cache hit may stand in for this plugin on a
+    /// question it passed (with [`Answering::changes`] checked): false for
+    /// one whose answer depends on the client or the request, so that no
+    /// cache hit of its block is replayed.
+    fn replayable(&self) -> bool {
+        true
+    }
+
+    /// The counters this plugin keeps for `/metrics`, if any.
+    fn exposed(&self) -> Option<Arc<dyn Exposed>> {
+        None
     }
 
     /// What `/ready` asks of this plugin, if it is one that `/ready`
@@ -94,12 +139,13 @@ pub enum Outcome {
 
 /// A directive's parsed options, as a server block of the configuration
 /// holds them.
-pub trait Setup: Debug + Send + Sync {
+pub trait Setup: Debug + Send + Sync + Any {
     /// The directive's name, as in the table.
     fn name(&self) -> &'static str;
 
-    /// The plugin the router runs.
-    fn build(&self) -> Box<dyn Answering>;
+    /// The plugin the router runs, in the block whose metrics' `server`
+    /// label is `server`.
+    fn build(&self, server: &str) -> Box<dyn Answering>;
 
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
@@ -109,17 +155,20 @@ pub trait Setup: Debug + Send + Sync {
 #[derive(Default)]
 pub struct Chain {
     pub early: Vec<Box<dyn Answering>>,
+    pub before_cluster: Vec<Box<dyn Answering>>,
     pub data: Vec<Box<dyn Answering>>,
     pub last: Vec<Box<dyn Answering>>,
 }
 
 impl Chain {
-    /// The plugins of `setups` (already in the table's order).
-    pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>) -> Chain {
+    /// The plugins of `setups` (already in the table's order), in the
+    /// block whose metrics' `server` label is `server`.
+    pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, server: &str) -> Chain {
         let mut chain = Chain::default();
-        for plugin in setups.into_iter().map(|s| s.build()) {
+        for plugin in setups.into_iter().map(|s| s.build(server)) {
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
+                Stage::BeforeCluster => chain.before_cluster.push(plugin),
                 Stage::Data => chain.data.push(plugin),
                 Stage::Last => chain.last.push(plugin),
             }
@@ -144,15 +193,33 @@ impl Chain {
         Outcome::Passed
     }
 
+    /// The counters the block's plugins keep for `/metrics`.
+    pub fn exposed(&self) -> impl Iterator<Item = Arc<dyn Exposed>> + '_ {
+        self.all().filter_map(|p| p.exposed())
+    }
+
+    /// Whether a replayed cache hit may stand in for every plugin before
+    /// `cache` ([`Answering::replayable`]).
+    pub fn replayable(&self) -> bool {
+        self.early
+            .iter()
+            .chain(&self.before_cluster)
+            .chain(&self.data)
+            .all(|p| p.replayable())
+    }
+
     /// The block's plugins that `/ready` waits for.
     pub fn readiness(&self) -> impl Iterator<Item = Arc<dyn Readiness>> + '_ {
         self.all().filter_map(|p| p.readiness())
     }
 
     /// Whether an A or AAAA question of class IN for `qname` passes every
-    /// plugin before `kubernetes`.
+    /// plugin before `kubernetes` (inlined: asked of every query the
+    /// direct path writes).
+    #[inline]
     pub fn passes_address(&self, qname: &Name) -> bool {
         self.early.iter().all(|p| p.passes_address(qname))
+            && self.before_cluster.iter().all(|p| p.passes_address(qname))
     }
 
     /// Whether a plugin of the chain may answer `query` later though it
@@ -161,9 +228,36 @@ impl Chain {
         self.all().any(|p| p.may_answer_later(query))
     }
 
-    /// Every plugin of the chain.
+    /// The change counts of the plugins before `cache` whose data changes
+    /// at run time ([`Answering::changes`]), each with its count now, if
+    /// every one of them passes `query` with its data as loaded now;
+    /// `None` when one answers it.
+    pub fn passed_as_loaded(&self, query: &Query) -> Option<Vec<(Arc<AtomicU64>, u64)>> {
+        let mut seen = Vec::new();
+        for (p, changes) in self
+            .early
+            .iter()
+            .chain(&self.before_cluster)
+            .chain(&self.data)
+            .filter_map(|p| Some((p, p.changes()?)))
+        {
+            // Counted before the data is read: a change after this moves it.
+            let count = changes.load(std::sync::atomic::Ordering::Acquire);
+            if p.answer(query, &Client::ANY, &mut Answer::default()) != Verdict::Next {
+                return None;
+            }
+            seen.push((changes.clone(), count));
+        }
+        Some(seen)
+    }
+
+    /// Every plugin of the chain, by stage.
     fn all(&self) -> impl Iterator<Item = &Box<dyn Answering>> + '_ {
-        self.early.iter().chain(&self.data).chain(&self.last)
+        self.early
+            .iter()
+            .chain(&self.before_cluster)
+            .chain(&self.data)
+            .chain(&self.last)
     }
 }
 

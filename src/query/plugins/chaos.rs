@@ -63,7 +63,7 @@ impl Setup for ChaosConfig {
         "chaos"
     }
 
-    fn build(&self) -> Box<dyn Answering> {
+    fn build(&self, _: &str) -> Box<dyn Answering> {
         Box::new(Chaos::new(self.clone()))
     }
 

@@ -103,7 +103,7 @@ impl Setup for ErraticConfig {
         "erratic"
     }
 
-    fn build(&self) -> Box<dyn Answering> {
+    fn build(&self, _: &str) -> Box<dyn Answering> {
         Box::new(Erratic::new(*self))
     }
 

@@ -153,7 +153,7 @@ impl Setup for EtcdConfig {
         "etcd"
     }
 
-    fn build(&self) -> Box<dyn Answering> {
+    fn build(&self, _: &str) -> Box<dyn Answering> {
         Box::new(Etcd::new(self.clone()))
     }
 

@@ -9,6 +9,11 @@
 //! `fallthrough_unsupported`, the next plugin where `fallthrough` applies).
 //! A name without an entry goes on where `fallthrough` applies, and is
 //! SERVFAIL otherwise: a hosts file has no SOA to deny it with.
+//!
+//! It is one of the chain's plugins before the cluster
+//! ([`Stage::BeforeCluster`]), where CoreDNS's order puts it. Its file's reloads are
+//! its [`Answering::changes`]: a cache hit replayed past `hosts` stands
+//! only while the file has not reloaded since.
 
 pub mod print;
 pub mod setup;
@@ -19,11 +24,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use hickory_proto::op::ResponseCode;
+use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::PTR;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use super::watched::watch_file;
+use crate::corefile::words::Block;
+use crate::metrics::Plugin;
+use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
 use crate::query::plugins::cluster::reverse;
 use crate::query::plugins::hosts::setup::HostsConfig;
 use crate::query::plugins::verdict::Verdict;
@@ -94,7 +102,7 @@ pub struct Hosts {
     cfg: HostsConfig,
     file: Arc<ArcSwap<HostsData>>,
     inline: HostsData,
-    /// Reloads of the file so far (see [`Hosts::reloads`]).
+    /// Reloads of the file so far ([`Answering::changes`]).
     reloads: Arc<AtomicU64>,
 }
 
@@ -136,14 +144,8 @@ impl Hosts {
         }
     }
 
-    /// Counts the file's reloads, each after its data is in place: what
-    /// was decided past `hosts` (a learned cache hit) holds while the
-    /// count read before deciding has not moved.
-    pub fn reloads(&self) -> &Arc<AtomicU64> {
-        &self.reloads
-    }
-
-    pub fn answer(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
+    /// Answers `qname` `qtype` from the file's and the inline entries.
+    pub fn lookup(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
         let lower = qname.to_lowercase();
         if qtype != RecordType::PTR && !self.cfg.zones.iter().any(|z| z.zone_of(&lower)) {
             return Verdict::Next;
@@ -187,5 +189,38 @@ impl Hosts {
         out.answers.append(&mut found);
         out.authoritative = true;
         Verdict::Answered
+    }
+}
+
+impl Setup for HostsConfig {
+    fn name(&self) -> &'static str {
+        "hosts"
+    }
+
+    fn build(&self, _: &str) -> Box<dyn Answering> {
+        Box::new(Hosts::new(self.clone()))
+    }
+
+    fn print(&self, b: &mut Block) {
+        print::hosts(b, self);
+    }
+}
+
+impl Answering for Hosts {
+    fn stage(&self) -> Stage {
+        Stage::BeforeCluster
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::Hosts
+    }
+
+    fn answer(&self, query: &Query, _: &Client, out: &mut Answer) -> Verdict {
+        self.lookup(query.name(), query.query_type(), out)
+    }
+
+    /// The file's reloads, each counted after its data is in place.
+    fn changes(&self) -> Option<&Arc<AtomicU64>> {
+        Some(&self.reloads)
     }
 }

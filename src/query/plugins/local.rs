@@ -123,7 +123,7 @@ impl Setup for LocalConfig {
         "local"
     }
 
-    fn build(&self) -> Box<dyn Answering> {
+    fn build(&self, _: &str) -> Box<dyn Answering> {
         Box::new(LocalNames::new(self.prefix))
     }
 

@@ -15,6 +15,11 @@
 //!
 //! A template that fails to run or renders something that is not a
 //! record answers SERVFAIL and counts in `coredns_template_*_failures_total`.
+//!
+//! The block's templates are one of the chain's plugins before the
+//! cluster ([`Stage::BeforeCluster`]), first of them as CoreDNS orders
+//! them. What they answer depends on the client and the request (their
+//! expressions), so no cache hit of their block is replayed.
 
 pub mod print;
 pub mod setup;
@@ -29,8 +34,12 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use crate::corefile::expr::Wire;
 use crate::corefile::gotmpl::{Data, Template};
+use crate::corefile::words::Block;
 use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
-use crate::query::plugins::template::setup::TemplateConfig;
+use crate::metrics::exposed::Exposed;
+use crate::metrics::Plugin;
+use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
+use crate::query::plugins::template::setup::{TemplateConfig, TemplatesConfig};
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 use conditions::Judged;
@@ -42,27 +51,14 @@ pub struct TemplateStats {
     series: Mutex<BTreeMap<(usize, String), u64>>,
 }
 
-/// The families, in the order `count` indexes them.
+/// The families, in the order `count` indexes them (the catalogue's
+/// `PER_BLOCK` list of them).
 const FAMILIES: [Family; 3] = [TEMPLATE_MATCHES, TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES];
 
 impl TemplateStats {
     fn count(&self, family: usize, labels: String) {
         if let Ok(mut s) = self.series.lock() {
             *s.entry((family, labels)).or_default() += 1;
-        }
-    }
-}
-
-/// The `coredns_template_*` families of every server block.
-pub fn render(all: &[Arc<TemplateStats>], s: &mut String) {
-    for (i, family) in FAMILIES.iter().enumerate() {
-        let name = family.name;
-        family.head(s);
-        for stats in all {
-            let Ok(series) = stats.series.lock() else { continue };
-            for ((_, labels), n) in series.range((i, String::new())..(i + 1, String::new())) {
-                let _ = writeln!(s, "{name}{{server=\"{}\",{labels}}} {n}", stats.server);
-            }
         }
     }
 }
@@ -319,3 +315,55 @@ fn shown(t: &TemplateConfig, query: &Query) -> (String, String) {
 
 #[cfg(test)]
 mod tests;
+
+impl Exposed for TemplateStats {
+    fn families(&self) -> &'static [Family] {
+        &FAMILIES
+    }
+
+    fn series(&self, i: usize, s: &mut String) {
+        let (Some(family), Ok(series)) = (FAMILIES.get(i), self.series.lock()) else {
+            return;
+        };
+        for ((_, labels), n) in series.range((i, String::new())..(i + 1, String::new())) {
+            let _ = writeln!(s, "{}{{server=\"{}\",{labels}}} {n}", family.name, self.server);
+        }
+    }
+}
+
+impl Setup for TemplatesConfig {
+    fn name(&self) -> &'static str {
+        "template"
+    }
+
+    fn build(&self, server: &str) -> Box<dyn Answering> {
+        Box::new(Templates::new(self.0.clone(), server.to_string()))
+    }
+
+    fn print(&self, b: &mut Block) {
+        self.0.iter().for_each(|t| print::template(b, t));
+    }
+}
+
+impl Answering for Templates {
+    fn stage(&self) -> Stage {
+        Stage::BeforeCluster
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::Template
+    }
+
+    fn answer(&self, query: &Query, client: &Client, out: &mut Answer) -> Verdict {
+        Templates::answer(self, query, (client.ip, client.wire), out)
+    }
+
+    /// Its expressions read the client and the request.
+    fn replayable(&self) -> bool {
+        false
+    }
+
+    fn exposed(&self) -> Option<Arc<dyn Exposed>> {
+        Some(self.stats.clone())
+    }
+}

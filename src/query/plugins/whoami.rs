@@ -38,7 +38,7 @@ impl Setup for Whoami {
         "whoami"
     }
 
-    fn build(&self) -> Box<dyn Answering> {
+    fn build(&self, _: &str) -> Box<dyn Answering> {
         Box::new(Whoami)
     }
 

@@ -17,9 +17,9 @@
 //! with no `rewrite`, `template`, for a name
 //! outside its `kubernetes`, `k8s_external` and `file` zones (those change
 //! with the store or a reload), not AAAA under `dns64`, not ANY or the
-//! loop probe's HINFO. Behind `hosts`, a question is kept only if the
-//! hosts data passes it on, and is replayed only while the hosts file has
-//! not reloaded since. Everything is dropped on a config reload. An entry
+//! loop probe's HINFO. Behind a plugin whose data changes at run time
+//! (reloaded from disk), a question is kept only if that data passes it
+//! on, and is replayed only while it has not changed since. Everything is dropped on a config reload. An entry
 //! dies with its cache entry: when it expires (the full path then serves
 //! it stale or forwards it) or leaves the shared cache (replaced by a
 //! refresh, evicted). A block's `acl` is no reason to skip it: the caller
@@ -62,18 +62,20 @@ struct Hit {
     /// was last known to be in it: a replay reads only these.
     stamp: Stamp,
     seen: u64,
-    /// The block's `hosts` reloads, and their count when learned.
-    hosts: Option<(Arc<AtomicU64>, u64)>,
+    /// The change counts of the plugins the question passed whose data
+    /// changes at run time, each with its count when learned.
+    changes: Box<[(Arc<AtomicU64>, u64)]>,
     outcome: Summary,
 }
 
 /// A question's route to the cache, fixed by the config alone (see the
 /// module doc), as the router finds it: the forwarding whose cache
-/// answers, the block's `hosts` reloads and their count now (the question
-/// passed `hosts`; `None`: no `hosts`), its `loadbalance`.
+/// answers, the change counts of the plugins it passed whose data changes
+/// at run time with their counts now (empty: none has such a plugin), its
+/// `loadbalance`.
 pub struct HitRoute<'r> {
     pub forwarding: &'r Arc<Forwarding>,
-    pub hosts: Option<(Arc<AtomicU64>, u64)>,
+    pub changes: Vec<(Arc<AtomicU64>, u64)>,
     pub loadbalance: Option<&'r crate::query::reply::loadbalance::setup::LoadbalanceConfig>,
 }
 
@@ -106,9 +108,9 @@ impl Hits {
         let map = &mut self.entries[usize::from(cd(packet)?)];
         let hit = map.get_mut(key.bytes())?;
         if hit
-            .hosts
-            .as_ref()
-            .is_some_and(|(now, seen)| now.load(Ordering::Acquire) != *seen)
+            .changes
+            .iter()
+            .any(|(now, seen)| now.load(Ordering::Acquire) != *seen)
         {
             map.remove(key.bytes());
             return None;
@@ -152,7 +154,7 @@ impl Hits {
         let (query, cd) = (question(packet)?, cd(packet)?);
         let HitRoute {
             forwarding,
-            hosts,
+            changes,
             loadbalance,
         } = route(&query)?;
         let cache = forwarding.cache.as_ref()?;
@@ -192,7 +194,7 @@ impl Hits {
             forwarding: forwarding.clone(),
             stamp: entry.stamp(),
             seen,
-            hosts,
+            changes: changes.into(),
             entry,
             outcome,
         };

@@ -13,7 +13,6 @@ use crate::query::log::setup::LogConfig;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::file::ZoneFile;
-use crate::query::plugins::hosts::Hosts;
 use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
 use crate::query::route::acl::setup::AclRule;
 use crate::query::route::autopath::setup::AutopathConfig;
@@ -52,7 +51,6 @@ pub struct Block {
     pub zone_wires: Vec<Box<[u8]>>,
     /// The router's stats slot of each zone.
     pub zone_stats: Vec<u16>,
-    pub hosts: Option<Hosts>,
     pub files: Vec<ZoneFile>,
     pub cluster: Option<Cluster>,
     pub forwarding: Option<Arc<Forwarding>>,
@@ -72,7 +70,6 @@ pub struct Block {
     pub chain: bool,
     pub dns64: Option<Arc<crate::query::plugins::dns64::Dns64>>,
     pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
-    pub templates: Option<crate::query::plugins::template::Templates>,
     pub rewrite: Option<crate::query::plugins::rewrite::Rewrite>,
     /// `bufsize`: the EDNS payload cap of requests to this block.
     pub bufsize: Option<u16>,
@@ -99,7 +96,6 @@ impl Block {
             zone_stats: vec![0; zones.len()],
             zone_wires: zones.iter().map(crate::corefile::args::lower_wire).collect(),
             zones,
-            hosts: None,
             files: Vec::new(),
             cluster: None,
             forwarding: None,
@@ -113,7 +109,6 @@ impl Block {
             chain: true,
             dns64: None,
             k8s_external: None,
-            templates: None,
             rewrite: None,
             bufsize: None,
             nsid: None,

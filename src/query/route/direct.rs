@@ -67,7 +67,7 @@ impl Router {
 }
 
 /// Whether `block`'s cluster answers to A and AAAA questions may be
-/// written straight: no `rewrite`, `autopath`, `template`, `hosts` or
+/// written straight: no `rewrite`, `autopath` or
 /// `k8s_external` before `kubernetes` (`any` and `loop` never take A or
 /// AAAA of class IN; the chain's plugins, as `local`, and `file` zones are
 /// checked per name; `acl` per query, by the caller, on the name the client asked,
@@ -79,8 +79,6 @@ fn writes_direct(block: &Block) -> bool {
     block.loadbalance.as_ref().is_none_or(|lb| lb.plain())
         && block.rewrite.is_none()
         && block.autopath.is_none()
-        && block.templates.is_none()
-        && block.hosts.is_none()
         && block.k8s_external.is_none()
         && block.header.is_none() // its rules change what the short way echoes
 }

@@ -1,9 +1,10 @@
 //! The block's plugins in CoreDNS's order, for a query the router has
 //! taken: the chain's early plugins and `any` first ([`early`], before
 //! `rewrite` and `acl`), then [`Router::through`]: `any`,
-//! `loop`'s probe, `template`, the block's own data (`hosts`,
-//! `k8s_external`, `file`), `kubernetes`, the chain's data plugins
-//! (`etcd`), and `cache` then `forward`.
+//! `loop`'s probe, the chain's plugins before the cluster,
+//! the block's own data (`k8s_external`, `file`), `kubernetes`, the
+//! chain's data plugins (`etcd`), and `cache` then `forward`, then the
+//! chain's last plugins.
 //! Each step writes its answer into `out` and names its plugin.
 
 use hickory_proto::op::{Query, ResponseCode};
@@ -18,8 +19,8 @@ use crate::query::UNHANDLED;
 
 impl Router {
     /// `query` through `block`'s plugins in order (no autopath, no dns64):
-    /// `any`, `loop`'s probe, `template`, the block's own data, `kubernetes`,
-    /// then `cache` and `forward`.
+    /// `any`, `loop`'s probe, the chain's plugins before the cluster, the
+    /// block's own data, `kubernetes`, then `cache` and `forward`.
     pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
         if any(block, query, out) {
@@ -30,10 +31,11 @@ impl Router {
                 block::loop_detected(block, probe, qname);
             }
         }
-        if template(block, query, asker, out)
-            || data(block, (qname, qtype), asker.dnssec_ok, out)
-            || kubernetes(block, qname, qtype, out)
-        {
+        match Chain::run(&block.plugins.before_cluster, query, &asker.of(), out) {
+            Outcome::Passed => {}
+            outcome => return settled(outcome),
+        }
+        if data(block, (qname, qtype), asker.dnssec_ok, out) || kubernetes(block, qname, qtype, out) {
             return Routed::Done;
         }
         match Chain::run(&block.plugins.data, query, &asker.of(), out) {
@@ -72,27 +74,9 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
     true
 }
 
-/// `template`: true when it answered (a CNAME to a name outside is chased
-/// afterwards).
-fn template(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> bool {
-    let Some(templates) = &block.templates else {
-        return false;
-    };
-    took(
-        templates.answer(query, (asker.client, asker.wire), out),
-        Plugin::Template,
-        out,
-    )
-}
-
-/// The block's own data in order: `hosts`, `k8s_external`, `file` (with
+/// The block's own data in order: `k8s_external`, `file` (with
 /// a signed zone's DNSSEC records when `dnssec_ok`); true when one answered.
 fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out: &mut Answer) -> bool {
-    if let Some(hosts) = &block.hosts {
-        if took(hosts.answer(qname, qtype, out), Plugin::Hosts, out) {
-            return true;
-        }
-    }
     if let (Some(ext), Some(cluster)) = (&block.k8s_external, &block.cluster) {
         if took(ext.answer(qname, qtype, &cluster.store, out), Plugin::K8sExternal, out) {
             out.tags.memoizable = true;

@@ -5,18 +5,15 @@
 //! client's NXDOMAIN), a name outside its `kubernetes`, `k8s_external` and `file`
 //! zones (those change with the store), not AAAA under `dns64`, not ANY
 //! or the loop probe's HINFO, not one a plugin of the chain may answer
-//! later (an ACME challenge), and past `hosts` with its data as loaded now.
-
-use std::sync::atomic::Ordering;
+//! later (an ACME challenge), and past the chain's plugins whose data
+//! changes at run time (a reloaded file) with their data as loaded now.
 
 use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::{Block, Router};
 use crate::query::plugins::dns64::Dns64;
-use crate::query::plugins::verdict::Verdict;
 use crate::query::replay::hits::HitRoute;
-use crate::query::reply::Answer;
 
 impl Router {
     /// What the entries of `replay::hits` are learned under: the config
@@ -30,10 +27,10 @@ impl Router {
     pub fn hit_route(&self, query: &Query) -> Option<HitRoute<'_>> {
         let (block, _) = self.block(query.name())?;
         let forwarding = fixed_route(block, query)?;
-        let hosts = past_hosts(block, query)?;
+        let changes = block.plugins.passed_as_loaded(query)?;
         Some(HitRoute {
             forwarding,
-            hosts,
+            changes,
             loadbalance: block.loadbalance.as_deref(),
         })
     }
@@ -44,7 +41,7 @@ impl Router {
 fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc<crate::query::forward::Forwarding>> {
     let (qname, qtype) = (query.name(), query.query_type());
     let config_only = block.rewrite.is_none()
-        && block.templates.is_none()
+        && block.plugins.replayable()
         && block.autopath.as_ref().is_none_or(|a| a.resolv.is_none())
         && block.header.is_none() // a replay echoes RD and CD from the request
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
@@ -56,15 +53,4 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
         && !block.files.iter().any(|f| f.serves(qname));
     let forwarding = block.forwarding.as_ref()?;
     (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)
-}
-
-/// The block's `hosts` reloads and their count now, if `query` goes past
-/// `hosts` with the data loaded since (`Some(None)`: no `hosts`); `None`
-/// when `hosts` answers it, so that nothing may be learned.
-fn past_hosts(block: &Block, query: &Query) -> Option<Option<(std::sync::Arc<std::sync::atomic::AtomicU64>, u64)>> {
-    let Some(hosts) = &block.hosts else { return Some(None) };
-    // Counted before the data is read: a reload after this moves it.
-    let seen = hosts.reloads().load(Ordering::Acquire);
-    let passed = hosts.answer(query.name(), query.query_type(), &mut Answer::default()) == Verdict::Next;
-    passed.then(|| Some((hosts.reloads().clone(), seen)))
 }

@@ -17,9 +17,7 @@ use crate::metrics::{Metrics, Transport};
 use crate::query::defer::Sink;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::file::ZoneFile;
-use crate::query::plugins::hosts::Hosts;
 use crate::query::plugins::rewrite::Rewrite;
-use crate::query::plugins::template::Templates;
 use crate::query::{Block, Handler, Router, Scratch};
 
 /// A zone file for `file.example.` in a directory of this test's own.
@@ -42,15 +40,13 @@ fn handler(corefile: &str) -> Handler {
         .servers
         .iter()
         .map(|s| Block {
-            hosts: s.hosts.clone().map(Hosts::new),
             files: s.files.iter().cloned().map(ZoneFile::new).collect(),
             acl: s.acl.clone(),
             any: s.any,
-            templates: (!s.templates.is_empty()).then(|| Templates::new(s.templates.clone(), "dns://:53".into())),
             rewrite: (!s.rewrites.is_empty()).then(|| Rewrite {
                 rules: s.rewrites.clone(),
             }),
-            plugins: Chain::build(&s.plugins),
+            plugins: Chain::build(&s.plugins, "dns://:53"),
             ..Block::new(s.zones.clone())
         })
         .collect();

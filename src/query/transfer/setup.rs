@@ -200,7 +200,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::plugins::dns64::setup::tests::{load, one_error_each};
+    use crate::config::tests::{loaded as load, one_error_each};
 
     fn transfers(body: &str) -> Result<Vec<TransferConfig>, Vec<String>> {
         let text = format!(

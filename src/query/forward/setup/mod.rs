@@ -313,8 +313,7 @@ fn health_check(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigEr
 /// An rcode by its name in any case (`NXDOMAIN`, `servfail`, ...): the
 /// names CoreDNS accepts, from the one table `template` keeps.
 pub fn rcode(text: &str) -> Option<ResponseCode> {
-    crate::query::plugins::template::setup::rcode_by_name(&text.to_ascii_uppercase())
-        .map(<ResponseCode as From<u16>>::from)
+    crate::corefile::values::rcode_by_name(&text.to_ascii_uppercase()).map(<ResponseCode as From<u16>>::from)
 }
 
 #[cfg(test)]

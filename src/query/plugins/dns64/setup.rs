@@ -93,31 +93,9 @@ fn prefix(w: &Word, errors: &mut Vec<ConfigError>) -> Option<(Ipv6Addr, u8)> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use std::path::Path;
-
+mod tests {
     use super::*;
-
-    /// Loads `text` as `/tmp/Corefile`: the config, or every error as text.
-    pub fn load(text: &str) -> Result<crate::config::Config, Vec<String>> {
-        crate::config::load_str(Path::new("/tmp/Corefile"), text, 53)
-            .map_err(|e| e.0.iter().map(ToString::to_string).collect())
-    }
-
-    /// Each `(body, want)`: loading `body` gives exactly one error, starting with `want`.
-    pub fn one_error_each<T>(cases: &[(&str, &str)], load: impl Fn(&str) -> Result<T, Vec<String>>) {
-        for (body, want) in cases {
-            let Err(errors) = load(body) else {
-                panic!("{body}: loaded without errors")
-            };
-            assert_eq!(errors.len(), 1, "{body}: {errors:?}");
-            assert!(
-                errors[0].starts_with(want),
-                "{body}:\n{}\nshould start with\n{want}",
-                errors[0]
-            );
-        }
-    }
+    use crate::config::tests::{loaded as load, one_error_each};
 
     fn dns64(body: &str) -> Result<Dns64Config, Vec<String>> {
         let text = format!(".:53 {{\n    {body}\n}}\n");

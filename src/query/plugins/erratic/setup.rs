@@ -76,7 +76,7 @@ fn duration(line: &Line, errors: &mut Vec<ConfigError>) -> Duration {
 
 #[cfg(test)]
 mod tests {
-    use crate::query::plugins::dns64::setup::tests::load;
+    use crate::config::tests::loaded as load;
 
     /// `check`'s lines of the block's `erratic`, one option a line.
     fn erratic(body: &str) -> Result<Vec<String>, Vec<String>> {

@@ -5,6 +5,7 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hickory_proto::rr::Name;
@@ -15,6 +16,7 @@ use crate::corefile::blocks::Directive;
 use crate::corefile::lexer::Pos;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
+use crate::query::plugins::chain::Setup;
 
 /// `hosts`.
 #[derive(Debug, Clone)]
@@ -42,7 +44,12 @@ impl HostsConfig {
     }
 }
 
-pub fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Option<HostsConfig> {
+/// Reads `hosts` and its block (a later one replaces it).
+pub fn parse(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> Arc<dyn Setup> {
+    Arc::new(hosts(d, block_zones, dir, errors))
+}
+
+fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<ConfigError>) -> HostsConfig {
     let mut cfg = HostsConfig {
         file: Some(
             d.args
@@ -75,7 +82,7 @@ pub fn hosts(d: &Directive, block_zones: &[Name], dir: &Path, errors: &mut Vec<C
             "hosts: fallthrough_unsupported requires fallthrough (add 'fallthrough' to the block)",
         ));
     }
-    Some(cfg)
+    cfg
 }
 
 /// The options of a `hosts` block besides its `ADDRESS NAME...` lines,

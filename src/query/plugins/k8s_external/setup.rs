@@ -82,7 +82,7 @@ const OPTIONS: &[Opt<K8sExternalConfig>] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::plugins::dns64::setup::tests::{load, one_error_each};
+    use crate::config::tests::{loaded as load, one_error_each};
 
     fn external(body: &str) -> Result<K8sExternalConfig, Vec<String>> {
         let text = format!(

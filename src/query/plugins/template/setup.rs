@@ -16,6 +16,9 @@
 //! ```
 //! (EXPRESSION: the expr language's subset in [`crate::corefile::expr`].)
 
+use std::any::Any;
+use std::sync::Arc;
+
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
@@ -25,6 +28,8 @@ use crate::corefile::gotmpl::Template;
 use crate::corefile::lexer::Word;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
+use crate::corefile::values::{class, rcode_by_name, record_type, regex};
+use crate::query::plugins::chain::Setup;
 
 mod vars;
 pub use vars::Var;
@@ -52,86 +57,31 @@ pub struct TemplateConfig {
     pub exprs: Vec<crate::corefile::expr::Program>,
 }
 
-/// The rcode names CoreDNS accepts (miekg/dns's `StringToRcode`).
-const RCODES: [(&str, u16); 20] = [
-    ("NOERROR", 0),
-    ("FORMERR", 1),
-    ("SERVFAIL", 2),
-    ("NXDOMAIN", 3),
-    ("NOTIMP", 4),
-    ("REFUSED", 5),
-    ("YXDOMAIN", 6),
-    ("YXRRSET", 7),
-    ("NXRRSET", 8),
-    ("NOTAUTH", 9),
-    ("NOTZONE", 10),
-    ("BADSIG", 16),
-    ("BADVERS", 16),
-    ("BADKEY", 17),
-    ("BADTIME", 18),
-    ("BADMODE", 19),
-    ("BADNAME", 20),
-    ("BADALG", 21),
-    ("BADTRUNC", 22),
-    ("BADCOOKIE", 23),
-];
+/// A block's `template` directives, in the order written: one plugin
+/// that tries them in turn.
+#[derive(Debug, Clone)]
+pub struct TemplatesConfig(pub Vec<TemplateConfig>);
 
-/// The number of an rcode name (`NXDOMAIN`, ...).
-pub fn rcode_by_name(name: &str) -> Option<u16> {
-    RCODES.iter().find(|(n, _)| *n == name).map(|(_, code)| *code)
+/// The block's templates so far (`earlier`, the block's `template` setup
+/// if it has one) with `d`'s after them; `None` when there are none.
+pub fn parse(
+    d: &Directive,
+    (block_zones, earlier): (&[Name], Option<&Arc<dyn Setup>>),
+    errors: &mut Vec<ConfigError>,
+) -> Option<Arc<dyn Setup>> {
+    let mut list = listed(earlier);
+    list.extend(template(d, block_zones, errors));
+    (!list.is_empty()).then(|| Arc::new(TemplatesConfig(list)) as Arc<dyn Setup>)
 }
 
-/// A class name (`IN`, `CH`, `HS`, `CS`, `NONE`) or `ANY` (`None`).
-pub fn class(w: &Word, errors: &mut Vec<ConfigError>) -> Option<Option<DNSClass>> {
-    match w.text.as_str() {
-        "ANY" => Some(None),
-        "IN" => Some(Some(DNSClass::IN)),
-        "CH" => Some(Some(DNSClass::CH)),
-        "HS" => Some(Some(DNSClass::HS)),
-        "CS" => Some(Some(DNSClass::Unknown(2))),
-        "NONE" => Some(Some(DNSClass::NONE)),
-        other => {
-            errors.push(ConfigError::new(&w.pos, format!("invalid query class '{other}'")));
-            None
-        }
-    }
+/// The templates of a block's `template` setup (none without one).
+pub fn listed(setup: Option<&Arc<dyn Setup>>) -> Vec<TemplateConfig> {
+    let templates = setup.and_then(|s| (&**s as &dyn Any).downcast_ref::<TemplatesConfig>());
+    templates.map(|t| t.0.clone()).unwrap_or_default()
 }
 
-/// A record type name (`A`, `MX`, ...) or `ANY` (`None`).
-pub fn record_type(w: &Word, errors: &mut Vec<ConfigError>) -> Option<Option<RecordType>> {
-    match w.text.parse::<RecordType>() {
-        Ok(RecordType::ANY) => Some(None),
-        Ok(t) if !matches!(t, RecordType::Unknown(_)) && w.text == w.text.to_uppercase() => Some(Some(t)),
-        _ => {
-            errors.push(ConfigError::new(&w.pos, format!("invalid record type '{}'", w.text)));
-            None
-        }
-    }
-}
-
-/// A compiled regular expression (Go's RE2 syntax is the `regex` crate's).
-pub fn regex(w: &Word, errors: &mut Vec<ConfigError>) -> Option<regex::Regex> {
-    if w.text.len() > 10_000 {
-        errors.push(ConfigError::new(
-            &w.pos,
-            format!("regex pattern too long: {} > 10000", w.text.len()),
-        ));
-        return None;
-    }
-    match regex::Regex::new(&w.text) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            let first = e.to_string().lines().last().unwrap_or_default().to_string();
-            errors.push(ConfigError::new(
-                &w.pos,
-                format!("could not parse regex '{}': {first}", w.text),
-            ));
-            None
-        }
-    }
-}
-
-pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>) -> Option<TemplateConfig> {
+/// One `template` directive.
+fn template(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>) -> Option<TemplateConfig> {
     let a = Args::from(d);
     if !a.count(2, usize::MAX, errors) {
         return None;

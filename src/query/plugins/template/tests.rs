@@ -27,7 +27,8 @@ fn record_lines_default_like_new_rr() {
 
 fn templates(body: &str) -> super::Templates {
     let server = crate::config::tests::server_block(body).expect("valid");
-    super::Templates::new(server.templates, "dns://:53".into())
+    let list = super::setup::listed(server.plugins.iter().find(|p| p.name() == "template"));
+    super::Templates::new(list, "dns://:53".into())
 }
 
 fn ask(t: &super::Templates, name: &str, qtype: hickory_proto::rr::RecordType) -> (Verdict, String) {

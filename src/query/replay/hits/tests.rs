@@ -188,7 +188,7 @@ mod replay {
         let block = Block {
             forwarding: Some(Arc::new(forwarding)),
             loadbalance: server.loadbalance.clone().map(Arc::new),
-            hosts: server.hosts.clone().map(crate::query::plugins::hosts::Hosts::new),
+            plugins: crate::query::plugins::chain::Chain::build(&server.plugins, "dns://:53"),
             ..Block::new(server.zones.clone())
         };
         Handler::new(Router::new(vec![block], Vec::new()), metrics)
@@ -309,12 +309,13 @@ mod replay {
         assert_eq!(learned(&s), 1, "only the name hosts passed on");
         let seen = |s: &Scratch| -> Vec<u64> {
             let hits = s.hits.entries.iter().flat_map(|m| m.values());
-            hits.filter_map(|hit| hit.hosts.as_ref().map(|(_, n)| *n)).collect()
+            hits.flat_map(|hit| hit.changes.iter().map(|(_, n)| *n)).collect()
         };
         assert_eq!(seen(&s), [0]);
         let router = h.router.load();
-        let hosts = router.blocks[0].hosts.as_ref().expect("hosts");
-        hosts.reloads().fetch_add(1, std::sync::atomic::Ordering::Release);
+        let hosts = &router.blocks[0].plugins.before_cluster[0];
+        let reloads = hosts.changes().expect("hosts counts its reloads");
+        reloads.fetch_add(1, std::sync::atomic::Ordering::Release);
         let m = ask(&h, &mut s, 9, "www.example.org.", now);
         assert_eq!(m.answers.len(), 1, "a hit");
         assert_eq!(seen(&s), [1], "not replayed after a reload: routed and learned again");

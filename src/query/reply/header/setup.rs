@@ -70,7 +70,7 @@ fn rule_line(line: &Line, rules: &mut Rules, errors: &mut Vec<ConfigError>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::query::plugins::dns64::setup::tests::{load, one_error_each};
+    use crate::config::tests::{loaded as load, one_error_each};
     use crate::query::reply::header::rules::{Flag, Rule};
 
     /// CoreDNS's TestSetupHeader, accepted rows.

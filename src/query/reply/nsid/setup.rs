@@ -39,7 +39,7 @@ fn hostname() -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::query::plugins::dns64::setup::tests::{load, one_error_each};
+    use crate::config::tests::{loaded as load, one_error_each};
 
     fn nsid(body: &str) -> Option<String> {
         let config = load(&format!(".:53 {{\n{body}\n}}\n")).expect("loads");

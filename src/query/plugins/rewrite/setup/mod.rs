@@ -138,7 +138,7 @@ fn matched<'a>(
 
 /// A regex whose replacement `to` uses no more `{N}` groups than it has.
 fn regex_with_groups(from: &Word, to: &Word, errors: &mut Vec<ConfigError>) -> Option<regex::Regex> {
-    let re = crate::query::plugins::template::setup::regex(from, errors)?;
+    let re = crate::corefile::values::regex(from, errors)?;
     let used = (0..=100).filter(|i| to.text.contains(&format!("{{{i}}}"))).count();
     if used > re.captures_len() - 1 {
         errors.push(ConfigError::new(
@@ -257,7 +257,7 @@ fn type_or_class(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) ->
             text: w.text.to_uppercase(),
             ..(*w).clone()
         };
-        match crate::query::plugins::template::setup::class(&upper, errors)? {
+        match crate::corefile::values::class(&upper, errors)? {
             Some(c) => Some(c),
             None => Some(DNSClass::ANY),
         }
@@ -312,7 +312,7 @@ fn rcode_rule(field: &Word, args: &[&Word], errors: &mut Vec<ConfigError>) -> Op
     let (matcher, _, _) = matched(field, &[head, &codes[..1]].concat(), errors)?;
     let code = |w: &Word, errors: &mut Vec<ConfigError>| {
         let by_number = w.text.parse::<u16>().ok().filter(|n| *n <= 23);
-        let by_name = crate::query::plugins::template::setup::rcode_by_name(&w.text.to_uppercase());
+        let by_name = crate::corefile::values::rcode_by_name(&w.text.to_uppercase());
         let found = by_number
             .or(by_name)
             .map(<hickory_proto::op::ResponseCode as From<u16>>::from);

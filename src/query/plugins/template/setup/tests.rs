@@ -22,18 +22,16 @@ template ANY ANY " a.example  b.example " {
 }"#,
     )
     .expect("valid");
-    assert_eq!(s.templates.len(), 4);
-    let t = &s.templates[0];
+    let templates = super::listed(s.setup("template"));
+    assert_eq!(templates.len(), 4);
+    let t = &templates[0];
     assert_eq!(
         (t.regex.len(), t.answer.len(), t.fallthrough.as_deref()),
         (1, 1, Some(&[][..]))
     );
-    assert_eq!(
-        s.templates[1].ederror,
-        Some((21, "Blocked according to RFC2606".into()))
-    );
-    assert_eq!(s.templates[2].zones, [hickory_proto::rr::Name::root()]);
-    assert_eq!(s.templates[3].zones.len(), 2, "a quoted list of zones is split");
+    assert_eq!(templates[1].ederror, Some((21, "Blocked according to RFC2606".into())));
+    assert_eq!(templates[2].zones, [hickory_proto::rr::Name::root()]);
+    assert_eq!(templates[3].zones.len(), 2, "a quoted list of zones is split");
 }
 
 #[test]

@@ -1,0 +1,33 @@
+//! Metric families a plugin keeps per server block, rendered on
+//! `/metrics` without the page naming the plugin: each plugin's counters
+//! implement [`Exposed`], and [`render`] writes every family of the
+//! catalogue's [`PER_BLOCK`] list with the series of each block's.
+
+use std::sync::Arc;
+
+use super::catalogue::{Family, PER_BLOCK};
+
+/// A plugin's counters of one server block.
+pub trait Exposed: Send + Sync {
+    /// The families it counts in, as listed in [`PER_BLOCK`]; `series`
+    /// indexes them.
+    fn families(&self) -> &'static [Family];
+
+    /// The series lines of family `i` (one `name{labels} value` a line).
+    fn series(&self, i: usize, s: &mut String);
+}
+
+/// Every family of [`PER_BLOCK`], heads written also when no block has
+/// the plugin, each with the series of the blocks' counters in `all`.
+pub fn render(all: &[Arc<dyn Exposed>], s: &mut String) {
+    for families in PER_BLOCK {
+        let ours = || {
+            all.iter()
+                .filter(|e| e.families().first().map(|f| f.name) == families.first().map(|f| f.name))
+        };
+        for (i, family) in families.iter().enumerate() {
+            family.head(s);
+            ours().for_each(|e| e.series(i, s));
+        }
+    }
+}
