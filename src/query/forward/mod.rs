@@ -28,6 +28,8 @@ mod dot;
 pub mod encrypted;
 pub mod exchange;
 mod flight;
+pub mod grpcwire;
+mod h2;
 mod health;
 pub mod lanes;
 pub mod outgoing;
