@@ -40,6 +40,7 @@ pub mod kubernetes;
 pub mod metrics;
 pub mod migrate;
 pub mod nodelocal;
+pub mod profile;
 pub mod query;
 pub mod serve;
 pub mod store;

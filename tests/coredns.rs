@@ -15,6 +15,8 @@ mod check;
 mod common;
 #[path = "coredns/dnssec.rs"]
 mod dnssec;
+#[path = "coredns/etcd.rs"]
+mod etcd;
 #[path = "coredns/observe.rs"]
 mod observe;
 #[path = "coredns/records.rs"]
@@ -52,6 +54,17 @@ struct Outcome {
 const LATE: std::time::Duration = std::time::Duration::from_millis(500);
 /// Runs of a table whose timeline slipped, before it fails.
 const RUNS: usize = 5;
+
+/// The table's etcd with its keys written, when it has an `etcd` block.
+fn seed(dir: &Path, lines: &[(usize, String)]) -> Result<Option<etcd::Etcd>, String> {
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    if !etcd::installed("etcd") || !etcd::installed("etcdctl") {
+        return Err("etcd and etcdctl are not installed (apt-get install etcd-server etcd-client)".into());
+    }
+    etcd::Etcd::start(dir, lines).map(Some)
+}
 
 /// [`run_table`] again (a fresh server) while a row was asked too late for
 /// its timeline, at most [`RUNS`] times: a busy machine can delay a row,
@@ -238,8 +251,22 @@ fn run_table(file: &Path, tag: &str) -> Outcome {
             ),
         }
     }
+    let seeded = match seed(&dir, &t.etcd) {
+        Ok(e) => e,
+        Err(why) if std::env::var_os("CI").is_none() && !etcd::installed("etcd") => {
+            o.skipped = Some(why);
+            return o;
+        }
+        Err(why) => {
+            fail(&mut o, t.etcd.first().map_or(1, |l| l.0), "etcd", &why);
+            return o;
+        }
+    };
     let fill = |text: &str| {
         let mut text = text.replace("{dir}", &dir.display().to_string());
+        if let Some(e) = &seeded {
+            text = text.replace("{etcd}", &e.endpoint);
+        }
         for (name, u) in &upstreams {
             text = text.replace(&format!("{{upstream:{name}}}"), &u.addr.to_string());
             text = text.replace(&format!("{{port:{name}}}"), &u.addr.port().to_string());

@@ -160,5 +160,14 @@ async fn bind_admin(
         }
         tasks.push(tokio::spawn(admin::serve(listener, endpoints, state.clone())));
     }
+    if let Some(addr) = config.pprof {
+        let listener = admin::bind(addr, shared).map_err(|source| AppError::Bind {
+            proto: "http",
+            addr,
+            source,
+        })?;
+        tracing::info!("listening on pprof http://{}", listener.local_addr().unwrap_or(addr));
+        tasks.push(tokio::spawn(crate::profile::serve(listener)));
+    }
     Ok(tasks)
 }

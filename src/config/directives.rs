@@ -177,6 +177,17 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::health,
     },
     Spec {
+        name: "pprof",
+        options: true,
+        parse: |d, c| c.config.pprof = crate::profile::setup::parse(d, c.config.pprof, c.errors).or(c.config.pprof),
+        enabled: |_, c| c.pprof.is_some(),
+        print: |b, _, g| {
+            if let Some(a) = g.and_then(|g| g.pprof) {
+                b.directive(format!("pprof {a}"), &[]);
+            }
+        },
+    },
+    Spec {
         name: "prometheus",
         options: true,
         parse: |d, c| {
@@ -356,6 +367,7 @@ pub const DIRECTIVES: &[Spec] = &[
     zones::FILE,
     zones::AUTO,
     zones::SECONDARY,
+    rows::ETCD,
     Spec {
         name: "loop",
         options: true,

@@ -65,6 +65,7 @@ fn build(
         ready: None,
         ready_continuously: false,
         prometheus: None,
+        pprof: None,
         reload: None,
         in_flight: crate::query::limits::IN_FLIGHT,
         nodelocal: None,

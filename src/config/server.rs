@@ -42,6 +42,8 @@ pub struct Config {
     /// `ready { monitor continuously }` (default `until-ready`).
     pub ready_continuously: bool,
     pub prometheus: Option<SocketAddr>,
+    /// `pprof [ADDR]`: the profiling endpoints (one per Corefile).
+    pub pprof: Option<SocketAddr>,
     /// `reload INTERVAL JITTER`.
     pub reload: Option<(std::time::Duration, std::time::Duration)>,
     /// `limits { in_flight N }`: queries being forwarded at once.

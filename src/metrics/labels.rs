@@ -44,6 +44,7 @@ pub enum Plugin {
     Auto,
     /// `tls { acme }`: a DNS-01 challenge's TXT record.
     Tls,
+    Etcd,
 }
 
 /// The kind of search-path expansion a query was: an outside name with

@@ -1,5 +1,6 @@
 //! The `.table` format (README.md in this folder): a line-oriented file of
-//! sections (`source`, `corefile <<`, `file NAME <<`, `upstream NAME <<`)
+//! sections (`source`, `corefile <<`, `file NAME <<`, `upstream NAME <<`,
+//! `etcd <<`)
 //! and rows (`case NAME` with a query and expectations, `check NAME` with an
 //! accept/reject snippet). Parsing keeps every row's line for reports.
 
@@ -13,6 +14,8 @@ pub struct Table {
     pub files: Vec<(String, String)>,
     /// Canned upstreams: (name, lines with their line numbers).
     pub upstreams: Vec<(String, Vec<(usize, String)>)>,
+    /// `etcd <<`: keys and values written into a real etcd (line numbers kept).
+    pub etcd: Vec<(usize, String)>,
     pub servers: Vec<Server>,
     pub checks: Vec<Check>,
 }
@@ -241,7 +244,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
         let here = |e: String| format!("{n}: {e}");
         match word {
             "source" => t.sources.push(rest.to_string()),
-            "corefile" | "file" | "upstream" => {
+            "corefile" | "file" | "upstream" | "etcd" => {
                 finish(&mut t, row.take()).map_err(here)?;
                 let name = rest
                     .strip_suffix("<<")
@@ -264,7 +267,11 @@ pub fn parse(text: &str) -> Result<Table, String> {
                             .enumerate()
                             .map(|(i, l)| (first + i, l.to_string()))
                             .collect();
-                        t.upstreams.push((name.to_string(), body));
+                        if word == "etcd" {
+                            t.etcd = body;
+                        } else {
+                            t.upstreams.push((name.to_string(), body));
+                        }
                     }
                 }
             }

@@ -54,3 +54,15 @@ pub const WHOAMI: Spec = Spec {
     enabled: NOT_REPORTED,
     print: |b, s, _| print::plugin(b, s, "whoami"),
 };
+
+/// `etcd`: SkyDNS records mirrored from etcd, after `secondary`.
+pub const ETCD: Spec = Spec {
+    name: "etcd",
+    options: true,
+    parse: |d, c| {
+        let setup = crate::query::plugins::etcd::setup::parse(d, &c.server.zones, c.dir, c.errors);
+        c.server.plug(setup);
+    },
+    enabled: |s, _| s.has("etcd"),
+    print: |b, s, _| print::plugin(b, s, "etcd"),
+};

@@ -22,7 +22,7 @@ pub const PROTOS: [&str; 2] = ["udp", "tcp"];
 /// `family` label values (IPv4, IPv6).
 pub const FAMILIES: [&str; 2] = ["1", "2"];
 /// `plugin` label values, in `Plugin` order.
-pub const PLUGINS: [&str; 16] = [
+pub const PLUGINS: [&str; 17] = [
     "",
     "kubernetes",
     "forward",
@@ -39,6 +39,7 @@ pub const PLUGINS: [&str; 16] = [
     "secondary",
     "auto",
     "tls",
+    "etcd",
 ];
 /// Query types CoreDNS reports by name (`type`); the rest are `other`.
 pub const TYPES: [RecordType; 18] = [

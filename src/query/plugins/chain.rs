@@ -25,6 +25,9 @@ use crate::query::reply::Answer;
 pub enum Stage {
     /// Before `rewrite` and `acl`, on the question as asked.
     Early,
+    /// After the block's own data and `kubernetes`, before `cache` and
+    /// `forward` (a backend such as `etcd`).
+    Data,
     /// When neither `cache` nor `forward` takes the name.
     Last,
 }
@@ -106,6 +109,7 @@ pub trait Setup: Debug + Send + Sync {
 #[derive(Default)]
 pub struct Chain {
     pub early: Vec<Box<dyn Answering>>,
+    pub data: Vec<Box<dyn Answering>>,
     pub last: Vec<Box<dyn Answering>>,
 }
 
@@ -116,6 +120,7 @@ impl Chain {
         for plugin in setups.into_iter().map(|s| s.build()) {
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
+                Stage::Data => chain.data.push(plugin),
                 Stage::Last => chain.last.push(plugin),
             }
         }
@@ -141,7 +146,7 @@ impl Chain {
 
     /// The block's plugins that `/ready` waits for.
     pub fn readiness(&self) -> impl Iterator<Item = Arc<dyn Readiness>> + '_ {
-        self.early.iter().chain(&self.last).filter_map(|p| p.readiness())
+        self.all().filter_map(|p| p.readiness())
     }
 
     /// Whether an A or AAAA question of class IN for `qname` passes every
@@ -153,7 +158,12 @@ impl Chain {
     /// Whether a plugin of the chain may answer `query` later though it
     /// passes it now.
     pub fn may_answer_later(&self, query: &Query) -> bool {
-        self.early.iter().chain(&self.last).any(|p| p.may_answer_later(query))
+        self.all().any(|p| p.may_answer_later(query))
+    }
+
+    /// Every plugin of the chain.
+    fn all(&self) -> impl Iterator<Item = &Box<dyn Answering>> + '_ {
+        self.early.iter().chain(&self.data).chain(&self.last)
     }
 }
 

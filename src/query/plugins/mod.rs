@@ -10,6 +10,7 @@ pub mod chaos;
 pub mod cluster;
 pub mod dns64;
 pub mod erratic;
+pub mod etcd;
 pub mod file;
 pub mod hosts;
 pub mod k8s_external;

@@ -2,7 +2,8 @@
 //! taken: the chain's early plugins and `any` first ([`early`], before
 //! `rewrite` and `acl`), then [`Router::through`]: `any`,
 //! `loop`'s probe, `template`, the block's own data (`hosts`,
-//! `k8s_external`, `file`), `kubernetes`, and `cache` then `forward`.
+//! `k8s_external`, `file`), `kubernetes`, the chain's data plugins
+//! (`etcd`), and `cache` then `forward`.
 //! Each step writes its answer into `out` and names its plugin.
 
 use hickory_proto::op::{Query, ResponseCode};
@@ -35,7 +36,10 @@ impl Router {
         {
             return Routed::Done;
         }
-        forward(block, query, asker, out)
+        match Chain::run(&block.plugins.data, query, &asker.of(), out) {
+            Outcome::Passed => forward(block, query, asker, out),
+            outcome => settled(outcome),
+        }
     }
 }
 

@@ -303,12 +303,8 @@ async fn answer_all(
             tokio::task::yield_now().await;
         }
         let frame = &inbox[at + 2..at + 2 + len];
-        // A transfer `tsig` refuses goes the usual way, which answers its error.
-        let admitted = super::transfer::asks(frame)
-            .then(|| transfer_admitted(frame, handler))
-            .flatten();
-        if let Some(request) = admitted {
-            match transfer(request, peer, handler, conn, tx, &mut out).await {
+        if super::transfer::asks(frame) {
+            match transfer(frame, peer, handler, conn, tx, &mut out).await {
                 None => return Err(conn.reason()),
                 Some(true) => {
                     at += 2 + len;
@@ -356,18 +352,22 @@ fn transfer_admitted<'a>(frame: &'a [u8], handler: &Handler) -> Option<(Cow<'a, 
     }
 }
 
-/// A zone transfer asked for in `request` (`query/transfer/`), after the
+/// A zone transfer asked for in `frame` (`query/transfer/`), after the
 /// replies already in `out`: `Some(true)` when it was served, `Some(false)`
-/// when the frame goes the usual way, `None` when the connection closes.
+/// when the frame goes the usual way (also a transfer `tsig` refuses: the
+/// usual way answers its error), `None` when the connection closes.
 /// Boxed, so an idle connection's task stays small (tests/hostile.rs).
 async fn transfer(
-    (frame, signer): (Cow<'_, [u8]>, Option<tsig::Signer>),
+    frame: &[u8],
     peer: SocketAddr,
     handler: &Handler,
     conn: &Arc<Conn>,
     tx: &mpsc::Sender<Vec<u8>>,
     out: &mut Vec<u8>,
 ) -> Option<bool> {
+    let Some((frame, signer)) = transfer_admitted(frame, handler) else {
+        return Some(false);
+    };
     let router = handler.router.load_full();
     let find = |zone: &_, qtype| router.transfer(zone, qtype, peer.ip());
     let before = std::mem::take(out);
