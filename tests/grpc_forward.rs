@@ -107,6 +107,8 @@ fn grpc_forwards_to_a_clusterdns_grpc_block_over_tls_and_h2c() {
             .contains("coredns_proxy_request_duration_seconds_count{"),
         "grpc is not forward"
     );
+    let plugin = secure.metric_sum("coredns_dns_responses_total", "plugin=\"grpc\"");
+    assert_eq!(plugin, 4.0, "the plugin label of its answers");
     // h2c: no tls, plain HTTP/2
     let h2c = front(&dir.join("h2c"), &format!("grpc cluster.local 127.0.0.1:{plain}"));
     let d = dig_at("127.0.0.1", h2c.dns.port(), &[NAME, "A"]);
