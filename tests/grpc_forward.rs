@@ -6,12 +6,13 @@
 //!   the `to` label;
 //! - an independent gRPC server, grpcio with dnspython answers
 //!   (tests/grpc_forward/upstream.py), counting the calls it served, and
-//!   its NOT_FOUND read as NXDOMAIN;
+//!   its NOT_FOUND read as NXDOMAIN; 32 queries at once ride one HTTP/2
+//!   connection (`ss`);
 //! - an upstream that is down: the next one is asked; SERVFAIL when none
 //!   answers within the query's 5 s budget (one that accepts the
 //!   connection and never answers holds it to the end).
 //!
-//! Under `CI=true` a missing tool (dig, openssl, the grpcio venv) fails
+//! Under `CI=true` a missing tool (dig, openssl, ss, the grpcio venv) fails
 //! the test instead of skipping it.
 
 mod common;
@@ -24,14 +25,19 @@ use std::time::{Duration, Instant};
 
 use common::dig::dig_at;
 use common::{certs, free_port, temp_dir, Server};
+use hickory_proto::rr::RecordType;
 
 const NAME: &str = "kubernetes.default.svc.cluster.local";
 const WANT: &str = "10.96.0.1";
 
 /// dig and openssl, or `None` (SKIP; a failure under CI).
 fn tools(test: &str) -> Option<()> {
-    for tool in ["dig", "openssl"] {
-        common::needs(test, common::installed(tool), "apt-get install bind9-dnsutils openssl")?;
+    for tool in ["dig", "openssl", "ss"] {
+        common::needs(
+            test,
+            common::installed(tool),
+            "apt-get install bind9-dnsutils openssl iproute2",
+        )?;
     }
     Some(())
 }
@@ -221,6 +227,21 @@ fn grpc_asks_a_grpcio_server_and_passes_over_an_upstream_that_is_down() {
         "{}",
         server.metrics()
     );
+    // 32 queries at once: streams of the one HTTP/2 connection kept open
+    let threads: Vec<_> = (0..32)
+        .map(|i| {
+            let at = server.dns;
+            std::thread::spawn(move || common::udp(at, &format!("c{i}.example.org"), RecordType::A))
+        })
+        .collect();
+    for t in threads {
+        let m = t.join().expect("a reply");
+        assert_eq!(common::answer_lines(&m).len(), 1, "{m:?}");
+    }
+    assert_eq!(up.calls(), 36, "grpcio served them all");
+    let dst = format!("127.0.0.1:{}", up.port);
+    let open = common::run("ss", &["-Htn", "state", "established", "dst", &dst]);
+    assert_eq!(open.lines().count(), 1, "one connection to the upstream:\n{open}");
     assert_eq!(
         server.metric(&format!("coredns_grpc_requests_total{{to=\"127.0.0.1:{down}\"}}")),
         0.0
