@@ -1,7 +1,8 @@
 //! The operator endpoints: `/health` (CoreDNS `health`, default :8080),
 //! `/ready` (CoreDNS `ready`, default :8181) and `/metrics` (CoreDNS
 //! `prometheus`, default :9153). A minimal HTTP/1.1 responder: one request
-//! per connection, bounded in size and time.
+//! per connection, bounded in size and time; the metrics listener over TLS
+//! with `prometheus { tls FILE }`.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -10,11 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
 use crate::query::forward::Forwarding;
+use crate::serve::certs::Certs;
 use crate::store::Store;
 
 /// Which endpoints one admin listener serves.
@@ -75,12 +77,15 @@ impl State {
     }
 }
 
-/// Groups the configured addresses: one listener per distinct address.
+/// Groups the configured addresses: one listener per distinct address,
+/// except that `metrics_apart` (its TLS) gives metrics a listener of its
+/// own (on port 0, a port of its own; config refuses a shared fixed one).
 pub fn plan(
     health: Option<SocketAddr>,
     ready: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
-) -> BTreeMap<SocketAddr, Endpoints> {
+    metrics_apart: bool,
+) -> Vec<(SocketAddr, Endpoints)> {
     let mut plan: BTreeMap<SocketAddr, Endpoints> = BTreeMap::new();
     if let Some(a) = health {
         plan.entry(a).or_default().health = true;
@@ -88,10 +93,17 @@ pub fn plan(
     if let Some(a) = ready {
         plan.entry(a).or_default().ready = true;
     }
-    if let Some(a) = metrics {
+    let apart = metrics.filter(|_| metrics_apart).map(|a| {
+        let only = Endpoints {
+            metrics: true,
+            ..Endpoints::default()
+        };
+        (a, only)
+    });
+    if let Some(a) = metrics.filter(|_| !metrics_apart) {
         plan.entry(a).or_default().metrics = true;
     }
-    plan
+    plan.into_iter().chain(apart).collect()
 }
 
 /// Binds an admin listener on `addr`. `shared`: with `SO_REUSEPORT`, so a
@@ -112,21 +124,51 @@ pub fn bind(addr: SocketAddr, shared: bool) -> io::Result<TcpListener> {
     TcpListener::from_std(socket.into())
 }
 
-/// Serves one admin listener forever.
-pub async fn serve(listener: TcpListener, endpoints: Endpoints, state: Arc<State>) {
+/// Serves one admin listener forever; with `tls` (the metrics listener of
+/// `prometheus { tls FILE }`) over TLS, its certificate read again when
+/// its files change (a watch that ends with this task).
+pub async fn serve(listener: TcpListener, endpoints: Endpoints, state: Arc<State>, tls: Option<Arc<Certs>>) {
+    let watch = async {
+        match &tls {
+            Some(certs) => {
+                let never = Arc::new(AtomicBool::new(false));
+                certs.clone().watch(never, state.metrics.clone()).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = watch => {}
+        () = accept(listener, endpoints, &state, tls.as_ref()) => {}
+    }
+}
+
+/// Accepts connections forever, each answered in a task of its own.
+async fn accept(listener: TcpListener, endpoints: Endpoints, state: &Arc<State>, tls: Option<&Arc<Certs>>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
         let state = state.clone();
+        let acceptor = tls.map(|c| tokio_rustls::TlsAcceptor::from(c.config()));
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(5), respond(stream, endpoints, &state)).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                match acceptor {
+                    None => respond(stream, endpoints, &state).await,
+                    Some(acceptor) => respond(acceptor.accept(stream).await?, endpoints, &state).await,
+                }
+            })
+            .await;
         });
     }
 }
 
-async fn respond(mut stream: TcpStream, endpoints: Endpoints, state: &State) -> io::Result<()> {
+async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    endpoints: Endpoints,
+    state: &State,
+) -> io::Result<()> {
     let mut buf = vec![0u8; 4096];
     let mut len = 0;
     while !buf[..len].windows(4).any(|w| w == b"\r\n\r\n") && len < buf.len() {

@@ -273,6 +273,12 @@ fn run_table(file: &Path, tag: &str) -> Outcome {
         }
         text
     };
+    for name in &t.certificates {
+        common::certs::ca(&dir, name, "localhost");
+        if let Err(e) = std::fs::rename(dir.join(format!("{name}.pem")), dir.join(format!("{name}.crt"))) {
+            fail(&mut o, 1, name, &e.to_string());
+        }
+    }
     for (name, body) in &t.files {
         if let Err(e) = std::fs::write(dir.join(name), fill(body)) {
             fail(&mut o, 1, name, &e.to_string());

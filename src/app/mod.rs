@@ -141,24 +141,30 @@ async fn bind_admin(
     shared: bool,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, AppError> {
     let (health, ready, prom) = (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus);
+    let metrics_tls = config.prometheus_tls.as_ref().and_then(|(_, web)| web.tls.as_ref());
     let mut tasks = Vec::new();
-    for (addr, endpoints) in admin::plan(health, ready, prom) {
+    for (addr, endpoints) in admin::plan(health, ready, prom, metrics_tls.is_some()) {
         let listener = admin::bind(addr, shared).map_err(|source| AppError::Bind {
             proto: "http",
             addr,
             source,
         })?;
         let bound = listener.local_addr().unwrap_or(addr);
+        let tls = match (endpoints.metrics, metrics_tls) {
+            (true, Some(tls)) => Some(metrics_certs(tls, addr)?),
+            _ => None,
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
         for (on, name) in [
             (endpoints.health, "health"),
             (endpoints.ready, "ready"),
             (endpoints.metrics, "metrics"),
         ] {
             if on {
-                tracing::info!("listening on {name} http://{bound}");
+                tracing::info!("listening on {name} {scheme}://{bound}");
             }
         }
-        tasks.push(tokio::spawn(admin::serve(listener, endpoints, state.clone())));
+        tasks.push(tokio::spawn(admin::serve(listener, endpoints, state.clone(), tls)));
     }
     if let Some(addr) = config.pprof {
         let listener = admin::bind(addr, shared).map_err(|source| AppError::Bind {
@@ -170,4 +176,18 @@ async fn bind_admin(
         tasks.push(tokio::spawn(crate::profile::serve(listener)));
     }
     Ok(tasks)
+}
+
+/// The metrics listener's certificate (`prometheus { tls FILE }`), read
+/// again when its files change.
+fn metrics_certs(
+    tls: &crate::metrics::web::MetricsTls,
+    addr: std::net::SocketAddr,
+) -> Result<Arc<crate::serve::certs::Certs>, AppError> {
+    let read = tls.clone();
+    crate::serve::certs::Certs::with_reader(tls.files(), move || read.server_config()).map_err(|e| AppError::Bind {
+        proto: "https",
+        addr,
+        source: std::io::Error::other(e),
+    })
 }

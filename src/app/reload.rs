@@ -40,6 +40,9 @@ pub(super) async fn reload_loop(
                 {
                     tracing::warn!(target: "reload", "health, ready and prometheus addresses change only on restart");
                 }
+                if new.prometheus_tls.as_ref().map(|w| &w.1) != config.prometheus_tls.as_ref().map(|w| &w.1) {
+                    tracing::warn!(target: "reload", "prometheus tls changes only on restart (its certificate files are read again when they change)");
+                }
                 if new.nodelocal != config.nodelocal {
                     tracing::warn!(target: "reload", "nodelocal changes only on restart");
                 }

@@ -7,7 +7,7 @@
 //! supported directives reads [`DIRECTIVES`].
 
 use crate::config::effective::print;
-use crate::config::listeners::{addr_or, bind, health, prometheus_options, ready_monitor};
+use crate::config::listeners::{addr_or, bind, health, prometheus_options, prometheus_tls, ready_monitor};
 use crate::config::nodelocal;
 use crate::corefile::args::Args;
 use crate::kubernetes;
@@ -191,10 +191,11 @@ pub const DIRECTIVES: &[Spec] = &[
         name: "prometheus",
         options: true,
         parse: |d, c| {
-            prometheus_options(d, c.errors);
+            let web = prometheus_options(d, c.dir, c.errors);
             if Args::from(d).count(0, 1, c.errors) {
                 c.config.prometheus = addr_or(d, 9153, c.errors).or(c.config.prometheus);
             }
+            prometheus_tls(web, c.config, c.errors);
         },
         enabled: |_, c| c.prometheus.is_some(),
         print: print::prometheus,

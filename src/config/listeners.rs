@@ -1,17 +1,19 @@
 //! The directives that open listeners or name them: server block keys
-//! (`[dns://]ZONE[:PORT]`), `bind`, `health`, `ready`, and the address
-//! form `prometheus` shares with them.
+//! (`[dns://]ZONE[:PORT]`), `bind`, `health`, `ready`, and `prometheus`
+//! (its address, and the web configuration of `tls FILE`).
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
 use crate::corefile::args::{choice, listen_addr, zone};
 use crate::corefile::blocks::Directive;
-use crate::corefile::lexer::Word;
+use crate::corefile::lexer::{Pos, Word};
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
+use crate::metrics::web::WebConfig;
 
 /// `health [ADDR] { lameduck DURATION }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,14 +86,29 @@ pub(super) fn ready_monitor(d: &Directive, errors: &mut Vec<ConfigError>) -> boo
     continuously
 }
 
-/// `prometheus [ADDR] { ... }`: CoreDNS's two options are refused, each
-/// with why (clusterdns has no Go runtime; `/metrics` is plain HTTP).
-pub(super) fn prometheus_options(d: &Directive, errors: &mut Vec<ConfigError>) {
-    options::read("prometheus", &d.options, PROMETHEUS, &mut (), errors);
+/// `prometheus [ADDR] { tls FILE }`: the web configuration FILE (resolved
+/// beside the Corefile) names, read now so that `check` reports a missing
+/// or broken file and its certificates; `runtime_metrics` is refused.
+pub(super) fn prometheus_options(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option<(Pos, WebConfig)> {
+    let mut p = Prometheus {
+        dir: dir.to_path_buf(),
+        tls_lines: 0,
+        web: None,
+    };
+    options::read("prometheus", &d.options, PROMETHEUS, &mut p, errors);
+    p.web
 }
 
-/// `prometheus`'s options: CoreDNS's two, both refused.
-const PROMETHEUS: &[Opt<()>] = &[
+/// What `prometheus`'s options read.
+struct Prometheus {
+    dir: PathBuf,
+    /// `tls` lines read: one at most.
+    tls_lines: usize,
+    web: Option<(Pos, WebConfig)>,
+}
+
+/// `prometheus`'s options: CoreDNS's two, `runtime_metrics` refused.
+const PROMETHEUS: &[Opt<Prometheus>] = &[
     Opt::refused("runtime_metrics", |a, _, errors| {
         errors.push(ConfigError::new(
             a.pos(),
@@ -99,14 +116,71 @@ const PROMETHEUS: &[Opt<()>] = &[
              program (its process_* metrics are always exported); remove the option",
         ))
     }),
-    Opt::refused("tls", |a, _, errors| {
-        errors.push(ConfigError::new(
-            a.pos(),
-            "prometheus: tls is not supported: /metrics is served over plain HTTP; put a TLS-terminating proxy in \
-             front of it, or remove the option",
-        ))
+    Opt::new("tls", (1, 1), |a, p, errors| {
+        p.tls_lines += 1;
+        if p.tls_lines > 1 {
+            errors.push(ConfigError::new(a.pos(), "prometheus: tls block already specified"));
+            return;
+        }
+        let file = p.dir.join(&a.args[0].text);
+        let read = crate::metrics::web::read(&file).and_then(|web| match &web.tls {
+            Some(tls) => tls.server_config().map(|_| web),
+            None => Ok(web),
+        });
+        match read {
+            Ok(web) => p.web = Some((a.args[0].pos.clone(), web)),
+            Err(e) => errors.push(ConfigError::new(
+                &a.args[0].pos,
+                format!("prometheus: tls {}: {e}", file.display()),
+            )),
+        }
     }),
 ];
+
+/// Keeps what `prometheus { tls FILE }` read for the one metrics listener:
+/// a block naming another FILE than an earlier block is an error (the
+/// listener has one web configuration); a block without `tls` changes
+/// nothing.
+pub(super) fn prometheus_tls(web: Option<(Pos, WebConfig)>, config: &mut super::Config, errors: &mut Vec<ConfigError>) {
+    let Some((pos, web)) = web else { return };
+    match &config.prometheus_tls {
+        Some((first, other)) if other.file != web.file => errors.push(ConfigError::new(
+            &pos,
+            format!(
+                "prometheus: tls {} differs from {} given at {first}: the one metrics listener has one web \
+                 configuration",
+                web.file.display(),
+                other.file.display()
+            ),
+        )),
+        _ => config.prometheus_tls = Some((pos, web)),
+    }
+}
+
+/// With `prometheus { tls }`, `health` and `ready` on the metrics address
+/// (a port other than 0) are an error: that listener speaks TLS, and they
+/// stay plain HTTP, as the kubelet's probes ask.
+pub(super) fn check_metrics_shared(config: &super::Config, errors: &mut Vec<ConfigError>) {
+    let Some((pos, web)) = &config.prometheus_tls else {
+        return;
+    };
+    let (Some(metrics), Some(_)) = (config.prometheus, &web.tls) else {
+        return;
+    };
+    let health = config.health.as_ref().map(|h| h.addr);
+    for (addr, name) in [(health, "health"), (config.ready, "ready")] {
+        // Port 0 is a free port for each.
+        if addr == Some(metrics) && metrics.port() != 0 {
+            errors.push(ConfigError::new(
+                pos,
+                format!(
+                    "prometheus: tls: {name} listens on the metrics address {metrics}, which then speaks TLS; \
+                     give {name} or prometheus an address of its own"
+                ),
+            ));
+        }
+    }
+}
 
 pub(super) fn health(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Health> {
     let addr = addr_or(d, 8080, errors)?;

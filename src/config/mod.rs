@@ -66,6 +66,7 @@ fn build(
         ready_continuously: false,
         prometheus: None,
         pprof: None,
+        prometheus_tls: None,
         reload: None,
         in_flight: crate::query::limits::IN_FLIGHT,
         nodelocal: None,
@@ -93,6 +94,7 @@ fn build(
         n.health_port = h.addr.port();
     }
     check_overlaps(&raw, &config, &mut errors);
+    listeners::check_metrics_shared(&config, &mut errors);
     serving::check_shared(&config.servers, &opens, &mut errors);
     if errors.is_empty() {
         Ok(config)

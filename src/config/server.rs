@@ -44,6 +44,8 @@ pub struct Config {
     pub prometheus: Option<SocketAddr>,
     /// `pprof [ADDR]`: the profiling endpoints (one per Corefile).
     pub pprof: Option<SocketAddr>,
+    /// `prometheus { tls FILE }`: where it was written and what FILE says.
+    pub prometheus_tls: Option<(crate::corefile::lexer::Pos, crate::metrics::web::WebConfig)>,
     /// `reload INTERVAL JITTER`.
     pub reload: Option<(std::time::Duration, std::time::Duration)>,
     /// `limits { in_flight N }`: queries being forwarded at once.

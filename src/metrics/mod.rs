@@ -10,6 +10,7 @@
 //! fight over cache lines. The Prometheus text is written at scrape time
 //! ([`render`]), each group of counters by its own file: [`zone`], [`acl`],
 //! [`tcp`], [`clients`], [`memo`], [`watch`], [`nodelocal`], [`process`].
+//! [`web`] reads `prometheus { tls FILE }`'s web configuration.
 
 pub mod acl;
 pub mod catalogue;
@@ -26,6 +27,7 @@ mod render;
 mod tcp;
 mod transports;
 mod watch;
+pub mod web;
 mod zone;
 
 use std::fmt::Write;

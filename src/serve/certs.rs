@@ -9,6 +9,9 @@
 //! (`clusterdns_tls_certificate_reloads_total{result="failed"}`), and is
 //! tried again at the next change.
 //!
+//! The metrics listener (`prometheus { tls FILE }`) reads its certificate
+//! through the same watch ([`Certs::with_reader`]).
+//!
 //! With `tls { acme }` the file is the one `serve::acme` writes (chain and
 //! key together, replaced whole): until it first exists, or while it does
 //! not read, handshakes are refused and the listener waits for it here.
@@ -30,11 +33,15 @@ pub const POLL: Duration = Duration::from_secs(2);
 /// What identifies one version of a file: device, inode, size, mtime.
 type Stamp = Option<(u64, u64, u64, i64, i64)>;
 
-/// The server configuration in use, and the files it was read from.
+/// How a configuration is read from its files.
+type Read = Box<dyn Fn() -> Result<rustls::ServerConfig, String> + Send + Sync>;
+
+/// The server configuration in use, the files it was read from and how.
 pub struct Certs {
     current: ArcSwap<rustls::ServerConfig>,
-    files: TlsFiles,
-    alpn: Vec<Vec<u8>>,
+    /// The certificate, key and CA files: a change to one means a new read.
+    watched: Vec<PathBuf>,
+    read: Read,
 }
 
 impl Certs {
@@ -54,10 +61,30 @@ impl Certs {
             }
             Err(e) => return Err(e),
         };
+        let watched = [Some(&files.cert), Some(&files.key), files.ca.as_ref()]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        let files = files.clone();
         Ok(Arc::new(Certs {
             current: ArcSwap::from_pointee(config),
-            files: files.clone(),
-            alpn,
+            watched,
+            read: Box::new(move || read(&files, &alpn)),
+        }))
+    }
+
+    /// A configuration `read` makes from the files `watched` (the first
+    /// named in logs), read now and again when one of them changes: the
+    /// metrics listener's, from `prometheus { tls FILE }`.
+    pub fn with_reader(
+        watched: Vec<PathBuf>,
+        read: impl Fn() -> Result<rustls::ServerConfig, String> + Send + Sync + 'static,
+    ) -> Result<Arc<Certs>, String> {
+        Ok(Arc::new(Certs {
+            current: ArcSwap::from_pointee(read()?),
+            watched,
+            read: Box::new(read),
         }))
     }
 
@@ -77,11 +104,16 @@ impl Certs {
                 continue;
             }
             seen = now;
-            match read(&self.files, &self.alpn) {
+            match (self.read)() {
                 Ok(config) => {
                     self.current.store(Arc::new(config));
                     metrics.transports.reloaded(true);
-                    tracing::info!(target: "tls", "{}: certificate read again", self.files.cert.display());
+                    let first = self
+                        .watched
+                        .first()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default();
+                    tracing::info!(target: "tls", "{first}: certificate read again");
                 }
                 Err(e) => {
                     metrics.transports.reloaded(false);
@@ -92,12 +124,7 @@ impl Certs {
     }
 
     fn stamps(&self) -> Vec<Stamp> {
-        let f = &self.files;
-        [Some(&f.cert), Some(&f.key), f.ca.as_ref()]
-            .into_iter()
-            .flatten()
-            .map(stamp)
-            .collect()
+        self.watched.iter().map(stamp).collect()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The `.table` format (README.md in this folder): a line-oriented file of
 //! sections (`source`, `corefile <<`, `file NAME <<`, `upstream NAME <<`,
-//! `etcd <<`)
+//! `etcd <<`, `certificate NAME`)
 //! and rows (`case NAME` with a query and expectations, `check NAME` with an
 //! accept/reject snippet). Parsing keeps every row's line for reports.
 
@@ -12,6 +12,9 @@ pub struct Table {
     pub sources: Vec<String>,
     /// Auxiliary files written beside the Corefile: (name, text).
     pub files: Vec<(String, String)>,
+    /// `certificate NAME`: a self-signed certificate for localhost made at
+    /// run time, `NAME.crt` and `NAME.key` beside the Corefile.
+    pub certificates: Vec<String>,
     /// Canned upstreams: (name, lines with their line numbers).
     pub upstreams: Vec<(String, Vec<(usize, String)>)>,
     /// `etcd <<`: keys and values written into a real etcd (line numbers kept).
@@ -244,6 +247,7 @@ pub fn parse(text: &str) -> Result<Table, String> {
         let here = |e: String| format!("{n}: {e}");
         match word {
             "source" => t.sources.push(rest.to_string()),
+            "certificate" => t.certificates.push(rest.to_string()),
             "corefile" | "file" | "upstream" | "etcd" => {
                 finish(&mut t, row.take()).map_err(here)?;
                 let name = rest

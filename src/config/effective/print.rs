@@ -78,10 +78,20 @@ pub(crate) fn health(b: &mut Block, _: &Server, global: Option<&Config>) {
 }
 
 pub(crate) fn prometheus(b: &mut Block, _: &Server, global: Option<&Config>) {
-    global
-        .and_then(|g| g.prometheus)
-        .into_iter()
-        .for_each(|a| b.line(1, format_args!("prometheus {a}")));
+    let Some((addr, g)) = global.and_then(|g| g.prometheus.map(|a| (a, g))) else {
+        return;
+    };
+    let options = match &g.prometheus_tls {
+        None => Vec::new(),
+        Some((_, web)) => {
+            let effective = match &web.tls {
+                Some(tls) => format!("# https: {tls}"),
+                None => "# plain http: the file sets no tls_server_config".into(),
+            };
+            vec![format!("tls {}", web.file.display()), effective]
+        }
+    };
+    b.directive(format!("prometheus {addr}"), &options);
 }
 
 pub(crate) fn errors(b: &mut Block, s: &Server, _: Option<&Config>) {
