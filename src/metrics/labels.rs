@@ -45,6 +45,7 @@ pub enum Plugin {
     /// `tls { acme }`: a DNS-01 challenge's TXT record.
     Tls,
     Etcd,
+    Grpc,
 }
 
 /// The kind of search-path expansion a query was: an outside name with

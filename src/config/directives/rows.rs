@@ -14,6 +14,29 @@ pub const HEADER: Spec = Spec {
     print: |b, s, _| crate::query::reply::header::print::header(b, s.header.as_ref()),
 };
 
+/// `grpc`: CoreDNS's forwarder over gRPC, after `forward`; once per block.
+pub const GRPC: Spec = Spec {
+    name: "grpc",
+    options: true,
+    parse: |d, c| {
+        once(
+            d,
+            c.server.forward.iter().any(|f| f.grpc.is_some()),
+            "per server block",
+            c.errors,
+        );
+        c.server
+            .forward
+            .extend(crate::query::forward::grpc_setup::parse(d, c.dir, c.errors))
+    },
+    enabled: |s, _| s.forward.iter().any(|f| f.grpc.is_some()),
+    print: |b, s, _| {
+        s.forward
+            .iter()
+            .for_each(|f| crate::query::forward::grpc_setup::print(b, f))
+    },
+};
+
 /// `erratic`: A/AAAA for everything, one query in N dropped, delayed, truncated.
 pub const ERRATIC: Spec = Spec {
     name: "erratic",

@@ -195,5 +195,6 @@ pub(crate) fn loop_(b: &mut Block, s: &Server, _: Option<&Config>) {
 pub(crate) fn forward(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.forward
         .iter()
+        .filter(|fw| fw.grpc.is_none())
         .for_each(|fw| crate::query::forward::print::forward(b, fw))
 }

@@ -22,7 +22,7 @@ pub const PROTOS: [&str; 2] = ["udp", "tcp"];
 /// `family` label values (IPv4, IPv6).
 pub const FAMILIES: [&str; 2] = ["1", "2"];
 /// `plugin` label values, in `Plugin` order.
-pub const PLUGINS: [&str; 17] = [
+pub const PLUGINS: [&str; 18] = [
     "",
     "kubernetes",
     "forward",
@@ -40,6 +40,7 @@ pub const PLUGINS: [&str; 17] = [
     "auto",
     "tls",
     "etcd",
+    "grpc",
 ];
 /// Query types CoreDNS reports by name (`type`); the rest are `other`.
 pub const TYPES: [RecordType; 18] = [

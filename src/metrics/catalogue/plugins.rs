@@ -43,6 +43,21 @@ pub const PROXY_DURATION: Family = histogram(
     "Histogram of the time each request took.",
     &["proxy_name", "to", "rcode"],
 );
+pub const GRPC_REQUESTS: Family = counter(
+    "coredns_grpc_requests_total",
+    "Counter of requests made per upstream.",
+    &["to"],
+);
+pub const GRPC_RESPONSES: Family = counter(
+    "coredns_grpc_responses_total",
+    "Counter of requests made per upstream.",
+    &["rcode", "to"],
+);
+pub const GRPC_DURATION: Family = histogram(
+    "coredns_grpc_request_duration_seconds",
+    "Histogram of the time each request took.",
+    &["to"],
+);
 pub const CACHE_ENTRIES: Family = gauge(
     "coredns_cache_entries",
     "The number of elements in the cache.",

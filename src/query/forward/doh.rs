@@ -1,7 +1,6 @@
 //! DNS over HTTPS to one upstream (RFC 8484): one HTTP/2 connection over
 //! TLS (ALPN `h2`) kept open and shared by every query as concurrent
-//! streams, through hyper's client; closed once it idles for `expire`,
-//! opened again when it closed or aged past `max_age`. Each query is `POST /dns-query`
+//! streams (`h2.rs`). Each query is `POST /dns-query`
 //! with the message as body, or with `doh_method GET` `GET
 //! /dns-query?dns=BASE64URL`; the message goes with ID 0 (cache friendly,
 //! as the RFC advises) and the answer is given back under the caller's ID.
@@ -10,30 +9,21 @@
 //! handshake is counted and logged once until one succeeds again, and
 //! nothing falls back to plain DNS.
 
-use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use bytes::Bytes;
 use hickory_proto::op::{Message, Query};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::http2::SendRequest;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_rustls::TlsConnector;
 
 use super::exchange::{matching, ExchangeError, Handshake};
+use super::h2::{other, Sender, Shared};
 use crate::query::forward::setup::tls::DohMethod;
 use crate::query::forward::setup::ForwardConfig;
 
 const MEDIA: &str = "application/dns-message";
-
-/// When a connection was last used, shared with its task.
-type Used = Arc<Mutex<Instant>>;
-
-/// The open connection's sender, when it was opened and last used.
-type Open = (SendRequest<Full<Bytes>>, Instant, Used);
 
 /// The HTTPS side of one upstream.
 pub struct Doh {
@@ -41,11 +31,7 @@ pub struct Doh {
     url: String,
     pub tls: Handshake,
     method: DohMethod,
-    slot: tokio::sync::Mutex<Option<Open>>,
-}
-
-fn other(e: impl std::fmt::Display) -> ExchangeError {
-    ExchangeError::Io(io::Error::other(e.to_string()))
+    h2: Shared,
 }
 
 impl Doh {
@@ -70,7 +56,7 @@ impl Doh {
             tls: Handshake::new(addr, name, TlsConnector::from(Arc::new(config)), label)?,
             url,
             method,
-            slot: tokio::sync::Mutex::new(None),
+            h2: Shared::default(),
         })
     }
 
@@ -83,16 +69,11 @@ impl Doh {
         query: &Query,
         cfg: &ForwardConfig,
     ) -> Result<Message, ExchangeError> {
-        super::exchange::once_more(|renew| self.sender(cfg, renew), |s| self.ask(s, request, id, query)).await
+        let open = |renew| self.h2.sender(cfg, renew, || self.tls.open(cfg));
+        super::exchange::once_more(open, |s| self.ask(s, request, id, query)).await
     }
 
-    async fn ask(
-        &self,
-        mut sender: SendRequest<Full<Bytes>>,
-        request: &[u8],
-        id: u16,
-        query: &Query,
-    ) -> Result<Message, ExchangeError> {
+    async fn ask(&self, mut sender: Sender, request: &[u8], id: u16, query: &Query) -> Result<Message, ExchangeError> {
         if request.len() < 12 {
             return Err(other("request too short"));
         }
@@ -129,53 +110,5 @@ impl Doh {
         }
         reply[..2].copy_from_slice(&id.to_be_bytes());
         matching(&reply, id, query).ok_or_else(|| other("answer to another question"))
-    }
-
-    /// The open connection's sender (and whether it was just opened).
-    async fn sender(
-        &self,
-        cfg: &ForwardConfig,
-        renew: bool,
-    ) -> Result<(SendRequest<Full<Bytes>>, bool), ExchangeError> {
-        let mut slot = self.slot.lock().await;
-        if let Some((s, opened, used)) = slot.as_ref() {
-            let fresh = cfg.max_age.is_zero() || opened.elapsed() < cfg.max_age;
-            if !renew && fresh && !s.is_closed() {
-                if let Ok(mut used) = used.lock() {
-                    *used = Instant::now();
-                }
-                return Ok((s.clone(), false));
-            }
-        }
-        *slot = None;
-        let used = Arc::new(Mutex::new(Instant::now()));
-        let sender = self.connect(cfg, used.clone()).await?;
-        *slot = Some((sender.clone(), Instant::now(), used));
-        Ok((sender, true))
-    }
-
-    /// TCP, TLS, then the HTTP/2 handshake; the connection runs in its own
-    /// task until the server closes it or it idles for `expire` (`used`
-    /// says when a query last took it; the sender then reports closed).
-    async fn connect(&self, cfg: &ForwardConfig, used: Used) -> Result<SendRequest<Full<Bytes>>, ExchangeError> {
-        let tls = self.tls.open(cfg).await?;
-        let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-            .await
-            .map_err(other)?;
-        let expire = cfg.expire;
-        tokio::spawn(async move {
-            tokio::pin!(conn);
-            loop {
-                let idle = used.lock().map(|u| u.elapsed()).unwrap_or(Duration::MAX);
-                if idle >= expire {
-                    return; // dropping the connection closes it
-                }
-                tokio::select! {
-                    _ = &mut conn => return,
-                    _ = tokio::time::sleep(expire - idle) => {}
-                }
-            }
-        });
-        Ok(sender)
     }
 }

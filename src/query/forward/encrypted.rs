@@ -1,5 +1,6 @@
 //! The seam between an upstream and its encrypted transport: which one a
-//! `forward` target asks for (`tls://`: [`Dot`], `https://`: [`Doh`]), built from the TLS client
+//! `forward` target asks for (`tls://`: [`Dot`], `https://`: [`Doh`]; a `grpc`
+//! directive's: [`Grpc`]), built from the TLS client
 //! configuration the config loaded, and the one call the exchange makes;
 //! and [`Handshake`], how both open a connection and count and log its
 //! failures.
@@ -11,6 +12,7 @@ use hickory_proto::op::{Message, Query};
 use super::doh::Doh;
 use super::dot::Dot;
 use super::exchange::ExchangeError;
+use super::grpc::Grpc;
 use crate::query::forward::setup::tls::{Target, TlsSettings, Via};
 use crate::query::forward::setup::ForwardConfig;
 
@@ -18,6 +20,8 @@ use crate::query::forward::setup::ForwardConfig;
 pub enum Encrypted {
     Tls(Dot),
     Https(Doh),
+    /// The `grpc` directive's upstreams (h2c without `tls`).
+    Grpc(Box<Grpc>),
     /// An encrypted target this build cannot reach: every exchange fails
     /// (never plain DNS instead).
     Unavailable,
@@ -28,6 +32,7 @@ impl std::fmt::Debug for Encrypted {
         match self {
             Encrypted::Tls(_) => f.write_str("tls"),
             Encrypted::Https(_) => f.write_str("https"),
+            Encrypted::Grpc(_) => f.write_str("grpc"),
             Encrypted::Unavailable => f.write_str("unavailable"),
         }
     }
@@ -39,6 +44,8 @@ impl Encrypted {
         let client = tls.client.clone();
         let built = match &target.via {
             Via::Dns => return None,
+            Via::Grpc => Grpc::new(target.addr, &target.server_name(tls), client.as_deref())
+                .map(|g| Encrypted::Grpc(Box::new(g))),
             Via::Tls(_) => client.and_then(|c| Dot::new(target.addr, &target.server_name(tls), c).map(Encrypted::Tls)),
             Via::Https(host) => client.and_then(|c| {
                 Doh::new(target.addr, host, &target.server_name(tls), tls.doh_method, &c).map(Encrypted::Https)
@@ -57,6 +64,7 @@ impl Encrypted {
         match self {
             Encrypted::Tls(dot) => dot.exchange(request, id, query, cfg).await,
             Encrypted::Https(doh) => doh.exchange(request, id, query, cfg).await,
+            Encrypted::Grpc(grpc) => grpc.exchange(request, id, query, cfg).await,
             Encrypted::Unavailable => Err(ExchangeError::Io(std::io::Error::other(
                 "encrypted transport unavailable",
             ))),
@@ -68,6 +76,7 @@ impl Encrypted {
         match self {
             Encrypted::Tls(dot) => dot.tls.failures.load(Ordering::Relaxed),
             Encrypted::Https(doh) => doh.tls.failures.load(Ordering::Relaxed),
+            Encrypted::Grpc(grpc) => grpc.tls.as_ref().map_or(0, |t| t.failures.load(Ordering::Relaxed)),
             Encrypted::Unavailable => 0,
         }
     }
@@ -76,6 +85,7 @@ impl Encrypted {
     pub fn scheme(&self) -> &'static str {
         match self {
             Encrypted::Https(_) => "https",
+            Encrypted::Grpc(_) => "grpc",
             Encrypted::Tls(_) | Encrypted::Unavailable => "tls",
         }
     }

@@ -26,7 +26,9 @@ pub enum ExchangeError {
     Io(#[from] io::Error),
 }
 
-/// A TCP connection to `addr`, from `source` when set.
+/// A TCP connection to `addr`, from `source` when set; without Nagle's
+/// delay (as Go dials, CoreDNS's too), so a message written in parts (an
+/// HTTP/2 HEADERS frame, then DATA) is not held for the peer's ACK.
 pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<TcpStream> {
     let socket = match addr {
         SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
@@ -35,7 +37,9 @@ pub async fn connect(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<Tcp
     if let Some(ip) = source {
         socket.bind(SocketAddr::new(ip, 0))?;
     }
-    socket.connect(addr).await
+    let stream = socket.connect(addr).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }
 
 /// How DoT and DoH open a connection: TCP (from `source_address` when set),

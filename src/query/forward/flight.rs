@@ -61,6 +61,9 @@ impl Forwarding {
                 ..Default::default()
             };
             self.fill(&result, kept.as_ref(), &mut answer);
+            if answer.tags.plugin == Plugin::Forward && self.by_grpc(job.query.name()) {
+                answer.tags.plugin = Plugin::Grpc;
+            }
             // an `autopath` name that came back NXDOMAIN: the walk goes on
             let Some(job) = walk_on(job, &mut answer, &self.metrics) else {
                 continue;
@@ -75,6 +78,14 @@ impl Forwarding {
     fn over_tcp(&self, job: &Job) -> bool {
         let forward = self.chain.iter().find(|f| f.handles(job.query.name()));
         forward.is_some_and(|f| f.cfg.force_tcp || (job.transport == Transport::Tcp && !f.cfg.prefer_udp))
+    }
+
+    /// Whether the answer for `qname` came from a `grpc` directive: no
+    /// `forward` of the block takes the name (one that does answers first,
+    /// as `grpc` runs after every `forward`).
+    fn by_grpc(&self, qname: &hickory_proto::rr::Name) -> bool {
+        let first = self.chain.iter().find(|f| f.handles(qname));
+        first.is_some_and(|f| f.cfg.grpc.is_some())
     }
 
     /// `job` back when it leads `flight` (nothing identical in flight);

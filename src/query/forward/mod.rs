@@ -28,6 +28,10 @@ mod dot;
 pub mod encrypted;
 pub mod exchange;
 mod flight;
+mod grpc;
+pub mod grpc_setup;
+pub mod grpcwire;
+mod h2;
 mod health;
 pub mod lanes;
 pub mod outgoing;
@@ -83,6 +87,14 @@ impl Forward {
         let rcode = m.metadata.response_code;
         self.cfg.next.contains(&rcode)
             || (self.cfg.next_on_nodata && rcode == ResponseCode::NoError && m.answers.is_empty())
+            || (rcode == ResponseCode::NXDomain && m.queries.first().is_some_and(|q| self.falls_through(q.name())))
+    }
+
+    /// `grpc { fallthrough [ZONES] }` takes `qname`: its NXDOMAIN, or no
+    /// answer at all, goes on to what follows.
+    fn falls_through(&self, qname: &Name) -> bool {
+        let zones = self.cfg.grpc.as_ref().and_then(|g| g.fallthrough.as_ref());
+        zones.is_some_and(|z| z.is_empty() || z.iter().any(|z| z.zone_of(qname)))
     }
 
     /// Upstream indexes in the order the policy tries them.
@@ -149,9 +161,11 @@ impl Forwarding {
         if block.forward.is_empty() {
             return None;
         }
-        let chain = block
-            .forward
-            .iter()
+        // `grpc` runs after every `forward`, as in CoreDNS's plugin.cfg.
+        let (forwards, grpcs): (Vec<_>, Vec<_>) = block.forward.iter().partition(|f| f.grpc.is_none());
+        let chain = forwards
+            .into_iter()
+            .chain(grpcs)
             .cloned()
             .map(|f| Arc::new(Forward::new(f)))
             .collect();
@@ -310,6 +324,7 @@ impl Forwarding {
                     last = Ok(m);
                     break;
                 }
+                Err(_) if fw.falls_through(query.name()) => last = Err(ResponseCode::ServFail),
                 Err(why) => {
                     // No answer is SERVFAIL, as in CoreDNS: only answers go on (`next`).
                     if let Some(log) = self.errors.as_ref().filter(|_| report) {

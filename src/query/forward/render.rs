@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use super::cache::{Cache, Stat};
+use super::encrypted::Encrypted;
 use super::Forwarding;
 use crate::metrics::catalogue::{self as c, Family};
 
@@ -23,11 +24,17 @@ pub fn render(all: &[Arc<Forwarding>], s: &mut String) {
 /// failed TLS handshakes (encrypted upstreams), stray replies and open
 /// ports (plain ones) and request durations.
 fn forwarding(all: &[Arc<Forwarding>], s: &mut String) {
+    grpc(all, s);
     let sum = |f: fn(&Forwarding) -> &AtomicU64| all.iter().map(|x| f(x).load(Relaxed)).sum::<u64>();
     c::FORWARD_MAX_CONCURRENT_REJECTS.single(s, sum(|f| &f.max_concurrent_rejects));
     c::FORWARD_HEALTHCHECK_BROKEN.single(s, sum(|f| &f.healthcheck_broken));
     c::LOOP_DETECTED.single(s, sum(|f| &f.loop_detected));
-    let upstreams = || all.iter().flat_map(|f| &f.chain).flat_map(|fw| &fw.upstreams);
+    let upstreams = || {
+        all.iter()
+            .flat_map(|f| &f.chain)
+            .filter(|fw| fw.cfg.grpc.is_none())
+            .flat_map(|fw| &fw.upstreams)
+    };
     c::PROXY_HEALTHCHECK_FAILURES.head(s);
     for up in upstreams() {
         let failures = up.healthcheck_failures.load(Relaxed);
@@ -69,6 +76,38 @@ fn forwarding(all: &[Arc<Forwarding>], s: &mut String) {
             let labels = format!("proxy_name=\"forward\",to=\"{}\",rcode=\"{rcode}\"", up.addr);
             up.durations[slot].render(s, c::PROXY_DURATION.name, &labels);
         }
+    }
+}
+
+/// The `grpc` directive's families, per upstream (`to`: `IP:PORT`).
+fn grpc(all: &[Arc<Forwarding>], s: &mut String) {
+    let upstreams = || all.iter().flat_map(|f| &f.chain).flat_map(|fw| &fw.upstreams);
+    let grpcs = || {
+        upstreams().filter_map(|u| match &u.encrypted {
+            Some(Encrypted::Grpc(g)) => Some(g),
+            _ => None,
+        })
+    };
+    c::GRPC_REQUESTS.head(s);
+    for g in grpcs() {
+        let n: u64 = g.by_rcode().map(|(_, n)| n).sum();
+        let _ = writeln!(s, "{}{{to=\"{}\"}} {n}", c::GRPC_REQUESTS.name, g.to());
+    }
+    c::GRPC_RESPONSES.head(s);
+    for g in grpcs() {
+        for (rcode, n) in g.by_rcode().filter(|(_, n)| *n > 0) {
+            let _ = writeln!(
+                s,
+                "{}{{rcode=\"{rcode}\",to=\"{}\"}} {n}",
+                c::GRPC_RESPONSES.name,
+                g.to()
+            );
+        }
+    }
+    c::GRPC_DURATION.head(s);
+    for g in grpcs() {
+        g.durations
+            .render(s, c::GRPC_DURATION.name, &format!("to=\"{}\"", g.to()));
     }
 }
 

@@ -85,6 +85,18 @@ pub struct ForwardConfig {
     pub source_address: Option<IpAddr>,
     /// Resolved hostname `TO`s through these (empty: the system resolver).
     pub resolver: Vec<SocketAddr>,
+    /// Set when the `grpc` directive wrote this (`grpc_setup.rs`).
+    pub grpc: Option<GrpcOptions>,
+}
+
+/// What only a `grpc` directive has.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GrpcOptions {
+    /// `tls` was given (with 0 to 3 files): the upstreams are asked over TLS.
+    pub tls: bool,
+    /// `fallthrough [ZONES...]`: an NXDOMAIN, or no answer, for a name in
+    /// these zones (every zone when empty) goes on to what follows.
+    pub fallthrough: Option<Vec<Name>>,
 }
 
 /// Parses `forward FROM TO... { ... }`; `dir` resolves relative files.
@@ -118,7 +130,7 @@ pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option
 
 impl ForwardConfig {
     /// `forward FROM TO...`'s defaults (CoreDNS's), before its options.
-    fn new(from: Name, files: Vec<PathBuf>) -> ForwardConfig {
+    pub fn new(from: Name, files: Vec<PathBuf>) -> ForwardConfig {
         ForwardConfig {
             from,
             except: Vec::new(),
@@ -144,6 +156,7 @@ impl ForwardConfig {
             failfast: false,
             source_address: None,
             resolver: Vec::new(),
+            grpc: None,
         }
     }
 }

@@ -39,6 +39,9 @@ pub enum Via {
     /// DNS over HTTPS; the host as written (the URL's authority and the
     /// name checked when no `tls_servername` is set).
     Https(String),
+    /// CoreDNS's gRPC service (the `grpc` directive): over TLS when its
+    /// `tls` or `tls_servername` is set, else h2c.
+    Grpc,
 }
 
 /// `doh_method`.
@@ -105,7 +108,7 @@ impl fmt::Display for Target {
             IpAddr::V6(v6) => format!("[{v6}]"),
         };
         match &self.via {
-            Via::Dns => write!(f, "{}", self.addr),
+            Via::Dns | Via::Grpc => write!(f, "{}", self.addr),
             Via::Tls(None) => write!(f, "tls://{}", self.addr),
             Via::Tls(Some(n)) if self.addr.is_ipv6() => {
                 write!(f, "tls://[{}%{n}]:{}", self.addr.ip(), self.addr.port())

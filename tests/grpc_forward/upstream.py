@@ -1,0 +1,72 @@
+"""An independent upstream for tests/grpc_forward.rs: CoreDNS's DnsService
+served by grpcio (Google's gRPC) with answers made by dnspython, so the
+`grpc` directive's wire format is checked against an implementation that
+is not ours. Pinned in tests/run's venv target/tools/grpc.
+
+  upstream.py COUNT_FILE
+
+Listens on 127.0.0.1 (plain HTTP/2), prints its port, then writes the
+number of calls served to COUNT_FILE after each. Every A question is
+answered 192.0.2.7 (TTL 60); a name under `missing.` ends the call with
+NOT_FOUND, which CoreDNS's grpc plugin reads as NXDOMAIN.
+"""
+import sys
+from concurrent import futures
+
+import dns.message
+import dns.rdatatype
+import dns.rrset
+import grpc
+
+COUNT = sys.argv[1]
+calls = 0
+
+
+def encode(msg):
+    out, n = bytearray([0x0A]), len(msg)
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + msg
+
+
+def decode(packet):
+    assert packet[0] == 0x0A, packet[:8]
+    n, shift, i = 0, 0, 1
+    while True:
+        c = packet[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return packet[i : i + n]
+
+
+def query(wire, context):
+    global calls
+    calls += 1
+    with open(COUNT, "w") as f:
+        f.write(str(calls))
+    q = dns.message.from_wire(wire)
+    question = q.question[0]
+    if question.name.to_text().startswith("missing."):
+        context.abort(grpc.StatusCode.NOT_FOUND, "no such name")
+    r = dns.message.make_response(q)
+    if question.rdtype == dns.rdatatype.A:
+        r.answer.append(dns.rrset.from_text(question.name, 60, "IN", "A", "192.0.2.7"))
+    return r.to_wire()
+
+
+def main():
+    method = grpc.unary_unary_rpc_method_handler(query, request_deserializer=decode, response_serializer=encode)
+    handler = grpc.method_handlers_generic_handler("coredns.dns.DnsService", {"Query": method})
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    server.wait_for_termination()
+
+
+main()
