@@ -164,6 +164,13 @@ fn a_reloaded_zone_file_is_answered_anew_at_once() {
             [format!("{www} 60 IN A 192.0.2.1")]
         );
     }
+    // Asked in other spellings (0x20): the answer keeps the zone's, as
+    // CoreDNS writes it, never the question's patched into a replay.
+    for spelling in ["WWW.Example.ORG.", "wWw.eXample.org."] {
+        let m = c.ask(spelling, RecordType::A);
+        assert_eq!(m.queries[0].name().to_ascii(), spelling, "the question as asked");
+        assert_eq!(answer_lines(&m), [format!("{www} 60 IN A 192.0.2.1")], "{spelling}");
+    }
     let reloaded = |s: &Server| {
         let lines = s.log.lock().map(|l| l.clone()).unwrap_or_default();
         lines.iter().any(|l| l.contains("reloaded zone example.org."))

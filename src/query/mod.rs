@@ -208,8 +208,9 @@ impl Handler {
             other => return other,
         };
         if scratch.answer.tags.memoizable {
-            let deps = scratch.answer.tags.deps;
-            scratch.memo.remember(key, view, &scratch.out, outcome, deps);
+            let tags = &scratch.answer.tags;
+            let how = (tags.deps, tags.exact_case);
+            scratch.memo.remember(key, view, &scratch.out, outcome, how);
         } else if outcome.plugin == crate::metrics::Plugin::Cache {
             let Scratch { hits, answer, out, .. } = &mut *scratch;
             hits.learn(|q| router.hit_route(q), key, at.bytes, answer, out, outcome, at.started);

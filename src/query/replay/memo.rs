@@ -107,6 +107,8 @@ struct Meta {
     /// Offset in the reply of its SOA's serial (0: none), rewritten when
     /// the entry outlives a publish.
     serial_at: u16,
+    /// Replayed only to a question spelled as this reply's (`Tags::exact_case`).
+    exact_case: bool,
 }
 
 /// What the memo checks its entries against: the router's config epoch,
@@ -172,6 +174,10 @@ impl Memo {
         self.sync(view);
         let fp = self.fingerprint(key);
         let (meta, reply) = self.entries.get(fp, &key.bytes)?;
+        let name = 12..12 + key.name_len;
+        if meta.exact_case && packet.get(name.clone()) != reply.get(name) {
+            return None; // answered anew, and remembered in this spelling
+        }
         if meta.generation != view.generation {
             let Some(store) = view.store.filter(|s| s.unchanged_since(meta.generation, &meta.deps)) else {
                 self.counts.dropped.fetch_add(1, Ordering::Relaxed);
@@ -196,7 +202,14 @@ impl Memo {
     /// depending on `deps` in its store: at once while the memo is less
     /// than half full, else if the same question was answered recently
     /// before.
-    pub fn remember(&mut self, key: &Key, view: &View<'_>, reply: &[u8], outcome: Summary, deps: Deps) {
+    pub fn remember(
+        &mut self,
+        key: &Key,
+        view: &View<'_>,
+        reply: &[u8],
+        outcome: Summary,
+        (deps, exact_case): (Deps, bool),
+    ) {
         self.sync(view);
         if reply.len() < 12 + key.name_len {
             return; // no question to patch the spelling of
@@ -219,6 +232,7 @@ impl Memo {
             generation: view.generation,
             deps,
             serial_at,
+            exact_case,
         };
         self.entries.insert(fingerprint, &key.bytes, reply, meta, MAX_ENTRIES);
     }
@@ -311,19 +325,19 @@ mod tests {
         for i in 0..MAX_ENTRIES / 2 {
             let reply = packet(&format!("n{i}.local."), None);
             let k = Key::parse(&reply, Transport::Udp, &mut buf).expect("key");
-            memo.remember(&k, &view(1), &reply, outcome, Deps::NONE);
+            memo.remember(&k, &view(1), &reply, outcome, (Deps::NONE, false));
             k.recycle(&mut buf);
         }
         assert_eq!(memo.entries.len(), MAX_ENTRIES / 2);
         let late = packet("late.local.", None);
         let k = Key::parse(&late, Transport::Udp, &mut buf).expect("key");
-        memo.remember(&k, &view(1), &late, outcome, Deps::NONE);
+        memo.remember(&k, &view(1), &late, outcome, (Deps::NONE, false));
         assert_eq!(
             memo.replay(&k, &late, &view(1), &mut Vec::new()),
             None,
             "first sighting is not admitted"
         );
-        memo.remember(&k, &view(1), &late, outcome, Deps::NONE);
+        memo.remember(&k, &view(1), &late, outcome, (Deps::NONE, false));
         assert!(
             memo.replay(&k, &late, &view(1), &mut Vec::new()).is_some(),
             "second sighting is"
@@ -345,7 +359,7 @@ mod tests {
             dnssec_ok: false,
             expansion: None,
         };
-        memo.remember(&k, &view(1), &[0u8; 12], outcome, Deps::NONE);
+        memo.remember(&k, &view(1), &[0u8; 12], outcome, (Deps::NONE, false));
         assert_eq!(memo.replay(&k, &q, &view(1), &mut Vec::new()), None);
     }
 
@@ -366,7 +380,7 @@ mod tests {
             dnssec_ok: false,
             expansion: None,
         };
-        memo.remember(&k, &view(1), &reply, outcome, Deps::NONE);
+        memo.remember(&k, &view(1), &reply, outcome, (Deps::NONE, false));
         let mut second = packet("WEB.cluster.local.", None);
         second[0] = 0xAB;
         second[2] |= 0x01; // RD

@@ -14,6 +14,10 @@ pub struct Tags {
     /// Whether the reply depends only on the question and the snapshot, so
     /// it may be replayed by [`crate::query::replay::memo`] until the next snapshot.
     pub memoizable: bool,
+    /// The reply's names are written as its zone spells them, not as the
+    /// question does (a `file` zone's): the memo replays it only to a
+    /// question spelled the same, byte for byte.
+    pub exact_case: bool,
     /// What in the store a memoizable reply depends on: a change to
     /// anything else leaves its memo entry in place. Everything unless the
     /// handler says less (only the cluster zone does).

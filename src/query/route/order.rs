@@ -91,8 +91,10 @@ fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out
         }
     }
     let answered = longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), file.plugin, out));
-    // Its zone's changes move the memo's epoch (`file::changed`).
+    // Its zone's changes move the memo's epoch (`file::changed`); its
+    // names keep the zone's spelling, so only the same spelling replays.
     out.tags.memoizable |= answered;
+    out.tags.exact_case |= answered;
     answered
 }
 
