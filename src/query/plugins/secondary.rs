@@ -108,10 +108,9 @@ async fn keep(origin: Name, slot: Weak<ArcSwap<Option<Zone>>>, primaries: Arc<Pr
             let serial = held.as_ref().as_ref().map_or(0, Zone::serial);
             match check(&origin, serial, &primaries.from).await {
                 Ok(newer) => {
-                    let changed = newer.is_some();
                     held = newer.map_or(held, |z| Arc::new(Some(z)));
-                    slot.store(held.clone());
-                    if changed {
+                    // A newer zone, or the held one back after an expiry.
+                    if !Arc::ptr_eq(&slot.swap(held.clone()), &held) {
                         super::file::changed();
                     }
                     break;
