@@ -19,14 +19,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::corefile::args::{choice, zone, Args};
+use crate::corefile::args::{zone, Args};
 use crate::corefile::blocks::Directive;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 use crate::corefile::words::{names, with, Block};
 use crate::query::forward::setup::tls::{Target, Via};
 use crate::query::forward::setup::to::{from_zone, resolv_conf, socket_addr, MAX_UPSTREAMS};
-use crate::query::forward::setup::{ForwardConfig, GrpcOptions, Policy};
+use crate::query::forward::setup::{policy, ForwardConfig, GrpcOptions};
 
 /// Parses `grpc FROM TO... { ... }`; `dir` resolves relative files.
 pub fn parse(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option<ForwardConfig> {
@@ -129,12 +129,7 @@ const OPTIONS: &[Opt<Reading>] = &[
         r.cfg.tls.servername = Some(a.args[0].text.clone())
     }),
     Opt::new("policy", (1, 1), |a, r, errors| {
-        let policies = [
-            ("random", Policy::Random),
-            ("round_robin", Policy::RoundRobin),
-            ("sequential", Policy::Sequential),
-        ];
-        r.cfg.policy = choice(&a.args[0], "policy", &policies, errors).unwrap_or(r.cfg.policy);
+        r.cfg.policy = policy(a, errors).unwrap_or(r.cfg.policy);
     }),
     Opt::new("fallthrough", (0, MANY), |a, r, errors| {
         let zones = a.args.iter().filter_map(|w| zone(w, errors)).collect();
@@ -156,12 +151,7 @@ pub(crate) fn print(b: &mut Block, fw: &ForwardConfig) {
         options.push(with("tls", &files.join(" ")));
     }
     options.extend(fw.tls.servername.as_ref().map(|n| format!("tls_servername {n}")));
-    let policy = match fw.policy {
-        Policy::Random => "random",
-        Policy::RoundRobin => "round_robin",
-        Policy::Sequential => "sequential",
-    };
-    options.push(format!("policy {policy}"));
+    options.push(format!("policy {}", fw.policy.name()));
     if let Some(zones) = &g.fallthrough {
         options.push(with("fallthrough", &names(zones)));
     }

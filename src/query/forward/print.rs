@@ -2,7 +2,7 @@
 //! defaults written out, so the printout loads again to the same values.
 
 use crate::corefile::words::{duration, names, with, Block};
-use crate::query::forward::setup::{ForwardConfig, Policy};
+use crate::query::forward::setup::ForwardConfig;
 
 pub(crate) fn forward(b: &mut Block, fw: &ForwardConfig) {
     let to: Vec<String> = fw.to.iter().map(ToString::to_string).collect();
@@ -27,12 +27,7 @@ pub(crate) fn forward(b: &mut Block, fw: &ForwardConfig) {
     }
     health.push_str(&format!(" domain {}", fw.health_check_domain));
     options.push(health);
-    let policy = match fw.policy {
-        Policy::Random => "random",
-        Policy::RoundRobin => "round_robin",
-        Policy::Sequential => "sequential",
-    };
-    options.push(format!("policy {policy}"));
+    options.push(format!("policy {}", fw.policy.name()));
     options.push(format!("max_concurrent {}", fw.max_concurrent));
     let rcodes = |r: &[hickory_proto::op::ResponseCode]| {
         r.iter()

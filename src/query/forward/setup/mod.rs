@@ -230,12 +230,7 @@ const OPTIONS: &[Opt<Reading>] = &[
         health_check(a, &mut r.cfg, errors)
     }),
     Opt::new("policy", (1, 1), |a, r, errors| {
-        let policies = [
-            ("random", Policy::Random),
-            ("round_robin", Policy::RoundRobin),
-            ("sequential", Policy::Sequential),
-        ];
-        r.cfg.policy = choice(&a.args[0], "policy", &policies, errors).unwrap_or(r.cfg.policy);
+        r.cfg.policy = policy(a, errors).unwrap_or(r.cfg.policy);
     }),
     Opt::new("max_concurrent", (1, 1), |a, r, errors| {
         r.cfg.max_concurrent = a.parse(0, "a number", errors).unwrap_or(0)
@@ -297,6 +292,25 @@ fn rcodes(a: &Args<'_>, failover: bool, errors: &mut Vec<ConfigError>) -> Vec<Re
         }
     }
     out
+}
+
+/// The policies by their Corefile names (forward's and grpc's).
+const POLICIES: [(&str, Policy); 3] = [
+    ("random", Policy::Random),
+    ("round_robin", Policy::RoundRobin),
+    ("sequential", Policy::Sequential),
+];
+
+/// The policy a `policy` option names.
+pub(crate) fn policy(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Option<Policy> {
+    choice(&a.args[0], "policy", &POLICIES, errors)
+}
+
+impl Policy {
+    /// Its name in a Corefile.
+    pub fn name(self) -> &'static str {
+        POLICIES.iter().find(|(_, p)| *p == self).map_or("random", |(n, _)| n)
+    }
 }
 
 fn health_check(a: &Args<'_>, cfg: &mut ForwardConfig, errors: &mut Vec<ConfigError>) {
