@@ -21,6 +21,13 @@ struct Client {
 }
 
 impl Client {
+    /// A client of `server` on a socket of its own, replies within 2 s.
+    fn to(server: SocketAddr) -> Client {
+        let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        sock.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+        Client { sock, server, id: 0 }
+    }
+
     fn ask(&mut self, name: &str, qtype: RecordType) -> Message {
         self.id = self.id.wrapping_add(1);
         let q = common::query(self.id, name, qtype, Some(1232));
@@ -65,13 +72,7 @@ fn a_change_drops_only_the_memoized_answers_it_touches() {
         path.display()
     );
     let server = Server::start(&dir, &corefile);
-    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    sock.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
-    let mut c = Client {
-        sock,
-        server: server.dns,
-        id: 0,
-    };
+    let mut c = Client::to(server.dns);
     let (a, b) = ("a.app.svc.cluster.local.", "b.app.svc.cluster.local.");
     let (ptr_a, ptr_b) = ("1.0.0.10.in-addr.arpa.", "2.0.0.10.in-addr.arpa.");
     for _ in 0..3 {
@@ -150,13 +151,7 @@ fn a_reloaded_zone_file_is_answered_anew_at_once() {
         path.display()
     );
     let server = Server::start(&dir, &corefile);
-    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    sock.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
-    let mut c = Client {
-        sock,
-        server: server.dns,
-        id: 0,
-    };
+    let mut c = Client::to(server.dns);
     let www = "www.example.org.";
     for _ in 0..3 {
         assert_eq!(
