@@ -131,7 +131,14 @@ fn serve(config: clusterdns::config::Config) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(clusterdns::app::run(config, shutdown_signal()))?;
+    // The handlers are installed now, before anything listens: a SIGTERM
+    // that arrives as soon as the server reports ready is a graceful stop
+    // (lameduck, drain, exit 0), never the default action's kill.
+    let shutdown = {
+        let _entered = runtime.enter();
+        shutdown_signal()
+    };
+    runtime.block_on(clusterdns::app::run(config, shutdown))?;
     Ok(())
 }
 
@@ -156,17 +163,24 @@ fn raise_fd_limit() {
     );
 }
 
-/// Completes at SIGTERM or SIGINT.
-async fn shutdown_signal() {
+/// Installs the SIGTERM and SIGINT handlers at once (inside the runtime);
+/// the future it returns completes at the first of them.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => tracing::info!("SIGTERM received"),
-                _ = int.recv() => tracing::info!("SIGINT received"),
+    let handlers = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+    async move {
+        match handlers {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM received"),
+                    _ = int.recv() => tracing::info!("SIGINT received"),
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!("no SIGTERM/SIGINT handler ({e}): stopped only by SIGKILL");
+                std::future::pending().await
             }
         }
-        _ => std::future::pending().await,
     }
 }
 
