@@ -129,7 +129,7 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
-        let (dns64, acl_stats) = counted(server, &mut built.live);
+        let dns64 = counted(server, &mut built.live);
         let plugins = Chain::build(&server.plugins, &server_label(server));
         built.live.ready.extend(plugins.readiness());
         built.live.exposed.extend(plugins.exposed());
@@ -161,8 +161,6 @@ impl Runtime {
             log: server.log.clone(),
             loadbalance: server.loadbalance.clone().map(Arc::new),
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
-            acl: server.acl.clone(),
-            acl_stats,
             any: server.any,
             chain: server.chain,
             dns64,
@@ -210,8 +208,8 @@ fn zone_files(server: &Server) -> Vec<ZoneFile> {
 }
 
 /// The plugins of `server` outside the chain that keep metrics of their
-/// own (`dns64`, `acl`), each registered in `live` for `/metrics`.
-type Counted = (Option<Arc<Dns64>>, Option<Arc<crate::metrics::AclStats>>);
+/// own (`dns64`), each registered in `live` for `/metrics`.
+type Counted = Option<Arc<Dns64>>;
 
 fn counted(server: &Server, live: &mut Live) -> Counted {
     let dns64 = server
@@ -219,16 +217,7 @@ fn counted(server: &Server, live: &mut Live) -> Counted {
         .clone()
         .map(|d| Arc::new(Dns64::new(d, server_label(server))));
     live.dns64.extend(dns64.clone());
-    let acl_stats = (!server.acl.is_empty()).then(|| {
-        let zones: Vec<Vec<String>> = server
-            .acl
-            .iter()
-            .map(|r| r.zones.iter().map(|z| z.to_string()).collect())
-            .collect();
-        Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
-    });
-    live.acl.extend(acl_stats.clone());
-    (dns64, acl_stats)
+    dns64
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

@@ -288,17 +288,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::rewrite,
     },
     routing::AUTOPATH,
-    Spec {
-        name: "acl",
-        options: true,
-        parse: |d, c| {
-            c.server
-                .acl
-                .push(crate::query::route::acl::setup::parse(d, &c.server.zones, c.errors))
-        },
-        enabled: |s, _| !s.acl.is_empty(),
-        print: print::acl,
-    },
+    rows::ACL,
     Spec {
         name: "cache",
         options: true,

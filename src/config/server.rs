@@ -22,7 +22,6 @@ use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
 use crate::query::plugins::{dns64::setup as dns64, file::setup as file, k8s_external::setup as k8s_external};
 use crate::query::reply::loadbalance::setup as loadbalance;
-use crate::query::route::acl::setup as acl;
 use crate::query::route::autopath::setup as autopath;
 use crate::query::transfer::setup as transfer;
 
@@ -74,8 +73,6 @@ pub struct Server {
     pub loadbalance: Option<loadbalance::LoadbalanceConfig>,
     /// `autopath`, with where it was written (for errors).
     pub autopath: Option<(autopath::AutopathConfig, lexer::Pos)>,
-    /// `acl` directives in order (see [`acl`]).
-    pub acl: Vec<acl::AclRule>,
     /// `any`: ANY queries get RFC 8482's minimal answer.
     pub any: bool,
     /// Whether a directive of the block takes part in answering (CoreDNS's
@@ -145,7 +142,6 @@ impl Server {
             loop_detect: None,
             loadbalance: None,
             autopath: None,
-            acl: Vec::new(),
             any: false,
             chain,
             tcp: timeouts::TcpLimits::default(),

@@ -97,3 +97,16 @@ pub const HOSTS: Spec = Spec {
     enabled: |s, _| s.has("hosts"),
     print: |b, s, _| print::plugin(b, s, "hosts"),
 };
+
+/// `acl`: who may ask what, the block's lines one guard.
+pub const ACL: Spec = Spec {
+    name: "acl",
+    options: true,
+    parse: |d, c| {
+        let earlier = (&c.server.zones[..], c.server.setup("acl"));
+        c.server
+            .plug(crate::query::plugins::acl::setup::parse(d, earlier, c.errors));
+    },
+    enabled: |s, _| s.has("acl"),
+    print: |b, s, _| print::plugin(b, s, "acl"),
+};

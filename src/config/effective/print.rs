@@ -149,10 +149,6 @@ pub(crate) fn autopath(b: &mut Block, s: &Server, _: Option<&Config>) {
     });
 }
 
-pub(crate) fn acl(b: &mut Block, s: &Server, _: Option<&Config>) {
-    crate::query::route::acl::print::acl(b, &s.acl);
-}
-
 pub(crate) fn cache(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.cache
         .iter()

@@ -20,15 +20,16 @@ use crate::corefile::expr::Wire;
 use crate::corefile::words::Block;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
+use crate::query::plugins::guard::Guard;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 
 /// Where in the order a plugin answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// Before `rewrite` and `acl`, on the question as asked.
+    /// Before `rewrite` and the guard, on the question as asked.
     Early,
-    /// After `acl`, `any` and `loop`'s probe, before `kubernetes`: the
+    /// After the guard, `any` and `loop`'s probe, before `kubernetes`: the
     /// block's own data, on the question as `rewrite` left it.
     BeforeCluster,
     /// After the block's own data and `kubernetes`, before `cache` and
@@ -147,6 +148,13 @@ pub trait Setup: Debug + Send + Sync + Any {
     /// label is `server`.
     fn build(&self, server: &str) -> Box<dyn Answering>;
 
+    /// For a directive that answers nothing but judges who may ask what:
+    /// its guard, in the block whose metrics' `server` label is `server`
+    /// ([`Chain::build`] then never asks it to [`Setup::build`]).
+    fn guard(&self, _server: &str) -> Option<Box<dyn Guard>> {
+        None
+    }
+
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
 }
@@ -158,6 +166,9 @@ pub struct Chain {
     pub before_cluster: Vec<Box<dyn Answering>>,
     pub data: Vec<Box<dyn Answering>>,
     pub last: Vec<Box<dyn Answering>>,
+    /// The block's guard, asked at the router's gates (none: every
+    /// question passes).
+    pub guard: Option<Box<dyn Guard>>,
 }
 
 impl Chain {
@@ -165,7 +176,12 @@ impl Chain {
     /// block whose metrics' `server` label is `server`.
     pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, server: &str) -> Chain {
         let mut chain = Chain::default();
-        for plugin in setups.into_iter().map(|s| s.build(server)) {
+        for setup in setups {
+            if let Some(guard) = setup.guard(server) {
+                chain.guard = Some(guard);
+                continue;
+            }
+            let plugin = setup.build(server);
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
@@ -195,7 +211,8 @@ impl Chain {
 
     /// The counters the block's plugins keep for `/metrics`.
     pub fn exposed(&self) -> impl Iterator<Item = Arc<dyn Exposed>> + '_ {
-        self.all().filter_map(|p| p.exposed())
+        let guard = self.guard.iter().filter_map(|g| g.exposed());
+        self.all().filter_map(|p| p.exposed()).chain(guard)
     }
 
     /// Whether a replayed cache hit may stand in for every plugin before

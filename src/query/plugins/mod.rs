@@ -3,6 +3,7 @@
 //! handed (`reply::Answer`) and imports only the reply, the store and its
 //! own config; which plugin runs when is the router's (`route/order.rs`).
 
+pub mod acl;
 pub mod acme;
 pub mod auto;
 pub mod chain;
@@ -12,6 +13,7 @@ pub mod dns64;
 pub mod erratic;
 pub mod etcd;
 pub mod file;
+pub mod guard;
 pub mod hosts;
 pub mod k8s_external;
 pub mod local;

@@ -22,8 +22,8 @@
 //! on, and is replayed only while it has not changed since. Everything is dropped on a config reload. An entry
 //! dies with its cache entry: when it expires (the full path then serves
 //! it stale or forwards it) or leaves the shared cache (replaced by a
-//! refresh, evicted). A block's `acl` is no reason to skip it: the caller
-//! replays only to a client the `acl` admits for the question as asked
+//! refresh, evicted). A block's guard is no reason to skip it: the caller
+//! replays only to a client the guard admits for the question as asked
 //! (`Router::admits`), which with no `rewrite` is the name it judges.
 //! Which routes are fixed the router says (`Router::hit_route`): this file
 //! knows the cache and the bytes, not the blocks.

@@ -36,7 +36,7 @@ pub struct Tags {
     /// `Verdict::Chase`): the router looks its records up and puts them
     /// after the CNAME, as CoreDNS does.
     pub outside: Option<Name>,
-    /// `acl` blocked or filtered the question (`dns64` then translates
+    /// The guard blocked or filtered the question (`dns64` then translates
     /// only an A answer it can ask here, never a forwarded one).
     pub denied: bool,
     /// `bufsize` of the block that took the query: the EDNS payload cap.

@@ -27,9 +27,9 @@ impl Router {
 
     /// The records of an ExternalName's `target` outside the cluster zone,
     /// looked up through the plugins of the block that serves it (its
-    /// `acl`, then its `hosts`, `file`, `cache`, or a `forward`, answered
+    /// guard, then its `hosts`, `file`, `cache`, or a `forward`, answered
     /// later) and put after the CNAME in `out`. Without any, when the
-    /// lookup fails or `acl` denies it, the CNAME stays alone.
+    /// lookup fails or the guard denies it, the CNAME stays alone.
     pub(super) fn outside<'a>(
         &'a self,
         block: &'a Block,
@@ -44,7 +44,7 @@ impl Router {
         };
         let mut found = Answer::default();
         let routed = self.guarded(home, home, &chased, asker, &mut found);
-        out.tags.memoizable &= found.tags.memoizable; // also a denial (found by `acl`) is not memoized
+        out.tags.memoizable &= found.tags.memoizable; // also a denial (found by the guard) is not memoized
         match routed {
             Routed::Done => {
                 // as the forwarding task puts an upstream's answer under the CNAME
@@ -70,8 +70,8 @@ impl Router {
 impl Router {
     /// `dns64` after `block`'s plugins answered `query` for `asker`: a
     /// reply made here is translated now (asking A through the block,
-    /// judged by its `acl` as CoreDNS's second lookup is); a forwarded one
-    /// is marked for the forwarding task when the `acl` lets the client
+    /// judged by its guard as CoreDNS's second lookup is); a forwarded one
+    /// is marked for the forwarding task when the guard lets the client
     /// ask A.
     pub(super) fn dns64<'a>(
         &'a self,
@@ -93,10 +93,10 @@ impl Router {
         }
         match routed {
             Routed::Forward(mut onward) => {
-                // the task asks A too: only if `acl` would let this client ask it
+                // the task asks A too: only if the guard would let this client ask it
                 let (a, client) = (u16::from(RecordType::A), asker.client);
                 let admission = match self.views {
-                    true => super::acl::admission(block, query.name(), a, client),
+                    true => super::admission(block, query.name(), a, client),
                     false => self.admits(query.name(), a, client),
                 };
                 if admission.allowed {
@@ -109,7 +109,7 @@ impl Router {
                 let mut a = Answer::default();
                 let asked = Query::query(query.name().clone(), RecordType::A);
                 match self.guarded(block, block, &asked, asker, &mut a) {
-                    Routed::Forward(..) if out.tags.denied => Routed::Done, // `acl` denied the AAAA question
+                    Routed::Forward(..) if out.tags.denied => Routed::Done, // the guard denied the AAAA question
                     Routed::Forward(mut onward) => {
                         // A is not known here: the task asks both and translates.
                         onward.left.dns64 = Some(d.clone());

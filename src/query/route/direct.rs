@@ -19,7 +19,7 @@ impl Router {
     /// Writes the reply to `req` into `out` the short way, with `answer`
     /// holding what the memo and metrics need; `block` is the one
     /// [`Router::enter`] found for it. `admitted`: the block's
-    /// `acl` lets this client ask this question ([`Router::admits`]).
+    /// guard lets this client ask this question ([`Router::admits`]).
     /// Returns whether it was truncated and the EDNS it answered with;
     /// `None`: it takes the whole way, and `answer` is to be restarted
     /// first ([`Answer::restart`]).
@@ -70,7 +70,7 @@ impl Router {
 /// written straight: no `rewrite`, `autopath` or
 /// `k8s_external` before `kubernetes` (`any` and `loop` never take A or
 /// AAAA of class IN; the chain's plugins, as `local`, and `file` zones are
-/// checked per name; `acl` per query, by the caller, on the name the client asked,
+/// checked per name; the guard per query, by the caller, on the name the client asked,
 /// which with no `rewrite` or `autopath` is the name judged). After it, `dns64` takes AAAA questions only (checked
 /// per question), `loadbalance` is done by the writer (not its `prefer`: the full
 /// path orders those records), and an

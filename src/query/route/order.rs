@@ -1,6 +1,6 @@
 //! The block's plugins in CoreDNS's order, for a query the router has
 //! taken: the chain's early plugins and `any` first ([`early`], before
-//! `rewrite` and `acl`), then [`Router::through`]: `any`,
+//! `rewrite` and the guard), then [`Router::through`]: `any`,
 //! `loop`'s probe, the chain's plugins before the cluster,
 //! the block's own data (`k8s_external`, `file`), `kubernetes`, the
 //! chain's data plugins (`etcd`), and `cache` then `forward`, then the
@@ -46,7 +46,7 @@ impl Router {
 }
 
 /// The chain's early plugins and `any`, before anything
-/// may change the question and before `acl`: `Some` when one of them
+/// may change the question and before the guard: `Some` when one of them
 /// settled the query.
 pub(super) fn early<'a>(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> Option<Routed<'a>> {
     match Chain::run(&block.plugins.early, query, &asker.of(), out) {

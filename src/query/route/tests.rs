@@ -41,7 +41,6 @@ fn handler(corefile: &str) -> Handler {
         .iter()
         .map(|s| Block {
             files: s.files.iter().cloned().map(ZoneFile::new).collect(),
-            acl: s.acl.clone(),
             any: s.any,
             rewrite: (!s.rewrites.is_empty()).then(|| Rewrite {
                 rules: s.rewrites.clone(),

@@ -180,7 +180,7 @@ pub type Found = Option<(Arc<Transfer>, Option<Arc<ZoneStats>>)>;
 /// Answers the zone transfer request `frame` from `peer`, handing each
 /// framed message to `tx`; false when no `transfer` serves it (the caller
 /// answers it as any other query: REFUSED). `find` gives the `transfer`
-/// of the block the zone falls in, when the block's `acl` lets the
+/// of the block the zone falls in, when the block's guard lets the
 /// request through. With `signer` (a request `tsig` verified, its TSIG
 /// record taken off), every message sent is signed.
 pub async fn serve(
