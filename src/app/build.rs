@@ -14,7 +14,6 @@ use crate::query::forward::Forwarding;
 use crate::query::metadata::Metadata;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
-use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::{auto, secondary};
@@ -129,7 +128,7 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
-        let (dns64, acl_stats) = counted(server, &mut built.live);
+        let acl_stats = counted(server, &mut built.live);
         let plugins = Chain::build(&server.plugins, &server_label(server));
         built.live.ready.extend(plugins.readiness());
         built.live.exposed.extend(plugins.exposed());
@@ -165,7 +164,6 @@ impl Runtime {
             acl_stats,
             any: server.any,
             chain: server.chain,
-            dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,
@@ -210,15 +208,10 @@ fn zone_files(server: &Server) -> Vec<ZoneFile> {
 }
 
 /// The plugins of `server` outside the chain that keep metrics of their
-/// own (`dns64`, `acl`), each registered in `live` for `/metrics`.
-type Counted = (Option<Arc<Dns64>>, Option<Arc<crate::metrics::AclStats>>);
+/// own (`acl`), each registered in `live` for `/metrics`.
+type Counted = Option<Arc<crate::metrics::AclStats>>;
 
 fn counted(server: &Server, live: &mut Live) -> Counted {
-    let dns64 = server
-        .dns64
-        .clone()
-        .map(|d| Arc::new(Dns64::new(d, server_label(server))));
-    live.dns64.extend(dns64.clone());
     let acl_stats = (!server.acl.is_empty()).then(|| {
         let zones: Vec<Vec<String>> = server
             .acl
@@ -228,7 +221,7 @@ fn counted(server: &Server, live: &mut Live) -> Counted {
         Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
     });
     live.acl.extend(acl_stats.clone());
-    (dns64, acl_stats)
+    acl_stats
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

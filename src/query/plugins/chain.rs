@@ -20,6 +20,7 @@ use crate::corefile::expr::Wire;
 use crate::corefile::words::Block;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
+use crate::query::plugins::after::AfterAnswer;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
 
@@ -144,11 +145,38 @@ pub trait Setup: Debug + Send + Sync + Any {
     fn name(&self) -> &'static str;
 
     /// The plugin the router runs, in the block whose metrics' `server`
-    /// label is `server`.
-    fn build(&self, server: &str) -> Box<dyn Answering>;
+    /// label is `server` (by default one that passes every question).
+    fn build(&self, _server: &str) -> Box<dyn Answering> {
+        Box::new(Passes)
+    }
 
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
+
+    /// The plugin that acts after the answer, for a directive that has
+    /// one instead of a plugin in the chain ([`Setup::build`] is then not
+    /// asked), in the block whose metrics' `server` label is `server`.
+    fn after_answer(&self, _server: &str) -> Option<Arc<dyn AfterAnswer>> {
+        None
+    }
+}
+
+/// A plugin that passes every question: [`Setup::build`]'s default, for a
+/// directive with no plugin in the chain.
+struct Passes;
+
+impl Answering for Passes {
+    fn stage(&self) -> Stage {
+        Stage::Last
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::None
+    }
+
+    fn answer(&self, _: &Query, _: &Client, _: &mut Answer) -> Verdict {
+        Verdict::Next
+    }
 }
 
 /// A block's answering plugins, by stage, each in the table's order.
@@ -158,6 +186,8 @@ pub struct Chain {
     pub before_cluster: Vec<Box<dyn Answering>>,
     pub data: Vec<Box<dyn Answering>>,
     pub last: Vec<Box<dyn Answering>>,
+    /// The plugin that acts after the answer, if the block has one.
+    pub after: Option<Arc<dyn AfterAnswer>>,
 }
 
 impl Chain {
@@ -165,7 +195,12 @@ impl Chain {
     /// block whose metrics' `server` label is `server`.
     pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, server: &str) -> Chain {
         let mut chain = Chain::default();
-        for plugin in setups.into_iter().map(|s| s.build(server)) {
+        for setup in setups {
+            if let Some(after) = setup.after_answer(server) {
+                chain.after = Some(after);
+                continue;
+            }
+            let plugin = setup.build(server);
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
@@ -195,7 +230,8 @@ impl Chain {
 
     /// The counters the block's plugins keep for `/metrics`.
     pub fn exposed(&self) -> impl Iterator<Item = Arc<dyn Exposed>> + '_ {
-        self.all().filter_map(|p| p.exposed())
+        let after = self.after.as_ref().and_then(|a| a.exposed());
+        self.all().filter_map(|p| p.exposed()).chain(after)
     }
 
     /// Whether a replayed cache hit may stand in for every plugin before

@@ -4,6 +4,7 @@
 //! own config; which plugin runs when is the router's (`route/order.rs`).
 
 pub mod acme;
+pub mod after;
 pub mod auto;
 pub mod chain;
 pub mod chaos;
