@@ -41,7 +41,6 @@ pub struct State {
 pub struct Live {
     pub stores: Vec<Arc<Store>>,
     pub forwardings: Vec<Arc<Forwarding>>,
-    pub dns64: Vec<Arc<crate::query::plugins::dns64::Dns64>>,
     /// The counters the chain's plugins of every block keep for `/metrics`.
     pub exposed: Vec<Arc<dyn crate::metrics::exposed::Exposed>>,
     /// `clusterdns_transfer_*` of each block with `transfer`.
@@ -199,7 +198,6 @@ async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
         "/metrics" if endpoints.metrics => {
             let mut text = state.metrics.render(state.synced());
             crate::query::forward::render(&state.live.load().forwardings, &mut text);
-            crate::query::plugins::dns64::render(&state.live.load().dns64, &mut text);
             crate::metrics::exposed::render(&state.live.load().exposed, &mut text);
             crate::query::transfer::render(&state.live.load().transfers, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")

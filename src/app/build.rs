@@ -14,7 +14,6 @@ use crate::query::forward::Forwarding;
 use crate::query::metadata::Metadata;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
-use crate::query::plugins::dns64::Dns64;
 use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::{auto, secondary};
@@ -129,7 +128,6 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
-        let dns64 = counted(server, &mut built.live);
         let plugins = Chain::build(&server.plugins, &server_label(server));
         built.live.ready.extend(plugins.readiness());
         built.live.exposed.extend(plugins.exposed());
@@ -163,7 +161,6 @@ impl Runtime {
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
             any: server.any,
             chain: server.chain,
-            dns64,
             k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,
@@ -205,19 +202,6 @@ fn zone_files(server: &Server) -> Vec<ZoneFile> {
         .chain(autos)
         .chain(server.secondaries.iter().map(secondary::start))
         .collect()
-}
-
-/// The plugins of `server` outside the chain that keep metrics of their
-/// own (`dns64`), each registered in `live` for `/metrics`.
-type Counted = Option<Arc<Dns64>>;
-
-fn counted(server: &Server, live: &mut Live) -> Counted {
-    let dns64 = server
-        .dns64
-        .clone()
-        .map(|d| Arc::new(Dns64::new(d, server_label(server))));
-    live.dns64.extend(dns64.clone());
-    dns64
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

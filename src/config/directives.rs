@@ -14,7 +14,6 @@ use crate::kubernetes;
 use crate::query::forward::cache::setup as cache;
 use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
-use crate::query::plugins::dns64::setup as dns64;
 use crate::query::plugins::k8s_external::setup as k8s_external;
 use crate::query::proxyproto::setup as proxyproto;
 use crate::query::tsig::setup as tsig;
@@ -230,16 +229,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.has("local"),
         print: |b, s, _| print::plugin(b, s, "local"),
     },
-    Spec {
-        name: "dns64",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.dns64.is_some(), "per server block", c.errors);
-            c.server.dns64 = Some(dns64::parse(d, c.errors));
-        },
-        enabled: |s, _| s.dns64.is_some(),
-        print: print::dns64,
-    },
+    rows::DNS64,
     Spec {
         name: "any",
         options: false,

@@ -20,7 +20,7 @@ use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
-use crate::query::plugins::{dns64::setup as dns64, file::setup as file, k8s_external::setup as k8s_external};
+use crate::query::plugins::{file::setup as file, k8s_external::setup as k8s_external};
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::autopath::setup as autopath;
 use crate::query::transfer::setup as transfer;
@@ -81,8 +81,6 @@ pub struct Server {
     pub chain: bool,
     /// `timeouts` and `limits` for TCP clients.
     pub tcp: timeouts::TcpLimits,
-    /// `dns64`: AAAA synthesized from A records.
-    pub dns64: Option<dns64::Dns64Config>,
     /// `tsig`: keys, and the requests that must be signed.
     pub tsig: Option<crate::query::tsig::setup::TsigConfig>,
     /// `k8s_external`: Services' external addresses under other zones.
@@ -145,7 +143,6 @@ impl Server {
             any: false,
             chain,
             tcp: timeouts::TcpLimits::default(),
-            dns64: None,
             tsig: None,
             k8s_external: None,
             rewrites: Vec::new(),

@@ -80,7 +80,7 @@ pub struct Job {
     pub stats: Option<Arc<ZoneStats>>,
     /// The block's `dnstap` taps, told of the reply.
     pub taps: Option<Arc<crate::dnstap::Taps>>,
-    /// What the router left for the answer (chase, `dns64`, `rewrite`, `loadbalance`).
+    /// What the router left for the answer (chase, the plugin after the answer, `rewrite`, `loadbalance`).
     pub then: Continuation,
     /// The rest of an `autopath` walk, walked on when the forwarded name
     /// comes back NXDOMAIN ([`walk_on`]).

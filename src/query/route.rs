@@ -1,7 +1,7 @@
 //! Route a query to the server block with the longest matching zone, then
 //! through that block's plugins in CoreDNS's order (its `plugin.cfg`, the
 //! directive table's): the chain's early plugins (`query::plugins::chain`),
-//! `dns64` (around the rest: it looks at their result), `any`, `rewrite`
+//! the plugin after the answer (around the rest: it looks at their result), `any`, `rewrite`
 //! (the question changed here, the answer changed back), `autopath`, the guard (on the rewritten name, and on every
 //! name `autopath` tries), then `cache` with the plugins answering data:
 //! `template`, `hosts`, `k8s_external`, `file`, `kubernetes`, `forward`
@@ -15,13 +15,13 @@
 //! `bufsize`), `early` (the chain's early plugins, `any`), `rewrite`, the guard's
 //! verdict, `autopath` or `through` (`any`, `loop`, `template`, the chain's before
 //! the cluster, `data` for `k8s_external`/`file`, `kubernetes`, `forward` with `cache`),
-//! then `settle` (the outside CNAME target, `dns64`, `rewrite` reverted,
+//! then `settle` (the outside CNAME target, the plugin after the answer, `rewrite` reverted,
 //! `loadbalance`). What a block holds is in `route/block.rs`; the plugin
 //! steps in their order in `route/order.rs`; the guard's gates (on a
 //! decoded name, or on wire bytes before a replay) in `route/guard.rs`;
 //! `autopath`'s search walk (walked on by the forwarding task when a name
 //! it forwarded comes back NXDOMAIN) in `route/autopath.rs`; the lookups
-//! of a second name (an outside CNAME target, `dns64`'s A question) in
+//! of a second name (an outside CNAME target, the plugin after the answer's) in
 //! `route/chase.rs`; which questions a
 //! cache-hit replay may skip routing for in `route/shortcut.rs`; the short way for the
 //! cluster zone's common answers, written straight from the snapshot when
@@ -62,7 +62,7 @@ pub use block::{Block, LoopProbe};
 /// plugin (the question itself may be rewritten or chased).
 #[derive(Clone, Copy, Debug)]
 pub struct Asker {
-    /// The client's address (the guard, `autopath`, `template`, `dns64`).
+    /// The client's address (the guard, `autopath`, `template`, the plugin after the answer).
     pub client: IpAddr,
     /// The EDNS DO bit (part of the `cache` key).
     pub dnssec_ok: bool,
@@ -103,7 +103,7 @@ pub struct Onward<'a> {
     pub forwarding: &'a Arc<Forwarding>,
     /// `loadbalance` of the block the answer goes back through.
     pub balance: Balance<'a>,
-    /// The chase, `dns64` and `rewrite` left for the answer.
+    /// The chase, the plugin after the answer and `rewrite` left for the answer.
     pub left: Left,
     /// The rest of an `autopath` walk, when a later name of it goes.
     pub walk: Option<Box<autopath::Rest>>,
@@ -349,7 +349,7 @@ impl Router {
     }
 
     /// What follows the plugins: a CNAME's target outside has its records
-    /// chased, `dns64` translates, `rewrite` is reverted (now, or by the
+    /// chased, the plugin after the answer amends, `rewrite` is reverted (now, or by the
     /// forwarding task) and `loadbalance` shuffles. `query` is the one
     /// asked, before any `rewrite`.
     fn settle<'a>(
@@ -371,7 +371,7 @@ impl Router {
             (Routed::Done, Some(target)) => self.outside(block, target, asked, asker, out),
             (routed, _) => routed,
         };
-        let mut routed = self.dns64(block, asked, asker, routed, out);
+        let mut routed = self.after_answer(block, asked, asker, routed, out);
         let mut revert = None;
         if let Some((q, r)) = rewritten {
             match &mut routed {

@@ -14,6 +14,19 @@ pub const HEADER: Spec = Spec {
     print: |b, s, _| crate::query::reply::header::print::header(b, s.header.as_ref()),
 };
 
+/// `dns64`: AAAA synthesized from A records; once per block.
+pub const DNS64: Spec = Spec {
+    name: "dns64",
+    options: true,
+    parse: |d, c| {
+        once(d, c.server.has("dns64"), "per server block", c.errors);
+        let setup = crate::query::plugins::dns64::setup::parse(d, c.errors);
+        c.server.plug(std::sync::Arc::new(setup));
+    },
+    enabled: |s, _| s.has("dns64"),
+    print: |b, s, _| print::plugin(b, s, "dns64"),
+};
+
 /// `grpc`: CoreDNS's forwarder over gRPC, after `forward`; once per block.
 pub const GRPC: Spec = Spec {
     name: "grpc",

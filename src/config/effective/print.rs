@@ -111,15 +111,6 @@ pub(crate) fn dnstap(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.dnstap.iter().for_each(|d| crate::dnstap::print::dnstap(b, d));
 }
 
-pub(crate) fn dns64(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.dns64.iter().for_each(|d| {
-        let mut options = vec![format!("prefix {}/{}", d.prefix, d.length)];
-        options.extend(d.translate_all.then(|| "translate_all".to_string()));
-        options.extend(d.allow_ipv4.then(|| "allow_ipv4".to_string()));
-        b.directive("dns64".into(), &options);
-    });
-}
-
 pub(crate) fn any(b: &mut Block, s: &Server, _: Option<&Config>) {
     if s.any {
         b.line(1, "any");

@@ -20,6 +20,7 @@ use crate::corefile::expr::Wire;
 use crate::corefile::words::Block;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
+use crate::query::plugins::after::AfterAnswer;
 use crate::query::plugins::guard::Guard;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
@@ -145,8 +146,10 @@ pub trait Setup: Debug + Send + Sync + Any {
     fn name(&self) -> &'static str;
 
     /// The plugin the router runs, in the block whose metrics' `server`
-    /// label is `server`.
-    fn build(&self, server: &str) -> Box<dyn Answering>;
+    /// label is `server` (by default one that passes every question).
+    fn build(&self, _server: &str) -> Box<dyn Answering> {
+        Box::new(Passes)
+    }
 
     /// For a directive that answers nothing but judges who may ask what:
     /// its guard, in the block whose metrics' `server` label is `server`
@@ -157,6 +160,31 @@ pub trait Setup: Debug + Send + Sync + Any {
 
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
+
+    /// The plugin that acts after the answer, for a directive that has
+    /// one instead of a plugin in the chain ([`Setup::build`] is then not
+    /// asked), in the block whose metrics' `server` label is `server`.
+    fn after_answer(&self, _server: &str) -> Option<Arc<dyn AfterAnswer>> {
+        None
+    }
+}
+
+/// A plugin that passes every question: [`Setup::build`]'s default, for a
+/// directive with no plugin in the chain.
+struct Passes;
+
+impl Answering for Passes {
+    fn stage(&self) -> Stage {
+        Stage::Last
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::None
+    }
+
+    fn answer(&self, _: &Query, _: &Client, _: &mut Answer) -> Verdict {
+        Verdict::Next
+    }
 }
 
 /// A block's answering plugins, by stage, each in the table's order.
@@ -169,6 +197,8 @@ pub struct Chain {
     /// The block's guard, asked at the router's gates (none: every
     /// question passes).
     pub guard: Option<Box<dyn Guard>>,
+    /// The plugin that acts after the answer, if the block has one.
+    pub after: Option<Arc<dyn AfterAnswer>>,
 }
 
 impl Chain {
@@ -179,6 +209,10 @@ impl Chain {
         for setup in setups {
             if let Some(guard) = setup.guard(server) {
                 chain.guard = Some(guard);
+                continue;
+            }
+            if let Some(after) = setup.after_answer(server) {
+                chain.after = Some(after);
                 continue;
             }
             let plugin = setup.build(server);
@@ -212,7 +246,8 @@ impl Chain {
     /// The counters the block's plugins keep for `/metrics`.
     pub fn exposed(&self) -> impl Iterator<Item = Arc<dyn Exposed>> + '_ {
         let guard = self.guard.iter().filter_map(|g| g.exposed());
-        self.all().filter_map(|p| p.exposed()).chain(guard)
+        let after = self.after.as_ref().and_then(|a| a.exposed());
+        self.all().filter_map(|p| p.exposed()).chain(guard).chain(after)
     }
 
     /// Whether a replayed cache hit may stand in for every plugin before

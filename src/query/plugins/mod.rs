@@ -5,6 +5,7 @@
 
 pub mod acl;
 pub mod acme;
+pub mod after;
 pub mod auto;
 pub mod chain;
 pub mod chaos;

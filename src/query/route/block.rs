@@ -63,7 +63,6 @@ pub struct Block {
     /// Whether any directive takes part in answering: without one, REFUSED
     /// instead of SERVFAIL for a name nothing answers.
     pub chain: bool,
-    pub dns64: Option<Arc<crate::query::plugins::dns64::Dns64>>,
     pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
     pub rewrite: Option<crate::query::plugins::rewrite::Rewrite>,
     /// `bufsize`: the EDNS payload cap of requests to this block.
@@ -100,7 +99,6 @@ impl Block {
             autopath: None,
             any: false,
             chain: true,
-            dns64: None,
             k8s_external: None,
             rewrite: None,
             bufsize: None,

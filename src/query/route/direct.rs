@@ -43,7 +43,7 @@ impl Router {
         if !block.plugins.passes_address(query.name()) {
             return None;
         }
-        if block.dns64.is_some() && query.query_type() != RecordType::A {
+        if block.plugins.after.as_ref().is_some_and(|a| a.takes(query)) {
             return None;
         }
         if block.files.iter().any(|f| f.serves(query.name())) {
@@ -71,7 +71,7 @@ impl Router {
 /// `k8s_external` before `kubernetes` (`any` and `loop` never take A or
 /// AAAA of class IN; the chain's plugins, as `local`, and `file` zones are
 /// checked per name; the guard per query, by the caller, on the name the client asked,
-/// which with no `rewrite` or `autopath` is the name judged). After it, `dns64` takes AAAA questions only (checked
+/// which with no `rewrite` or `autopath` is the name judged). After it, a plugin after the answer takes some questions only (checked
 /// per question), `loadbalance` is done by the writer (not its `prefer`: the full
 /// path orders those records), and an
 /// ExternalName, the one outside chase, takes the whole way.

@@ -18,7 +18,7 @@ use crate::query::reply::{self, Answer};
 use crate::query::UNHANDLED;
 
 impl Router {
-    /// `query` through `block`'s plugins in order (no autopath, no dns64):
+    /// `query` through `block`'s plugins in order (no autopath, no plugin after the answer):
     /// `any`, `loop`'s probe, the chain's plugins before the cluster, the
     /// block's own data, `kubernetes`, then `cache` and `forward`.
     pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {

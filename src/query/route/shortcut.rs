@@ -3,7 +3,7 @@
 //! time without routing (`replay::hits`): a block with no `rewrite`,
 //! `template` or `autopath RESOLV-CONF` (whose walk starts from any
 //! client's NXDOMAIN), a name outside its `kubernetes`, `k8s_external` and `file`
-//! zones (those change with the store), not AAAA under `dns64`, not ANY
+//! zones (those change with the store), not one the plugin after the answer takes, not ANY
 //! or the loop probe's HINFO, not one a plugin of the chain may answer
 //! later (an ACME challenge), and past the chain's plugins whose data
 //! changes at run time (a reloaded file) with their data as loaded now.
@@ -12,7 +12,6 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::{Block, Router};
-use crate::query::plugins::dns64::Dns64;
 use crate::query::replay::hits::HitRoute;
 
 impl Router {
@@ -45,7 +44,7 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
         && block.autopath.as_ref().is_none_or(|a| a.resolv.is_none())
         && block.header.is_none() // a replay echoes RD and CD from the request
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
-        && !(block.dns64.is_some() && Dns64::question(query))
+        && block.plugins.after.as_ref().is_none_or(|a| !a.takes(query))
         && !block.plugins.may_answer_later(query);
     let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
     let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())

@@ -5,7 +5,7 @@
 //! a query neither looks a label up nor allocates. Blocks sharing a
 //! listener share the `server` label: their series are summed at a scrape.
 
-use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use crate::metrics::catalogue::{self as c, Family};
 use crate::metrics::exposed::Exposed;
@@ -83,25 +83,27 @@ impl Exposed for AclStats {
         &FAMILIES
     }
 
-    /// Summed instead ([`AclStats::sum`]).
-    fn series(&self, _i: usize, _s: &mut String) {}
-
-    /// Blocks sharing a listener share the `server` label: their series
-    /// are summed (each denial family by zone, then the allowed one).
-    fn sum(&self, i: usize, sums: &mut BTreeMap<Vec<String>, u64>) -> bool {
-        let view = String::new();
-        match DENIALS.get(i) {
-            Some(how) => {
+    /// Each denial family by zone, then the allowed one; blocks sharing a
+    /// listener share the `server` label, and `render` sums their series.
+    fn series(&self, i: usize, s: &mut String) {
+        let server = &self.server;
+        match (DENIALS.get(i), FAMILIES.get(i)) {
+            (Some(how), Some(family)) => {
                 for (z, zone) in self.zones.iter().enumerate() {
                     let n = self.counts.get(1 + 3 * z + *how as usize);
-                    *sums
-                        .entry(vec![self.server.clone(), zone.clone(), view.clone()])
-                        .or_default() += n;
+                    let _ = writeln!(
+                        s,
+                        "{}{{server=\"{server}\",zone=\"{zone}\",view=\"\"}} {n}",
+                        family.name
+                    );
                 }
             }
-            None => *sums.entry(vec![self.server.clone(), view]).or_default() += self.counts.get(0),
+            (None, Some(family)) => {
+                let n = self.counts.get(0);
+                let _ = writeln!(s, "{}{{server=\"{server}\",view=\"\"}} {n}", family.name);
+            }
+            _ => {}
         }
-        true
     }
 }
 
