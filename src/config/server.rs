@@ -20,7 +20,7 @@ use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
-use crate::query::plugins::{dns64::setup as dns64, file::setup as file, k8s_external::setup as k8s_external};
+use crate::query::plugins::{dns64::setup as dns64, file::setup as file};
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::acl::setup as acl;
 use crate::query::route::autopath::setup as autopath;
@@ -88,8 +88,6 @@ pub struct Server {
     pub dns64: Option<dns64::Dns64Config>,
     /// `tsig`: keys, and the requests that must be signed.
     pub tsig: Option<crate::query::tsig::setup::TsigConfig>,
-    /// `k8s_external`: Services' external addresses under other zones.
-    pub k8s_external: Option<k8s_external::K8sExternalConfig>,
     /// `rewrite` rules, in order.
     pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
@@ -151,7 +149,6 @@ impl Server {
             tcp: timeouts::TcpLimits::default(),
             dns64: None,
             tsig: None,
-            k8s_external: None,
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,

@@ -17,11 +17,15 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::Name;
 
 use crate::corefile::expr::Wire;
+use crate::corefile::problem::ConfigError;
 use crate::corefile::words::Block;
+use crate::kubernetes::KubernetesConfig;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
 use crate::query::plugins::verdict::Verdict;
+use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
+use crate::store::Store;
 
 /// Where in the order a plugin answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +92,19 @@ pub trait Answering: Send + Sync {
         false
     }
 
+    /// Whether this plugin's answer to a question for `qname` is read from
+    /// the block's cluster store (it changes with the store), so that no
+    /// replayed cache hit stands in for it.
+    fn reads_store(&self, _qname: &Name) -> bool {
+        false
+    }
+
+    /// The zones this plugin sends by AXFR (`transfer`), each read afresh
+    /// at every transfer.
+    fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
+        Vec::new()
+    }
+
     /// For a plugin whose data changes at run time (reloaded from disk): the
     /// count of those changes, each counted after its data is in place, so
     /// that a replayed cache hit for a question this plugin passed stands
@@ -147,8 +164,37 @@ pub trait Setup: Debug + Send + Sync + Any {
     /// label is `server`.
     fn build(&self, server: &str) -> Box<dyn Answering>;
 
+    /// The plugin the router runs, built with what its block holds beside
+    /// the plugin's own options (by default [`Setup::build`]).
+    fn build_in(&self, ctx: &BuildContext<'_>) -> Box<dyn Answering> {
+        self.build(ctx.server)
+    }
+
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
+
+    /// What it needs of the other directives of its block, each error
+    /// pushed to `errors` (checked when the whole block is read).
+    fn check(&self, _block: &CheckContext<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    /// The zones `transfer` may send from this plugin.
+    fn transferred(&self) -> Vec<&Name> {
+        Vec::new()
+    }
+}
+
+/// What a plugin is built with beside its own options.
+pub struct BuildContext<'a> {
+    /// Its block's metrics' `server` label.
+    pub server: &'a str,
+    /// Its block's cluster store (`kubernetes`), if it has one.
+    pub store: Option<&'a Arc<Store>>,
+}
+
+/// What a setup's block-level check sees of its block.
+pub struct CheckContext<'a> {
+    /// The block's `kubernetes` directive, if it has one.
+    pub kubernetes: Option<&'a KubernetesConfig>,
 }
 
 /// A block's answering plugins, by stage, each in the table's order.
@@ -164,8 +210,14 @@ impl Chain {
     /// The plugins of `setups` (already in the table's order), in the
     /// block whose metrics' `server` label is `server`.
     pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, server: &str) -> Chain {
+        Chain::build_in(setups, &BuildContext { server, store: None })
+    }
+
+    /// The plugins of `setups` (already in the table's order), built with
+    /// what their block holds ([`BuildContext`]).
+    pub fn build_in<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, ctx: &BuildContext<'_>) -> Chain {
         let mut chain = Chain::default();
-        for plugin in setups.into_iter().map(|s| s.build(server)) {
+        for plugin in setups.into_iter().map(|s| s.build_in(ctx)) {
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
@@ -226,6 +278,17 @@ impl Chain {
     /// passes it now.
     pub fn may_answer_later(&self, query: &Query) -> bool {
         self.all().any(|p| p.may_answer_later(query))
+    }
+
+    /// Whether a plugin of the chain reads its answer to a question for
+    /// `qname` from the cluster store ([`Answering::reads_store`]).
+    pub fn reads_store(&self, qname: &Name) -> bool {
+        self.all().any(|p| p.reads_store(qname))
+    }
+
+    /// The zones the chain's plugins send by AXFR, in the chain's order.
+    pub fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
+        self.all().flat_map(|p| p.zone_sources()).collect()
     }
 
     /// The change counts of the plugins before `cache` whose data changes

@@ -21,3 +21,4 @@ pub mod template;
 pub mod verdict;
 pub mod watched;
 pub mod whoami;
+pub mod zone_source;

@@ -69,7 +69,6 @@ pub struct Block {
     /// instead of SERVFAIL for a name nothing answers.
     pub chain: bool,
     pub dns64: Option<Arc<crate::query::plugins::dns64::Dns64>>,
-    pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
     pub rewrite: Option<crate::query::plugins::rewrite::Rewrite>,
     /// `bufsize`: the EDNS payload cap of requests to this block.
     pub bufsize: Option<u16>,
@@ -108,7 +107,6 @@ impl Block {
             any: false,
             chain: true,
             dns64: None,
-            k8s_external: None,
             rewrite: None,
             bufsize: None,
             nsid: None,
