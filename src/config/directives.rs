@@ -18,8 +18,8 @@ use crate::query::plugins::dns64::setup as dns64;
 use crate::query::proxyproto::setup as proxyproto;
 use crate::query::tsig::setup as tsig;
 
-use spec::{listener, once, NOT_REPORTED};
 pub use rows::TRANSFERRED;
+use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
 mod routing;

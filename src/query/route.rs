@@ -4,9 +4,8 @@
 //! `dns64` (around the rest: it looks at their result), `any`, `rewrite`
 //! (the question changed here, the answer changed back), `autopath`, `acl` (on the rewritten name, and on every
 //! name `autopath` tries), then `cache` with the plugins answering data:
-//! the chain's plugins before the cluster (`template`, `hosts`, Services'
-//! external addresses), `file`, `kubernetes`, `forward`
-//! (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
+//! the chain's before the cluster (`template`, `hosts`, Services' external
+//! addresses), `file`, `kubernetes`, `forward` (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
 //! target lies outside (an ExternalName Service, a Service's external
 //! ingress hostname, a `template` or `rewrite cname` answer) has the target's
 //! records looked up and appended. A name no plugin takes is REFUSED: we

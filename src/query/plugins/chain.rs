@@ -92,11 +92,12 @@ pub trait Answering: Send + Sync {
         false
     }
 
-    /// Whether this plugin's answer to a question for `qname` is read from
-    /// the block's cluster store (it changes with the store), so that no
-    /// replayed cache hit stands in for it.
-    fn reads_store(&self, _qname: &Name) -> bool {
-        false
+    /// The zones whose answers this plugin reads from the block's cluster
+    /// store (they change with the store), so that no replayed cache hit
+    /// stands in for it on a name under one of them. Asked once, when the
+    /// chain is built.
+    fn store_zones(&self) -> Vec<Name> {
+        Vec::new()
     }
 
     /// The zones this plugin sends by AXFR (`transfer`), each read afresh
@@ -204,6 +205,8 @@ pub struct Chain {
     pub before_cluster: Vec<Box<dyn Answering>>,
     pub data: Vec<Box<dyn Answering>>,
     pub last: Vec<Box<dyn Answering>>,
+    /// The plugins' [`Answering::store_zones`], all together.
+    pub store_zones: Vec<Name>,
 }
 
 impl Chain {
@@ -218,6 +221,7 @@ impl Chain {
     pub fn build_in<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, ctx: &BuildContext<'_>) -> Chain {
         let mut chain = Chain::default();
         for plugin in setups.into_iter().map(|s| s.build_in(ctx)) {
+            chain.store_zones.extend(plugin.store_zones());
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
@@ -281,9 +285,9 @@ impl Chain {
     }
 
     /// Whether a plugin of the chain reads its answer to a question for
-    /// `qname` from the cluster store ([`Answering::reads_store`]).
+    /// `qname` from the cluster store ([`Answering::store_zones`]).
     pub fn reads_store(&self, qname: &Name) -> bool {
-        self.all().any(|p| p.reads_store(qname))
+        self.store_zones.iter().any(|z| z.zone_of(qname))
     }
 
     /// The zones the chain's plugins send by AXFR, in the chain's order.

@@ -25,7 +25,7 @@
 //!
 //! In the chain it runs before the cluster, after the block's other
 //! plugins there ([`Stage::BeforeCluster`]); its answers change with the
-//! cluster store ([`Answering::reads_store`]), and its forward zones go out
+//! cluster store ([`Answering::store_zones`]), and its forward zones go out
 //! by AXFR ([`walk`]). It needs the block's `kubernetes` (its store).
 mod answer;
 pub mod setup;
@@ -112,8 +112,8 @@ impl Answering for External {
         verdict
     }
 
-    fn reads_store(&self, qname: &Name) -> bool {
-        self.ext.cfg.zones.iter().any(|z| z.zone_of(qname))
+    fn store_zones(&self) -> Vec<Name> {
+        self.ext.cfg.zones.clone()
     }
 
     fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {

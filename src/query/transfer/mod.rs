@@ -38,9 +38,9 @@ use tokio::sync::mpsc;
 
 pub use stats::{render, TransferStats};
 
+use super::plugins::chain::Chain;
 use super::plugins::cluster::Cluster;
 use super::plugins::file::ZoneFile;
-use super::plugins::chain::Chain;
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use crate::query::transfer::setup::{transferable, TransferConfig};
 use crate::query::tsig::{Signer, Stream};

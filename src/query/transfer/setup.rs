@@ -166,7 +166,12 @@ pub type Sources<'a> = (Option<&'a KubernetesConfig>, &'a [FileConfig], &'a [&'a
 /// block's `kubernetes`, `file` or other plugins serve (the plugins whose
 /// zones clusterdns transfers; `directives`: their names, as the errors
 /// list them).
-pub fn check(transfers: &[TransferConfig], (k, files, plugins): Sources<'_>, directives: &[&str], errors: &mut Vec<ConfigError>) {
+pub fn check(
+    transfers: &[TransferConfig],
+    (k, files, plugins): Sources<'_>,
+    directives: &[&str],
+    errors: &mut Vec<ConfigError>,
+) {
     let zones = transferable(k, files, plugins);
     let served: Vec<String> = zones.iter().map(ToString::to_string).collect();
     let listed = |and: &str| match directives.split_last() {

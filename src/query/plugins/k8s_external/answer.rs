@@ -8,8 +8,8 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use crate::query::plugins::cluster::{conclude, exists, reverse, Found};
 use super::setup::K8sExternalConfig;
+use crate::query::plugins::cluster::{conclude, exists, reverse, Found};
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, prefixed, Answer, Zone};
 use crate::store::records::undash;
@@ -353,4 +353,3 @@ fn ns_addresses(snap: &Snapshot) -> Vec<IpAddr> {
         _ => Vec::new(),
     }
 }
-

@@ -100,7 +100,9 @@ mod tests {
         );
         let setup = |c: &crate::config::Config| {
             let s = c.servers[0].setup("k8s_external").expect("k8s_external");
-            (&**s as &dyn std::any::Any).downcast_ref::<K8sExternalConfig>().cloned()
+            (&**s as &dyn std::any::Any)
+                .downcast_ref::<K8sExternalConfig>()
+                .cloned()
         };
         load(&text).map(|c| setup(&c).expect("k8s_external"))
     }
