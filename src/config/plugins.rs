@@ -1,7 +1,8 @@
 //! One server block from its keys and directives, and the checks that look
 //! at the whole block (transfer needs something to transfer; a plugin's own
-//! check, `Setup::check`, sees the others). Which directives exist and how each is read is the table in
-//! `directives.rs`; the block keys are read in `listeners.rs`.
+//! check, `Setup::check`, sees the others). Which directives exist and how
+//! each is read is the table in `directives.rs`; the block keys are read in
+//! `listeners.rs`.
 
 use std::path::Path;
 

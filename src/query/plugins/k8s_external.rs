@@ -45,7 +45,7 @@ use crate::query::plugins::verdict::Verdict;
 use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
 use crate::store::Store;
-pub use answer::K8sExternal;
+use answer::K8sExternal;
 use setup::K8sExternalConfig;
 use walk::ExternalSource;
 
