@@ -12,10 +12,9 @@ use crate::admin::Live;
 use crate::config::{Config, Server};
 use crate::query::forward::Forwarding;
 use crate::query::metadata::Metadata;
-use crate::query::plugins::chain::Chain;
+use crate::query::plugins::chain::{BuildContext, Chain};
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::file::ZoneFile;
-use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::plugins::{auto, secondary};
 use crate::query::transfer::Transfer;
 use crate::query::tsig::Tsig;
@@ -128,19 +127,19 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
-        let plugins = Chain::build(&server.plugins, &server_label(server));
+        let ctx = BuildContext {
+            server: &server_label(server),
+            store: cluster.as_ref().map(|c| &c.store),
+        };
+        let plugins = Chain::build_in(&server.plugins, &ctx);
         built.live.ready.extend(plugins.readiness());
         built.live.exposed.extend(plugins.exposed());
         let files = zone_files(server);
-        let external = server
-            .k8s_external
-            .clone()
-            .map(|e| Arc::new(K8sExternal::new(Arc::new(e))));
         let transfer = Transfer::start(
             &server.transfers,
             cluster.as_ref(),
             &files,
-            external.as_ref(),
+            &plugins,
             server_label(server),
         );
         built.live.transfers.extend(transfer.as_ref().map(|t| t.stats.clone()));
@@ -161,7 +160,6 @@ impl Runtime {
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
             any: server.any,
             chain: server.chain,
-            k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),

@@ -14,10 +14,10 @@ use crate::kubernetes;
 use crate::query::forward::cache::setup as cache;
 use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
-use crate::query::plugins::k8s_external::setup as k8s_external;
 use crate::query::proxyproto::setup as proxyproto;
 use crate::query::tsig::setup as tsig;
 
+pub use rows::TRANSFERRED;
 use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
@@ -309,16 +309,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::transfer,
     },
     rows::HOSTS,
-    Spec {
-        name: "k8s_external",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.k8s_external.is_some(), "per server block", c.errors);
-            c.server.k8s_external = Some(k8s_external::parse(d, &c.server.zones, c.errors));
-        },
-        enabled: |s, _| s.k8s_external.is_some(),
-        print: print::k8s_external,
-    },
+    rows::K8S_EXTERNAL,
     Spec {
         name: "kubernetes",
         options: true,

@@ -19,8 +19,8 @@ use crate::query::forward::setup as forward;
 use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
+use crate::query::plugins::file::setup as file;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
-use crate::query::plugins::{file::setup as file, k8s_external::setup as k8s_external};
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::autopath::setup as autopath;
 use crate::query::transfer::setup as transfer;
@@ -83,8 +83,6 @@ pub struct Server {
     pub tcp: timeouts::TcpLimits,
     /// `tsig`: keys, and the requests that must be signed.
     pub tsig: Option<crate::query::tsig::setup::TsigConfig>,
-    /// `k8s_external`: Services' external addresses under other zones.
-    pub k8s_external: Option<k8s_external::K8sExternalConfig>,
     /// `rewrite` rules, in order.
     pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
@@ -144,7 +142,6 @@ impl Server {
             chain,
             tcp: timeouts::TcpLimits::default(),
             tsig: None,
-            k8s_external: None,
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,

@@ -4,17 +4,17 @@
 //! the plugin after the answer (around the rest: it looks at their result), `any`, `rewrite`
 //! (the question changed here, the answer changed back), `autopath`, the guard (on the rewritten name, and on every
 //! name `autopath` tries), then `cache` with the plugins answering data:
-//! `template`, `hosts`, `k8s_external`, `file`, `kubernetes`, `forward`
-//! (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
-//! target lies outside (an ExternalName Service, a `k8s_external` ingress
-//! hostname, a `template` or `rewrite cname` answer) has the target's
+//! the chain's before the cluster (`template`, `hosts`, Services' external
+//! addresses), `file`, `kubernetes`, `forward` (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
+//! target lies outside (an ExternalName Service, a Service's external
+//! ingress hostname, a `template` or `rewrite cname` answer) has the target's
 //! records looked up and appended. A name no plugin takes is REFUSED: we
 //! are not a server for it.
 //!
 //! `Router::answer` reads as that order: `enter` (the block, `log`,
 //! `bufsize`), `early` (the chain's early plugins, `any`), `rewrite`, the guard's
 //! verdict, `autopath` or `through` (`any`, `loop`, `template`, the chain's before
-//! the cluster, `data` for `k8s_external`/`file`, `kubernetes`, `forward` with `cache`),
+//! the cluster, `data` for `file`, `kubernetes`, `forward` with `cache`),
 //! then `settle` (the outside CNAME target, the plugin after the answer, `rewrite` reverted,
 //! `loadbalance`). What a block holds is in `route/block.rs`; the plugin
 //! steps in their order in `route/order.rs`; the guard's gates (on a

@@ -94,6 +94,23 @@ pub const TEMPLATE: Spec = Spec {
     print: |b, s, _| print::plugin(b, s, "template"),
 };
 
+/// `k8s_external`: Services' external addresses under other zones.
+pub const K8S_EXTERNAL: Spec = Spec {
+    name: "k8s_external",
+    options: true,
+    parse: |d, c| {
+        once(d, c.server.has("k8s_external"), "per server block", c.errors);
+        let setup = crate::query::plugins::k8s_external::setup::parse(d, &c.server.zones, c.errors);
+        c.server.plug(std::sync::Arc::new(setup));
+    },
+    enabled: |s, _| s.has("k8s_external"),
+    print: |b, s, _| print::plugin(b, s, "k8s_external"),
+};
+
+/// The directives whose zones `transfer` sends, in the order its errors
+/// name them.
+pub const TRANSFERRED: [&str; 4] = ["kubernetes", "k8s_external", "file", "secondary"];
+
 /// `hosts`: a hosts file and inline entries.
 pub const HOSTS: Spec = Spec {
     name: "hosts",

@@ -152,15 +152,6 @@ pub(crate) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
         .for_each(|t| crate::query::transfer::print::transfer(b, t))
 }
 
-pub(crate) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.k8s_external.iter().for_each(|e| {
-        let mut options = vec![format!("apex {}", e.apex), format!("ttl {}", e.ttl)];
-        options.extend(e.headless.then(|| "headless".to_string()));
-        options.extend(e.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
-        b.directive(with("k8s_external", &names(&e.zones)), &options);
-    });
-}
-
 pub(crate) fn kubernetes(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.kubernetes
         .iter()

@@ -17,13 +17,17 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::Name;
 
 use crate::corefile::expr::Wire;
+use crate::corefile::problem::ConfigError;
 use crate::corefile::words::Block;
+use crate::kubernetes::KubernetesConfig;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
 use crate::query::plugins::after::AfterAnswer;
 use crate::query::plugins::guard::Guard;
 use crate::query::plugins::verdict::Verdict;
+use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
+use crate::store::Store;
 
 /// Where in the order a plugin answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +92,20 @@ pub trait Answering: Send + Sync {
     /// replayed cache hit may stand in for it.
     fn may_answer_later(&self, _query: &Query) -> bool {
         false
+    }
+
+    /// The zones whose answers this plugin reads from the block's cluster
+    /// store (they change with the store), so that no replayed cache hit
+    /// stands in for it on a name under one of them. Asked once, when the
+    /// chain is built.
+    fn store_zones(&self) -> Vec<Name> {
+        Vec::new()
+    }
+
+    /// The zones this plugin sends by AXFR (`transfer`), each read afresh
+    /// at every transfer.
+    fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
+        Vec::new()
     }
 
     /// For a plugin whose data changes at run time (reloaded from disk): the
@@ -158,6 +176,12 @@ pub trait Setup: Debug + Send + Sync + Any {
         None
     }
 
+    /// The plugin the router runs, built with what its block holds beside
+    /// the plugin's own options (by default [`Setup::build`]).
+    fn build_in(&self, ctx: &BuildContext<'_>) -> Box<dyn Answering> {
+        self.build(ctx.server)
+    }
+
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
 
@@ -166,6 +190,15 @@ pub trait Setup: Debug + Send + Sync + Any {
     /// asked), in the block whose metrics' `server` label is `server`.
     fn after_answer(&self, _server: &str) -> Option<Arc<dyn AfterAnswer>> {
         None
+    }
+
+    /// What it needs of the other directives of its block, each error
+    /// pushed to `errors` (checked when the whole block is read).
+    fn check(&self, _block: &CheckContext<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    /// The zones `transfer` may send from this plugin.
+    fn transferred(&self) -> Vec<&Name> {
+        Vec::new()
     }
 }
 
@@ -187,6 +220,20 @@ impl Answering for Passes {
     }
 }
 
+/// What a plugin is built with beside its own options.
+pub struct BuildContext<'a> {
+    /// Its block's metrics' `server` label.
+    pub server: &'a str,
+    /// Its block's cluster store (`kubernetes`), if it has one.
+    pub store: Option<&'a Arc<Store>>,
+}
+
+/// What a setup's block-level check sees of its block.
+pub struct CheckContext<'a> {
+    /// The block's `kubernetes` directive, if it has one.
+    pub kubernetes: Option<&'a KubernetesConfig>,
+}
+
 /// A block's answering plugins, by stage, each in the table's order.
 #[derive(Default)]
 pub struct Chain {
@@ -199,23 +246,32 @@ pub struct Chain {
     pub guard: Option<Box<dyn Guard>>,
     /// The plugin that acts after the answer, if the block has one.
     pub after: Option<Arc<dyn AfterAnswer>>,
+    /// The plugins' [`Answering::store_zones`], all together.
+    pub store_zones: Vec<Name>,
 }
 
 impl Chain {
     /// The plugins of `setups` (already in the table's order), in the
     /// block whose metrics' `server` label is `server`.
     pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, server: &str) -> Chain {
+        Chain::build_in(setups, &BuildContext { server, store: None })
+    }
+
+    /// The plugins of `setups` (already in the table's order), built with
+    /// what their block holds ([`BuildContext`]).
+    pub fn build_in<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, ctx: &BuildContext<'_>) -> Chain {
         let mut chain = Chain::default();
         for setup in setups {
-            if let Some(guard) = setup.guard(server) {
+            if let Some(guard) = setup.guard(ctx.server) {
                 chain.guard = Some(guard);
                 continue;
             }
-            if let Some(after) = setup.after_answer(server) {
+            if let Some(after) = setup.after_answer(ctx.server) {
                 chain.after = Some(after);
                 continue;
             }
-            let plugin = setup.build(server);
+            let plugin = setup.build_in(ctx);
+            chain.store_zones.extend(plugin.store_zones());
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
@@ -278,6 +334,17 @@ impl Chain {
     /// passes it now.
     pub fn may_answer_later(&self, query: &Query) -> bool {
         self.all().any(|p| p.may_answer_later(query))
+    }
+
+    /// Whether a plugin of the chain reads its answer to a question for
+    /// `qname` from the cluster store ([`Answering::store_zones`]).
+    pub fn reads_store(&self, qname: &Name) -> bool {
+        self.store_zones.iter().any(|z| z.zone_of(qname))
+    }
+
+    /// The zones the chain's plugins send by AXFR, in the chain's order.
+    pub fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
+        self.all().flat_map(|p| p.zone_sources()).collect()
     }
 
     /// The change counts of the plugins before `cache` whose data changes

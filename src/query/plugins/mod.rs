@@ -24,3 +24,4 @@ pub mod template;
 pub mod verdict;
 pub mod watched;
 pub mod whoami;
+pub mod zone_source;

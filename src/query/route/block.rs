@@ -63,7 +63,6 @@ pub struct Block {
     /// Whether any directive takes part in answering: without one, REFUSED
     /// instead of SERVFAIL for a name nothing answers.
     pub chain: bool,
-    pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
     pub rewrite: Option<crate::query::plugins::rewrite::Rewrite>,
     /// `bufsize`: the EDNS payload cap of requests to this block.
     pub bufsize: Option<u16>,
@@ -99,7 +98,6 @@ impl Block {
             autopath: None,
             any: false,
             chain: true,
-            k8s_external: None,
             rewrite: None,
             bufsize: None,
             nsid: None,

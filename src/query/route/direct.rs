@@ -67,10 +67,9 @@ impl Router {
 }
 
 /// Whether `block`'s cluster answers to A and AAAA questions may be
-/// written straight: no `rewrite`, `autopath` or
-/// `k8s_external` before `kubernetes` (`any` and `loop` never take A or
-/// AAAA of class IN; the chain's plugins, as `local`, and `file` zones are
-/// checked per name; the guard per query, by the caller, on the name the client asked,
+/// written straight: no `rewrite` or `autopath` before `kubernetes`
+/// (`any` and `loop` never take A or AAAA of class IN; the chain's
+/// plugins, as `local`, and `file` zones are checked per name; the guard per query, by the caller, on the name the client asked,
 /// which with no `rewrite` or `autopath` is the name judged). After it, a plugin after the answer takes some questions only (checked
 /// per question), `loadbalance` is done by the writer (not its `prefer`: the full
 /// path orders those records), and an
@@ -79,6 +78,5 @@ fn writes_direct(block: &Block) -> bool {
     block.loadbalance.as_ref().is_none_or(|lb| lb.plain())
         && block.rewrite.is_none()
         && block.autopath.is_none()
-        && block.k8s_external.is_none()
         && block.header.is_none() // its rules change what the short way echoes
 }

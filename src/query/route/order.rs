@@ -2,7 +2,7 @@
 //! taken: the chain's early plugins and `any` first ([`early`], before
 //! `rewrite` and the guard), then [`Router::through`]: `any`,
 //! `loop`'s probe, the chain's plugins before the cluster,
-//! the block's own data (`k8s_external`, `file`), `kubernetes`, the
+//! the block's own data (`file`), `kubernetes`, the
 //! chain's data plugins (`etcd`), and `cache` then `forward`, then the
 //! chain's last plugins.
 //! Each step writes its answer into `out` and names its plugin.
@@ -74,15 +74,9 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
     true
 }
 
-/// The block's own data in order: `k8s_external`, `file` (with
-/// a signed zone's DNSSEC records when `dnssec_ok`); true when one answered.
+/// The block's own data: `file` (with a signed zone's DNSSEC records
+/// when `dnssec_ok`); true when it answered.
 fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out: &mut Answer) -> bool {
-    if let (Some(ext), Some(cluster)) = (&block.k8s_external, &block.cluster) {
-        if took(ext.answer(qname, qtype, &cluster.store, out), Plugin::K8sExternal, out) {
-            out.tags.memoizable = true;
-            return true;
-        }
-    }
     // As CoreDNS's one `file` plugin for all `file` lines: the longest origin answers.
     let mut longest: Option<(u8, &ZoneFile)> = None;
     for file in &block.files {

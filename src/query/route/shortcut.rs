@@ -2,14 +2,15 @@
 //! fixes, so that a worker may replay the cache's answer as bytes next
 //! time without routing (`replay::hits`): a block with no `rewrite`,
 //! `template` or `autopath RESOLV-CONF` (whose walk starts from any
-//! client's NXDOMAIN), a name outside its `kubernetes`, `k8s_external` and `file`
-//! zones (those change with the store), not one the plugin after the answer takes, not ANY
+//! client's NXDOMAIN), a name outside its `kubernetes` and `file` zones and
+//! those of the chain's plugins that answer from the store (those change
+//! with the store), not one the plugin after the answer takes, not ANY
 //! or the loop probe's HINFO, not one a plugin of the chain may answer
 //! later (an ACME challenge), and past the chain's plugins whose data
 //! changes at run time (a reloaded file) with their data as loaded now.
 
 use hickory_proto::op::Query;
-use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::rr::RecordType;
 
 use super::{Block, Router};
 use crate::query::replay::hits::HitRoute;
@@ -46,9 +47,8 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
         && block.plugins.after.as_ref().is_none_or(|a| !a.takes(query))
         && !block.plugins.may_answer_later(query);
-    let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
     let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
-        && block.k8s_external.as_ref().is_none_or(|k| !inside(&k.cfg.zones))
+        && !block.plugins.reads_store(qname)
         && !block.files.iter().any(|f| f.serves(qname));
     let forwarding = block.forwarding.as_ref()?;
     (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)

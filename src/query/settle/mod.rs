@@ -169,7 +169,7 @@ pub enum ChaseKind {
     /// it is.
     Autopath,
     /// A CNAME's target outside the zone (an ExternalName Service, a
-    /// `k8s_external` ingress hostname), as CoreDNS's upstream lookup: the
+    /// Service's external ingress hostname), as CoreDNS's upstream lookup: the
     /// CNAME, then whatever records the target has (none when it fails),
     /// NOERROR, authoritative, answered by this plugin; an upstream's TC
     /// is kept.

@@ -1,8 +1,8 @@
 //! `transfer`: the `kubernetes` plugin's zones (the cluster zone, and
-//! `clusterset.local` with `multicluster`), the `k8s_external` plugin's and
-//! the `file` plugin's sent to secondaries by AXFR over TCP, and NOTIFY to
-//! them when a zone changes (CoreDNS's `transfer` plugin with those
-//! plugins' `Transfer`; [`source`] reads each).
+//! `clusterset.local` with `multicluster`), those the chain's plugins offer
+//! (`ZoneSource`) and the `file` plugin's sent to secondaries by AXFR over
+//! TCP, and NOTIFY to them when a zone changes (CoreDNS's `transfer` plugin
+//! with those plugins' `Transfer`; [`source`] reads each).
 //!
 //! 1. `tcp.rs` hands every whole frame asking AXFR or IXFR ([`asks`]) to
 //!    [`serve`]; a request no `transfer` of the block covers, or from a
@@ -21,7 +21,6 @@
 
 pub mod print;
 
-mod external;
 mod notify;
 pub mod setup;
 pub mod source;
@@ -39,9 +38,9 @@ use tokio::sync::mpsc;
 
 pub use stats::{render, TransferStats};
 
+use super::plugins::chain::Chain;
 use super::plugins::cluster::Cluster;
 use super::plugins::file::ZoneFile;
-use super::plugins::k8s_external::K8sExternal;
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use crate::query::transfer::setup::{transferable, TransferConfig};
 use crate::query::tsig::{Signer, Stream};
@@ -69,27 +68,25 @@ struct Xfr {
 }
 
 impl Transfer {
-    /// The `transfer` of a block whose `kubernetes` plugin is `cluster`
-    /// and whose `file` plugins are `files`; `None` without `transfer`
-    /// directives. Starts its NOTIFY tasks. A zone both serve is the
-    /// cluster's (CoreDNS asks kubernetes first).
+    /// The `transfer` of a block whose `kubernetes` plugin is `cluster`,
+    /// whose chain is `chain` and whose `file` plugins are `files`; `None`
+    /// without `transfer` directives. Starts its NOTIFY tasks. A zone two
+    /// serve is the first's (CoreDNS asks kubernetes first).
     pub fn start(
         transfers: &[TransferConfig],
         cluster: Option<&Cluster>,
         files: &[ZoneFile],
-        external: Option<&Arc<K8sExternal>>,
+        chain: &Chain,
         server: String,
     ) -> Option<Arc<Transfer>> {
-        let forward = transferable(cluster.map(|c| &*c.cfg), &[], None);
+        let forward = transferable(cluster.map(|c| &*c.cfg), &[], &[]);
         let mut sources: Vec<Source> = (cluster.into_iter().flat_map(|c| c.zones.iter()))
             .filter(|z| forward.contains(&&z.name))
             .map(|z| Source::Cluster(z.clone()))
             .collect();
-        if let (Some(ext), Some(c)) = (external, cluster) {
-            for zone in transferable(None, &[], Some(&ext.cfg)) {
-                if !sources.iter().any(|s| s.name() == zone) {
-                    sources.push(Source::External(zone.clone(), ext.clone(), c.store.clone()));
-                }
+        for source in chain.zone_sources() {
+            if !sources.iter().any(|s| s.name() == source.name()) {
+                sources.push(Source::Plugin(source));
             }
         }
         for (origin, loaded) in files.iter().flat_map(ZoneFile::origins) {

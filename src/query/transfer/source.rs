@@ -1,7 +1,7 @@
 //! What a transferred zone is read from: the `kubernetes` plugin's
 //! snapshot ([`super::zone::Walk`]), a `file` plugin's loaded zone
-//! ([`FileWalk`]) or a `k8s_external` zone ([`ExternalWalk`]), walked the
-//! same way by [`super::Transfer`]'s sender.
+//! ([`FileWalk`]) or a zone a plugin of the chain offers ([`ZoneSource`]),
+//! walked the same way by [`super::Transfer`]'s sender.
 //!
 //! A file zone goes out as CoreDNS's `file` plugin sends it: the SOA, the
 //! apex NS set, every other owner's records in canonical name order (the
@@ -14,13 +14,11 @@ use std::sync::Arc;
 
 use hickory_proto::rr::{Name, Record};
 
-use super::external::ExternalWalk;
 use super::zone::Walk;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::file::Loaded;
-use crate::query::plugins::k8s_external::K8sExternal;
+use crate::query::plugins::zone_source::{ZoneSource, ZoneWalk};
 use crate::query::reply::Zone as ClusterZone;
-use crate::store::Store;
 use crate::zonefile::Zone;
 
 /// Where one transferred zone's records come from.
@@ -29,16 +27,16 @@ pub enum Source {
     Cluster(ClusterZone),
     /// An origin of one of the block's `file` plugins.
     File(Name, Loaded),
-    /// A forward zone of the block's `k8s_external` plugin, and the
-    /// `kubernetes` store it reads.
-    External(Name, Arc<K8sExternal>, Arc<Store>),
+    /// A zone a plugin of the block's chain offers.
+    Plugin(Arc<dyn ZoneSource>),
 }
 
 impl Source {
     pub fn name(&self) -> &Name {
         match self {
             Source::Cluster(z) => &z.name,
-            Source::File(origin, _) | Source::External(origin, ..) => origin,
+            Source::File(origin, _) => origin,
+            Source::Plugin(source) => source.name(),
         }
     }
 
@@ -51,7 +49,7 @@ impl Source {
                 store.synced().then(|| store.serial())
             }
             Source::File(_, loaded) => loaded.load().as_ref().as_ref().map(Zone::serial),
-            Source::External(_, _, store) => store.synced().then(|| store.serial()),
+            Source::Plugin(source) => source.serial(),
         }
     }
 
@@ -66,9 +64,7 @@ impl Source {
                     .then(|| Walker::Cluster(Box::new(Walk::new(cluster, snap, zone)), cluster))
             }
             Source::File(_, loaded) => FileWalk::new(loaded.load_full()).map(|w| Walker::File(Box::new(w))),
-            Source::External(zone, ext, store) => {
-                ExternalWalk::new(ext, store, zone).map(|w| Walker::External(Box::new(w), ext, store))
-            }
+            Source::Plugin(source) => source.walk().map(Walker::Plugin),
         }
     }
 }
@@ -77,7 +73,7 @@ impl Source {
 pub enum Walker<'c> {
     Cluster(Box<Walk>, &'c Cluster),
     File(Box<FileWalk>),
-    External(Box<ExternalWalk>, &'c K8sExternal, &'c Store),
+    Plugin(Box<dyn ZoneWalk + 'c>),
 }
 
 impl Walker<'_> {
@@ -85,7 +81,7 @@ impl Walker<'_> {
         match self {
             Walker::Cluster(w, _) => w.serial(),
             Walker::File(w) => w.serial,
-            Walker::External(w, ..) => w.serial(),
+            Walker::Plugin(w) => w.serial(),
         }
     }
 
@@ -93,7 +89,7 @@ impl Walker<'_> {
         match self {
             Walker::Cluster(w, c) => w.soa(c),
             Walker::File(w) => w.soa.clone(),
-            Walker::External(w, ..) => w.soa(),
+            Walker::Plugin(w) => w.soa(),
         }
     }
 
@@ -102,7 +98,7 @@ impl Walker<'_> {
         match self {
             Walker::Cluster(w, _) => !super::newer(w.serial(), held),
             Walker::File(w) => w.serial == held,
-            Walker::External(w, ..) => !super::newer(w.serial(), held),
+            Walker::Plugin(w) => w.current(held),
         }
     }
 
@@ -112,7 +108,7 @@ impl Walker<'_> {
         match self {
             Walker::Cluster(w, c) => w.next(c, out),
             Walker::File(w) => w.next(out),
-            Walker::External(w, ext, store) => w.next(ext, store, out),
+            Walker::Plugin(w) => w.next(out),
         }
     }
 }

@@ -16,8 +16,8 @@ pub enum Found {
     NxDomain,
 }
 
-/// How a lookup in a zone of ours ends (the cluster zone and
-/// `k8s_external` alike): records found but none of the type asked is
+/// How a lookup in a zone of ours ends (the cluster zone and the zones of
+/// Services' external addresses alike): records found but none of the type asked is
 /// NODATA; an NXDOMAIN under `fallthrough` passes the query on (`out`
 /// emptied); otherwise the answer is authoritative, a negative one with
 /// nothing but the zone's `soa` in authority, and an outside CNAME target
