@@ -144,7 +144,7 @@ impl CacheHits {
         assert!(self.handler.handle_guarded(data, peer, transport, warm, &sink, at));
         assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
         let mut replayed = ttls_are_left(&warm.out, later);
-        let fresh = super::parse_strict(fresh).expect("strict");
+        let fresh = super::strict::parse_strict(fresh).expect("strict");
         for r in records(&mut replayed) {
             r.ttl += later;
         }
@@ -170,7 +170,7 @@ fn records(reply: &mut Message) -> impl Iterator<Item = &mut hickory_proto::rr::
 /// on, is the time the entry has left: the cache's cap less `later` (or
 /// one less, across a second's turn). Returns the reply.
 fn ttls_are_left(out: &[u8], later: u32) -> Message {
-    let mut reply = super::parse_strict(out).expect("strict");
+    let mut reply = super::strict::parse_strict(out).expect("strict");
     let left = CACHE_TTL - later;
     for r in records(&mut reply) {
         assert!((left - 1..=left).contains(&r.ttl), "TTL {} of {r}, {later} s on", r.ttl);

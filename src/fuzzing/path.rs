@@ -12,9 +12,10 @@ use std::time::Instant;
 
 use hickory_proto::op::Message;
 
+use super::demo::demo_handler;
 use super::hits::CacheHits;
 use super::reply::{hickory_writes_the_same, reply_holds};
-use super::{demo_handler, parse_strict};
+use super::strict::parse_strict;
 use crate::metrics::Transport;
 use crate::query::defer::Sink;
 use crate::query::{Handler, Scratch};
@@ -35,7 +36,7 @@ impl QueryPath {
     pub fn demo(root: &Path) -> QueryPath {
         let handler = demo_handler(root, true);
         QueryPath {
-            records: super::without_direct(&handler),
+            records: super::demo::without_direct(&handler),
             handler,
             warm: [Scratch::default(), Scratch::default()],
             hits: CacheHits::new(),

@@ -6,7 +6,7 @@
 
 use hickory_proto::op::Message;
 
-use super::parse_strict;
+use super::strict::parse_strict;
 use crate::metrics::Transport;
 use crate::query::reply::echo::Echo;
 use crate::query::reply::wire::hickory;

@@ -37,9 +37,9 @@ use hickory_proto::rr::{DNSClass, Name};
 use super::plugins::rewrite::Revert;
 use super::reply::Answer;
 use super::settle::{self, Left};
-use super::UNHANDLED;
 use crate::metrics::ZoneStats;
 use crate::query::forward::Forwarding;
+use block::UNHANDLED;
 
 pub mod autopath;
 mod block;

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, Query};
 
+use super::block::Forwarding;
+use super::directive::Forward;
 use super::exchange::ExchangeError;
 use super::upstream::Upstream;
-use super::{Forward, Forwarding};
 
 /// CoreDNS's budget for one query through one `forward`.
 pub(super) const BUDGET: Duration = Duration::from_secs(5);
@@ -95,7 +96,7 @@ impl Forwarding {
                 bytes[..2].copy_from_slice(&id.to_be_bytes());
             }
             if self.cache.is_some() {
-                super::ask_authentic(bytes);
+                ask_authentic(bytes);
             }
             let deadline = (tokio::time::Instant::now() + fw.cfg.read_timeout).min(budget);
             let asked = Instant::now();
@@ -137,5 +138,15 @@ fn why(e: &ExchangeError, addr: std::net::SocketAddr, tcp: bool) -> String {
             format!("read {proto} {addr}: {}", io.kind())
         }
         ExchangeError::Io(io) => format!("read {proto} {addr}: {io}"),
+    }
+}
+
+/// Sets AD in a request as a block that caches sends it upstream (the
+/// client's own is logged and tapped as it came): the entry then keeps
+/// whether the upstream vouches for the data, and each client gets AD as
+/// it asks (`Echo::authentic`), as CoreDNS's cache asks.
+fn ask_authentic(request: &mut [u8]) {
+    if let Some(flags) = request.get_mut(3) {
+        *flags |= 0x20;
     }
 }

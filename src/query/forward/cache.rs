@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use hickory_proto::op::{Message, Query, ResponseCode};
 
 use crate::query::forward::cache::setup::{CacheConfig, StaleMode};
-use crate::query::Answer;
+use crate::query::reply::Answer;
 
 mod stats;
 mod victim;

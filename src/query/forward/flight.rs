@@ -13,12 +13,12 @@ use std::time::Duration;
 use hickory_proto::op::{Message, Query, ResponseCode};
 use hickory_proto::rr::RecordType;
 
+use super::block::Forwarding;
 use super::cache::{self, Cache, Key, Lookup};
-use super::Forwarding;
 use crate::metrics::{Plugin, Transport};
 use crate::query::defer::{deliver, walk_on, Job};
 use crate::query::forward::cache::setup::StaleMode;
-use crate::query::Answer;
+use crate::query::reply::Answer;
 
 impl Forwarding {
     /// Answers `job` and every identical query that arrives while its

@@ -20,9 +20,11 @@
 //! waiter) is `flight.rs`; each upstream (sockets, health) is `upstream.rs`.
 
 mod attempts;
+mod block;
 pub mod cache;
 pub mod cancel;
 mod chain;
+mod directive;
 mod doh;
 mod dot;
 pub mod encrypted;
@@ -41,10 +43,12 @@ mod rrsig;
 pub mod setup;
 pub mod upstream;
 
+pub use block::Forwarding;
+pub use directive::Forward;
 pub use render::render;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
@@ -54,92 +58,8 @@ use crate::metrics::Metrics;
 use crate::query::defer::Job;
 use crate::query::forward::cache::setup::StaleMode;
 use crate::query::forward::cache::{Cache, Key, Lookup};
-use crate::query::forward::setup::{ForwardConfig, Policy};
-use crate::query::Answer;
+use crate::query::reply::Answer;
 use upstream::Upstream;
-
-/// One `forward` directive.
-pub struct Forward {
-    pub cfg: ForwardConfig,
-    pub upstreams: Vec<Arc<Upstream>>,
-    next_rr: AtomicUsize,
-    inflight: AtomicUsize,
-}
-
-impl Forward {
-    pub fn new(cfg: ForwardConfig) -> Forward {
-        Forward {
-            upstreams: cfg.to.iter().map(|t| Arc::new(Upstream::to(t, &cfg.tls))).collect(),
-            cfg,
-            next_rr: AtomicUsize::new(0),
-            inflight: AtomicUsize::new(0),
-        }
-    }
-
-    /// Whether this directive forwards `qname`.
-    pub fn handles(&self, qname: &Name) -> bool {
-        self.cfg.from.zone_of(qname) && !self.cfg.except.iter().any(|z| z.zone_of(qname))
-    }
-
-    /// Whether `m` goes on to the next `forward` (`next RCODE`, or
-    /// `next_on_nodata` for NOERROR without answer records).
-    fn passes_on(&self, m: &Message) -> bool {
-        let rcode = m.metadata.response_code;
-        self.cfg.next.contains(&rcode)
-            || (self.cfg.next_on_nodata && rcode == ResponseCode::NoError && m.answers.is_empty())
-            || (rcode == ResponseCode::NXDomain && m.queries.first().is_some_and(|q| self.falls_through(q.name())))
-    }
-
-    /// `grpc { fallthrough [ZONES] }` takes `qname`: its NXDOMAIN, or no
-    /// answer at all, goes on to what follows.
-    fn falls_through(&self, qname: &Name) -> bool {
-        let zones = self.cfg.grpc.as_ref().and_then(|g| g.fallthrough.as_ref());
-        zones.is_some_and(|z| z.is_empty() || z.iter().any(|z| z.zone_of(qname)))
-    }
-
-    /// Upstream indexes in the order the policy tries them.
-    fn order(&self) -> Vec<usize> {
-        let n = self.upstreams.len();
-        let mut order: Vec<usize> = (0..n).collect();
-        match self.cfg.policy {
-            Policy::Sequential => {}
-            // As CoreDNS: the counter is bumped first, its upstream leads,
-            // the others follow in Corefile order.
-            Policy::RoundRobin if n > 0 => {
-                let first = (self.next_rr.fetch_add(1, Ordering::Relaxed) + 1) % n;
-                order.remove(first);
-                order.insert(0, first);
-            }
-            Policy::RoundRobin => {}
-            Policy::Random => fastrand::shuffle(&mut order),
-        }
-        order
-    }
-}
-
-/// What went into one upstream query, shared by every waiter on it.
-type Flight = Vec<Job>;
-
-/// The forwarding side of one server block.
-pub struct Forwarding {
-    pub server: String,
-    pub chain: Vec<Arc<Forward>>,
-    pub cache: Option<Cache>,
-    flights: Mutex<HashMap<(Key, bool), Flight>>,
-    runtime: tokio::runtime::Handle,
-    metrics: Arc<Metrics>,
-    pub max_concurrent_rejects: AtomicU64,
-    pub healthcheck_broken: AtomicU64,
-    pub loop_detected: AtomicU64,
-    /// The loop probe's name and the upstreams it was sent to.
-    pub probe: Mutex<(Option<Name>, Vec<Arc<Upstream>>)>,
-    /// The block's `errors` plugin: failed client queries are logged there.
-    pub errors: Option<Arc<crate::query::errors::ErrorLog>>,
-    /// The block's `dnstap` taps: each upstream exchange is sent there.
-    pub taps: Option<Arc<crate::dnstap::Taps>>,
-    /// What one query may spend in all (`cancel`, at most forward's 5 s).
-    pub budget: std::time::Duration,
-}
 
 /// What [`Forwarding::of`] reads of a server block: its `forward`
 /// directives in order, its `cache`, its `errors` and its zones.
@@ -373,22 +293,12 @@ impl Forwarding {
     }
 }
 
-/// Sets AD in a request as a block that caches sends it upstream (the
-/// client's own is logged and tapped as it came): the entry then keeps
-/// whether the upstream vouches for the data, and each client gets AD as
-/// it asks (`Echo::authentic`), as CoreDNS's cache asks.
-pub fn ask_authentic(request: &mut [u8]) {
-    if let Some(flags) = request.get_mut(3) {
-        *flags |= 0x20;
-    }
-}
-
 /// An upstream query for `query` with RD and AD, and CD and DO as given.
 fn message(query: &Query, dnssec_ok: bool, cd: bool) -> Option<Vec<u8>> {
     let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
     m.metadata.recursion_desired = true;
     m.metadata.checking_disabled = cd;
-    m.metadata.authentic_data = true; // the entry keeps the upstream's AD (see `ask_authentic`)
+    m.metadata.authentic_data = true; // the entry keeps the upstream's AD (see `attempts::ask_authentic`)
     m.add_query(query.clone());
     if dnssec_ok {
         let mut edns = hickory_proto::op::Edns::new();

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
+use super::block::Forwarding;
 use super::cache::{Cache, Stat};
 use super::encrypted::Encrypted;
-use super::Forwarding;
 use crate::metrics::catalogue::{self as c, Family};
 
 /// Writes the forward and cache families of `all` blocks.

@@ -40,9 +40,9 @@ use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 use crate::query::forward::cache::{Cache, Entry, Stamp};
 use crate::query::forward::Forwarding;
 use crate::query::replay::memo::Key;
+use crate::query::reply::Answer;
 use crate::query::reply::Summary;
 use crate::query::request::walk::{Records, Section};
-use crate::query::Answer;
 use crate::store::Map;
 
 /// Entries per worker before the whole table is emptied.

@@ -137,3 +137,6 @@ pub(super) fn loop_detected(block: &Block, probe: &LoopProbe, qname: &Name) {
         std::process::exit(1);
     }
 }
+
+/// The rcode a query outside every plugin gets.
+pub const UNHANDLED: hickory_proto::op::ResponseCode = hickory_proto::op::ResponseCode::Refused;

@@ -10,12 +10,12 @@
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
+use super::block::UNHANDLED;
 use super::{block, Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
 use crate::query::plugins::chain::{took, Chain, Outcome};
 use crate::query::plugins::file::ZoneFile;
 use crate::query::reply::{self, Answer};
-use crate::query::UNHANDLED;
 
 impl Router {
     /// `query` through `block`'s plugins in order (no autopath, no plugin after the answer):

@@ -14,9 +14,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, Semaphore};
 
-use super::DRAIN;
 use crate::metrics::TcpClose;
 use crate::query::limits::timeouts::TcpLimits;
+
+/// How long a stopping listener waits for busy connections to become
+/// idle before closing them anyway (lameduck for TCP clients).
+pub(super) const DRAIN: Duration = Duration::from_secs(2);
 
 /// One open connection, as the listener sees it.
 pub(super) struct Conn {

@@ -30,7 +30,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
@@ -42,15 +42,14 @@ pub mod conns;
 mod writer;
 
 use super::defer::{push_frame, Pending, Sink};
-use super::{tsig, Handler, Scratch};
+use super::handler::Handler;
+use super::scratch::Scratch;
+use super::tsig;
 use crate::metrics::{TcpClose, Transport};
 use crate::query::limits::timeouts::TcpLimits;
 use conns::{Conn, Conns};
 use writer::writer_task;
 
-/// How long a stopping listener waits for busy connections to become
-/// idle before closing them anyway (lameduck for TCP clients).
-pub(super) const DRAIN: Duration = Duration::from_secs(2);
 /// Queries of one connection answered before it lets the others run
 /// (tokio's scheduler then serves connections in turn: a client pipelining
 /// thousands of queries gets a quantum per turn, not the thread).

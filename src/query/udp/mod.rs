@@ -59,7 +59,7 @@ use std::thread::JoinHandle;
 use nix::sys::socket::{self, sockopt};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::Handler;
+use super::handler::Handler;
 pub use batch::BATCH;
 pub use queue::{Change, Queue, CALM, INTERVAL, MAX_WAIT, ROOMY_BUFFER, SHED, STANDING, TIGHT_BUFFER};
 

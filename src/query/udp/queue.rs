@@ -20,7 +20,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::BATCH;
+use super::batch::BATCH;
 
 /// A query older than this when its batch is read is dropped unanswered:
 /// the shortest stub-resolver timeout in common use (`options timeout:1`);

@@ -24,8 +24,9 @@ use super::fair::{Fairness, Verdict, WINDOW};
 use super::queue::{Change, Queue, ROOMY_BUFFER, TIGHT_BUFFER};
 use crate::metrics::Transport;
 use crate::query::defer::Sink;
+use crate::query::handler::Handler;
 use crate::query::proxyproto::{self, sessions::Sessions};
-use crate::query::{Handler, Scratch};
+use crate::query::scratch::Scratch;
 use nix::sys::socket::SockaddrStorage;
 
 /// How often an idle worker checks for shutdown.
