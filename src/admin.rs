@@ -198,7 +198,8 @@ async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
         "/metrics" if endpoints.metrics => {
             let mut text = state.metrics.render(state.synced());
             crate::query::forward::render(&state.live.load().forwardings, &mut text);
-            crate::metrics::exposed::render(&state.live.load().exposed, &mut text);
+            let plugins = crate::query::plugins::PER_BLOCK;
+            crate::metrics::exposed::render(plugins, &state.live.load().exposed, &mut text);
             crate::query::transfer::render(&state.live.load().transfers, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")
         }

@@ -171,13 +171,17 @@ fn metrics_are_coredns_compatible_and_count_search_expansions_exactly() {
     assert!(get("process_resident_memory_bytes") > 1e6);
 }
 
-/// Every family on the page is in `metrics::catalogue` with the same type
-/// and help, and every series carries exactly the catalogue's labels (a
-/// histogram's `le` aside): the catalogue is the one list of what
-/// `/metrics` shows.
+/// Every family on the page is in `metrics::catalogue` or a plugin's own
+/// list (`query::plugins::PER_BLOCK`) with the same type and help, and
+/// every series carries exactly the listed labels (a histogram's `le`
+/// aside): those are the one list of what `/metrics` shows.
 fn assert_catalogued(text: &str) {
     use clusterdns::metrics::catalogue::ALL;
-    let family = |name: &str| ALL.iter().find(|f| f.name == name);
+    use clusterdns::query::plugins::PER_BLOCK;
+    let family = |name: &str| {
+        let plugins = PER_BLOCK.iter().flat_map(|f| f.iter());
+        ALL.iter().chain(plugins).find(|f| f.name == name)
+    };
     let mut seen = 0;
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# HELP ") {

@@ -1,17 +1,17 @@
 //! Metric families a plugin keeps per server block, rendered on
 //! `/metrics` without the page naming the plugin: each plugin's counters
 //! implement [`Exposed`], and [`render`] writes every family of the
-//! catalogue's [`PER_BLOCK`] list with the series of each block's.
+//! catalogue's `query::plugins::PER_BLOCK` list with the series of each block's.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::catalogue::{Family, PER_BLOCK};
+use super::catalogue::Family;
 
 /// A plugin's counters of one server block.
 pub trait Exposed: Send + Sync {
-    /// The families it counts in, as listed in [`PER_BLOCK`]; `series`
+    /// The families it counts in, as listed in `query::plugins::PER_BLOCK`; `series`
     /// indexes them.
     fn families(&self) -> &'static [Family];
 
@@ -19,13 +19,13 @@ pub trait Exposed: Send + Sync {
     fn series(&self, i: usize, s: &mut String);
 }
 
-/// Every family of [`PER_BLOCK`], heads written also when no block has
+/// Every family of `query::plugins::PER_BLOCK`, heads written also when no block has
 /// the plugin, each with the series of the blocks' counters in `all`
 /// (blocks sharing a `server` label count in one series, as a Prometheus
 /// counter vector keyed by the label would).
-pub fn render(all: &[Arc<dyn Exposed>], s: &mut String) {
+pub fn render(per_block: &[&[Family]], all: &[Arc<dyn Exposed>], s: &mut String) {
     let mut lines = String::new();
-    for families in PER_BLOCK {
+    for families in per_block {
         let ours = || {
             all.iter()
                 .filter(|e| e.families().first().map(|f| f.name) == families.first().map(|f| f.name))

@@ -12,7 +12,7 @@ pub struct Family {
     pub labels: &'static [&'static str],
 }
 
-pub(super) const fn counter(name: &'static str, help: &'static str, labels: &'static [&'static str]) -> Family {
+pub const fn counter(name: &'static str, help: &'static str, labels: &'static [&'static str]) -> Family {
     Family {
         name,
         kind: "counter",

@@ -1,5 +1,6 @@
 //! The query plugins' own families (`forward`, `loop`, `cache`,
-//! `template`, the plugin after the answer's, the guard's, `transfer`), rendered beside their counters.
+//! `transfer`), rendered beside their counters. The families a plugin keeps
+//! per server block are its own, in its home (`query::plugins::PER_BLOCK`).
 
 use super::family::*;
 
@@ -77,56 +78,6 @@ pub const CACHE_SERVED_STALE: Family = counter(
     CACHE,
 );
 pub const CACHE_EVICTIONS: Family = counter("coredns_cache_evictions_total", "The count of cache evictions.", CACHE);
-const TEMPLATE: &[&str] = &["server", "zone", "view", "class", "type"];
-const TEMPLATE_RECORD: &[&str] = &["server", "zone", "view", "class", "type", "section", "template"];
-pub const TEMPLATE_MATCHES: Family = counter(
-    "coredns_template_matches_total",
-    "Counter of template regex matches.",
-    TEMPLATE,
-);
-pub const TEMPLATE_FAILURES: Family = counter(
-    "coredns_template_template_failures_total",
-    "Counter of go template failures.",
-    TEMPLATE_RECORD,
-);
-pub const TEMPLATE_RR_FAILURES: Family = counter(
-    "coredns_template_rr_failures_total",
-    "Counter of mis-templated RRs.",
-    TEMPLATE_RECORD,
-);
-/// The families plugins keep per server block ([`crate::metrics::exposed`]),
-/// one list a plugin, in the order `/metrics` writes them.
-pub const PER_BLOCK: &[&[Family]] = &[
-    &[DNS64_TRANSLATED],
-    &[TEMPLATE_MATCHES, TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES],
-    &[ACL_BLOCKED, ACL_FILTERED, ACL_DROPPED, ACL_ALLOWED],
-];
-pub const DNS64_TRANSLATED: Family = counter(
-    "coredns_dns64_requests_translated_total",
-    "Counter of DNS requests translated by dns64.",
-    &["server"],
-);
-const ACL: &[&str] = &["server", "zone", "view"];
-pub const ACL_BLOCKED: Family = counter(
-    "coredns_acl_blocked_requests_total",
-    "Counter of DNS requests being blocked.",
-    ACL,
-);
-pub const ACL_FILTERED: Family = counter(
-    "coredns_acl_filtered_requests_total",
-    "Counter of DNS requests being filtered.",
-    ACL,
-);
-pub const ACL_DROPPED: Family = counter(
-    "coredns_acl_dropped_requests_total",
-    "Counter of DNS requests being dropped.",
-    ACL,
-);
-pub const ACL_ALLOWED: Family = counter(
-    "coredns_acl_allowed_requests_total",
-    "Counter of DNS requests being allowed.",
-    &["server", "view"],
-);
 const TRANSFER: &[&str] = &["server", "zone", "result"];
 pub const TRANSFER_REQUESTS: Family = counter(
     "clusterdns_transfer_requests_total",

@@ -25,6 +25,7 @@ use crate::metrics::exposed::Exposed;
 use crate::query::plugins::chain::{Answering, Setup};
 use crate::query::plugins::guard::{Asked, Guard, Judgement};
 use setup::{AclAction, AclConfig, AclRule};
+pub use stats::FAMILIES;
 use stats::{AclStats, Denial};
 
 /// What `rules` decided, and which rule and zone of it (the longest

@@ -29,7 +29,7 @@ use hickory_proto::rr::rdata::AAAA;
 use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 
 use crate::corefile::words::Block;
-use crate::metrics::catalogue::{Family, DNS64_TRANSLATED};
+use crate::metrics::catalogue::{counter, Family};
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
 use crate::query::plugins::after::AfterAnswer;
@@ -185,15 +185,22 @@ impl AfterAnswer for Dns64 {
 
 /// `coredns_dns64_requests_translated_total{server}` (blocks sharing a
 /// `server` label are summed into one series where `/metrics` renders it).
+/// Its family (CoreDNS's), as `/metrics` writes it.
+pub const FAMILIES: [Family; 1] = [counter(
+    "coredns_dns64_requests_translated_total",
+    "Counter of DNS requests translated by dns64.",
+    &["server"],
+)];
+
 impl Exposed for Translated {
     fn families(&self) -> &'static [Family] {
-        &[DNS64_TRANSLATED]
+        &FAMILIES
     }
 
     fn series(&self, i: usize, s: &mut String) {
         if i == 0 {
             let n = self.count.load(Ordering::Relaxed);
-            let _ = writeln!(s, "{}{{server=\"{}\"}} {n}", DNS64_TRANSLATED.name, self.server);
+            let _ = writeln!(s, "{}{{server=\"{}\"}} {n}", FAMILIES[0].name, self.server);
         }
     }
 }
@@ -287,8 +294,8 @@ mod tests {
         other.translated.count.store(1, Ordering::Relaxed);
         let all: Vec<Arc<dyn Exposed>> = [&a, &other, &b].iter().filter_map(|d| d.exposed()).collect();
         let mut page = String::new();
-        crate::metrics::exposed::render(&all, &mut page);
-        let series: Vec<&str> = page.lines().filter(|l| l.starts_with(DNS64_TRANSLATED.name)).collect();
+        crate::metrics::exposed::render(crate::query::plugins::PER_BLOCK, &all, &mut page);
+        let series: Vec<&str> = page.lines().filter(|l| l.starts_with(FAMILIES[0].name)).collect();
         assert_eq!(
             series,
             [

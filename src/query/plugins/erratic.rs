@@ -5,7 +5,7 @@
 //! dropped (no reply) when `drop` divides N, answered DURATION late when
 //! `delay` does, and has TC set (its answer kept) when `truncate` does.
 //! It is one of the chain's last plugins, where CoreDNS's order puts it:
-//! after `forward`, before `whoami`.
+//! after `forward` (the directive table gives its place).
 //!
 //! A late reply never holds the worker: it is made at once and handed to
 //! a task that sends it when the delay is over (`Tags::delay`,

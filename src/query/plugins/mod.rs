@@ -25,3 +25,10 @@ pub mod verdict;
 pub mod watched;
 pub mod whoami;
 pub mod zone_source;
+
+use crate::metrics::catalogue::Family;
+
+/// The families plugins keep per server block (each defined in its home,
+/// fed by its `Exposed` counters), one list a plugin, in the order
+/// `/metrics` writes them.
+pub const PER_BLOCK: &[&[Family]] = &[&dns64::FAMILIES, &template::FAMILIES, &acl::FAMILIES];

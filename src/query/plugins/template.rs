@@ -35,7 +35,7 @@ use hickory_proto::rr::{Name, RData, Record, RecordType};
 use crate::corefile::expr::Wire;
 use crate::corefile::gotmpl::{Data, Template};
 use crate::corefile::words::Block;
-use crate::metrics::catalogue::{Family, TEMPLATE_FAILURES, TEMPLATE_MATCHES, TEMPLATE_RR_FAILURES};
+use crate::metrics::catalogue::{counter, Family};
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
 use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
@@ -51,9 +51,28 @@ pub struct TemplateStats {
     series: Mutex<BTreeMap<(usize, String), u64>>,
 }
 
-/// The families, in the order `count` indexes them (the catalogue's
-/// `PER_BLOCK` list of them).
-const FAMILIES: [Family; 3] = [TEMPLATE_MATCHES, TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES];
+const LABELS: &[&str] = &["server", "zone", "view", "class", "type"];
+const RECORD_LABELS: &[&str] = &["server", "zone", "view", "class", "type", "section", "template"];
+
+/// Its families (CoreDNS's), in the order `count` indexes them and
+/// `/metrics` writes them.
+pub const FAMILIES: [Family; 3] = [
+    counter(
+        "coredns_template_matches_total",
+        "Counter of template regex matches.",
+        LABELS,
+    ),
+    counter(
+        "coredns_template_template_failures_total",
+        "Counter of go template failures.",
+        RECORD_LABELS,
+    ),
+    counter(
+        "coredns_template_rr_failures_total",
+        "Counter of mis-templated RRs.",
+        RECORD_LABELS,
+    ),
+];
 
 impl TemplateStats {
     fn count(&self, family: usize, labels: String) {

@@ -120,7 +120,8 @@ impl Router {
     }
 
     /// A second name asked on the client's behalf (an `autopath` search
-    /// name, an outside CNAME target, `dns64`'s A question) through
+    /// name, an outside CNAME target, the second question of the plugin
+    /// after the answer) through
     /// `home`, the block that serves it: judged by `home`'s guard (and
     /// `entry`'s, the block the client asked, when it is another), then
     /// its plugins. Its answer is then never memoized when a guard judged

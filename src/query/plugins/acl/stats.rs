@@ -7,13 +7,36 @@
 
 use std::fmt::Write as _;
 
-use crate::metrics::catalogue::{self as c, Family};
+use crate::metrics::catalogue::{counter, Family};
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Slots;
 
-/// Its families, as the catalogue lists them: the denials in [`Denial`]
-/// order, then the allowed requests.
-const FAMILIES: [Family; 4] = [c::ACL_BLOCKED, c::ACL_FILTERED, c::ACL_DROPPED, c::ACL_ALLOWED];
+const LABELS: &[&str] = &["server", "zone", "view"];
+
+/// Its families (CoreDNS's), as `/metrics` writes them: the denials in
+/// [`Denial`] order, then the allowed requests.
+pub const FAMILIES: [Family; 4] = [
+    counter(
+        "coredns_acl_blocked_requests_total",
+        "Counter of DNS requests being blocked.",
+        LABELS,
+    ),
+    counter(
+        "coredns_acl_filtered_requests_total",
+        "Counter of DNS requests being filtered.",
+        LABELS,
+    ),
+    counter(
+        "coredns_acl_dropped_requests_total",
+        "Counter of DNS requests being dropped.",
+        LABELS,
+    ),
+    counter(
+        "coredns_acl_allowed_requests_total",
+        "Counter of DNS requests being allowed.",
+        &["server", "view"],
+    ),
+];
 
 /// The denial each of the first [`FAMILIES`] counts.
 const DENIALS: [Denial; 3] = [Denial::Blocked, Denial::Filtered, Denial::Dropped];
@@ -125,7 +148,7 @@ mod tests {
         b.allowed();
         let mut s = String::new();
         let all: [std::sync::Arc<dyn Exposed>; 2] = [std::sync::Arc::new(a), std::sync::Arc::new(b)];
-        crate::metrics::exposed::render(&all, &mut s);
+        crate::metrics::exposed::render(crate::query::plugins::PER_BLOCK, &all, &mut s);
         for line in [
             "coredns_acl_blocked_requests_total{server=\"dns://:53\",zone=\"a.\",view=\"\"} 0",
             "coredns_acl_blocked_requests_total{server=\"dns://:53\",zone=\"b.\",view=\"\"} 3",
