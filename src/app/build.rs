@@ -15,9 +15,7 @@ use crate::query::metadata::Metadata;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::dns64::Dns64;
-use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::k8s_external::K8sExternal;
-use crate::query::plugins::{auto, secondary};
 use crate::query::transfer::Transfer;
 use crate::query::tsig::Tsig;
 use crate::query::{Block, LoopProbe, Router};
@@ -133,7 +131,6 @@ impl Runtime {
         let plugins = Chain::build(&server.plugins, &server_label(server));
         built.live.ready.extend(plugins.readiness());
         built.live.exposed.extend(plugins.exposed());
-        let files = zone_files(server);
         let external = server
             .k8s_external
             .clone()
@@ -141,7 +138,7 @@ impl Runtime {
         let transfer = Transfer::start(
             &server.transfers,
             cluster.as_ref(),
-            &files,
+            plugins.sendable(),
             external.as_ref(),
             server_label(server),
         );
@@ -154,7 +151,6 @@ impl Runtime {
             zones: server.zones.clone(),
             zone_wires: server.zones.iter().map(crate::corefile::args::lower_wire).collect(),
             zone_stats: Vec::new(),
-            files,
             cluster,
             forwarding,
             loop_probe,
@@ -197,16 +193,6 @@ fn routing(block: &mut Block, server: &Server) {
         log.style.format = crate::query::log::setup::with_metadata(log.style.format, &metadata);
     }
     block.metadata = Some(metadata);
-}
-
-/// The block's zones: `file`'s, then `auto`'s and `secondary`'s.
-fn zone_files(server: &Server) -> Vec<ZoneFile> {
-    let files = server.files.iter().cloned().map(ZoneFile::new);
-    let autos = server.autos.iter().map(auto::start);
-    files
-        .chain(autos)
-        .chain(server.secondaries.iter().map(secondary::start))
-        .collect()
 }
 
 /// The plugins of `server` outside the chain that keep metrics of their

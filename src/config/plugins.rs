@@ -134,13 +134,12 @@ fn keys(block: &RawBlock, errors: &mut Vec<ConfigError>) -> (Vec<Name>, Option<u
 /// @kubernetes` without a `kubernetes` of verified pods is accepted and
 /// walks nothing, as in CoreDNS.)
 fn needs(server: &Server, errors: &mut Vec<ConfigError>) {
-    // `secondary` zones go out as file zones do.
-    let secondaries = server.secondaries.iter().map(|s| s.as_file());
-    let files: Vec<_> = server.files.iter().cloned().chain(secondaries).collect();
+    // The zones the block's answering plugins may send whole.
+    let sendable: Vec<_> = server.plugins.iter().flat_map(|p| p.sendable_zones()).collect();
     crate::query::transfer::setup::check(
         &server.transfers,
         server.kubernetes.as_ref(),
-        &files,
+        &sendable,
         server.k8s_external.as_ref(),
         errors,
     );

@@ -20,7 +20,7 @@ use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
-use crate::query::plugins::{dns64::setup as dns64, file::setup as file, k8s_external::setup as k8s_external};
+use crate::query::plugins::{dns64::setup as dns64, k8s_external::setup as k8s_external};
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::acl::setup as acl;
 use crate::query::route::autopath::setup as autopath;
@@ -65,9 +65,6 @@ pub struct Server {
     /// `forward` directives, tried in order (`next` passes on to the next).
     pub forward: Vec<forward::ForwardConfig>,
     pub cache: Option<cache::CacheConfig>,
-    pub files: Vec<file::FileConfig>,
-    pub secondaries: Vec<crate::query::plugins::secondary::setup::SecondaryConfig>,
-    pub autos: Vec<crate::query::plugins::auto::setup::AutoConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
     /// `loadbalance`: shuffled answers, `prefer`red networks first.
@@ -139,9 +136,6 @@ impl Server {
             kubernetes: None,
             forward: Vec::new(),
             cache: None,
-            files: Vec::new(),
-            secondaries: Vec::new(),
-            autos: Vec::new(),
             loop_detect: None,
             loadbalance: None,
             autopath: None,

@@ -110,6 +110,39 @@ pub trait Answering: Send + Sync {
         None
     }
 
+    /// The answer's writer when this plugin answered into `out`:
+    /// [`Answering::plugin`], unless the plugin stands for several
+    /// directives and names the one that answered.
+    fn writer(&self, _out: &Answer) -> Plugin {
+        self.plugin()
+    }
+
+    /// Whether a zone this plugin serves holds `qname` (what it answers
+    /// for the name may come and go: no memo of the name unanswered, no
+    /// replayed cache hit for it).
+    fn serves(&self, _qname: &Name) -> bool {
+        false
+    }
+
+    /// Whether this plugin serves `qname`'s zone yet has no zone found
+    /// for it: nothing after answering, the block answers REFUSED as for
+    /// a name it does not serve, not SERVFAIL.
+    fn unfound(&self, _qname: &Name) -> bool {
+        false
+    }
+
+    /// A NOTIFY (RFC 1996) for `zone` from `from`: `None` when this plugin
+    /// keeps no zone of that name by transfer; else whether `from` is one
+    /// of the zone's primaries (then the zone is checked now).
+    fn notify(&self, _zone: &Name, _from: IpAddr) -> Option<bool> {
+        None
+    }
+
+    /// The zones `transfer` may send from this plugin, each as loaded now.
+    fn sendable(&self) -> Vec<Sendable> {
+        Vec::new()
+    }
+
     /// What `/ready` asks of this plugin, if it is one that `/ready`
     /// waits for.
     fn readiness(&self) -> Option<Arc<dyn Readiness>> {
@@ -124,6 +157,26 @@ pub trait Readiness: Send + Sync {
 
     /// Whether it is ready now.
     fn ready(&self) -> bool;
+}
+
+/// A zone `transfer` may send: its origin, and the zone loaded for it
+/// (`None`: not loaded, or not transferred in yet).
+pub type Sendable = (Name, Arc<arc_swap::ArcSwap<Option<crate::zonefile::Zone>>>);
+
+/// Changes to the data of the chain's plugins whose answers are memoized
+/// (a zone reloaded, transferred or expired, a new set of zones found):
+/// each moves the memo's epoch (`Router::memo_view`), so every memo entry
+/// is dropped when one changes.
+static CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a change of memoized data; call it after the new data is in place.
+pub fn changed() {
+    CHANGES.fetch_add(1, std::sync::atomic::Ordering::Release);
+}
+
+/// The changes of memoized data counted so far.
+pub fn changes() -> u64 {
+    CHANGES.load(std::sync::atomic::Ordering::Acquire)
 }
 
 /// What a stage's plugins made of a query.
@@ -149,6 +202,12 @@ pub trait Setup: Debug + Send + Sync + Any {
 
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
+
+    /// The zones `transfer` may send from this plugin (checked with the
+    /// block's `transfer` lines).
+    fn sendable_zones(&self) -> Vec<Name> {
+        Vec::new()
+    }
 }
 
 /// A block's answering plugins, by stage, each in the table's order.
@@ -185,7 +244,7 @@ impl Chain {
                 Verdict::Next => {}
                 Verdict::Drop => return Outcome::Dropped,
                 verdict => {
-                    took(verdict, p.plugin(), out);
+                    took(verdict, p.writer(out), out);
                     return Outcome::Answered;
                 }
             }
@@ -249,6 +308,29 @@ impl Chain {
             seen.push((changes.clone(), count));
         }
         Some(seen)
+    }
+
+    /// Whether a plugin before the cluster serves a zone holding `qname`
+    /// ([`Answering::serves`]).
+    pub fn serves(&self, qname: &Name) -> bool {
+        self.before_cluster.iter().any(|p| p.serves(qname))
+    }
+
+    /// Whether a plugin before the cluster serves `qname`'s zone with no
+    /// zone found for it ([`Answering::unfound`]).
+    pub fn unfound(&self, qname: &Name) -> bool {
+        self.before_cluster.iter().any(|p| p.unfound(qname))
+    }
+
+    /// A NOTIFY for `zone` from `from`, told the plugin keeping that zone
+    /// by transfer ([`Answering::notify`]); `None`: none keeps it.
+    pub fn notified(&self, zone: &Name, from: IpAddr) -> Option<bool> {
+        self.all().find_map(|p| p.notify(zone, from))
+    }
+
+    /// The zones `transfer` may send from the chain's plugins, in order.
+    pub fn sendable(&self) -> Vec<Sendable> {
+        self.all().flat_map(|p| p.sendable()).collect()
     }
 
     /// Every plugin of the chain, by stage.

@@ -46,9 +46,6 @@ impl Router {
         if block.dns64.is_some() && query.query_type() != RecordType::A {
             return None;
         }
-        if block.files.iter().any(|f| f.serves(query.name())) {
-            return None;
-        }
         let zone = cluster.zone_for(query.name())?;
         let edns = request::edns::capped(req.edns, answer.tags.bufsize);
         let echo = Echo {
@@ -69,7 +66,7 @@ impl Router {
 /// Whether `block`'s cluster answers to A and AAAA questions may be
 /// written straight: no `rewrite`, `autopath` or
 /// `k8s_external` before `kubernetes` (`any` and `loop` never take A or
-/// AAAA of class IN; the chain's plugins, as `local`, and `file` zones are
+/// AAAA of class IN; the chain's plugins, as `local` and the zones' plugin, are
 /// checked per name; `acl` per query, by the caller, on the name the client asked,
 /// which with no `rewrite` or `autopath` is the name judged). After it, `dns64` takes AAAA questions only (checked
 /// per question), `loadbalance` is done by the writer (not its `prefer`: the full

@@ -2,8 +2,8 @@
 //! fixes, so that a worker may replay the cache's answer as bytes next
 //! time without routing (`replay::hits`): a block with no `rewrite`,
 //! `template` or `autopath RESOLV-CONF` (whose walk starts from any
-//! client's NXDOMAIN), a name outside its `kubernetes`, `k8s_external` and `file`
-//! zones (those change with the store), not AAAA under `dns64`, not ANY
+//! client's NXDOMAIN), a name outside its `kubernetes` and `k8s_external` zones
+//! and those a plugin of the chain serves (those change with the store, or at run time), not AAAA under `dns64`, not ANY
 //! or the loop probe's HINFO, not one a plugin of the chain may answer
 //! later (an ACME challenge), and past the chain's plugins whose data
 //! changes at run time (a reloaded file) with their data as loaded now.
@@ -50,7 +50,7 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
     let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
     let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
         && block.k8s_external.as_ref().is_none_or(|k| !inside(&k.cfg.zones))
-        && !block.files.iter().any(|f| f.serves(qname));
+        && !block.plugins.serves(qname);
     let forwarding = block.forwarding.as_ref()?;
     (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)
 }

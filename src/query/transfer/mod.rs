@@ -1,6 +1,7 @@
 //! `transfer`: the `kubernetes` plugin's zones (the cluster zone, and
 //! `clusterset.local` with `multicluster`), the `k8s_external` plugin's and
-//! the `file` plugin's sent to secondaries by AXFR over TCP, and NOTIFY to
+//! the zones the chain's plugins may send (`Answering::sendable`, zone
+//! files loaded) sent to secondaries by AXFR over TCP, and NOTIFY to
 //! them when a zone changes (CoreDNS's `transfer` plugin with those
 //! plugins' `Transfer`; [`source`] reads each).
 //!
@@ -39,8 +40,8 @@ use tokio::sync::mpsc;
 
 pub use stats::{render, TransferStats};
 
+use super::plugins::chain::Sendable;
 use super::plugins::cluster::Cluster;
-use super::plugins::file::ZoneFile;
 use super::plugins::k8s_external::K8sExternal;
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use crate::query::transfer::setup::{transferable, TransferConfig};
@@ -70,13 +71,13 @@ struct Xfr {
 
 impl Transfer {
     /// The `transfer` of a block whose `kubernetes` plugin is `cluster`
-    /// and whose `file` plugins are `files`; `None` without `transfer`
+    /// and whose chain may send the zones `sendable`; `None` without `transfer`
     /// directives. Starts its NOTIFY tasks. A zone both serve is the
     /// cluster's (CoreDNS asks kubernetes first).
     pub fn start(
         transfers: &[TransferConfig],
         cluster: Option<&Cluster>,
-        files: &[ZoneFile],
+        sendable: Vec<Sendable>,
         external: Option<&Arc<K8sExternal>>,
         server: String,
     ) -> Option<Arc<Transfer>> {
@@ -92,9 +93,9 @@ impl Transfer {
                 }
             }
         }
-        for (origin, loaded) in files.iter().flat_map(ZoneFile::origins) {
-            if !sources.iter().any(|s| s.name() == origin) {
-                sources.push(Source::File(origin.clone(), loaded.clone()));
+        for (origin, loaded) in sendable {
+            if !sources.iter().any(|s| s.name() == &origin) {
+                sources.push(Source::File(origin, loaded));
             }
         }
         let zones: Vec<Xfr> = sources

@@ -18,7 +18,6 @@ use crate::corefile::lexer::{Pos, Word};
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 use crate::kubernetes::KubernetesConfig;
-use crate::query::plugins::file::setup::FileConfig;
 use crate::query::plugins::k8s_external::setup::K8sExternalConfig;
 
 /// The port NOTIFY goes to when an address names none.
@@ -128,20 +127,18 @@ fn to(w: &Word, errors: &mut Vec<ConfigError>) -> Option<To> {
 }
 
 /// The zones a block's plugins can transfer: the `kubernetes`
-/// directive's forward zones, the `k8s_external` directive's, then every
-/// `file` origin (CoreDNS's Transferers in plugin order).
+/// directive's forward zones, the `k8s_external` directive's, then the
+/// zones the chain's plugins may send (CoreDNS's Transferers in plugin
+/// order).
 pub fn transferable<'a>(
     k: Option<&'a KubernetesConfig>,
-    files: &'a [FileConfig],
+    sendable: &'a [Name],
     external: Option<&'a K8sExternalConfig>,
 ) -> Vec<&'a Name> {
     let forward = |zones: &'a [Name]| zones.iter().filter(|z| !is_reverse(z));
     let cluster = k.into_iter().flat_map(|k| forward(&k.zones));
     let external = external.into_iter().flat_map(|e| forward(&e.zones));
-    cluster
-        .chain(external)
-        .chain(files.iter().flat_map(|f| f.zones.iter()))
-        .collect()
+    cluster.chain(external).chain(sendable).collect()
 }
 
 /// The zones `cfg` transfers: those of `zones` ([`transferable`]) under
@@ -165,11 +162,11 @@ fn is_reverse(zone: &Name) -> bool {
 pub fn check(
     transfers: &[TransferConfig],
     k: Option<&KubernetesConfig>,
-    files: &[FileConfig],
+    sendable: &[Name],
     external: Option<&K8sExternalConfig>,
     errors: &mut Vec<ConfigError>,
 ) {
-    let zones = transferable(k, files, external);
+    let zones = transferable(k, sendable, external);
     let served: Vec<String> = zones.iter().map(ToString::to_string).collect();
     for t in transfers {
         if zones.is_empty() {

@@ -1,12 +1,12 @@
 //! What a transferred zone is read from: the `kubernetes` plugin's
-//! snapshot ([`super::zone::Walk`]), a `file` plugin's loaded zone
+//! snapshot ([`super::zone::Walk`]), a zone file's loaded zone
 //! ([`FileWalk`]) or a `k8s_external` zone ([`ExternalWalk`]), walked the
 //! same way by [`super::Transfer`]'s sender.
 //!
-//! A file zone goes out as CoreDNS's `file` plugin sends it: the SOA, the
+//! A zone file's zone goes out as CoreDNS sends one: the SOA, the
 //! apex NS set, every other owner's records in canonical name order (the
 //! apex's own first), the SOA again. An IXFR naming the serial loaded gets
-//! the SOA alone; any other serial, the whole zone (CoreDNS's file
+//! the SOA alone; any other serial, the whole zone (CoreDNS's zone-file
 //! `Transfer`; the cluster zone answers the SOA alone for a newer serial
 //! too).
 
@@ -17,7 +17,6 @@ use hickory_proto::rr::{Name, Record};
 use super::external::ExternalWalk;
 use super::zone::Walk;
 use crate::query::plugins::cluster::Cluster;
-use crate::query::plugins::file::Loaded;
 use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::reply::Zone as ClusterZone;
 use crate::store::Store;
@@ -27,8 +26,9 @@ use crate::zonefile::Zone;
 pub enum Source {
     /// A zone of the block's `kubernetes` plugin.
     Cluster(ClusterZone),
-    /// An origin of one of the block's `file` plugins.
-    File(Name, Loaded),
+    /// A zone the block's chain may send (`Answering::sendable`): its
+    /// origin and the zone loaded for it.
+    File(Name, Arc<arc_swap::ArcSwap<Option<Zone>>>),
     /// A forward zone of the block's `k8s_external` plugin, and the
     /// `kubernetes` store it reads.
     External(Name, Arc<K8sExternal>, Arc<Store>),
