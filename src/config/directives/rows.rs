@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::spec::{once, Ctx, Spec, NOT_REPORTED};
 use crate::config::effective::print;
-use crate::query::plugins::file::{self as zones, setup::Line};
+use crate::query::plugins::file::{self as zones, line::Line};
 
 /// `header`: flags set or cleared in queries and responses.
 pub const HEADER: Spec = Spec {

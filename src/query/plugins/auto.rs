@@ -28,7 +28,7 @@ use hickory_proto::rr::Name;
 use crate::corefile::words::Block;
 use crate::metrics::Plugin;
 use crate::query::plugins::chain::changed;
-use crate::query::plugins::file::setup::Line;
+use crate::query::plugins::file::line::Line;
 use crate::query::plugins::file::zone::{FoundZones, ZoneFile};
 use crate::zonefile::Zone;
 use setup::AutoConfig;

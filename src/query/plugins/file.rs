@@ -14,6 +14,7 @@
 //! router asks it, through the chain, whether it holds a name's zone, what
 //! a NOTIFY for a zone is, and which zones `transfer` may send.
 
+pub mod line;
 pub mod print;
 pub mod setup;
 pub mod zone;
@@ -30,7 +31,7 @@ use crate::metrics::Plugin;
 use crate::query::plugins::chain::{Answering, Client, Sendable, Setup, Stage};
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
-use setup::Line;
+use line::Line;
 use zone::ZoneFile;
 
 /// A block's zone directive lines, in the table's order of their

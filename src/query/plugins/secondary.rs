@@ -34,7 +34,7 @@ use hickory_proto::rr::Name;
 use crate::corefile::words::Block;
 use crate::metrics::Plugin;
 use crate::query::plugins::chain::changed;
-use crate::query::plugins::file::setup::Line;
+use crate::query::plugins::file::line::Line;
 use crate::query::plugins::file::zone::{Loaded, Notified, ZoneFile};
 use crate::zonefile::Zone;
 use setup::SecondaryConfig;

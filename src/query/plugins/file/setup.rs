@@ -1,9 +1,8 @@
 //! `file DBFILE [ZONES...] { reload DURATION; reload_by_mtime; fallthrough [ZONES...]; upstream }`:
 //! a zone file served for its origins (the zone file itself is read by
 //! `crate::zonefile`); `upstream` is accepted and ignored, as CoreDNS does.
-//! Each line is a [`Line`] of the block's zone plugin.
+//! Each line is a `Line` of the block's zone plugin (`super::line`).
 
-use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,54 +12,6 @@ use crate::corefile::args::Args;
 use crate::corefile::blocks::Directive;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
-use crate::corefile::words::Block;
-use crate::query::plugins::file::zone::ZoneFile;
-
-/// One line of a directive whose zones the block's zone plugin serves:
-/// a `file` line, or one of a directive serving zones the same way
-/// (parsed in its own home).
-pub trait Line: Debug + Send + Sync {
-    /// The directive, as in the table.
-    fn directive(&self) -> &'static str;
-
-    /// Its directive's place among the zone directives of the table: the
-    /// block's lines are started in this order, and of equally long
-    /// origins the first line's answers.
-    fn rank(&self) -> u8;
-
-    /// Its lines for `clusterdns check`.
-    fn print(&self, b: &mut Block);
-
-    /// Its zones, loaded (or being filled) now and kept up to date.
-    fn start(&self) -> ZoneFile;
-
-    /// The origins `transfer` may send (none: zones that come and go).
-    fn sendable(&self) -> &[Name] {
-        &[]
-    }
-}
-
-impl Line for FileConfig {
-    fn directive(&self) -> &'static str {
-        "file"
-    }
-
-    fn rank(&self) -> u8 {
-        0
-    }
-
-    fn print(&self, b: &mut Block) {
-        crate::query::plugins::file::print::file(b, self);
-    }
-
-    fn start(&self) -> ZoneFile {
-        ZoneFile::new(self.clone())
-    }
-
-    fn sendable(&self) -> &[Name] {
-        &self.zones
-    }
-}
 
 /// `file`.
 #[derive(Debug, Clone)]
