@@ -15,8 +15,8 @@
 //! A replay is only as good as the route it skips, so a question is kept
 //! only where the route to the cache is fixed by the config alone: a block
 //! with no `rewrite`, `template`, for a name
-//! outside its `kubernetes`, `k8s_external` and `file` zones (those change
-//! with the store or a reload), not AAAA under `dns64`, not ANY or the
+//! outside its `kubernetes` and `k8s_external` zones and those a plugin of
+//! the chain serves (those change with the store or a reload), not AAAA under `dns64`, not ANY or the
 //! loop probe's HINFO. Behind a plugin whose data changes at run time
 //! (reloaded from disk), a question is kept only if that data passes it
 //! on, and is replayed only while it has not changed since. Everything is dropped on a config reload. An entry

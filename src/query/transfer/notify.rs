@@ -59,7 +59,7 @@ async fn run(transfer: Weak<Transfer>, zone: usize, to: SocketAddr) {
         }
         notified = Some(serial);
         let (name, source) = (x.source.name().clone(), x.cfg.source);
-        drop(t); // a reload does not wait for a slow secondary
+        drop(t); // a reload does not wait for a slow peer
         let result = notify(&name, to, source).await;
         let Some(t) = transfer.upgrade() else { return };
         t.stats.notify(zone, result.is_ok());

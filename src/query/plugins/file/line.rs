@@ -56,4 +56,3 @@ impl Line for FileConfig {
         &self.zones
     }
 }
-
