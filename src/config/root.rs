@@ -56,7 +56,6 @@ pub(crate) fn print(b: &mut Block, root: Option<&Path>) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     /// A block's `file` names resolve under its `root`, wherever `root` is
     /// written in the block; another block keeps the Corefile's directory.

@@ -160,3 +160,6 @@ impl Answering for Zones {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests;
