@@ -41,11 +41,8 @@ pub struct State {
 pub struct Live {
     pub stores: Vec<Arc<Store>>,
     pub forwardings: Vec<Arc<Forwarding>>,
-    pub dns64: Vec<Arc<crate::query::plugins::dns64::Dns64>>,
     /// The counters the chain's plugins of every block keep for `/metrics`.
     pub exposed: Vec<Arc<dyn crate::metrics::exposed::Exposed>>,
-    /// `coredns_acl_*` of each block with an `acl`.
-    pub acl: Vec<Arc<crate::metrics::AclStats>>,
     /// `clusterdns_transfer_*` of each block with `transfer`.
     pub transfers: Vec<Arc<crate::query::transfer::TransferStats>>,
     /// The chain's plugins `/ready` waits for, of every block.
@@ -201,10 +198,8 @@ async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
         "/metrics" if endpoints.metrics => {
             let mut text = state.metrics.render(state.synced());
             crate::query::forward::render(&state.live.load().forwardings, &mut text);
-            crate::query::plugins::dns64::render(&state.live.load().dns64, &mut text);
             crate::metrics::exposed::render(&state.live.load().exposed, &mut text);
             crate::query::transfer::render(&state.live.load().transfers, &mut text);
-            crate::metrics::acl::render(&state.live.load().acl, &mut text);
             ("200 OK", text, "text/plain; version=0.0.4")
         }
         _ => ("404 Not Found", "not found".to_string(), "text/plain"),

@@ -18,6 +18,7 @@ use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
 use crate::kubernetes::KubernetesConfig;
 use crate::metrics::Metrics;
+use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::{Block, Handler, Router};
 use crate::store::{Kind, Store, Writer};
@@ -46,7 +47,10 @@ pub fn without_direct(h: &Handler) -> Handler {
         zone_stats: b.zone_stats.clone(),
         cluster: Some(cluster),
         loadbalance: b.loadbalance.clone(),
-        dns64: b.dns64.clone(),
+        plugins: Chain {
+            after: b.plugins.after.clone(),
+            ..Chain::default()
+        },
         ..Block::new(b.zones.clone())
     };
     Handler::new(Router::new(vec![block], Vec::new()), Arc::new(Metrics::default()))

@@ -12,10 +12,8 @@ use crate::admin::Live;
 use crate::config::{Config, Server};
 use crate::query::forward::Forwarding;
 use crate::query::metadata::Metadata;
-use crate::query::plugins::chain::Chain;
+use crate::query::plugins::chain::{BuildContext, Chain};
 use crate::query::plugins::cluster::Cluster;
-use crate::query::plugins::dns64::Dns64;
-use crate::query::plugins::k8s_external::K8sExternal;
 use crate::query::transfer::Transfer;
 use crate::query::tsig::Tsig;
 use crate::query::{Block, LoopProbe, Router};
@@ -127,21 +125,14 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
-        let (dns64, acl_stats) = counted(server, &mut built.live);
-        let plugins = Chain::build(&server.plugins, &server_label(server));
+        let ctx = BuildContext {
+            server: &server_label(server),
+            store: cluster.as_ref().map(|c| &c.store),
+        };
+        let plugins = Chain::build_in(&server.plugins, &ctx);
         built.live.ready.extend(plugins.readiness());
         built.live.exposed.extend(plugins.exposed());
-        let external = server
-            .k8s_external
-            .clone()
-            .map(|e| Arc::new(K8sExternal::new(Arc::new(e))));
-        let transfer = Transfer::start(
-            &server.transfers,
-            cluster.as_ref(),
-            plugins.sendable(),
-            external.as_ref(),
-            server_label(server),
-        );
+        let transfer = Transfer::start(&server.transfers, cluster.as_ref(), &plugins, server_label(server));
         built.live.transfers.extend(transfer.as_ref().map(|t| t.stats.clone()));
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
@@ -157,12 +148,8 @@ impl Runtime {
             log: server.log.clone(),
             loadbalance: server.loadbalance.clone().map(Arc::new),
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
-            acl: server.acl.clone(),
-            acl_stats,
             any: server.any,
             chain: server.chain,
-            dns64,
-            k8s_external: server.k8s_external.clone().map(|e| K8sExternal::new(Arc::new(e))),
             rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,
             nsid: server.nsid.as_ref().map(|d| Arc::from(d.as_bytes())),
@@ -193,28 +180,6 @@ fn routing(block: &mut Block, server: &Server) {
         log.style.format = crate::query::log::setup::with_metadata(log.style.format, &metadata);
     }
     block.metadata = Some(metadata);
-}
-
-/// The plugins of `server` outside the chain that keep metrics of their
-/// own (`dns64`, `acl`), each registered in `live` for `/metrics`.
-type Counted = (Option<Arc<Dns64>>, Option<Arc<crate::metrics::AclStats>>);
-
-fn counted(server: &Server, live: &mut Live) -> Counted {
-    let dns64 = server
-        .dns64
-        .clone()
-        .map(|d| Arc::new(Dns64::new(d, server_label(server))));
-    live.dns64.extend(dns64.clone());
-    let acl_stats = (!server.acl.is_empty()).then(|| {
-        let zones: Vec<Vec<String>> = server
-            .acl
-            .iter()
-            .map(|r| r.zones.iter().map(|z| z.to_string()).collect())
-            .collect();
-        Arc::new(crate::metrics::AclStats::new(&server_label(server), &zones))
-    });
-    live.acl.extend(acl_stats.clone());
-    (dns64, acl_stats)
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

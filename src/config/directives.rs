@@ -14,11 +14,10 @@ use crate::kubernetes;
 use crate::query::forward::cache::setup as cache;
 use crate::query::forward::setup as forward;
 use crate::query::plugins::chaos::setup as chaos;
-use crate::query::plugins::dns64::setup as dns64;
-use crate::query::plugins::k8s_external::setup as k8s_external;
 use crate::query::proxyproto::setup as proxyproto;
 use crate::query::tsig::setup as tsig;
 
+pub use rows::TRANSFERRED;
 use spec::{listener, once, NOT_REPORTED};
 pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 
@@ -229,16 +228,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.has("local"),
         print: |b, s, _| print::plugin(b, s, "local"),
     },
-    Spec {
-        name: "dns64",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.dns64.is_some(), "per server block", c.errors);
-            c.server.dns64 = Some(dns64::parse(d, c.errors));
-        },
-        enabled: |s, _| s.dns64.is_some(),
-        print: print::dns64,
-    },
+    rows::DNS64,
     Spec {
         name: "any",
         options: false,
@@ -287,17 +277,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::rewrite,
     },
     routing::AUTOPATH,
-    Spec {
-        name: "acl",
-        options: true,
-        parse: |d, c| {
-            c.server
-                .acl
-                .push(crate::query::route::acl::setup::parse(d, &c.server.zones, c.errors))
-        },
-        enabled: |s, _| !s.acl.is_empty(),
-        print: print::acl,
-    },
+    rows::ACL,
     Spec {
         name: "cache",
         options: true,
@@ -328,16 +308,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::transfer,
     },
     rows::HOSTS,
-    Spec {
-        name: "k8s_external",
-        options: true,
-        parse: |d, c| {
-            once(d, c.server.k8s_external.is_some(), "per server block", c.errors);
-            c.server.k8s_external = Some(k8s_external::parse(d, &c.server.zones, c.errors));
-        },
-        enabled: |s, _| s.k8s_external.is_some(),
-        print: print::k8s_external,
-    },
+    rows::K8S_EXTERNAL,
     Spec {
         name: "kubernetes",
         options: true,

@@ -1,7 +1,8 @@
 //! One server block from its keys and directives, and the checks that look
-//! at the whole block (k8s_external needs kubernetes, transfer something
-//! to transfer). Which directives exist and how each is read is the table in
-//! `directives.rs`; the block keys are read in `listeners.rs`.
+//! at the whole block (transfer needs something to transfer; a plugin's own
+//! check, `Setup::check`, sees the others). Which directives exist and how
+//! each is read is the table in `directives.rs`; the block keys are read in
+//! `listeners.rs`.
 
 use std::path::Path;
 
@@ -130,25 +131,22 @@ fn keys(block: &RawBlock, errors: &mut Vec<ConfigError>) -> (Vec<Name>, Option<u
 }
 
 /// What one directive needs of the others in its block: `transfer`
-/// something to transfer, `k8s_external` a `kubernetes`. (`autopath
-/// @kubernetes` without a `kubernetes` of verified pods is accepted and
-/// walks nothing, as in CoreDNS.)
+/// something to transfer, then each answering plugin's own check (its
+/// `Setup::check`, in the table's order). (`autopath @kubernetes` without
+/// a `kubernetes` of verified pods is accepted and walks nothing, as in
+/// CoreDNS.)
 fn needs(server: &Server, errors: &mut Vec<ConfigError>) {
-    // The zones the block's answering plugins may send whole.
-    let sendable: Vec<_> = server.plugins.iter().flat_map(|p| p.sendable_zones()).collect();
+    let plugins: Vec<_> = server.plugins.iter().flat_map(|p| p.transferred()).collect();
     crate::query::transfer::setup::check(
         &server.transfers,
-        server.kubernetes.as_ref(),
-        &sendable,
-        server.k8s_external.as_ref(),
+        (server.kubernetes.as_ref(), &plugins),
+        &directives::TRANSFERRED,
         errors,
     );
-    if let Some(e) = server.k8s_external.as_ref().filter(|_| server.kubernetes.is_none()) {
-        errors.push(ConfigError::new(
-            &e.pos,
-            "k8s_external: needs a kubernetes directive in this server block (it serves that plugin's Services)",
-        ));
-    }
+    let block = crate::query::plugins::chain::CheckContext {
+        kubernetes: server.kubernetes.as_ref(),
+    };
+    server.plugins.iter().for_each(|p| p.check(&block, errors));
 }
 
 /// Reads one directive of a server block: its options block refused when

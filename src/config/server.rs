@@ -20,9 +20,7 @@ use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
-use crate::query::plugins::{dns64::setup as dns64, k8s_external::setup as k8s_external};
 use crate::query::reply::loadbalance::setup as loadbalance;
-use crate::query::route::acl::setup as acl;
 use crate::query::route::autopath::setup as autopath;
 use crate::query::transfer::setup as transfer;
 
@@ -71,8 +69,6 @@ pub struct Server {
     pub loadbalance: Option<loadbalance::LoadbalanceConfig>,
     /// `autopath`, with where it was written (for errors).
     pub autopath: Option<(autopath::AutopathConfig, lexer::Pos)>,
-    /// `acl` directives in order (see [`acl`]).
-    pub acl: Vec<acl::AclRule>,
     /// `any`: ANY queries get RFC 8482's minimal answer.
     pub any: bool,
     /// Whether a directive of the block takes part in answering (CoreDNS's
@@ -81,12 +77,8 @@ pub struct Server {
     pub chain: bool,
     /// `timeouts` and `limits` for TCP clients.
     pub tcp: timeouts::TcpLimits,
-    /// `dns64`: AAAA synthesized from A records.
-    pub dns64: Option<dns64::Dns64Config>,
     /// `tsig`: keys, and the requests that must be signed.
     pub tsig: Option<crate::query::tsig::setup::TsigConfig>,
-    /// `k8s_external`: Services' external addresses under other zones.
-    pub k8s_external: Option<k8s_external::K8sExternalConfig>,
     /// `rewrite` rules, in order.
     pub rewrites: Vec<rewrite_rule::RewriteRule>,
     /// `bufsize`: the largest EDNS payload a request may advertise.
@@ -139,13 +131,10 @@ impl Server {
             loop_detect: None,
             loadbalance: None,
             autopath: None,
-            acl: Vec::new(),
             any: false,
             chain,
             tcp: timeouts::TcpLimits::default(),
-            dns64: None,
             tsig: None,
-            k8s_external: None,
             rewrites: Vec::new(),
             bufsize: None,
             nsid: None,

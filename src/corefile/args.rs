@@ -126,7 +126,7 @@ pub fn zone(word: &Word, errors: &mut Vec<ConfigError>) -> Option<Name> {
 
 /// `name` in wire form (length-prefixed labels, the root label last),
 /// ASCII lower-cased: what a question's wire bytes are compared with
-/// without decoding them (`acl` and block zones on the replay path).
+/// without decoding them (a guard's and block zones on the replay path).
 pub fn lower_wire(name: &Name) -> Box<[u8]> {
     let mut wire = Vec::with_capacity(name.len() + 1);
     for label in name.iter() {

@@ -57,7 +57,7 @@ impl<const N: usize> Counts<N> {
 struct Eight([AtomicU64; 8]);
 
 /// A number of counters known when the configuration is built (one per
-/// `acl` zone, say), striped by thread like [`Counts`]: each stripe is
+/// zone a guard counts denials in, say), striped by thread like [`Counts`]: each stripe is
 /// whole cache lines of its own.
 #[derive(Debug)]
 pub struct Slots {

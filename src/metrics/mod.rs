@@ -8,11 +8,11 @@
 //! and zone): a query indexes arrays by enum ([`labels`]), never looks a
 //! label up, and adds to a per-thread stripe ([`hist`]) so workers do not
 //! fight over cache lines. The Prometheus text is written at scrape time
-//! ([`render`]), each group of counters by its own file: [`zone`], [`acl`],
-//! [`tcp`], [`clients`], [`memo`], [`watch`], [`nodelocal`], [`process`].
+//! ([`render`]), each group of counters by its own file: [`zone`],
+//! [`exposed`] (the plugins' own, per server block), [`tcp`], [`clients`],
+//! [`memo`], [`watch`], [`nodelocal`], [`process`].
 //! [`web`] reads `prometheus { tls FILE }`'s web configuration.
 
-pub mod acl;
 pub mod catalogue;
 mod clients;
 mod counts;
@@ -35,7 +35,6 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
-pub use acl::{AclStats, Denial};
 pub use catalogue::{KINDS, NODECACHE_ERRORS, RESTART_REASONS, RESTORED, SERVICE_KINDS};
 pub use clients::{ClientSlots, Clients};
 pub use counts::{Counts, Slots};

@@ -80,7 +80,7 @@ pub struct Job {
     pub stats: Option<Arc<ZoneStats>>,
     /// The block's `dnstap` taps, told of the reply.
     pub taps: Option<Arc<crate::dnstap::Taps>>,
-    /// What the router left for the answer (chase, `dns64`, `rewrite`, `loadbalance`).
+    /// What the router left for the answer (chase, the plugin after the answer, `rewrite`, `loadbalance`).
     pub then: Continuation,
     /// The rest of an `autopath` walk, walked on when the forwarded name
     /// comes back NXDOMAIN ([`walk_on`]).
@@ -91,7 +91,7 @@ pub struct Job {
 /// (the router's, which this layer cannot name: it sits above `forward`).
 pub trait WalkOn: Send + Sync + std::fmt::Debug {
     /// `answer` holds the forwarded name's NXDOMAIN: tries the next names
-    /// as the router does, each judged by `acl`.
+    /// as the router does, each judged by the guard.
     fn walk_on(self: Box<Self>, job: Job, answer: &mut Answer) -> Walked;
 }
 
@@ -99,7 +99,7 @@ pub trait WalkOn: Send + Sync + std::fmt::Debug {
 pub enum Walked {
     /// `answer` holds the reply to deliver to `job`'s client.
     Reply(Job),
-    /// `acl` drops the query on a later name: no reply.
+    /// The guard drops the query on a later name: no reply.
     Dropped(Job),
     /// A later name was forwarded: that query answers the client.
     HandedOn,

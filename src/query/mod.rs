@@ -138,7 +138,7 @@ impl Handler {
         sink: &dyn Fn() -> defer::Sink,
     ) -> bool {
         let wire = request::parse(bytes);
-        // `acl` first: a denied client never reaches a replay (coredns#8289).
+        // The guard first: a denied client never reaches a replay (coredns#8289).
         // With views, nothing is replayed: the full path judges in the block chosen.
         let admitted =
             (wire.filter(|_| !router.views)).map(|w| router.admits(route::WireName(w.name(bytes)), w.qtype, peer.ip()));
@@ -297,7 +297,7 @@ impl Handler {
             Some(block) => {
                 let (qtype, client) = (u16::from(req.query.query_type()), at.peer.ip());
                 let admitted =
-                    (at.admitted).unwrap_or_else(|| route::acl::admission(block, req.query.name(), qtype, client));
+                    (at.admitted).unwrap_or_else(|| route::admission(block, req.query.name(), qtype, client));
                 let (allowed, out) = (admitted.allowed, &mut scratch.out);
                 if let Some((truncated, edns)) = router.write_direct(block, &req, allowed, at.transport, answer, out) {
                     admitted.credit();

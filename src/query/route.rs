@@ -1,27 +1,27 @@
 //! Route a query to the server block with the longest matching zone, then
 //! through that block's plugins in CoreDNS's order (its `plugin.cfg`, the
 //! directive table's): the chain's early plugins (`query::plugins::chain`),
-//! `dns64` (around the rest: it looks at their result), `any`, `rewrite`
-//! (the question changed here, the answer changed back), `autopath`, `acl` (on the rewritten name, and on every
+//! the plugin after the answer (around the rest: it looks at their result), `any`, `rewrite`
+//! (the question changed here, the answer changed back), `autopath`, the guard (on the rewritten name, and on every
 //! name `autopath` tries), then `cache` with the plugins answering data:
-//! `template`, `hosts`, `k8s_external`, zone files, `kubernetes`, `forward`
-//! (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
-//! target lies outside (an ExternalName Service, a `k8s_external` ingress
-//! hostname, a `template` or `rewrite cname` answer) has the target's
+//! the chain's before the cluster (`template`, `hosts`, Services' external
+//! addresses, zone files), `kubernetes`, `forward` (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
+//! target lies outside (an ExternalName Service, a Service's external
+//! ingress hostname, a `template` or `rewrite cname` answer) has the target's
 //! records looked up and appended. A name no plugin takes is REFUSED: we
 //! are not a server for it.
 //!
 //! `Router::answer` reads as that order: `enter` (the block, `log`,
-//! `bufsize`), `early` (the chain's early plugins, `any`), `rewrite`, the `acl`
+//! `bufsize`), `early` (the chain's early plugins, `any`), `rewrite`, the guard's
 //! verdict, `autopath` or `through` (`any`, `loop`, `template`, the chain's before
-//! the cluster (zone files too), `data` for `k8s_external`, `kubernetes`, `forward` with `cache`),
-//! then `settle` (the outside CNAME target, `dns64`, `rewrite` reverted,
+//! the cluster (zone files too), `kubernetes`, `forward` with `cache`),
+//! then `settle` (the outside CNAME target, the plugin after the answer, `rewrite` reverted,
 //! `loadbalance`). What a block holds is in `route/block.rs`; the plugin
-//! steps in their order in `route/order.rs`; the `acl` decision (on a
-//! decoded name, or on wire bytes before a replay) in `route/acl.rs`;
+//! steps in their order in `route/order.rs`; the guard's gates (on a
+//! decoded name, or on wire bytes before a replay) in `route/guard.rs`;
 //! `autopath`'s search walk (walked on by the forwarding task when a name
 //! it forwarded comes back NXDOMAIN) in `route/autopath.rs`; the lookups
-//! of a second name (an outside CNAME target, `dns64`'s A question) in
+//! of a second name (an outside CNAME target, the plugin after the answer's) in
 //! `route/chase.rs`; which questions a
 //! cache-hit replay may skip routing for in `route/shortcut.rs`; the short way for the
 //! cluster zone's common answers, written straight from the snapshot when
@@ -41,11 +41,11 @@ use super::UNHANDLED;
 use crate::metrics::ZoneStats;
 use crate::query::forward::Forwarding;
 
-pub mod acl;
 pub mod autopath;
 mod block;
 mod chase;
 mod direct;
+mod guard;
 mod notify;
 mod order;
 mod shortcut;
@@ -53,7 +53,8 @@ mod shortcut;
 mod tests;
 pub mod view;
 
-pub(crate) use acl::{Admission, Asked, WireName};
+pub(crate) use crate::query::plugins::guard::{Asked, WireName};
+pub(crate) use guard::{admission, Admission};
 
 pub use block::{Block, LoopProbe};
 
@@ -61,7 +62,7 @@ pub use block::{Block, LoopProbe};
 /// plugin (the question itself may be rewritten or chased).
 #[derive(Clone, Copy, Debug)]
 pub struct Asker {
-    /// The client's address (`acl`, `autopath`, `template`, `dns64`).
+    /// The client's address (the guard, `autopath`, `template`, the plugin after the answer).
     pub client: IpAddr,
     /// The EDNS DO bit (part of the `cache` key).
     pub dnssec_ok: bool,
@@ -89,7 +90,7 @@ pub type Balance<'a> = Option<&'a Arc<crate::query::reply::loadbalance::setup::L
 pub enum Routed<'a> {
     /// `out` holds the answer.
     Done,
-    /// `acl` says: no reply at all.
+    /// The guard says: no reply at all.
     Drop,
     /// Not answered here (not cached): forward it, and do what [`Onward`]
     /// says to its answer.
@@ -102,7 +103,7 @@ pub struct Onward<'a> {
     pub forwarding: &'a Arc<Forwarding>,
     /// `loadbalance` of the block the answer goes back through.
     pub balance: Balance<'a>,
-    /// The chase, `dns64` and `rewrite` left for the answer.
+    /// The chase, the plugin after the answer and `rewrite` left for the answer.
     pub left: Left,
     /// The rest of an `autopath` walk, when a later name of it goes.
     pub walk: Option<Box<autopath::Rest>>,
@@ -191,7 +192,7 @@ impl Router {
 
     /// The block with the longest zone containing `qname`, and that
     /// zone's stats slot.
-    pub(crate) fn block<N: Asked>(&self, qname: N) -> Option<(&Block, u16)> {
+    pub(crate) fn block<N: Asked + Copy>(&self, qname: N) -> Option<(&Block, u16)> {
         // Zones holding the name are suffixes of it: the longest in bytes
         // has the most labels.
         self.blocks
@@ -299,10 +300,9 @@ impl Router {
             }
         };
         let asked = rewritten.as_ref().map_or(query, |(q, _)| q);
-        // `acl` judges the name `rewrite` made (GHSA-c9v3-4pv7-87pr), before `cache`.
-        let verdict = acl::decide(&block.acl, asked.name(), u16::from(asked.query_type()), asker.client);
-        acl::tally(block, verdict);
-        let routed = if let Some(denied) = acl::deny(verdict.action, out) {
+        // The guard judges the name `rewrite` made (GHSA-c9v3-4pv7-87pr), before `cache`.
+        let verdict = guard::judge(block, asked.name(), u16::from(asked.query_type()), asker.client);
+        let routed = if let Some(denied) = guard::deny(verdict, out) {
             denied
         } else if asked.query_class() != DNSClass::IN {
             out.error(UNHANDLED); // another class than IN (after `rewrite class`) is not ours
@@ -313,7 +313,7 @@ impl Router {
                 None => self.through(block, asked, asker, out),
             }
         };
-        if rewritten.is_some() && !block.acl.is_empty() {
+        if rewritten.is_some() && block.plugins.guard.is_some() {
             out.tags.memoizable = false; // the replay's check sees the client's name, not this one
         }
         // An ACME challenge presented later must be seen: not memoized.
@@ -349,7 +349,7 @@ impl Router {
     }
 
     /// What follows the plugins: a CNAME's target outside has its records
-    /// chased, `dns64` translates, `rewrite` is reverted (now, or by the
+    /// chased, the plugin after the answer amends, `rewrite` is reverted (now, or by the
     /// forwarding task) and `loadbalance` shuffles. `query` is the one
     /// asked, before any `rewrite`.
     fn settle<'a>(
@@ -371,7 +371,7 @@ impl Router {
             (Routed::Done, Some(target)) => self.outside(block, target, asked, asker, out),
             (routed, _) => routed,
         };
-        let mut routed = self.dns64(block, asked, asker, routed, out);
+        let mut routed = self.after_answer(block, asked, asker, routed, out);
         let mut revert = None;
         if let Some((q, r)) = rewritten {
             match &mut routed {
@@ -389,7 +389,7 @@ impl Router {
                 settle::minimal::minimize(out);
             }
             if block.header.is_some() && !out.tags.denied {
-                // after `acl` and `cache`, where CoreDNS runs it; never replayed
+                // after the guard and `cache`, where CoreDNS runs it; never replayed
                 (out.tags.header, out.tags.memoizable) = (block.header.clone(), false);
             }
         } else if let Routed::Forward(onward) = &mut routed {

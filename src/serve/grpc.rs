@@ -10,7 +10,7 @@
 //!
 //! As CoreDNS: a message over 65,535 bytes is refused (the body is read
 //! only up to a DNS message and the protobuf's 4 bytes:
-//! `RESOURCE_EXHAUSTED`), the peer is the TCP client (`whoami`, `acl`),
+//! `RESOURCE_EXHAUSTED`), the peer is the TCP client (`whoami`, the guard),
 //! and the query runs the same path as a TCP one, so UPDATE is NOTIMP and
 //! never forwarded. Unlike CoreDNS, a query the chain drops gets
 //! `UNAVAILABLE` (CoreDNS echoes the query back), and a message that does

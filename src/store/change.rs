@@ -70,7 +70,7 @@ pub enum Record {
         kind: ServiceKind,
         selector: bool,
         ports: Vec<PortIn>,
-        /// `externalIPs` and load-balancer ingress (`k8s_external`).
+        /// `externalIPs` and load-balancer ingress: the external addresses.
         external: Option<Box<External>>,
     },
     /// Ready endpoints of one EndpointSlice: `(address, hostname)`; no

@@ -16,7 +16,7 @@
 //!   namespace's map ([`crate::store::ServiceMap`]).
 //! - A reverse (PTR) entry: 8 bytes per IPv4 address, 20 per IPv6: the
 //!   service's 4-byte slot only (an endpoint's hostname is read when asked).
-//! - [`Service::external`] (for `k8s_external`): 8 bytes on every Service
+//! - [`Service::external`] (its external addresses): 8 bytes on every Service
 //!   (a null pointer when it has no outside address, as most have); a
 //!   Service with some adds 32 bytes, 17 per IP and one parsed name per
 //!   load-balancer hostname, and one 32/40-byte entry per IP in the
@@ -61,7 +61,7 @@ pub struct Service {
     /// only its own part.
     pub slices: Slices,
     /// Where the service is reached from outside the cluster, if anywhere
-    /// (`k8s_external`); `None` for most services.
+    /// (its external addresses); `None` for most services.
     pub external: Option<Box<External>>,
 }
 

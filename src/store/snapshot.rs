@@ -48,7 +48,7 @@ pub struct Snapshot {
     pub(super) pods: AddrIndex<(u32, bool)>,
     /// The namespaces pods have been seen in, in order of appearance.
     pub(super) pod_namespaces: Arc<Vec<Arc<str>>>,
-    /// Services by external IP (`k8s_external`'s PTR answers).
+    /// Services by external IP (the external addresses' PTR answers).
     pub(super) external: AddrIndex<Arc<ServiceId>>,
     /// ServiceImports and their clusters' endpoints (`multicluster`).
     pub clusterset: ClusterSet,

@@ -123,14 +123,14 @@ pub struct ServiceSpec {
     #[serde(rename = "clusterIPs")]
     pub cluster_ips: Option<Vec<String>>,
     pub external_name: Option<String>,
-    /// For `k8s_external`.
+    /// The Service's external addresses (with the load-balancer ingress).
     #[serde(rename = "externalIPs")]
     pub external_ips: Option<Vec<String>>,
     pub ports: Option<Vec<Port>>,
     pub selector: Option<BTreeMap<String, String>>,
 }
 
-/// `status.loadBalancer.ingress`, for `k8s_external`.
+/// `status.loadBalancer.ingress`: the rest of the external addresses.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ServiceStatus {

@@ -17,6 +17,19 @@ pub const HEADER: Spec = Spec {
     print: |b, s, _| crate::query::reply::header::print::header(b, s.header.as_ref()),
 };
 
+/// `dns64`: AAAA synthesized from A records; once per block.
+pub const DNS64: Spec = Spec {
+    name: "dns64",
+    options: true,
+    parse: |d, c| {
+        once(d, c.server.has("dns64"), "per server block", c.errors);
+        let setup = crate::query::plugins::dns64::setup::parse(d, c.errors);
+        c.server.plug(std::sync::Arc::new(setup));
+    },
+    enabled: |s, _| s.has("dns64"),
+    print: |b, s, _| print::plugin(b, s, "dns64"),
+};
+
 /// `grpc`: CoreDNS's forwarder over gRPC, after `forward`; once per block.
 pub const GRPC: Spec = Spec {
     name: "grpc",
@@ -84,6 +97,23 @@ pub const TEMPLATE: Spec = Spec {
     print: |b, s, _| print::plugin(b, s, "template"),
 };
 
+/// `k8s_external`: Services' external addresses under other zones.
+pub const K8S_EXTERNAL: Spec = Spec {
+    name: "k8s_external",
+    options: true,
+    parse: |d, c| {
+        once(d, c.server.has("k8s_external"), "per server block", c.errors);
+        let setup = crate::query::plugins::k8s_external::setup::parse(d, &c.server.zones, c.errors);
+        c.server.plug(std::sync::Arc::new(setup));
+    },
+    enabled: |s, _| s.has("k8s_external"),
+    print: |b, s, _| print::plugin(b, s, "k8s_external"),
+};
+
+/// The directives whose zones `transfer` sends, in the order its errors
+/// name them.
+pub const TRANSFERRED: [&str; 4] = ["kubernetes", "k8s_external", "file", "secondary"];
+
 /// `hosts`: a hosts file and inline entries.
 pub const HOSTS: Spec = Spec {
     name: "hosts",
@@ -148,3 +178,16 @@ fn zone_line(c: &mut Ctx<'_>, line: Option<impl Line + 'static>) {
         c.server.plug(setup);
     }
 }
+
+/// `acl`: who may ask what, the block's lines one guard.
+pub const ACL: Spec = Spec {
+    name: "acl",
+    options: true,
+    parse: |d, c| {
+        let earlier = (&c.server.zones[..], c.server.setup("acl"));
+        c.server
+            .plug(crate::query::plugins::acl::setup::parse(d, earlier, c.errors));
+    },
+    enabled: |s, _| s.has("acl"),
+    print: |b, s, _| print::plugin(b, s, "acl"),
+};

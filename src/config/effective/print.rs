@@ -111,15 +111,6 @@ pub(crate) fn dnstap(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.dnstap.iter().for_each(|d| crate::dnstap::print::dnstap(b, d));
 }
 
-pub(crate) fn dns64(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.dns64.iter().for_each(|d| {
-        let mut options = vec![format!("prefix {}/{}", d.prefix, d.length)];
-        options.extend(d.translate_all.then(|| "translate_all".to_string()));
-        options.extend(d.allow_ipv4.then(|| "allow_ipv4".to_string()));
-        b.directive("dns64".into(), &options);
-    });
-}
-
 pub(crate) fn any(b: &mut Block, s: &Server, _: Option<&Config>) {
     if s.any {
         b.line(1, "any");
@@ -149,10 +140,6 @@ pub(crate) fn autopath(b: &mut Block, s: &Server, _: Option<&Config>) {
     });
 }
 
-pub(crate) fn acl(b: &mut Block, s: &Server, _: Option<&Config>) {
-    crate::query::route::acl::print::acl(b, &s.acl);
-}
-
 pub(crate) fn cache(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.cache
         .iter()
@@ -163,15 +150,6 @@ pub(crate) fn transfer(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.transfers
         .iter()
         .for_each(|t| crate::query::transfer::print::transfer(b, t))
-}
-
-pub(crate) fn k8s_external(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.k8s_external.iter().for_each(|e| {
-        let mut options = vec![format!("apex {}", e.apex), format!("ttl {}", e.ttl)];
-        options.extend(e.headless.then(|| "headless".to_string()));
-        options.extend(e.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
-        b.directive(with("k8s_external", &names(&e.zones)), &options);
-    });
 }
 
 pub(crate) fn kubernetes(b: &mut Block, s: &Server, _: Option<&Config>) {

@@ -1,5 +1,5 @@
 //! The query plugins' own families (`forward`, `loop`, `cache`,
-//! `template`, `dns64`, `acl`, `transfer`), rendered beside their counters.
+//! `template`, the plugin after the answer's, the guard's, `transfer`), rendered beside their counters.
 
 use super::family::*;
 
@@ -96,7 +96,11 @@ pub const TEMPLATE_RR_FAILURES: Family = counter(
 );
 /// The families plugins keep per server block ([`crate::metrics::exposed`]),
 /// one list a plugin, in the order `/metrics` writes them.
-pub const PER_BLOCK: &[&[Family]] = &[&[TEMPLATE_MATCHES, TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES]];
+pub const PER_BLOCK: &[&[Family]] = &[
+    &[DNS64_TRANSLATED],
+    &[TEMPLATE_MATCHES, TEMPLATE_FAILURES, TEMPLATE_RR_FAILURES],
+    &[ACL_BLOCKED, ACL_FILTERED, ACL_DROPPED, ACL_ALLOWED],
+];
 pub const DNS64_TRANSLATED: Family = counter(
     "coredns_dns64_requests_translated_total",
     "Counter of DNS requests translated by dns64.",

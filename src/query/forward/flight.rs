@@ -5,7 +5,7 @@
 //! `autopath` name's NXDOMAIN walks on to the next search name (answered
 //! there, or handed to the task of that name); then it adds what the
 //! router left for later (a `rewrite cname` target's
-//! records, `dns64`'s translation).
+//! records, the amending of the plugin after the answer).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -179,7 +179,8 @@ impl Forwarding {
     }
 
     /// What the router left for after the upstream's answer: the records
-    /// of a `rewrite cname` target, and `dns64`'s translation (each asked
+    /// of a `rewrite cname` target, and the plugin after the answer's
+    /// amending from its second question's answer (each asked
     /// in a boxed future, so that the common miss's task does not carry
     /// room for them).
     async fn complete(self: &Arc<Self>, job: &Job, answer: &mut Answer, tcp: bool) {
@@ -194,10 +195,10 @@ impl Forwarding {
             answer.answers.extend(found.answers);
             answer.truncated = found.truncated;
         }
-        if let Some(d) = job.then.dns64.as_ref().filter(|d| d.wanted(answer)) {
-            let a = Query::query(job.query.name().clone(), RecordType::A);
-            let a = Box::pin(self.ask(&a, dnssec_ok, cd, tcp)).await;
-            d.synthesize(answer, &a);
+        if let Some(d) = job.then.after.as_ref().filter(|d| d.wanted(answer)) {
+            let second = d.second(&job.query);
+            let second = Box::pin(self.ask(&second, dnssec_ok, cd, tcp)).await;
+            d.amend(answer, &second);
         }
     }
 }

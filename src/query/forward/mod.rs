@@ -271,7 +271,7 @@ impl Forwarding {
         });
     }
 
-    /// One more question asked for a client (dns64's A): from the cache,
+    /// One more question asked for a client (the second question of a plugin after the answer): from the cache,
     /// else through the chain.
     async fn ask(self: &Arc<Self>, query: &Query, dnssec_ok: bool, cd: bool, tcp: bool) -> Answer {
         let mut out = Answer::default();

@@ -5,30 +5,40 @@
 //! the order and what the fast paths may skip). A plugin that has both
 //! lives in its own folder and is named outside it only in the directive
 //! table and the module list; the router runs whatever the block's chain
-//! holds, in the table's order.
+//! holds, in the table's order. What a plugin is built, checked and asked
+//! with is in [`context`], the memo's epoch its data changes move in
+//! [`memo_epoch`].
+
+mod context;
+mod memo_epoch;
 
 use std::any::Any;
 use std::fmt::Debug;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use hickory_proto::op::Query;
 use hickory_proto::rr::Name;
 
-use crate::corefile::expr::Wire;
+use crate::corefile::problem::ConfigError;
 use crate::corefile::words::Block;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
+use crate::query::plugins::after::AfterAnswer;
+use crate::query::plugins::guard::Guard;
 use crate::query::plugins::verdict::Verdict;
+use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
+pub use context::{BuildContext, CheckContext, Client};
+pub use memo_epoch::{changed, changes};
 
 /// Where in the order a plugin answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// Before `rewrite` and `acl`, on the question as asked.
+    /// Before `rewrite` and the guard, on the question as asked.
     Early,
-    /// After `acl`, `any` and `loop`'s probe, before `kubernetes`: the
+    /// After the guard, `any` and `loop`'s probe, before `kubernetes`: the
     /// block's own data, on the question as `rewrite` left it.
     BeforeCluster,
     /// After the block's own data and `kubernetes`, before `cache` and
@@ -36,31 +46,6 @@ pub enum Stage {
     Data,
     /// When neither `cache` nor `forward` takes the name.
     Last,
-}
-
-/// The client a query came from, as the plugins see it.
-#[derive(Debug, Clone, Copy)]
-pub struct Client {
-    pub ip: IpAddr,
-    /// The request's transport, size, id, opcode, payload size and port.
-    pub wire: Wire,
-}
-
-impl Client {
-    /// No client in particular: what a plugin with [`Answering::changes`]
-    /// is asked with when the router checks that it passes a question.
-    pub const ANY: Client = Client {
-        ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        wire: Wire {
-            tcp: false,
-            size: 0,
-            id: 0,
-            opcode: 0,
-            dnssec_ok: false,
-            bufsize: 0,
-            port: 0,
-        },
-    };
 }
 
 /// A plugin in a block's chain.
@@ -88,6 +73,20 @@ pub trait Answering: Send + Sync {
         false
     }
 
+    /// The zones whose answers this plugin reads from the block's cluster
+    /// store (they change with the store), so that no replayed cache hit
+    /// stands in for it on a name under one of them. Asked once, when the
+    /// chain is built.
+    fn store_zones(&self) -> Vec<Name> {
+        Vec::new()
+    }
+
+    /// The zones this plugin sends by AXFR (`transfer`), each read afresh
+    /// at every transfer.
+    fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
+        Vec::new()
+    }
+
     /// For a plugin whose data changes at run time (reloaded from disk): the
     /// count of those changes, each counted after its data is in place, so
     /// that a replayed cache hit for a question this plugin passed stands
@@ -110,37 +109,29 @@ pub trait Answering: Send + Sync {
         None
     }
 
-    /// The answer's writer when this plugin answered into `out`:
-    /// [`Answering::plugin`], unless the plugin stands for several
-    /// directives and names the one that answered.
+    /// The answer's writer when it answered into `out` (by default
+    /// [`Answering::plugin`]; a plugin of several directives names one).
     fn writer(&self, _out: &Answer) -> Plugin {
         self.plugin()
     }
 
-    /// Whether a zone this plugin serves holds `qname` (what it answers
-    /// for the name may come and go: no memo of the name unanswered, no
-    /// replayed cache hit for it).
+    /// Whether a zone it serves holds `qname` (its answer for the name may
+    /// come and go: no memo of it unanswered, no replayed cache hit).
     fn serves(&self, _qname: &Name) -> bool {
         false
     }
 
-    /// Whether this plugin serves `qname`'s zone yet has no zone found
-    /// for it: nothing after answering, the block answers REFUSED as for
-    /// a name it does not serve, not SERVFAIL.
+    /// Whether it serves `qname`'s zone yet has no zone found for it (with
+    /// nothing after it: REFUSED, as for a name not served, not SERVFAIL).
     fn unfound(&self, _qname: &Name) -> bool {
         false
     }
 
-    /// A NOTIFY (RFC 1996) for `zone` from `from`: `None` when this plugin
-    /// keeps no zone of that name by transfer; else whether `from` is one
-    /// of the zone's primaries (then the zone is checked now).
+    /// A NOTIFY (RFC 1996) for `zone` from `from`: `None` when it keeps no
+    /// such zone by transfer; else whether `from` is a primary of the zone
+    /// (then the zone is checked now).
     fn notify(&self, _zone: &Name, _from: IpAddr) -> Option<bool> {
         None
-    }
-
-    /// The zones `transfer` may send from this plugin, each as loaded now.
-    fn sendable(&self) -> Vec<Sendable> {
-        Vec::new()
     }
 
     /// What `/ready` asks of this plugin, if it is one that `/ready`
@@ -157,26 +148,6 @@ pub trait Readiness: Send + Sync {
 
     /// Whether it is ready now.
     fn ready(&self) -> bool;
-}
-
-/// A zone `transfer` may send: its origin, and the zone loaded for it
-/// (`None`: not loaded, or not transferred in yet).
-pub type Sendable = (Name, Arc<arc_swap::ArcSwap<Option<crate::zonefile::Zone>>>);
-
-/// Changes to the data of the chain's plugins whose answers are memoized
-/// (a zone reloaded, transferred or expired, a new set of zones found):
-/// each moves the memo's epoch (`Router::memo_view`), so every memo entry
-/// is dropped when one changes.
-static CHANGES: AtomicU64 = AtomicU64::new(0);
-
-/// Counts a change of memoized data; call it after the new data is in place.
-pub fn changed() {
-    CHANGES.fetch_add(1, std::sync::atomic::Ordering::Release);
-}
-
-/// The changes of memoized data counted so far.
-pub fn changes() -> u64 {
-    CHANGES.load(std::sync::atomic::Ordering::Acquire)
 }
 
 /// What a stage's plugins made of a query.
@@ -197,16 +168,59 @@ pub trait Setup: Debug + Send + Sync + Any {
     fn name(&self) -> &'static str;
 
     /// The plugin the router runs, in the block whose metrics' `server`
-    /// label is `server`.
-    fn build(&self, server: &str) -> Box<dyn Answering>;
+    /// label is `server` (by default one that passes every question).
+    fn build(&self, _server: &str) -> Box<dyn Answering> {
+        Box::new(Passes)
+    }
+
+    /// For a directive that answers nothing but judges who may ask what:
+    /// its guard, in the block whose metrics' `server` label is `server`
+    /// ([`Chain::build`] then never asks it to [`Setup::build`]).
+    fn guard(&self, _server: &str) -> Option<Box<dyn Guard>> {
+        None
+    }
+
+    /// The plugin the router runs, built with what its block holds beside
+    /// the plugin's own options (by default [`Setup::build`]).
+    fn build_in(&self, ctx: &BuildContext<'_>) -> Box<dyn Answering> {
+        self.build(ctx.server)
+    }
 
     /// Its lines for `clusterdns check`.
     fn print(&self, b: &mut Block);
 
-    /// The zones `transfer` may send from this plugin (checked with the
-    /// block's `transfer` lines).
-    fn sendable_zones(&self) -> Vec<Name> {
+    /// The plugin that acts after the answer, for a directive that has
+    /// one instead of a plugin in the chain ([`Setup::build`] is then not
+    /// asked), in the block whose metrics' `server` label is `server`.
+    fn after_answer(&self, _server: &str) -> Option<Arc<dyn AfterAnswer>> {
+        None
+    }
+
+    /// What it needs of the other directives of its block, each error
+    /// pushed to `errors` (checked when the whole block is read).
+    fn check(&self, _block: &CheckContext<'_>, _errors: &mut Vec<ConfigError>) {}
+
+    /// The zones `transfer` may send from this plugin.
+    fn transferred(&self) -> Vec<&Name> {
         Vec::new()
+    }
+}
+
+/// A plugin that passes every question: [`Setup::build`]'s default, for a
+/// directive with no plugin in the chain.
+struct Passes;
+
+impl Answering for Passes {
+    fn stage(&self) -> Stage {
+        Stage::Last
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::None
+    }
+
+    fn answer(&self, _: &Query, _: &Client, _: &mut Answer) -> Verdict {
+        Verdict::Next
     }
 }
 
@@ -217,14 +231,37 @@ pub struct Chain {
     pub before_cluster: Vec<Box<dyn Answering>>,
     pub data: Vec<Box<dyn Answering>>,
     pub last: Vec<Box<dyn Answering>>,
+    /// The block's guard, asked at the router's gates (none: every
+    /// question passes).
+    pub guard: Option<Box<dyn Guard>>,
+    /// The plugin that acts after the answer, if the block has one.
+    pub after: Option<Arc<dyn AfterAnswer>>,
+    /// The plugins' [`Answering::store_zones`], all together.
+    pub store_zones: Vec<Name>,
 }
 
 impl Chain {
     /// The plugins of `setups` (already in the table's order), in the
     /// block whose metrics' `server` label is `server`.
     pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, server: &str) -> Chain {
+        Chain::build_in(setups, &BuildContext { server, store: None })
+    }
+
+    /// The plugins of `setups` (already in the table's order), built with
+    /// what their block holds ([`BuildContext`]).
+    pub fn build_in<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, ctx: &BuildContext<'_>) -> Chain {
         let mut chain = Chain::default();
-        for plugin in setups.into_iter().map(|s| s.build(server)) {
+        for setup in setups {
+            if let Some(guard) = setup.guard(ctx.server) {
+                chain.guard = Some(guard);
+                continue;
+            }
+            if let Some(after) = setup.after_answer(ctx.server) {
+                chain.after = Some(after);
+                continue;
+            }
+            let plugin = setup.build_in(ctx);
+            chain.store_zones.extend(plugin.store_zones());
             match plugin.stage() {
                 Stage::Early => chain.early.push(plugin),
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
@@ -254,7 +291,9 @@ impl Chain {
 
     /// The counters the block's plugins keep for `/metrics`.
     pub fn exposed(&self) -> impl Iterator<Item = Arc<dyn Exposed>> + '_ {
-        self.all().filter_map(|p| p.exposed())
+        let guard = self.guard.iter().filter_map(|g| g.exposed());
+        let after = self.after.as_ref().and_then(|a| a.exposed());
+        self.all().filter_map(|p| p.exposed()).chain(guard).chain(after)
     }
 
     /// Whether a replayed cache hit may stand in for every plugin before
@@ -287,6 +326,17 @@ impl Chain {
         self.all().any(|p| p.may_answer_later(query))
     }
 
+    /// Whether a plugin of the chain reads its answer to a question for
+    /// `qname` from the cluster store ([`Answering::store_zones`]).
+    pub fn reads_store(&self, qname: &Name) -> bool {
+        self.store_zones.iter().any(|z| z.zone_of(qname))
+    }
+
+    /// The zones the chain's plugins send by AXFR, in the chain's order.
+    pub fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
+        self.all().flat_map(|p| p.zone_sources()).collect()
+    }
+
     /// The change counts of the plugins before `cache` whose data changes
     /// at run time ([`Answering::changes`]), each with its count now, if
     /// every one of them passes `query` with its data as loaded now;
@@ -310,14 +360,12 @@ impl Chain {
         Some(seen)
     }
 
-    /// Whether a plugin before the cluster serves a zone holding `qname`
-    /// ([`Answering::serves`]).
+    /// Whether a plugin before the cluster serves `qname` ([`Answering::serves`]).
     pub fn serves(&self, qname: &Name) -> bool {
         self.before_cluster.iter().any(|p| p.serves(qname))
     }
 
-    /// Whether a plugin before the cluster serves `qname`'s zone with no
-    /// zone found for it ([`Answering::unfound`]).
+    /// Whether a plugin before the cluster found no zone for `qname` ([`Answering::unfound`]).
     pub fn unfound(&self, qname: &Name) -> bool {
         self.before_cluster.iter().any(|p| p.unfound(qname))
     }
@@ -326,11 +374,6 @@ impl Chain {
     /// by transfer ([`Answering::notify`]); `None`: none keeps it.
     pub fn notified(&self, zone: &Name, from: IpAddr) -> Option<bool> {
         self.all().find_map(|p| p.notify(zone, from))
-    }
-
-    /// The zones `transfer` may send from the chain's plugins, in order.
-    pub fn sendable(&self) -> Vec<Sendable> {
-        self.all().flat_map(|p| p.sendable()).collect()
     }
 
     /// Every plugin of the chain, by stage.

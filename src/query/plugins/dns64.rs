@@ -8,12 +8,15 @@
 //!                                                         └► each A becomes an AAAA under the prefix
 //! ```
 //!
-//! Cluster names, hosts and cache hits are translated on the worker (the
-//! router asks A and calls [`Dns64::synthesize`]); a forwarded AAAA
-//! question carries its [`Dns64`] in the job's continuation and the
-//! forwarding task asks A the same way before replying
-//! (`forward::Forwarding::complete`). This file only translates: it asks
-//! nothing itself.
+//! Not a plugin of the chain: the block's plugin after the answer
+//! ([`AfterAnswer`], built by its setup's [`Setup::after_answer`]). Cluster
+//! names, hosts and cache hits are translated on the worker (the router
+//! asks A and calls [`Dns64::synthesize`]); a forwarded AAAA question
+//! carries its [`Dns64`] in the job's continuation and the forwarding task
+//! asks A the same way before replying (`forward::Forwarding::complete`).
+//! This file only translates: it asks nothing itself. Its
+//! `coredns_dns64_requests_translated_total` is the plugin's
+//! [`AfterAnswer::exposed`].
 pub mod setup;
 
 use std::fmt::Write as _;
@@ -25,7 +28,12 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::AAAA;
 use hickory_proto::rr::{DNSClass, RData, Record, RecordType};
 
+use crate::corefile::words::Block;
+use crate::metrics::catalogue::{Family, DNS64_TRANSLATED};
+use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
+use crate::query::plugins::after::AfterAnswer;
+use crate::query::plugins::chain::Setup;
 use crate::query::plugins::dns64::setup::Dns64Config;
 use crate::query::reply::Answer;
 
@@ -36,17 +44,25 @@ const NO_SOA_TTL: u32 = 600;
 #[derive(Debug)]
 pub struct Dns64 {
     pub cfg: Dns64Config,
+    pub translated: Arc<Translated>,
+}
+
+/// `coredns_dns64_requests_translated_total` of one block.
+#[derive(Debug)]
+pub struct Translated {
     /// The block's `server` label.
     pub server: String,
-    pub translated: AtomicU64,
+    pub count: AtomicU64,
 }
 
 impl Dns64 {
     pub fn new(cfg: Dns64Config, server: String) -> Dns64 {
         Dns64 {
             cfg,
-            server,
-            translated: AtomicU64::new(0),
+            translated: Arc::new(Translated {
+                server,
+                count: AtomicU64::new(0),
+            }),
         }
     }
 
@@ -107,7 +123,7 @@ impl Dns64 {
         }
         out.authority.extend(a.authority.iter().cloned());
         out.additional.extend(a.additional.iter().cloned());
-        self.translated.fetch_add(1, Ordering::Relaxed);
+        self.translated.count.fetch_add(1, Ordering::Relaxed);
         true
     }
 
@@ -135,16 +151,67 @@ fn is_mapped(addr: Ipv6Addr) -> bool {
     addr.to_ipv4_mapped().is_some()
 }
 
-/// `coredns_dns64_requests_translated_total{server}`, one series per server label.
-pub fn render(all: &[Arc<Dns64>], s: &mut String) {
-    let mut by_server: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
-    for d in all {
-        *by_server.entry(d.server.as_str()).or_default() += d.translated.load(Ordering::Relaxed);
+impl AfterAnswer for Dns64 {
+    fn takes(&self, query: &Query) -> bool {
+        Dns64::question(query)
     }
-    let family = crate::metrics::catalogue::DNS64_TRANSLATED;
-    family.head(s);
-    for (server, n) in by_server {
-        let _ = writeln!(s, "{}{{server=\"{server}\"}} {n}", family.name);
+
+    fn serves(&self, client: IpAddr) -> bool {
+        Dns64::serves(self, client)
+    }
+
+    /// IPv4 clients get no translation unless `allow_ipv4`.
+    fn reads_client(&self) -> bool {
+        !self.cfg.allow_ipv4
+    }
+
+    fn wanted(&self, answer: &Answer) -> bool {
+        Dns64::wanted(self, answer)
+    }
+
+    /// A for the AAAA question's name.
+    fn second(&self, query: &Query) -> Query {
+        Query::query(query.name().clone(), RecordType::A)
+    }
+
+    fn amend(&self, out: &mut Answer, second: &Answer) -> bool {
+        self.synthesize(out, second)
+    }
+
+    fn exposed(&self) -> Option<Arc<dyn Exposed>> {
+        Some(self.translated.clone())
+    }
+}
+
+/// `coredns_dns64_requests_translated_total{server}` (blocks sharing a
+/// `server` label are summed into one series where `/metrics` renders it).
+impl Exposed for Translated {
+    fn families(&self) -> &'static [Family] {
+        &[DNS64_TRANSLATED]
+    }
+
+    fn series(&self, i: usize, s: &mut String) {
+        if i == 0 {
+            let n = self.count.load(Ordering::Relaxed);
+            let _ = writeln!(s, "{}{{server=\"{}\"}} {n}", DNS64_TRANSLATED.name, self.server);
+        }
+    }
+}
+
+impl Setup for Dns64Config {
+    fn name(&self) -> &'static str {
+        "dns64"
+    }
+
+    fn print(&self, b: &mut Block) {
+        let mut options = vec![format!("prefix {}/{}", self.prefix, self.length)];
+        options.extend(self.translate_all.then(|| "translate_all".to_string()));
+        options.extend(self.allow_ipv4.then(|| "allow_ipv4".to_string()));
+        b.directive("dns64".into(), &options);
+    }
+
+    fn after_answer(&self, server: &str) -> Option<Arc<dyn AfterAnswer>> {
+        Some(Arc::new(Dns64::new(self.clone(), server.to_string())))
     }
 }
 
@@ -209,5 +276,25 @@ mod tests {
             String::new(),
         );
         assert!(all.wanted(&aaaa));
+    }
+
+    #[test]
+    fn blocks_sharing_a_server_label_count_in_one_series() {
+        let (a, b, other) = (with("64:ff9b::", 96), with("64:ff9b::", 96), with("64:ff9b::", 96));
+        let other = Dns64::new(other.cfg.clone(), "dns://:54".into());
+        a.translated.count.store(2, Ordering::Relaxed);
+        b.translated.count.store(3, Ordering::Relaxed);
+        other.translated.count.store(1, Ordering::Relaxed);
+        let all: Vec<Arc<dyn Exposed>> = [&a, &other, &b].iter().filter_map(|d| d.exposed()).collect();
+        let mut page = String::new();
+        crate::metrics::exposed::render(&all, &mut page);
+        let series: Vec<&str> = page.lines().filter(|l| l.starts_with(DNS64_TRANSLATED.name)).collect();
+        assert_eq!(
+            series,
+            [
+                "coredns_dns64_requests_translated_total{server=\"dns://:53\"} 5",
+                "coredns_dns64_requests_translated_total{server=\"dns://:54\"} 1"
+            ]
+        );
     }
 }

@@ -12,11 +12,13 @@
 //! memoized, replayed only for the same spelling of the name (they keep
 //! the zone's), and no cache hit of a name it holds is replayed. The
 //! router asks it, through the chain, whether it holds a name's zone, what
-//! a NOTIFY for a zone is, and which zones `transfer` may send.
+//! a NOTIFY for a zone is, and which zones `transfer` may send
+//! (`Setup::transferred`, `Answering::zone_sources`: [`walk`]).
 
 pub mod line;
 pub mod print;
 pub mod setup;
+mod walk;
 pub mod zone;
 
 use std::any::Any;
@@ -28,10 +30,12 @@ use hickory_proto::rr::Name;
 
 use crate::corefile::words::Block;
 use crate::metrics::Plugin;
-use crate::query::plugins::chain::{Answering, Client, Sendable, Setup, Stage};
+use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
 use crate::query::plugins::verdict::Verdict;
+use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
 use line::Line;
+use walk::FileSource;
 use zone::ZoneFile;
 
 /// A block's zone directive lines, in the table's order of their
@@ -59,8 +63,8 @@ impl Setup for ZonesConfig {
         self.lines.iter().for_each(|l| l.print(b));
     }
 
-    fn sendable_zones(&self) -> Vec<Name> {
-        self.lines.iter().flat_map(|l| l.sendable()).cloned().collect()
+    fn transferred(&self) -> Vec<&Name> {
+        self.lines.iter().flat_map(|l| l.transferred()).collect()
     }
 }
 
@@ -153,10 +157,13 @@ impl Answering for Zones {
         self.files.iter().find_map(|f| f.notify(zone, from))
     }
 
-    fn sendable(&self) -> Vec<Sendable> {
+    fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
         let origins = self.files.iter().flat_map(ZoneFile::origins);
         origins
-            .map(|(origin, loaded)| (origin.clone(), loaded.clone()))
+            .map(|(origin, loaded)| {
+                let (origin, loaded) = (origin.clone(), loaded.clone());
+                Arc::new(FileSource { origin, loaded }) as Arc<dyn ZoneSource>
+            })
             .collect()
     }
 }

@@ -3,7 +3,9 @@
 //! handed (`reply::Answer`) and imports only the reply, the store and its
 //! own config; which plugin runs when is the router's (`route/order.rs`).
 
+pub mod acl;
 pub mod acme;
+pub mod after;
 pub mod auto;
 pub mod chain;
 pub mod chaos;
@@ -12,6 +14,7 @@ pub mod dns64;
 pub mod erratic;
 pub mod etcd;
 pub mod file;
+pub mod guard;
 pub mod hosts;
 pub mod k8s_external;
 pub mod local;
@@ -21,3 +24,4 @@ pub mod template;
 pub mod verdict;
 pub mod watched;
 pub mod whoami;
+pub mod zone_source;

@@ -17,7 +17,7 @@
 //!   ([`Kept::notify`]); one from anyone else is dropped, as CoreDNS
 //!   drops it.
 //! - `transfer` sends the zone on like a `file` zone (its origins are
-//!   the line's [`Line::sendable`]), with NOTIFY to its `to` addresses on
+//!   the line's [`Line::transferred`]), with NOTIFY to its `to` addresses on
 //!   a new serial.
 
 pub mod print;
@@ -98,7 +98,7 @@ impl Line for SecondaryConfig {
         start(self)
     }
 
-    fn sendable(&self) -> &[Name] {
+    fn transferred(&self) -> &[Name] {
         &self.zones
     }
 }

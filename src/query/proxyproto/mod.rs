@@ -1,6 +1,6 @@
 //! `proxyproto`: the PROXY protocol (HAProxy's, versions 1 and 2) in front
 //! of a listener, so that a load balancer that speaks it passes on the
-//! real client's address: `acl`, `whoami`, the logs, fairness and the
+//! real client's address: the guard, `whoami`, the logs, fairness and the
 //! metrics then see the client, and replies still go to the balancer.
 //! Over TCP (and DoT, DoH: before the TLS handshake) a connection may
 //! start with a v1 or v2 header; over UDP each datagram may start with a

@@ -15,15 +15,16 @@
 //! A replay is only as good as the route it skips, so a question is kept
 //! only where the route to the cache is fixed by the config alone: a block
 //! with no `rewrite`, `template`, for a name
-//! outside its `kubernetes` and `k8s_external` zones and those a plugin of
-//! the chain serves (those change with the store or a reload), not AAAA under `dns64`, not ANY or the
+//! outside its `kubernetes` zones and those the chain's plugins serve or
+//! answer from the store (those change with the store or a reload), not
+//! one a plugin after the answer takes, not ANY or the
 //! loop probe's HINFO. Behind a plugin whose data changes at run time
 //! (reloaded from disk), a question is kept only if that data passes it
 //! on, and is replayed only while it has not changed since. Everything is dropped on a config reload. An entry
 //! dies with its cache entry: when it expires (the full path then serves
 //! it stale or forwards it) or leaves the shared cache (replaced by a
-//! refresh, evicted). A block's `acl` is no reason to skip it: the caller
-//! replays only to a client the `acl` admits for the question as asked
+//! refresh, evicted). A block's guard is no reason to skip it: the caller
+//! replays only to a client the guard admits for the question as asked
 //! (`Router::admits`), which with no `rewrite` is the name it judges.
 //! Which routes are fixed the router says (`Router::hit_route`): this file
 //! knows the cache and the bytes, not the blocks.

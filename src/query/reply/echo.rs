@@ -20,10 +20,10 @@ pub struct Echo<'a> {
 }
 
 impl Echo<'_> {
-    /// The AD bit of the reply: an answer's AD goes only to a client that
-    /// asked for it with AD or DO (RFC 6840 5.7-5.8, as CoreDNS's cache
-    /// gives it per request from one entry).
-    pub fn authentic(&self, answer: &super::Answer) -> bool {
-        answer.authentic_data && (self.meta.authentic_data || self.edns.is_some_and(|e| e.dnssec_ok))
+    /// The AD bit of the reply to an answer whose AD is `authentic_data`:
+    /// it goes only to a client that asked for it with AD or DO (RFC 6840
+    /// 5.7-5.8, as CoreDNS's cache gives it per request from one entry).
+    pub fn authentic(&self, authentic_data: bool) -> bool {
+        authentic_data && (self.meta.authentic_data || self.edns.is_some_and(|e| e.dnssec_ok))
     }
 }

@@ -5,7 +5,7 @@
 
 use hickory_proto::op::{Query, ResponseCode};
 
-use super::Answer;
+use super::answer::Answer;
 use crate::metrics::{Expansion, Plugin};
 use crate::query::log::setup::LogStyle;
 use crate::query::request::edns::ClientEdns;

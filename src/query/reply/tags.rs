@@ -36,8 +36,9 @@ pub struct Tags {
     /// `Verdict::Chase`): the router looks its records up and puts them
     /// after the CNAME, as CoreDNS does.
     pub outside: Option<Name>,
-    /// `acl` blocked or filtered the question (`dns64` then translates
-    /// only an A answer it can ask here, never a forwarded one).
+    /// The guard blocked or filtered the question (a plugin after the
+    /// answer then amends it only from a second answer made here, never
+    /// from a forwarded one).
     pub denied: bool,
     /// `bufsize` of the block that took the query: the EDNS payload cap.
     pub bufsize: Option<u16>,

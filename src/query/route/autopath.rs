@@ -1,6 +1,6 @@
 //! `autopath`: a client pod's search walk done here, as CoreDNS's autopath
 //! does it. The asked name first, then each later name of the pod's search
-//! path in turn, each judged by `acl` and sent through the plugins of the
+//! path in turn, each judged by the guard and sent through the plugins of the
 //! block that serves it; the first that is not NXDOMAIN answers behind a
 //! CNAME from the asked name. A later name that goes upstream leaves the
 //! rest of the walk ([`Rest`]) with the forwarded query: when that name
@@ -70,7 +70,7 @@ impl Router {
 
     /// Asks `base` under each of `domains` in turn; the first that is not
     /// NXDOMAIN answers `query` under a CNAME from the asked name. Each
-    /// name is judged by `acl` first (coredns#8290): a denied one ends the
+    /// name is judged by the guard first (coredns#8290): a denied one ends the
     /// walk with the denial, as in CoreDNS. A forwarded name takes the
     /// domains left with it (its NXDOMAIN walks on, [`Walking`]). `None`:
     /// all were NXDOMAIN.

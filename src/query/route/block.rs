@@ -13,7 +13,6 @@ use crate::query::log::setup::LogConfig;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
-use crate::query::route::acl::setup::AclRule;
 use crate::query::route::autopath::setup::AutopathConfig;
 
 /// The `loop` plugin's state: the random probe name sent to ourselves at
@@ -57,17 +56,11 @@ pub struct Block {
     /// `loadbalance`: how answers are shuffled and ordered.
     pub loadbalance: Option<Arc<LoadbalanceConfig>>,
     pub autopath: Option<AutopathConfig>,
-    /// `acl` directives in order ([`super::acl`]).
-    pub acl: Vec<AclRule>,
-    /// The `coredns_acl_*` counters of `acl` (none without one).
-    pub acl_stats: Option<Arc<crate::metrics::AclStats>>,
     /// `any`: every ANY query gets RFC 8482's minimal answer.
     pub any: bool,
     /// Whether any directive takes part in answering: without one, REFUSED
     /// instead of SERVFAIL for a name nothing answers.
     pub chain: bool,
-    pub dns64: Option<Arc<crate::query::plugins::dns64::Dns64>>,
-    pub k8s_external: Option<crate::query::plugins::k8s_external::K8sExternal>,
     pub rewrite: Option<crate::query::plugins::rewrite::Rewrite>,
     /// `bufsize`: the EDNS payload cap of requests to this block.
     pub bufsize: Option<u16>,
@@ -100,12 +93,8 @@ impl Block {
             log: None,
             loadbalance: None,
             autopath: None,
-            acl: Vec::new(),
-            acl_stats: None,
             any: false,
             chain: true,
-            dns64: None,
-            k8s_external: None,
             rewrite: None,
             bufsize: None,
             nsid: None,
@@ -123,7 +112,7 @@ impl Block {
     /// The longest of the block's zones holding `name`: its length in wire
     /// bytes and its stats slot.
     pub(super) fn longest(&self, name: &Name) -> Option<(usize, u16)> {
-        use super::acl::Asked;
+        use crate::query::plugins::guard::Asked;
         (self.zones.iter().zip(&self.zone_wires).zip(&self.zone_stats))
             .filter(|((z, w), _)| name.under(z, w))
             .map(|((_, w), slot)| (w.len(), *slot))

@@ -1,15 +1,14 @@
 //! Lookups of a second name on the client's behalf, each sent through the
 //! plugins of the block that serves it: the records of a CNAME's target
 //! outside the zone that answered (an ExternalName Service, a `template`
-//! or `rewrite` CNAME), and `dns64`'s A question for an AAAA question with
-//! no AAAA answer. (`autopath`'s walk of a pod's search path is
-//! `autopath.rs`.)
+//! or `rewrite` CNAME), and the second question of the block's plugin after
+//! the answer (an AAAA question's A) when the answer calls for it.
+//! (`autopath`'s walk of a pod's search path is `autopath.rs`.)
 
 use hickory_proto::op::Query;
-use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::rr::Name;
 
 use super::{Asker, Block, Onward, Routed, Router};
-use crate::query::plugins::dns64::Dns64;
 use crate::query::reply::Answer;
 use crate::query::settle::{self, ChaseKind};
 
@@ -27,9 +26,9 @@ impl Router {
 
     /// The records of an ExternalName's `target` outside the cluster zone,
     /// looked up through the plugins of the block that serves it (its
-    /// `acl`, then its `hosts`, `file`, `cache`, or a `forward`, answered
+    /// guard, then its `hosts`, `file`, `cache`, or a `forward`, answered
     /// later) and put after the CNAME in `out`. Without any, when the
-    /// lookup fails or `acl` denies it, the CNAME stays alone.
+    /// lookup fails or the guard denies it, the CNAME stays alone.
     pub(super) fn outside<'a>(
         &'a self,
         block: &'a Block,
@@ -44,7 +43,7 @@ impl Router {
         };
         let mut found = Answer::default();
         let routed = self.guarded(home, home, &chased, asker, &mut found);
-        out.tags.memoizable &= found.tags.memoizable; // also a denial (found by `acl`) is not memoized
+        out.tags.memoizable &= found.tags.memoizable; // also a denial (found by the guard) is not memoized
         match routed {
             Routed::Done => {
                 // as the forwarding task puts an upstream's answer under the CNAME
@@ -68,12 +67,13 @@ impl Router {
 }
 
 impl Router {
-    /// `dns64` after `block`'s plugins answered `query` for `asker`: a
-    /// reply made here is translated now (asking A through the block,
-    /// judged by its `acl` as CoreDNS's second lookup is); a forwarded one
-    /// is marked for the forwarding task when the `acl` lets the client
-    /// ask A.
-    pub(super) fn dns64<'a>(
+    /// The block's plugin after the answer, once `block`'s plugins
+    /// answered `query` for `asker`: a reply made here is amended now
+    /// (its second question asked through the block, judged by its guard
+    /// as CoreDNS's second lookup is); a forwarded one is marked for the
+    /// forwarding task when the guard lets the client ask the second
+    /// question.
+    pub(super) fn after_answer<'a>(
         &'a self,
         block: &'a Block,
         query: &Query,
@@ -81,43 +81,44 @@ impl Router {
         routed: Routed<'a>,
         out: &mut Answer,
     ) -> Routed<'a> {
-        let Some(d) = block.dns64.as_ref().filter(|_| Dns64::question(query)) else {
+        let Some(d) = block.plugins.after.as_ref().filter(|d| d.takes(query)) else {
             return routed;
         };
         out.tags.deps = crate::store::Deps::EVERYTHING; // the reply may come from a second lookup
-        if !d.cfg.allow_ipv4 {
-            out.tags.memoizable = false; // the reply depends on the client's address family
+        if d.reads_client() {
+            out.tags.memoizable = false; // the reply depends on the client's address
         }
         if !d.serves(asker.client) {
             return routed;
         }
         match routed {
             Routed::Forward(mut onward) => {
-                // the task asks A too: only if `acl` would let this client ask it
-                let (a, client) = (u16::from(RecordType::A), asker.client);
+                // the task asks the second question too: only if the guard would let this client ask it
+                let second = d.second(query);
+                let (qtype, client) = (u16::from(second.query_type()), asker.client);
                 let admission = match self.views {
-                    true => super::acl::admission(block, query.name(), a, client),
-                    false => self.admits(query.name(), a, client),
+                    true => super::admission(block, second.name(), qtype, client),
+                    false => self.admits(second.name(), qtype, client),
                 };
                 if admission.allowed {
                     admission.credit();
-                    onward.left.dns64 = Some(d.clone());
+                    onward.left.after = Some(d.clone());
                 }
                 Routed::Forward(onward)
             }
             Routed::Done if d.wanted(out) => {
-                let mut a = Answer::default();
-                let asked = Query::query(query.name().clone(), RecordType::A);
-                match self.guarded(block, block, &asked, asker, &mut a) {
-                    Routed::Forward(..) if out.tags.denied => Routed::Done, // `acl` denied the AAAA question
+                let mut second = Answer::default();
+                let asked = d.second(query);
+                match self.guarded(block, block, &asked, asker, &mut second) {
+                    Routed::Forward(..) if out.tags.denied => Routed::Done, // the guard denied the first question
                     Routed::Forward(mut onward) => {
-                        // A is not known here: the task asks both and translates.
-                        onward.left.dns64 = Some(d.clone());
+                        // the second answer is not known here: the task asks both and amends.
+                        onward.left.after = Some(d.clone());
                         Routed::Forward(onward)
                     }
                     _ => {
-                        d.synthesize(out, &a);
-                        out.tags.memoizable &= a.tags.memoizable;
+                        d.amend(out, &second);
+                        out.tags.memoizable &= second.tags.memoizable;
                         Routed::Done
                     }
                 }

@@ -19,7 +19,7 @@ impl Router {
     /// Writes the reply to `req` into `out` the short way, with `answer`
     /// holding what the memo and metrics need; `block` is the one
     /// [`Router::enter`] found for it. `admitted`: the block's
-    /// `acl` lets this client ask this question ([`Router::admits`]).
+    /// guard lets this client ask this question ([`Router::admits`]).
     /// Returns whether it was truncated and the EDNS it answered with;
     /// `None`: it takes the whole way, and `answer` is to be restarted
     /// first ([`Answer::restart`]).
@@ -43,7 +43,7 @@ impl Router {
         if !block.plugins.passes_address(query.name()) {
             return None;
         }
-        if block.dns64.is_some() && query.query_type() != RecordType::A {
+        if block.plugins.after.as_ref().is_some_and(|a| a.takes(query)) {
             return None;
         }
         let zone = cluster.zone_for(query.name())?;
@@ -64,11 +64,10 @@ impl Router {
 }
 
 /// Whether `block`'s cluster answers to A and AAAA questions may be
-/// written straight: no `rewrite`, `autopath` or
-/// `k8s_external` before `kubernetes` (`any` and `loop` never take A or
-/// AAAA of class IN; the chain's plugins, as `local` and the zones' plugin, are
-/// checked per name; `acl` per query, by the caller, on the name the client asked,
-/// which with no `rewrite` or `autopath` is the name judged). After it, `dns64` takes AAAA questions only (checked
+/// written straight: no `rewrite` or `autopath` before `kubernetes`
+/// (`any` and `loop` never take A or AAAA of class IN; the chain's
+/// plugins, as `local` and the zones' plugin, are checked per name; the guard per query, by the caller, on the name the client asked,
+/// which with no `rewrite` or `autopath` is the name judged). After it, a plugin after the answer takes some questions only (checked
 /// per question), `loadbalance` is done by the writer (not its `prefer`: the full
 /// path orders those records), and an
 /// ExternalName, the one outside chase, takes the whole way.
@@ -76,6 +75,5 @@ fn writes_direct(block: &Block) -> bool {
     block.loadbalance.as_ref().is_none_or(|lb| lb.plain())
         && block.rewrite.is_none()
         && block.autopath.is_none()
-        && block.k8s_external.is_none()
         && block.header.is_none() // its rules change what the short way echoes
 }

@@ -1,8 +1,8 @@
 //! The block's plugins in CoreDNS's order, for a query the router has
 //! taken: the chain's early plugins and `any` first ([`early`], before
-//! `rewrite` and `acl`), then [`Router::through`]: `any`,
+//! `rewrite` and the guard), then [`Router::through`]: `any`,
 //! `loop`'s probe, the chain's plugins before the cluster (zone files
-//! among them), the block's own data (`k8s_external`), `kubernetes`, the
+//! among them), `kubernetes`, the
 //! chain's data plugins (`etcd`), and `cache` then `forward`, then the
 //! chain's last plugins.
 //! Each step writes its answer into `out` and names its plugin.
@@ -17,9 +17,9 @@ use crate::query::reply::{self, Answer};
 use crate::query::UNHANDLED;
 
 impl Router {
-    /// `query` through `block`'s plugins in order (no autopath, no dns64):
-    /// `any`, `loop`'s probe, the chain's plugins before the cluster, the
-    /// block's own data, `kubernetes`, then `cache` and `forward`.
+    /// `query` through `block`'s plugins in order (no autopath, no plugin after the answer):
+    /// `any`, `loop`'s probe, the chain's plugins before the cluster,
+    /// `kubernetes`, then `cache` and `forward`.
     pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
         if any(block, query, out) {
@@ -34,7 +34,7 @@ impl Router {
             Outcome::Passed => {}
             outcome => return settled(outcome),
         }
-        if data(block, (qname, qtype), out) || kubernetes(block, qname, qtype, out) {
+        if kubernetes(block, qname, qtype, out) {
             return Routed::Done;
         }
         match Chain::run(&block.plugins.data, query, &asker.of(), out) {
@@ -45,7 +45,7 @@ impl Router {
 }
 
 /// The chain's early plugins and `any`, before anything
-/// may change the question and before `acl`: `Some` when one of them
+/// may change the question and before the guard: `Some` when one of them
 /// settled the query.
 pub(super) fn early<'a>(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> Option<Routed<'a>> {
     match Chain::run(&block.plugins.early, query, &asker.of(), out) {
@@ -71,17 +71,6 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
     out.answers.push(reply::hinfo_rfc8482(query.name()));
     out.tags.memoizable = true;
     true
-}
-
-/// The block's own data: `k8s_external`; true when it answered.
-fn data(block: &Block, (qname, qtype): (&Name, RecordType), out: &mut Answer) -> bool {
-    if let (Some(ext), Some(cluster)) = (&block.k8s_external, &block.cluster) {
-        if took(ext.answer(qname, qtype, &cluster.store, out), Plugin::K8sExternal, out) {
-            out.tags.memoizable = true;
-            return true;
-        }
-    }
-    false
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes

@@ -2,17 +2,18 @@
 //! fixes, so that a worker may replay the cache's answer as bytes next
 //! time without routing (`replay::hits`): a block with no `rewrite`,
 //! `template` or `autopath RESOLV-CONF` (whose walk starts from any
-//! client's NXDOMAIN), a name outside its `kubernetes` and `k8s_external` zones
-//! and those a plugin of the chain serves (those change with the store, or at run time), not AAAA under `dns64`, not ANY
+//! client's NXDOMAIN), a name outside its `kubernetes` zones and those of
+//! the chain's plugins that answer from the store or serve zones (those
+//! change with the store, or at run time), not one the plugin after the
+//! answer takes, not ANY
 //! or the loop probe's HINFO, not one a plugin of the chain may answer
 //! later (an ACME challenge), and past the chain's plugins whose data
 //! changes at run time (a reloaded file) with their data as loaded now.
 
 use hickory_proto::op::Query;
-use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::rr::RecordType;
 
 use super::{Block, Router};
-use crate::query::plugins::dns64::Dns64;
 use crate::query::replay::hits::HitRoute;
 
 impl Router {
@@ -45,11 +46,10 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
         && block.autopath.as_ref().is_none_or(|a| a.resolv.is_none())
         && block.header.is_none() // a replay echoes RD and CD from the request
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
-        && !(block.dns64.is_some() && Dns64::question(query))
+        && block.plugins.after.as_ref().is_none_or(|a| !a.takes(query))
         && !block.plugins.may_answer_later(query);
-    let inside = |zones: &[Name]| zones.iter().any(|z| z.zone_of(qname));
     let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
-        && block.k8s_external.as_ref().is_none_or(|k| !inside(&k.cfg.zones))
+        && !block.plugins.reads_store(qname)
         && !block.plugins.serves(qname);
     let forwarding = block.forwarding.as_ref()?;
     (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)

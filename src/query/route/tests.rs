@@ -39,7 +39,6 @@ fn handler(corefile: &str) -> Handler {
         .servers
         .iter()
         .map(|s| Block {
-            acl: s.acl.clone(),
             any: s.any,
             rewrite: (!s.rewrites.is_empty()).then(|| Rewrite {
                 rules: s.rewrites.clone(),

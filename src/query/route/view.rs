@@ -12,7 +12,7 @@
 //! picks by zone alone, and `Router::views` (one flag) says which. With
 //! views, the memo and cache-hit replays are off for the listener (a
 //! view may read the client, which a replay does not look at), and the
-//! `acl` admission is judged in the block the view chose.
+//! guard's admission is judged in the block the view chose.
 
 pub mod print;
 pub mod setup;

@@ -9,7 +9,7 @@
 //! to the upstream's answer. Beside [`apply`], both paths then drop a
 //! successful answer's extra sections under `minimal` ([`minimal`]), and
 //! the continuation carries the block's `nsid` to the forwarded answer.
-//! The task also reads `dns64` and the
+//! The task also reads the plugin after the answer and the
 //! `rewrite cname` target, which need a second upstream question
 //! (`forward::Forwarding::complete`).
 //!
@@ -28,7 +28,7 @@ use std::sync::Arc;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, Record};
 
-use super::plugins::dns64::Dns64;
+use super::plugins::after::AfterAnswer;
 use super::plugins::rewrite::{self, Revert};
 use super::reply::{self, Answer};
 use crate::metrics::{Plugin, Transport};
@@ -40,8 +40,9 @@ pub struct Continuation {
     /// Another name than the client's was forwarded (autopath, an
     /// ExternalName's target): how its answer is put under the client's.
     pub chase: Option<Chase>,
-    /// An AAAA question `dns64` translates (asking A) when the reply has no AAAA.
-    pub dns64: Option<Arc<Dns64>>,
+    /// The block's plugin after the answer, which amends the reply (asking
+    /// its second question) when the reply calls for it.
+    pub after: Option<Arc<dyn AfterAnswer>>,
     /// A `rewrite` to undo on the reply (`None`: the question went as asked).
     pub rewrite: Option<Box<Rewritten>>,
     /// `loadbalance` of the block the answer goes back through.
@@ -63,8 +64,9 @@ pub struct Left {
     /// search walk, or a CNAME's target outside; its answer comes back
     /// under the client's question.
     pub chase: Option<(Query, ChaseKind)>,
-    /// `dns64` translates the answer (the task asks A as well).
-    pub dns64: Option<Arc<Dns64>>,
+    /// The plugin after the answer amends it (the task asks its second
+    /// question as well).
+    pub after: Option<Arc<dyn AfterAnswer>>,
     /// `rewrite` changed the question: the one that goes, and how the
     /// answer is changed back.
     pub rewrite: Option<Box<(Query, Revert)>>,
@@ -115,7 +117,7 @@ impl Left {
         };
         let then = Continuation {
             chase,
-            dns64: self.dns64,
+            after: self.after,
             rewrite: rewritten.map(|(_, r)| r),
             loadbalance: loadbalance.filter(|lb| lb.touches(asked.query_type())),
             nsid: answer.tags.nsid.clone(),
@@ -167,7 +169,7 @@ pub enum ChaseKind {
     /// it is.
     Autopath,
     /// A CNAME's target outside the zone (an ExternalName Service, a
-    /// `k8s_external` ingress hostname), as CoreDNS's upstream lookup: the
+    /// Service's external ingress hostname), as CoreDNS's upstream lookup: the
     /// CNAME, then whatever records the target has (none when it fails),
     /// NOERROR, authoritative, answered by this plugin; an upstream's TC
     /// is kept.
@@ -175,8 +177,8 @@ pub enum ChaseKind {
 }
 
 impl Continuation {
-    /// Does to `answer` (the upstream's, `dns64` and a `rewrite cname`
-    /// target already added) what the router left for it, through the
+    /// Does to `answer` (the upstream's, amended by the plugin after the
+    /// answer and a `rewrite cname` target added) what the router left for it, through the
     /// same [`apply`] the worker uses for an answer made here.
     pub fn apply(&self, answer: &mut Answer) {
         if self.nsid.is_some() {

@@ -1,8 +1,7 @@
 //! `transfer`: the `kubernetes` plugin's zones (the cluster zone, and
-//! `clusterset.local` with `multicluster`), the `k8s_external` plugin's and
-//! the zones the chain's plugins may send (`Answering::sendable`, zone
-//! files loaded) sent to secondaries by AXFR over TCP, and NOTIFY to
-//! them when a zone changes (CoreDNS's `transfer` plugin with those
+//! `clusterset.local` with `multicluster`) and those the chain's plugins
+//! offer (`ZoneSource`) sent to secondaries by AXFR over TCP, and NOTIFY
+//! to them when a zone changes (CoreDNS's `transfer` plugin with those
 //! plugins' `Transfer`; [`source`] reads each).
 //!
 //! 1. `tcp.rs` hands every whole frame asking AXFR or IXFR ([`asks`]) to
@@ -11,7 +10,7 @@
 //!    REFUSED (as it answers every AXFR/IXFR over UDP, as CoreDNS does).
 //! 2. A cluster zone is read from one snapshot ([`zone::Walk`]): SOA, the
 //!    apex NS with its address records, every name the zone answers, SOA
-//!    again; a file zone from the zone loaded ([`source::FileWalk`]);
+//!    again; a plugin's zone from its own walk (`ZoneWalk`, as loaded);
 //!    split into messages of at most [`BUDGET`] bytes of records, each
 //!    handed to the connection's writer as it is built, so the query path
 //!    never waits and a big zone is never held as records.
@@ -22,7 +21,6 @@
 
 pub mod print;
 
-mod external;
 mod notify;
 pub mod setup;
 pub mod source;
@@ -40,9 +38,8 @@ use tokio::sync::mpsc;
 
 pub use stats::{render, TransferStats};
 
-use super::plugins::chain::Sendable;
+use super::plugins::chain::Chain;
 use super::plugins::cluster::Cluster;
-use super::plugins::k8s_external::K8sExternal;
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use crate::query::transfer::setup::{transferable, TransferConfig};
 use crate::query::tsig::{Signer, Stream};
@@ -71,31 +68,23 @@ struct Xfr {
 
 impl Transfer {
     /// The `transfer` of a block whose `kubernetes` plugin is `cluster`
-    /// and whose chain may send the zones `sendable`; `None` without `transfer`
-    /// directives. Starts its NOTIFY tasks. A zone both serve is the
-    /// cluster's (CoreDNS asks kubernetes first).
+    /// and whose chain is `chain`; `None` without `transfer` directives.
+    /// Starts its NOTIFY tasks. A zone two serve is the first's (CoreDNS
+    /// asks kubernetes first).
     pub fn start(
         transfers: &[TransferConfig],
         cluster: Option<&Cluster>,
-        sendable: Vec<Sendable>,
-        external: Option<&Arc<K8sExternal>>,
+        chain: &Chain,
         server: String,
     ) -> Option<Arc<Transfer>> {
-        let forward = transferable(cluster.map(|c| &*c.cfg), &[], None);
+        let forward = transferable(cluster.map(|c| &*c.cfg), &[]);
         let mut sources: Vec<Source> = (cluster.into_iter().flat_map(|c| c.zones.iter()))
             .filter(|z| forward.contains(&&z.name))
-            .map(|z| Source::Cluster(z.clone()))
+            .map(|z| Source::Cluster(Box::new(z.clone())))
             .collect();
-        if let (Some(ext), Some(c)) = (external, cluster) {
-            for zone in transferable(None, &[], Some(&ext.cfg)) {
-                if !sources.iter().any(|s| s.name() == zone) {
-                    sources.push(Source::External(zone.clone(), ext.clone(), c.store.clone()));
-                }
-            }
-        }
-        for (origin, loaded) in sendable {
-            if !sources.iter().any(|s| s.name() == &origin) {
-                sources.push(Source::File(origin, loaded));
+        for source in chain.zone_sources() {
+            if !sources.iter().any(|s| s.name() == source.name()) {
+                sources.push(Source::Plugin(source));
             }
         }
         let zones: Vec<Xfr> = sources
@@ -181,7 +170,7 @@ pub type Found = Option<(Arc<Transfer>, Option<Arc<ZoneStats>>)>;
 /// Answers the zone transfer request `frame` from `peer`, handing each
 /// framed message to `tx`; false when no `transfer` serves it (the caller
 /// answers it as any other query: REFUSED). `find` gives the `transfer`
-/// of the block the zone falls in, when the block's `acl` lets the
+/// of the block the zone falls in, when the block's guard lets the
 /// request through. With `signer` (a request `tsig` verified, its TSIG
 /// record taken off), every message sent is signed.
 pub async fn serve(

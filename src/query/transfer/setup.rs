@@ -1,12 +1,13 @@
 //! `transfer [ZONES...] { to ADDRESS... | *; source ADDRESS }`: zone
 //! transfers (AXFR, IXFR answered as AXFR) of the `kubernetes` plugin's
-//! zones and of the `file` plugin's to the listed secondaries, and NOTIFY
-//! to them when a zone changes (CoreDNS's `transfer` plugin).
+//! zones and of the answering plugins that send theirs to the listed
+//! secondaries, and NOTIFY to them when a zone changes (CoreDNS's
+//! `transfer` plugin).
 //!
 //! Without ZONES the block's zones apply. Each zone must cover a forward
-//! zone of the block's `kubernetes` or `k8s_external` directive or an
-//! origin of one of its `file` directives (checked with the block: [`check`]); the zones
-//! transferred are those under it.
+//! zone of the block's `kubernetes` directive or a zone of an answering
+//! plugin that sends its zones (`Setup::transferred`; checked with the
+//! block: [`check`]); the zones transferred are those under it.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -18,7 +19,6 @@ use crate::corefile::lexer::{Pos, Word};
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 use crate::kubernetes::KubernetesConfig;
-use crate::query::plugins::k8s_external::setup::K8sExternalConfig;
 
 /// The port NOTIFY goes to when an address names none.
 pub const NOTIFY_PORT: u16 = 53;
@@ -127,18 +127,12 @@ fn to(w: &Word, errors: &mut Vec<ConfigError>) -> Option<To> {
 }
 
 /// The zones a block's plugins can transfer: the `kubernetes`
-/// directive's forward zones, the `k8s_external` directive's, then the
-/// zones the chain's plugins may send (CoreDNS's Transferers in plugin
-/// order).
-pub fn transferable<'a>(
-    k: Option<&'a KubernetesConfig>,
-    sendable: &'a [Name],
-    external: Option<&'a K8sExternalConfig>,
-) -> Vec<&'a Name> {
+/// directive's forward zones, then the answering plugins' (`plugins`,
+/// CoreDNS's Transferers in plugin order).
+pub fn transferable<'a>(k: Option<&'a KubernetesConfig>, plugins: &[&'a Name]) -> Vec<&'a Name> {
     let forward = |zones: &'a [Name]| zones.iter().filter(|z| !is_reverse(z));
     let cluster = k.into_iter().flat_map(|k| forward(&k.zones));
-    let external = external.into_iter().flat_map(|e| forward(&e.zones));
-    cluster.chain(external).chain(sendable).collect()
+    cluster.chain(plugins.iter().copied()).collect()
 }
 
 /// The zones `cfg` transfers: those of `zones` ([`transferable`]) under
@@ -156,23 +150,34 @@ fn is_reverse(zone: &Name) -> bool {
     arpa("in-addr.arpa.") || arpa("ip6.arpa.")
 }
 
+/// The block's `kubernetes` directive and the zones its answering plugins
+/// send.
+pub type Sources<'a> = (Option<&'a KubernetesConfig>, &'a [&'a Name]);
+
 /// The block-level rule: each `transfer` zone must hold a zone that the
-/// block's `kubernetes` or `file` directives serve (the plugins whose
-/// zones clusterdns transfers).
+/// block's `kubernetes` or answering plugins serve (the plugins whose
+/// zones clusterdns transfers; `directives`: their names, as the errors
+/// list them).
 pub fn check(
     transfers: &[TransferConfig],
-    k: Option<&KubernetesConfig>,
-    sendable: &[Name],
-    external: Option<&K8sExternalConfig>,
+    (k, plugins): Sources<'_>,
+    directives: &[&str],
     errors: &mut Vec<ConfigError>,
 ) {
-    let zones = transferable(k, sendable, external);
+    let zones = transferable(k, plugins);
     let served: Vec<String> = zones.iter().map(ToString::to_string).collect();
+    let listed = |and: &str| match directives.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} {and} {last}", rest.join(", ")),
+        _ => directives.concat(),
+    };
     for t in transfers {
         if zones.is_empty() {
             errors.push(ConfigError::new(
                 &t.pos,
-                "transfer: needs a kubernetes, k8s_external, file or secondary directive in this server block (their zones are the ones transferred)",
+                format!(
+                    "transfer: needs a {} directive in this server block (their zones are the ones transferred)",
+                    listed("or")
+                ),
             ));
             continue;
         }
@@ -185,7 +190,8 @@ pub fn check(
                 errors.push(ConfigError::new(
                     &t.pos,
                     format!(
-                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the kubernetes, k8s_external, file and secondary zones: {})",
+                        "transfer: no plugin of this block serves zone transfers for '{zone}' (the {} zones: {})",
+                        listed("and"),
                         served.join(" ")
                     ),
                 ));
@@ -298,11 +304,9 @@ mod tests {
     fn without_a_kubernetes_or_file_directive_it_is_an_error() {
         let errors = load(".:53 {\n    transfer {\n        to *\n    }\n}\n").expect_err("needs kubernetes");
         assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(
-            errors[0].starts_with(
-                "/tmp/Corefile:2:5: transfer: needs a kubernetes, k8s_external, file or secondary directive"
-            ),
-            "{errors:?}"
-        );
+        // The directives as the table lists them, the last after "or".
+        let [a, b, c, d] = crate::config::directives::TRANSFERRED;
+        let expected = format!("/tmp/Corefile:2:5: transfer: needs a {a}, {b}, {c} or {d} directive");
+        assert!(errors[0].starts_with(&expected), "{errors:?}");
     }
 }

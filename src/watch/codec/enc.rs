@@ -75,7 +75,7 @@ impl<W: Write> Enc<W> {
         Ok(())
     }
 
-    /// A Service's outside addresses (`k8s_external`): a count of IPs,
+    /// A Service's external addresses: a count of IPs,
     /// the IPs, a count of hostnames, the hostnames.
     fn external(&mut self, external: Option<&External>) -> std::io::Result<()> {
         let (ips, hostnames) = external.map_or((&[][..], &[][..]), |e| (&e.ips[..], &e.hostnames[..]));

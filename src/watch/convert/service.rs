@@ -1,6 +1,6 @@
 //! A Service → its record: the kind (cluster IPs, headless, or an
 //! ExternalName target), its ports, whether it has a selector, and the
-//! outside addresses `k8s_external` serves.
+//! external addresses (its external IPs and load-balancer ingress).
 
 use std::net::IpAddr;
 
@@ -87,7 +87,7 @@ fn kind(svc: &Service, spec: &ServiceSpec) -> Result<ServiceKind, Invalid> {
 }
 
 /// `spec.externalIPs` and `status.loadBalancer.ingress[]` (an ingress's
-/// `ip`, else its `hostname`), for `k8s_external`; `None` without any.
+/// `ip`, else its `hostname`): its external addresses; `None` without any.
 fn external(svc: &Service) -> Result<Option<Box<External>>, Invalid> {
     const KIND: &str = "Service";
     let spec_ips = svc.spec.iter().flat_map(|s| s.external_ips.iter().flatten());

@@ -5,7 +5,8 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::RecordType;
 
-use super::{Ctx, Found};
+use super::ctx::Ctx;
+use super::found::Found;
 use crate::query::reply;
 use crate::store::ServiceKind;
 

@@ -12,7 +12,7 @@
 //! Anything else (other types, ExternalName, pods, SRV, PTR,
 //! `multicluster` zones, the apex, not yet synced, an NXDOMAIN that falls through) returns
 //! `None` and takes the Record path ([`Cluster::answer`]), which decides
-//! the same way: `service::find` and `service::named`, [`super::declare`] and
+//! the same way: `service::find` and `service::named`, [`super::declare::declare`] and
 //! [`Cluster::expansion`] serve both, and the bytes come from the same
 //! writer ([`crate::query::reply::wire::Encoder`]). `direct/tests.rs` checks that
 //! the two paths write the same bytes.
@@ -22,8 +22,11 @@ use std::net::IpAddr;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::RecordType;
 
+use super::ctx::{spelled, Cluster};
+use super::declare::declare;
+use super::found::{exists, Found};
 use super::qname::{self, Qname};
-use super::{declare, service, Cluster, Found};
+use super::service;
 use crate::metrics::Plugin;
 use crate::query::reply::echo::Echo;
 use crate::query::reply::wire::{Encoder, Rec, ANSWER, AUTHORITY};
@@ -69,7 +72,7 @@ impl Cluster {
         answer.tags.deps = Deps::NONE;
         declare(&self.cfg, &name, &mut answer.tags.deps);
         let found = self.addresses(&snap, &name, qtype, &mut answer.addrs)?;
-        if found != Found::Records && super::spelled(qname, zone).is_some() {
+        if found != Found::Records && spelled(qname, zone).is_some() {
             return None; // the SOA in the question's spelling: the Record path
         }
         if found == Found::NxDomain && self.cfg.falls_through(qname) {
@@ -126,7 +129,7 @@ impl Cluster {
                     Some(first) => collect(addrs, std::iter::once(first).chain(named), qtype),
                 },
             },
-            Qname::Namespace { ns } => super::exists(snap.namespace(ns).is_some()),
+            Qname::Namespace { ns } => exists(snap.namespace(ns).is_some()),
             Qname::Unknown => Found::NxDomain,
             _ => return None,
         };

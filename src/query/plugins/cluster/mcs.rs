@@ -20,9 +20,11 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::{Name, RecordType};
 
+use super::ctx::Ctx;
+use super::found::{exists, Found};
 use super::qname::Qname;
 use super::service::{addresses, wanted, write_srv, SrvTargets};
-use super::{apex, exists, pod, Ctx, Found};
+use super::{apex, pod};
 use crate::query::reply::{self, prefixed};
 use crate::store::mcs::{Import, ImportKind, McsHost};
 use crate::store::records::undash;
@@ -44,7 +46,7 @@ pub(super) fn declare(cfg: &crate::kubernetes::KubernetesConfig, name: &Qname<'_
             deps.add(Dep::namespace(ns));
             deps.add(Dep::import_namespace(ns));
         }
-        _ => super::declare(cfg, name, deps), // the cluster zone's names
+        _ => super::declare::declare(cfg, name, deps), // the cluster zone's names
     }
 }
 

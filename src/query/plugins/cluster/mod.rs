@@ -8,7 +8,10 @@
 //!    the next plugin when `fallthrough` covers the name.
 
 mod apex;
+mod ctx;
+mod declare;
 pub mod direct;
+mod found;
 mod mcs;
 mod pod;
 pub mod qname;
@@ -25,82 +28,14 @@ use crate::kubernetes::KubernetesConfig;
 use crate::metrics::Expansion;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::{self, Answer, Zone};
-use crate::store::records::undash;
 use crate::store::{Dep, Deps, Snapshot, Store};
 use qname::Qname;
 
-/// How deep an ExternalName chain inside the zone is followed.
-const MAX_CHASE: u8 = 8;
-
-/// What a lookup found for one name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Found {
-    Records,
-    NoData,
-    NxDomain,
-}
-
-/// How a lookup in a zone of ours ends (the cluster zone and
-/// `k8s_external` alike): records found but none of the type asked is
-/// NODATA; an NXDOMAIN under `fallthrough` passes the query on (`out`
-/// emptied); otherwise the answer is authoritative, a negative one with
-/// nothing but the zone's `soa` in authority, and an outside CNAME target
-/// is left to the router to chase.
-pub fn conclude(
-    found: Found,
-    falls_through: bool,
-    chase: Option<Name>,
-    out: &mut Answer,
-    soa: impl FnOnce() -> hickory_proto::rr::Record,
-) -> Verdict {
-    let found = match found {
-        Found::Records if out.answers.is_empty() => Found::NoData,
-        f => f,
-    };
-    if found == Found::NxDomain && falls_through {
-        let nsid = out.tags.nsid.take();
-        out.clear();
-        out.tags.nsid = nsid; // the block's `nsid` still answers
-        return Verdict::Next;
-    }
-    out.authoritative = true;
-    if found != Found::Records {
-        out.answers.clear();
-        out.additional.clear();
-        out.rcode = match found {
-            Found::NxDomain => ResponseCode::NXDomain,
-            _ => ResponseCode::NoError,
-        };
-        out.authority.push(soa());
-    }
-    chase.map_or(Verdict::Answered, Verdict::Chase)
-}
-
-/// The `kubernetes` plugin's query side: its options, zones and store.
-pub struct Cluster {
-    pub cfg: Arc<KubernetesConfig>,
-    pub store: Arc<Store>,
-    pub zones: Vec<Zone>,
-    /// Whether its common answers may be written straight from the
-    /// snapshot ([`direct`]); tests turn it off to compare the two paths.
-    pub direct: bool,
-}
-
-/// One lookup: the snapshot, the options, the zone matched, the name whose
-/// records are being collected (the query name, or a CNAME target) and the
-/// reply being built.
-pub struct Ctx<'s, 'o> {
-    pub snap: &'s Snapshot,
-    pub cfg: &'s KubernetesConfig,
-    pub zone: &'s Zone,
-    /// Every zone of the plugin (PTR targets use the first forward zone).
-    pub zones: &'s [Zone],
-    pub owner: Name,
-    pub qtype: RecordType,
-    pub out: &'o mut Answer,
-    /// A CNAME's target outside the zone, for the router to chase.
-    pub chase: Option<Name>,
-}
+use ctx::{spelled, MAX_CHASE};
+pub use ctx::{Cluster, Ctx};
+use declare::declare;
+pub(crate) use found::exists;
+pub use found::{conclude, Found};
 
 impl Cluster {
     pub fn new(cfg: Arc<KubernetesConfig>, store: Arc<Store>) -> Cluster {
@@ -255,51 +190,6 @@ impl Ctx<'_, '_> {
             self.out.answers.truncate(kept);
         }
         self.owner = saved;
-    }
-}
-
-/// What the answer to `name` reads from the snapshot ([`Ctx::declare`]).
-fn declare(cfg: &KubernetesConfig, name: &Qname<'_>, deps: &mut Deps) {
-    match *name {
-        Qname::Apex => *deps = Deps::EVERYTHING,
-        Qname::NsHost => deps.add(Dep::service(apex::DNS_SERVICE.0, apex::DNS_SERVICE.1)),
-        Qname::DnsVersion | Qname::Ent | Qname::Unknown => {}
-        Qname::ClusterEndpoint { .. } => {} // NXDOMAIN outside multicluster zones
-        Qname::Namespace { ns } | Qname::PodNamespace { ns } => deps.add(Dep::namespace(ns)),
-        Qname::Service { ns, svc }
-        | Qname::ProtoEnt { ns, svc, .. }
-        | Qname::Endpoint { ns, svc, .. }
-        | Qname::Port { ns, svc, .. }
-        | Qname::Zonal { ns, svc, .. } => {
-            deps.add(Dep::namespace(ns));
-            deps.add(Dep::service(ns, svc));
-        }
-        Qname::Pod { ns, ip } => match (cfg.pods, undash(ip)) {
-            (crate::kubernetes::PodMode::Verified, Some(addr)) => deps.add(Dep::pod(ns, addr)),
-            _ => deps.add(Dep::namespace(ns)),
-        },
-    }
-}
-
-/// `zone` as `qname` spells it, when that is not as configured: the names
-/// a reply builds in the zone (SOA, NS host, SRV targets and their glue)
-/// follow the question's case, as CoreDNS writes them
-/// (`handler_case_test.go`). `None` when spelt as configured.
-pub(crate) fn spelled(qname: &Name, zone: &Zone) -> Option<Zone> {
-    let labels = zone.name.num_labels();
-    let skip = qname.num_labels().checked_sub(labels)?;
-    if qname.iter().skip(usize::from(skip)).eq(zone.name.iter()) {
-        return None;
-    }
-    Some(Zone::new(qname.trim_to(usize::from(labels))))
-}
-
-/// NODATA for a name that exists, NXDOMAIN otherwise.
-pub(crate) fn exists(yes: bool) -> Found {
-    if yes {
-        Found::NoData
-    } else {
-        Found::NxDomain
     }
 }
 

@@ -2,7 +2,8 @@
 //! address in an existing namespace) or `pods verified` (a running pod in
 //! that namespace has the address). `pods disabled` has no such names.
 
-use super::{exists, Ctx, Found};
+use super::ctx::Ctx;
+use super::found::{exists, Found};
 use crate::kubernetes::PodMode;
 use crate::query::reply;
 use crate::store::records::undash;

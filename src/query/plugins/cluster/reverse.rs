@@ -12,7 +12,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use hickory_proto::rr::{Name, RecordType};
 
-use super::{apex, Ctx, Found};
+use super::apex;
+use super::ctx::Ctx;
+use super::found::Found;
 use crate::query::reply::{self, prefixed};
 use crate::store::records::dashed;
 use crate::store::{PtrHost, PtrTarget};

@@ -11,7 +11,8 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::{Name, RecordType};
 
-use super::{Ctx, Found};
+use super::ctx::Ctx;
+use super::found::Found;
 use crate::query::reply::{self, prefixed};
 use crate::store::records::undash;
 use crate::store::{Endpoint, Port, Service, ServiceKind};
@@ -264,7 +265,7 @@ fn external_name(c: &mut Ctx<'_, '_>, target: &Name, depth: u8) -> Found {
         return Found::Records; // a loop: the chain is already in the answer
     }
     c.out.answers.push(record);
-    if c.qtype == RecordType::CNAME || depth >= super::MAX_CHASE {
+    if c.qtype == RecordType::CNAME || depth >= super::ctx::MAX_CHASE {
         return Found::Records;
     }
     if c.zone.name.zone_of(target) {

@@ -23,8 +23,9 @@
 
 use hickory_proto::rr::RecordType;
 
+use super::ctx::Ctx;
+use super::found::Found;
 use super::service::{addresses, srv_records};
-use super::{Ctx, Found};
 use crate::store::ServiceKind;
 
 /// The records of a zonal name (see the table above). `c.cfg` decides

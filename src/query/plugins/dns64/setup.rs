@@ -99,7 +99,11 @@ mod tests {
 
     fn dns64(body: &str) -> Result<Dns64Config, Vec<String>> {
         let text = format!(".:53 {{\n    {body}\n}}\n");
-        load(&text).map(|c| c.servers[0].dns64.clone().expect("dns64"))
+        let setup = |c: &crate::config::Config| {
+            let s = c.servers[0].setup("dns64").expect("dns64");
+            (&**s as &dyn std::any::Any).downcast_ref::<Dns64Config>().cloned()
+        };
+        load(&text).map(|c| setup(&c).expect("a dns64 setup"))
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub trait Line: Debug + Send + Sync {
     fn start(&self) -> ZoneFile;
 
     /// The origins `transfer` may send (none: zones that come and go).
-    fn sendable(&self) -> &[Name] {
+    fn transferred(&self) -> &[Name] {
         &[]
     }
 }
@@ -52,7 +52,7 @@ impl Line for FileConfig {
         ZoneFile::new(self.clone())
     }
 
-    fn sendable(&self) -> &[Name] {
+    fn transferred(&self) -> &[Name] {
         &self.zones
     }
 }

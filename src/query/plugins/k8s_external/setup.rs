@@ -1,6 +1,7 @@
 //! `k8s_external [ZONE...] { apex APEX; ttl TTL; headless; fallthrough [ZONES...] }`:
 //! Services' external addresses under an outside zone. Needs the block's
-//! `kubernetes` directive (its store), checked where the block is built.
+//! `kubernetes` directive (its store), checked with the whole block
+//! (`Setup::check`). Printed for `clusterdns check` by [`print`].
 
 use hickory_proto::rr::Name;
 
@@ -9,6 +10,7 @@ use crate::corefile::blocks::Directive;
 use crate::corefile::lexer::Pos;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
+use crate::corefile::words::{names, with, Block};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct K8sExternalConfig {
@@ -31,6 +33,14 @@ impl K8sExternalConfig {
             .as_ref()
             .is_some_and(|zones| zones.is_empty() || zones.iter().any(|z| z.zone_of(qname)))
     }
+}
+
+/// `check`'s lines: every option with its value, defaults written out.
+pub(crate) fn print(b: &mut Block, e: &K8sExternalConfig) {
+    let mut options = vec![format!("apex {}", e.apex), format!("ttl {}", e.ttl)];
+    options.extend(e.headless.then(|| "headless".to_string()));
+    options.extend(e.fallthrough.as_ref().map(|z| with("fallthrough", &names(z))));
+    b.directive(with("k8s_external", &names(&e.zones)), &options);
 }
 
 /// Parses a `k8s_external` directive; `block_zones` are the server block's.
@@ -88,7 +98,13 @@ mod tests {
         let text = format!(
             "example.org:53 cluster.local:53 {{\n    kubernetes cluster.local {{\n        snapshot x.yaml\n    }}\n    {body}\n}}\n"
         );
-        load(&text).map(|c| c.servers[0].k8s_external.clone().expect("k8s_external"))
+        let setup = |c: &crate::config::Config| {
+            let s = c.servers[0].setup("k8s_external").expect("k8s_external");
+            (&**s as &dyn std::any::Any)
+                .downcast_ref::<K8sExternalConfig>()
+                .cloned()
+        };
+        load(&text).map(|c| setup(&c).expect("k8s_external"))
     }
 
     #[test]

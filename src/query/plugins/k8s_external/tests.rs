@@ -8,7 +8,7 @@ use std::sync::Arc;
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::{Name, RecordType};
 
-use super::K8sExternal;
+use super::answer::K8sExternal;
 use crate::query::plugins::k8s_external::setup::K8sExternalConfig;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;

@@ -12,8 +12,8 @@ use hickory_proto::rr::Record;
 use hickory_proto::serialize::binary::{BinEncodable, BinEncoder};
 use hickory_proto::ProtoError;
 
+use crate::query::reply::answer::Answer;
 use crate::query::reply::echo::{Echo, OPT_LEN, OUR_PAYLOAD};
-use crate::query::reply::Answer;
 
 /// [`write`] with hickory's encoder (a SERVFAIL when it fails).
 pub(crate) fn write_with_hickory(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> bool {
@@ -81,7 +81,7 @@ fn encode(out: &mut Vec<u8>, echo: &Echo<'_>, answer: &Answer, limit: usize) -> 
     meta.checking_disabled = echo.meta.checking_disabled;
     meta.authoritative = answer.authoritative;
     meta.recursion_available = answer.recursion_available;
-    meta.authentic_data = echo.authentic(answer);
+    meta.authentic_data = echo.authentic(answer.authentic_data);
     let truncated = truncated || answer.truncated;
     meta.truncation = truncated;
     meta.response_code = answer.rcode;

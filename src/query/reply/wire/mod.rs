@@ -13,7 +13,7 @@
 //! on the way is stored (at most [`CANDIDATES`], while below offset
 //! 0x3FFF). RDATA names of CNAME, PTR, NS and SOA are compressed; an SRV
 //! target is not (RFC 2782), but its suffixes are stored. After
-//! [`COMPRESSED_NAMES`] compressed names, names are written whole.
+//! [`names::COMPRESSED_NAMES`] compressed names, names are written whole.
 //!
 //! [`encode`] takes the record types the query path produces (A, AAAA,
 //! CNAME, PTR, NS, SOA, SRV, TXT, HINFO); a reply holding any other type
@@ -23,32 +23,16 @@
 
 use hickory_proto::rr::{Name, RData, Record};
 
+use super::answer::Answer;
 use super::echo::{Echo, OPT_LEN, OUR_PAYLOAD};
 use super::nsid;
-use super::Answer;
 use crate::query::request::{self, edns::ClientEdns, Triage};
 
 pub mod hickory;
 mod names;
 
-/// Stored compression candidates at most (hickory's limit).
-const CANDIDATES: usize = 64;
-/// Names compressed at most per message (hickory's limit).
-const COMPRESSED_NAMES: usize = 120;
-
-/// The buffer being written and its compression state.
-struct Writer<'o, 'q> {
-    out: &'o mut Vec<u8>,
-    candidates: [u16; CANDIDATES],
-    stored: usize,
-    compressed: usize,
-    /// The question's name (not the root), written at offset 12: a record
-    /// owned by this very name is a pointer to it, as a lookup would find.
-    question: Option<&'q Name>,
-}
-
-/// Why a message cannot be written here.
-pub struct Unsupported;
+pub use names::Unsupported;
+use names::{Writer, CANDIDATES};
 
 /// One record as the writer takes it, borrowed: from a hickory [`Record`]
 /// ([`encode`]) or straight from the snapshot (the cluster zone's
@@ -68,9 +52,9 @@ pub enum Data<'a> {
     /// CNAME, PTR, NS: one compressed name.
     Name(&'a Name),
     Soa(&'a hickory_proto::rr::rdata::SOA),
-    /// A zone's SOA from its prebuilt names ([`super::reply::soa`]'s
+    /// A zone's SOA from its prebuilt names ([`super::records::soa`]'s
     /// values): the zone, the serial, the TTL (also the minimum).
-    ZoneSoa(&'a super::Zone, u32, u32),
+    ZoneSoa(&'a super::records::Zone, u32, u32),
     Srv(&'a hickory_proto::rr::rdata::SRV),
     Txt(&'a hickory_proto::rr::rdata::TXT),
     Hinfo(&'a hickory_proto::rr::rdata::HINFO),
@@ -93,7 +77,7 @@ impl<'a> Rec<'a> {
     }
 
     /// `zone`'s SOA (class IN), as [`super::reply::soa`] builds it.
-    pub fn zone_soa(zone: &'a super::Zone, ttl: u32, serial: u32) -> Rec<'a> {
+    pub fn zone_soa(zone: &'a super::records::Zone, ttl: u32, serial: u32) -> Rec<'a> {
         Rec {
             owner: &zone.name,
             rtype: 6,
@@ -274,7 +258,7 @@ fn header(out: &mut [u8], echo: &Echo<'_>, answer: &Answer, truncated: bool, cou
         | bit(truncated, 0x02)
         | bit(meta.recursion_desired, 0x01);
     out[3] = bit(answer.recursion_available, 0x80)
-        | bit(echo.authentic(answer), 0x20)
+        | bit(echo.authentic(answer.authentic_data), 0x20)
         | bit(meta.checking_disabled, 0x10)
         | answer.rcode.low();
     for (i, count) in counts.iter().enumerate() {
@@ -315,7 +299,7 @@ impl Writer<'_, '_> {
                 self.name(&zone.ns_host, true)?;
                 self.name(&zone.hostmaster, true)?;
                 self.u32(*serial);
-                for v in super::SOA_TIMERS {
+                for v in super::records::SOA_TIMERS {
                     self.out.extend_from_slice(&v.to_be_bytes());
                 }
                 self.u32(*minimum);

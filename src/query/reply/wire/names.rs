@@ -3,7 +3,24 @@
 
 use hickory_proto::rr::Name;
 
-use super::{Unsupported, Writer, CANDIDATES, COMPRESSED_NAMES};
+/// Stored compression candidates at most (hickory's limit).
+pub(super) const CANDIDATES: usize = 64;
+/// Names compressed at most per message (hickory's limit).
+pub(super) const COMPRESSED_NAMES: usize = 120;
+
+/// The buffer being written and its compression state.
+pub(super) struct Writer<'o, 'q> {
+    pub(super) out: &'o mut Vec<u8>,
+    pub(super) candidates: [u16; CANDIDATES],
+    pub(super) stored: usize,
+    pub(super) compressed: usize,
+    /// The question's name (not the root), written at offset 12: a record
+    /// owned by this very name is a pointer to it, as a lookup would find.
+    pub(super) question: Option<&'q Name>,
+}
+
+/// Why a message cannot be written here.
+pub struct Unsupported;
 
 impl Writer<'_, '_> {
     /// Writes `name`, compressed when `compress` (see the module doc).

@@ -14,8 +14,8 @@ use hickory_proto::rr::{Name, RecordType};
 use crate::fuzzing::without_direct;
 use crate::metrics::{Metrics, Transport};
 use crate::query::defer::Sink;
+use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
-use crate::query::plugins::dns64::Dns64;
 use crate::query::{Block, Handler, Router, Scratch};
 use crate::store::{Kind, PortIn, Proto, Record, ServiceKind, Store, Writer};
 
@@ -226,7 +226,7 @@ fn handler(corefile: &str, store: &Arc<Store>) -> Handler {
     let block = Block {
         cluster: Some(Cluster::new(Arc::new(cfg), store.clone())),
         loadbalance: server.loadbalance.clone().map(Arc::new),
-        dns64: (server.dns64.clone()).map(|d| Arc::new(Dns64::new(d, "dns://:53".into()))),
+        plugins: Chain::build(&server.plugins, "dns://:53"),
         ..Block::new(server.zones.clone())
     };
     Handler::new(Router::new(vec![block], Vec::new()), Arc::new(Metrics::default()))

@@ -3,7 +3,7 @@
 
 use crate::corefile::args::spaced;
 use crate::corefile::words::{with, Block};
-use crate::query::route::acl::setup::{AclAction, AclRule};
+use crate::query::plugins::acl::setup::{AclAction, AclRule};
 use hickory_proto::rr::RecordType;
 
 /// One `acl ZONES { ... }` per rule, in the order they are tried; every

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use super::{AclAction, AclPolicy};
+use super::{listed, AclAction, AclPolicy};
 use crate::config::tests::{assert_errors, server_block};
 
 fn ip(s: &str) -> IpAddr {
@@ -16,8 +16,8 @@ fn zones_scope_each_directive_and_default_to_the_blocks() {
         "acl cluster.local Example.COM {\n    block net 10.1.2.3/32\n}\nacl secret.shop.svc.cluster.local {\n    block\n}\nacl {\n    allow net *\n}",
     )
     .expect("valid");
-    let zones: Vec<Vec<String>> = s
-        .acl
+    let rules = listed(s.setup("acl"));
+    let zones: Vec<Vec<String>> = rules
         .iter()
         .map(|r| r.zones.iter().map(ToString::to_string).collect())
         .collect();
@@ -29,13 +29,13 @@ fn zones_scope_each_directive_and_default_to_the_blocks() {
             vec!["."]
         ]
     );
-    let bare = &s.acl[1].policies[0];
+    let bare = &rules[1].policies[0];
     assert_eq!((bare.action, bare.types.clone()), (AclAction::Block, None));
     assert!(
         bare.matches(ip("10.9.9.9"), 1) && bare.matches(ip("fd00::1"), 28),
         "no net: everyone"
     );
-    let one = &s.acl[0].policies[0];
+    let one = &rules[0].policies[0];
     assert!(one.matches(ip("10.1.2.3"), 1) && one.matches(ip("::ffff:10.1.2.3"), 16));
     assert!(!one.matches(ip("10.1.2.4"), 1));
 }
@@ -46,7 +46,8 @@ fn types_nets_and_stars() {
         "acl {\n    BLOCK TYPE A AAAA net 192.168.0.0/16 2001:db8::/32 type MX\n    filter type * A net 10.0.0.1\n    drop net * 1.2.3.4\n}",
     )
     .expect("valid");
-    let p: &[AclPolicy] = &s.acl[0].policies;
+    let rules = listed(s.setup("acl"));
+    let p: &[AclPolicy] = &rules[0].policies;
     assert_eq!(p[0].action, AclAction::Block);
     assert_eq!(p[0].types.as_deref(), Some(&[1u16, 28, 15][..]));
     assert!(p[0].matches(ip("192.168.7.7"), 15) && p[0].matches(ip("2001:db8::9"), 28));

@@ -5,11 +5,12 @@ use std::net::IpAddr;
 
 use hickory_proto::rr::Name;
 
-use super::{judge, Asked, WireName};
-use crate::query::route::acl::setup::{AclAction, AclRule};
+use super::judge;
+use crate::query::plugins::acl::setup::{listed, AclAction, AclRule};
+use crate::query::plugins::guard::{Asked, WireName};
 
 fn rules(body: &str) -> Vec<AclRule> {
-    crate::config::tests::server_block(body).expect("valid").acl
+    listed(crate::config::tests::server_block(body).expect("valid").setup("acl"))
 }
 
 fn wire(name: &str) -> Vec<u8> {
@@ -25,11 +26,11 @@ fn wire(name: &str) -> Vec<u8> {
 fn both(rules: &[AclRule], name: &str, qtype: u16, client: &str) -> AclAction {
     let client: IpAddr = client.parse().expect("address");
     let decoded = Name::from_ascii(name).expect("name");
-    let by_name = judge(rules, &decoded, qtype, client);
+    let by_name = judge(rules, &&decoded, qtype, client);
     let bytes = wire(name);
     assert_eq!(
         by_name,
-        judge(rules, WireName(&bytes), qtype, client),
+        judge(rules, &WireName(&bytes), qtype, client),
         "{name} from {client}"
     );
     by_name

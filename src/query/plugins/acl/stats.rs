@@ -5,12 +5,18 @@
 //! a query neither looks a label up nor allocates. Blocks sharing a
 //! listener share the `server` label: their series are summed at a scrape.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Arc;
+use std::fmt::Write as _;
 
-use super::catalogue as c;
-use super::counts::Slots;
+use crate::metrics::catalogue::{self as c, Family};
+use crate::metrics::exposed::Exposed;
+use crate::metrics::Slots;
+
+/// Its families, as the catalogue lists them: the denials in [`Denial`]
+/// order, then the allowed requests.
+const FAMILIES: [Family; 4] = [c::ACL_BLOCKED, c::ACL_FILTERED, c::ACL_DROPPED, c::ACL_ALLOWED];
+
+/// The denial each of the first [`FAMILIES`] counts.
+const DENIALS: [Denial; 3] = [Denial::Blocked, Denial::Filtered, Denial::Dropped];
 
 /// What a denial did (the family it counts in), in slot order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,36 +78,32 @@ impl AclStats {
     }
 }
 
-/// The four `coredns_acl_*` families of every block with an `acl`.
-pub fn render(all: &[Arc<AclStats>], s: &mut String) {
-    let denials = [
-        (c::ACL_BLOCKED, Denial::Blocked),
-        (c::ACL_FILTERED, Denial::Filtered),
-        (c::ACL_DROPPED, Denial::Dropped),
-    ];
-    for (family, how) in denials {
-        let mut series: BTreeMap<(&str, &str), u64> = BTreeMap::new();
-        for stats in all {
-            for (z, zone) in stats.zones.iter().enumerate() {
-                *series.entry((&stats.server, zone)).or_default() += stats.counts.get(1 + 3 * z + how as usize);
+impl Exposed for AclStats {
+    fn families(&self) -> &'static [Family] {
+        &FAMILIES
+    }
+
+    /// Each denial family by zone, then the allowed one; blocks sharing a
+    /// listener share the `server` label, and `render` sums their series.
+    fn series(&self, i: usize, s: &mut String) {
+        let server = &self.server;
+        match (DENIALS.get(i), FAMILIES.get(i)) {
+            (Some(how), Some(family)) => {
+                for (z, zone) in self.zones.iter().enumerate() {
+                    let n = self.counts.get(1 + 3 * z + *how as usize);
+                    let _ = writeln!(
+                        s,
+                        "{}{{server=\"{server}\",zone=\"{zone}\",view=\"\"}} {n}",
+                        family.name
+                    );
+                }
             }
+            (None, Some(family)) => {
+                let n = self.counts.get(0);
+                let _ = writeln!(s, "{}{{server=\"{server}\",view=\"\"}} {n}", family.name);
+            }
+            _ => {}
         }
-        family.head(s);
-        for ((server, zone), n) in series {
-            let _ = writeln!(
-                s,
-                "{}{{server=\"{server}\",zone=\"{zone}\",view=\"\"}} {n}",
-                family.name
-            );
-        }
-    }
-    let mut allowed: BTreeMap<&str, u64> = BTreeMap::new();
-    for stats in all {
-        *allowed.entry(&stats.server).or_default() += stats.counts.get(0);
-    }
-    c::ACL_ALLOWED.head(s);
-    for (server, n) in allowed {
-        let _ = writeln!(s, "{}{{server=\"{server}\",view=\"\"}} {n}", c::ACL_ALLOWED.name);
     }
 }
 
@@ -113,7 +115,7 @@ mod tests {
     fn blocks_of_one_server_sum_and_rules_share_a_zone_label() {
         let rules = |zones: &[&str]| vec![zones.iter().map(|z| z.to_string()).collect::<Vec<_>>()];
         let a = AclStats::new("dns://:53", &[rules(&["a.", "b."]), rules(&["b."])].concat());
-        let b = Arc::new(AclStats::new("dns://:53", &rules(&["b."])));
+        let b = AclStats::new("dns://:53", &rules(&["b."]));
         a.denied(0, 1, Denial::Blocked);
         a.denied(1, 0, Denial::Blocked);
         a.denied(0, 0, Denial::Dropped);
@@ -122,7 +124,8 @@ mod tests {
         a.allowed();
         b.allowed();
         let mut s = String::new();
-        render(&[Arc::new(a), b], &mut s);
+        let all: [std::sync::Arc<dyn Exposed>; 2] = [std::sync::Arc::new(a), std::sync::Arc::new(b)];
+        crate::metrics::exposed::render(&all, &mut s);
         for line in [
             "coredns_acl_blocked_requests_total{server=\"dns://:53\",zone=\"a.\",view=\"\"} 0",
             "coredns_acl_blocked_requests_total{server=\"dns://:53\",zone=\"b.\",view=\"\"} 3",

@@ -15,7 +15,9 @@
 //! matches every type, without `net` every address (IPv4 and IPv6); `*`
 //! in either section means all, and the rest of that section is not read.
 
+use std::any::Any;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use hickory_proto::rr::{Name, RecordType};
 
@@ -23,18 +25,10 @@ use crate::corefile::args::{lower_wire, zone, Args};
 use crate::corefile::blocks::Directive;
 use crate::corefile::lexer::Word;
 use crate::corefile::problem::ConfigError;
+use crate::query::plugins::chain::Setup;
 
-/// What a policy does with the queries it matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AclAction {
-    Allow,
-    /// REFUSED, with extended error 15 (Blocked) to EDNS clients.
-    Block,
-    /// NOERROR without records, with extended error 17 (Filtered).
-    Filter,
-    /// No reply at all.
-    Drop,
-}
+/// What a policy does with the queries it matches: what the guard says.
+pub use crate::query::plugins::guard::Judgement as AclAction;
 
 /// One policy line: `ACTION [type QTYPE...] [net CIDR...]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +79,31 @@ fn everyone() -> Vec<(IpAddr, u8)> {
     vec![(IpAddr::from([0u8; 4]), 0), (IpAddr::from([0u8; 16]), 0)]
 }
 
-/// Parses one `acl` directive; `block_zones` are the server block's.
-pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>) -> AclRule {
+/// A block's `acl` directives, in the order written: one guard that tries
+/// them in turn.
+#[derive(Debug, Clone)]
+pub struct AclConfig(pub Vec<AclRule>);
+
+/// The block's rules so far (`earlier`, the block's `acl` setup if it has
+/// one) with `d`'s after them; `block_zones` are the server block's.
+pub fn parse(
+    d: &Directive,
+    (block_zones, earlier): (&[Name], Option<&Arc<dyn Setup>>),
+    errors: &mut Vec<ConfigError>,
+) -> Arc<dyn Setup> {
+    let mut rules = listed(earlier);
+    rules.push(rule(d, block_zones, errors));
+    Arc::new(AclConfig(rules))
+}
+
+/// The rules of a block's `acl` setup (none without one).
+pub fn listed(setup: Option<&Arc<dyn Setup>>) -> Vec<AclRule> {
+    let config = setup.and_then(|s| (&**s as &dyn Any).downcast_ref::<AclConfig>());
+    config.map(|c| c.0.clone()).unwrap_or_default()
+}
+
+/// Parses one `acl` directive.
+fn rule(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>) -> AclRule {
     let mut zones: Vec<Name> = d.args.iter().filter_map(|w| zone(w, errors)).collect();
     if zones.is_empty() {
         zones = block_zones.to_vec();
