@@ -14,8 +14,6 @@ use crate::query::forward::Forwarding;
 use crate::query::metadata::Metadata;
 use crate::query::plugins::chain::{BuildContext, Chain};
 use crate::query::plugins::cluster::Cluster;
-use crate::query::plugins::file::ZoneFile;
-use crate::query::plugins::{auto, secondary};
 use crate::query::transfer::Transfer;
 use crate::query::tsig::Tsig;
 use crate::query::{Block, LoopProbe, Router};
@@ -134,14 +132,7 @@ impl Runtime {
         let plugins = Chain::build_in(&server.plugins, &ctx);
         built.live.ready.extend(plugins.readiness());
         built.live.exposed.extend(plugins.exposed());
-        let files = zone_files(server);
-        let transfer = Transfer::start(
-            &server.transfers,
-            cluster.as_ref(),
-            &files,
-            &plugins,
-            server_label(server),
-        );
+        let transfer = Transfer::start(&server.transfers, cluster.as_ref(), &plugins, server_label(server));
         built.live.transfers.extend(transfer.as_ref().map(|t| t.stats.clone()));
         let loop_probe = server.loop_detect.map(|exit| Arc::new(LoopProbe::new(exit)));
         if let (Some(p), Some(zone)) = (&loop_probe, server.zones.first()) {
@@ -151,7 +142,6 @@ impl Runtime {
             zones: server.zones.clone(),
             zone_wires: server.zones.iter().map(crate::corefile::args::lower_wire).collect(),
             zone_stats: Vec::new(),
-            files,
             cluster,
             forwarding,
             loop_probe,
@@ -190,16 +180,6 @@ fn routing(block: &mut Block, server: &Server) {
         log.style.format = crate::query::log::setup::with_metadata(log.style.format, &metadata);
     }
     block.metadata = Some(metadata);
-}
-
-/// The block's zones: `file`'s, then `auto`'s and `secondary`'s.
-fn zone_files(server: &Server) -> Vec<ZoneFile> {
-    let files = server.files.iter().cloned().map(ZoneFile::new);
-    let autos = server.autos.iter().map(auto::start);
-    files
-        .chain(autos)
-        .chain(server.secondaries.iter().map(secondary::start))
-        .collect()
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

@@ -24,7 +24,6 @@ pub use spec::{Ctx, Parse, Spec, NOT_YET, REFUSED};
 mod routing;
 mod rows;
 mod spec;
-mod zones;
 
 /// `https3` and `grpc_server`: `max_streams N max_connections N`.
 const STREAMS: Parse = |d, c| super::transport::streams(d, &mut c.server.listen, c.errors);
@@ -320,9 +319,9 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: |s, _| s.kubernetes.is_some(),
         print: print::kubernetes,
     },
-    zones::FILE,
-    zones::AUTO,
-    zones::SECONDARY,
+    rows::FILE,
+    rows::AUTO,
+    rows::SECONDARY,
     rows::ETCD,
     Spec {
         name: "loop",

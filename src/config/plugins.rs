@@ -136,13 +136,10 @@ fn keys(block: &RawBlock, errors: &mut Vec<ConfigError>) -> (Vec<Name>, Option<u
 /// a `kubernetes` of verified pods is accepted and walks nothing, as in
 /// CoreDNS.)
 fn needs(server: &Server, errors: &mut Vec<ConfigError>) {
-    // `secondary` zones go out as file zones do.
-    let secondaries = server.secondaries.iter().map(|s| s.as_file());
-    let files: Vec<_> = server.files.iter().cloned().chain(secondaries).collect();
     let plugins: Vec<_> = server.plugins.iter().flat_map(|p| p.transferred()).collect();
     crate::query::transfer::setup::check(
         &server.transfers,
-        (server.kubernetes.as_ref(), &files, &plugins),
+        (server.kubernetes.as_ref(), &plugins),
         &directives::TRANSFERRED,
         errors,
     );

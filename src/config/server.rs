@@ -19,7 +19,6 @@ use crate::query::forward::setup as forward;
 use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
 use crate::query::plugins::chain::Setup;
-use crate::query::plugins::file::setup as file;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
 use crate::query::reply::loadbalance::setup as loadbalance;
 use crate::query::route::autopath::setup as autopath;
@@ -64,9 +63,6 @@ pub struct Server {
     /// `forward` directives, tried in order (`next` passes on to the next).
     pub forward: Vec<forward::ForwardConfig>,
     pub cache: Option<cache::CacheConfig>,
-    pub files: Vec<file::FileConfig>,
-    pub secondaries: Vec<crate::query::plugins::secondary::setup::SecondaryConfig>,
-    pub autos: Vec<crate::query::plugins::auto::setup::AutoConfig>,
     /// `loop`: `Some(exit)` when loops are detected.
     pub loop_detect: Option<bool>,
     /// `loadbalance`: shuffled answers, `prefer`red networks first.
@@ -132,9 +128,6 @@ impl Server {
             kubernetes: None,
             forward: Vec::new(),
             cache: None,
-            files: Vec::new(),
-            secondaries: Vec::new(),
-            autos: Vec::new(),
             loop_detect: None,
             loadbalance: None,
             autopath: None,

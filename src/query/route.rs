@@ -5,7 +5,7 @@
 //! (the question changed here, the answer changed back), `autopath`, the guard (on the rewritten name, and on every
 //! name `autopath` tries), then `cache` with the plugins answering data:
 //! the chain's before the cluster (`template`, `hosts`, Services' external
-//! addresses), `file`, `kubernetes`, `forward` (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
+//! addresses, zone files), `kubernetes`, `forward` (behind `cache`), the chain's last plugins; `bufsize` rides along in the answer. A CNAME whose
 //! target lies outside (an ExternalName Service, a Service's external
 //! ingress hostname, a `template` or `rewrite cname` answer) has the target's
 //! records looked up and appended. A name no plugin takes is REFUSED: we
@@ -14,7 +14,7 @@
 //! `Router::answer` reads as that order: `enter` (the block, `log`,
 //! `bufsize`), `early` (the chain's early plugins, `any`), `rewrite`, the guard's
 //! verdict, `autopath` or `through` (`any`, `loop`, `template`, the chain's before
-//! the cluster, `data` for `file`, `kubernetes`, `forward` with `cache`),
+//! the cluster (zone files too), `kubernetes`, `forward` with `cache`),
 //! then `settle` (the outside CNAME target, the plugin after the answer, `rewrite` reverted,
 //! `loadbalance`). What a block holds is in `route/block.rs`; the plugin
 //! steps in their order in `route/order.rs`; the guard's gates (on a
@@ -166,14 +166,14 @@ impl Router {
     }
 
     /// What memo entries are checked against: the config epoch plus the
-    /// zone files' changes, the sum of the stores' generations (it changes
+    /// chain's memoized data changes (`chain::changes`), the sum of the stores' generations (it changes
     /// whenever any store publishes), and the store when there is exactly
     /// one (whose change table then keeps entries a publish did not touch).
     pub fn memo_view(&self) -> super::replay::memo::View<'_> {
         let mut stores = self.blocks.iter().filter_map(|b| b.cluster.as_ref()).map(|c| &*c.store);
         let first = stores.next();
         let mut view = super::replay::memo::View {
-            epoch: self.epoch.wrapping_add(super::plugins::file::changes()),
+            epoch: self.epoch.wrapping_add(super::plugins::chain::changes()),
             generation: first.map_or(0, |s| s.generation()),
             store: first,
         };
@@ -230,7 +230,7 @@ impl Router {
     /// from one of the zone's primaries (answered) or not (dropped).
     pub fn notified(&self, zone: &Name, from: IpAddr) -> Option<bool> {
         let (block, _) = self.block(zone)?;
-        notify::notified(&block.files, zone, from)
+        block.plugins.notified(zone, from)
     }
 
     /// A rejected request's answer, or `None` for a NOTIFY dropped (see

@@ -85,7 +85,7 @@ impl Writer {
         }
         self.live.synced = self.synced();
         // Strictly increasing, so that two changes within a second still
-        // tell a secondary (NOTIFY, the SOA it polls) the zone changed.
+        // tell the secondaries (NOTIFY, the SOA they poll) the zone changed.
         self.live.serial = serial.max(self.live.serial.wrapping_add(1));
         store.publish_changes(self.live.clone(), &std::mem::take(&mut self.changed));
         self.dirty = false;

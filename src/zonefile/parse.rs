@@ -41,7 +41,7 @@ pub fn parse(text: &str, path: Option<&Path>, origin: &Name) -> Result<Zone, Str
     index(origin.to_lowercase(), sets, keep)
 }
 
-/// A zone from records received by zone transfer (`secondary`): the
+/// A zone from records received by zone transfer (a zone kept by AXFR): the
 /// DNSSEC records left out as a zone file's are, names kept as sent.
 pub fn from_records(origin: &Name, records: Vec<Record>) -> Result<Zone, String> {
     let mut sets: BTreeMap<RrKey, RecordSet> = BTreeMap::new();

@@ -2,8 +2,11 @@
 //! their own, so the table stays within the size limit: one constant per
 //! directive, named in the table where its plugin runs.
 
-use super::spec::{once, Spec, NOT_REPORTED};
+use std::sync::Arc;
+
+use super::spec::{once, Ctx, Spec, NOT_REPORTED};
 use crate::config::effective::print;
+use crate::query::plugins::file::{self as zones, line::Line};
 
 /// `header`: flags set or cleared in queries and responses.
 pub const HEADER: Spec = Spec {
@@ -127,6 +130,54 @@ pub const HOSTS: Spec = Spec {
     enabled: |s, _| s.has("hosts"),
     print: |b, s, _| print::plugin(b, s, "hosts"),
 };
+
+/// `file`, after `kubernetes` as in CoreDNS's `plugin.cfg`: a zone file.
+/// The block's `file`, `auto` and `secondary` lines are one plugin (the
+/// longest origin answers), each row printing its own lines.
+pub const FILE: Spec = Spec {
+    name: "file",
+    options: true,
+    parse: |d, c| {
+        let dir = crate::config::root::dir(c.server.root.as_deref(), c.dir);
+        let line = crate::query::plugins::file::setup::file(d, &c.server.zones, dir, c.errors);
+        zone_line(c, line)
+    },
+    enabled: |s, _| zones::holds(s.setup("file"), "file"),
+    print: |b, s, _| zones::print_lines(b, s.setup("file"), "file"),
+};
+
+/// `auto`, after `file` as in CoreDNS's `plugin.cfg`: a directory's zone files.
+pub const AUTO: Spec = Spec {
+    name: "auto",
+    options: true,
+    parse: |d, c| {
+        let dir = crate::config::root::dir(c.server.root.as_deref(), c.dir);
+        let line = crate::query::plugins::auto::setup::parse(d, &c.server.zones, dir, c.errors);
+        zone_line(c, Some(line))
+    },
+    enabled: |s, _| zones::holds(s.setup("file"), "auto"),
+    print: |b, s, _| zones::print_lines(b, s.setup("file"), "auto"),
+};
+
+/// `secondary`, after `auto` as in CoreDNS's `plugin.cfg`: zones transferred from a primary.
+pub const SECONDARY: Spec = Spec {
+    name: "secondary",
+    options: true,
+    parse: |d, c| {
+        let line = crate::query::plugins::secondary::setup::parse(d, &c.server.zones, c.errors);
+        zone_line(c, Some(line))
+    },
+    enabled: |s, _| zones::holds(s.setup("file"), "secondary"),
+    print: |b, s, _| zones::print_lines(b, s.setup("file"), "secondary"),
+};
+
+/// `line` (when it parsed) added to the block's zone plugin.
+fn zone_line(c: &mut Ctx<'_>, line: Option<impl Line + 'static>) {
+    if let Some(line) = line {
+        let setup = zones::with(c.server.setup("file"), Arc::new(line));
+        c.server.plug(setup);
+    }
+}
 
 /// `acl`: who may ask what, the block's lines one guard.
 pub const ACL: Spec = Spec {

@@ -158,12 +158,6 @@ pub(crate) fn kubernetes(b: &mut Block, s: &Server, _: Option<&Config>) {
         .for_each(|k| crate::kubernetes::print::kubernetes(b, k))
 }
 
-pub(crate) fn file(b: &mut Block, s: &Server, _: Option<&Config>) {
-    s.files
-        .iter()
-        .for_each(|z| crate::query::plugins::file::print::file(b, z));
-}
-
 pub(crate) fn loop_(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.loop_detect.into_iter().for_each(|exit| {
         b.directive("loop".into(), &if exit { vec!["exit".to_string()] } else { Vec::new() });

@@ -1,6 +1,6 @@
 //! The `auto` plugin: the zone files of a directory, each served as `file`
 //! serves one ([`ZoneFile::found`]), found again every `reload`
-//! (CoreDNS's `auto`).
+//! (CoreDNS's `auto`). Each line is a [`Line`] of the block's zone plugin.
 //!
 //! - [`start`] reads the directory at once (as CoreDNS at startup), then
 //!   every `reload` on a task of its own while the block lives.
@@ -25,7 +25,11 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 use hickory_proto::rr::Name;
 
-use crate::query::plugins::file::{FoundZones, ZoneFile};
+use crate::corefile::words::Block;
+use crate::metrics::Plugin;
+use crate::query::plugins::chain::changed;
+use crate::query::plugins::file::line::Line;
+use crate::query::plugins::file::zone::{FoundZones, ZoneFile};
 use crate::zonefile::Zone;
 use setup::AutoConfig;
 
@@ -49,7 +53,26 @@ pub fn start(cfg: &AutoConfig) -> ZoneFile {
             rt.spawn(keep(cfg.clone(), entries, Arc::downgrade(&found)));
         }
     }
-    ZoneFile::found(cfg.as_file(), found)
+    ZoneFile::found(cfg.as_file(), found, Plugin::Auto)
+}
+
+impl Line for AutoConfig {
+    fn directive(&self) -> &'static str {
+        "auto"
+    }
+
+    /// After `file`'s zones, before transferred ones, as in the table.
+    fn rank(&self) -> u8 {
+        1
+    }
+
+    fn print(&self, b: &mut Block) {
+        print::auto(b, self);
+    }
+
+    fn start(&self) -> ZoneFile {
+        start(self)
+    }
 }
 
 /// Reads the directory every `reload` while the block's zones live.
@@ -74,7 +97,7 @@ async fn keep(cfg: AutoConfig, mut entries: Vec<Entry>, found: Weak<ArcSwap<Foun
                 .all(|(a, b)| a.0 == b.0 && Arc::ptr_eq(&a.1, &b.1));
         if !same {
             found.store(Arc::new(next));
-            super::file::changed();
+            changed();
         }
     }
 }

@@ -5,21 +5,24 @@
 //! the order and what the fast paths may skip). A plugin that has both
 //! lives in its own folder and is named outside it only in the directive
 //! table and the module list; the router runs whatever the block's chain
-//! holds, in the table's order.
+//! holds, in the table's order. What a plugin is built, checked and asked
+//! with is in [`context`], the memo's epoch its data changes move in
+//! [`memo_epoch`].
+
+mod context;
+mod memo_epoch;
 
 use std::any::Any;
 use std::fmt::Debug;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use hickory_proto::op::Query;
 use hickory_proto::rr::Name;
 
-use crate::corefile::expr::Wire;
 use crate::corefile::problem::ConfigError;
 use crate::corefile::words::Block;
-use crate::kubernetes::KubernetesConfig;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
 use crate::query::plugins::after::AfterAnswer;
@@ -27,7 +30,8 @@ use crate::query::plugins::guard::Guard;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
-use crate::store::Store;
+pub use context::{BuildContext, CheckContext, Client};
+pub use memo_epoch::{changed, changes};
 
 /// Where in the order a plugin answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,31 +46,6 @@ pub enum Stage {
     Data,
     /// When neither `cache` nor `forward` takes the name.
     Last,
-}
-
-/// The client a query came from, as the plugins see it.
-#[derive(Debug, Clone, Copy)]
-pub struct Client {
-    pub ip: IpAddr,
-    /// The request's transport, size, id, opcode, payload size and port.
-    pub wire: Wire,
-}
-
-impl Client {
-    /// No client in particular: what a plugin with [`Answering::changes`]
-    /// is asked with when the router checks that it passes a question.
-    pub const ANY: Client = Client {
-        ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        wire: Wire {
-            tcp: false,
-            size: 0,
-            id: 0,
-            opcode: 0,
-            dnssec_ok: false,
-            bufsize: 0,
-            port: 0,
-        },
-    };
 }
 
 /// A plugin in a block's chain.
@@ -127,6 +106,31 @@ pub trait Answering: Send + Sync {
 
     /// The counters this plugin keeps for `/metrics`, if any.
     fn exposed(&self) -> Option<Arc<dyn Exposed>> {
+        None
+    }
+
+    /// The answer's writer when it answered into `out` (by default
+    /// [`Answering::plugin`]; a plugin of several directives names one).
+    fn writer(&self, _out: &Answer) -> Plugin {
+        self.plugin()
+    }
+
+    /// Whether a zone it serves holds `qname` (its answer for the name may
+    /// come and go: no memo of it unanswered, no replayed cache hit).
+    fn serves(&self, _qname: &Name) -> bool {
+        false
+    }
+
+    /// Whether it serves `qname`'s zone yet has no zone found for it (with
+    /// nothing after it: REFUSED, as for a name not served, not SERVFAIL).
+    fn unfound(&self, _qname: &Name) -> bool {
+        false
+    }
+
+    /// A NOTIFY (RFC 1996) for `zone` from `from`: `None` when it keeps no
+    /// such zone by transfer; else whether `from` is a primary of the zone
+    /// (then the zone is checked now).
+    fn notify(&self, _zone: &Name, _from: IpAddr) -> Option<bool> {
         None
     }
 
@@ -220,20 +224,6 @@ impl Answering for Passes {
     }
 }
 
-/// What a plugin is built with beside its own options.
-pub struct BuildContext<'a> {
-    /// Its block's metrics' `server` label.
-    pub server: &'a str,
-    /// Its block's cluster store (`kubernetes`), if it has one.
-    pub store: Option<&'a Arc<Store>>,
-}
-
-/// What a setup's block-level check sees of its block.
-pub struct CheckContext<'a> {
-    /// The block's `kubernetes` directive, if it has one.
-    pub kubernetes: Option<&'a KubernetesConfig>,
-}
-
 /// A block's answering plugins, by stage, each in the table's order.
 #[derive(Default)]
 pub struct Chain {
@@ -291,7 +281,7 @@ impl Chain {
                 Verdict::Next => {}
                 Verdict::Drop => return Outcome::Dropped,
                 verdict => {
-                    took(verdict, p.plugin(), out);
+                    took(verdict, p.writer(out), out);
                     return Outcome::Answered;
                 }
             }
@@ -368,6 +358,22 @@ impl Chain {
             seen.push((changes.clone(), count));
         }
         Some(seen)
+    }
+
+    /// Whether a plugin before the cluster serves `qname` ([`Answering::serves`]).
+    pub fn serves(&self, qname: &Name) -> bool {
+        self.before_cluster.iter().any(|p| p.serves(qname))
+    }
+
+    /// Whether a plugin before the cluster found no zone for `qname` ([`Answering::unfound`]).
+    pub fn unfound(&self, qname: &Name) -> bool {
+        self.before_cluster.iter().any(|p| p.unfound(qname))
+    }
+
+    /// A NOTIFY for `zone` from `from`, told the plugin keeping that zone
+    /// by transfer ([`Answering::notify`]); `None`: none keeps it.
+    pub fn notified(&self, zone: &Name, from: IpAddr) -> Option<bool> {
+        self.all().find_map(|p| p.notify(zone, from))
     }
 
     /// Every plugin of the chain, by stage.

@@ -1,330 +1,172 @@
-//! The `file` plugin: one zone file loaded for each of its origins
-//! ([`crate::zonefile`] parses and looks up), looked at every `reload` and
-//! replaced when its SOA serial changed (with `reload_by_mtime`, whenever
-//! the file changed). A zone that does not load answers SERVFAIL; a reload
-//! that fails keeps the zone it had. With `fallthrough`, a name the zone
-//! does not have goes on to the next plugin, as in CoreDNS.
+//! The zone plugin: zones served from zone files, this home's `file`
+//! lines and those of the directives that serve zones the same way (a
+//! directory's files, zones taken in by transfer), each parsed in its own
+//! home as a [`Line`]. A block's lines of all of them are ONE plugin
+//! ([`ZonesConfig`] built into [`Zones`]), as CoreDNS's: the longest origin
+//! holding the name answers, whichever line it is written on.
+//!
+//! It is one of the chain's plugins before the cluster
+//! ([`Stage::BeforeCluster`]). Its zones' changes (a file reloaded, a
+//! transfer, an expiry, a new set of zones found) move the memo's epoch
+//! ([`crate::query::plugins::chain::changed`]), so its answers are
+//! memoized, replayed only for the same spelling of the name (they keep
+//! the zone's), and no cache hit of a name it holds is replayed. The
+//! router asks it, through the chain, whether it holds a name's zone, what
+//! a NOTIFY for a zone is, and which zones `transfer` may send
+//! (`Setup::transferred`, `Answering::zone_sources`: [`walk`]).
 
+pub mod line;
 pub mod print;
 pub mod setup;
+mod walk;
+pub mod zone;
 
+use std::any::Any;
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
-use hickory_proto::op::ResponseCode;
-use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::op::Query;
+use hickory_proto::rr::Name;
 
-use super::watched::watch_file;
+use crate::corefile::words::Block;
 use crate::metrics::Plugin;
-use crate::query::plugins::file::setup::FileConfig;
+use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
 use crate::query::plugins::verdict::Verdict;
+use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
-use crate::zonefile::{Outcome, Zone};
+use line::Line;
+use walk::FileSource;
+use zone::ZoneFile;
 
-/// The zone loaded for one origin (`None`: it never loaded); `transfer`
-/// reads the same one.
-pub type Loaded = Arc<ArcSwap<Option<Zone>>>;
-
-/// The `file` plugin for one zone file (or `secondary`'s zones, filled by
-/// transfers: [`ZoneFile::fed`]).
-pub struct ZoneFile {
-    cfg: FileConfig,
-    /// One per origin of `cfg.zones`, in its order.
-    zones: Vec<Loaded>,
-    /// The plugin named as the answer's writer (`file`, `secondary`).
-    pub plugin: Plugin,
-    /// A transferred zone's primaries, one per origin (none for a file).
-    primaries: Vec<Arc<Primaries>>,
-    /// `auto`'s zones, found in a directory and changing with it: each
-    /// origin with its zone. `cfg.zones` then only bounds what is served.
-    found: Option<Found>,
+/// A block's zone directive lines, in the table's order of their
+/// directives (then as written): the block's one zone plugin.
+#[derive(Debug, Clone, Default)]
+pub struct ZonesConfig {
+    lines: Vec<Arc<dyn Line>>,
 }
 
-/// The zones `auto` loaded, swapped whole when its directory changes.
-pub type Found = Arc<ArcSwap<FoundZones>>;
-/// Each origin `auto` found, with its zone.
-pub type FoundZones = Vec<(Name, Arc<Option<Zone>>)>;
+/// The name the block's zone setup goes by among its plugins.
+const NAME: &str = "file";
 
-/// Where a zone filled by transfers comes from: the primaries whose
-/// NOTIFY is heeded (as CoreDNS, by IP), and the wake-up a NOTIFY rings.
-#[derive(Debug, Default)]
-pub struct Primaries {
-    pub from: Vec<std::net::SocketAddr>,
-    pub notified: tokio::sync::Notify,
+impl Setup for ZonesConfig {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn build(&self, _: &str) -> Box<dyn Answering> {
+        Box::new(Zones {
+            files: self.lines.iter().map(|l| l.start()).collect(),
+        })
+    }
+
+    fn print(&self, b: &mut Block) {
+        self.lines.iter().for_each(|l| l.print(b));
+    }
+
+    fn transferred(&self) -> Vec<&Name> {
+        self.lines.iter().flat_map(|l| l.transferred()).collect()
+    }
 }
 
-/// Changes to the zones `file`, `secondary` and `auto` serve (a file
-/// reloaded, a transfer or an expiry, a new set of zones found): each
-/// moves the memo's epoch (`Router::memo_view`), so their answers are
-/// memoized and every memo entry is dropped when one changes.
-static CHANGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Counts a change of zone data; call it after the new data is in place.
-pub fn changed() {
-    CHANGES.fetch_add(1, std::sync::atomic::Ordering::Release);
+/// The block's zone setup (`earlier`, the one it has, if any) with
+/// `line` added after the lines of its directive and the ones before it.
+pub fn with(earlier: Option<&Arc<dyn Setup>>, line: Arc<dyn Line>) -> Arc<dyn Setup> {
+    let mut cfg = of(earlier).cloned().unwrap_or_default();
+    let at = cfg.lines.iter().position(|l| l.rank() > line.rank());
+    cfg.lines.insert(at.unwrap_or(cfg.lines.len()), line);
+    Arc::new(cfg)
 }
 
-/// The changes counted so far.
-pub fn changes() -> u64 {
-    CHANGES.load(std::sync::atomic::Ordering::Acquire)
+/// Whether the block's zone setup has a line of `directive`.
+pub fn holds(setup: Option<&Arc<dyn Setup>>, directive: &str) -> bool {
+    of(setup).is_some_and(|z| z.lines.iter().any(|l| l.directive() == directive))
 }
 
-impl ZoneFile {
-    pub fn new(cfg: FileConfig) -> ZoneFile {
-        let zones = cfg.zones.iter().map(|origin| load(&cfg, origin)).collect();
-        ZoneFile {
-            cfg,
-            zones,
-            plugin: Plugin::File,
-            primaries: Vec::new(),
-            found: None,
+/// `check`'s lines of the block's `directive` lines.
+pub fn print_lines(b: &mut Block, setup: Option<&Arc<dyn Setup>>, directive: &str) {
+    let lines = of(setup).into_iter().flat_map(|z| &z.lines);
+    lines.filter(|l| l.directive() == directive).for_each(|l| l.print(b));
+}
+
+fn of(setup: Option<&Arc<dyn Setup>>) -> Option<&ZonesConfig> {
+    setup.and_then(|s| (&**s as &dyn Any).downcast_ref::<ZonesConfig>())
+}
+
+/// The block's zone plugin: each line's zones, in the setup's order.
+pub struct Zones {
+    files: Vec<ZoneFile>,
+}
+
+impl Zones {
+    /// The zones of the longest origin holding `qname` (the first line's
+    /// of equally long ones), as CoreDNS's one plugin for all the lines.
+    fn longest(&self, qname: &Name) -> Option<&ZoneFile> {
+        let mut longest: Option<(u8, &ZoneFile)> = None;
+        for file in &self.files {
+            if let Some(labels) = file.depth(qname).filter(|l| longest.is_none_or(|(best, _)| *l > best)) {
+                longest = Some((labels, file));
+            }
         }
+        longest.map(|(_, file)| file)
+    }
+}
+
+impl Answering for Zones {
+    fn stage(&self) -> Stage {
+        Stage::BeforeCluster
     }
 
-    /// `auto`'s zones: those of `found` under `cfg.zones`.
-    pub fn found(cfg: FileConfig, found: Found) -> ZoneFile {
-        ZoneFile {
-            cfg,
-            zones: Vec::new(),
-            plugin: Plugin::Auto,
-            primaries: Vec::new(),
-            found: Some(found),
-        }
+    fn plugin(&self) -> Plugin {
+        Plugin::File
     }
 
-    /// Zones filled by someone else (`secondary`'s transfers), one slot
-    /// and one [`Primaries`] per origin of `cfg.zones`.
-    pub fn fed(cfg: FileConfig, zones: Vec<Loaded>, primaries: Vec<Arc<Primaries>>, plugin: Plugin) -> ZoneFile {
-        ZoneFile {
-            cfg,
-            zones,
-            plugin,
-            primaries,
-            found: None,
-        }
-    }
-
-    /// A NOTIFY for `qname` from `from`: `None` when no transferred zone
-    /// of this plugin has that origin; else whether it came from one of
-    /// the zone's primaries (then the zone checks its primary now).
-    pub fn notify(&self, qname: &Name, from: std::net::IpAddr) -> Option<bool> {
-        let i = self.cfg.zones.iter().position(|z| z == qname)?;
-        let primaries = self.primaries.get(i)?;
-        let ours = primaries.from.iter().any(|a| a.ip() == from);
-        if ours {
-            tracing::info!(target: "secondary", "notify from {from} for {qname}: checking transfer");
-            primaries.notified.notify_one();
-        } else {
-            tracing::info!(target: "secondary", "dropping notify from {from} for {qname}: not a primary of the zone");
-        }
-        Some(ours)
-    }
-
-    /// Each origin with the zone loaded for it (what `transfer` sends).
-    pub fn origins(&self) -> impl Iterator<Item = (&Name, &Loaded)> {
-        self.cfg.zones.iter().zip(&self.zones)
-    }
-
-    /// Whether `qname` is under `auto`'s zones with no zone found for it.
-    pub fn unfound(&self, qname: &Name) -> bool {
-        self.found
-            .as_ref()
-            .is_some_and(|f| self.serves(qname) && found_for(&f.load(), qname).is_none())
-    }
-
-    pub fn serves(&self, qname: &Name) -> bool {
-        self.depth(qname).is_some()
-    }
-
-    /// The labels of the longest origin holding `qname`, if one does.
-    pub fn depth(&self, qname: &Name) -> Option<u8> {
-        self.cfg
-            .zones
-            .iter()
-            .filter(|z| z.zone_of(qname))
-            .map(Name::num_labels)
-            .max()
-    }
-
-    /// The zone's answer written into `out` (with a signed zone's DNSSEC
-    /// records when `dnssec_ok`); a CNAME chain leaving the zone is
-    /// [`Verdict::Chase`]: the router looks its target up.
-    pub fn answer(&self, qname: &Name, qtype: RecordType, dnssec_ok: bool, out: &mut Answer) -> Verdict {
-        let loaded = match &self.found {
-            Some(found) if self.serves(qname) => found_for(&found.load(), qname),
-            Some(_) => None,
-            None => self.zone_for(qname).map(|slot| slot.load_full()),
-        };
-        let Some(loaded) = loaded else {
-            return Verdict::Next; // `auto`: no zone found for the name
-        };
-        let Some(zone) = loaded.as_ref() else {
-            out.error(ResponseCode::ServFail);
-            return Verdict::Answered;
-        };
-        if matches!(qtype, RecordType::AXFR | RecordType::IXFR) {
-            out.error(ResponseCode::Refused); // as CoreDNS's file without `transfer`
-            return Verdict::Answered;
-        }
-        let mut found = zone.lookup(qname, qtype);
-        if dnssec_ok {
-            zone.add_dnssec(qname, &mut found);
-        }
-        let nothing = found.answer.is_empty() && matches!(found.outcome, Outcome::NameError | Outcome::Success);
-        if nothing && self.cfg.falls_through(qname) {
+    fn answer(&self, query: &Query, client: &Client, out: &mut Answer) -> Verdict {
+        let qname = query.name();
+        let Some(file) = self.longest(qname) else {
             return Verdict::Next;
-        }
-        out.rcode = match found.outcome {
-            Outcome::NameError => ResponseCode::NXDomain,
-            Outcome::NameTooLong => ResponseCode::YXDomain,
-            Outcome::ServerFailure if found.answer.is_empty() => {
-                out.error(ResponseCode::ServFail);
-                return Verdict::Answered;
-            }
-            Outcome::ServerFailure => ResponseCode::ServFail,
-            _ => ResponseCode::NoError,
         };
-        // A referral alone is not authoritative (an alias before it is).
-        out.authoritative = found.outcome != Outcome::Delegation || !found.answer.is_empty();
-        out.answers.extend(found.answer);
-        out.authority.extend(found.authority);
-        out.additional.extend(found.additional);
-        found.outside.map_or(Verdict::Answered, Verdict::Chase)
-    }
-
-    /// The zone of the longest origin holding `qname`.
-    fn zone_for(&self, qname: &Name) -> Option<&Loaded> {
-        self.cfg
-            .zones
-            .iter()
-            .zip(&self.zones)
-            .filter(|(origin, _)| origin.zone_of(qname))
-            .max_by_key(|(origin, _)| origin.num_labels())
-            .map(|(_, zone)| zone)
-    }
-}
-
-/// The zone of `found` with the longest origin holding `qname`.
-fn found_for(found: &[(Name, Arc<Option<Zone>>)], qname: &Name) -> Option<Arc<Option<Zone>>> {
-    found
-        .iter()
-        .filter(|(origin, _)| origin.zone_of(qname))
-        .max_by_key(|(origin, _)| origin.num_labels())
-        .map(|(_, zone)| zone.clone())
-}
-
-/// Loads the file for `origin` now, and again when it changes.
-fn load(cfg: &FileConfig, origin: &Name) -> Loaded {
-    let read = {
-        let (path, origin) = (cfg.path.clone(), origin.clone());
-        move || match crate::zonefile::parse_file(&path, &origin) {
-            Ok(z) => Some(z),
-            Err(e) => {
-                tracing::error!(target: "file", "{}: {e}", path.display());
-                None
-            }
+        let verdict = file.answer(qname, query.query_type(), client.wire.dnssec_ok, out);
+        if verdict != Verdict::Next {
+            // Its zone's changes move the memo's epoch; its names keep
+            // the zone's spelling, so only the same spelling replays.
+            out.tags.plugin = file.plugin;
+            out.tags.memoizable = true;
+            out.tags.exact_case = true;
         }
-    };
-    let first = read();
-    if let Some(z) = &first {
-        tracing::info!(target: "file", "{}: loaded zone {}", cfg.path.display(), z.origin());
+        verdict
     }
-    let loaded = Arc::new(ArcSwap::from_pointee(first));
-    let (slot, by_mtime, path) = (loaded.clone(), cfg.reload_by_mtime, cfg.path.clone());
-    watch_file(cfg.path.clone(), cfg.reload, move || {
-        let Some(z) = read() else {
-            return;
-        };
-        let serial = slot.load().as_ref().as_ref().map(Zone::serial);
-        if by_mtime || serial != Some(z.serial()) {
-            tracing::info!(target: "file", "{}: reloaded zone {} (serial {})", path.display(), z.origin(), z.serial());
-            slot.store(Arc::new(Some(z)));
-            changed();
-        }
-    });
-    loaded
+
+    /// The line whose zone answered (`answer` named it).
+    fn writer(&self, out: &Answer) -> Plugin {
+        out.tags.plugin
+    }
+
+    fn passes_address(&self, qname: &Name) -> bool {
+        !self.serves(qname)
+    }
+
+    fn serves(&self, qname: &Name) -> bool {
+        self.files.iter().any(|f| f.serves(qname))
+    }
+
+    fn unfound(&self, qname: &Name) -> bool {
+        self.files.iter().any(|f| f.unfound(qname))
+    }
+
+    fn notify(&self, zone: &Name, from: IpAddr) -> Option<bool> {
+        self.files.iter().find_map(|f| f.notify(zone, from))
+    }
+
+    fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
+        let origins = self.files.iter().flat_map(ZoneFile::origins);
+        origins
+            .map(|(origin, loaded)| {
+                let (origin, loaded) = (origin.clone(), loaded.clone());
+                Arc::new(FileSource { origin, loaded }) as Arc<dyn ZoneSource>
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    const ZONE: &str =
-        "$ORIGIN example.org.\n@ 60 IN SOA ns hostmaster SERIAL 7200 3600 1209600 60\nwww 60 IN A ADDRESS\n";
-
-    fn write(path: &std::path::Path, serial: u32, address: &str) {
-        let text = ZONE.replace("SERIAL", &serial.to_string()).replace("ADDRESS", address);
-        std::fs::write(path, text).expect("write zone");
-    }
-
-    fn address(file: &ZoneFile) -> String {
-        let mut out = Answer::default();
-        let www = Name::from_ascii("www.example.org.").expect("name");
-        file.answer(&www, RecordType::A, false, &mut out);
-        out.answers.first().map(|r| r.data.to_string()).unwrap_or_default()
-    }
-
-    /// Waits (at most 5 s) until `file` answers `want`.
-    async fn until(file: &ZoneFile, want: &str) -> bool {
-        for _ in 0..100 {
-            if address(file) == want {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
-    }
-
-    fn zone_file(name: &str, by_mtime: bool) -> (std::path::PathBuf, ZoneFile) {
-        let dir = std::env::temp_dir().join(format!("clusterdns-file-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("db");
-        write(&path, 1, "192.0.2.1");
-        let cfg = FileConfig {
-            path: path.clone(),
-            zones: vec![Name::from_ascii("example.org.").expect("name")],
-            reload: Duration::from_millis(20),
-            reload_by_mtime: by_mtime,
-            fallthrough: None,
-        };
-        (path, ZoneFile::new(cfg))
-    }
-
-    #[tokio::test]
-    async fn a_zone_is_reloaded_for_a_new_serial_only() {
-        let (path, file) = zone_file("serial", false);
-        assert_eq!(address(&file), "192.0.2.1");
-        write(&path, 1, "192.0.2.2"); // same serial: kept, as CoreDNS keeps it
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(address(&file), "192.0.2.1");
-        write(&path, 2, "192.0.2.3");
-        assert!(until(&file, "192.0.2.3").await, "a new serial reloads");
-    }
-
-    #[tokio::test]
-    async fn a_transfer_is_refused_and_names_are_answered() {
-        let (_, file) = zone_file("axfr", false);
-        let apex = Name::from_ascii("example.org.").expect("name");
-        for (qtype, rcode) in [
-            (RecordType::AXFR, ResponseCode::Refused),
-            (RecordType::IXFR, ResponseCode::Refused),
-            (RecordType::SOA, ResponseCode::NoError),
-        ] {
-            let mut out = Answer::default();
-            assert_eq!(file.answer(&apex, qtype, false, &mut out), Verdict::Answered);
-            assert_eq!(out.rcode, rcode, "{qtype}");
-        }
-        let mut out = Answer::default();
-        let other = Name::from_ascii("example.com.").expect("name");
-        assert_eq!(file.answer(&other, RecordType::A, false, &mut out), Verdict::Next);
-    }
-
-    #[tokio::test]
-    async fn reload_by_mtime_reloads_whatever_the_serial() {
-        let (path, file) = zone_file("mtime", true);
-        write(&path, 1, "192.0.2.2");
-        assert!(until(&file, "192.0.2.2").await, "a changed file reloads");
-    }
-}
+mod tests;

@@ -1,7 +1,8 @@
 //! The `secondary` plugin: zones taken in by AXFR from a primary and
 //! served as `file` serves a zone file (CoreDNS's secondary embeds its
-//! file plugin the same way): [`start`] gives the block a
-//! [`ZoneFile`] whose zones a task per origin keeps ([`keep`]).
+//! file plugin the same way): each line is a [`Line`] of the block's zone
+//! plugin, and [`start`] gives it a [`ZoneFile`] whose zones a task per
+//! origin keeps ([`keep`]).
 //!
 //! - Until the first transfer succeeds the zone answers SERVFAIL (never
 //!   NXDOMAIN for a name that may exist); the transfer is retried after
@@ -13,23 +14,28 @@
 //!   `expire` the zone expires: SERVFAIL until a primary answers again.
 //! - A NOTIFY for the zone from one of its primaries' addresses is
 //!   answered at once and makes the check happen now
-//!   ([`ZoneFile::notify`]); one from anyone else is dropped, as CoreDNS
+//!   ([`Kept::notify`]); one from anyone else is dropped, as CoreDNS
 //!   drops it.
-//! - `transfer` sends the zone on like a `file` zone (it is one of the
-//!   block's `files`), with NOTIFY to its `to` addresses on a new serial.
+//! - `transfer` sends the zone on like a `file` zone (its origins are
+//!   the line's [`Line::transferred`]), with NOTIFY to its `to` addresses on
+//!   a new serial.
 
 pub mod print;
 pub mod setup;
 mod xfr;
 
+use std::net::IpAddr;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use hickory_proto::rr::Name;
 
+use crate::corefile::words::Block;
 use crate::metrics::Plugin;
-use crate::query::plugins::file::{Loaded, Primaries, ZoneFile};
+use crate::query::plugins::chain::changed;
+use crate::query::plugins::file::line::Line;
+use crate::query::plugins::file::zone::{Loaded, Notified, ZoneFile};
 use crate::zonefile::Zone;
 use setup::SecondaryConfig;
 
@@ -40,6 +46,62 @@ const MAX_RETRY: Duration = Duration::from_secs(10);
 /// The jitter added to a refresh and to a retry (CoreDNS's).
 const REFRESH_JITTER: Duration = Duration::from_secs(5);
 const RETRY_JITTER: Duration = Duration::from_secs(2);
+
+/// Where a zone filled by transfers comes from: the primaries whose
+/// NOTIFY is heeded (as CoreDNS, by IP), and the wake-up a NOTIFY rings.
+#[derive(Debug, Default)]
+pub struct Primaries {
+    pub from: Vec<std::net::SocketAddr>,
+    pub notified: tokio::sync::Notify,
+}
+
+/// The origins of one `secondary` line with their primaries: what a
+/// NOTIFY for one of them asks.
+struct Kept {
+    origins: Vec<Name>,
+    primaries: Vec<Arc<Primaries>>,
+}
+
+impl Notified for Kept {
+    /// A NOTIFY for `zone` from `from`: `None` when no zone of this line
+    /// has that origin; else whether it came from one of the zone's
+    /// primaries (then the zone checks its primary now).
+    fn notify(&self, zone: &Name, from: IpAddr) -> Option<bool> {
+        let i = self.origins.iter().position(|z| z == zone)?;
+        let primaries = self.primaries.get(i)?;
+        let ours = primaries.from.iter().any(|a| a.ip() == from);
+        if ours {
+            tracing::info!(target: "secondary", "notify from {from} for {zone}: checking transfer");
+            primaries.notified.notify_one();
+        } else {
+            tracing::info!(target: "secondary", "dropping notify from {from} for {zone}: not a primary of the zone");
+        }
+        Some(ours)
+    }
+}
+
+impl Line for SecondaryConfig {
+    fn directive(&self) -> &'static str {
+        "secondary"
+    }
+
+    /// After `file`'s and a directory's zones, as in the table.
+    fn rank(&self) -> u8 {
+        2
+    }
+
+    fn print(&self, b: &mut Block) {
+        print::secondary(b, self);
+    }
+
+    fn start(&self) -> ZoneFile {
+        start(self)
+    }
+
+    fn transferred(&self) -> &[Name] {
+        &self.zones
+    }
+}
 
 /// The zones of running `secondary` directives, by directive: a reload
 /// that keeps a directive as it was takes its zones over (served on
@@ -60,7 +122,7 @@ pub fn start(cfg: &SecondaryConfig) -> ZoneFile {
     for (same, slots, primaries) in running.iter().filter(|(c, ..)| c == cfg) {
         let live: Option<Vec<Loaded>> = slots.iter().map(Weak::upgrade).collect();
         if let Some(live) = live {
-            return ZoneFile::fed(same.as_file(), live, primaries.clone(), Plugin::Secondary);
+            return fed(same, live, primaries.clone());
         }
     }
     let (file, slots, primaries) = fresh(cfg);
@@ -85,11 +147,16 @@ fn fresh(cfg: &SecondaryConfig) -> (ZoneFile, Slots, Vec<Arc<Primaries>>) {
     }
     let weak = slots.iter().map(Arc::downgrade).collect();
     let kept = primaries.clone();
-    (
-        ZoneFile::fed(cfg.as_file(), slots, primaries, Plugin::Secondary),
-        weak,
-        kept,
-    )
+    (fed(cfg, slots, primaries), weak, kept)
+}
+
+/// The block's zones of `cfg`, in `slots`, kept from `primaries`.
+fn fed(cfg: &SecondaryConfig, slots: Vec<Loaded>, primaries: Vec<Arc<Primaries>>) -> ZoneFile {
+    let kept = Kept {
+        origins: cfg.zones.clone(),
+        primaries,
+    };
+    ZoneFile::fed(cfg.as_file(), slots, Arc::new(kept), Plugin::Secondary)
 }
 
 /// Keeps `origin` in `slot` for as long as the block serving it lives.
@@ -111,7 +178,7 @@ async fn keep(origin: Name, slot: Weak<ArcSwap<Option<Zone>>>, primaries: Arc<Pr
                     held = newer.map_or(held, |z| Arc::new(Some(z)));
                     // A newer zone, or the held one back after an expiry.
                     if !Arc::ptr_eq(&slot.swap(held.clone()), &held) {
-                        super::file::changed();
+                        changed();
                     }
                     break;
                 }
@@ -120,7 +187,7 @@ async fn keep(origin: Name, slot: Weak<ArcSwap<Option<Zone>>>, primaries: Arc<Pr
                         tracing::error!(target: "secondary", "zone {origin} expired (no primary answered for {}s): answering SERVFAIL: {e}", expire.as_secs());
                     }
                     slot.store(Arc::new(None));
-                    super::file::changed();
+                    changed();
                 }
                 Err(e) => {
                     tracing::warn!(target: "secondary", "failed refresh check of {origin}: {e}; retrying in {}s", retry.as_secs())
@@ -141,7 +208,7 @@ async fn first(origin: &Name, slot: &Weak<ArcSwap<Option<Zone>>>, primaries: &Pr
             Ok(zone) => {
                 let zone = Arc::new(Some(zone));
                 live.store(zone.clone());
-                super::file::changed();
+                changed();
                 return Some(zone);
             }
             Err(e) => {

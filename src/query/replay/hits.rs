@@ -15,9 +15,9 @@
 //! A replay is only as good as the route it skips, so a question is kept
 //! only where the route to the cache is fixed by the config alone: a block
 //! with no `rewrite`, `template`, for a name
-//! outside its `kubernetes` and `file` zones and those of the chain's
-//! plugins that answer from the store (those change with the store or a
-//! reload), not one a plugin after the answer takes, not ANY or the
+//! outside its `kubernetes` zones and those the chain's plugins serve or
+//! answer from the store (those change with the store or a reload), not
+//! one a plugin after the answer takes, not ANY or the
 //! loop probe's HINFO. Behind a plugin whose data changes at run time
 //! (reloaded from disk), a question is kept only if that data passes it
 //! on, and is replayed only while it has not changed since. Everything is dropped on a config reload. An entry

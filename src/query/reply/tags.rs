@@ -15,7 +15,7 @@ pub struct Tags {
     /// it may be replayed by [`crate::query::replay::memo`] until the next snapshot.
     pub memoizable: bool,
     /// The reply's names are written as its zone spells them, not as the
-    /// question does (a `file` zone's): the memo replays it only to a
+    /// question does (a zone file's): the memo replays it only to a
     /// question spelled the same, byte for byte.
     pub exact_case: bool,
     /// What in the store a memoizable reply depends on: a change to

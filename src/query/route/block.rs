@@ -12,7 +12,6 @@ use crate::query::forward::Forwarding;
 use crate::query::log::setup::LogConfig;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
-use crate::query::plugins::file::ZoneFile;
 use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
 use crate::query::route::autopath::setup::AutopathConfig;
 
@@ -50,7 +49,6 @@ pub struct Block {
     pub zone_wires: Vec<Box<[u8]>>,
     /// The router's stats slot of each zone.
     pub zone_stats: Vec<u16>,
-    pub files: Vec<ZoneFile>,
     pub cluster: Option<Cluster>,
     pub forwarding: Option<Arc<Forwarding>>,
     pub loop_probe: Option<Arc<LoopProbe>>,
@@ -89,7 +87,6 @@ impl Block {
             zone_stats: vec![0; zones.len()],
             zone_wires: zones.iter().map(crate::corefile::args::lower_wire).collect(),
             zones,
-            files: Vec::new(),
             cluster: None,
             forwarding: None,
             loop_probe: None,

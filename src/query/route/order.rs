@@ -1,8 +1,8 @@
 //! The block's plugins in CoreDNS's order, for a query the router has
 //! taken: the chain's early plugins and `any` first ([`early`], before
 //! `rewrite` and the guard), then [`Router::through`]: `any`,
-//! `loop`'s probe, the chain's plugins before the cluster,
-//! the block's own data (`file`), `kubernetes`, the
+//! `loop`'s probe, the chain's plugins before the cluster (zone files
+//! among them), `kubernetes`, the
 //! chain's data plugins (`etcd`), and `cache` then `forward`, then the
 //! chain's last plugins.
 //! Each step writes its answer into `out` and names its plugin.
@@ -14,13 +14,12 @@ use super::block::UNHANDLED;
 use super::{block, Asker, Block, Onward, Routed, Router};
 use crate::metrics::Plugin;
 use crate::query::plugins::chain::{took, Chain, Outcome};
-use crate::query::plugins::file::ZoneFile;
 use crate::query::reply::{self, Answer};
 
 impl Router {
     /// `query` through `block`'s plugins in order (no autopath, no plugin after the answer):
-    /// `any`, `loop`'s probe, the chain's plugins before the cluster, the
-    /// block's own data, `kubernetes`, then `cache` and `forward`.
+    /// `any`, `loop`'s probe, the chain's plugins before the cluster,
+    /// `kubernetes`, then `cache` and `forward`.
     pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
         if any(block, query, out) {
@@ -35,7 +34,7 @@ impl Router {
             Outcome::Passed => {}
             outcome => return settled(outcome),
         }
-        if data(block, (qname, qtype), asker.dnssec_ok, out) || kubernetes(block, qname, qtype, out) {
+        if kubernetes(block, qname, qtype, out) {
             return Routed::Done;
         }
         match Chain::run(&block.plugins.data, query, &asker.of(), out) {
@@ -74,24 +73,6 @@ fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
     true
 }
 
-/// The block's own data: `file` (with a signed zone's DNSSEC records
-/// when `dnssec_ok`); true when it answered.
-fn data(block: &Block, (qname, qtype): (&Name, RecordType), dnssec_ok: bool, out: &mut Answer) -> bool {
-    // As CoreDNS's one `file` plugin for all `file` lines: the longest origin answers.
-    let mut longest: Option<(u8, &ZoneFile)> = None;
-    for file in &block.files {
-        if let Some(labels) = file.depth(qname).filter(|l| longest.is_none_or(|(best, _)| *l > best)) {
-            longest = Some((labels, file));
-        }
-    }
-    let answered = longest.is_some_and(|(_, file)| took(file.answer(qname, qtype, dnssec_ok, out), file.plugin, out));
-    // Its zone's changes move the memo's epoch (`file::changed`); its
-    // names keep the zone's spelling, so only the same spelling replays.
-    out.tags.memoizable |= answered;
-    out.tags.exact_case |= answered;
-    answered
-}
-
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes
 /// which store changes could make the name exist).
 fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) -> bool {
@@ -122,15 +103,15 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
             Outcome::Passed => {}
             outcome => return settled(outcome),
         }
-        // `auto` with no zone for the name and nothing after it: REFUSED, as CoreDNS.
-        let unfound = block.files.iter().any(|f| f.unfound(qname));
+        // A zone served with none found for the name, nothing after it: REFUSED, as CoreDNS.
+        let unfound = block.plugins.unfound(qname);
         out.error(if block.chain && !unfound {
             ResponseCode::ServFail
         } else {
             UNHANDLED
         });
-        // Not when a zone may appear for the name (`auto`, `secondary`, `file`).
-        out.tags.memoizable = !block.files.iter().any(|f| f.serves(qname));
+        // Not when a zone may appear for the name (a plugin of the chain serves it).
+        out.tags.memoizable = !block.plugins.serves(qname);
         return Routed::Done;
     };
     out.clear_records();

@@ -2,9 +2,10 @@
 //! fixes, so that a worker may replay the cache's answer as bytes next
 //! time without routing (`replay::hits`): a block with no `rewrite`,
 //! `template` or `autopath RESOLV-CONF` (whose walk starts from any
-//! client's NXDOMAIN), a name outside its `kubernetes` and `file` zones and
-//! those of the chain's plugins that answer from the store (those change
-//! with the store), not one the plugin after the answer takes, not ANY
+//! client's NXDOMAIN), a name outside its `kubernetes` zones and those of
+//! the chain's plugins that answer from the store or serve zones (those
+//! change with the store, or at run time), not one the plugin after the
+//! answer takes, not ANY
 //! or the loop probe's HINFO, not one a plugin of the chain may answer
 //! later (an ACME challenge), and past the chain's plugins whose data
 //! changes at run time (a reloaded file) with their data as loaded now.
@@ -49,7 +50,7 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
         && !block.plugins.may_answer_later(query);
     let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
         && !block.plugins.reads_store(qname)
-        && !block.files.iter().any(|f| f.serves(qname));
+        && !block.plugins.serves(qname);
     let forwarding = block.forwarding.as_ref()?;
     (config_only && store_free && forwarding.cache.is_some() && forwarding.handles(qname)).then_some(forwarding)
 }

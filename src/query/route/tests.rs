@@ -16,7 +16,6 @@ use hickory_proto::rr::{DNSClass, Name, RecordType};
 use crate::metrics::{Metrics, Transport};
 use crate::query::defer::Sink;
 use crate::query::plugins::chain::Chain;
-use crate::query::plugins::file::ZoneFile;
 use crate::query::plugins::rewrite::Rewrite;
 use crate::query::{Block, Handler, Router, Scratch};
 
@@ -40,7 +39,6 @@ fn handler(corefile: &str) -> Handler {
         .servers
         .iter()
         .map(|s| Block {
-            files: s.files.iter().cloned().map(ZoneFile::new).collect(),
             any: s.any,
             rewrite: (!s.rewrites.is_empty()).then(|| Rewrite {
                 rules: s.rewrites.clone(),

@@ -268,7 +268,7 @@ pub fn cnamer(asked: &Name, answer: &mut Answer) {
 /// answered by `plugin`; an upstream's TC is kept.
 pub fn put_under(prefix: &[Record], plugin: Plugin, answer: &mut Answer) {
     let (found, truncated) = (std::mem::take(&mut answer.answers), answer.truncated);
-    // `file` keeps the target's NXDOMAIN (with its SOA) or SERVFAIL,
+    // A zone file's answer keeps the target's NXDOMAIN (with its SOA) or SERVFAIL,
     // as CoreDNS's file plugin does after its upstream lookup.
     let kept = match answer.rcode {
         ResponseCode::NXDomain | ResponseCode::ServFail if plugin == Plugin::File => {

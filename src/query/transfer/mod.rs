@@ -1,8 +1,8 @@
 //! `transfer`: the `kubernetes` plugin's zones (the cluster zone, and
-//! `clusterset.local` with `multicluster`), those the chain's plugins offer
-//! (`ZoneSource`) and the `file` plugin's sent to secondaries by AXFR over
-//! TCP, and NOTIFY to them when a zone changes (CoreDNS's `transfer` plugin
-//! with those plugins' `Transfer`; [`source`] reads each).
+//! `clusterset.local` with `multicluster`) and those the chain's plugins
+//! offer (`ZoneSource`) sent to secondaries by AXFR over TCP, and NOTIFY
+//! to them when a zone changes (CoreDNS's `transfer` plugin with those
+//! plugins' `Transfer`; [`source`] reads each).
 //!
 //! 1. `tcp.rs` hands every whole frame asking AXFR or IXFR ([`asks`]) to
 //!    [`serve`]; a request no `transfer` of the block covers, or from a
@@ -10,7 +10,7 @@
 //!    REFUSED (as it answers every AXFR/IXFR over UDP, as CoreDNS does).
 //! 2. A cluster zone is read from one snapshot ([`zone::Walk`]): SOA, the
 //!    apex NS with its address records, every name the zone answers, SOA
-//!    again; a file zone from the zone loaded ([`source::FileWalk`]);
+//!    again; a plugin's zone from its own walk (`ZoneWalk`, as loaded);
 //!    split into messages of at most [`BUDGET`] bytes of records, each
 //!    handed to the connection's writer as it is built, so the query path
 //!    never waits and a big zone is never held as records.
@@ -40,7 +40,6 @@ pub use stats::{render, TransferStats};
 
 use super::plugins::chain::Chain;
 use super::plugins::cluster::Cluster;
-use super::plugins::file::ZoneFile;
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use crate::query::transfer::setup::{transferable, TransferConfig};
 use crate::query::tsig::{Signer, Stream};
@@ -68,30 +67,24 @@ struct Xfr {
 }
 
 impl Transfer {
-    /// The `transfer` of a block whose `kubernetes` plugin is `cluster`,
-    /// whose chain is `chain` and whose `file` plugins are `files`; `None`
-    /// without `transfer` directives. Starts its NOTIFY tasks. A zone two
-    /// serve is the first's (CoreDNS asks kubernetes first).
+    /// The `transfer` of a block whose `kubernetes` plugin is `cluster`
+    /// and whose chain is `chain`; `None` without `transfer` directives.
+    /// Starts its NOTIFY tasks. A zone two serve is the first's (CoreDNS
+    /// asks kubernetes first).
     pub fn start(
         transfers: &[TransferConfig],
         cluster: Option<&Cluster>,
-        files: &[ZoneFile],
         chain: &Chain,
         server: String,
     ) -> Option<Arc<Transfer>> {
-        let forward = transferable(cluster.map(|c| &*c.cfg), &[], &[]);
+        let forward = transferable(cluster.map(|c| &*c.cfg), &[]);
         let mut sources: Vec<Source> = (cluster.into_iter().flat_map(|c| c.zones.iter()))
             .filter(|z| forward.contains(&&z.name))
-            .map(|z| Source::Cluster(z.clone()))
+            .map(|z| Source::Cluster(Box::new(z.clone())))
             .collect();
         for source in chain.zone_sources() {
             if !sources.iter().any(|s| s.name() == source.name()) {
                 sources.push(Source::Plugin(source));
-            }
-        }
-        for (origin, loaded) in files.iter().flat_map(ZoneFile::origins) {
-            if !sources.iter().any(|s| s.name() == origin) {
-                sources.push(Source::File(origin.clone(), loaded.clone()));
             }
         }
         let zones: Vec<Xfr> = sources

@@ -4,13 +4,13 @@
 //! reload builds a new one).
 //!
 //! Every (zone, `to` address but `*`) pair has its own task, so a dead
-//! secondary delays no other: each reads the serial every [`POLL`] (an
+//! peer delays no other: each reads the serial every [`POLL`] (an
 //! atomic load) and on a change sends NOTIFY, at most once per [`GAP`], so
 //! a burst of changes is one NOTIFY of its last serial. Each NOTIFY is
 //! tried [`TRIES`] times, waiting [`WAIT`] for the answer; a failure is
-//! counted, and logged once per reason. A dead secondary's own next round
+//! counted, and logged once per reason. A dead peer's own next round
 //! waits for its last (at most `TRIES × WAIT`); the others' do not (a
-//! single task for all once held every secondary up that long).
+//! single task for all once held every peer up that long).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -59,7 +59,7 @@ async fn run(transfer: Weak<Transfer>, zone: usize, to: SocketAddr) {
         }
         notified = Some(serial);
         let (name, source) = (x.source.name().clone(), x.cfg.source);
-        drop(t); // a reload does not wait for a slow secondary
+        drop(t); // a reload does not wait for a slow peer
         let result = notify(&name, to, source).await;
         let Some(t) = transfer.upgrade() else { return };
         t.stats.notify(zone, result.is_ok());

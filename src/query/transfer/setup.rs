@@ -1,13 +1,13 @@
 //! `transfer [ZONES...] { to ADDRESS... | *; source ADDRESS }`: zone
 //! transfers (AXFR, IXFR answered as AXFR) of the `kubernetes` plugin's
-//! zones and of the `file` plugin's to the listed secondaries, and NOTIFY
-//! to them when a zone changes (CoreDNS's `transfer` plugin).
+//! zones and of the answering plugins that send theirs to the listed
+//! secondaries, and NOTIFY to them when a zone changes (CoreDNS's
+//! `transfer` plugin).
 //!
 //! Without ZONES the block's zones apply. Each zone must cover a forward
-//! zone of the block's `kubernetes` directive or of an answering plugin
-//! that sends its zones (`Setup::transferred`), or an origin of one of its
-//! `file` directives (checked with the block: [`check`]); the zones
-//! transferred are those under it.
+//! zone of the block's `kubernetes` directive or a zone of an answering
+//! plugin that sends its zones (`Setup::transferred`; checked with the
+//! block: [`check`]); the zones transferred are those under it.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -19,7 +19,6 @@ use crate::corefile::lexer::{Pos, Word};
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 use crate::kubernetes::KubernetesConfig;
-use crate::query::plugins::file::setup::FileConfig;
 
 /// The port NOTIFY goes to when an address names none.
 pub const NOTIFY_PORT: u16 = 53;
@@ -128,19 +127,12 @@ fn to(w: &Word, errors: &mut Vec<ConfigError>) -> Option<To> {
 }
 
 /// The zones a block's plugins can transfer: the `kubernetes`
-/// directive's forward zones, the answering plugins' (`plugins`), then
-/// every `file` origin (CoreDNS's Transferers in plugin order).
-pub fn transferable<'a>(
-    k: Option<&'a KubernetesConfig>,
-    files: &'a [FileConfig],
-    plugins: &[&'a Name],
-) -> Vec<&'a Name> {
+/// directive's forward zones, then the answering plugins' (`plugins`,
+/// CoreDNS's Transferers in plugin order).
+pub fn transferable<'a>(k: Option<&'a KubernetesConfig>, plugins: &[&'a Name]) -> Vec<&'a Name> {
     let forward = |zones: &'a [Name]| zones.iter().filter(|z| !is_reverse(z));
     let cluster = k.into_iter().flat_map(|k| forward(&k.zones));
-    cluster
-        .chain(plugins.iter().copied())
-        .chain(files.iter().flat_map(|f| f.zones.iter()))
-        .collect()
+    cluster.chain(plugins.iter().copied()).collect()
 }
 
 /// The zones `cfg` transfers: those of `zones` ([`transferable`]) under
@@ -158,21 +150,21 @@ fn is_reverse(zone: &Name) -> bool {
     arpa("in-addr.arpa.") || arpa("ip6.arpa.")
 }
 
-/// The block's `kubernetes` directive, its `file` zones and the zones its
-/// answering plugins send.
-pub type Sources<'a> = (Option<&'a KubernetesConfig>, &'a [FileConfig], &'a [&'a Name]);
+/// The block's `kubernetes` directive and the zones its answering plugins
+/// send.
+pub type Sources<'a> = (Option<&'a KubernetesConfig>, &'a [&'a Name]);
 
 /// The block-level rule: each `transfer` zone must hold a zone that the
-/// block's `kubernetes`, `file` or other plugins serve (the plugins whose
+/// block's `kubernetes` or answering plugins serve (the plugins whose
 /// zones clusterdns transfers; `directives`: their names, as the errors
 /// list them).
 pub fn check(
     transfers: &[TransferConfig],
-    (k, files, plugins): Sources<'_>,
+    (k, plugins): Sources<'_>,
     directives: &[&str],
     errors: &mut Vec<ConfigError>,
 ) {
-    let zones = transferable(k, files, plugins);
+    let zones = transferable(k, plugins);
     let served: Vec<String> = zones.iter().map(ToString::to_string).collect();
     let listed = |and: &str| match directives.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} {and} {last}", rest.join(", ")),

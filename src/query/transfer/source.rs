@@ -1,14 +1,9 @@
 //! What a transferred zone is read from: the `kubernetes` plugin's
-//! snapshot ([`super::zone::Walk`]), a `file` plugin's loaded zone
-//! ([`FileWalk`]) or a zone a plugin of the chain offers ([`ZoneSource`]),
-//! walked the same way by [`super::Transfer`]'s sender.
-//!
-//! A file zone goes out as CoreDNS's `file` plugin sends it: the SOA, the
-//! apex NS set, every other owner's records in canonical name order (the
-//! apex's own first), the SOA again. An IXFR naming the serial loaded gets
-//! the SOA alone; any other serial, the whole zone (CoreDNS's file
-//! `Transfer`; the cluster zone answers the SOA alone for a newer serial
-//! too).
+//! snapshot ([`super::zone::Walk`]) or a zone a plugin of the chain offers
+//! ([`ZoneSource`], walked by the plugin), walked the same way by
+//! [`super::Transfer`]'s sender. The cluster zone answers an IXFR with the
+//! SOA alone for the serial held or a newer one; a plugin's walk judges
+//! that itself ([`ZoneWalk::current`]).
 
 use std::sync::Arc;
 
@@ -16,17 +11,13 @@ use hickory_proto::rr::{Name, Record};
 
 use super::zone::Walk;
 use crate::query::plugins::cluster::Cluster;
-use crate::query::plugins::file::Loaded;
 use crate::query::plugins::zone_source::{ZoneSource, ZoneWalk};
 use crate::query::reply::Zone as ClusterZone;
-use crate::zonefile::Zone;
 
 /// Where one transferred zone's records come from.
 pub enum Source {
     /// A zone of the block's `kubernetes` plugin.
-    Cluster(ClusterZone),
-    /// An origin of one of the block's `file` plugins.
-    File(Name, Loaded),
+    Cluster(Box<ClusterZone>),
     /// A zone a plugin of the block's chain offers.
     Plugin(Arc<dyn ZoneSource>),
 }
@@ -35,20 +26,18 @@ impl Source {
     pub fn name(&self) -> &Name {
         match self {
             Source::Cluster(z) => &z.name,
-            Source::File(origin, _) => origin,
             Source::Plugin(source) => source.name(),
         }
     }
 
     /// The serial to NOTIFY about; `None` while the zone has none (the
-    /// cluster not synced yet, the file not loaded).
+    /// cluster not synced yet, a plugin's zone not loaded).
     pub fn serial(&self, cluster: Option<&Cluster>) -> Option<u32> {
         match self {
             Source::Cluster(_) => {
                 let store = &cluster?.store;
                 store.synced().then(|| store.serial())
             }
-            Source::File(_, loaded) => loaded.load().as_ref().as_ref().map(Zone::serial),
             Source::Plugin(source) => source.serial(),
         }
     }
@@ -63,7 +52,6 @@ impl Source {
                 snap.synced
                     .then(|| Walker::Cluster(Box::new(Walk::new(cluster, snap, zone)), cluster))
             }
-            Source::File(_, loaded) => FileWalk::new(loaded.load_full()).map(|w| Walker::File(Box::new(w))),
             Source::Plugin(source) => source.walk().map(Walker::Plugin),
         }
     }
@@ -72,7 +60,6 @@ impl Source {
 /// A walk through one zone, whichever its source.
 pub enum Walker<'c> {
     Cluster(Box<Walk>, &'c Cluster),
-    File(Box<FileWalk>),
     Plugin(Box<dyn ZoneWalk + 'c>),
 }
 
@@ -80,7 +67,6 @@ impl Walker<'_> {
     pub fn serial(&self) -> u32 {
         match self {
             Walker::Cluster(w, _) => w.serial(),
-            Walker::File(w) => w.serial,
             Walker::Plugin(w) => w.serial(),
         }
     }
@@ -88,7 +74,6 @@ impl Walker<'_> {
     pub fn soa(&self) -> Record {
         match self {
             Walker::Cluster(w, c) => w.soa(c),
-            Walker::File(w) => w.soa.clone(),
             Walker::Plugin(w) => w.soa(),
         }
     }
@@ -97,7 +82,6 @@ impl Walker<'_> {
     pub fn current(&self, held: u32) -> bool {
         match self {
             Walker::Cluster(w, _) => !super::newer(w.serial(), held),
-            Walker::File(w) => w.serial == held,
             Walker::Plugin(w) => w.current(held),
         }
     }
@@ -107,52 +91,7 @@ impl Walker<'_> {
     pub fn next(&mut self, out: &mut Vec<Record>) -> bool {
         match self {
             Walker::Cluster(w, c) => w.next(c, out),
-            Walker::File(w) => w.next(out),
             Walker::Plugin(w) => w.next(out),
         }
-    }
-}
-
-/// A walk through a loaded file zone, one owner a step.
-pub struct FileWalk {
-    zone: Arc<Option<Zone>>,
-    owners: Vec<Name>,
-    soa: Record,
-    serial: u32,
-    /// 0: the head (SOA, apex NS); 1..=owners: that owner; then the tail.
-    step: usize,
-}
-
-impl FileWalk {
-    fn new(zone: Arc<Option<Zone>>) -> Option<FileWalk> {
-        let loaded = zone.as_ref().as_ref()?;
-        let owners = loaded.owners().into_iter().cloned().collect();
-        let (soa, serial) = (loaded.soa().clone(), loaded.serial());
-        Some(FileWalk {
-            zone,
-            owners,
-            soa,
-            serial,
-            step: 0,
-        })
-    }
-
-    fn next(&mut self, out: &mut Vec<Record>) -> bool {
-        let zone = match self.zone.as_ref() {
-            Some(z) => z,
-            None => return false,
-        };
-        let step = self.step;
-        self.step += 1;
-        match step {
-            0 => {
-                out.push(self.soa.clone());
-                out.extend(zone.apex_ns().iter().cloned());
-            }
-            i if i <= self.owners.len() => out.extend(zone.owned(&self.owners[i - 1]).into_iter().cloned()),
-            i if i == self.owners.len() + 1 => out.push(self.soa.clone()),
-            _ => return false,
-        }
-        true
     }
 }

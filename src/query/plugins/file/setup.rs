@@ -1,6 +1,7 @@
 //! `file DBFILE [ZONES...] { reload DURATION; reload_by_mtime; fallthrough [ZONES...]; upstream }`:
 //! a zone file served for its origins (the zone file itself is read by
 //! `crate::zonefile`); `upstream` is accepted and ignored, as CoreDNS does.
+//! Each line is a `Line` of the block's zone plugin (`super::line`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
