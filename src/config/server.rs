@@ -18,10 +18,10 @@ use crate::query::forward::cache::setup as cache;
 use crate::query::forward::setup as forward;
 use crate::query::limits::timeouts;
 use crate::query::log::setup as log;
+use crate::query::plugins::autopath::setup as autopath;
 use crate::query::plugins::chain::Setup;
 use crate::query::plugins::rewrite::setup::rule as rewrite_rule;
 use crate::query::reply::loadbalance::setup as loadbalance;
-use crate::query::route::autopath::setup as autopath;
 use crate::query::transfer::setup as transfer;
 
 /// The effective configuration of the whole process.

@@ -36,11 +36,11 @@ use hickory_proto::rr::{DNSClass, Name};
 
 use super::plugins::rewrite::Revert;
 use super::reply::Answer;
-use super::settle::{self, Left};
+use super::settle;
 use crate::metrics::ZoneStats;
-use crate::query::forward::Forwarding;
 use block::UNHANDLED;
 
+mod asker;
 pub mod autopath;
 mod block;
 mod chase;
@@ -48,6 +48,8 @@ mod direct;
 mod guard;
 mod notify;
 mod order;
+mod routed;
+mod router;
 mod shortcut;
 #[cfg(test)]
 mod tests;
@@ -56,92 +58,10 @@ pub mod view;
 pub(crate) use crate::query::plugins::guard::{Asked, WireName};
 pub(crate) use guard::{admission, Admission};
 
+pub use asker::Asker;
 pub use block::{Block, LoopProbe};
-
-/// Who asks and how: what travels unchanged with a query through every
-/// plugin (the question itself may be rewritten or chased).
-#[derive(Clone, Copy, Debug)]
-pub struct Asker {
-    /// The client's address (the guard, `autopath`, `template`, the plugin after the answer).
-    pub client: IpAddr,
-    /// The EDNS DO bit (part of the `cache` key).
-    pub dnssec_ok: bool,
-    /// The CD bit (part of the `cache` key).
-    pub cd: bool,
-    /// The request's transport, size, id, opcode, payload size and source
-    /// port (`template`'s expressions).
-    pub wire: crate::corefile::expr::Wire,
-}
-
-impl Asker {
-    /// The client as the chain's plugins see it.
-    pub fn of(&self) -> crate::query::plugins::chain::Client {
-        crate::query::plugins::chain::Client {
-            ip: self.client,
-            wire: self.wire,
-        }
-    }
-}
-
-/// `loadbalance` of the block a forwarded answer goes back through.
-pub type Balance<'a> = Option<&'a Arc<crate::query::reply::loadbalance::setup::LoadbalanceConfig>>;
-
-/// Where a query went.
-pub enum Routed<'a> {
-    /// `out` holds the answer.
-    Done,
-    /// The guard says: no reply at all.
-    Drop,
-    /// Not answered here (not cached): forward it, and do what [`Onward`]
-    /// says to its answer.
-    Forward(Onward<'a>),
-}
-
-/// A query the router forwards: where to, and what its answer goes
-/// through on the way back.
-pub struct Onward<'a> {
-    pub forwarding: &'a Arc<Forwarding>,
-    /// `loadbalance` of the block the answer goes back through.
-    pub balance: Balance<'a>,
-    /// The chase, the plugin after the answer and `rewrite` left for the answer.
-    pub left: Left,
-    /// The rest of an `autopath` walk, when a later name of it goes.
-    pub walk: Option<Box<autopath::Rest>>,
-}
-
-impl<'a> Onward<'a> {
-    /// To `forwarding`, with nothing to do to the answer but `balance`.
-    pub fn to(forwarding: &'a Arc<Forwarding>, balance: Balance<'a>) -> Onward<'a> {
-        Onward {
-            forwarding,
-            balance,
-            left: Left::default(),
-            walk: None,
-        }
-    }
-}
-
-/// The server blocks sharing one listener.
-pub struct Router {
-    pub blocks: Vec<Block>,
-    /// Bumped by each reload, so memoized replies of the old config die.
-    pub epoch: u64,
-    /// `coredns_dns_*` per zone; slot 0 counts queries no zone matched.
-    pub stats: Vec<Arc<ZoneStats>>,
-    /// TCP timeouts and caps of this listener (its first block's).
-    pub tcp: crate::query::limits::timeouts::TcpLimits,
-    /// Queries being forwarded at once (process-wide); more are dropped.
-    pub in_flight: usize,
-    /// `proxyproto` of this listener (its first block's).
-    pub proxy: Option<Arc<crate::query::proxyproto::Proxyproto>>,
-    /// The `dnstap` taps of each stats slot's block (empty: none taps).
-    pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
-    /// The `tsig` directives of the blocks (none: requests are not looked at).
-    pub tsig: Option<Arc<crate::query::tsig::Tsig>>,
-    /// Whether a block has a `view`: blocks are then chosen by
-    /// [`Router::viewed`], and nothing is replayed ([`view`]).
-    pub views: bool,
-}
+pub use routed::{Balance, Onward, Routed};
+pub use router::Router;
 
 impl Router {
     /// A router over `blocks` with the default TCP limits and in-flight

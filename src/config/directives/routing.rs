@@ -7,7 +7,8 @@
 use super::spec::Spec;
 use crate::config::effective::print;
 use crate::query::metadata;
-use crate::query::route::{autopath, view};
+use crate::query::plugins::autopath;
+use crate::query::route::view;
 
 /// `metadata [ZONES...]`: labels other plugins read (`view`, `log`).
 pub const METADATA: Spec = Spec {

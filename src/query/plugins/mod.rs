@@ -7,6 +7,7 @@ pub mod acl;
 pub mod acme;
 pub mod after;
 pub mod auto;
+pub mod autopath;
 pub mod chain;
 pub mod chaos;
 pub mod cluster;

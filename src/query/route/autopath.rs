@@ -9,14 +9,17 @@
 //! name, or, with every name NXDOMAIN, answers the asked name as it is.
 //! Each step consumes a name, so a walk has at most the search path's
 //! length + 1 steps.
-pub mod setup;
 
 use std::sync::Arc;
 
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::Name;
 
-use super::{Asker, Block, Onward, Routed, Router};
+use super::asker::Asker;
+use super::block::Block;
+pub use super::routed::Rest;
+use super::routed::{Onward, Routed};
+use super::router::Router;
 use crate::metrics::Plugin;
 use crate::query::defer::{Job, WalkOn, Walked};
 use crate::query::plugins::{cluster, rewrite};
@@ -138,26 +141,6 @@ fn answered(out: &mut Answer, found: &mut Answer, qname: &Name) {
         settle::cnamer(qname, out);
         (out.tags.plugin, out.tags.autopath) = (Plugin::Autopath, true);
     }
-}
-
-/// What a walk has still to do after a name it forwarded: carried by that
-/// query ([`Job::walk`]), walked when the name comes back NXDOMAIN.
-#[derive(Debug)]
-pub struct Rest {
-    /// The block the client's query entered (its place in the router's).
-    entry: Option<usize>,
-    base: Name,
-    /// The search domains not tried yet.
-    domains: std::vec::IntoIter<Name>,
-    /// The question walked (after `rewrite`).
-    asked: Query,
-    asker: Asker,
-    /// The asked name itself went upstream (a RESOLV-CONF walk of a name
-    /// not answered here): its NXDOMAIN is the first one walked on.
-    asked_went: bool,
-    /// The asked name's NXDOMAIN from upstream: the answer when every
-    /// name of the walk is NXDOMAIN (CoreDNS writes its first reply).
-    first: Option<Box<Answer>>,
 }
 
 impl Rest {

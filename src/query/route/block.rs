@@ -10,10 +10,10 @@ use hickory_proto::rr::{Name, RecordType};
 
 use crate::query::forward::Forwarding;
 use crate::query::log::setup::LogConfig;
+use crate::query::plugins::autopath::setup::AutopathConfig;
 use crate::query::plugins::chain::Chain;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::reply::loadbalance::setup::LoadbalanceConfig;
-use crate::query::route::autopath::setup::AutopathConfig;
 
 /// The `loop` plugin's state: the random probe name sent to ourselves at
 /// start, and how often it came in.

@@ -8,7 +8,10 @@
 use hickory_proto::op::Query;
 use hickory_proto::rr::Name;
 
-use super::{Asker, Block, Onward, Routed, Router};
+use super::asker::Asker;
+use super::block::Block;
+use super::routed::{Onward, Routed};
+use super::router::Router;
 use crate::query::reply::Answer;
 use crate::query::settle::{self, ChaseKind};
 
@@ -97,7 +100,7 @@ impl Router {
                 let second = d.second(query);
                 let (qtype, client) = (u16::from(second.query_type()), asker.client);
                 let admission = match self.views {
-                    true => super::admission(block, second.name(), qtype, client),
+                    true => super::guard::admission(block, second.name(), qtype, client),
                     false => self.admits(second.name(), qtype, client),
                 };
                 if admission.allowed {

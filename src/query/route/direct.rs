@@ -8,7 +8,8 @@
 
 use hickory_proto::rr::{DNSClass, RecordType};
 
-use super::{Block, Router};
+use super::block::Block;
+use super::router::Router;
 use crate::metrics::Transport;
 use crate::query::plugins::cluster::direct::Direct;
 use crate::query::reply::echo::Echo;

@@ -12,7 +12,10 @@ use std::net::IpAddr;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
-use super::{Asker, Block, Routed, Router};
+use super::asker::Asker;
+use super::block::Block;
+use super::routed::Routed;
+use super::router::Router;
 use crate::query::plugins::guard::{Asked, Guard, Judgement};
 use crate::query::reply::Answer;
 

@@ -10,8 +10,11 @@
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
-use super::block::UNHANDLED;
-use super::{block, Asker, Block, Onward, Routed, Router};
+use super::asker::Asker;
+use super::block::Block;
+use super::block::{self, UNHANDLED};
+use super::routed::{Onward, Routed};
+use super::router::Router;
 use crate::metrics::Plugin;
 use crate::query::plugins::chain::{took, Chain, Outcome};
 use crate::query::reply::{self, Answer};

@@ -13,7 +13,8 @@
 use hickory_proto::op::Query;
 use hickory_proto::rr::RecordType;
 
-use super::{Block, Router};
+use super::block::Block;
+use super::router::Router;
 use crate::query::replay::hits::HitRoute;
 
 impl Router {

@@ -19,6 +19,7 @@
 //! 4. [`notify`] sends NOTIFY to every `to` address but `*` when the serial
 //!    changes (a new snapshot; a zone file reloaded with a new serial).
 
+mod block;
 pub mod print;
 
 mod notify;
@@ -43,6 +44,8 @@ use super::plugins::cluster::Cluster;
 use crate::metrics::{Plugin, Served, Transport, ZoneStats};
 use crate::query::transfer::setup::{transferable, TransferConfig};
 use crate::query::tsig::{Signer, Stream};
+pub use block::Transfer;
+use block::Xfr;
 use source::Source;
 use stats::Request;
 
@@ -50,21 +53,6 @@ use stats::Request;
 /// the message) per transfer message: with the header and question the
 /// message stays under TCP's 65,535.
 pub const BUDGET: usize = 60_000;
-
-/// One block's `transfer` directives, resolved to the zones they send.
-pub struct Transfer {
-    /// The block's `kubernetes` plugin, when it has one.
-    cluster: Option<Cluster>,
-    zones: Vec<Xfr>,
-    pub stats: Arc<TransferStats>,
-}
-
-/// One zone transferred, and the `transfer` directive that covers it (the
-/// one with the longest zone, as CoreDNS picks).
-struct Xfr {
-    source: Source,
-    cfg: Arc<TransferConfig>,
-}
 
 impl Transfer {
     /// The `transfer` of a block whose `kubernetes` plugin is `cluster`
@@ -345,11 +333,6 @@ fn ixfr_serial(request: &Message) -> Option<u32> {
         RData::SOA(soa) => Some(soa.serial),
         _ => None,
     })
-}
-
-/// Whether serial `a` is newer than `b` (RFC 1982 arithmetic).
-fn newer(a: u32, b: u32) -> bool {
-    a != b && (a.wrapping_sub(b) as i32) > 0
 }
 
 #[cfg(test)]

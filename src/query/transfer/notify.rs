@@ -21,7 +21,7 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 use tokio::net::UdpSocket;
 
-use super::Transfer;
+use super::block::Transfer;
 
 /// How often the serial is read.
 const POLL: Duration = Duration::from_millis(100);

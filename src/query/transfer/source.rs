@@ -81,7 +81,7 @@ impl Walker<'_> {
     /// Whether an IXFR from `held` gets the SOA alone.
     pub fn current(&self, held: u32) -> bool {
         match self {
-            Walker::Cluster(w, _) => !super::newer(w.serial(), held),
+            Walker::Cluster(w, _) => !newer(w.serial(), held),
             Walker::Plugin(w) => w.current(held),
         }
     }
@@ -94,4 +94,9 @@ impl Walker<'_> {
             Walker::Plugin(w) => w.next(out),
         }
     }
+}
+
+/// Whether serial `a` is newer than `b` (RFC 1982 arithmetic).
+pub(super) fn newer(a: u32, b: u32) -> bool {
+    a != b && (a.wrapping_sub(b) as i32) > 0
 }

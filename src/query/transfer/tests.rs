@@ -4,7 +4,8 @@
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
-use super::{asks, newer};
+use super::asks;
+use super::source::newer;
 
 fn request(qtype: RecordType, op: OpCode, kind: MessageType) -> Vec<u8> {
     let mut m = Message::new(7, kind, op);
