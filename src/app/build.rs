@@ -148,7 +148,6 @@ impl Runtime {
             log: server.log.clone(),
             loadbalance: server.loadbalance.clone().map(Arc::new),
             autopath: server.autopath.as_ref().map(|(a, _)| a.clone()),
-            any: server.any,
             chain: server.chain,
             rewrite: (!server.rewrites.is_empty()).then(|| server.rewrites.clone().into()),
             bufsize: server.bufsize,

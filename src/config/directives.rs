@@ -229,16 +229,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: |b, s, _| print::plugin(b, s, "local"),
     },
     rows::DNS64,
-    Spec {
-        name: "any",
-        options: false,
-        parse: |d, c| {
-            Args::from(d).count(0, 0, c.errors);
-            c.server.any = true;
-        },
-        enabled: |s, _| s.any,
-        print: print::any,
-    },
+    rows::ANY,
     Spec {
         name: "chaos",
         options: false,

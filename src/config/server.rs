@@ -69,8 +69,6 @@ pub struct Server {
     pub loadbalance: Option<loadbalance::LoadbalanceConfig>,
     /// `autopath`, with where it was written (for errors).
     pub autopath: Option<(autopath::AutopathConfig, lexer::Pos)>,
-    /// `any`: ANY queries get RFC 8482's minimal answer.
-    pub any: bool,
     /// Whether a directive of the block takes part in answering (CoreDNS's
     /// plugin chain is not empty): a name the chain leaves unanswered is
     /// SERVFAIL, a block without one answers REFUSED.
@@ -131,7 +129,6 @@ impl Server {
             loop_detect: None,
             loadbalance: None,
             autopath: None,
-            any: false,
             chain,
             tcp: timeouts::TcpLimits::default(),
             tsig: None,

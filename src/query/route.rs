@@ -1,7 +1,7 @@
 //! Route a query to the server block with the longest matching zone, then
 //! through that block's plugins in CoreDNS's order (its `plugin.cfg`, the
 //! directive table's): the chain's early plugins (`query::plugins::chain`),
-//! the plugin after the answer (around the rest: it looks at their result), `any`, `rewrite`
+//! the plugin after the answer (around the rest: it looks at their result), `rewrite`
 //! (the question changed here, the answer changed back), `autopath`, the guard (on the rewritten name, and on every
 //! name `autopath` tries), then `cache` with the plugins answering data:
 //! the chain's before the cluster (`template`, `hosts`, Services' external
@@ -12,8 +12,8 @@
 //! are not a server for it.
 //!
 //! `Router::answer` reads as that order: `enter` (the block, `log`,
-//! `bufsize`), `early` (the chain's early plugins, `any`), `rewrite`, the guard's
-//! verdict, `autopath` or `through` (`any`, `loop`, `template`, the chain's before
+//! `bufsize`), `early` (the chain's early plugins), `rewrite`, the guard's
+//! verdict, `autopath` or `through` (the early plugins that ask again, `loop`, `template`, the chain's before
 //! the cluster (zone files too), `kubernetes`, `forward` with `cache`),
 //! then `settle` (the outside CNAME target, the plugin after the answer, `rewrite` reverted,
 //! `loadbalance`). What a block holds is in `route/block.rs`; the plugin

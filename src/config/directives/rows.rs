@@ -191,3 +191,12 @@ pub const ACL: Spec = Spec {
     enabled: |s, _| s.has("acl"),
     print: |b, s, _| print::plugin(b, s, "acl"),
 };
+
+/// `any`: an ANY question gets RFC 8482's one HINFO record.
+pub const ANY: Spec = Spec {
+    name: "any",
+    options: false,
+    parse: |d, c| c.server.plug(crate::query::plugins::any::parse(d, c.errors)),
+    enabled: |s, _| s.has("any"),
+    print: |b, s, _| print::plugin(b, s, "any"),
+};

@@ -111,12 +111,6 @@ pub(crate) fn dnstap(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.dnstap.iter().for_each(|d| crate::dnstap::print::dnstap(b, d));
 }
 
-pub(crate) fn any(b: &mut Block, s: &Server, _: Option<&Config>) {
-    if s.any {
-        b.line(1, "any");
-    }
-}
-
 pub(crate) fn loadbalance(b: &mut Block, s: &Server, _: Option<&Config>) {
     s.loadbalance
         .iter()

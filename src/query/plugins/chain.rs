@@ -11,6 +11,7 @@
 
 mod context;
 mod memo_epoch;
+mod outcome;
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -32,14 +33,15 @@ use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
 pub use context::{BuildContext, CheckContext, Client};
 pub use memo_epoch::{changed, changes};
+pub use outcome::{took, Outcome};
 
 /// Where in the order a plugin answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
     /// Before `rewrite` and the guard, on the question as asked.
     Early,
-    /// After the guard, `any` and `loop`'s probe, before `kubernetes`: the
-    /// block's own data, on the question as `rewrite` left it.
+    /// After the guard, the early plugins asked again and `loop`'s probe, before
+    /// `kubernetes`: the block's own data, on the question as `rewrite` left it.
     BeforeCluster,
     /// After the block's own data and `kubernetes`, before `cache` and
     /// `forward` (a backend such as `etcd`).
@@ -139,6 +141,12 @@ pub trait Answering: Send + Sync {
     fn readiness(&self) -> Option<Arc<dyn Readiness>> {
         None
     }
+
+    /// For an early plugin: whether [`Chain::run_again`] asks it again, on the question as it
+    /// reaches the plugins after the guard (rewritten, a search name, asked for another block).
+    fn asks_again(&self) -> bool {
+        false
+    }
 }
 
 /// A plugin that `/ready` waits for (CoreDNS's `ready.Readiness`).
@@ -148,17 +156,6 @@ pub trait Readiness: Send + Sync {
 
     /// Whether it is ready now.
     fn ready(&self) -> bool;
-}
-
-/// What a stage's plugins made of a query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// None of them took it.
-    Passed,
-    /// One answered (a chase leaves the CNAME's target in the answer).
-    Answered,
-    /// One dropped it: no reply.
-    Dropped,
 }
 
 /// A directive's parsed options, as a server block of the configuration
@@ -238,6 +235,8 @@ pub struct Chain {
     pub after: Option<Arc<dyn AfterAnswer>>,
     /// The plugins' [`Answering::store_zones`], all together.
     pub store_zones: Vec<Name>,
+    /// Where in `early` the plugins asked again are ([`Answering::asks_again`]).
+    pub again: Vec<usize>,
 }
 
 impl Chain {
@@ -263,7 +262,10 @@ impl Chain {
             let plugin = setup.build_in(ctx);
             chain.store_zones.extend(plugin.store_zones());
             match plugin.stage() {
-                Stage::Early => chain.early.push(plugin),
+                Stage::Early => {
+                    chain.again.extend(plugin.asks_again().then_some(chain.early.len()));
+                    chain.early.push(plugin)
+                }
                 Stage::BeforeCluster => chain.before_cluster.push(plugin),
                 Stage::Data => chain.data.push(plugin),
                 Stage::Last => chain.last.push(plugin),
@@ -287,6 +289,17 @@ impl Chain {
             }
         }
         Outcome::Passed
+    }
+
+    /// Runs the early plugins that ask again ([`Answering::asks_again`]) on
+    /// `query` as it reaches the plugins after the guard, as [`Chain::run`].
+    #[inline]
+    pub fn run_again(&self, query: &Query, client: &Client, out: &mut Answer) -> Outcome {
+        self.again
+            .iter()
+            .map(|&i| Chain::run(std::slice::from_ref(&self.early[i]), query, client, out))
+            .find(|o| *o != Outcome::Passed)
+            .unwrap_or(Outcome::Passed)
     }
 
     /// The counters the block's plugins keep for `/metrics`.
@@ -384,17 +397,4 @@ impl Chain {
             .chain(&self.data)
             .chain(&self.last)
     }
-}
-
-/// Whether a plugin's `verdict` settled the query, naming `plugin` as the
-/// answer's writer; a chase leaves the CNAME's target for the router's
-/// settle step to look up. Only the chain's plugins drop ([`Chain::run`]).
-pub fn took(verdict: Verdict, plugin: Plugin, out: &mut Answer) -> bool {
-    match verdict {
-        Verdict::Next | Verdict::Drop => return false,
-        Verdict::Answered => {}
-        Verdict::Chase(target) => out.tags.outside = Some(target),
-    }
-    out.tags.plugin = plugin;
-    true
 }

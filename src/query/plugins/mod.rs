@@ -6,6 +6,7 @@
 pub mod acl;
 pub mod acme;
 pub mod after;
+pub mod any;
 pub mod auto;
 pub mod autopath;
 pub mod chain;

@@ -6,7 +6,7 @@
 //!
 //! It runs where CoreDNS's plugin order puts it, after `cache`: the
 //! router notes the block's rules on an answer once the plugins that run
-//! before it (the chain's early plugins, `any`, a refusing guard) have passed
+//! before it (the chain's early plugins, a refusing guard) have passed
 //! (`Tags::header`, carried to the forwarding task by the `Continuation`).
 //! The query rules change what the reply echoes of the request (RD, CD,
 //! and whether AD was asked for) and the header of a forwarded request;

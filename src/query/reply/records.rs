@@ -20,7 +20,7 @@ pub fn address(owner: &Name, ttl: u32, addr: IpAddr, qtype: RecordType) -> Optio
     }
 }
 
-/// `any`'s answer to ANY (RFC 8482): one HINFO record, CoreDNS's.
+/// The minimal answer to an ANY question (RFC 8482): one HINFO record, CoreDNS's.
 pub fn hinfo_rfc8482(owner: &Name) -> Record {
     let hinfo = hickory_proto::rr::rdata::HINFO::new("ANY obsoleted".to_string(), "See RFC 8482".to_string());
     Record::from_rdata(owner.clone(), 8482, RData::HINFO(hinfo))

@@ -56,8 +56,6 @@ pub struct Block {
     /// `loadbalance`: how answers are shuffled and ordered.
     pub loadbalance: Option<Arc<LoadbalanceConfig>>,
     pub autopath: Option<AutopathConfig>,
-    /// `any`: every ANY query gets RFC 8482's minimal answer.
-    pub any: bool,
     /// Whether any directive takes part in answering: without one, REFUSED
     /// instead of SERVFAIL for a name nothing answers.
     pub chain: bool,
@@ -93,7 +91,6 @@ impl Block {
             log: None,
             loadbalance: None,
             autopath: None,
-            any: false,
             chain: true,
             rewrite: None,
             bufsize: None,

@@ -66,7 +66,7 @@ impl Router {
 
 /// Whether `block`'s cluster answers to A and AAAA questions may be
 /// written straight: no `rewrite` or `autopath` before `kubernetes`
-/// (`any` and `loop` never take A or AAAA of class IN; the chain's
+/// (`loop` never takes A or AAAA of class IN; the chain's
 /// plugins, as `local` and the zones' plugin, are checked per name; the guard per query, by the caller, on the name the client asked,
 /// which with no `rewrite` or `autopath` is the name judged). After it, a plugin after the answer takes some questions only (checked
 /// per question), `loadbalance` is done by the writer (not its `prefer`: the full

@@ -1,7 +1,7 @@
 //! The block's plugins in CoreDNS's order, for a query the router has
-//! taken: the chain's early plugins and `any` first ([`early`], before
-//! `rewrite` and the guard), then [`Router::through`]: `any`,
-//! `loop`'s probe, the chain's plugins before the cluster (zone files
+//! taken: the chain's early plugins first ([`early`], before
+//! `rewrite` and the guard), then [`Router::through`]: the early plugins
+//! that ask again, `loop`'s probe, the chain's plugins before the cluster (zone files
 //! among them), `kubernetes`, the
 //! chain's data plugins (`etcd`), and `cache` then `forward`, then the
 //! chain's last plugins.
@@ -17,16 +17,19 @@ use super::routed::{Onward, Routed};
 use super::router::Router;
 use crate::metrics::Plugin;
 use crate::query::plugins::chain::{took, Chain, Outcome};
-use crate::query::reply::{self, Answer};
+use crate::query::reply::Answer;
 
 impl Router {
     /// `query` through `block`'s plugins in order (no autopath, no plugin after the answer):
-    /// `any`, `loop`'s probe, the chain's plugins before the cluster,
+    /// the early plugins that ask again, `loop`'s probe, the chain's plugins before the cluster,
     /// `kubernetes`, then `cache` and `forward`.
     pub(super) fn through<'a>(&'a self, block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
         let (qname, qtype) = (query.name(), query.query_type());
-        if any(block, query, out) {
-            return Routed::Done;
+        if !block.plugins.again.is_empty() {
+            match block.plugins.run_again(query, &asker.of(), out) {
+                Outcome::Passed => {}
+                outcome => return settled(outcome),
+            }
         }
         if let Some(probe) = &block.loop_probe {
             if probe.looped(query) {
@@ -47,12 +50,12 @@ impl Router {
     }
 }
 
-/// The chain's early plugins and `any`, before anything
+/// The chain's early plugins, before anything
 /// may change the question and before the guard: `Some` when one of them
 /// settled the query.
 pub(super) fn early<'a>(block: &Block, query: &Query, asker: Asker, out: &mut Answer) -> Option<Routed<'a>> {
     match Chain::run(&block.plugins.early, query, &asker.of(), out) {
-        Outcome::Passed => any(block, query, out).then_some(Routed::Done),
+        Outcome::Passed => None,
         outcome => Some(settled(outcome)),
     }
 }
@@ -64,16 +67,6 @@ fn settled<'a>(outcome: Outcome) -> Routed<'a> {
     } else {
         Routed::Done
     }
-}
-
-/// `any`: RFC 8482's minimal answer to an ANY question; true when written.
-fn any(block: &Block, query: &Query, out: &mut Answer) -> bool {
-    if query.query_type() != RecordType::ANY || !block.any {
-        return false;
-    }
-    out.answers.push(reply::hinfo_rfc8482(query.name()));
-    out.tags.memoizable = true;
-    true
 }
 
 /// `kubernetes`: true when the cluster zone answered (an NXDOMAIN notes

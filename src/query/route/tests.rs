@@ -39,7 +39,6 @@ fn handler(corefile: &str) -> Handler {
         .servers
         .iter()
         .map(|s| Block {
-            any: s.any,
             rewrite: (!s.rewrites.is_empty()).then(|| Rewrite {
                 rules: s.rewrites.clone(),
             }),
@@ -221,7 +220,7 @@ fn each_question_is_answered_by_the_block_and_plugin_coredns_picks() {
         })
         .collect();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    // `any` answers every ANY question with RFC 8482's HINFO
+    // an ANY question gets RFC 8482's HINFO
     let (rcode, answers) = ask(&h, "hosts.test.", RecordType::ANY, DNSClass::IN).expect("a reply");
     assert_eq!(rcode, ResponseCode::NoError);
     assert!(
@@ -255,4 +254,17 @@ fn acme_challenge_is_never_replayed_from_the_memo() {
     assert_eq!(answers.len(), 1, "{answers:?}");
     assert!(answers[0].contains("route-test-digest"), "{answers:?}");
     assert_eq!(txt(&mut scratch).map(|r| r.0), Some(ResponseCode::ServFail));
+}
+
+/// A question that becomes ANY only when rewritten still gets RFC 8482's
+/// HINFO: the early plugin that asks again is asked on the rewritten one.
+#[test]
+fn a_question_rewritten_to_any_gets_the_hinfo() {
+    let h = handler(".:53 {\n    any\n    rewrite type TXT ANY\n}\n");
+    let (rcode, answers) = ask(&h, "x.test.", RecordType::TXT, DNSClass::IN).expect("a reply");
+    assert_eq!(rcode, ResponseCode::NoError);
+    assert!(
+        answers.len() == 1 && answers[0].contains("HINFO") && answers[0].contains("RFC 8482"),
+        "{answers:?}"
+    );
 }
