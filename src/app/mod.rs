@@ -133,8 +133,8 @@ async fn drain(
     );
 }
 
-/// Binds `/health`, `/ready` and `/metrics` (`shared`: with
-/// `SO_REUSEPORT`, for node-local surge upgrades) and logs each.
+/// Binds `pprof`, then `/health`, `/ready` and `/metrics` (`shared`:
+/// with `SO_REUSEPORT`, for node-local surge upgrades) and logs each.
 async fn bind_admin(
     config: &Config,
     state: &Arc<State>,
@@ -142,7 +142,17 @@ async fn bind_admin(
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, AppError> {
     let (health, ready, prom) = (config.health.as_ref().map(|h| h.addr), config.ready, config.prometheus);
     let metrics_tls = config.prometheus_tls.as_ref().and_then(|(_, web)| web.tls.as_ref());
-    let mut tasks = Vec::new();
+    let (mut tasks, mut bound_all) = (Vec::new(), Vec::new());
+    // `pprof` first: once `/ready` answers, every listener is bound.
+    if let Some(addr) = config.pprof {
+        let listener = admin::bind(addr, shared).map_err(|source| AppError::Bind {
+            proto: "http",
+            addr,
+            source,
+        })?;
+        tracing::info!("listening on pprof http://{}", listener.local_addr().unwrap_or(addr));
+        tasks.push(tokio::spawn(crate::profile::serve(listener)));
+    }
     for (addr, endpoints) in admin::plan(health, ready, prom, metrics_tls.is_some()) {
         let listener = admin::bind(addr, shared).map_err(|source| AppError::Bind {
             proto: "http",
@@ -164,16 +174,11 @@ async fn bind_admin(
                 tracing::info!("listening on {name} {scheme}://{bound}");
             }
         }
-        tasks.push(tokio::spawn(admin::serve(listener, endpoints, state.clone(), tls)));
+        bound_all.push((listener, endpoints, tls));
     }
-    if let Some(addr) = config.pprof {
-        let listener = admin::bind(addr, shared).map_err(|source| AppError::Bind {
-            proto: "http",
-            addr,
-            source,
-        })?;
-        tracing::info!("listening on pprof http://{}", listener.local_addr().unwrap_or(addr));
-        tasks.push(tokio::spawn(crate::profile::serve(listener)));
+    // Served once all are bound: once `/ready` answers, every listener is.
+    for (listener, endpoints, tls) in bound_all {
+        tasks.push(tokio::spawn(admin::serve(listener, endpoints, state.clone(), tls)));
     }
     Ok(tasks)
 }
