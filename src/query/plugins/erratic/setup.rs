@@ -9,13 +9,32 @@ use std::time::Duration;
 
 use super::options::ErraticConfig;
 use crate::corefile::args::Args;
-use crate::corefile::blocks::{Directive, Line};
-use crate::corefile::options::unknown;
+use crate::corefile::blocks::Directive;
+use crate::corefile::options::{self, Opt};
 use crate::corefile::problem::ConfigError;
 use crate::query::plugins::chain::Setup;
 
+/// What the block's lines set: the options, and whether `drop` was given
+/// an amount.
+#[derive(Default)]
+struct Reading {
+    cfg: ErraticConfig,
+    dropped: bool,
+}
+
 /// The options of the block.
-const OPTIONS: &[&str] = &["drop", "truncate", "delay", "large"];
+const OPTIONS: &[Opt<Reading>] = &[
+    Opt::new("drop", (0, 1), |a, r, errors| {
+        r.dropped |= !a.args.is_empty();
+        r.cfg.drop = amount(a, r.cfg.drop, errors);
+    }),
+    Opt::new("truncate", (0, 1), |a, r, errors| r.cfg.truncate = amount(a, 2, errors)),
+    Opt::new("delay", (0, 2), |a, r, errors| {
+        r.cfg.delay = amount(a, 2, errors);
+        r.cfg.duration = duration(a, errors);
+    }),
+    Opt::new("large", (0, 0), |_, r, _| r.cfg.large = true),
+];
 
 /// Reads `erratic` and its block (a later one replaces it).
 pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Arc<dyn Setup> {
@@ -24,41 +43,22 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Arc<dyn Setup> {
 
 /// `erratic`'s options.
 fn erratic(d: &Directive, errors: &mut Vec<ConfigError>) -> ErraticConfig {
-    let mut cfg = ErraticConfig::default(); // arguments (`erratic . {`) are ignored, as CoreDNS does
-    let mut dropped = false;
-    for line in &d.options {
-        let args = Args::from(line);
-        match line.name.text.as_str() {
-            "drop" if args.count(0, 1, errors) => {
-                dropped |= !line.args.is_empty();
-                cfg.drop = amount(line, cfg.drop, errors);
-            }
-            "truncate" if args.count(0, 1, errors) => cfg.truncate = amount(line, 2, errors),
-            "delay" if args.count(0, 2, errors) => {
-                cfg.delay = amount(line, 2, errors);
-                cfg.duration = duration(line, errors);
-            }
-            "large" if args.count(0, 0, errors) => cfg.large = true,
-            "drop" | "truncate" | "delay" | "large" => {}
-            _ => unknown("erratic", &args, OPTIONS.iter().copied(), errors),
-        }
+    // arguments (`erratic . {`) are ignored, as CoreDNS does
+    let mut r = Reading::default();
+    options::read("erratic", &d.options, OPTIONS, &mut r, errors);
+    if (r.cfg.delay > 0 || r.cfg.truncate > 0) && !r.dropped {
+        r.cfg.drop = 0;
     }
-    if (cfg.delay > 0 || cfg.truncate > 0) && !dropped {
-        cfg.drop = 0;
-    }
-    cfg
+    r.cfg
 }
 
 /// The line's AMOUNT (a whole number, at least 0), `default` without one.
-fn amount(line: &Line, default: u64, errors: &mut Vec<ConfigError>) -> u64 {
-    let Some(word) = line.args.first() else { return default };
+fn amount(a: &Args<'_>, default: u64, errors: &mut Vec<ConfigError>) -> u64 {
+    let Some(word) = a.args.first() else { return default };
     match word.text.parse::<i32>() {
         Ok(n) if n >= 0 => n as u64,
         _ => {
-            let message = format!(
-                "erratic: {}: '{}' is not an amount (0 or more)",
-                line.name.text, word.text
-            );
+            let message = format!("erratic: {}: '{}' is not an amount (0 or more)", a.name.text, word.text);
             errors.push(ConfigError::new(&word.pos, message));
             default
         }
@@ -66,11 +66,11 @@ fn amount(line: &Line, default: u64, errors: &mut Vec<ConfigError>) -> u64 {
 }
 
 /// `delay`'s DURATION, 100ms without one.
-fn duration(line: &Line, errors: &mut Vec<ConfigError>) -> Duration {
+fn duration(a: &Args<'_>, errors: &mut Vec<ConfigError>) -> Duration {
     let default = Duration::from_millis(100);
-    match line.args.get(1) {
+    match a.args.get(1) {
         None => default,
-        Some(_) => Args::from(line).duration(1, errors).unwrap_or(default),
+        Some(_) => a.duration(1, errors).unwrap_or(default),
     }
 }
 
