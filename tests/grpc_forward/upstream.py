@@ -10,6 +10,7 @@ number of calls served to COUNT_FILE after each. Every A question is
 answered 192.0.2.7 (TTL 60); a name under `missing.` ends the call with
 NOT_FOUND, which CoreDNS's grpc plugin reads as NXDOMAIN.
 """
+import os
 import sys
 from concurrent import futures
 
@@ -18,29 +19,11 @@ import dns.rdatatype
 import dns.rrset
 import grpc
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from dnspacket import decode, encode  # noqa: E402
+
 COUNT = sys.argv[1]
 calls = 0
-
-
-def encode(msg):
-    out, n = bytearray([0x0A]), len(msg)
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out) + msg
-
-
-def decode(packet):
-    assert packet[0] == 0x0A, packet[:8]
-    n, shift, i = 0, 0, 1
-    while True:
-        c = packet[i]
-        i += 1
-        n |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return packet[i : i + n]
 
 
 def query(wire, context):

@@ -12,6 +12,7 @@ DnsPacket protobuf (one bytes field, number 1) is written by hand.
 CA "-": plain HTTP/2 (a grpc:// block without tls); else TLS trusting CA,
 the server named dns.test. A failed call prints its status code's name.
 """
+import os
 import sys
 
 import dns.message
@@ -19,28 +20,10 @@ import dns.rcode
 import dns.update
 import grpc
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from dnspacket import decode, encode  # noqa: E402
+
 SERVICE = "/coredns.dns.DnsService/"
-
-
-def encode(msg):
-    out, n = bytearray([0x0A]), len(msg)
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out) + msg
-
-
-def decode(packet):
-    assert packet[0] == 0x0A, packet[:8]
-    n, shift, i = 0, 0, 1
-    while True:
-        c = packet[i]
-        i += 1
-        n |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return packet[i : i + n]
 
 
 def call(port, ca, wire, method="Query"):
