@@ -3,7 +3,10 @@
 //! (`query/transfer`) reads it as it reads the cluster's and the files'
 //! zones, knowing nothing of the plugin.
 
-use hickory_proto::rr::{Name, Record};
+use hickory_proto::rr::{Name, Record, RecordType};
+
+use crate::query::reply::prefixed;
+use crate::store::Port;
 
 /// One zone a plugin sends by AXFR.
 pub trait ZoneSource: Send + Sync {
@@ -33,4 +36,19 @@ pub trait ZoneWalk: Send {
     /// Appends the records of the next step to `out`; false when the walk
     /// is over (nothing appended).
     fn next(&mut self, out: &mut Vec<Record>) -> bool;
+}
+
+/// The owners a walk of a Service's names lists for its ports (the
+/// cluster's zone and a plugin's alike): `_<port>._<proto>.<base>` SRV, once per named port.
+pub fn ports<'p>(names: &mut Vec<(Name, RecordType)>, base: &Name, all: impl Iterator<Item = &'p Port>) {
+    let mut named: Vec<(&str, &str)> = all
+        .filter(|p| !p.name.is_empty())
+        .map(|p| (&*p.name, p.proto.label()))
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    for (port, proto) in named {
+        let owner = prefixed(base, &[&format!("_{port}"), &format!("_{proto}")]);
+        names.push((owner, RecordType::SRV));
+    }
 }

@@ -26,9 +26,10 @@ use std::sync::Arc;
 use hickory_proto::rr::{Name, Record, RecordType};
 
 use crate::query::plugins::cluster::Cluster;
+use crate::query::plugins::zone_source::ports;
 use crate::query::reply::{self, prefixed, Answer, Zone};
 use crate::store::mcs::ImportKind;
-use crate::store::{Endpoint, Port, ServiceId, ServiceKind, Snapshot};
+use crate::store::{Endpoint, ServiceId, ServiceKind, Snapshot};
 
 /// Where a walk through the zone is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,20 +174,6 @@ fn addresses(names: &mut Vec<(Name, RecordType)>, owner: &Name, addrs: impl Iter
     }
     names.extend(v4.then(|| (owner.clone(), RecordType::A)));
     names.extend(v6.then(|| (owner.clone(), RecordType::AAAA)));
-}
-
-/// `_<port>._<proto>.<base>` SRV, once per named port.
-pub(super) fn ports<'p>(names: &mut Vec<(Name, RecordType)>, base: &Name, all: impl Iterator<Item = &'p Port>) {
-    let mut named: Vec<(&str, &str)> = all
-        .filter(|p| !p.name.is_empty())
-        .map(|p| (&*p.name, p.proto.label()))
-        .collect();
-    named.sort_unstable();
-    named.dedup();
-    for (port, proto) in named {
-        let owner = prefixed(base, &[&format!("_{port}"), &format!("_{proto}")]);
-        names.push((owner, RecordType::SRV));
-    }
 }
 
 /// `<host>[.<cluster>].<base>` A/AAAA, once per distinct name.

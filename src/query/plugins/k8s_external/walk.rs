@@ -20,9 +20,9 @@ use std::sync::Arc;
 use hickory_proto::rr::{Name, Record, RecordType};
 
 use super::answer::K8sExternal;
-use crate::query::plugins::zone_source::{ZoneSource, ZoneWalk};
+use crate::query::plugins::zone_source::{ports, ZoneSource, ZoneWalk};
 use crate::query::reply::{prefixed, Answer};
-use crate::store::{Port, ServiceId, Snapshot, Store};
+use crate::store::{ServiceId, Snapshot, Store};
 
 /// One forward zone of the plugin, and the cluster store it reads.
 pub struct ExternalSource {
@@ -171,19 +171,5 @@ impl ZoneWalk for ExternalWalk<'_> {
             _ => return false,
         }
         true
-    }
-}
-
-/// `_<port>._<proto>.<base>` SRV of every distinct named port.
-fn ports<'p>(names: &mut Vec<(Name, RecordType)>, base: &Name, all: impl Iterator<Item = &'p Port>) {
-    let mut named: Vec<(&str, &str)> = all
-        .filter(|p| !p.name.is_empty())
-        .map(|p| (&*p.name, p.proto.label()))
-        .collect();
-    named.sort_unstable();
-    named.dedup();
-    for (port, proto) in named {
-        let owner = prefixed(base, &[&format!("_{port}"), &format!("_{proto}")]);
-        names.push((owner, RecordType::SRV));
     }
 }
