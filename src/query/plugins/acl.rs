@@ -22,7 +22,7 @@ use hickory_proto::rr::Name;
 
 use crate::corefile::words::Block;
 use crate::metrics::exposed::Exposed;
-use crate::query::plugins::chain::{Answering, Setup};
+use crate::query::plugins::chain::Setup;
 use crate::query::plugins::guard::{Asked, Guard, Judgement};
 use setup::{AclAction, AclConfig, AclRule};
 pub use stats::FAMILIES;
@@ -110,11 +110,6 @@ impl Guard for Acl {
 impl Setup for AclConfig {
     fn name(&self) -> &'static str {
         "acl"
-    }
-
-    /// Never asked: `acl` is built as the block's guard ([`Setup::guard`]).
-    fn build(&self, _server: &str) -> Box<dyn Answering> {
-        unreachable!("acl is a guard, built by Setup::guard")
     }
 
     fn guard(&self, server: &str) -> Option<Box<dyn Guard>> {
