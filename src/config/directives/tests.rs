@@ -60,10 +60,12 @@ fn unknown_and_refused_directives_are_named() {
           autopath, acl, cache, header, minimal, template, transfer, hosts, k8s_external, kubernetes, file, auto, secondary, etcd, loop, forward, grpc, erratic, whoami, view)"
         ]
     );
-    let errors = server_block("shed").expect_err("shed");
-    assert_eq!(errors.len(), 1);
-    assert!(
-        errors[0].starts_with("/tmp/Corefile:2:1: shed: not supported; "),
-        "{errors:?}"
-    );
+    for (name, _) in REFUSED {
+        let errors = server_block(name).expect_err(name);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].starts_with(&format!("/tmp/Corefile:2:1: {name}: not supported; ")),
+            "{errors:?}"
+        );
+    }
 }
