@@ -60,12 +60,6 @@ pub const NOT_YET: &[&str] = &[];
 /// are refused rather than shipped untried.
 pub const REFUSED: &[(&str, &str)] = &[
     (
-        "shed",
-        "shed: not supported; clusterdns sheds load its own way: forwarded queries beyond \
-         `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see docs/hardening.md; \
-         remove the directive or write `limits { in_flight N }`",
-    ),
-    (
         "route53",
         "route53: not supported; clusterdns does not read zones from the AWS Route 53 API (no AWS \
          endpoint to test it against); serve the zone from a file (`file`, or `auto` for a directory \
