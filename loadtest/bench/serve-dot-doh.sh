@@ -107,12 +107,14 @@ row() {
     if [ "$mode" = h2 ]; then
       rate=$(echo "$out" | awk '/^finished in/ {print $4; exit}')
       lat=$(echo "$out" | awk '/^time for request:/ {v=$6; u=v; sub(/[0-9.]+/, "", u); v+=0; print (u=="us")?v/1000:(u=="s")?v*1000:v; exit}')
+      lost=$(echo "$out" | awk '/^requests:/ {print $10 + $12 + $14; exit}')
     else
       rate=$(echo "$out" | awk '/Queries per second/ {print $4; exit}')
       lat=$(echo "$out" | awk '/Average Latency/ {print $4*1000; exit}')
+      lost=$(echo "$out" | awk '/Queries lost/ {print $3; exit}')
     fi
-    printf "%-10s %-4s %10.0f qps   cpu %4s  %10.0f qps/core  mean %7.3f ms\n" \
-      "$name" "$mode" "${rate:-0}" "$share" "$(echo "${rate:-0} $share" | awk '{print ($2>0)?$1/$2:0}')" "${lat:-0}"
+    printf "%-10s %-4s %10.0f qps   cpu %4s  %10.0f qps/core  mean %7.3f ms  lost %s\n" \
+      "$name" "$mode" "${rate:-0}" "$share" "$(echo "${rate:-0} $share" | awk '{print ($2>0)?$1/$2:0}')" "${lat:-0}" "${lost:-?}"
   fi
 }
 echo "# $NAMES names; each server on CPU 0, clients on CPU 1 (dnsperf -c 32 -q 400; h2load -c 32 -m 12; handshakes $SOCKETS at a time), ${SECS}s per row, $ROUNDS rounds; load average $(cut -d' ' -f1-3 /proc/loadavg)"
