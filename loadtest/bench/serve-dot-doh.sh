@@ -84,37 +84,39 @@ for port in 5341 5343 5346; do sed "s|^|https://127.0.0.1:$port|" "$W/paths.txt"
 taskset -c 1 dnsperf -m dot -s 127.0.0.1 -p 5345 -d "$W/names.txt" -n 1 -c 4 >/dev/null 2>&1
 taskset -c 1 h2load -n "$NAMES" -c 1 -m 1 -i "$W/uris.5346" >/dev/null 2>&1
 
-# row NAME PID PORT MODE: one dnsperf run (dot, doh) or one handshake run (hs).
+# row NAME PID PORT MODE: one dnsperf run (dot, doh), h2load run (h2) or
+# handshake run (hs). Per core: the answers (or handshakes) counted over the
+# server's CPU seconds; its share: those CPU seconds over the run's wall time.
 row() {
-  local name=$1 pid=$2 port=$3 mode=$4 hz before after out rate share
+  local name=$1 pid=$2 port=$3 mode=$4 hz before after t0 t1 out rate count lat lost share core
   hz=$(getconf CLK_TCK)
-  before=$(cpu_ticks "$pid")
-  if [ "$mode" = h2 ]; then
-    out=$(taskset -c 1 h2load -c 32 -m 12 -D "$SECS" -i "$W/uris.$port" 2>&1)
-  elif [ "$mode" = hs ]; then
-    out=$(taskset -c 1 "$LOADTEST" handshakes --target "127.0.0.1:$port" --names "$W/names.txt" --sockets "$SOCKETS" --seconds "$SECS" 2>&1)
-  else
-    out=$(taskset -c 1 dnsperf -m "$mode" -s 127.0.0.1 -p "$port" -d "$W/names.txt" -l "$SECS" -c 32 -q 400 -T 1 2>&1)
-  fi
-  after=$(cpu_ticks "$pid")
-  share=$(echo "$before $after $hz $SECS" | awk '{printf "%.2f", ($2-$1)/$3/$4}')
+  before=$(cpu_ticks "$pid"); t0=$(date +%s.%N)
+  case $mode in
+    h2) out=$(taskset -c 1 h2load -c 32 -m 12 -D "$SECS" -i "$W/uris.$port" 2>&1)
+        rate=$(echo "$out" | awk '/^finished in/ {print $4; exit}')
+        count=$(echo "$out" | awk '/^requests:/ {print $8; exit}')
+        lost=$(echo "$out" | awk '/^requests:/ {print $10 + $12 + $14; exit}')
+        lat=$(echo "$out" | awk '/^time for request:/ {v=$6; u=v; sub(/[0-9.]+/, "", u); v+=0; print (u=="us")?v/1000:(u=="s")?v*1000:v; exit}') ;;
+    hs) out=$(taskset -c 1 "$LOADTEST" handshakes --target "127.0.0.1:$port" --names "$W/names.txt" --sockets "$SOCKETS" --seconds "$SECS" 2>&1)
+        rate=$(echo "$out" | awk '/^handshakes/ {print $10; exit}')
+        count=$(echo "$out" | awk '/^handshakes/ {print $2; exit}')
+        lost=$(echo "$out" | awk '/^handshakes/ {print $6; exit}')
+        lat=$(echo "$out" | awk '/^handshakes/ {print $12; exit}') ;;
+    *)  out=$(taskset -c 1 dnsperf -m "$mode" -s 127.0.0.1 -p "$port" -d "$W/names.txt" -l "$SECS" -c 32 -q 400 -T 1 2>&1)
+        rate=$(echo "$out" | awk '/Queries per second/ {print $4; exit}')
+        count=$(echo "$out" | awk '/Queries completed/ {print $3; exit}')
+        lost=$(echo "$out" | awk '/Queries lost/ {print $3; exit}')
+        lat=$(echo "$out" | awk '/Average Latency/ {print $4*1000; exit}') ;;
+  esac
+  after=$(cpu_ticks "$pid"); t1=$(date +%s.%N)
+  share=$(echo "$before $after $hz $t0 $t1" | awk '{printf "%.2f", ($2-$1)/$3/($5-$4)}')
+  core=$(echo "$before $after $hz ${count:-0}" | awk '{print ($2>$1)?$4/(($2-$1)/$3):0}')
   if [ "$mode" = hs ]; then
-    rate=$(echo "$out" | awk '/^handshakes/ {print $10; exit}')
     printf "%-10s %-4s %10.0f hs/s  cpu %4s  %10.0f hs/core   client-cpu %5s  failed %s\n" \
-      "$name" "$mode" "${rate:-0}" "$share" "$(echo "${rate:-0} $share" | awk '{print ($2>0)?$1/$2:0}')" \
-      "$(echo "$out" | awk '/^handshakes/ {print $12; exit}')" "$(echo "$out" | awk '/^handshakes/ {print $6; exit}')"
+      "$name" "$mode" "${rate:-0}" "$share" "$core" "${lat:-0}" "${lost:-?}"
   else
-    if [ "$mode" = h2 ]; then
-      rate=$(echo "$out" | awk '/^finished in/ {print $4; exit}')
-      lat=$(echo "$out" | awk '/^time for request:/ {v=$6; u=v; sub(/[0-9.]+/, "", u); v+=0; print (u=="us")?v/1000:(u=="s")?v*1000:v; exit}')
-      lost=$(echo "$out" | awk '/^requests:/ {print $10 + $12 + $14; exit}')
-    else
-      rate=$(echo "$out" | awk '/Queries per second/ {print $4; exit}')
-      lat=$(echo "$out" | awk '/Average Latency/ {print $4*1000; exit}')
-      lost=$(echo "$out" | awk '/Queries lost/ {print $3; exit}')
-    fi
     printf "%-10s %-4s %10.0f qps   cpu %4s  %10.0f qps/core  mean %7.3f ms  lost %s\n" \
-      "$name" "$mode" "${rate:-0}" "$share" "$(echo "${rate:-0} $share" | awk '{print ($2>0)?$1/$2:0}')" "${lat:-0}" "${lost:-?}"
+      "$name" "$mode" "${rate:-0}" "$share" "$core" "${lat:-0}" "${lost:-?}"
   fi
 }
 echo "# $NAMES names; each server on CPU 0, clients on CPU 1 (dnsperf -c 32 -q 400; h2load -c 32 -m 12; handshakes $SOCKETS at a time), ${SECS}s per row, $ROUNDS rounds; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -26,6 +26,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+/// A connection not answered by then counts as failed (and the run ends
+/// at most this long after its time).
+const GIVE_UP: Duration = Duration::from_secs(2);
+
 /// What to run.
 pub struct Options {
     pub target: SocketAddr,
@@ -43,7 +47,8 @@ pub struct Outcome {
     pub handshakes: u64,
     /// Of those, connections whose query was answered.
     pub answered: u64,
-    /// Connections that failed (refused, handshake or read error).
+    /// Connections that failed (refused, handshake or read error, or
+    /// unanswered after 2 s).
     pub failed: u64,
     pub elapsed: Duration,
     /// This process's CPU time (user + system) over the run.
@@ -82,9 +87,10 @@ pub fn run(o: &Options) -> Result<Outcome, String> {
                     while Instant::now() < deadline {
                         let i = counts.next.fetch_add(1, Ordering::Relaxed);
                         let query = &queries[i as usize % queries.len()];
-                        match once(&connector, target, query, i as u16, &counts).await {
-                            Ok(()) => counts.answered.fetch_add(1, Ordering::Relaxed),
-                            Err(_) => counts.failed.fetch_add(1, Ordering::Relaxed),
+                        let one = once(&connector, target, query, i as u16, &counts);
+                        match tokio::time::timeout(GIVE_UP, one).await {
+                            Ok(Ok(())) => counts.answered.fetch_add(1, Ordering::Relaxed),
+                            _ => counts.failed.fetch_add(1, Ordering::Relaxed),
                         };
                     }
                 })
