@@ -33,7 +33,10 @@ pub struct Dot(pub Arc<Certs>);
 impl Upgrade for Dot {
     type Read = TlsRead;
     type Write = TlsWrite;
-    const IDLE_READ: usize = crate::query::tcp::READ_ROOM;
+
+    async fn readable(read: &TlsRead) {
+        read.readable().await
+    }
 
     async fn upgrade(&self, stream: TcpStream, limits: &TcpLimits) -> Option<(Self::Read, Self::Write)> {
         // Boxed: the handshake's state is freed when it ends, and the

@@ -162,6 +162,11 @@ impl Session {
         got
     }
 
+    /// Whether decrypted data waits to be read.
+    pub(super) fn has_plain(&self) -> bool {
+        self.taken < self.plain.len()
+    }
+
     /// Copies decrypted data into `buf`; whether there was any.
     pub(super) fn read_plain(&mut self, buf: &mut ReadBuf<'_>) -> bool {
         let unread = &self.plain[self.taken..];

@@ -79,6 +79,20 @@ fn poll_send(tcp: &TcpStream, session: &mut Session, cx: &mut Context<'_>) -> Po
     Poll::Ready(Ok(()))
 }
 
+impl TlsRead {
+    /// Resolves once there is something to read: plaintext decrypted
+    /// before, the peer's end, or bytes on the socket (not yet read).
+    pub async fn readable(&self) {
+        let waiting = self.0.session().is_ok_and(|s| !s.has_plain() && !s.ended);
+        if waiting {
+            // A peek, not the socket's readiness: a read that took all
+            // there was leaves that set (only a read that finds nothing
+            // clears it). An error is the read's to report.
+            let _ = self.0.tcp.peek(&mut [0u8; 1]).await;
+        }
+    }
+}
+
 impl AsyncRead for TlsRead {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let shared = &*self.0;
