@@ -44,6 +44,17 @@ pub(super) enum Stage {
     Closed,
 }
 
+/// What [`Session::step`] left the session at.
+enum Step {
+    /// More states to handle.
+    More,
+    /// Data may be sent: the handshake is over unless it awaits the
+    /// client's Finished.
+    Writable,
+    /// Where [`Session::advance`] stops.
+    Stop(Stage),
+}
+
 /// One connection's TLS state and buffers.
 pub(super) struct Session {
     conn: UnbufferedServerConnection,
@@ -82,70 +93,65 @@ impl Session {
         // the handshake is over only once that has come.
         let mut open = !self.conn.is_handshaking();
         loop {
-            let mut check = false;
-            let UnbufferedStatus { mut discard, state } = self.conn.process_tls_records(&mut self.incoming);
-            let stage = match state {
-                Err(e) => {
-                    self.ended = true;
-                    return Err(e);
-                }
-                Ok(ConnectionState::ReadTraffic(mut records)) => {
-                    if self.taken == self.plain.len() {
-                        self.plain.clear();
-                        self.taken = 0;
-                    }
-                    while let Some(record) = records.next_record() {
-                        let record = record?;
-                        discard += record.discard;
-                        self.plain.extend_from_slice(record.payload);
-                    }
-                    None
-                }
-                Ok(ConnectionState::EncodeTlsData(mut data)) => {
-                    encode(&mut self.outgoing, |out| data.encode(out))?;
-                    None
-                }
-                Ok(ConnectionState::TransmitTlsData(data)) => {
-                    // Ours to send from `outgoing`, once, by the caller.
-                    data.done();
-                    None
-                }
-                Ok(ConnectionState::BlockedHandshake) => Some(Stage::Handshaking),
-                Ok(ConnectionState::PeerClosed) => {
-                    self.ended = true;
-                    None
-                }
-                Ok(ConnectionState::Closed) => {
-                    self.ended = true;
-                    Some(Stage::Closed)
-                }
-                Ok(ConnectionState::WriteTraffic(_)) if !open => {
-                    check = true;
-                    None
-                }
-                Ok(ConnectionState::WriteTraffic(mut traffic)) => {
-                    match std::mem::replace(&mut seal, Seal::Nothing) {
-                        Seal::Nothing => {}
-                        Seal::Data(data) => encrypt(&mut self.outgoing, data.len(), |out| traffic.encrypt(data, out))?,
-                        Seal::CloseNotify => encrypt(&mut self.outgoing, 0, |out| traffic.queue_close_notify(out))?,
-                    }
-                    Some(Stage::Open)
-                }
-                // Early data is not enabled (`max_early_data_size` 0).
-                Ok(_) => return Err(rustls::Error::General("unexpected TLS state".into())),
-            };
-            self.incoming.drain(..discard);
-            release(&mut self.incoming);
-            if let Some(stage) = stage {
-                return Ok(stage);
-            }
-            if check {
-                if self.conn.is_handshaking() {
-                    return Ok(Stage::Handshaking);
-                }
-                open = true;
+            match self.step(&mut seal, open)? {
+                Step::More => {}
+                Step::Stop(stage) => return Ok(stage),
+                Step::Writable if self.conn.is_handshaking() => return Ok(Stage::Handshaking),
+                Step::Writable => open = true,
             }
         }
+    }
+
+    /// One state of rustls's, handled; `open`: the handshake is over.
+    fn step(&mut self, seal: &mut Seal<'_>, open: bool) -> Result<Step, rustls::Error> {
+        let UnbufferedStatus { mut discard, state } = self.conn.process_tls_records(&mut self.incoming);
+        let state = state.inspect_err(|_| self.ended = true)?;
+        let step = match state {
+            ConnectionState::ReadTraffic(mut records) => {
+                if self.taken == self.plain.len() {
+                    self.plain.clear();
+                    self.taken = 0;
+                }
+                while let Some(record) = records.next_record() {
+                    let record = record?;
+                    discard += record.discard;
+                    self.plain.extend_from_slice(record.payload);
+                }
+                Step::More
+            }
+            ConnectionState::EncodeTlsData(mut data) => {
+                encode(&mut self.outgoing, |out| data.encode(out))?;
+                Step::More
+            }
+            // Ours to send from `outgoing`, once, by the caller.
+            ConnectionState::TransmitTlsData(data) => {
+                data.done();
+                Step::More
+            }
+            ConnectionState::BlockedHandshake => Step::Stop(Stage::Handshaking),
+            ConnectionState::PeerClosed => {
+                self.ended = true;
+                Step::More
+            }
+            ConnectionState::Closed => {
+                self.ended = true;
+                Step::Stop(Stage::Closed)
+            }
+            ConnectionState::WriteTraffic(_) if !open => Step::Writable,
+            ConnectionState::WriteTraffic(mut traffic) => {
+                match std::mem::replace(seal, Seal::Nothing) {
+                    Seal::Nothing => {}
+                    Seal::Data(data) => encrypt(&mut self.outgoing, data.len(), |out| traffic.encrypt(data, out))?,
+                    Seal::CloseNotify => encrypt(&mut self.outgoing, 0, |out| traffic.queue_close_notify(out))?,
+                }
+                Step::Stop(Stage::Open)
+            }
+            // Early data is not enabled (`max_early_data_size` 0).
+            _ => return Err(rustls::Error::General("unexpected TLS state".into())),
+        };
+        self.incoming.drain(..discard);
+        release(&mut self.incoming);
+        Ok(step)
     }
 
     /// Reads into `incoming` with `read` (room made first); how much came.

@@ -185,3 +185,33 @@ async fn the_halves_carry_both_ways_over_a_socket_and_close_with_close_notify() 
     assert_eq!(reply, b"reply");
     assert_eq!(server.await.expect("server"), b"query");
 }
+
+#[tokio::test]
+async fn a_reply_larger_than_the_socket_takes_waits_for_the_client_and_arrives_whole() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    // 8 MiB: more than loopback's send and receive buffers hold together.
+    let big: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let sent = big.clone();
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let (_read, mut write) = super::handshake(tcp, server_config()).await.expect("handshake");
+        for batch in sent.chunks(16 * 1024) {
+            write.write_all(batch).await.expect("write");
+        }
+        write.flush().await.expect("flush");
+        write.shutdown().await.expect("shutdown");
+    });
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = ServerName::try_from("dns.test").expect("name");
+    let mut tls = tokio_rustls::TlsConnector::from(client_config())
+        .connect(name, tcp)
+        .await
+        .expect("client handshake");
+    // The client reads late: the server's writes wait for it.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let mut got = Vec::new();
+    tls.read_to_end(&mut got).await.expect("reply, then close_notify");
+    assert!(got == big, "{} of {} bytes, or not the same", got.len(), big.len());
+    server.await.expect("server");
+}
