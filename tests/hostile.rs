@@ -7,11 +7,14 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::stub::{Mode, Stub};
-use common::{framed, query, read_reply, temp_dir, udp, Server};
+use common::{certs, framed, query, read_reply, temp_dir, udp, Server};
 use hickory_proto::rr::RecordType;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
 
 const NAME: &str = "kubernetes.default.svc.cluster.local.";
 /// The ceiling of a wait for an event: only a hang reaches it.
@@ -251,8 +254,9 @@ fn a_flood_of_forwarded_misses_is_shed_at_the_in_flight_cap_with_bounded_memory(
     assert_eq!(server.metric("clusterdns_requests_in_flight"), 0.0);
 }
 
-#[test]
-fn ten_thousand_idle_connections_hold_bounded_memory() {
+/// Raises this process's open-file limit to its hard limit; how many
+/// connections up to `want` that leaves room for.
+fn room_for_connections(want: usize) -> usize {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let limit = getrlimit(Resource::Nofile);
     let hard = limit.maximum.unwrap_or(u64::MAX);
@@ -263,10 +267,15 @@ fn ten_thousand_idle_connections_hold_bounded_memory() {
             maximum: limit.maximum,
         },
     );
-    let n = 10_000usize.min(hard.saturating_sub(500) as usize);
+    want.min(hard.saturating_sub(500) as usize)
+}
+
+#[test]
+fn ten_thousand_idle_connections_hold_bounded_memory() {
+    let n = room_for_connections(10_000);
     assert!(
         n >= 5_000,
-        "the open-file hard limit ({hard}) leaves room for only {n} connections"
+        "the open-file hard limit leaves room for only {n} connections"
     );
     let (_stub, server) = start("idle10k", Mode::Answer, "    timeouts {\n        idle 120s\n    }\n");
     // One connection that has been used, so per-thread scratch space exists.
@@ -296,6 +305,110 @@ fn ten_thousand_idle_connections_hold_bounded_memory() {
         common::rcode_name(&common::tcp(server.dns, NAME, RecordType::A)),
         "NOERROR"
     );
+}
+
+/// DNS over TLS on a free port beside the plain block (`start`'s, with
+/// `extra`), its certificate made in the server's directory; the port and
+/// a client configuration trusting the certificate (ALPN `dot`).
+fn start_dot(tag: &str, extra: &str) -> Option<(Stub, Server, SocketAddr, Arc<rustls::ClientConfig>)> {
+    common::needs(tag, common::installed("openssl"), "apt-get install openssl")?;
+    let dir = temp_dir(tag);
+    certs::ca(&dir, "ca", "clusterdns test CA");
+    certs::signed(&dir, "srv", "ca", "dns.test", certs::Usage::Server, false);
+    let port = common::free_port();
+    let dot = format!(
+        "}}\ntls://.:{port} {{\n    bind 127.0.0.1\n    tls srv.pem srv.key\n    kubernetes cluster.local {{\n        snapshot {}\n    }}\n{extra}",
+        common::demo_cluster().display()
+    );
+    let stub = Stub::start();
+    let text = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    forward . {}\n{dot}}}\n",
+        stub.addr
+    );
+    let server = Server::start(&dir, &text);
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(dir.join("ca.pem")).expect("ca.pem") {
+        roots.add(cert.expect("ca certificate")).expect("trusted CA");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"dot".to_vec()];
+    Some((stub, server, SocketAddr::from(([127, 0, 0, 1], port)), Arc::new(config)))
+}
+
+/// A DoT connection after its handshake, as the client sees it; closed
+/// with a reset when dropped.
+fn dot_handshaken(addr: SocketAddr, config: &Arc<rustls::ClientConfig>) -> (TcpStream, rustls::ClientConnection) {
+    let mut sock = TcpStream::connect(addr).expect("connect");
+    socket2::SockRef::from(&sock)
+        .set_linger(Some(Duration::ZERO))
+        .expect("linger");
+    sock.set_read_timeout(Some(HANG)).expect("timeout");
+    let name = ServerName::try_from("dns.test").expect("server name");
+    let mut tls = rustls::ClientConnection::new(config.clone(), name).expect("client");
+    while tls.is_handshaking() || tls.wants_write() {
+        tls.complete_io(&mut sock).expect("handshake");
+    }
+    assert_eq!(tls.alpn_protocol(), Some(&b"dot"[..]), "ALPN");
+    (sock, tls)
+}
+
+/// A DoT connection whose handshake the server has finished: its session
+/// tickets, sent once it took the client's last handshake message, came.
+fn dot_idle(addr: SocketAddr, config: &Arc<rustls::ClientConfig>) -> TcpStream {
+    let (mut sock, mut tls) = dot_handshaken(addr, config);
+    assert!(tls.read_tls(&mut sock).expect("session tickets") > 0, "session tickets");
+    tls.process_new_packets().expect("session tickets");
+    sock
+}
+
+/// One query over a DoT connection; its answer's rcode.
+fn dot_asked(addr: SocketAddr, config: &Arc<rustls::ClientConfig>) -> String {
+    let (sock, tls) = dot_handshaken(addr, config);
+    let mut stream = rustls::StreamOwned::new(tls, sock);
+    stream
+        .write_all(&framed(&query(9, NAME, RecordType::A, None)))
+        .expect("write");
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).expect("length");
+    let mut reply = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut reply).expect("reply");
+    common::rcode_name(&hickory_proto::op::Message::from_vec(&reply).expect("message"))
+}
+
+/// Idle DNS-over-TLS connections (handshake done, no query) hold no more
+/// than TCP's bound each: no TLS buffer while there is nothing in it.
+#[test]
+fn idle_dot_connections_hold_bounded_memory() {
+    let n = room_for_connections(3_000);
+    let Some((_stub, server, addr, config)) = start_dot("idledot", "    timeouts {\n        idle 120s\n    }\n") else {
+        return;
+    };
+    // One connection that has been used, so per-thread scratch space exists.
+    assert_eq!(dot_asked(addr, &config), "NOERROR");
+    let before = loadtest::watchbench::rss_kb(server.pid());
+    let started = Instant::now();
+    let conns: Vec<_> = (0..n).map(|_| dot_idle(addr, &config)).collect();
+    let deadline = Instant::now() + HANG;
+    while server.metric("clusterdns_tcp_connections") < n as f64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(server.metric("clusterdns_tcp_connections"), n as f64);
+    std::thread::sleep(Duration::from_millis(200));
+    let after = loadtest::watchbench::rss_kb(server.pid());
+    let per_conn = (after.saturating_sub(before) * 1024) as f64 / n as f64;
+    eprintln!(
+        "{n} idle DoT connections (opened in {:?}): RSS {before} KB -> {after} KB, {per_conn:.0} bytes each",
+        started.elapsed()
+    );
+    assert!(per_conn < 8192.0, "{per_conn:.0} bytes per idle DoT connection");
+    // Still serving on a new connection.
+    assert_eq!(dot_asked(addr, &config), "NOERROR");
+    drop(conns);
 }
 
 #[test]

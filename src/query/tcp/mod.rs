@@ -19,8 +19,9 @@
 //! connection answers at most [`QUANTUM`] queries before the others run,
 //! and at the cap with none idle the client holding the most connections
 //! gives one up (per-client fairness, `limits { client_share }`). An idle
-//! connection holds no buffers: answers
-//! are built in the thread's scratch space, not the connection's. DNS
+//! connection holds no buffers: it makes room for a read once something
+//! has come ([`Upgrade::readable`]), and answers are built in the
+//! thread's scratch space, not the connection's. DNS
 //! over TLS runs this same path: [`serve_with`] first upgrades each
 //! accepted connection ([`Upgrade`]: a TLS handshake in `serve::dot`).
 
@@ -81,10 +82,10 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
 pub trait Upgrade: Send + Sync + 'static {
     type Read: AsyncRead + Unpin + Send + 'static;
     type Write: AsyncWrite + Unpin + Send + 'static;
-    /// Room made for a read while the connection is idle. A TLS session
-    /// zeroes the room it is given (TCP reads into it untouched), so it
-    /// asks for less: an idle connection stays small.
-    const IDLE_READ: usize = READ_CHUNK;
+    /// Resolves once `read` has something to give (bytes, its end or an
+    /// error) without reading it: an idle connection makes room for a
+    /// read only then, and holds no buffer while it waits.
+    fn readable(read: &Self::Read) -> impl std::future::Future<Output = ()> + Send;
     /// The halves, or `None` when the handshake failed or timed out.
     fn upgrade(
         &self,
@@ -99,6 +100,10 @@ pub struct Plain;
 impl Upgrade for Plain {
     type Read = tokio::net::tcp::OwnedReadHalf;
     type Write = tokio::net::tcp::OwnedWriteHalf;
+    async fn readable(read: &Self::Read) {
+        // An error is the read's to report.
+        let _ = read.readable().await;
+    }
     async fn upgrade(&self, stream: TcpStream, _: &TcpLimits) -> Option<(Self::Read, Self::Write)> {
         Some(stream.into_split())
     }
@@ -236,15 +241,11 @@ async fn connection<U: Upgrade>(
         if deadline.is_none() {
             conn.idle_since.store(conns.now(), Ordering::Relaxed);
         }
-        let chunk = if inbox.is_empty() { U::IDLE_READ } else { READ_CHUNK };
-        if inbox.capacity() - inbox.len() < READ_ROOM.min(chunk) {
-            inbox.reserve(chunk);
-        }
         let wait = deadline.unwrap_or_else(|| tokio::time::Instant::now() + limits.idle);
         let got = tokio::select! {
             biased;
             _ = conn.close.notified() => break conn.reason(),
-            got = tokio::time::timeout_at(wait, reader.read_buf(&mut inbox)) => got,
+            got = tokio::time::timeout_at(wait, read_some::<U>(&mut reader, &mut inbox)) => got,
         };
         match got {
             Err(_) if deadline.is_some() => break TcpClose::Read,
@@ -275,6 +276,18 @@ async fn connection<U: Upgrade>(
     drop(tx);
     let _ = writing.await;
     why
+}
+
+/// Reads what the client has sent into `inbox`; an idle connection
+/// (`inbox` empty) makes room only once something has come.
+async fn read_some<U: Upgrade>(reader: &mut U::Read, inbox: &mut Vec<u8>) -> io::Result<usize> {
+    if inbox.is_empty() {
+        U::readable(reader).await;
+    }
+    if inbox.capacity() - inbox.len() < READ_ROOM {
+        inbox.reserve(READ_CHUNK);
+    }
+    reader.read_buf(inbox).await
 }
 
 /// Answers every whole query at the start of `inbox` and hands the

@@ -49,7 +49,12 @@ async fn write<W: AsyncWrite + Unpin>(
                 Err(_) => break,
             }
         }
-        match tokio::time::timeout(timeout, writer.write_all(&batch)).await {
+        // Flushed: a TLS session may hold what the socket did not take.
+        let written = async {
+            writer.write_all(&batch).await?;
+            writer.flush().await
+        };
+        match tokio::time::timeout(timeout, written).await {
             Ok(Ok(())) => {}
             Ok(Err(_)) => return conn.close(TcpClose::Client),
             Err(_) => return conn.close(TcpClose::Write),
