@@ -280,6 +280,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::cache,
     },
     rows::HEADER,
+    rows::DNSSEC,
     Spec {
         name: "minimal",
         options: false,

@@ -17,6 +17,19 @@ pub const HEADER: Spec = Spec {
     print: |b, s, _| crate::query::reply::header::print::header(b, s.header.as_ref()),
 };
 
+/// `dnssec`: answers signed on the fly with the given keys; once per block.
+pub const DNSSEC: Spec = Spec {
+    name: "dnssec",
+    options: true,
+    parse: |d, c| {
+        once(d, c.server.has("dnssec"), "per server block", c.errors);
+        let setup = crate::query::plugins::dnssec::setup::parse(d, &c.server.zones, c.dir, c.errors);
+        c.server.plug(setup);
+    },
+    enabled: |s, _| s.has("dnssec"),
+    print: |b, s, _| print::plugin(b, s, "dnssec"),
+};
+
 /// `dns64`: AAAA synthesized from A records; once per block.
 pub const DNS64: Spec = Spec {
     name: "dns64",

@@ -12,6 +12,7 @@
 mod context;
 mod memo_epoch;
 mod outcome;
+mod passes;
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -26,7 +27,7 @@ use crate::corefile::problem::ConfigError;
 use crate::corefile::words::Block;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
-use crate::query::plugins::after::AfterAnswer;
+use crate::query::plugins::after::{AfterAnswer, Signing};
 use crate::query::plugins::guard::Guard;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::plugins::zone_source::ZoneSource;
@@ -34,6 +35,7 @@ use crate::query::reply::Answer;
 pub use context::{BuildContext, CheckContext, Client};
 pub use memo_epoch::{changed, changes};
 pub use outcome::{took, Outcome};
+use passes::Passes;
 
 /// Where in the order a plugin answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +195,12 @@ pub trait Setup: Debug + Send + Sync + Any {
         None
     }
 
+    /// The plugin that signs the block's answers (`dnssec`), asked beside
+    /// [`Setup::build`], in the block whose metrics' `server` label is `server`.
+    fn signing(&self, _server: &str) -> Option<Arc<dyn Signing>> {
+        None
+    }
+
     /// What it needs of the other directives of its block, each error
     /// pushed to `errors` (checked when the whole block is read).
     fn check(&self, _block: &CheckContext<'_>, _errors: &mut Vec<ConfigError>) {}
@@ -200,24 +208,6 @@ pub trait Setup: Debug + Send + Sync + Any {
     /// The zones `transfer` may send from this plugin.
     fn transferred(&self) -> Vec<&Name> {
         Vec::new()
-    }
-}
-
-/// A plugin that passes every question: [`Setup::build`]'s default, for a
-/// directive with no plugin in the chain.
-struct Passes;
-
-impl Answering for Passes {
-    fn stage(&self) -> Stage {
-        Stage::Last
-    }
-
-    fn plugin(&self) -> Plugin {
-        Plugin::None
-    }
-
-    fn answer(&self, _: &Query, _: &Client, _: &mut Answer) -> Verdict {
-        Verdict::Next
     }
 }
 
@@ -233,6 +223,8 @@ pub struct Chain {
     pub guard: Option<Box<dyn Guard>>,
     /// The plugin that acts after the answer, if the block has one.
     pub after: Option<Arc<dyn AfterAnswer>>,
+    /// The plugin that signs answers, if the block has one.
+    pub signer: Option<Arc<dyn Signing>>,
     /// The plugins' [`Answering::store_zones`], all together.
     pub store_zones: Vec<Name>,
     /// Where in `early` the plugins asked again are ([`Answering::asks_again`]).
@@ -259,6 +251,7 @@ impl Chain {
                 chain.after = Some(after);
                 continue;
             }
+            chain.signer = setup.signing(ctx.server).or(chain.signer.take());
             let plugin = setup.build_in(ctx);
             chain.store_zones.extend(plugin.store_zones());
             match plugin.stage() {
@@ -306,7 +299,12 @@ impl Chain {
     pub fn exposed(&self) -> impl Iterator<Item = Arc<dyn Exposed>> + '_ {
         let guard = self.guard.iter().filter_map(|g| g.exposed());
         let after = self.after.as_ref().and_then(|a| a.exposed());
-        self.all().filter_map(|p| p.exposed()).chain(guard).chain(after)
+        let signer = self.signer.as_ref().and_then(|s| s.exposed());
+        self.all()
+            .filter_map(|p| p.exposed())
+            .chain(guard)
+            .chain(after)
+            .chain(signer)
     }
 
     /// Whether a replayed cache hit may stand in for every plugin before

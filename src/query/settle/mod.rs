@@ -28,7 +28,7 @@ use std::sync::Arc;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, Record};
 
-use super::plugins::after::AfterAnswer;
+use super::plugins::after::{AfterAnswer, Signing};
 use super::plugins::rewrite::{self, Revert};
 use super::reply::{self, Answer};
 use crate::metrics::{Plugin, Transport};
@@ -53,6 +53,9 @@ pub struct Continuation {
     pub minimal: bool,
     /// `header` of that block (its rules, for the reply writer).
     pub header: Option<Arc<crate::query::reply::header::Rules>>,
+    /// `dnssec` of that block, for a question with DO under its zones: it
+    /// signs the reply last.
+    pub sign: Option<Arc<dyn Signing>>,
 }
 
 /// What the router leaves for a query it forwards, before it is sent:
@@ -77,6 +80,8 @@ pub struct Left {
     pub minimal: bool,
     /// `header` of the block: its query rules on the request sent, all on the reply.
     pub header: Option<Arc<crate::query::reply::header::Rules>>,
+    /// `dnssec` of the block, when it signs the reply ([`Continuation::sign`]).
+    pub sign: Option<Arc<dyn Signing>>,
 }
 
 impl Left {
@@ -123,6 +128,7 @@ impl Left {
             nsid: answer.tags.nsid.clone(),
             minimal: self.minimal,
             header: self.header,
+            sign: self.sign,
         };
         let (mut request, forwarded) = match forwarded {
             None => (bytes.to_vec(), asked.clone()),
