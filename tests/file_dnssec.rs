@@ -9,8 +9,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
+use common::delv::{anchor, run_in};
 use common::dig::dig_at;
 use common::{free_port, installed, needs, temp_dir, Server};
 
@@ -25,18 +25,6 @@ alias IN CNAME www
 *.wild IN A 192.0.2.20
 ";
 
-/// Runs `cmd` in `dir`, panicking with its output when it fails.
-fn run_in(dir: &Path, cmd: &Path, args: &[&str]) -> String {
-    let out = Command::new(cmd).current_dir(dir).args(args).output().expect("run");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{} {args:?}: {text}", cmd.display());
-    text
-}
-
 /// Signs [`ZONE`] in `dir` (a KSK and a ZSK, ECDSA P-256, NSEC) into
 /// `signed.db`; the trust anchor of its KSK for delv into `anchor.conf`.
 fn sign(dir: &Path, tools: &[std::path::PathBuf; 3]) {
@@ -46,46 +34,12 @@ fn sign(dir: &Path, tools: &[std::path::PathBuf; 3]) {
     run_in(dir, &tools[0], &[&keygen[..], &["example.test"]].concat());
     let args = ["-S", "-K", ".", "-o", "example.test", "-f", "signed.db", "zone.db"];
     run_in(dir, &tools[1], &args);
-    let key = std::fs::read_to_string(dir.join(format!("{}.key", ksk.trim()))).expect("KSK");
-    let words: Vec<&str> = key
-        .lines()
-        .filter(|l| !l.starts_with(';'))
-        .flat_map(str::split_whitespace)
-        .collect();
-    let at = words.iter().position(|w| *w == "DNSKEY").expect("a DNSKEY");
-    let anchor = format!(
-        "trust-anchors {{ {} static-key {} {} {} \"{}\"; }};\n",
-        words[0],
-        words[at + 1],
-        words[at + 2],
-        words[at + 3],
-        words[at + 4..].concat()
-    );
-    std::fs::write(dir.join("anchor.conf"), anchor).expect("write anchor");
+    anchor(dir, ksk.trim(), "anchor.conf");
 }
 
-/// delv's verdict on `name` `qtype` asked of 127.0.0.1:`port`: its first
-/// lines (`; fully validated`, `; negative response, fully validated`, or
-/// why validation failed).
+/// delv's verdict on `name` `qtype` asked of 127.0.0.1:`port`, trusting the KSK.
 fn delv(delv: &Path, dir: &Path, port: u16, name: &str, qtype: &str) -> String {
-    let anchor = dir.join("anchor.conf");
-    let args = [
-        "@127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-a",
-        anchor.to_str().expect("path"),
-        "+root=example.test",
-        name,
-        qtype,
-    ]
-    .map(String::from);
-    let out = Command::new(delv).args(&args).output().expect("run delv");
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::delv::delv(delv, &dir.join("anchor.conf"), "example.test", port, name, qtype)
 }
 
 #[test]

@@ -1,0 +1,62 @@
+//! BIND's tools as the DNSSEC tests drive them: keys made by
+//! `dnssec-keygen`, a key written as a trust anchor for `delv`, and delv's
+//! verdict on one question asked of a server on loopback.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `cmd` in `dir`, panicking with its output when it fails.
+pub fn run_in(dir: &Path, cmd: &Path, args: &[&str]) -> String {
+    let out = Command::new(cmd).current_dir(dir).args(args).output().expect("run");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{} {args:?}: {text}", cmd.display());
+    text
+}
+
+/// The key `dir/BASE.key` (as dnssec-keygen writes it) as delv's only
+/// trust anchor, written to `dir/anchor`.
+pub fn anchor(dir: &Path, base: &str, anchor: &str) {
+    let key = std::fs::read_to_string(dir.join(format!("{base}.key"))).expect("the key");
+    let words: Vec<&str> = key
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .flat_map(str::split_whitespace)
+        .collect();
+    let at = words.iter().position(|w| *w == "DNSKEY").expect("a DNSKEY");
+    let text = format!(
+        "trust-anchors {{ {} static-key {} {} {} \"{}\"; }};\n",
+        words[0],
+        words[at + 1],
+        words[at + 2],
+        words[at + 3],
+        words[at + 4..].concat()
+    );
+    std::fs::write(dir.join(anchor), text).expect("write anchor");
+}
+
+/// delv's verdict on `name` `qtype` asked of 127.0.0.1:`port` under
+/// `root`, trusting only `anchor`: its lines (`; fully validated`, `;
+/// negative response, fully validated`, or why validation failed).
+pub fn delv(delv: &Path, anchor: &Path, root: &str, port: u16, name: &str, qtype: &str) -> String {
+    let args = [
+        "@127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-a",
+        anchor.to_str().expect("path"),
+        &format!("+root={root}"),
+        name,
+        qtype,
+    ]
+    .map(String::from);
+    let out = Command::new(delv).args(&args).output().expect("run delv");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
