@@ -12,22 +12,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::delv::{anchor, delv, run_in};
+use common::delv::{anchor, delv, run_in, NEGATIVE, POSITIVE, ZONE};
 use common::dig::dig_at;
-use common::{demo_cluster, free_port, installed, needs, temp_dir, Server};
-
-const ZONE: &str = "\
-$ORIGIN example.test.
-$TTL 300
-@ IN SOA ns hostmaster 1 3600 600 86400 300
-@ IN NS ns
-ns IN A 192.0.2.1
-www IN A 192.0.2.10
-alias IN CNAME www
-";
-
-const POSITIVE: &str = "; fully validated";
-const NEGATIVE: &str = "; negative response, fully validated";
+use common::{demo_cluster, free_port, temp_dir, Server};
 
 /// A key made by dnssec-keygen in `dir`: its base name.
 fn keygen(dir: &Path, keygen: &Path, args: &[&str]) -> String {
@@ -64,13 +51,7 @@ cluster.local:{port} {{
 #[test]
 fn answers_signed_on_the_fly_validate_with_delv() {
     let test = "answers_signed_on_the_fly_validate_with_delv";
-    let have = ["dnssec-keygen", "delv"].map(installed);
-    let have = have.into_iter().collect::<Result<Vec<_>, String>>();
-    let Some(tools) = needs(
-        test,
-        have,
-        "apt-get install bind9-utils bind9-dnsutils (tests/run installs them)",
-    ) else {
+    let Some(tools) = common::delv::tools(test, &["dnssec-keygen", "delv"]) else {
         return;
     };
     let dir = temp_dir("dnssec");

@@ -10,20 +10,9 @@ mod common;
 
 use std::path::Path;
 
-use common::delv::{anchor, run_in};
+use common::delv::{anchor, run_in, NEGATIVE, POSITIVE, ZONE};
 use common::dig::dig_at;
-use common::{free_port, installed, needs, temp_dir, Server};
-
-const ZONE: &str = "\
-$ORIGIN example.test.
-$TTL 300
-@ IN SOA ns hostmaster 1 3600 600 86400 300
-@ IN NS ns
-ns IN A 192.0.2.1
-www IN A 192.0.2.10
-alias IN CNAME www
-*.wild IN A 192.0.2.20
-";
+use common::{free_port, temp_dir, Server};
 
 /// Signs [`ZONE`] in `dir` (a KSK and a ZSK, ECDSA P-256, NSEC) into
 /// `signed.db`; the trust anchor of its KSK for delv into `anchor.conf`.
@@ -45,13 +34,7 @@ fn delv(delv: &Path, dir: &Path, port: u16, name: &str, qtype: &str) -> String {
 #[test]
 fn a_signed_zone_validates_with_delv() {
     let test = "a_signed_zone_validates_with_delv";
-    let have = ["dnssec-keygen", "dnssec-signzone", "delv"].map(installed);
-    let have = have.into_iter().collect::<Result<Vec<_>, String>>();
-    let Some(tools) = needs(
-        test,
-        have,
-        "apt-get install bind9-utils bind9-dnsutils (tests/run installs them)",
-    ) else {
+    let Some(tools) = common::delv::tools(test, &["dnssec-keygen", "dnssec-signzone", "delv"]) else {
         return;
     };
     let tools: [std::path::PathBuf; 3] = tools.try_into().expect("three tools");
@@ -68,8 +51,7 @@ fn a_signed_zone_validates_with_delv() {
     };
     let corefile = block(port, "signed.db");
     let _server = Server::start(&dir, &corefile);
-    let positive = "; fully validated";
-    let negative = "; negative response, fully validated";
+    let (positive, negative) = (POSITIVE, NEGATIVE);
     let cases = [
         ("www.example.test", "A", positive, "192.0.2.10"),
         ("alias.example.test", "A", positive, "CNAME"),

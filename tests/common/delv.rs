@@ -2,8 +2,36 @@
 //! `dnssec-keygen`, a key written as a trust anchor for `delv`, and delv's
 //! verdict on one question asked of a server on loopback.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The zone both DNSSEC tests serve (signed by BIND, or on the fly).
+pub const ZONE: &str = "\
+$ORIGIN example.test.
+$TTL 300
+@ IN SOA ns hostmaster 1 3600 600 86400 300
+@ IN NS ns
+ns IN A 192.0.2.1
+www IN A 192.0.2.10
+alias IN CNAME www
+*.wild IN A 192.0.2.20
+";
+
+/// delv's verdicts.
+pub const POSITIVE: &str = "; fully validated";
+pub const NEGATIVE: &str = "; negative response, fully validated";
+
+/// BIND's `tools` (dnssec-keygen, delv, ...) for `test`, or `None` when
+/// one is missing outside CI (SKIP printed; under CI the test fails).
+pub fn tools(test: &str, tools: &[&str]) -> Option<Vec<PathBuf>> {
+    let have = tools.iter().map(|t| super::installed(t));
+    let have = have.collect::<Result<Vec<_>, String>>();
+    super::needs(
+        test,
+        have,
+        "apt-get install bind9-utils bind9-dnsutils (tests/run installs them)",
+    )
+}
 
 /// Runs `cmd` in `dir`, panicking with its output when it fails.
 pub fn run_in(dir: &Path, cmd: &Path, args: &[&str]) -> String {

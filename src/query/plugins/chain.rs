@@ -12,7 +12,8 @@
 mod context;
 mod memo_epoch;
 mod outcome;
-mod passes;
+mod readiness;
+mod stage;
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -35,22 +36,8 @@ use crate::query::reply::Answer;
 pub use context::{BuildContext, CheckContext, Client};
 pub use memo_epoch::{changed, changes};
 pub use outcome::{took, Outcome};
-use passes::Passes;
-
-/// Where in the order a plugin answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// Before `rewrite` and the guard, on the question as asked.
-    Early,
-    /// After the guard, the early plugins asked again and `loop`'s probe, before
-    /// `kubernetes`: the block's own data, on the question as `rewrite` left it.
-    BeforeCluster,
-    /// After the block's own data and `kubernetes`, before `cache` and
-    /// `forward` (a backend such as `etcd`).
-    Data,
-    /// When neither `cache` nor `forward` takes the name.
-    Last,
-}
+pub use readiness::Readiness;
+pub use stage::Stage;
 
 /// A plugin in a block's chain.
 pub trait Answering: Send + Sync {
@@ -151,15 +138,6 @@ pub trait Answering: Send + Sync {
     }
 }
 
-/// A plugin that `/ready` waits for (CoreDNS's `ready.Readiness`).
-pub trait Readiness: Send + Sync {
-    /// The plugin's name, as `/ready` lists those not ready.
-    fn name(&self) -> &'static str;
-
-    /// Whether it is ready now.
-    fn ready(&self) -> bool;
-}
-
 /// A directive's parsed options, as a server block of the configuration
 /// holds them.
 pub trait Setup: Debug + Send + Sync + Any {
@@ -208,6 +186,24 @@ pub trait Setup: Debug + Send + Sync + Any {
     /// The zones `transfer` may send from this plugin.
     fn transferred(&self) -> Vec<&Name> {
         Vec::new()
+    }
+}
+
+/// A plugin that passes every question: [`Setup::build`]'s default, for a
+/// directive with no plugin in the chain.
+struct Passes;
+
+impl Answering for Passes {
+    fn stage(&self) -> Stage {
+        Stage::Last
+    }
+
+    fn plugin(&self) -> Plugin {
+        Plugin::None
+    }
+
+    fn answer(&self, _: &Query, _: &Client, _: &mut Answer) -> Verdict {
+        Verdict::Next
     }
 }
 
