@@ -73,9 +73,6 @@ pub struct Left {
     /// `rewrite` changed the question: the one that goes, and how the
     /// answer is changed back.
     pub rewrite: Option<Box<(Query, Revert)>>,
-    /// The listener's address the query came in on (`rewrite`'s
-    /// `{server_ip}`, `{server_port}`).
-    pub local: Option<SocketAddr>,
     /// `minimal` of the block: the answer loses its extra sections ([`minimal`]).
     pub minimal: bool,
     /// `header` of the block: its query rules on the request sent, all on the reply.
@@ -90,14 +87,16 @@ impl Left {
     /// back: as is; under the client's question when another name goes
     /// ([`Chase`], whose CNAME records are taken from `answer`); mapped
     /// back when `rewrite` changed the question ([`Rewritten`]). `bytes`
-    /// and `asked` are the client's message and question.
+    /// and `asked` are the client's message and question, `(peer, local)`
+    /// the client's address and the listener's it came in on (`rewrite`'s
+    /// `{server_ip}`, `{server_port}`).
     pub fn upstream(
         self,
         bytes: &[u8],
         asked: &Query,
         answer: &mut Answer,
         loadbalance: Option<Arc<LoadbalanceConfig>>,
-        peer: SocketAddr,
+        (peer, local): (SocketAddr, Option<SocketAddr>),
         transport: Transport,
     ) -> (Vec<u8>, Query, Continuation) {
         let rewritten = self.rewrite.map(|r| {
@@ -134,7 +133,7 @@ impl Left {
             None => (bytes.to_vec(), asked.clone()),
             Some(forwarded) => {
                 let revert = then.rewrite.as_ref().map(|r| &r.revert);
-                let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, self.local, transport);
+                let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, local, transport);
                 (request, forwarded)
             }
         };
