@@ -1,16 +1,18 @@
 //! `dnssec`: answers signed on the fly with keys made at test time by
 //! `dnssec-keygen`, checked by a validator clusterdns did not write: BIND's
 //! `delv` with the key as its only trust anchor. An unsigned `file` zone
-//! (one ECDSA P-256 key signing everything) and the cluster zone (an
-//! ED25519 KSK signing the DNSKEY set, an RSASHA256 ZSK the rest) both
-//! validate a positive answer, NXDOMAIN (a black lie: NOERROR with the
-//! name's NSEC) and NODATA; DNSKEY is answered at the apex; dig sees RRSIGs
-//! only when it sets DO; a trust anchor for another key fails validation;
-//! the signature cache counts its hits.
+//! (one ECDSA P-256 key signing everything), the cluster zone (an ED25519
+//! KSK signing the DNSKEY set, an RSASHA256 ZSK the rest) and a forwarded
+//! zone behind `cache` (an ECDSA P-384 key) validate a positive answer, a
+//! wildcard, NXDOMAIN (a black lie: NOERROR with the name's NSEC) and
+//! NODATA, asked twice (cached answers and signatures the second time);
+//! DNSKEY is answered at the apex; dig sees RRSIGs only when it sets DO; a
+//! trust anchor for another key fails validation; the signature cache
+//! counts its hits.
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::delv::{anchor, delv, run_in, NEGATIVE, POSITIVE, ZONE};
 use common::dig::dig_at;
@@ -22,8 +24,10 @@ fn keygen(dir: &Path, keygen: &Path, args: &[&str]) -> String {
     run_in(dir, keygen, &base).trim().to_string()
 }
 
-/// The Corefile: the zone file and the cluster zone on one port, each signed.
-fn corefile(port: u16, csk: &str, ksk: &str, zsk: &str) -> String {
+/// The Corefile: the zone file, the cluster zone and a forwarded zone
+/// (cached) on one port, each signed; `up` serves the forwarded zone.
+fn corefile(port: u16, up: u16, keys: &[String; 4]) -> String {
+    let [csk, ksk, zsk, fwd] = keys;
     format!(
         "example.test:{port} {{
     bind 127.0.0.1
@@ -43,10 +47,35 @@ cluster.local:{port} {{
         key file {ksk}.key {zsk}.private
     }}
 }}
+fwd.test:{port} {{
+    bind 127.0.0.1
+    cache
+    forward . 127.0.0.1:{up}
+    dnssec fwd.test {{
+        key file {fwd}
+    }}
+}}
 ",
         demo_cluster().display()
     )
 }
+
+/// Each question: the zone (whose key delv trusts), the name and type,
+/// what delv must show; an answer showing NXRRSET is a validated denial.
+const CASES: [&str; 12] = [
+    "example.test www.example.test A 192.0.2.10",
+    "example.test alias.example.test A CNAME",
+    "example.test x.wild.example.test A 192.0.2.20",
+    "example.test example.test DNSKEY 256 3 13",
+    "example.test nx.example.test A NXRRSET",
+    "example.test www.example.test TXT NXRRSET",
+    "cluster.local kubernetes.default.svc.cluster.local A 10.96.0.1",
+    "cluster.local cluster.local DNSKEY 257 3 15",
+    "cluster.local nope.default.svc.cluster.local A NXRRSET",
+    "cluster.local kubernetes.default.svc.cluster.local TXT NXRRSET",
+    "fwd.test www.fwd.test A 192.0.2.10",
+    "fwd.test nx.fwd.test A NXRRSET",
+];
 
 #[test]
 fn answers_signed_on_the_fly_validate_with_delv() {
@@ -56,99 +85,47 @@ fn answers_signed_on_the_fly_validate_with_delv() {
     };
     let dir = temp_dir("dnssec");
     std::fs::write(dir.join("zone.db"), ZONE).expect("write zone");
-    let csk = keygen(&dir, &tools[0], &["-a", "ECDSAP256SHA256", "example.test"]);
-    let ksk = keygen(&dir, &tools[0], &["-a", "ED25519", "-f", "KSK", "cluster.local"]);
-    let zsk = keygen(&dir, &tools[0], &["-a", "RSASHA256", "-b", "2048", "cluster.local"]);
+    let gen = |dir: &Path, args: &[&str]| keygen(dir, &tools[0], args);
+    let keys = [
+        gen(&dir, &["-a", "ECDSAP256SHA256", "example.test"]),
+        gen(&dir, &["-a", "ED25519", "-f", "KSK", "cluster.local"]),
+        gen(&dir, &["-a", "RSASHA256", "-b", "2048", "cluster.local"]),
+        gen(&dir, &["-a", "ECDSAP384SHA384", "fwd.test"]),
+    ];
+    for (key, zone) in [
+        (&keys[0], "example.test"),
+        (&keys[1], "cluster.local"),
+        (&keys[3], "fwd.test"),
+    ] {
+        anchor(&dir, key, &format!("{zone}.anchor"));
+    }
     let other_dir = dir.join("other");
     std::fs::create_dir_all(&other_dir).expect("dir");
-    let other = keygen(&other_dir, &tools[0], &["-a", "ECDSAP256SHA256", "example.test"]);
-    anchor(&dir, &csk, "zone.anchor");
-    anchor(&dir, &ksk, "cluster.anchor");
+    let other = gen(&other_dir, &["-a", "ECDSAP256SHA256", "example.test"]);
     anchor(&other_dir, &other, "other.anchor");
+    // the forwarded zone's upstream: the same zone, unsigned, under fwd.test
+    let up_dir = dir.join("upstream");
+    std::fs::create_dir_all(&up_dir).expect("dir");
+    std::fs::write(up_dir.join("zone.db"), ZONE.replace("example.test", "fwd.test")).expect("write zone");
+    let up = Server::start(
+        &up_dir,
+        "fwd.test:0 {\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    file zone.db\n}\n",
+    );
+    let up_port: u16 = up.port().parse().expect("port");
     let port = free_port();
-    let server = Server::start(&dir, &corefile(port, &csk, &ksk, &zsk));
-    let ask = |anchor: &str, root: &str, name: &str, qtype: &str| {
-        let anchor: PathBuf = dir.join(anchor);
-        delv(&tools[1], &anchor, root, port, name, qtype)
-    };
-    let cases = [
-        (
-            "zone.anchor",
-            "example.test",
-            "www.example.test",
-            "A",
-            POSITIVE,
-            "192.0.2.10",
-        ),
-        (
-            "zone.anchor",
-            "example.test",
-            "alias.example.test",
-            "A",
-            POSITIVE,
-            "CNAME",
-        ),
-        (
-            "zone.anchor",
-            "example.test",
-            "example.test",
-            "DNSKEY",
-            POSITIVE,
-            "256 3 13",
-        ),
-        (
-            "zone.anchor",
-            "example.test",
-            "nx.example.test",
-            "A",
-            NEGATIVE,
-            "NXRRSET",
-        ),
-        (
-            "zone.anchor",
-            "example.test",
-            "www.example.test",
-            "TXT",
-            NEGATIVE,
-            "NXRRSET",
-        ),
-        (
-            "cluster.anchor",
-            "cluster.local",
-            "kubernetes.default.svc.cluster.local",
-            "A",
-            POSITIVE,
-            "10.96.0.1",
-        ),
-        (
-            "cluster.anchor",
-            "cluster.local",
-            "cluster.local",
-            "DNSKEY",
-            POSITIVE,
-            "257 3 15",
-        ),
-        (
-            "cluster.anchor",
-            "cluster.local",
-            "nope.default.svc.cluster.local",
-            "A",
-            NEGATIVE,
-            "NXRRSET",
-        ),
-        (
-            "cluster.anchor",
-            "cluster.local",
-            "kubernetes.default.svc.cluster.local",
-            "TXT",
-            NEGATIVE,
-            "NXRRSET",
-        ),
-    ];
-    for (anchor, root, name, qtype, verdict, shows) in cases {
-        let out = ask(anchor, root, name, qtype);
-        assert!(out.contains(verdict), "{name} {qtype}: {out}");
-        assert!(out.contains(shows), "{name} {qtype}: {out}");
+    let server = Server::start(&dir, &corefile(port, up_port, &keys));
+    let ask = |anchor: &Path, root: &str, name: &str, qtype: &str| delv(&tools[1], anchor, root, port, name, qtype);
+    for _round in 0..2 {
+        // the second round: cached forwarded answers and cached signatures
+        for case in CASES {
+            let [root, name, qtype, shows] = case.splitn(4, ' ').collect::<Vec<_>>()[..] else {
+                panic!("{case}");
+            };
+            let out = ask(&dir.join(format!("{root}.anchor")), root, name, qtype);
+            let verdict = if shows == "NXRRSET" { NEGATIVE } else { POSITIVE };
+            assert!(out.contains(verdict), "{name} {qtype}: {out}");
+            assert!(out.contains(shows), "{name} {qtype}: {out}");
+        }
     }
     // RRSIGs only for DO; the ZSK (RSASHA256, 8) signs the cluster's address, with CoreDNS's 3600
     let with = dig_at(
@@ -165,15 +142,12 @@ fn answers_signed_on_the_fly_validate_with_delv() {
     assert_eq!(without.answers.len(), 1, "{}", without.text);
     let nx = dig_at("127.0.0.1", port, &["+dnssec", "nx.example.test", "A"]);
     assert_eq!(nx.status, "NOERROR", "a black lie: {}", nx.text);
-    assert!(
-        nx.authority.iter().any(|r| r.contains("NSEC \\000.nx.example.test.")),
-        "{}",
-        nx.text
-    );
+    let lie = "NSEC \\000.nx.example.test.";
+    assert!(nx.authority.iter().any(|r| r.contains(lie)), "{}", nx.text);
     let plain_nx = dig_at("127.0.0.1", port, &["nx.example.test", "A"]);
     assert_eq!(plain_nx.status, "NXDOMAIN", "{}", plain_nx.text);
     // A trust anchor for a key the server does not hold: nothing validates.
-    let out = ask("other/other.anchor", "example.test", "www.example.test", "A");
+    let out = ask(&other_dir.join("other.anchor"), "example.test", "www.example.test", "A");
     assert!(!out.contains(POSITIVE), "another key must not validate: {out}");
     assert!(out.contains("resolution failed"), "{out}");
     let hits = server.metric_sum("coredns_dnssec_cache_hits_total", "server=");
