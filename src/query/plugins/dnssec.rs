@@ -20,6 +20,8 @@ pub mod key;
 pub mod print;
 pub mod setup;
 pub mod sign;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
