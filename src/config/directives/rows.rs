@@ -30,6 +30,18 @@ pub const DNSSEC: Spec = Spec {
     print: |b, s, _| print::plugin(b, s, "dnssec"),
 };
 
+/// `sign`: zone files signed and written for `file` to serve, resigned on schedule.
+pub const SIGN: Spec = Spec {
+    name: "sign",
+    options: true,
+    parse: |d, c| {
+        let setup = crate::query::plugins::dnssec::sign_setup::parse(d, &c.server.zones, c.dir, c.errors);
+        c.server.plug(setup);
+    },
+    enabled: |s, _| s.has("sign"),
+    print: |b, s, _| print::plugin(b, s, "sign"),
+};
+
 /// `dns64`: AAAA synthesized from A records; once per block.
 pub const DNS64: Spec = Spec {
     name: "dns64",

@@ -14,14 +14,21 @@
 //! router and the forwarding task call on the finished answer. RRSIGs hold
 //! 3600 as the original TTL, are valid from three hours ago for eight days,
 //! and are cached (`sign.rs`); `coredns_dnssec_cache_*` count the cache.
+//!
+//! The same keys and signatures serve CoreDNS's `sign` directive, which
+//! writes signed zone files for `file` to serve (`sign_setup.rs`, `zone.rs`,
+//! `zone_text.rs`).
 
 pub mod black_lies;
 pub mod key;
 pub mod print;
 pub mod setup;
 pub mod sign;
+pub mod sign_setup;
 #[cfg(test)]
 mod tests;
+pub mod zone;
+pub mod zone_text;
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;

@@ -94,10 +94,7 @@ impl Signer {
             return sigs.to_vec();
         }
         self.stats.misses.fetch_add(1, Ordering::Relaxed);
-        let sigs: Vec<Record> = self
-            .signing(first.record_type())
-            .filter_map(|k| rrsig(k, first, &data, zone, ttl, at))
-            .collect();
+        let sigs = sign_set(self.signing(first.record_type()), set, &data, zone, (ORIG_TTL, ttl), at);
         if !sigs.is_empty() {
             self.keep(key, Arc::from(&sigs[..]));
         }
@@ -135,8 +132,23 @@ impl Signer {
     }
 }
 
+/// The RRSIGs by each of `keys` over `set` (one owner and type) whose
+/// canonical RDATAs are `data` ([`canonical`]), uncached; `ttls` are the
+/// original TTL signed and the RRSIGs' own.
+pub fn sign_set<'k>(
+    keys: impl Iterator<Item = &'k Key>,
+    set: &[Record],
+    data: &[Vec<u8>],
+    zone: &Name,
+    ttls: (u32, u32),
+    at: Window,
+) -> Vec<Record> {
+    let Some(first) = set.first() else { return Vec::new() };
+    keys.filter_map(|k| rrsig(k, first, data, zone, ttls, at)).collect()
+}
+
 /// The canonical RDATA of each record of `set`, sorted, duplicates dropped.
-fn canonical(set: &[Record]) -> Vec<Vec<u8>> {
+pub fn canonical(set: &[Record]) -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = set
         .iter()
         .map(|r| {
@@ -154,12 +166,19 @@ fn canonical(set: &[Record]) -> Vec<Vec<u8>> {
 }
 
 /// The RRSIG by `key` over the set of `first` whose canonical RDATAs are `data`.
-fn rrsig(key: &Key, first: &Record, data: &[Vec<u8>], zone: &Name, ttl: u32, at: Window) -> Option<Record> {
+fn rrsig(
+    key: &Key,
+    first: &Record,
+    data: &[Vec<u8>],
+    zone: &Name,
+    (orig, ttl): (u32, u32),
+    at: Window,
+) -> Option<Record> {
     let kind = u16::from(first.record_type());
     let mut rdata = kind.to_be_bytes().to_vec();
     rdata.push(key.algorithm());
     rdata.push(first.name.num_labels()); // a wildcard's `*` not counted
-    rdata.extend(ORIG_TTL.to_be_bytes());
+    rdata.extend(orig.to_be_bytes());
     rdata.extend(at.expiration.to_be_bytes());
     rdata.extend(at.inception.to_be_bytes());
     rdata.extend(key.tag.to_be_bytes());
@@ -170,7 +189,7 @@ fn rrsig(key: &Key, first: &Record, data: &[Vec<u8>], zone: &Name, ttl: u32, at:
         signed.extend(&*owner);
         signed.extend(kind.to_be_bytes());
         signed.extend(u16::from(first.dns_class).to_be_bytes());
-        signed.extend(ORIG_TTL.to_be_bytes());
+        signed.extend(orig.to_be_bytes());
         signed.extend((r.len() as u16).to_be_bytes());
         signed.extend(r);
     }
