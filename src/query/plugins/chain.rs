@@ -147,7 +147,7 @@ pub trait Setup: Debug + Send + Sync + Any {
     /// The plugin the router runs, in the block whose metrics' `server`
     /// label is `server` (by default one that passes every question).
     fn build(&self, _server: &str) -> Box<dyn Answering> {
-        Box::new(Passes)
+        Box::new(Passes(None))
     }
 
     /// For a directive that answers nothing but judges who may ask what:
@@ -190,8 +190,9 @@ pub trait Setup: Debug + Send + Sync + Any {
 }
 
 /// A plugin that passes every question: [`Setup::build`]'s default, for a
-/// directive with no plugin in the chain.
-struct Passes;
+/// directive with no plugin in the chain; it may hold what lives as long as
+/// the chain does (a task stopped when dropped).
+pub struct Passes(pub Option<Box<dyn Any + Send + Sync>>);
 
 impl Answering for Passes {
     fn stage(&self) -> Stage {

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hickory_proto::op::Query;
 use hickory_proto::rr::Name;
 
 use super::key::{self, Key};
@@ -23,10 +22,7 @@ use crate::corefile::blocks::Directive;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 use crate::corefile::words::{names, with, Block};
-use crate::metrics::Plugin;
-use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
-use crate::query::plugins::verdict::Verdict;
-use crate::query::reply::Answer;
+use crate::query::plugins::chain::{Answering, Passes, Setup};
 
 /// A signed zone older than this is signed again.
 const RESIGN: Duration = Duration::from_secs(6 * 24 * 3600);
@@ -165,7 +161,8 @@ impl Setup for SignConfig {
             })
             .abort_handle()
         });
-        Box::new(Resigner(task))
+        let held = task.map(|t| Box::new(Resigning(t)) as Box<dyn std::any::Any + Send + Sync>);
+        Box::new(Passes(held))
     }
 
     fn print(&self, b: &mut Block) {
@@ -180,27 +177,11 @@ impl Setup for SignConfig {
 }
 
 /// The block's resigning task, stopped when the block's chain goes (a
-/// reload builds a new one); it answers nothing.
-struct Resigner(Option<tokio::task::AbortHandle>);
+/// reload builds a new one).
+struct Resigning(tokio::task::AbortHandle);
 
-impl Drop for Resigner {
+impl Drop for Resigning {
     fn drop(&mut self) {
-        if let Some(task) = &self.0 {
-            task.abort();
-        }
-    }
-}
-
-impl Answering for Resigner {
-    fn stage(&self) -> Stage {
-        Stage::Last
-    }
-
-    fn plugin(&self) -> Plugin {
-        Plugin::None
-    }
-
-    fn answer(&self, _: &Query, _: &Client, _: &mut Answer) -> Verdict {
-        Verdict::Next
+        self.0.abort();
     }
 }
