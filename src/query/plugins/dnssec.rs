@@ -202,8 +202,9 @@ impl Signing for Dnssec {
                 out.authority.extend(self.denial(query, zone, denial, ttl, at));
                 out.rcode = ResponseCode::NoError; // the black lie: the name exists
                 if query.query_type() == RecordType::NSEC {
-                    let at = out.authority.len() - 2;
-                    out.answers = out.authority.split_off(at);
+                    // the NSEC asked for, and its RRSIG, as the answer (CoreDNS's last two)
+                    let from = out.authority.len().saturating_sub(2);
+                    out.answers = out.authority.split_off(from);
                     out.authority.clear();
                 }
             }
