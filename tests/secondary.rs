@@ -3,7 +3,8 @@
 //! Before the first transfer the zone answers SERVFAIL (never NXDOMAIN);
 //! then clusterdns serves what named sends, follows a new serial when
 //! named's NOTIFY comes (the SOA's refresh is an hour: only the NOTIFY
-//! can explain it), sends the zone on with `transfer`, follows a new
+//! can explain it) by IXFR (named keeps the difference of its reloaded
+//! file: `ixfr-from-differences`), sends the zone on with `transfer`, follows a new
 //! serial on the SOA's refresh timer alone, serves the last copy while
 //! named is down until the SOA's expire, then answers SERVFAIL, and
 //! serves again once named is back. Every wait polls the answer with a
@@ -50,7 +51,7 @@ impl Named {
             None => "notify no;".to_string(),
         };
         let conf = format!(
-            "options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n    listen-on port {port} {{ 127.0.0.1; }};\n    listen-on-v6 {{ none; }};\n    recursion no;\n    dnssec-validation no;\n    allow-transfer {{ any; }};\n    {notify}\n}};\ncontrols {{ }};\nzone \"example.com\" {{\n    type primary;\n    file \"db.example.com\";\n}};\n",
+            "options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n    listen-on port {port} {{ 127.0.0.1; }};\n    listen-on-v6 {{ none; }};\n    recursion no;\n    dnssec-validation no;\n    allow-transfer {{ any; }};\n    ixfr-from-differences yes;\n    max-ixfr-ratio unlimited;\n    {notify}\n}};\ncontrols {{ }};\nzone \"example.com\" {{\n    type primary;\n    file \"db.example.com\";\n}};\n",
             d = dir.display()
         );
         std::fs::write(dir.join("named.conf"), conf).expect("write named.conf");
@@ -130,6 +131,23 @@ fn a_zone_from_bind_is_served_and_follows_its_notify() {
         server.log_contains("notify from 127.0.0.1 for example.com"),
         "{:?}",
         server.log.lock().map(|l| l.clone())
+    );
+    // The first transfer was whole (nothing held); the second, the change.
+    let log = named.log();
+    assert!(
+        log.contains("IXFR ended") && !log.contains("AXFR-style IXFR"),
+        "named sent a diff:\n{log}"
+    );
+    assert!(
+        server.log_contains("by IXFR (1 changes, serial 2)"),
+        "{:?}\n{}",
+        server.log.lock().map(|l| l.clone()),
+        named.log()
+    );
+    assert_eq!(
+        ask(server.dns, "nope.example.com.").0,
+        "NXDOMAIN",
+        "the rest of the zone kept"
     );
 
     // `transfer { to * }` sends the zone on, as it came.

@@ -2,8 +2,10 @@
 # What a query costs, side by side in one run: clusterdns against the
 # zero-work floor (loadtest/bench/echo.c: recvmmsg, flip QR, sendmmsg) and
 # against Knot, NSD and unbound serving the same names. Every server is
-# pinned to CPU 0 and dnsperf to CPU 1; rows alternate between the servers
-# for ROUNDS rounds and the summary gives each row's median.
+# pinned to CPU 0 and dnsperf to CPU 1 (SERVER_CPU=1 CLIENT_CPU=0: the
+# other way round); rows alternate between the servers for ROUNDS rounds
+# and the summary gives each row's median. CLIENT='-c 8 -q 500' changes
+# dnsperf's client sockets and queries outstanding (default -c 32 -q 400).
 #
 #   fixed    UDP at a fixed 50k qps: server CPU µs per answered query (CPU
 #            seconds from /proc/PID/stat ÷ queries answered), loss, mean latency;
@@ -26,7 +28,7 @@
 # usage: loadtest/bench/cpu-per-query.sh [SECONDS] [ROUNDS] [TESTS]   (TESTS default "fixed udp tcp")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SECS=${1:-5}; ROUNDS=${2:-3}; TESTS=${3:-fixed udp tcp}
+SECS=${1:-5}; ROUNDS=${2:-3}; TESTS=${3:-fixed udp tcp}; CLIENT=${CLIENT:--c 32 -q 400}
 for t in dnsperf knotd nsd unbound gcc; do
   command -v $t >/dev/null || [ -x /usr/sbin/$t ] || {
     echo "installing the peers"; apt-get install -y -qq dnsperf knot nsd unbound gcc >/dev/null; break; }
@@ -121,7 +123,7 @@ row() {
   local test=$1 name=$2 port=$3 pid=$4 hz before after out; shift 4
   hz=$(getconf CLK_TCK)
   before=$(ticks "$pid")
-  out=$(taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$W/mix.txt" -l "$SECS" -T 1 "$@" 2>&1 || true)
+  out=$(taskset -c "${CLIENT_CPU:-1}" dnsperf -s 127.0.0.1 -p "$port" -d "$W/mix.txt" -l "$SECS" -T 1 "$@" 2>&1 || true)
   after=$(ticks "$pid")
   echo "$out" | awk -v t="$test" -v n="$name" -v cpu="$(( after - before ))" -v hz="$hz" -v secs="$SECS" '
     /Queries completed/ {done=$3} /Queries lost/ {lost=$4} /Queries per second/ {qps=$4}
@@ -138,7 +140,7 @@ tests_for() { # which servers take part in TEST
     tcp) echo "clusterdns base knot nsd unbound" ;;
   esac
 }
-echo "# $(( ${NAMESPACES:-100} * ${PER_NS:-100} )) Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU 0, dnsperf on CPU 1; ${SECS}s per row, $ROUNDS rounds"
+echo "# $(( ${NAMESPACES:-100} * ${PER_NS:-100} )) Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU ${SERVER_CPU:-0}, dnsperf ($CLIENT) on CPU ${CLIENT_CPU:-1}; ${SECS}s per row, $ROUNDS rounds"
 echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%"
 for round in $(seq 1 "$ROUNDS"); do
   for test in $TESTS; do
@@ -146,9 +148,9 @@ for round in $(seq 1 "$ROUNDS"); do
       IFS=: read -r name port pid <<<"$s"
       [[ " $(tests_for "$test") " == *" $name "* ]] || continue
       case $test in
-        fixed) row fixed "$name" "$port" "$pid" -c 32 -q 400 -Q 50000 ;;
-        udp) row udp "$name" "$port" "$pid" -c 32 -q 400 ;;
-        tcp) row tcp "$name" "$port" "$pid" -m tcp -c 32 -q 400 ;;
+        fixed) row fixed "$name" "$port" "$pid" $CLIENT -Q 50000 ;;
+        udp) row udp "$name" "$port" "$pid" $CLIENT ;;
+        tcp) row tcp "$name" "$port" "$pid" -m tcp $CLIENT ;;
       esac
     done
   done

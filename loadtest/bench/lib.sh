@@ -121,14 +121,14 @@ wait_answer() {
   done
 }
 
-# start NAME PORT COMMAND...: COMMAND pinned to CPU 0, its output in
+# start NAME PORT COMMAND...: COMMAND pinned to CPU ${SERVER_CPU:-0}, its output in
 # $W/NAME.log; appends NAME:PORT:PID to SERVERS (the order rows alternate
 # in) and the pid to PIDS, which the caller's EXIT trap kills.
 SERVERS=()
 PIDS=()
 start() {
   local name=$1 port=$2; shift 2
-  taskset -c 0 "$@" >"$W/$name.log" 2>&1 &
+  taskset -c "${SERVER_CPU:-0}" "$@" >"$W/$name.log" 2>&1 &
   PIDS+=($!); SERVERS+=("$name:$port:$!")
 }
 

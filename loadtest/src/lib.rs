@@ -9,6 +9,7 @@ pub mod churn;
 pub mod dns;
 pub mod engine;
 pub mod fakeapi;
+pub mod handshakes;
 pub mod incluster;
 pub mod merge;
 pub mod outcome;

@@ -31,6 +31,9 @@
 //! loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]
 //!     the same for 30 minutes (default) with forwarding + cache to a stub upstream, sampled every
 //!     --interval s (default 60): RSS, open fds, p99 per sample; PREFIX.json and PREFIX.svg
+//! loadtest handshakes --target ADDR --names FILE [--sockets N] [--seconds S]
+//!     new DNS over TLS connections per second: N at a time, each a full TLS 1.3 handshake,
+//!     one query, closed (one thread; the client's own CPU time printed too)
 //! ```
 
 mod args;
@@ -50,7 +53,7 @@ use loadtest::{incluster, merge, plan, workload};
 
 use args::{parse, Args};
 
-const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--imports N] [--persist] [--pin-server CPU]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S] [--pin-server CPU]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]";
+const USAGE: &str = "usage:\n  loadtest fakeapi [--listen ADDR] [--namespaces N] [--services N] [--endpoints K] [--seconds S]\n  loadtest watch-bench --server PATH [--namespaces N] [--services N] [--endpoints K] [--changes M] [--pod-objects N] [--imports N] [--persist] [--pin-server CPU]\n  loadtest run --target ADDR|resolv.conf (--names FILE | --pods [--services-from api|DUMP.json]) [--rate QPS] [--ramp 1x..5x --steps N] [--step-duration S] [--tcp] [--sockets N] [--pid PID] [--compare ADDR [--compare-pid PID]] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest knee --target ADDR|resolv.conf (--names FILE | --pods ...) [--rate START] [--factor F] [--slo-ms MS] [--max-loss F] [--pid PID] [--out PREFIX] [--log-report] [--index I --of N --start-at UNIX_TIME]\n  loadtest merge REPORT... [--out PREFIX]\n  loadtest plan --metrics URL [--capacity REPORT.json] [--interval S]\n  loadtest export-zone [--namespaces N] [--services N]\n  loadtest export-cluster [--namespaces N] [--services N] [--endpoints K]\n  loadtest cluster --server PATH [--services N] [--endpoints-per-service K] [--churn R] [--rate QPS] [--seconds S] [--pin-server CPU]\n  loadtest soak --server PATH [--services N] [--churn R] [--rate QPS] [--seconds S] [--interval S] [--out PREFIX]\n  loadtest handshakes --target ADDR --names FILE [--sockets N] [--seconds S]";
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         "plan" => plan(&args),
         "cluster" => cluster(&args, false),
         "soak" => cluster(&args, true),
+        "handshakes" => handshakes(&args),
         "export-cluster" => {
             println!("{}", synth::dump(&args.shape));
             Ok(())
@@ -95,6 +99,32 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn handshakes(args: &Args) -> Result<(), String> {
+    let target = args.target.as_deref().ok_or("--target ADDR is required")?;
+    let target = target
+        .parse()
+        .map_err(|_| format!("--target: '{target}' is not IP:PORT"))?;
+    let names = args.names.as_ref().ok_or("--names FILE is required")?;
+    let text = std::fs::read_to_string(names).map_err(|e| format!("{}: {e}", names.display()))?;
+    let opts = loadtest::handshakes::Options {
+        target,
+        seconds: args.seconds as f64,
+        connections: args.sockets,
+        queries: workload::names_file(&text)?.queries,
+    };
+    let o = loadtest::handshakes::run(&opts)?;
+    let secs = o.elapsed.as_secs_f64();
+    println!(
+        "handshakes {} answered {} failed {} seconds {secs:.2} rate {:.1} client-cpu {:.2}",
+        o.handshakes,
+        o.answered,
+        o.failed,
+        o.handshakes as f64 / secs,
+        o.cpu.as_secs_f64() / secs
+    );
+    Ok(())
 }
 
 fn fakeapi(args: &Args) -> Result<(), String> {

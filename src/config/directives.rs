@@ -184,6 +184,7 @@ pub const DIRECTIVES: &[Spec] = &[
             }
         },
     },
+    rows::SHED,
     Spec {
         name: "prometheus",
         options: true,

@@ -87,6 +87,8 @@ pub struct Server {
     pub header: Option<crate::query::reply::header::Rules>,
     /// `minimal`: successful answers lose their authority and additional records.
     pub minimal: bool,
+    /// `shed`: the block's `coredns_shed_dropped_total` series (`query::limits::shed`).
+    pub shed: bool,
     /// The answering plugins that live in their own homes, one per
     /// directive, in the table's order.
     pub plugins: Vec<Arc<dyn Setup>>,
@@ -137,6 +139,7 @@ impl Server {
             nsid: None,
             header: None,
             minimal: false,
+            shed: false,
             plugins: Vec::new(),
             dnstap: Vec::new(),
             transfers: Vec::new(),

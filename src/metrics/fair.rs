@@ -57,6 +57,12 @@ impl Fair {
         }
     }
 
+    /// Every query shed for fairness so far.
+    pub fn shed_total(&self) -> u64 {
+        let named: u64 = self.shed.lock().map(|s| s.iter().map(|(_, n)| n).sum()).unwrap_or(0);
+        named + self.shed_other.load(Relaxed)
+    }
+
     /// A client started (`true`) or stopped being limited.
     pub fn limited(&self, started: bool) {
         if started {

@@ -95,6 +95,22 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// `coredns_shed_dropped_total` of every block with `shed`
+    /// (`query::limits::shed`): clusterdns's drops before the chain.
+    fn render_shed(&self, s: &mut String) {
+        c::SHED_DROPPED.head(s);
+        let queries = self.udp_late_dropped.load(Relaxed) + self.fair.shed_total();
+        for server in self.registry.servers_with("shed") {
+            for (reason, n) in [("query", queries), ("response", 0)] {
+                let _ = writeln!(
+                    s,
+                    "{}{{server=\"{server}\",reason=\"{reason}\"}} {n}",
+                    c::SHED_DROPPED.name
+                );
+            }
+        }
+    }
+
     /// Requests counted so far, over every zone and transport.
     pub fn requests_total(&self) -> u64 {
         self.registry.requests()
@@ -113,6 +129,7 @@ impl Metrics {
         self.tcp.render(&mut s);
         c::OVERLOAD_DROPPED.single(&mut s, self.overload_dropped.load(Relaxed));
         c::UDP_LATE_DROPPED.single(&mut s, self.udp_late_dropped.load(Relaxed));
+        self.render_shed(&mut s);
         c::IN_FLIGHT.single(&mut s, self.in_flight.load(Relaxed));
         let ports = self.udp_ports.lock().map(|p| p.clone()).unwrap_or_default();
         c::UDP_KERNEL_DROPS.single(&mut s, process::udp_drops(&ports));

@@ -125,6 +125,23 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The `server` labels of the blocks that enable `plugin`, each once.
+    pub fn servers_with(&self, plugin: &str) -> Vec<String> {
+        let mut servers: Vec<String> = self
+            .plugins
+            .lock()
+            .map(|p| {
+                p.iter()
+                    .filter(|(.., n)| *n == plugin)
+                    .map(|(s, ..)| s.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        servers.sort_unstable();
+        servers.dedup();
+        servers
+    }
+
     /// The stats of `server`/`zone` of blocks without a view, created on first use.
     pub fn zone(&self, server: &str, zone: &str) -> Arc<ZoneStats> {
         self.zone_in_view(server, zone, "")

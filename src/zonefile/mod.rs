@@ -25,3 +25,20 @@ pub use index::Zone;
 pub use lookup::{Found, Outcome};
 pub(crate) use parse::{dname, dname_target};
 pub use parse::{from_records, parse, parse_file};
+
+/// Whether SOA serial `a` is newer than `b` (RFC 1982 arithmetic: they
+/// wrap, and one 2^31 apart is neither).
+pub fn newer(a: u32, b: u32) -> bool {
+    a != b && (a.wrapping_sub(b) as i32) > 0
+}
+
+#[cfg(test)]
+#[test]
+fn serials_compare_as_rfc_1982_says() {
+    assert!(newer(2, 1) && !newer(1, 2) && !newer(1, 1));
+    assert!(newer(0, u32::MAX) && !newer(u32::MAX, 0), "wraps");
+    assert!(
+        newer(2_147_483_648, 1) && !newer(2_147_483_649, 1),
+        "2^31 apart: not newer"
+    );
+}

@@ -42,6 +42,19 @@ pub const SIGN: Spec = Spec {
     print: |b, s, _| print::plugin(b, s, "sign"),
 };
 
+/// `shed`: CoreDNS's UDP load shedding, which clusterdns's overload policy
+/// already does; the block's `coredns_shed_dropped_total` series.
+pub const SHED: Spec = Spec {
+    name: "shed",
+    options: false,
+    parse: |d, c| {
+        once(d, c.server.shed, "per server block", c.errors);
+        c.server.shed |= crate::query::limits::shed::parse(d, c.server.listen.scheme.name(), c.errors);
+    },
+    enabled: |s, _| s.shed,
+    print: |b, s, _| crate::query::limits::shed::print(b, s.shed),
+};
+
 /// `dns64`: AAAA synthesized from A records; once per block.
 pub const DNS64: Spec = Spec {
     name: "dns64",

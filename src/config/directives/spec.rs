@@ -55,13 +55,36 @@ pub(super) const fn listener(name: &'static str, parse: Parse, print: Print) -> 
 pub const NOT_YET: &[&str] = &[];
 
 /// CoreDNS directives clusterdns refuses for good, with why and what to
-/// write instead.
-pub const REFUSED: &[(&str, &str)] = &[(
-    "shed",
-    "shed: not supported; clusterdns sheds load its own way: forwarded queries beyond \
-     `limits { in_flight N }` are shed (clusterdns_overload_dropped_total), see docs/hardening.md; \
-     remove the directive or write `limits { in_flight N }`",
-)];
+/// write instead. The cloud providers' zone plugins read a vendor's API
+/// that no test here can reach (nothing to check them against), so they
+/// are refused rather than shipped untried.
+pub const REFUSED: &[(&str, &str)] = &[
+    (
+        "route53",
+        "route53: not supported; clusterdns does not read zones from the AWS Route 53 API (no AWS \
+         endpoint to test it against); serve the zone from a file (`file`, or `auto` for a directory \
+         an export job writes) or from a primary (`secondary`), or `forward` the zone to the Route 53 \
+         Resolver (the VPC's .2 address)",
+    ),
+    (
+        "azure",
+        "azure: not supported; clusterdns does not read zones from the Azure DNS API (no Azure \
+         endpoint to test it against); serve the zone from a file (`file`, `auto`) or a primary \
+         (`secondary`), or `forward` the zone to Azure's resolver 168.63.129.16",
+    ),
+    (
+        "clouddns",
+        "clouddns: not supported; clusterdns does not read zones from the Google Cloud DNS API (no \
+         Google endpoint to test it against); serve the zone from a file (`file`, `auto`) or a \
+         primary (`secondary`), or `forward` the zone to the metadata server's resolver 169.254.169.254",
+    ),
+    (
+        "nomad",
+        "nomad: not supported; clusterdns answers for Kubernetes, not for Nomad's service registry \
+         (no Nomad API to test it against); `forward` the Nomad zone to a Nomad or Consul DNS \
+         endpoint, e.g. `forward service.consul 127.0.0.1:8600`",
+    ),
+];
 
 /// `NAME: only one WHERE` when `present` (the directive was seen before).
 pub(super) fn once(d: &Directive, present: bool, place: &str, errors: &mut Vec<ConfigError>) {

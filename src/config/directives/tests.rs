@@ -56,14 +56,16 @@ fn unknown_and_refused_directives_are_named() {
         errors,
         [
             "/tmp/Corefile:2:1: unknown directive 'frobnicate' (supported: root, metadata, cancel, proxyproto, tls, https, https3, quic, grpc_server, timeouts, limits, multisocket, reload, nsid, bufsize, bind, \
-          debug, nodelocal, ready, health, pprof, prometheus, errors, log, dnstap, local, dns64, any, chaos, loadbalance, tsig, rewrite, \
+          debug, nodelocal, ready, health, pprof, shed, prometheus, errors, log, dnstap, local, dns64, any, chaos, loadbalance, tsig, rewrite, \
           autopath, acl, cache, header, dnssec, minimal, template, transfer, hosts, k8s_external, kubernetes, file, auto, secondary, etcd, loop, forward, grpc, erratic, whoami, sign, view)"
         ]
     );
-    let errors = server_block("shed").expect_err("shed");
-    assert_eq!(errors.len(), 1);
-    assert!(
-        errors[0].starts_with("/tmp/Corefile:2:1: shed: not supported; "),
-        "{errors:?}"
-    );
+    for (name, _) in REFUSED {
+        let errors = server_block(name).expect_err(name);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].starts_with(&format!("/tmp/Corefile:2:1: {name}: not supported; ")),
+            "{errors:?}"
+        );
+    }
 }

@@ -14,6 +14,11 @@ pub const FORWARD_HEALTHCHECK_BROKEN: Family = counter(
     "Times every upstream was down and one was tried anyway.",
     &[],
 );
+pub const SHED_DROPPED: Family = counter(
+    "coredns_shed_dropped_total",
+    "Queries dropped before the plugin chain under overload (reason query: waited too long, or shed for fairness; process-wide), and replies dropped at the write (reason response: none, nothing is evicted), in blocks with shed.",
+    &["server", "reason"],
+);
 pub const LOOP_DETECTED: Family = counter(
     "clusterdns_loop_detected_total",
     "Forwarding loops detected by the loop probe.",

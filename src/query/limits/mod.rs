@@ -4,7 +4,7 @@
 //! and per-client fairness under overload (`query/udp/fair.rs`).
 
 pub mod print;
-
+pub mod shed;
 pub mod timeouts;
 
 use crate::corefile::args::Args;

@@ -9,7 +9,8 @@
 //!   250 ms, doubling up to every 10 s, as CoreDNS retries it.
 //! - Then the zone's SOA drives it: every `refresh` (plus up to 5 s of
 //!   jitter) the primaries' serial is asked over TCP and a newer one
-//!   (RFC 1982) is transferred; a check that fails is tried again every
+//!   (RFC 1982) is transferred, by IXFR from the serial held (RFC 1995;
+//!   CoreDNS asks AXFR only), whole by AXFR when the IXFR fails; a check that fails is tried again every
 //!   `retry` (plus up to 2 s), and when no check has succeeded for
 //!   `expire` the zone expires: SERVFAIL until a primary answers again.
 //! - A NOTIFY for the zone from one of its primaries' addresses is
@@ -20,6 +21,7 @@
 //!   the line's [`Line::transferred`]), with NOTIFY to its `to` addresses on
 //!   a new serial.
 
+mod ixfr;
 pub mod print;
 pub mod setup;
 mod xfr;
@@ -36,7 +38,7 @@ use crate::metrics::Plugin;
 use crate::query::plugins::chain::changed;
 use crate::query::plugins::file::line::Line;
 use crate::query::plugins::file::zone::{Loaded, Notified, ZoneFile};
-use crate::zonefile::Zone;
+use crate::zonefile::{newer, Zone};
 use setup::SecondaryConfig;
 
 /// The first retries of a zone never transferred wait this, doubling...
@@ -172,8 +174,7 @@ async fn keep(origin: Name, slot: Weak<ArcSwap<Option<Zone>>>, primaries: Arc<Pr
             let Some(slot) = slot.upgrade() else {
                 return;
             };
-            let serial = held.as_ref().as_ref().map_or(0, Zone::serial);
-            match check(&origin, serial, &primaries.from).await {
+            match check(&origin, held.as_ref().as_ref(), &primaries.from).await {
                 Ok(newer) => {
                     held = newer.map_or(held, |z| Arc::new(Some(z)));
                     // A newer zone, or the held one back after an expiry.
@@ -204,7 +205,7 @@ async fn first(origin: &Name, slot: &Weak<ArcSwap<Option<Zone>>>, primaries: &Pr
     let mut wait = FIRST_RETRY;
     loop {
         let live = slot.upgrade()?;
-        match transfer(origin, &primaries.from).await {
+        match transfer(origin, &primaries.from, None).await {
             Ok(zone) => {
                 let zone = Arc::new(Some(zone));
                 live.store(zone.clone());
@@ -242,14 +243,15 @@ fn timers(zone: &Option<Zone>) -> (Duration, Duration, Duration) {
     }
 }
 
-/// Asks the primaries in turn for the serial; a newer one than `held`
+/// Asks the primaries in turn for the serial; a newer one than `held`'s
 /// is transferred (`Some`). `Err`: no primary answered, or the transfer
 /// failed.
-async fn check(origin: &Name, held: u32, from: &[std::net::SocketAddr]) -> Result<Option<Zone>, String> {
+async fn check(origin: &Name, held: Option<&Zone>, from: &[std::net::SocketAddr]) -> Result<Option<Zone>, String> {
     let mut last = String::from("no primary");
+    let serial = held.map_or(0, Zone::serial);
     for primary in from {
         match xfr::serial(*primary, origin).await {
-            Ok(serial) if newer(serial, held) => return transfer(origin, from).await.map(Some),
+            Ok(newest) if newer(newest, serial) => return transfer(origin, from, held).await.map(Some),
             Ok(_) => return Ok(None),
             Err(e) => last = e,
         }
@@ -257,10 +259,14 @@ async fn check(origin: &Name, held: u32, from: &[std::net::SocketAddr]) -> Resul
     Err(last)
 }
 
-/// `origin` by AXFR from the first primary that sends it whole.
-async fn transfer(origin: &Name, from: &[std::net::SocketAddr]) -> Result<Zone, String> {
+/// `origin` from the first primary that sends it: by IXFR from the zone
+/// `held`, else (none held, or the IXFR failed) whole by AXFR.
+async fn transfer(origin: &Name, from: &[std::net::SocketAddr], held: Option<&Zone>) -> Result<Zone, String> {
     let mut last = String::from("no primary");
     for primary in from {
+        if let Some(zone) = incremental(*primary, held).await {
+            return Ok(zone);
+        }
         match xfr::axfr(*primary, origin).await {
             Ok((zone, records)) => {
                 tracing::info!(target: "secondary", "transferred: {origin} from {primary} ({records} records, serial {})", zone.serial());
@@ -275,9 +281,28 @@ async fn transfer(origin: &Name, from: &[std::net::SocketAddr]) -> Result<Zone, 
     Err(last)
 }
 
-/// Whether serial `a` is newer than `b` (RFC 1982 arithmetic).
-fn newer(a: u32, b: u32) -> bool {
-    a != b && (a.wrapping_sub(b) as i32) > 0
+/// `held` brought up to date by IXFR from `primary`; `None` when no zone
+/// is held, or the IXFR failed or brought nothing newer (the caller's
+/// AXFR then settles it).
+async fn incremental(primary: std::net::SocketAddr, held: Option<&Zone>) -> Option<Zone> {
+    let held = held?;
+    let origin = held.origin();
+    match ixfr::ixfr(primary, held).await {
+        Ok(Some((zone, diffs))) => {
+            let how = if diffs == 0 {
+                "sent whole".to_string()
+            } else {
+                format!("{diffs} changes")
+            };
+            tracing::info!(target: "secondary", "transferred: {origin} from {primary} by IXFR ({how}, serial {})", zone.serial());
+            Some(zone)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(target: "secondary", "IXFR of {origin} from {primary} failed, transferring it whole: {e}");
+            None
+        }
+    }
 }
 
 /// A random duration in `[0, max)`.
@@ -313,15 +338,5 @@ mod tests {
         assert!(kept.upgrade().is_none(), "gone with the last block holding it");
         let after = start(&cfg(1));
         assert!(slot(&after).load().is_none(), "new zones, not yet transferred");
-    }
-
-    #[test]
-    fn serials_compare_as_rfc_1982_says() {
-        assert!(newer(2, 1) && !newer(1, 2) && !newer(1, 1));
-        assert!(newer(0, u32::MAX), "wraps");
-        assert!(
-            newer(2_147_483_648, 1) && !newer(2_147_483_649, 1),
-            "2^31 apart: not newer"
-        );
     }
 }

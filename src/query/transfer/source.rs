@@ -13,6 +13,7 @@ use super::zone::Walk;
 use crate::query::plugins::cluster::Cluster;
 use crate::query::plugins::zone_source::{ZoneSource, ZoneWalk};
 use crate::query::reply::Zone as ClusterZone;
+use crate::zonefile::newer;
 
 /// Where one transferred zone's records come from.
 pub enum Source {
@@ -94,9 +95,4 @@ impl Walker<'_> {
             Walker::Plugin(w) => w.next(out),
         }
     }
-}
-
-/// Whether serial `a` is newer than `b` (RFC 1982 arithmetic).
-pub(super) fn newer(a: u32, b: u32) -> bool {
-    a != b && (a.wrapping_sub(b) as i32) > 0
 }

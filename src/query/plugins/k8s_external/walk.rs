@@ -144,8 +144,7 @@ impl ZoneWalk for ExternalWalk<'_> {
 
     fn current(&self, held: u32) -> bool {
         // RFC 1982: the SOA alone unless the zone's serial is newer.
-        let serial = self.snap.serial;
-        !(serial != held && (serial.wrapping_sub(held) as i32) > 0)
+        !crate::zonefile::newer(self.snap.serial, held)
     }
 
     fn next(&mut self, out: &mut Vec<Record>) -> bool {

@@ -1,8 +1,9 @@
-//! A secondary's two questions to its primary, over TCP as CoreDNS asks
+//! A secondary's questions to its primary, over TCP as CoreDNS asks
 //! them: the zone's SOA serial ([`serial`]) and the whole zone by AXFR
-//! ([`axfr`], RFC 5936: messages read until the SOA comes again). Every
-//! wait is bounded; a reply that is not what was asked is an error, never
-//! a panic.
+//! ([`axfr`], RFC 5936: messages read until the SOA comes again); what
+//! changed since a serial comes by IXFR (`ixfr.rs`). Every wait is
+//! bounded; a reply that is not what was asked is an error, never a
+//! panic.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -22,7 +23,7 @@ const READ: Duration = Duration::from_secs(10);
 
 /// The serial of `origin`'s SOA as `primary` answers it now.
 pub async fn serial(primary: SocketAddr, origin: &Name) -> Result<u32, String> {
-    let (mut conn, id) = ask(primary, origin, RecordType::SOA).await?;
+    let (mut conn, id) = ask(primary, origin, RecordType::SOA, None).await?;
     let reply = read(&mut conn, id).await?;
     reply
         .answers
@@ -36,7 +37,7 @@ pub async fn serial(primary: SocketAddr, origin: &Name) -> Result<u32, String> {
 
 /// `origin` transferred from `primary` by AXFR, and how many records came.
 pub async fn axfr(primary: SocketAddr, origin: &Name) -> Result<(Zone, usize), String> {
-    let (mut conn, id) = ask(primary, origin, RecordType::AXFR).await?;
+    let (mut conn, id) = ask(primary, origin, RecordType::AXFR, None).await?;
     let mut records: Vec<Record> = Vec::new();
     let mut soas = 0;
     while soas < 2 {
@@ -60,11 +61,18 @@ pub async fn axfr(primary: SocketAddr, origin: &Name) -> Result<(Zone, usize), S
     Ok((zone, count))
 }
 
-/// A TCP connection to `primary` with the question sent, and its ID.
-async fn ask(primary: SocketAddr, origin: &Name, qtype: RecordType) -> Result<(TcpStream, u16), String> {
+/// A TCP connection to `primary` with the question sent (`authority`:
+/// the SOA an IXFR names), and its ID.
+pub(super) async fn ask(
+    primary: SocketAddr,
+    origin: &Name,
+    qtype: RecordType,
+    authority: Option<Record>,
+) -> Result<(TcpStream, u16), String> {
     let id: u16 = rand::rng().random();
     let mut m = Message::new(id, MessageType::Query, OpCode::Query);
     m.add_query(Query::query(origin.clone(), qtype));
+    m.authorities.extend(authority);
     let bytes = m.to_vec().map_err(|e| e.to_string())?;
     let mut conn = tokio::time::timeout(DIAL, TcpStream::connect(primary))
         .await
@@ -80,7 +88,7 @@ async fn ask(primary: SocketAddr, origin: &Name, qtype: RecordType) -> Result<(T
 }
 
 /// The next message on `conn`: the reply to `id`, with NOERROR.
-async fn read(conn: &mut TcpStream, id: u16) -> Result<Message, String> {
+pub(super) async fn read(conn: &mut TcpStream, id: u16) -> Result<Message, String> {
     let frame = tokio::time::timeout(READ, async {
         let len = conn.read_u16().await?;
         let mut frame = vec![0; usize::from(len)];
