@@ -14,7 +14,7 @@ mod common;
 
 use std::path::Path;
 
-use common::delv::{anchor, delv, run_in, NEGATIVE, POSITIVE, ZONE};
+use common::delv::{anchor, delv, expect, run_in, NEGATIVE, POSITIVE, ZONE};
 use common::dig::dig_at;
 use common::{demo_cluster, free_port, temp_dir, Server};
 
@@ -60,21 +60,24 @@ fwd.test:{port} {{
     )
 }
 
-/// Each question: the zone (whose key delv trusts), the name and type,
-/// what delv must show; an answer showing NXRRSET is a validated denial.
+/// The zones signed, each asked with its own key as delv's trust anchor.
+const ZONES: [&str; 3] = ["example.test", "cluster.local", "fwd.test"];
+
+/// Each question: the name and type, what delv must show; an answer
+/// showing NXRRSET is a validated denial.
 const CASES: [&str; 12] = [
-    "example.test www.example.test A 192.0.2.10",
-    "example.test alias.example.test A CNAME",
-    "example.test x.wild.example.test A 192.0.2.20",
-    "example.test example.test DNSKEY 256 3 13",
-    "example.test nx.example.test A NXRRSET",
-    "example.test www.example.test TXT NXRRSET",
-    "cluster.local kubernetes.default.svc.cluster.local A 10.96.0.1",
-    "cluster.local cluster.local DNSKEY 257 3 15",
-    "cluster.local nope.default.svc.cluster.local A NXRRSET",
-    "cluster.local kubernetes.default.svc.cluster.local TXT NXRRSET",
-    "fwd.test www.fwd.test A 192.0.2.10",
-    "fwd.test nx.fwd.test A NXRRSET",
+    "www.example.test A 192.0.2.10",
+    "alias.example.test A CNAME",
+    "x.wild.example.test A 192.0.2.20",
+    "example.test DNSKEY 256 3 13",
+    "nx.example.test A NXRRSET",
+    "www.example.test TXT NXRRSET",
+    "kubernetes.default.svc.cluster.local A 10.96.0.1",
+    "cluster.local DNSKEY 257 3 15",
+    "nope.default.svc.cluster.local A NXRRSET",
+    "kubernetes.default.svc.cluster.local TXT NXRRSET",
+    "www.fwd.test A 192.0.2.10",
+    "nx.fwd.test A NXRRSET",
 ];
 
 #[test]
@@ -115,17 +118,22 @@ fn answers_signed_on_the_fly_validate_with_delv() {
     let port = free_port();
     let server = Server::start(&dir, &corefile(port, up_port, &keys));
     let ask = |anchor: &Path, root: &str, name: &str, qtype: &str| delv(&tools[1], anchor, root, port, name, qtype);
-    for _round in 0..2 {
-        // the second round: cached forwarded answers and cached signatures
-        for case in CASES {
-            let [root, name, qtype, shows] = case.splitn(4, ' ').collect::<Vec<_>>()[..] else {
+    let cases: Vec<(&str, &str, &str, &str)> = CASES
+        .iter()
+        .map(|case| {
+            let [name, qtype, shows] = case.splitn(3, ' ').collect::<Vec<_>>()[..] else {
                 panic!("{case}");
             };
-            let out = ask(&dir.join(format!("{root}.anchor")), root, name, qtype);
             let verdict = if shows == "NXRRSET" { NEGATIVE } else { POSITIVE };
-            assert!(out.contains(verdict), "{name} {qtype}: {out}");
-            assert!(out.contains(shows), "{name} {qtype}: {out}");
-        }
+            (name, qtype, verdict, shows)
+        })
+        .collect();
+    for _round in 0..2 {
+        // the second round: cached forwarded answers and cached signatures
+        expect(&cases, |name, qtype| {
+            let root = ZONES.iter().find(|z| name.ends_with(*z)).expect("a signed zone");
+            ask(&dir.join(format!("{root}.anchor")), root, name, qtype)
+        });
     }
     // RRSIGs only for DO; the ZSK (RSASHA256, 8) signs the cluster's address, with CoreDNS's 3600
     let with = dig_at(

@@ -88,3 +88,13 @@ pub fn delv(delv: &Path, anchor: &Path, root: &str, port: u16, name: &str, qtype
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Asks `ask` each `(name, qtype, verdict, shows)`: delv's output must hold
+/// the verdict ([`POSITIVE`], [`NEGATIVE`]) and the text shown.
+pub fn expect(cases: &[(&str, &str, &str, &str)], ask: impl Fn(&str, &str) -> String) {
+    for (name, qtype, verdict, shows) in cases {
+        let out = ask(name, qtype);
+        assert!(out.contains(verdict), "{name} {qtype}: {out}");
+        assert!(out.contains(shows), "{name} {qtype}: {out}");
+    }
+}
