@@ -9,33 +9,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
+use common::delv::{anchor, expect, run_in, NEGATIVE, POSITIVE, ZONE};
 use common::dig::dig_at;
-use common::{free_port, installed, needs, temp_dir, Server};
-
-const ZONE: &str = "\
-$ORIGIN example.test.
-$TTL 300
-@ IN SOA ns hostmaster 1 3600 600 86400 300
-@ IN NS ns
-ns IN A 192.0.2.1
-www IN A 192.0.2.10
-alias IN CNAME www
-*.wild IN A 192.0.2.20
-";
-
-/// Runs `cmd` in `dir`, panicking with its output when it fails.
-fn run_in(dir: &Path, cmd: &Path, args: &[&str]) -> String {
-    let out = Command::new(cmd).current_dir(dir).args(args).output().expect("run");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{} {args:?}: {text}", cmd.display());
-    text
-}
+use common::{free_port, temp_dir, Server};
 
 /// Signs [`ZONE`] in `dir` (a KSK and a ZSK, ECDSA P-256, NSEC) into
 /// `signed.db`; the trust anchor of its KSK for delv into `anchor.conf`.
@@ -46,58 +23,18 @@ fn sign(dir: &Path, tools: &[std::path::PathBuf; 3]) {
     run_in(dir, &tools[0], &[&keygen[..], &["example.test"]].concat());
     let args = ["-S", "-K", ".", "-o", "example.test", "-f", "signed.db", "zone.db"];
     run_in(dir, &tools[1], &args);
-    let key = std::fs::read_to_string(dir.join(format!("{}.key", ksk.trim()))).expect("KSK");
-    let words: Vec<&str> = key
-        .lines()
-        .filter(|l| !l.starts_with(';'))
-        .flat_map(str::split_whitespace)
-        .collect();
-    let at = words.iter().position(|w| *w == "DNSKEY").expect("a DNSKEY");
-    let anchor = format!(
-        "trust-anchors {{ {} static-key {} {} {} \"{}\"; }};\n",
-        words[0],
-        words[at + 1],
-        words[at + 2],
-        words[at + 3],
-        words[at + 4..].concat()
-    );
-    std::fs::write(dir.join("anchor.conf"), anchor).expect("write anchor");
+    anchor(dir, ksk.trim(), "anchor.conf");
 }
 
-/// delv's verdict on `name` `qtype` asked of 127.0.0.1:`port`: its first
-/// lines (`; fully validated`, `; negative response, fully validated`, or
-/// why validation failed).
+/// delv's verdict on `name` `qtype` asked of 127.0.0.1:`port`, trusting the KSK.
 fn delv(delv: &Path, dir: &Path, port: u16, name: &str, qtype: &str) -> String {
-    let anchor = dir.join("anchor.conf");
-    let args = [
-        "@127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-a",
-        anchor.to_str().expect("path"),
-        "+root=example.test",
-        name,
-        qtype,
-    ]
-    .map(String::from);
-    let out = Command::new(delv).args(&args).output().expect("run delv");
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::delv::delv(delv, &dir.join("anchor.conf"), "example.test", port, name, qtype)
 }
 
 #[test]
 fn a_signed_zone_validates_with_delv() {
     let test = "a_signed_zone_validates_with_delv";
-    let have = ["dnssec-keygen", "dnssec-signzone", "delv"].map(installed);
-    let have = have.into_iter().collect::<Result<Vec<_>, String>>();
-    let Some(tools) = needs(
-        test,
-        have,
-        "apt-get install bind9-utils bind9-dnsutils (tests/run installs them)",
-    ) else {
+    let Some(tools) = common::delv::tools(test, &["dnssec-keygen", "dnssec-signzone", "delv"]) else {
         return;
     };
     let tools: [std::path::PathBuf; 3] = tools.try_into().expect("three tools");
@@ -114,8 +51,7 @@ fn a_signed_zone_validates_with_delv() {
     };
     let corefile = block(port, "signed.db");
     let _server = Server::start(&dir, &corefile);
-    let positive = "; fully validated";
-    let negative = "; negative response, fully validated";
+    let (positive, negative) = (POSITIVE, NEGATIVE);
     let cases = [
         ("www.example.test", "A", positive, "192.0.2.10"),
         ("alias.example.test", "A", positive, "CNAME"),
@@ -126,11 +62,7 @@ fn a_signed_zone_validates_with_delv() {
         ("wild.example.test", "A", negative, "NXRRSET"),
         ("x.y.wild.example.test", "TXT", negative, "NXRRSET"),
     ];
-    for (name, qtype, verdict, shows) in cases {
-        let out = delv(&tools[2], &dir, port, name, qtype);
-        assert!(out.contains(verdict), "{name} {qtype}: {out}");
-        assert!(out.contains(shows), "{name} {qtype}: {out}");
-    }
+    expect(&cases, |name, qtype| delv(&tools[2], &dir, port, name, qtype));
     let with = dig_at("127.0.0.1", port, &["+dnssec", "www.example.test", "A"]);
     assert!(
         with.answers.iter().any(|r| r.contains("RRSIG A 13 3 300")),

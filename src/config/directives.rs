@@ -281,6 +281,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: print::cache,
     },
     rows::HEADER,
+    rows::DNSSEC,
     Spec {
         name: "minimal",
         options: false,
@@ -332,6 +333,7 @@ pub const DIRECTIVES: &[Spec] = &[
     rows::GRPC,
     rows::ERRATIC,
     rows::WHOAMI,
+    rows::SIGN,
     routing::VIEW,
 ];
 

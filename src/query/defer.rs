@@ -138,6 +138,9 @@ impl Job {
 /// Encodes `answer` for `job`'s client, sends it, counts and logs it.
 pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
     job.then.apply(answer);
+    if let Some(signer) = &job.then.sign {
+        signer.sign(job.then.question(&job.query), answer);
+    }
     if answer.tags.autopath {
         metrics
             .autopath_success

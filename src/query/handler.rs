@@ -308,12 +308,18 @@ impl Handler {
             self.metrics.overload_dropped.fetch_add(1, Relaxed);
             return;
         }
-        let mut left = onward.left;
-        left.local = scratch.local;
+        let left = onward.left;
         let answer = &mut scratch.answer;
         let forwarding = onward.forwarding;
         let balance = onward.balance.cloned();
-        let (mut request, query, then) = left.upstream(at.bytes, &req.query, answer, balance, at.peer, at.transport);
+        let (mut request, query, then) = left.upstream(
+            at.bytes,
+            &req.query,
+            answer,
+            balance,
+            (at.peer, scratch.local),
+            at.transport,
+        );
         if let Some(cap) = answer.tags.bufsize {
             request::edns::cap_payload(&mut request, cap);
         }

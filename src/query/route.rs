@@ -315,6 +315,13 @@ impl Router {
         } else if let Routed::Forward(onward) = &mut routed {
             (onward.left.minimal, onward.left.header) = (block.minimal, block.header.clone());
         }
+        // `dnssec` signs what the block answered, as its place after `minimal` does in CoreDNS
+        let signer = block.plugins.signer.as_ref();
+        match (signer.filter(|s| asker.dnssec_ok && s.signs(query.name())), &mut routed) {
+            (Some(signer), Routed::Done) => signer.sign(query, out),
+            (Some(signer), Routed::Forward(onward)) => onward.left.sign = Some(signer.clone()),
+            _ => {}
+        }
         routed
     }
 }

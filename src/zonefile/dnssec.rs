@@ -36,14 +36,20 @@ pub(super) fn record(r: &Record, origin: &Name) -> Option<Result<Record, String>
         _ => dnskey(&words),
     };
     Some(wire.map_err(|e| format!("{} {kind}: {e}", r.name)).map(|wire| {
-        let data = RData::Unknown {
-            code,
-            rdata: NULL::with(wire),
-        };
-        let mut out = Record::from_rdata(r.name.clone(), r.ttl, data);
+        let mut out = unknown(r.name.clone(), r.ttl, code, wire);
         out.dns_class = r.dns_class;
         out
     }))
+}
+
+/// A DNSSEC record of type `code` whose RDATA is `wire`, carried as
+/// unknown data as replies carry it.
+pub fn unknown(owner: Name, ttl: u32, code: RecordType, wire: Vec<u8>) -> Record {
+    let data = RData::Unknown {
+        code,
+        rdata: NULL::with(wire),
+    };
+    Record::from_rdata(owner, ttl, data)
 }
 
 /// The type an RRSIG record covers.
@@ -89,6 +95,13 @@ fn nsec(w: &[String], origin: &Name) -> Result<Vec<u8>, String> {
                 .map_err(|_| bad("type", t))
         })
         .collect::<Result<Vec<u16>, String>>()?;
+    type_bitmap(&mut codes, &mut out);
+    Ok(out)
+}
+
+/// The type bitmap of an NSEC record (RFC 4034 4.1.2) for `codes`
+/// (sorted and deduplicated here), appended to `out`.
+pub fn type_bitmap(codes: &mut Vec<u16>, out: &mut Vec<u8>) {
     codes.sort_unstable();
     codes.dedup();
     for window in 0..=255u8 {
@@ -104,11 +117,10 @@ fn nsec(w: &[String], origin: &Name) -> Result<Vec<u8>, String> {
             out.extend(&bits[..len]);
         }
     }
-    Ok(out)
 }
 
-/// `FLAGS PROTOCOL ALGORITHM KEY...` (DNSKEY, CDNSKEY, KEY).
-fn dnskey(w: &[String]) -> Result<Vec<u8>, String> {
+/// `FLAGS PROTOCOL ALGORITHM KEY...` (DNSKEY, CDNSKEY, KEY): the RDATA.
+pub fn dnskey(w: &[String]) -> Result<Vec<u8>, String> {
     if w.len() < 4 {
         return Err("needs FLAGS PROTOCOL ALGORITHM KEY".into());
     }

@@ -5,6 +5,7 @@
 
 pub mod certs;
 pub mod cluster;
+pub mod delv;
 pub mod dig;
 pub mod netns;
 pub mod stub;

@@ -123,7 +123,7 @@ fn split_name(data: &[u8]) -> Option<(Name, &[u8])> {
 /// The RDATA of an NSEC from `NEXT TYPE...`.
 pub fn nsec(r: &[String]) -> Result<RData, String> {
     let (next, types) = r.split_first().ok_or("NSEC needs NEXT TYPE...")?;
-    let next = Name::from_ascii(next).map_err(|e| format!("bad NSEC next name '{next}': {e}"))?;
+    let next = escaped(next).ok_or_else(|| format!("bad NSEC next name '{next}'"))?;
     let mut out = Vec::new();
     for label in next.iter() {
         out.push(u8::try_from(label.len()).map_err(|_| "bad next name")?);
@@ -132,11 +132,7 @@ pub fn nsec(r: &[String]) -> Result<RData, String> {
     out.push(0);
     let mut windows = std::collections::BTreeMap::<u8, [u8; 32]>::new();
     for t in types {
-        let code = u16::from(
-            t.to_ascii_uppercase()
-                .parse::<RecordType>()
-                .map_err(|_| format!("bad type '{t}'"))?,
-        );
+        let code = type_code(t).ok_or_else(|| format!("bad type '{t}'"))?;
         let [window, low] = code.to_be_bytes();
         windows.entry(window).or_insert([0; 32])[usize::from(low / 8)] |= 0x80 >> (low % 8);
     }
@@ -161,7 +157,7 @@ pub fn show_nsec(data: &[u8]) -> Option<String> {
             for bit in 0..8 {
                 if byte & (0x80 >> bit) != 0 {
                     let code = u16::from(*window) << 8 | (i * 8 + bit) as u16;
-                    text.push_str(&format!(" {}", RecordType::from(code)));
+                    text.push_str(&format!(" {}", type_name(code)));
                 }
             }
         }
@@ -196,4 +192,83 @@ pub fn show_ds(data: &[u8]) -> Option<String> {
     let tag = u16::from_be_bytes(data.get(0..2)?.try_into().ok()?);
     let hex: String = data.get(4..)?.iter().map(|b| format!("{b:02X}")).collect();
     Some(format!("{tag} {} {} {hex}", data.get(2)?, data.get(3)?))
+}
+
+/// The RDATA of a DNSKEY from `FLAGS PROTOCOL ALG KEY...` (the key as
+/// base64, perhaps split by spaces).
+pub fn dnskey(r: &[String]) -> Result<RData, String> {
+    let num = |i: usize| {
+        r.get(i)
+            .and_then(|t| t.parse::<u16>().ok())
+            .ok_or("DNSKEY needs FLAGS PROTOCOL ALG KEY")
+    };
+    let mut out = num(0)?.to_be_bytes().to_vec();
+    out.push(u8::try_from(num(1)?).map_err(|_| "bad protocol")?);
+    out.push(u8::try_from(num(2)?).map_err(|_| "bad algorithm")?);
+    let key = r.get(3..).ok_or("DNSKEY needs a key")?.concat();
+    out.extend(
+        LENIENT
+            .decode(&key)
+            .map_err(|e| format!("bad DNSKEY key '{key}': {e}"))?,
+    );
+    Ok(RData::Unknown {
+        code: RecordType::DNSKEY,
+        rdata: NULL::with(out),
+    })
+}
+
+/// The text of a DNSKEY's RDATA, the key as one word of base64.
+pub fn show_dnskey(data: &[u8]) -> Option<String> {
+    let flags = u16::from_be_bytes(data.get(0..2)?.try_into().ok()?);
+    let key = base64::engine::general_purpose::STANDARD.encode(data.get(4..)?);
+    Some(format!("{flags} {} {} {key}", data.get(2)?, data.get(3)?))
+}
+
+/// A name written with `\DDD` and `\X` escapes (an NSEC black lie's
+/// `\000.NAME`, which `Name::from_ascii` refuses).
+fn escaped(text: &str) -> Option<Name> {
+    let (mut labels, mut label) = (Vec::new(), Vec::new());
+    let mut chars = text.bytes().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            b'\\' => {
+                let first = chars.next()?;
+                if first.is_ascii_digit() {
+                    let digits = [first, chars.next()?, chars.next()?];
+                    label.push(std::str::from_utf8(&digits).ok()?.parse::<u8>().ok()?);
+                } else {
+                    label.push(first);
+                }
+            }
+            b'.' => labels.push(std::mem::take(&mut label)),
+            c => label.push(c),
+        }
+    }
+    if !label.is_empty() {
+        labels.push(label);
+    }
+    let mut name = Name::from_labels(labels).ok()?;
+    name.set_fqdn(true);
+    Some(name)
+}
+
+/// Types CoreDNS's NSEC bitmaps list that hickory has no name for.
+const UNNAMED: [(&str, u16); 3] = [("LOC", 29), ("HIP", 55), ("SPF", 99)];
+
+/// A type's code from its name, as miekg/dns names them.
+fn type_code(t: &str) -> Option<u16> {
+    let t = t.to_ascii_uppercase();
+    UNNAMED
+        .iter()
+        .find(|(name, _)| *name == t)
+        .map(|(_, code)| *code)
+        .or_else(|| t.parse::<RecordType>().ok().map(u16::from))
+}
+
+/// A type's name from its code, as miekg/dns names them.
+fn type_name(code: u16) -> String {
+    UNNAMED
+        .iter()
+        .find(|(_, c)| *c == code)
+        .map_or_else(|| RecordType::from(code).to_string(), |(name, _)| name.to_string())
 }

@@ -72,11 +72,11 @@ pub fn check(want: &Want, running: &Running, since: usize) -> Vec<String> {
         eventually(crate::wire::HANG, true, || {
             got = match get(running, "metrics", "/metrics") {
                 Ok((_, text)) => metric(&text, series),
-                Err(e) => e,
+                Err(e) => format!("error: {e}"),
             };
-            got == *value || (value == "present" && got != "absent")
+            got == *value || (value == "present" && got != "absent" && !got.starts_with("error: "))
         });
-        if got != *value && (value != "present" || got == "absent") {
+        if got != *value && (value != "present" || got == "absent" || got.starts_with("error: ")) {
             out.push(format!("metric {series}: want {value}, got {got}"));
         }
     }

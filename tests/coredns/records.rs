@@ -189,6 +189,7 @@ pub fn parse(line: &str) -> Result<Record, String> {
         RecordType::RRSIG => crate::dnssec::parse(r)?,
         RecordType::NSEC => crate::dnssec::nsec(r)?,
         RecordType::DS => crate::dnssec::ds(r)?,
+        RecordType::DNSKEY => crate::dnssec::dnskey(r)?,
         other => return Err(format!("type {other} is not supported in tables")),
     };
     let mut record = Record::from_rdata(owner, ttl, data);
@@ -210,6 +211,9 @@ pub fn show(r: &Record) -> String {
         }
         RData::Unknown { rdata, .. } if r.record_type() == RecordType::DS => {
             crate::dnssec::show_ds(&rdata.anything).unwrap_or_else(|| "?".into())
+        }
+        RData::Unknown { rdata, .. } if r.record_type() == RecordType::DNSKEY => {
+            crate::dnssec::show_dnskey(&rdata.anything).unwrap_or_else(|| "?".into())
         }
         RData::SVCB(s) | RData::HTTPS(HTTPS(s)) => svcb(s),
         other => other.to_string(),

@@ -17,6 +17,31 @@ pub const HEADER: Spec = Spec {
     print: |b, s, _| crate::query::reply::header::print::header(b, s.header.as_ref()),
 };
 
+/// `dnssec`: answers signed on the fly with the given keys; once per block.
+pub const DNSSEC: Spec = Spec {
+    name: "dnssec",
+    options: true,
+    parse: |d, c| {
+        once(d, c.server.has("dnssec"), "per server block", c.errors);
+        let setup = crate::query::plugins::dnssec::setup::parse(d, &c.server.zones, c.dir, c.errors);
+        c.server.plug(setup);
+    },
+    enabled: |s, _| s.has("dnssec"),
+    print: |b, s, _| print::plugin(b, s, "dnssec"),
+};
+
+/// `sign`: zone files signed and written for `file` to serve, resigned on schedule.
+pub const SIGN: Spec = Spec {
+    name: "sign",
+    options: true,
+    parse: |d, c| {
+        let setup = crate::query::plugins::dnssec::sign_setup::parse(d, &c.server.zones, c.dir, c.errors);
+        c.server.plug(setup);
+    },
+    enabled: |s, _| s.has("sign"),
+    print: |b, s, _| print::plugin(b, s, "sign"),
+};
+
 /// `shed`: CoreDNS's UDP load shedding, which clusterdns's overload policy
 /// already does; the block's `coredns_shed_dropped_total` series.
 pub const SHED: Spec = Spec {

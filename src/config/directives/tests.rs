@@ -57,7 +57,7 @@ fn unknown_and_refused_directives_are_named() {
         [
             "/tmp/Corefile:2:1: unknown directive 'frobnicate' (supported: root, metadata, cancel, proxyproto, tls, https, https3, quic, grpc_server, timeouts, limits, multisocket, reload, nsid, bufsize, bind, \
           debug, nodelocal, ready, health, pprof, shed, prometheus, errors, log, dnstap, local, dns64, any, chaos, loadbalance, tsig, rewrite, \
-          autopath, acl, cache, header, minimal, template, transfer, hosts, k8s_external, kubernetes, file, auto, secondary, etcd, loop, forward, grpc, erratic, whoami, view)"
+          autopath, acl, cache, header, dnssec, minimal, template, transfer, hosts, k8s_external, kubernetes, file, auto, secondary, etcd, loop, forward, grpc, erratic, whoami, sign, view)"
         ]
     );
     for (name, _) in REFUSED {

@@ -21,7 +21,7 @@ pub const fn counter(name: &'static str, help: &'static str, labels: &'static [&
     }
 }
 
-pub(super) const fn gauge(name: &'static str, help: &'static str, labels: &'static [&'static str]) -> Family {
+pub const fn gauge(name: &'static str, help: &'static str, labels: &'static [&'static str]) -> Family {
     Family {
         name,
         kind: "gauge",

@@ -22,7 +22,7 @@ mod process;
 mod watch;
 
 pub use dns::*;
-pub use family::{counter, Family};
+pub use family::{counter, gauge, Family};
 pub use labels::*;
 pub use nodelocal::*;
 pub use plugins::*;

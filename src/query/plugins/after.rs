@@ -48,3 +48,22 @@ pub trait AfterAnswer: Debug + Send + Sync {
         None
     }
 }
+
+/// A block's plugin that signs the answer once it is made (`dnssec`): the
+/// router signs an answer made here as it settles it, the forwarding task
+/// an upstream's once its continuation is applied. Only questions with DO
+/// set reach it; the short ways (the direct writer, the cache-hit replay)
+/// leave every name it signs to the whole way, and a signed answer is not
+/// memoized.
+pub trait Signing: Debug + Send + Sync {
+    /// Whether `qname` is under a zone it signs.
+    fn signs(&self, qname: &hickory_proto::rr::Name) -> bool;
+
+    /// Signs `out`, the answer to `query` (asked with DO set).
+    fn sign(&self, query: &Query, out: &mut Answer);
+
+    /// The counters it keeps for `/metrics`, if any.
+    fn exposed(&self) -> Option<Arc<dyn Exposed>> {
+        None
+    }
+}

@@ -12,6 +12,8 @@
 mod context;
 mod memo_epoch;
 mod outcome;
+mod readiness;
+mod stage;
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -26,7 +28,7 @@ use crate::corefile::problem::ConfigError;
 use crate::corefile::words::Block;
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
-use crate::query::plugins::after::AfterAnswer;
+use crate::query::plugins::after::{AfterAnswer, Signing};
 use crate::query::plugins::guard::Guard;
 use crate::query::plugins::verdict::Verdict;
 use crate::query::plugins::zone_source::ZoneSource;
@@ -34,21 +36,8 @@ use crate::query::reply::Answer;
 pub use context::{BuildContext, CheckContext, Client};
 pub use memo_epoch::{changed, changes};
 pub use outcome::{took, Outcome};
-
-/// Where in the order a plugin answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// Before `rewrite` and the guard, on the question as asked.
-    Early,
-    /// After the guard, the early plugins asked again and `loop`'s probe, before
-    /// `kubernetes`: the block's own data, on the question as `rewrite` left it.
-    BeforeCluster,
-    /// After the block's own data and `kubernetes`, before `cache` and
-    /// `forward` (a backend such as `etcd`).
-    Data,
-    /// When neither `cache` nor `forward` takes the name.
-    Last,
-}
+pub use readiness::Readiness;
+pub use stage::Stage;
 
 /// A plugin in a block's chain.
 pub trait Answering: Send + Sync {
@@ -149,15 +138,6 @@ pub trait Answering: Send + Sync {
     }
 }
 
-/// A plugin that `/ready` waits for (CoreDNS's `ready.Readiness`).
-pub trait Readiness: Send + Sync {
-    /// The plugin's name, as `/ready` lists those not ready.
-    fn name(&self) -> &'static str;
-
-    /// Whether it is ready now.
-    fn ready(&self) -> bool;
-}
-
 /// A directive's parsed options, as a server block of the configuration
 /// holds them.
 pub trait Setup: Debug + Send + Sync + Any {
@@ -167,7 +147,7 @@ pub trait Setup: Debug + Send + Sync + Any {
     /// The plugin the router runs, in the block whose metrics' `server`
     /// label is `server` (by default one that passes every question).
     fn build(&self, _server: &str) -> Box<dyn Answering> {
-        Box::new(Passes)
+        Box::new(Passes(None))
     }
 
     /// For a directive that answers nothing but judges who may ask what:
@@ -193,6 +173,12 @@ pub trait Setup: Debug + Send + Sync + Any {
         None
     }
 
+    /// The plugin that signs the block's answers (`dnssec`), asked beside
+    /// [`Setup::build`], in the block whose metrics' `server` label is `server`.
+    fn signing(&self, _server: &str) -> Option<Arc<dyn Signing>> {
+        None
+    }
+
     /// What it needs of the other directives of its block, each error
     /// pushed to `errors` (checked when the whole block is read).
     fn check(&self, _block: &CheckContext<'_>, _errors: &mut Vec<ConfigError>) {}
@@ -204,8 +190,9 @@ pub trait Setup: Debug + Send + Sync + Any {
 }
 
 /// A plugin that passes every question: [`Setup::build`]'s default, for a
-/// directive with no plugin in the chain.
-struct Passes;
+/// directive with no plugin in the chain; it may hold what lives as long as
+/// the chain does (a task stopped when dropped).
+pub struct Passes(pub Option<Box<dyn Any + Send + Sync>>);
 
 impl Answering for Passes {
     fn stage(&self) -> Stage {
@@ -233,6 +220,8 @@ pub struct Chain {
     pub guard: Option<Box<dyn Guard>>,
     /// The plugin that acts after the answer, if the block has one.
     pub after: Option<Arc<dyn AfterAnswer>>,
+    /// The plugin that signs answers, if the block has one.
+    pub signer: Option<Arc<dyn Signing>>,
     /// The plugins' [`Answering::store_zones`], all together.
     pub store_zones: Vec<Name>,
     /// Where in `early` the plugins asked again are ([`Answering::asks_again`]).
@@ -259,6 +248,7 @@ impl Chain {
                 chain.after = Some(after);
                 continue;
             }
+            chain.signer = setup.signing(ctx.server).or(chain.signer.take());
             let plugin = setup.build_in(ctx);
             chain.store_zones.extend(plugin.store_zones());
             match plugin.stage() {
@@ -306,7 +296,12 @@ impl Chain {
     pub fn exposed(&self) -> impl Iterator<Item = Arc<dyn Exposed>> + '_ {
         let guard = self.guard.iter().filter_map(|g| g.exposed());
         let after = self.after.as_ref().and_then(|a| a.exposed());
-        self.all().filter_map(|p| p.exposed()).chain(guard).chain(after)
+        let signer = self.signer.as_ref().and_then(|s| s.exposed());
+        self.all()
+            .filter_map(|p| p.exposed())
+            .chain(guard)
+            .chain(after)
+            .chain(signer)
     }
 
     /// Whether a replayed cache hit may stand in for every plugin before

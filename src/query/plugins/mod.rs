@@ -13,6 +13,7 @@ pub mod chain;
 pub mod chaos;
 pub mod cluster;
 pub mod dns64;
+pub mod dnssec;
 pub mod erratic;
 pub mod etcd;
 pub mod file;
@@ -33,4 +34,4 @@ use crate::metrics::catalogue::Family;
 /// The families plugins keep per server block (each defined in its home,
 /// fed by its `Exposed` counters), one list a plugin, in the order
 /// `/metrics` writes them.
-pub const PER_BLOCK: &[&[Family]] = &[&dns64::FAMILIES, &template::FAMILIES, &acl::FAMILIES];
+pub const PER_BLOCK: &[&[Family]] = &[&dns64::FAMILIES, &template::FAMILIES, &acl::FAMILIES, &dnssec::FAMILIES];

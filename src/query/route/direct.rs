@@ -47,6 +47,10 @@ impl Router {
         if block.plugins.after.as_ref().is_some_and(|a| a.takes(query)) {
             return None;
         }
+        let dnssec_ok = req.edns.is_some_and(|e| e.dnssec_ok);
+        if dnssec_ok && block.plugins.signer.as_ref().is_some_and(|s| s.signs(query.name())) {
+            return None; // signed on the whole way
+        }
         let zone = cluster.zone_for(query.name())?;
         let edns = request::edns::capped(req.edns, answer.tags.bufsize);
         let echo = Echo {

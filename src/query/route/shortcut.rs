@@ -48,6 +48,7 @@ fn fixed_route<'a>(block: &'a Block, query: &Query) -> Option<&'a std::sync::Arc
         && block.header.is_none() // a replay echoes RD and CD from the request
         && !matches!(qtype, RecordType::ANY | RecordType::HINFO)
         && block.plugins.after.as_ref().is_none_or(|a| !a.takes(query))
+        && block.plugins.signer.as_ref().is_none_or(|s| !s.signs(qname)) // signed on the whole way
         && !block.plugins.may_answer_later(query);
     let store_free = block.cluster.as_ref().is_none_or(|c| c.zone_for(qname).is_none())
         && !block.plugins.reads_store(qname)

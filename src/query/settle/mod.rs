@@ -28,7 +28,7 @@ use std::sync::Arc;
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, Record};
 
-use super::plugins::after::AfterAnswer;
+use super::plugins::after::{AfterAnswer, Signing};
 use super::plugins::rewrite::{self, Revert};
 use super::reply::{self, Answer};
 use crate::metrics::{Plugin, Transport};
@@ -53,6 +53,9 @@ pub struct Continuation {
     pub minimal: bool,
     /// `header` of that block (its rules, for the reply writer).
     pub header: Option<Arc<crate::query::reply::header::Rules>>,
+    /// `dnssec` of that block, for a question with DO under its zones: it
+    /// signs the reply last.
+    pub sign: Option<Arc<dyn Signing>>,
 }
 
 /// What the router leaves for a query it forwards, before it is sent:
@@ -70,13 +73,12 @@ pub struct Left {
     /// `rewrite` changed the question: the one that goes, and how the
     /// answer is changed back.
     pub rewrite: Option<Box<(Query, Revert)>>,
-    /// The listener's address the query came in on (`rewrite`'s
-    /// `{server_ip}`, `{server_port}`).
-    pub local: Option<SocketAddr>,
     /// `minimal` of the block: the answer loses its extra sections ([`minimal`]).
     pub minimal: bool,
     /// `header` of the block: its query rules on the request sent, all on the reply.
     pub header: Option<Arc<crate::query::reply::header::Rules>>,
+    /// `dnssec` of the block, when it signs the reply ([`Continuation::sign`]).
+    pub sign: Option<Arc<dyn Signing>>,
 }
 
 impl Left {
@@ -85,14 +87,16 @@ impl Left {
     /// back: as is; under the client's question when another name goes
     /// ([`Chase`], whose CNAME records are taken from `answer`); mapped
     /// back when `rewrite` changed the question ([`Rewritten`]). `bytes`
-    /// and `asked` are the client's message and question.
+    /// and `asked` are the client's message and question, `(peer, local)`
+    /// the client's address and the listener's it came in on (`rewrite`'s
+    /// `{server_ip}`, `{server_port}`).
     pub fn upstream(
         self,
         bytes: &[u8],
         asked: &Query,
         answer: &mut Answer,
         loadbalance: Option<Arc<LoadbalanceConfig>>,
-        peer: SocketAddr,
+        (peer, local): (SocketAddr, Option<SocketAddr>),
         transport: Transport,
     ) -> (Vec<u8>, Query, Continuation) {
         let rewritten = self.rewrite.map(|r| {
@@ -123,12 +127,13 @@ impl Left {
             nsid: answer.tags.nsid.clone(),
             minimal: self.minimal,
             header: self.header,
+            sign: self.sign,
         };
         let (mut request, forwarded) = match forwarded {
             None => (bytes.to_vec(), asked.clone()),
             Some(forwarded) => {
                 let revert = then.rewrite.as_ref().map(|r| &r.revert);
-                let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, self.local, transport);
+                let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, local, transport);
                 (request, forwarded)
             }
         };
