@@ -296,7 +296,11 @@ impl Router {
         if let Some((q, r)) = rewritten {
             match &mut routed {
                 Routed::Done => revert = Some(r),
-                Routed::Forward(onward) => onward.left.rewrite = Some(Box::new((q, r))),
+                Routed::Forward(onward) => {
+                    let metadata = block.metadata.as_ref().filter(|m| m.covers(query.name()));
+                    onward.left.metadata = metadata.cloned();
+                    onward.left.rewrite = Some(Box::new((q, r)));
+                }
                 Routed::Drop => {}
             }
         }

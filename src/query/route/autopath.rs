@@ -233,7 +233,7 @@ fn hand_on(router: &Arc<Router>, mut job: Job, onward: Onward<'_>) {
     }
     if let Some((candidate, _)) = left.chase {
         // the request that went (EDNS as the router made it), asking this name
-        job.request = rewrite::upstream_request(&job.request, &candidate, None, job.peer, None, job.transport);
+        job.request = rewrite::upstream_request(&job.request, &candidate, (None, None), job.peer, None, job.transport);
         job.query = candidate;
     }
     job.then.loadbalance = balance.filter(|lb| lb.touches(job.query.query_type())).cloned();

@@ -30,6 +30,7 @@ impl Client {
             dnssec_ok: false,
             bufsize: 0,
             port: 0,
+            server: None,
         },
     };
 }
