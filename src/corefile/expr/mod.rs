@@ -27,9 +27,9 @@
 //! `float`, `string`, `lower`, `upper`, `trim`, `trimPrefix`, `trimSuffix`,
 //! `replace`, `split`, `join`, `indexOf`, `hasPrefix`, `hasSuffix`, and
 //! `any`, `all`, `none`, `one`, `filter`, `map`, `count` over an array with
-//! a predicate on `#`. `server_ip()` is the listener's address as its
-//! socket reports it (over UDP with a wildcard bind, the unspecified
-//! address, as CoreDNS's `state.LocalIP()`).
+//! a predicate on `#`. `server_ip()` is the address the query came in on
+//! (over UDP with a wildcard bind, the datagram's destination, where
+//! CoreDNS's `state.LocalIP()` is the unspecified address).
 
 mod eval;
 mod functions;

@@ -52,6 +52,7 @@ impl ClientQueue {
         socket.bind(&local.into())?;
         socket::setsockopt(&socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
         socket::setsockopt(&socket, sockopt::RxqOvfl, &1).map_err(io::Error::from)?;
+        super::packet_info(&socket, local)?;
         socket.connect(&SocketAddr::new(ip, 0).into())?;
         Ok(ClientQueue {
             ip,

@@ -58,6 +58,9 @@ struct Worker<'a> {
     limited: Vec<Limited>,
     /// `proxyproto`'s UDP sessions seen by this worker.
     sessions: Sessions,
+    /// The socket's address (for a wildcard bind, each datagram's
+    /// destination stands in for its address: `Datagram::to`).
+    bound: Option<SocketAddr>,
 }
 
 pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
@@ -68,14 +71,12 @@ pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBoo
         handler,
         batch: Batch::new(),
         apart: None,
-        scratch: Scratch {
-            local: socket.local_addr().ok(),
-            ..Scratch::default()
-        },
+        scratch: Scratch::default(),
         queue: Queue::new(now),
         fair: Fairness::new(tcp.client_share, tcp.limited_clients, now),
         limited: Vec::new(),
         sessions: Sessions::default(),
+        bound: socket.local_addr().ok(),
     };
     while !stop.load(Ordering::Relaxed) {
         let now = if w.limited.is_empty() {
@@ -207,6 +208,11 @@ impl Worker<'_> {
                 continue;
             }
             let started = now.checked_sub(waited).unwrap_or(now);
+            // a wildcard bind's destination, else the bound address
+            self.scratch.local =
+                d.to.zip(self.bound)
+                    .map(|(ip, b)| SocketAddr::new(ip, b.port()))
+                    .or(self.bound);
             let query = &self.batch.bufs[i][..d.len];
             let (start, client) = match proxy.map(|p| proxyproto::datagram(p, query, peer, &mut self.sessions, now)) {
                 None => (0, peer),
@@ -229,6 +235,7 @@ impl Worker<'_> {
                 b.out.extend_from_slice(&self.scratch.out);
                 b.replies.push((start, b.out.len()));
                 b.to.push(d.from);
+                b.from.push(d.to);
             }
         }
         self.batch.send(socket);
