@@ -41,6 +41,8 @@ pub struct BuildContext<'a> {
     pub server: &'a str,
     /// Its block's cluster store (`kubernetes`), if it has one.
     pub store: Option<&'a Arc<Store>>,
+    /// Its block's `metadata`, if it has one.
+    pub metadata: Option<&'a Arc<crate::query::metadata::Metadata>>,
 }
 
 /// What a setup's block-level check sees of its block.
