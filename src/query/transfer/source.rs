@@ -30,6 +30,15 @@ impl Source {
         }
     }
 
+    /// The zone named `zone` found under this one at run time, if any
+    /// ([`ZoneSource::member`]).
+    pub fn member(&self, zone: &Name) -> Option<Arc<dyn ZoneSource>> {
+        match self {
+            Source::Cluster(_) => None,
+            Source::Plugin(source) => source.member(zone),
+        }
+    }
+
     /// The serial to NOTIFY about; `None` while the zone has none (the
     /// cluster not synced yet, a plugin's zone not loaded).
     pub fn serial(&self, cluster: Option<&Cluster>) -> Option<u32> {
