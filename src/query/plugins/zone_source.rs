@@ -27,6 +27,12 @@ pub trait ZoneSource: Send + Sync {
     fn member(&self, _zone: &Name) -> Option<Arc<dyn ZoneSource>> {
         None
     }
+
+    /// Whether it is sent to any client without a `transfer` directive
+    /// (`erratic`'s made-up zone, as CoreDNS's erratic answers an AXFR).
+    fn open(&self) -> bool {
+        false
+    }
 }
 
 /// A walk through one zone: the SOA, its records a step at a time, the

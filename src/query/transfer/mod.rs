@@ -78,7 +78,7 @@ impl Transfer {
         let zones: Vec<Xfr> = sources
             .into_iter()
             .filter_map(|source| {
-                let cfg = covering(transfers, source.name())?;
+                let cfg = covering(transfers, source.name()).or_else(|| source.open().then(open))?;
                 Some(Xfr { source, cfg })
             })
             .collect();
@@ -94,6 +94,21 @@ impl Transfer {
         notify::spawn(&transfer);
         Some(transfer)
     }
+}
+
+/// What a zone sent without a `transfer` directive is sent under: to any
+/// client, no NOTIFY ([`Source::open`]).
+fn open() -> Arc<TransferConfig> {
+    Arc::new(TransferConfig {
+        zones: vec![Name::root()],
+        to: vec![setup::To::Any],
+        source: None,
+        pos: crate::corefile::lexer::Pos {
+            file: "".into(),
+            line: 0,
+            col: 0,
+        },
+    })
 }
 
 /// The `transfer` directive covering `zone` with its longest zone.

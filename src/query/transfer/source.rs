@@ -30,6 +30,11 @@ impl Source {
         }
     }
 
+    /// Whether it is sent without a `transfer` directive ([`ZoneSource::open`]).
+    pub fn open(&self) -> bool {
+        matches!(self, Source::Plugin(source) if source.open())
+    }
+
     /// The zone named `zone` found under this one at run time, if any
     /// ([`ZoneSource::member`]).
     pub fn member(&self, zone: &Name) -> Option<Arc<dyn ZoneSource>> {

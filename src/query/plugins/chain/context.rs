@@ -45,6 +45,17 @@ pub struct BuildContext<'a> {
     pub metadata: Option<&'a Arc<crate::query::metadata::Metadata>>,
 }
 
+impl<'a> BuildContext<'a> {
+    /// A block with nothing but its `server` label.
+    pub fn of(server: &'a str) -> BuildContext<'a> {
+        BuildContext {
+            server,
+            store: None,
+            metadata: None,
+        }
+    }
+}
+
 /// What a setup's block-level check sees of its block.
 pub struct CheckContext<'a> {
     /// The block's `kubernetes` directive, if it has one.
