@@ -163,10 +163,8 @@ impl Templates {
         let (lower, known) = (query.name().to_lowercase(), self.metadata.as_deref());
         let known = known.filter(|m| m.covers(&lower));
         let lookup = |label: &str| known.and_then(|m| m.value(label, client));
-        let (name, meta) = (
-            lower.to_ascii(),
-            known.map(|_| &lookup as &dyn Fn(&str) -> Option<String>),
-        );
+        let meta: expr::Metadata = expr::Metadata(known.map(|_| &lookup as _));
+        let name = lower.to_ascii();
         for t in &self.list {
             let Some(zone) = takes(t, &lower, query) else {
                 continue;
@@ -192,7 +190,7 @@ impl Templates {
                 remote: client.to_string(),
                 question: (&name, u16::from(qtype), u16::from(qclass)),
                 vars: Vec::new(),
-                meta: expr::Metadata(meta),
+                meta,
             };
             let judged = conditions::judge(t, query, (client, wire), &mut data);
             out.tags.memoizable &= !conditions::uses_client(t);
@@ -366,11 +364,9 @@ impl Setup for TemplatesConfig {
     }
 
     fn build_in(&self, ctx: &BuildContext<'_>) -> Box<dyn Answering> {
-        let templates = Templates::new(self.0.clone(), ctx.server.to_string());
-        Box::new(Templates {
-            metadata: ctx.metadata.cloned(),
-            ..templates
-        })
+        let mut templates = Templates::new(self.0.clone(), ctx.server.to_string());
+        templates.metadata = ctx.metadata.cloned();
+        Box::new(templates)
     }
 
     fn print(&self, b: &mut Block) {

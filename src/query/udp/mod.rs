@@ -124,19 +124,6 @@ fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     socket.bind(&addr.into())?;
     socket.set_read_timeout(Some(POLL))?;
     socket::setsockopt(&socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
-    packet_info(&socket, addr)?;
+    boxes::packet_info(&socket, addr)?;
     Ok(socket.into())
-}
-
-/// On a socket bound to the unspecified address, asks the kernel for each
-/// datagram's destination address (`IP_PKTINFO`, `IPV6_RECVPKTINFO`): the
-/// address the query came in on (`rewrite`'s `{server_ip}`, `template`'s
-/// `server_ip()`). A socket bound to one address has it as its own.
-fn packet_info(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
-    match addr {
-        SocketAddr::V4(a) if a.ip().is_unspecified() => socket::setsockopt(socket, sockopt::Ipv4PacketInfo, &true),
-        SocketAddr::V6(a) if a.ip().is_unspecified() => socket::setsockopt(socket, sockopt::Ipv6RecvPacketInfo, &true),
-        _ => return Ok(()),
-    }
-    .map_err(io::Error::from)
 }
