@@ -319,7 +319,8 @@ mod tests {
                 // The reply goes from that address, not the one the route picks.
                 batch.out.extend_from_slice(b"reply");
                 batch.replies.push((0, 5));
-                (batch.to.push(got[0].from), batch.from.push(got[0].to));
+                batch.to.push(got[0].from);
+                batch.from.push(got[0].to);
                 batch.send(&server);
                 client.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
                 let mut buf = [0u8; 16];
