@@ -67,7 +67,8 @@ pub struct Batch {
     pub out: Vec<u8>,
     pub replies: Vec<(usize, usize)>,
     pub to: Vec<Option<SockaddrStorage>>,
-    /// The address each reply goes from (its query's [`Datagram::to`]).
+    /// The address each reply goes from (its query's [`Datagram::to`]);
+    /// empty: every one from the socket's own address.
     pub from: Vec<Option<IpAddr>>,
     /// Rebuilds left for unstamped datagrams (see the module comment).
     unstamped: u8,
@@ -163,8 +164,10 @@ impl Batch {
     pub fn send(&mut self, socket: &UdpSocket) {
         let mut at = 0;
         while at < self.replies.len() {
-            let from = self.from[at];
-            let run = self.from[at..].iter().take_while(|f| **f == from).count();
+            let (from, run) = match self.from.get(at) {
+                None => (None, self.replies.len() - at),
+                Some(&from) => (from, self.from[at..].iter().take_while(|f| **f == from).count()),
+            };
             let (out, replies) = (&self.out, &self.replies[at..at + run]);
             let slices: [[IoSlice<'_>; 1]; BATCH] =
                 std::array::from_fn(|k| [IoSlice::new(replies.get(k).map_or(&[][..], |&(s, e)| &out[s..e]))]);
