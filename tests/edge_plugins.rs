@@ -48,12 +48,14 @@ fn chaos_answers_ch_txt_about_the_server() {
     assert_eq!(short("id.server").trim(), format!("\"{}\"", host.trim()));
     let full = dig(&server, &["CH", "TXT", "version.bind"]);
     assert!(full.contains("0\tCH\tTXT\t\"clusterdns-test\""), "{full}");
-    // Another CH name or type is not ours; nothing in class CH is forwarded.
-    assert!(dig(&server, &["CH", "TXT", "other.bind"]).contains("status: REFUSED"));
-    assert!(dig(&server, &["CH", "A", "version.bind"]).contains("status: REFUSED"));
+    // Another CH name or type is not chaos's: it goes to `forward`, as in CoreDNS.
+    assert_eq!(stub.count(), 0, "what chaos answers is not forwarded");
+    assert!(dig(&server, &["CH", "TXT", "other.bind"]).contains("status: NOERROR"));
+    assert!(dig(&server, &["CH", "A", "version.bind"]).contains("status: NOERROR"));
+    assert_eq!(stub.count(), 2, "both CH questions forwarded");
     // IN TXT version.bind is an ordinary name: forwarded.
     assert!(dig(&server, &["IN", "TXT", "version.bind"]).contains("status: NOERROR"));
-    assert_eq!(stub.count(), 1, "only the IN question reached the upstream");
+    assert_eq!(stub.count(), 3, "the IN question forwarded too");
 }
 
 #[test]

@@ -27,13 +27,15 @@
 #   base, base+x     the same with BASE (when BASE is set)
 # EXTRA='LINES' (\n between lines), e.g.
 # EXTRA='acl secret.shop.svc.cluster.local {\n block\n}' for one acl rule.
+# BIND= (empty) serves on the wildcard address instead of `bind 127.0.0.1`
+# (the UDP sockets then read each datagram's destination, IP_PKTINFO).
 # Loopback only; every dnsperf run is bounded by its query count and -l.
 #
 # usage: loadtest/bench/instr-per-query.sh [QUERIES] [ROUNDS]   (default 40000 1; RATE=2000 WARM=20000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . loadtest/bench/lib.sh
-QUERIES=${1:-40000}; ROUNDS=${2:-1}; RATE=${RATE:-2000}; WARM=${WARM:-20000}
+QUERIES=${1:-40000}; ROUNDS=${2:-1}; RATE=${RATE:-2000}; WARM=${WARM:-20000}; BIND=${BIND-127.0.0.1}
 for t in dnsperf valgrind; do
   command -v $t >/dev/null || { echo "installing $t"; apt-get install -y -qq dnsperf valgrind >/dev/null; }
 done
@@ -52,7 +54,8 @@ PY
 
 # corefile PORT EXTRA: the server block, EXTRA's lines first in it.
 corefile() {
-  printf '.:%s {\n    bind 127.0.0.1\n' "$1"
+  printf '.:%s {\n' "$1"
+  [ -z "$BIND" ] || printf '    bind %s\n' "$BIND"
   [ -z "$2" ] || printf '%b\n' "$2"
   printf '    kubernetes cluster.local {\n        snapshot %s\n    }\n}\n' "$W/cluster.json"
 }

@@ -125,9 +125,11 @@ impl Runtime {
     ) -> Block {
         let cluster = self.cluster(server, kept, &mut built.live);
         let forwarding = self.forwarding(server, taps, &mut built.live);
+        let metadata = metadata(server, cluster.as_ref());
         let ctx = BuildContext {
             server: &server_label(server),
             store: cluster.as_ref().map(|c| &c.store),
+            metadata: metadata.as_ref(),
         };
         let plugins = Chain::build_in(&server.plugins, &ctx);
         built.live.ready.extend(plugins.readiness());
@@ -156,29 +158,31 @@ impl Runtime {
             minimal: server.minimal,
             plugins,
             transfer,
+            metadata,
             ..Block::new(Vec::new())
         }
     }
 }
 
-/// `view` and `metadata` of `server` into `block`, and its `log` lines
-/// told the metadata (`{/LABEL}`) when it has `metadata`.
+/// `view` of `server` into `block`, and its `log` lines told the metadata
+/// (`{/LABEL}`) when it has `metadata`.
 fn routing(block: &mut Block, server: &Server) {
     block.view = server.view.clone().map(Arc::new);
-    let Some(m) = &server.metadata else { return };
-    let pods = block
-        .cluster
-        .as_ref()
-        .filter(|c| c.cfg.pods == crate::kubernetes::PodMode::Verified);
-    let metadata = Arc::new(Metadata {
+    if let (Some(metadata), Some(log)) = (&block.metadata, &mut block.log) {
+        log.style.format = crate::query::log::setup::with_metadata(log.style.format, metadata);
+    }
+}
+
+/// The block's `metadata` at run time: its zones and the plugins of the
+/// block that set labels (`view/name`, `kubernetes/client-namespace`).
+fn metadata(server: &Server, cluster: Option<&Cluster>) -> Option<Arc<Metadata>> {
+    let m = server.metadata.as_ref()?;
+    let pods = cluster.filter(|c| c.cfg.pods == crate::kubernetes::PodMode::Verified);
+    Some(Arc::new(Metadata {
         zones: m.zones.clone(),
         view: server.view.as_ref().map(|v| v.name.clone()),
         pods: pods.map(|c| c.store.clone()),
-    });
-    if let Some(log) = &mut block.log {
-        log.style.format = crate::query::log::setup::with_metadata(log.style.format, &metadata);
-    }
-    block.metadata = Some(metadata);
+    }))
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

@@ -71,6 +71,7 @@ fn build(
         in_flight: crate::query::limits::IN_FLIGHT,
         nodelocal: None,
     };
+    let raw = split_ports(raw);
     for block in &raw {
         if let Some(server) = plugins::server(block, default_port, &dir, &mut config, &mut errors) {
             config.servers.push(server);
@@ -101,6 +102,35 @@ fn build(
     } else {
         Err(ConfigErrors(errors))
     }
+}
+
+/// A block whose keys name several ports is a block per port, with the
+/// same directives (as CoreDNS serves it: one server per address).
+fn split_ports(raw: Vec<blocks::RawBlock>) -> Vec<blocks::RawBlock> {
+    let mut out = Vec::with_capacity(raw.len());
+    for block in raw {
+        let ports: Option<Vec<Option<u16>>> = (block.keys.iter())
+            .map(|k| listeners::key_zone_port(k, &mut Vec::new()).map(|(_, p)| p))
+            .collect();
+        let mut order: Vec<Option<u16>> = Vec::new();
+        for p in ports.iter().flatten() {
+            if !order.contains(p) {
+                order.push(*p);
+            }
+        }
+        let Some(ports) = ports.filter(|_| order.len() > 1) else {
+            out.push(block); // one port, or a key reported as it is
+            continue;
+        };
+        for p in order {
+            let keys = (block.keys.iter().zip(&ports))
+                .filter(|(_, q)| **q == p)
+                .map(|(k, _)| k.clone())
+                .collect();
+            out.push(blocks::RawBlock { keys, ..block.clone() });
+        }
+    }
+    out
 }
 
 /// Two blocks may share a port, but not a zone on that port and transport,

@@ -18,6 +18,11 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<usize> {
     if !Args::from(d).count(0, 1, errors) {
         return None;
     }
+    if d.braces {
+        // CoreDNS's setup refuses any block after it, an empty one too
+        errors.push(ConfigError::new(&d.name.pos, "multisocket: takes no options block"));
+        return None;
+    }
     let Some(w) = d.args.first() else {
         return Some(std::thread::available_parallelism().map_or(1, |n| n.get()));
     };

@@ -267,3 +267,30 @@ fn a_zone_file_that_does_not_parse_is_an_error_at_its_directive() {
         "{got:#?}"
     );
 }
+
+/// Keys of one block on several ports are a block per port with the same
+/// directives (CoreDNS's TestMultiZoneBlockConfigs); keys on one port stay
+/// one block.
+#[test]
+fn keys_on_several_ports_are_a_block_per_port() {
+    let cfg = loaded("example.org:1053 example.net:2053 example.com:1053 {\n    whoami\n}\n").expect("loads");
+    let got: Vec<(u16, Vec<String>, usize)> = (cfg.servers.iter())
+        .map(|s| {
+            (
+                s.port,
+                s.zones.iter().map(ToString::to_string).collect(),
+                s.plugins.len(),
+            )
+        })
+        .collect();
+    let zones = |z: &[&str]| z.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let plugins = cfg.servers[0].plugins.len();
+    assert_eq!(
+        got,
+        [
+            (1053, zones(&["example.org.", "example.com."]), plugins),
+            (2053, zones(&["example.net."]), plugins)
+        ]
+    );
+    assert_eq!(loaded("a.:1053 b.:1053 {\n}\n").expect("loads").servers.len(), 1);
+}

@@ -35,6 +35,9 @@ pub struct Directive {
     pub name: Word,
     pub args: Vec<Word>,
     pub options: Vec<Line>,
+    /// Whether an options block was written, even an empty one (`multisocket`
+    /// refuses any, as CoreDNS does).
+    pub braces: bool,
 }
 
 /// One option line inside a directive's block.
@@ -138,7 +141,12 @@ impl Grouper<'_> {
         while let Some((first, args, opened)) = self.line() {
             let Some(name) = first else { return out };
             let options = if opened { self.options() } else { Vec::new() };
-            out.push(Directive { name, args, options });
+            out.push(Directive {
+                name,
+                args,
+                options,
+                braces: opened,
+            });
         }
         out
     }

@@ -29,7 +29,8 @@ use tree::{Command, Func, Operand, Pipeline};
 pub struct Template {
     pub source: String,
     nodes: Vec<Node>,
-    /// Whether the output depends on the client (`.Remote`).
+    /// Whether the output depends on the client (`.Remote`, `.Meta`: a
+    /// label may be the client's).
     pub uses_remote: bool,
 }
 
@@ -135,7 +136,7 @@ impl Template {
         if !ifs.is_empty() {
             return Err("unexpected EOF: {{if}} without {{end}}".into());
         }
-        let uses_remote = source.contains(".Remote");
+        let uses_remote = source.contains(".Remote") || source.contains(".Meta");
         Ok(Template {
             source: source.to_string(),
             nodes,

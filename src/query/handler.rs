@@ -258,8 +258,8 @@ impl Handler {
         if req.query.name().to_ascii().eq_ignore_ascii_case(PANIC_TRIGGER) {
             panic!("test-only panic trigger (debug builds only)");
         }
-        let answer = &mut scratch.answer;
-        let routed = match router.enter(&req.query, || asker(at, &req), answer) {
+        let (answer, local) = (&mut scratch.answer, scratch.local);
+        let routed = match router.enter(&req.query, || asker(at, &req, local), answer) {
             None => Routed::Done, // REFUSED written: no block takes it
             Some(block) => {
                 let (qtype, client) = (u16::from(req.query.query_type()), at.peer.ip());
@@ -272,7 +272,7 @@ impl Handler {
                     return Err(Fate::Reply(summary));
                 }
                 answer.restart();
-                router.answer_in(block, &req.query, asker(at, &req), answer)
+                router.answer_in(block, &req.query, asker(at, &req, local), answer)
             }
         };
         let edns = request::edns::capped(req.edns, answer.tags.bufsize);
@@ -342,8 +342,9 @@ impl Handler {
 }
 
 /// Who asks, as the plugins of the full path see it: the request's fields
-/// `template`'s functions read are copied only here, past the direct writes.
-fn asker(at: &Arrival<'_>, req: &request::Request) -> Asker {
+/// `template`'s functions read are copied only here, past the direct writes
+/// (`local`: the listener's address, `server_ip()`).
+fn asker(at: &Arrival<'_>, req: &request::Request, local: Option<SocketAddr>) -> Asker {
     let edns = req.edns.map(|e| (e.payload, e.dnssec_ok));
     let id = (req.meta.id, u8::from(req.meta.op_code));
     let tcp = at.transport == Transport::Tcp;
@@ -351,7 +352,10 @@ fn asker(at: &Arrival<'_>, req: &request::Request) -> Asker {
         client: at.peer.ip(),
         dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
         cd: req.meta.checking_disabled,
-        wire: crate::corefile::expr::Wire::of(tcp, at.bytes.len(), id, edns, at.peer.port()),
+        wire: crate::corefile::expr::Wire {
+            server: local,
+            ..crate::corefile::expr::Wire::of(tcp, at.bytes.len(), id, edns, at.peer.port())
+        },
     }
 }
 

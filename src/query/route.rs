@@ -9,7 +9,8 @@
 //! target lies outside (an ExternalName Service, a Service's external
 //! ingress hostname, a `template` or `rewrite cname` answer) has the target's
 //! records looked up and appended. A name no plugin takes is REFUSED: we
-//! are not a server for it.
+//! are not a server for it. A class other than IN goes to `forward` (with
+//! `cache`) only.
 //!
 //! `Router::answer` reads as that order: `enter` (the block, `log`,
 //! `bufsize`), `early` (the chain's early plugins), `rewrite`, the guard's
@@ -225,8 +226,7 @@ impl Router {
         let routed = if let Some(denied) = guard::deny(verdict, out) {
             denied
         } else if asked.query_class() != DNSClass::IN {
-            out.error(UNHANDLED); // another class than IN (after `rewrite class`) is not ours
-            return Routed::Done;
+            order::other_class(block, asked, asker, out)
         } else {
             match self.autopath(block, asked, asker, out) {
                 Some(routed) => routed,
@@ -296,7 +296,11 @@ impl Router {
         if let Some((q, r)) = rewritten {
             match &mut routed {
                 Routed::Done => revert = Some(r),
-                Routed::Forward(onward) => onward.left.rewrite = Some(Box::new((q, r))),
+                Routed::Forward(onward) => {
+                    let metadata = block.metadata.as_ref().filter(|m| m.covers(query.name()));
+                    onward.left.metadata = metadata.cloned();
+                    onward.left.rewrite = Some(Box::new((q, r)));
+                }
                 Routed::Drop => {}
             }
         }

@@ -150,7 +150,7 @@ pub const K8S_EXTERNAL: Spec = Spec {
 
 /// The directives whose zones `transfer` sends, in the order its errors
 /// name them.
-pub const TRANSFERRED: [&str; 4] = ["kubernetes", "k8s_external", "file", "secondary"];
+pub const TRANSFERRED: [&str; 5] = ["kubernetes", "k8s_external", "file", "auto", "secondary"];
 
 /// `hosts`: a hosts file and inline entries.
 pub const HOSTS: Spec = Spec {

@@ -58,6 +58,9 @@ pub struct Wire {
     pub bufsize: u16,
     /// The client's source port.
     pub port: u16,
+    /// The listener's address the request came in on, when known
+    /// (`server_ip()`, `server_port()`).
+    pub server: Option<std::net::SocketAddr>,
 }
 
 impl Wire {
@@ -73,6 +76,7 @@ impl Wire {
             dnssec_ok: edns.is_some_and(|(_, d)| d),
             bufsize: if tcp { u16::MAX } else { payload },
             port,
+            server: None,
         }
     }
 }
@@ -192,6 +196,9 @@ impl Run<'_, '_> {
             "bufsize" => Ok(Value::Int(i64::from(q.wire.bufsize))),
             // As CoreDNS's request.Port: a string.
             "port" => text(q.wire.port.to_string()),
+            // As CoreDNS's request.LocalIP and LocalPort ("" when unknown).
+            "server_ip" => text(q.wire.server.map(|a| a.ip().to_string()).unwrap_or_default()),
+            "server_port" => text(q.wire.server.map(|a| a.port().to_string()).unwrap_or_default()),
             "metadata" => string_arg(f, a, 0).map(|l| Value::Str(q.metadata.0.and_then(|m| m(l)).unwrap_or_default())),
             "group" => {
                 let key = match a.first() {

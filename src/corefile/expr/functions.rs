@@ -8,7 +8,7 @@ use super::typing::Ty;
 /// second argument is an expression on `#`), result type.
 pub type Function = (&'static str, &'static [Ty], Ty);
 
-pub const FUNCTIONS: [Function; 36] = [
+pub const FUNCTIONS: [Function; 38] = [
     ("name", &[], Ty::Str),
     ("type", &[], Ty::Str),
     ("class", &[], Ty::Str),
@@ -20,6 +20,8 @@ pub const FUNCTIONS: [Function; 36] = [
     ("do", &[], Ty::Bool),
     ("bufsize", &[], Ty::Int),
     ("port", &[], Ty::Str),
+    ("server_ip", &[], Ty::Str),
+    ("server_port", &[], Ty::Str),
     ("incidr", &[Ty::Str, Ty::Str], Ty::Bool),
     ("metadata", &[Ty::Str], Ty::Str),
     ("group", &[Ty::Any], Ty::Str),
@@ -47,15 +49,11 @@ pub const FUNCTIONS: [Function; 36] = [
     ("count", &[Ty::Array, Ty::Bool], Ty::Int),
 ];
 
-/// Functions of CoreDNS's `view` environment that clusterdns's template
-/// cannot see the answer to: the address a query came in on is not kept
-/// per query (a listener may serve several addresses).
-pub const REFUSED: [&str; 2] = ["server_ip", "server_port"];
-
 /// Functions whose value depends on the request beyond its question (the
 /// answer is then not kept for a repeated question).
-/// (`metadata`: a label may be the client's, `kubernetes/client-namespace`.)
-pub const PER_REQUEST: [&str; 9] = [
+/// (`metadata`: a label may be the client's, `kubernetes/client-namespace`;
+/// `server_ip`, `server_port`: one worker's memo serves several listeners.)
+pub const PER_REQUEST: [&str; 11] = [
     "client_ip",
     "proto",
     "size",
@@ -64,6 +62,8 @@ pub const PER_REQUEST: [&str; 9] = [
     "do",
     "bufsize",
     "port",
+    "server_ip",
+    "server_port",
     "metadata",
 ];
 

@@ -20,15 +20,16 @@
 //!
 //! Functions: the query's `name()`, `type()`, `class()`, `client_ip()`,
 //! and the request's `proto()`, `size()`, `id()`, `opcode()`, `do()`,
-//! `bufsize()`, `port()` ([`Wire`]);
+//! `bufsize()`, `port()`, and the address it came in on, `server_ip()`,
+//! `server_port()` ([`Wire`]);
 //! `incidr(ip, cidr)`, `metadata(label)` (what the block's `metadata`
 //! knows of the query, "" without one), `group(name|index)`; the builtins `len`, `int`,
 //! `float`, `string`, `lower`, `upper`, `trim`, `trimPrefix`, `trimSuffix`,
 //! `replace`, `split`, `join`, `indexOf`, `hasPrefix`, `hasSuffix`, and
 //! `any`, `all`, `none`, `one`, `filter`, `map`, `count` over an array with
-//! a predicate on `#`. CoreDNS's `server_ip()` and `server_port()` are
-//! refused at load with the reason (the address a query came in on is not
-//! kept per query).
+//! a predicate on `#`. `server_ip()` is the address the query came in on
+//! (over UDP with a wildcard bind, the datagram's destination, where
+//! CoreDNS's `state.LocalIP()` is the unspecified address).
 
 mod eval;
 mod functions;
@@ -58,7 +59,6 @@ pub struct Program {
 /// The names a `var` may not take: functions, keywords and literals.
 pub fn reserved(name: &str) -> bool {
     functions::FUNCTIONS.iter().any(|f| f.0 == name)
-        || functions::REFUSED.contains(&name)
         || [
             "true",
             "false",

@@ -1,7 +1,7 @@
 //! The parser: tokens to a tree, each node typed as it is built, so a
 //! misuse is found at load with its offset (the grammar is in `mod.rs`).
 
-use super::functions::{FUNCTIONS, PER_REQUEST, PREDICATES, REFUSED};
+use super::functions::{FUNCTIONS, PER_REQUEST, PREDICATES};
 use super::lex::Tok;
 use super::typing::{arith_type, check_cmp, fail, want, CompileError, Ty};
 use super::value::Value;
@@ -252,15 +252,6 @@ impl<'a> Parser<'a> {
         }
         if let Some(k) = self.vars.iter().position(|(n, _)| n == name) {
             return Ok((Node::Var(k), self.vars[k].1));
-        }
-        if REFUSED.contains(&name) {
-            return fail(
-                at,
-                format!(
-                    "{name}() is not available to clusterdns's template: the address a query came in on \
-                     is not kept per query (client_ip(), port(), proto() and the request's fields are)"
-                ),
-            );
         }
         let Some(&(fname, params, result)) = FUNCTIONS.iter().find(|f| f.0 == name) else {
             return fail(at, format!("unknown name {name}"));

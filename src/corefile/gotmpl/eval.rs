@@ -23,6 +23,9 @@ pub struct Data<'a> {
     pub question: (&'a str, u16, u16),
     /// The template's `var`s, by name.
     pub vars: Vec<(String, Value)>,
+    /// What `.Meta "LABEL"` reads: the block's `metadata`, when it has one
+    /// for the name (a label unset, or no `metadata`: "", as in CoreDNS).
+    pub meta: crate::corefile::expr::Metadata<'a>,
 }
 
 /// A value inside a template.
@@ -104,7 +107,7 @@ fn command(cmd: &Command, data: &Data<'_>, piped: Option<Value>) -> Result<Value
     match head {
         Operand::Func(f) => call(*f, args),
         Operand::Field(path) if path.len() == 1 && path[0] == "Meta" => match args.as_slice() {
-            [Value::Str(_)] => Ok(Value::Str(String::new())), // template reads no metadata: CoreDNS's "" without the plugin too
+            [Value::Str(label)] => Ok(Value::Str(data.meta.0.and_then(|m| m(label)).unwrap_or_default())),
             _ => Err(".Meta takes one string".into()),
         },
         other if args.is_empty() => operand(other, data),

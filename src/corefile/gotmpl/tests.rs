@@ -17,6 +17,7 @@ fn data() -> Data<'static> {
         ],
         remote: "192.0.2.9".into(),
         question: ("ip-10-1-2-3.example.", 1, 1),
+        meta: crate::corefile::expr::Metadata::default(),
         vars: vec![
             ("local".into(), super::Value::Bool(true)),
             ("n".into(), super::Value::Int(7)),

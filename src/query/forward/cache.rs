@@ -7,8 +7,8 @@
 //! with its original TTLs; a hit rewrites every TTL to the time left (CoreDNS's
 //! behaviour) unless `keepttl`. Negative answers live for the SOA's
 //! negative TTL (RFC 2308: the lesser of its TTL and MINIMUM). The key is
-//! the case-folded name, type, and the DO and CD bits (the class is
-//! always IN: other classes are refused before this).
+//! the case-folded name, type, and the DO and CD bits, and the class when
+//! it is not IN (a CHAOS question forwarded is kept apart from the IN one).
 
 mod keep;
 pub mod print;
@@ -100,7 +100,7 @@ pub enum Lookup {
     Miss,
 }
 
-/// A cache key: case-folded wire name, type, DO and CD.
+/// A cache key: case-folded wire name, type, DO and CD (and a class not IN).
 pub type Key = Box<[u8]>;
 
 pub struct Cache {
@@ -130,6 +130,9 @@ impl Cache {
         crate::query::request::name_key(query.name(), &mut key);
         key.extend_from_slice(&u16::from(query.query_type()).to_be_bytes());
         key.push(u8::from(dnssec_ok) | u8::from(checking_disabled) << 1);
+        if query.query_class() != hickory_proto::rr::DNSClass::IN {
+            key.extend_from_slice(&u16::from(query.query_class()).to_be_bytes());
+        }
         key.into_boxed_slice()
     }
 

@@ -73,6 +73,12 @@ impl Line for AutoConfig {
     fn start(&self) -> ZoneFile {
         start(self)
     }
+
+    /// The zones its files are found under: `transfer` sends each zone
+    /// found under them, by its own name.
+    fn transferred(&self) -> &[Name] {
+        &self.zones
+    }
 }
 
 /// Reads the directory every `reload` while the block's zones live.

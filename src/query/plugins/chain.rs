@@ -232,7 +232,7 @@ impl Chain {
     /// The plugins of `setups` (already in the table's order), in the
     /// block whose metrics' `server` label is `server`.
     pub fn build<'a>(setups: impl IntoIterator<Item = &'a Arc<dyn Setup>>, server: &str) -> Chain {
-        Chain::build_in(setups, &BuildContext { server, store: None })
+        Chain::build_in(setups, &BuildContext::of(server))
     }
 
     /// The plugins of `setups` (already in the table's order), built with

@@ -24,11 +24,13 @@ use crate::corefile::words::Block;
 use crate::metrics::Plugin;
 use crate::query::plugins::chain::{Answering, Client, Readiness, Setup, Stage};
 use crate::query::plugins::verdict::Verdict;
+use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
 
 pub mod options;
 pub mod print;
 pub mod setup;
+mod xfr;
 
 pub use options::ErraticConfig;
 
@@ -127,6 +129,11 @@ impl Answering for Erratic {
         } else {
             Verdict::Drop
         }
+    }
+
+    /// A made-up zone for any AXFR that reaches it ([`xfr`]).
+    fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
+        vec![Arc::new(xfr::ErraticZones::new(hickory_proto::rr::Name::root()))]
     }
 
     fn readiness(&self) -> Option<Arc<dyn Readiness>> {

@@ -35,7 +35,7 @@ use crate::query::plugins::verdict::Verdict;
 use crate::query::plugins::zone_source::ZoneSource;
 use crate::query::reply::Answer;
 use line::Line;
-use walk::FileSource;
+use walk::{FileSource, FoundSource};
 use zone::ZoneFile;
 
 /// A block's zone directive lines, in the table's order of their
@@ -159,12 +159,20 @@ impl Answering for Zones {
 
     fn zone_sources(&self) -> Vec<Arc<dyn ZoneSource>> {
         let origins = self.files.iter().flat_map(ZoneFile::origins);
-        origins
+        let mut sources: Vec<Arc<dyn ZoneSource>> = origins
             .map(|(origin, loaded)| {
                 let (origin, loaded) = (origin.clone(), loaded.clone());
                 Arc::new(FileSource { origin, loaded }) as Arc<dyn ZoneSource>
             })
-            .collect()
+            .collect();
+        for (zones, found) in self.files.iter().filter_map(ZoneFile::found_under) {
+            let found = |zone: &Name| FoundSource {
+                zone: zone.clone(),
+                found: found.clone(),
+            };
+            sources.extend(zones.iter().map(|z| Arc::new(found(z)) as Arc<dyn ZoneSource>));
+        }
+        sources
     }
 }
 

@@ -144,7 +144,9 @@ impl Hosts {
         }
     }
 
-    /// Answers `qname` `qtype` from the file's and the inline entries.
+    /// Answers `qname` `qtype` from the file's and the inline entries,
+    /// the records owned by the name lower-cased as CoreDNS writes them
+    /// (`state.Name()`); the question keeps the client's spelling.
     pub fn lookup(&self, qname: &Name, qtype: RecordType, out: &mut Answer) -> Verdict {
         let lower = qname.to_lowercase();
         if qtype != RecordType::PTR && !self.cfg.zones.iter().any(|z| z.zone_of(&lower)) {
@@ -161,7 +163,7 @@ impl Hosts {
                 found.extend(
                     names
                         .flatten()
-                        .map(|n| Record::from_rdata(qname.clone(), ttl, RData::PTR(PTR(n.clone())))),
+                        .map(|n| Record::from_rdata(lower.clone(), ttl, RData::PTR(PTR(n.clone())))),
                 );
                 if found.is_empty() {
                     return Verdict::Next;
@@ -169,7 +171,7 @@ impl Hosts {
             }
             RecordType::A | RecordType::AAAA => {
                 let ips = sources.iter().flat_map(|d| d.lookup(&lower, qtype == RecordType::A));
-                found.extend(ips.filter_map(|ip| reply::address(qname, ttl, *ip, qtype)));
+                found.extend(ips.filter_map(|ip| reply::address(&lower, ttl, *ip, qtype)));
             }
             _ if self.cfg.fallthrough_unsupported && self.cfg.falls_through(&lower) => return Verdict::Next,
             _ => {}

@@ -63,7 +63,7 @@ impl Setup for K8sExternalConfig {
     }
 
     fn build(&self, server: &str) -> Box<dyn Answering> {
-        self.build_in(&BuildContext { server, store: None })
+        self.build_in(&BuildContext::of(server))
     }
 
     fn build_in(&self, ctx: &BuildContext<'_>) -> Box<dyn Answering> {

@@ -22,6 +22,7 @@ use hickory_proto::op::{Edns, Message, Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 use crate::metrics::Transport;
+use crate::query::metadata::Metadata;
 use crate::query::plugins::rewrite::setup::rule::{EdnsAction, EdnsRule, Matcher, RewriteRule, RuleKind};
 use crate::query::reply::Answer;
 
@@ -328,11 +329,12 @@ fn value_mut(data: &mut RData) -> Option<&mut Name> {
 /// The message a rewritten query sends upstream: the client's request
 /// with `query` as its question and `revert`'s EDNS0 rules applied
 /// (`local`: the listener's address the query came in on, for
-/// `{server_ip}` and `{server_port}`; unknown, those options are not set).
+/// `{server_ip}` and `{server_port}`; unknown, those options are not set;
+/// `metadata`: the block's, for `{PLUGIN/LABEL}`).
 pub fn upstream_request(
     bytes: &[u8],
     query: &Query,
-    revert: Option<&Revert>,
+    (revert, metadata): (Option<&Revert>, Option<&Metadata>),
     peer: SocketAddr,
     local: Option<SocketAddr>,
     t: Transport,
@@ -347,7 +349,7 @@ pub fn upstream_request(
             e.set_max_payload(crate::query::reply::echo::OUR_PAYLOAD);
             e
         });
-        let Some((code, option)) = edns_option::option_for(rule, query, (peer, local), t) else {
+        let Some((code, option)) = edns_option::option_for(rule, query, (peer, local), t, metadata) else {
             continue;
         };
         let opts = &mut edns.options_mut().options;

@@ -32,13 +32,14 @@ use std::sync::{Arc, Mutex};
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::corefile::expr::Wire;
+use crate::corefile::expr::{self, Wire};
 use crate::corefile::gotmpl::{Data, Template};
 use crate::corefile::words::Block;
 use crate::metrics::catalogue::{counter, Family};
 use crate::metrics::exposed::Exposed;
 use crate::metrics::Plugin;
-use crate::query::plugins::chain::{Answering, Client, Setup, Stage};
+use crate::query::metadata::Metadata;
+use crate::query::plugins::chain::{Answering, BuildContext, Client, Setup, Stage};
 use crate::query::plugins::template::setup::{TemplateConfig, TemplatesConfig};
 use crate::query::plugins::verdict::Verdict;
 use crate::query::reply::Answer;
@@ -128,6 +129,8 @@ fn matched(t: &TemplateConfig, name: &str) -> Option<(String, Groups)> {
 pub struct Templates {
     list: Vec<TemplateConfig>,
     pub stats: Arc<TemplateStats>,
+    /// The block's `metadata` (`metadata()`, `.Meta`).
+    pub metadata: Option<Arc<Metadata>>,
 }
 
 fn escape(label: &str) -> String {
@@ -142,6 +145,7 @@ impl Templates {
                 server,
                 series: Mutex::default(),
             }),
+            metadata: None,
         }
     }
 
@@ -156,7 +160,10 @@ impl Templates {
         {
             return Verdict::Next;
         }
-        let lower = query.name().to_lowercase();
+        let (lower, known) = (query.name().to_lowercase(), self.metadata.as_deref());
+        let known = known.filter(|m| m.covers(&lower));
+        let lookup = |label: &str| known.and_then(|m| m.value(label, client));
+        let meta: expr::Metadata = expr::Metadata(known.map(|_| &lookup as _));
         let name = lower.to_ascii();
         for t in &self.list {
             let Some(zone) = takes(t, &lower, query) else {
@@ -183,6 +190,7 @@ impl Templates {
                 remote: client.to_string(),
                 question: (&name, u16::from(qtype), u16::from(qclass)),
                 vars: Vec::new(),
+                meta,
             };
             let judged = conditions::judge(t, query, (client, wire), &mut data);
             out.tags.memoizable &= !conditions::uses_client(t);
@@ -355,8 +363,10 @@ impl Setup for TemplatesConfig {
         "template"
     }
 
-    fn build(&self, server: &str) -> Box<dyn Answering> {
-        Box::new(Templates::new(self.0.clone(), server.to_string()))
+    fn build_in(&self, ctx: &BuildContext<'_>) -> Box<dyn Answering> {
+        let mut templates = Templates::new(self.0.clone(), ctx.server.to_string());
+        templates.metadata = ctx.metadata.cloned();
+        Box::new(templates)
     }
 
     fn print(&self, b: &mut Block) {

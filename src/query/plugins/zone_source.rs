@@ -3,6 +3,8 @@
 //! (`query/transfer`) reads it as it reads the cluster's and the files'
 //! zones, knowing nothing of the plugin.
 
+use std::sync::Arc;
+
 use hickory_proto::rr::{Name, Record, RecordType};
 
 use crate::query::reply::prefixed;
@@ -19,6 +21,18 @@ pub trait ZoneSource: Send + Sync {
     /// A walk through the zone as it is now; `None` when it cannot be
     /// sent (SERVFAIL).
     fn walk(&self) -> Option<Box<dyn ZoneWalk + '_>>;
+
+    /// For a source that stands for the zones found under its name at run
+    /// time (`auto`'s directory): the one named `zone`, when found now.
+    fn member(&self, _zone: &Name) -> Option<Arc<dyn ZoneSource>> {
+        None
+    }
+
+    /// Whether it is sent to any client without a `transfer` directive
+    /// (`erratic`'s made-up zone, as CoreDNS's erratic answers an AXFR).
+    fn open(&self) -> bool {
+        false
+    }
 }
 
 /// A walk through one zone: the SOA, its records a step at a time, the

@@ -10,7 +10,8 @@
 //! | EDNS version above 0                       | BADVERS  |
 //! | a zone transfer                            | REFUSED  |
 //!
-//! (A class other than IN is refused by `route`, after `rewrite class`.)
+//! (A class other than IN is judged by `route`, after `rewrite class`: `chaos`, else
+//! `forward` only, else REFUSED.)
 //!
 //! One parser reads requests: [`parse`] walks the wire bytes of a plain
 //! query (header, one question, at most an OPT, nothing after) without

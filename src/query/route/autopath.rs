@@ -1,7 +1,7 @@
 //! `autopath`: a client pod's search walk done here, as CoreDNS's autopath
 //! does it. The asked name first, then each later name of the pod's search
 //! path in turn, each judged by the guard and sent through the plugins of the
-//! block that serves it; the first that is not NXDOMAIN answers behind a
+//! block that serves it; the first that is not NXDOMAIN (nor a SERVFAIL made here) answers behind a
 //! CNAME from the asked name. A later name that goes upstream leaves the
 //! rest of the walk ([`Rest`]) with the forwarded query: when that name
 //! comes back NXDOMAIN the forwarding task walks on through the router
@@ -45,7 +45,7 @@ impl Router {
         let qname = query.name();
         let keep = usize::from(qname.num_labels() - path.first.num_labels());
         let base = Name::from_labels(qname.iter().take(keep)).ok()?;
-        // The asked name first: anything but NXDOMAIN is its own answer.
+        // The asked name first: anything but NXDOMAIN or SERVFAIL is its own answer.
         let asked = self.through(block, query, asker, out);
         out.tags.memoizable = false; // depends on the client from here on
         let asked = match asked {
@@ -59,13 +59,13 @@ impl Router {
             }
             asked => asked,
         };
-        if !matches!(asked, Routed::Done) || out.rcode != ResponseCode::NXDomain {
+        if !matches!(asked, Routed::Done) || !walks_on(out.rcode) {
             return Some(asked);
         }
         if let Some(routed) = self.walk(block, &base, path.walk.into_iter(), query, asker, out) {
             return Some(routed);
         }
-        // Every name of the walk is NXDOMAIN: so is the asked one.
+        // Every name of the walk failed: the asked one's answer stands.
         let routed = self.through(block, query, asker, out);
         out.tags.memoizable = false;
         Some(routed)
@@ -98,7 +98,7 @@ impl Router {
             found.clear();
             match self.guarded(entry, home, &candidate, asker, &mut found) {
                 Routed::Drop => return Some(Routed::Drop),
-                Routed::Done if found.rcode == ResponseCode::NXDomain => continue,
+                Routed::Done if walks_on(found.rcode) => continue,
                 Routed::Done => {
                     answered(out, &mut found, query.name());
                     return Some(Routed::Done);
@@ -129,6 +129,15 @@ impl Router {
             first: None,
         }
     }
+}
+
+/// Whether a name answered here with `rcode` lets the walk go on: NXDOMAIN,
+/// and SERVFAIL, which a CoreDNS plugin returns without writing it (`hosts`
+/// without an entry, a cluster not synced yet), so CoreDNS's autopath walks
+/// on past it (`plugin.ClientWrite`). A written denial (`acl`'s REFUSED)
+/// ends the walk.
+fn walks_on(rcode: ResponseCode) -> bool {
+    matches!(rcode, ResponseCode::NXDomain | ResponseCode::ServFail)
 }
 
 /// `found`, a later name's answer, made `out`, the asked `qname`'s: a
@@ -233,7 +242,7 @@ fn hand_on(router: &Arc<Router>, mut job: Job, onward: Onward<'_>) {
     }
     if let Some((candidate, _)) = left.chase {
         // the request that went (EDNS as the router made it), asking this name
-        job.request = rewrite::upstream_request(&job.request, &candidate, None, job.peer, None, job.transport);
+        job.request = rewrite::upstream_request(&job.request, &candidate, (None, None), job.peer, None, job.transport);
         job.query = candidate;
     }
     job.then.loadbalance = balance.filter(|lb| lb.touches(job.query.query_type())).cloned();

@@ -92,6 +92,23 @@ fn kubernetes(block: &Block, qname: &Name, qtype: RecordType, out: &mut Answer) 
 /// the chain's last plugins; SERVFAIL when the block has neither for it (CoreDNS: the
 /// chain ran out, "no next plugin found"), REFUSED when the block has no
 /// plugin at all (as a name no block serves).
+/// A question of another class than IN (`chaos` took CH before; or after
+/// `rewrite class`): the block's `forward` takes it, through its `cache`
+/// (keyed by class too), as CoreDNS's forward does; without one it is
+/// REFUSED. The chain's other plugins serve class IN only.
+pub(super) fn other_class<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
+    let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(query.name())) else {
+        out.error(UNHANDLED);
+        return Routed::Done;
+    };
+    out.clear_records();
+    if fwd.cached(query, asker.dnssec_ok, asker.cd, out) {
+        out.tags.plugin = Plugin::Cache;
+        return Routed::Done;
+    }
+    Routed::Forward(Onward::to(fwd, block.loadbalance.as_ref()))
+}
+
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
     let qname = query.name();
     let Some(fwd) = block.forwarding.as_ref().filter(|f| f.handles(qname)) else {

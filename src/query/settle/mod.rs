@@ -73,6 +73,9 @@ pub struct Left {
     /// `rewrite` changed the question: the one that goes, and how the
     /// answer is changed back.
     pub rewrite: Option<Box<(Query, Revert)>>,
+    /// The block's `metadata` when `rewrite` changed the question and it
+    /// covers the name asked (`rewrite`'s `{PLUGIN/LABEL}`).
+    pub metadata: Option<Arc<crate::query::metadata::Metadata>>,
     /// `minimal` of the block: the answer loses its extra sections ([`minimal`]).
     pub minimal: bool,
     /// `header` of the block: its query rules on the request sent, all on the reply.
@@ -133,7 +136,8 @@ impl Left {
             None => (bytes.to_vec(), asked.clone()),
             Some(forwarded) => {
                 let revert = then.rewrite.as_ref().map(|r| &r.revert);
-                let request = rewrite::upstream_request(bytes, &forwarded, revert, peer, local, transport);
+                let how = (revert, self.metadata.as_deref());
+                let request = rewrite::upstream_request(bytes, &forwarded, how, peer, local, transport);
                 (request, forwarded)
             }
         };

@@ -78,7 +78,7 @@ impl Transfer {
         let zones: Vec<Xfr> = sources
             .into_iter()
             .filter_map(|source| {
-                let cfg = covering(transfers, source.name())?;
+                let cfg = covering(transfers, source.name()).or_else(|| source.open().then(open))?;
                 Some(Xfr { source, cfg })
             })
             .collect();
@@ -94,6 +94,21 @@ impl Transfer {
         notify::spawn(&transfer);
         Some(transfer)
     }
+}
+
+/// What a zone sent without a `transfer` directive is sent under: to any
+/// client, no NOTIFY ([`Source::open`]).
+fn open() -> Arc<TransferConfig> {
+    Arc::new(TransferConfig {
+        zones: vec![Name::root()],
+        to: vec![setup::To::Any],
+        source: None,
+        pos: crate::corefile::lexer::Pos {
+            file: "".into(),
+            line: 0,
+            col: 0,
+        },
+    })
 }
 
 /// The `transfer` directive covering `zone` with its longest zone.
@@ -177,7 +192,18 @@ pub async fn serve(
     let Some((transfer, stats)) = find(query.name(), query.query_type()) else {
         return false;
     };
-    let Some(i) = transfer.zones.iter().position(|x| x.source.name() == query.name()) else {
+    // the zone itself, or one found under a zone at run time (`auto`'s)
+    let member = |(i, x): (usize, &Xfr)| Some((i, Source::Plugin(x.source.member(query.name())?)));
+    let found = match transfer.zones.iter().position(|x| x.source.name() == query.name()) {
+        Some(i) => Some((i, None)),
+        None => transfer
+            .zones
+            .iter()
+            .enumerate()
+            .find_map(member)
+            .map(|(i, m)| (i, Some(m))),
+    };
+    let Some((i, member)) = found else {
         return false;
     };
     if !transfer.zones[i].cfg.allows(peer.ip()) {
@@ -185,7 +211,9 @@ pub async fn serve(
         tracing::info!(target: "transfer", "refused transfer of zone {} to {}: not in `to`", query.name(), peer.ip());
         return false;
     }
-    let sent = transfer.send(i, &request, peer, (tx, signer.map(Signer::stream))).await;
+    let sent = transfer
+        .send((i, member.as_ref()), &request, peer, (tx, signer.map(Signer::stream)))
+        .await;
     if let (Some(stats), Some(rcode)) = (stats, sent.rcode) {
         stats.record(&Served {
             transport: Transport::Tcp,
@@ -212,10 +240,11 @@ struct Sent {
 }
 
 impl Transfer {
-    /// Sends zone `i` (or, for an IXFR of the current serial, its SOA).
+    /// Sends zone `i`, or `member`, the zone found under it (or, for an
+    /// IXFR of the current serial, its SOA).
     async fn send(
         &self,
-        i: usize,
+        (i, member): (usize, Option<&Source>),
         request: &Message,
         peer: SocketAddr,
         (tx, signer): (&mpsc::Sender<Vec<u8>>, Option<Stream>),
@@ -227,12 +256,13 @@ impl Transfer {
             bytes: 0,
             records: 0,
         };
-        let Some(mut walk) = self.zones[i].source.walk(self.cluster.as_ref()) else {
+        let source = member.unwrap_or(&self.zones[i].source);
+        let Some(mut walk) = source.walk(self.cluster.as_ref()) else {
             let rcode = ResponseCode::ServFail;
             let ok = out.send(Vec::new(), rcode).await;
             return out.sent(ok.then_some(rcode));
         };
-        let name = self.zones[i].source.name();
+        let name = source.name();
         if ixfr_serial(request).is_some_and(|held| walk.current(held)) {
             self.stats.request(i, Request::Current);
             let ok = out.send(vec![walk.soa()], ResponseCode::NoError).await;

@@ -305,8 +305,8 @@ mod tests {
         let errors = load(".:53 {\n    transfer {\n        to *\n    }\n}\n").expect_err("needs kubernetes");
         assert_eq!(errors.len(), 1, "{errors:?}");
         // The directives as the table lists them, the last after "or".
-        let [a, b, c, d] = crate::config::directives::TRANSFERRED;
-        let expected = format!("/tmp/Corefile:2:5: transfer: needs a {a}, {b}, {c} or {d} directive");
+        let [a, b, c, d, e] = crate::config::directives::TRANSFERRED;
+        let expected = format!("/tmp/Corefile:2:5: transfer: needs a {a}, {b}, {c}, {d} or {e} directive");
         assert!(errors[0].starts_with(&expected), "{errors:?}");
     }
 }

@@ -31,6 +31,20 @@ impl Source {
         }
     }
 
+    /// Whether it is sent without a `transfer` directive ([`ZoneSource::open`]).
+    pub fn open(&self) -> bool {
+        matches!(self, Source::Plugin(source) if source.open())
+    }
+
+    /// The zone named `zone` found under this one at run time, if any
+    /// ([`ZoneSource::member`]).
+    pub fn member(&self, zone: &Name) -> Option<Arc<dyn ZoneSource>> {
+        match self {
+            Source::Cluster(_) => None,
+            Source::Plugin(source) => source.member(zone),
+        }
+    }
+
     /// The serial to NOTIFY about; `None` while the zone has none (the
     /// cluster not synced yet, a plugin's zone not loaded).
     pub fn serial(&self, cluster: Option<&Cluster>) -> Option<u32> {

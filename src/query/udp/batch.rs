@@ -2,7 +2,12 @@
 //! `recvmmsg` and one `sendmmsg`, reused for every batch. Each received
 //! datagram comes with the kernel's receive stamp (how long it queued) and,
 //! while the worker asks for it, the socket's count of datagrams dropped
-//! at the door (`SO_RXQ_OVFL`).
+//! at the door (`SO_RXQ_OVFL`), and on a socket bound to the unspecified
+//! address, the address it was sent to (`IP_PKTINFO`, `IPV6_RECVPKTINFO`),
+//! which its reply is then sent from (else the kernel picks the source by
+//! route, and a query to another of the host's addresses gets a reply from
+//! an address its client does not expect, and drops). Replies from one
+//! address (all of them, but on a multi-homed host) go in one `sendmmsg`.
 //!
 //! nix's `recvmmsg` does not reset each header's control length between
 //! calls, and the kernel leaves there the length it used. Once a slot held
@@ -19,12 +24,12 @@
 //! rebuild per batch.
 
 use std::io::{IoSlice, IoSliceMut};
-use std::net::UdpSocket;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, SystemTime};
 
 use nix::errno::Errno;
-use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, MultiHeaders, SockaddrStorage};
+use nix::sys::socket::{self, ControlMessage, ControlMessageOwned, MsgFlags, MultiHeaders, SockaddrStorage};
 use nix::sys::time::TimeSpec;
 
 /// Datagrams received and replies sent per system call, at most.
@@ -43,6 +48,9 @@ pub struct Datagram {
     /// the kernel's stamp was missing).
     pub waited: Option<Duration>,
     pub truncated: bool,
+    /// The address it was sent to, on a socket bound to the unspecified
+    /// address (`None` on one bound to an address: that address).
+    pub to: Option<IpAddr>,
 }
 
 /// A worker's buffers, reused for every batch.
@@ -50,6 +58,8 @@ pub struct Batch {
     pub bufs: Box<[[u8; SIZE]; BATCH]>,
     received: MultiHeaders<SockaddrStorage>,
     sending: MultiHeaders<SockaddrStorage>,
+    /// For replies sent from a given address (`IP_PKTINFO`, `IPV6_PKTINFO`).
+    sending_from: [MultiHeaders<SockaddrStorage>; 2],
     pub got: Vec<Datagram>,
     /// The socket's drop count, if a datagram of the last batch carried it.
     pub drops: Option<u32>,
@@ -57,12 +67,15 @@ pub struct Batch {
     pub out: Vec<u8>,
     pub replies: Vec<(usize, usize)>,
     pub to: Vec<Option<SockaddrStorage>>,
+    /// The address each reply goes from (its query's [`Datagram::to`]);
+    /// empty: every one from the socket's own address.
+    pub from: Vec<Option<IpAddr>>,
     /// Rebuilds left for unstamped datagrams (see the module comment).
     unstamped: u8,
 }
 
 fn receiving() -> MultiHeaders<SockaddrStorage> {
-    MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(TimeSpec, u32)))
+    MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(TimeSpec, u32, nix::libc::in6_pktinfo)))
 }
 
 impl Batch {
@@ -71,11 +84,16 @@ impl Batch {
             bufs: Box::new([[0; SIZE]; BATCH]),
             received: receiving(),
             sending: MultiHeaders::preallocate(BATCH, None),
+            sending_from: [
+                MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(nix::libc::in_pktinfo))),
+                MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(nix::libc::in6_pktinfo))),
+            ],
             got: Vec::with_capacity(BATCH),
             drops: None,
             out: Vec::with_capacity(BATCH * 512),
             replies: Vec::with_capacity(BATCH),
             to: Vec::with_capacity(BATCH),
+            from: Vec::with_capacity(BATCH),
             unstamped: UNSTAMPED_REBUILDS,
         }
     }
@@ -103,11 +121,17 @@ impl Batch {
         let wall = SystemTime::now();
         let (mut cut, mut bare) = (false, false);
         for msg in results {
-            let mut stamp = None;
+            let (mut stamp, mut to) = (None, None);
             for m in msg.cmsgs().into_iter().flatten() {
                 match m {
                     ControlMessageOwned::ScmTimestampns(t) => stamp = since_epoch(t),
                     ControlMessageOwned::RxqOvfl(count) => self.drops = Some(count),
+                    ControlMessageOwned::Ipv4PacketInfo(i) => {
+                        to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(i.ipi_addr.s_addr))));
+                    }
+                    ControlMessageOwned::Ipv6PacketInfo(i) => {
+                        to = Some(Ipv6Addr::from(i.ipi6_addr.s6_addr).to_canonical());
+                    }
                     _ => {}
                 }
             }
@@ -123,6 +147,7 @@ impl Batch {
                 from: msg.address,
                 waited,
                 truncated: msg.flags.contains(MsgFlags::MSG_TRUNC),
+                to,
             });
         }
         if cut {
@@ -134,23 +159,47 @@ impl Batch {
         Ok(())
     }
 
-    /// Sends the replies gathered; a reply the kernel refuses is skipped.
+    /// Sends the replies gathered, those from one address at a time; a
+    /// reply the kernel refuses is skipped.
     pub fn send(&mut self, socket: &UdpSocket) {
         let mut at = 0;
         while at < self.replies.len() {
-            let (out, replies) = (&self.out, &self.replies[at..]);
+            let (from, run) = match self.from.get(at) {
+                None => (None, self.replies.len() - at),
+                Some(&from) => (from, self.from[at..].iter().take_while(|f| **f == from).count()),
+            };
+            let (out, replies) = (&self.out, &self.replies[at..at + run]);
             let slices: [[IoSlice<'_>; 1]; BATCH] =
                 std::array::from_fn(|k| [IoSlice::new(replies.get(k).map_or(&[][..], |&(s, e)| &out[s..e]))]);
-            let none: [socket::ControlMessage<'_>; 0] = [];
-            match socket::sendmmsg(
-                socket.as_raw_fd(),
-                &mut self.sending,
-                slices[..replies.len()].iter(),
-                &self.to[at..],
-                none,
-                MsgFlags::empty(),
-            ) {
-                Ok(sent) => at += sent.count().max(1),
+            let (slices, to, fd) = (&slices[..run], &self.to[at..at + run], socket.as_raw_fd());
+            let flags = MsgFlags::empty();
+            let sent = match from {
+                None => {
+                    let none: [ControlMessage<'_>; 0] = [];
+                    socket::sendmmsg(fd, &mut self.sending, slices, to, none, flags).map(|r| r.count())
+                }
+                Some(IpAddr::V4(ip)) => {
+                    let info = nix::libc::in_pktinfo {
+                        ipi_ifindex: 0,
+                        ipi_spec_dst: nix::libc::in_addr {
+                            s_addr: u32::from(ip).to_be(),
+                        },
+                        ipi_addr: nix::libc::in_addr { s_addr: 0 },
+                    };
+                    let cmsg = [ControlMessage::Ipv4PacketInfo(&info)];
+                    socket::sendmmsg(fd, &mut self.sending_from[0], slices, to, cmsg, flags).map(|r| r.count())
+                }
+                Some(IpAddr::V6(ip)) => {
+                    let info = nix::libc::in6_pktinfo {
+                        ipi6_addr: nix::libc::in6_addr { s6_addr: ip.octets() },
+                        ipi6_ifindex: 0,
+                    };
+                    let cmsg = [ControlMessage::Ipv6PacketInfo(&info)];
+                    socket::sendmmsg(fd, &mut self.sending_from[1], slices, to, cmsg, flags).map(|r| r.count())
+                }
+            };
+            match sent {
+                Ok(sent) => at += sent.max(1),
                 Err(Errno::EINTR) => {}
                 Err(e) => {
                     tracing::debug!(target: "udp", "send failed: {e}");
@@ -161,6 +210,7 @@ impl Batch {
         self.out.clear();
         self.replies.clear();
         self.to.clear();
+        self.from.clear();
     }
 }
 
@@ -172,6 +222,7 @@ fn since_epoch(t: TimeSpec) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::SocketAddr;
 
     fn receive_all(batch: &mut Batch, socket: &UdpSocket) -> Vec<Datagram> {
         let mut all = Vec::new();
@@ -252,5 +303,41 @@ mod tests {
             }
         }
         panic!("no stamp says how long the datagram queued: {waits:?}");
+    }
+
+    #[test]
+    fn a_wildcard_socket_tells_each_datagram_s_destination() {
+        for (bind, dests) in [("0.0.0.0:0", &["127.0.0.1", "127.0.0.2"][..]), ("[::]:0", &["::1"][..])] {
+            let Ok(server) = super::super::bind(bind.parse().expect("address")) else {
+                continue; // no IPv6 here
+            };
+            let port = server.local_addr().expect("address").port();
+            let mut batch = Batch::new(); // a worker's, for one socket
+            for dest in dests {
+                let ip: IpAddr = dest.parse().expect("ip");
+                let client = UdpSocket::bind((ip, 0)).expect("bind");
+                client.send_to(b"query", (ip, port)).expect("send");
+                let got = receive_all(&mut batch, &server);
+                assert_eq!(got.iter().map(|d| d.to).collect::<Vec<_>>(), [Some(ip)], "{bind}");
+                // The reply goes from that address, not the one the route picks.
+                batch.out.extend_from_slice(b"reply");
+                batch.replies.push((0, 5));
+                batch.to.push(got[0].from);
+                batch.from.push(got[0].to);
+                batch.send(&server);
+                client.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+                let mut buf = [0u8; 16];
+                let (n, source) = client.recv_from(&mut buf).expect("the reply");
+                assert_eq!((&buf[..n], source), (&b"reply"[..], SocketAddr::new(ip, port)));
+            }
+        }
+        // Bound to one address: that address, not told per datagram.
+        let mut batch = Batch::new();
+        let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+        let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        client
+            .send_to(b"query", server.local_addr().expect("address"))
+            .expect("send");
+        assert_eq!(receive_all(&mut batch, &server)[0].to, None);
     }
 }

@@ -52,6 +52,7 @@ impl ClientQueue {
         socket.bind(&local.into())?;
         socket::setsockopt(&socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
         socket::setsockopt(&socket, sockopt::RxqOvfl, &1).map_err(io::Error::from)?;
+        packet_info(&socket, local)?;
         socket.connect(&SocketAddr::new(ip, 0).into())?;
         Ok(ClientQueue {
             ip,
@@ -70,6 +71,19 @@ impl ClientQueue {
         self.drops = count;
         u64::from(new)
     }
+}
+
+/// On a socket bound to the unspecified address, asks the kernel for each
+/// datagram's destination address (`IP_PKTINFO`, `IPV6_RECVPKTINFO`): the
+/// address the query came in on (`rewrite`'s `{server_ip}`, `template`'s
+/// `server_ip()`). A socket bound to one address has it as its own.
+pub(super) fn packet_info(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
+    match addr {
+        SocketAddr::V4(a) if a.ip().is_unspecified() => socket::setsockopt(socket, sockopt::Ipv4PacketInfo, &true),
+        SocketAddr::V6(a) if a.ip().is_unspecified() => socket::setsockopt(socket, sockopt::Ipv6RecvPacketInfo, &true),
+        _ => return Ok(()),
+    }
+    .map_err(io::Error::from)
 }
 
 #[cfg(test)]

@@ -124,5 +124,6 @@ fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     socket.bind(&addr.into())?;
     socket.set_read_timeout(Some(POLL))?;
     socket::setsockopt(&socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)?;
+    boxes::packet_info(&socket, addr)?;
     Ok(socket.into())
 }

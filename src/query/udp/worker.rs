@@ -58,6 +58,11 @@ struct Worker<'a> {
     limited: Vec<Limited>,
     /// `proxyproto`'s UDP sessions seen by this worker.
     sessions: Sessions,
+    /// The socket's address.
+    bound: Option<SocketAddr>,
+    /// Its port when it is bound to the unspecified address: each
+    /// datagram's destination (`Datagram::to`) is then the query's address.
+    wildcard: Option<u16>,
 }
 
 pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
@@ -76,6 +81,12 @@ pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBoo
         fair: Fairness::new(tcp.client_share, tcp.limited_clients, now),
         limited: Vec::new(),
         sessions: Sessions::default(),
+        bound: socket.local_addr().ok(),
+        wildcard: socket
+            .local_addr()
+            .ok()
+            .filter(|a| a.ip().is_unspecified())
+            .map(|a| a.port()),
     };
     while !stop.load(Ordering::Relaxed) {
         let now = if w.limited.is_empty() {
@@ -207,6 +218,10 @@ impl Worker<'_> {
                 continue;
             }
             let started = now.checked_sub(waited).unwrap_or(now);
+            if let Some(port) = self.wildcard {
+                // a wildcard bind: the datagram's destination (the bound address if not told)
+                self.scratch.local = d.to.map(|ip| SocketAddr::new(ip, port)).or(self.bound);
+            }
             let query = &self.batch.bufs[i][..d.len];
             let (start, client) = match proxy.map(|p| proxyproto::datagram(p, query, peer, &mut self.sessions, now)) {
                 None => (0, peer),
@@ -229,6 +244,9 @@ impl Worker<'_> {
                 b.out.extend_from_slice(&self.scratch.out);
                 b.replies.push((start, b.out.len()));
                 b.to.push(d.from);
+                if self.wildcard.is_some() {
+                    b.from.push(d.to); // none pushed: all from the bound address
+                }
             }
         }
         self.batch.send(socket);

@@ -30,6 +30,7 @@ impl Client {
             dnssec_ok: false,
             bufsize: 0,
             port: 0,
+            server: None,
         },
     };
 }
@@ -40,6 +41,19 @@ pub struct BuildContext<'a> {
     pub server: &'a str,
     /// Its block's cluster store (`kubernetes`), if it has one.
     pub store: Option<&'a Arc<Store>>,
+    /// Its block's `metadata`, if it has one.
+    pub metadata: Option<&'a Arc<crate::query::metadata::Metadata>>,
+}
+
+impl<'a> BuildContext<'a> {
+    /// A block with nothing but its `server` label.
+    pub fn of(server: &'a str) -> BuildContext<'a> {
+        BuildContext {
+            server,
+            store: None,
+            metadata: None,
+        }
+    }
 }
 
 /// What a setup's block-level check sees of its block.

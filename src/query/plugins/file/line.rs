@@ -29,7 +29,8 @@ pub trait Line: Debug + Send + Sync {
     /// Its zones, loaded (or being filled) now and kept up to date.
     fn start(&self) -> ZoneFile;
 
-    /// The origins `transfer` may send (none: zones that come and go).
+    /// The origins `transfer` may send (`auto`: the zones its zones are
+    /// found under).
     fn transferred(&self) -> &[Name] {
         &[]
     }

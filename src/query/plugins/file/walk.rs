@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use hickory_proto::rr::{Name, Record};
 
-use crate::query::plugins::file::zone::Loaded;
+use crate::query::plugins::file::zone::{Found, Loaded};
 use crate::query::plugins::zone_source::{ZoneSource, ZoneWalk};
 use crate::zonefile::Zone;
 
@@ -32,6 +32,58 @@ impl ZoneSource for FileSource {
     fn walk(&self) -> Option<Box<dyn ZoneWalk + '_>> {
         let walk = FileWalk::new(self.loaded.load_full())?;
         Some(Box::new(walk))
+    }
+}
+
+/// The zones found under `zone` at run time (`auto`'s): sent one at a
+/// time, each by its own name ([`ZoneSource::member`]); no serial of its
+/// own, so no NOTIFY for them.
+pub struct FoundSource {
+    pub zone: Name,
+    pub found: Found,
+}
+
+impl ZoneSource for FoundSource {
+    fn name(&self) -> &Name {
+        &self.zone
+    }
+
+    fn serial(&self) -> Option<u32> {
+        None
+    }
+
+    fn walk(&self) -> Option<Box<dyn ZoneWalk + '_>> {
+        None
+    }
+
+    fn member(&self, zone: &Name) -> Option<Arc<dyn ZoneSource>> {
+        let found = self.found.load();
+        let (origin, zone) = found.iter().find(|(origin, _)| origin == zone)?;
+        let member = FoundMember {
+            origin: origin.clone(),
+            zone: zone.clone(),
+        };
+        Some(Arc::new(member))
+    }
+}
+
+/// One zone found, as it was when its transfer began.
+struct FoundMember {
+    origin: Name,
+    zone: Arc<Option<Zone>>,
+}
+
+impl ZoneSource for FoundMember {
+    fn name(&self) -> &Name {
+        &self.origin
+    }
+
+    fn serial(&self) -> Option<u32> {
+        self.zone.as_ref().as_ref().map(Zone::serial)
+    }
+
+    fn walk(&self) -> Option<Box<dyn ZoneWalk + '_>> {
+        Some(Box::new(FileWalk::new(self.zone.clone())?))
     }
 }
 

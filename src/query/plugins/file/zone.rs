@@ -104,6 +104,11 @@ impl ZoneFile {
         self.cfg.zones.iter().zip(&self.zones)
     }
 
+    /// The zones found at run time, with the zones they are found under.
+    pub fn found_under(&self) -> Option<(&[Name], &Found)> {
+        Some((&self.cfg.zones, self.found.as_ref()?))
+    }
+
     /// Whether `qname` is under zones found at run time with no zone
     /// found for it.
     pub fn unfound(&self, qname: &Name) -> bool {

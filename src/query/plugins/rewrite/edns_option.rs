@@ -8,15 +8,18 @@ use hickory_proto::op::Query;
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
 
 use crate::metrics::Transport;
+use crate::query::metadata::Metadata;
 use crate::query::plugins::rewrite::setup::rule::{EdnsData, EdnsRule};
 
 /// The option `rule` sets for `query` from `peer` (that came in on
-/// `local`); `None`: nothing to set (an address not known).
+/// `local`; `metadata`: the block's, when it covers the query); `None`:
+/// nothing to set (an address not known, a metadata label unset or empty).
 pub(super) fn option_for(
     rule: &EdnsRule,
     query: &Query,
     (peer, local): (SocketAddr, Option<SocketAddr>),
     t: Transport,
+    metadata: Option<&Metadata>,
 ) -> Option<(EdnsCode, EdnsOption)> {
     Some(match rule {
         EdnsRule::Nsid => (EdnsCode::NSID, EdnsOption::NSID(NSIDPayload::new(Vec::new()).ok()?)),
@@ -43,6 +46,10 @@ pub(super) fn option_for(
                 EdnsData::ServerPort => local?.port().to_be_bytes().to_vec(),
                 EdnsData::ClientPort => peer.port().to_be_bytes().to_vec(),
                 EdnsData::Protocol => t.label().as_bytes().to_vec(),
+                EdnsData::Metadata(label) => {
+                    let value = metadata?.value(label, peer.ip())?;
+                    Some(value.into_bytes()).filter(|v| !v.is_empty())?
+                }
             };
             (EdnsCode::from(*code), EdnsOption::Unknown(*code, bytes))
         }

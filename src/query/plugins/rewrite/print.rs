@@ -85,6 +85,7 @@ fn edns0(action: EdnsAction, option: &EdnsRule) -> String {
                 EdnsData::Protocol => "{protocol}".into(),
                 EdnsData::ServerIp => "{server_ip}".into(),
                 EdnsData::ServerPort => "{server_port}".into(),
+                EdnsData::Metadata(label) => format!("{{{label}}}"),
             };
             format!("edns0 local {action} 0x{code:04x} {data}")
         }

@@ -40,7 +40,7 @@ pub fn judge(t: &TemplateConfig, query: &Query, (client, wire): (IpAddr, expr::W
         client: Some(client),
         groups: &data.groups,
         wire,
-        metadata: expr::Metadata::default(),
+        metadata: data.meta,
     };
     let mut values = Vec::with_capacity(t.vars.len());
     for var in &t.vars {

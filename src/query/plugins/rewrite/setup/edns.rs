@@ -133,13 +133,19 @@ fn local_data(w: &Word, errors: &mut Vec<ConfigError>) -> Option<EdnsData> {
             "{protocol}" => Some(EdnsData::Protocol),
             "{server_ip}" => Some(EdnsData::ServerIp),
             "{server_port}" => Some(EdnsData::ServerPort),
-            other => {
-                errors.push(ConfigError::new(
-                    &w.pos,
-                    format!("rewrite: unsupported variable '{other}' (supported: {{qname}}, {{qtype}}, {{client_ip}}, {{client_port}}, {{protocol}}, {{server_ip}}, {{server_port}}; plugin metadata is not)"),
-                ));
-                None
-            }
+            other => match &other[1..other.len() - 1] {
+                // a metadata label, as CoreDNS's metadata.IsLabel: "plugin/name"
+                label if label.find('/').is_some_and(|p| p > 0 && p + 1 < label.len()) => {
+                    Some(EdnsData::Metadata(label.to_string()))
+                }
+                _ => {
+                    errors.push(ConfigError::new(
+                        &w.pos,
+                        format!("rewrite: unsupported variable '{other}' (supported: {{qname}}, {{qtype}}, {{client_ip}}, {{client_port}}, {{protocol}}, {{server_ip}}, {{server_port}}, {{PLUGIN/LABEL}} of metadata)"),
+                    ));
+                    None
+                }
+            },
         };
     }
     let Some(hex) = t.strip_prefix("0x") else {

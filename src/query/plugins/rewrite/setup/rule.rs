@@ -104,4 +104,7 @@ pub enum EdnsData {
     /// The address the query came in on (the listener's socket).
     ServerIp,
     ServerPort,
+    /// A metadata label (`{plugin/name}`): its value from the block's
+    /// `metadata`; unset or empty, the option is not set (as in CoreDNS).
+    Metadata(String),
 }
