@@ -174,6 +174,7 @@ fn routing(block: &mut Block, server: &Server) {
         zones: m.zones.clone(),
         view: server.view.as_ref().map(|v| v.name.clone()),
         pods: pods.map(|c| c.store.clone()),
+        geoip: crate::query::plugins::geoip::setup::of(server.setup("geoip")),
     });
     if let Some(log) = &mut block.log {
         log.style.format = crate::query::log::setup::with_metadata(log.style.format, &metadata);

@@ -41,6 +41,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: |b, s, _| super::root::print(b, s.root.as_deref()),
     },
     routing::METADATA,
+    rows::GEOIP,
     Spec {
         name: "cancel",
         options: false,

@@ -259,7 +259,7 @@ impl Handler {
             panic!("test-only panic trigger (debug builds only)");
         }
         let answer = &mut scratch.answer;
-        let routed = match router.enter(&req.query, || asker(at, &req), answer) {
+        let routed = match router.enter(&req.query, || asker(at, &req, router.views), answer) {
             None => Routed::Done, // REFUSED written: no block takes it
             Some(block) => {
                 let (qtype, client) = (u16::from(req.query.query_type()), at.peer.ip());
@@ -272,7 +272,7 @@ impl Handler {
                     return Err(Fate::Reply(summary));
                 }
                 answer.restart();
-                router.answer_in(block, &req.query, asker(at, &req), answer)
+                router.answer_in(block, &req.query, asker(at, &req, router.views), answer)
             }
         };
         let edns = request::edns::capped(req.edns, answer.tags.bufsize);
@@ -336,8 +336,9 @@ impl Handler {
 }
 
 /// Who asks, as the plugins of the full path see it: the request's fields
-/// `template`'s functions read are copied only here, past the direct writes.
-fn asker(at: &Arrival<'_>, req: &request::Request) -> Asker {
+/// `template`'s functions read are copied only here, past the direct writes;
+/// the ECS address (`geoip { edns-subnet }`) is read only for `views`.
+fn asker(at: &Arrival<'_>, req: &request::Request, views: bool) -> Asker {
     let edns = req.edns.map(|e| (e.payload, e.dnssec_ok));
     let id = (req.meta.id, u8::from(req.meta.op_code));
     let tcp = at.transport == Transport::Tcp;
@@ -346,6 +347,9 @@ fn asker(at: &Arrival<'_>, req: &request::Request) -> Asker {
         dnssec_ok: req.edns.is_some_and(|e| e.dnssec_ok),
         cd: req.meta.checking_disabled,
         wire: crate::corefile::expr::Wire::of(tcp, at.bytes.len(), id, edns, at.peer.port()),
+        subnet: (views && req.edns.is_some())
+            .then(|| crate::query::plugins::geoip::subnet::of_wire(at.bytes))
+            .flatten(),
     }
 }
 

@@ -138,7 +138,7 @@ impl Router {
             };
             let own = (block.view.as_deref(), block.metadata.as_deref());
             // an earlier block serving a zone as long wins
-            if best.is_none_or(|(m, _, _)| m < n) && view::admits(own, &mut facts, query, (asker.client, asker.wire)) {
+            if best.is_none_or(|(m, _, _)| m < n) && view::admits(own, &mut facts, query, asker) {
                 best = Some((n, block, slot));
             }
         }

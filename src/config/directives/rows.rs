@@ -200,3 +200,19 @@ pub const ANY: Spec = Spec {
     enabled: |s, _| s.has("any"),
     print: |b, s, _| print::plugin(b, s, "any"),
 };
+
+/// `geoip DBFILE [{ edns-subnet }]`: metadata labels from a MaxMind DB,
+/// after `metadata`; one per block.
+pub const GEOIP: Spec = Spec {
+    name: "geoip",
+    options: true,
+    parse: |d, c| {
+        let dir = crate::config::root::dir(c.server.root.as_deref(), c.dir);
+        let earlier = c.server.has("geoip");
+        if let Some(setup) = crate::query::plugins::geoip::setup::parse(d, earlier, dir, c.errors) {
+            c.server.plug(setup);
+        }
+    },
+    enabled: |s, _| s.has("geoip"),
+    print: |b, s, _| print::plugin(b, s, "geoip"),
+};

@@ -16,6 +16,7 @@ pub mod dns64;
 pub mod erratic;
 pub mod etcd;
 pub mod file;
+pub mod geoip;
 pub mod guard;
 pub mod hosts;
 pub mod k8s_external;
