@@ -332,6 +332,7 @@ pub const DIRECTIVES: &[Spec] = &[
     rows::GRPC,
     rows::ERRATIC,
     rows::WHOAMI,
+    rows::ON,
     routing::VIEW,
 ];
 

@@ -216,3 +216,17 @@ pub const GEOIP: Spec = Spec {
     enabled: |s, _| s.has("geoip"),
     print: |b, s, _| print::plugin(b, s, "geoip"),
 };
+
+/// `on startup|shutdown|certrenew COMMAND [ARGS...] [&]`: commands at
+/// process events, the block's lines one setup.
+pub const ON: Spec = Spec {
+    name: "on",
+    options: false,
+    parse: |d, c| {
+        if let Some(setup) = crate::query::plugins::on::setup::parse(d, c.server.setup("on"), c.errors) {
+            c.server.plug(setup);
+        }
+    },
+    enabled: |s, _| s.has("on"),
+    print: |b, s, _| print::plugin(b, s, "on"),
+};

@@ -21,6 +21,7 @@ pub mod guard;
 pub mod hosts;
 pub mod k8s_external;
 pub mod local;
+pub mod on;
 pub mod rewrite;
 pub mod secondary;
 pub mod template;
