@@ -19,7 +19,7 @@ use common::{needs, run, temp_dir, Server};
 /// The NL view answers 192.0.2.31, the viewless block after it 192.0.2.44.
 fn corefile(db: &Path) -> String {
     format!(
-        r#"example.com {{
+        r#"example.com:0 {{
     bind 127.0.0.1
     ready 127.0.0.1:0
     prometheus 127.0.0.1:0
@@ -35,7 +35,7 @@ fn corefile(db: &Path) -> String {
         answer "{{{{ .Name }}}} 60 IN A 192.0.2.31"
     }}
 }}
-example.com {{
+example.com:0 {{
     bind 127.0.0.1
     template IN A {{
         answer "{{{{ .Name }}}} 60 IN A 192.0.2.44"

@@ -19,7 +19,7 @@ const HANG: Duration = Duration::from_secs(30);
 fn corefile(dir: &Path) -> String {
     let d = dir.display();
     format!(
-        r#". {{
+        r#".:0 {{
     bind 127.0.0.1
     ready 127.0.0.1:0
     on startup mkdir {d}/started

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::runtime::{Built, GroupKey, Runtime, Source};
 use crate::admin::Live;
 use crate::config::{Config, Server};
+use crate::metrics::exposed::Exposed;
 use crate::query::forward::Forwarding;
 use crate::query::metadata::Metadata;
 use crate::query::plugins::chain::{BuildContext, Chain};
@@ -44,6 +45,12 @@ impl Runtime {
             let label = server_label(server);
             let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
             let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
+            let local = server.bind.first().map(|ip| SocketAddr::new(*ip, server.port));
+            let tracer = crate::query::plugins::trace::setup::tracer(server.setup("trace"), &label, local);
+            built
+                .live
+                .exposed
+                .extend(tracer.iter().map(|t| t.counters.clone() as Arc<dyn Exposed>));
             routing(&mut block, server);
             let registry = &self.metrics.registry;
             let router = built.routers.entry(key).or_insert_with(|| Router {
@@ -54,6 +61,7 @@ impl Runtime {
                 proxy: server.proxyproto.clone().map(Arc::new),
                 in_flight: config.in_flight,
                 taps: vec![None],
+                traces: vec![None],
                 tsig: None,
                 views: false,
             });
@@ -68,6 +76,7 @@ impl Runtime {
                     .stats
                     .push(registry.zone_in_view(&label, &zone.to_string(), view));
                 router.taps.push(taps.clone());
+                router.traces.push(tracer.clone());
                 for name in enabled(server, config) {
                     plugins.push((label.clone(), zone.to_string(), name));
                 }

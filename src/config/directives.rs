@@ -138,6 +138,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: NOT_REPORTED,
         print: |b, s, _| super::debug::print(b, s.debug),
     },
+    rows::TRACE,
     Spec {
         name: "nodelocal",
         options: true,

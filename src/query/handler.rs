@@ -206,7 +206,8 @@ impl Handler {
             started: at.started,
         };
         let stats = router.stats.get(usize::from(o.zone)).map(|s| &**s);
-        settle::record::record(&o, stats, router.tap(o.zone).map(|t| &**t), &exchange);
+        let (taps, trace) = (router.tap(o.zone).map(|t| &**t), router.trace(o.zone).map(|t| &**t));
+        settle::record::record(&o, stats, (taps, trace), &exchange);
         !s.out.is_empty()
     }
 
@@ -329,6 +330,7 @@ impl Handler {
             started: at.started,
             stats: router.stats.get(usize::from(answer.tags.zone)).cloned(),
             taps: router.tap(answer.tags.zone).cloned(),
+            trace: router.trace(answer.tags.zone).cloned(),
             then,
             walk: onward.walk.map(|rest| rest.with(router.clone())),
         });

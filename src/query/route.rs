@@ -76,6 +76,7 @@ impl Router {
             in_flight: crate::query::limits::IN_FLIGHT,
             proxy: None,
             taps: Vec::new(),
+            traces: Vec::new(),
             tsig: None,
         }
     }
@@ -83,6 +84,11 @@ impl Router {
     /// The `dnstap` taps of the block of stats slot `zone`.
     pub fn tap(&self, zone: u16) -> Option<&Arc<crate::dnstap::Taps>> {
         self.taps.get(usize::from(zone)).and_then(Option::as_ref)
+    }
+
+    /// The `trace` tracer of the block of stats slot `zone`.
+    pub fn trace(&self, zone: u16) -> Option<&Arc<crate::query::plugins::trace::Tracer>> {
+        self.traces.get(usize::from(zone)).and_then(Option::as_ref)
     }
 
     /// What memo entries are checked against: the config epoch plus the

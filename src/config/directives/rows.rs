@@ -230,3 +230,17 @@ pub const ON: Spec = Spec {
     enabled: |s, _| s.has("on"),
     print: |b, s, _| print::plugin(b, s, "on"),
 };
+
+/// `trace [zipkin] [ENDPOINT] { ... }`: Zipkin spans of sampled queries,
+/// after `debug`; a later line replaces an earlier one.
+pub const TRACE: Spec = Spec {
+    name: "trace",
+    options: true,
+    parse: |d, c| {
+        if let Some(setup) = crate::query::plugins::trace::setup::parse(d, c.errors) {
+            c.server.plug(setup);
+        }
+    },
+    enabled: |s, _| s.has("trace"),
+    print: |b, s, _| print::plugin(b, s, "trace"),
+};

@@ -25,6 +25,7 @@ pub mod on;
 pub mod rewrite;
 pub mod secondary;
 pub mod template;
+pub mod trace;
 pub mod verdict;
 pub mod watched;
 pub mod whoami;
@@ -35,4 +36,4 @@ use crate::metrics::catalogue::Family;
 /// The families plugins keep per server block (each defined in its home,
 /// fed by its `Exposed` counters), one list a plugin, in the order
 /// `/metrics` writes them.
-pub const PER_BLOCK: &[&[Family]] = &[&dns64::FAMILIES, &template::FAMILIES, &acl::FAMILIES];
+pub const PER_BLOCK: &[&[Family]] = &[&dns64::FAMILIES, &template::FAMILIES, &acl::FAMILIES, &trace::FAMILIES];
