@@ -73,9 +73,9 @@ impl Collector {
         let batch: Value = serde_json::from_slice(&body).expect("a JSON body");
         self.spans
             .lock()
-            .unwrap()
+            .expect("collector lock")
             .extend(batch.as_array().expect("a JSON array").iter().cloned());
-        self.paths.lock().unwrap().push(path);
+        self.paths.lock().expect("collector lock").push(path);
         (&conn).write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
     }
 
@@ -86,7 +86,7 @@ impl Collector {
             let roots: Vec<Value> = self
                 .spans
                 .lock()
-                .unwrap()
+                .expect("collector lock")
                 .iter()
                 .filter(|s| s["name"] == "servedns")
                 .cloned()
@@ -154,13 +154,18 @@ fn spans_reach_the_collector_tagged_as_coredns_tags_them() {
         assert!(span.get("parentId").is_none(), "{span}");
     }
     // the plugin that answered, as CoreDNS's child span of each plugin
-    let spans = collector.spans.lock().unwrap().clone();
+    let spans = collector.spans.lock().expect("collector lock").clone();
     let child = spans.iter().find(|s| s["parentId"] == a["id"]).expect("a child span");
     assert_eq!(
         (&child["name"], &child["traceId"]),
         (&Value::from("template"), &a["traceId"])
     );
-    assert!(collector.paths.lock().unwrap().iter().all(|p| p == "/api/v2/spans"));
+    assert!(collector
+        .paths
+        .lock()
+        .expect("collector lock")
+        .iter()
+        .all(|p| p == "/api/v2/spans"));
     let sent = |s: &Server| s.metric_sum("clusterdns_trace_spans_sent_total", "");
     let started = Instant::now();
     while started.elapsed() < HANG && sent(&server) < 4.0 {

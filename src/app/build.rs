@@ -45,12 +45,7 @@ impl Runtime {
             let label = server_label(server);
             let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
             let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
-            let local = server.bind.first().map(|ip| SocketAddr::new(*ip, server.port));
-            let tracer = crate::query::plugins::trace::setup::tracer(server.setup("trace"), &label, local);
-            built
-                .live
-                .exposed
-                .extend(tracer.iter().map(|t| t.counters.clone() as Arc<dyn Exposed>));
+            let tracer = tracer(server, &label, &mut built.live);
             routing(&mut block, server);
             let registry = &self.metrics.registry;
             let router = built.routers.entry(key).or_insert_with(|| Router {
@@ -189,6 +184,16 @@ fn routing(block: &mut Block, server: &Server) {
         log.style.format = crate::query::log::setup::with_metadata(log.style.format, &metadata);
     }
     block.metadata = Some(metadata);
+}
+
+/// The block's `trace` tracer (its spans' local endpoint the block's
+/// first bound address and port), its counters on `/metrics`.
+fn tracer(server: &Server, label: &str, live: &mut Live) -> Option<Arc<crate::query::plugins::trace::Tracer>> {
+    let local = server.bind.first().map(|ip| SocketAddr::new(*ip, server.port));
+    let tracer = crate::query::plugins::trace::setup::tracer(server.setup("trace"), label, local);
+    live.exposed
+        .extend(tracer.iter().map(|t| t.counters.clone() as Arc<dyn Exposed>));
+    tracer
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

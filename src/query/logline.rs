@@ -201,7 +201,7 @@ pub fn render(nodes: &[Node], f: &Facts<'_>, out: &mut String) {
 fn metadata(f: &Facts<'_>, label: &str) -> Option<String> {
     let name = f.request.queries.first()?.name();
     let m = f.metadata.filter(|m| m.covers(name))?;
-    let subnet = || crate::query::plugins::geoip::subnet::of_message(f.request);
+    let subnet = || crate::query::metadata::subnet_of(f.request);
     m.value_with(label, f.peer.ip(), subnet).filter(|v| !v.is_empty())
 }
 

@@ -58,6 +58,27 @@ pub(crate) fn print(b: &mut Lines, metadata: Option<&MetadataConfig>) {
     }
 }
 
+/// A plugin that sets labels of its own from who asks (`geoip`): the
+/// client's address, and the request's EDNS Client Subnet address.
+pub trait Provider: std::fmt::Debug + Send + Sync {
+    /// Whether it reads the ECS address (else it is not looked for).
+    fn reads_subnet(&self) -> bool;
+
+    /// The value of `label` for a query from `client` with ECS address
+    /// `subnet`; `None` when it does not set the label.
+    fn value(&self, label: &str, client: IpAddr, subnet: Option<IpAddr>) -> Option<String>;
+}
+
+/// The address of the EDNS Client Subnet option (RFC 7871) of the
+/// decoded request `msg`, if it carries one.
+pub fn subnet_of(msg: &hickory_proto::op::Message) -> Option<IpAddr> {
+    use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
+    match msg.edns.as_ref()?.option(EdnsCode::Subnet)? {
+        EdnsOption::Subnet(s) => Some(s.addr()),
+        _ => None,
+    }
+}
+
 /// A block's `metadata` at run time: its zones and the plugins of the
 /// block that provide labels.
 pub struct Metadata {
@@ -68,7 +89,7 @@ pub struct Metadata {
     /// (`kubernetes/client-namespace`: CoreDNS looks pods up only then).
     pub pods: Option<Arc<Store>>,
     /// The block's `geoip` database (`geoip/...`).
-    pub geoip: Option<Arc<crate::query::plugins::geoip::Geoip>>,
+    pub geoip: Option<Arc<dyn Provider>>,
 }
 
 impl std::fmt::Debug for Metadata {
@@ -112,8 +133,8 @@ impl Metadata {
     /// [`Metadata::value`], the ECS address read only when a label needs it.
     pub fn value_with(&self, label: &str, client: IpAddr, subnet: impl FnOnce() -> Option<IpAddr>) -> Option<String> {
         if let (Some(g), true) = (&self.geoip, label.starts_with("geoip/")) {
-            let subnet = if g.edns_subnet { subnet() } else { None };
-            return g.value(label, g.address(client, subnet));
+            let subnet = if g.reads_subnet() { subnet() } else { None };
+            return g.value(label, client, subnet);
         }
         match label {
             "view/name" => self.view.clone(),

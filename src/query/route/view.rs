@@ -47,7 +47,7 @@ pub(super) fn admits(
     (view, metadata): (Option<&ViewConfig>, Option<&Metadata>),
     facts: &mut Option<Facts>,
     query: &Query,
-    asker: &super::Asker,
+    asker: &super::asker::Asker,
 ) -> bool {
     let Some(view) = view else { return true };
     let (client, wire): (std::net::IpAddr, Wire) = (asker.client, asker.wire);

@@ -7,7 +7,7 @@ use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::Geoip;
+use super::db::Geoip;
 use crate::corefile::args::Args;
 use crate::corefile::blocks::Directive;
 use crate::corefile::options::{self, Opt};
@@ -52,8 +52,9 @@ pub fn parse(d: &Directive, earlier: bool, dir: &Path, errors: &mut Vec<ConfigEr
     }
 }
 
-/// The database of a block's `geoip` setup, if it has one.
-pub fn of(setup: Option<&Arc<dyn Setup>>) -> Option<Arc<Geoip>> {
+/// The database of a block's `geoip` setup, if it has one, as the
+/// block's `metadata` asks it.
+pub fn of(setup: Option<&Arc<dyn Setup>>) -> Option<Arc<dyn crate::query::metadata::Provider>> {
     let setup = setup.and_then(|s| (&**s as &dyn Any).downcast_ref::<GeoipSetup>())?;
     Some(setup.db.clone())
 }

@@ -1,12 +1,9 @@
 //! The address of a request's EDNS Client Subnet option (RFC 7871,
 //! option 8): what `geoip { edns-subnet }` looks up instead of the
-//! client's address. Read from the request's bytes (the router's path) or
-//! from its decoded message (the query log's).
+//! client's address, read from the request's bytes (the router's path;
+//! the query log reads the decoded message, `metadata::subnet_of`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-use hickory_proto::op::Message;
-use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
 
 use crate::query::request::walk::{Records, Section};
 
@@ -25,14 +22,6 @@ pub fn of_wire(msg: &[u8]) -> Option<IpAddr> {
         options = &options[4 + len..];
     }
     None
-}
-
-/// The ECS option's address in the decoded request `msg`.
-pub fn of_message(msg: &Message) -> Option<IpAddr> {
-    match msg.edns.as_ref()?.option(EdnsCode::Subnet)? {
-        EdnsOption::Subnet(s) => Some(s.addr()),
-        _ => None,
-    }
 }
 
 /// FAMILY, SOURCE PREFIX-LENGTH, SCOPE PREFIX-LENGTH, ADDRESS (the
@@ -66,17 +55,24 @@ mod tests {
     fn the_option_read_from_bytes_and_message() {
         for (subnet, want) in [("81.2.69.0/24", "81.2.69.0"), ("2001:db8::/56", "2001:db8::")] {
             let mut m = Message::query();
-            m.add_query(Query::query(Name::from_ascii("example.org.").unwrap(), RecordType::A));
+            m.add_query(Query::query(
+                Name::from_ascii("example.org.").expect("valid"),
+                RecordType::A,
+            ));
             let mut edns = Edns::new();
-            let s: ClientSubnet = subnet.parse().unwrap();
+            let s: ClientSubnet = subnet.parse().expect("valid");
             edns.options_mut().insert(EdnsOption::Subnet(s));
             m.edns = Some(edns);
-            let bytes = m.to_vec().unwrap();
-            assert_eq!(super::of_wire(&bytes), Some(want.parse().unwrap()), "{subnet}");
-            let back = Message::from_vec(&bytes).unwrap();
-            assert_eq!(super::of_message(&back), Some(want.parse().unwrap()), "{subnet}");
+            let bytes = m.to_vec().expect("valid");
+            assert_eq!(super::of_wire(&bytes), Some(want.parse().expect("valid")), "{subnet}");
+            let back = Message::from_vec(&bytes).expect("valid");
+            assert_eq!(
+                crate::query::metadata::subnet_of(&back),
+                Some(want.parse().expect("valid")),
+                "{subnet}"
+            );
         }
-        let plain = Message::query().to_vec().unwrap();
+        let plain = Message::query().to_vec().expect("valid");
         assert_eq!(super::of_wire(&plain), None);
     }
 }

@@ -10,9 +10,10 @@
 use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use super::{Counters, TraceConfig, Tracer};
+use super::config::TraceConfig;
+use super::counters::Counters;
+use super::tracer::Tracer;
 use crate::corefile::args::Args;
 use crate::corefile::blocks::Directive;
 use crate::corefile::options::{self, Opt};
@@ -24,21 +25,6 @@ use crate::query::plugins::chain::Setup;
 pub const DATADOG: &str = "trace: endpoint type 'datadog' is not supported: clusterdns sends spans in \
      Zipkin's v2 JSON only (no Datadog agent protocol); the Datadog agent accepts Zipkin spans \
      (its APM receiver on :9411/api/v2/spans): write `trace zipkin http://AGENT:9411/api/v2/spans`";
-
-impl Default for TraceConfig {
-    fn default() -> Self {
-        TraceConfig {
-            endpoint: "http://localhost:9411/api/v2/spans".into(),
-            every: 1,
-            service: "coredns".into(),
-            client_server: false,
-            backlog: 1000,
-            batch_size: 100,
-            batch_interval: Duration::from_secs(1),
-            local: None,
-        }
-    }
-}
 
 /// The options of the block.
 const OPTIONS: &[Opt<TraceConfig>] = &[
@@ -242,7 +228,7 @@ mod tests {
         }
         // TestParseServiceEndpoint: the block's first bound address and its port
         let server = server_block("bind 127.0.0.1\ntrace").expect("bind");
-        let local = Some("127.0.0.1:53".parse().unwrap());
+        let local = Some("127.0.0.1:53".parse().expect("an address"));
         let tracer = super::tracer(server.setup("trace"), "dns://127.0.0.1:53", local).expect("tracer");
         assert_eq!(tracer.cfg.local, local);
     }

@@ -11,7 +11,8 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::{Counters, TraceConfig};
+use super::config::TraceConfig;
+use super::counters::Counters;
 
 /// The root span's name, as CoreDNS names it.
 pub const ROOT: &str = "servedns";
