@@ -72,9 +72,6 @@ fn hook(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Hook> {
         errors.push(ConfigError::new(pos, format!("on: {message}")));
         None
     };
-    if !d.options.is_empty() {
-        return fail(&d.name.pos, "takes no block".into());
-    }
     let Some(word) = d.args.first() else {
         return fail(
             &d.name.pos,
