@@ -44,6 +44,25 @@ fn appears(path: &Path) -> bool {
     path.exists()
 }
 
+/// `on startup` runs again for a configuration a reload switches in
+/// (caddy's instance-startup event), the new configuration's commands.
+#[test]
+fn a_reload_runs_the_new_startup_commands() {
+    let dir = temp_dir("on-reload");
+    let d = dir.display();
+    let text = |marker: &str| {
+        format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    reload 2s 0s\n    on startup mkdir {d}/{marker}\n    whoami\n}}\n")
+    };
+    let server = Server::start(&dir, &text("first"));
+    assert!(appears(&dir.join("first")), "startup command ran");
+    std::fs::write(dir.join("Corefile"), text("second")).expect("rewrite the Corefile");
+    assert!(
+        appears(&dir.join("second")),
+        "the reloaded configuration's startup command ran"
+    );
+    assert!(server.is_running());
+}
+
 #[test]
 fn startup_and_shutdown_commands_run() {
     let dir = temp_dir("on");
