@@ -1,8 +1,8 @@
 //! Telling of a served query, once, wherever its reply was written: the
 //! zone's `coredns_dns_*` metrics, the query log line (`log`),
-//! `dnstap`'s client messages and the block's `trace` spans. The worker calls it for the replies it
-//! sends (fresh or replayed), a forwarding task for the ones it sends
-//! later ([`super::super::defer::deliver`]).
+//! `dnstap`'s client messages and the block's `trace` spans. The worker
+//! calls it for the replies it sends (fresh or replayed), a forwarding
+//! task for the ones it sends later ([`super::super::defer::deliver`]).
 
 use std::net::SocketAddr;
 use std::time::Instant;
