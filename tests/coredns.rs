@@ -279,6 +279,17 @@ fn run_table(file: &Path, tag: &str) -> Outcome {
             fail(&mut o, 1, name, &e.to_string());
         }
     }
+    for (name, kind) in &t.mmdbs {
+        if let Err(why) = common::mmdb::python() {
+            if std::env::var_os("CI").is_none() {
+                o.skipped = Some(format!("{why} ({})", common::mmdb::INSTALL));
+                return o;
+            }
+        }
+        if let Err(e) = common::mmdb::write(kind, &dir.join(name)) {
+            fail(&mut o, 1, name, &e);
+        }
+    }
     for (name, body) in &t.files {
         if let Err(e) = std::fs::write(dir.join(name), fill(body)) {
             fail(&mut o, 1, name, &e.to_string());

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::runtime::{Built, GroupKey, Runtime, Source};
 use crate::admin::Live;
 use crate::config::{Config, Server};
+use crate::metrics::exposed::Exposed;
 use crate::query::forward::Forwarding;
 use crate::query::metadata::Metadata;
 use crate::query::plugins::chain::{BuildContext, Chain};
@@ -44,6 +45,7 @@ impl Runtime {
             let label = server_label(server);
             let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
             let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
+            let tracer = tracer(server, &label, &mut built.live);
             routing(&mut block, server);
             let registry = &self.metrics.registry;
             let router = built.routers.entry(key).or_insert_with(|| Router {
@@ -54,6 +56,7 @@ impl Runtime {
                 proxy: server.proxyproto.clone().map(Arc::new),
                 in_flight: config.in_flight,
                 taps: vec![None],
+                traces: vec![None],
                 tsig: None,
                 views: false,
             });
@@ -68,6 +71,7 @@ impl Runtime {
                     .stats
                     .push(registry.zone_in_view(&label, &zone.to_string(), view));
                 router.taps.push(taps.clone());
+                router.traces.push(tracer.clone());
                 for name in enabled(server, config) {
                     plugins.push((label.clone(), zone.to_string(), name));
                 }
@@ -182,7 +186,18 @@ fn metadata(server: &Server, cluster: Option<&Cluster>) -> Option<Arc<Metadata>>
         zones: m.zones.clone(),
         view: server.view.as_ref().map(|v| v.name.clone()),
         pods: pods.map(|c| c.store.clone()),
+        geoip: crate::query::plugins::geoip::setup::of(server.setup("geoip")),
     }))
+}
+
+/// The block's `trace` tracer (its spans' local endpoint the block's
+/// first bound address and port), its counters on `/metrics`.
+fn tracer(server: &Server, label: &str, live: &mut Live) -> Option<Arc<crate::query::plugins::trace::Tracer>> {
+    let local = server.bind.first().map(|ip| SocketAddr::new(*ip, server.port));
+    let tracer = crate::query::plugins::trace::setup::tracer(server.setup("trace"), label, local);
+    live.exposed
+        .extend(tracer.iter().map(|t| t.counters.clone() as Arc<dyn Exposed>));
+    tracer
 }
 
 /// The `server` label of a block's metrics, as CoreDNS writes it.

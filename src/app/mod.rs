@@ -27,6 +27,7 @@ use crate::admin::{self, Live, State};
 use crate::config::Config;
 use crate::nodelocal::lease::Phase;
 use crate::nodelocal::{handover, NodeLocal};
+use crate::query::plugins::on::setup::Event;
 use crate::watch;
 
 /// Runs the server until `shutdown` completes, then drains and returns.
@@ -65,23 +66,33 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             return Err(e);
         }
     };
+    on(&config, Event::Startup).await;
     // Rules only once listening (as node-cache waits for CoreDNS).
     let keeper = match &nodelocal {
         Some(n) => Some(serve_rules(n).await),
         None => None,
     };
     let lameduck = config.health.as_ref().map(|h| h.lameduck).unwrap_or_default();
+    let running = std::sync::Mutex::new(config.clone());
     match config.reload {
         Some((interval, jitter)) => {
             tokio::select! {
                 () = shutdown => {}
-                () = reload::reload_loop(&mut rt, &state, config, loaded, (interval, jitter)) => {}
+                () = reload::reload_loop(&mut rt, &state, config, loaded, (interval, jitter), &running) => {}
             }
         }
         None => shutdown.await,
     }
+    // the configuration running now: the last reload's
+    let last = running.into_inner().unwrap_or_else(|e| e.into_inner());
+    on(&last, Event::Shutdown).await;
     drain(rt, &state, lameduck, nodelocal.as_ref(), (admin, keeper)).await;
     Ok(())
+}
+
+/// The `on EVENT` commands of `config`'s server blocks.
+async fn on(config: &Config, event: Event) {
+    crate::query::plugins::on::fire(config.servers.iter().map(|s| s.setup("on")), event).await
 }
 
 /// Node-local mode once listening: announced as serving, its rules

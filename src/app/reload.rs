@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::runtime::{startup_wait, Runtime};
 use crate::admin::State;
 use crate::config::Config;
+use crate::query::plugins::on::setup::Event::Startup;
 use crate::watch;
 
 /// Checks the Corefile every `interval` (± `jitter`); a changed file that
@@ -19,6 +20,7 @@ pub(super) async fn reload_loop(
     mut config: Config,
     mut last: Option<Vec<u8>>,
     (mut interval, mut jitter): (Duration, Duration),
+    running: &std::sync::Mutex<Config>,
 ) {
     let read = |c: &Config| std::fs::read(&c.path).ok();
     loop {
@@ -49,7 +51,12 @@ pub(super) async fn reload_loop(
                 let built = rt.build(&new);
                 watch::startup::await_sync(&built.live.stores, startup_wait(&new)).await;
                 match rt.switch(built, state) {
-                    Ok(()) => tracing::info!(target: "reload", "reloaded {}", new.path.display()),
+                    Ok(()) => {
+                        tracing::info!(target: "reload", "reloaded {}", new.path.display());
+                        // `on startup` runs for each configuration switched in (caddy's instance startup)
+                        let setups = new.servers.iter().map(|s| s.setup("on"));
+                        crate::query::plugins::on::fire(setups, Startup).await;
+                    }
                     Err(e) => {
                         rt.metrics.reload_failed.fetch_add(1, Ordering::Relaxed);
                         tracing::error!(target: "reload", "{e}; listeners that did bind serve the new configuration");
@@ -57,6 +64,9 @@ pub(super) async fn reload_loop(
                 }
                 if let Some((i, j)) = new.reload {
                     (interval, jitter) = (i, j);
+                }
+                if let Ok(mut slot) = running.lock() {
+                    *slot = new.clone();
                 }
                 config = new;
             }

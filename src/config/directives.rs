@@ -41,6 +41,7 @@ pub const DIRECTIVES: &[Spec] = &[
         print: |b, s, _| super::root::print(b, s.root.as_deref()),
     },
     routing::METADATA,
+    rows::GEOIP,
     Spec {
         name: "cancel",
         options: false,
@@ -137,6 +138,7 @@ pub const DIRECTIVES: &[Spec] = &[
         enabled: NOT_REPORTED,
         print: |b, s, _| super::debug::print(b, s.debug),
     },
+    rows::TRACE,
     Spec {
         name: "nodelocal",
         options: true,
@@ -334,6 +336,7 @@ pub const DIRECTIVES: &[Spec] = &[
     rows::ERRATIC,
     rows::WHOAMI,
     rows::SIGN,
+    rows::ON,
     routing::VIEW,
 ];
 

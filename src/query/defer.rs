@@ -80,6 +80,8 @@ pub struct Job {
     pub stats: Option<Arc<ZoneStats>>,
     /// The block's `dnstap` taps, told of the reply.
     pub taps: Option<Arc<crate::dnstap::Taps>>,
+    /// The block's `trace` tracer, told of the reply.
+    pub trace: Option<Arc<crate::query::plugins::trace::Tracer>>,
     /// What the router left for the answer (chase, the plugin after the answer, `rewrite`, `loadbalance`).
     pub then: Continuation,
     /// The rest of an `autopath` walk, walked on when the forwarded name
@@ -181,7 +183,12 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         reply: &out,
         started: job.started,
     };
-    record(&summary, job.stats.as_deref(), job.taps.as_deref(), &exchange);
+    record(
+        &summary,
+        job.stats.as_deref(),
+        (job.taps.as_deref(), job.trace.as_deref()),
+        &exchange,
+    );
     match sink {
         Sink::Udp(socket) => {
             if let Err(e) = socket.send_to(&out, job.peer) {

@@ -206,7 +206,8 @@ impl Handler {
             started: at.started,
         };
         let stats = router.stats.get(usize::from(o.zone)).map(|s| &**s);
-        settle::record::record(&o, stats, router.tap(o.zone).map(|t| &**t), &exchange);
+        let (taps, trace) = (router.tap(o.zone).map(|t| &**t), router.trace(o.zone).map(|t| &**t));
+        settle::record::record(&o, stats, (taps, trace), &exchange);
         !s.out.is_empty()
     }
 
@@ -259,7 +260,7 @@ impl Handler {
             panic!("test-only panic trigger (debug builds only)");
         }
         let (answer, local) = (&mut scratch.answer, scratch.local);
-        let routed = match router.enter(&req.query, || asker(at, &req, local), answer) {
+        let routed = match router.enter(&req.query, || asker(at, &req, (local, router.views)), answer) {
             None => Routed::Done, // REFUSED written: no block takes it
             Some(block) => {
                 let (qtype, client) = (u16::from(req.query.query_type()), at.peer.ip());
@@ -272,7 +273,7 @@ impl Handler {
                     return Err(Fate::Reply(summary));
                 }
                 answer.restart();
-                router.answer_in(block, &req.query, asker(at, &req, local), answer)
+                router.answer_in(block, &req.query, asker(at, &req, (local, router.views)), answer)
             }
         };
         let edns = request::edns::capped(req.edns, answer.tags.bufsize);
@@ -335,6 +336,7 @@ impl Handler {
             started: at.started,
             stats: router.stats.get(usize::from(answer.tags.zone)).cloned(),
             taps: router.tap(answer.tags.zone).cloned(),
+            trace: router.trace(answer.tags.zone).cloned(),
             then,
             walk: onward.walk.map(|rest| rest.with(router.clone())),
         });
@@ -343,8 +345,9 @@ impl Handler {
 
 /// Who asks, as the plugins of the full path see it: the request's fields
 /// `template`'s functions read are copied only here, past the direct writes
-/// (`local`: the listener's address, `server_ip()`).
-fn asker(at: &Arrival<'_>, req: &request::Request, local: Option<SocketAddr>) -> Asker {
+/// (`local`: the listener's address, `server_ip()`); the ECS address
+/// (`geoip { edns-subnet }`) is read only for `views`.
+fn asker(at: &Arrival<'_>, req: &request::Request, (local, views): (Option<SocketAddr>, bool)) -> Asker {
     let edns = req.edns.map(|e| (e.payload, e.dnssec_ok));
     let id = (req.meta.id, u8::from(req.meta.op_code));
     let tcp = at.transport == Transport::Tcp;
@@ -356,6 +359,9 @@ fn asker(at: &Arrival<'_>, req: &request::Request, local: Option<SocketAddr>) ->
             server: local,
             ..crate::corefile::expr::Wire::of(tcp, at.bytes.len(), id, edns, at.peer.port())
         },
+        subnet: (views && req.edns.is_some())
+            .then(|| crate::query::plugins::geoip::subnet::of_wire(at.bytes))
+            .flatten(),
     }
 }
 

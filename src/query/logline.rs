@@ -201,7 +201,8 @@ pub fn render(nodes: &[Node], f: &Facts<'_>, out: &mut String) {
 fn metadata(f: &Facts<'_>, label: &str) -> Option<String> {
     let name = f.request.queries.first()?.name();
     let m = f.metadata.filter(|m| m.covers(name))?;
-    m.value(label, f.peer.ip()).filter(|v| !v.is_empty())
+    let subnet = || crate::query::metadata::subnet_of(f.request);
+    m.value_with(label, f.peer.ip(), subnet).filter(|v| !v.is_empty())
 }
 
 fn label(l: &str, f: &Facts<'_>, out: &mut String) -> std::fmt::Result {

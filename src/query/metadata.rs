@@ -7,7 +7,7 @@
 //!
 //! What clusterdns's plugins provide: `view/name` (the block's `view`),
 //! `kubernetes/client-namespace` (the client pod's namespace, with `pods
-//! verified`), and the `log` plugin's own `log/type` and `log/class`
+//! verified`), `geoip/...` (the block's `geoip` database), and the `log` plugin's own `log/type` and `log/class`
 //! (which `log` prints with or without this directive). They are read by
 //! `view`'s `metadata(label)` and by `log`'s `{/LABEL}` placeholders; a
 //! label nobody sets is "" to an expression and `-` in a log line, as in
@@ -58,6 +58,27 @@ pub(crate) fn print(b: &mut Lines, metadata: Option<&MetadataConfig>) {
     }
 }
 
+/// A plugin that sets labels of its own from who asks (`geoip`): the
+/// client's address, and the request's EDNS Client Subnet address.
+pub trait Provider: std::fmt::Debug + Send + Sync {
+    /// Whether it reads the ECS address (else it is not looked for).
+    fn reads_subnet(&self) -> bool;
+
+    /// The value of `label` for a query from `client` with ECS address
+    /// `subnet`; `None` when it does not set the label.
+    fn value(&self, label: &str, client: IpAddr, subnet: Option<IpAddr>) -> Option<String>;
+}
+
+/// The address of the EDNS Client Subnet option (RFC 7871) of the
+/// decoded request `msg`, if it carries one.
+pub fn subnet_of(msg: &hickory_proto::op::Message) -> Option<IpAddr> {
+    use hickory_proto::rr::rdata::opt::{EdnsCode, EdnsOption};
+    match msg.edns.as_ref()?.option(EdnsCode::Subnet)? {
+        EdnsOption::Subnet(s) => Some(s.addr()),
+        _ => None,
+    }
+}
+
 /// A block's `metadata` at run time: its zones and the plugins of the
 /// block that provide labels.
 pub struct Metadata {
@@ -67,6 +88,8 @@ pub struct Metadata {
     /// The block's cluster store when its `kubernetes` verifies pods
     /// (`kubernetes/client-namespace`: CoreDNS looks pods up only then).
     pub pods: Option<Arc<Store>>,
+    /// The block's `geoip` database (`geoip/...`).
+    pub geoip: Option<Arc<dyn Provider>>,
 }
 
 impl std::fmt::Debug for Metadata {
@@ -75,6 +98,7 @@ impl std::fmt::Debug for Metadata {
             .field("zones", &self.zones)
             .field("view", &self.view))
         .field("pods", &self.pods.is_some())
+        .field("geoip", &self.geoip)
         .finish()
     }
 }
@@ -85,7 +109,11 @@ impl PartialEq for Metadata {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (a, b) => a.is_none() && b.is_none(),
         };
-        self.zones == other.zones && self.view == other.view && same_store
+        let same_geoip = match (&self.geoip, &other.geoip) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        self.zones == other.zones && self.view == other.view && same_store && same_geoip
     }
 }
 
@@ -95,9 +123,19 @@ impl Metadata {
         self.zones.iter().any(|z| z.zone_of(name))
     }
 
-    /// The value of `label` for a query from `client`: `None` when no
-    /// plugin of the block sets it.
-    pub fn value(&self, label: &str, client: IpAddr) -> Option<String> {
+    /// The value of `label` for a query from `client` whose request
+    /// carries the ECS address `subnet`: `None` when no plugin of the
+    /// block sets it.
+    pub fn value(&self, label: &str, client: IpAddr, subnet: Option<IpAddr>) -> Option<String> {
+        self.value_with(label, client, || subnet)
+    }
+
+    /// [`Metadata::value`], the ECS address read only when a label needs it.
+    pub fn value_with(&self, label: &str, client: IpAddr, subnet: impl FnOnce() -> Option<IpAddr>) -> Option<String> {
+        if let (Some(g), true) = (&self.geoip, label.starts_with("geoip/")) {
+            let subnet = if g.reads_subnet() { subnet() } else { None };
+            return g.value(label, client, subnet);
+        }
         match label {
             "view/name" => self.view.clone(),
             "kubernetes/client-namespace" => self

@@ -77,6 +77,7 @@ impl Router {
             in_flight: crate::query::limits::IN_FLIGHT,
             proxy: None,
             taps: Vec::new(),
+            traces: Vec::new(),
             tsig: None,
         }
     }
@@ -84,6 +85,11 @@ impl Router {
     /// The `dnstap` taps of the block of stats slot `zone`.
     pub fn tap(&self, zone: u16) -> Option<&Arc<crate::dnstap::Taps>> {
         self.taps.get(usize::from(zone)).and_then(Option::as_ref)
+    }
+
+    /// The `trace` tracer of the block of stats slot `zone`.
+    pub fn trace(&self, zone: u16) -> Option<&Arc<crate::query::plugins::trace::Tracer>> {
+        self.traces.get(usize::from(zone)).and_then(Option::as_ref)
     }
 
     /// What memo entries are checked against: the config epoch plus the
@@ -139,7 +145,7 @@ impl Router {
             };
             let own = (block.view.as_deref(), block.metadata.as_deref());
             // an earlier block serving a zone as long wins
-            if best.is_none_or(|(m, _, _)| m < n) && view::admits(own, &mut facts, query, (asker.client, asker.wire)) {
+            if best.is_none_or(|(m, _, _)| m < n) && view::admits(own, &mut facts, query, asker) {
                 best = Some((n, block, slot));
             }
         }

@@ -7,6 +7,7 @@ pub mod certs;
 pub mod cluster;
 pub mod delv;
 pub mod dig;
+pub mod mmdb;
 pub mod netns;
 pub mod stub;
 pub mod zones;

@@ -139,7 +139,7 @@ fn opt(rest: &str) -> Result<crate::table::Opt, String> {
     })
 }
 
-/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nsid] [nord] [cd] [ad] [aa] [serial N]`
+/// `NAME [TYPE] [CLASS] [tcp|udp] [from IP] [edns SIZE|noedns] [do] [nsid] [subnet CIDR] [nord] [cd] [ad] [aa] [serial N]`
 fn query(rest: &str) -> Result<Query, String> {
     let mut words = rest.split_whitespace();
     let name = words.next().ok_or("query needs a name")?.to_string();
@@ -176,6 +176,10 @@ fn query(rest: &str) -> Result<Query, String> {
             }
             "do" => {
                 q.dnssec_ok = true;
+                q.edns.get_or_insert(4096);
+            }
+            "subnet" => {
+                q.subnet = Some(words.next().ok_or("subnet needs a CIDR")?.to_string());
                 q.edns.get_or_insert(4096);
             }
             "nord" => q.rd = false,

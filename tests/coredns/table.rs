@@ -1,6 +1,6 @@
 //! The `.table` format (README.md in this folder): a line-oriented file of
 //! sections (`source`, `corefile <<`, `file NAME <<`, `upstream NAME <<`,
-//! `etcd <<`, `certificate NAME`)
+//! `etcd <<`, `certificate NAME`, `mmdb NAME KIND`)
 //! and rows (`case NAME` with a query and expectations, `check NAME` with an
 //! accept/reject snippet). Parsing keeps every row's line for reports.
 
@@ -15,6 +15,8 @@ pub struct Table {
     /// `certificate NAME`: a self-signed certificate for localhost made at
     /// run time, `NAME.crt` and `NAME.key` beside the Corefile.
     pub certificates: Vec<String>,
+    /// `mmdb NAME KIND`: a MaxMind DB written at run time (`common::mmdb`).
+    pub mmdbs: Vec<(String, String)>,
     /// Canned upstreams: (name, lines with their line numbers).
     pub upstreams: Vec<(String, Vec<(usize, String)>)>,
     /// `etcd <<`: keys and values written into a real etcd (line numbers kept).
@@ -69,6 +71,8 @@ pub struct Query {
     pub aa: bool,
     /// `nsid`: an empty NSID option in the OPT record (RFC 5001).
     pub nsid: bool,
+    /// `subnet CIDR`: an EDNS Client Subnet option (RFC 7871) for CIDR.
+    pub subnet: Option<String>,
     /// `serial N`: an SOA with this serial in the authority section (the
     /// serial an IXFR says the client holds).
     pub serial: Option<u32>,
@@ -91,6 +95,7 @@ impl Query {
             ad: false,
             aa: false,
             nsid: false,
+            subnet: None,
             serial: None,
         }
     }
@@ -248,6 +253,10 @@ pub fn parse(text: &str) -> Result<Table, String> {
         match word {
             "source" => t.sources.push(rest.to_string()),
             "certificate" => t.certificates.push(rest.to_string()),
+            "mmdb" => match rest.split_whitespace().collect::<Vec<_>>()[..] {
+                [name, kind] => t.mmdbs.push((name.to_string(), kind.to_string())),
+                _ => return Err(here("mmdb takes NAME KIND".into())),
+            },
             "corefile" | "file" | "upstream" | "etcd" => {
                 finish(&mut t, row.take()).map_err(here)?;
                 let name = rest

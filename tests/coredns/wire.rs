@@ -60,6 +60,12 @@ fn request(q: &Query, id: u16) -> Result<Vec<u8>, String> {
             e.options_mut()
                 .insert(hickory_proto::rr::rdata::opt::EdnsOption::NSID(empty));
         }
+        if let Some(cidr) = &q.subnet {
+            let s: hickory_proto::rr::rdata::opt::ClientSubnet =
+                cidr.parse().map_err(|e| format!("subnet {cidr}: {e:?}"))?;
+            e.options_mut()
+                .insert(hickory_proto::rr::rdata::opt::EdnsOption::Subnet(s));
+        }
         m.set_edns(e);
     }
     m.to_vec().map_err(|e| format!("encode query: {e}"))

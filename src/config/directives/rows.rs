@@ -238,3 +238,47 @@ pub const ANY: Spec = Spec {
     enabled: |s, _| s.has("any"),
     print: |b, s, _| print::plugin(b, s, "any"),
 };
+
+/// `geoip DBFILE [{ edns-subnet }]`: metadata labels from a MaxMind DB,
+/// after `metadata`; one per block.
+pub const GEOIP: Spec = Spec {
+    name: "geoip",
+    options: true,
+    parse: |d, c| {
+        let dir = crate::config::root::dir(c.server.root.as_deref(), c.dir);
+        let earlier = c.server.has("geoip");
+        if let Some(setup) = crate::query::plugins::geoip::setup::parse(d, earlier, dir, c.errors) {
+            c.server.plug(setup);
+        }
+    },
+    enabled: |s, _| s.has("geoip"),
+    print: |b, s, _| print::plugin(b, s, "geoip"),
+};
+
+/// `on startup|shutdown|certrenew COMMAND [ARGS...] [&]`: commands at
+/// process events, the block's lines one setup.
+pub const ON: Spec = Spec {
+    name: "on",
+    options: false,
+    parse: |d, c| {
+        if let Some(setup) = crate::query::plugins::on::setup::parse(d, c.server.setup("on"), c.errors) {
+            c.server.plug(setup);
+        }
+    },
+    enabled: |s, _| s.has("on"),
+    print: |b, s, _| print::plugin(b, s, "on"),
+};
+
+/// `trace [zipkin] [ENDPOINT] { ... }`: Zipkin spans of sampled queries,
+/// after `debug`; a later line replaces an earlier one.
+pub const TRACE: Spec = Spec {
+    name: "trace",
+    options: true,
+    parse: |d, c| {
+        if let Some(setup) = crate::query::plugins::trace::setup::parse(d, c.errors) {
+            c.server.plug(setup);
+        }
+    },
+    enabled: |s, _| s.has("trace"),
+    print: |b, s, _| print::plugin(b, s, "trace"),
+};

@@ -55,9 +55,9 @@ fn unknown_and_refused_directives_are_named() {
     assert_eq!(
         errors,
         [
-            "/tmp/Corefile:2:1: unknown directive 'frobnicate' (supported: root, metadata, cancel, proxyproto, tls, https, https3, quic, grpc_server, timeouts, limits, multisocket, reload, nsid, bufsize, bind, \
-          debug, nodelocal, ready, health, pprof, shed, prometheus, errors, log, dnstap, local, dns64, any, chaos, loadbalance, tsig, rewrite, \
-          autopath, acl, cache, header, dnssec, minimal, template, transfer, hosts, k8s_external, kubernetes, file, auto, secondary, etcd, loop, forward, grpc, erratic, whoami, sign, view)"
+            "/tmp/Corefile:2:1: unknown directive 'frobnicate' (supported: root, metadata, geoip, cancel, proxyproto, tls, https, https3, quic, grpc_server, timeouts, limits, multisocket, reload, nsid, bufsize, bind, \
+          debug, trace, nodelocal, ready, health, pprof, shed, prometheus, errors, log, dnstap, local, dns64, any, chaos, loadbalance, tsig, rewrite, \
+          autopath, acl, cache, header, dnssec, minimal, template, transfer, hosts, k8s_external, kubernetes, file, auto, secondary, etcd, loop, forward, grpc, erratic, whoami, sign, on, view)"
         ]
     );
     for (name, _) in REFUSED {

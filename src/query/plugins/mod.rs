@@ -17,13 +17,16 @@ pub mod dnssec;
 pub mod erratic;
 pub mod etcd;
 pub mod file;
+pub mod geoip;
 pub mod guard;
 pub mod hosts;
 pub mod k8s_external;
 pub mod local;
+pub mod on;
 pub mod rewrite;
 pub mod secondary;
 pub mod template;
+pub mod trace;
 pub mod verdict;
 pub mod watched;
 pub mod whoami;
@@ -34,4 +37,10 @@ use crate::metrics::catalogue::Family;
 /// The families plugins keep per server block (each defined in its home,
 /// fed by its `Exposed` counters), one list a plugin, in the order
 /// `/metrics` writes them.
-pub const PER_BLOCK: &[&[Family]] = &[&dns64::FAMILIES, &template::FAMILIES, &acl::FAMILIES, &dnssec::FAMILIES];
+pub const PER_BLOCK: &[&[Family]] = &[
+    &dns64::FAMILIES,
+    &template::FAMILIES,
+    &acl::FAMILIES,
+    &dnssec::FAMILIES,
+    &trace::FAMILIES,
+];

@@ -162,7 +162,7 @@ impl Templates {
         }
         let (lower, known) = (query.name().to_lowercase(), self.metadata.as_deref());
         let known = known.filter(|m| m.covers(&lower));
-        let lookup = |label: &str| known.and_then(|m| m.value(label, client));
+        let lookup = |label: &str| known.and_then(|m| m.value(label, client, None));
         let meta: expr::Metadata = expr::Metadata(known.map(|_| &lookup as _));
         let name = lower.to_ascii();
         for t in &self.list {

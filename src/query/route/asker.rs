@@ -15,6 +15,9 @@ pub struct Asker {
     /// The request's transport, size, id, opcode, payload size and source
     /// port (`template`'s expressions).
     pub wire: crate::corefile::expr::Wire,
+    /// The address of the request's EDNS Client Subnet option, read only
+    /// when blocks have views (`geoip { edns-subnet }`'s metadata).
+    pub subnet: Option<IpAddr>,
 }
 
 impl Asker {

@@ -20,6 +20,8 @@ pub struct Router {
     pub proxy: Option<Arc<crate::query::proxyproto::Proxyproto>>,
     /// The `dnstap` taps of each stats slot's block (empty: none taps).
     pub taps: Vec<Option<Arc<crate::dnstap::Taps>>>,
+    /// The `trace` tracer of each stats slot's block (empty: none traces).
+    pub traces: Vec<Option<Arc<crate::query::plugins::trace::Tracer>>>,
     /// The `tsig` directives of the blocks (none: requests are not looked at).
     pub tsig: Option<Arc<crate::query::tsig::Tsig>>,
     /// Whether a block has a `view`: blocks are then chosen by

@@ -38,20 +38,22 @@ impl ViewConfig {
     }
 }
 
-/// Whether a block with `view` and `metadata` takes `query` from `client`,
-/// sent as `wire`: it has no view, or its view passes (`metadata()`
-/// reading the block's `metadata` when it holds the name). `facts` is the
-/// question as the expressions read it, made at the first view asked.
+/// Whether a block with `view` and `metadata` takes `query` from `asker`
+/// (its address, the request as sent, its ECS address): it has no view,
+/// or its view passes (`metadata()` reading the block's `metadata` when
+/// it holds the name). `facts` is the question as the expressions read
+/// it, made at the first view asked.
 pub(super) fn admits(
     (view, metadata): (Option<&ViewConfig>, Option<&Metadata>),
     facts: &mut Option<Facts>,
     query: &Query,
-    (client, wire): (std::net::IpAddr, Wire),
+    asker: &super::asker::Asker,
 ) -> bool {
     let Some(view) = view else { return true };
+    let (client, wire): (std::net::IpAddr, Wire) = (asker.client, asker.wire);
     let facts = facts.get_or_insert_with(|| Facts::of(query));
     let known = metadata.filter(|m| m.covers(query.name()));
-    let lookup = |label: &str| known.and_then(|m| m.value(label, client));
+    let lookup = |label: &str| known.and_then(|m| m.value(label, client, asker.subnet));
     let metadata = expr::Metadata(known.map(|_| &lookup as &dyn Fn(&str) -> Option<String>));
     view.passes(&expr::Query {
         name: &facts.name,

@@ -1,8 +1,8 @@
 //! Telling of a served query, once, wherever its reply was written: the
-//! zone's `coredns_dns_*` metrics, the query log line (`log`) and
-//! `dnstap`'s client messages. The worker calls it for the replies it
-//! sends (fresh or replayed), a forwarding task for the ones it sends
-//! later ([`super::super::defer::deliver`]).
+//! zone's `coredns_dns_*` metrics, the query log line (`log`),
+//! `dnstap`'s client messages and the block's `trace` spans. The worker
+//! calls it for the replies it sends (fresh or replayed), a forwarding
+//! task for the ones it sends later ([`super::super::defer::deliver`]).
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -10,7 +10,12 @@ use std::time::Instant;
 use crate::dnstap::Taps;
 use crate::metrics::{Served, Transport, ZoneStats};
 use crate::query::log;
+use crate::query::plugins::trace::Tracer;
 use crate::query::reply::Summary;
+
+/// Who else is told of a served query: the block's `dnstap` taps and its
+/// `trace` tracer.
+pub type Observers<'a> = (Option<&'a Taps>, Option<&'a Tracer>);
 
 /// One query and the reply sent to it.
 pub struct Exchange<'a> {
@@ -25,8 +30,8 @@ pub struct Exchange<'a> {
 }
 
 /// Tells the zone's metrics (`stats`), the query log (the summary's
-/// style) and `taps` of `x`, summarized by `summary`.
-pub fn record(summary: &Summary, stats: Option<&ZoneStats>, taps: Option<&Taps>, x: &Exchange<'_>) {
+/// style), `taps` and the block's `trace` of `x`, summarized by `summary`.
+pub fn record(summary: &Summary, stats: Option<&ZoneStats>, (taps, trace): Observers<'_>, x: &Exchange<'_>) {
     if let Some(stats) = stats {
         stats.record(&Served {
             transport: x.transport,
@@ -47,5 +52,9 @@ pub fn record(summary: &Summary, stats: Option<&ZoneStats>, taps: Option<&Taps>,
     }
     if let Some(taps) = taps {
         taps.served(x.peer, x.transport == Transport::Tcp, x.request, x.reply, x.started);
+    }
+    if let Some(trace) = trace {
+        let peer = (x.peer, x.transport == Transport::Tcp);
+        trace.served(peer, x.request, (summary.rcode, summary.plugin), x.started);
     }
 }

@@ -157,6 +157,7 @@ fn ask(r: &Router, qname: &str, qtype: RecordType) -> Answer {
         dnssec_ok: false,
         cd: false,
         wire: Default::default(),
+        subnet: None,
     };
     let _ = r.answer(&Query::query(name(qname), qtype), asker, &mut out);
     out

@@ -47,7 +47,7 @@ pub(super) fn option_for(
                 EdnsData::ClientPort => peer.port().to_be_bytes().to_vec(),
                 EdnsData::Protocol => t.label().as_bytes().to_vec(),
                 EdnsData::Metadata(label) => {
-                    let value = metadata?.value(label, peer.ip())?;
+                    let value = metadata?.value(label, peer.ip(), None)?;
                     Some(value.into_bytes()).filter(|v| !v.is_empty())?
                 }
             };

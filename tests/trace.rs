@@ -1,0 +1,236 @@
+//! `trace` end to end: a tiny Zipkin collector in the test (a std
+//! `TcpListener` answering `202 Accepted`) collects the v2 JSON batches
+//! the server POSTs to `/api/v2/spans`; queries asked with dig come back
+//! as `servedns` SERVER spans tagged as CoreDNS's trace plugin tags them
+//! (`coredns.io/name`, `/type`, `/proto`, `/remote`, `/rcode`), each with
+//! a child span named after the plugin that answered; `every N` sends one
+//! query in N; a collector that is down or stalls loses spans, counted in
+//! `clusterdns_trace_spans_dropped_total` by reason, and the queries are
+//! answered all the same.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::dig::dig;
+use common::{temp_dir, Server};
+use serde_json::Value;
+
+/// A ceiling only a hang reaches.
+const HANG: Duration = Duration::from_secs(30);
+
+/// The collector: every span of every batch POSTed, and the paths asked.
+#[derive(Clone, Default)]
+struct Collector {
+    spans: Arc<Mutex<Vec<Value>>>,
+    paths: Arc<Mutex<Vec<String>>>,
+}
+
+impl Collector {
+    /// Listens on a loopback port; `stall`: connections are held, never answered.
+    fn start(stall: bool) -> (Collector, SocketAddr) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind collector");
+        let addr = listener.local_addr().expect("addr");
+        let c = Collector::default();
+        let kept = c.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming().flatten() {
+                if stall {
+                    held.push(conn);
+                    continue;
+                }
+                let _ = kept.take(conn);
+            }
+        });
+        (c, addr)
+    }
+
+    /// Reads one request (headers, Content-Length body) and answers 202.
+    fn take(&self, conn: std::net::TcpStream) -> std::io::Result<()> {
+        let mut r = BufReader::new(conn.try_clone()?);
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let mut length = 0;
+        loop {
+            let mut h = String::new();
+            r.read_line(&mut h)?;
+            if h.trim().is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        r.read_exact(&mut body)?;
+        let batch: Value = serde_json::from_slice(&body).expect("a JSON body");
+        self.spans
+            .lock()
+            .expect("collector lock")
+            .extend(batch.as_array().expect("a JSON array").iter().cloned());
+        self.paths.lock().expect("collector lock").push(path);
+        (&conn).write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+    }
+
+    /// The root spans, once there are at least `n` (a ceiling only a hang reaches).
+    fn roots(&self, n: usize) -> Vec<Value> {
+        let started = Instant::now();
+        loop {
+            let roots: Vec<Value> = self
+                .spans
+                .lock()
+                .expect("collector lock")
+                .iter()
+                .filter(|s| s["name"] == "servedns")
+                .cloned()
+                .collect();
+            if roots.len() >= n || started.elapsed() >= HANG {
+                return roots;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn corefile(collector: &str, options: &str) -> String {
+    format!(
+        r#"example.org:0 {{
+    bind 127.0.0.1
+    ready 127.0.0.1:0
+    prometheus 127.0.0.1:0
+    trace {collector} {{
+        zipkin_max_batch_interval 100ms
+{options}
+    }}
+    template IN A example.org {{
+        answer "{{{{ .Name }}}} 60 IN A 192.0.2.5"
+    }}
+    template IN TXT example.org {{
+        rcode NXDOMAIN
+    }}
+}}
+"#
+    )
+}
+
+#[test]
+fn spans_reach_the_collector_tagged_as_coredns_tags_them() {
+    let (collector, addr) = Collector::start(false);
+    let dir = temp_dir("trace");
+    let server = Server::start(&dir, &corefile(&format!("zipkin {addr}"), "        service dnsproxy"));
+    assert_eq!(dig(&server, &["a.example.org", "A"]).status, "NOERROR");
+    assert_eq!(dig(&server, &["b.example.org", "TXT", "+tcp"]).status, "NXDOMAIN");
+    let roots = collector.roots(2);
+    assert_eq!(roots.len(), 2, "{roots:#?}\n{}", server.metrics());
+    let by_name = |n: &str| {
+        roots
+            .iter()
+            .find(|s| s["tags"]["coredns.io/name"] == n)
+            .cloned()
+            .expect(n)
+    };
+    let (a, b) = (by_name("a.example.org."), by_name("b.example.org."));
+    for (span, qtype, proto, rcode) in [(&a, "A", "udp", "NOERROR"), (&b, "TXT", "tcp", "NXDOMAIN")] {
+        assert_eq!(span["kind"], "SERVER", "{span}");
+        assert_eq!(span["tags"]["coredns.io/type"], qtype, "{span}");
+        assert_eq!(span["tags"]["coredns.io/proto"], proto, "{span}");
+        assert_eq!(span["tags"]["coredns.io/remote"], "127.0.0.1", "{span}");
+        assert_eq!(span["tags"]["coredns.io/rcode"], rcode, "{span}");
+        assert_eq!(span["localEndpoint"]["serviceName"], "dnsproxy", "{span}");
+        assert_eq!(span["localEndpoint"]["ipv4"], "127.0.0.1", "{span}");
+        assert_eq!(span["traceId"].as_str().map(str::len), Some(16), "{span}");
+        assert!(
+            span["timestamp"].as_u64().is_some_and(|t| t > 1_600_000_000_000_000),
+            "{span}"
+        );
+        assert!(span["duration"].as_u64().is_some_and(|d| d >= 1), "{span}");
+        assert!(span.get("parentId").is_none(), "{span}");
+    }
+    // the plugin that answered, as CoreDNS's child span of each plugin
+    let spans = collector.spans.lock().expect("collector lock").clone();
+    let child = spans.iter().find(|s| s["parentId"] == a["id"]).expect("a child span");
+    assert_eq!(
+        (&child["name"], &child["traceId"]),
+        (&Value::from("template"), &a["traceId"])
+    );
+    assert!(collector
+        .paths
+        .lock()
+        .expect("collector lock")
+        .iter()
+        .all(|p| p == "/api/v2/spans"));
+    let sent = |s: &Server| s.metric_sum("clusterdns_trace_spans_sent_total", "");
+    let started = Instant::now();
+    while started.elapsed() < HANG && sent(&server) < 4.0 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(sent(&server), 4.0, "{}", server.metrics());
+}
+
+#[test]
+fn every_n_sends_one_query_in_n() {
+    let (collector, addr) = Collector::start(false);
+    let dir = temp_dir("trace-every");
+    let server = Server::start(
+        &dir,
+        &corefile(&format!("http://{addr}/api/v2/spans"), "        every 3"),
+    );
+    for i in 0..9 {
+        assert_eq!(dig(&server, &[&format!("q{i}.example.org"), "A"]).status, "NOERROR");
+    }
+    let roots = collector.roots(3);
+    std::thread::sleep(Duration::from_millis(500)); // a fourth would come with the next batch
+    let roots = collector.roots(roots.len());
+    let names: Vec<&str> = roots
+        .iter()
+        .filter_map(|s| s["tags"]["coredns.io/name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    // the third, sixth and ninth (CoreDNS counts from 1 and traces when N divides the count)
+    for want in ["q2.example.org.", "q5.example.org.", "q8.example.org."] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+}
+
+/// `clusterdns_trace_spans_dropped_total{reason}` once it is at least
+/// `n` (a ceiling only a hang reaches).
+fn dropped(server: &Server, reason: &str, n: f64) -> f64 {
+    let having = format!("reason=\"{reason}\"");
+    let started = Instant::now();
+    loop {
+        let v = server.metric_sum("clusterdns_trace_spans_dropped_total", &having);
+        if v >= n || started.elapsed() >= HANG {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn lost_spans_are_counted_and_queries_answered() {
+    // nobody listens: each batch fails to send
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let dir = temp_dir("trace-down");
+    let server = Server::start(&dir, &corefile(&closed.to_string(), ""));
+    assert_eq!(dig(&server, &["a.example.org", "A"]).status, "NOERROR");
+    assert!(dropped(&server, "send", 2.0) >= 2.0, "{}", server.metrics());
+    // a collector that never answers: one batch in flight, the backlog of 1 full, the rest dropped
+    let (_, stalled) = Collector::start(true);
+    let options = "        zipkin_max_backlog_size 1\n        zipkin_max_batch_size 1";
+    let dir = temp_dir("trace-stall");
+    let server = Server::start(&dir, &corefile(&stalled.to_string(), options));
+    for i in 0..6 {
+        assert_eq!(dig(&server, &[&format!("s{i}.example.org"), "A"]).status, "NOERROR");
+    }
+    assert!(dropped(&server, "backlog", 8.0) >= 8.0, "{}", server.metrics());
+}
