@@ -58,6 +58,11 @@ pub trait App: Copy + Send + Sync + 'static {
     fn refused(self, handler: &Handler);
     /// Streams (requests) open at once on one HTTP/2 connection.
     fn max_streams(self, limits: &TcpLimits) -> u32;
+    /// HTTP/2 over TLS served as DoH by `doh2` (the `h2` crate directly)
+    /// rather than by hyper.
+    fn doh2(self) -> bool {
+        false
+    }
 }
 
 /// DNS over HTTPS: streams at once as `limits { pipeline }`.
@@ -75,6 +80,10 @@ impl App for Doh {
 
     fn max_streams(self, limits: &TcpLimits) -> u32 {
         limits.pipeline as u32
+    }
+
+    fn doh2(self) -> bool {
+        true
     }
 }
 
@@ -144,14 +153,11 @@ async fn connection<A: App>(
     let acceptor = tokio_rustls::TlsAcceptor::from(certs.config());
     match tokio::time::timeout(limits.read, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => {
-            http(
-                TokioIo::new(RecordPerAnswer::new(tls)),
-                ends,
-                handler,
-                (stop, app),
-                seat,
-            )
-            .await
+            let tls = RecordPerAnswer::new(tls);
+            if app.doh2() && tls.is_h2() {
+                return super::doh2::serve(tls, ends, handler, (stop, Activity::new(seat))).await;
+            }
+            http(TokioIo::new(tls), ends, handler, (stop, app), seat).await
         }
         _ => TcpClose::Handshake,
     }
@@ -170,12 +176,7 @@ where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let limits = handler.router.load().tcp;
-    let activity = Arc::new(Activity {
-        epoch: Instant::now(),
-        busy: AtomicU64::new(0),
-        last: AtomicU64::new(0),
-        seat: Arc::downgrade(seat),
-    });
+    let activity = Activity::new(seat);
     let service = {
         let (handler, activity) = (handler.clone(), activity.clone());
         hyper::service::service_fn(move |req| {
@@ -251,7 +252,7 @@ fn closed(why: TcpClose, done: Result<(), Box<dyn std::error::Error + Send + Syn
 /// Requests of one connection in progress, and when the last one ended;
 /// told to the connection's seat (idle ones give way first at the cap;
 /// weak: a stream's task outliving the connection does not hold it open).
-struct Activity {
+pub(super) struct Activity {
     epoch: Instant,
     busy: AtomicU64,
     /// Milliseconds since `epoch` of the last request's start or end.
@@ -260,7 +261,17 @@ struct Activity {
 }
 
 impl Activity {
-    fn begin(&self) {
+    /// None in progress yet, for a connection in `seat`.
+    pub(super) fn new(seat: &Arc<Seat>) -> Arc<Activity> {
+        Arc::new(Activity {
+            epoch: Instant::now(),
+            busy: AtomicU64::new(0),
+            last: AtomicU64::new(0),
+            seat: Arc::downgrade(seat),
+        })
+    }
+
+    pub(super) fn begin(&self) {
         self.busy.fetch_add(1, Ordering::Relaxed);
         if let Some(seat) = self.seat.upgrade() {
             seat.begin();
@@ -268,7 +279,7 @@ impl Activity {
         self.touch();
     }
 
-    fn end(&self) {
+    pub(super) fn end(&self) {
         self.busy.fetch_sub(1, Ordering::Relaxed);
         if let Some(seat) = self.seat.upgrade() {
             seat.end();
@@ -282,7 +293,7 @@ impl Activity {
     }
 
     /// How long no request has been in progress (zero while one is).
-    fn idle_for(&self) -> Duration {
+    pub(super) fn idle_for(&self) -> Duration {
         if self.busy.load(Ordering::Relaxed) > 0 {
             return Duration::ZERO;
         }
