@@ -20,8 +20,8 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::{Request, Response};
@@ -32,8 +32,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::body::Reply;
 use super::certs::Certs;
+use super::doh2::Activity;
 use super::records::RecordPerAnswer;
-use super::request::{self, respond, Ends};
+use super::request::{respond, Ends, MAX_HEAD};
 use crate::metrics::{DohRefusal, TcpClose};
 use crate::query::limits::timeouts::TcpLimits;
 use crate::query::tcp::conns::Seat;
@@ -41,8 +42,6 @@ use crate::query::{tcp, Handler};
 
 /// ALPN of DNS over HTTPS: HTTP/2 first, HTTP/1.1.
 pub const ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
-/// The most of a request's head (request line, headers) hyper holds.
-pub(super) const MAX_HEAD: usize = 2 * request::MAX_PARAM;
 
 /// What an HTTP/2 (and HTTP/1.1) listener serves: DNS over HTTPS
 /// ([`Doh`]) or CoreDNS's gRPC service (`grpc::Grpc`).
@@ -246,58 +245,5 @@ fn closed(why: TcpClose, done: Result<(), Box<dyn std::error::Error + Send + Syn
         TcpClose::Read
     } else {
         why
-    }
-}
-
-/// Requests of one connection in progress, and when the last one ended;
-/// told to the connection's seat (idle ones give way first at the cap;
-/// weak: a stream's task outliving the connection does not hold it open).
-pub(super) struct Activity {
-    epoch: Instant,
-    busy: AtomicU64,
-    /// Milliseconds since `epoch` of the last request's start or end.
-    last: AtomicU64,
-    seat: Weak<Seat>,
-}
-
-impl Activity {
-    /// None in progress yet, for a connection in `seat`.
-    pub(super) fn new(seat: &Arc<Seat>) -> Arc<Activity> {
-        Arc::new(Activity {
-            epoch: Instant::now(),
-            busy: AtomicU64::new(0),
-            last: AtomicU64::new(0),
-            seat: Arc::downgrade(seat),
-        })
-    }
-
-    pub(super) fn begin(&self) {
-        self.busy.fetch_add(1, Ordering::Relaxed);
-        if let Some(seat) = self.seat.upgrade() {
-            seat.begin();
-        }
-        self.touch();
-    }
-
-    pub(super) fn end(&self) {
-        self.busy.fetch_sub(1, Ordering::Relaxed);
-        if let Some(seat) = self.seat.upgrade() {
-            seat.end();
-        }
-        self.touch();
-    }
-
-    fn touch(&self) {
-        self.last
-            .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
-    }
-
-    /// How long no request has been in progress (zero while one is).
-    pub(super) fn idle_for(&self) -> Duration {
-        if self.busy.load(Ordering::Relaxed) > 0 {
-            return Duration::ZERO;
-        }
-        let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
-        self.epoch.elapsed().saturating_sub(last)
     }
 }

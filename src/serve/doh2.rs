@@ -8,15 +8,15 @@
 //! for the requests already read its flushes are put off, and the one
 //! flush after them (when no request is left to take) sends the lot.
 //! Bounds as hyper's (`doh::builder`): `limits { pipeline }` streams at
-//! once, at most `doh::MAX_HEAD` of a request's head (431 past it), a
+//! once, at most `request::MAX_HEAD` of a request's head (431 past it), a
 //! POST body read up to a message's size; closed gracefully when idle
 //! for `timeouts { idle }` or when the listener stops.
 
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -27,10 +27,10 @@ use h2::RecvStream;
 use http::{Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::doh::{Activity, MAX_HEAD};
-use super::request::{self, Ends, MAX_MESSAGE};
+use super::request::{self, Ends, MAX_HEAD, MAX_MESSAGE};
 use crate::metrics::{DohRefusal, TcpClose};
 use crate::query::limits::timeouts::TcpLimits;
+use crate::query::tcp::conns::Seat;
 use crate::query::Handler;
 
 /// How often the idle and stop checks look.
@@ -229,4 +229,57 @@ async fn body(mut recv: RecvStream) -> Result<Vec<u8>, DohRefusal> {
         out.extend_from_slice(&chunk);
     }
     Ok(out)
+}
+
+/// Requests of one connection in progress, and when the last one ended;
+/// told to the connection's seat (idle ones give way first at the cap;
+/// weak: a stream's task outliving the connection does not hold it open).
+pub(super) struct Activity {
+    epoch: Instant,
+    busy: AtomicU64,
+    /// Milliseconds since `epoch` of the last request's start or end.
+    last: AtomicU64,
+    seat: Weak<Seat>,
+}
+
+impl Activity {
+    /// None in progress yet, for a connection in `seat`.
+    pub(super) fn new(seat: &Arc<Seat>) -> Arc<Activity> {
+        Arc::new(Activity {
+            epoch: Instant::now(),
+            busy: AtomicU64::new(0),
+            last: AtomicU64::new(0),
+            seat: Arc::downgrade(seat),
+        })
+    }
+
+    pub(super) fn begin(&self) {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        if let Some(seat) = self.seat.upgrade() {
+            seat.begin();
+        }
+        self.touch();
+    }
+
+    pub(super) fn end(&self) {
+        self.busy.fetch_sub(1, Ordering::Relaxed);
+        if let Some(seat) = self.seat.upgrade() {
+            seat.end();
+        }
+        self.touch();
+    }
+
+    fn touch(&self) {
+        self.last
+            .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// How long no request has been in progress (zero while one is).
+    pub(super) fn idle_for(&self) -> Duration {
+        if self.busy.load(Ordering::Relaxed) > 0 {
+            return Duration::ZERO;
+        }
+        let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
+        self.epoch.elapsed().saturating_sub(last)
+    }
 }
