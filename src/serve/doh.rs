@@ -20,8 +20,8 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::{Request, Response};
@@ -32,8 +32,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::body::Reply;
 use super::certs::Certs;
+use super::doh2::Activity;
 use super::records::RecordPerAnswer;
-use super::request::{self, respond, Ends};
+use super::request::{respond, Ends, MAX_HEAD};
 use crate::metrics::{DohRefusal, TcpClose};
 use crate::query::limits::timeouts::TcpLimits;
 use crate::query::tcp::conns::Seat;
@@ -41,8 +42,6 @@ use crate::query::{tcp, Handler};
 
 /// ALPN of DNS over HTTPS: HTTP/2 first, HTTP/1.1.
 pub const ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
-/// The most of a request's head (request line, headers) hyper holds.
-pub(super) const MAX_HEAD: usize = 2 * request::MAX_PARAM;
 
 /// What an HTTP/2 (and HTTP/1.1) listener serves: DNS over HTTPS
 /// ([`Doh`]) or CoreDNS's gRPC service (`grpc::Grpc`).
@@ -58,6 +57,11 @@ pub trait App: Copy + Send + Sync + 'static {
     fn refused(self, handler: &Handler);
     /// Streams (requests) open at once on one HTTP/2 connection.
     fn max_streams(self, limits: &TcpLimits) -> u32;
+    /// HTTP/2 over TLS served as DoH by `doh2` (the `h2` crate directly)
+    /// rather than by hyper.
+    fn doh2(self) -> bool {
+        false
+    }
 }
 
 /// DNS over HTTPS: streams at once as `limits { pipeline }`.
@@ -75,6 +79,10 @@ impl App for Doh {
 
     fn max_streams(self, limits: &TcpLimits) -> u32 {
         limits.pipeline as u32
+    }
+
+    fn doh2(self) -> bool {
+        true
     }
 }
 
@@ -144,14 +152,11 @@ async fn connection<A: App>(
     let acceptor = tokio_rustls::TlsAcceptor::from(certs.config());
     match tokio::time::timeout(limits.read, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => {
-            http(
-                TokioIo::new(RecordPerAnswer::new(tls)),
-                ends,
-                handler,
-                (stop, app),
-                seat,
-            )
-            .await
+            let tls = RecordPerAnswer::new(tls);
+            if app.doh2() && tls.is_h2() {
+                return super::doh2::serve(tls, ends, handler, (stop, Activity::new(seat))).await;
+            }
+            http(TokioIo::new(tls), ends, handler, (stop, app), seat).await
         }
         _ => TcpClose::Handshake,
     }
@@ -170,12 +175,7 @@ where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let limits = handler.router.load().tcp;
-    let activity = Arc::new(Activity {
-        epoch: Instant::now(),
-        busy: AtomicU64::new(0),
-        last: AtomicU64::new(0),
-        seat: Arc::downgrade(seat),
-    });
+    let activity = Activity::new(seat);
     let service = {
         let (handler, activity) = (handler.clone(), activity.clone());
         hyper::service::service_fn(move |req| {
@@ -245,48 +245,5 @@ fn closed(why: TcpClose, done: Result<(), Box<dyn std::error::Error + Send + Syn
         TcpClose::Read
     } else {
         why
-    }
-}
-
-/// Requests of one connection in progress, and when the last one ended;
-/// told to the connection's seat (idle ones give way first at the cap;
-/// weak: a stream's task outliving the connection does not hold it open).
-struct Activity {
-    epoch: Instant,
-    busy: AtomicU64,
-    /// Milliseconds since `epoch` of the last request's start or end.
-    last: AtomicU64,
-    seat: Weak<Seat>,
-}
-
-impl Activity {
-    fn begin(&self) {
-        self.busy.fetch_add(1, Ordering::Relaxed);
-        if let Some(seat) = self.seat.upgrade() {
-            seat.begin();
-        }
-        self.touch();
-    }
-
-    fn end(&self) {
-        self.busy.fetch_sub(1, Ordering::Relaxed);
-        if let Some(seat) = self.seat.upgrade() {
-            seat.end();
-        }
-        self.touch();
-    }
-
-    fn touch(&self) {
-        self.last
-            .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
-    }
-
-    /// How long no request has been in progress (zero while one is).
-    fn idle_for(&self) -> Duration {
-        if self.busy.load(Ordering::Relaxed) > 0 {
-            return Duration::ZERO;
-        }
-        let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
-        self.epoch.elapsed().saturating_sub(last)
     }
 }

@@ -17,6 +17,7 @@ pub mod body;
 pub mod capped;
 pub mod certs;
 pub mod doh;
+mod doh2;
 pub mod doh3;
 pub mod doq;
 pub mod dot;

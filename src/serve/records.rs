@@ -102,6 +102,11 @@ impl RecordPerAnswer {
         }
     }
 
+    /// Whether ALPN chose HTTP/2.
+    pub fn is_h2(&self) -> bool {
+        self.frames.is_some()
+    }
+
     /// Seals `bufs` into rustls's queue, each piece up to a frame that
     /// ends a stream (or a slice's end) a record of its own; how many
     /// bytes it took (0: the queue is full).

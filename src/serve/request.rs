@@ -25,6 +25,9 @@ const PATH: &str = "/dns-query";
 pub(super) const MAX_MESSAGE: usize = 65_535;
 /// The longest `dns` parameter taken: base64url of [`MAX_MESSAGE`] bytes.
 pub(super) const MAX_PARAM: usize = MAX_MESSAGE.div_ceil(3) * 4;
+/// The most of a request's head (request line, headers) an HTTP/1.1 or
+/// HTTP/2 server holds.
+pub(super) const MAX_HEAD: usize = 2 * MAX_PARAM;
 /// How long a forwarded query's answer is awaited (past every upstream's).
 const ANSWER_WAIT: Duration = Duration::from_secs(30);
 
