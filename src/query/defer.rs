@@ -155,16 +155,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         edns: job.edns,
     };
     let truncated = wire::write_for(&mut out, &echo, answer, job.transport);
-    let sink = match &job.sink {
-        Sink::Signed(signed) => {
-            if !out.is_empty() {
-                let udp = (job.transport == Transport::Udp).then(|| super::request::edns::udp_limit(job.edns));
-                signed.1.sign_within(&mut out, udp);
-            }
-            &signed.0
-        }
-        sink => sink,
-    };
+    let sink = tsig_signed(job, &mut out);
     if matches!(sink, Sink::None) {
         return;
     }
@@ -197,6 +188,20 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         }
         Sink::Tcp(pending) => pending.send(&out).await,
         Sink::None | Sink::Signed(_) => {}
+    }
+}
+
+/// The sink `out` goes to, TSIG-signed first when the request was signed.
+fn tsig_signed<'a>(job: &'a Job, out: &mut Vec<u8>) -> &'a Sink {
+    match &job.sink {
+        Sink::Signed(signed) => {
+            if !out.is_empty() {
+                let udp = (job.transport == Transport::Udp).then(|| super::request::edns::udp_limit(job.edns));
+                signed.1.sign_within(out, udp);
+            }
+            &signed.0
+        }
+        sink => sink,
     }
 }
 
