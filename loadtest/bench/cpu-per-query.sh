@@ -23,7 +23,8 @@
 # "clusterdns" than the one cargo builds here. EXTRA='LINES' (\n between
 # lines) adds directives to the "clusterdns" server block only, e.g.
 # EXTRA='acl secret.shop.svc.cluster.local {\n block\n}' for the cost of
-# an acl. Loopback only; every dnsperf run is bounded by -l SECONDS.
+# an acl. BIND= (empty) serves clusterdns and base on the wildcard address
+# (`.:53` without `bind`). Loopback only; every dnsperf run is bounded by -l SECONDS.
 #
 # usage: loadtest/bench/cpu-per-query.sh [SECONDS] [ROUNDS] [TESTS]   (TESTS default "fixed udp tcp")
 set -euo pipefail

@@ -133,9 +133,12 @@ start() {
 }
 
 # cluster_corefile PORT: $W/Corefile.PORT, clusterdns on 127.0.0.1:PORT
-# serving the synthetic cluster $W/cluster.json.
+# serving the synthetic cluster $W/cluster.json (BIND= empty: on the
+# wildcard address, as `.:53` without `bind` serves).
 cluster_corefile() {
-  printf '.:%s {\n    bind 127.0.0.1\n    kubernetes cluster.local {\n        snapshot %s\n    }\n}\n' \
+  local bind=""
+  [ -n "${BIND-127.0.0.1}" ] && bind="    bind ${BIND-127.0.0.1}\n"
+  printf ".:%s {\n${bind}    kubernetes cluster.local {\n        snapshot %s\n    }\n}\n" \
     "$1" "$W/cluster.json" > "$W/Corefile.$1"
 }
 
