@@ -204,13 +204,10 @@ where
             return why;
         }
         if why == TcpClose::Client {
-            if stop.load(Ordering::Relaxed) {
-                why = TcpClose::Shutdown;
-            } else if activity.idle_for() >= limits.idle {
-                why = TcpClose::Idle;
-            } else {
+            let Some(closing) = activity.closing(stop, limits.idle) else {
                 continue;
-            }
+            };
+            why = closing;
             conn.as_mut().graceful_shutdown();
             hard = Some(Instant::now() + limits.write);
         }

@@ -122,13 +122,10 @@ where
             return why;
         }
         if why == TcpClose::Client {
-            if stop.load(Ordering::Relaxed) {
-                why = TcpClose::Shutdown;
-            } else if activity.idle_for() >= limits.idle {
-                why = TcpClose::Idle;
-            } else {
+            let Some(closing) = activity.closing(stop, limits.idle) else {
                 continue;
-            }
+            };
+            why = closing;
             conn.graceful_shutdown();
             hard = Some(Instant::now() + limits.write);
         }
@@ -272,6 +269,18 @@ impl Activity {
     fn touch(&self) {
         self.last
             .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Why an open connection starts to close now: the server stops, or
+    /// it has been idle for `idle`; `None`: it stays.
+    pub(super) fn closing(&self, stop: &AtomicBool, idle: Duration) -> Option<TcpClose> {
+        if stop.load(Ordering::Relaxed) {
+            Some(TcpClose::Shutdown)
+        } else if self.idle_for() >= idle {
+            Some(TcpClose::Idle)
+        } else {
+            None
+        }
     }
 
     /// How long no request has been in progress (zero while one is).

@@ -7,6 +7,8 @@
 //! chain's last plugins.
 //! Each step writes its answer into `out` and names its plugin.
 
+use std::sync::Arc;
+
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
@@ -16,6 +18,7 @@ use super::block::{self, UNHANDLED};
 use super::routed::{Onward, Routed};
 use super::router::Router;
 use crate::metrics::Plugin;
+use crate::query::forward::Forwarding;
 use crate::query::plugins::chain::{took, Chain, Outcome};
 use crate::query::reply::Answer;
 
@@ -101,12 +104,7 @@ pub(super) fn other_class<'a>(block: &'a Block, query: &Query, asker: Asker, out
         out.error(UNHANDLED);
         return Routed::Done;
     };
-    out.clear_records();
-    if fwd.cached(query, asker.dnssec_ok, asker.cd, out) {
-        out.tags.plugin = Plugin::Cache;
-        return Routed::Done;
-    }
-    Routed::Forward(Onward::to(fwd, block.loadbalance.as_ref()))
+    through_cache(block, fwd, query, asker, out)
 }
 
 fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) -> Routed<'a> {
@@ -127,6 +125,17 @@ fn forward<'a>(block: &'a Block, query: &Query, asker: Asker, out: &mut Answer) 
         out.tags.memoizable = !block.plugins.serves(qname);
         return Routed::Done;
     };
+    through_cache(block, fwd, query, asker, out)
+}
+
+/// `query` answered from `fwd`'s cache, else handed to `fwd`.
+fn through_cache<'a>(
+    block: &'a Block,
+    fwd: &'a Arc<Forwarding>,
+    query: &Query,
+    asker: Asker,
+    out: &mut Answer,
+) -> Routed<'a> {
     out.clear_records();
     if fwd.cached(query, asker.dnssec_ok, asker.cd, out) {
         out.tags.plugin = Plugin::Cache;
