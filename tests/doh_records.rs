@@ -15,11 +15,9 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::sync::Arc;
 
 use common::{certs, free_port, temp_dir, Server, REPLY};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 
 const NAME: &str = "kubernetes.default.svc.cluster.local";
 const QUERIES: u32 = 32;
@@ -103,19 +101,9 @@ struct Client {
 
 impl Client {
     fn connect(dir: &Path, port: u16) -> Client {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in CertificateDer::pem_file_iter(dir.join("ca.pem")).expect("ca.pem") {
-            roots.add(cert.expect("ca certificate")).expect("trusted CA");
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("protocol versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![b"h2".to_vec()];
+        let config = certs::client_config(dir, b"h2");
         let name = ServerName::try_from("dns.test").expect("server name");
-        let tls = rustls::ClientConnection::new(Arc::new(config), name).expect("client");
+        let tls = rustls::ClientConnection::new(config, name).expect("client");
         let sock = TcpStream::connect(("127.0.0.1", port)).expect("connect");
         sock.set_read_timeout(Some(REPLY)).expect("read timeout");
         let mut client = Client { sock, tls };

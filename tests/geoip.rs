@@ -14,7 +14,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{needs, run, temp_dir, Server};
+use common::{needs, temp_dir, Server};
 
 /// The NL view answers 192.0.2.31, the viewless block after it 192.0.2.44.
 fn corefile(db: &Path) -> String {
@@ -48,22 +48,7 @@ example.com:0 {{
 
 /// `dig +short` of `www.example.com A` from `from`, with `extra` flags.
 fn ask(server: &Server, from: &str, extra: &[&str]) -> String {
-    let port = server.port();
-    let mut args = vec![
-        "@127.0.0.1",
-        "-p",
-        &port,
-        "-b",
-        from,
-        "+tries=1",
-        "+time=2",
-        "+nocookie",
-        "+short",
-        "www.example.com",
-        "A",
-    ];
-    args.extend_from_slice(extra);
-    run("dig", &args).trim().to_string()
+    common::dig::short_from(server, from, &[&["www.example.com", "A"][..], extra].concat())
 }
 
 /// Whether the server logs `line`, waited for (a ceiling only a hang reaches).

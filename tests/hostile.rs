@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use common::stub::{Mode, Stub};
 use common::{certs, framed, query, read_reply, temp_dir, udp, Server};
 use hickory_proto::rr::RecordType;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 
 const NAME: &str = "kubernetes.default.svc.cluster.local.";
 /// The ceiling of a wait for an event: only a hang reaches it.
@@ -326,18 +325,8 @@ fn start_dot(tag: &str, extra: &str) -> Option<(Stub, Server, SocketAddr, Arc<ru
         stub.addr
     );
     let server = Server::start(&dir, &text);
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(dir.join("ca.pem")).expect("ca.pem") {
-        roots.add(cert.expect("ca certificate")).expect("trusted CA");
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"dot".to_vec()];
-    Some((stub, server, SocketAddr::from(([127, 0, 0, 1], port)), Arc::new(config)))
+    let config = certs::client_config(&dir, b"dot");
+    Some((stub, server, SocketAddr::from(([127, 0, 0, 1], port)), config))
 }
 
 /// A DoT connection after its handshake, as the client sees it; closed

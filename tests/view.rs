@@ -10,7 +10,7 @@
 mod common;
 
 use common::stub::Stub;
-use common::{run, temp_dir, Server};
+use common::{temp_dir, Server};
 
 /// The `outside` view (client 127.0.0.1) answers from `hosts`; the
 /// block after it, without a view, forwards everyone else to `stub` with a
@@ -46,25 +46,8 @@ fn corefile(stub: &Stub) -> String {
 /// `dig +short` of `name` from source address `from`, over TCP when `tcp`
 /// (no cookie, no AD: a plain question).
 fn ask(server: &Server, from: &str, name: &str, tcp: bool) -> String {
-    let port = server.port();
-    let mut args = vec![
-        "@127.0.0.1",
-        "-p",
-        &port,
-        "-b",
-        from,
-        "+tries=1",
-        "+time=2",
-        "+nocookie",
-        "+noadflag",
-        "+short",
-        name,
-        "A",
-    ];
-    if tcp {
-        args.push("+tcp");
-    }
-    run("dig", &args).trim().to_string()
+    let args = ["+noadflag", name, "A", if tcp { "+tcp" } else { "+notcp" }];
+    common::dig::short_from(server, from, &args)
 }
 
 #[test]

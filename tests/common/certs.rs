@@ -118,3 +118,20 @@ pub fn signed(dir: &Path, name: &str, ca: &str, cn: &str, usage: Usage, expired:
         ],
     );
 }
+
+/// A rustls client trusting `dir/ca.pem` only, offering `alpn`.
+pub fn client_config(dir: &Path, alpn: &[u8]) -> std::sync::Arc<rustls::ClientConfig> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(dir.join("ca.pem")).expect("ca.pem") {
+        roots.add(cert.expect("ca certificate")).expect("trusted CA");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    std::sync::Arc::new(config)
+}

@@ -87,3 +87,22 @@ pub fn dig(server: &Server, args: &[&str]) -> Dig {
 pub fn dig_at(addr: &str, port: u16, args: &[&str]) -> Dig {
     ask("dig", addr, &port.to_string(), args)
 }
+
+/// `dig +short` at `server` from the source address `from` (one try, two
+/// seconds, no cookie), `args` being the question and any flags: the
+/// answer's data lines, trimmed.
+pub fn short_from(server: &Server, from: &str, args: &[&str]) -> String {
+    let port = server.port();
+    let base = [
+        "@127.0.0.1",
+        "-p",
+        &port,
+        "-b",
+        from,
+        "+tries=1",
+        "+time=2",
+        "+nocookie",
+        "+short",
+    ];
+    run("dig", &[&base[..], args].concat()).trim().to_string()
+}
