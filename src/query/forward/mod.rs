@@ -245,12 +245,18 @@ impl Forwarding {
                     break;
                 }
                 Err(_) if fw.falls_through(query.name()) => last = Err(ResponseCode::ServFail),
-                Err(why) => {
-                    // No answer is SERVFAIL, as in CoreDNS: only answers go on (`next`).
+                Err(failed) => {
+                    // No answer is SERVFAIL, as in CoreDNS: only answers go
+                    // on (`next`); FORMERR when only a wrong reply came.
+                    let rcode = if failed.mismatched {
+                        ResponseCode::FormErr
+                    } else {
+                        ResponseCode::ServFail
+                    };
                     if let Some(log) = self.errors.as_ref().filter(|_| report) {
-                        log.report(ResponseCode::ServFail, query, &why);
+                        log.report(rcode, query, &failed.why);
                     }
-                    last = Err(ResponseCode::ServFail);
+                    last = Err(rcode);
                     break;
                 }
             }
