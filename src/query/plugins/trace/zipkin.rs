@@ -114,7 +114,15 @@ pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, coun
             }
         }
         let n = batch.len() as u64;
-        match send(&cfg.endpoint, &batch).await {
+        let body = match cfg.datadog {
+            true => super::datadog::body(&batch, cfg.analytics_rate),
+            false => serde_json::to_vec(&batch),
+        };
+        let sent = match body {
+            Ok(body) => send(&cfg.endpoint, body, cfg.datadog).await,
+            Err(e) => Err(e.to_string()),
+        };
+        match sent {
             Ok(()) => counters.sent.fetch_add(n, Ordering::Relaxed),
             Err(e) => {
                 tracing::debug!(target: "trace", "{n} spans to {} not sent: {e}", cfg.endpoint);
@@ -128,10 +136,9 @@ pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, coun
     }
 }
 
-/// POSTs `spans` to `endpoint` (`http://HOST[:PORT]/PATH`); any 2xx
-/// status is success.
-pub async fn send(endpoint: &str, spans: &[Span]) -> Result<(), String> {
-    let body = serde_json::to_vec(spans).map_err(|e| e.to_string())?;
+/// POSTs (a Datadog agent: PUTs) the JSON `body` to `endpoint`
+/// (`http://HOST[:PORT]/PATH`); any 2xx status is success.
+pub async fn send(endpoint: &str, body: Vec<u8>, put: bool) -> Result<(), String> {
     let uri: http::Uri = endpoint.parse().map_err(|e| format!("{e}"))?;
     let host = uri
         .host()
@@ -141,7 +148,8 @@ pub async fn send(endpoint: &str, spans: &[Span]) -> Result<(), String> {
     let port = uri.port_u16().unwrap_or(80);
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        if put { "PUT" } else { "POST" },
         uri.authority().map_or(host, |a| a.as_str()),
         body.len()
     );
