@@ -141,6 +141,19 @@ pub(super) struct Failed {
     pub mismatched: bool,
 }
 
+impl Failed {
+    /// SERVFAIL, as in CoreDNS for no answer; FORMERR when only a wrong
+    /// reply came.
+    pub fn rcode(&self) -> hickory_proto::op::ResponseCode {
+        use hickory_proto::op::ResponseCode;
+        if self.mismatched {
+            ResponseCode::FormErr
+        } else {
+            ResponseCode::ServFail
+        }
+    }
+}
+
 impl From<&str> for Failed {
     fn from(why: &str) -> Failed {
         Failed {

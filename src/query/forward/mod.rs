@@ -246,13 +246,8 @@ impl Forwarding {
                 }
                 Err(_) if fw.falls_through(query.name()) => last = Err(ResponseCode::ServFail),
                 Err(failed) => {
-                    // No answer is SERVFAIL, as in CoreDNS: only answers go
-                    // on (`next`); FORMERR when only a wrong reply came.
-                    let rcode = if failed.mismatched {
-                        ResponseCode::FormErr
-                    } else {
-                        ResponseCode::ServFail
-                    };
+                    // No answer is SERVFAIL (`Failed::rcode`): only answers go on (`next`).
+                    let rcode = failed.rcode();
                     if let Some(log) = self.errors.as_ref().filter(|_| report) {
                         log.report(rcode, query, &failed.why);
                     }
