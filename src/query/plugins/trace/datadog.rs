@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::config::TraceConfig;
 use super::zipkin::Span;
 
 /// The agent's address when the Corefile names none (CoreDNS's default).
@@ -62,8 +63,9 @@ pub fn agent(url: &str) -> &str {
 }
 
 /// `spans` (roots and their children, in order) as the agent's JSON body:
-/// one trace per root.
-pub fn body(spans: &[Span], rate: Option<f64>) -> serde_json::Result<Vec<u8>> {
+/// one trace per root (a [`super::zipkin::Encode`]).
+pub fn body(spans: &[Span], cfg: &TraceConfig) -> serde_json::Result<Vec<u8>> {
+    let rate = cfg.analytics_rate;
     let mut traces: Vec<Vec<DdSpan>> = Vec::new();
     for s in spans {
         let span = convert(s, rate);

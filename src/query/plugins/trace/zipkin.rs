@@ -93,10 +93,18 @@ impl Span {
     }
 }
 
-/// The reporter: batches from `queue` sent to the collector until the
-/// queue closes (the block's tracer dropped by a reload), then what is
-/// left.
-pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, counters: Arc<Counters>) {
+/// How a batch is written: Zipkin's JSON array, or another collector's.
+pub type Encode = fn(&[Span], &TraceConfig) -> serde_json::Result<Vec<u8>>;
+
+/// Zipkin's v2 JSON: the spans as one array.
+pub fn json(spans: &[Span], _: &TraceConfig) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(spans)
+}
+
+/// The reporter: batches from `queue` written by `encode` and sent to the
+/// collector until the queue closes (the block's tracer dropped by a
+/// reload), then what is left.
+pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, counters: Arc<Counters>, encode: Encode) {
     let mut batch: Vec<Span> = Vec::with_capacity(cfg.batch_size);
     loop {
         let Some(first) = queue.recv().await else { return };
@@ -114,11 +122,7 @@ pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, coun
             }
         }
         let n = batch.len() as u64;
-        let body = match cfg.datadog {
-            true => super::datadog::body(&batch, cfg.analytics_rate),
-            false => serde_json::to_vec(&batch),
-        };
-        let sent = match body {
+        let sent = match encode(&batch, &cfg) {
             Ok(body) => send(&cfg.endpoint, body, cfg.datadog).await,
             Err(e) => Err(e.to_string()),
         };
