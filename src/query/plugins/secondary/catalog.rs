@@ -252,3 +252,6 @@ impl Notified for Catalog {
         Some(heed(&kept.primaries, zone, from))
     }
 }
+
+#[cfg(test)]
+mod tests;
