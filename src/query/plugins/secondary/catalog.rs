@@ -10,8 +10,11 @@
 //!   changed is transferred anew;
 //! - `catalog MEMBERS...` takes only members at or below those names
 //!   (RFC 9432 section 7 advises it); the others are skipped and logged;
-//! - a member that is one of the line's catalogs, or already a member of
-//!   another of its catalogs, is skipped (no `coo` migration);
+//! - a member that is one of the line's catalogs is skipped, as is one
+//!   already a member of another of its catalogs, unless that catalog's
+//!   `coo` property for it names this one (RFC 9432 section 5.6.1): it
+//!   then moves, its zone kept when both catalogs (and the zone held)
+//!   give it the same ID, transferred anew otherwise;
 //! - the zones are served as `auto`'s found zones ([`ZoneFile::found`]),
 //!   found under the root: a name of no zone goes to the next plugin,
 //!   REFUSED when none follows; NOTIFY for a catalog or a member is heeded
@@ -58,6 +61,8 @@ pub struct Catalog {
 struct State {
     catalogs: Vec<Kept>,
     members: Vec<Member>,
+    /// What each catalog listed at its last change.
+    listings: Vec<(Name, Vec<Listed>)>,
 }
 
 /// The running lines' catalogs: a reload with the same line takes them
@@ -137,6 +142,7 @@ impl Catalog {
             state: Mutex::new(State {
                 catalogs: cfg.zones.iter().map(|o| Kept::new(o.clone(), cfg)).collect(),
                 members: Vec::new(),
+                listings: Vec::new(),
             }),
         });
         if let Some(state) = catalog.lock() {
@@ -182,35 +188,15 @@ impl Catalog {
     /// `catalog`'s members made `listed`.
     fn apply(&self, state: &mut State, catalog: &Name, listed: Vec<Listed>) {
         let (mut taken, mut skipped) = (Vec::new(), 0);
-        for m in listed {
+        for m in &listed {
             if !self.allowed(&m.zone) {
                 skipped += 1;
-                continue;
+            } else if self.take(state, catalog, m) {
+                taken.push(m.zone.clone());
             }
-            if state.catalogs.iter().any(|k| k.origin == m.zone) {
-                tracing::warn!(target: "secondary", "skipping catalog member zone {} from {catalog}: zone already exists", m.zone);
-                continue;
-            }
-            match state.members.iter().position(|x| x.kept.origin == m.zone) {
-                Some(i) if state.members[i].catalog != *catalog => {
-                    let other = &state.members[i].catalog;
-                    tracing::warn!(target: "secondary", "skipping catalog member zone {} from {catalog}: a member of catalog {other}", m.zone);
-                    continue;
-                }
-                Some(i) if state.members[i].id == m.id => {}
-                Some(i) => {
-                    let old = state.members.remove(i);
-                    tracing::info!(target: "secondary", "reset catalog member zone {} from {catalog} after member ID changed from {} to {}", m.zone, old.id, m.id);
-                    old.kept.stop();
-                    state.members.push(self.member(&m, catalog));
-                }
-                None => {
-                    tracing::info!(target: "secondary", "added catalog member zone {} from catalog {catalog}", m.zone);
-                    state.members.push(self.member(&m, catalog));
-                }
-            }
-            taken.push(m.zone);
         }
+        state.listings.retain(|(c, _)| c != catalog);
+        state.listings.push((catalog.clone(), listed));
         let (gone, kept) = std::mem::take(&mut state.members)
             .into_iter()
             .partition(|m: &Member| m.catalog == *catalog && !taken.contains(&m.kept.origin));
@@ -222,6 +208,52 @@ impl Catalog {
         if skipped > 0 {
             tracing::warn!(target: "secondary", "skipped {skipped} member zones from catalog {catalog}: outside configured member zones");
         }
+    }
+
+    /// Whether `m`, listed by `catalog`, is its member now: a new one
+    /// added, one listed under a new ID reset, one of another catalog
+    /// taken over only when that one's `coo` names this one.
+    fn take(&self, state: &mut State, catalog: &Name, m: &Listed) -> bool {
+        let exists = |why: &str| {
+            tracing::warn!(target: "secondary", "skipping catalog member zone {} from {catalog}: {why}", m.zone);
+            false
+        };
+        if state.catalogs.iter().any(|k| k.origin == m.zone) {
+            return exists("zone already exists");
+        }
+        let Some(i) = state.members.iter().position(|x| x.kept.origin == m.zone) else {
+            tracing::info!(target: "secondary", "added catalog member zone {} from catalog {catalog}", m.zone);
+            state.members.push(self.member(m, catalog));
+            return true;
+        };
+        let held = &state.members[i];
+        if held.catalog == *catalog {
+            if held.id != m.id {
+                tracing::info!(target: "secondary", "reset catalog member zone {} from {catalog} after member ID changed from {} to {}", m.zone, held.id, m.id);
+                self.replace(state, i, m, catalog);
+            }
+            return true;
+        }
+        let from = held.catalog.clone();
+        let listing = state.listings.iter().find(|(c, _)| *c == from);
+        let source = listing.and_then(|(_, l)| l.iter().find(|x| x.zone == m.zone));
+        let Some(source) = source.filter(|s| s.coo.as_ref() == Some(catalog)) else {
+            return exists(&format!("a member of catalog {from}"));
+        };
+        if held.id == source.id && source.id == m.id {
+            tracing::info!(target: "secondary", "migrated catalog member zone {} from catalog {from} to {catalog}, preserving state for member ID {}", m.zone, m.id);
+            state.members[i].catalog = catalog.clone();
+        } else {
+            tracing::info!(target: "secondary", "migrated catalog member zone {} from catalog {from} to {catalog} with state reset after member identity changed from {} to {}", m.zone, source.id, m.id);
+            self.replace(state, i, m, catalog);
+        }
+        true
+    }
+
+    /// Member `i` made `m` of `catalog`, transferred anew.
+    fn replace(&self, state: &mut State, i: usize, m: &Listed, catalog: &Name) {
+        state.members.remove(i).kept.stop();
+        state.members.push(self.member(m, catalog));
     }
 
     /// Whether a member zone named `zone` is taken.

@@ -1,9 +1,11 @@
 //! What an RFC 9432 catalog zone lists, as CoreDNS reads it: the schema
 //! version (`version.CATALOG TXT "2"`, exactly one), an apex NS, and each
-//! member zone as the one PTR of `ID.zones.CATALOG`. A member listed
-//! twice, an ID with two PTRs or another version is an error: the catalog
-//! is then not taken. Properties below a member (`group`, `coo`) are not
-//! read: a member of two catalogs stays with the first.
+//! member zone as the one PTR of `ID.zones.CATALOG`, with its change of
+//! ownership (the one PTR of `coo.ID.zones.CATALOG`, RFC 9432 section
+//! 5.6.1) if any. A member listed twice, an ID with two PTRs or two `coo`
+//! PTRs, or another version is an error: the catalog is then not taken.
+//! `group` properties are not read (CoreDNS reads them and does nothing
+//! with them).
 
 use hickory_proto::rr::{Name, RData, Record};
 
@@ -17,6 +19,8 @@ const VERSION: &str = "2";
 pub struct Member {
     pub id: String,
     pub zone: Name,
+    /// The catalog it is moving to (`coo`).
+    pub coo: Option<Name>,
 }
 
 /// `zone` as a catalog: its members, by ID.
@@ -41,19 +45,11 @@ pub fn members(zone: &Zone) -> Result<Vec<Member>, String> {
     }
     let mut out: Vec<Member> = Vec::new();
     for owner in zone.owners() {
-        if owner.num_labels() != zones.num_labels() + 1 || !zones.zone_of(owner) {
+        let Some(id) = id_under(owner, &zones, 1) else {
             continue;
-        }
-        let id = owner
-            .iter()
-            .next()
-            .map(|l| String::from_utf8_lossy(l).to_lowercase())
-            .unwrap_or_default();
-        let ptrs: Vec<Name> = zone.owned(owner).into_iter().filter_map(ptr).collect();
-        let member = match ptrs.as_slice() {
-            [] => continue,
-            [one] => one.clone(),
-            _ => return Err(format!("catalog member {owner} must have exactly one PTR record")),
+        };
+        let Some(member) = one_ptr(zone, owner)? else {
+            continue;
         };
         if let Some(other) = out.iter().find(|m| m.zone == member) {
             return Err(format!(
@@ -61,10 +57,33 @@ pub fn members(zone: &Zone) -> Result<Vec<Member>, String> {
                 other.id
             ));
         }
-        out.push(Member { id, zone: member });
+        let coo = Name::from_ascii("coo").and_then(|c| c.append_domain(owner));
+        let coo = match coo {
+            Ok(coo) => one_ptr(zone, &coo)?,
+            Err(_) => None,
+        };
+        out.push(Member { id, zone: member, coo });
     }
     out.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(out)
+}
+
+/// The ID label of `owner` when it is `depth` labels below `zones`.
+fn id_under(owner: &Name, zones: &Name, depth: u8) -> Option<String> {
+    if owner.num_labels() != zones.num_labels() + depth || !zones.zone_of(owner) {
+        return None;
+    }
+    owner.iter().next().map(|l| String::from_utf8_lossy(l).to_lowercase())
+}
+
+/// The PTR of `owner`, if it has one; two are an error.
+fn one_ptr(zone: &Zone, owner: &Name) -> Result<Option<Name>, String> {
+    let ptrs: Vec<Name> = zone.owned(owner).into_iter().filter_map(ptr).collect();
+    match ptrs.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        _ => Err(format!("catalog member {owner} must have exactly one PTR record")),
+    }
 }
 
 /// The catalog zone `zone` may be taken: it parses as one.
@@ -105,6 +124,18 @@ mod tests {
     fn names(zone: &Zone) -> Result<Vec<(String, String)>, String> {
         let list = members(zone)?;
         Ok(list.into_iter().map(|m| (m.id, m.zone.to_string())).collect())
+    }
+
+    #[test]
+    fn a_members_change_of_ownership_is_read() {
+        let z = zone("version 60 IN TXT \"2\"\na.zones 60 IN PTR example.org.\ncoo.a.zones 60 IN PTR Other.Example.\n");
+        let coo = members(&z).expect("catalog").pop().and_then(|m| m.coo);
+        assert_eq!(coo, Some(Name::from_ascii("other.example.").expect("name")));
+        let two = format!(
+            "{}coo.a.zones 60 IN PTR third.example.\n",
+            "version 60 IN TXT \"2\"\na.zones 60 IN PTR example.org.\ncoo.a.zones 60 IN PTR other.example.\n"
+        );
+        assert!(members(&zone(&two)).is_err(), "two coo PTRs");
     }
 
     #[test]

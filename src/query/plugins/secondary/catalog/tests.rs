@@ -18,25 +18,31 @@ fn cfg(zones: &[&str], members: &[&str]) -> SecondaryConfig {
     }
 }
 
-/// Catalog `origin` listing `members` as `(ID, zone)`.
-fn listing(origin: &str, members: &[(&str, &str)]) -> Zone {
+/// Catalog `origin` listing `members` as `(ID, zone)`, then `extra`.
+fn listing(origin: &str, members: &[(&str, &str)], extra: &str) -> Zone {
     let mut text = format!("$ORIGIN {origin}\n@ 0 IN SOA invalid. invalid. 1 3600 600 86400 0\n@ 0 IN NS invalid.\n");
     text.push_str("version 0 IN TXT \"2\"\n");
     for (id, zone) in members {
         text.push_str(&format!("{id}.zones 0 IN PTR {zone}\n"));
     }
+    text.push_str(extra);
     crate::zonefile::parse(&text, None, &name(origin)).expect("catalog")
 }
 
 /// `origin`'s catalog made `members`, told as a transfer tells it.
 fn transferred(c: &Catalog, origin: &str, members: &[(&str, &str)]) {
+    transferred_with(c, origin, members, "");
+}
+
+fn transferred_with(c: &Catalog, origin: &str, members: &[(&str, &str)], extra: &str) {
     let slot = c.lock().and_then(|s| {
         s.catalogs
             .iter()
             .find(|k| k.origin == name(origin))
             .map(|k| k.slot.clone())
     });
-    slot.expect("a catalog").store(Arc::new(Some(listing(origin, members))));
+    slot.expect("a catalog")
+        .store(Arc::new(Some(listing(origin, members, extra))));
     c.changed(&name(origin));
 }
 
@@ -133,4 +139,43 @@ fn a_reload_with_the_same_line_keeps_the_members() {
     let other = start(&cfg(&["keep.example."], &["org."]));
     let (_, c) = other.found_under().expect("found zones");
     assert!(!Arc::ptr_eq(a, c), "another line: new zones");
+}
+
+fn owner(c: &Catalog, zone: &str) -> Option<String> {
+    let state = c.lock()?;
+    let m = state.members.iter().find(|m| m.kept.origin == name(zone))?;
+    Some(m.catalog.to_string())
+}
+
+/// RFC 9432 section 5.6.1, as CoreDNS's TestTransferInCatalog*Migrat*
+/// and ...WaitsForTargetUpdateAfterSourceAddsCOO.
+#[test]
+fn a_member_moves_when_its_catalog_names_the_new_one() {
+    let c = Catalog::new(&cfg(&["one.example.", "two.example."], &[]));
+    let listed = [("a", "example.org."), ("b", "example.net.")];
+    transferred(&c, "one.example.", &listed);
+    let (org, net) = (slot_of(&c, "example.org."), slot_of(&c, "example.net."));
+    transferred(&c, "two.example.", &[("a", "example.org."), ("x", "example.net.")]);
+    assert_eq!(owner(&c, "example.org.").as_deref(), Some("one.example."), "no coo yet");
+
+    // The source names the target: the move waits for the target's change.
+    let coo = "coo.a.zones 0 IN PTR two.example.\ncoo.b.zones 0 IN PTR two.example.\n";
+    transferred_with(&c, "one.example.", &listed, coo);
+    assert_eq!(owner(&c, "example.org.").as_deref(), Some("one.example."));
+    transferred(&c, "two.example.", &[("a", "example.org."), ("x", "example.net.")]);
+    assert_eq!(owner(&c, "example.org.").as_deref(), Some("two.example."));
+    assert_eq!(owner(&c, "example.net.").as_deref(), Some("two.example."));
+    assert!(
+        Arc::ptr_eq(&org, &slot_of(&c, "example.org.")),
+        "the same ID: the zone kept"
+    );
+    assert!(
+        !Arc::ptr_eq(&net, &slot_of(&c, "example.net.")),
+        "another ID: transferred anew"
+    );
+
+    // The source drops them: they stay with the target.
+    transferred(&c, "one.example.", &[]);
+    assert_eq!(owner(&c, "example.org.").as_deref(), Some("two.example."));
+    assert_eq!(served(&c).len(), 4, "{:?}", served(&c));
 }
