@@ -15,10 +15,10 @@
 //!   `coo` property for it names this one (RFC 9432 section 5.6.1): it
 //!   then moves, its zone kept when both catalogs (and the zone held)
 //!   give it the same ID, transferred anew otherwise;
-//! - the zones are served as `auto`'s found zones ([`ZoneFile::found`]),
-//!   found under the root: a name of no zone goes to the next plugin,
-//!   REFUSED when none follows; NOTIFY for a catalog or a member is heeded
-//!   from its primaries.
+//! - the zones are served as `auto`'s found zones ([`ZoneFile::found`])
+//!   under MEMBERS and the catalogs (every name without MEMBERS): there a
+//!   name of no zone goes to the next plugin, REFUSED when none follows;
+//!   NOTIFY for a catalog or a member is heeded from its primaries.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -86,12 +86,17 @@ pub fn start(cfg: &SecondaryConfig) -> ZoneFile {
     ZoneFile::found(bound(cfg), catalog.found.clone(), Plugin::Secondary).notified(catalog)
 }
 
-/// The names the line's zones are served under: all (those of the
-/// block), so that a name of no member, taken or not, is REFUSED when no
-/// plugin follows, as CoreDNS's secondary answers it.
+/// The names the line's zones are served under: MEMBERS and the
+/// catalogs, or all names (those of the block) when any member is taken.
+/// Under them a name of no zone goes to the next plugin, REFUSED when none
+/// follows (CoreDNS's secondary); the block's other names are not the
+/// line's at all, so its fast ways stay open for them.
 fn bound(cfg: &SecondaryConfig) -> FileConfig {
     let mut file = cfg.as_file();
-    file.zones = vec![Name::root()];
+    match &cfg.catalog {
+        Some(members) if !members.is_empty() => file.zones.extend(members.iter().cloned()),
+        _ => file.zones = vec![Name::root()],
+    }
     file
 }
 
