@@ -143,3 +143,42 @@ fn catalog(a: &Args<'_>, cfg: &mut SecondaryConfig, errors: &mut Vec<ConfigError
     }
     cfg.catalog = Some(taken);
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::tests::loaded as load;
+
+    /// `check`'s `catalog` line of a `secondary` block, if any.
+    fn catalog(options: &str) -> Option<String> {
+        let text = format!(".:53 {{\nsecondary catalog.example {{\ntransfer from 127.0.0.1\n{options}\n}}\n}}\n");
+        let c = load(&text).expect("loads");
+        let printed = c.servers[0].printed("file");
+        printed
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("catalog"))
+            .map(String::from)
+    }
+
+    /// CoreDNS's TestSecondaryParse/1-5: the member zones kept (none: all).
+    #[test]
+    fn catalog_lines_add_up_as_coredns_reads_them() {
+        let rows = [
+            ("", None),
+            ("catalog", Some("catalog")),
+            (
+                "catalog EXAMPLE.ORG internal.example",
+                Some("catalog example.org. internal.example."),
+            ),
+            (
+                "catalog example.org EXAMPLE.ORG\ncatalog internal.example",
+                Some("catalog example.org. internal.example."),
+            ),
+            ("catalog example.org\ncatalog", Some("catalog")),
+            ("catalog\ncatalog example.org", Some("catalog")),
+        ];
+        for (options, want) in rows {
+            assert_eq!(catalog(options).as_deref(), want, "{options}");
+        }
+    }
+}
