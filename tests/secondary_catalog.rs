@@ -107,8 +107,9 @@ fn catalog_members_are_served_added_and_removed() {
     assert!(logged(&some, "skipped 1 member zones from catalog catalog.example."));
     assert_eq!(ask(all.dns, "nope.example.org.").0, "NXDOMAIN", "{}", named.log());
     // A member and the catalog are sent on as they came.
-    let has = |zone: &str, rtype: RecordType| axfr(all.dns, zone).iter().any(|r| r.record_type() == rtype);
-    assert!(has("example.org.", RecordType::A) && has("catalog.example.", RecordType::PTR));
+    let has = |s: &Server, zone: &str, rtype: RecordType| axfr(s.dns, zone).iter().any(|r| r.record_type() == rtype);
+    assert!(has(&all, "example.org.", RecordType::A) && has(&all, "catalog.example.", RecordType::PTR));
+    assert!(has(&some, "example.org.", RecordType::A) && has(&some, "catalog.example.", RecordType::PTR));
 
     // A member's own change: its NOTIFY (refresh is an hour away).
     write(&dir, "example.org", &member("example.org", 2, "192.0.2.11"));
