@@ -43,7 +43,7 @@ fn catalog(serial: u32, members: &[(&str, &str)]) -> String {
 /// the zones sent on (`transfer`).
 fn corefile(named_port: u16, members: &str) -> String {
     format!(
-        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    secondary catalog.example {{\n        transfer from 127.0.0.1:{named_port}\n        catalog{members}\n    }}\n    transfer {{\n        to *\n    }}\n}}\n"
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    secondary catalog.example {{\n        transfer from 127.0.0.1:{named_port}\n        catalog{members}\n    }}\n    transfer {{\n        to *\n    }}\n}}\n"
     )
 }
 
@@ -132,4 +132,9 @@ fn catalog_members_are_served_added_and_removed() {
         "removed catalog member zone example.net. from catalog catalog.example."
     ));
     assert!(logged(&all, "notify from 127.0.0.1 for catalog.example"));
+    let served = all.metric_sum("coredns_dns_responses_total", "plugin=\"secondary\"");
+    assert!(
+        served >= 4.0,
+        "members' answers counted under plugin=\"secondary\": {served}"
+    );
 }
