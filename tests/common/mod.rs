@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod delv;
 pub mod dig;
 pub mod mmdb;
+pub mod named;
 pub mod netns;
 pub mod stub;
 pub mod zones;
