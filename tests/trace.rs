@@ -6,7 +6,8 @@
 //! a child span named after the plugin that answered; `every N` sends one
 //! query in N; a collector that is down or stalls loses spans, counted in
 //! `clusterdns_trace_spans_dropped_total` by reason, and the queries are
-//! answered all the same.
+//! answered all the same. `trace datadog AGENT` PUTs the same spans to
+//! the agent's `/v0.3/traces` in its JSON (an array of traces).
 
 mod common;
 
@@ -22,7 +23,8 @@ use serde_json::Value;
 /// A ceiling only a hang reaches.
 const HANG: Duration = Duration::from_secs(30);
 
-/// The collector: every span of every batch POSTed, and the paths asked.
+/// The collector: every span of every batch sent (a Datadog agent's
+/// traces flattened), and the requests' method and path.
 #[derive(Clone, Default)]
 struct Collector {
     spans: Arc<Mutex<Vec<Value>>>,
@@ -54,7 +56,7 @@ impl Collector {
         let mut r = BufReader::new(conn.try_clone()?);
         let mut line = String::new();
         r.read_line(&mut line)?;
-        let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let path = line.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
         let mut length = 0;
         loop {
             let mut h = String::new();
@@ -71,10 +73,14 @@ impl Collector {
         let mut body = vec![0; length];
         r.read_exact(&mut body)?;
         let batch: Value = serde_json::from_slice(&body).expect("a JSON body");
-        self.spans
-            .lock()
-            .expect("collector lock")
-            .extend(batch.as_array().expect("a JSON array").iter().cloned());
+        let mut spans = self.spans.lock().expect("collector lock");
+        for item in batch.as_array().expect("a JSON array") {
+            match item.as_array() {
+                Some(trace) => spans.extend(trace.iter().cloned()),
+                None => spans.push(item.clone()),
+            }
+        }
+        drop(spans);
         self.paths.lock().expect("collector lock").push(path);
         (&conn).write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
     }
@@ -165,7 +171,7 @@ fn spans_reach_the_collector_tagged_as_coredns_tags_them() {
         .lock()
         .expect("collector lock")
         .iter()
-        .all(|p| p == "/api/v2/spans"));
+        .all(|p| p == "POST /api/v2/spans"));
     let sent = |s: &Server| s.metric_sum("clusterdns_trace_spans_sent_total", "");
     let started = Instant::now();
     while started.elapsed() < HANG && sent(&server) < 4.0 {
@@ -233,4 +239,40 @@ fn lost_spans_are_counted_and_queries_answered() {
         assert_eq!(dig(&server, &[&format!("s{i}.example.org"), "A"]).status, "NOERROR");
     }
     assert!(dropped(&server, "backlog", 8.0) >= 8.0, "{}", server.metrics());
+}
+
+#[test]
+fn datadog_agent_gets_the_spans_in_its_json() {
+    let (collector, addr) = Collector::start(false);
+    let dir = temp_dir("trace-datadog");
+    let options = "        service dnsproxy\n        datadog_analytics_rate 0.5";
+    let server = Server::start(&dir, &corefile(&format!("datadog {addr}"), options));
+    assert_eq!(dig(&server, &["a.example.org", "A"]).status, "NOERROR");
+    let roots = collector.roots(1);
+    assert_eq!(roots.len(), 1, "{roots:#?}\n{}", server.metrics());
+    let root = &roots[0];
+    assert_eq!(root["meta"]["coredns.io@name"], "a.example.org.", "{root}");
+    assert_eq!(root["meta"]["coredns.io@type"], "A", "{root}");
+    assert_eq!(root["meta"]["coredns.io@rcode"], "NOERROR", "{root}");
+    assert_eq!(
+        (&root["service"], &root["type"]),
+        (&Value::from("dnsproxy"), &Value::from("dns"))
+    );
+    assert_eq!(root["parent_id"], 0, "{root}");
+    assert_eq!(root["metrics"]["_dd1.sr.eausr"], 0.5, "{root}");
+    assert!(
+        root["start"].as_u64().is_some_and(|t| t > 1_600_000_000_000_000_000),
+        "{root}"
+    );
+    let spans = collector.spans.lock().expect("collector lock").clone();
+    let child = spans
+        .iter()
+        .find(|s| s["parent_id"] == root["span_id"])
+        .expect("a child span");
+    assert_eq!(
+        (&child["name"], &child["trace_id"]),
+        (&Value::from("template"), &root["trace_id"])
+    );
+    let paths = collector.paths.lock().expect("collector lock").clone();
+    assert!(paths.iter().all(|p| p == "PUT /v0.3/traces"), "{paths:?}");
 }

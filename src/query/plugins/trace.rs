@@ -4,7 +4,8 @@
 //! `/proto`, `/remote`, `/rcode`), with a child span named after the
 //! plugin that wrote the answer (`kubernetes`, `forward`, ...) where
 //! CoreDNS has one span per plugin the query passed. Spans are sent as
-//! Zipkin v2 JSON, batched, to the collector's `/api/v2/spans`.
+//! Zipkin v2 JSON, batched, to the collector's `/api/v2/spans`, or with
+//! `trace datadog AGENT` as the Datadog agent's JSON ([`datadog`]).
 //!
 //! Off the query path: the worker (or the forwarding task) that tells of
 //! a served query ([`Tracer::served`], from `settle::record`) counts it,
@@ -19,6 +20,7 @@
 
 pub mod config;
 pub mod counters;
+pub mod datadog;
 pub mod setup;
 pub mod tracer;
 pub mod zipkin;

@@ -4,10 +4,15 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 /// What a block's `trace` reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TraceConfig {
-    /// The collector's URL (`http://HOST:PORT/api/v2/spans`).
+    /// The collector's URL (`http://HOST:PORT/api/v2/spans`, or a Datadog
+    /// agent's `http://HOST:PORT/v0.3/traces`).
     pub endpoint: String,
+    /// `trace datadog`: spans go to a Datadog agent.
+    pub datadog: bool,
+    /// `datadog_analytics_rate`, 0 to 1.
+    pub analytics_rate: Option<f64>,
     /// One query in `every` is traced (0: none).
     pub every: u64,
     pub service: String,
@@ -26,6 +31,8 @@ impl Default for TraceConfig {
     fn default() -> Self {
         TraceConfig {
             endpoint: "http://localhost:9411/api/v2/spans".into(),
+            datadog: false,
+            analytics_rate: None,
             every: 1,
             service: "coredns".into(),
             client_server: false,

@@ -2,10 +2,11 @@
 //! client_server [BOOL]; datadog_analytics_rate RATE;
 //! zipkin_max_backlog_size N; zipkin_max_batch_size N;
 //! zipkin_max_batch_interval DURATION }`, as CoreDNS reads it.
-//! ENDPOINT-TYPE is `zipkin` (the default); `datadog` is refused with
-//! the reason (no Datadog agent protocol here). ENDPOINT defaults to
-//! `localhost:9411`; one without `http` becomes
-//! `http://ENDPOINT/api/v2/spans`. Only `http://` URLs are sent to.
+//! ENDPOINT-TYPE is `zipkin` (the default) or `datadog`. A zipkin ENDPOINT
+//! defaults to `localhost:9411`; one without `http` becomes
+//! `http://ENDPOINT/api/v2/spans`. A datadog ENDPOINT is the agent's
+//! `HOST[:PORT]` (default `localhost:8126`, port 8126), sent to at
+//! `/v0.3/traces`. Only `http://` URLs are sent to.
 
 use std::any::Any;
 use std::net::SocketAddr;
@@ -21,11 +22,6 @@ use crate::corefile::problem::ConfigError;
 use crate::corefile::words::{duration, Block};
 use crate::query::plugins::chain::Setup;
 
-/// Why `datadog` is refused.
-pub const DATADOG: &str = "trace: endpoint type 'datadog' is not supported: clusterdns sends spans in \
-     Zipkin's v2 JSON only (no Datadog agent protocol); the Datadog agent accepts Zipkin spans \
-     (its APM receiver on :9411/api/v2/spans): write `trace zipkin http://AGENT:9411/api/v2/spans`";
-
 /// The options of the block.
 const OPTIONS: &[Opt<TraceConfig>] = &[
     Opt::new("every", (1, 1), |a, c, errors| {
@@ -38,10 +34,19 @@ const OPTIONS: &[Opt<TraceConfig>] = &[
             Some(_) => a.parse(0, "true or false", errors).unwrap_or(c.client_server),
         }
     }),
-    Opt::refused("datadog_analytics_rate", |a, _, errors| {
-        let message =
-            "trace: datadog_analytics_rate is for the datadog endpoint type, which clusterdns does not support";
-        errors.push(ConfigError::new(&a.name.pos, message));
+    Opt::new("datadog_analytics_rate", (0, 1), |a, c, errors| {
+        let rate = match a.args.first() {
+            None => 0.0,
+            Some(_) => match a.parse::<f64>(0, "a number", errors) {
+                Some(r) => r,
+                None => return,
+            },
+        };
+        if !(0.0..=1.0).contains(&rate) {
+            let message = format!("trace: datadog analytics rate must be between 0 and 1, '{rate}' is not supported");
+            errors.push(ConfigError::new(&a.name.pos, message));
+        }
+        c.analytics_rate = Some(rate);
     }),
     Opt::new("zipkin_max_backlog_size", (1, 1), |a, c, errors| {
         c.backlog = a.parse(0, "a whole number", errors).unwrap_or(c.backlog)
@@ -77,7 +82,17 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Arc<dyn Set
         let at = d.args.first().map_or(&d.name.pos, |w| &w.pos);
         match kind.as_str() {
             "zipkin" => cfg.endpoint = normalized(endpoint.unwrap_or("localhost:9411")),
-            "datadog" => errors.push(ConfigError::new(at, DATADOG)),
+            "datadog" => {
+                let ep = endpoint.unwrap_or(super::datadog::AGENT);
+                cfg.datadog = true;
+                match super::datadog::endpoint(ep) {
+                    Some(url) => cfg.endpoint = url,
+                    None => errors.push(ConfigError::new(
+                        at,
+                        format!("trace: datadog agent '{ep}': only http:// agents are supported (write HOST:PORT)"),
+                    )),
+                }
+            }
             other => {
                 let message = format!("trace: tracing endpoint type '{other}' is not supported (zipkin)");
                 errors.push(ConfigError::new(at, message));
@@ -126,7 +141,7 @@ impl Setup for TraceSetup {
 
     fn print(&self, b: &mut Block) {
         let c = &self.cfg;
-        let options = vec![
+        let mut options = vec![
             format!("every {}", c.every),
             format!("service {}", c.service),
             format!("client_server {}", c.client_server),
@@ -134,7 +149,16 @@ impl Setup for TraceSetup {
             format!("zipkin_max_batch_size {}", c.batch_size),
             format!("zipkin_max_batch_interval {}", duration(c.batch_interval)),
         ];
-        b.directive(format!("trace zipkin {}", c.endpoint), &options);
+        if let Some(rate) = c.analytics_rate {
+            options.push(format!("datadog_analytics_rate {rate}"));
+        }
+        match c.datadog {
+            true => b.directive(
+                format!("trace datadog {}", super::datadog::agent(&c.endpoint)),
+                &options,
+            ),
+            false => b.directive(format!("trace zipkin {}", c.endpoint), &options),
+        }
     }
 }
 
@@ -144,8 +168,7 @@ mod tests {
 
     use crate::config::tests::server_block;
 
-    /// CoreDNS's TestTraceParse rows that load (the datadog ones are
-    /// refused: tests/coredns/trace.table): endpoint, every, service,
+    /// CoreDNS's TestTraceParse rows that load: endpoint, every, service,
     /// client_server and the zipkin sizes (0: the reporter's default).
     #[test]
     fn values_as_coredns_reads_them() {
@@ -225,6 +248,32 @@ mod tests {
             );
             assert_eq!((cfg.backlog, cfg.batch_size), (backlog, batch), "{text}");
             assert_eq!(cfg.batch_interval, Duration::from_secs(secs), "{text}");
+        }
+        // the datadog rows: the agent's intake, and the analytics rate
+        for (text, endpoint, rate) in [
+            ("trace datadog localhost", "http://localhost:8126/v0.3/traces", None),
+            (
+                "trace datadog http://localhost:8127",
+                "http://localhost:8127/v0.3/traces",
+                None,
+            ),
+            (
+                "trace datadog localhost {\n datadog_analytics_rate 0.1\n}",
+                "http://localhost:8126/v0.3/traces",
+                Some(0.1),
+            ),
+        ] {
+            let server = server_block(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            let setup = server.setup("trace").expect(text);
+            let cfg = &(&**setup as &dyn std::any::Any)
+                .downcast_ref::<super::TraceSetup>()
+                .expect(text)
+                .cfg;
+            assert_eq!(
+                (cfg.datadog, cfg.endpoint.as_str(), cfg.analytics_rate),
+                (true, endpoint, rate),
+                "{text}"
+            );
         }
         // TestParseServiceEndpoint: the block's first bound address and its port
         let server = server_block("bind 127.0.0.1\ntrace").expect("bind");

@@ -29,7 +29,12 @@ impl Tracer {
     pub fn start(cfg: Arc<TraceConfig>, counters: Arc<Counters>) -> Tracer {
         let queue = tokio::runtime::Handle::try_current().ok().map(|rt| {
             let (tx, rx) = mpsc::channel(cfg.backlog);
-            rt.spawn(zipkin::report(rx, cfg.clone(), counters.clone()));
+            let encode: zipkin::Encode = if cfg.datadog {
+                super::datadog::body
+            } else {
+                zipkin::json
+            };
+            rt.spawn(zipkin::report(rx, cfg.clone(), counters.clone(), encode));
             tx
         });
         Tracer {

@@ -93,10 +93,18 @@ impl Span {
     }
 }
 
-/// The reporter: batches from `queue` sent to the collector until the
-/// queue closes (the block's tracer dropped by a reload), then what is
-/// left.
-pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, counters: Arc<Counters>) {
+/// How a batch is written: Zipkin's JSON array, or another collector's.
+pub type Encode = fn(&[Span], &TraceConfig) -> serde_json::Result<Vec<u8>>;
+
+/// Zipkin's v2 JSON: the spans as one array.
+pub fn json(spans: &[Span], _: &TraceConfig) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(spans)
+}
+
+/// The reporter: batches from `queue` written by `encode` and sent to the
+/// collector until the queue closes (the block's tracer dropped by a
+/// reload), then what is left.
+pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, counters: Arc<Counters>, encode: Encode) {
     let mut batch: Vec<Span> = Vec::with_capacity(cfg.batch_size);
     loop {
         let Some(first) = queue.recv().await else { return };
@@ -114,7 +122,11 @@ pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, coun
             }
         }
         let n = batch.len() as u64;
-        match send(&cfg.endpoint, &batch).await {
+        let sent = match encode(&batch, &cfg) {
+            Ok(body) => send(&cfg.endpoint, body, cfg.datadog).await,
+            Err(e) => Err(e.to_string()),
+        };
+        match sent {
             Ok(()) => counters.sent.fetch_add(n, Ordering::Relaxed),
             Err(e) => {
                 tracing::debug!(target: "trace", "{n} spans to {} not sent: {e}", cfg.endpoint);
@@ -128,10 +140,9 @@ pub async fn report(mut queue: mpsc::Receiver<Span>, cfg: Arc<TraceConfig>, coun
     }
 }
 
-/// POSTs `spans` to `endpoint` (`http://HOST[:PORT]/PATH`); any 2xx
-/// status is success.
-pub async fn send(endpoint: &str, spans: &[Span]) -> Result<(), String> {
-    let body = serde_json::to_vec(spans).map_err(|e| e.to_string())?;
+/// POSTs (a Datadog agent: PUTs) the JSON `body` to `endpoint`
+/// (`http://HOST[:PORT]/PATH`); any 2xx status is success.
+pub async fn send(endpoint: &str, body: Vec<u8>, put: bool) -> Result<(), String> {
     let uri: http::Uri = endpoint.parse().map_err(|e| format!("{e}"))?;
     let host = uri
         .host()
@@ -141,7 +152,8 @@ pub async fn send(endpoint: &str, spans: &[Span]) -> Result<(), String> {
     let port = uri.port_u16().unwrap_or(80);
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        if put { "PUT" } else { "POST" },
         uri.authority().map_or(host, |a| a.as_str()),
         body.len()
     );
