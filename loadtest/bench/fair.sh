@@ -42,9 +42,15 @@
 # 1024) against other processes on CPU 0: on a shared machine, what the
 # cap costs apart from what waiting behind others' work costs.
 #
+# RT=PRIO runs each server's threads SCHED_FIFO at PRIO (chrt -a): on a
+# shared machine, a server kept busy by the flood is otherwise preempted
+# for whole time slices (ms) by other processes on its core, which sets the
+# polite p99 of every server alike; with RT the server has its core as on a
+# quiet machine (the kernel still keeps 5% of it for others).
+#
 # PORT=N (default 25360) is the first of the three ports used.
 #
-# usage: [PORT=25360] [BASE=/tmp/base] [BIN=PATH] [FLOOD_LEAD=1] [FLOOD=gso|mmsg] [FLOOD_X=N] [QUOTA=PCT [SHARES=N]] loadtest/bench/fair.sh [ROUNDS] [SECS]
+# usage: [PORT=25360] [BASE=/tmp/base] [BIN=PATH] [FLOOD_LEAD=1] [FLOOD=gso|mmsg] [FLOOD_X=N] [RT=PRIO] [QUOTA=PCT [SHARES=N]] loadtest/bench/fair.sh [ROUNDS] [SECS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-3}; SECS=${2:-6}; LEAD=${FLOOD_LEAD:-1}; P=${PORT:-25360}
@@ -98,6 +104,10 @@ for s in "${servers[@]}"; do
   IFS=: read -r _ port _ <<<"$s"
   taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$W/dnsperf.txt" -l 2 -c 8 -q 100 -Q 20000 -T 1 >/dev/null 2>&1 || true
 done
+if [ -n "${RT:-}" ]; then
+  for pid in "${pids[@]}"; do chrt -a -f -p "$RT" "$pid"; done
+  echo "# each server SCHED_FIFO priority $RT (no other process preempts it on CPU 0)"
+fi
 if [ -n "${QUOTA:-}" ]; then
   limit_cpu "$QUOTA" "${pids[@]}"
   echo "# each server capped at $QUOTA% of CPU 0"
