@@ -47,7 +47,6 @@ pub use block::Forwarding;
 pub use directive::Forward;
 pub use render::render;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -105,7 +104,7 @@ impl Forwarding {
             server,
             chain,
             cache,
-            flights: Mutex::new(HashMap::new()),
+            flights: Mutex::default(),
             runtime: tokio::runtime::Handle::current(),
             metrics,
             max_concurrent_rejects: AtomicU64::new(0),
