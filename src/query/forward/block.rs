@@ -1,7 +1,6 @@
 //! The forwarding side of one server block: its `forward` directives in
 //! order, its `cache`, the queries in flight upstream and its counters.
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
@@ -21,7 +20,7 @@ pub struct Forwarding {
     pub server: String,
     pub chain: Vec<Arc<Forward>>,
     pub cache: Option<Cache>,
-    pub(super) flights: Mutex<HashMap<(Key, bool), Flight>>,
+    pub(super) flights: Mutex<std::collections::HashMap<(Key, bool), Flight, foldhash::fast::RandomState>>,
     pub(super) runtime: tokio::runtime::Handle,
     pub(super) metrics: Arc<Metrics>,
     pub max_concurrent_rejects: AtomicU64,

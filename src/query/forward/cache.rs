@@ -14,7 +14,6 @@ mod keep;
 pub mod print;
 pub mod setup;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -103,9 +102,14 @@ pub enum Lookup {
 /// A cache key: case-folded wire name, type, DO and CD (and a class not IN).
 pub type Key = Box<[u8]>;
 
+/// The cache's and the flights' maps of keys: foldhash, seeded at random
+/// per map as the store's maps are (SipHash was ~250 instructions a key,
+/// and a miss hashes its key six times).
+pub type KeyMap<V> = std::collections::HashMap<Key, V, foldhash::fast::RandomState>;
+
 pub struct Cache {
     pub cfg: CacheConfig,
-    shards: Vec<Mutex<HashMap<Key, Arc<Entry>>>>,
+    shards: Vec<Mutex<KeyMap<Arc<Entry>>>>,
     /// Entries held: `[success, denial]`.
     counts: [AtomicUsize; 2],
     /// Entries retired so far: a replay that saw this number last time
@@ -136,7 +140,7 @@ impl Cache {
         key.into_boxed_slice()
     }
 
-    fn shard(&self, key: &[u8]) -> &Mutex<HashMap<Key, Arc<Entry>>> {
+    fn shard(&self, key: &[u8]) -> &Mutex<KeyMap<Arc<Entry>>> {
         let h = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
         });

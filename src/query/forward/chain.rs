@@ -17,6 +17,10 @@ pub fn answers_question(query: &Query, answers: &[Record]) -> bool {
     match query.query_type() {
         RecordType::ANY => answers.iter().any(|r| in_class(r) && r.name == *name),
         RecordType::CNAME => matches!(target(answers, name, &in_class), Some(Some(_))),
+        // no CNAME at all (most answers): the chain ends where it starts
+        qtype if !answers.iter().any(|r| r.record_type() == RecordType::CNAME) => answers
+            .iter()
+            .any(|r| r.record_type() == qtype && in_class(r) && r.name == *name),
         qtype => match terminal(answers, name, &in_class) {
             Some(end) => answers
                 .iter()

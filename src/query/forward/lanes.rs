@@ -6,6 +6,13 @@
 //! unbound's event loop: handing it to the shared multi-threaded runtime
 //! woke one of its workers and that one a second to search for more work
 //! (measured: `loadtest/bench/forward-miss.sh`).
+//!
+//! A lane's thread keeps a timer of its own, every [`TICK`]: tokio wakes a
+//! parked driver (a write to its eventfd, and one more `epoll_wait` on
+//! return) whenever a new timer is due sooner than any it already holds,
+//! which an idle lane's miss timeout (`read_timeout`, 2 s by default)
+//! always was; with the tick due sooner, a miss registers its timeout
+//! without waking anyone.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +22,8 @@ use tokio::runtime::Handle;
 
 /// At most this many lanes (fewer on fewer cores).
 pub const MAX_LANES: usize = 4;
+/// How often an idle lane's thread wakes (see the module comment).
+pub const TICK: std::time::Duration = std::time::Duration::from_millis(500);
 
 static LANES: OnceLock<Vec<Handle>> = OnceLock::new();
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -75,7 +84,13 @@ fn start(i: usize) -> Option<Handle> {
     let thread = std::thread::Builder::new().name(format!("forward-{i}")).spawn(move || {
         ON.with(|on| on.set(Some(i)));
         MINE.with(|mine| mine.set(Some(i)));
-        runtime.block_on(std::future::pending::<()>());
+        runtime.block_on(async {
+            let mut tick = tokio::time::interval(TICK);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+            }
+        });
     });
     match thread {
         Ok(_) => Some(handle),

@@ -26,19 +26,28 @@
 //! 1,000 distinct ports once the pool is full, as from fresh sockets
 //! (`loadtest/bench/forward-miss.sh` counts them), while only about one
 //! query in eight pays for opening a socket.
+//!
+//! A port is watched for reading only: registered for writing too (as
+//! tokio's `UdpSocket` is), the kernel's signal that the query's buffer
+//! was freed woke the lane once more per miss for nothing. The drain also
+//! clears the runtime's stale view that the port is readable (left by the
+//! last reply, read without meeting `EAGAIN`), which else cost a read that
+//! finds nothing before the wait for the reply.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use hickory_proto::op::{Message, Query};
 use rand::RngExt;
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::UdpSocket;
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 
 use super::exchange::{classify, mismatched, ExchangeError, Stray};
 use super::lanes::MAX_LANES;
@@ -57,10 +66,10 @@ pub fn random_id() -> u16 {
     rand::rng().random()
 }
 
-/// One open port: a connected UDP socket.
+/// One open port: a connected, non-blocking UDP socket.
 #[derive(Debug)]
 struct Port {
-    socket: UdpSocket,
+    socket: AsyncFd<UdpSocket>,
     local: Option<SocketAddr>,
     /// Queries it may still carry.
     left: u16,
@@ -151,12 +160,17 @@ impl Outgoing {
         if reused {
             self.drain(port);
         }
-        port.socket.send(request).await?;
+        // one datagram on a socket of its own: never waits for room
+        port.socket.get_ref().send(request)?;
         loop {
-            port.socket.readable().await?;
-            if let Some(m) = self.receive(port, addr, (id, query), wrong)? {
-                self.give_back(&mut lease);
-                return Ok(m);
+            let mut ready = port.socket.readable().await?;
+            match self.receive(port, addr, (id, query), wrong)? {
+                Some(m) => {
+                    drop(ready);
+                    self.give_back(&mut lease);
+                    return Ok(m);
+                }
+                None => ready.clear_ready(),
             }
         }
     }
@@ -210,16 +224,18 @@ impl Outgoing {
     /// Reads and drops what arrived on an idle port since its last reply
     /// (a late duplicate, or a reply planted ahead of the next query).
     /// Asks the socket itself, not the runtime's view of its readiness,
-    /// which may not have seen the newest arrivals yet.
+    /// which may not have seen the newest arrivals yet; then, the socket
+    /// empty, clears that view (see the module comment).
     fn drain(&self, port: &Port) {
-        use nix::sys::socket::{recv, MsgFlags};
-        use std::os::fd::AsRawFd;
         BUF.with(|buf| {
             let Ok(mut buf) = buf.try_borrow_mut() else { return };
-            while recv(port.socket.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT).is_ok() {
+            while port.socket.get_ref().recv(&mut buf).is_ok() {
                 self.stray(Stray::Late);
             }
         });
+        if let Some(Ok(mut ready)) = port.socket.readable().now_or_never() {
+            ready.clear_ready();
+        }
     }
 
     /// The reply to `id` and `query` if one is queued on `port`; the rest
@@ -235,7 +251,7 @@ impl Outgoing {
         BUF.with(|buf| {
             let mut buf = buf.try_borrow_mut().map_err(io::Error::other)?;
             loop {
-                let (n, from) = match port.socket.try_recv_from(&mut buf) {
+                let (n, from) = match port.socket.get_ref().recv_from(&mut buf) {
                     Ok(got) => got,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                     Err(e) => return Err(e),
@@ -269,7 +285,11 @@ fn open(addr: SocketAddr, source: Option<IpAddr>) -> io::Result<Port> {
     }
     socket.connect(&addr.into())?;
     let local = socket.local_addr().ok().and_then(|a| a.as_socket());
-    let socket = UdpSocket::from_std(socket.into())?;
+    // tokio deprecates its safe constructors for types whose descriptor
+    // may change or close while registered; this socket is owned by the
+    // registration and closed only when it drops, after deregistering
+    #[allow(deprecated)]
+    let socket = AsyncFd::with_interest(UdpSocket::from(socket), Interest::READABLE)?;
     Ok(Port {
         socket,
         local,

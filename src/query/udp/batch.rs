@@ -39,11 +39,12 @@ pub const SIZE: usize = 4096;
 /// Rebuilds a worker makes for batches with an unstamped datagram.
 pub const UNSTAMPED_REBUILDS: u8 = 64;
 
-/// One received datagram, as the batch loop sees it.
+/// One received datagram, as the batch loop sees it (its sender's address
+/// is in [`Batch::peers`], at the same index: kept apart, the datagram is
+/// small to copy).
 #[derive(Clone, Copy)]
 pub struct Datagram {
     pub len: usize,
-    pub from: Option<SockaddrStorage>,
     /// Time spent in the receive queue before the batch was read (`None`:
     /// the kernel's stamp was missing).
     pub waited: Option<Duration>,
@@ -53,6 +54,24 @@ pub struct Datagram {
     pub to: Option<IpAddr>,
 }
 
+/// One reply in [`Batch::out`]: its bytes, the datagram it answers (whose
+/// sender it goes to) and the address it goes from (`None`: the socket's).
+#[derive(Clone, Copy)]
+struct Reply {
+    start: usize,
+    end: usize,
+    of: usize,
+    from: Option<IpAddr>,
+}
+
+/// Runs of at most this many replies are sent from a small array of slices
+/// (filling [`BATCH`] slices for one or two replies costs more than the
+/// replies' own bookkeeping).
+const FEW: usize = 4;
+
+/// A stamp older than this counts as none (a clock set far off).
+const STAMP_LIMIT: u64 = 10_000_000_000;
+
 /// A worker's buffers, reused for every batch.
 pub struct Batch {
     pub bufs: Box<[[u8; SIZE]; BATCH]>,
@@ -61,15 +80,16 @@ pub struct Batch {
     /// For replies sent from a given address (`IP_PKTINFO`, `IPV6_PKTINFO`).
     sending_from: [MultiHeaders<SockaddrStorage>; 2],
     pub got: Vec<Datagram>,
+    /// Where each datagram of [`Batch::got`] came from.
+    pub peers: Vec<Option<SockaddrStorage>>,
     /// The socket's drop count, if a datagram of the last batch carried it.
     pub drops: Option<u32>,
-    /// The replies back to back, and where each goes.
-    pub out: Vec<u8>,
-    pub replies: Vec<(usize, usize)>,
-    pub to: Vec<Option<SockaddrStorage>>,
-    /// The address each reply goes from (its query's [`Datagram::to`]);
-    /// empty: every one from the socket's own address.
-    pub from: Vec<Option<IpAddr>>,
+    /// The replies back to back.
+    out: Vec<u8>,
+    replies: Vec<Reply>,
+    /// Where a run of replies goes when they do not answer the datagrams
+    /// in order (else the run's part of [`Batch::peers`] is sent as is).
+    to: Vec<Option<SockaddrStorage>>,
     /// Rebuilds left for unstamped datagrams (see the module comment).
     unstamped: u8,
 }
@@ -89,11 +109,11 @@ impl Batch {
                 MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(nix::libc::in6_pktinfo))),
             ],
             got: Vec::with_capacity(BATCH),
+            peers: Vec::with_capacity(BATCH),
             drops: None,
             out: Vec::with_capacity(BATCH * 512),
             replies: Vec::with_capacity(BATCH),
             to: Vec::with_capacity(BATCH),
-            from: Vec::with_capacity(BATCH),
             unstamped: UNSTAMPED_REBUILDS,
         }
     }
@@ -115,16 +135,20 @@ impl Batch {
 
     fn receive_with(&mut self, socket: &UdpSocket, flags: MsgFlags) -> Result<(), Errno> {
         self.got.clear();
+        self.peers.clear();
         self.drops = None;
         let mut iovs = self.bufs.each_mut().map(|b| [IoSliceMut::new(b)]);
         let results = socket::recvmmsg(socket.as_raw_fd(), &mut self.received, iovs.iter_mut(), flags, None)?;
-        let wall = SystemTime::now();
+        // the clock read once a batch, in nanoseconds as the stamps are
+        let wall = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| {
+            d.as_secs().saturating_mul(1_000_000_000) + u64::from(d.subsec_nanos())
+        });
         let (mut cut, mut bare) = (false, false);
         for msg in results {
             let (mut stamp, mut to) = (None, None);
             for m in msg.cmsgs().into_iter().flatten() {
                 match m {
-                    ControlMessageOwned::ScmTimestampns(t) => stamp = since_epoch(t),
+                    ControlMessageOwned::ScmTimestampns(t) => stamp = nanos(t),
                     ControlMessageOwned::RxqOvfl(count) => self.drops = Some(count),
                     ControlMessageOwned::Ipv4PacketInfo(i) => {
                         to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(i.ipi_addr.s_addr))));
@@ -137,14 +161,14 @@ impl Batch {
             }
             cut |= msg.flags.contains(MsgFlags::MSG_CTRUNC);
             bare |= stamp.is_none();
-            // A stamp from a clock set back, or far off, counts as no wait.
+            // A stamp from a clock set back counts as no wait, one far off as none.
             let waited = stamp
-                .and_then(|at| SystemTime::UNIX_EPOCH.checked_add(at))
-                .map(|at| wall.duration_since(at).unwrap_or_default())
-                .filter(|w| *w < Duration::from_secs(10));
+                .map(|at| wall.saturating_sub(at))
+                .filter(|w| *w < STAMP_LIMIT)
+                .map(Duration::from_nanos);
+            self.peers.push(msg.address);
             self.got.push(Datagram {
                 len: msg.bytes,
-                from: msg.address,
                 waited,
                 truncated: msg.flags.contains(MsgFlags::MSG_TRUNC),
                 to,
@@ -159,44 +183,30 @@ impl Batch {
         Ok(())
     }
 
-    /// Sends the replies gathered, those from one address at a time; a
-    /// reply the kernel refuses is skipped.
+    /// Queues `reply` to the sender of datagram `of`, from `from` (`None`:
+    /// the socket's own address).
+    pub fn reply(&mut self, of: usize, reply: &[u8], from: Option<IpAddr>) {
+        let start = self.out.len();
+        self.out.extend_from_slice(reply);
+        self.replies.push(Reply {
+            start,
+            end: self.out.len(),
+            of,
+            from,
+        });
+    }
+
+    /// Sends the replies queued, those from one address at a time; a reply
+    /// the kernel refuses is skipped.
     pub fn send(&mut self, socket: &UdpSocket) {
         let mut at = 0;
         while at < self.replies.len() {
-            let (from, run) = match self.from.get(at) {
-                None => (None, self.replies.len() - at),
-                Some(&from) => (from, self.from[at..].iter().take_while(|f| **f == from).count()),
-            };
-            let (out, replies) = (&self.out, &self.replies[at..at + run]);
-            let slices: [[IoSlice<'_>; 1]; BATCH] =
-                std::array::from_fn(|k| [IoSlice::new(replies.get(k).map_or(&[][..], |&(s, e)| &out[s..e]))]);
-            let (slices, to, fd) = (&slices[..run], &self.to[at..at + run], socket.as_raw_fd());
-            let flags = MsgFlags::empty();
-            let sent = match from {
-                None => {
-                    let none: [ControlMessage<'_>; 0] = [];
-                    socket::sendmmsg(fd, &mut self.sending, slices, to, none, flags).map(|r| r.count())
-                }
-                Some(IpAddr::V4(ip)) => {
-                    let info = nix::libc::in_pktinfo {
-                        ipi_ifindex: 0,
-                        ipi_spec_dst: nix::libc::in_addr {
-                            s_addr: u32::from(ip).to_be(),
-                        },
-                        ipi_addr: nix::libc::in_addr { s_addr: 0 },
-                    };
-                    let cmsg = [ControlMessage::Ipv4PacketInfo(&info)];
-                    socket::sendmmsg(fd, &mut self.sending_from[0], slices, to, cmsg, flags).map(|r| r.count())
-                }
-                Some(IpAddr::V6(ip)) => {
-                    let info = nix::libc::in6_pktinfo {
-                        ipi6_addr: nix::libc::in6_addr { s6_addr: ip.octets() },
-                        ipi6_ifindex: 0,
-                    };
-                    let cmsg = [ControlMessage::Ipv6PacketInfo(&info)];
-                    socket::sendmmsg(fd, &mut self.sending_from[1], slices, to, cmsg, flags).map(|r| r.count())
-                }
+            let from = self.replies[at].from;
+            let run = self.replies[at..].iter().take_while(|r| r.from == from).count();
+            let sent = if run <= FEW {
+                self.send_run::<FEW>(socket, at, run)
+            } else {
+                self.send_run::<BATCH>(socket, at, run)
             };
             match sent {
                 Ok(sent) => at += sent.max(1),
@@ -209,14 +219,61 @@ impl Batch {
         }
         self.out.clear();
         self.replies.clear();
-        self.to.clear();
-        self.from.clear();
+    }
+
+    /// One `sendmmsg` of the `run` replies from `at` (at most `N`), all from
+    /// the first one's address; returns how many the kernel took.
+    fn send_run<const N: usize>(&mut self, socket: &UdpSocket, at: usize, run: usize) -> Result<usize, Errno> {
+        let replies = &self.replies[at..at + run.min(N)];
+        let out = &self.out;
+        let slices: [[IoSlice<'_>; 1]; N] =
+            std::array::from_fn(|k| [IoSlice::new(replies.get(k).map_or(&[][..], |r| &out[r.start..r.end]))]);
+        let slices = &slices[..replies.len()];
+        let first = replies.first().map_or(0, |r| r.of);
+        let in_order = replies.iter().enumerate().all(|(k, r)| r.of == first + k);
+        let to = match self.peers.get(first..first + replies.len()) {
+            Some(to) if in_order => to,
+            _ => {
+                self.to.clear();
+                let peers = &self.peers;
+                self.to
+                    .extend(replies.iter().map(|r| peers.get(r.of).copied().flatten()));
+                &self.to[..]
+            }
+        };
+        let (fd, flags) = (socket.as_raw_fd(), MsgFlags::empty());
+        match replies.first().and_then(|r| r.from) {
+            None => {
+                let none: [ControlMessage<'_>; 0] = [];
+                socket::sendmmsg(fd, &mut self.sending, slices, to, none, flags).map(|r| r.count())
+            }
+            Some(IpAddr::V4(ip)) => {
+                let info = nix::libc::in_pktinfo {
+                    ipi_ifindex: 0,
+                    ipi_spec_dst: nix::libc::in_addr {
+                        s_addr: u32::from(ip).to_be(),
+                    },
+                    ipi_addr: nix::libc::in_addr { s_addr: 0 },
+                };
+                let cmsg = [ControlMessage::Ipv4PacketInfo(&info)];
+                socket::sendmmsg(fd, &mut self.sending_from[0], slices, to, cmsg, flags).map(|r| r.count())
+            }
+            Some(IpAddr::V6(ip)) => {
+                let info = nix::libc::in6_pktinfo {
+                    ipi6_addr: nix::libc::in6_addr { s6_addr: ip.octets() },
+                    ipi6_ifindex: 0,
+                };
+                let cmsg = [ControlMessage::Ipv6PacketInfo(&info)];
+                socket::sendmmsg(fd, &mut self.sending_from[1], slices, to, cmsg, flags).map(|r| r.count())
+            }
+        }
     }
 }
 
-fn since_epoch(t: TimeSpec) -> Option<Duration> {
+/// A stamp in nanoseconds since the epoch (`None`: before it).
+fn nanos(t: TimeSpec) -> Option<u64> {
     let secs = u64::try_from(t.tv_sec()).ok()?;
-    Duration::from_secs(secs).checked_add(Duration::from_nanos(t.tv_nsec().unsigned_abs()))
+    secs.checked_mul(1_000_000_000)?.checked_add(t.tv_nsec().unsigned_abs())
 }
 
 #[cfg(test)]
@@ -320,10 +377,7 @@ mod tests {
                 let got = receive_all(&mut batch, &server);
                 assert_eq!(got.iter().map(|d| d.to).collect::<Vec<_>>(), [Some(ip)], "{bind}");
                 // The reply goes from that address, not the one the route picks.
-                batch.out.extend_from_slice(b"reply");
-                batch.replies.push((0, 5));
-                batch.to.push(got[0].from);
-                batch.from.push(got[0].to);
+                batch.reply(0, b"reply", got[0].to);
                 batch.send(&server);
                 client.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
                 let mut buf = [0u8; 16];

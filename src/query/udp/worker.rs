@@ -202,7 +202,7 @@ impl Worker<'_> {
         let mut late = 0;
         for i in 0..self.batch.got.len() {
             let d = self.batch.got[i];
-            let Some(peer) = d.from.as_ref().and_then(peer) else {
+            let Some(peer) = self.batch.peers.get(i).and_then(Option::as_ref).and_then(peer) else {
                 continue;
             };
             if count {
@@ -239,14 +239,9 @@ impl Worker<'_> {
                 &sink,
                 started,
             ) {
-                let b = &mut self.batch;
-                let start = b.out.len();
-                b.out.extend_from_slice(&self.scratch.out);
-                b.replies.push((start, b.out.len()));
-                b.to.push(d.from);
-                if self.wildcard.is_some() {
-                    b.from.push(d.to); // none pushed: all from the bound address
-                }
+                // from the query's destination on a wildcard socket (`d.to`
+                // is only told there), else from the bound address
+                self.batch.reply(i, &self.scratch.out, d.to);
             }
         }
         self.batch.send(socket);

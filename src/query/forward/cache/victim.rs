@@ -1,6 +1,7 @@
 //! Which entry a full cache shard gives up for a new one.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::time::Instant;
 
 /// Entries of the full kind looked at to choose one to evict.
@@ -13,7 +14,10 @@ const EVICTION_SAMPLE: usize = 8;
 /// flat when the cache is full, as it is under a stream of unique names;
 /// CoreDNS evicts an arbitrary entry. `end` is when an entry of the kind
 /// expires (`None`: another kind).
-pub(super) fn victim<K: Clone, E>(shard: &HashMap<K, E>, end: impl Fn(&E) -> Option<Instant>) -> Option<K> {
+pub(super) fn victim<K: Clone, E, S: BuildHasher>(
+    shard: &HashMap<K, E, S>,
+    end: impl Fn(&E) -> Option<Instant>,
+) -> Option<K> {
     let now = Instant::now();
     let mut best: Option<(&K, Instant)> = None;
     for (k, end) in shard
