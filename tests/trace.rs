@@ -6,7 +6,9 @@
 //! a child span named after the plugin that answered; `every N` sends one
 //! query in N; a collector that is down or stalls loses spans, counted in
 //! `clusterdns_trace_spans_dropped_total` by reason, and the queries are
-//! answered all the same.
+//! answered all the same. The same collector stands in for a Datadog
+//! agent: `trace datadog` PUTs v0.3 JSON (an array of traces, each an
+//! array of spans) to `/v0.3/traces`.
 
 mod common;
 
@@ -26,7 +28,10 @@ const HANG: Duration = Duration::from_secs(30);
 #[derive(Clone, Default)]
 struct Collector {
     spans: Arc<Mutex<Vec<Value>>>,
+    /// The method and path of every request.
     paths: Arc<Mutex<Vec<String>>>,
+    /// The `X-Datadog-Trace-Count` headers.
+    trace_counts: Arc<Mutex<Vec<usize>>>,
 }
 
 impl Collector {
@@ -54,7 +59,7 @@ impl Collector {
         let mut r = BufReader::new(conn.try_clone()?);
         let mut line = String::new();
         r.read_line(&mut line)?;
-        let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let path = line.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
         let mut length = 0;
         loop {
             let mut h = String::new();
@@ -66,15 +71,23 @@ impl Collector {
                 if k.eq_ignore_ascii_case("content-length") {
                     length = v.trim().parse().unwrap_or(0);
                 }
+                if k.eq_ignore_ascii_case("x-datadog-trace-count") {
+                    let n = v.trim().parse().expect("a count");
+                    self.trace_counts.lock().expect("collector lock").push(n);
+                }
             }
         }
         let mut body = vec![0; length];
         r.read_exact(&mut body)?;
         let batch: Value = serde_json::from_slice(&body).expect("a JSON body");
-        self.spans
-            .lock()
-            .expect("collector lock")
-            .extend(batch.as_array().expect("a JSON array").iter().cloned());
+        // Zipkin: an array of spans; Datadog: an array of traces of spans
+        let mut spans = self.spans.lock().expect("collector lock");
+        for item in batch.as_array().expect("a JSON array") {
+            match item.as_array() {
+                Some(trace) => spans.extend(trace.iter().cloned()),
+                None => spans.push(item.clone()),
+            }
+        }
         self.paths.lock().expect("collector lock").push(path);
         (&conn).write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
     }
@@ -165,7 +178,7 @@ fn spans_reach_the_collector_tagged_as_coredns_tags_them() {
         .lock()
         .expect("collector lock")
         .iter()
-        .all(|p| p == "/api/v2/spans"));
+        .all(|p| p == "POST /api/v2/spans"));
     let sent = |s: &Server| s.metric_sum("clusterdns_trace_spans_sent_total", "");
     let started = Instant::now();
     while started.elapsed() < HANG && sent(&server) < 4.0 {
@@ -233,4 +246,56 @@ fn lost_spans_are_counted_and_queries_answered() {
         assert_eq!(dig(&server, &[&format!("s{i}.example.org"), "A"]).status, "NOERROR");
     }
     assert!(dropped(&server, "backlog", 8.0) >= 8.0, "{}", server.metrics());
+}
+
+#[test]
+fn datadog_spans_reach_the_agent_api() {
+    let (agent, addr) = Collector::start(false);
+    let dir = temp_dir("trace-datadog");
+    let options = "        service dnsproxy\n        datadog_analytics_rate 0.5";
+    let server = Server::start(&dir, &corefile(&format!("datadog {addr}"), options));
+    assert_eq!(dig(&server, &["a.example.org", "A"]).status, "NOERROR");
+    assert_eq!(dig(&server, &["b.example.org", "TXT", "+tcp"]).status, "NXDOMAIN");
+    let roots = agent.roots(2);
+    assert_eq!(roots.len(), 2, "{roots:#?}\n{}", server.metrics());
+    for (name, qtype, proto, rcode) in [
+        ("a.example.org.", "A", "udp", "NOERROR"),
+        ("b.example.org.", "TXT", "tcp", "NXDOMAIN"),
+    ] {
+        let span = roots.iter().find(|s| s["meta"]["coredns.io@name"] == name).expect(name);
+        assert_eq!(span["resource"], format!("{name} {qtype}"), "{span}");
+        assert_eq!(span["service"], "dnsproxy", "{span}");
+        assert_eq!(span["type"], "dns", "{span}");
+        assert_eq!(span["meta"]["coredns.io@type"], qtype, "{span}");
+        assert_eq!(span["meta"]["coredns.io@proto"], proto, "{span}");
+        assert_eq!(span["meta"]["coredns.io@remote"], "127.0.0.1", "{span}");
+        assert_eq!(span["meta"]["coredns.io@rcode"], rcode, "{span}");
+        assert_eq!(span["metrics"]["_dd1.sr.eausr"], 0.5, "{span}");
+        assert_eq!(span["parent_id"], 0, "{span}");
+        assert_eq!(span["span_id"], span["trace_id"], "{span}");
+        assert!(span["trace_id"].as_u64().is_some_and(|t| t > 0), "{span}");
+        assert!(
+            span["start"].as_u64().is_some_and(|t| t > 1_600_000_000_000_000_000),
+            "{span}"
+        );
+        assert!(span["duration"].as_u64().is_some_and(|d| d >= 1), "{span}");
+        assert_eq!(span["error"], 0, "{span}");
+    }
+    // the plugin that answered: a child of the root, in the same trace
+    let a = roots.iter().find(|s| s["meta"]["coredns.io@name"] == "a.example.org.");
+    let a = a.expect("a's root");
+    let spans = agent.spans.lock().expect("collector lock").clone();
+    let child = spans
+        .iter()
+        .find(|s| s["parent_id"] == a["span_id"])
+        .expect("a child span");
+    assert_eq!(
+        (&child["name"], &child["trace_id"]),
+        (&Value::from("template"), &a["trace_id"])
+    );
+    assert_eq!(child["service"], "dnsproxy");
+    let paths = agent.paths.lock().expect("collector lock").clone();
+    assert!(paths.iter().all(|p| p == "PUT /v0.3/traces"), "{paths:?}");
+    let counts: usize = agent.trace_counts.lock().expect("collector lock").iter().sum();
+    assert_eq!(counts, 2, "one trace per query");
 }

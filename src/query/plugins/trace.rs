@@ -19,7 +19,10 @@
 
 pub mod config;
 pub mod counters;
+pub mod datadog;
+pub mod report;
 pub mod setup;
+pub mod span;
 pub mod tracer;
 pub mod zipkin;
 

@@ -2,17 +2,19 @@
 //! client_server [BOOL]; datadog_analytics_rate RATE;
 //! zipkin_max_backlog_size N; zipkin_max_batch_size N;
 //! zipkin_max_batch_interval DURATION }`, as CoreDNS reads it.
-//! ENDPOINT-TYPE is `zipkin` (the default); `datadog` is refused with
-//! the reason (no Datadog agent protocol here). ENDPOINT defaults to
-//! `localhost:9411`; one without `http` becomes
-//! `http://ENDPOINT/api/v2/spans`. Only `http://` URLs are sent to.
+//! ENDPOINT-TYPE is `zipkin` (the default) or `datadog`. A zipkin
+//! ENDPOINT defaults to `localhost:9411`; one without `http` becomes
+//! `http://ENDPOINT/api/v2/spans`. Only `http://` URLs are sent to. A
+//! datadog ENDPOINT is the agent's `HOST[:PORT]` (`localhost:8126` when
+//! none; port 8126 when it names none), sent to at `/v0.3/traces`.
 
 use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::config::TraceConfig;
+use super::config::{Kind, TraceConfig};
 use super::counters::Counters;
+use super::datadog;
 use super::tracer::Tracer;
 use crate::corefile::args::Args;
 use crate::corefile::blocks::Directive;
@@ -20,11 +22,6 @@ use crate::corefile::options::{self, Opt};
 use crate::corefile::problem::ConfigError;
 use crate::corefile::words::{duration, Block};
 use crate::query::plugins::chain::Setup;
-
-/// Why `datadog` is refused.
-pub const DATADOG: &str = "trace: endpoint type 'datadog' is not supported: clusterdns sends spans in \
-     Zipkin's v2 JSON only (no Datadog agent protocol); the Datadog agent accepts Zipkin spans \
-     (its APM receiver on :9411/api/v2/spans): write `trace zipkin http://AGENT:9411/api/v2/spans`";
 
 /// The options of the block.
 const OPTIONS: &[Opt<TraceConfig>] = &[
@@ -38,10 +35,18 @@ const OPTIONS: &[Opt<TraceConfig>] = &[
             Some(_) => a.parse(0, "true or false", errors).unwrap_or(c.client_server),
         }
     }),
-    Opt::refused("datadog_analytics_rate", |a, _, errors| {
-        let message =
-            "trace: datadog_analytics_rate is for the datadog endpoint type, which clusterdns does not support";
-        errors.push(ConfigError::new(&a.name.pos, message));
+    Opt::new("datadog_analytics_rate", (0, 1), |a, c, errors| {
+        c.analytics_rate = match a.args.first() {
+            None => 0.0,
+            Some(_) => a.parse(0, "a number", errors).unwrap_or(c.analytics_rate),
+        };
+        if !(0.0..=1.0).contains(&c.analytics_rate) {
+            let message = format!(
+                "trace: datadog analytics rate must be between 0 and 1, '{}' is not supported",
+                c.analytics_rate
+            );
+            errors.push(ConfigError::new(&a.name.pos, message));
+        }
     }),
     Opt::new("zipkin_max_backlog_size", (1, 1), |a, c, errors| {
         c.backlog = a.parse(0, "a whole number", errors).unwrap_or(c.backlog)
@@ -77,13 +82,16 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Arc<dyn Set
         let at = d.args.first().map_or(&d.name.pos, |w| &w.pos);
         match kind.as_str() {
             "zipkin" => cfg.endpoint = normalized(endpoint.unwrap_or("localhost:9411")),
-            "datadog" => errors.push(ConfigError::new(at, DATADOG)),
+            "datadog" => {
+                cfg.kind = Kind::Datadog;
+                cfg.endpoint = datadog::url(endpoint.unwrap_or(datadog::DEFAULT));
+            }
             other => {
-                let message = format!("trace: tracing endpoint type '{other}' is not supported (zipkin)");
+                let message = format!("trace: tracing endpoint type '{other}' is not supported (zipkin, datadog)");
                 errors.push(ConfigError::new(at, message));
             }
         }
-        if kind == "zipkin" && !cfg.endpoint.starts_with("http://") {
+        if !cfg.endpoint.starts_with("http://") {
             let message = format!(
                 "trace: endpoint '{}': only http:// collectors are supported (write http://HOST:PORT/PATH)",
                 cfg.endpoint
@@ -126,15 +134,25 @@ impl Setup for TraceSetup {
 
     fn print(&self, b: &mut Block) {
         let c = &self.cfg;
-        let options = vec![
+        let mut options = vec![
             format!("every {}", c.every),
             format!("service {}", c.service),
             format!("client_server {}", c.client_server),
+        ];
+        let head = match c.kind {
+            Kind::Zipkin => format!("trace zipkin {}", c.endpoint),
+            Kind::Datadog => {
+                options.push(format!("datadog_analytics_rate {}", c.analytics_rate));
+                let agent = c.endpoint.strip_suffix(datadog::PATH).unwrap_or(&c.endpoint);
+                format!("trace datadog {agent}")
+            }
+        };
+        options.extend([
             format!("zipkin_max_backlog_size {}", c.backlog),
             format!("zipkin_max_batch_size {}", c.batch_size),
             format!("zipkin_max_batch_interval {}", duration(c.batch_interval)),
-        ];
-        b.directive(format!("trace zipkin {}", c.endpoint), &options);
+        ]);
+        b.directive(head, &options);
     }
 }
 
@@ -144,8 +162,7 @@ mod tests {
 
     use crate::config::tests::server_block;
 
-    /// CoreDNS's TestTraceParse rows that load (the datadog ones are
-    /// refused: tests/coredns/trace.table): endpoint, every, service,
+    /// CoreDNS's TestTraceParse rows that load: endpoint, every, service,
     /// client_server and the zipkin sizes (0: the reporter's default).
     #[test]
     fn values_as_coredns_reads_them() {
@@ -231,5 +248,32 @@ mod tests {
         let local = Some("127.0.0.1:53".parse().expect("an address"));
         let tracer = super::tracer(server.setup("trace"), "dns://127.0.0.1:53", local).expect("tracer");
         assert_eq!(tracer.cfg.local, local);
+    }
+
+    /// TestTraceParse's datadog rows: the agent's URL and the analytics rate.
+    #[test]
+    fn datadog_rows_as_coredns_reads_them() {
+        for (text, endpoint, rate) in [
+            ("trace datadog localhost", "http://localhost:8126/v0.3/traces", 0.0),
+            (
+                "trace datadog http://localhost:8127",
+                "http://localhost:8127/v0.3/traces",
+                0.0,
+            ),
+            (
+                "trace datadog localhost {\n datadog_analytics_rate 0.1\n}",
+                "http://localhost:8126/v0.3/traces",
+                0.1,
+            ),
+        ] {
+            let server = server_block(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            let setup = server.setup("trace").expect(text);
+            let cfg = &(&**setup as &dyn std::any::Any)
+                .downcast_ref::<super::TraceSetup>()
+                .expect(text)
+                .cfg;
+            assert_eq!(cfg.kind, super::Kind::Datadog, "{text}");
+            assert_eq!((cfg.endpoint.as_str(), cfg.analytics_rate), (endpoint, rate), "{text}");
+        }
     }
 }

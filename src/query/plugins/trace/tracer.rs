@@ -11,7 +11,8 @@ use tokio::sync::mpsc;
 
 use super::config::TraceConfig;
 use super::counters::Counters;
-use super::zipkin::{self, Span};
+use super::report;
+use super::span::{self, QueryTags, Recorded};
 use crate::metrics::{rcode_name, Plugin};
 
 /// A block's tracer: the sampling count and the queue to its reporter.
@@ -19,7 +20,7 @@ use crate::metrics::{rcode_name, Plugin};
 pub struct Tracer {
     pub cfg: Arc<TraceConfig>,
     count: AtomicU64,
-    queue: Option<mpsc::Sender<Span>>,
+    queue: Option<mpsc::Sender<Recorded>>,
     pub counters: Arc<Counters>,
 }
 
@@ -29,7 +30,7 @@ impl Tracer {
     pub fn start(cfg: Arc<TraceConfig>, counters: Arc<Counters>) -> Tracer {
         let queue = tokio::runtime::Handle::try_current().ok().map(|rt| {
             let (tx, rx) = mpsc::channel(cfg.backlog);
-            rt.spawn(zipkin::report(rx, cfg.clone(), counters.clone()));
+            rt.spawn(report::report(rx, cfg.clone(), counters.clone()));
             tx
         });
         Tracer {
@@ -58,15 +59,16 @@ impl Tracer {
         let Some(q) = msg.queries.first() else { return };
         let took = started.elapsed();
         let begun = SystemTime::now().checked_sub(took).unwrap_or(UNIX_EPOCH);
-        let tags = [
-            ("coredns.io/name", q.name().to_string()),
-            ("coredns.io/type", q.query_type().to_string()),
-            ("coredns.io/proto", if tcp { "tcp" } else { "udp" }.to_string()),
-            ("coredns.io/remote", peer.ip().to_string()),
-            ("coredns.io/rcode", rcode_name(rcode)),
-        ];
+        let tags = QueryTags {
+            name: q.name().to_string(),
+            qtype: q.query_type().to_string(),
+            tcp,
+            remote: peer.ip(),
+            rcode: rcode_name(rcode),
+        };
         let label = crate::metrics::catalogue::PLUGINS.get(plugin as usize).copied();
-        let spans = Span::pair(&self.cfg, (begun, took), tags, label.filter(|l| !l.is_empty()));
+        let plugins = label.filter(|l| !l.is_empty()).into_iter();
+        let spans = span::family(span::new_id(), (begun, took), tags, plugins);
         for span in spans {
             let offered = self.queue.as_ref().is_some_and(|q| q.try_send(span).is_ok());
             if !offered {
