@@ -299,3 +299,29 @@ fn datadog_spans_reach_the_agent_api() {
     let counts: usize = agent.trace_counts.lock().expect("collector lock").iter().sum();
     assert_eq!(counts, 2, "one trace per query");
 }
+
+/// `trace/traceid`: the log line of a traced query names its trace (the
+/// root span's id as Zipkin writes it), an untraced one `-`.
+#[test]
+fn the_trace_id_is_a_metadata_label() {
+    let (collector, addr) = Collector::start(false);
+    let dir = temp_dir("trace-id");
+    let text = corefile(&format!("zipkin {addr}"), "        every 2").replace(
+        "    template IN A",
+        "    metadata\n    log . \"traced {name} {/trace/traceid}\"\n    template IN A",
+    );
+    let server = Server::start(&dir, &text);
+    for name in ["one.example.org", "two.example.org"] {
+        assert_eq!(dig(&server, &[name, "A"]).status, "NOERROR");
+    }
+    let roots = collector.roots(1);
+    let id = roots[0]["traceId"].as_str().expect("a trace id").to_string();
+    assert_eq!(roots[0]["tags"]["coredns.io/name"], "two.example.org.");
+    let started = Instant::now();
+    let line = format!("traced two.example.org. {id}");
+    while started.elapsed() < HANG && !server.log_contains(&line) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(server.log_contains(&line), "{line}");
+    assert!(server.log_contains("traced one.example.org. -"));
+}

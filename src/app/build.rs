@@ -59,11 +59,9 @@ impl Runtime {
                 traces: vec![None],
                 tsig: None,
                 views: false,
+                subnets: false,
             });
-            router.views |= server.view.is_some();
-            if let Some(t) = &server.tsig {
-                router.tsig = Some(Arc::new(Tsig::with(router.tsig.as_deref(), t)));
-            }
+            choosing(router, server, &block);
             let view = server.view.as_ref().map_or("", |v| v.name.as_str());
             for zone in &server.zones {
                 block.zone_stats.push(router.stats.len() as u16);
@@ -168,6 +166,16 @@ impl Runtime {
     }
 }
 
+/// What `router` learns of `server`'s `block`: whether blocks are chosen
+/// by views, whether the plugins read ECS addresses, its `tsig`.
+fn choosing(router: &mut Router, server: &Server, block: &Block) {
+    router.views |= server.view.is_some();
+    router.subnets |= router.views || block.metadata.as_ref().is_some_and(|m| m.reads_subnet());
+    if let Some(t) = &server.tsig {
+        router.tsig = Some(Arc::new(Tsig::with(router.tsig.as_deref(), t)));
+    }
+}
+
 /// `view` of `server` into `block`, and its `log` lines told the metadata
 /// (`{/LABEL}`) when it has `metadata`.
 fn routing(block: &mut Block, server: &Server) {
@@ -187,6 +195,12 @@ fn metadata(server: &Server, cluster: Option<&Cluster>) -> Option<Arc<Metadata>>
         view: server.view.as_ref().map(|v| v.name.clone()),
         pods: pods.map(|c| c.store.clone()),
         geoip: crate::query::plugins::geoip::setup::of(server.setup("geoip")),
+        kubernetes: cluster.map(|c| {
+            Arc::new(crate::query::plugins::cluster::labels::ClusterLabels {
+                zones: c.cfg.zones.clone(),
+                multicluster: c.cfg.multicluster.clone(),
+            }) as Arc<dyn crate::query::metadata::NameLabels>
+        }),
     }))
 }
 

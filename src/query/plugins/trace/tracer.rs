@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use hickory_proto::op::{Message, ResponseCode};
 use tokio::sync::mpsc;
 
-use super::config::TraceConfig;
+use super::config::{Kind, TraceConfig};
 use super::counters::Counters;
 use super::report;
 use super::span::{self, QueryTags, Recorded};
@@ -41,20 +41,34 @@ impl Tracer {
         }
     }
 
-    /// Tells the tracer of a served query: `request` from `peer` over TCP
-    /// or not, answered with `rcode` written by `plugin`, arrived at
-    /// `started`.
+    /// Counts a served query: the id of its trace when it is one of the
+    /// `every` traced (CoreDNS counts from 1 and traces when N divides the
+    /// count), else `None`.
+    pub fn sample(&self) -> Option<u64> {
+        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        (self.cfg.every != 0 && n.is_multiple_of(self.cfg.every)).then(span::new_id)
+    }
+
+    /// Trace `id` as the metadata label `trace/traceid` shows it: 16 hex
+    /// digits as Zipkin's, 32 as the Datadog tracer's 128-bit ids.
+    pub fn label(&self, id: u64) -> String {
+        match self.cfg.kind {
+            Kind::Zipkin => format!("{id:016x}"),
+            Kind::Datadog => format!("{id:032x}"),
+        }
+    }
+
+    /// Tells the tracer of a served query [`Tracer::sample`] chose as
+    /// trace `id`: `request` from `peer` over TCP or not, answered with
+    /// `rcode` written by `plugin`, arrived at `started`.
     pub fn served(
         &self,
+        id: u64,
         (peer, tcp): (SocketAddr, bool),
         request: &[u8],
         (rcode, plugin): (ResponseCode, Plugin),
         started: Instant,
     ) {
-        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.cfg.every == 0 || !n.is_multiple_of(self.cfg.every) {
-            return;
-        }
         let Ok(msg) = Message::from_vec(request) else { return };
         let Some(q) = msg.queries.first() else { return };
         let took = started.elapsed();
@@ -68,7 +82,7 @@ impl Tracer {
         };
         let label = crate::metrics::catalogue::PLUGINS.get(plugin as usize).copied();
         let plugins = label.filter(|l| !l.is_empty()).into_iter();
-        let spans = span::family(span::new_id(), (begun, took), tags, plugins);
+        let spans = span::family(id, (begun, took), tags, plugins);
         for span in spans {
             let offered = self.queue.as_ref().is_some_and(|q| q.try_send(span).is_ok());
             if !offered {
