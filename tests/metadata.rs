@@ -95,3 +95,22 @@ fn template_reads_geoip_labels_of_the_ecs_address() {
     assert_eq!(txt(&["+subnet=127.0.0.2/32"]), "\"GB\"");
     assert_eq!(txt(&["+subnet=127.0.0.2/32", "+tcp"]), "\"GB\"");
 }
+
+/// `forward/upstream`: the upstream asked, in the log line of a
+/// forwarded query (`ADDRESS:PORT`); a cache hit asked none (`-`).
+#[test]
+fn forward_upstream_in_the_log_line() {
+    let stub = common::stub::Stub::start();
+    let corefile = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    metadata\n    \
+         log . \"fwd {{name}} {{/forward/upstream}}\"\n    cache\n    forward . {}\n}}\n",
+        stub.addr
+    );
+    let dir = temp_dir("metadata-forward");
+    let server = Server::start(&dir, &corefile);
+    assert_eq!(dig(&server, &["www.example.net", "A"]).status, "NOERROR");
+    let line = format!("fwd www.example.net. {}", stub.addr);
+    assert!(logged(&server, &line), "{line}");
+    assert_eq!(dig(&server, &["www.example.net", "A"]).status, "NOERROR");
+    assert!(logged(&server, "fwd www.example.net. -"), "the cache hit");
+}

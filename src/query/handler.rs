@@ -204,6 +204,7 @@ impl Handler {
             request: at.bytes,
             reply: &s.out,
             started: at.started,
+            upstream: None,
         };
         let stats = router.stats.get(usize::from(o.zone)).map(|s| &**s);
         let (taps, trace) = (router.tap(o.zone).map(|t| &**t), router.trace(o.zone).map(|t| &**t));
@@ -339,6 +340,7 @@ impl Handler {
             trace: router.trace(answer.tags.zone).cloned(),
             then,
             walk: onward.walk.map(|rest| rest.with(router.clone())),
+            upstream: None,
         });
     }
 }

@@ -19,7 +19,7 @@
 //! per server block. Every value is computed when it is read: a block
 //! without `metadata` pays nothing.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use hickory_proto::rr::Name;
@@ -77,10 +77,12 @@ pub trait Provider: std::fmt::Debug + Send + Sync {
 
 /// The labels a query's own handling sets, known once it is served and
 /// carried to its log line: `trace/traceid` (the block's `trace` traced
-/// it).
+/// it) and `forward/upstream` (`forward` asked an upstream: its
+/// `ADDRESS:PORT`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Carried {
     pub trace_id: Option<String>,
+    pub upstream: Option<SocketAddr>,
 }
 
 impl Carried {
@@ -88,6 +90,7 @@ impl Carried {
     pub fn value(&self, label: &str) -> Option<String> {
         match label {
             "trace/traceid" => self.trace_id.clone(),
+            "forward/upstream" => self.upstream.map(|a| a.to_string()),
             _ => None,
         }
     }

@@ -28,6 +28,8 @@ pub struct Exchange<'a> {
     pub reply: &'a [u8],
     /// When the query arrived: durations count from here.
     pub started: Instant,
+    /// The upstream `forward` last asked for it (`forward/upstream`).
+    pub upstream: Option<SocketAddr>,
 }
 
 /// Tells the zone's metrics (`stats`), the query log (the summary's
@@ -52,6 +54,7 @@ pub fn record(summary: &Summary, stats: Option<&ZoneStats>, (taps, trace): Obser
     if let Some(style) = summary.log {
         let carried = Carried {
             trace_id: traced.map(|(t, id)| t.label(id)),
+            upstream: x.upstream,
         };
         log::query(
             style,
