@@ -112,6 +112,19 @@ impl Collector {
     }
 }
 
+/// The names of the spans under `root`, each the only child of the one
+/// before (ids and parents named by `keys`).
+fn passed(spans: &[Value], root: &Value, (id, parent): (&str, &str)) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut at = root.clone();
+    while let Some(child) = spans.iter().find(|s| s[parent] == at[id]) {
+        assert_eq!(spans.iter().filter(|s| s[parent] == at[id]).count(), 1, "{spans:#?}");
+        names.push(child["name"].as_str().unwrap_or("?").to_string());
+        at = child.clone();
+    }
+    names
+}
+
 fn corefile(collector: &str, options: &str) -> String {
     format!(
         r#"example.org:0 {{
@@ -166,13 +179,9 @@ fn spans_reach_the_collector_tagged_as_coredns_tags_them() {
         assert!(span["duration"].as_u64().is_some_and(|d| d >= 1), "{span}");
         assert!(span.get("parentId").is_none(), "{span}");
     }
-    // the plugin that answered, as CoreDNS's child span of each plugin
+    // the plugins passed, each span the child of the one before, as CoreDNS's chain
     let spans = collector.spans.lock().expect("collector lock").clone();
-    let child = spans.iter().find(|s| s["parentId"] == a["id"]).expect("a child span");
-    assert_eq!(
-        (&child["name"], &child["traceId"]),
-        (&Value::from("template"), &a["traceId"])
-    );
+    assert_eq!(passed(&spans, &a, ("id", "parentId")), ["prometheus", "template"]);
     assert!(collector
         .paths
         .lock()
@@ -181,10 +190,11 @@ fn spans_reach_the_collector_tagged_as_coredns_tags_them() {
         .all(|p| p == "POST /api/v2/spans"));
     let sent = |s: &Server| s.metric_sum("clusterdns_trace_spans_sent_total", "");
     let started = Instant::now();
-    while started.elapsed() < HANG && sent(&server) < 4.0 {
+    // two queries, each a root and the two plugins it passed
+    while started.elapsed() < HANG && sent(&server) < 6.0 {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(sent(&server), 4.0, "{}", server.metrics());
+    assert_eq!(sent(&server), 6.0, "{}", server.metrics());
 }
 
 #[test]
@@ -281,19 +291,19 @@ fn datadog_spans_reach_the_agent_api() {
         assert!(span["duration"].as_u64().is_some_and(|d| d >= 1), "{span}");
         assert_eq!(span["error"], 0, "{span}");
     }
-    // the plugin that answered: a child of the root, in the same trace
+    // the plugins passed: children of the root, in the same trace
     let a = roots.iter().find(|s| s["meta"]["coredns.io@name"] == "a.example.org.");
     let a = a.expect("a's root");
     let spans = agent.spans.lock().expect("collector lock").clone();
+    assert_eq!(passed(&spans, a, ("span_id", "parent_id")), ["prometheus", "template"]);
     let child = spans
         .iter()
         .find(|s| s["parent_id"] == a["span_id"])
         .expect("a child span");
     assert_eq!(
-        (&child["name"], &child["trace_id"]),
-        (&Value::from("template"), &a["trace_id"])
+        (&child["trace_id"], &child["service"]),
+        (&a["trace_id"], &Value::from("dnsproxy"))
     );
-    assert_eq!(child["service"], "dnsproxy");
     let paths = agent.paths.lock().expect("collector lock").clone();
     assert!(paths.iter().all(|p| p == "PUT /v0.3/traces"), "{paths:?}");
     let counts: usize = agent.trace_counts.lock().expect("collector lock").iter().sum();

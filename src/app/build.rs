@@ -45,7 +45,7 @@ impl Runtime {
             let label = server_label(server);
             let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
             let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
-            let tracer = tracer(server, &label, &mut built.live);
+            let tracer = tracer(server, (&label, &enabled(server, config)), &mut built.live);
             routing(&mut block, server);
             let registry = &self.metrics.registry;
             let router = built.routers.entry(key).or_insert_with(|| Router {
@@ -206,9 +206,13 @@ fn metadata(server: &Server, cluster: Option<&Cluster>) -> Option<Arc<Metadata>>
 
 /// The block's `trace` tracer (its spans' local endpoint the block's
 /// first bound address and port), its counters on `/metrics`.
-fn tracer(server: &Server, label: &str, live: &mut Live) -> Option<Arc<crate::query::plugins::trace::Tracer>> {
+fn tracer(
+    server: &Server,
+    (label, plugins): (&str, &[&'static str]),
+    live: &mut Live,
+) -> Option<Arc<crate::query::plugins::trace::Tracer>> {
     let local = server.bind.first().map(|ip| SocketAddr::new(*ip, server.port));
-    let tracer = crate::query::plugins::trace::setup::tracer(server.setup("trace"), label, local);
+    let tracer = crate::query::plugins::trace::setup::tracer(server.setup("trace"), label, local, plugins);
     live.exposed
         .extend(tracer.iter().map(|t| t.counters.clone() as Arc<dyn Exposed>));
     tracer

@@ -1,10 +1,12 @@
 //! `trace` (CoreDNS's `plugin/trace` with its Zipkin and Datadog
 //! reporters): one query in `every` of a block becomes a trace, a root
 //! span `servedns` tagged as CoreDNS tags it (`coredns.io/name`, `/type`,
-//! `/proto`, `/remote`, `/rcode`; `coredns.io@name`... for Datadog), with
-//! a child span named after the plugin that wrote the answer
-//! (`kubernetes`, `forward`, ...) where CoreDNS has one span per plugin
-//! the query passed. Spans are sent as Zipkin v2 JSON to the collector's
+//! `/proto`, `/remote`, `/rcode`; `coredns.io@name`... for Datadog), and
+//! a span for each plugin of the block after `trace` up to the one that
+//! wrote the answer, each the child of the one before, as CoreDNS's
+//! chain makes them (read off the block's plugin order when the span is
+//! built: nothing is recorded per plugin while the query runs; each
+//! carries the whole query's times). Spans are sent as Zipkin v2 JSON to the collector's
 //! `/api/v2/spans` ([`zipkin`]), or as a Datadog agent's v0.3 JSON to its
 //! `/v0.3/traces` ([`datadog`]). The trace's id is the metadata label
 //! `trace/traceid` of the query's `log` line.

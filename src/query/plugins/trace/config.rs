@@ -33,6 +33,9 @@ pub struct TraceConfig {
     pub batch_interval: Duration,
     /// The block's first bound address and port (the spans' local endpoint).
     pub local: Option<SocketAddr>,
+    /// The block's plugins after `trace`, in the order a query passes them
+    /// (each a span, the child of the one before, as CoreDNS's chain).
+    pub passes: Vec<&'static str>,
 }
 
 impl Default for TraceConfig {
@@ -48,6 +51,7 @@ impl Default for TraceConfig {
             batch_size: 100,
             batch_interval: Duration::from_secs(1),
             local: None,
+            passes: Vec::new(),
         }
     }
 }

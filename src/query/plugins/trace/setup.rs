@@ -23,6 +23,10 @@ use crate::corefile::problem::ConfigError;
 use crate::corefile::words::{duration, Block};
 use crate::query::plugins::chain::Setup;
 
+/// Directives after `trace` that CoreDNS does not put in a query's chain
+/// (they serve elsewhere, or only at startup): no span.
+const NO_HANDLER: &[&str] = &["ready", "health", "pprof", "tls", "on", "sign"];
+
 /// The options of the block.
 const OPTIONS: &[Opt<TraceConfig>] = &[
     Opt::new("every", (1, 1), |a, c, errors| {
@@ -116,12 +120,21 @@ fn normalized(ep: &str) -> String {
 
 /// The tracer of a block's `trace` setup, if it has one, its counters
 /// labelled `server`, its spans' local endpoint `local` (the block's
-/// first bound address and its port, as CoreDNS's service endpoint);
-/// starts the reporter (call inside the runtime).
-pub fn tracer(setup: Option<&Arc<dyn Setup>>, server: &str, local: Option<SocketAddr>) -> Option<Arc<Tracer>> {
+/// first bound address and its port, as CoreDNS's service endpoint),
+/// `plugins` the block's in run order (those after `trace` are the spans
+/// a query passes); starts the reporter (call inside the runtime).
+pub fn tracer(
+    setup: Option<&Arc<dyn Setup>>,
+    server: &str,
+    local: Option<SocketAddr>,
+    plugins: &[&'static str],
+) -> Option<Arc<Tracer>> {
     let setup = setup.and_then(|s| (&**s as &dyn Any).downcast_ref::<TraceSetup>())?;
+    let after = plugins.iter().position(|p| *p == "trace").map_or(0, |i| i + 1);
+    let handlers = plugins[after..].iter().filter(|p| !NO_HANDLER.contains(p));
     let cfg = TraceConfig {
         local,
+        passes: handlers.copied().collect(),
         ..(*setup.cfg).clone()
     };
     Some(Arc::new(Tracer::start(Arc::new(cfg), Counters::new(server))))
@@ -246,7 +259,7 @@ mod tests {
         // TestParseServiceEndpoint: the block's first bound address and its port
         let server = server_block("bind 127.0.0.1\ntrace").expect("bind");
         let local = Some("127.0.0.1:53".parse().expect("an address"));
-        let tracer = super::tracer(server.setup("trace"), "dns://127.0.0.1:53", local).expect("tracer");
+        let tracer = super::tracer(server.setup("trace"), "dns://127.0.0.1:53", local, &[]).expect("tracer");
         assert_eq!(tracer.cfg.local, local);
     }
 

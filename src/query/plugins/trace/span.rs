@@ -44,8 +44,10 @@ pub fn new_id() -> u64 {
 }
 
 /// The root span of trace `trace_id`, a query that began at `begun` and
-/// took `took`, tagged with `tags`, and a child for each plugin of
-/// `plugins` (with the root's times: the plugins' own are not measured).
+/// took `took`, tagged with `tags`, and a span for each plugin of
+/// `plugins`, each the child of the one before (the first the root's), as
+/// CoreDNS's chain nests them; with the root's times (the plugins' own
+/// are not measured).
 pub fn family(
     trace_id: u64,
     (begun, took): (SystemTime, Duration),
@@ -63,14 +65,20 @@ pub fn family(
         duration_ns,
         tags: Some(Box::new(tags)),
     };
-    let children = plugins.map(move |name| Recorded {
-        trace_id,
-        id: new_id(),
-        parent: Some(trace_id),
-        name,
-        start_ns,
-        duration_ns,
-        tags: None,
+    let mut parent = trace_id;
+    let children = plugins.map(move |name| {
+        let id = new_id();
+        let span = Recorded {
+            trace_id,
+            id,
+            parent: Some(parent),
+            name,
+            start_ns,
+            duration_ns,
+            tags: None,
+        };
+        parent = id;
+        span
     });
     std::iter::once(root).chain(children)
 }

@@ -80,8 +80,11 @@ impl Tracer {
             remote: peer.ip(),
             rcode: rcode_name(rcode),
         };
+        // the plugins passed: up to the one that answered (all, when none did)
         let label = crate::metrics::catalogue::PLUGINS.get(plugin as usize).copied();
-        let plugins = label.filter(|l| !l.is_empty()).into_iter();
+        let passes = &self.cfg.passes;
+        let upto = label.and_then(|l| passes.iter().position(|p| *p == l));
+        let plugins = passes[..upto.map_or(passes.len(), |i| i + 1)].iter().copied();
         let spans = span::family(id, (begun, took), tags, plugins);
         for span in spans {
             let offered = self.queue.as_ref().is_some_and(|q| q.try_send(span).is_ok());
