@@ -8,6 +8,7 @@
 //!   (tests/grpc_forward/upstream.py), counting the calls it served, and
 //!   its NOT_FOUND read as NXDOMAIN; 32 queries at once ride one HTTP/2
 //!   connection (`ss`);
+//! - the same grpcio server on a unix socket (`grpc . unix://PATH`);
 //! - an upstream that is down: the next one is asked; SERVFAIL when none
 //!   answers within the query's 5 s budget (one that accepts the
 //!   connection and never answers holds it to the end).
@@ -146,6 +147,11 @@ struct Upstream {
 
 impl Upstream {
     fn start(test: &str, dir: &Path) -> Option<Upstream> {
+        Upstream::start_at(test, dir, None)
+    }
+
+    /// On 127.0.0.1, or on the unix socket `socket` when given.
+    fn start_at(test: &str, dir: &Path, socket: Option<&Path>) -> Option<Upstream> {
         let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools/grpc/bin/python");
         let have = if py.is_file() {
             Ok(py)
@@ -162,6 +168,7 @@ impl Upstream {
         let mut child = Command::new(py)
             .arg(script)
             .arg(&count)
+            .args(socket)
             .stdout(Stdio::piped())
             .spawn()
             .expect("start upstream.py");
@@ -270,4 +277,37 @@ fn grpc_is_servfail_when_no_upstream_answers_within_the_budget() {
     let refused = front(&dir.join("refused"), &format!("grpc . 127.0.0.1:{down}"));
     let d = dig_at("127.0.0.1", refused.dns.port(), &["example.org", "A"]);
     assert_eq!(d.status, "SERVFAIL", "{}", d.text);
+}
+
+#[test]
+fn grpc_asks_a_grpcio_server_on_a_unix_socket() {
+    let test = "grpc_asks_a_grpcio_server_on_a_unix_socket";
+    if tools(test).is_none() {
+        return;
+    }
+    let dir = temp_dir("grpc-forward-unix");
+    let socket = dir.join("g.sock");
+    let Some(up) = Upstream::start_at(test, &dir, Some(&socket)) else {
+        return;
+    };
+    let server = front(&dir.join("front"), &format!("grpc . unix://{}", socket.display()));
+    for i in 1..=2 {
+        let d = dig_at("127.0.0.1", server.dns.port(), &[&format!("u{i}.example.org"), "A"]);
+        assert_eq!(
+            (d.status.as_str(), d.data()),
+            ("NOERROR", vec!["192.0.2.7".to_string()]),
+            "{}",
+            d.text
+        );
+        assert_eq!(up.calls(), i, "grpcio served it over the socket");
+    }
+    let d = dig_at("127.0.0.1", server.dns.port(), &["missing.example.org", "A"]);
+    assert_eq!(d.status, "NXDOMAIN", "{}", d.text);
+    let to = format!("to=\"unix://{}\"", socket.display());
+    assert_eq!(
+        server.metric(&format!("coredns_grpc_requests_total{{{to}}}")),
+        3.0,
+        "{}",
+        server.metrics()
+    );
 }

@@ -12,12 +12,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::named::{named_or_skip, Named};
 use common::zones::{ask, axfr, until, LIMIT};
-use common::{installed, needs, temp_dir, Server};
+use common::{temp_dir, Server};
 use hickory_proto::rr::{Record, RecordType};
 
 /// The zone named serves: `www` at `address`, with the SOA `timers`
@@ -30,71 +29,12 @@ fn zone(serial: u32, address: &str, timers: &str) -> String {
     )
 }
 
+/// What named serves.
+const ZONE: &[&str] = &["example.com"];
+
 fn corefile(named_port: u16) -> String {
     format!(
         "example.com:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    prometheus 127.0.0.1:0\n    secondary {{\n        transfer from 127.0.0.1:{named_port}\n    }}\n    transfer {{\n        to *\n    }}\n}}\n"
-    )
-}
-
-/// A running `named`, killed on drop.
-struct Named {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Named {
-    /// named as the primary of example.com on `port`; with `notify_to`,
-    /// its NOTIFY goes there (and nowhere else).
-    fn start(bin: &Path, dir: &Path, port: u16, notify_to: Option<u16>) -> Named {
-        let notify = match notify_to {
-            Some(p) => format!("notify explicit;\n    also-notify {{ 127.0.0.1 port {p}; }};"),
-            None => "notify no;".to_string(),
-        };
-        let conf = format!(
-            "options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n    listen-on port {port} {{ 127.0.0.1; }};\n    listen-on-v6 {{ none; }};\n    recursion no;\n    dnssec-validation no;\n    allow-transfer {{ any; }};\n    ixfr-from-differences yes;\n    max-ixfr-ratio unlimited;\n    {notify}\n}};\ncontrols {{ }};\nzone \"example.com\" {{\n    type primary;\n    file \"db.example.com\";\n}};\n",
-            d = dir.display()
-        );
-        std::fs::write(dir.join("named.conf"), conf).expect("write named.conf");
-        let log = std::fs::File::create(dir.join("named.log")).expect("named log");
-        let child = Command::new(bin)
-            .args(["-g", "-u", "root", "-c"])
-            .arg(dir.join("named.conf"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start named");
-        Named {
-            child,
-            dir: dir.to_path_buf(),
-        }
-    }
-
-    /// Tells named to load its zone file again (SIGHUP), as `rndc reload` does.
-    fn reload(&self) {
-        let status = Command::new("kill")
-            .args(["-HUP", &self.child.id().to_string()])
-            .status()
-            .expect("kill -HUP");
-        assert!(status.success());
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("named.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Named {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn named_or_skip(test: &str) -> Option<PathBuf> {
-    needs(
-        test,
-        installed("named"),
-        "apt-get install bind9 (tests/run installs it)",
     )
 }
 
@@ -112,7 +52,7 @@ fn a_zone_from_bind_is_served_and_follows_its_notify() {
     assert_eq!(ask(server.dns, "www.example.com.").0, "SERVFAIL");
     assert_eq!(ask(server.dns, "nope.example.com.").0, "SERVFAIL");
 
-    let named = Named::start(&bin, &dir, named_port, Some(server.dns.port()));
+    let named = Named::start(&bin, &dir, named_port, &[server.dns.port()], ZONE);
     let first = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.1"));
     assert_eq!(first, ("NOERROR".into(), "192.0.2.1".into()), "{}", named.log());
     assert_eq!(ask(server.dns, "nope.example.com.").0, "NXDOMAIN");
@@ -171,7 +111,7 @@ fn refresh_retry_and_expire_follow_the_soa() {
     std::fs::write(&file, zone(1, "192.0.2.1", "1 1 6")).expect("write zone");
     let named_port = common::free_port();
     let server = Server::start(&dir, &corefile(named_port));
-    let named = Named::start(&bin, &dir, named_port, None);
+    let named = Named::start(&bin, &dir, named_port, &[], ZONE);
     let first = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.1"));
     assert_eq!(first, ("NOERROR".into(), "192.0.2.1".into()), "{}", named.log());
 
@@ -194,7 +134,7 @@ fn refresh_retry_and_expire_follow_the_soa() {
     );
 
     // Back: served again at the next retry.
-    let _named = Named::start(&bin, &dir, named_port, None);
+    let _named = Named::start(&bin, &dir, named_port, &[], ZONE);
     let back = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.2"));
     assert_eq!(back, ("NOERROR".into(), "192.0.2.2".into()));
 }
@@ -264,7 +204,7 @@ fn a_reload_keeping_the_directive_keeps_the_zone() {
     std::fs::write(dir.join("db.example.com"), zone(1, "192.0.2.1", "3600 600 86400")).expect("write zone");
     let named_port = common::free_port();
     let server = Server::start(&dir, &reloadable(named_port, 10));
-    let named = Named::start(&bin, &dir, named_port, None);
+    let named = Named::start(&bin, &dir, named_port, &[], ZONE);
     let first = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.1"));
     assert_eq!(first, ("NOERROR".into(), "192.0.2.1".into()), "{}", named.log());
     drop(named);

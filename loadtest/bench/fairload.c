@@ -1,9 +1,11 @@
 /* The two sides of loadtest/bench/fair.sh, open loop over UDP on loopback.
  *
- *   fairload flood  PORT SECS NAMES SRC SOCKETS
+ *   fairload flood  PORT SECS NAMES SRC SOCKETS [gso|mmsg [QPS]]
  *       one client at address SRC flooding 127.0.0.1:PORT as fast as it can
- *       (sendmmsg, 64 at a time, from SOCKETS ports), reading what comes back;
- *       prints "flood sent N answered M qps_sent X qps_answered Y".
+ *       (sendmmsg, 64 at a time, from SOCKETS ports; with `gso`, one
+ *       UDP_SEGMENT send of 64 copies of a query instead; QPS > 0 paces
+ *       it to that rate), counting what
+ *       comes back (read, or dropped at its full socket: SO_RXQ_OVFL); prints "flood sent N answered M qps_sent X qps_answered Y".
  *   fairload polite PORT SECS NAMES CLIENTS QPS FIRST
  *       CLIENTS clients at 127.0.0.FIRST.. each asking QPS queries a second on
  *       its own schedule; a query not answered within 1 s is lost. Prints
@@ -112,54 +114,108 @@ static int client(const char *src) {
 
 static struct sockaddr_in server;
 
-static void flood(double secs, const char *src, int nsock) {
+/* The flooder's sockets: bound at SRC, replies counted by the kernel when
+ * they overflow (SO_RXQ_OVFL), so the flooder need not read them all. */
+static int flood_socket(const char *src) {
+    int s = client(src), on = 1;
+    setsockopt(s, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
+    return s;
+}
+
+/* Replies waiting at S, read and counted; *DROPS takes the socket's count
+ * of replies it had no room for (SO_RXQ_OVFL, cumulative). */
+static unsigned long drain(int s, unsigned int *drops) {
+    static struct mmsghdr in[VLEN];
+    static struct iovec iov[VLEN];
+    static unsigned char back[VLEN][512];
+    static char control[VLEN][CMSG_SPACE(sizeof(unsigned int))];
+    unsigned long got = 0;
+    for (int j = 0; j < 4; j++) {
+        for (int i = 0; i < VLEN; i++) {
+            iov[i].iov_base = back[i];
+            iov[i].iov_len = sizeof back[i];
+            memset(&in[i].msg_hdr, 0, sizeof in[i].msg_hdr);
+            in[i].msg_hdr.msg_iov = &iov[i];
+            in[i].msg_hdr.msg_iovlen = 1;
+            in[i].msg_hdr.msg_control = control[i];
+            in[i].msg_hdr.msg_controllen = sizeof control[i];
+        }
+        int n = recvmmsg(s, in, VLEN, MSG_DONTWAIT, NULL);
+        if (n <= 0) break;
+        got += n;
+        for (int i = 0; i < n; i++) {
+            for (struct cmsghdr *c = CMSG_FIRSTHDR(&in[i].msg_hdr); c; c = CMSG_NXTHDR(&in[i].msg_hdr, c)) {
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) memcpy(drops, CMSG_DATA(c), sizeof *drops);
+            }
+        }
+    }
+    return got;
+}
+
+/* One send of VLEN queries from S. With GSO (UDP_SEGMENT), one datagram
+ * buffer holds VLEN copies of one query (their IDs differ) and the kernel
+ * cuts it: one syscall and one route lookup for VLEN queries, so one core
+ * offers more than twice what a server core answers. */
+static int send_batch(int s, unsigned long k, int gso) {
+    static unsigned char out[VLEN][MAXQ / 4], flat[VLEN * (MAXQ / 4)];
+    static struct mmsghdr msgs[VLEN];
+    static struct iovec iov[VLEN];
+    if (gso) {
+        int q = k % nq, len = qlen[q];
+        for (int i = 0; i < VLEN; i++) {
+            memcpy(flat + i * len, qbuf[q], len);
+            flat[i * len] = (k + i) >> 8; flat[i * len + 1] = k + i;
+        }
+        char control[CMSG_SPACE(sizeof(uint16_t))] = {0};
+        struct iovec one = {.iov_base = flat, .iov_len = (size_t)len * VLEN};
+        struct msghdr m = {.msg_name = &server, .msg_namelen = sizeof server, .msg_iov = &one,
+                           .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = IPPROTO_UDP;
+        c->cmsg_type = 103; /* UDP_SEGMENT */
+        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        uint16_t size = len;
+        memcpy(CMSG_DATA(c), &size, sizeof size);
+        return sendmsg(s, &m, 0) > 0 ? VLEN : 0;
+    }
+    for (int i = 0; i < VLEN; i++, k++) {
+        int q = k % nq;
+        memcpy(out[i], qbuf[q], qlen[q]);
+        out[i][0] = k >> 8; out[i][1] = k;
+        iov[i].iov_base = out[i];
+        iov[i].iov_len = qlen[q];
+        memset(&msgs[i].msg_hdr, 0, sizeof msgs[i].msg_hdr);
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_name = &server;
+        msgs[i].msg_hdr.msg_namelen = sizeof server;
+    }
+    int n = sendmmsg(s, msgs, VLEN, 0);
+    return n > 0 ? n : 0;
+}
+
+static void flood(double secs, const char *src, int nsock, int gso, double rate) {
     int socks[16];
-    struct mmsghdr msgs[VLEN], in[VLEN];
-    struct iovec iov[VLEN], iniov[VLEN];
-    static unsigned char out[VLEN][MAXQ / 4], back[VLEN][512];
+    unsigned int drops[16] = {0};
     unsigned long sent = 0, answered = 0, k = 0;
     if (nsock < 1) nsock = 1;
     if (nsock > 16) nsock = 16;
-    for (int i = 0; i < nsock; i++) socks[i] = client(src);
-    memset(msgs, 0, sizeof msgs);
-    memset(in, 0, sizeof in);
-    for (int i = 0; i < VLEN; i++) {
-        iniov[i].iov_base = back[i];
-        iniov[i].iov_len = sizeof back[i];
-        in[i].msg_hdr.msg_iov = &iniov[i];
-        in[i].msg_hdr.msg_iovlen = 1;
-    }
+    for (int i = 0; i < nsock; i++) socks[i] = flood_socket(src);
     double start = now(), end = start + secs;
-    for (unsigned long round = 0; now() < end; round++) {
-        int s = socks[round % nsock];
-        for (int i = 0; i < VLEN; i++, k++) {
-            int q = k % nq;
-            memcpy(out[i], qbuf[q], qlen[q]);
-            out[i][0] = k >> 8; out[i][1] = k;
-            iov[i].iov_base = out[i];
-            iov[i].iov_len = qlen[q];
-            msgs[i].msg_hdr.msg_iov = &iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-            msgs[i].msg_hdr.msg_name = &server;
-            msgs[i].msg_hdr.msg_namelen = sizeof server;
-        }
-        int n = sendmmsg(s, msgs, VLEN, 0);
-        if (n > 0) sent += n;
-        for (int i = 0; i < nsock; i++) {
-            int got;
-            for (int j = 0; j < 4 && (got = recvmmsg(socks[i], in, VLEN, MSG_DONTWAIT, NULL)) > 0; j++) answered += got;
-        }
+    for (unsigned long round = 0; now() < end; round++, k += VLEN) {
+        sent += send_batch(socks[round % nsock], k, gso);
+        while (rate > 0 && sent > rate * (now() - start)) usleep(50); /* paced */
+        if (round % 8 == 7)
+            for (int i = 0; i < nsock; i++) answered += drain(socks[i], &drops[i]);
     }
     double took = now() - start;
     for (double stop = now() + 0.2; now() < stop;) { /* late answers */
-        int got = 0;
-        for (int i = 0; i < nsock; i++) {
-            int n = recvmmsg(socks[i], in, VLEN, MSG_DONTWAIT, NULL);
-            if (n > 0) got += n;
-        }
+        unsigned long got = 0;
+        for (int i = 0; i < nsock; i++) got += drain(socks[i], &drops[i]);
         answered += got;
         if (!got) usleep(1000);
     }
+    for (int i = 0; i < nsock; i++) answered += drops[i];
     printf("flood sent %lu answered %lu qps_sent %.0f qps_answered %.0f\n", sent, answered, sent / took,
            answered / took);
 }
@@ -232,7 +288,7 @@ static void polite(double secs, int clients, double qps, int first) {
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        fprintf(stderr, "usage: fairload flood PORT SECS NAMES SRC SOCKETS | polite PORT SECS NAMES CLIENTS QPS FIRST\n");
+        fprintf(stderr, "usage: fairload flood PORT SECS NAMES SRC SOCKETS [gso|mmsg [QPS]] | polite PORT SECS NAMES CLIENTS QPS FIRST\n");
         return 2;
     }
     server.sin_family = AF_INET;
@@ -240,7 +296,7 @@ int main(int argc, char **argv) {
     inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
     double secs = atof(argv[3]);
     load(argv[4]);
-    if (!strcmp(argv[1], "flood") && argc >= 7) flood(secs, argv[5], atoi(argv[6]));
+    if (!strcmp(argv[1], "flood") && argc >= 7) flood(secs, argv[5], atoi(argv[6]), argc >= 8 && !strcmp(argv[7], "gso"), argc >= 9 ? atof(argv[8]) : 0);
     else if (!strcmp(argv[1], "polite") && argc >= 8) polite(secs, atoi(argv[5]), atof(argv[6]), atoi(argv[7]));
     else return 2;
     return 0;

@@ -88,7 +88,8 @@ pub(super) fn ready_monitor(d: &Directive, errors: &mut Vec<ConfigError>) -> boo
 
 /// `prometheus [ADDR] { tls FILE }`: the web configuration FILE (resolved
 /// beside the Corefile) names, read now so that `check` reports a missing
-/// or broken file and its certificates; `runtime_metrics` is refused.
+/// or broken file and its certificates; `runtime_metrics` is accepted and
+/// adds nothing (see [`runtime_metrics_noted`]).
 pub(super) fn prometheus_options(d: &Directive, dir: &Path, errors: &mut Vec<ConfigError>) -> Option<(Pos, WebConfig)> {
     let mut p = Prometheus {
         dir: dir.to_path_buf(),
@@ -107,15 +108,9 @@ struct Prometheus {
     web: Option<(Pos, WebConfig)>,
 }
 
-/// `prometheus`'s options: CoreDNS's two, `runtime_metrics` refused.
+/// `prometheus`'s options: CoreDNS's two.
 const PROMETHEUS: &[Opt<Prometheus>] = &[
-    Opt::refused("runtime_metrics", |a, _, errors| {
-        errors.push(ConfigError::new(
-            a.pos(),
-            "prometheus: runtime_metrics is not supported: it exports Go runtime metrics and clusterdns is no Go \
-             program (its process_* metrics are always exported); remove the option",
-        ))
-    }),
+    Opt::new("runtime_metrics", (0, 0), |_, _, _| runtime_metrics_noted()),
     Opt::new("tls", (1, 1), |a, p, errors| {
         p.tls_lines += 1;
         if p.tls_lines > 1 {
@@ -136,6 +131,21 @@ const PROMETHEUS: &[Opt<Prometheus>] = &[
         }
     }),
 ];
+
+/// `runtime_metrics` swaps in Go's runtime collector in CoreDNS; clusterdns
+/// has no Go runtime and exports its `process_*` metrics always, so the
+/// option is accepted (a Corefile CoreDNS loads loads here) and said once
+/// per process to add nothing.
+fn runtime_metrics_noted() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        tracing::info!(
+            target: "prometheus",
+            "runtime_metrics exports Go runtime metrics in CoreDNS; clusterdns has no Go runtime, its process_* \
+             metrics are always exported, so the option adds nothing"
+        )
+    });
+}
 
 /// Keeps what `prometheus { tls FILE }` read for the one metrics listener:
 /// a block naming another FILE than an earlier block is an error (the

@@ -85,6 +85,14 @@ fn base_dir(path: &Path) -> PathBuf {
     path.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
+/// How a line of words ended.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    Eol,
+    Open,
+    Close(Pos),
+}
+
 struct Grouper<'e> {
     toks: Vec<Tok>,
     i: usize,
@@ -135,42 +143,61 @@ impl Grouper<'_> {
         blocks
     }
 
-    /// Reads directive lines up to the block's closing brace.
+    /// Reads directive lines up to the block's closing brace. A directive
+    /// line cannot end in the server block's `}` (CoreDNS: "Unexpected '}'").
     fn directives(&mut self) -> Vec<Directive> {
         let mut out = Vec::new();
-        while let Some((first, args, opened)) = self.line() {
-            let Some(name) = first else { return out };
-            let options = if opened { self.options() } else { Vec::new() };
-            out.push(Directive {
-                name,
-                args,
-                options,
-                braces: opened,
-            });
+        while let Some((mut words, end)) = self.line() {
+            match end {
+                End::Close(pos) => {
+                    if !words.is_empty() {
+                        let msg = "a server block's '}' must stand on its own line";
+                        self.errors.push(ConfigError::new(&pos, msg));
+                    }
+                    return out;
+                }
+                End::Eol | End::Open => {
+                    let name = words.remove(0);
+                    let options = if end == End::Open { self.options() } else { Vec::new() };
+                    out.push(Directive {
+                        name,
+                        args: words,
+                        options,
+                        braces: end == End::Open,
+                    });
+                }
+            }
         }
         out
     }
 
+    /// Reads option lines up to the directive block's `}`, which may end the
+    /// last option's line (`geoip DB { edns-subnet }`, as CoreDNS reads it).
     fn options(&mut self) -> Vec<Line> {
         let mut out = Vec::new();
-        while let Some((first, args, opened)) = self.line() {
-            let Some(name) = first else { return out };
-            if opened {
+        while let Some((mut words, end)) = self.line() {
+            if words.is_empty() {
+                return out;
+            }
+            let name = words.remove(0);
+            if end == End::Open {
                 self.errors.push(ConfigError::new(
                     &name.pos,
                     format!("option '{}' cannot open a block", name.text),
                 ));
                 self.options();
             }
-            out.push(Line { name, args });
+            out.push(Line { name, args: words });
+            if matches!(end, End::Close(_)) {
+                return out;
+            }
         }
         out
     }
 
-    /// One line: `(name, args, ends_with_open_brace)`; `Some((None, ..))` at
-    /// a closing brace; `None` at end of input (reported as unclosed).
-    #[allow(clippy::type_complexity)]
-    fn line(&mut self) -> Option<(Option<Word>, Vec<Word>, bool)> {
+    /// One line's words and how it ended; words are empty only at a `}`
+    /// alone. `None` at end of input (reported as unclosed).
+    fn line(&mut self) -> Option<(Vec<Word>, End)> {
         let mut words: Vec<Word> = Vec::new();
         loop {
             match self.next() {
@@ -182,15 +209,9 @@ impl Grouper<'_> {
                     return None;
                 }
                 Some(Tok::Eol) if words.is_empty() => {}
-                Some(Tok::Eol) => return Some((Some(words.remove(0)), words, false)),
+                Some(Tok::Eol) => return Some((words, End::Eol)),
                 Some(Tok::Word(w)) => words.push(w),
-                Some(Tok::Close(pos)) => {
-                    if !words.is_empty() {
-                        self.errors
-                            .push(ConfigError::new(&pos, "'}' must stand on its own line"));
-                    }
-                    return Some((None, Vec::new(), false));
-                }
+                Some(Tok::Close(pos)) => return Some((words, End::Close(pos))),
                 Some(Tok::Open(pos)) => {
                     if words.is_empty() {
                         self.errors
@@ -201,7 +222,7 @@ impl Grouper<'_> {
                             quoted: false,
                         });
                     }
-                    return Some((Some(words.remove(0)), words, true));
+                    return Some((words, End::Open));
                 }
             }
         }
@@ -257,5 +278,28 @@ mod tests {
         assert!(errors[0].starts_with("Corefile:2:9: import 'nothing'"), "{errors:?}");
         assert!(errors[1].starts_with("Corefile:4:1: unexpected '}'"), "{errors:?}");
         assert!(errors[2].contains("unclosed"), "{errors:?}");
+    }
+
+    #[test]
+    fn a_directive_block_may_close_on_its_option_line() {
+        let (blocks, errors) =
+            parse(".:53 {\n geoip db { edns-subnet }\n forward . 1.1.1.1 { max_fails 3 }\n cache { }\n log\n}\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        let d = &blocks[0].directives;
+        let names: Vec<_> = d.iter().map(|d| d.name.text.as_str()).collect();
+        assert_eq!(names, ["geoip", "forward", "cache", "log"]);
+        assert_eq!(d[0].options[0].name.text, "edns-subnet");
+        assert_eq!(d[1].options[0].args[0].text, "3");
+        assert!(d[2].braces && d[2].options.is_empty());
+    }
+
+    #[test]
+    fn a_server_block_closing_on_a_directive_line_is_refused() {
+        let (_, errors) = parse(".:53 {\n whoami }\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("Corefile:2:9: a server block's '}'"),
+            "{errors:?}"
+        );
     }
 }

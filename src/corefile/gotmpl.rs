@@ -15,7 +15,10 @@
 //! ```
 //!
 //! Not supported (an error at load): `else if`, `range`/`with`/`define` and
-//! the other keywords, variables (`$x`), and the escaping functions.
+//! the other keywords, variables (`$x`), and the escaping functions. A
+//! field the data has not (`.Grup`) parses, as Go's parser takes it, and
+//! fails each run ("no field"), as Go's execution does; `unknown_fields`
+//! names them so that the loader can warn.
 
 use std::fmt::Write as _;
 
@@ -32,6 +35,8 @@ pub struct Template {
     /// Whether the output depends on the client (`.Remote`, `.Meta`: a
     /// label may be the client's).
     pub uses_remote: bool,
+    /// Fields no run has (`.Grup`): each run fails.
+    pub unknown_fields: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -137,10 +142,17 @@ impl Template {
             return Err("unexpected EOF: {{if}} without {{end}}".into());
         }
         let uses_remote = source.contains(".Remote") || source.contains(".Meta");
+        let mut unknown_fields = Vec::new();
+        fields(&nodes, &mut |path| {
+            if !known(path) {
+                unknown_fields.push(format!(".{}", path.join(".")));
+            }
+        });
         Ok(Template {
             source: source.to_string(),
             nodes,
             uses_remote,
+            unknown_fields,
         })
     }
 
@@ -314,16 +326,7 @@ fn operand(t: &str) -> Result<Operand, String> {
         return Ok(Operand::Dot);
     }
     if let Some(path) = t.strip_prefix('.') {
-        let parts: Vec<String> = path.split('.').map(str::to_string).collect();
-        let known = FIELDS
-            .iter()
-            .any(|f| f.len() == parts.len() && f.iter().zip(&parts).all(|(want, got)| *want == "*" || want == got));
-        if !known {
-            return Err(format!(
-                "field '{t}' is not supported (supported: .Name .Zone .Class .Type .Regex .Remote .Match .Group[.KEY] .Question[.Name|.Qtype|.Qclass] .Message.Question .Meta .Var[.NAME])"
-            ));
-        }
-        return Ok(Operand::Field(parts));
+        return Ok(Operand::Field(path.split('.').map(str::to_string).collect()));
     }
     if let Some(q) = t.strip_prefix('"') {
         return unquote(&q[..q.len().saturating_sub(1)]).map(Operand::Str);
@@ -347,6 +350,28 @@ fn operand(t: &str) -> Result<Operand, String> {
     number
         .map(Operand::Int)
         .ok_or_else(|| format!("function \"{t}\" not defined"))
+}
+
+/// Whether a run's data has the field `path` (`["Group", "a"]`).
+fn known(path: &[String]) -> bool {
+    FIELDS
+        .iter()
+        .any(|f| f.len() == path.len() && f.iter().zip(path).all(|(want, got)| *want == "*" || want == got))
+}
+
+/// Calls `each` with the path of every field `nodes` read.
+fn fields(nodes: &[Node], each: &mut dyn FnMut(&[String])) {
+    for n in nodes {
+        match n {
+            Node::Text(_) => {}
+            Node::Action(p) => p.fields(each),
+            Node::If(p, then, otherwise) => {
+                p.fields(each);
+                fields(then, each);
+                fields(otherwise, each);
+            }
+        }
+    }
 }
 
 fn unquote(s: &str) -> Result<String, String> {

@@ -206,7 +206,7 @@ impl<I: Iterator<Item = Tok>> Grouper<I> {
                 Tok::Eol => {}
                 Tok::Open(pos) if keys.is_empty() => self.error(&pos, "'{' without a server block key before it"),
                 Tok::Open(_) => {
-                    let (items, close_line) = self.items();
+                    let (items, close_line) = self.items(false);
                     let keys = std::mem::take(&mut keys).into_iter().flat_map(split_keys).collect();
                     tops.push(Top::Block(Block {
                         keys,
@@ -225,8 +225,9 @@ impl<I: Iterator<Item = Tok>> Grouper<I> {
         tops
     }
 
-    /// Lines up to the closing brace: the items and the brace's line.
-    fn items(&mut self) -> (Vec<Item>, u32) {
+    /// Lines up to the closing brace: the items and the brace's line. In a
+    /// directive's block (`nested`) the brace may end the last option's line.
+    fn items(&mut self, nested: bool) -> (Vec<Item>, u32) {
         let mut out = Vec::new();
         let mut words: Vec<Word> = Vec::new();
         loop {
@@ -250,12 +251,15 @@ impl<I: Iterator<Item = Tok>> Grouper<I> {
                 Some(Tok::Open(pos)) if words.is_empty() => self.error(&pos, "'{' without a directive before it"),
                 Some(Tok::Open(_)) => {
                     let name = words.remove(0);
-                    let (opts, close) = self.items();
+                    let (opts, close) = self.items(true);
                     out.push(line_item(name, std::mem::take(&mut words), Some(opts), close));
                 }
                 Some(Tok::Close(pos)) => {
-                    if !words.is_empty() {
-                        self.error(&pos, "'}' must stand on its own line");
+                    if !words.is_empty() && nested {
+                        let name = words.remove(0);
+                        out.push(line_item(name, std::mem::take(&mut words), None, 0));
+                    } else if !words.is_empty() {
+                        self.error(&pos, "a server block's '}' must stand on its own line");
                     }
                     return (out, pos.line);
                 }

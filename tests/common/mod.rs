@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod delv;
 pub mod dig;
 pub mod mmdb;
+pub mod named;
 pub mod netns;
 pub mod stub;
 pub mod zones;
@@ -23,10 +24,24 @@ use std::time::{Duration, Instant};
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
-/// A fresh directory for one test's files.
+/// A fresh directory for one test's files. The test may still use it
+/// when it returns (a server it started reads it), so it is not removed
+/// then: the next run removes what runs that are gone left under its tag
+/// (an etcd's data is 120 MB).
 pub fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("clusterdns-e2e-{tag}-{}", std::process::id()));
+    let prefix = format!("clusterdns-e2e-{tag}-");
+    let dir = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    for old in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+        let name = old.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir_all(old.path());
+        }
+    }
     std::fs::create_dir_all(&dir).expect("create temp dir");
     dir
 }

@@ -3,9 +3,10 @@ served by grpcio (Google's gRPC) with answers made by dnspython, so the
 `grpc` directive's wire format is checked against an implementation that
 is not ours. Pinned in tests/run's venv target/tools/grpc.
 
-  upstream.py COUNT_FILE
+  upstream.py COUNT_FILE [SOCKET]
 
-Listens on 127.0.0.1 (plain HTTP/2), prints its port, then writes the
+Listens on 127.0.0.1 (plain HTTP/2), or on the unix socket SOCKET when
+given, prints its port (0 on a socket), then writes the
 number of calls served to COUNT_FILE after each. Every A question is
 answered 192.0.2.7 (TTL 60); a name under `missing.` ends the call with
 NOT_FOUND, which CoreDNS's grpc plugin reads as NXDOMAIN.
@@ -46,7 +47,8 @@ def main():
     handler = grpc.method_handlers_generic_handler("coredns.dns.DnsService", {"Query": method})
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
+    at = "unix:" + sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1:0"
+    port = server.add_insecure_port(at)
     server.start()
     print(port, flush=True)
     server.wait_for_termination()

@@ -78,7 +78,6 @@ fn unsupported_syntax_is_a_load_error() {
     for (text, says) in [
         ("{{ range .Match }}x{{ end }}", "'range' is not supported"),
         ("{{ $x := 1 }}", "variables"),
-        ("{{ .Nope }}", "field '.Nope' is not supported"),
         ("{{ .Name", "unclosed action"),
         ("{{ upper .Name }}", "function \"upper\" not defined"),
         ("{{ \"abc }}", "unterminated string"),
@@ -88,6 +87,15 @@ fn unsupported_syntax_is_a_load_error() {
         let err = Template::parse(text).expect_err(text);
         assert!(err.contains(says), "{text}: {err}");
     }
+}
+
+#[test]
+fn a_field_the_data_has_not_parses_and_fails_each_run() {
+    let t =
+        Template::parse("{{ .Name }} {{ if .Nope }}{{ (index .Group.x 0) }}{{ end }} {{ .Grup.d }}").expect("parses");
+    assert_eq!(t.unknown_fields, [".Nope", ".Grup.d"]);
+    let err = t.execute(&data()).expect_err("no field");
+    assert!(err.contains("no field .Nope"), "{err}");
 }
 
 #[test]

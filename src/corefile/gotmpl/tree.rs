@@ -7,6 +7,19 @@
 #[derive(Debug, Clone)]
 pub struct Pipeline(pub Vec<Command>);
 
+impl Pipeline {
+    /// Calls `each` with the path of every field the pipeline reads.
+    pub fn fields(&self, each: &mut dyn FnMut(&[String])) {
+        for op in self.0.iter().flat_map(|c| c.0.iter()) {
+            match op {
+                Operand::Field(path) => each(path),
+                Operand::Sub(p) => p.fields(each),
+                _ => {}
+            }
+        }
+    }
+}
+
 /// A command: its operands (a function first, when it calls one).
 #[derive(Debug, Clone)]
 pub struct Command(pub Vec<Operand>);

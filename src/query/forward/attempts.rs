@@ -35,14 +35,14 @@ impl Forwarding {
         (request, query): (&[u8], &Query),
         tcp: bool,
         asked: &mut Option<SocketAddr>,
-    ) -> Result<Message, String> {
+    ) -> Result<Message, Failed> {
         let order = fw.order();
         let n = order.len();
         let cap = fw.cfg.max_connect_attempts.unwrap_or(2 * n as u32);
         let budget = tokio::time::Instant::now() + self.budget;
         let (mut attempts, mut failovers, mut i, mut down) = (0u32, 0usize, 0usize, 0usize);
         let mut bytes = request.to_vec();
-        let mut why = None;
+        let (mut why, mut mismatched) = (None, false);
         while tokio::time::Instant::now() < budget && (cap == 0 || attempts < cap) {
             if i >= n {
                 (i, down) = (0, 0);
@@ -60,7 +60,7 @@ impl Forwarding {
                     .find(|j| !fw.upstreams[**j].looping.load(Ordering::Relaxed));
                 match fallback {
                     Some(j) if !fw.cfg.failfast => up = &fw.upstreams[*j],
-                    _ => return Err("no healthy proxies".into()),
+                    _ => return Err(Failed::from("no healthy proxies")),
                 }
             }
             *asked = Some(up.addr);
@@ -71,14 +71,16 @@ impl Forwarding {
                 Ok(m) => return Ok(m),
                 Err(e) => {
                     attempts += 1;
+                    mismatched |= e.mismatched;
                     if down >= n {
-                        return Err(e); // the one tried though all were down
+                        return Err(Failed { mismatched, ..e }); // the one tried though all were down
                     }
                     why = Some(e);
                 }
             }
         }
-        Err(why.unwrap_or_else(|| "no healthy proxies".into()))
+        let why = why.unwrap_or_else(|| Failed::from("no healthy proxies"));
+        Err(Failed { mismatched, ..why })
     }
 
     /// One exchange with `up` (again over TCP for a truncated answer that
@@ -90,7 +92,7 @@ impl Forwarding {
         bytes: &mut [u8],
         query: &Query,
         (tcp, budget): (bool, tokio::time::Instant),
-    ) -> Result<Message, String> {
+    ) -> Result<Message, Failed> {
         let mut over_tcp = tcp;
         loop {
             self.note_probe(query, up);
@@ -124,9 +126,42 @@ impl Forwarding {
                     tracing::debug!(target: "forward", "{} for {}: {e}", up.addr, query.name());
                     let why = why(&e, up.addr, over_tcp);
                     super::health::failed(up, &fw.cfg, &self.runtime, &why);
-                    return Err(why);
+                    let mismatched = matches!(e, ExchangeError::Mismatch);
+                    return Err(Failed { why, mismatched });
                 }
             }
+        }
+    }
+}
+
+/// Why one `forward` got no answer: the text CoreDNS's errors plugin logs,
+/// and whether a reply with our ID to another question (or without QR)
+/// came meanwhile: then the client gets FORMERR, CoreDNS's answer to such
+/// a reply, though clusterdns discarded it and waited for the real one.
+#[derive(Debug)]
+pub(super) struct Failed {
+    pub why: String,
+    pub mismatched: bool,
+}
+
+impl Failed {
+    /// SERVFAIL, as in CoreDNS for no answer; FORMERR when only a wrong
+    /// reply came.
+    pub fn rcode(&self) -> hickory_proto::op::ResponseCode {
+        use hickory_proto::op::ResponseCode;
+        if self.mismatched {
+            ResponseCode::FormErr
+        } else {
+            ResponseCode::ServFail
+        }
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(why: &str) -> Failed {
+        Failed {
+            why: why.to_string(),
+            mismatched: false,
         }
     }
 }
@@ -137,6 +172,9 @@ fn why(e: &ExchangeError, addr: std::net::SocketAddr, tcp: bool) -> String {
     let proto = if tcp { "tcp" } else { "udp" };
     match e {
         ExchangeError::Timeout => format!("read {proto} {addr}: i/o timeout"),
+        ExchangeError::Mismatch => {
+            format!("read {proto} {addr}: i/o timeout; a reply with our ID came for another question or without QR")
+        }
         ExchangeError::Io(io) if io.kind() != std::io::ErrorKind::Other => {
             format!("read {proto} {addr}: {}", io.kind())
         }

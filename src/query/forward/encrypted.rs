@@ -46,6 +46,7 @@ impl Encrypted {
             Via::Dns => return None,
             Via::Grpc => Grpc::new(target.addr, &target.server_name(tls), client.as_deref())
                 .map(|g| Encrypted::Grpc(Box::new(g))),
+            Via::GrpcUnix(path) => Some(Encrypted::Grpc(Box::new(Grpc::unix(path)))),
             Via::Tls(_) => client.and_then(|c| Dot::new(target.addr, &target.server_name(tls), c).map(Encrypted::Tls)),
             Via::Https(host) => client.and_then(|c| {
                 Doh::new(target.addr, host, &target.server_name(tls), tls.doh_method, &c).map(Encrypted::Https)

@@ -22,6 +22,11 @@ use crate::query::forward::setup::ForwardConfig;
 pub enum ExchangeError {
     #[error("timed out")]
     Timeout,
+    /// Timed out after a reply with our ID to another question or without
+    /// QR came (discarded, RFC 5452 section 3); answered FORMERR, as
+    /// CoreDNS answers such a reply.
+    #[error("timed out after a reply to another question")]
+    Mismatch,
     #[error("{0}")]
     Io(#[from] io::Error),
 }
@@ -137,6 +142,14 @@ impl Stray {
     }
 }
 
+/// Whether a datagram `classify` refused carries our ID (`id`): a reply
+/// to another question, or our query's ID without QR.
+pub fn mismatched(bytes: &[u8], id: u16, why: Stray) -> bool {
+    let ours = bytes.len() >= 12 && u16::from_be_bytes([bytes[0], bytes[1]]) == id;
+    let no_qr = bytes.get(2).is_some_and(|b| b & 0x80 == 0);
+    ours && (why == Stray::Question || why == Stray::Malformed && no_qr)
+}
+
 /// The answer in `bytes` if it is a response to our query `id`.
 pub fn matching(bytes: &[u8], id: u16, query: &Query) -> Option<Message> {
     classify(bytes, id, query).ok()
@@ -187,5 +200,9 @@ mod tests {
         let mut query = reply(7, "example.org.");
         query[2] &= 0x7f; // QR clear: a query, not a reply
         assert_eq!(classify(&query, 7, &q).err(), Some(Stray::Malformed));
+        assert!(mismatched(&query, 7, Stray::Malformed), "our ID without QR");
+        assert!(!mismatched(&query, 8, Stray::Malformed), "another ID without QR");
+        assert!(mismatched(&reply(7, "example.net."), 7, Stray::Question));
+        assert!(!mismatched(&reply(8, "example.org."), 7, Stray::Id));
     }
 }

@@ -3,7 +3,8 @@
 //! whose body is the query as one `DnsPacket` (`grpcwire.rs`), over one
 //! HTTP/2 connection kept open and shared by every query as concurrent
 //! streams (`h2.rs`): over TLS (ALPN `h2`, the certificate always
-//! verified) with `tls`, plain HTTP/2 (h2c) without. The call's
+//! verified) with `tls`, plain HTTP/2 (h2c) without, over TCP or a unix
+//! socket (`unix://PATH`, h2c). The call's
 //! `grpc-status` is read from the trailers (or the headers of a
 //! Trailers-Only reply): `NOT_FOUND` is NXDOMAIN, as CoreDNS reads it,
 //! any other failure no answer. The answer is given back under the
@@ -15,6 +16,7 @@
 //! `coredns_grpc_request_duration_seconds{to}`.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,6 +35,8 @@ use crate::query::forward::setup::ForwardConfig;
 /// The gRPC side of one upstream.
 pub struct Grpc {
     addr: SocketAddr,
+    /// A `unix://` upstream's socket, dialled instead of `addr`.
+    unix: Option<PathBuf>,
     /// `http[s]://ADDR/coredns.dns.DnsService/Query`
     url: String,
     /// With `tls`: how a connection is opened; without: h2c.
@@ -59,12 +63,27 @@ impl Grpc {
         let scheme = if tls.is_some() { "https" } else { "http" };
         Some(Grpc {
             addr,
+            unix: None,
             url: format!("{scheme}://{addr}{PATH}"),
             tls,
             h2: Shared::default(),
             answers: Default::default(),
             durations: Durations::default(),
         })
+    }
+
+    /// The upstream at unix socket `path` (h2c; the authority `localhost`,
+    /// as gRPC names a unix target's).
+    pub fn unix(path: &str) -> Grpc {
+        Grpc {
+            addr: crate::query::forward::setup::tls::UNIX,
+            unix: Some(PathBuf::from(path)),
+            url: format!("http://localhost{PATH}"),
+            tls: None,
+            h2: Shared::default(),
+            answers: Default::default(),
+            durations: Durations::default(),
+        }
     }
 
     /// Asks `request` over the shared connection; once more on a new one
@@ -78,9 +97,13 @@ impl Grpc {
     ) -> Result<Message, ExchangeError> {
         let started = Instant::now();
         let open = |renew| async move {
-            match &self.tls {
-                Some(tls) => self.h2.sender(cfg, renew, || tls.open(cfg)).await,
-                None => {
+            match (&self.tls, &self.unix) {
+                (_, Some(path)) => {
+                    let local = || async { tokio::net::UnixStream::connect(path).await.map_err(ExchangeError::Io) };
+                    self.h2.sender(cfg, renew, local).await
+                }
+                (Some(tls), None) => self.h2.sender(cfg, renew, || tls.open(cfg)).await,
+                (None, None) => {
                     let plain = || async { connect(self.addr, cfg.source_address).await.map_err(ExchangeError::Io) };
                     self.h2.sender(cfg, renew, plain).await
                 }
@@ -131,9 +154,13 @@ impl Grpc {
         matching(&reply, id, query).ok_or_else(|| other("answer to another question"))
     }
 
-    /// The `to` label: the address as CoreDNS writes it (`IP:PORT`).
+    /// The `to` label: the address as CoreDNS writes it (`IP:PORT`, or
+    /// `unix://PATH`).
     pub fn to(&self) -> String {
-        self.addr.to_string()
+        match &self.unix {
+            Some(path) => format!("unix://{}", path.display()),
+            None => self.addr.to_string(),
+        }
     }
 
     /// Answers by rcode, for `coredns_grpc_responses_total`.

@@ -3,7 +3,7 @@
 //! flight path; only the options CoreDNS's `grpc` has are accepted.
 //!
 //! ```text
-//! grpc FROM TO... {                 TO: IP[:PORT] (port 53) or a resolv.conf file
+//! grpc FROM TO... {                 TO: IP[:PORT] (port 53), unix://PATH or a resolv.conf file
 //!     except IGNORED_NAMES...
 //!     tls [CERT KEY] [CA]           0 to 3 files; the upstreams are asked over TLS
 //!     tls_servername NAME           the name their certificate must carry (TLS too)
@@ -14,7 +14,8 @@
 //! At most 15 upstreams, once per server block. Without `tls` nor
 //! `tls_servername` the calls go over plain HTTP/2 (h2c). As CoreDNS's
 //! `grpc`: no health checks, each upstream tried once in policy order
-//! within the 5 s budget of a query. `unix://` upstreams are refused.
+//! within the 5 s budget of a query. A `unix://PATH` upstream is asked
+//! over h2c on that unix socket (not with `tls`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,7 +25,7 @@ use crate::corefile::blocks::Directive;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 use crate::corefile::words::{names, with, Block};
-use crate::query::forward::setup::tls::{Target, Via};
+use crate::query::forward::setup::tls::{Target, Via, UNIX};
 use crate::query::forward::setup::to::{from_zone, resolv_conf, socket_addr, MAX_UPSTREAMS};
 use crate::query::forward::setup::{policy, ForwardConfig, GrpcOptions};
 
@@ -74,10 +75,15 @@ fn upstreams(text: &str, dir: &Path, pos: &crate::corefile::lexer::Pos, errors: 
     if let Some(addr) = socket_addr(bare).or_else(|| socket_addr(unbracketed)) {
         return vec![grpc(addr)];
     }
-    if text.starts_with("unix://") {
-        let e = format!("grpc: '{text}': unix sockets are not supported; give the upstream's IP:PORT");
-        errors.push(ConfigError::new(pos, e));
-        return Vec::new();
+    if let Some(path) = text.strip_prefix("unix://") {
+        if path.is_empty() {
+            errors.push(ConfigError::new(pos, format!("grpc: '{text}': no socket path")));
+            return Vec::new();
+        }
+        return vec![Target {
+            addr: UNIX,
+            via: Via::GrpcUnix(path.to_string()),
+        }];
     }
     match std::fs::read_to_string(dir.join(bare)) {
         Ok(body) if !resolv_conf(&body).is_empty() => resolv_conf(&body).into_iter().map(grpc).collect(),
@@ -97,6 +103,11 @@ fn upstreams(text: &str, dir: &Path, pos: &crate::corefile::lexer::Pos, errors: 
 fn tls(cfg: &mut ForwardConfig, pos: &crate::corefile::lexer::Pos, errors: &mut Vec<ConfigError>) {
     let wanted = cfg.grpc.as_ref().is_some_and(|g| g.tls) || cfg.tls.servername.is_some();
     if !wanted {
+        return;
+    }
+    if let Some(t) = cfg.to.iter().find(|t| matches!(t.via, Via::GrpcUnix(_))) {
+        let e = format!("grpc: tls: '{t}': a unix socket upstream is asked over plain HTTP/2 (h2c) only");
+        errors.push(ConfigError::new(pos, e));
         return;
     }
     match crate::tls::client_config(&cfg.tls.files, false) {

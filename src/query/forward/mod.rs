@@ -258,12 +258,13 @@ impl Forwarding {
                     break;
                 }
                 Err(_) if fw.falls_through(query.name()) => last = Err(ResponseCode::ServFail),
-                Err(why) => {
-                    // No answer is SERVFAIL, as in CoreDNS: only answers go on (`next`).
+                Err(failed) => {
+                    // No answer is SERVFAIL (`Failed::rcode`): only answers go on (`next`).
+                    let rcode = failed.rcode();
                     if let Some(log) = self.errors.as_ref().filter(|_| report) {
-                        log.report(ResponseCode::ServFail, query, &why);
+                        log.report(rcode, query, &failed.why);
                     }
-                    last = Err(ResponseCode::ServFail);
+                    last = Err(rcode);
                     break;
                 }
             }

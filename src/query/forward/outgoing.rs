@@ -40,7 +40,7 @@ use rand::RngExt;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::UdpSocket;
 
-use super::exchange::{classify, ExchangeError, Stray};
+use super::exchange::{classify, mismatched, ExchangeError, Stray};
 use super::lanes::MAX_LANES;
 
 /// Idle ports kept per upstream and lane before one is reused.
@@ -130,7 +130,9 @@ impl Outgoing {
     }
 
     /// Sends `request` (ID `id`) to `addr` from one of the pool's ports and
-    /// reads until its reply; also says which local address it left from.
+    /// reads until its reply; also says which local address it left from
+    /// and sets `wrong` when a reply with our ID was not to our question.
+    #[allow(clippy::too_many_arguments)]
     pub async fn exchange(
         &self,
         addr: SocketAddr,
@@ -139,6 +141,7 @@ impl Outgoing {
         id: u16,
         query: &Query,
         local: &mut Option<SocketAddr>,
+        wrong: &mut bool,
     ) -> Result<Message, ExchangeError> {
         let (mut lease, reused) = self.lease(addr, source)?;
         let Some(port) = lease.port.as_ref() else {
@@ -151,7 +154,7 @@ impl Outgoing {
         port.socket.send(request).await?;
         loop {
             port.socket.readable().await?;
-            if let Some(m) = self.receive(port, addr, id, query)? {
+            if let Some(m) = self.receive(port, addr, (id, query), wrong)? {
                 self.give_back(&mut lease);
                 return Ok(m);
             }
@@ -220,8 +223,15 @@ impl Outgoing {
     }
 
     /// The reply to `id` and `query` if one is queued on `port`; the rest
-    /// of what is queued before it is dropped and counted.
-    fn receive(&self, port: &Port, addr: SocketAddr, id: u16, query: &Query) -> io::Result<Option<Message>> {
+    /// of what is queued before it is dropped and counted (`wrong` set
+    /// when one had our ID: see [`mismatched`]).
+    fn receive(
+        &self,
+        port: &Port,
+        addr: SocketAddr,
+        (id, query): (u16, &Query),
+        wrong: &mut bool,
+    ) -> io::Result<Option<Message>> {
         BUF.with(|buf| {
             let mut buf = buf.try_borrow_mut().map_err(io::Error::other)?;
             loop {
@@ -236,7 +246,10 @@ impl Outgoing {
                 }
                 match classify(&buf[..n], id, query) {
                     Ok(m) => return Ok(Some(m)),
-                    Err(why) => self.stray(why),
+                    Err(why) => {
+                        *wrong |= mismatched(&buf[..n], id, why);
+                        self.stray(why)
+                    }
                 }
             }
         })

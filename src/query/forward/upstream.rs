@@ -105,6 +105,7 @@ impl Upstream {
         cfg: &ForwardConfig,
     ) -> (Result<Message, ExchangeError>, Option<SocketAddr>) {
         let mut local = None;
+        let mut wrong = false;
         let result = if let Some(enc) = &self.encrypted {
             // The rare transports on the heap: a miss's task, which holds
             // this future, stays small (moved once per spawn, not 7 KB).
@@ -112,12 +113,23 @@ impl Upstream {
         } else if tcp {
             timeout_at(deadline, Box::pin(self.tcp(request, id, query, cfg, &mut local))).await
         } else {
-            let udp = self
-                .outgoing
-                .exchange(self.addr, cfg.source_address, request, id, query, &mut local);
+            let udp = self.outgoing.exchange(
+                self.addr,
+                cfg.source_address,
+                request,
+                id,
+                query,
+                &mut local,
+                &mut wrong,
+            );
             timeout_at(deadline, udp).await
         };
-        (result.unwrap_or(Err(ExchangeError::Timeout)), local)
+        let timed_out = if wrong {
+            ExchangeError::Mismatch
+        } else {
+            ExchangeError::Timeout
+        };
+        (result.unwrap_or(Err(timed_out)), local)
     }
 
     async fn tcp(

@@ -192,10 +192,11 @@ pub async fn serve(
     let Some((transfer, stats)) = find(query.name(), query.query_type()) else {
         return false;
     };
-    // the zone itself, or one found under a zone at run time (`auto`'s)
+    // the zone itself, or one found under a zone at run time (`auto`'s,
+    // a catalog's members), the one found of its own name too
     let member = |(i, x): (usize, &Xfr)| Some((i, Source::Plugin(x.source.member(query.name())?)));
     let found = match transfer.zones.iter().position(|x| x.source.name() == query.name()) {
-        Some(i) => Some((i, None)),
+        Some(i) => Some((i, member((i, &transfer.zones[i])).map(|(_, m)| m))),
         None => transfer
             .zones
             .iter()

@@ -35,6 +35,13 @@ impl Secret {
         let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
         (!bytes.is_empty()).then(|| Secret(bytes.into()))
     }
+
+    /// A key written in the Corefile that is not base64: loaded, as CoreDNS
+    /// loads it, and never verifying a request (empty, which no decoded
+    /// secret is).
+    pub fn unusable() -> Secret {
+        Secret(Arc::from(&[][..]))
+    }
 }
 
 /// One named key.

@@ -195,6 +195,9 @@ impl Tsig {
         let (Some(key), Some(alg)) = (key, alg) else {
             return Err(Refusal::Key);
         };
+        if key.secret.is_empty() {
+            return Err(Refusal::Sig); // not base64 (`Secret::unusable`): miekg/dns fails it so
+        }
         let key = hmac::Key::new(alg, &key.secret);
         let arcount = u16::from_be_bytes([msg[10], msg[11]]).saturating_sub(1);
         let header = wire::header(msg, tsig.original_id, arcount).ok_or(Refusal::Sig)?;

@@ -51,13 +51,16 @@ struct Reading {
 const OPTIONS: &[Opt<Reading>] = &[
     Opt::new("secret", (2, 2), |a, r, errors| {
         let Some(name) = zone(&a.args[0], errors) else { return };
-        match Secret::decode(&a.args[1].text) {
-            Some(secret) => add(&mut r.cfg, name, secret, &a.args[0].pos, errors),
-            None => errors.push(ConfigError::new(
-                &a.args[1].pos,
-                format!("tsig: the secret of key '{name}' is not base64"),
-            )),
-        }
+        let secret = Secret::decode(&a.args[1].text).unwrap_or_else(|| {
+            // CoreDNS loads such a key and fails each request signed with it (BADSIG)
+            tracing::warn!(
+                target: "tsig",
+                "{}: tsig: the secret of key '{name}' is not base64: every request signed with it is refused (BADSIG)",
+                a.args[1].pos
+            );
+            Secret::unusable()
+        });
+        add(&mut r.cfg, name, secret, &a.args[0].pos, errors);
     }),
     Opt::new("secrets", (1, 1), |a, r, errors| {
         let path = r.dir.join(&a.args[0].text);

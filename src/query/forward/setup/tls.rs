@@ -42,7 +42,13 @@ pub enum Via {
     /// CoreDNS's gRPC service (the `grpc` directive): over TLS when its
     /// `tls` or `tls_servername` is set, else h2c.
     Grpc,
+    /// The same over a unix socket (`grpc . unix://PATH`, h2c): the path as
+    /// written; the target's address is [`UNIX`], no address.
+    GrpcUnix(String),
 }
+
+/// The address a `unix://` gRPC upstream's target holds (none is dialled).
+pub const UNIX: SocketAddr = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
 
 /// `doh_method`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +115,7 @@ impl fmt::Display for Target {
         };
         match &self.via {
             Via::Dns | Via::Grpc => write!(f, "{}", self.addr),
+            Via::GrpcUnix(path) => write!(f, "unix://{path}"),
             Via::Tls(None) => write!(f, "tls://{}", self.addr),
             Via::Tls(Some(n)) if self.addr.is_ipv6() => {
                 write!(f, "tls://[{}%{n}]:{}", self.addr.ip(), self.addr.port())

@@ -1,7 +1,10 @@
 //! A signing key as BIND's `dnssec-keygen` writes it: `K<zone>+<alg>+<id>.key`
 //! (the DNSKEY record, `;` comments before it) and `.private` (`Field: value`
 //! lines, binary fields in base64). Algorithms signed with `ring`:
-//! RSASHA256 (8), ECDSAP256SHA256 (13), ECDSAP384SHA384 (14) and ED25519 (15).
+//! RSASHA256 (8), ECDSAP256SHA256 (13), ECDSAP384SHA384 (14) and ED25519 (15);
+//! RSASHA1 (5) with the `rsa` crate, loaded with a warning (RFC 8624: MUST
+//! NOT sign with it; CoreDNS does, so a zone whose DS names such a key
+//! keeps validating until its keys are rolled).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -32,6 +35,7 @@ pub struct Key {
 
 enum Signer {
     Rsa(RsaKeyPair),
+    RsaSha1(Box<rsa::pkcs1v15::SigningKey<sha1::Sha1>>),
     Ecdsa(EcdsaKeyPair),
     Ed25519(Ed25519KeyPair),
 }
@@ -70,6 +74,12 @@ impl Key {
                 .sign(&rng, data)
                 .map(|s| s.as_ref().to_vec())
                 .map_err(|_| "ECDSA signing failed".into()),
+            Signer::RsaSha1(k) => {
+                use rsa::signature::{RandomizedSigner, SignatureEncoding};
+                k.try_sign_with_rng(&mut rand::rng(), data)
+                    .map(|s| s.to_vec())
+                    .map_err(|e| format!("RSASHA1 signing failed: {e}"))
+            }
             Signer::Rsa(k) => {
                 let mut out = vec![0; k.public().modulus_len()];
                 k.sign(&signature::RSA_PKCS1_SHA256, &rng, data, &mut out)
@@ -174,8 +184,26 @@ fn signer(rdata: &[u8], fields: &[(String, Vec<u8>)]) -> Result<Signer, String> 
         15 => Ed25519KeyPair::from_seed_and_public_key(get("PrivateKey")?, public)
             .map(Signer::Ed25519)
             .map_err(rejected),
-        alg => Err(format!("algorithm {alg} is not supported (8, 13, 14 and 15 are)")),
+        5 => rsasha1(public, &get),
+        alg => Err(format!("algorithm {alg} is not supported (5, 8, 13, 14 and 15 are)")),
     }
+}
+
+/// An RSASHA1 signer from the DNSKEY's public key and the private fields
+/// (`get`), with RFC 8624's warning.
+fn rsasha1<'f>(public: &[u8], get: &dyn Fn(&str) -> Result<&'f [u8], String>) -> Result<Signer, String> {
+    let pk = rsa_public(public)?;
+    let bits = u32::try_from(pk.n.len() * 8).map_err(|_| "RSA modulus too long")?;
+    let int = |b: &[u8]| rsa::BoxedUint::from_be_slice(b, bits).map_err(|e| format!("RSA field: {e}"));
+    let primes = vec![int(get("Prime1")?)?, int(get("Prime2")?)?];
+    let key = rsa::PrivateKey::from_components(int(pk.n)?, int(pk.e)?, int(get("PrivateExponent")?)?, primes)
+        .map_err(|e| format!("key rejected: {e}"))?;
+    tracing::warn!(
+        target: "dnssec",
+        "an RSASHA1 key (algorithm 5, {bits} bits) signs: RFC 8624 says MUST NOT sign with RSASHA1; roll the \
+         zone to ECDSAP256SHA256 (13) or RSASHA256 (8)"
+    );
+    Ok(Signer::RsaSha1(Box::new(rsa::pkcs1v15::SigningKey::new(key))))
 }
 
 /// The modulus and exponent of an RSA DNSKEY's key (RFC 3110 2).

@@ -65,3 +65,34 @@ fn a_signature_verifies_over_the_canonical_set() {
     let hits = signer.stats.hits.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(hits, 1);
 }
+
+/// CoreDNS's setup_test.go RSASHA1 key (cluster.local., 1024 bits, tag 45330).
+const RSASHA1_PUBLIC: &str = "cluster.local. IN DNSKEY 256 3 5 AwEAAcFpDv+Cb23kFJowu+VU++b2N1uEHi6Ll9H0BzLasFOdJjEEclCO q/KlD4682vOMXxJNN8ZwOyiCa7Y0TEYqSwWvhHyn3bHCwuy4I6fss4Wd 7Y9dU+6QTgJ8LimGG40Iizjc9zqoU8Q+q81vIukpYWOHioHoY7hsWBvS RSlzDJk3";
+const RSASHA1_PRIVATE: &str = "Private-key-format: v1.3
+Algorithm: 5 (RSASHA1)
+Modulus: wWkO/4JvbeQUmjC75VT75vY3W4QeLouX0fQHMtqwU50mMQRyUI6r8qUPjrza84xfEk03xnA7KIJrtjRMRipLBa+EfKfdscLC7Lgjp+yzhZ3tj11T7pBOAnwuKYYbjQiLONz3OqhTxD6rzW8i6SlhY4eKgehjuGxYG9JFKXMMmTc=
+PublicExponent: AQAB
+PrivateExponent: K5XyZFBPrjMVFX5gCZlyPyVDamNGrfSVXSIiMSqpS96BSdCXtmHAjCj4bZFPwkzi6+vs4tJN8p4ZifEVM0a6qwPZyENBrc2qbsweOXE6l8BaPVWFX30xvVRzGXuNtXxlBXE17zoHty5r5mRyRou1bc2HUS5otdkEjE30RiocQVk=
+Prime1: 7RRFUxaZkVNVH1DaT/SV5Sb8kABB389qLwU++argeDCVf+Wm9BBlTrsz2U6bKlfpaUmYZKtCCd+CVxqzMyuu0w==
+Prime2: 0NiY3d7Fa08IGY9L4TaFc02A721YcDNBBf95BP31qGvwnYsLFM/1xZwaEsIjohg8g+m/GpyIlvNMbK6pywIVjQ==
+";
+
+#[test]
+fn an_rsasha1_key_signs_and_ring_verifies_it() {
+    let dir = std::env::temp_dir().join(format!("clusterdns-dnssec-rsasha1-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("Kcluster.local.key"), RSASHA1_PUBLIC).expect("write");
+    std::fs::write(dir.join("Kcluster.local.private"), RSASHA1_PRIVATE).expect("write");
+    let key = key::read("Kcluster.local", &dir).expect("the key reads");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!((key.tag, key.algorithm(), key.flags()), (45330, 5, 256));
+    let data = b"the signed data";
+    let signature = key.sign(data).expect("signs");
+    assert_eq!(signature.len(), 128, "1024 bits");
+    let public = &key.rdata[4..]; // RFC 3110: exponent length 3, AQAB, then the modulus
+    let (e, n) = (&public[1..4], &public[4..]);
+    let verifier = ring::signature::RsaPublicKeyComponents { n, e };
+    let sha1 = &ring::signature::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY;
+    assert!(verifier.verify(sha1, data, &signature).is_ok(), "the signature holds");
+    assert!(verifier.verify(sha1, b"other data", &signature).is_err());
+}

@@ -92,6 +92,13 @@ impl ZoneFile {
         }
     }
 
+    /// The same zones, with `notified` answering a NOTIFY for them (zones
+    /// found by transfer: a catalog's members).
+    pub fn notified(mut self, notified: Arc<dyn Notified>) -> ZoneFile {
+        self.notified = Some(notified);
+        self
+    }
+
     /// A NOTIFY for `zone` from `from`: `None` when no zone kept by
     /// transfer here has that origin; else whether it came from one of
     /// the zone's primaries.
@@ -121,14 +128,25 @@ impl ZoneFile {
         self.depth(qname).is_some()
     }
 
-    /// The labels of the longest origin holding `qname`, if one does.
+    /// The labels of the longest origin holding `qname`, if one does (of
+    /// zones found at run time, the longest found one under them).
     pub fn depth(&self, qname: &Name) -> Option<u8> {
-        self.cfg
+        let bound = self
+            .cfg
             .zones
             .iter()
             .filter(|z| z.zone_of(qname))
             .map(Name::num_labels)
-            .max()
+            .max()?;
+        let found = self.found.as_ref().and_then(|f| {
+            let found = f.load();
+            found
+                .iter()
+                .filter(|(o, _)| o.zone_of(qname))
+                .map(|(o, _)| o.num_labels())
+                .max()
+        });
+        Some(found.map_or(bound, |f| f.max(bound)))
     }
 
     /// The zone's answer written into `out` (with a signed zone's DNSSEC

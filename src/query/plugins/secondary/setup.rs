@@ -1,9 +1,12 @@
-//! `secondary [ZONES...] { transfer from ADDRESS...; fallthrough [ZONES...] }`:
-//! zones taken in by AXFR from a primary (CoreDNS's `secondary`). Without
-//! ZONES the block's zones are. An address is `IP`, `IP:PORT` or
-//! `[IPv6]:PORT` (port 53 by default); `transfer from` may be written more
-//! than once, the addresses tried in order. `catalog` (RFC 9432 catalog
-//! zones) is refused with its reason.
+//! `secondary [ZONES...] { transfer from ADDRESS...; catalog [MEMBERS...];
+//! fallthrough [ZONES...] }`: zones taken in by AXFR from a primary
+//! (CoreDNS's `secondary`). Without ZONES the block's zones are. An address
+//! is `IP`, `IP:PORT` or `[IPv6]:PORT` (port 53 by default); `transfer from`
+//! may be written more than once, the addresses tried in order. `catalog`
+//! makes the zones RFC 9432 catalog zones whose member zones are served
+//! too; MEMBERS (each with the names below it) bound which members are
+//! taken, all when none are written (as CoreDNS: several `catalog` lines
+//! add up, and a bare one takes all).
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -29,6 +32,9 @@ pub struct SecondaryConfig {
     /// `fallthrough [ZONES...]`: NXDOMAIN for these names (all when empty)
     /// goes on to the next plugin.
     pub fallthrough: Option<Vec<Name>>,
+    /// `catalog [MEMBERS...]`: the zones are catalog zones; their members
+    /// under these names are served (all of them when empty).
+    pub catalog: Option<Vec<Name>>,
 }
 
 impl SecondaryConfig {
@@ -50,13 +56,7 @@ const OPTIONS: &[Opt<SecondaryConfig>] = &[
     Opt::new("fallthrough", (0, MANY), |a, cfg, errors| {
         cfg.fallthrough = Some(zones(a.args, errors))
     }),
-    Opt::refused("catalog", |a, _, errors| {
-        errors.push(ConfigError::new(
-            a.pos(),
-            "secondary: 'catalog' (RFC 9432 catalog zones) is not supported yet; \
-             list each member zone in a `secondary` of its own",
-        ))
-    }),
+    Opt::new("catalog", (0, MANY), catalog),
 ];
 
 /// Parses one `secondary` directive; `block_zones` are the server block's.
@@ -65,6 +65,7 @@ pub fn parse(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>)
         zones: zones(&d.args, errors),
         from: Vec::new(),
         fallthrough: None,
+        catalog: None,
     };
     if d.args.is_empty() {
         cfg.zones = block_zones.to_vec();
@@ -110,4 +111,74 @@ fn address(w: &Word, errors: &mut Vec<ConfigError>) -> Option<SocketAddr> {
     };
     errors.push(ConfigError::new(&w.pos, format!("secondary: {wrong}")));
     None
+}
+
+/// `catalog [MEMBERS...]`, added to an earlier line's: a bare one (now or
+/// before) takes every member.
+fn catalog(a: &Args<'_>, cfg: &mut SecondaryConfig, errors: &mut Vec<ConfigError>) {
+    let mut members = Vec::new();
+    for w in a.args {
+        let name = Name::from_ascii(&w.text).ok().filter(|_| !w.text.contains(':'));
+        match name {
+            Some(mut n) => {
+                n.set_fqdn(true);
+                members.push(n.to_lowercase());
+            }
+            None => errors.push(ConfigError::new(
+                &w.pos,
+                format!("secondary: 'catalog' member zone '{}' is not a domain name", w.text),
+            )),
+        }
+    }
+    let before = cfg.catalog.take();
+    let takes_all = members.is_empty() || before.as_ref().is_some_and(Vec::is_empty);
+    let mut taken = before.unwrap_or_default();
+    if takes_all {
+        taken.clear();
+    }
+    for m in members.into_iter().filter(|_| !takes_all) {
+        if !taken.contains(&m) {
+            taken.push(m);
+        }
+    }
+    cfg.catalog = Some(taken);
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::tests::loaded as load;
+
+    /// `check`'s `catalog` line of a `secondary` block, if any.
+    fn catalog(options: &str) -> Option<String> {
+        let text = format!(".:53 {{\nsecondary catalog.example {{\ntransfer from 127.0.0.1\n{options}\n}}\n}}\n");
+        let c = load(&text).expect("loads");
+        let printed = c.servers[0].printed("file");
+        printed
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("catalog"))
+            .map(String::from)
+    }
+
+    /// CoreDNS's TestSecondaryParse/1-5: the member zones kept (none: all).
+    #[test]
+    fn catalog_lines_add_up_as_coredns_reads_them() {
+        let rows = [
+            ("", None),
+            ("catalog", Some("catalog")),
+            (
+                "catalog EXAMPLE.ORG internal.example",
+                Some("catalog example.org. internal.example."),
+            ),
+            (
+                "catalog example.org EXAMPLE.ORG\ncatalog internal.example",
+                Some("catalog example.org. internal.example."),
+            ),
+            ("catalog example.org\ncatalog", Some("catalog")),
+            ("catalog\ncatalog example.org", Some("catalog")),
+        ];
+        for (options, want) in rows {
+            assert_eq!(catalog(options).as_deref(), want, "{options}");
+        }
+    }
 }

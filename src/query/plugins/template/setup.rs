@@ -81,6 +81,18 @@ pub fn listed(setup: Option<&Arc<dyn Setup>>) -> Vec<TemplateConfig> {
 }
 
 /// One `template` directive.
+/// A zone of `template`'s arguments; one that is no name is left out with
+/// a warning, as CoreDNS's `OriginsFromArgsOrServerBlock` leaves it out
+/// (a template whose zones are all left out answers nothing).
+fn lenient_zone(word: &Word) -> Option<Name> {
+    let mut not_a_name = Vec::new();
+    let name = zone(word, &mut not_a_name);
+    for e in not_a_name {
+        tracing::warn!(target: "template", "{e}; left out, as CoreDNS leaves it out");
+    }
+    name
+}
+
 fn template(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>) -> Option<TemplateConfig> {
     let a = Args::from(d);
     if !a.count(2, usize::MAX, errors) {
@@ -98,8 +110,8 @@ fn template(d: &Directive, block_zones: &[Name], errors: &mut Vec<ConfigError>) 
             })
         })
         .collect();
-    let mut zones: Vec<Name> = zone_words.iter().filter_map(|w| zone(w, errors)).collect();
-    if zones.is_empty() {
+    let mut zones: Vec<Name> = zone_words.iter().filter_map(lenient_zone).collect();
+    if zone_words.is_empty() {
         zones = block_zones.to_vec();
     }
     let mut cfg = TemplateConfig {
@@ -171,7 +183,19 @@ const OPTIONS: &[Opt<TemplateConfig>] = &[
 fn section(a: &Args<'_>, list: &mut Vec<Template>, errors: &mut Vec<ConfigError>) {
     for w in a.args {
         match Template::parse(&w.text) {
-            Ok(t) => list.push(t),
+            Ok(t) => {
+                for f in &t.unknown_fields {
+                    tracing::warn!(
+                        target: "template",
+                        "{}: template: {} template: field '{f}' is not one a query has (.Name .Zone .Class .Type \
+                         .Regex .Remote .Match .Group[.KEY] .Question[.Name|.Qtype|.Qclass] .Message.Question .Meta \
+                         .Var[.NAME]): each query it matches fails (SERVFAIL), as in CoreDNS",
+                        w.pos,
+                        a.name.text
+                    );
+                }
+                list.push(t)
+            }
             Err(e) => errors.push(ConfigError::new(
                 &w.pos,
                 format!("template: could not compile {} template: {e}", a.name.text),

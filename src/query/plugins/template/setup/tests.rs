@@ -59,7 +59,6 @@ template IN A {
         "/tmp/Corefile:6:11: could not parse regex '(unclosed'",
         "/tmp/Corefile:7:12: template: could not compile answer template: unclosed action",
         "/tmp/Corefile:8:16: template: could not compile additional template: 'range' is not supported",
-        "/tmp/Corefile:9:15: template: could not compile authority template: field '.Bogus' is not supported",
         "/tmp/Corefile:10:11: template: unknown rcode 'NOPE'",
         "/tmp/Corefile:11:13: template: '70000' is not an extended DNS error code",
         "/tmp/Corefile:12:5: 'answer' takes at least 1 argument",
