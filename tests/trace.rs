@@ -6,8 +6,9 @@
 //! a child span named after the plugin that answered; `every N` sends one
 //! query in N; a collector that is down or stalls loses spans, counted in
 //! `clusterdns_trace_spans_dropped_total` by reason, and the queries are
-//! answered all the same. `trace datadog AGENT` PUTs the same spans to
-//! the agent's `/v0.3/traces` in its JSON (an array of traces).
+//! answered all the same. The same collector stands in for a Datadog
+//! agent: `trace datadog` PUTs v0.3 JSON (an array of traces, each an
+//! array of spans) to `/v0.3/traces`.
 
 mod common;
 
@@ -23,12 +24,14 @@ use serde_json::Value;
 /// A ceiling only a hang reaches.
 const HANG: Duration = Duration::from_secs(30);
 
-/// The collector: every span of every batch sent (a Datadog agent's
-/// traces flattened), and the requests' method and path.
+/// The collector: every span of every batch POSTed, and the paths asked.
 #[derive(Clone, Default)]
 struct Collector {
     spans: Arc<Mutex<Vec<Value>>>,
+    /// The method and path of every request.
     paths: Arc<Mutex<Vec<String>>>,
+    /// The `X-Datadog-Trace-Count` headers.
+    trace_counts: Arc<Mutex<Vec<usize>>>,
 }
 
 impl Collector {
@@ -68,11 +71,16 @@ impl Collector {
                 if k.eq_ignore_ascii_case("content-length") {
                     length = v.trim().parse().unwrap_or(0);
                 }
+                if k.eq_ignore_ascii_case("x-datadog-trace-count") {
+                    let n = v.trim().parse().expect("a count");
+                    self.trace_counts.lock().expect("collector lock").push(n);
+                }
             }
         }
         let mut body = vec![0; length];
         r.read_exact(&mut body)?;
         let batch: Value = serde_json::from_slice(&body).expect("a JSON body");
+        // Zipkin: an array of spans; Datadog: an array of traces of spans
         let mut spans = self.spans.lock().expect("collector lock");
         for item in batch.as_array().expect("a JSON array") {
             match item.as_array() {
@@ -80,7 +88,6 @@ impl Collector {
                 None => spans.push(item.clone()),
             }
         }
-        drop(spans);
         self.paths.lock().expect("collector lock").push(path);
         (&conn).write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
     }
@@ -103,6 +110,19 @@ impl Collector {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The names of the spans under `root`, each the only child of the one
+/// before (ids and parents named by `keys`).
+fn passed(spans: &[Value], root: &Value, (id, parent): (&str, &str)) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut at = root.clone();
+    while let Some(child) = spans.iter().find(|s| s[parent] == at[id]) {
+        assert_eq!(spans.iter().filter(|s| s[parent] == at[id]).count(), 1, "{spans:#?}");
+        names.push(child["name"].as_str().unwrap_or("?").to_string());
+        at = child.clone();
+    }
+    names
 }
 
 fn corefile(collector: &str, options: &str) -> String {
@@ -159,13 +179,9 @@ fn spans_reach_the_collector_tagged_as_coredns_tags_them() {
         assert!(span["duration"].as_u64().is_some_and(|d| d >= 1), "{span}");
         assert!(span.get("parentId").is_none(), "{span}");
     }
-    // the plugin that answered, as CoreDNS's child span of each plugin
+    // the plugins passed, each span the child of the one before, as CoreDNS's chain
     let spans = collector.spans.lock().expect("collector lock").clone();
-    let child = spans.iter().find(|s| s["parentId"] == a["id"]).expect("a child span");
-    assert_eq!(
-        (&child["name"], &child["traceId"]),
-        (&Value::from("template"), &a["traceId"])
-    );
+    assert_eq!(passed(&spans, &a, ("id", "parentId")), ["prometheus", "template"]);
     assert!(collector
         .paths
         .lock()
@@ -174,10 +190,11 @@ fn spans_reach_the_collector_tagged_as_coredns_tags_them() {
         .all(|p| p == "POST /api/v2/spans"));
     let sent = |s: &Server| s.metric_sum("clusterdns_trace_spans_sent_total", "");
     let started = Instant::now();
-    while started.elapsed() < HANG && sent(&server) < 4.0 {
+    // two queries, each a root and the two plugins it passed
+    while started.elapsed() < HANG && sent(&server) < 6.0 {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(sent(&server), 4.0, "{}", server.metrics());
+    assert_eq!(sent(&server), 6.0, "{}", server.metrics());
 }
 
 #[test]
@@ -242,37 +259,79 @@ fn lost_spans_are_counted_and_queries_answered() {
 }
 
 #[test]
-fn datadog_agent_gets_the_spans_in_its_json() {
-    let (collector, addr) = Collector::start(false);
+fn datadog_spans_reach_the_agent_api() {
+    let (agent, addr) = Collector::start(false);
     let dir = temp_dir("trace-datadog");
     let options = "        service dnsproxy\n        datadog_analytics_rate 0.5";
     let server = Server::start(&dir, &corefile(&format!("datadog {addr}"), options));
     assert_eq!(dig(&server, &["a.example.org", "A"]).status, "NOERROR");
-    let roots = collector.roots(1);
-    assert_eq!(roots.len(), 1, "{roots:#?}\n{}", server.metrics());
-    let root = &roots[0];
-    assert_eq!(root["meta"]["coredns.io@name"], "a.example.org.", "{root}");
-    assert_eq!(root["meta"]["coredns.io@type"], "A", "{root}");
-    assert_eq!(root["meta"]["coredns.io@rcode"], "NOERROR", "{root}");
-    assert_eq!(
-        (&root["service"], &root["type"]),
-        (&Value::from("dnsproxy"), &Value::from("dns"))
-    );
-    assert_eq!(root["parent_id"], 0, "{root}");
-    assert_eq!(root["metrics"]["_dd1.sr.eausr"], 0.5, "{root}");
-    assert!(
-        root["start"].as_u64().is_some_and(|t| t > 1_600_000_000_000_000_000),
-        "{root}"
-    );
-    let spans = collector.spans.lock().expect("collector lock").clone();
+    assert_eq!(dig(&server, &["b.example.org", "TXT", "+tcp"]).status, "NXDOMAIN");
+    let roots = agent.roots(2);
+    assert_eq!(roots.len(), 2, "{roots:#?}\n{}", server.metrics());
+    for (name, qtype, proto, rcode) in [
+        ("a.example.org.", "A", "udp", "NOERROR"),
+        ("b.example.org.", "TXT", "tcp", "NXDOMAIN"),
+    ] {
+        let span = roots.iter().find(|s| s["meta"]["coredns.io@name"] == name).expect(name);
+        assert_eq!(span["resource"], format!("{name} {qtype}"), "{span}");
+        assert_eq!(span["service"], "dnsproxy", "{span}");
+        assert_eq!(span["type"], "dns", "{span}");
+        assert_eq!(span["meta"]["coredns.io@type"], qtype, "{span}");
+        assert_eq!(span["meta"]["coredns.io@proto"], proto, "{span}");
+        assert_eq!(span["meta"]["coredns.io@remote"], "127.0.0.1", "{span}");
+        assert_eq!(span["meta"]["coredns.io@rcode"], rcode, "{span}");
+        assert_eq!(span["metrics"]["_dd1.sr.eausr"], 0.5, "{span}");
+        assert_eq!(span["parent_id"], 0, "{span}");
+        assert_eq!(span["span_id"], span["trace_id"], "{span}");
+        assert!(span["trace_id"].as_u64().is_some_and(|t| t > 0), "{span}");
+        assert!(
+            span["start"].as_u64().is_some_and(|t| t > 1_600_000_000_000_000_000),
+            "{span}"
+        );
+        assert!(span["duration"].as_u64().is_some_and(|d| d >= 1), "{span}");
+        assert_eq!(span["error"], 0, "{span}");
+    }
+    // the plugins passed: children of the root, in the same trace
+    let a = roots.iter().find(|s| s["meta"]["coredns.io@name"] == "a.example.org.");
+    let a = a.expect("a's root");
+    let spans = agent.spans.lock().expect("collector lock").clone();
+    assert_eq!(passed(&spans, a, ("span_id", "parent_id")), ["prometheus", "template"]);
     let child = spans
         .iter()
-        .find(|s| s["parent_id"] == root["span_id"])
+        .find(|s| s["parent_id"] == a["span_id"])
         .expect("a child span");
     assert_eq!(
-        (&child["name"], &child["trace_id"]),
-        (&Value::from("template"), &root["trace_id"])
+        (&child["trace_id"], &child["service"]),
+        (&a["trace_id"], &Value::from("dnsproxy"))
     );
-    let paths = collector.paths.lock().expect("collector lock").clone();
+    let paths = agent.paths.lock().expect("collector lock").clone();
     assert!(paths.iter().all(|p| p == "PUT /v0.3/traces"), "{paths:?}");
+    let counts: usize = agent.trace_counts.lock().expect("collector lock").iter().sum();
+    assert_eq!(counts, 2, "one trace per query");
+}
+
+/// `trace/traceid`: the log line of a traced query names its trace (the
+/// root span's id as Zipkin writes it), an untraced one `-`.
+#[test]
+fn the_trace_id_is_a_metadata_label() {
+    let (collector, addr) = Collector::start(false);
+    let dir = temp_dir("trace-id");
+    let text = corefile(&format!("zipkin {addr}"), "        every 2").replace(
+        "    template IN A",
+        "    metadata\n    log . \"traced {name} {/trace/traceid}\"\n    template IN A",
+    );
+    let server = Server::start(&dir, &text);
+    for name in ["one.example.org", "two.example.org"] {
+        assert_eq!(dig(&server, &[name, "A"]).status, "NOERROR");
+    }
+    let roots = collector.roots(1);
+    let id = roots[0]["traceId"].as_str().expect("a trace id").to_string();
+    assert_eq!(roots[0]["tags"]["coredns.io/name"], "two.example.org.");
+    let started = Instant::now();
+    let line = format!("traced two.example.org. {id}");
+    while started.elapsed() < HANG && !server.log_contains(&line) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(server.log_contains(&line), "{line}");
+    assert!(server.log_contains("traced one.example.org. -"));
 }

@@ -45,7 +45,7 @@ impl Runtime {
             let label = server_label(server);
             let taps = crate::dnstap::Taps::start(&server.dnstap, &self.metrics);
             let mut block = self.block(server, &mut kept, &mut built, &key, &taps);
-            let tracer = tracer(server, &label, &mut built.live);
+            let tracer = tracer(server, (&label, &enabled(server, config)), &mut built.live);
             routing(&mut block, server);
             let registry = &self.metrics.registry;
             let router = built.routers.entry(key).or_insert_with(|| Router {
@@ -59,11 +59,9 @@ impl Runtime {
                 traces: vec![None],
                 tsig: None,
                 views: false,
+                subnets: false,
             });
-            router.views |= server.view.is_some();
-            if let Some(t) = &server.tsig {
-                router.tsig = Some(Arc::new(Tsig::with(router.tsig.as_deref(), t)));
-            }
+            choosing(router, server, &block);
             let view = server.view.as_ref().map_or("", |v| v.name.as_str());
             for zone in &server.zones {
                 block.zone_stats.push(router.stats.len() as u16);
@@ -168,6 +166,16 @@ impl Runtime {
     }
 }
 
+/// What `router` learns of `server`'s `block`: whether blocks are chosen
+/// by views, whether the plugins read ECS addresses, its `tsig`.
+fn choosing(router: &mut Router, server: &Server, block: &Block) {
+    router.views |= server.view.is_some();
+    router.subnets |= router.views || block.metadata.as_ref().is_some_and(|m| m.reads_subnet());
+    if let Some(t) = &server.tsig {
+        router.tsig = Some(Arc::new(Tsig::with(router.tsig.as_deref(), t)));
+    }
+}
+
 /// `view` of `server` into `block`, and its `log` lines told the metadata
 /// (`{/LABEL}`) when it has `metadata`.
 fn routing(block: &mut Block, server: &Server) {
@@ -187,14 +195,24 @@ fn metadata(server: &Server, cluster: Option<&Cluster>) -> Option<Arc<Metadata>>
         view: server.view.as_ref().map(|v| v.name.clone()),
         pods: pods.map(|c| c.store.clone()),
         geoip: crate::query::plugins::geoip::setup::of(server.setup("geoip")),
+        kubernetes: cluster.map(|c| {
+            Arc::new(crate::query::plugins::cluster::labels::ClusterLabels {
+                zones: c.cfg.zones.clone(),
+                multicluster: c.cfg.multicluster.clone(),
+            }) as Arc<dyn crate::query::metadata::NameLabels>
+        }),
     }))
 }
 
 /// The block's `trace` tracer (its spans' local endpoint the block's
 /// first bound address and port), its counters on `/metrics`.
-fn tracer(server: &Server, label: &str, live: &mut Live) -> Option<Arc<crate::query::plugins::trace::Tracer>> {
+fn tracer(
+    server: &Server,
+    (label, plugins): (&str, &[&'static str]),
+    live: &mut Live,
+) -> Option<Arc<crate::query::plugins::trace::Tracer>> {
     let local = server.bind.first().map(|ip| SocketAddr::new(*ip, server.port));
-    let tracer = crate::query::plugins::trace::setup::tracer(server.setup("trace"), label, local);
+    let tracer = crate::query::plugins::trace::setup::tracer(server.setup("trace"), label, local, plugins);
     live.exposed
         .extend(tracer.iter().map(|t| t.counters.clone() as Arc<dyn Exposed>));
     tracer

@@ -87,6 +87,8 @@ pub struct Job {
     /// The rest of an `autopath` walk, walked on when the forwarded name
     /// comes back NXDOMAIN ([`walk_on`]).
     pub walk: Option<Box<dyn WalkOn>>,
+    /// The upstream last asked for it (the label `forward/upstream`).
+    pub upstream: Option<SocketAddr>,
 }
 
 /// The names an `autopath` walk has still to try after the one forwarded
@@ -173,6 +175,7 @@ pub async fn deliver(job: &Job, answer: &mut Answer, metrics: &Metrics) {
         request: job.then.asked(&job.request),
         reply: &out,
         started: job.started,
+        upstream: job.upstream,
     };
     record(
         &summary,

@@ -204,6 +204,7 @@ impl Handler {
             request: at.bytes,
             reply: &s.out,
             started: at.started,
+            upstream: None,
         };
         let stats = router.stats.get(usize::from(o.zone)).map(|s| &**s);
         let (taps, trace) = (router.tap(o.zone).map(|t| &**t), router.trace(o.zone).map(|t| &**t));
@@ -260,7 +261,7 @@ impl Handler {
             panic!("test-only panic trigger (debug builds only)");
         }
         let (answer, local) = (&mut scratch.answer, scratch.local);
-        let routed = match router.enter(&req.query, || asker(at, &req, (local, router.views)), answer) {
+        let routed = match router.enter(&req.query, || asker(at, &req, (local, router.subnets)), answer) {
             None => Routed::Done, // REFUSED written: no block takes it
             Some(block) => {
                 let (qtype, client) = (u16::from(req.query.query_type()), at.peer.ip());
@@ -273,7 +274,7 @@ impl Handler {
                     return Err(Fate::Reply(summary));
                 }
                 answer.restart();
-                router.answer_in(block, &req.query, asker(at, &req, (local, router.views)), answer)
+                router.answer_in(block, &req.query, asker(at, &req, (local, router.subnets)), answer)
             }
         };
         let edns = request::edns::capped(req.edns, answer.tags.bufsize);
@@ -339,6 +340,7 @@ impl Handler {
             trace: router.trace(answer.tags.zone).cloned(),
             then,
             walk: onward.walk.map(|rest| rest.with(router.clone())),
+            upstream: None,
         });
     }
 }
@@ -346,8 +348,8 @@ impl Handler {
 /// Who asks, as the plugins of the full path see it: the request's fields
 /// `template`'s functions read are copied only here, past the direct writes
 /// (`local`: the listener's address, `server_ip()`); the ECS address
-/// (`geoip { edns-subnet }`) is read only for `views`.
-fn asker(at: &Arrival<'_>, req: &request::Request, (local, views): (Option<SocketAddr>, bool)) -> Asker {
+/// (`geoip { edns-subnet }`) is read only when `subnets` ([`Router::subnets`]).
+fn asker(at: &Arrival<'_>, req: &request::Request, (local, subnets): (Option<SocketAddr>, bool)) -> Asker {
     let edns = req.edns.map(|e| (e.payload, e.dnssec_ok));
     let id = (req.meta.id, u8::from(req.meta.op_code));
     let tcp = at.transport == Transport::Tcp;
@@ -359,7 +361,7 @@ fn asker(at: &Arrival<'_>, req: &request::Request, (local, views): (Option<Socke
             server: local,
             ..crate::corefile::expr::Wire::of(tcp, at.bytes.len(), id, edns, at.peer.port())
         },
-        subnet: (views && req.edns.is_some())
+        subnet: (subnets && req.edns.is_some())
             .then(|| crate::query::plugins::geoip::subnet::of_wire(at.bytes))
             .flatten(),
     }

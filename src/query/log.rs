@@ -28,6 +28,7 @@ use hickory_proto::op::{Message, ResponseCode};
 use super::logline::{self, Facts, Node, RespType};
 use crate::metrics::Transport;
 use crate::query::log::setup::LogStyle;
+use crate::query::metadata::Carried;
 
 /// Lines waiting for the logger thread, at most.
 pub const QUEUE: usize = 65_536;
@@ -49,6 +50,8 @@ struct Entry {
     rcode: ResponseCode,
     secs: f64,
     kind: RespType,
+    /// The labels the query's handling set (`trace/traceid`).
+    carried: Carried,
 }
 
 fn queue() -> Option<&'static SyncSender<Entry>> {
@@ -90,6 +93,7 @@ fn write_lines(rx: &Receiver<Entry>) {
                     rcode: e.rcode,
                     secs: e.secs,
                     kind: e.kind,
+                    carried: &e.carried,
                 };
                 line.clear();
                 line.push_str("[INFO] ");
@@ -102,16 +106,17 @@ fn write_lines(rx: &Receiver<Entry>) {
     }
 }
 
-/// Queues the log line for `request` answered with `reply`, if `style`
-/// logs its class.
+/// Queues the log line for `request` from `peer` over `t` answered with
+/// `reply`, if `style` logs its class (`carried`: the labels its handling
+/// set).
 pub fn query(
     style: LogStyle,
-    peer: SocketAddr,
-    t: Transport,
+    (peer, t): (SocketAddr, Transport),
     request: &[u8],
     reply: &[u8],
     rcode: ResponseCode,
     started: Instant,
+    carried: Carried,
 ) {
     let kind = logline::typify(reply);
     let logged = match kind.class() {
@@ -136,6 +141,7 @@ pub fn query(
         rcode,
         secs: started.elapsed().as_secs_f64(),
         kind,
+        carried,
     };
     match queue() {
         Some(tx) if tx.try_send(entry).is_ok() => {}
@@ -168,6 +174,7 @@ mod tests {
             secs: 0.000123,
             kind,
             metadata: None,
+            carried: &Default::default(),
         };
         let mut out = String::new();
         logline::render(&logline::parse(format), &facts, &mut out);

@@ -180,6 +180,8 @@ pub struct Facts<'a> {
     pub kind: RespType,
     /// The block's `metadata`, when it has one: what `{/LABEL}` reads.
     pub metadata: Option<&'a crate::query::metadata::Metadata>,
+    /// The labels the query's handling set (`trace/traceid`).
+    pub carried: &'a crate::query::metadata::Carried,
 }
 
 /// Writes the line `nodes` make of `f` into `out`.
@@ -201,8 +203,12 @@ pub fn render(nodes: &[Node], f: &Facts<'_>, out: &mut String) {
 fn metadata(f: &Facts<'_>, label: &str) -> Option<String> {
     let name = f.request.queries.first()?.name();
     let m = f.metadata.filter(|m| m.covers(name))?;
+    if let Some(v) = f.carried.value(label) {
+        return Some(v);
+    }
     let subnet = || crate::query::metadata::subnet_of(f.request);
-    m.value_with(label, f.peer.ip(), subnet).filter(|v| !v.is_empty())
+    m.value_with(label, (name, f.peer.ip()), subnet)
+        .filter(|v| !v.is_empty())
 }
 
 fn label(l: &str, f: &Facts<'_>, out: &mut String) -> std::fmt::Result {

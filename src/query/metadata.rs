@@ -7,13 +7,19 @@
 //!
 //! What clusterdns's plugins provide: `view/name` (the block's `view`),
 //! `kubernetes/client-namespace` (the client pod's namespace, with `pods
-//! verified`), `geoip/...` (the block's `geoip` database), and the `log` plugin's own `log/type` and `log/class`
-//! (which `log` prints with or without this directive). They are read by
-//! `view`'s `metadata(label)` and by `log`'s `{/LABEL}` placeholders; a
-//! label nobody sets is "" to an expression and `-` in a log line, as in
-//! CoreDNS. One per server block.
+//! verified`), `kubernetes/endpoint`, `kind`, `namespace`, `port-name`,
+//! `protocol`, `service`, `cluster` and `parse-error` (the query name in
+//! the block's `kubernetes` zones, [`NameLabels`]), `geoip/...` (the
+//! block's `geoip` database, from the client's address or its ECS
+//! option), and the `log` plugin's own `log/type` and `log/class` (which
+//! `log` prints with or without this directive). They are read by
+//! `view`'s and `template`'s `metadata(label)`, `rewrite`'s EDNS0
+//! `{PLUGIN/LABEL}` and `log`'s `{/LABEL}` placeholders; a label nobody
+//! sets is "" to an expression and `-` in a log line, as in CoreDNS. One
+//! per server block. Every value is computed when it is read: a block
+//! without `metadata` pays nothing.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use hickory_proto::rr::Name;
@@ -69,6 +75,34 @@ pub trait Provider: std::fmt::Debug + Send + Sync {
     fn value(&self, label: &str, client: IpAddr, subnet: Option<IpAddr>) -> Option<String>;
 }
 
+/// The labels a query's own handling sets, known once it is served and
+/// carried to its log line: `trace/traceid` (the block's `trace` traced
+/// it) and `forward/upstream` (`forward` asked an upstream: its
+/// `ADDRESS:PORT`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Carried {
+    pub trace_id: Option<String>,
+    pub upstream: Option<SocketAddr>,
+}
+
+impl Carried {
+    /// The value of `label`, if the query's handling set it.
+    pub fn value(&self, label: &str) -> Option<String> {
+        match label {
+            "trace/traceid" => self.trace_id.clone(),
+            "forward/upstream" => self.upstream.map(|a| a.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// A plugin that sets labels from the query's name (`kubernetes`).
+pub trait NameLabels: std::fmt::Debug + Send + Sync {
+    /// The value of `label` for a query for `name`; `None` when it does
+    /// not set the label.
+    fn value(&self, label: &str, name: &Name) -> Option<String>;
+}
+
 /// The address of the EDNS Client Subnet option (RFC 7871) of the
 /// decoded request `msg`, if it carries one.
 pub fn subnet_of(msg: &hickory_proto::op::Message) -> Option<IpAddr> {
@@ -90,6 +124,8 @@ pub struct Metadata {
     pub pods: Option<Arc<Store>>,
     /// The block's `geoip` database (`geoip/...`).
     pub geoip: Option<Arc<dyn Provider>>,
+    /// The block's `kubernetes` zones (`kubernetes/...` of the name).
+    pub kubernetes: Option<Arc<dyn NameLabels>>,
 }
 
 impl std::fmt::Debug for Metadata {
@@ -99,6 +135,7 @@ impl std::fmt::Debug for Metadata {
             .field("view", &self.view))
         .field("pods", &self.pods.is_some())
         .field("geoip", &self.geoip)
+        .field("kubernetes", &self.kubernetes)
         .finish()
     }
 }
@@ -113,7 +150,12 @@ impl PartialEq for Metadata {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (a, b) => a.is_none() && b.is_none(),
         };
-        self.zones == other.zones && self.view == other.view && same_store && same_geoip
+        let same_kubernetes = match (&self.kubernetes, &other.kubernetes) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        let same = self.zones == other.zones && self.view == other.view;
+        same && same_store && same_geoip && same_kubernetes
     }
 }
 
@@ -123,15 +165,20 @@ impl Metadata {
         self.zones.iter().any(|z| z.zone_of(name))
     }
 
-    /// The value of `label` for a query from `client` whose request
-    /// carries the ECS address `subnet`: `None` when no plugin of the
-    /// block sets it.
-    pub fn value(&self, label: &str, client: IpAddr, subnet: Option<IpAddr>) -> Option<String> {
-        self.value_with(label, client, || subnet)
+    /// The value of `label` for a query for `name` from `client` whose
+    /// request carries the ECS address `subnet`: `None` when no plugin of
+    /// the block sets it.
+    pub fn value(&self, label: &str, name: &Name, client: IpAddr, subnet: Option<IpAddr>) -> Option<String> {
+        self.value_with(label, (name, client), || subnet)
     }
 
     /// [`Metadata::value`], the ECS address read only when a label needs it.
-    pub fn value_with(&self, label: &str, client: IpAddr, subnet: impl FnOnce() -> Option<IpAddr>) -> Option<String> {
+    pub fn value_with(
+        &self,
+        label: &str,
+        (name, client): (&Name, IpAddr),
+        subnet: impl FnOnce() -> Option<IpAddr>,
+    ) -> Option<String> {
         if let (Some(g), true) = (&self.geoip, label.starts_with("geoip/")) {
             let subnet = if g.reads_subnet() { subnet() } else { None };
             return g.value(label, client, subnet);
@@ -144,8 +191,13 @@ impl Metadata {
                 .load()
                 .pod_namespace(client)
                 .map(|ns| ns.to_string()),
-            _ => None,
+            _ => self.kubernetes.as_ref()?.value(label, name),
         }
+    }
+
+    /// Whether a label read may need the request's ECS address.
+    pub fn reads_subnet(&self) -> bool {
+        self.geoip.as_ref().is_some_and(|g| g.reads_subnet())
     }
 }
 

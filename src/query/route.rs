@@ -70,6 +70,9 @@ impl Router {
     pub fn new(blocks: Vec<Block>, stats: Vec<Arc<ZoneStats>>) -> Router {
         Router {
             views: blocks.iter().any(|b| b.view.is_some()),
+            subnets: blocks
+                .iter()
+                .any(|b| b.view.is_some() || b.metadata.as_ref().is_some_and(|m| m.reads_subnet())),
             blocks,
             epoch: 0,
             stats,

@@ -10,6 +10,7 @@
 //! `failfast_all_unhealthy_upstreams`. A truncated UDP answer is asked
 //! again over TCP when `prefer_udp` sent a TCP client's query over UDP.
 
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,12 +28,13 @@ pub(super) const BUDGET: Duration = Duration::from_secs(5);
 impl Forwarding {
     /// One `forward`: its upstreams in policy order until one answers.
     /// `Err` holds why no answer came, as CoreDNS's errors plugin logs it.
+    /// `asked`: the last upstream asked (the label `forward/upstream`).
     pub(super) async fn forward_one(
         &self,
         fw: &Forward,
-        request: &[u8],
-        query: &Query,
+        (request, query): (&[u8], &Query),
         tcp: bool,
+        asked: &mut Option<SocketAddr>,
     ) -> Result<Message, Failed> {
         let order = fw.order();
         let n = order.len();
@@ -61,6 +63,7 @@ impl Forwarding {
                     _ => return Err(Failed::from("no healthy proxies")),
                 }
             }
+            *asked = Some(up.addr);
             match self.attempt(fw, up, &mut bytes, query, (tcp, budget)).await {
                 Ok(m) if fw.cfg.failover.contains(&m.metadata.response_code) && failovers + 1 < n => {
                     failovers += 1;

@@ -37,10 +37,12 @@ impl Forwarding {
             }
             _ => None,
         });
+        let mut asked = None;
         let (result, kept) = match verify {
             Some((entry, timeout)) => self.verify_within(&job, key.clone(), tcp, entry, timeout).await,
             None => {
-                let result = self.resolve(&job.request, &job.query, key.clone(), tcp, true).await;
+                let request = (&job.request[..], &job.query);
+                let result = self.resolve(request, key.clone(), tcp, true, &mut asked).await;
                 let kept = self.kept(&result, &key);
                 (result, kept)
             }
@@ -51,7 +53,8 @@ impl Forwarding {
             .ok()
             .and_then(|mut f| f.remove(&flight))
             .unwrap_or_default();
-        for job in std::iter::once(job).chain(waiters) {
+        for mut job in std::iter::once(job).chain(waiters) {
+            job.upstream = asked;
             let tags = crate::query::reply::Tags {
                 log: job.log,
                 ..Default::default()
@@ -124,7 +127,7 @@ impl Forwarding {
         let (this, request, query, refreshing) = (self.clone(), job.request.clone(), job.query.clone(), entry.clone());
         let k = key.clone();
         let verify = self.runtime.spawn(async move {
-            let got = this.resolve(&request, &query, k, tcp, true).await;
+            let got = this.resolve((&request, &query), k, tcp, true, &mut None).await;
             Cache::refreshed(&refreshing, got.is_err());
             got
         });

@@ -167,7 +167,13 @@ impl Forwarding {
                 return;
             };
             let got = this
-                .resolve(&request, &query, Cache::key(&query, dnssec_ok, cd), false, false)
+                .resolve(
+                    (&request, &query),
+                    Cache::key(&query, dnssec_ok, cd),
+                    false,
+                    false,
+                    &mut None,
+                )
                 .await;
             if let Some(e) = entry {
                 Cache::refreshed(&e, got.is_err());
@@ -206,7 +212,13 @@ impl Forwarding {
             return out;
         };
         match self
-            .resolve(&request, query, Cache::key(query, dnssec_ok, cd), tcp, true)
+            .resolve(
+                (&request, query),
+                Cache::key(query, dnssec_ok, cd),
+                tcp,
+                true,
+                &mut None,
+            )
             .await
         {
             Ok(m) => out.relay(&m),
@@ -218,13 +230,14 @@ impl Forwarding {
     /// Forwards `request` through the chain and caches the outcome:
     /// the answer, or the rcode to reply with when there is none. A
     /// client's query (`report`) that failed goes to the `errors` plugin.
+    /// `asked`: the last upstream asked (`forward/upstream`).
     async fn resolve(
         &self,
-        request: &[u8],
-        query: &Query,
+        (request, query): (&[u8], &Query),
         key: Key,
         tcp: bool,
         report: bool,
+        asked: &mut Option<std::net::SocketAddr>,
     ) -> Result<Message, ResponseCode> {
         let mut last = Err(ResponseCode::ServFail);
         let mut handled = false;
@@ -239,7 +252,7 @@ impl Forwarding {
                 return Err(ResponseCode::Refused);
             }
             fw.inflight.fetch_add(1, Ordering::Relaxed);
-            let got = self.forward_one(fw, request, query, tcp).await;
+            let got = self.forward_one(fw, (request, query), tcp, asked).await;
             fw.inflight.fetch_sub(1, Ordering::Relaxed);
             match got {
                 Ok(m) if fw.passes_on(&m) => last = Ok(m),

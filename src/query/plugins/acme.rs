@@ -127,6 +127,7 @@ mod tests {
         let client = Client {
             ip: std::net::Ipv4Addr::LOCALHOST.into(),
             wire: Wire::default(),
+            subnet: None,
         };
         let mut out = Answer::default();
         let v = Challenges.answer(&query, &client, &mut out);

@@ -342,6 +342,16 @@ pub fn upstream_request(
     let Ok(mut m) = Message::from_vec(bytes) else {
         return bytes.to_vec();
     };
+    // the labels are the name the client asked's, as CoreDNS's metadata
+    // runs before rewrite; geoip's from the request's ECS address
+    let asked = m
+        .queries
+        .first()
+        .map_or_else(|| query.name().clone(), |q| q.name().clone());
+    let subnet = metadata
+        .filter(|m| m.reads_subnet())
+        .and_then(|_| crate::query::metadata::subnet_of(&m));
+    let metadata = metadata.map(|m| (m, &asked, subnet));
     m.queries = vec![query.clone()];
     for (action, rule, stop) in revert.map_or(&[][..], |r| &r.edns[..]) {
         let edns = m.edns.get_or_insert_with(|| {

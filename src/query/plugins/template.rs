@@ -26,13 +26,12 @@ pub mod setup;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
-use crate::corefile::expr::{self, Wire};
+use crate::corefile::expr;
 use crate::corefile::gotmpl::{Data, Template};
 use crate::corefile::words::Block;
 use crate::metrics::catalogue::{counter, Family};
@@ -151,7 +150,8 @@ impl Templates {
 
     /// Answers `query` from `client` (sent as `wire` says) into `out` when
     /// a template matches.
-    pub fn answer(&self, query: &Query, (client, wire): (IpAddr, Wire), out: &mut Answer) -> Verdict {
+    pub fn answer(&self, query: &Query, asker: &Client, out: &mut Answer) -> Verdict {
+        let (client, wire) = (asker.ip, asker.wire);
         // zone_of ignores case: most queries leave here without allocating.
         if !self
             .list
@@ -162,7 +162,7 @@ impl Templates {
         }
         let (lower, known) = (query.name().to_lowercase(), self.metadata.as_deref());
         let known = known.filter(|m| m.covers(&lower));
-        let lookup = |label: &str| known.and_then(|m| m.value(label, client, None));
+        let lookup = |label: &str| known.and_then(|m| m.value(label, &lower, client, asker.subnet));
         let meta: expr::Metadata = expr::Metadata(known.map(|_| &lookup as _));
         let name = lower.to_ascii();
         for t in &self.list {
@@ -384,7 +384,7 @@ impl Answering for Templates {
     }
 
     fn answer(&self, query: &Query, client: &Client, out: &mut Answer) -> Verdict {
-        Templates::answer(self, query, (client.ip, client.wire), out)
+        Templates::answer(self, query, client, out)
     }
 
     /// Its expressions read the client and the request.

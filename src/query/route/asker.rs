@@ -16,7 +16,7 @@ pub struct Asker {
     /// port (`template`'s expressions).
     pub wire: crate::corefile::expr::Wire,
     /// The address of the request's EDNS Client Subnet option, read only
-    /// when blocks have views (`geoip { edns-subnet }`'s metadata).
+    /// when blocks have views or `geoip { edns-subnet }` metadata.
     pub subnet: Option<IpAddr>,
 }
 
@@ -26,6 +26,7 @@ impl Asker {
         crate::query::plugins::chain::Client {
             ip: self.client,
             wire: self.wire,
+            subnet: self.subnet,
         }
     }
 }

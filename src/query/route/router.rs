@@ -27,4 +27,7 @@ pub struct Router {
     /// Whether a block has a `view`: blocks are then chosen by
     /// [`Router::viewed`], and nothing is replayed ([`view`]).
     pub views: bool,
+    /// Whether a query's ECS address is read for the plugins (a block
+    /// has a `view`, or `metadata` with `geoip { edns-subnet }`).
+    pub subnets: bool,
 }

@@ -53,7 +53,7 @@ pub(super) fn admits(
     let (client, wire): (std::net::IpAddr, Wire) = (asker.client, asker.wire);
     let facts = facts.get_or_insert_with(|| Facts::of(query));
     let known = metadata.filter(|m| m.covers(query.name()));
-    let lookup = |label: &str| known.and_then(|m| m.value(label, client, asker.subnet));
+    let lookup = |label: &str| known.and_then(|m| m.value(label, query.name(), client, asker.subnet));
     let metadata = expr::Metadata(known.map(|_| &lookup as &dyn Fn(&str) -> Option<String>));
     view.passes(&expr::Query {
         name: &facts.name,

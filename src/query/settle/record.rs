@@ -10,6 +10,7 @@ use std::time::Instant;
 use crate::dnstap::Taps;
 use crate::metrics::{Served, Transport, ZoneStats};
 use crate::query::log;
+use crate::query::metadata::Carried;
 use crate::query::plugins::trace::Tracer;
 use crate::query::reply::Summary;
 
@@ -27,6 +28,8 @@ pub struct Exchange<'a> {
     pub reply: &'a [u8],
     /// When the query arrived: durations count from here.
     pub started: Instant,
+    /// The upstream `forward` last asked for it (`forward/upstream`).
+    pub upstream: Option<SocketAddr>,
 }
 
 /// Tells the zone's metrics (`stats`), the query log (the summary's
@@ -47,14 +50,27 @@ pub fn record(summary: &Summary, stats: Option<&ZoneStats>, (taps, trace): Obser
             nanos: x.started.elapsed().as_nanos() as u64,
         });
     }
+    let traced = trace.and_then(|t| Some((t, t.sample()?)));
     if let Some(style) = summary.log {
-        log::query(style, x.peer, x.transport, x.request, x.reply, summary.rcode, x.started);
+        let carried = Carried {
+            trace_id: traced.map(|(t, id)| t.label(id)),
+            upstream: x.upstream,
+        };
+        log::query(
+            style,
+            (x.peer, x.transport),
+            x.request,
+            x.reply,
+            summary.rcode,
+            x.started,
+            carried,
+        );
     }
     if let Some(taps) = taps {
         taps.served(x.peer, x.transport == Transport::Tcp, x.request, x.reply, x.started);
     }
-    if let Some(trace) = trace {
+    if let Some((trace, id)) = traced {
         let peer = (x.peer, x.transport == Transport::Tcp);
-        trace.served(peer, x.request, (summary.rcode, summary.plugin), x.started);
+        trace.served(id, peer, x.request, (summary.rcode, summary.plugin), x.started);
     }
 }

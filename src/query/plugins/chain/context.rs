@@ -15,6 +15,9 @@ pub struct Client {
     pub ip: IpAddr,
     /// The request's transport, size, id, opcode, payload size and port.
     pub wire: Wire,
+    /// The request's EDNS Client Subnet address, when a plugin reads it
+    /// (`metadata` with `geoip { edns-subnet }`, views).
+    pub subnet: Option<IpAddr>,
 }
 
 impl Client {
@@ -32,6 +35,7 @@ impl Client {
             port: 0,
             server: None,
         },
+        subnet: None,
     };
 }
 

@@ -12,6 +12,7 @@ mod ctx;
 mod declare;
 pub mod direct;
 mod found;
+pub mod labels;
 mod mcs;
 mod pod;
 pub mod qname;

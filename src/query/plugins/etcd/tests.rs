@@ -90,6 +90,7 @@ fn ask(e: &Etcd, name: &str, qtype: RecordType) -> String {
     let client = Client {
         ip: std::net::Ipv4Addr::LOCALHOST.into(),
         wire: Default::default(),
+        subnet: None,
     };
     let mut out = Answer::default();
     if e.answer(&query, &client, &mut out) == Verdict::Next {

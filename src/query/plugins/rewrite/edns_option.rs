@@ -6,20 +6,22 @@ use std::net::{IpAddr, SocketAddr};
 
 use hickory_proto::op::Query;
 use hickory_proto::rr::rdata::opt::{ClientSubnet, EdnsCode, EdnsOption, NSIDPayload};
+use hickory_proto::rr::Name;
 
 use crate::metrics::Transport;
 use crate::query::metadata::Metadata;
 use crate::query::plugins::rewrite::setup::rule::{EdnsData, EdnsRule};
 
 /// The option `rule` sets for `query` from `peer` (that came in on
-/// `local`; `metadata`: the block's, when it covers the query); `None`:
-/// nothing to set (an address not known, a metadata label unset or empty).
+/// `local`; `metadata`: the block's, with the name the client asked and
+/// its request's ECS address); `None`: nothing to set (an address not
+/// known, a metadata label unset or empty).
 pub(super) fn option_for(
     rule: &EdnsRule,
     query: &Query,
     (peer, local): (SocketAddr, Option<SocketAddr>),
     t: Transport,
-    metadata: Option<&Metadata>,
+    metadata: Option<(&Metadata, &Name, Option<IpAddr>)>,
 ) -> Option<(EdnsCode, EdnsOption)> {
     Some(match rule {
         EdnsRule::Nsid => (EdnsCode::NSID, EdnsOption::NSID(NSIDPayload::new(Vec::new()).ok()?)),
@@ -47,7 +49,8 @@ pub(super) fn option_for(
                 EdnsData::ClientPort => peer.port().to_be_bytes().to_vec(),
                 EdnsData::Protocol => t.label().as_bytes().to_vec(),
                 EdnsData::Metadata(label) => {
-                    let value = metadata?.value(label, peer.ip(), None)?;
+                    let (m, asked, subnet) = metadata.filter(|(m, asked, _)| m.covers(asked))?;
+                    let value = m.value(label, asked, peer.ip(), subnet)?;
                     Some(value.into_bytes()).filter(|v| !v.is_empty())?
                 }
             };

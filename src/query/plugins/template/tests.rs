@@ -36,7 +36,11 @@ fn ask(t: &super::Templates, name: &str, qtype: hickory_proto::rr::RecordType) -
     let mut out = crate::query::Answer::default();
     let done = t.answer(
         &q,
-        (std::net::IpAddr::from([192, 0, 2, 9]), Default::default()),
+        &crate::query::plugins::chain::Client {
+            ip: std::net::IpAddr::from([192, 0, 2, 9]),
+            wire: Default::default(),
+            subnet: None,
+        },
         &mut out,
     );
     let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();
@@ -115,7 +119,11 @@ fn variables_hold_expr_values() {
     let mut out = crate::query::Answer::default();
     t.answer(
         &q,
-        (std::net::IpAddr::from([192, 0, 2, 9]), Default::default()),
+        &crate::query::plugins::chain::Client {
+            ip: std::net::IpAddr::from([192, 0, 2, 9]),
+            wire: Default::default(),
+            subnet: None,
+        },
         &mut out,
     );
     let lines: Vec<String> = out.answers.iter().map(ToString::to_string).collect();

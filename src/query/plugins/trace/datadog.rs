@@ -1,127 +1,124 @@
-//! `trace datadog AGENT`: the same spans sent to a Datadog agent's trace
-//! intake (`PUT /v0.3/traces`, which takes JSON: an array of traces, each
-//! an array of spans), as CoreDNS's dd-trace-go tracer sends them: IDs as
-//! 64-bit numbers, times in nanoseconds, the span type `dns`, tags named
-//! `coredns.io@name` (Datadog reads `/` as a path), and
-//! `datadog_analytics_rate` as the `_dd1.sr.eausr` metric of each span.
+//! A Datadog agent's trace API, version 0.3 in JSON (`PUT /v0.3/traces`,
+//! `Content-Type: application/json`): an array of traces, each an array
+//! of spans with 64-bit ids, nanosecond times and string tags (`meta`),
+//! as the agent's receiver decodes them. Tags are named as CoreDNS names
+//! them for Datadog (`coredns.io@name`, ...); the root's resource is the
+//! question (`NAME TYPE`), a plugin's span's its name.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::config::TraceConfig;
-use super::zipkin::Span;
+use super::span::Recorded;
 
-/// The agent's address when the Corefile names none (CoreDNS's default).
-pub const AGENT: &str = "localhost:8126";
-/// The agent's trace intake.
-const PATH: &str = "/v0.3/traces";
+/// The agent's trace endpoint under its address.
+pub const PATH: &str = "/v0.3/traces";
 
-/// One span as the agent's v0.3 JSON intake reads it.
-#[derive(Debug, Serialize, PartialEq)]
-pub struct DdSpan {
+/// The agent's default address (CoreDNS's `localhost:8126`).
+pub const DEFAULT: &str = "localhost:8126";
+
+/// One span as the agent's v0.3 API reads it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Span {
     pub trace_id: u64,
     pub span_id: u64,
+    /// 0 for the root.
     pub parent_id: u64,
-    pub name: String,
+    pub name: &'static str,
     pub resource: String,
     pub service: String,
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// Start, in nanoseconds since 1970.
+    /// Nanoseconds since 1970.
     pub start: u64,
-    /// In nanoseconds.
     pub duration: u64,
     pub error: i32,
-    pub meta: BTreeMap<String, String>,
+    pub meta: BTreeMap<&'static str, String>,
     pub metrics: BTreeMap<&'static str, f64>,
 }
 
-/// The agent's intake URL for `ep` as a Corefile writes it (`HOST`,
-/// `HOST:PORT` or `http://HOST:PORT`): the port is 8126 when not given.
-/// `None` for another scheme than http.
-pub fn endpoint(ep: &str) -> Option<String> {
-    let rest = match ep.split_once("://") {
-        Some(("http", rest)) => rest,
-        Some(_) => return None,
-        None => ep,
-    };
-    let agent = rest.split('/').next().unwrap_or(rest);
-    let has_port = match agent.rsplit_once(':') {
-        Some((host, port)) => (!host.contains(':') || host.ends_with(']')) && port.parse::<u16>().is_ok(),
+/// The agent's URL for `ep` (`HOST[:PORT]` or `http://HOST[:PORT]`, as
+/// CoreDNS's tracer takes it; no port: the agent's 8126).
+pub fn url(ep: &str) -> String {
+    let host = ep.strip_prefix("http://").unwrap_or(ep).trim_end_matches('/');
+    let has_port = match host.rsplit_once(':') {
+        Some((h, p)) => p.parse::<u16>().is_ok() && (!h.contains(':') || h.ends_with(']')),
         None => false,
     };
     match has_port {
-        true => Some(format!("http://{agent}{PATH}")),
-        false => Some(format!("http://{agent}:8126{PATH}")),
+        true => format!("http://{host}{PATH}"),
+        false => format!("http://{host}:8126{PATH}"),
     }
 }
 
-/// The agent's `HOST:PORT` in an intake URL `endpoint` made.
-pub fn agent(url: &str) -> &str {
-    url.trim_start_matches("http://").trim_end_matches(PATH)
-}
-
-/// `spans` (roots and their children, in order) as the agent's JSON body:
-/// one trace per root (a [`super::zipkin::Encode`]).
-pub fn body(spans: &[Span], cfg: &TraceConfig) -> serde_json::Result<Vec<u8>> {
-    let rate = cfg.analytics_rate;
-    let mut traces: Vec<Vec<DdSpan>> = Vec::new();
+/// `spans` as the agent's JSON: grouped by trace, in the order they came.
+pub fn encode(cfg: &TraceConfig, spans: &[Recorded]) -> serde_json::Result<Vec<u8>> {
+    let mut traces: Vec<Vec<Span>> = Vec::new();
     for s in spans {
-        let span = convert(s, rate);
-        match traces.last_mut() {
-            Some(t) if t.first().is_some_and(|r| r.trace_id == span.trace_id) => t.push(span),
-            _ => traces.push(vec![span]),
+        let span = span(cfg, s);
+        match traces.iter_mut().find(|t| t[0].trace_id == s.trace_id) {
+            Some(t) => t.push(span),
+            None => traces.push(vec![span]),
         }
     }
     serde_json::to_vec(&traces)
 }
 
-fn convert(s: &Span, rate: Option<f64>) -> DdSpan {
-    let id = |hex: &str| u64::from_str_radix(hex, 16).unwrap_or(0);
-    let mut metrics = BTreeMap::from([("_sampling_priority_v1", 1.0)]);
-    if s.parent_id.is_none() {
-        metrics.insert("_top_level", 1.0);
+/// How many traces `spans` hold (the agent's `X-Datadog-Trace-Count`).
+pub fn traces(spans: &[Recorded]) -> usize {
+    spans.iter().filter(|s| s.parent.is_none()).count()
+}
+
+fn span(cfg: &TraceConfig, s: &Recorded) -> Span {
+    let (mut meta, mut metrics) = (BTreeMap::new(), BTreeMap::new());
+    let mut resource = s.name.to_string();
+    let mut error = 0;
+    if let Some(t) = s.tags.as_deref() {
+        meta.insert("coredns.io@name", t.name.clone());
+        meta.insert("coredns.io@type", t.qtype.clone());
+        meta.insert("coredns.io@proto", if t.tcp { "tcp" } else { "udp" }.to_string());
+        meta.insert("coredns.io@remote", t.remote.to_string());
+        meta.insert("coredns.io@rcode", t.rcode.clone());
+        resource = format!("{} {}", t.name, t.qtype);
+        if t.rcode == "SERVFAIL" {
+            error = 1;
+            meta.insert("error.type", "dns_error".to_string());
+        }
+        // kept by the agent's sampler: the tracer decided (`every`)
+        metrics.insert("_sampling_priority_v1", 1.0);
+        if cfg.analytics_rate > 0.0 {
+            metrics.insert("_dd1.sr.eausr", cfg.analytics_rate);
+        }
     }
-    if let Some(rate) = rate {
-        metrics.insert("_dd1.sr.eausr", rate);
-    }
-    DdSpan {
-        trace_id: id(&s.trace_id),
-        span_id: id(&s.id),
-        parent_id: s.parent_id.as_deref().map_or(0, id),
-        name: s.name.clone(),
-        resource: s.name.clone(),
-        service: s.local_endpoint.service_name.clone(),
+    Span {
+        trace_id: s.trace_id,
+        span_id: s.id,
+        parent_id: s.parent.unwrap_or(0),
+        name: s.name,
+        resource,
+        service: cfg.service.clone(),
         kind: "dns",
-        start: s.timestamp.saturating_mul(1000),
-        duration: s.duration.saturating_mul(1000),
-        error: 0,
-        meta: s.tags.iter().map(|(k, v)| (k.replace('/', "@"), v.clone())).collect(),
+        start: s.start_ns,
+        duration: s.duration_ns,
+        error,
+        meta,
         metrics,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
-    fn agent_addresses_as_corefiles_write_them() {
-        let rows = [
-            ("localhost", Some("http://localhost:8126/v0.3/traces")),
-            ("localhost:8126", Some("http://localhost:8126/v0.3/traces")),
-            ("http://localhost:8127", Some("http://localhost:8127/v0.3/traces")),
-            ("[::1]:9000", Some("http://[::1]:9000/v0.3/traces")),
-            ("[::1]", Some("http://[::1]:8126/v0.3/traces")),
-            ("https://agent:8126", None),
-        ];
-        for (ep, want) in rows {
-            let got = endpoint(ep);
-            assert_eq!(got.as_deref(), want, "{ep}");
-            if let Some(url) = got {
-                assert_eq!(endpoint(agent(&url)), Some(url.clone()), "{ep}: printed and read again");
-            }
+    fn agent_urls_as_coredns_endpoints_name_it() {
+        for (ep, want) in [
+            ("localhost", "http://localhost:8126/v0.3/traces"),
+            ("localhost:8126", "http://localhost:8126/v0.3/traces"),
+            ("http://localhost:8127", "http://localhost:8127/v0.3/traces"),
+            ("[::1]:9000", "http://[::1]:9000/v0.3/traces"),
+            ("[::1]", "http://[::1]:8126/v0.3/traces"),
+        ] {
+            assert_eq!(super::url(ep), want, "{ep}");
         }
     }
 }

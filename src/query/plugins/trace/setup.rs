@@ -2,18 +2,19 @@
 //! client_server [BOOL]; datadog_analytics_rate RATE;
 //! zipkin_max_backlog_size N; zipkin_max_batch_size N;
 //! zipkin_max_batch_interval DURATION }`, as CoreDNS reads it.
-//! ENDPOINT-TYPE is `zipkin` (the default) or `datadog`. A zipkin ENDPOINT
-//! defaults to `localhost:9411`; one without `http` becomes
-//! `http://ENDPOINT/api/v2/spans`. A datadog ENDPOINT is the agent's
-//! `HOST[:PORT]` (default `localhost:8126`, port 8126), sent to at
-//! `/v0.3/traces`. Only `http://` URLs are sent to.
+//! ENDPOINT-TYPE is `zipkin` (the default) or `datadog`. A zipkin
+//! ENDPOINT defaults to `localhost:9411`; one without `http` becomes
+//! `http://ENDPOINT/api/v2/spans`. Only `http://` URLs are sent to. A
+//! datadog ENDPOINT is the agent's `HOST[:PORT]` (`localhost:8126` when
+//! none; port 8126 when it names none), sent to at `/v0.3/traces`.
 
 use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::config::TraceConfig;
+use super::config::{Kind, TraceConfig};
 use super::counters::Counters;
+use super::datadog;
 use super::tracer::Tracer;
 use crate::corefile::args::Args;
 use crate::corefile::blocks::Directive;
@@ -21,6 +22,10 @@ use crate::corefile::options::{self, Opt};
 use crate::corefile::problem::ConfigError;
 use crate::corefile::words::{duration, Block};
 use crate::query::plugins::chain::Setup;
+
+/// Directives after `trace` that CoreDNS does not put in a query's chain
+/// (they serve elsewhere, or only at startup): no span.
+const NO_HANDLER: &[&str] = &["ready", "health", "pprof", "tls", "on", "sign"];
 
 /// The options of the block.
 const OPTIONS: &[Opt<TraceConfig>] = &[
@@ -35,18 +40,17 @@ const OPTIONS: &[Opt<TraceConfig>] = &[
         }
     }),
     Opt::new("datadog_analytics_rate", (0, 1), |a, c, errors| {
-        let rate = match a.args.first() {
+        c.analytics_rate = match a.args.first() {
             None => 0.0,
-            Some(_) => match a.parse::<f64>(0, "a number", errors) {
-                Some(r) => r,
-                None => return,
-            },
+            Some(_) => a.parse(0, "a number", errors).unwrap_or(c.analytics_rate),
         };
-        if !(0.0..=1.0).contains(&rate) {
-            let message = format!("trace: datadog analytics rate must be between 0 and 1, '{rate}' is not supported");
+        if !(0.0..=1.0).contains(&c.analytics_rate) {
+            let message = format!(
+                "trace: datadog analytics rate must be between 0 and 1, '{}' is not supported",
+                c.analytics_rate
+            );
             errors.push(ConfigError::new(&a.name.pos, message));
         }
-        c.analytics_rate = Some(rate);
     }),
     Opt::new("zipkin_max_backlog_size", (1, 1), |a, c, errors| {
         c.backlog = a.parse(0, "a whole number", errors).unwrap_or(c.backlog)
@@ -83,22 +87,15 @@ pub fn parse(d: &Directive, errors: &mut Vec<ConfigError>) -> Option<Arc<dyn Set
         match kind.as_str() {
             "zipkin" => cfg.endpoint = normalized(endpoint.unwrap_or("localhost:9411")),
             "datadog" => {
-                let ep = endpoint.unwrap_or(super::datadog::AGENT);
-                cfg.datadog = true;
-                match super::datadog::endpoint(ep) {
-                    Some(url) => cfg.endpoint = url,
-                    None => errors.push(ConfigError::new(
-                        at,
-                        format!("trace: datadog agent '{ep}': only http:// agents are supported (write HOST:PORT)"),
-                    )),
-                }
+                cfg.kind = Kind::Datadog;
+                cfg.endpoint = datadog::url(endpoint.unwrap_or(datadog::DEFAULT));
             }
             other => {
-                let message = format!("trace: tracing endpoint type '{other}' is not supported (zipkin)");
+                let message = format!("trace: tracing endpoint type '{other}' is not supported (zipkin, datadog)");
                 errors.push(ConfigError::new(at, message));
             }
         }
-        if kind == "zipkin" && !cfg.endpoint.starts_with("http://") {
+        if !cfg.endpoint.starts_with("http://") {
             let message = format!(
                 "trace: endpoint '{}': only http:// collectors are supported (write http://HOST:PORT/PATH)",
                 cfg.endpoint
@@ -123,12 +120,21 @@ fn normalized(ep: &str) -> String {
 
 /// The tracer of a block's `trace` setup, if it has one, its counters
 /// labelled `server`, its spans' local endpoint `local` (the block's
-/// first bound address and its port, as CoreDNS's service endpoint);
-/// starts the reporter (call inside the runtime).
-pub fn tracer(setup: Option<&Arc<dyn Setup>>, server: &str, local: Option<SocketAddr>) -> Option<Arc<Tracer>> {
+/// first bound address and its port, as CoreDNS's service endpoint),
+/// `plugins` the block's in run order (those after `trace` are the spans
+/// a query passes); starts the reporter (call inside the runtime).
+pub fn tracer(
+    setup: Option<&Arc<dyn Setup>>,
+    server: &str,
+    local: Option<SocketAddr>,
+    plugins: &[&'static str],
+) -> Option<Arc<Tracer>> {
     let setup = setup.and_then(|s| (&**s as &dyn Any).downcast_ref::<TraceSetup>())?;
+    let after = plugins.iter().position(|p| *p == "trace").map_or(0, |i| i + 1);
+    let handlers = plugins[after..].iter().filter(|p| !NO_HANDLER.contains(p));
     let cfg = TraceConfig {
         local,
+        passes: handlers.copied().collect(),
         ..(*setup.cfg).clone()
     };
     Some(Arc::new(Tracer::start(Arc::new(cfg), Counters::new(server))))
@@ -145,20 +151,21 @@ impl Setup for TraceSetup {
             format!("every {}", c.every),
             format!("service {}", c.service),
             format!("client_server {}", c.client_server),
+        ];
+        let head = match c.kind {
+            Kind::Zipkin => format!("trace zipkin {}", c.endpoint),
+            Kind::Datadog => {
+                options.push(format!("datadog_analytics_rate {}", c.analytics_rate));
+                let agent = c.endpoint.strip_suffix(datadog::PATH).unwrap_or(&c.endpoint);
+                format!("trace datadog {agent}")
+            }
+        };
+        options.extend([
             format!("zipkin_max_backlog_size {}", c.backlog),
             format!("zipkin_max_batch_size {}", c.batch_size),
             format!("zipkin_max_batch_interval {}", duration(c.batch_interval)),
-        ];
-        if let Some(rate) = c.analytics_rate {
-            options.push(format!("datadog_analytics_rate {rate}"));
-        }
-        match c.datadog {
-            true => b.directive(
-                format!("trace datadog {}", super::datadog::agent(&c.endpoint)),
-                &options,
-            ),
-            false => b.directive(format!("trace zipkin {}", c.endpoint), &options),
-        }
+        ]);
+        b.directive(head, &options);
     }
 }
 
@@ -249,18 +256,27 @@ mod tests {
             assert_eq!((cfg.backlog, cfg.batch_size), (backlog, batch), "{text}");
             assert_eq!(cfg.batch_interval, Duration::from_secs(secs), "{text}");
         }
-        // the datadog rows: the agent's intake, and the analytics rate
+        // TestParseServiceEndpoint: the block's first bound address and its port
+        let server = server_block("bind 127.0.0.1\ntrace").expect("bind");
+        let local = Some("127.0.0.1:53".parse().expect("an address"));
+        let tracer = super::tracer(server.setup("trace"), "dns://127.0.0.1:53", local, &[]).expect("tracer");
+        assert_eq!(tracer.cfg.local, local);
+    }
+
+    /// TestTraceParse's datadog rows: the agent's URL and the analytics rate.
+    #[test]
+    fn datadog_rows_as_coredns_reads_them() {
         for (text, endpoint, rate) in [
-            ("trace datadog localhost", "http://localhost:8126/v0.3/traces", None),
+            ("trace datadog localhost", "http://localhost:8126/v0.3/traces", 0.0),
             (
                 "trace datadog http://localhost:8127",
                 "http://localhost:8127/v0.3/traces",
-                None,
+                0.0,
             ),
             (
                 "trace datadog localhost {\n datadog_analytics_rate 0.1\n}",
                 "http://localhost:8126/v0.3/traces",
-                Some(0.1),
+                0.1,
             ),
         ] {
             let server = server_block(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
@@ -269,16 +285,8 @@ mod tests {
                 .downcast_ref::<super::TraceSetup>()
                 .expect(text)
                 .cfg;
-            assert_eq!(
-                (cfg.datadog, cfg.endpoint.as_str(), cfg.analytics_rate),
-                (true, endpoint, rate),
-                "{text}"
-            );
+            assert_eq!(cfg.kind, super::Kind::Datadog, "{text}");
+            assert_eq!((cfg.endpoint.as_str(), cfg.analytics_rate), (endpoint, rate), "{text}");
         }
-        // TestParseServiceEndpoint: the block's first bound address and its port
-        let server = server_block("bind 127.0.0.1\ntrace").expect("bind");
-        let local = Some("127.0.0.1:53".parse().expect("an address"));
-        let tracer = super::tracer(server.setup("trace"), "dns://127.0.0.1:53", local).expect("tracer");
-        assert_eq!(tracer.cfg.local, local);
     }
 }

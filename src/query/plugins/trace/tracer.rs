@@ -9,9 +9,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use hickory_proto::op::{Message, ResponseCode};
 use tokio::sync::mpsc;
 
-use super::config::TraceConfig;
+use super::config::{Kind, TraceConfig};
 use super::counters::Counters;
-use super::zipkin::{self, Span};
+use super::report;
+use super::span::{self, QueryTags, Recorded};
 use crate::metrics::{rcode_name, Plugin};
 
 /// A block's tracer: the sampling count and the queue to its reporter.
@@ -19,7 +20,7 @@ use crate::metrics::{rcode_name, Plugin};
 pub struct Tracer {
     pub cfg: Arc<TraceConfig>,
     count: AtomicU64,
-    queue: Option<mpsc::Sender<Span>>,
+    queue: Option<mpsc::Sender<Recorded>>,
     pub counters: Arc<Counters>,
 }
 
@@ -29,12 +30,7 @@ impl Tracer {
     pub fn start(cfg: Arc<TraceConfig>, counters: Arc<Counters>) -> Tracer {
         let queue = tokio::runtime::Handle::try_current().ok().map(|rt| {
             let (tx, rx) = mpsc::channel(cfg.backlog);
-            let encode: zipkin::Encode = if cfg.datadog {
-                super::datadog::body
-            } else {
-                zipkin::json
-            };
-            rt.spawn(zipkin::report(rx, cfg.clone(), counters.clone(), encode));
+            rt.spawn(report::report(rx, cfg.clone(), counters.clone()));
             tx
         });
         Tracer {
@@ -45,33 +41,51 @@ impl Tracer {
         }
     }
 
-    /// Tells the tracer of a served query: `request` from `peer` over TCP
-    /// or not, answered with `rcode` written by `plugin`, arrived at
-    /// `started`.
+    /// Counts a served query: the id of its trace when it is one of the
+    /// `every` traced (CoreDNS counts from 1 and traces when N divides the
+    /// count), else `None`.
+    pub fn sample(&self) -> Option<u64> {
+        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        (self.cfg.every != 0 && n.is_multiple_of(self.cfg.every)).then(span::new_id)
+    }
+
+    /// Trace `id` as the metadata label `trace/traceid` shows it: 16 hex
+    /// digits as Zipkin's, 32 as the Datadog tracer's 128-bit ids.
+    pub fn label(&self, id: u64) -> String {
+        match self.cfg.kind {
+            Kind::Zipkin => format!("{id:016x}"),
+            Kind::Datadog => format!("{id:032x}"),
+        }
+    }
+
+    /// Tells the tracer of a served query [`Tracer::sample`] chose as
+    /// trace `id`: `request` from `peer` over TCP or not, answered with
+    /// `rcode` written by `plugin`, arrived at `started`.
     pub fn served(
         &self,
+        id: u64,
         (peer, tcp): (SocketAddr, bool),
         request: &[u8],
         (rcode, plugin): (ResponseCode, Plugin),
         started: Instant,
     ) {
-        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.cfg.every == 0 || !n.is_multiple_of(self.cfg.every) {
-            return;
-        }
         let Ok(msg) = Message::from_vec(request) else { return };
         let Some(q) = msg.queries.first() else { return };
         let took = started.elapsed();
         let begun = SystemTime::now().checked_sub(took).unwrap_or(UNIX_EPOCH);
-        let tags = [
-            ("coredns.io/name", q.name().to_string()),
-            ("coredns.io/type", q.query_type().to_string()),
-            ("coredns.io/proto", if tcp { "tcp" } else { "udp" }.to_string()),
-            ("coredns.io/remote", peer.ip().to_string()),
-            ("coredns.io/rcode", rcode_name(rcode)),
-        ];
+        let tags = QueryTags {
+            name: q.name().to_string(),
+            qtype: q.query_type().to_string(),
+            tcp,
+            remote: peer.ip(),
+            rcode: rcode_name(rcode),
+        };
+        // the plugins passed: up to the one that answered (all, when none did)
         let label = crate::metrics::catalogue::PLUGINS.get(plugin as usize).copied();
-        let spans = Span::pair(&self.cfg, (begun, took), tags, label.filter(|l| !l.is_empty()));
+        let passes = &self.cfg.passes;
+        let upto = label.and_then(|l| passes.iter().position(|p| *p == l));
+        let plugins = passes[..upto.map_or(passes.len(), |i| i + 1)].iter().copied();
+        let spans = span::family(id, (begun, took), tags, plugins);
         for span in spans {
             let offered = self.queue.as_ref().is_some_and(|q| q.try_send(span).is_ok());
             if !offered {
