@@ -273,7 +273,7 @@ fn datadog_spans_reach_the_agent_api() {
         ("b.example.org.", "TXT", "tcp", "NXDOMAIN"),
     ] {
         let span = roots.iter().find(|s| s["meta"]["coredns.io@name"] == name).expect(name);
-        assert_eq!(span["resource"], format!("{name} {qtype}"), "{span}");
+        assert_eq!(span["resource"], "servedns", "{span}");
         assert_eq!(span["service"], "dnsproxy", "{span}");
         assert_eq!(span["type"], "dns", "{span}");
         assert_eq!(span["meta"]["coredns.io@type"], qtype, "{span}");

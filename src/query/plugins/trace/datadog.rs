@@ -2,8 +2,10 @@
 //! `Content-Type: application/json`): an array of traces, each an array
 //! of spans with 64-bit ids, nanosecond times and string tags (`meta`),
 //! as the agent's receiver decodes them. Tags are named as CoreDNS names
-//! them for Datadog (`coredns.io@name`, ...); the root's resource is the
-//! question (`NAME TYPE`), a plugin's span's its name.
+//! them for Datadog (`coredns.io@name`, ...); a span's resource is its
+//! name (`servedns` for the root), as CoreDNS's dd-trace-go leaves it: the
+//! question is in the tags, and one resource per query name would be a
+//! resource per name in Datadog (its cardinality, and its bill).
 
 use std::collections::BTreeMap;
 
@@ -72,7 +74,7 @@ pub fn traces(spans: &[Recorded]) -> usize {
 
 fn span(cfg: &TraceConfig, s: &Recorded) -> Span {
     let (mut meta, mut metrics) = (BTreeMap::new(), BTreeMap::new());
-    let mut resource = s.name.to_string();
+    let resource = s.name.to_string();
     let mut error = 0;
     if let Some(t) = s.tags.as_deref() {
         meta.insert("coredns.io@name", t.name.clone());
@@ -80,7 +82,6 @@ fn span(cfg: &TraceConfig, s: &Recorded) -> Span {
         meta.insert("coredns.io@proto", if t.tcp { "tcp" } else { "udp" }.to_string());
         meta.insert("coredns.io@remote", t.remote.to_string());
         meta.insert("coredns.io@rcode", t.rcode.clone());
-        resource = format!("{} {}", t.name, t.qtype);
         if t.rcode == "SERVFAIL" {
             error = 1;
             meta.insert("error.type", "dns_error".to_string());
