@@ -9,9 +9,9 @@
 //!
 //! Their strings are [`Str`]s borrowed from the text they are read from,
 //! so reading a list page allocates little more than an object's vectors:
-//! with `String`s an EndpointSlice of 5 endpoints was about 36 heap
-//! allocations, all freed a moment later, and `malloc` and decoding were
-//! most of the initial sync's CPU.
+//! with `String`s, the initial sync of 100,000 Services × 5 endpoints made
+//! 7.4 M heap allocations (3.5 M now), most freed a moment later, and
+//! `malloc` and decoding were most of its CPU.
 
 use std::collections::BTreeMap;
 use std::fmt;
