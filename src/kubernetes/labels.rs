@@ -43,14 +43,20 @@ impl Selector {
     }
 
     /// Whether `labels` satisfy every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches<K, V>(&self, labels: &BTreeMap<K, V>) -> bool
+    where
+        K: std::borrow::Borrow<str> + Ord,
+        V: AsRef<str>,
+    {
+        let get = |k: &String| labels.get(k.as_str()).map(AsRef::as_ref);
+        let among = |vs: &[String], v: &str| vs.iter().any(|x| x == v);
         self.0.iter().all(|r| match r {
-            Requirement::Equals(k, v) => labels.get(k) == Some(v),
-            Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.contains(v)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.contains(v)),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::NotExists(k) => !labels.contains_key(k),
+            Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
+            Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
+            Requirement::In(k, vs) => get(k).is_some_and(|v| among(vs, v)),
+            Requirement::NotIn(k, vs) => get(k).is_none_or(|v| !among(vs, v)),
+            Requirement::Exists(k) => labels.contains_key(k.as_str()),
+            Requirement::NotExists(k) => !labels.contains_key(k.as_str()),
         })
     }
 }

@@ -145,36 +145,41 @@ fn spawn_followers(
             // The labels are read only when namespace_labels selects by them.
             Kind::Namespace if cfg.namespace_labels.is_some() => {
                 let t = target("namespaces", "/api/v1/namespaces", true, None, None);
-                let convert = move |o: &lean::Namespace| super::convert::namespace(&c, o);
-                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
+                let convert = move |o: &lean::Namespace<'_>| super::convert::namespace(&c, o);
+                let f = follower(cfg, api, tx, metrics, t, convert);
+                tokio::spawn(follow::run::<lean::Namespace, _>(f));
             }
             Kind::Namespace => {
                 let t = target("namespaces", "/api/v1/namespaces", true, None, None);
-                let convert = move |o: &lean::NamespaceName| super::convert::namespace_meta(&c, &o.metadata);
-                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
+                let convert = move |o: &lean::NamespaceName<'_>| super::convert::namespace_meta(&c, &o.metadata);
+                let f = follower(cfg, api, tx, metrics, t, convert);
+                tokio::spawn(follow::run::<lean::NamespaceName, _>(f));
             }
             Kind::Service => {
                 let t = target("services", "/api/v1/services", false, cfg.labels_text.as_ref(), None);
-                let convert = move |o: &lean::Service| super::convert::service(&c, o);
-                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
+                let convert = move |o: &lean::Service<'_>| super::convert::service(&c, o);
+                let f = follower(cfg, api, tx, metrics, t, convert);
+                tokio::spawn(follow::run::<lean::Service, _>(f));
             }
             Kind::EndpointSlice => {
                 let path = "/apis/discovery.k8s.io/v1/endpointslices";
                 let t = target("endpointslices.discovery.k8s.io", path, false, None, None);
-                let convert = move |o: &lean::EndpointSlice| super::convert::endpoint_slice(&c, o);
-                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
+                let convert = move |o: &lean::EndpointSlice<'_>| super::convert::endpoint_slice(&c, o);
+                let f = follower(cfg, api, tx, metrics, t, convert);
+                tokio::spawn(follow::run::<lean::EndpointSlice, _>(f));
             }
             Kind::ServiceImport => {
                 let path = "/apis/multicluster.x-k8s.io/v1alpha1/serviceimports";
                 let t = target("serviceimports.multicluster.x-k8s.io", path, false, None, None);
-                let convert = move |o: &lean::ServiceImport| super::convert::service_import(&c, o);
-                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
+                let convert = move |o: &lean::ServiceImport<'_>| super::convert::service_import(&c, o);
+                let f = follower(cfg, api, tx, metrics, t, convert);
+                tokio::spawn(follow::run::<lean::ServiceImport, _>(f));
             }
             Kind::Pod => {
                 let running = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown";
                 let t = target("pods", "/api/v1/pods", false, None, Some(running));
-                let convert = move |o: &lean::Pod| super::convert::pod(&c, o);
-                tokio::spawn(follow::run(follower(cfg, api, tx, metrics, t, convert)));
+                let convert = move |o: &lean::Pod<'_>| super::convert::pod(&c, o);
+                tokio::spawn(follow::run::<lean::Pod, _>(follower(cfg, api, tx, metrics, t, convert)));
             }
         }
     }
@@ -250,10 +255,10 @@ async fn write(
 
 fn apply(writer: &mut Writer, change: Change, resyncing: &mut [bool; Kind::COUNT], metrics: &Metrics) {
     match change {
-        Change::Upsert(_, Some(record)) => {
+        Change::Upsert(record) => {
             writer.apply(record);
         }
-        Change::Upsert(key, None) | Change::Delete(key) => writer.delete(&key),
+        Change::Delete(key) => writer.delete(&key),
         Change::RelistStart(kind, resync) => {
             resyncing[kind as usize] = resync;
             writer.relist_start(kind);

@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use super::lean::{EndpointSlice, Meta as ObjectMeta, Namespace, Pod};
+use super::lean::{EndpointSlice, Labels, Meta as ObjectMeta, Namespace, Pod};
 
 use crate::kubernetes::{KubernetesConfig, PodMode};
 use crate::store::Record;
@@ -44,7 +44,7 @@ pub fn namespace(cfg: &KubernetesConfig, ns: &Namespace) -> Result<Option<Record
 /// (an update that stops matching deletes it): the store holds the
 /// Namespace objects that match and nothing more.
 pub fn namespace_meta(cfg: &KubernetesConfig, meta: &ObjectMeta) -> Result<Option<Record>, Invalid> {
-    static NO_LABELS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    static NO_LABELS: Labels<'static> = std::collections::BTreeMap::new();
     let name = meta.name.as_deref().filter(|n| !n.is_empty());
     let name = name
         .ok_or_else(|| invalid("Namespace", meta, "metadata.name is required"))?
@@ -70,7 +70,7 @@ pub fn pod(cfg: &KubernetesConfig, pod: &Pod) -> Result<Option<Record>, Invalid>
     if matches!(status.phase.as_deref(), Some("Succeeded" | "Failed" | "Unknown")) {
         return Ok(None);
     }
-    let mut texts: Vec<&str> = status.pod_ips.iter().flatten().map(|p| p.ip.as_str()).collect();
+    let mut texts: Vec<&str> = status.pod_ips.iter().flatten().map(|p| &*p.ip).collect();
     texts.extend(status.pod_ip.as_deref());
     let mut ips = Vec::new();
     for text in texts {

@@ -11,8 +11,9 @@ use crate::store::{Kind, ObjectKey, Record, Writer};
 /// One message from a follower to the writer.
 #[derive(Debug)]
 pub enum Change {
-    /// An object was added or changed; `None`: the filters now leave it out.
-    Upsert(ObjectKey, Option<Record>),
+    /// An object was added or changed.
+    Upsert(Record),
+    /// An object was deleted, or the filters now leave it out.
     Delete(ObjectKey),
     /// A full list begins; `true`: a `resync`, whose corrections are counted.
     RelistStart(Kind, bool),

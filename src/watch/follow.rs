@@ -88,7 +88,7 @@ enum Next {
 pub async fn run<T, F>(f: Follower<F>)
 where
     T: Object,
-    F: Fn(&T) -> Result<Option<Record>, Invalid> + Send + Sync + 'static,
+    F: Fn(&T::Of<'_>) -> Result<Option<Record>, Invalid> + Send + Sync + 'static,
 {
     let kind = f.target.kind;
     let mut at = Progress {
@@ -150,7 +150,7 @@ where
 async fn relist<T, F>(f: &Follower<F>, at: &mut Progress) -> Next
 where
     T: Object,
-    F: Fn(&T) -> Result<Option<Record>, Invalid> + Send + Sync + 'static,
+    F: Fn(&T::Of<'_>) -> Result<Option<Record>, Invalid> + Send + Sync + 'static,
 {
     let kind = f.target.kind;
     let started = Instant::now();

@@ -20,12 +20,16 @@ use super::lean::ListMeta;
 /// Reads `text` as a list page (`{"metadata": ..., "items": [...]}`),
 /// handing each item to `each` in order, and returns the page's metadata.
 /// On an error, items before the bad one have been handed on already.
-pub fn read<T, G>(text: &[u8], each: G) -> serde_json::Result<ListMeta>
+pub fn read<'de, T, G>(text: &'de [u8], each: G) -> serde_json::Result<ListMeta<'de>>
 where
-    T: for<'de> Deserialize<'de>,
+    T: Deserialize<'de>,
     G: FnMut(T),
 {
-    let mut de = serde_json::Deserializer::from_slice(text);
+    // One UTF-8 check of the whole page: read from a `str`, serde_json
+    // checks no string again (per string, it was 12% of a sync's
+    // instructions at 100,000 Services × 5 endpoints).
+    let text = std::str::from_utf8(text).map_err(serde::de::Error::custom)?;
+    let mut de = serde_json::Deserializer::from_str(text);
     let meta = Page {
         each,
         item: PhantomData::<fn() -> T>,
@@ -51,21 +55,21 @@ enum Field {
 }
 
 impl<'de, T: Deserialize<'de>, G: FnMut(T)> DeserializeSeed<'de> for Page<T, G> {
-    type Value = ListMeta;
+    type Value = ListMeta<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ListMeta, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ListMeta<'de>, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de, T: Deserialize<'de>, G: FnMut(T)> Visitor<'de> for Page<T, G> {
-    type Value = ListMeta;
+    type Value = ListMeta<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a list page")
     }
 
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<ListMeta, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<ListMeta<'de>, A::Error> {
         let mut meta = ListMeta::default();
         while let Some(field) = map.next_key::<Field>()? {
             match field {
@@ -129,10 +133,10 @@ mod tests {
     use super::super::lean::{Namespace, Pod};
     use super::*;
 
-    fn names(text: &str) -> (serde_json::Result<ListMeta>, Vec<String>) {
+    fn names(text: &str) -> (serde_json::Result<ListMeta<'_>>, Vec<String>) {
         let mut names = Vec::new();
         let meta = read::<Namespace, _>(text.as_bytes(), |ns| {
-            names.push(ns.metadata.name.unwrap_or_default());
+            names.push(ns.metadata.name.map(|n| n.owned()).unwrap_or_default());
         });
         (meta, names)
     }

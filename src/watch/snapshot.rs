@@ -165,7 +165,7 @@ fn convert_object(cfg: &KubernetesConfig, item: Value, loaded: &mut Loaded) -> O
     }
 }
 
-fn from_value<T: serde::de::DeserializeOwned>(item: &Value, kind: &'static str) -> Result<T, Invalid> {
+fn from_value<'v, T: serde::Deserialize<'v>>(item: &'v Value, kind: &'static str) -> Result<T, Invalid> {
     T::deserialize(item).map_err(|e| {
         let meta = item.get("metadata");
         let field = |f: &str| {

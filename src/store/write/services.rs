@@ -19,12 +19,11 @@ impl Writer {
         self.live.namespaces.get(ns)?.services.get(name).cloned()
     }
 
-    /// Stores `service` (or removes the entry when it holds nothing).
-    pub(super) fn put_service(&mut self, (ns, name): &Pair, service: Service) {
+    /// Stores `service` (or removes the entry when it holds nothing);
+    /// `old_live`: the entry it replaces has a Service object (the caller
+    /// has read it: no second lookup).
+    pub(super) fn put_service(&mut self, (ns, name): &Pair, service: Service, old_live: bool) {
         let keep = service.kind.is_some() || !service.slices.is_empty();
-        let old_live = self
-            .get_service(&(ns.clone(), name.clone()))
-            .is_some_and(|s| s.kind.is_some());
         let new_live = service.kind.is_some();
         self.changed.add(Dep::service(ns, name));
         if old_live != new_live {
@@ -82,6 +81,7 @@ impl Writer {
         external: Option<Box<External>>,
     ) -> bool {
         let old = self.get_service(pair);
+        let old_live = old.as_ref().is_some_and(|s| s.kind.is_some());
         let same = |s: &Arc<Service>| {
             s.kind.as_ref() == Some(&kind) && s.ports == ports && s.selector == selector && s.external == external
         };
@@ -109,6 +109,7 @@ impl Writer {
                 slices,
                 external,
             },
+            old_live,
         );
         true
     }
@@ -131,6 +132,7 @@ impl Writer {
                 slices: old.slices.clone(),
                 external: None,
             },
+            old.kind.is_some(),
         );
     }
 
@@ -185,7 +187,8 @@ impl Writer {
         if let (Some(kind), Some(at), true) = (kind, trigger, self.synced()) {
             self.programmed.push((kind, at));
         }
-        self.put_service(&owner_key, entry);
+        let live = entry.kind.is_some(); // a slice changes no kind
+        self.put_service(&owner_key, entry, live);
         true
     }
 
@@ -250,7 +253,8 @@ impl Writer {
         let removed = slices.remove(i).endpoints;
         entry.slices = Slices::from(slices);
         self.endpoint_ptrs(&removed, entry.slot, false);
-        self.put_service(owner, entry);
+        let live = entry.kind.is_some();
+        self.put_service(owner, entry, live);
     }
 
     /// Adds or removes one endpoint reverse entry per endpoint (a

@@ -17,8 +17,8 @@ pub struct Invalid {
 pub fn invalid(kind: &'static str, meta: &ObjectMeta, reason: impl Into<String>) -> Invalid {
     Invalid {
         kind,
-        namespace: meta.namespace.clone().unwrap_or_default(),
-        name: meta.name.clone().unwrap_or_default(),
+        namespace: meta.namespace.as_deref().unwrap_or_default().to_string(),
+        name: meta.name.as_deref().unwrap_or_default().to_string(),
         reason: reason.into(),
     }
 }

@@ -63,7 +63,7 @@ pub(super) fn endpoint_slice(
 ) -> Result<Option<Record>, Invalid> {
     const KIND: &str = "EndpointSlice";
     let (ns, name) = ids(KIND, &slice.metadata)?;
-    if cfg.multicluster.is_empty() || cfg.noendpoints || !cfg.namespace_exposed(&ns) || slice.address_type == "FQDN" {
+    if cfg.multicluster.is_empty() || cfg.noendpoints || !cfg.namespace_exposed(&ns) || &*slice.address_type == "FQDN" {
         return Ok(None);
     }
     let labels = slice.metadata.labels.as_ref();

@@ -9,7 +9,7 @@ use hickory_proto::rr::Name;
 use super::fields::{ids, invalid, port, Invalid};
 use crate::kubernetes::KubernetesConfig;
 use crate::store::{External, Record, ServiceKind};
-use crate::watch::lean::{Service, ServiceSpec};
+use crate::watch::lean::{Service, ServiceSpec, Str};
 
 pub fn service(cfg: &KubernetesConfig, svc: &Service) -> Result<Option<Record>, Invalid> {
     const KIND: &str = "Service";
@@ -63,7 +63,7 @@ fn kind(svc: &Service, spec: &ServiceSpec) -> Result<ServiceKind, Invalid> {
     } else if spec.cluster_ip.as_deref() == Some("None") {
         Ok(ServiceKind::Headless)
     } else {
-        let texts: Vec<&String> = match &spec.cluster_ips {
+        let texts: Vec<&Str> = match &spec.cluster_ips {
             Some(ips) if !ips.is_empty() => ips.iter().collect(),
             _ => spec.cluster_ip.iter().collect(),
         };

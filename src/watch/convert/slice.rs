@@ -21,7 +21,7 @@ pub(super) fn endpoint_slice(cfg: &KubernetesConfig, slice: &EndpointSlice) -> R
     let Some(service) = labels.and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
         return Ok(None); // not managed for a Service: no DNS records
     };
-    if cfg.noendpoints || !cfg.namespace_exposed(&ns) || slice.address_type == "FQDN" {
+    if cfg.noendpoints || !cfg.namespace_exposed(&ns) || &*slice.address_type == "FQDN" {
         return Ok(None);
     }
     let (ports, endpoints) = ports_and_endpoints(cfg, slice)?;

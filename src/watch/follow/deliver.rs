@@ -8,23 +8,19 @@ use super::follower::Follower;
 use crate::store::{Kind, ObjectKey, Record};
 use crate::watch::convert::Invalid;
 use crate::watch::feed::Change;
-use crate::watch::lean::{Meta, Object};
-
-/// Sends one object's upsert; false when the writer is gone.
-pub(super) async fn send<T: Object, F>(f: &Follower<F>, object: &T) -> bool
-where
-    F: Fn(&T) -> Result<Option<Record>, Invalid>,
-{
-    deliver(f, convert(f, object)).await
-}
+use crate::watch::lean::{Meta, Object, Str};
 
 /// One object as the change the writer gets, or why it cannot be one.
-pub(super) fn convert<T: Object, F>(f: &Follower<F>, object: &T) -> Result<Change, Invalid>
+pub(super) fn convert<T: Object, F>(f: &Follower<F>, object: &T::Of<'_>) -> Result<Change, Invalid>
 where
-    F: Fn(&T) -> Result<Option<Record>, Invalid>,
+    F: Fn(&T::Of<'_>) -> Result<Option<Record>, Invalid>,
 {
-    let key = key(f.target.kind, object.meta());
-    (f.convert)(object).map(|record| Change::Upsert(key, record))
+    // The key is made only for an object the filters leave out: an
+    // upsert's record holds its own.
+    (f.convert)(object).map(|record| match record {
+        Some(record) => Change::Upsert(record),
+        None => Change::Delete(key(f.target.kind, T::meta(object))),
+    })
 }
 
 /// Sends a converted object to the writer (`false`: it went away); one
@@ -44,13 +40,13 @@ pub(super) async fn deliver<F>(f: &Follower<F>, change: Result<Change, Invalid>)
 pub(super) fn malformed<F>(f: &Follower<F>, meta: &Meta, error: &str) {
     let kind = f.target.kind;
     f.metrics.watch.invalid[kind as usize].fetch_add(1, Relaxed);
-    let name = |s: &Option<String>| s.clone().unwrap_or_default();
+    let name = |s: &Option<Str>| s.as_deref().unwrap_or_default().to_string();
     tracing::warn!(target: "kubernetes", "skipped malformed object {} {}/{}: {error}", kind.name(), name(&meta.namespace), name(&meta.name));
 }
 
 /// The writer's key of an object: its kind, namespace and name, lower-cased.
 pub(super) fn key(kind: Kind, meta: &Meta) -> ObjectKey {
-    let lower = |s: &Option<String>| s.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let lower = |s: &Option<Str>| s.as_deref().unwrap_or_default().to_ascii_lowercase();
     let namespace = if kind == Kind::Namespace {
         String::new()
     } else {

@@ -24,24 +24,26 @@ pub const PAGE: u32 = 250;
 /// Decodes one list page into `out` (cleared first), each object
 /// converted as it is read ([`crate::watch::page`]); when one of them does not
 /// fit the lean types, the page is read again item by item, skipping the
-/// unreadable ones.
+/// unreadable ones. Returns the page's metadata, owned (the text is
+/// reused for the next page).
 pub(super) fn page<T: Object, F>(
     f: &Follower<F>,
     text: &[u8],
     out: &mut Vec<Result<Change, Invalid>>,
-) -> Result<ListMeta, Failure>
+) -> Result<ListMeta<'static>, Failure>
 where
-    F: Fn(&T) -> Result<Option<Record>, Invalid>,
+    F: Fn(&T::Of<'_>) -> Result<Option<Record>, Invalid>,
 {
     out.clear();
-    if let Ok(meta) = crate::watch::page::read::<T, _>(text, |object| out.push(convert(f, &object))) {
-        return Ok(meta);
+    let read = crate::watch::page::read::<T::Of<'_>, _>(text, |object| out.push(convert::<T, F>(f, &object)));
+    if let Ok(meta) = read {
+        return Ok(meta.into_owned());
     }
     out.clear();
-    let (meta, items) = wire::lenient_items::<T>(text)?;
+    let (meta, items) = wire::lenient_items::<T::Of<'_>>(text)?;
     for item in items {
         match item {
-            wire::Item::Read(object) => out.push(convert(f, &object)),
+            wire::Item::Read(object) => out.push(convert::<T, F>(f, &object)),
             wire::Item::Unreadable { meta, error } => malformed(f, &meta, &error),
         }
     }
@@ -52,7 +54,7 @@ where
 /// list's resourceVersion and how many objects it held.
 pub(super) async fn list<T: Object, F>(f: &Follower<F>, resync: bool) -> Result<Option<(String, usize)>, Failure>
 where
-    F: Fn(&T) -> Result<Option<Record>, Invalid>,
+    F: Fn(&T::Of<'_>) -> Result<Option<Record>, Invalid>,
 {
     let t = &f.target;
     let request = kube::core::Request::new(t.path);
@@ -75,7 +77,7 @@ where
             request.list(&params)
         };
         f.api.fetch_into(req?, &mut text).await?;
-        let meta = page(f, &text, &mut changes)?;
+        let meta = page::<T, F>(f, &text, &mut changes)?;
         f.metrics.watch.event(t.kind as usize);
         count += changes.len();
         for change in changes.drain(..) {
@@ -84,9 +86,9 @@ where
             }
         }
         match meta.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params.continue_token = Some(token),
+            Some(token) => params.continue_token = Some(token.owned()),
             None => {
-                let rv = meta.resource_version.unwrap_or_default();
+                let rv = meta.resource_version.map(|rv| rv.owned()).unwrap_or_default();
                 if f.tx.send(Change::RelistDone(t.kind)).await.is_err() {
                     return Ok(None);
                 }

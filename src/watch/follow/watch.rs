@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 
 use kube::api::WatchParams;
 
-use super::deliver::{key, malformed, send};
+use super::deliver::{convert, deliver, key, malformed};
 use super::follower::Follower;
 use crate::store::Record;
 use crate::watch::backoff::Backoff;
 use crate::watch::convert::Invalid;
 use crate::watch::feed::Change;
-use crate::watch::lean::Object;
+use crate::watch::lean::{Object, Str};
 use crate::watch::wire::{self, Event, Failure, Frames};
 
 /// How a watch came to an end.
@@ -38,7 +38,7 @@ pub(super) async fn watch<T: Object, F>(
     backoff: &mut Backoff,
 ) -> End
 where
-    F: Fn(&T) -> Result<Option<Record>, Invalid>,
+    F: Fn(&T::Of<'_>) -> Result<Option<Record>, Invalid>,
 {
     let t = &f.target;
     let mut frames = match open(f, version.as_deref()).await {
@@ -61,27 +61,13 @@ where
             Ok(Some(Ok(text))) => text,
         };
         f.metrics.watch.event(t.kind as usize);
-        let event = match wire::decode::<T>(&text) {
-            Ok(event) => event,
-            Err(e) => return End::Failed(e),
+        let (meta_version, change) = match event::<T, F>(f, &text) {
+            Ok(read) => read,
+            Err(end) => return end,
         };
-        let (meta_version, sent) = match event {
-            Event::Upsert(object) => (object.meta().resource_version.clone(), send(f, &object).await),
-            Event::Delete(meta) => {
-                let sent = f.tx.send(Change::Delete(key(t.kind, &meta))).await.is_ok();
-                (meta.resource_version, sent)
-            }
-            Event::Bookmark(rv) => (Some(rv), true),
-            Event::Malformed { meta, error } => {
-                malformed(f, &meta, &error);
-                (meta.resource_version, true)
-            }
-            Event::Error(e) if e.code() == Some(410) => return End::Expired,
-            Event::Error(e) => return End::Failed(e),
-            Event::Unknown(kind) => {
-                tracing::debug!(target: "kubernetes", "{}: skipped a watch event of type {kind}", t.kind.name());
-                (None, true)
-            }
+        let sent = match change {
+            Some(change) => deliver(f, change).await,
+            None => true,
         };
         if let Some(rv) = meta_version.filter(|rv| !rv.is_empty()) {
             *version = Some(rv);
@@ -90,6 +76,39 @@ where
             return End::Stopped;
         }
     }
+}
+
+/// What one event's text says: its resourceVersion and the change to
+/// send, owned (the decoded event borrows the text and is dropped before
+/// anything is awaited), or how the watch ends.
+#[allow(clippy::type_complexity)]
+fn event<T: Object, F>(f: &Follower<F>, text: &[u8]) -> Result<(Option<String>, Option<Result<Change, Invalid>>), End>
+where
+    F: Fn(&T::Of<'_>) -> Result<Option<Record>, Invalid>,
+{
+    let kind = f.target.kind;
+    let owned = |v: &Option<Str>| v.as_deref().map(str::to_string);
+    Ok(match wire::decode::<T::Of<'_>>(text).map_err(End::Failed)? {
+        Event::Upsert(object) => (
+            owned(&T::meta(&object).resource_version),
+            Some(convert::<T, F>(f, &object)),
+        ),
+        Event::Delete(meta) => (
+            owned(&meta.resource_version),
+            Some(Ok(Change::Delete(key(kind, &meta)))),
+        ),
+        Event::Bookmark(rv) => (Some(rv), None),
+        Event::Malformed { meta, error } => {
+            malformed(f, &meta, &error);
+            (owned(&meta.resource_version), None)
+        }
+        Event::Error(e) if e.code() == Some(410) => return Err(End::Expired),
+        Event::Error(e) => return Err(End::Failed(e)),
+        Event::Unknown(what) => {
+            tracing::debug!(target: "kubernetes", "{}: skipped a watch event of type {what}", kind.name());
+            (None, None)
+        }
+    })
 }
 
 /// Opens the watch stream from `version`: uncompressed, with bookmarks,

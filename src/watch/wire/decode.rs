@@ -6,21 +6,21 @@ use serde::Deserialize;
 
 use super::failure::Failure;
 use super::failure::StatusBody;
-use crate::watch::lean::{Meta, Object};
+use crate::watch::lean::{ListMeta, Meta, Str};
 
-/// One decoded watch event.
+/// One decoded watch event (its strings borrowed from the text, `'t`).
 #[derive(Debug)]
-pub enum Event<T> {
+pub enum Event<'t, T> {
     Upsert(T),
     /// A deletion needs only the last state's metadata.
-    Delete(Meta),
+    Delete(Meta<'t>),
     /// Every change up to this resourceVersion has been sent.
     Bookmark(String),
     /// An `ERROR` event (or a bare Status): `410` means expired.
     Error(Failure),
     /// An object the lean types could not read: skipped.
     Malformed {
-        meta: Meta,
+        meta: Meta<'t>,
         error: String,
     },
     /// An event type this client does not know: skipped.
@@ -31,28 +31,31 @@ pub enum Event<T> {
 #[derive(Deserialize)]
 #[serde(tag = "type", content = "object", rename_all = "UPPERCASE")]
 #[serde(bound = "T: Deserialize<'de>")]
-enum Typed<T> {
+enum Typed<'a, T> {
     Added(T),
     Modified(T),
-    Deleted(Skeleton),
-    Bookmark(Skeleton),
+    #[serde(borrow)]
+    Deleted(Skeleton<'a>),
+    #[serde(borrow)]
+    Bookmark(Skeleton<'a>),
     Error(StatusBody),
 }
 
 /// An object's metadata alone.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Skeleton {
-    pub metadata: Meta,
+pub struct Skeleton<'a> {
+    #[serde(borrow)]
+    pub metadata: Meta<'a>,
 }
 
 /// Decodes one event's text.
-pub fn decode<T: Object>(text: &[u8]) -> Result<Event<T>, Failure> {
+pub fn decode<'t, T: Deserialize<'t>>(text: &'t [u8]) -> Result<Event<'t, T>, Failure> {
     if let Ok(typed) = serde_json::from_slice::<Typed<T>>(text) {
         return Ok(match typed {
             Typed::Added(o) | Typed::Modified(o) => Event::Upsert(o),
             Typed::Deleted(s) => Event::Delete(s.metadata),
-            Typed::Bookmark(s) => Event::Bookmark(s.metadata.resource_version.unwrap_or_default()),
+            Typed::Bookmark(s) => Event::Bookmark(s.metadata.resource_version.map(|v| v.owned()).unwrap_or_default()),
             Typed::Error(s) => Event::Error(s.failure(500, None)),
         });
     }
@@ -69,14 +72,19 @@ pub fn decode<T: Object>(text: &[u8]) -> Result<Event<T>, Failure> {
     let object = value.get("object").unwrap_or(&serde_json::Value::Null);
     match kind.as_str() {
         "ADDED" | "MODIFIED" => {
-            let error = T::deserialize(object).err().map_or_else(String::new, |e| e.to_string());
+            // (from a copy: the value is this function's, the object the text's)
+            let error = T::deserialize(object.clone())
+                .err()
+                .map_or_else(String::new, |e| e.to_string());
             Ok(Event::Malformed {
                 meta: skeleton(object),
                 error,
             })
         }
         "DELETED" => Ok(Event::Delete(skeleton(object))),
-        "BOOKMARK" => Ok(Event::Bookmark(skeleton(object).resource_version.unwrap_or_default())),
+        "BOOKMARK" => Ok(Event::Bookmark(
+            skeleton(object).resource_version.map(|v| v.owned()).unwrap_or_default(),
+        )),
         "ERROR" => Ok(Event::Error(
             StatusBody::deserialize(object).unwrap_or_default().failure(500, None),
         )),
@@ -84,12 +92,10 @@ pub fn decode<T: Object>(text: &[u8]) -> Result<Event<T>, Failure> {
     }
 }
 
-/// The metadata of an object, as far as it can be read.
-fn skeleton(object: &serde_json::Value) -> Meta {
-    if let Ok(s) = Skeleton::deserialize(object) {
-        return s.metadata;
-    }
-    let field = |name: &str| object["metadata"][name].as_str().map(str::to_string);
+/// The metadata of an object, as far as it can be read: its names and
+/// resourceVersion, copied.
+fn skeleton(object: &serde_json::Value) -> Meta<'static> {
+    let field = |name: &str| object["metadata"][name].as_str().map(Str::copied);
     Meta {
         name: field("name"),
         namespace: field("namespace"),
@@ -101,21 +107,21 @@ fn skeleton(object: &serde_json::Value) -> Meta {
 /// One item of a page read on its own.
 pub enum Item<T> {
     Read(T),
-    Unreadable { meta: Meta, error: String },
+    Unreadable { meta: Meta<'static>, error: String },
 }
 
-/// One list page's items, each read on its own: the slow path for a page
-/// the typed reading rejected.
-pub fn lenient_items<T: Object>(text: &[u8]) -> Result<(crate::watch::lean::ListMeta, Vec<Item<T>>), Failure> {
+/// One list page's items, each read on its own (their strings copied):
+/// the slow path for a page the typed reading rejected.
+pub fn lenient_items<'t, T: Deserialize<'t>>(text: &[u8]) -> Result<(ListMeta<'static>, Vec<Item<T>>), Failure> {
     let mut value: serde_json::Value = serde_json::from_slice(text)?;
-    let meta = crate::watch::lean::ListMeta::deserialize(&value["metadata"]).unwrap_or_default();
+    let meta = ListMeta::deserialize(value["metadata"].take()).unwrap_or_default();
     let items = match value.get_mut("items").map(serde_json::Value::take) {
         Some(serde_json::Value::Array(items)) => items,
         _ => Vec::new(),
     };
     let items = items
         .into_iter()
-        .map(|item| match T::deserialize(&item) {
+        .map(|item| match T::deserialize(item.clone()) {
             Ok(object) => Item::Read(object),
             Err(e) => Item::Unreadable {
                 meta: skeleton(&item),
@@ -133,7 +139,7 @@ mod tests {
     use super::*;
     use crate::watch::lean::Service;
 
-    fn event(text: &str) -> Event<Service> {
+    fn event(text: &str) -> Event<'_, Service<'_>> {
         decode::<Service>(text.as_bytes()).expect("decodes")
     }
 
