@@ -170,17 +170,6 @@ fn eventually(server: &Server, name: &str, want: &str, data: &[&str]) -> Duratio
     panic!("{name}: wanted {want} {data:?}, still {:?}", status_of(server, name));
 }
 
-fn logged(server: &Server, needle: &str) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < HANG {
-        if server.log_contains(needle) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
 /// Every wait the watchers logged they would make ("next in N s").
 fn planned_waits(server: &Server) -> Vec<f64> {
     let log = server.log.lock().map(|l| l.clone()).unwrap_or_default();
@@ -268,7 +257,7 @@ fn an_expired_continue_token_mid_list_restarts_the_list_without_flaps() {
         let ip = format!("10.96.1.{}", i + 1);
         assert_eq!(status_of(&server, &name), ("NOERROR".to_string(), vec![ip]));
     }
-    assert!(logged(&server, "listing again from the start"));
+    assert!(server.logged("listing again from the start"));
     // History compacted, then every watch dropped: the resume gets an
     // ERROR event with a 410 Status and relists, and that list's token
     // expires mid-way too. Names on the last pages never go missing.
@@ -298,7 +287,7 @@ fn an_expired_continue_token_mid_list_restarts_the_list_without_flaps() {
     };
     fake.control("drop", json!({}));
     eventually(&server, "svc-1.default.svc.cluster.local.", "NXDOMAIN", &[]);
-    assert!(logged(&server, "Service: relisting (expired)"));
+    assert!(server.logged("Service: relisting (expired)"));
     // Both tokens expire, the list starts over twice and completes.
     let started = Instant::now();
     let expired = || fake.requests().iter().filter(|r| r["status"] == 410).count();
@@ -374,7 +363,7 @@ fn retry_after_is_honoured_and_bounded() {
     // log's "next in N s") is at most the 2 s asked for, the backoff's own
     // after three failures being under 1 s.
     assert!(took >= Duration::from_secs(4), "honoured: served after {took:?}");
-    assert!(logged(&server, "retrying as it asks"));
+    assert!(server.logged("retrying as it asks"));
     let planned = planned_waits(&server);
     assert!(
         !planned.is_empty() && planned.iter().all(|w| *w <= 2.0),
@@ -436,10 +425,7 @@ fn a_rotated_token_is_used_next_and_rbac_denials_are_logged_not_looped() {
         times[3] - times[0] >= 0.7,
         "backed off, not a hot loop: denied at {times:?}"
     );
-    assert!(logged(
-        &server,
-        "RBAC must allow the verbs list and watch on endpointslices.discovery.k8s.io"
-    ));
+    assert!(server.logged("RBAC must allow the verbs list and watch on endpointslices.discovery.k8s.io"));
     let errors = server.metric_sum("clusterdns_kubernetes_watch_errors_total", "EndpointSlice");
     assert!(errors >= 1.0, "{}", server.metrics());
     assert_eq!(status_of(&server, "svc-0.default.svc.cluster.local.").1, ["10.96.1.1"]);
@@ -460,7 +446,7 @@ fn malformed_objects_are_logged_and_skipped_without_losing_the_rest() {
     let server = Server::start(&dir, &conf);
     assert_eq!(status_of(&server, "svc-2.default.svc.cluster.local.").1, ["10.96.1.3"]);
     assert_eq!(status_of(&server, "zzz.default.svc.cluster.local.").1, ["10.96.9.10"]);
-    assert!(logged(&server, "skipped malformed object Service default/bad"));
+    assert!(server.logged("skipped malformed object Service default/bad"));
     // In the watch: a good Service turns unreadable, then another change.
     fake.apply(
         "services",
@@ -469,7 +455,7 @@ fn malformed_objects_are_logged_and_skipped_without_losing_the_rest() {
     );
     fake.apply("services", service("default", "next", "10.96.9.11"));
     eventually(&server, "next.default.svc.cluster.local.", "NOERROR", &["10.96.9.11"]);
-    assert!(logged(&server, "skipped malformed object Service default/svc-0"));
+    assert!(server.logged("skipped malformed object Service default/svc-0"));
     let invalid = server.metric_sum("clusterdns_kubernetes_invalid_objects_total", "Service");
     assert!(invalid >= 2.0, "{}", server.metrics());
     // Its resourceVersion was taken: a resume does not meet it again.

@@ -12,7 +12,6 @@
 mod common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use common::{needs, temp_dir, Server};
 
@@ -51,16 +50,6 @@ fn ask(server: &Server, from: &str, extra: &[&str]) -> String {
     common::dig::short_from(server, from, &[&["www.example.com", "A"][..], extra].concat())
 }
 
-/// Whether the server logs `line`, waited for (a ceiling only a hang reaches).
-fn logged(server: &Server, line: &str) -> bool {
-    const HANG: Duration = Duration::from_secs(30);
-    let started = Instant::now();
-    while started.elapsed() < HANG && !server.log_contains(line) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server.log_contains(line)
-}
-
 #[test]
 fn views_chosen_by_country() {
     let Some(_) = needs("geoip", common::mmdb::python(), common::mmdb::INSTALL) else {
@@ -82,8 +71,8 @@ fn views_chosen_by_country() {
     assert_eq!(ask(&server, "127.0.0.1", &["+subnet=127.0.0.2/32"]), "192.0.2.44");
     // an address the database does not hold: no country, not the view
     assert_eq!(ask(&server, "127.0.0.1", &["+subnet=198.51.100.0/24"]), "192.0.2.44");
-    assert!(logged(&server, "geo 127.0.0.1 NL Amsterdam netherlands"));
-    assert!(logged(&server, "geo 127.0.0.2 NL Amsterdam netherlands"));
+    assert!(server.logged("geo 127.0.0.1 NL Amsterdam netherlands"));
+    assert!(server.logged("geo 127.0.0.2 NL Amsterdam netherlands"));
     // the GB client is served by the block without `log`
     assert!(!server.log_contains(" GB "));
 }

@@ -7,20 +7,8 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::dig::dig;
 use common::{demo_cluster, needs, temp_dir, Server};
-
-/// Whether the server logs `line`, waited for (a ceiling only a hang reaches).
-fn logged(server: &Server, line: &str) -> bool {
-    const HANG: Duration = Duration::from_secs(30);
-    let started = Instant::now();
-    while started.elapsed() < HANG && !server.log_contains(line) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server.log_contains(line)
-}
 
 #[test]
 fn kubernetes_labels_in_the_log_line() {
@@ -58,7 +46,7 @@ fn kubernetes_labels_in_the_log_line() {
         "k8s 10-0-0-1.default.pod.cluster.local. pod default 10-0-0-1 - - - -",
         "k8s a.b.c.kube-dns.kube-system.svc.cluster.local. - - - - - - invalid request",
     ] {
-        assert!(logged(&server, line), "{line}");
+        assert!(server.logged(line), "{line}");
     }
 }
 
@@ -110,7 +98,7 @@ fn forward_upstream_in_the_log_line() {
     let server = Server::start(&dir, &corefile);
     assert_eq!(dig(&server, &["www.example.net", "A"]).status, "NOERROR");
     let line = format!("fwd www.example.net. {}", stub.addr);
-    assert!(logged(&server, &line), "{line}");
+    assert!(server.logged(&line), "{line}");
     assert_eq!(dig(&server, &["www.example.net", "A"]).status, "NOERROR");
-    assert!(logged(&server, "fwd www.example.net. -"), "the cache hit");
+    assert!(server.logged("fwd www.example.net. -"), "the cache hit");
 }

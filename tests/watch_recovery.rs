@@ -15,18 +15,6 @@ use loadtest::fakeapi::Fault;
 /// The ceiling of every wait for an event here: only a hang reaches it.
 const HANG: Duration = Duration::from_secs(60);
 
-/// Waits for `needle` in the log (until [`HANG`]).
-fn logged(server: &Server, needle: &str) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < HANG {
-        if server.log_contains(needle) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
 #[test]
 fn every_watch_dropped_after_compaction_then_changes_are_served_by_a_relist() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -45,7 +33,7 @@ fn every_watch_dropped_after_compaction_then_changes_are_served_by_a_relist() {
     eventually(&server, "fresh.default.svc.cluster.local.", &["10.96.0.67"]);
     assert_eq!(a(&server, "kubernetes.default.svc.cluster.local."), ["10.96.0.1"]);
     assert!(
-        logged(&server, "Service: relisting (expired)"),
+        server.logged("Service: relisting (expired)"),
         "{:?}",
         server.log.lock().map(|l| l.clone())
     );
@@ -122,7 +110,7 @@ fn a_restart_during_an_outage_serves_the_persisted_state_then_reconciles() {
     assert_eq!(a(&server, "gone-later.default.svc.cluster.local."), ["10.96.0.80"]);
     assert_eq!(a(&server, "pg.db.svc.cluster.local."), ["10.1.0.1", "10.1.0.2"]);
     assert!(http_get(server.ready, "/ready").starts_with("HTTP/1.1 200"));
-    assert!(logged(&server, "not yet confirmed by the API"));
+    assert!(server.logged("not yet confirmed by the API"));
     assert_eq!(server.metric("clusterdns_kubernetes_state_unconfirmed"), 1.0);
     assert!(server.metric("clusterdns_kubernetes_unconfirmed_state_age_seconds") >= 0.0);
 
@@ -130,7 +118,7 @@ fn a_restart_during_an_outage_serves_the_persisted_state_then_reconciles() {
     api.set_fault(Fault::None);
     eventually(&server, "gone-later.default.svc.cluster.local.", &["NXDOMAIN"]);
     assert_eq!(a(&server, name), ["10.96.0.1"]);
-    assert!(logged(&server, "reconciled with the API"));
+    assert!(server.logged("reconciled with the API"));
     assert_eq!(server.metric("clusterdns_kubernetes_state_unconfirmed"), 0.0);
 }
 
@@ -153,7 +141,7 @@ fn corrupt_or_foreign_state_files_are_ignored_with_a_log_line() {
     for (content, reason) in cases {
         std::fs::write(&state, content).expect("write state");
         let server = Server::spawn(&dir, &conf);
-        assert!(logged(&server, reason), "{reason}");
+        assert!(server.logged(reason), "{reason}");
         assert!(server.log_contains("ignored"));
         assert_eq!(a(&server, "kubernetes.default.svc.cluster.local."), ["SERVFAIL"]);
         assert!(http_get(server.ready, "/ready").starts_with("HTTP/1.1 503"));

@@ -278,6 +278,19 @@ impl Server {
             .is_ok_and(|l| l.iter().any(|line| line.contains(needle)))
     }
 
+    /// Whether the server logs `needle`, waited for (until [`REPLY`], a
+    /// ceiling only a hang reaches; the log is read by a thread of its own).
+    pub fn logged(&self, needle: &str) -> bool {
+        let started = Instant::now();
+        while !self.log_contains(needle) {
+            if started.elapsed() > REPLY {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
     /// Whether the process is still alive (checked through /proc).
     pub fn is_running(&self) -> bool {
         std::path::Path::new(&format!("/proc/{}/status", self.child.id())).exists()
