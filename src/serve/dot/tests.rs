@@ -173,17 +173,22 @@ async fn the_halves_carry_both_ways_over_a_socket_and_close_with_close_notify() 
         write.shutdown().await.expect("shutdown");
         query
     });
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let name = ServerName::try_from("dns.test").expect("name");
-    let mut tls = tokio_rustls::TlsConnector::from(client_config())
-        .connect(name, tcp)
-        .await
-        .expect("client handshake");
+    let mut tls = connect(addr).await;
     tls.write_all(b"query").await.expect("client write");
     let mut reply = Vec::new();
     tls.read_to_end(&mut reply).await.expect("reply, then close_notify");
     assert_eq!(reply, b"reply");
     assert_eq!(server.await.expect("server"), b"query");
+}
+
+/// A rustls client's TLS connection to `addr` (as dns.test), handshake done.
+async fn connect(addr: std::net::SocketAddr) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = ServerName::try_from("dns.test").expect("name");
+    tokio_rustls::TlsConnector::from(client_config())
+        .connect(name, tcp)
+        .await
+        .expect("client handshake")
 }
 
 #[tokio::test]
@@ -202,12 +207,7 @@ async fn a_reply_larger_than_the_socket_takes_waits_for_the_client_and_arrives_w
         write.flush().await.expect("flush");
         write.shutdown().await.expect("shutdown");
     });
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let name = ServerName::try_from("dns.test").expect("name");
-    let mut tls = tokio_rustls::TlsConnector::from(client_config())
-        .connect(name, tcp)
-        .await
-        .expect("client handshake");
+    let mut tls = connect(addr).await;
     // The client reads late: the server's writes wait for it.
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let mut got = Vec::new();

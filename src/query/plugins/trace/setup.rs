@@ -175,6 +175,17 @@ mod tests {
 
     use crate::config::tests::server_block;
 
+    /// The trace configuration `text` (one server block's body) sets up.
+    fn config(text: &str) -> std::sync::Arc<super::TraceConfig> {
+        let server = server_block(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        let setup = server.setup("trace").expect(text);
+        (&**setup as &dyn std::any::Any)
+            .downcast_ref::<super::TraceSetup>()
+            .expect(text)
+            .cfg
+            .clone()
+    }
+
     /// CoreDNS's TestTraceParse rows that load: endpoint, every, service,
     /// client_server and the zipkin sizes (0: the reporter's default).
     #[test]
@@ -241,12 +252,7 @@ mod tests {
             ),
         ];
         for (text, endpoint, every, service, client_server, (backlog, batch, secs)) in rows {
-            let server = server_block(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
-            let setup = server.setup("trace").expect(text);
-            let cfg = &(&**setup as &dyn std::any::Any)
-                .downcast_ref::<super::TraceSetup>()
-                .expect(text)
-                .cfg;
+            let cfg = &config(text);
             assert_eq!(cfg.endpoint, endpoint, "{text}");
             assert_eq!(
                 (cfg.every, cfg.service.as_str(), cfg.client_server),
@@ -279,12 +285,7 @@ mod tests {
                 0.1,
             ),
         ] {
-            let server = server_block(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
-            let setup = server.setup("trace").expect(text);
-            let cfg = &(&**setup as &dyn std::any::Any)
-                .downcast_ref::<super::TraceSetup>()
-                .expect(text)
-                .cfg;
+            let cfg = &config(text);
             assert_eq!(cfg.kind, super::Kind::Datadog, "{text}");
             assert_eq!((cfg.endpoint.as_str(), cfg.analytics_rate), (endpoint, rate), "{text}");
         }
