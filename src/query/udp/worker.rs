@@ -68,25 +68,22 @@ struct Worker<'a> {
 pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
     let now = Instant::now();
     let tcp = handler.router.load().tcp;
+    let bound = socket.local_addr().ok();
     let mut w = Worker {
         socket,
         handler,
         batch: Batch::new(),
         apart: None,
         scratch: Scratch {
-            local: socket.local_addr().ok(),
+            local: bound,
             ..Scratch::default()
         },
         queue: Queue::new(now),
         fair: Fairness::new(tcp.client_share, tcp.limited_clients, now),
         limited: Vec::new(),
         sessions: Sessions::default(),
-        bound: socket.local_addr().ok(),
-        wildcard: socket
-            .local_addr()
-            .ok()
-            .filter(|a| a.ip().is_unspecified())
-            .map(|a| a.port()),
+        bound,
+        wildcard: bound.filter(|a| a.ip().is_unspecified()).map(|a| a.port()),
     };
     while !stop.load(Ordering::Relaxed) {
         let now = if w.limited.is_empty() {

@@ -45,7 +45,7 @@ pub fn members(zone: &Zone) -> Result<Vec<Member>, String> {
     }
     let mut out: Vec<Member> = Vec::new();
     for owner in zone.owners() {
-        let Some(id) = id_under(owner, &zones, 1) else {
+        let Some(id) = id_under(owner, &zones) else {
             continue;
         };
         let Some(member) = one_ptr(zone, owner)? else {
@@ -68,9 +68,9 @@ pub fn members(zone: &Zone) -> Result<Vec<Member>, String> {
     Ok(out)
 }
 
-/// The ID label of `owner` when it is `depth` labels below `zones`.
-fn id_under(owner: &Name, zones: &Name, depth: u8) -> Option<String> {
-    if owner.num_labels() != zones.num_labels() + depth || !zones.zone_of(owner) {
+/// The ID label of `owner` when it is one label below `zones`.
+fn id_under(owner: &Name, zones: &Name) -> Option<String> {
+    if owner.num_labels() != zones.num_labels() + 1 || !zones.zone_of(owner) {
         return None;
     }
     owner.iter().next().map(|l| String::from_utf8_lossy(l).to_lowercase())
