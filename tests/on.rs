@@ -11,6 +11,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::netns::eventually;
 use common::{run, temp_dir, Server};
 
 /// A ceiling only a hang reaches.
@@ -35,15 +36,6 @@ fn corefile(dir: &Path) -> String {
     )
 }
 
-/// Waits for `path` to exist (a ceiling only a hang reaches).
-fn appears(path: &Path) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < HANG && !path.exists() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    path.exists()
-}
-
 /// `on startup` runs again for a configuration a reload switches in
 /// (caddy's instance-startup event), the new configuration's commands.
 #[test]
@@ -54,10 +46,10 @@ fn a_reload_runs_the_new_startup_commands() {
         format!(".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    reload 2s 0s\n    on startup mkdir {d}/{marker}\n    whoami\n}}\n")
     };
     let server = Server::start(&dir, &text("first"));
-    assert!(appears(&dir.join("first")), "startup command ran");
+    assert!(eventually(|| dir.join("first").exists()), "startup command ran");
     std::fs::write(dir.join("Corefile"), text("second")).expect("rewrite the Corefile");
     assert!(
-        appears(&dir.join("second")),
+        eventually(|| dir.join("second").exists()),
         "the reloaded configuration's startup command ran"
     );
     assert!(server.is_running());
@@ -68,7 +60,7 @@ fn startup_and_shutdown_commands_run() {
     let dir = temp_dir("on");
     let mut server = Server::start(&dir, &corefile(&dir));
     // TestHook/blocking: waited for once listening (ready answers after it)
-    assert!(appears(&dir.join("started")), "startup command ran");
+    assert!(eventually(|| dir.join("started").exists()), "startup command ran");
     let port = server.port();
     let answer = run(
         "dig",
@@ -76,7 +68,7 @@ fn startup_and_shutdown_commands_run() {
     );
     assert_eq!(answer.trim(), "192.0.2.9");
     // TestHook/nonBlocking: started and left to run
-    assert!(appears(&dir.join("background")), "background command ran");
+    assert!(eventually(|| dir.join("background").exists()), "background command ran");
     // TestHook/nonExistent, and a command that fails: logged, nothing else
     let started = Instant::now();
     while started.elapsed() < HANG && !(server.log_contains("did not start") && server.log_contains("failed")) {
