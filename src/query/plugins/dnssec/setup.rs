@@ -14,6 +14,7 @@ use hickory_proto::rr::Name;
 use super::key::{self, Key};
 use crate::corefile::args::{zones, Args};
 use crate::corefile::blocks::Directive;
+use crate::corefile::lexer::Word;
 use crate::corefile::options::{self, Opt, MANY};
 use crate::corefile::problem::ConfigError;
 use crate::query::plugins::chain::Setup;
@@ -36,6 +37,23 @@ struct Reading {
     capacity: usize,
 }
 
+/// `key file KEY...` of `dnssec` and `sign` (`plugin`): each KEY read
+/// into `keys`, or an error at its position.
+pub(super) fn read_key_files(
+    plugin: &str,
+    files: &[Word],
+    dir: &Path,
+    keys: &mut Vec<Key>,
+    errors: &mut Vec<ConfigError>,
+) {
+    for w in files {
+        match key::read(&w.text, dir) {
+            Ok(k) => keys.push(k),
+            Err(e) => errors.push(ConfigError::new(&w.pos, format!("{plugin}: key {}: {e}", w.text))),
+        }
+    }
+}
+
 /// The options of the block.
 const OPTIONS: &[Opt<Reading>] = &[
     Opt::new("key", (1, MANY), |a, r, errors| {
@@ -44,14 +62,7 @@ const OPTIONS: &[Opt<Reading>] = &[
             "file" if files.is_empty() => {
                 errors.push(ConfigError::new(&how.pos, "dnssec: key file needs at least one KEY"));
             }
-            "file" => {
-                for w in files {
-                    match key::read(&w.text, &r.dir) {
-                        Ok(k) => r.keys.push(k),
-                        Err(e) => errors.push(ConfigError::new(&w.pos, format!("dnssec: key {}: {e}", w.text))),
-                    }
-                }
-            }
+            "file" => read_key_files("dnssec", files, &r.dir, &mut r.keys, errors),
             "aws_secretsmanager" => errors.push(ConfigError::new(
                 &how.pos,
                 "dnssec: key aws_secretsmanager is not supported (no AWS API to read it from); use key file",

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hickory_proto::rr::Name;
 
-use super::key::{self, Key};
+use super::key::Key;
 use super::zone::sign_zone;
 use super::zone_text::zone_text;
 use crate::corefile::args::zones;
@@ -46,14 +46,7 @@ struct Reading {
 
 const OPTIONS: &[Opt<Reading>] = &[
     Opt::new("key", (2, MANY), |a, r, errors| match a.args[0].text.as_str() {
-        "file" => {
-            for w in &a.args[1..] {
-                match key::read(&w.text, &r.dir) {
-                    Ok(k) => r.keys.push(k),
-                    Err(e) => errors.push(ConfigError::new(&w.pos, format!("sign: key {}: {e}", w.text))),
-                }
-            }
-        }
+        "file" => super::setup::read_key_files("sign", &a.args[1..], &r.dir, &mut r.keys, errors),
         "directory" => errors.push(ConfigError::new(
             &a.args[0].pos,
             "sign: key directory is not implemented (nor in CoreDNS); use key file",
