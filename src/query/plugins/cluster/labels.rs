@@ -49,6 +49,20 @@ const INVALID: &str = "invalid request";
 impl NameLabels for ClusterLabels {
     fn value(&self, label: &str, name: &Name) -> Option<String> {
         let label = label.strip_prefix("kubernetes/")?;
+        // a label this plugin does not set costs no parse
+        const SET: [&str; 8] = [
+            "port-name",
+            "protocol",
+            "endpoint",
+            "cluster",
+            "service",
+            "namespace",
+            "kind",
+            "parse-error",
+        ];
+        if !SET.contains(&label) {
+            return None;
+        }
         let zone = self
             .zones
             .iter()
