@@ -22,7 +22,6 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -32,7 +31,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::body::Reply;
 use super::certs::Certs;
-use super::doh2::Activity;
+use super::doh2::{Activity, Closing, Turn, TICK};
 use super::records::RecordPerAnswer;
 use super::request::{respond, Ends, MAX_HEAD};
 use crate::metrics::{DohRefusal, TcpClose};
@@ -191,25 +190,16 @@ where
     let builder = builder(&limits, app.max_streams(&limits));
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
-    let mut why = TcpClose::Client;
-    // Once shut down gracefully: when the connection is dropped anyway (a
-    // client that never finished its HTTP/2 preface ignores a GOAWAY).
-    let mut hard: Option<Instant> = None;
+    let mut closing = Closing::default();
     loop {
         tokio::select! {
-            done = conn.as_mut() => return closed(why, done),
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            done = conn.as_mut() => return closed(closing.why, done),
+            _ = tokio::time::sleep(TICK) => {}
         }
-        if hard.is_some_and(|at| Instant::now() >= at) {
-            return why;
-        }
-        if why == TcpClose::Client {
-            let Some(closing) = activity.closing(stop, limits.idle) else {
-                continue;
-            };
-            why = closing;
-            conn.as_mut().graceful_shutdown();
-            hard = Some(Instant::now() + limits.write);
+        match closing.turn(&activity, stop, &limits) {
+            Turn::Stay => {}
+            Turn::Shutdown => conn.as_mut().graceful_shutdown(),
+            Turn::End => return closing.why,
         }
     }
 }

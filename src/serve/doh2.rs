@@ -34,7 +34,7 @@ use crate::query::tcp::conns::Seat;
 use crate::query::Handler;
 
 /// How often the idle and stop checks look.
-const TICK: Duration = Duration::from_millis(500);
+pub(super) const TICK: Duration = Duration::from_millis(500);
 
 /// A stream whose flushes are put off while `held` is set.
 pub struct Held<I> {
@@ -108,7 +108,7 @@ where
     };
     let mut pending = FuturesUnordered::new();
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
-    let (mut why, mut hard) = (TcpClose::Client, None::<Instant>);
+    let mut closing = Closing::default();
     loop {
         let event = poll_fn(|cx| {
             let start = |req, respond| one(req, respond, ends, handler.clone(), activity.clone());
@@ -116,18 +116,12 @@ where
         })
         .await;
         if let Event::Closed = event {
-            return why;
+            return closing.why;
         }
-        if hard.is_some_and(|at| Instant::now() >= at) {
-            return why;
-        }
-        if why == TcpClose::Client {
-            let Some(closing) = activity.closing(stop, limits.idle) else {
-                continue;
-            };
-            why = closing;
-            conn.graceful_shutdown();
-            hard = Some(Instant::now() + limits.write);
+        match closing.turn(&activity, stop, &limits) {
+            Turn::Stay => {}
+            Turn::Shutdown => conn.graceful_shutdown(),
+            Turn::End => return closing.why,
         }
     }
 }
@@ -226,6 +220,51 @@ async fn body(mut recv: RecvStream) -> Result<Vec<u8>, DohRefusal> {
         out.extend_from_slice(&chunk);
     }
     Ok(out)
+}
+
+/// Why a DoH connection closes, and, once it was shut down gracefully,
+/// when it is dropped anyway (a client that never finished its HTTP/2
+/// preface ignores a GOAWAY). Asked at every tick of the connection's loop.
+pub(super) struct Closing {
+    pub(super) why: TcpClose,
+    hard: Option<Instant>,
+}
+
+/// What a connection's loop does after a tick.
+pub(super) enum Turn {
+    Stay,
+    /// Start closing: shut the connection down gracefully.
+    Shutdown,
+    /// Drop it: the graceful shutdown took longer than `write`.
+    End,
+}
+
+impl Default for Closing {
+    fn default() -> Self {
+        Closing {
+            why: TcpClose::Client,
+            hard: None,
+        }
+    }
+}
+
+impl Closing {
+    pub(super) fn turn(&mut self, activity: &Activity, stop: &AtomicBool, limits: &TcpLimits) -> Turn {
+        if self.hard.is_some_and(|at| Instant::now() >= at) {
+            return Turn::End;
+        }
+        if self.why != TcpClose::Client {
+            return Turn::Stay;
+        }
+        match activity.closing(stop, limits.idle) {
+            None => Turn::Stay,
+            Some(why) => {
+                self.why = why;
+                self.hard = Some(Instant::now() + limits.write);
+                Turn::Shutdown
+            }
+        }
+    }
 }
 
 /// Requests of one connection in progress, and when the last one ended;
