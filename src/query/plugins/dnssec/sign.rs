@@ -33,15 +33,25 @@ pub struct Window {
     pub now: u32,
 }
 
+/// The Unix time now, as RRSIG times are (serial number arithmetic:
+/// they wrap past 2106).
+pub fn unix_now() -> u32 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as u32
+}
+
 impl Window {
-    pub fn now() -> Window {
-        let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let now = secs as u32; // serial number arithmetic: times wrap past 2106
+    /// From three hours before `now` for `days` days.
+    pub fn at(now: u32, days: u32) -> Window {
         Window {
             inception: now.wrapping_sub(3 * HOUR),
-            expiration: now.wrapping_add(8 * DAY),
+            expiration: now.wrapping_add(days * DAY),
             now,
         }
+    }
+
+    /// `dnssec`'s signatures made now: eight days.
+    pub fn now() -> Window {
+        Window::at(unix_now(), 8)
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
@@ -121,7 +121,7 @@ impl SignConfig {
 
     fn sign(&self, zone: &Name, out: &Path) -> Result<(), String> {
         let loaded = crate::zonefile::parse_file(&self.dbfile, zone)?;
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as u32;
+        let now = super::sign::unix_now();
         let records = sign_zone(&loaded, &self.keys, now);
         let text = zone_text(loaded.origin(), &records, now);
         // written whole then renamed: `file` never reads half a zone

@@ -17,16 +17,9 @@ use crate::corefile::args::lower_wire;
 use crate::zonefile::dnssec::{type_bitmap, unknown};
 use crate::zonefile::Zone;
 
-const HOUR: u32 = 3600;
-const DAY: u32 = 24 * HOUR;
-
-/// The validity of the signatures `sign` makes at `now`.
+/// The validity of the signatures `sign` makes at `now`: 32 days.
 pub fn window(now: u32) -> Window {
-    Window {
-        inception: now.wrapping_sub(3 * HOUR),
-        expiration: now.wrapping_add(32 * DAY),
-        now,
-    }
+    Window::at(now, 32)
 }
 
 /// `zone` signed by `keys` at `now`, its records in canonical order.
