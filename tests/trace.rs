@@ -94,6 +94,16 @@ impl Collector {
 
     /// The root spans, once there are at least `n` (a ceiling only a hang reaches).
     fn roots(&self, n: usize) -> Vec<Value> {
+        self.roots_when(|roots| roots.len() >= n)
+    }
+
+    /// The root spans, once one is the query for `name`.
+    fn roots_until(&self, name: &str) -> Vec<Value> {
+        self.roots_when(|roots| roots.iter().any(|s| s["tags"]["coredns.io/name"] == name))
+    }
+
+    /// The root spans, once `enough` says so of them (a ceiling only a hang reaches).
+    fn roots_when(&self, enough: impl Fn(&[Value]) -> bool) -> Vec<Value> {
         let started = Instant::now();
         loop {
             let roots: Vec<Value> = self
@@ -104,7 +114,7 @@ impl Collector {
                 .filter(|s| s["name"] == "servedns")
                 .cloned()
                 .collect();
-            if roots.len() >= n || started.elapsed() >= HANG {
+            if enough(&roots) || started.elapsed() >= HANG {
                 return roots;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -205,21 +215,27 @@ fn every_n_sends_one_query_in_n() {
         &dir,
         &corefile(&format!("http://{addr}/api/v2/spans"), "        every 3"),
     );
-    for i in 0..9 {
+    for i in 0..12 {
         assert_eq!(dig(&server, &[&format!("q{i}.example.org"), "A"]).status, "NOERROR");
     }
-    let roots = collector.roots(3);
-    std::thread::sleep(Duration::from_millis(500)); // a fourth would come with the next batch
-    let roots = collector.roots(roots.len());
+    // spans leave in the order they were served, a batch at a time: once
+    // the twelfth query's root is in, any other sampled root is too
+    let roots = collector.roots_until("q11.example.org.");
     let names: Vec<&str> = roots
         .iter()
         .filter_map(|s| s["tags"]["coredns.io/name"].as_str())
         .collect();
-    assert_eq!(names.len(), 3, "{names:?}");
-    // the third, sixth and ninth (CoreDNS counts from 1 and traces when N divides the count)
-    for want in ["q2.example.org.", "q5.example.org.", "q8.example.org."] {
-        assert!(names.contains(&want), "{names:?}");
-    }
+    // the third, sixth, ninth and twelfth (CoreDNS counts from 1 and traces when N divides the count)
+    assert_eq!(
+        names,
+        [
+            "q2.example.org.",
+            "q5.example.org.",
+            "q8.example.org.",
+            "q11.example.org."
+        ],
+        "{names:?}"
+    );
 }
 
 /// `clusterdns_trace_spans_dropped_total{reason}` once it is at least
