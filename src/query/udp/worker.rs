@@ -114,10 +114,17 @@ impl Worker<'_> {
                 // Idle: the queue is empty.
                 let now = Instant::now();
                 let change = self.queue.observe(Some(Duration::ZERO), 0, None, now);
-                adjust(self.socket, &mut self.batch, change);
+                adjust(self.socket, &mut self.batch, change, self.queue.stamps(now));
                 return now;
             }
-            Err(Errno::EINTR) => return Instant::now(),
+            Err(Errno::EINTR) => {
+                // Stopped and resumed (or a signal): what queued meanwhile
+                // is read with its stamps.
+                let now = Instant::now();
+                self.queue.away(now);
+                self.batch.stamps(self.socket, true);
+                return now;
+            }
             Err(e) => {
                 tracing::warn!(target: "udp", "receive failed: {e}");
                 return Instant::now();
@@ -126,7 +133,7 @@ impl Worker<'_> {
         let now = Instant::now();
         let least = self.batch.got.iter().filter_map(|d| d.waited).min();
         let change = self.queue.observe(least, self.batch.got.len(), self.batch.drops, now);
-        adjust(self.socket, &mut self.batch, change);
+        adjust(self.socket, &mut self.batch, change, self.queue.stamps(now));
         if self.queue.overloaded() {
             self.fair.overloaded();
         }
@@ -330,9 +337,11 @@ impl Worker<'_> {
     }
 }
 
-/// Applies the queue's decision: the receive buffer's size, and whether
-/// the kernel reports the socket's drop count with each datagram.
-fn adjust(socket: &UdpSocket, batch: &mut Batch, change: Option<Change>) {
+/// Applies the queue's decision: whether the kernel delivers receive
+/// stamps (`stamps`), the receive buffer's size, and whether it reports the
+/// socket's drop count with each datagram.
+fn adjust(socket: &UdpSocket, batch: &mut Batch, change: Option<Change>, stamps: bool) {
+    batch.stamps(socket, stamps);
     let Some(change) = change else {
         return;
     };
