@@ -72,8 +72,9 @@ pub struct Queue {
     drops: Option<u32>,
     /// Until when the worker asks for receive stamps ([`Queue::stamps`]).
     stamps_until: Option<Instant>,
-    /// The clock read of the last batch observed.
-    last: Instant,
+    /// [`MAX_WAIT`] after the clock read of the last batch observed: a
+    /// batch read later comes after the worker was away.
+    away_after: Instant,
 }
 
 impl Queue {
@@ -86,7 +87,7 @@ impl Queue {
             shed: 0,
             drops: None,
             stamps_until: None,
-            last: now,
+            away_after: now + MAX_WAIT,
         }
     }
 
@@ -111,10 +112,10 @@ impl Queue {
         drops: Option<u32>,
         now: Instant,
     ) -> Option<Change> {
-        if read >= BATCH || now.saturating_duration_since(self.last) > MAX_WAIT {
+        if read >= BATCH || now > self.away_after {
             self.away(now);
         }
-        self.last = now;
+        self.away_after = now + MAX_WAIT;
         if let Some(count) = drops {
             if let Some(seen) = self.drops {
                 self.shed += u64::from(count.wrapping_sub(seen));
