@@ -72,9 +72,8 @@ pub struct Queue {
     drops: Option<u32>,
     /// Until when the worker asks for receive stamps ([`Queue::stamps`]).
     stamps_until: Option<Instant>,
-    /// [`MAX_WAIT`] after the clock read of the last batch observed: a
-    /// batch read later comes after the worker was away.
-    away_after: Instant,
+    /// The clock read of the last batch observed (or idle poll).
+    read_at: Instant,
 }
 
 impl Queue {
@@ -87,7 +86,7 @@ impl Queue {
             shed: 0,
             drops: None,
             stamps_until: None,
-            away_after: now + MAX_WAIT,
+            read_at: now,
         }
     }
 
@@ -112,10 +111,12 @@ impl Queue {
         drops: Option<u32>,
         now: Instant,
     ) -> Option<Change> {
-        if read >= BATCH || now > self.away_after {
+        // full: the queue held more; late: woken, then starved (an idle
+        // worker reads the clock at every poll)
+        if read >= BATCH || now > self.read_at + MAX_WAIT {
             self.away(now);
         }
-        self.away_after = now + MAX_WAIT;
+        self.read_at = now;
         if let Some(count) = drops {
             if let Some(seen) = self.drops {
                 self.shed += u64::from(count.wrapping_sub(seen));
@@ -164,10 +165,18 @@ impl Queue {
         self.overloaded() || self.stamps_until.is_some_and(|until| now < until)
     }
 
+    /// Notes that the worker is about to read its socket at `now`. If it
+    /// last read it more than [`STANDING`] ago (stopped, preempted or slow
+    /// on a batch meanwhile, not waiting on the socket), what queued since
+    /// may have waited that long: it is read with stamps.
+    pub fn reading(&mut self, now: Instant) {
+        if now > self.read_at + STANDING {
+            self.away(now);
+        }
+    }
+
     /// Notes that the worker may have been away from its socket (stopped,
     /// starved, or a batch came back full): the next batches are stamped.
-    /// A batch read after more than [`MAX_WAIT`] without a clock read
-    /// counts too (an idle worker reads the clock at every poll).
     pub fn away(&mut self, now: Instant) {
         self.stamps_until = Some(now + INTERVAL);
     }
@@ -355,6 +364,14 @@ mod tests {
         let mut q = Queue::new(t0);
         q.observe(None, SOME, None, at(t0, 1500));
         assert!(q.stamps(at(t0, 1500)));
+        // The socket read again after a batch's work took long (stopped,
+        // preempted): stamped; after a short one, not.
+        let mut q = Queue::new(t0);
+        q.observe(None, SOME, None, at(t0, 1));
+        q.reading(at(t0, 2));
+        assert!(!q.stamps(at(t0, 2)));
+        q.reading(at(t0, 20));
+        assert!(q.stamps(at(t0, 20)));
         let mut q = Queue::new(t0);
         q.away(at(t0, 10));
         assert!(q.stamps(at(t0, 10)));
