@@ -1,8 +1,9 @@
 //! A UDP worker's batch: the buffers, headers and control space for one
 //! `recvmmsg` and one `sendmmsg`, reused for every batch. Each received
-//! datagram comes with the kernel's receive stamp (how long it queued) and,
-//! while the worker asks for it, the socket's count of datagrams dropped
-//! at the door (`SO_RXQ_OVFL`), and on a socket bound to the unspecified
+//! datagram comes, while the worker asks for them ([`Batch::stamps`]; the
+//! wall clock is read for them only then), with the kernel's receive stamp
+//! (how long it queued) and the socket's count of datagrams dropped at the
+//! door (`SO_RXQ_OVFL`), and on a socket bound to the unspecified
 //! address, the address it was sent to (`IP_PKTINFO`, `IPV6_RECVPKTINFO`),
 //! which its reply is then sent from (else the kernel picks the source by
 //! route, and a query to another of the host's addresses gets a reply from
@@ -15,13 +16,14 @@
 //! later one with more comes back cut (`MSG_CTRUNC`) and its drop count is
 //! lost, and with it the stamp (nix gives no control data from a cut
 //! buffer). So the headers are rebuilt, which restores the full length,
-//! whenever a batch was cut and when the worker starts reading drop counts.
-//! A slot whose datagram carried no control data at all (the kernel turns
-//! stamps on a moment after a socket asks, so the first datagrams may come
-//! unstamped) keeps a control length of 0 and cuts every later stamp: a
-//! batch with an unstamped datagram rebuilds them too, a bounded number of
-//! times ([`UNSTAMPED_REBUILDS`]), so a kernel that never stamps costs no
-//! rebuild per batch.
+//! whenever a batch was cut and when the worker starts reading drop counts
+//! or stamps. A slot whose datagram carried no control data at all (the
+//! kernel turns stamps on a moment after a socket asks, so the first
+//! datagrams may come unstamped) keeps a control length of 0 and cuts every
+//! later stamp: a batch with an unstamped datagram (while stamps are asked
+//! for) rebuilds them too, a bounded number of times
+//! ([`UNSTAMPED_REBUILDS`]), so a kernel that never stamps costs no rebuild
+//! per batch.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, UdpSocket};
@@ -29,7 +31,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, SystemTime};
 
 use nix::errno::Errno;
-use nix::sys::socket::{self, ControlMessage, ControlMessageOwned, MsgFlags, MultiHeaders, SockaddrStorage};
+use nix::sys::socket::{self, sockopt, ControlMessage, ControlMessageOwned, MsgFlags, MultiHeaders, SockaddrStorage};
 use nix::sys::time::TimeSpec;
 
 /// Datagrams received and replies sent per system call, at most.
@@ -92,6 +94,8 @@ pub struct Batch {
     to: Vec<Option<SockaddrStorage>>,
     /// Rebuilds left for unstamped datagrams (see the module comment).
     unstamped: u8,
+    /// Whether the socket delivers receive stamps (it does when bound).
+    stamps: bool,
 }
 
 fn receiving() -> MultiHeaders<SockaddrStorage> {
@@ -115,6 +119,22 @@ impl Batch {
             replies: Vec::with_capacity(BATCH),
             to: Vec::with_capacity(BATCH),
             unstamped: UNSTAMPED_REBUILDS,
+            stamps: true,
+        }
+    }
+
+    /// Asks `socket` for each datagram's receive stamp, or stops asking.
+    /// The kernel keeps stamping arrivals once a socket has asked (until
+    /// it closes), so datagrams queued while stamps were off carry their
+    /// arrival time when read after they are back on.
+    pub fn stamps(&mut self, socket: &UdpSocket, on: bool) {
+        if on == self.stamps || socket::setsockopt(socket, sockopt::ReceiveTimestampns, &on).is_err() {
+            return;
+        }
+        self.stamps = on;
+        if on {
+            // while off, every slot's control length shrank to what came
+            self.make_room();
         }
     }
 
@@ -140,9 +160,7 @@ impl Batch {
         let mut iovs = self.bufs.each_mut().map(|b| [IoSliceMut::new(b)]);
         let results = socket::recvmmsg(socket.as_raw_fd(), &mut self.received, iovs.iter_mut(), flags, None)?;
         // the clock read once a batch, in nanoseconds as the stamps are
-        let wall = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| {
-            d.as_secs().saturating_mul(1_000_000_000) + u64::from(d.subsec_nanos())
-        });
+        let wall = if self.stamps { wall_nanos() } else { 0 };
         let (mut cut, mut bare) = (false, false);
         for msg in results {
             let (mut stamp, mut to) = (None, None);
@@ -160,7 +178,7 @@ impl Batch {
                 }
             }
             cut |= msg.flags.contains(MsgFlags::MSG_CTRUNC);
-            bare |= stamp.is_none();
+            bare |= self.stamps && stamp.is_none();
             // A stamp from a clock set back counts as no wait, one far off as none.
             let waited = stamp
                 .map(|at| wall.saturating_sub(at))
@@ -270,6 +288,13 @@ impl Batch {
     }
 }
 
+/// The wall clock in nanoseconds since the epoch, as stamps are.
+fn wall_nanos() -> u64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| {
+        d.as_secs().saturating_mul(1_000_000_000) + u64::from(d.subsec_nanos())
+    })
+}
+
 /// A stamp in nanoseconds since the epoch (`None`: before it).
 fn nanos(t: TimeSpec) -> Option<u64> {
     let secs = u64::try_from(t.tv_sec()).ok()?;
@@ -277,121 +302,4 @@ fn nanos(t: TimeSpec) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::net::SocketAddr;
-
-    fn receive_all(batch: &mut Batch, socket: &UdpSocket) -> Vec<Datagram> {
-        let mut all = Vec::new();
-        while batch.receive(socket).is_ok() {
-            all.extend_from_slice(&batch.got);
-            if batch.got.len() < BATCH {
-                break;
-            }
-        }
-        all
-    }
-
-    #[test]
-    fn every_datagram_is_stamped_and_drop_counts_survive_shrunken_headers() {
-        let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
-        let to = server.local_addr().expect("address");
-        let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        let mut batch = Batch::new();
-        // Stamps only: each slot's control length shrinks to a stamp's.
-        for _ in 0..BATCH {
-            client.send_to(b"query", to).expect("send");
-        }
-        let got = receive_all(&mut batch, &server);
-        assert_eq!(got.len(), BATCH);
-        assert!(got.iter().all(|d| d.waited.is_some_and(|w| w < Duration::from_secs(1))));
-        assert_eq!(batch.drops, None);
-        // A buffer of a few datagrams, and counts asked for: most are dropped.
-        socket2::SockRef::from(&server).set_recv_buffer_size(1).expect("buffer");
-        socket::setsockopt(&server, socket::sockopt::RxqOvfl, &1).expect("drop counts");
-        for _ in 0..200 {
-            client.send_to(b"query", to).expect("send");
-        }
-        let queued = receive_all(&mut batch, &server).len();
-        assert!(queued > 0 && queued < 50, "{queued} queued");
-        // The next datagram carries the count. Its slot is too short for it
-        // (MSG_CTRUNC: nix then gives none of its control data, not even the
-        // stamp), which rebuilds the headers: the next one has both.
-        client.send_to(b"query", to).expect("send");
-        let got = receive_all(&mut batch, &server);
-        assert_eq!((got.len(), got[0].waited, batch.drops), (1, None, None));
-        client.send_to(b"query", to).expect("send");
-        let got = receive_all(&mut batch, &server);
-        assert_eq!(got.len(), 1);
-        assert!(got[0].waited.is_some());
-        assert_eq!(batch.drops, u32::try_from(200 - queued).ok());
-    }
-
-    #[test]
-    fn a_slot_that_held_an_unstamped_datagram_stamps_again() {
-        // A socket not yet stamping (as before the kernel turns stamps on):
-        // its datagram leaves the slot's control length at 0.
-        let server = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        let to = server.local_addr().expect("address");
-        let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        let mut batch = Batch::new();
-        client.send_to(b"query", to).expect("send");
-        let got = receive_all(&mut batch, &server);
-        assert_eq!((got.len(), got[0].waited), (1, None));
-        // Stamps on: the same slot must carry the next one's stamp, and
-        // the stamp must say how long it queued.
-        socket::setsockopt(&server, socket::sockopt::ReceiveTimestampns, &true).expect("stamps");
-        client.send_to(b"query", to).expect("send");
-        let got = receive_all(&mut batch, &server);
-        assert_eq!(got.len(), 1);
-        assert!(got[0].waited.is_some(), "the slot carries the stamp again");
-        // The kernel turns arrival stamps on in a deferred work item; until
-        // it has run, a datagram is stamped when it is read (a wait of ~0).
-        // So the wait is checked on datagrams sent after that, at most 20.
-        let mut waits = Vec::new();
-        for _ in 0..20 {
-            client.send_to(b"query", to).expect("send");
-            std::thread::sleep(Duration::from_millis(50));
-            let got = receive_all(&mut batch, &server);
-            assert_eq!(got.len(), 1);
-            waits.push(got[0].waited);
-            if got[0].waited.is_some_and(|w| w >= Duration::from_millis(40)) {
-                return;
-            }
-        }
-        panic!("no stamp says how long the datagram queued: {waits:?}");
-    }
-
-    #[test]
-    fn a_wildcard_socket_tells_each_datagram_s_destination() {
-        for (bind, dests) in [("0.0.0.0:0", &["127.0.0.1", "127.0.0.2"][..]), ("[::]:0", &["::1"][..])] {
-            let Ok(server) = super::super::bind(bind.parse().expect("address")) else {
-                continue; // no IPv6 here
-            };
-            let port = server.local_addr().expect("address").port();
-            let mut batch = Batch::new(); // a worker's, for one socket
-            for dest in dests {
-                let ip: IpAddr = dest.parse().expect("ip");
-                let client = UdpSocket::bind((ip, 0)).expect("bind");
-                client.send_to(b"query", (ip, port)).expect("send");
-                let got = receive_all(&mut batch, &server);
-                assert_eq!(got.iter().map(|d| d.to).collect::<Vec<_>>(), [Some(ip)], "{bind}");
-                // The reply goes from that address, not the one the route picks.
-                batch.reply(0, b"reply", got[0].to);
-                batch.send(&server);
-                client.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
-                let mut buf = [0u8; 16];
-                let (n, source) = client.recv_from(&mut buf).expect("the reply");
-                assert_eq!((&buf[..n], source), (&b"reply"[..], SocketAddr::new(ip, port)));
-            }
-        }
-        // Bound to one address: that address, not told per datagram.
-        let mut batch = Batch::new();
-        let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
-        let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        client
-            .send_to(b"query", server.local_addr().expect("address"))
-            .expect("send");
-        assert_eq!(receive_all(&mut batch, &server)[0].to, None);
-    }
-}
+mod tests;

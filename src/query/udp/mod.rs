@@ -1,14 +1,28 @@
 //! UDP: one `SO_REUSEPORT` socket per worker thread, so the kernel spreads
 //! clients across workers. Each worker loops over batches: one `recvmmsg`
 //! (`MSG_WAITFORONE`: wait for the first datagram, then take what is
-//! queued, up to [`BATCH`]), one clock read, each query answered
+//! queued, up to [`BATCH`]) between two clock reads, each query answered
 //! synchronously in the worker's scratch space, and one `sendmmsg` of the
 //! replies, each to the address its query came from. Buffers are the
 //! worker's own, reused for every batch ([`batch`]).
 //!
 //! Overload is bounded in time ([`queue`] has the policy and its reasons).
 //! The kernel stamps each datagram as it arrives (`SO_TIMESTAMPNS`), which
-//! tells the worker how long each query queued. While the worker keeps up,
+//! tells the worker how long each query queued. Delivering the stamps costs
+//! about half a microsecond a query (the zero-work echo with and without
+//! them), so a worker asks for them only while its queue may stand: from a
+//! batch that came back full (the queue held more) until an [`INTERVAL`]
+//! without one, while overloaded, and after it was away from its socket (a
+//! stop, which ends a waiting `recvmmsg` with `EINTR`; a clock read before
+//! each `recvmmsg` more than [`STANDING`] after the last batch's, as when
+//! stopped or preempted while answering; or a batch read more than
+//! [`MAX_WAIT`] after the last clock read, woken and then starved: that
+//! batch itself is answered unjudged). Once a socket has asked, the kernel
+//! stamps every arrival until the socket closes, so what queued while
+//! delivery was off tells its wait when read after it is back on. Without
+//! stamps, the batch before emptied the queue, so a query waited at most
+//! that batch's work (under [`STANDING`]) and the worker's wake-up. While
+//! the worker keeps up,
 //! the receive buffer is roomy ([`ROOMY_BUFFER`]), so bursts and pauses
 //! queue rather than drop. When the queue stays non-empty (full batches)
 //! with its least wait over [`STANDING`] for [`INTERVAL`] (a standing
@@ -27,8 +41,11 @@
 //! ([`MAX_WAIT`]: the worker was stopped or starved) is dropped unanswered
 //! and counted too; a younger one is still wanted (stub resolvers retry
 //! after 1 to 5 s), so a starved worker's backlog is answered outside
-//! overload. The same stamp starts the query's duration metric, so it
-//! counts the time spent queued.
+//! overload. The same stamp starts the query's duration metric, which then
+//! counts the time spent queued. Without stamps the duration starts at
+//! the batch's clock read, after `recvmmsg`: it leaves out the wait of a
+//! query that arrived while the previous batch was answered (at most that
+//! batch's work), and that of a batch read late by a worker that was away.
 //!
 //! That policy protects the server, not its clients: the kernel drops at
 //! a full receive buffer whatever the source, so one client sending more

@@ -1,6 +1,7 @@
 //! The overload policy of a UDP worker, kept apart from the sockets so that
 //! it can be tested with made-up clocks. It watches two things: how long
-//! the queries of each batch queued (the kernel's receive stamps) and
+//! the queries of each batch queued (the kernel's receive stamps, asked
+//! for only while a queue may stand: [`Queue::stamps`]) and
 //! whether the kernel dropped datagrams at the door (the socket's drop
 //! count, read only while the buffer is tight). From them it decides the
 //! receive buffer's size and which queries are too stale to answer.
@@ -69,6 +70,10 @@ pub struct Queue {
     shed: u64,
     /// The socket's drop count as last reported.
     drops: Option<u32>,
+    /// Until when the worker asks for receive stamps ([`Queue::stamps`]).
+    stamps_until: Option<Instant>,
+    /// The clock read of the last batch observed (or idle poll).
+    read_at: Instant,
 }
 
 impl Queue {
@@ -80,6 +85,8 @@ impl Queue {
             read: 0,
             shed: 0,
             drops: None,
+            stamps_until: None,
+            read_at: now,
         }
     }
 
@@ -104,6 +111,12 @@ impl Queue {
         drops: Option<u32>,
         now: Instant,
     ) -> Option<Change> {
+        // full: the queue held more; late: woken, then starved (an idle
+        // worker reads the clock at every poll)
+        if read >= BATCH || now > self.read_at + MAX_WAIT {
+            self.away(now);
+        }
+        self.read_at = now;
         if let Some(count) = drops {
             if let Some(seen) = self.drops {
                 self.shed += u64::from(count.wrapping_sub(seen));
@@ -139,6 +152,33 @@ impl Queue {
             _ => self.above_since = None,
         }
         None
+    }
+
+    /// Whether the worker needs each datagram's receive stamp in its next
+    /// batch: while the queue may stand (a batch came back full within the
+    /// last [`INTERVAL`]: only full batches make a standing queue), while
+    /// overloaded, and for an [`INTERVAL`] after the worker was away. Else
+    /// no query can have waited longer than the worker's last batch took
+    /// (the one before it emptied the queue), and the stamps are not worth
+    /// their cost (the kernel writes each one out, and the worker reads it).
+    pub fn stamps(&self, now: Instant) -> bool {
+        self.overloaded() || self.stamps_until.is_some_and(|until| now < until)
+    }
+
+    /// Notes that the worker is about to read its socket at `now`. If it
+    /// last read it more than [`STANDING`] ago (stopped, preempted or slow
+    /// on a batch meanwhile, not waiting on the socket), what queued since
+    /// may have waited that long: it is read with stamps.
+    pub fn reading(&mut self, now: Instant) {
+        if now > self.read_at + STANDING {
+            self.away(now);
+        }
+    }
+
+    /// Notes that the worker may have been away from its socket (stopped,
+    /// starved, or a batch came back full): the next batches are stamped.
+    pub fn away(&mut self, now: Instant) {
+        self.stamps_until = Some(now + INTERVAL);
     }
 
     /// Whether a query that waited `waited` until `now` is still worth
@@ -293,5 +333,47 @@ mod tests {
             q.observe(Some(MS), FULL, Some(50_002), at(t0, 1251)),
             Some(Change::Loosen)
         );
+    }
+
+    #[test]
+    fn stamps_are_asked_for_only_while_the_queue_may_stand() {
+        let t0 = Instant::now();
+        let mut q = Queue::new(t0);
+        // Short batches: no standing queue can form, no stamps.
+        for ms in [1, 2, 3, 200] {
+            assert_eq!(q.observe(None, SOME, None, at(t0, ms)), None);
+            assert!(!q.stamps(at(t0, ms)), "at {ms} ms");
+        }
+        // A full batch: stamped for an interval of short batches after it.
+        q.observe(None, FULL, None, at(t0, 210));
+        assert!(q.stamps(at(t0, 210)));
+        q.observe(Some(MS), SOME, None, at(t0, 250));
+        assert!(q.stamps(at(t0, 250)));
+        q.observe(Some(MS), SOME, None, at(t0, 261));
+        assert!(!q.stamps(at(t0, 261)));
+        // Tight: stamped until roomy again, full batches or not.
+        let mut q = tightened_at_50_ms(t0);
+        for ms in [100, 400, 549] {
+            q.observe(Some(MS), SOME, Some(0), at(t0, ms));
+            assert!(q.stamps(at(t0, ms)), "at {ms} ms");
+        }
+        assert_eq!(q.observe(Some(MS), SOME, Some(0), at(t0, 560)), Some(Change::Loosen));
+        assert!(!q.stamps(at(t0, 620)));
+        // A batch read long after the last clock read (stopped, starved):
+        // the next ones are stamped; so after `away` (a stop seen).
+        let mut q = Queue::new(t0);
+        q.observe(None, SOME, None, at(t0, 1500));
+        assert!(q.stamps(at(t0, 1500)));
+        // The socket read again after a batch's work took long (stopped,
+        // preempted): stamped; after a short one, not.
+        let mut q = Queue::new(t0);
+        q.observe(None, SOME, None, at(t0, 1));
+        q.reading(at(t0, 2));
+        assert!(!q.stamps(at(t0, 2)));
+        q.reading(at(t0, 20));
+        assert!(q.stamps(at(t0, 20)));
+        let mut q = Queue::new(t0);
+        q.away(at(t0, 10));
+        assert!(q.stamps(at(t0, 10)));
     }
 }

@@ -21,7 +21,7 @@ use nix::sys::socket::{self, sockopt};
 use super::batch::{Batch, BATCH};
 use super::boxes::ClientQueue;
 use super::fair::{Fairness, Verdict, WINDOW};
-use super::queue::{Change, Queue, ROOMY_BUFFER, TIGHT_BUFFER};
+use super::queue::{Change, Queue, ROOMY_BUFFER, STANDING, TIGHT_BUFFER};
 use crate::metrics::Transport;
 use crate::query::defer::Sink;
 use crate::query::handler::Handler;
@@ -103,6 +103,10 @@ impl Worker<'_> {
     /// One batch from the shared socket (`wait`: for the first datagram,
     /// up to [`POLL`]); returns the clock read, if a batch came.
     fn shared(&mut self, wait: bool) -> Instant {
+        // Stamps only while a queue may stand ([`Queue::stamps`]).
+        let before = Instant::now();
+        self.queue.reading(before);
+        self.batch.stamps(self.socket, self.queue.stamps(before));
         let got = if wait {
             self.batch.receive(self.socket)
         } else {
@@ -113,11 +117,21 @@ impl Worker<'_> {
             Err(Errno::EAGAIN) => {
                 // Idle: the queue is empty.
                 let now = Instant::now();
+                if now > before + POLL + STANDING {
+                    // stopped or starved after the wait ended
+                    self.queue.away(now);
+                }
                 let change = self.queue.observe(Some(Duration::ZERO), 0, None, now);
                 adjust(self.socket, &mut self.batch, change);
                 return now;
             }
-            Err(Errno::EINTR) => return Instant::now(),
+            Err(Errno::EINTR) => {
+                // Stopped and resumed (or a signal): what queued meanwhile
+                // is read with its stamps.
+                let now = Instant::now();
+                self.queue.away(now);
+                return now;
+            }
             Err(e) => {
                 tracing::warn!(target: "udp", "receive failed: {e}");
                 return Instant::now();
@@ -209,12 +223,15 @@ impl Worker<'_> {
                 handler.metrics.dropped(Transport::Udp);
                 continue;
             }
-            let waited = d.waited.unwrap_or_default();
-            if !self.queue.fresh(waited, now) {
-                late += 1;
-                continue;
-            }
-            let started = now.checked_sub(waited).unwrap_or(now);
+            // unstamped (stamps off): read at `now`, fresh
+            let started = match d.waited {
+                Some(waited) if !self.queue.fresh(waited, now) => {
+                    late += 1;
+                    continue;
+                }
+                Some(waited) => now.checked_sub(waited).unwrap_or(now),
+                None => now,
+            };
             if let Some(port) = self.wildcard {
                 // a wildcard bind: the datagram's destination (the bound address if not told)
                 self.scratch.local = d.to.map(|ip| SocketAddr::new(ip, port)).or(self.bound);

@@ -1,0 +1,147 @@
+//! The batch against real sockets on loopback: stamps, drop counts and
+//! destinations as the kernel delivers them.
+
+use super::*;
+use std::net::SocketAddr;
+
+fn receive_all(batch: &mut Batch, socket: &UdpSocket) -> Vec<Datagram> {
+    let mut all = Vec::new();
+    while batch.receive(socket).is_ok() {
+        all.extend_from_slice(&batch.got);
+        if batch.got.len() < BATCH {
+            break;
+        }
+    }
+    all
+}
+
+#[test]
+fn every_datagram_is_stamped_and_drop_counts_survive_shrunken_headers() {
+    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+    let to = server.local_addr().expect("address");
+    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let mut batch = Batch::new();
+    // Stamps only: each slot's control length shrinks to a stamp's.
+    for _ in 0..BATCH {
+        client.send_to(b"query", to).expect("send");
+    }
+    let got = receive_all(&mut batch, &server);
+    assert_eq!(got.len(), BATCH);
+    assert!(got.iter().all(|d| d.waited.is_some_and(|w| w < Duration::from_secs(1))));
+    assert_eq!(batch.drops, None);
+    // A buffer of a few datagrams, and counts asked for: most are dropped.
+    socket2::SockRef::from(&server).set_recv_buffer_size(1).expect("buffer");
+    socket::setsockopt(&server, socket::sockopt::RxqOvfl, &1).expect("drop counts");
+    for _ in 0..200 {
+        client.send_to(b"query", to).expect("send");
+    }
+    let queued = receive_all(&mut batch, &server).len();
+    assert!(queued > 0 && queued < 50, "{queued} queued");
+    // The next datagram carries the count. Its slot is too short for it
+    // (MSG_CTRUNC: nix then gives none of its control data, not even the
+    // stamp), which rebuilds the headers: the next one has both.
+    client.send_to(b"query", to).expect("send");
+    let got = receive_all(&mut batch, &server);
+    assert_eq!((got.len(), got[0].waited, batch.drops), (1, None, None));
+    client.send_to(b"query", to).expect("send");
+    let got = receive_all(&mut batch, &server);
+    assert_eq!(got.len(), 1);
+    assert!(got[0].waited.is_some());
+    assert_eq!(batch.drops, u32::try_from(200 - queued).ok());
+}
+
+#[test]
+fn a_slot_that_held_an_unstamped_datagram_stamps_again() {
+    // A socket not yet stamping (as before the kernel turns stamps on):
+    // its datagram leaves the slot's control length at 0.
+    let server = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let to = server.local_addr().expect("address");
+    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let mut batch = Batch::new();
+    client.send_to(b"query", to).expect("send");
+    let got = receive_all(&mut batch, &server);
+    assert_eq!((got.len(), got[0].waited), (1, None));
+    // Stamps on: the same slot must carry the next one's stamp, and
+    // the stamp must say how long it queued.
+    socket::setsockopt(&server, socket::sockopt::ReceiveTimestampns, &true).expect("stamps");
+    client.send_to(b"query", to).expect("send");
+    let got = receive_all(&mut batch, &server);
+    assert_eq!(got.len(), 1);
+    assert!(got[0].waited.is_some(), "the slot carries the stamp again");
+    // The kernel turns arrival stamps on in a deferred work item; until
+    // it has run, a datagram is stamped when it is read (a wait of ~0).
+    // So the wait is checked on datagrams sent after that, at most 20.
+    let mut waits = Vec::new();
+    for _ in 0..20 {
+        client.send_to(b"query", to).expect("send");
+        std::thread::sleep(Duration::from_millis(50));
+        let got = receive_all(&mut batch, &server);
+        assert_eq!(got.len(), 1);
+        waits.push(got[0].waited);
+        if got[0].waited.is_some_and(|w| w >= Duration::from_millis(40)) {
+            return;
+        }
+    }
+    panic!("no stamp says how long the datagram queued: {waits:?}");
+}
+
+#[test]
+fn a_wildcard_socket_tells_each_datagram_s_destination() {
+    for (bind, dests) in [("0.0.0.0:0", &["127.0.0.1", "127.0.0.2"][..]), ("[::]:0", &["::1"][..])] {
+        let Ok(server) = super::super::bind(bind.parse().expect("address")) else {
+            continue; // no IPv6 here
+        };
+        let port = server.local_addr().expect("address").port();
+        let mut batch = Batch::new(); // a worker's, for one socket
+        for dest in dests {
+            let ip: IpAddr = dest.parse().expect("ip");
+            let client = UdpSocket::bind((ip, 0)).expect("bind");
+            client.send_to(b"query", (ip, port)).expect("send");
+            let got = receive_all(&mut batch, &server);
+            assert_eq!(got.iter().map(|d| d.to).collect::<Vec<_>>(), [Some(ip)], "{bind}");
+            // The reply goes from that address, not the one the route picks.
+            batch.reply(0, b"reply", got[0].to);
+            batch.send(&server);
+            client.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+            let mut buf = [0u8; 16];
+            let (n, source) = client.recv_from(&mut buf).expect("the reply");
+            assert_eq!((&buf[..n], source), (&b"reply"[..], SocketAddr::new(ip, port)));
+        }
+    }
+    // Bound to one address: that address, not told per datagram.
+    let mut batch = Batch::new();
+    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    client
+        .send_to(b"query", server.local_addr().expect("address"))
+        .expect("send");
+    assert_eq!(receive_all(&mut batch, &server)[0].to, None);
+}
+
+#[test]
+fn stamps_turned_off_are_not_delivered_and_turned_back_on_tell_the_arrival() {
+    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+    let to = server.local_addr().expect("address");
+    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let mut batch = Batch::new();
+    batch.stamps(&server, false);
+    client.send_to(b"query", to).expect("send");
+    let got = receive_all(&mut batch, &server);
+    assert_eq!((got.len(), got[0].waited), (1, None));
+    // Queued while off, read once they are back on: the stamp is the
+    // arrival's (the kernel's deferred switch-on aside: see above).
+    let mut waits = Vec::new();
+    for _ in 0..20 {
+        batch.stamps(&server, false);
+        client.send_to(b"query", to).expect("send");
+        std::thread::sleep(Duration::from_millis(50));
+        batch.stamps(&server, true);
+        let got = receive_all(&mut batch, &server);
+        assert_eq!(got.len(), 1);
+        waits.push(got[0].waited);
+        if got[0].waited.is_some_and(|w| w >= Duration::from_millis(40)) {
+            return;
+        }
+    }
+    panic!("no stamp says how long the datagram queued while stamps were off: {waits:?}");
+}
