@@ -88,6 +88,9 @@ where
         match meta.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params.continue_token = Some(token.owned()),
             None => {
+                // Freed before the writer hears the list is done (and
+                // trims the heap).
+                drop((text, changes));
                 let rv = meta.resource_version.map(|rv| rv.owned()).unwrap_or_default();
                 if f.tx.send(Change::RelistDone(t.kind)).await.is_err() {
                     return Ok(None);
