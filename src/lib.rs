@@ -25,7 +25,7 @@
 //! 5. [`admin`] and [`metrics`]: `/health`, `/ready`, `/metrics`.
 //! 6. [`app`]: wiring and lifecycle; [`nodelocal`]: the node's interface and
 //!    NOTRACK rules when running as a node-local cache.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod admin;
 pub mod app;

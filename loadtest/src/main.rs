@@ -182,6 +182,11 @@ fn watch_bench(args: &Args) -> Result<(), String> {
         r.sync_cpu_server.as_secs_f64(),
         r.sync_cpu_fake.as_secs_f64()
     );
+    println!(
+        "  steady RSS: anonymous {:.1} MB, file-backed {:.1} MB (the binary's pages: more when the file is fresh in the page cache)",
+        r.steady_anon_kb as f64 / 1024.0,
+        r.steady_file_kb as f64 / 1024.0
+    );
     if args.imports > 0 {
         let l = &r.import_changes;
         println!(

@@ -55,6 +55,11 @@ pub struct Warm {
 pub struct Report {
     pub sync: Duration,
     pub steady_rss_kb: u64,
+    /// The same moment's resident set split: anonymous (heap, stacks) and
+    /// file-backed (mostly the binary's text, whose count depends on how
+    /// much of the file the page cache holds), in KB.
+    pub steady_anon_kb: u64,
+    pub steady_file_kb: u64,
     pub change_p50: Duration,
     pub change_p99: Duration,
     pub change_max: Duration,
@@ -116,8 +121,13 @@ pub fn cpu_time(pid: u32) -> Duration {
 
 /// The resident set size of `pid` in KB (0 when unknown).
 pub fn rss_kb(pid: u32) -> u64 {
+    status_kb(pid, "VmRSS:")
+}
+
+/// One `/proc/PID/status` field in KB (0 when unknown): `VmRSS:`, `RssAnon:`, `RssFile:`.
+pub fn status_kb(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("");
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap_or("");
     line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
@@ -360,6 +370,7 @@ fn measure(opts: &Options) -> Result<Report, String> {
     let sync_cpu_fake = cpu_time(std::process::id()).saturating_sub(fake_before);
     std::thread::sleep(Duration::from_secs(2));
     let steady_rss_kb = rss_kb(pid);
+    let (steady_anon_kb, steady_file_kb) = (status_kb(pid, "RssAnon:"), status_kb(pid, "RssFile:"));
 
     let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let _ = sock.set_read_timeout(Some(Duration::from_millis(500)));
@@ -403,6 +414,8 @@ fn measure(opts: &Options) -> Result<Report, String> {
     Ok(Report {
         sync,
         steady_rss_kb,
+        steady_anon_kb,
+        steady_file_kb,
         change_p50: latencies.quantile(0.5),
         change_p99: latencies.quantile(0.99),
         change_max: latencies.max(),

@@ -206,6 +206,8 @@ fn follower<F>(
 
 /// The single writer: applies every queued change, then publishes once and
 /// records what was published; saves the state when the saver says so.
+/// Once synced, a completed list hands the memory it freed back to the
+/// system ([`super::trim`]).
 async fn write(
     mut rx: mpsc::Receiver<Change>,
     mut writer: Writer,
@@ -230,9 +232,9 @@ async fn write(
         };
         let Some(first) = first else { return };
         let mut next = Some(first);
-        let mut applied = 0;
+        let (mut applied, mut listed) = (0, false);
         while let Some(change) = next.take() {
-            apply(&mut writer, change, &mut resyncing, metrics);
+            listed |= apply(&mut writer, change, &mut resyncing, metrics);
             applied += 1;
             next = if applied < BATCH { rx.try_recv().ok() } else { None };
         }
@@ -241,6 +243,9 @@ async fn write(
         super::feed::record(&mut writer, metrics);
         if !was_synced && store.synced() {
             tracing::info!(target: "kubernetes", "synced: every watched kind listed; serving {} services", store.load().service_count());
+        }
+        if listed && store.synced() {
+            super::trim::after("a list");
         }
         if published && writer.confirmed() {
             if metrics.watch.unconfirmed_written_ms.swap(0, Relaxed) != 0 {
@@ -253,7 +258,8 @@ async fn write(
     }
 }
 
-fn apply(writer: &mut Writer, change: Change, resyncing: &mut [bool; Kind::COUNT], metrics: &Metrics) {
+/// Applies one change; whether it completed a list.
+fn apply(writer: &mut Writer, change: Change, resyncing: &mut [bool; Kind::COUNT], metrics: &Metrics) -> bool {
     match change {
         Change::Upsert(record) => {
             writer.apply(record);
@@ -269,6 +275,8 @@ fn apply(writer: &mut Writer, change: Change, resyncing: &mut [bool; Kind::COUNT
                 metrics.watch.resync_corrections[kind as usize].fetch_add(corrected as u64, Relaxed);
                 tracing::warn!(target: "kubernetes", "{}: resync corrected {corrected} objects the watch had missed", kind.name());
             }
+            return true;
         }
     }
+    false
 }

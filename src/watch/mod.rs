@@ -20,6 +20,7 @@ pub mod report;
 pub mod snapshot;
 pub mod startup;
 pub mod throttle;
+mod trim;
 pub mod wire;
 
 use std::sync::Arc;

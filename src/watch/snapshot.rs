@@ -231,6 +231,7 @@ pub async fn run(
                 }
                 let (objects, services, invalid) = (loaded.objects, store.load().service_count(), loaded.invalid.len());
                 tracing::info!(target: "kubernetes", "snapshot {}: loaded {objects} objects, {services} services, {invalid} skipped as malformed", path.display());
+                super::trim::after("loading the snapshot");
             }
             Err(e) => tracing::error!(target: "kubernetes", "{e}; keeping the previously loaded state"),
         }

@@ -145,7 +145,7 @@ impl Writer {
         trigger: Option<SystemTime>,
     ) -> bool {
         let owner_key = (slice.0.clone(), service);
-        if let Some(previous) = self.slice_owner_of(slice).filter(|p| p.1 != owner_key.1) {
+        if let Some(previous) = self.slice_moved_from(slice, &owner_key.1) {
             self.remove_slice_from(&previous, &slice.1);
         }
         let mut entry = match self.get_service(&owner_key) {
@@ -214,6 +214,17 @@ impl Writer {
         let service = self.live.namespaces.get(&slice.0)?.services.get(named)?;
         let held = service.slices.iter().any(|s| s.named(named, &slice.1));
         held.then(|| (slice.0.clone(), Arc::from(named)))
+    }
+
+    /// The Service other than `service` holding `slice`, if any. A slice
+    /// named after `service` and absent from the owner table is held by
+    /// `service` if by any: no lookup (the common case of a list).
+    fn slice_moved_from(&self, slice: &Pair, service: &str) -> Option<Pair> {
+        let named_after = slice.1.rsplit_once('-').is_some_and(|(named, _)| named == service);
+        if named_after && !self.slice_owner.contains_key(&self.slice_key(slice)) {
+            return None;
+        }
+        self.slice_owner_of(slice).filter(|p| &*p.1 != service)
     }
 
     /// Records that `slice` is one of the Service `id`: in the owner
