@@ -1,12 +1,16 @@
 //! One UDP worker's loop. While nobody is limited it is the plain batch
 //! loop: one waiting `recvmmsg` on the shared socket, the batch answered,
-//! one `sendmmsg`. When fairness limits a client ([`super::fair`]), the
+//! one `sendmmsg`; while misses it read are in flight on its own runtime,
+//! it waits for the socket through that runtime instead ([`super::wait`]).
+//! When fairness limits a client ([`super::fair`]), the
 //! worker reads in rounds instead: one batch from the shared socket, then
 //! one from each limited client's own queue ([`super::boxes`]), none
 //! waiting (deficit round robin with a quantum of one batch), and waits in
 //! `poll` on all of them only when every one was empty. A limited client
 //! so gets at most a batch per round, while the polite clients' queries
-//! in the shared queue wait at most one round.
+//! in the shared queue wait at most one round. Meanwhile new misses go to
+//! the shared forwarding lanes, and those still in flight here run between
+//! rounds, which then wait at most [`SHORT`].
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
@@ -22,6 +26,7 @@ use super::batch::{Batch, BATCH};
 use super::boxes::ClientQueue;
 use super::fair::{Fairness, Verdict, WINDOW};
 use super::queue::{Change, Queue, ROOMY_BUFFER, TIGHT_BUFFER};
+use super::wait::{Lane, POLL};
 use crate::metrics::Transport;
 use crate::query::defer::Sink;
 use crate::query::handler::Handler;
@@ -29,8 +34,8 @@ use crate::query::proxyproto::{self, sessions::Sessions};
 use crate::query::scratch::Scratch;
 use nix::sys::socket::SockaddrStorage;
 
-/// How often an idle worker checks for shutdown.
-pub(super) const POLL: Duration = Duration::from_millis(200);
+/// A round's wait while misses are in flight on the worker's runtime.
+const SHORT: Duration = Duration::from_millis(1);
 
 /// Batches read from a released client's queue before it is closed.
 const LAST_READS: usize = 4;
@@ -63,9 +68,13 @@ struct Worker<'a> {
     /// Its port when it is bound to the unspecified address: each
     /// datagram's destination (`Datagram::to`) is then the query's address.
     wildcard: Option<u16>,
+    /// Its misses run on its own runtime (`wait.rs`) while nobody is limited.
+    own_lane: bool,
 }
 
-pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
+/// The loop, until `stop`; `lane`: the worker's own runtime (`wait.rs`),
+/// when its misses run there.
+pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool, mut lane: Option<Lane>) {
     let now = Instant::now();
     let tcp = handler.router.load().tcp;
     let bound = socket.local_addr().ok();
@@ -84,18 +93,28 @@ pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBoo
         sessions: Sessions::default(),
         bound,
         wildcard: bound.filter(|a| a.ip().is_unspecified()).map(|a| a.port()),
+        own_lane: lane.is_some(),
     };
     while !stop.load(Ordering::Relaxed) {
-        let now = if w.limited.is_empty() {
-            w.shared(true)
+        let busy = lane.as_ref().is_some_and(Lane::busy);
+        let now = if !w.limited.is_empty() {
+            if busy {
+                tokio::task::yield_now().await;
+            }
+            w.round(if busy { SHORT } else { POLL })
+        } else if let Some(lane) = lane.as_mut().filter(|_| busy) {
+            w.wait(lane).await
         } else {
-            w.round()
+            w.shared(true)
         };
         w.judge(now);
     }
     for l in w.limited.drain(..) {
         handler.metrics.fair.limited(false);
         handler.metrics.fair.shed(l.namespace.as_ref(), l.shed);
+    }
+    if let Some(lane) = lane {
+        lane.drain().await;
     }
 }
 
@@ -137,9 +156,28 @@ impl Worker<'_> {
         now
     }
 
+    /// While misses are in flight: a batch from the shared socket once the
+    /// runtime finds it readable (see `wait.rs`); returns the clock read.
+    async fn wait(&mut self, lane: &mut Lane) -> Instant {
+        let Some(mut ready) = lane.readable().await else {
+            return Instant::now();
+        };
+        let now = self.shared(false);
+        if self.batch.got.len() < BATCH {
+            // the queue is empty: the next arrival is a new event
+            ready.clear_ready();
+        } else {
+            drop(ready);
+            // more is queued: the misses run first
+            tokio::task::yield_now().await;
+        }
+        now
+    }
+
     /// One round: a batch from the shared socket and from each limited
-    /// client's queue, none waiting; waits in `poll` when all were empty.
-    fn round(&mut self) -> Instant {
+    /// client's queue, none waiting; waits in `poll` (up to `wait`) when
+    /// all were empty.
+    fn round(&mut self, wait: Duration) -> Instant {
         let mut now = self.shared(false);
         let mut any = !self.batch.got.is_empty();
         // The limited queues' batches carry drop counts the shared one's
@@ -174,7 +212,7 @@ impl Worker<'_> {
                     .iter()
                     .map(|l| PollFd::new(l.queue.socket.as_fd(), PollFlags::POLLIN)),
             );
-            let _ = nix::poll::poll(&mut fds, POLL.as_millis() as u16);
+            let _ = nix::poll::poll(&mut fds, wait.as_millis() as u16);
             now = Instant::now();
         }
         now
@@ -292,6 +330,8 @@ impl Worker<'_> {
             "client {ip} (namespace {ns}) limited: it sent more than its share of an overloaded worker's queries; its queries now queue apart"
         );
         self.handler.metrics.fair.limited(true);
+        // rounds do not wait through the runtime: misses to the shared lanes
+        crate::query::forward::lanes::set_local(false);
         self.apart.get_or_insert_with(|| Box::new(Batch::new()));
         self.limited.push(Limited {
             queue,
@@ -308,6 +348,9 @@ impl Worker<'_> {
             return;
         };
         let mut l = self.limited.swap_remove(at);
+        if self.limited.is_empty() {
+            crate::query::forward::lanes::set_local(self.own_lane);
+        }
         self.swap_apart();
         for _ in 0..LAST_READS {
             if self.batch.receive_now(&l.queue.socket).is_err() {
