@@ -94,9 +94,19 @@ pub fn set_local(on: bool) {
     }
 }
 
-/// This thread's pool ([`POOLS`]) and who owns it now.
+/// This thread's pool ([`POOLS`]) and who owns it now: each lane's apart.
 pub fn owner() -> (usize, u64) {
     ON.with(Cell::get).unwrap_or((POOLS - 1, 0))
+}
+
+/// Like [`owner`], but one pool for every thread whose runtime always
+/// watches its sockets (the shared lanes and the multi-threaded runtime):
+/// a connection opened on one may be read on another. Only a worker's lane
+/// sleeps in a plain `recvmmsg` and keeps its own.
+pub fn owner_shared() -> (usize, u64) {
+    ON.with(Cell::get)
+        .filter(|(i, _)| *i >= MAX_LANES)
+        .unwrap_or((POOLS - 1, 0))
 }
 
 /// A UDP worker's lane: its runtime, and its slot while it lives.
@@ -171,7 +181,12 @@ impl<T: Default> PerLane<T> {
     /// `f` on this thread's share; what a lane that has since ended left
     /// there goes to `left` first. `None` if the lock was poisoned.
     pub fn with<R>(&self, left: impl FnOnce(T), f: impl FnOnce(&mut T) -> R) -> Option<R> {
-        let (i, owner) = owner();
+        self.with_of(owner(), left, f)
+    }
+
+    /// [`PerLane::with`] on the share of `(pool, owner)` ([`owner`] or
+    /// [`owner_shared`]).
+    pub fn with_of<R>(&self, (i, owner): (usize, u64), left: impl FnOnce(T), f: impl FnOnce(&mut T) -> R) -> Option<R> {
         let mut slot = self.slots.get(i)?.lock().ok()?;
         if slot.0 != owner {
             slot.0 = owner;

@@ -100,7 +100,10 @@ impl Forwarding {
 
     /// Must be called inside the runtime that will run the tasks.
     pub fn new(server: String, chain: Vec<Arc<Forward>>, cache: Option<Cache>, metrics: Arc<Metrics>) -> Forwarding {
-        let local = chain.iter().all(|f| f.upstreams.iter().all(|u| u.encrypted.is_none()));
+        // `force_tcp` keeps its connections shared by the shared lanes
+        let local = chain
+            .iter()
+            .all(|f| !f.cfg.force_tcp && f.upstreams.iter().all(|u| u.encrypted.is_none()));
         Forwarding {
             local,
             server,

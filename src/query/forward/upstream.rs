@@ -18,6 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::exchange::{matching, ExchangeError};
+use super::lanes;
 use crate::query::forward::setup::ForwardConfig;
 use tokio::time::timeout_at;
 
@@ -38,9 +39,10 @@ pub struct Upstream {
     pub healthcheck_failures: AtomicU64,
     /// `coredns_proxy_request_duration_seconds` by the answer's rcode.
     pub durations: [crate::metrics::Durations; 7],
-    /// Pooled connections: when last used, when opened (per lane: a
-    /// connection is read by the runtime it is registered with).
-    idle: super::lanes::PerLane<Vec<Pooled>>,
+    /// Pooled connections: when last used, when opened (a UDP worker's
+    /// lane keeps its own: a connection is read by the runtime it is
+    /// registered with, and that one sleeps in `recvmmsg` while idle).
+    idle: lanes::PerLane<Vec<Pooled>>,
     /// DNS over TLS or HTTPS instead of UDP and TCP.
     pub encrypted: Option<super::encrypted::Encrypted>,
     /// The UDP ports queries leave from.
@@ -171,7 +173,7 @@ impl Upstream {
     /// A pooled connection still fresh by `expire` and `max_age`, and when
     /// it was opened.
     fn take(&self, cfg: &ForwardConfig) -> Option<(TcpStream, Instant)> {
-        let found = self.idle.with(drop, |idle| {
+        let found = self.idle.with_of(lanes::owner_shared(), drop, |idle| {
             while let Some(p) = idle.pop() {
                 if fresh(&p, cfg) {
                     return Some((p.0, p.2));
@@ -183,7 +185,9 @@ impl Upstream {
     }
 
     fn give_back(&self, stream: TcpStream, opened: Instant) {
-        self.idle.with(drop, |idle| idle.push((stream, Instant::now(), opened)));
+        self.idle.with_of(lanes::owner_shared(), drop, |idle| {
+            idle.push((stream, Instant::now(), opened))
+        });
     }
 
     /// Closes pooled connections beyond `max_idle_conns` (0: no limit),
