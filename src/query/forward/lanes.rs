@@ -4,9 +4,11 @@
 //! thread (a push onto the runtime's local queue: no eventfd, no second
 //! thread), so that, as in unbound's event loop, one `epoll_wait` watches
 //! the client socket and the miss's upstream port together and a miss costs
-//! two sleeps of one thread: for the query and for the reply (measured:
-//! `loadtest/bench/forward-miss.sh`, `/work/prof/miss.sh`-style context
-//! switches). The worker's loop decides how to wait (`query/udp/wait.rs`).
+//! two sleeps of one thread: for the query and for the reply, where the
+//! hand-off to a lane on another thread cost three (context switches of
+//! the server at 5,000 misses a second; `loadtest/bench/forward-miss.sh`
+//! and `syscalls-per-miss.sh`). The worker's loop decides how to wait
+//! (`query/udp/wait.rs`).
 //!
 //! Everything else (TCP, DoT and the other encrypted transports, which keep
 //! connections shared between threads; a worker whose fairness limits a
@@ -34,8 +36,9 @@ use tokio::runtime::{Handle, Runtime};
 /// At most this many shared lanes (fewer on fewer cores).
 pub const MAX_LANES: usize = 4;
 /// At most this many UDP workers are lanes at once (the others hand their
-/// misses to the shared lanes).
-pub const WORKER_LANES: usize = 16;
+/// misses to the shared lanes): a worker per core and listening address,
+/// twice over while a reload starts new workers before the old ones stop.
+pub const WORKER_LANES: usize = 64;
 /// Pools of sockets kept per lane: the shared lanes', the workers', and
 /// one for every other thread.
 pub const POOLS: usize = MAX_LANES + WORKER_LANES + 1;
