@@ -197,15 +197,6 @@ impl<T: Default> PerLane<T> {
         }
         Some(f(&mut slot.1))
     }
-
-    /// `f` on every lane's share (for trimming).
-    pub fn each(&self, mut f: impl FnMut(&mut T)) {
-        for slot in &self.slots {
-            if let Ok(mut slot) = slot.lock() {
-                f(&mut slot.1);
-            }
-        }
-    }
 }
 
 fn lanes() -> &'static [Handle] {
