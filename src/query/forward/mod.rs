@@ -205,7 +205,7 @@ impl Forwarding {
         });
         if self.local && lanes::local() {
             // this worker's own runtime, on this thread: a local push
-            tokio::spawn(task);
+            lanes::spawn_here(task);
         } else {
             lanes::lane().unwrap_or(&self.runtime).spawn(task);
         }
