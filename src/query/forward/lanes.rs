@@ -60,8 +60,6 @@ thread_local! {
     static ON: Cell<Option<(usize, u64)>> = const { Cell::new(None) };
     /// Set while a worker's misses run on its own runtime.
     static LOCAL: Cell<bool> = const { Cell::new(false) };
-    /// Misses spawned on this thread's own runtime ([`spawn_here`]).
-    static SPAWNED: Cell<u64> = const { Cell::new(0) };
 }
 
 /// How many shared lanes there are (started on first use).
@@ -90,22 +88,6 @@ pub fn lane() -> Option<&'static Handle> {
 /// worker's lane, not handing them off).
 pub fn local() -> bool {
     LOCAL.with(Cell::get)
-}
-
-/// Spawns a miss's task on this worker's own runtime (only while
-/// [`local`]), and counts it: a worker with none spawned since it last
-/// found its runtime idle need not ask the runtime ([`spawned`]).
-pub fn spawn_here<F>(task: F)
-where
-    F: std::future::Future<Output = ()> + Send + 'static,
-{
-    SPAWNED.with(|n| n.set(n.get().wrapping_add(1)));
-    tokio::spawn(task);
-}
-
-/// How many misses this thread spawned on its own runtime.
-pub fn spawned() -> u64 {
-    SPAWNED.with(Cell::get)
 }
 
 /// Lets this worker's misses run here (`true`) or go to a shared lane.

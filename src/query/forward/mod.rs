@@ -205,7 +205,7 @@ impl Forwarding {
         });
         if self.local && lanes::local() {
             // this worker's own runtime, on this thread: a local push
-            lanes::spawn_here(task);
+            tokio::spawn(task);
         } else {
             lanes::lane().unwrap_or(&self.runtime).spawn(task);
         }

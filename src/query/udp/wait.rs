@@ -26,8 +26,6 @@ use tokio::io::Interest;
 use tokio::runtime::RuntimeMetrics;
 use tokio::time::{Instant, Sleep};
 
-use crate::query::forward::lanes;
-
 /// How often an idle worker checks for shutdown.
 pub(super) const POLL: Duration = Duration::from_millis(200);
 
@@ -40,13 +38,6 @@ pub(super) struct Lane {
     /// The shared socket, registered with the runtime's reactor (readable only).
     fd: AsyncFd<Arc<UdpSocket>>,
     tasks: RuntimeMetrics,
-    /// Misses spawned here when the runtime was last asked, and whether
-    /// any task was alive then: only a spawn makes an idle runtime busy
-    /// (a task alive spawns the others), so an idle worker's loop asks the
-    /// runtime only after one (the plain loop's cost, callgrind: ~20
-    /// instructions a batch less).
-    seen: u64,
-    alive: bool,
     /// The shutdown poll: a timer held by the loop, not a task (a task
     /// would count as a miss in flight; see `lanes.rs` on timers).
     poll: Pin<Box<Sleep>>,
@@ -63,21 +54,13 @@ impl Lane {
         Ok(Lane {
             fd,
             tasks: tokio::runtime::Handle::current().metrics(),
-            seen: lanes::spawned(),
-            alive: false,
             poll: Box::pin(tokio::time::sleep(POLL)),
         })
     }
 
     /// Whether misses are in flight (any task alive on the runtime).
-    pub(super) fn busy(&mut self) -> bool {
-        let spawned = lanes::spawned();
-        if !self.alive && spawned == self.seen {
-            return false;
-        }
-        self.seen = spawned;
-        self.alive = self.tasks.num_alive_tasks() > 0;
-        self.alive
+    pub(super) fn busy(&self) -> bool {
+        self.tasks.num_alive_tasks() > 0
     }
 
     /// Waits until the shared socket is readable (the guard, to clear
@@ -95,7 +78,7 @@ impl Lane {
 
     /// Lets the misses in flight finish, for at most [`DRAIN`]: the worker
     /// stopped reading (shutdown, reload, hand-over).
-    pub(super) async fn drain(&mut self) {
+    pub(super) async fn drain(&self) {
         let until = Instant::now() + DRAIN;
         while self.busy() && Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(5)).await;

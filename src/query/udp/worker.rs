@@ -96,7 +96,7 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
         own_lane: lane.is_some(),
     };
     while !stop.load(Ordering::Relaxed) {
-        let busy = lane.as_mut().is_some_and(Lane::busy);
+        let busy = lane.as_ref().is_some_and(Lane::busy);
         let now = if !w.limited.is_empty() {
             if busy {
                 tokio::task::yield_now().await;
@@ -113,7 +113,7 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
         handler.metrics.fair.limited(false);
         handler.metrics.fair.shed(l.namespace.as_ref(), l.shed);
     }
-    if let Some(mut lane) = lane {
+    if let Some(lane) = lane {
         lane.drain().await;
     }
 }
