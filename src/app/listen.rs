@@ -205,9 +205,13 @@ fn sockets_needed(config: &Config) -> u64 {
             .entry((s.port, s.bind.clone(), s.listen.clone()))
             .or_insert(s.tcp.connections as u64 * addresses);
     }
-    // Each forwarding lane keeps up to PORTS idle UDP ports per upstream.
+    // Each forwarding lane (the shared ones, and each UDP worker's) keeps
+    // up to PORTS idle UDP ports per upstream.
+    use crate::query::forward::lanes::{MAX_LANES, WORKER_LANES};
     let upstreams: usize = config.servers.iter().flat_map(|s| &s.forward).map(|f| f.to.len()).sum();
-    let ports = (upstreams * crate::query::forward::lanes::MAX_LANES * crate::query::forward::outgoing::PORTS) as u64;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let lanes = MAX_LANES + (listeners.len() * cores).min(WORKER_LANES);
+    let ports = (upstreams * lanes * crate::query::forward::outgoing::PORTS) as u64;
     listeners.values().sum::<u64>() + config.in_flight as u64 + ports + 256
 }
 

@@ -22,6 +22,10 @@ pub struct Forwarding {
     pub cache: Option<Cache>,
     pub(super) flights: Mutex<std::collections::HashMap<(Key, bool), Flight, foldhash::fast::RandomState>>,
     pub(super) runtime: tokio::runtime::Handle,
+    /// Every upstream is plain DNS over UDP first: a UDP worker's misses
+    /// may run on its own lane (`lanes.rs`; `force_tcp` and the encrypted
+    /// transports keep connections, and their tasks, shared between threads).
+    pub(super) local: bool,
     pub(super) metrics: Arc<Metrics>,
     pub max_concurrent_rejects: AtomicU64,
     pub healthcheck_broken: AtomicU64,

@@ -100,7 +100,12 @@ impl Forwarding {
 
     /// Must be called inside the runtime that will run the tasks.
     pub fn new(server: String, chain: Vec<Arc<Forward>>, cache: Option<Cache>, metrics: Arc<Metrics>) -> Forwarding {
+        // `force_tcp` keeps its connections shared by the shared lanes
+        let local = chain
+            .iter()
+            .all(|f| !f.cfg.force_tcp && f.upstreams.iter().all(|u| u.encrypted.is_none()));
         Forwarding {
+            local,
             server,
             chain,
             cache,
@@ -182,22 +187,28 @@ impl Forwarding {
     }
 
     /// Takes a query that missed the cache: answered from a task on this
-    /// thread's forwarding lane (`lanes.rs`). The task's future is boxed
-    /// here, once: tokio's task cell then holds a pointer, where it copied
-    /// the whole future (a few KB: the job and every await's state) three
-    /// times into the cell it allocates (callgrind: 1.7k instructions of
-    /// memcpy a miss).
+    /// thread's forwarding lane (`lanes.rs`): a UDP worker's own runtime
+    /// when its misses run there, else a shared lane. The task's future is
+    /// boxed here, once: tokio's task cell then holds a pointer, where it
+    /// copied the whole future (a few KB: the job and every await's state)
+    /// three times into the cell it allocates (callgrind: 1.7k
+    /// instructions of memcpy a miss).
     pub fn submit(self: &Arc<Self>, job: Job) {
         let this = self.clone();
         let metrics = self.metrics.clone();
-        let runtime = lanes::lane().unwrap_or(&self.runtime);
-        runtime.spawn(Box::pin(async move {
+        let task = Box::pin(async move {
             let guarded = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(this.run(job)));
             if guarded.await.is_err() {
                 metrics.panics.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(target: "forward", "panic while forwarding a query; still serving");
             }
-        }));
+        });
+        if self.local && lanes::local() {
+            // this worker's own runtime, on this thread: a local push
+            tokio::spawn(task);
+        } else {
+            lanes::lane().unwrap_or(&self.runtime).spawn(task);
+        }
     }
 
     /// One more question asked for a client (the second question of a plugin after the answer): from the cache,

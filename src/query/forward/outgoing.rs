@@ -1,8 +1,9 @@
 //! The UDP ports one upstream's queries leave from, kept open between
 //! queries instead of a socket opened, bound, connected and closed for
 //! each (the idea of unbound's `outgoing-range`, in our own terms). Each
-//! forwarding lane (`lanes.rs`) has a pool of its own, so a port is only
-//! ever read on the thread whose runtime watches it:
+//! forwarding lane (`lanes.rs`: the shared ones and each UDP worker's) has
+//! a pool of its own, so a port is only ever read on the thread whose
+//! runtime watches it:
 //!
 //! ```text
 //!  query ─► take: a random one of the longest-idle quarter of the open
@@ -39,7 +40,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -50,7 +50,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
 use super::exchange::{classify, mismatched, ExchangeError, Stray};
-use super::lanes::MAX_LANES;
+use super::lanes::PerLane;
 
 /// Idle ports kept per upstream and lane before one is reused.
 pub const PORTS: usize = 1024;
@@ -81,7 +81,7 @@ struct Port {
 /// thread), and what arrived on them unasked.
 #[derive(Debug)]
 pub struct Outgoing {
-    idle: [Mutex<VecDeque<Port>>; MAX_LANES + 1],
+    idle: PerLane<VecDeque<Port>>,
     /// Ports open now, idle or carrying a query.
     open: AtomicUsize,
     /// Replies dropped, by [`Stray`] reason.
@@ -96,11 +96,6 @@ impl Default for Outgoing {
             strays: Default::default(),
         }
     }
-}
-
-/// This thread's pool: its lane's, or the one for other threads.
-fn pool_index() -> usize {
-    super::lanes::on().map_or(MAX_LANES, |i| i.min(MAX_LANES))
 }
 
 /// A port lent to one query: closed when dropped (the query failed or
@@ -194,31 +189,44 @@ impl Outgoing {
 
     /// A random one of the longest-idle quarter, once [`PORTS`] are idle.
     fn take(&self) -> Option<Port> {
-        let mut idle = self.idle.get(pool_index())?.lock().ok()?;
-        // the longest idle are the first to grow too old
-        while idle.front().is_some_and(|p| p.opened.elapsed() >= MAX_AGE) {
-            idle.pop_front();
-            self.open.fetch_sub(1, Ordering::Relaxed);
-        }
-        if idle.len() < PORTS {
-            return None;
-        }
-        let i = rand::rng().random_range(0..idle.len() / CHOICE);
-        idle.swap(0, i);
-        idle.pop_front()
+        self.idle
+            .with(
+                |left| self.closed(left.len()),
+                |idle| {
+                    // the longest idle are the first to grow too old
+                    while idle.front().is_some_and(|p| p.opened.elapsed() >= MAX_AGE) {
+                        idle.pop_front();
+                        self.closed(1);
+                    }
+                    if idle.len() < PORTS {
+                        return None;
+                    }
+                    let i = rand::rng().random_range(0..idle.len() / CHOICE);
+                    idle.swap(0, i);
+                    idle.pop_front()
+                },
+            )
+            .flatten()
     }
 
     /// Back to the idle ports, or closed when its uses or age are spent.
     fn give_back(&self, lease: &mut Lease<'_>) {
         let Some(mut port) = lease.port.take() else { return };
         port.left = port.left.saturating_sub(1);
-        let kept = port.left > 0 && port.opened.elapsed() < MAX_AGE;
-        match self.idle.get(pool_index()).map(Mutex::lock) {
-            Some(Ok(mut idle)) if kept => idle.push_back(port),
-            _ => {
-                self.open.fetch_sub(1, Ordering::Relaxed);
-            }
+        if port.left == 0 || port.opened.elapsed() >= MAX_AGE {
+            self.closed(1);
+            return;
         }
+        let kept = self
+            .idle
+            .with(|left| self.closed(left.len()), |idle| idle.push_back(port));
+        if kept.is_none() {
+            self.closed(1);
+        }
+    }
+
+    fn closed(&self, ports: usize) {
+        self.open.fetch_sub(ports, Ordering::Relaxed);
     }
 
     /// Reads and drops what arrived on an idle port since its last reply

@@ -4,7 +4,12 @@
 //! queued, up to [`BATCH`]) between two clock reads, each query answered
 //! synchronously in the worker's scratch space, and one `sendmmsg` of the
 //! replies, each to the address its query came from. Buffers are the
-//! worker's own, reused for every batch ([`batch`]).
+//! worker's own, reused for every batch ([`batch`]). A forwarded cache
+//! miss is the one query not answered in the call: each worker is its own
+//! forwarding lane, a single-threaded runtime its loop runs in, and the
+//! miss becomes a task there, on the same thread; while misses are in
+//! flight the worker waits for its socket through that runtime, which
+//! watches their upstream ports in the same `epoll_wait` ([`wait`]).
 //!
 //! Overload is bounded in time ([`queue`] has the policy and its reasons).
 //! The kernel stamps each datagram as it arrives (`SO_TIMESTAMPNS`), which
@@ -65,6 +70,7 @@ mod batch;
 mod boxes;
 mod fair;
 mod queue;
+mod wait;
 mod worker;
 
 use std::io;
@@ -76,11 +82,12 @@ use std::thread::JoinHandle;
 use nix::sys::socket::{self, sockopt};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::forward::lanes;
 use super::handler::Handler;
 pub use batch::BATCH;
 pub use queue::{Change, Queue, CALM, INTERVAL, MAX_WAIT, ROOMY_BUFFER, SHED, STANDING, TIGHT_BUFFER};
 
-use worker::POLL;
+use wait::{Lane, POLL};
 
 /// Binds `workers` sockets on `addr` (port 0: a free port shared by all).
 /// Returns the bound address.
@@ -105,10 +112,29 @@ pub fn start(
         let (handler, stop) = (handler.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name(format!("udp-{i}"))
-            .spawn(move || worker::serve(&Arc::new(socket), &handler, &stop))?;
+            .spawn(move || run(&Arc::new(socket), &handler, &stop))?;
         threads.push(thread);
     }
     Ok(threads)
+}
+
+/// Runs the worker on `socket`: as a lane of its own when it can have one
+/// (at most `lanes::WORKER_LANES`), else handing its misses to the shared lanes.
+fn run(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
+    let Some(lane) = lanes::Worker::claim() else {
+        return futures::executor::block_on(worker::serve(socket, handler, stop, None));
+    };
+    lane.enter(async {
+        let own = match Lane::new(socket) {
+            Ok(own) => Some(own),
+            Err(e) => {
+                tracing::warn!(target: "udp", "worker's misses go to the shared lanes: {e}");
+                lanes::set_local(false);
+                None
+            }
+        };
+        worker::serve(socket, handler, stop, own).await;
+    });
 }
 
 /// Takes `socket` out of its `SO_REUSEPORT` group's choice without

@@ -1,14 +1,18 @@
 //! One UDP worker's loop. While nobody is limited it is the plain batch
 //! loop: one waiting `recvmmsg` on the shared socket, the batch answered,
-//! one `sendmmsg`. When fairness limits a client ([`super::fair`]), the
+//! one `sendmmsg`; while misses it read are in flight on its own runtime,
+//! it waits for the socket through that runtime instead ([`super::wait`]).
+//! When fairness limits a client ([`super::fair`]), the
 //! worker reads in rounds instead: one batch from the shared socket, then
 //! one from each limited client's own queue ([`super::boxes`]), none
 //! waiting (deficit round robin with a quantum of one batch), and waits in
 //! `poll` on all of them only when every one was empty. A limited client
 //! so gets at most a batch per round, while the polite clients' queries
-//! in the shared queue wait at most one round.
+//! in the shared queue wait at most one round. Meanwhile new misses go to
+//! the shared forwarding lanes, and those still in flight here run between
+//! rounds, which then wait at most [`SHORT`].
 
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,8 +24,9 @@ use nix::sys::socket::{self, sockopt};
 
 use super::batch::{Batch, BATCH};
 use super::boxes::ClientQueue;
-use super::fair::{Fairness, Verdict, WINDOW};
+use super::fair::Fairness;
 use super::queue::{Change, Queue, ROOMY_BUFFER, STANDING, TIGHT_BUFFER};
+use super::wait::{Lane, POLL};
 use crate::metrics::Transport;
 use crate::query::defer::Sink;
 use crate::query::handler::Handler;
@@ -29,13 +34,10 @@ use crate::query::proxyproto::{self, sessions::Sessions};
 use crate::query::scratch::Scratch;
 use nix::sys::socket::SockaddrStorage;
 
-/// How often an idle worker checks for shutdown.
-pub(super) const POLL: Duration = Duration::from_millis(200);
+mod limits;
 
-/// Batches read from a released client's queue before it is closed.
-const LAST_READS: usize = 4;
-/// Talkers of a window published to `clusterdns_fair_top_talkers`.
-const PUBLISHED: usize = 4;
+/// A round's wait while misses are in flight on the worker's runtime.
+const SHORT: Duration = Duration::from_millis(1);
 
 /// A limited client's queue and what is known of it.
 struct Limited {
@@ -63,9 +65,13 @@ struct Worker<'a> {
     /// Its port when it is bound to the unspecified address: each
     /// datagram's destination (`Datagram::to`) is then the query's address.
     wildcard: Option<u16>,
+    /// Its misses run on its own runtime (`wait.rs`) while nobody is limited.
+    own_lane: bool,
 }
 
-pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool) {
+/// The loop, until `stop`; `lane`: the worker's own runtime (`wait.rs`),
+/// when its misses run there.
+pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBool, mut lane: Option<Lane>) {
     let now = Instant::now();
     let tcp = handler.router.load().tcp;
     let bound = socket.local_addr().ok();
@@ -84,18 +90,28 @@ pub(super) fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &AtomicBoo
         sessions: Sessions::default(),
         bound,
         wildcard: bound.filter(|a| a.ip().is_unspecified()).map(|a| a.port()),
+        own_lane: lane.is_some(),
     };
     while !stop.load(Ordering::Relaxed) {
-        let now = if w.limited.is_empty() {
-            w.shared(true)
+        let busy = lane.as_ref().is_some_and(Lane::busy);
+        let now = if !w.limited.is_empty() {
+            if busy {
+                tokio::task::yield_now().await;
+            }
+            w.round(if busy { SHORT } else { POLL })
+        } else if let Some(lane) = lane.as_mut().filter(|_| busy) {
+            w.wait(lane).await
         } else {
-            w.round()
+            w.shared(true)
         };
         w.judge(now);
     }
     for l in w.limited.drain(..) {
         handler.metrics.fair.limited(false);
         handler.metrics.fair.shed(l.namespace.as_ref(), l.shed);
+    }
+    if let Some(lane) = lane {
+        lane.drain().await;
     }
 }
 
@@ -151,9 +167,28 @@ impl Worker<'_> {
         now
     }
 
+    /// While misses are in flight: a batch from the shared socket once the
+    /// runtime finds it readable (see `wait.rs`); returns the clock read.
+    async fn wait(&mut self, lane: &mut Lane) -> Instant {
+        let Some(mut ready) = lane.readable().await else {
+            return Instant::now();
+        };
+        let now = self.shared(false);
+        if self.batch.got.len() < BATCH {
+            // the queue is empty: the next arrival is a new event
+            ready.clear_ready();
+        } else {
+            drop(ready);
+            // more is queued: the misses run first
+            tokio::task::yield_now().await;
+        }
+        now
+    }
+
     /// One round: a batch from the shared socket and from each limited
-    /// client's queue, none waiting; waits in `poll` when all were empty.
-    fn round(&mut self) -> Instant {
+    /// client's queue, none waiting; waits in `poll` (up to `wait`) when
+    /// all were empty.
+    fn round(&mut self, wait: Duration) -> Instant {
         let mut now = self.shared(false);
         let mut any = !self.batch.got.is_empty();
         // The limited queues' batches carry drop counts the shared one's
@@ -188,7 +223,7 @@ impl Worker<'_> {
                     .iter()
                     .map(|l| PollFd::new(l.queue.socket.as_fd(), PollFlags::POLLIN)),
             );
-            let _ = nix::poll::poll(&mut fds, POLL.as_millis() as u16);
+            let _ = nix::poll::poll(&mut fds, wait.as_millis() as u16);
             now = Instant::now();
         }
         now
@@ -260,90 +295,6 @@ impl Worker<'_> {
         }
         self.batch.send(socket);
         late
-    }
-
-    /// Ends a fairness window when one is due: publishes its talkers and
-    /// shed counts, and limits or releases a client.
-    fn judge(&mut self, now: Instant) {
-        let (verdict, ended) = self.fair.judge(now);
-        if !ended {
-            return;
-        }
-        let router = self.handler.router.load();
-        self.fair.configure(router.tcp.client_share, router.tcp.limited_clients);
-        let metrics = &self.handler.metrics.fair;
-        let per_sec = 1000 / WINDOW.as_millis().max(1) as u64;
-        let mut top = [(IpAddr::from([0, 0, 0, 0]), 0u32); PUBLISHED];
-        for (ip, n) in self.fair.talkers.all() {
-            if let Some(least) = top.iter_mut().min_by_key(|t| t.1).filter(|t| t.1 < n) {
-                *least = (ip, n);
-            }
-        }
-        for (ip, n) in top.into_iter().filter(|t| t.1 > 0) {
-            metrics.talker(ip, router.client_namespace(ip), u64::from(n) * per_sec, now);
-        }
-        self.fair.next_window();
-        for l in &mut self.limited {
-            metrics.shed(l.namespace.as_ref(), std::mem::take(&mut l.shed));
-        }
-        match verdict {
-            Some(Verdict::Limit(ip)) => self.limit(ip, router.client_namespace(ip)),
-            Some(Verdict::Release(ip)) => self.release(ip),
-            None => {}
-        }
-    }
-
-    fn limit(&mut self, ip: IpAddr, namespace: Option<Arc<str>>) {
-        let opened = self.socket.local_addr().and_then(|local| ClientQueue::open(local, ip));
-        let queue = match opened {
-            Ok(q) => q,
-            Err(e) => {
-                tracing::debug!(target: "udp", "no queue of its own for client {ip}: {e}");
-                self.fair.forget(ip);
-                return;
-            }
-        };
-        let ns = namespace.as_deref().unwrap_or("unknown");
-        tracing::info!(
-            target: "udp",
-            "client {ip} (namespace {ns}) limited: it sent more than its share of an overloaded worker's queries; its queries now queue apart"
-        );
-        self.handler.metrics.fair.limited(true);
-        self.apart.get_or_insert_with(|| Box::new(Batch::new()));
-        self.limited.push(Limited {
-            queue,
-            namespace,
-            shed: 0,
-            shed_all: 0,
-        });
-    }
-
-    /// Answers what is left in a released client's queue (a few batches
-    /// at most) and closes it: the client is back in the shared queue.
-    fn release(&mut self, ip: IpAddr) {
-        let Some(at) = self.limited.iter().position(|l| l.queue.ip == ip) else {
-            return;
-        };
-        let mut l = self.limited.swap_remove(at);
-        self.swap_apart();
-        for _ in 0..LAST_READS {
-            if self.batch.receive_now(&l.queue.socket).is_err() {
-                break;
-            }
-            l.shed += l.queue.dropped(self.batch.drops);
-            l.shed += self.answer(Instant::now(), false);
-        }
-        self.swap_apart();
-        l.shed_all += l.shed;
-        let metrics = &self.handler.metrics.fair;
-        metrics.shed(l.namespace.as_ref(), l.shed);
-        metrics.limited(false);
-        let ns = l.namespace.as_deref().unwrap_or("unknown");
-        tracing::info!(
-            target: "udp",
-            "client {ip} (namespace {ns}) no longer limited ({} of its queries shed)",
-            l.shed_all
-        );
     }
 }
 

@@ -1,0 +1,127 @@
+//! A UDP worker runs the misses it reads on its own runtime, on its own
+//! thread (`src/query/forward/lanes.rs`, `src/query/udp/wait.rs`): the real
+//! binary forwarding to an in-process stub upstream, checking that the
+//! worker still reads while misses are in flight, that a miss is answered
+//! when no other traffic wakes the worker, and that a stopping worker
+//! lets its misses in flight finish.
+
+mod common;
+
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use common::stub::{Mode, Stub};
+use common::{query, rcode_name, temp_dir, udp, Server, REPLY};
+use hickory_proto::op::{Message, MessageType};
+use hickory_proto::rr::rdata::A;
+use hickory_proto::rr::{RData, Record, RecordType};
+
+fn server(stub: &Stub, tag: &str) -> Server {
+    let corefile = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    forward . {}\n    cache 30\n}}\n",
+        stub.addr
+    );
+    Server::start(&temp_dir(tag), &corefile)
+}
+
+/// Sends a query for `name` from a socket of its own, without waiting.
+fn send(server: &Server, name: &str) -> UdpSocket {
+    let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    sock.send_to(&query(0x5151, name, RecordType::A, None), server.dns)
+        .expect("send");
+    sock
+}
+
+fn reply(sock: &UdpSocket, limit: Duration) -> Option<Message> {
+    sock.set_read_timeout(Some(limit)).expect("timeout");
+    let mut buf = vec![0u8; 65535];
+    let n = sock.recv(&mut buf).ok()?;
+    Message::from_vec(&buf[..n]).ok()
+}
+
+/// The upstream's reply to `req`: its question, one A record.
+fn answer(req: &Message) -> Vec<u8> {
+    let mut m = Message::new(req.metadata.id, MessageType::Response, req.metadata.op_code);
+    m.metadata.recursion_desired = true;
+    m.metadata.recursion_available = true;
+    let q = req.queries[0].clone();
+    let owner = q.name().clone();
+    m.add_query(q);
+    m.add_answer(Record::from_rdata(
+        owner,
+        60,
+        RData::A(A::from(Ipv4Addr::new(192, 0, 2, 9))),
+    ));
+    m.to_vec().expect("encode")
+}
+
+/// The next query the upstream `up` got, and where from.
+fn held(up: &UdpSocket) -> (Message, SocketAddr) {
+    up.set_read_timeout(Some(REPLY)).expect("timeout");
+    let mut buf = vec![0u8; 65535];
+    let (n, from) = up.recv_from(&mut buf).expect("a query upstream");
+    (Message::from_vec(&buf[..n]).expect("a query"), from)
+}
+
+#[test]
+fn hits_are_answered_while_misses_wait_and_a_miss_needs_no_other_traffic() {
+    // the upstream is this test: it answers when told, nothing else does
+    let up = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let corefile = format!(
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    forward . {} {{\n        max_fails 0\n    }}\n    cache 30\n}}\n",
+        up.local_addr().expect("addr")
+    );
+    let server = Server::start(&temp_dir("lane-hits"), &corefile);
+    let warm = send(&server, "hit.example.org.");
+    let (req, from) = held(&up);
+    up.send_to(&answer(&req), from).expect("answer");
+    assert_eq!(rcode_name(&reply(&warm, REPLY).expect("warmed")), "NOERROR");
+    // misses held upstream, on both workers (the kernel picks one by source port)
+    let waiting: Vec<UdpSocket> = (0..8)
+        .map(|i| send(&server, &format!("held{i}.example.org.")))
+        .collect();
+    let asked: Vec<_> = (0..8).map(|_| held(&up)).collect();
+    // hits from many source ports reach the workers with misses in flight:
+    // each is read and answered while the misses wait
+    for _ in 0..16 {
+        assert_eq!(
+            rcode_name(&udp(server.dns, "hit.example.org.", RecordType::A)),
+            "NOERROR"
+        );
+    }
+    // now only the upstream's replies wake the workers, and each is relayed
+    for (req, from) in &asked {
+        up.send_to(&answer(req), *from).expect("answer");
+    }
+    for sock in &waiting {
+        let m = reply(sock, REPLY).expect("the miss answered");
+        assert_eq!((rcode_name(&m), m.answers.len()), ("NOERROR".to_string(), 1));
+    }
+    // a timed-out miss is answered too (SERVFAIL after read_timeout)
+    let lost = send(&server, "lost.example.org.");
+    let _ = held(&up);
+    assert_eq!(rcode_name(&reply(&lost, REPLY).expect("answered")), "SERVFAIL");
+}
+
+#[test]
+fn a_stopping_worker_answers_its_misses_in_flight() {
+    let stub = Stub::start();
+    stub.set(Mode::Slow(Duration::from_millis(600)));
+    let mut server = server(&stub, "lane-stop");
+    let waiting: Vec<UdpSocket> = (0..4)
+        .map(|i| send(&server, &format!("late{i}.example.org.")))
+        .collect();
+    while stub.count() < 4 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    for sock in &waiting {
+        let m = reply(sock, REPLY).expect("answered while stopping");
+        assert_eq!(rcode_name(&m), "NOERROR");
+    }
+    assert!(server.wait_exit(REPLY).is_some(), "the server exits");
+}
