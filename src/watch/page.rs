@@ -214,15 +214,11 @@ mod tests {
 
     #[test]
     fn the_head_is_the_metadata_only_before_the_items() {
-        let first =
-            br#"{"kind": "ServiceList", "metadata": {"resourceVersion": "9", "continue": "x"}, "items": [{"bad"#;
+        let first = br#"{"kind": "ServiceList", "metadata": {"resourceVersion": "9", "continue": "x"}, "items": [{"bad"#;
         let meta = head(first).expect("metadata first");
         assert_eq!(meta.continue_.as_deref(), Some("x"));
         assert_eq!(meta.resource_version.as_deref(), Some("9"));
-        assert_eq!(
-            head(br#"{"metadata": null, "items": []}"#).map(|m| m.continue_),
-            Some(None)
-        );
+        assert_eq!(head(br#"{"metadata": null, "items": []}"#).map(|m| m.continue_), Some(None));
         assert!(head(br#"{"items": [], "metadata": {"continue": "x"}}"#).is_none());
         assert!(head(br#"{"kind": "List"}"#).is_none());
         assert!(head(b"[1]").is_none());

@@ -117,10 +117,7 @@ where
 
 /// One page being fetched by its own task, into a buffer it hands back;
 /// stopped when dropped unread (a list that failed or was left).
-struct Ahead(Option<tokio::task::JoinHandle<Fetched>>);
-
-/// A fetch's buffer, handed back, and whether the page is in it.
-type Fetched = (Vec<u8>, Result<(), Failure>);
+struct Ahead(Option<tokio::task::JoinHandle<(Vec<u8>, Result<(), Failure>)>>);
 
 impl Ahead {
     fn start<F>(f: &Follower<F>, params: &ListParams, mut buf: Vec<u8>) -> Result<Ahead, Failure> {
@@ -139,10 +136,7 @@ impl Ahead {
 
     /// The page's text, once fetched.
     async fn take(&mut self) -> Result<Vec<u8>, Failure> {
-        let task = self
-            .0
-            .take()
-            .ok_or_else(|| Failure::Read("a page was read twice".into()))?;
+        let task = self.0.take().ok_or_else(|| Failure::Read("a page was read twice".into()))?;
         match task.await {
             Ok((buf, done)) => done.map(|()| buf),
             Err(e) => Err(Failure::Read(format!("fetching a page: {e}"))),
