@@ -39,58 +39,6 @@ where
     Ok(meta)
 }
 
-/// The page's metadata when it comes before its items, as the API server
-/// writes it, read without reading the items: the next page can be asked
-/// for before this one is decoded. `None`: the items come first (or the
-/// text is no page); the page's own read then tells what follows.
-pub fn head(text: &[u8]) -> Option<ListMeta<'static>> {
-    let mut meta = None;
-    // Reading stops with an error at the metadata or at the items: only
-    // the few fields before them are read (and checked as UTF-8).
-    let mut de = serde_json::Deserializer::from_slice(text);
-    let _ = Head { meta: &mut meta }.deserialize(&mut de);
-    meta
-}
-
-/// Reads a page's fields up to its metadata or its items.
-struct Head<'m> {
-    meta: &'m mut Option<ListMeta<'static>>,
-}
-
-impl<'de> DeserializeSeed<'de> for Head<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Head<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list page")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        use serde::de::Error;
-        while let Some(field) = map.next_key::<Field>()? {
-            match field {
-                Field::Metadata => {
-                    let meta = map.next_value::<Option<ListMeta>>()?.unwrap_or_default();
-                    *self.meta = Some(meta.into_owned());
-                    return Err(A::Error::custom("read up to the metadata"));
-                }
-                Field::Items => return Err(A::Error::custom("the items come first")),
-                Field::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 /// The page object; its value is the page's metadata.
 struct Page<T, G> {
     each: G,
@@ -210,18 +158,6 @@ mod tests {
         let mut seen = 0;
         let meta = read::<Pod, _>(br#"{"metadata": null, "items": null}"#, |_| seen += 1).expect("page");
         assert_eq!((seen, meta.continue_), (0, None));
-    }
-
-    #[test]
-    fn the_head_is_the_metadata_only_before_the_items() {
-        let first = br#"{"kind": "ServiceList", "metadata": {"resourceVersion": "9", "continue": "x"}, "items": [{"bad"#;
-        let meta = head(first).expect("metadata first");
-        assert_eq!(meta.continue_.as_deref(), Some("x"));
-        assert_eq!(meta.resource_version.as_deref(), Some("9"));
-        assert_eq!(head(br#"{"metadata": null, "items": []}"#).map(|m| m.continue_), Some(None));
-        assert!(head(br#"{"items": [], "metadata": {"continue": "x"}}"#).is_none());
-        assert!(head(br#"{"kind": "List"}"#).is_none());
-        assert!(head(b"[1]").is_none());
     }
 
     #[test]
