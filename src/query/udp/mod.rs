@@ -68,6 +68,7 @@
 
 mod batch;
 mod boxes;
+mod door;
 mod fair;
 mod queue;
 mod wait;

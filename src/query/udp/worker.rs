@@ -12,7 +12,7 @@
 //! the shared forwarding lanes, and those still in flight here run between
 //! rounds, which then wait at most [`SHORT`].
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,24 +20,26 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags};
-use nix::sys::socket::{self, sockopt};
 
 use super::batch::{Batch, BATCH};
 use super::boxes::ClientQueue;
-use super::fair::Fairness;
-use super::queue::{Change, Queue, ROOMY_BUFFER, STANDING, TIGHT_BUFFER};
+use super::door::{adjust, peer};
+use super::fair::{Fairness, Verdict, WINDOW};
+use super::queue::{Queue, STANDING};
 use super::wait::{Lane, POLL};
 use crate::metrics::Transport;
 use crate::query::defer::Sink;
 use crate::query::handler::Handler;
 use crate::query::proxyproto::{self, sessions::Sessions};
 use crate::query::scratch::Scratch;
-use nix::sys::socket::SockaddrStorage;
-
-mod limits;
 
 /// A round's wait while misses are in flight on the worker's runtime.
 const SHORT: Duration = Duration::from_millis(1);
+
+/// Batches read from a released client's queue before it is closed.
+const LAST_READS: usize = 4;
+/// Talkers of a window published to `clusterdns_fair_top_talkers`.
+const PUBLISHED: usize = 4;
 
 /// A limited client's queue and what is known of it.
 struct Limited {
@@ -296,27 +298,93 @@ impl Worker<'_> {
         self.batch.send(socket);
         late
     }
-}
 
-/// Applies the queue's decision: the receive buffer's size, and whether
-/// the kernel reports the socket's drop count with each datagram.
-fn adjust(socket: &UdpSocket, batch: &mut Batch, change: Option<Change>) {
-    let Some(change) = change else {
-        return;
-    };
-    let tight = change == Change::Tighten;
-    let size = if tight { TIGHT_BUFFER } else { ROOMY_BUFFER };
-    tracing::debug!(target: "udp", "receive buffer now {size} bytes");
-    let _ = socket2::SockRef::from(socket).set_recv_buffer_size(size);
-    let _ = socket::setsockopt(socket, sockopt::RxqOvfl, &i32::from(tight));
-    if tight {
-        batch.make_room();
+    /// Ends a fairness window when one is due: publishes its talkers and
+    /// shed counts, and limits or releases a client.
+    fn judge(&mut self, now: Instant) {
+        let (verdict, ended) = self.fair.judge(now);
+        if !ended {
+            return;
+        }
+        let router = self.handler.router.load();
+        self.fair.configure(router.tcp.client_share, router.tcp.limited_clients);
+        let metrics = &self.handler.metrics.fair;
+        let per_sec = 1000 / WINDOW.as_millis().max(1) as u64;
+        let mut top = [(IpAddr::from([0, 0, 0, 0]), 0u32); PUBLISHED];
+        for (ip, n) in self.fair.talkers.all() {
+            if let Some(least) = top.iter_mut().min_by_key(|t| t.1).filter(|t| t.1 < n) {
+                *least = (ip, n);
+            }
+        }
+        for (ip, n) in top.into_iter().filter(|t| t.1 > 0) {
+            metrics.talker(ip, router.client_namespace(ip), u64::from(n) * per_sec, now);
+        }
+        self.fair.next_window();
+        for l in &mut self.limited {
+            metrics.shed(l.namespace.as_ref(), std::mem::take(&mut l.shed));
+        }
+        match verdict {
+            Some(Verdict::Limit(ip)) => self.limit(ip, router.client_namespace(ip)),
+            Some(Verdict::Release(ip)) => self.release(ip),
+            None => {}
+        }
     }
-}
 
-fn peer(from: &SockaddrStorage) -> Option<SocketAddr> {
-    if let Some(v4) = from.as_sockaddr_in() {
-        return Some(SocketAddr::from(*v4));
+    fn limit(&mut self, ip: IpAddr, namespace: Option<Arc<str>>) {
+        let opened = self.socket.local_addr().and_then(|local| ClientQueue::open(local, ip));
+        let queue = match opened {
+            Ok(q) => q,
+            Err(e) => {
+                tracing::debug!(target: "udp", "no queue of its own for client {ip}: {e}");
+                self.fair.forget(ip);
+                return;
+            }
+        };
+        let ns = namespace.as_deref().unwrap_or("unknown");
+        tracing::info!(
+            target: "udp",
+            "client {ip} (namespace {ns}) limited: it sent more than its share of an overloaded worker's queries; its queries now queue apart"
+        );
+        self.handler.metrics.fair.limited(true);
+        // rounds do not wait through the runtime: misses to the shared lanes
+        crate::query::forward::lanes::set_local(false);
+        self.apart.get_or_insert_with(|| Box::new(Batch::new()));
+        self.limited.push(Limited {
+            queue,
+            namespace,
+            shed: 0,
+            shed_all: 0,
+        });
     }
-    from.as_sockaddr_in6().map(|v6| SocketAddr::from(*v6))
+
+    /// Answers what is left in a released client's queue (a few batches
+    /// at most) and closes it: the client is back in the shared queue.
+    fn release(&mut self, ip: IpAddr) {
+        let Some(at) = self.limited.iter().position(|l| l.queue.ip == ip) else {
+            return;
+        };
+        let mut l = self.limited.swap_remove(at);
+        if self.limited.is_empty() {
+            crate::query::forward::lanes::set_local(self.own_lane);
+        }
+        self.swap_apart();
+        for _ in 0..LAST_READS {
+            if self.batch.receive_now(&l.queue.socket).is_err() {
+                break;
+            }
+            l.shed += l.queue.dropped(self.batch.drops);
+            l.shed += self.answer(Instant::now(), false);
+        }
+        self.swap_apart();
+        l.shed_all += l.shed;
+        let metrics = &self.handler.metrics.fair;
+        metrics.shed(l.namespace.as_ref(), l.shed);
+        metrics.limited(false);
+        let ns = l.namespace.as_deref().unwrap_or("unknown");
+        tracing::info!(
+            target: "udp",
+            "client {ip} (namespace {ns}) no longer limited ({} of its queries shed)",
+            l.shed_all
+        );
+    }
 }

@@ -1,0 +1,34 @@
+//! A UDP worker's socket door: the overload policy's decisions applied
+//! to the socket ([`super::queue`] decides, kept apart from the sockets),
+//! and each datagram's sender read from its header.
+
+use std::net::{SocketAddr, UdpSocket};
+
+use nix::sys::socket::{self, sockopt, SockaddrStorage};
+
+use super::batch::Batch;
+use super::queue::{Change, ROOMY_BUFFER, TIGHT_BUFFER};
+
+/// Applies the queue's decision: the receive buffer's size, and whether
+/// the kernel reports the socket's drop count with each datagram.
+pub(super) fn adjust(socket: &UdpSocket, batch: &mut Batch, change: Option<Change>) {
+    let Some(change) = change else {
+        return;
+    };
+    let tight = change == Change::Tighten;
+    let size = if tight { TIGHT_BUFFER } else { ROOMY_BUFFER };
+    tracing::debug!(target: "udp", "receive buffer now {size} bytes");
+    let _ = socket2::SockRef::from(socket).set_recv_buffer_size(size);
+    let _ = socket::setsockopt(socket, sockopt::RxqOvfl, &i32::from(tight));
+    if tight {
+        batch.make_room();
+    }
+}
+
+/// The address a datagram came from (`None`: not an IP address).
+pub(super) fn peer(from: &SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = from.as_sockaddr_in() {
+        return Some(SocketAddr::from(*v4));
+    }
+    from.as_sockaddr_in6().map(|v6| SocketAddr::from(*v6))
+}
