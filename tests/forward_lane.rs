@@ -1,6 +1,6 @@
 //! A UDP worker runs the misses it reads on its own runtime, on its own
 //! thread (`src/query/forward/lanes.rs`, `src/query/udp/wait.rs`): the real
-//! binary forwarding to an in-process stub upstream, checking that the
+//! binary forwarding to the test itself as its upstream, checking that the
 //! worker still reads while misses are in flight, that a miss is answered
 //! when no other traffic wakes the worker, and that a stopping worker
 //! lets its misses in flight finish.
@@ -10,16 +10,17 @@ mod common;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use common::stub::{Mode, Stub};
 use common::{query, rcode_name, temp_dir, udp, Server, REPLY};
 use hickory_proto::op::{Message, MessageType};
 use hickory_proto::rr::rdata::A;
 use hickory_proto::rr::{RData, Record, RecordType};
 
-fn server(stub: &Stub, tag: &str) -> Server {
+/// The server forwarding to `up` (this test, answering when it chooses),
+/// with `extra` in its block.
+fn forwarding_to(up: &UdpSocket, tag: &str, extra: &str) -> Server {
     let corefile = format!(
-        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    forward . {}\n    cache 30\n}}\n",
-        stub.addr
+        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    forward . {} {{\n        max_fails 0\n    }}\n{extra}}}\n",
+        up.local_addr().expect("addr")
     );
     Server::start(&temp_dir(tag), &corefile)
 }
@@ -67,11 +68,7 @@ fn held(up: &UdpSocket) -> (Message, SocketAddr) {
 fn hits_are_answered_while_misses_wait_and_a_miss_needs_no_other_traffic() {
     // the upstream is this test: it answers when told, nothing else does
     let up = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    let corefile = format!(
-        ".:0 {{\n    bind 127.0.0.1\n    ready 127.0.0.1:0\n    forward . {} {{\n        max_fails 0\n    }}\n    cache 30\n}}\n",
-        up.local_addr().expect("addr")
-    );
-    let server = Server::start(&temp_dir("lane-hits"), &corefile);
+    let server = forwarding_to(&up, "lane-hits", "    cache 30\n");
     let warm = send(&server, "hit.example.org.");
     let (req, from) = held(&up);
     up.send_to(&answer(&req), from).expect("answer");
@@ -105,20 +102,22 @@ fn hits_are_answered_while_misses_wait_and_a_miss_needs_no_other_traffic() {
 
 #[test]
 fn a_stopping_worker_answers_its_misses_in_flight() {
-    let stub = Stub::start();
-    stub.set(Mode::Slow(Duration::from_millis(600)));
-    let mut server = server(&stub, "lane-stop");
+    // the upstream is this test: the misses are held until the server was told to stop
+    let up = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let mut server = forwarding_to(&up, "lane-stop", "");
     let waiting: Vec<UdpSocket> = (0..4)
         .map(|i| send(&server, &format!("late{i}.example.org.")))
         .collect();
-    while stub.count() < 4 {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let asked: Vec<_> = (0..4).map(|_| held(&up)).collect();
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &server.pid().to_string()])
         .status()
         .expect("kill");
     assert!(killed.success());
+    assert!(server.logged("SIGTERM received"), "the server heard SIGTERM");
+    for (req, from) in &asked {
+        up.send_to(&answer(req), *from).expect("answer");
+    }
     for sock in &waiting {
         let m = reply(sock, REPLY).expect("answered while stopping");
         assert_eq!(rcode_name(&m), "NOERROR");
