@@ -23,7 +23,7 @@ mod hist;
 mod labels;
 mod memo;
 mod nodelocal;
-mod process;
+pub mod process;
 mod render;
 mod tcp;
 mod transports;

@@ -40,13 +40,7 @@ pub(super) fn render(s: &mut String) {
         .unwrap_or(0.0);
     let start = boot + field(19) / TICKS;
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            * 1024.0
-    };
+    let kb = |key: &str| status_kb(&status, key).unwrap_or(0) as f64 * 1024.0;
     let fds = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
     let max_fds = std::fs::read_to_string("/proc/self/limits")
         .unwrap_or_default()
@@ -58,4 +52,11 @@ pub(super) fn render(s: &mut String) {
     for (family, value) in PROCESS.iter().zip(values) {
         family.single(s, value);
     }
+}
+
+/// A `kB` line of `/proc/PID/status` (`VmRSS:`, `RssAnon:`...) in `status`.
+pub fn status_kb(status: &str, key: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
 }

@@ -43,8 +43,7 @@ fn trim() -> bool {
 /// This process's resident set (`VmRSS`), in kB.
 fn resident_kb() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    crate::metrics::process::status_kb(&status, "VmRSS:")
 }
 
 /// Trims and logs what it gave back, after `what` (a list, a load).

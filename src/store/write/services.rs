@@ -210,7 +210,7 @@ impl Writer {
         if let Some(owner) = self.slice_owner.get(&self.slice_key(slice)) {
             return Some((owner.namespace.clone(), Arc::from(&*owner.name)));
         }
-        let named = slice.1.rsplit_once('-')?.0;
+        let named = named_service(&slice.1)?;
         let service = self.live.namespaces.get(&slice.0)?.services.get(named)?;
         let held = service.slices.iter().any(|s| s.named(named, &slice.1));
         held.then(|| (slice.0.clone(), Arc::from(named)))
@@ -220,7 +220,7 @@ impl Writer {
     /// named after `service` and absent from the owner table is held by
     /// `service` if by any: no lookup (the common case of a list).
     fn slice_moved_from(&self, slice: &Pair, service: &str) -> Option<Pair> {
-        let named_after = slice.1.rsplit_once('-').is_some_and(|(named, _)| named == service);
+        let named_after = named_service(&slice.1) == Some(service);
         if named_after && !self.slice_owner.contains_key(&self.slice_key(slice)) {
             return None;
         }
@@ -232,8 +232,8 @@ impl Writer {
     /// after their Service: 2.2 MB of table at 100,000 slices before).
     fn own_slice(&mut self, slice: &Pair, id: &Arc<ServiceId>) {
         let key = self.slice_key(slice);
-        match slice.1.rsplit_once('-') {
-            Some((named, _)) if named == &*id.name => self.slice_owner.remove(&key),
+        match named_service(&slice.1) {
+            Some(named) if named == &*id.name => self.slice_owner.remove(&key),
             _ => self.slice_owner.insert(key, id.clone()),
         };
     }
@@ -306,4 +306,9 @@ pub(super) fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: boo
     } else {
         index.remove(addr, id);
     }
+}
+
+/// The Service a slice's generated name names (`web` of `web-x7k2p`).
+fn named_service(slice: &str) -> Option<&str> {
+    slice.rsplit_once('-').map(|(named, _)| named)
 }
