@@ -23,9 +23,11 @@
 //! on return) whenever a new timer is due sooner than any it already holds,
 //! which an idle lane's miss timeout (`read_timeout`, 2 s by default)
 //! always was; with the tick due sooner, a miss registers its timeout
-//! without waking anyone. A worker's lane holds such a timer in its loop
-//! (its shutdown poll), not in a task: a task alive would keep the worker
-//! from its plain blocking read.
+//! without waking anyone. A worker's lane needs no tick: its misses are
+//! spawned by its own thread, awake at that moment. Its one timer, the
+//! shutdown poll, is held by its loop, not by a task: a task alive would
+//! count as a miss in flight and keep the worker from its plain blocking
+//! read.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -128,10 +130,9 @@ impl Worker {
             taken[slot] = true;
             slot
         };
-        match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(runtime) => Some(Worker { runtime, slot }),
-            Err(e) => {
-                tracing::warn!(target: "forward", "cannot start a worker's forwarding lane: {e}");
+        match build("a worker's forwarding lane") {
+            Some(runtime) => Some(Worker { runtime, slot }),
+            None => {
                 free(slot);
                 None
             }
@@ -208,16 +209,20 @@ fn lanes() -> &'static [Handle] {
     })
 }
 
+/// A lane's single-threaded runtime; `None` (logged, naming `what`) when
+/// it cannot be built.
+fn build(what: &str) -> Option<Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| tracing::warn!(target: "forward", "cannot start {what}: {e}"))
+        .ok()
+}
+
 /// Starts shared lane `i`: a thread that runs its runtime until the
 /// process ends.
 fn start(i: usize) -> Option<Handle> {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            tracing::warn!(target: "forward", "cannot start forwarding lane {i}: {e}");
-            return None;
-        }
-    };
+    let runtime = build(&format!("forwarding lane {i}"))?;
     let handle = runtime.handle().clone();
     let thread = std::thread::Builder::new().name(format!("forward-{i}")).spawn(move || {
         ON.with(|on| on.set(Some((i, i as u64 + 1))));
