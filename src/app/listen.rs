@@ -198,21 +198,27 @@ pub(super) fn startup_doctor(config: &Config, metrics: &Metrics) {
 /// connection cap, the in-flight cap, the forwarding lanes' idle UDP
 /// ports, and a margin for the rest.
 fn sockets_needed(config: &Config) -> u64 {
-    let mut listeners: BTreeMap<GroupKey, u64> = BTreeMap::new();
+    let mut listeners: BTreeMap<GroupKey, (u64, usize)> = BTreeMap::new();
     for s in &config.servers {
-        let addresses = listen_ips(&s.bind).len() as u64;
+        let addresses = listen_ips(&s.bind).len();
+        // UDP workers: as many per address as `open` starts
+        let workers = match s.listen.scheme {
+            Scheme::Dns => addresses * s.listen.sockets.unwrap_or_else(super::runtime::default_workers),
+            _ => 0,
+        };
         listeners
             .entry((s.port, s.bind.clone(), s.listen.clone()))
-            .or_insert(s.tcp.connections as u64 * addresses);
+            .or_insert((s.tcp.connections as u64 * addresses as u64, workers));
     }
-    // Each forwarding lane (the shared ones, and each UDP worker's) keeps
-    // up to PORTS idle UDP ports per upstream.
+    // Each forwarding lane (the shared ones, and each UDP worker's, twice
+    // over while a reload starts new workers before the old ones stop)
+    // keeps up to PORTS idle UDP ports per upstream.
     use crate::query::forward::lanes::{MAX_LANES, WORKER_LANES};
     let upstreams: usize = config.servers.iter().flat_map(|s| &s.forward).map(|f| f.to.len()).sum();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let lanes = MAX_LANES + (listeners.len() * cores).min(WORKER_LANES);
+    let workers: usize = listeners.values().map(|(_, w)| w).sum();
+    let lanes = MAX_LANES + (2 * workers).min(WORKER_LANES);
     let ports = (upstreams * lanes * crate::query::forward::outgoing::PORTS) as u64;
-    listeners.values().sum::<u64>() + config.in_flight as u64 + ports + 256
+    listeners.values().map(|(tcp, _)| tcp).sum::<u64>() + config.in_flight as u64 + ports + 256
 }
 
 fn listen_ips(bind: &[IpAddr]) -> Vec<IpAddr> {
@@ -296,4 +302,27 @@ fn serve_other(
         udp: Vec::new(),
         tcp: l.task,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needed(corefile: &str) -> u64 {
+        let config = crate::config::load_str(std::path::Path::new("Corefile"), corefile, 53).expect("parses");
+        sockets_needed(&config)
+    }
+
+    #[test]
+    fn every_udp_worker_counts_as_a_lane_twice_over() {
+        use crate::query::forward::{lanes::MAX_LANES, outgoing::PORTS};
+        let one = needed(".:53 {\n bind 127.0.0.1\n multisocket 3\n forward . 127.0.0.1:5300\n}\n");
+        let two = needed(".:53 {\n bind 127.0.0.1 127.0.0.2\n multisocket 3\n forward . 127.0.0.1:5300\n}\n");
+        let none = needed(".:53 {\n bind 127.0.0.1\n multisocket 3\n}\n");
+        // 3 workers, a reload's 3 more, the shared lanes
+        assert_eq!(one - none, ((MAX_LANES + 6) * PORTS) as u64);
+        // the second address: 6 workers more, and its TCP cap
+        let tcp = needed(".:53 {\n bind 127.0.0.1 127.0.0.2\n multisocket 3\n}\n") - none;
+        assert_eq!(two - one, (6 * PORTS) as u64 + tcp);
+    }
 }

@@ -79,10 +79,16 @@ impl Runtime {
             sources: HashMap::new(),
             groups: BTreeMap::new(),
             epoch: 0,
-            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            workers: default_workers(),
             acme: Default::default(),
         }
     }
+}
+
+/// UDP workers per listening address without `multisocket`: one per core
+/// (two when the count is unknown).
+pub(super) fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 /// How long listeners wait for the cluster state: the longest
