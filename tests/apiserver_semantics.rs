@@ -158,6 +158,46 @@ fn status_of(server: &Server, name: &str) -> (String, Vec<String>) {
 /// The ceiling of every wait for an event here: only a hang reaches it.
 const HANG: Duration = Duration::from_secs(60);
 
+fn unix_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A millisecond later than every event the server has seen so far
+/// (the metric has millisecond steps): the time to send a bookmark at.
+fn bookmark_sent() -> u64 {
+    let now = unix_ms();
+    let started = Instant::now();
+    while unix_ms() <= now {
+        assert!(started.elapsed() < HANG, "the clock stands");
+        std::hint::spin_loop();
+    }
+    unix_ms()
+}
+
+/// Waits until the server's watch of `kind` saw a frame at or after `since`
+/// (Unix ms): `clusterdns_kubernetes_last_event_age_seconds`, read against
+/// the time just before the scrape, which the server's own "now" is not
+/// before, so the frame's time is never overestimated. The watch stores
+/// the frame's resourceVersion before it reads the next frame.
+fn seen_since(server: &Server, kind: &str, since: u64) {
+    let series = format!("clusterdns_kubernetes_last_event_age_seconds{{kind=\"{kind}\"}}");
+    let started = Instant::now();
+    loop {
+        let before = unix_ms();
+        let age = server.metric(&series);
+        if age >= 0.0 && before.saturating_sub((age * 1000.0).round() as u64) >= since {
+            return;
+        }
+        assert!(
+            started.elapsed() < HANG,
+            "no event of {kind} seen: {}",
+            server.metrics()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn eventually(server: &Server, name: &str, want: &str, data: &[&str]) -> Duration {
     let started = Instant::now();
     while started.elapsed() < HANG {
@@ -214,8 +254,9 @@ fn initial_sync_changes_and_a_resume_from_the_bookmark() {
     // Other kinds move the cluster's version on; a bookmark tells the
     // Service watch so; then every watch is dropped.
     fake.control("bump", json!({"by": 50}));
+    let sent = bookmark_sent();
     fake.control("bookmark", json!({}));
-    std::thread::sleep(Duration::from_millis(500));
+    seen_since(&server, "Service", sent);
     let before = watches_of(&fake.requests(), "/api/v1/services").len();
     let mark = fake
         .requests()
