@@ -167,7 +167,7 @@ fn fewer_slots_after_short_batches_and_full_still_means_the_kernel_had_more() {
     let to = server.local_addr().expect("address");
     let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
     let mut batch = Batch::new();
-    let mut read = |batch: &mut Batch, sent: usize| {
+    let read = |batch: &mut Batch, sent: usize| {
         for _ in 0..sent {
             client.send_to(b"query", to).expect("send");
         }
