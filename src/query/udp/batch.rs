@@ -24,6 +24,19 @@
 //! for) rebuilds them too, a bounded number of times
 //! ([`UNSTAMPED_REBUILDS`]), so a kernel that never stamps costs no rebuild
 //! per batch.
+//!
+//! A `recvmmsg` is offered fewer slots than [`BATCH`] after short batches
+//! ([`Batch::slots`]: twice the last batch, at least [`FEW`], rounded up
+//! to 4, 8, 16 or 32), since mapping and handing the kernel all 32 cost
+//! as much as the work of a batch of one to three. A batch that fills
+//! fewer slots than [`BATCH`] is followed at once by a read, not waiting,
+//! into the rest, whose datagrams join it: so a batch is full (32) exactly
+//! when it would have been with 32 slots offered, when the kernel had at
+//! least that many queued, which the overload policy reads as "the queue
+//! held more" (`queue.rs`: a queue may stand only while batches come back
+//! full, and a full batch turns the stamps on). The extra read costs a
+//! system call only when a batch filled its slots and the queue then
+//! held nothing more, and the next batch is offered more slots.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, UdpSocket};
@@ -96,6 +109,8 @@ pub struct Batch {
     unstamped: u8,
     /// Whether the socket delivers receive stamps (it does when bound).
     stamps: bool,
+    /// Slots offered to the next `recvmmsg` (see the module comment).
+    slots: usize,
 }
 
 fn receiving() -> MultiHeaders<SockaddrStorage> {
@@ -120,6 +135,7 @@ impl Batch {
             to: Vec::with_capacity(BATCH),
             unstamped: UNSTAMPED_REBUILDS,
             stamps: true,
+            slots: BATCH,
         }
     }
 
@@ -157,9 +173,49 @@ impl Batch {
         self.got.clear();
         self.peers.clear();
         self.drops = None;
-        let mut iovs = self.bufs.each_mut().map(|b| [IoSliceMut::new(b)]);
+        let offered = self.slots;
+        let (mut cut, mut bare) = match offered {
+            FEW => self.receive_into::<FEW, 0>(socket, flags)?,
+            8 => self.receive_into::<8, 0>(socket, flags)?,
+            16 => self.receive_into::<16, 0>(socket, flags)?,
+            _ => self.receive_into::<BATCH, 0>(socket, flags)?,
+        };
+        if self.got.len() == offered && offered < BATCH {
+            // The slots filled: what else is queued joins the batch, so
+            // that a full batch keeps meaning the kernel had more.
+            let more = match offered {
+                FEW => self.receive_into::<{ BATCH - FEW }, FEW>(socket, MsgFlags::MSG_DONTWAIT),
+                8 => self.receive_into::<{ BATCH - 8 }, 8>(socket, MsgFlags::MSG_DONTWAIT),
+                _ => self.receive_into::<{ BATCH - 16 }, 16>(socket, MsgFlags::MSG_DONTWAIT),
+            };
+            if let Ok((c, b)) = more {
+                (cut, bare) = (cut | c, bare | b);
+            }
+        }
+        self.slots = slots_after(self.got.len());
+        if cut {
+            self.make_room();
+        } else if bare && self.unstamped > 0 {
+            self.unstamped -= 1;
+            self.make_room();
+        }
+        Ok(())
+    }
+
+    /// One `recvmmsg` into the `N` buffers from `AT`, its datagrams added
+    /// to the batch; returns whether one's control data was cut and whether
+    /// one came unstamped while stamps are asked for.
+    fn receive_into<const N: usize, const AT: usize>(
+        &mut self,
+        socket: &UdpSocket,
+        flags: MsgFlags,
+    ) -> Result<(bool, bool), Errno> {
+        let Some(bufs) = self.bufs[AT..].first_chunk_mut::<N>() else {
+            return Ok((false, false));
+        };
+        let mut iovs = bufs.each_mut().map(|b| [IoSliceMut::new(b)]);
         let results = socket::recvmmsg(socket.as_raw_fd(), &mut self.received, iovs.iter_mut(), flags, None)?;
-        // the clock read once a batch, in nanoseconds as the stamps are
+        // the clock read once a call, in nanoseconds as the stamps are
         let wall = if self.stamps { wall_nanos() } else { 0 };
         let (mut cut, mut bare) = (false, false);
         for msg in results {
@@ -192,13 +248,7 @@ impl Batch {
                 to,
             });
         }
-        if cut {
-            self.make_room();
-        } else if bare && self.unstamped > 0 {
-            self.unstamped -= 1;
-            self.make_room();
-        }
-        Ok(())
+        Ok((cut, bare))
     }
 
     /// Queues `reply` to the sender of datagram `of`, from `from` (`None`:
@@ -286,6 +336,12 @@ impl Batch {
             }
         }
     }
+}
+
+/// Slots to offer after a batch of `got` (see the module comment): twice
+/// that, at least [`FEW`], rounded up to a power of two, at most [`BATCH`].
+fn slots_after(got: usize) -> usize {
+    (2 * got).clamp(FEW, BATCH).next_power_of_two().min(BATCH)
 }
 
 /// The wall clock in nanoseconds since the epoch, as stamps are.

@@ -19,10 +19,13 @@
 //! batch that came back full (the queue held more) until an [`INTERVAL`]
 //! without one, while overloaded, and after it was away from its socket (a
 //! stop, which ends a waiting `recvmmsg` with `EINTR`; a clock read before
-//! each `recvmmsg` more than [`STANDING`] after the last batch's, as when
-//! stopped or preempted while answering; or a batch read more than
-//! [`MAX_WAIT`] after the last clock read, woken and then starved: that
-//! batch itself is answered unjudged). Once a socket has asked, the kernel
+//! each wait for the socket, or read that does not wait, more than
+//! [`STANDING`] after the last batch's, as when stopped or preempted while
+//! answering; a wait that ended more than [`STANDING`] past its bound, or
+//! a batch read more than [`MAX_WAIT`] after the last clock read, woken
+//! and then starved: that batch itself is answered unjudged). The stamps
+//! are asked for before the wait, and a wait that times out is observed
+//! as an empty queue, so time spent waiting never counts as time away. Once a socket has asked, the kernel
 //! stamps every arrival until the socket closes, so what queued while
 //! delivery was off tells its wait when read after it is back on. Without
 //! stamps, the batch before emptied the queue, so a query waited at most

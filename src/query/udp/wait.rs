@@ -17,10 +17,12 @@
 
 use std::io;
 use std::net::UdpSocket;
+use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use nix::poll::{PollFd, PollFlags};
 use tokio::io::unix::{AsyncFd, AsyncFdReadyGuard};
 use tokio::io::Interest;
 use tokio::runtime::RuntimeMetrics;
@@ -84,4 +86,12 @@ impl Lane {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
+}
+
+/// Waits in `poll` (up to `wait`) until `shared` or one of `apart` (the
+/// limited clients' queues) is readable: a round's wait (`worker.rs`).
+pub(super) fn poll<'a>(shared: &UdpSocket, apart: impl Iterator<Item = &'a UdpSocket>, wait: Duration) {
+    let mut fds = vec![PollFd::new(shared.as_fd(), PollFlags::POLLIN)];
+    fds.extend(apart.map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN)));
+    let _ = nix::poll::poll(&mut fds, wait.as_millis() as u16);
 }

@@ -13,24 +13,23 @@
 //! rounds, which then wait at most [`SHORT`].
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::poll::{PollFd, PollFlags};
 
 use super::batch::{Batch, BATCH};
 use super::boxes::ClientQueue;
 use super::door::{adjust, peer};
 use super::fair::{Fairness, Verdict, WINDOW};
-use super::queue::{Queue, STANDING};
-use super::wait::{Lane, POLL};
+use super::queue::Queue;
+use super::wait::{poll, Lane, POLL};
 use crate::metrics::Transport;
 use crate::query::defer::Sink;
 use crate::query::handler::Handler;
 use crate::query::proxyproto::{self, sessions::Sessions};
+use crate::query::route::Router;
 use crate::query::scratch::Scratch;
 
 /// A round's wait while misses are in flight on the worker's runtime.
@@ -69,6 +68,10 @@ struct Worker<'a> {
     wildcard: Option<u16>,
     /// Its misses run on its own runtime (`wait.rs`) while nobody is limited.
     own_lane: bool,
+    /// The router as last loaded (a pointer compared per batch, not a load).
+    router: arc_swap::Cache<&'a arc_swap::ArcSwap<Router>, Arc<Router>>,
+    /// The last round found every queue empty: the next one waits first.
+    idle_round: bool,
 }
 
 /// The loop, until `stop`; `lane`: the worker's own runtime (`wait.rs`),
@@ -93,6 +96,8 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
         bound,
         wildcard: bound.filter(|a| a.ip().is_unspecified()).map(|a| a.port()),
         own_lane: lane.is_some(),
+        router: arc_swap::Cache::new(&handler.router),
+        idle_round: false,
     };
     while !stop.load(Ordering::Relaxed) {
         let busy = lane.as_ref().is_some_and(Lane::busy);
@@ -104,7 +109,8 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
         } else if let Some(lane) = lane.as_mut().filter(|_| busy) {
             w.wait(lane).await
         } else {
-            w.shared(true)
+            let before = w.prepare();
+            w.shared(true, before, POLL)
         };
         w.judge(now);
     }
@@ -118,13 +124,21 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
 }
 
 impl Worker<'_> {
+    /// Before each wait for the shared socket (and each read that does not
+    /// wait): notes the time away since the last batch, and asks for stamps
+    /// only while a queue may stand ([`Queue::stamps`]). Returns the clock
+    /// read. Done after the wait, the wait would count as time away.
+    fn prepare(&mut self) -> Instant {
+        let now = Instant::now();
+        self.queue.reading(now);
+        self.batch.stamps(self.socket, self.queue.stamps(now));
+        now
+    }
+
     /// One batch from the shared socket (`wait`: for the first datagram,
-    /// up to [`POLL`]); returns the clock read, if a batch came.
-    fn shared(&mut self, wait: bool) -> Instant {
-        // Stamps only while a queue may stand ([`Queue::stamps`]).
-        let before = Instant::now();
-        self.queue.reading(before);
-        self.batch.stamps(self.socket, self.queue.stamps(before));
+    /// up to [`POLL`]), after a wait (or this one) prepared at `before`
+    /// and bounded by `limit`; returns the clock read.
+    fn shared(&mut self, wait: bool, before: Instant, limit: Duration) -> Instant {
         let got = if wait {
             self.batch.receive(self.socket)
         } else {
@@ -133,14 +147,8 @@ impl Worker<'_> {
         match got {
             Ok(()) => {}
             Err(Errno::EAGAIN) => {
-                // Idle: the queue is empty.
                 let now = Instant::now();
-                if now > before + POLL + STANDING {
-                    // stopped or starved after the wait ended
-                    self.queue.away(now);
-                }
-                let change = self.queue.observe(Some(Duration::ZERO), 0, None, now);
-                adjust(self.socket, &mut self.batch, change);
+                self.idle(before, limit, now);
                 return now;
             }
             Err(Errno::EINTR) => {
@@ -156,6 +164,7 @@ impl Worker<'_> {
             }
         }
         let now = Instant::now();
+        self.queue.woke(before, limit, now);
         let least = self.batch.got.iter().filter_map(|d| d.waited).min();
         let change = self.queue.observe(least, self.batch.got.len(), self.batch.drops, now);
         adjust(self.socket, &mut self.batch, change);
@@ -169,13 +178,23 @@ impl Worker<'_> {
         now
     }
 
+    /// A wait begun at `before`, bounded by `limit`, ended at `now` with nothing read.
+    fn idle(&mut self, before: Instant, limit: Duration, now: Instant) {
+        self.queue.woke(before, limit, now);
+        let change = self.queue.observe(Some(Duration::ZERO), 0, None, now);
+        adjust(self.socket, &mut self.batch, change);
+    }
+
     /// While misses are in flight: a batch from the shared socket once the
     /// runtime finds it readable (see `wait.rs`); returns the clock read.
     async fn wait(&mut self, lane: &mut Lane) -> Instant {
+        let before = self.prepare();
         let Some(mut ready) = lane.readable().await else {
-            return Instant::now();
+            let now = Instant::now();
+            self.idle(before, POLL, now);
+            return now;
         };
-        let now = self.shared(false);
+        let now = self.shared(false, before, POLL);
         if self.batch.got.len() < BATCH {
             // the queue is empty: the next arrival is a new event
             ready.clear_ready();
@@ -188,10 +207,14 @@ impl Worker<'_> {
     }
 
     /// One round: a batch from the shared socket and from each limited
-    /// client's queue, none waiting; waits in `poll` (up to `wait`) when
-    /// all were empty.
+    /// client's queue, none waiting; first waits in `poll` (up to `wait`)
+    /// when the last round found all of them empty.
     fn round(&mut self, wait: Duration) -> Instant {
-        let mut now = self.shared(false);
+        let before = self.prepare();
+        if self.idle_round {
+            poll(self.socket, self.limited.iter().map(|l| &l.queue.socket), wait);
+        }
+        let mut now = self.shared(false, before, wait);
         let mut any = !self.batch.got.is_empty();
         // The limited queues' batches carry drop counts the shared one's
         // do not: read into buffers of their own, whose control space the
@@ -217,17 +240,7 @@ impl Worker<'_> {
             l.shed_all += dropped + late;
         }
         self.swap_apart();
-        if !any {
-            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(1 + self.limited.len());
-            fds.push(PollFd::new(self.socket.as_fd(), PollFlags::POLLIN));
-            fds.extend(
-                self.limited
-                    .iter()
-                    .map(|l| PollFd::new(l.queue.socket.as_fd(), PollFlags::POLLIN)),
-            );
-            let _ = nix::poll::poll(&mut fds, wait.as_millis() as u16);
-            now = Instant::now();
-        }
+        self.idle_round = !any;
         now
     }
 
@@ -245,8 +258,7 @@ impl Worker<'_> {
         let (handler, socket) = (self.handler, self.socket);
         let sink = || Sink::Udp(socket.clone());
         let count = count && self.fair.counts(self.batch.got.len(), BATCH);
-        let router = handler.router.load();
-        let proxy = router.proxy.as_deref();
+        let proxy = self.router.load().proxy.as_deref();
         let mut late = 0;
         for i in 0..self.batch.got.len() {
             let d = self.batch.got[i];
@@ -302,21 +314,18 @@ impl Worker<'_> {
     /// Ends a fairness window when one is due: publishes its talkers and
     /// shed counts, and limits or releases a client.
     fn judge(&mut self, now: Instant) {
+        if !self.fair.due(now) {
+            return;
+        }
         let (verdict, ended) = self.fair.judge(now);
         if !ended {
             return;
         }
-        let router = self.handler.router.load();
+        let router = self.router.load().clone();
         self.fair.configure(router.tcp.client_share, router.tcp.limited_clients);
         let metrics = &self.handler.metrics.fair;
         let per_sec = 1000 / WINDOW.as_millis().max(1) as u64;
-        let mut top = [(IpAddr::from([0, 0, 0, 0]), 0u32); PUBLISHED];
-        for (ip, n) in self.fair.talkers.all() {
-            if let Some(least) = top.iter_mut().min_by_key(|t| t.1).filter(|t| t.1 < n) {
-                *least = (ip, n);
-            }
-        }
-        for (ip, n) in top.into_iter().filter(|t| t.1 > 0) {
+        for (ip, n) in self.fair.talkers.top::<PUBLISHED>().into_iter().filter(|t| t.1 > 0) {
             metrics.talker(ip, router.client_namespace(ip), u64::from(n) * per_sec, now);
         }
         self.fair.next_window();

@@ -160,3 +160,43 @@ fn stamps_turned_off_are_not_delivered_and_turned_back_on_tell_the_arrival() {
         "no stamp says how long the datagram queued while stamps were off: {waits:?}"
     );
 }
+
+#[test]
+fn fewer_slots_after_short_batches_and_full_still_means_the_kernel_had_more() {
+    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+    let to = server.local_addr().expect("address");
+    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let mut batch = Batch::new();
+    let read = |batch: &mut Batch, sent: usize| {
+        for _ in 0..sent {
+            client.send_to(b"query", to).expect("send");
+        }
+        batch.receive(&server).expect("a batch");
+        batch.got.len()
+    };
+    assert_eq!(read(&mut batch, 1), 1);
+    assert_eq!(batch.slots, FEW);
+    // The offered slots filled, nothing more queued: a short batch.
+    assert_eq!(read(&mut batch, FEW), FEW);
+    assert_eq!(batch.slots, 8);
+    // More queued than offered: the rest joins the batch, which is full
+    // as it would have been with every slot offered.
+    assert_eq!(read(&mut batch, 1), 1);
+    assert_eq!(read(&mut batch, 2 * BATCH + 3), BATCH);
+    assert_eq!(batch.slots, BATCH);
+    assert_eq!(read(&mut batch, 0), BATCH);
+    assert_eq!(read(&mut batch, 0), 3);
+    assert_eq!(batch.slots, 8);
+    // Each datagram's sender and length, in order, across the two reads.
+    for n in 0..12u8 {
+        client.send_to(&[n; 3][..usize::from(n % 3) + 1], to).expect("send");
+    }
+    batch.receive(&server).expect("a batch");
+    assert_eq!(batch.got.len(), 12);
+    let local = client.local_addr().expect("address");
+    for (k, d) in batch.got.iter().enumerate() {
+        assert_eq!((d.len, batch.bufs[k][0]), (k % 3 + 1, k as u8));
+        assert_eq!(batch.peers[k].as_ref().and_then(super::super::door::peer), Some(local));
+    }
+    assert_eq!(slots_after(12), BATCH);
+}
