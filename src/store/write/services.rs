@@ -148,6 +148,13 @@ impl Writer {
         if let Some(previous) = self.slice_moved_from(slice, &owner_key.1) {
             self.remove_slice_from(&previous, &slice.1);
         }
+        let (ports, endpoints) = match self.building {
+            true => match self.slice_in_place(slice, &owner_key, ports, endpoints, trigger) {
+                Ok(changed) => return changed,
+                Err(back) => back,
+            },
+            false => (ports, endpoints),
+        };
         let mut entry = match self.get_service(&owner_key) {
             Some(s) => (*s).clone(),
             None => {
@@ -309,6 +316,6 @@ pub(super) fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: boo
 }
 
 /// The Service a slice's generated name names (`web` of `web-x7k2p`).
-fn named_service(slice: &str) -> Option<&str> {
+pub(super) fn named_service(slice: &str) -> Option<&str> {
     slice.rsplit_once('-').map(|(named, _)| named)
 }
