@@ -231,7 +231,7 @@ impl Writer {
                 let before = (entry.object || entry.live_services > 0, entry.object);
                 edit(entry);
                 note_namespace(&mut self.changed, self.live.selected, ns, before, entry);
-                if !(entry.object || !entry.services.is_empty()) {
+                if !entry.object && entry.services.is_empty() {
                     self.live.namespaces.remove(ns);
                 }
                 return;
