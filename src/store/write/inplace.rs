@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::services::{edit_index, named_service};
+use super::services::{edit_index, named_service, programmed_kind};
 use super::writer::{Pair, Writer};
 use crate::store::changes::Dep;
-use crate::store::records::{Endpoints, Ports, ServiceKind, Slice, Slices};
+use crate::store::records::{Endpoints, Ports, Slice, Slices};
 
 impl Writer {
     /// [`Writer::upsert_slice`]'s work on the held Service `owner`, in
@@ -68,12 +68,7 @@ impl Writer {
             entry.slices = Slices::from(all);
         }
         *count += 1;
-        let kind = match (&entry.kind, entry.selector) {
-            (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
-            (Some(ServiceKind::Headless), true) => Some(1),
-            (Some(ServiceKind::Headless), false) => Some(2),
-            _ => None,
-        };
+        let kind = programmed_kind(entry);
         if let (Some(kind), Some(at), true) = (kind, trigger, synced) {
             programmed.push((kind, at));
         }

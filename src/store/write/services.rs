@@ -185,12 +185,7 @@ impl Writer {
         self.endpoint_ptrs(&endpoints, entry.slot, true);
         slices.push(Slice::new(&owner_key.1, &slice.1, ports, endpoints));
         entry.slices = Slices::from(slices);
-        let kind = match (&entry.kind, entry.selector) {
-            (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
-            (Some(ServiceKind::Headless), true) => Some(1),
-            (Some(ServiceKind::Headless), false) => Some(2),
-            _ => None,
-        };
+        let kind = programmed_kind(&entry);
         if let (Some(kind), Some(at), true) = (kind, trigger, self.synced()) {
             self.programmed.push((kind, at));
         }
@@ -312,6 +307,17 @@ pub(super) fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: boo
         index.insert(addr, id.clone());
     } else {
         index.remove(addr, id);
+    }
+}
+
+/// The index [`Writer::take_programmed`] counts a slice change of
+/// `service` under, if it has a Service object.
+pub(super) fn programmed_kind(service: &Service) -> Option<usize> {
+    match (&service.kind, service.selector) {
+        (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
+        (Some(ServiceKind::Headless), true) => Some(1),
+        (Some(ServiceKind::Headless), false) => Some(2),
+        _ => None,
     }
 }
 
