@@ -57,6 +57,14 @@ impl ServiceMap {
         found.map(|i| &self.shards[at][i].2)
     }
 
+    /// The service `name` to edit in place (its shard copied first if a
+    /// published snapshot shares it).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Arc<Service>> {
+        let (_, at, found) = self.locate(name);
+        let i = found?;
+        Some(&mut Arc::make_mut(&mut Arc::make_mut(&mut self.shards)[at])[i].2)
+    }
+
     /// Adds or replaces the service named by `key`.
     pub fn insert(&mut self, key: ServiceKey, service: Arc<Service>) {
         let (hash, at, found) = self.locate(key.name());

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::change::{Kind, ObjectKey, Record};
-use super::changes::Dep;
+use super::changes::{Changed, Dep};
 use super::slot::Store;
 use super::snapshot::{Namespace, Snapshot};
 
@@ -223,25 +223,45 @@ impl Writer {
     /// The entry is taken out of the map while it is edited, so that its
     /// service map is not shared and is edited in place unless a published
     /// snapshot holds it (a clone would copy the path of every insert).
+    /// While the first snapshot is built nothing shares the entry: it is
+    /// edited where it is.
     fn edit_namespace(&mut self, ns: &Arc<str>, edit: impl FnOnce(&mut Namespace)) {
-        let mut entry = self.live.namespaces.remove(ns).unwrap_or_default();
-        let (existed, object) = (entry.object || entry.live_services > 0, entry.object);
-        edit(&mut entry);
-        if self.live.selected && object != entry.object {
-            // Under namespace_labels a namespace now served or hidden
-            // turns every name in it, and the PTR and pod answers naming
-            // them (a rare change: a Namespace created, deleted, relabelled).
-            self.changed.everything();
-        } else if existed != (entry.object || entry.live_services > 0) {
-            self.changed.add(Dep::namespace(ns));
+        if self.building {
+            if let Some(entry) = self.live.namespaces.get_mut(ns) {
+                let before = (entry.object || entry.live_services > 0, entry.object);
+                edit(entry);
+                note_namespace(&mut self.changed, self.live.selected, ns, before, entry);
+                if !entry.object && entry.services.is_empty() {
+                    self.live.namespaces.remove(ns);
+                }
+                return;
+            }
         }
+        let mut entry = self.live.namespaces.remove(ns).unwrap_or_default();
+        let before = (entry.object || entry.live_services > 0, entry.object);
+        edit(&mut entry);
+        note_namespace(&mut self.changed, self.live.selected, ns, before, &entry);
         if entry.object || !entry.services.is_empty() {
             self.live.namespaces.insert(ns.clone(), entry);
         }
     }
 }
 
+/// Records what an edit of namespace `ns` changed: `(existed, object)`
+/// before it, the entry after.
+fn note_namespace(changed: &mut Changed, selected: bool, ns: &str, (existed, object): (bool, bool), entry: &Namespace) {
+    if selected && object != entry.object {
+        // Under namespace_labels a namespace now served or hidden
+        // turns every name in it, and the PTR and pod answers naming
+        // them (a rare change: a Namespace created, deleted, relabelled).
+        changed.everything();
+    } else if existed != (entry.object || entry.live_services > 0) {
+        changed.add(Dep::namespace(ns));
+    }
+}
+
 mod export;
+mod inplace;
 mod intern;
 mod mcs;
 mod pods;

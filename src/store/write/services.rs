@@ -148,6 +148,13 @@ impl Writer {
         if let Some(previous) = self.slice_moved_from(slice, &owner_key.1) {
             self.remove_slice_from(&previous, &slice.1);
         }
+        let (ports, endpoints) = match self.building {
+            true => match self.slice_in_place(slice, &owner_key, ports, endpoints, trigger) {
+                Ok(changed) => return changed,
+                Err(back) => back,
+            },
+            false => (ports, endpoints),
+        };
         let mut entry = match self.get_service(&owner_key) {
             Some(s) => (*s).clone(),
             None => {
@@ -178,12 +185,7 @@ impl Writer {
         self.endpoint_ptrs(&endpoints, entry.slot, true);
         slices.push(Slice::new(&owner_key.1, &slice.1, ports, endpoints));
         entry.slices = Slices::from(slices);
-        let kind = match (&entry.kind, entry.selector) {
-            (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
-            (Some(ServiceKind::Headless), true) => Some(1),
-            (Some(ServiceKind::Headless), false) => Some(2),
-            _ => None,
-        };
+        let kind = programmed_kind(&entry);
         if let (Some(kind), Some(at), true) = (kind, trigger, self.synced()) {
             self.programmed.push((kind, at));
         }
@@ -308,7 +310,18 @@ pub(super) fn edit_index<V: Clone + Ord>(index: &mut AddrIndex<V>, building: boo
     }
 }
 
+/// The index [`Writer::take_programmed`] counts a slice change of
+/// `service` under, if it has a Service object.
+pub(super) fn programmed_kind(service: &Service) -> Option<usize> {
+    match (&service.kind, service.selector) {
+        (Some(ServiceKind::ClusterIp(_)), _) => Some(0),
+        (Some(ServiceKind::Headless), true) => Some(1),
+        (Some(ServiceKind::Headless), false) => Some(2),
+        _ => None,
+    }
+}
+
 /// The Service a slice's generated name names (`web` of `web-x7k2p`).
-fn named_service(slice: &str) -> Option<&str> {
+pub(super) fn named_service(slice: &str) -> Option<&str> {
     slice.rsplit_once('-').map(|(named, _)| named)
 }

@@ -23,6 +23,8 @@ pub struct Writer {
     pub(super) strings: HashSet<Arc<str>>,
     /// Port lists are interned too: most services share a handful.
     pub(super) port_lists: HashSet<Ports>,
+    /// The port lists [`Writer::ports`] returned last, newest first.
+    pub(super) recent_ports: [Option<Ports>; 4],
     pub(super) strings_after_prune: usize,
     /// `(namespace, slice)` → the identity of the service it belongs to,
     /// keyed by the 64-bit hash of `(namespace, slice)` (the relists'
@@ -84,6 +86,7 @@ impl Writer {
             live: Snapshot::unsynced(),
             strings: HashSet::default(),
             port_lists: HashSet::default(),
+            recent_ports: Default::default(),
             strings_after_prune: 0,
             slice_owner: HashMap::default(),
             slices: 0,
