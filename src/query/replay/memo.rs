@@ -27,10 +27,12 @@ use crate::query::request::edns::udp_limit;
 use crate::query::request::{self, Wire};
 use crate::store::{Deps, Store};
 use arena::Arena;
+use record::{Meta, DEPS, META};
 
 mod arena;
 #[cfg(test)]
 mod props;
+mod record;
 mod soa;
 
 /// Entries per worker before the memo is emptied.
@@ -97,20 +99,6 @@ impl Key {
     }
 }
 
-/// What the memo keeps per entry besides the bytes.
-#[derive(Debug, Clone, Copy)]
-struct Meta {
-    outcome: Summary,
-    /// The generation the reply was built at (or last found still exact).
-    generation: u64,
-    deps: Deps,
-    /// Offset in the reply of its SOA's serial (0: none), rewritten when
-    /// the entry outlives a publish.
-    serial_at: u16,
-    /// Replayed only to a question spelled as this reply's (`Tags::exact_case`).
-    exact_case: bool,
-}
-
 /// What the memo checks its entries against: the router's config epoch,
 /// the generation of its stores, and the one store whose change table
 /// can keep entries across a publish (none when several stores serve).
@@ -134,7 +122,7 @@ pub use crate::metrics::revalidations;
 /// One worker's memo.
 pub struct Memo {
     epoch: u64,
-    entries: Arena<Meta>,
+    entries: Arena<META, DEPS>,
     /// Direct-mapped fingerprints of questions answered once.
     seen: Box<[u64]>,
     hasher: foldhash::fast::FixedState,
@@ -173,19 +161,21 @@ impl Memo {
     pub fn replay(&mut self, key: &Key, packet: &[u8], view: &View<'_>, out: &mut Vec<u8>) -> Option<Summary> {
         self.sync(view);
         let fp = self.fingerprint(key);
-        let (meta, reply) = self.entries.get(fp, &key.bytes)?;
+        let entry = self.entries.get(fp, &key.bytes)?;
+        let (meta, reply) = (Meta::decode(entry.head)?, entry.reply);
         let name = 12..12 + key.name_len;
         if meta.exact_case && packet.get(name.clone()) != reply.get(name) {
             return None; // answered anew, and remembered in this spelling
         }
         if meta.generation != view.generation {
-            let Some(store) = view.store.filter(|s| s.unchanged_since(meta.generation, &meta.deps)) else {
+            let deps = Deps::from_bytes(entry.tail);
+            let Some(store) = view.store.filter(|s| s.unchanged_since(meta.generation, &deps)) else {
                 self.counts.dropped.fetch_add(1, Ordering::Relaxed);
                 self.entries.remove(fp);
                 return None;
             };
             self.counts.kept.fetch_add(1, Ordering::Relaxed);
-            meta.generation = view.generation;
+            Meta::set_generation(entry.head, view.generation);
             let at = usize::from(meta.serial_at);
             if let Some(serial) = reply.get_mut(at..at + 4).filter(|_| at != 0) {
                 serial.copy_from_slice(&store.serial().to_be_bytes());
@@ -230,11 +220,14 @@ impl Memo {
         let meta = Meta {
             outcome,
             generation: view.generation,
-            deps,
             serial_at,
             exact_case,
         };
-        self.entries.insert(fingerprint, &key.bytes, reply, meta, MAX_ENTRIES);
+        let Some(meta) = meta.encode() else {
+            return; // a record that would not read back
+        };
+        self.entries
+            .insert(fingerprint, (&meta, &deps.to_bytes()), &key.bytes, reply, MAX_ENTRIES);
     }
 }
 
