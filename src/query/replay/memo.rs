@@ -82,6 +82,12 @@ impl Key {
         &self.bytes
     }
 
+    /// The lower-cased name, and the rest (type, limit, EDNS state): the
+    /// memo keeps only the rest, the name being its reply's question's.
+    fn split(&self) -> (&[u8], &[u8]) {
+        self.bytes.split_at(self.name_len.min(self.bytes.len()))
+    }
+
     /// Patches a reply copied into `out` for `packet` (whose key this is):
     /// its ID, RD and CD bits and the question name's spelling.
     pub fn echo(&self, packet: &[u8], out: &mut [u8]) -> Option<()> {
@@ -161,9 +167,14 @@ impl Memo {
     pub fn replay(&mut self, key: &Key, packet: &[u8], view: &View<'_>, out: &mut Vec<u8>) -> Option<Summary> {
         self.sync(view);
         let fp = self.fingerprint(key);
-        let entry = self.entries.get(fp, &key.bytes)?;
+        let (asked, rest) = key.split();
+        let entry = self.entries.get(fp, rest)?;
         let (meta, reply) = (Meta::decode(entry.head)?, entry.reply);
         let name = 12..12 + key.name_len;
+        if !reply.get(name.clone()).is_some_and(|n| n.eq_ignore_ascii_case(asked)) {
+            self.entries.remove(fp); // another name with the same fingerprint
+            return None;
+        }
         if meta.exact_case && packet.get(name.clone()) != reply.get(name) {
             return None; // answered anew, and remembered in this spelling
         }
@@ -201,8 +212,12 @@ impl Memo {
         (deps, exact_case): (Deps, bool),
     ) {
         self.sync(view);
-        if reply.len() < 12 + key.name_len {
-            return; // no question to patch the spelling of
+        let (asked, rest) = key.split();
+        if !reply
+            .get(12..12 + key.name_len)
+            .is_some_and(|n| n.eq_ignore_ascii_case(asked))
+        {
+            return; // no question to patch the spelling of, or to find the entry by
         }
         let fingerprint = self.fingerprint(key);
         let slot = &mut self.seen[(fingerprint as usize) % SEEN_SLOTS];
@@ -227,7 +242,7 @@ impl Memo {
             return; // a record that would not read back
         };
         self.entries
-            .insert(fingerprint, (&meta, &deps.to_bytes()), &key.bytes, reply, MAX_ENTRIES);
+            .insert(fingerprint, (&meta, &deps.to_bytes()), rest, reply, MAX_ENTRIES);
     }
 }
 
@@ -253,6 +268,19 @@ mod tests {
             epoch: 0,
             generation,
             store: None,
+        }
+    }
+
+    fn outcome() -> Summary {
+        Summary {
+            rcode: ResponseCode::NoError,
+            truncated: false,
+            log: None,
+            zone: 0,
+            plugin: crate::metrics::Plugin::None,
+            qtype: 0,
+            dnssec_ok: false,
+            expansion: None,
         }
     }
 
@@ -304,16 +332,7 @@ mod tests {
     #[test]
     fn a_half_full_memo_admits_only_questions_seen_twice() {
         let mut memo = Memo::default();
-        let outcome = Summary {
-            rcode: ResponseCode::NoError,
-            truncated: false,
-            log: None,
-            zone: 0,
-            plugin: crate::metrics::Plugin::None,
-            qtype: 0,
-            dnssec_ok: false,
-            expansion: None,
-        };
+        let outcome = outcome();
         let mut buf = Vec::new();
         for i in 0..MAX_ENTRIES / 2 {
             let reply = packet(&format!("n{i}.local."), None);
@@ -342,17 +361,11 @@ mod tests {
         let mut memo = Memo::default();
         let q = packet("short.local.", None);
         let k = Key::parse(&q, Transport::Udp, &mut Vec::new()).expect("key");
-        let outcome = Summary {
-            rcode: ResponseCode::NoError,
-            truncated: false,
-            log: None,
-            zone: 0,
-            plugin: crate::metrics::Plugin::None,
-            qtype: 0,
-            dnssec_ok: false,
-            expansion: None,
-        };
+        let outcome = outcome();
         memo.remember(&k, &view(1), &[0u8; 12], outcome, (Deps::NONE, false));
+        assert_eq!(memo.replay(&k, &q, &view(1), &mut Vec::new()), None);
+        let other = packet("other.local.", None); // a question as long, another name
+        memo.remember(&k, &view(1), &other, outcome, (Deps::NONE, false));
         assert_eq!(memo.replay(&k, &q, &view(1), &mut Vec::new()), None);
     }
 
@@ -363,16 +376,7 @@ mod tests {
         let k = Key::parse(&first, Transport::Udp, &mut Vec::new()).expect("key");
         let mut reply = first.clone();
         reply[2] |= 0x84; // QR, AA
-        let outcome = Summary {
-            rcode: ResponseCode::NoError,
-            truncated: false,
-            log: None,
-            zone: 0,
-            plugin: crate::metrics::Plugin::None,
-            qtype: 0,
-            dnssec_ok: false,
-            expansion: None,
-        };
+        let outcome = outcome();
         memo.remember(&k, &view(1), &reply, outcome, (Deps::NONE, false));
         let mut second = packet("WEB.cluster.local.", None);
         second[0] = 0xAB;
