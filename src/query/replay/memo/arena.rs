@@ -15,7 +15,31 @@
 //! written in this lap, or in the previous one at or past the head. Dead
 //! index entries are dropped when met, or swept when the map is full.
 
-use crate::store::Map;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The index's hasher: its keys are already hashes (the memo's
+/// fingerprints), so they are not hashed again, only their low bit (the
+/// memo sets it) mixed with a higher one, since the map's buckets are
+/// chosen by the low bits.
+#[derive(Default)]
+struct Fingerprint(u64);
+
+impl Hasher for Fingerprint {
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        bytes
+            .iter()
+            .for_each(|b| self.0 = self.0.rotate_left(8) ^ u64::from(*b));
+    }
+
+    fn write_u64(&mut self, fp: u64) {
+        self.0 = fp;
+    }
+}
 
 /// Where a record lies: its offset (low 32 bits) and the lap it was
 /// written in (high 32 bits).
@@ -49,7 +73,7 @@ pub(super) struct Entry<'a, const H: usize, const T: usize> {
 /// Byte ring plus index; every record carries `H` bytes before its key
 /// and `T` after its reply, the caller's.
 pub(super) struct Arena<const H: usize, const T: usize> {
-    index: Map<u64, Place>,
+    index: HashMap<u64, Place, BuildHasherDefault<Fingerprint>>,
     bytes: Vec<u8>,
     /// Bytes before the ring wraps (it grows to this on first use).
     capacity: usize,
@@ -60,7 +84,7 @@ pub(super) struct Arena<const H: usize, const T: usize> {
 impl<const H: usize, const T: usize> Arena<H, T> {
     pub(super) fn new(capacity: usize) -> Self {
         Arena {
-            index: Map::default(),
+            index: HashMap::default(),
             bytes: Vec::new(),
             capacity,
             head: 0,
