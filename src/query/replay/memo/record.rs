@@ -168,17 +168,17 @@ mod tests {
         Meta {
             outcome: Summary {
                 rcode: <ResponseCode as From<u16>>::from(n % 4096),
-                truncated: n % 2 == 0,
+                truncated: n.is_multiple_of(2),
                 log,
                 zone: n.wrapping_mul(7919),
                 plugin,
                 qtype: n as u8,
-                dnssec_ok: n % 3 == 0,
+                dnssec_ok: n.is_multiple_of(3),
                 expansion,
             },
             generation: u64::from(n) << 40 | 12345,
             serial_at: n.wrapping_mul(31),
-            exact_case: n % 5 == 0,
+            exact_case: n.is_multiple_of(5),
         }
     }
 
