@@ -171,7 +171,10 @@ impl Memo {
         let entry = self.entries.get(fp, rest)?;
         let (meta, reply) = (Meta::decode(entry.head)?, entry.reply);
         let name = 12..12 + key.name_len;
-        if !reply.get(name.clone()).is_some_and(|n| n.eq_ignore_ascii_case(asked)) {
+        if !reply
+            .get(name.clone())
+            .is_some_and(|n| n == asked || n.eq_ignore_ascii_case(asked))
+        {
             self.entries.remove(fp); // another name with the same fingerprint
             return None;
         }
