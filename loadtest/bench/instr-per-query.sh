@@ -27,6 +27,9 @@
 #   base, base+x     the same with BASE (when BASE is set)
 # EXTRA='LINES' (\n between lines), e.g.
 # EXTRA='acl secret.shop.svc.cluster.local {\n block\n}' for one acl rule.
+# CACHE=1 also simulates the caches (callgrind --cache-sim=yes, CACHES the
+# geometry, default this machine's per-core L1d and L2 as D1 and LL) and
+# adds D1 and LL data misses (reads + writes) per query to each row.
 # BIND= (empty) serves on the wildcard address instead of `bind 127.0.0.1`
 # (the UDP sockets then read each datagram's destination, IP_PKTINFO).
 # Loopback only; every dnsperf run is bounded by its query count and -l.
@@ -36,6 +39,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . loadtest/bench/lib.sh
 QUERIES=${1:-40000}; ROUNDS=${2:-1}; RATE=${RATE:-2000}; WARM=${WARM:-20000}; BIND=${BIND-127.0.0.1}
+CACHES=${CACHES:---D1=32768,8,64 --LL=1048576,8,64}
+SIM=(); [ -z "${CACHE:-}" ] || read -ra SIM <<<"--cache-sim=yes $CACHES"
 for t in dnsperf valgrind; do
   command -v $t >/dev/null || { echo "installing $t"; apt-get install -y -qq dnsperf valgrind >/dev/null; }
 done
@@ -72,7 +77,7 @@ variant() {
   local name=$1 bin=$2 extra=$3 out answered ir
   corefile 5350 "$extra" > "$W/Corefile"
   out="$W/callgrind.$name"
-  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" -conf "$W/Corefile" >"$W/$name.log" 2>&1 &
+  valgrind --tool=callgrind "${SIM[@]}" --callgrind-out-file="$out" "$bin" -conf "$W/Corefile" >"$W/$name.log" 2>&1 &
   PID=$!
   for _ in $(seq 1 300); do
     dig +short +tries=1 +time=1 @127.0.0.1 -p 5350 svc-0.ns-0.svc.cluster.local | grep -q '^[0-9]' && break
@@ -84,8 +89,11 @@ variant() {
   callgrind_control -d "$PID" >/dev/null 2>&1
   kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
   ir=$(callgrind_ir "$out".1)
+  printf '%-14s %9s answered  %12s Ir  %8.0f Ir/query' "$name" "$answered" "$ir" "$(echo "$ir $answered" | awk '{print ($2>0)?$1/$2:0}')"
+  [ -z "${CACHE:-}" ] || awk -v q="$answered" '/^events:/ {for (i = 2; i <= NF; i++) e[$i] = i}
+    /^summary:/ {printf "  %6.2f D1miss/query  %6.2f LLmiss/query", ($(e["D1mr"]) + $(e["D1mw"])) / q, ($(e["DLmr"]) + $(e["DLmw"])) / q}' "$out".1
+  echo
   [ -n "${KEEP:-}" ] || rm -f "$out" "$out".*
-  printf '%-14s %9s answered  %12s Ir  %8.0f Ir/query\n' "$name" "$answered" "$ir" "$(echo "$ir $answered" | awk '{print ($2>0)?$1/$2:0}')"
 }
 
 echo "# $QUERIES queries at $RATE/s after $WARM to warm (0: none, the full path); user-space instructions (callgrind Ir) per answered query"
@@ -98,13 +106,17 @@ done | tee "$W/rows.txt"
 echo "# medians"
 python3 - "$W/rows.txt" <<'PY'
 import sys, statistics as st
-rows = {}
+rows, miss = {}, {}
 for line in open(sys.argv[1]):
     f = line.split()
     rows.setdefault(f[0], []).append(float(f[5]))
+    if len(f) > 9:
+        miss.setdefault(f[0], []).append((float(f[7]), float(f[9])))
 med = {k: st.median(v) for k, v in rows.items()}
 for k, v in med.items():
-    print(f"{k:14s} {v:9.0f} Ir/query")
+    m = miss.get(k)
+    extra = f"  {st.median(d for d, _ in m):6.2f} D1miss/query  {st.median(l for _, l in m):6.2f} LLmiss/query" if m else ""
+    print(f"{k:14s} {v:9.0f} Ir/query{extra}")
 for a, b in (("clusterdns+x", "clusterdns"), ("base+x", "base"), ("clusterdns", "base"), ("clusterdns+x", "base+x"), ("clusterdns+x", "base")):
     if a in med and b in med and med[b]:
         print(f"ratio {a}/{b} = {med[a] / med[b]:.3f}")

@@ -133,6 +133,33 @@ impl Deps {
     pub fn keys(&self) -> &[Dep] {
         self.keys.get(..usize::from(self.len)).unwrap_or_default()
     }
+
+    /// Bytes of [`Deps::to_bytes`]: the keys, then the count.
+    pub const BYTES: usize = 4 * MAX_DEPS + 1;
+
+    /// The deps as bytes, for readers that keep them beside other bytes.
+    pub fn to_bytes(&self) -> [u8; Deps::BYTES] {
+        let mut b = [0; Deps::BYTES];
+        for (at, key) in b.chunks_exact_mut(4).zip(self.keys) {
+            at.copy_from_slice(&key.0.to_le_bytes());
+        }
+        b[Deps::BYTES - 1] = self.len;
+        b
+    }
+
+    /// The deps [`Deps::to_bytes`] wrote (a count it never writes reads
+    /// as "everything").
+    pub fn from_bytes(b: &[u8; Deps::BYTES]) -> Deps {
+        let len = b[Deps::BYTES - 1];
+        if usize::from(len) > MAX_DEPS {
+            return Deps::EVERYTHING;
+        }
+        let mut keys = [Dep(0); MAX_DEPS];
+        for (key, at) in keys.iter_mut().zip(b.chunks_exact(4)) {
+            *key = Dep(u32::from_le_bytes([at[0], at[1], at[2], at[3]]));
+        }
+        Deps { keys, len }
+    }
 }
 
 /// The keys the writer changed since its last publish.
@@ -257,5 +284,18 @@ mod tests {
             c.add(Dep::service("ns", &i.to_string()));
         }
         assert!(c.everything && c.keys.is_empty());
+    }
+
+    #[test]
+    fn deps_round_trip_through_bytes() {
+        let mut two = Deps::NONE;
+        two.add(Dep::namespace("a"));
+        two.add(Dep::service("a", "b"));
+        for d in [Deps::NONE, Deps::EVERYTHING, two] {
+            assert_eq!(Deps::from_bytes(&d.to_bytes()), d);
+        }
+        let mut bad = two.to_bytes();
+        bad[Deps::BYTES - 1] = 7;
+        assert!(Deps::from_bytes(&bad).is_everything());
     }
 }

@@ -27,10 +27,12 @@ use crate::query::request::edns::udp_limit;
 use crate::query::request::{self, Wire};
 use crate::store::{Deps, Store};
 use arena::Arena;
+use record::{Meta, DEPS, META};
 
 mod arena;
 #[cfg(test)]
 mod props;
+mod record;
 mod soa;
 
 /// Entries per worker before the memo is emptied.
@@ -80,6 +82,12 @@ impl Key {
         &self.bytes
     }
 
+    /// The lower-cased name, and the rest (type, limit, EDNS state): the
+    /// memo keeps only the rest, the name being its reply's question's.
+    fn split(&self) -> (&[u8], &[u8]) {
+        self.bytes.split_at(self.name_len.min(self.bytes.len()))
+    }
+
     /// Patches a reply copied into `out` for `packet` (whose key this is):
     /// its ID, RD and CD bits and the question name's spelling.
     pub fn echo(&self, packet: &[u8], out: &mut [u8]) -> Option<()> {
@@ -95,20 +103,6 @@ impl Key {
     pub fn recycle(self, into: &mut Vec<u8>) {
         *into = self.bytes;
     }
-}
-
-/// What the memo keeps per entry besides the bytes.
-#[derive(Debug, Clone, Copy)]
-struct Meta {
-    outcome: Summary,
-    /// The generation the reply was built at (or last found still exact).
-    generation: u64,
-    deps: Deps,
-    /// Offset in the reply of its SOA's serial (0: none), rewritten when
-    /// the entry outlives a publish.
-    serial_at: u16,
-    /// Replayed only to a question spelled as this reply's (`Tags::exact_case`).
-    exact_case: bool,
 }
 
 /// What the memo checks its entries against: the router's config epoch,
@@ -134,7 +128,7 @@ pub use crate::metrics::revalidations;
 /// One worker's memo.
 pub struct Memo {
     epoch: u64,
-    entries: Arena<Meta>,
+    entries: Arena<META, DEPS>,
     /// Direct-mapped fingerprints of questions answered once.
     seen: Box<[u64]>,
     hasher: foldhash::fast::FixedState,
@@ -173,19 +167,29 @@ impl Memo {
     pub fn replay(&mut self, key: &Key, packet: &[u8], view: &View<'_>, out: &mut Vec<u8>) -> Option<Summary> {
         self.sync(view);
         let fp = self.fingerprint(key);
-        let (meta, reply) = self.entries.get(fp, &key.bytes)?;
+        let (asked, rest) = key.split();
+        let entry = self.entries.get(fp, rest)?;
+        let (meta, reply) = (Meta::decode(entry.head)?, entry.reply);
         let name = 12..12 + key.name_len;
+        if !reply
+            .get(name.clone())
+            .is_some_and(|n| n == asked || n.eq_ignore_ascii_case(asked))
+        {
+            self.entries.remove(fp); // another name with the same fingerprint
+            return None;
+        }
         if meta.exact_case && packet.get(name.clone()) != reply.get(name) {
             return None; // answered anew, and remembered in this spelling
         }
         if meta.generation != view.generation {
-            let Some(store) = view.store.filter(|s| s.unchanged_since(meta.generation, &meta.deps)) else {
+            let deps = Deps::from_bytes(entry.tail);
+            let Some(store) = view.store.filter(|s| s.unchanged_since(meta.generation, &deps)) else {
                 self.counts.dropped.fetch_add(1, Ordering::Relaxed);
                 self.entries.remove(fp);
                 return None;
             };
             self.counts.kept.fetch_add(1, Ordering::Relaxed);
-            meta.generation = view.generation;
+            Meta::set_generation(entry.head, view.generation);
             let at = usize::from(meta.serial_at);
             if let Some(serial) = reply.get_mut(at..at + 4).filter(|_| at != 0) {
                 serial.copy_from_slice(&store.serial().to_be_bytes());
@@ -211,8 +215,12 @@ impl Memo {
         (deps, exact_case): (Deps, bool),
     ) {
         self.sync(view);
-        if reply.len() < 12 + key.name_len {
-            return; // no question to patch the spelling of
+        let (asked, rest) = key.split();
+        if !reply
+            .get(12..12 + key.name_len)
+            .is_some_and(|n| n.eq_ignore_ascii_case(asked))
+        {
+            return; // no question to patch the spelling of, or to find the entry by
         }
         let fingerprint = self.fingerprint(key);
         let slot = &mut self.seen[(fingerprint as usize) % SEEN_SLOTS];
@@ -230,11 +238,14 @@ impl Memo {
         let meta = Meta {
             outcome,
             generation: view.generation,
-            deps,
             serial_at,
             exact_case,
         };
-        self.entries.insert(fingerprint, &key.bytes, reply, meta, MAX_ENTRIES);
+        let Some(meta) = meta.encode() else {
+            return; // a record that would not read back
+        };
+        self.entries
+            .insert(fingerprint, (&meta, &deps.to_bytes()), rest, reply, MAX_ENTRIES);
     }
 }
 
@@ -260,6 +271,19 @@ mod tests {
             epoch: 0,
             generation,
             store: None,
+        }
+    }
+
+    fn outcome() -> Summary {
+        Summary {
+            rcode: ResponseCode::NoError,
+            truncated: false,
+            log: None,
+            zone: 0,
+            plugin: crate::metrics::Plugin::None,
+            qtype: 0,
+            dnssec_ok: false,
+            expansion: None,
         }
     }
 
@@ -311,16 +335,7 @@ mod tests {
     #[test]
     fn a_half_full_memo_admits_only_questions_seen_twice() {
         let mut memo = Memo::default();
-        let outcome = Summary {
-            rcode: ResponseCode::NoError,
-            truncated: false,
-            log: None,
-            zone: 0,
-            plugin: crate::metrics::Plugin::None,
-            qtype: 0,
-            dnssec_ok: false,
-            expansion: None,
-        };
+        let outcome = outcome();
         let mut buf = Vec::new();
         for i in 0..MAX_ENTRIES / 2 {
             let reply = packet(&format!("n{i}.local."), None);
@@ -349,17 +364,11 @@ mod tests {
         let mut memo = Memo::default();
         let q = packet("short.local.", None);
         let k = Key::parse(&q, Transport::Udp, &mut Vec::new()).expect("key");
-        let outcome = Summary {
-            rcode: ResponseCode::NoError,
-            truncated: false,
-            log: None,
-            zone: 0,
-            plugin: crate::metrics::Plugin::None,
-            qtype: 0,
-            dnssec_ok: false,
-            expansion: None,
-        };
+        let outcome = outcome();
         memo.remember(&k, &view(1), &[0u8; 12], outcome, (Deps::NONE, false));
+        assert_eq!(memo.replay(&k, &q, &view(1), &mut Vec::new()), None);
+        let other = packet("other.local.", None); // a question as long, another name
+        memo.remember(&k, &view(1), &other, outcome, (Deps::NONE, false));
         assert_eq!(memo.replay(&k, &q, &view(1), &mut Vec::new()), None);
     }
 
@@ -370,16 +379,7 @@ mod tests {
         let k = Key::parse(&first, Transport::Udp, &mut Vec::new()).expect("key");
         let mut reply = first.clone();
         reply[2] |= 0x84; // QR, AA
-        let outcome = Summary {
-            rcode: ResponseCode::NoError,
-            truncated: false,
-            log: None,
-            zone: 0,
-            plugin: crate::metrics::Plugin::None,
-            qtype: 0,
-            dnssec_ok: false,
-            expansion: None,
-        };
+        let outcome = outcome();
         memo.remember(&k, &view(1), &reply, outcome, (Deps::NONE, false));
         let mut second = packet("WEB.cluster.local.", None);
         second[0] = 0xAB;
