@@ -34,7 +34,7 @@ for t in dnsperf knotd nsd unbound gcc; do
   command -v $t >/dev/null || [ -x /usr/sbin/$t ] || {
     echo "installing the peers"; apt-get install -y -qq dnsperf knot nsd unbound gcc >/dev/null; break; }
 done
-cargo build --release -q --bin clusterdns
+[ -n "${BIN:-}" ] || cargo build --release -q --bin clusterdns
 W=$(mktemp -d /tmp/clusterdns-cpq.XXXX)
 . loadtest/bench/lib.sh
 gcc -O2 -o "$W/echo" loadtest/bench/echo.c
