@@ -71,7 +71,8 @@ fn external_ips_and_ingress_answer_under_the_zone() {
             "elb.shop.example.org. 5 IN CNAME lb-1234.elb.ext.test.",
             "lb-1234.elb.ext.test. 3600 IN A 192.0.2.80"
         ],
-        "an ingress hostname is a CNAME, followed here when the block knows the target"
+        "an ingress hostname is a CNAME, followed here when the block knows the target: {}",
+        elb.text
     );
     let alb = ask(&server, &["alb.shop.example.org", "A"]);
     assert_eq!(
