@@ -163,32 +163,28 @@ fn unix_ms() -> u64 {
     since.map_or(0, |d| d.as_millis() as u64)
 }
 
-/// A millisecond later than every event the server has seen so far
-/// (the metric has millisecond steps): the time to send a bookmark at.
-fn bookmark_sent() -> u64 {
-    let now = unix_ms();
-    let started = Instant::now();
-    while unix_ms() <= now {
-        assert!(started.elapsed() < HANG, "the clock stands");
-        std::hint::spin_loop();
+/// When the server's watch of `kind` last saw a frame, as Unix ms
+/// bounds `(at or before it, at or after it)`, from
+/// `clusterdns_kubernetes_last_event_age_seconds` read against the clock
+/// just before and just after the scrape (0s: none yet).
+fn last_frame(server: &Server, kind: &str) -> (u64, u64) {
+    let series = format!("clusterdns_kubernetes_last_event_age_seconds{{kind=\"{kind}\"}}");
+    let before = unix_ms();
+    let age = server.metric(&series);
+    let after = unix_ms();
+    if age < 0.0 {
+        return (0, 0);
     }
-    unix_ms()
+    let age = (age * 1000.0).round() as u64;
+    (before.saturating_sub(age), after.saturating_sub(age))
 }
 
-/// Waits until the server's watch of `kind` saw a frame at or after `since`
-/// (Unix ms): `clusterdns_kubernetes_last_event_age_seconds`, read against
-/// the time just before the scrape, which the server's own "now" is not
-/// before, so the frame's time is never overestimated. The watch stores
-/// the frame's resourceVersion before it reads the next frame.
-fn seen_since(server: &Server, kind: &str, since: u64) {
-    let series = format!("clusterdns_kubernetes_last_event_age_seconds{{kind=\"{kind}\"}}");
+/// Waits until the server's watch of `kind` saw a frame later than
+/// `prior` (an upper bound of its last one, from [`last_frame`]). The
+/// watch stores a frame's resourceVersion before it reads the next one.
+fn seen_after(server: &Server, kind: &str, prior: u64) {
     let started = Instant::now();
-    loop {
-        let before = unix_ms();
-        let age = server.metric(&series);
-        if age >= 0.0 && before.saturating_sub((age * 1000.0).round() as u64) >= since {
-            return;
-        }
+    while last_frame(server, kind).0 <= prior {
         assert!(
             started.elapsed() < HANG,
             "no event of {kind} seen: {}",
@@ -254,9 +250,9 @@ fn initial_sync_changes_and_a_resume_from_the_bookmark() {
     // Other kinds move the cluster's version on; a bookmark tells the
     // Service watch so; then every watch is dropped.
     fake.control("bump", json!({"by": 50}));
-    let sent = bookmark_sent();
+    let (_, prior) = last_frame(&server, "Service");
     fake.control("bookmark", json!({}));
-    seen_since(&server, "Service", sent);
+    seen_after(&server, "Service", prior);
     let before = watches_of(&fake.requests(), "/api/v1/services").len();
     let mark = fake
         .requests()
