@@ -6,7 +6,7 @@
 use hickory_proto::op::ResponseCode;
 use hickory_proto::rr::RecordType;
 
-use super::catalogue::{PROTOS, RCODES, RCODE_NAMES, TYPES};
+use super::catalogue::{EXPANSIONS, PLUGINS, PROTOS, RCODES, RCODE_NAMES, TYPES};
 
 /// The transport a query arrived on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,34 @@ pub enum Plugin {
     Grpc,
 }
 
+impl Plugin {
+    /// Every plugin at its discriminant, as many as the catalogue has
+    /// label names for.
+    pub const ALL: [Plugin; PLUGINS.len()] = {
+        use Plugin::*;
+        [
+            None,
+            Kubernetes,
+            Forward,
+            Cache,
+            Hosts,
+            File,
+            Autopath,
+            Dns64,
+            K8sExternal,
+            Template,
+            Chaos,
+            Local,
+            Transfer,
+            Secondary,
+            Auto,
+            Tls,
+            Etcd,
+            Grpc,
+        ]
+    };
+}
+
 /// The kind of search-path expansion a query was: an outside name with
 /// one of the kubelet's search suffixes appended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +87,12 @@ pub enum Expansion {
     Svc,
     /// `<name>.<zone>`
     Zone,
+}
+
+impl Expansion {
+    /// Every expansion at its discriminant, as many as the catalogue has
+    /// label names for.
+    pub const ALL: [Expansion; EXPANSIONS.len()] = [Expansion::Namespace, Expansion::Svc, Expansion::Zone];
 }
 
 /// Slot for every other rcode (BADVERS, ...).

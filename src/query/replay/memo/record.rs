@@ -35,34 +35,6 @@ const FLAG_LOG_SUCCESS: u8 = 16;
 const FLAG_LOG_DENIAL: u8 = 32;
 const FLAG_LOG_ERROR: u8 = 64;
 
-/// Every plugin, at its discriminant (a plugin missing here is not
-/// memoized: its record would not read back).
-const PLUGINS: [Plugin; 18] = {
-    use Plugin::*;
-    [
-        None,
-        Kubernetes,
-        Forward,
-        Cache,
-        Hosts,
-        File,
-        Autopath,
-        Dns64,
-        K8sExternal,
-        Template,
-        Chaos,
-        Local,
-        Transfer,
-        Secondary,
-        Auto,
-        Tls,
-        Etcd,
-        Grpc,
-    ]
-};
-
-const EXPANSIONS: [Expansion; 3] = [Expansion::Namespace, Expansion::Svc, Expansion::Zone];
-
 /// What the memo keeps per entry besides the bytes and the deps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Meta {
@@ -127,14 +99,14 @@ impl Meta {
         });
         let expansion = match b[17] {
             0 => None,
-            e => Some(*EXPANSIONS.get(usize::from(e) - 1)?),
+            e => Some(*Expansion::ALL.get(usize::from(e) - 1)?),
         };
         let outcome = Summary {
             rcode: <ResponseCode as From<u16>>::from(u16::from_le_bytes([b[11], b[12]])),
             truncated: on(FLAG_TRUNCATED),
             log,
             zone: u16::from_le_bytes([b[13], b[14]]),
-            plugin: *PLUGINS.get(usize::from(b[15]))?,
+            plugin: *Plugin::ALL.get(usize::from(b[15]))?,
             qtype: b[16],
             dnssec_ok: on(FLAG_DNSSEC_OK),
             expansion,
@@ -184,8 +156,11 @@ mod tests {
 
     #[test]
     fn the_tables_list_each_variant_at_its_discriminant() {
-        PLUGINS.iter().enumerate().for_each(|(i, p)| assert_eq!(*p as usize, i));
-        EXPANSIONS
+        Plugin::ALL
+            .iter()
+            .enumerate()
+            .for_each(|(i, p)| assert_eq!(*p as usize, i));
+        Expansion::ALL
             .iter()
             .enumerate()
             .for_each(|(i, e)| assert_eq!(*e as usize, i));
@@ -199,9 +174,12 @@ mod tests {
             denial: !b,
             error: b,
         });
-        let expansions = [None].into_iter().chain(EXPANSIONS.map(Some));
+        let expansions = [None].into_iter().chain(Expansion::ALL.map(Some));
         let mut n = 0u16;
-        for (plugin, expansion) in PLUGINS.iter().flat_map(|p| expansions.clone().map(move |e| (*p, e))) {
+        for (plugin, expansion) in Plugin::ALL
+            .iter()
+            .flat_map(|p| expansions.clone().map(move |e| (*p, e)))
+        {
             for log in [None, Some(styles[0]), Some(styles[1])] {
                 n = n.wrapping_add(4099);
                 let m = meta(plugin, expansion, log, n);
