@@ -4,6 +4,13 @@
 use super::*;
 use std::net::SocketAddr;
 
+/// A worker's socket bound on loopback, its address, and a client socket.
+fn loopback() -> (UdpSocket, SocketAddr, UdpSocket) {
+    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
+    let to = server.local_addr().expect("address");
+    (server, to, UdpSocket::bind("127.0.0.1:0").expect("bind"))
+}
+
 fn receive_all(batch: &mut Batch, socket: &UdpSocket) -> Vec<Datagram> {
     let mut all = Vec::new();
     while batch.receive(socket).is_ok() {
@@ -17,9 +24,7 @@ fn receive_all(batch: &mut Batch, socket: &UdpSocket) -> Vec<Datagram> {
 
 #[test]
 fn every_datagram_is_stamped_and_drop_counts_survive_shrunken_headers() {
-    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
-    let to = server.local_addr().expect("address");
-    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let (server, to, client) = loopback();
     let mut batch = Batch::new();
     // Stamps only: each slot's control length shrinks to a stamp's.
     for _ in 0..BATCH {
@@ -134,19 +139,14 @@ fn a_wildcard_socket_tells_each_datagram_s_destination() {
     }
     // Bound to one address: that address, not told per datagram.
     let mut batch = Batch::new();
-    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
-    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    client
-        .send_to(b"query", server.local_addr().expect("address"))
-        .expect("send");
+    let (server, to, client) = loopback();
+    client.send_to(b"query", to).expect("send");
     assert_eq!(receive_all(&mut batch, &server)[0].to, None);
 }
 
 #[test]
 fn stamps_turned_off_are_not_delivered_and_turned_back_on_tell_the_arrival() {
-    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
-    let to = server.local_addr().expect("address");
-    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let (server, to, client) = loopback();
     let mut batch = Batch::new();
     batch.stamps(&server, false);
     client.send_to(b"query", to).expect("send");
@@ -163,9 +163,7 @@ fn stamps_turned_off_are_not_delivered_and_turned_back_on_tell_the_arrival() {
 
 #[test]
 fn fewer_slots_after_short_batches_and_full_still_means_the_kernel_had_more() {
-    let server = super::super::bind("127.0.0.1:0".parse().expect("address")).expect("bind");
-    let to = server.local_addr().expect("address");
-    let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let (server, to, client) = loopback();
     let mut batch = Batch::new();
     let read = |batch: &mut Batch, sent: usize| {
         for _ in 0..sent {
