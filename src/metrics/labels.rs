@@ -107,9 +107,14 @@ pub fn rcode_name(rcode: ResponseCode) -> String {
     }
 }
 
-/// The rcode slot of `rcode` (its index in [`RCODE_LABELS`]).
+/// The rcode slot of `rcode` (its index in [`RCODE_LABELS`]): [`RCODES`]
+/// are codes 0 to 5 in order, so the slot is the code (a compare, not a
+/// search: it is counted for every reply).
 pub fn rcode_slot(rcode: ResponseCode) -> usize {
-    RCODES.iter().position(|r| *r == rcode).unwrap_or(OTHER)
+    match u16::from(rcode) {
+        n @ 0..=5 => usize::from(n),
+        _ => OTHER,
+    }
 }
 
 /// The names of the rcode slots.
@@ -123,4 +128,18 @@ pub fn type_slot(qtype: RecordType) -> u8 {
 /// The `type` label of a slot.
 pub(super) fn type_name(slot: usize) -> String {
     TYPES.get(slot).map_or("other".to_string(), ToString::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_rcode_slot_is_its_place_among_the_rcodes() {
+        for code in 0..=4095u16 {
+            let rcode = <ResponseCode as From<u16>>::from(code);
+            let searched = RCODES.iter().position(|r| *r == rcode).unwrap_or(OTHER);
+            assert_eq!(rcode_slot(rcode), searched, "rcode {code}");
+        }
+    }
 }
