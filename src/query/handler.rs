@@ -33,20 +33,22 @@ impl Handler {
         }
     }
 
-    /// [`Handler::handle`] behind a panic guard: a panic while answering is
+    /// [`Handler::handle`] in `router` (the caller's, loaded from
+    /// [`Handler::router`] once per batch or connection, so a reload takes
+    /// effect from the next) behind a panic guard: a panic while answering is
     /// caught here, counted in `coredns_panics_total`, and answered
     /// SERVFAIL; the worker goes on with fresh scratch space.
     pub fn handle_guarded(
         &self,
+        router: &Arc<Router>,
         bytes: &[u8],
-        peer: SocketAddr,
-        transport: Transport,
+        (peer, transport): (SocketAddr, Transport),
         scratch: &mut Scratch,
         sink: &dyn Fn() -> defer::Sink,
         started: Instant,
     ) -> bool {
         let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.handle(bytes, peer, transport, scratch, sink, started)
+            self.handle_in(router, bytes, (peer, transport), scratch, sink, started)
         }));
         match handled {
             Ok(reply) => reply,
@@ -78,13 +80,26 @@ impl Handler {
         started: Instant,
     ) -> bool {
         let router = self.router.load();
+        self.handle_in(&router, bytes, (peer, transport), scratch, sink, started)
+    }
+
+    /// [`Handler::handle`] in `router`.
+    fn handle_in(
+        &self,
+        router: &Arc<Router>,
+        bytes: &[u8],
+        (peer, transport): (SocketAddr, Transport),
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+        started: Instant,
+    ) -> bool {
         let at = (peer, transport, started);
         let sent = match tsig::admit(router.tsig.as_deref(), bytes, &mut scratch.out) {
-            tsig::Admit::Plain => self.serve(&router, bytes, at, scratch, sink),
+            tsig::Admit::Plain => self.serve(router, bytes, at, scratch, sink),
             tsig::Admit::Answered => true,
             tsig::Admit::Signed(s) => {
                 let signed = || defer::Sink::Signed(Arc::new((sink(), s.signer.clone())));
-                let sent = self.serve(&router, &s.request, at, scratch, &signed);
+                let sent = self.serve(router, &s.request, at, scratch, &signed);
                 s.signed(sent, transport == Transport::Udp, &mut scratch.out)
             }
         };
