@@ -25,7 +25,7 @@ use std::sync::atomic::Ordering;
 use crate::store::{Deps, Store};
 use arena::Arena;
 pub use key::Key;
-use record::{Meta, DEPS, META};
+use record::{Meta, Outcomes, DEPS, META};
 
 mod arena;
 mod key;
@@ -62,6 +62,8 @@ pub use crate::metrics::revalidations;
 pub struct Memo {
     epoch: u64,
     entries: Arena<META, DEPS>,
+    /// The distinct outcomes its records refer to.
+    outcomes: Outcomes,
     /// Direct-mapped fingerprints of questions answered once.
     seen: Box<[u64]>,
     counts: &'static crate::metrics::MemoStripe,
@@ -72,6 +74,7 @@ impl Default for Memo {
         Memo {
             epoch: 0,
             entries: Arena::new(ARENA_BYTES, MAX_ENTRIES),
+            outcomes: Outcomes::default(),
             seen: vec![0; SEEN_SLOTS].into_boxed_slice(),
             counts: crate::metrics::memo_stripe(),
         }
@@ -83,6 +86,7 @@ impl Memo {
     fn sync(&mut self, view: &View<'_>) {
         if view.epoch != self.epoch {
             self.entries.clear();
+            self.outcomes.clear();
             self.epoch = view.epoch;
         }
     }
@@ -96,7 +100,7 @@ impl Memo {
         let fp = key.fingerprint;
         let (asked, rest) = key.split();
         let entry = self.entries.get(fp, rest)?;
-        let (meta, reply) = (Meta::decode(entry.head)?, entry.reply);
+        let (meta, reply) = (Meta::decode(entry.head, &self.outcomes)?, entry.reply);
         let name = 12..12 + key.name_len;
         if !reply
             .get(name.clone())
@@ -168,7 +172,11 @@ impl Memo {
             serial_at,
             exact_case,
         };
-        let Some(meta) = meta.encode() else {
+        if self.outcomes.full() && meta.encode(&mut self.outcomes).is_none() {
+            self.entries.clear(); // starts over, as when its index is full of live entries
+            self.outcomes.clear();
+        }
+        let Some(meta) = meta.encode(&mut self.outcomes) else {
             return; // a record that would not read back
         };
         self.entries.insert(fingerprint, (&meta, &deps.to_bytes()), rest, reply);
