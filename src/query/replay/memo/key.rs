@@ -28,20 +28,28 @@ impl Key {
         Key::of(packet, &request::parse(packet)?, transport, into)
     }
 
-    /// The key of `packet`, already parsed as `wire`.
+    /// The key of `packet`, already parsed as `wire`: the name is
+    /// lower-cased and fingerprinted a word at a time as it is copied.
     pub fn of(packet: &[u8], wire: &Wire, transport: Transport, into: &mut Vec<u8>) -> Option<Key> {
-        if wire.version != 0 {
+        let name = wire.name(packet);
+        if wire.version != 0 || name.len() > 255 {
             return None;
         }
-        let name = wire.name(packet);
         into.clear();
-        into.reserve(name.len() + REST);
+        into.reserve(name.len() + 8 + REST);
+        let mut print = Print::new(name.len());
         let mut words = name.chunks_exact(8);
         for word in &mut words {
-            into.extend_from_slice(&lower(word_of(word)).to_le_bytes());
+            let word = lower(word.try_into().map_or(0, u64::from_le_bytes));
+            print.add(word);
+            into.extend_from_slice(&word.to_le_bytes());
         }
-        let tail = words.remainder();
-        into.extend_from_slice(&lower(word_of(tail)).to_le_bytes()[..tail.len()]);
+        if let Some(word) = last_word(name, words.remainder().len()) {
+            let word = lower(word);
+            print.add(word);
+            into.extend_from_slice(&word.to_le_bytes());
+            into.truncate(name.len());
+        }
         let limit = match transport {
             Transport::Udp => udp_limit(wire.edns) as u16,
             Transport::Tcp => u16::MAX,
@@ -52,9 +60,11 @@ impl Key {
             None => 0,
             Some(e) => 1 + u8::from(e.dnssec_ok),
         };
-        into.extend_from_slice(&[t0, t1, l0, l1, edns]);
+        let rest = [t0, t1, l0, l1, edns];
+        into.extend_from_slice(&rest);
+        print.add(u64::from_le_bytes([t0, t1, l0, l1, edns, 0, 0, 0]));
         Some(Key {
-            fingerprint: fingerprint(into),
+            fingerprint: print.finish(),
             bytes: std::mem::take(into),
             name_len: wire.name_len,
         })
@@ -88,11 +98,18 @@ impl Key {
     }
 }
 
-/// Up to eight bytes as a little-endian word, zero-padded.
-fn word_of(bytes: &[u8]) -> u64 {
-    let mut word = [0; 8];
-    word[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
-    u64::from_le_bytes(word)
+/// The last `tail` bytes of `name` (fewer than eight) as a little-endian
+/// word, zero-padded; `None` when `tail` is 0. From a name of eight bytes
+/// or more, one load of its last eight, shifted.
+fn last_word(name: &[u8], tail: usize) -> Option<u64> {
+    if tail == 0 {
+        return None;
+    }
+    let last = name.len().checked_sub(8).and_then(|at| name.get(at..));
+    Some(match last.and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        Some(w) => u64::from_le_bytes(w) >> (64 - 8 * tail),
+        None => name.iter().rev().fold(0, |w, b| w << 8 | u64::from(*b)),
+    })
 }
 
 /// The eight bytes of `word` with ASCII upper-case letters lower-cased
@@ -111,22 +128,32 @@ fn lower(word: u64) -> u64 {
 }
 
 /// A key's 64-bit fingerprint, never 0 (the memo's table marks empty
-/// slots with it): its words folded by multiplication, seeded with its
-/// length. Not keyed against collision attacks; a collision costs a
-/// miss, never a wrong reply (the memo compares the key and the name).
-pub(super) fn fingerprint(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let fold = |a: u64, b: u64| {
-        let p = u128::from(a) * u128::from(b);
-        (p as u64) ^ (p >> 64) as u64
-    };
-    let mut h = fold(bytes.len() as u64 ^ 0x243F_6A88_85A3_08D3, K);
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        h = fold(h ^ word_of(word), K);
+/// slots with it): the words of its lower-cased name (the last one
+/// zero-padded), then of the rest, folded by multiplication, seeded with
+/// the name's length. Not keyed against collision attacks; a collision
+/// costs a miss, never a wrong reply (the memo compares the key and the
+/// name).
+struct Print(u64);
+
+const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ (p >> 64) as u64
+}
+
+impl Print {
+    fn new(name_len: usize) -> Print {
+        Print(fold(name_len as u64 ^ 0x243F_6A88_85A3_08D3, K))
     }
-    h = fold(h ^ word_of(words.remainder()), 0x1319_8A2E_0370_7344 ^ K);
-    fold(h, K) | 1
+
+    fn add(&mut self, word: u64) {
+        self.0 = fold(self.0 ^ word, K);
+    }
+
+    fn finish(self) -> u64 {
+        fold(self.0, 0x1319_8A2E_0370_7344) | 1
+    }
 }
 
 #[cfg(test)]
@@ -145,40 +172,65 @@ mod tests {
         }
     }
 
+    /// The fingerprint of a key's bytes, a byte at a time.
+    fn fingerprint(bytes: &[u8], name_len: usize) -> u64 {
+        let (name, rest) = bytes.split_at(name_len);
+        let mut print = Print::new(name_len);
+        for word in name.chunks(8).chain(std::iter::once(rest)) {
+            print.add(word.iter().rev().fold(0, |w, b| w << 8 | u64::from(*b)));
+        }
+        print.finish()
+    }
+
+    fn key(name: &str, qtype: hickory_proto::rr::RecordType) -> (Vec<u8>, Key) {
+        let mut m = hickory_proto::op::Message::query();
+        let name = hickory_proto::rr::Name::from_ascii(name).expect("name");
+        m.add_query(hickory_proto::op::Query::query(name, qtype));
+        let packet = m.to_vec().expect("encode");
+        let key = Key::parse(&packet, Transport::Udp, &mut Vec::new()).expect("plain");
+        (packet, key)
+    }
+
     #[test]
-    fn fingerprints_tell_apart_lengths_and_tails() {
-        let prints = [
-            &b""[..],
-            b"\0",
-            b"\0\0",
-            b"a",
-            b"a\0",
-            b"abcdefgh",
-            b"abcdefgh\0",
-            b"abcdefgi",
-        ]
-        .map(fingerprint);
+    fn fingerprints_are_a_byte_walk_s_and_tell_apart_lengths_and_tails() {
+        let names = [
+            "a.",
+            "Ab.",
+            "abcdef.",
+            "abcdefg.",
+            "abcdefgh.",
+            "ABCDEFGH.",
+            "a.b.",
+            "a.b.c.",
+            "x.abcdef.",
+        ];
+        let mut prints = Vec::new();
+        for name in names {
+            let (_, key) = key(name, hickory_proto::rr::RecordType::A);
+            assert_eq!(key.fingerprint, fingerprint(key.bytes(), key.name_len), "{name}");
+            assert_eq!(key.fingerprint & 1, 1, "never 0");
+            prints.push(key.fingerprint);
+        }
+        assert_eq!(prints[4], prints[5], "case ignored");
+        prints.remove(5);
         for (i, a) in prints.iter().enumerate() {
-            assert_eq!(a & 1, 1, "never 0");
-            for b in &prints[i + 1..] {
-                assert_ne!(a, b);
-            }
+            assert!(prints[i + 1..].iter().all(|b| a != b));
         }
     }
 
     #[test]
     fn keys_are_the_lower_cased_name_then_the_rest() {
-        let mut m = hickory_proto::op::Message::query();
-        let name = hickory_proto::rr::Name::from_ascii("Web-0.SHOP.svc.Cluster.local.").expect("name");
-        m.add_query(hickory_proto::op::Query::query(
-            name,
-            hickory_proto::rr::RecordType::AAAA,
-        ));
-        let packet = m.to_vec().expect("encode");
-        let key = Key::parse(&packet, Transport::Udp, &mut Vec::new()).expect("plain");
-        let (name, rest) = key.split();
-        assert_eq!(name, &packet[12..12 + key.name_len].to_ascii_lowercase()[..]);
-        assert_eq!(rest, [0, 28, 2, 0, 0]);
-        assert_eq!(key.fingerprint, fingerprint(key.bytes()));
+        for spelled in [
+            "Web-0.SHOP.svc.Cluster.local.",
+            "A.",
+            "abcdefG.",
+            "abcdefgH.",
+            "x.ABCDEFGHIJKLMNO.",
+        ] {
+            let (packet, key) = key(spelled, hickory_proto::rr::RecordType::AAAA);
+            let (name, rest) = key.split();
+            assert_eq!(name, &packet[12..12 + key.name_len].to_ascii_lowercase()[..]);
+            assert_eq!(rest, [0, 28, 2, 0, 0]);
+        }
     }
 }
