@@ -104,7 +104,7 @@ impl Handler {
             }
         };
         let delay = scratch.answer.tags.delay.take(); // a plugin's delay: sent later (signed), counted now
-        sent && !defer::later(delay, &scratch.out, peer, sink)
+        sent && (delay.is_none() || !defer::later(delay, &scratch.out, peer, sink))
     }
 
     /// [`Handler::handle`] past `tsig`. Plain repeated questions are
