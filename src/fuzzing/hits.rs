@@ -96,14 +96,10 @@ impl CacheHits {
         let now = Instant::now();
         for (i, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
             let mut fresh = Scratch::default();
-            if !self.handler.handle_guarded(
-                &self.handler.router.load(),
-                data,
-                (peer, transport),
-                &mut fresh,
-                &sink,
-                now,
-            ) {
+            if !self
+                .handler
+                .handle_guarded(data, peer, transport, &mut fresh, &sink, now)
+            {
                 assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
                 continue; // not routed to the cache (shed, never forwarded)
             }
@@ -115,14 +111,7 @@ impl CacheHits {
             }
             for _ in 0..2 {
                 let warm = &mut self.warm[i];
-                assert!(self.handler.handle_guarded(
-                    &self.handler.router.load(),
-                    data,
-                    (peer, transport),
-                    warm,
-                    &sink,
-                    now
-                ));
+                assert!(self.handler.handle_guarded(data, peer, transport, warm, &sink, now));
                 assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
                 ttls_are_left(&warm.out, 0);
                 assert!(
@@ -152,9 +141,7 @@ impl CacheHits {
         let later = u32::from(data[1] % 29) + 1;
         let at = now + Duration::from_secs(u64::from(later));
         let warm = &mut self.warm[i];
-        assert!(self
-            .handler
-            .handle_guarded(&self.handler.router.load(), data, (peer, transport), warm, &sink, at));
+        assert!(self.handler.handle_guarded(data, peer, transport, warm, &sink, at));
         assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
         let mut replayed = ttls_are_left(&warm.out, later);
         let fresh = super::strict::parse_strict(fresh).expect("strict");

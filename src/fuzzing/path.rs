@@ -62,24 +62,14 @@ impl QueryPath {
         for (i, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
             let mut fresh = Scratch::default();
             let now = Instant::now();
-            let answered = self.handler.handle_guarded(
-                &self.handler.router.load(),
-                data,
-                (peer, transport),
-                &mut fresh,
-                &sink,
-                now,
-            );
+            let answered = self
+                .handler
+                .handle_guarded(data, peer, transport, &mut fresh, &sink, now);
             assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
             let mut records = Scratch::default();
-            let by_records = self.records.handle_guarded(
-                &self.records.router.load(),
-                data,
-                (peer, transport),
-                &mut records,
-                &sink,
-                now,
-            );
+            let by_records = self
+                .records
+                .handle_guarded(data, peer, transport, &mut records, &sink, now);
             assert_eq!(by_records, answered, "the Record path answers when the direct one does");
             if answered {
                 reply_holds(data, &fresh.out, query.as_ref(), transport);
@@ -93,14 +83,9 @@ impl QueryPath {
             }
             // The same worker again: from its memo, built for this spelling.
             let first = std::mem::take(&mut fresh.out);
-            let again = self.handler.handle_guarded(
-                &self.handler.router.load(),
-                data,
-                (peer, transport),
-                &mut fresh,
-                &sink,
-                now,
-            );
+            let again = self
+                .handler
+                .handle_guarded(data, peer, transport, &mut fresh, &sink, now);
             assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
             assert_eq!(again, answered, "answered again");
             assert!(
@@ -111,9 +96,7 @@ impl QueryPath {
             );
             for _ in 0..2 {
                 let warm = &mut self.warm[i];
-                let again =
-                    self.handler
-                        .handle_guarded(&self.handler.router.load(), data, (peer, transport), warm, &sink, now);
+                let again = self.handler.handle_guarded(data, peer, transport, warm, &sink, now);
                 assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
                 assert_eq!(again, answered, "a warm worker answers when a fresh one does");
                 if answered {

@@ -33,12 +33,23 @@ impl Handler {
         }
     }
 
-    /// [`Handler::handle`] in `router` (the caller's, loaded from
-    /// [`Handler::router`] once per batch or connection, so a reload takes
-    /// effect from the next) behind a panic guard: a panic while answering is
-    /// caught here, counted in `coredns_panics_total`, and answered
-    /// SERVFAIL; the worker goes on with fresh scratch space.
+    /// [`Handler::handle_guarded_in`] the router loaded now.
     pub fn handle_guarded(
+        &self,
+        bytes: &[u8],
+        peer: SocketAddr,
+        transport: Transport,
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+        started: Instant,
+    ) -> bool {
+        self.handle_guarded_in(&self.router.load(), bytes, (peer, transport), scratch, sink, started)
+    }
+
+    /// [`Handler::handle`] in `router` (the caller's, loaded from [`Handler::router`] once per
+    /// batch: a reload takes effect from the next) behind a panic guard: a panic while answering is
+    /// caught here, counted in `coredns_panics_total`, and answered SERVFAIL; the worker goes on.
+    pub fn handle_guarded_in(
         &self,
         router: &Arc<Router>,
         bytes: &[u8],
@@ -79,8 +90,7 @@ impl Handler {
         sink: &dyn Fn() -> defer::Sink,
         started: Instant,
     ) -> bool {
-        let router = self.router.load();
-        self.handle_in(&router, bytes, (peer, transport), scratch, sink, started)
+        self.handle_in(&self.router.load(), bytes, (peer, transport), scratch, sink, started)
     }
 
     /// [`Handler::handle`] in `router`.

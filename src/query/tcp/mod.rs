@@ -206,14 +206,7 @@ pub fn answer(
         };
         let scratch = &mut all[at].1;
         scratch.local = local; // one scratch serves the handler's every listener on this thread
-        if handler.handle_guarded(
-            &handler.router.load(),
-            query,
-            (peer, Transport::Tcp),
-            scratch,
-            sink,
-            started,
-        ) {
+        if handler.handle_guarded(query, peer, Transport::Tcp, scratch, sink, started) {
             push_frame(out, &scratch.out);
         }
     })

@@ -295,7 +295,7 @@ impl Worker<'_> {
                     continue;
                 }
             };
-            if handler.handle_guarded(
+            if handler.handle_guarded_in(
                 router,
                 &query[start..],
                 (client, Transport::Udp),
