@@ -33,9 +33,7 @@ impl Handler {
         }
     }
 
-    /// [`Handler::handle`] behind a panic guard: a panic while answering is
-    /// caught here, counted in `coredns_panics_total`, and answered
-    /// SERVFAIL; the worker goes on with fresh scratch space.
+    /// [`Handler::handle_guarded_in`] the router loaded now.
     pub fn handle_guarded(
         &self,
         bytes: &[u8],
@@ -45,8 +43,23 @@ impl Handler {
         sink: &dyn Fn() -> defer::Sink,
         started: Instant,
     ) -> bool {
+        self.handle_guarded_in(&self.router.load(), bytes, (peer, transport), scratch, sink, started)
+    }
+
+    /// [`Handler::handle`] in `router` (the caller's, loaded from [`Handler::router`] once per
+    /// batch: a reload takes effect from the next) behind a panic guard: a panic while answering is
+    /// caught here, counted in `coredns_panics_total`, and answered SERVFAIL; the worker goes on.
+    pub fn handle_guarded_in(
+        &self,
+        router: &Arc<Router>,
+        bytes: &[u8],
+        (peer, transport): (SocketAddr, Transport),
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+        started: Instant,
+    ) -> bool {
         let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.handle(bytes, peer, transport, scratch, sink, started)
+            self.handle_in(router, bytes, (peer, transport), scratch, sink, started)
         }));
         match handled {
             Ok(reply) => reply,
@@ -77,19 +90,31 @@ impl Handler {
         sink: &dyn Fn() -> defer::Sink,
         started: Instant,
     ) -> bool {
-        let router = self.router.load();
+        self.handle_in(&self.router.load(), bytes, (peer, transport), scratch, sink, started)
+    }
+
+    /// [`Handler::handle`] in `router`.
+    fn handle_in(
+        &self,
+        router: &Arc<Router>,
+        bytes: &[u8],
+        (peer, transport): (SocketAddr, Transport),
+        scratch: &mut Scratch,
+        sink: &dyn Fn() -> defer::Sink,
+        started: Instant,
+    ) -> bool {
         let at = (peer, transport, started);
         let sent = match tsig::admit(router.tsig.as_deref(), bytes, &mut scratch.out) {
-            tsig::Admit::Plain => self.serve(&router, bytes, at, scratch, sink),
+            tsig::Admit::Plain => self.serve(router, bytes, at, scratch, sink),
             tsig::Admit::Answered => true,
             tsig::Admit::Signed(s) => {
                 let signed = || defer::Sink::Signed(Arc::new((sink(), s.signer.clone())));
-                let sent = self.serve(&router, &s.request, at, scratch, &signed);
+                let sent = self.serve(router, &s.request, at, scratch, &signed);
                 s.signed(sent, transport == Transport::Udp, &mut scratch.out)
             }
         };
         let delay = scratch.answer.tags.delay.take(); // a plugin's delay: sent later (signed), counted now
-        sent && !defer::later(delay, &scratch.out, peer, sink)
+        sent && (delay.is_none() || !defer::later(delay, &scratch.out, peer, sink))
     }
 
     /// [`Handler::handle`] past `tsig`. Plain repeated questions are

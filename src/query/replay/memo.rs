@@ -10,7 +10,7 @@
 //! pointer, so the patched spelling carries into them.
 //!
 //! A packet is memo-eligible only if it is a plain query the request
-//! parser reads completely ([`request::parse`]); anything else takes the
+//! parser reads completely ([`crate::query::request::parse`]); anything else takes the
 //! full path. Each entry remembers the store generation it was built at
 //! and what in the store it depends on ([`Deps`]); after a publish it is
 //! replayed only if the store's change table shows none of that changed
@@ -22,88 +22,21 @@ use crate::query::reply::Summary;
 
 use std::sync::atomic::Ordering;
 
-use crate::metrics::Transport;
-use crate::query::request::edns::udp_limit;
-use crate::query::request::{self, Wire};
 use crate::store::{Deps, Store};
 use arena::Arena;
-use record::{Meta, DEPS, META};
+pub use key::Key;
+use record::{Meta, Outcomes, DEPS, META};
 
 mod arena;
+mod key;
 #[cfg(test)]
 mod props;
 mod record;
 mod soa;
+mod table;
 
 /// Entries per worker before the memo is emptied.
 pub const MAX_ENTRIES: usize = 20_000;
-
-/// The parts of a query its reply depends on, parsed from the wire.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Key {
-    /// Lower-cased question name (wire form), qtype, EDNS state and limit.
-    bytes: Vec<u8>,
-    /// Length of the question name on the wire (it starts at offset 12).
-    name_len: usize,
-}
-
-impl Key {
-    /// The key of a plain query ([`request::parse`]) with EDNS version 0;
-    /// `None` sends the packet down the full path.
-    pub fn parse(packet: &[u8], transport: Transport, into: &mut Vec<u8>) -> Option<Key> {
-        Key::of(packet, &request::parse(packet)?, transport, into)
-    }
-
-    /// The key of `packet`, already parsed as `wire`.
-    pub fn of(packet: &[u8], wire: &Wire, transport: Transport, into: &mut Vec<u8>) -> Option<Key> {
-        if wire.version != 0 {
-            return None;
-        }
-        into.clear();
-        into.extend(wire.name(packet).iter().map(u8::to_ascii_lowercase));
-        into.extend_from_slice(&wire.qtype.to_be_bytes());
-        let limit = match transport {
-            Transport::Udp => udp_limit(wire.edns) as u16,
-            Transport::Tcp => u16::MAX,
-        };
-        into.extend_from_slice(&limit.to_be_bytes());
-        into.push(match wire.edns {
-            None => 0,
-            Some(e) => 1 + u8::from(e.dnssec_ok),
-        });
-        Some(Key {
-            bytes: std::mem::take(into),
-            name_len: wire.name_len,
-        })
-    }
-
-    /// The key as bytes (lower-cased name, type, limit, EDNS state).
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// The lower-cased name, and the rest (type, limit, EDNS state): the
-    /// memo keeps only the rest, the name being its reply's question's.
-    fn split(&self) -> (&[u8], &[u8]) {
-        self.bytes.split_at(self.name_len.min(self.bytes.len()))
-    }
-
-    /// Patches a reply copied into `out` for `packet` (whose key this is):
-    /// its ID, RD and CD bits and the question name's spelling.
-    pub fn echo(&self, packet: &[u8], out: &mut [u8]) -> Option<()> {
-        let name = 12..12 + self.name_len;
-        out.get_mut(name.clone())?.copy_from_slice(packet.get(name)?);
-        out.get_mut(..2)?.copy_from_slice(packet.get(..2)?);
-        out[2] = (out[2] & !0x01) | (packet[2] & 0x01);
-        out[3] = (out[3] & !0x10) | (packet[3] & 0x10);
-        Some(())
-    }
-
-    /// Gives the key's buffer back for the next parse.
-    pub fn recycle(self, into: &mut Vec<u8>) {
-        *into = self.bytes;
-    }
-}
 
 /// What the memo checks its entries against: the router's config epoch,
 /// the generation of its stores, and the one store whose change table
@@ -129,9 +62,10 @@ pub use crate::metrics::revalidations;
 pub struct Memo {
     epoch: u64,
     entries: Arena<META, DEPS>,
+    /// The distinct outcomes its records refer to.
+    outcomes: Outcomes,
     /// Direct-mapped fingerprints of questions answered once.
     seen: Box<[u64]>,
-    hasher: foldhash::fast::FixedState,
     counts: &'static crate::metrics::MemoStripe,
 }
 
@@ -139,9 +73,9 @@ impl Default for Memo {
     fn default() -> Self {
         Memo {
             epoch: 0,
-            entries: Arena::new(ARENA_BYTES),
+            entries: Arena::new(ARENA_BYTES, MAX_ENTRIES),
+            outcomes: Outcomes::default(),
             seen: vec![0; SEEN_SLOTS].into_boxed_slice(),
-            hasher: foldhash::fast::FixedState::default(),
             counts: crate::metrics::memo_stripe(),
         }
     }
@@ -152,12 +86,9 @@ impl Memo {
     fn sync(&mut self, view: &View<'_>) {
         if view.epoch != self.epoch {
             self.entries.clear();
+            self.outcomes.clear();
             self.epoch = view.epoch;
         }
-    }
-
-    fn fingerprint(&self, key: &Key) -> u64 {
-        std::hash::BuildHasher::hash_one(&self.hasher, &key.bytes[..]) | 1
     }
 
     /// Writes the memoized reply to `key` into `out`, patched for `packet`;
@@ -166,10 +97,10 @@ impl Memo {
     /// since (its generation then moves up, so the check is paid once).
     pub fn replay(&mut self, key: &Key, packet: &[u8], view: &View<'_>, out: &mut Vec<u8>) -> Option<Summary> {
         self.sync(view);
-        let fp = self.fingerprint(key);
+        let fp = key.fingerprint;
         let (asked, rest) = key.split();
         let entry = self.entries.get(fp, rest)?;
-        let (meta, reply) = (Meta::decode(entry.head)?, entry.reply);
+        let (meta, reply) = (Meta::decode(entry.head, &self.outcomes)?, entry.reply);
         let name = 12..12 + key.name_len;
         if !reply
             .get(name.clone())
@@ -222,7 +153,7 @@ impl Memo {
         {
             return; // no question to patch the spelling of, or to find the entry by
         }
-        let fingerprint = self.fingerprint(key);
+        let fingerprint = key.fingerprint;
         let slot = &mut self.seen[(fingerprint as usize) % SEEN_SLOTS];
         if *slot != fingerprint && self.entries.len() >= MAX_ENTRIES / 2 {
             *slot = fingerprint;
@@ -241,17 +172,21 @@ impl Memo {
             serial_at,
             exact_case,
         };
-        let Some(meta) = meta.encode() else {
+        if self.outcomes.full() && meta.encode(&mut self.outcomes).is_none() {
+            self.entries.clear(); // starts over, as when its index is full of live entries
+            self.outcomes.clear();
+        }
+        let Some(meta) = meta.encode(&mut self.outcomes) else {
             return; // a record that would not read back
         };
-        self.entries
-            .insert(fingerprint, (&meta, &deps.to_bytes()), rest, reply, MAX_ENTRIES);
+        self.entries.insert(fingerprint, (&meta, &deps.to_bytes()), rest, reply);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::Transport;
     use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
     use hickory_proto::rr::{Name, RecordType};
 

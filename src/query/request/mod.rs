@@ -93,16 +93,19 @@ pub fn parse(bytes: &[u8]) -> Option<Wire> {
     }
     let mut at = 12;
     loop {
-        let len = usize::from(*bytes.get(at)?);
-        if len > 63 || at - 12 + len + 1 > 255 {
-            return None; // a pointer, an unknown label type, or too long
+        let len = *bytes.get(at)?;
+        if len & 0xC0 != 0 {
+            return None; // a pointer, or an unknown label type
         }
-        at += len + 1;
+        at += usize::from(len) + 1;
         if len == 0 {
             break;
         }
     }
     let name_len = at - 12;
+    if name_len > 255 {
+        return None; // too long
+    }
     let question = bytes.get(at..at + 4)?;
     if question[2..4] != [0, 1] {
         return None;

@@ -258,7 +258,8 @@ impl Worker<'_> {
         let (handler, socket) = (self.handler, self.socket);
         let sink = || Sink::Udp(socket.clone());
         let count = count && self.fair.counts(self.batch.got.len(), BATCH);
-        let proxy = self.router.load().proxy.as_deref();
+        let router = self.router.load();
+        let proxy = router.proxy.as_deref();
         let mut late = 0;
         for i in 0..self.batch.got.len() {
             let d = self.batch.got[i];
@@ -294,10 +295,10 @@ impl Worker<'_> {
                     continue;
                 }
             };
-            if handler.handle_guarded(
+            if handler.handle_guarded_in(
+                router,
                 &query[start..],
-                client,
-                Transport::Udp,
+                (client, Transport::Udp),
                 &mut self.scratch,
                 &sink,
                 started,

@@ -5,9 +5,9 @@
 //! A record is, in this order: the key's and the reply's lengths (2 bytes
 //! each), the caller's `H` bytes read on every hit (its `Meta`), the key,
 //! the reply, and the caller's `T` bytes read rarely (its `Deps`). A hit
-//! thus reads one contiguous run of the ring after one small index bucket
-//! (8-byte fingerprint, 8-byte place), instead of a bucket holding the
-//! whole record and then the ring's bytes elsewhere.
+//! thus reads one contiguous run of the ring after one small index slot
+//! (8-byte fingerprint, 8-byte place, [`super::table`]), instead of a
+//! bucket holding the whole record and then the ring's bytes elsewhere.
 //!
 //! New records are written at the head of the ring; when the head reaches
 //! the end it wraps to the start (a new lap) and overwrites the oldest
@@ -15,31 +15,7 @@
 //! written in this lap, or in the previous one at or past the head. Dead
 //! index entries are dropped when met, or swept when the map is full.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// The index's hasher: its keys are already hashes (the memo's
-/// fingerprints), so they are not hashed again, only their low bit (the
-/// memo sets it) mixed with a higher one, since the map's buckets are
-/// chosen by the low bits.
-#[derive(Default)]
-struct Fingerprint(u64);
-
-impl Hasher for Fingerprint {
-    fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 29)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        bytes
-            .iter()
-            .for_each(|b| self.0 = self.0.rotate_left(8) ^ u64::from(*b));
-    }
-
-    fn write_u64(&mut self, fp: u64) {
-        self.0 = fp;
-    }
-}
+use super::table::Table;
 
 /// Where a record lies: its offset (low 32 bits) and the lap it was
 /// written in (high 32 bits).
@@ -73,7 +49,9 @@ pub(super) struct Entry<'a, const H: usize, const T: usize> {
 /// Byte ring plus index; every record carries `H` bytes before its key
 /// and `T` after its reply, the caller's.
 pub(super) struct Arena<const H: usize, const T: usize> {
-    index: HashMap<u64, Place, BuildHasherDefault<Fingerprint>>,
+    index: Table,
+    /// Entries the index holds at most (dead entries go first, then all).
+    max: usize,
     bytes: Vec<u8>,
     /// Bytes before the ring wraps (it grows to this on first use).
     capacity: usize,
@@ -82,9 +60,11 @@ pub(super) struct Arena<const H: usize, const T: usize> {
 }
 
 impl<const H: usize, const T: usize> Arena<H, T> {
-    pub(super) fn new(capacity: usize) -> Self {
+    /// A ring of `capacity` bytes indexing at most `max` entries.
+    pub(super) fn new(capacity: usize, max: usize) -> Self {
         Arena {
-            index: HashMap::default(),
+            index: Table::new(max),
+            max,
             bytes: Vec::new(),
             capacity,
             head: 0,
@@ -111,13 +91,13 @@ impl<const H: usize, const T: usize> Arena<H, T> {
     /// The entry of `key` (fingerprint `fp`). A dead entry, or another key
     /// with the same fingerprint, is a miss.
     pub(super) fn get(&mut self, fp: u64, key: &[u8]) -> Option<Entry<'_, H, T>> {
-        let place = *self.index.get(&fp)?;
+        let place = Place(self.index.get(fp)?);
         let found = Self::alive(place, self.head, self.lap)
             .then(|| Self::split(self.bytes.get_mut(place.at()..)?, key.len()))
             .flatten()
             .filter(|(_, k, ..)| *k == key);
         let Some((head, _, reply, tail)) = found else {
-            self.index.remove(&fp);
+            self.index.remove(fp);
             return None;
         };
         Some(Entry { head, reply, tail })
@@ -140,13 +120,13 @@ impl<const H: usize, const T: usize> Arena<H, T> {
     }
 
     pub(super) fn remove(&mut self, fp: u64) {
-        self.index.remove(&fp);
+        self.index.remove(fp);
     }
 
     /// Stores a record of `head`, `key`, `reply` and `tail` under `fp`,
-    /// replacing any entry there; `max_entries` bounds the index (dead
-    /// entries go first, then all).
-    pub(super) fn insert(&mut self, fp: u64, (head, tail): (&[u8; H], &[u8; T]), key: &[u8], reply: &[u8], max: usize) {
+    /// replacing any entry there (dead entries go first when the index is
+    /// full, then all).
+    pub(super) fn insert(&mut self, fp: u64, (head, tail): (&[u8; H], &[u8; T]), key: &[u8], reply: &[u8]) {
         let (Ok(key_len), Ok(reply_len)) = (u16::try_from(key.len()), u16::try_from(reply.len())) else {
             return;
         };
@@ -154,10 +134,10 @@ impl<const H: usize, const T: usize> Arena<H, T> {
         if need > self.capacity {
             return;
         }
-        if self.index.len() >= max {
+        if self.index.len() >= self.max {
             let (head, lap) = (self.head, self.lap);
-            self.index.retain(|_, p| Self::alive(*p, head, lap));
-            if self.index.len() >= max {
+            self.index.retain(|p| Self::alive(Place(p), head, lap));
+            if self.index.len() >= self.max {
                 self.clear();
             }
         }
@@ -176,7 +156,7 @@ impl<const H: usize, const T: usize> Arena<H, T> {
             to += part.len();
         }
         self.head += need;
-        self.index.insert(fp, Place::new(at, self.lap));
+        self.index.insert(fp, Place::new(at, self.lap).0);
     }
 }
 
@@ -184,8 +164,8 @@ impl<const H: usize, const T: usize> Arena<H, T> {
 mod tests {
     use super::*;
 
-    fn put(a: &mut Arena<1, 1>, fp: u64, key: &[u8], reply: &[u8], max: usize) {
-        a.insert(fp, (&[fp as u8], &[!(fp as u8)]), key, reply, max);
+    fn put(a: &mut Arena<1, 1>, fp: u64, key: &[u8], reply: &[u8]) {
+        a.insert(fp, (&[fp as u8], &[!(fp as u8)]), key, reply);
     }
 
     fn got(a: &mut Arena<1, 1>, fp: u64, key: &[u8]) -> Option<(u8, Vec<u8>, u8)> {
@@ -194,44 +174,44 @@ mod tests {
 
     #[test]
     fn entries_live_until_their_bytes_are_overwritten() {
-        let mut a: Arena<1, 1> = Arena::new(120); // records of 4 + 1 + 2 + 26 + 1 = 34
-        put(&mut a, 1, b"k1", &[1; 26], 10); // 0..34
-        put(&mut a, 2, b"k2", &[2; 26], 10); // 34..68
-        put(&mut a, 3, b"k3", &[3; 26], 10); // 68..102
+        let mut a: Arena<1, 1> = Arena::new(120, 10); // records of 4 + 1 + 2 + 26 + 1 = 34
+        put(&mut a, 1, b"k1", &[1; 26]); // 0..34
+        put(&mut a, 2, b"k2", &[2; 26]); // 34..68
+        put(&mut a, 3, b"k3", &[3; 26]); // 68..102
         assert_eq!(got(&mut a, 1, b"k1"), Some((1, vec![1; 26], !1)));
         assert!(got(&mut a, 1, b"xx").is_none(), "same fingerprint, other key: a miss");
-        put(&mut a, 4, b"k4", &[4; 26], 10); // wraps: 0..34, over k1
+        put(&mut a, 4, b"k4", &[4; 26]); // wraps: 0..34, over k1
         assert!(got(&mut a, 1, b"k1").is_none(), "overwritten");
         assert!(got(&mut a, 2, b"k2").is_some() && got(&mut a, 3, b"k3").is_some());
         assert_eq!(got(&mut a, 4, b"k4").map(|e| e.0), Some(4));
-        put(&mut a, 5, b"k5", &[5; 26], 10); // 34..68, over k2
+        put(&mut a, 5, b"k5", &[5; 26]); // 34..68, over k2
         assert!(got(&mut a, 2, b"k2").is_none(), "overwritten");
         assert!(got(&mut a, 3, b"k3").is_some());
-        put(&mut a, 6, b"k6", &[6; 26], 10); // 68..102, over k3
+        put(&mut a, 6, b"k6", &[6; 26]); // 68..102, over k3
         assert!(got(&mut a, 3, b"k3").is_none());
         assert_eq!(got(&mut a, 6, b"k6").map(|e| e.1[0]), Some(6));
     }
 
     #[test]
     fn a_full_index_sweeps_the_dead_then_empties() {
-        let mut a: Arena<1, 1> = Arena::new(1000);
+        let mut a: Arena<1, 1> = Arena::new(1000, 4);
         for i in 0..4u8 {
-            put(&mut a, u64::from(i), &[i], &[i; 9], 4);
+            put(&mut a, u64::from(i) + 1, &[i], &[i; 9]);
         }
         assert_eq!(a.len(), 4);
-        put(&mut a, 9, b"n", &[9; 9], 4);
+        put(&mut a, 9, b"n", &[9; 9]);
         assert_eq!(a.len(), 1, "every entry alive: all dropped");
         assert!(got(&mut a, 9, b"n").is_some());
-        assert!(got(&mut a, 0, &[0]).is_none());
-        put(&mut a, 10, &[0; 2000], &[], 4);
+        assert!(got(&mut a, 1, &[0]).is_none());
+        put(&mut a, 10, &[0; 2000], &[]);
         assert!(got(&mut a, 10, &[0; 2000]).is_none(), "larger than the ring: not kept");
     }
 
     #[test]
     fn writes_to_a_hit_stay_in_its_record() {
-        let mut a: Arena<1, 1> = Arena::new(1000);
-        put(&mut a, 1, b"k1", &[1; 4], 10);
-        put(&mut a, 2, b"k2", &[2; 4], 10);
+        let mut a: Arena<1, 1> = Arena::new(1000, 10);
+        put(&mut a, 1, b"k1", &[1; 4]);
+        put(&mut a, 2, b"k2", &[2; 4]);
         let e = a.get(1, b"k1").expect("hit");
         (e.head[0], e.reply[3]) = (7, 8);
         assert_eq!(got(&mut a, 1, b"k1"), Some((7, vec![1, 1, 1, 8], !1)));
