@@ -1,10 +1,9 @@
 //! A UDP worker's socket door: the overload policy's decisions applied
-//! to the socket ([`super::queue`] decides, kept apart from the sockets),
-//! and each datagram's sender read from its header.
+//! to the socket ([`super::queue`] decides, kept apart from the sockets).
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 
-use nix::sys::socket::{self, sockopt, SockaddrStorage};
+use nix::sys::socket::{self, sockopt};
 
 use super::batch::Batch;
 use super::queue::{Change, ROOMY_BUFFER, TIGHT_BUFFER};
@@ -23,12 +22,4 @@ pub(super) fn adjust(socket: &UdpSocket, batch: &mut Batch, change: Option<Chang
     if tight {
         batch.make_room();
     }
-}
-
-/// The address a datagram came from (`None`: not an IP address).
-pub(super) fn peer(from: &SockaddrStorage) -> Option<SocketAddr> {
-    if let Some(v4) = from.as_sockaddr_in() {
-        return Some(SocketAddr::from(*v4));
-    }
-    from.as_sockaddr_in6().map(|v6| SocketAddr::from(*v6))
 }
