@@ -83,6 +83,9 @@ pub struct Batch {
     pub peers: Vec<Option<SocketAddr>>,
     /// The socket's drop count, if a datagram of the last batch carried it.
     pub drops: Option<u32>,
+    /// The wall clock as the last batch was read, in nanoseconds as the
+    /// stamps are (0: not read, stamps were off).
+    wall: u64,
     /// The replies back to back.
     out: Vec<u8>,
     replies: Vec<Reply>,
@@ -90,6 +93,10 @@ pub struct Batch {
     unstamped: u8,
     /// Whether the socket delivers receive stamps (it does when bound).
     stamps: bool,
+    /// Whether it reports drop counts, and destinations (see
+    /// [`Batch::reports`]).
+    drop_counts: bool,
+    destinations: bool,
     /// Slots offered to the next `recvmmsg` (see the module comment).
     slots: usize,
 }
@@ -103,10 +110,13 @@ impl Batch {
             got: Vec::with_capacity(BATCH),
             peers: Vec::with_capacity(BATCH),
             drops: None,
+            wall: 0,
             out: Vec::with_capacity(BATCH * 512),
             replies: Vec::with_capacity(BATCH),
             unstamped: UNSTAMPED_REBUILDS,
             stamps: true,
+            drop_counts: true,
+            destinations: true,
             slots: BATCH,
         }
     }
@@ -124,6 +134,19 @@ impl Batch {
             // while off, every slot's control length shrank to what came
             self.make_room();
         }
+    }
+
+    /// Tells whether the socket reports drop counts (`SO_RXQ_OVFL`), and
+    /// destinations (`IP_PKTINFO`, a wildcard bind), with each datagram:
+    /// while it reports neither and stamps are off, a datagram's control
+    /// data is not looked for. Both are assumed until told.
+    pub fn reports(&mut self, drop_counts: bool, destinations: bool) {
+        (self.drop_counts, self.destinations) = (drop_counts, destinations);
+    }
+
+    /// Tells whether the socket reports drop counts (see [`Batch::reports`]).
+    pub fn reports_drops(&mut self, on: bool) {
+        self.drop_counts = on;
     }
 
     /// Restores every slot's full control space (see the module comment).
@@ -147,7 +170,7 @@ impl Batch {
     fn receive_with(&mut self, socket: &UdpSocket, flags: MsgFlags) -> Result<(), Errno> {
         self.got.clear();
         self.peers.clear();
-        self.drops = None;
+        (self.drops, self.wall) = (None, 0);
         let offered = self.slots;
         let (mut cut, mut bare) = match offered {
             FEW => self.receive_into::<FEW, 0>(socket, flags)?,
@@ -190,8 +213,8 @@ impl Batch {
         };
         let mut iovs = bufs.each_mut().map(|b| [IoSliceMut::new(b)]);
         let fd = socket.as_raw_fd();
-        let stamps = self.stamps;
-        let into = (&mut self.got, &mut self.peers, &mut self.drops);
+        let stamps = (self.stamps, self.stamps || self.drop_counts || self.destinations);
+        let into = (&mut self.got, &mut self.peers, &mut self.drops, &mut self.wall);
         Ok(match &mut self.family {
             Family::V4(h) => take(
                 socket::recvmmsg(fd, &mut h.received, iovs.iter_mut(), flags, None)?,

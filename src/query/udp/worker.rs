@@ -99,6 +99,7 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
         router: arc_swap::Cache::new(&handler.router),
         idle_round: false,
     };
+    w.batch.reports(false, w.wildcard.is_some()); // drop counts while tight (`door.rs`)
     while !stop.load(Ordering::Relaxed) {
         let busy = lane.as_ref().is_some_and(Lane::busy);
         let now = if !w.limited.is_empty() {

@@ -119,20 +119,30 @@ impl Family {
 }
 
 /// Adds the datagrams of one `recvmmsg` to a batch's `got`, `peers` and
-/// drop count (`stamps`: they are asked for); returns whether one's
+/// drop count (`stamps`: they are asked for, and whether control data may
+/// have come at all, see `Batch::reports`); returns whether one's
 /// control data was cut and whether one came unstamped while stamps are
 /// asked for.
 pub fn take<A: Address>(
     results: MultiResults<'_, A>,
-    stamps: bool,
-    (got, peers, drops): (&mut Vec<Datagram>, &mut Vec<Option<SocketAddr>>, &mut Option<u32>),
+    (stamps, look): (bool, bool),
+    (got, peers, drops, wall): (
+        &mut Vec<Datagram>,
+        &mut Vec<Option<SocketAddr>>,
+        &mut Option<u32>,
+        &mut u64,
+    ),
 ) -> (bool, bool) {
-    // the clock read once a call, in nanoseconds as the stamps are
-    let wall = if stamps { wall_nanos() } else { 0 };
+    // the clock read once a batch (a second read into it comes at once)
+    if stamps && *wall == 0 {
+        *wall = wall_nanos();
+    }
+    let wall = *wall;
     let (mut cut, mut bare) = (false, false);
     for msg in results {
         let (mut stamp, mut to) = (None, None);
-        for m in msg.cmsgs().into_iter().flatten() {
+        let cmsgs = if look { msg.cmsgs().ok() } else { None };
+        for m in cmsgs.into_iter().flatten() {
             match m {
                 ControlMessageOwned::ScmTimestampns(t) => stamp = nanos(t),
                 ControlMessageOwned::RxqOvfl(count) => *drops = Some(count),

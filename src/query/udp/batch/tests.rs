@@ -218,3 +218,27 @@ fn replies_out_of_order_each_go_to_their_own_sender() {
         assert_eq!((&buf[..n], source), (want, to));
     }
 }
+
+#[test]
+fn control_data_is_read_only_while_the_socket_is_told_to_send_some() {
+    let (server, to, client) = loopback();
+    let mut batch = Batch::new(Some(to));
+    batch.stamps(&server, false);
+    batch.reports(false, false);
+    // Drops at a tiny buffer: the next datagram carries the count.
+    socket2::SockRef::from(&server).set_recv_buffer_size(1).expect("buffer");
+    socket::setsockopt(&server, socket::sockopt::RxqOvfl, &1).expect("drop counts");
+    for _ in 0..200 {
+        client.send_to(b"query", to).expect("send");
+    }
+    let queued = receive_all(&mut batch, &server).len();
+    // (the first one comes cut: its slot's control length shrank to 0)
+    for _ in 0..2 {
+        client.send_to(b"query", to).expect("send");
+        assert_eq!((receive_all(&mut batch, &server).len(), batch.drops), (1, None));
+    }
+    batch.reports_drops(true);
+    client.send_to(b"query", to).expect("send");
+    assert_eq!(receive_all(&mut batch, &server).len(), 1);
+    assert_eq!(batch.drops, u32::try_from(200 - queued).ok());
+}
