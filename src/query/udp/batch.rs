@@ -39,13 +39,16 @@
 //! held nothing more, and the next batch is offered more slots.
 
 use std::io::{IoSlice, IoSliceMut};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::time::{Duration, SystemTime};
 
 use nix::errno::Errno;
-use nix::sys::socket::{self, sockopt, ControlMessage, ControlMessageOwned, MsgFlags, MultiHeaders, SockaddrStorage};
-use nix::sys::time::TimeSpec;
+use nix::sys::socket::{self, sockopt, MsgFlags};
+
+pub use family::Datagram;
+use family::{receiving, send, take, Family};
+
+mod family;
 
 /// Datagrams received and replies sent per system call, at most.
 pub const BATCH: usize = 32;
@@ -53,21 +56,6 @@ pub const BATCH: usize = 32;
 pub const SIZE: usize = 4096;
 /// Rebuilds a worker makes for batches with an unstamped datagram.
 pub const UNSTAMPED_REBUILDS: u8 = 64;
-
-/// One received datagram, as the batch loop sees it (its sender's address
-/// is in [`Batch::peers`], at the same index: kept apart, the datagram is
-/// small to copy).
-#[derive(Clone, Copy)]
-pub struct Datagram {
-    pub len: usize,
-    /// Time spent in the receive queue before the batch was read (`None`:
-    /// the kernel's stamp was missing).
-    pub waited: Option<Duration>,
-    pub truncated: bool,
-    /// The address it was sent to, on a socket bound to the unspecified
-    /// address (`None` on one bound to an address: that address).
-    pub to: Option<IpAddr>,
-}
 
 /// One reply in [`Batch::out`]: its bytes, the datagram it answers (whose
 /// sender it goes to) and the address it goes from (`None`: the socket's).
@@ -84,57 +72,51 @@ struct Reply {
 /// replies' own bookkeeping).
 const FEW: usize = 4;
 
-/// A stamp older than this counts as none (a clock set far off).
-const STAMP_LIMIT: u64 = 10_000_000_000;
-
 /// A worker's buffers, reused for every batch.
 pub struct Batch {
     pub bufs: Box<[[u8; SIZE]; BATCH]>,
-    received: MultiHeaders<SockaddrStorage>,
-    sending: MultiHeaders<SockaddrStorage>,
-    /// For replies sent from a given address (`IP_PKTINFO`, `IPV6_PKTINFO`).
-    sending_from: [MultiHeaders<SockaddrStorage>; 2],
+    /// The headers, in the socket's address family.
+    family: Family,
     pub got: Vec<Datagram>,
-    /// Where each datagram of [`Batch::got`] came from.
-    pub peers: Vec<Option<SockaddrStorage>>,
+    /// Where each datagram of [`Batch::got`] came from (`None`: not an
+    /// address of the socket's family).
+    pub peers: Vec<Option<SocketAddr>>,
     /// The socket's drop count, if a datagram of the last batch carried it.
     pub drops: Option<u32>,
+    /// The wall clock as the last batch was read, in nanoseconds as the
+    /// stamps are (0: not read, stamps were off).
+    wall: u64,
     /// The replies back to back.
     out: Vec<u8>,
     replies: Vec<Reply>,
-    /// Where a run of replies goes when they do not answer the datagrams
-    /// in order (else the run's part of [`Batch::peers`] is sent as is).
-    to: Vec<Option<SockaddrStorage>>,
     /// Rebuilds left for unstamped datagrams (see the module comment).
     unstamped: u8,
     /// Whether the socket delivers receive stamps (it does when bound).
     stamps: bool,
+    /// Whether it reports drop counts, and destinations (see
+    /// [`Batch::reports`]).
+    drop_counts: bool,
+    destinations: bool,
     /// Slots offered to the next `recvmmsg` (see the module comment).
     slots: usize,
 }
 
-fn receiving() -> MultiHeaders<SockaddrStorage> {
-    MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(TimeSpec, u32, nix::libc::in6_pktinfo)))
-}
-
 impl Batch {
-    pub fn new() -> Batch {
+    /// Buffers for a socket bound to `local` (its address family's; `None`: IPv4).
+    pub fn new(local: Option<SocketAddr>) -> Batch {
         Batch {
             bufs: Box::new([[0; SIZE]; BATCH]),
-            received: receiving(),
-            sending: MultiHeaders::preallocate(BATCH, None),
-            sending_from: [
-                MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(nix::libc::in_pktinfo))),
-                MultiHeaders::preallocate(BATCH, Some(nix::cmsg_space!(nix::libc::in6_pktinfo))),
-            ],
+            family: Family::new(local.is_some_and(|a| a.is_ipv6()), BATCH),
             got: Vec::with_capacity(BATCH),
             peers: Vec::with_capacity(BATCH),
             drops: None,
+            wall: 0,
             out: Vec::with_capacity(BATCH * 512),
             replies: Vec::with_capacity(BATCH),
-            to: Vec::with_capacity(BATCH),
             unstamped: UNSTAMPED_REBUILDS,
             stamps: true,
+            drop_counts: true,
+            destinations: true,
             slots: BATCH,
         }
     }
@@ -154,9 +136,25 @@ impl Batch {
         }
     }
 
+    /// Tells whether the socket reports drop counts (`SO_RXQ_OVFL`), and
+    /// destinations (`IP_PKTINFO`, a wildcard bind), with each datagram:
+    /// while it reports neither and stamps are off, a datagram's control
+    /// data is not looked for. Both are assumed until told.
+    pub fn reports(&mut self, drop_counts: bool, destinations: bool) {
+        (self.drop_counts, self.destinations) = (drop_counts, destinations);
+    }
+
+    /// Tells whether the socket reports drop counts (see [`Batch::reports`]).
+    pub fn reports_drops(&mut self, on: bool) {
+        self.drop_counts = on;
+    }
+
     /// Restores every slot's full control space (see the module comment).
     pub fn make_room(&mut self) {
-        self.received = receiving();
+        match &mut self.family {
+            Family::V4(h) => h.received = receiving(BATCH),
+            Family::V6(h) => h.received = receiving(BATCH),
+        }
     }
 
     /// Receives up to [`BATCH`] datagrams (waits for the first).
@@ -172,7 +170,7 @@ impl Batch {
     fn receive_with(&mut self, socket: &UdpSocket, flags: MsgFlags) -> Result<(), Errno> {
         self.got.clear();
         self.peers.clear();
-        self.drops = None;
+        (self.drops, self.wall) = (None, 0);
         let offered = self.slots;
         let (mut cut, mut bare) = match offered {
             FEW => self.receive_into::<FEW, 0>(socket, flags)?,
@@ -214,41 +212,21 @@ impl Batch {
             return Ok((false, false));
         };
         let mut iovs = bufs.each_mut().map(|b| [IoSliceMut::new(b)]);
-        let results = socket::recvmmsg(socket.as_raw_fd(), &mut self.received, iovs.iter_mut(), flags, None)?;
-        // the clock read once a call, in nanoseconds as the stamps are
-        let wall = if self.stamps { wall_nanos() } else { 0 };
-        let (mut cut, mut bare) = (false, false);
-        for msg in results {
-            let (mut stamp, mut to) = (None, None);
-            for m in msg.cmsgs().into_iter().flatten() {
-                match m {
-                    ControlMessageOwned::ScmTimestampns(t) => stamp = nanos(t),
-                    ControlMessageOwned::RxqOvfl(count) => self.drops = Some(count),
-                    ControlMessageOwned::Ipv4PacketInfo(i) => {
-                        to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(i.ipi_addr.s_addr))));
-                    }
-                    ControlMessageOwned::Ipv6PacketInfo(i) => {
-                        to = Some(Ipv6Addr::from(i.ipi6_addr.s6_addr).to_canonical());
-                    }
-                    _ => {}
-                }
-            }
-            cut |= msg.flags.contains(MsgFlags::MSG_CTRUNC);
-            bare |= self.stamps && stamp.is_none();
-            // A stamp from a clock set back counts as no wait, one far off as none.
-            let waited = stamp
-                .map(|at| wall.saturating_sub(at))
-                .filter(|w| *w < STAMP_LIMIT)
-                .map(Duration::from_nanos);
-            self.peers.push(msg.address);
-            self.got.push(Datagram {
-                len: msg.bytes,
-                waited,
-                truncated: msg.flags.contains(MsgFlags::MSG_TRUNC),
-                to,
-            });
-        }
-        Ok((cut, bare))
+        let fd = socket.as_raw_fd();
+        let stamps = (self.stamps, self.stamps || self.drop_counts || self.destinations);
+        let into = (&mut self.got, &mut self.peers, &mut self.drops, &mut self.wall);
+        Ok(match &mut self.family {
+            Family::V4(h) => take(
+                socket::recvmmsg(fd, &mut h.received, iovs.iter_mut(), flags, None)?,
+                stamps,
+                into,
+            ),
+            Family::V6(h) => take(
+                socket::recvmmsg(fd, &mut h.received, iovs.iter_mut(), flags, None)?,
+                stamps,
+                into,
+            ),
+        })
     }
 
     /// Queues `reply` to the sender of datagram `of`, from `from` (`None`:
@@ -297,43 +275,12 @@ impl Batch {
         let slices: [[IoSlice<'_>; 1]; N] =
             std::array::from_fn(|k| [IoSlice::new(replies.get(k).map_or(&[][..], |r| &out[r.start..r.end]))]);
         let slices = &slices[..replies.len()];
-        let first = replies.first().map_or(0, |r| r.of);
-        let in_order = replies.iter().enumerate().all(|(k, r)| r.of == first + k);
-        let to = match self.peers.get(first..first + replies.len()) {
-            Some(to) if in_order => to,
-            _ => {
-                self.to.clear();
-                let peers = &self.peers;
-                self.to
-                    .extend(replies.iter().map(|r| peers.get(r.of).copied().flatten()));
-                &self.to[..]
-            }
-        };
-        let (fd, flags) = (socket.as_raw_fd(), MsgFlags::empty());
-        match replies.first().and_then(|r| r.from) {
-            None => {
-                let none: [ControlMessage<'_>; 0] = [];
-                socket::sendmmsg(fd, &mut self.sending, slices, to, none, flags).map(|r| r.count())
-            }
-            Some(IpAddr::V4(ip)) => {
-                let info = nix::libc::in_pktinfo {
-                    ipi_ifindex: 0,
-                    ipi_spec_dst: nix::libc::in_addr {
-                        s_addr: u32::from(ip).to_be(),
-                    },
-                    ipi_addr: nix::libc::in_addr { s_addr: 0 },
-                };
-                let cmsg = [ControlMessage::Ipv4PacketInfo(&info)];
-                socket::sendmmsg(fd, &mut self.sending_from[0], slices, to, cmsg, flags).map(|r| r.count())
-            }
-            Some(IpAddr::V6(ip)) => {
-                let info = nix::libc::in6_pktinfo {
-                    ipi6_addr: nix::libc::in6_addr { s6_addr: ip.octets() },
-                    ipi6_ifindex: 0,
-                };
-                let cmsg = [ControlMessage::Ipv6PacketInfo(&info)];
-                socket::sendmmsg(fd, &mut self.sending_from[1], slices, to, cmsg, flags).map(|r| r.count())
-            }
+        let peers = &self.peers;
+        let to = replies.iter().map(|r| peers.get(r.of).copied().flatten());
+        let (fd, from) = (socket.as_raw_fd(), replies.first().and_then(|r| r.from));
+        match &mut self.family {
+            Family::V4(h) => send(fd, h, slices, to, from),
+            Family::V6(h) => send(fd, h, slices, to, from),
         }
     }
 }
@@ -342,19 +289,6 @@ impl Batch {
 /// that, at least [`FEW`], rounded up to a power of two, at most [`BATCH`].
 fn slots_after(got: usize) -> usize {
     (2 * got).clamp(FEW, BATCH).next_power_of_two().min(BATCH)
-}
-
-/// The wall clock in nanoseconds since the epoch, as stamps are.
-fn wall_nanos() -> u64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| {
-        d.as_secs().saturating_mul(1_000_000_000) + u64::from(d.subsec_nanos())
-    })
-}
-
-/// A stamp in nanoseconds since the epoch (`None`: before it).
-fn nanos(t: TimeSpec) -> Option<u64> {
-    let secs = u64::try_from(t.tv_sec()).ok()?;
-    secs.checked_mul(1_000_000_000)?.checked_add(t.tv_nsec().unsigned_abs())
 }
 
 #[cfg(test)]

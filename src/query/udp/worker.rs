@@ -21,7 +21,7 @@ use nix::errno::Errno;
 
 use super::batch::{Batch, BATCH};
 use super::boxes::ClientQueue;
-use super::door::{adjust, peer};
+use super::door::adjust;
 use super::fair::{Fairness, Verdict, WINDOW};
 use super::queue::Queue;
 use super::wait::{poll, Lane, POLL};
@@ -83,7 +83,7 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
     let mut w = Worker {
         socket,
         handler,
-        batch: Batch::new(),
+        batch: Batch::new(bound),
         apart: None,
         scratch: Scratch {
             local: bound,
@@ -99,6 +99,7 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
         router: arc_swap::Cache::new(&handler.router),
         idle_round: false,
     };
+    w.batch.reports(false, w.wildcard.is_some()); // drop counts while tight (`door.rs`)
     while !stop.load(Ordering::Relaxed) {
         let busy = lane.as_ref().is_some_and(Lane::busy);
         let now = if !w.limited.is_empty() {
@@ -263,7 +264,7 @@ impl Worker<'_> {
         let mut late = 0;
         for i in 0..self.batch.got.len() {
             let d = self.batch.got[i];
-            let Some(peer) = self.batch.peers.get(i).and_then(Option::as_ref).and_then(peer) else {
+            let Some(peer) = self.batch.peers.get(i).copied().flatten() else {
                 continue;
             };
             if count {
@@ -358,7 +359,7 @@ impl Worker<'_> {
         self.handler.metrics.fair.limited(true);
         // rounds do not wait through the runtime: misses to the shared lanes
         crate::query::forward::lanes::set_local(false);
-        self.apart.get_or_insert_with(|| Box::new(Batch::new()));
+        self.apart.get_or_insert_with(|| Box::new(Batch::new(self.bound)));
         self.limited.push(Limited {
             queue,
             namespace,

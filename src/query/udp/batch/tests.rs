@@ -3,6 +3,7 @@
 
 use super::*;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// A worker's socket bound on loopback, its address, and a client socket.
 fn loopback() -> (UdpSocket, SocketAddr, UdpSocket) {
@@ -25,7 +26,7 @@ fn receive_all(batch: &mut Batch, socket: &UdpSocket) -> Vec<Datagram> {
 #[test]
 fn every_datagram_is_stamped_and_drop_counts_survive_shrunken_headers() {
     let (server, to, client) = loopback();
-    let mut batch = Batch::new();
+    let mut batch = Batch::new(Some(to));
     // Stamps only: each slot's control length shrinks to a stamp's.
     for _ in 0..BATCH {
         client.send_to(b"query", to).expect("send");
@@ -62,7 +63,7 @@ fn a_slot_that_held_an_unstamped_datagram_stamps_again() {
     let server = UdpSocket::bind("127.0.0.1:0").expect("bind");
     let to = server.local_addr().expect("address");
     let client = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    let mut batch = Batch::new();
+    let mut batch = Batch::new(None);
     client.send_to(b"query", to).expect("send");
     let got = receive_all(&mut batch, &server);
     assert_eq!((got.len(), got[0].waited), (1, None));
@@ -121,7 +122,7 @@ fn a_wildcard_socket_tells_each_datagram_s_destination() {
             continue; // no IPv6 here
         };
         let port = server.local_addr().expect("address").port();
-        let mut batch = Batch::new(); // a worker's, for one socket
+        let mut batch = Batch::new(server.local_addr().ok()); // a worker's, for one socket
         for dest in dests {
             let ip: IpAddr = dest.parse().expect("ip");
             let client = UdpSocket::bind((ip, 0)).expect("bind");
@@ -138,7 +139,7 @@ fn a_wildcard_socket_tells_each_datagram_s_destination() {
         }
     }
     // Bound to one address: that address, not told per datagram.
-    let mut batch = Batch::new();
+    let mut batch = Batch::new(None);
     let (server, to, client) = loopback();
     client.send_to(b"query", to).expect("send");
     assert_eq!(receive_all(&mut batch, &server)[0].to, None);
@@ -147,7 +148,7 @@ fn a_wildcard_socket_tells_each_datagram_s_destination() {
 #[test]
 fn stamps_turned_off_are_not_delivered_and_turned_back_on_tell_the_arrival() {
     let (server, to, client) = loopback();
-    let mut batch = Batch::new();
+    let mut batch = Batch::new(Some(to));
     batch.stamps(&server, false);
     client.send_to(b"query", to).expect("send");
     let got = receive_all(&mut batch, &server);
@@ -164,7 +165,7 @@ fn stamps_turned_off_are_not_delivered_and_turned_back_on_tell_the_arrival() {
 #[test]
 fn fewer_slots_after_short_batches_and_full_still_means_the_kernel_had_more() {
     let (server, to, client) = loopback();
-    let mut batch = Batch::new();
+    let mut batch = Batch::new(Some(to));
     let read = |batch: &mut Batch, sent: usize| {
         for _ in 0..sent {
             client.send_to(b"query", to).expect("send");
@@ -194,7 +195,50 @@ fn fewer_slots_after_short_batches_and_full_still_means_the_kernel_had_more() {
     let local = client.local_addr().expect("address");
     for (k, d) in batch.got.iter().enumerate() {
         assert_eq!((d.len, batch.bufs[k][0]), (k % 3 + 1, k as u8));
-        assert_eq!(batch.peers[k].as_ref().and_then(super::super::door::peer), Some(local));
+        assert_eq!(batch.peers[k], Some(local));
     }
     assert_eq!(slots_after(12), BATCH);
+}
+
+#[test]
+fn replies_out_of_order_each_go_to_their_own_sender() {
+    let (server, to, first) = loopback();
+    let second = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    first.send_to(b"1", to).expect("send");
+    second.send_to(b"2", to).expect("send");
+    let mut batch = Batch::new(Some(to));
+    assert_eq!(receive_all(&mut batch, &server).len(), 2);
+    batch.reply(1, b"to 2", None);
+    batch.reply(0, b"to 1", None);
+    batch.send(&server);
+    for (client, want) in [(first, &b"to 1"[..]), (second, b"to 2")] {
+        client.set_read_timeout(Some(Duration::from_secs(2))).expect("timeout");
+        let mut buf = [0u8; 16];
+        let (n, source) = client.recv_from(&mut buf).expect("the reply");
+        assert_eq!((&buf[..n], source), (want, to));
+    }
+}
+
+#[test]
+fn control_data_is_read_only_while_the_socket_is_told_to_send_some() {
+    let (server, to, client) = loopback();
+    let mut batch = Batch::new(Some(to));
+    batch.stamps(&server, false);
+    batch.reports(false, false);
+    // Drops at a tiny buffer: the next datagram carries the count.
+    socket2::SockRef::from(&server).set_recv_buffer_size(1).expect("buffer");
+    socket::setsockopt(&server, socket::sockopt::RxqOvfl, &1).expect("drop counts");
+    for _ in 0..200 {
+        client.send_to(b"query", to).expect("send");
+    }
+    let queued = receive_all(&mut batch, &server).len();
+    // (the first one comes cut: its slot's control length shrank to 0)
+    for _ in 0..2 {
+        client.send_to(b"query", to).expect("send");
+        assert_eq!((receive_all(&mut batch, &server).len(), batch.drops), (1, None));
+    }
+    batch.reports_drops(true);
+    client.send_to(b"query", to).expect("send");
+    assert_eq!(receive_all(&mut batch, &server).len(), 1);
+    assert_eq!(batch.drops, u32::try_from(200 - queued).ok());
 }
