@@ -304,8 +304,7 @@ impl Worker<'_> {
                 &sink,
                 started,
             ) {
-                // from the query's destination on a wildcard socket (`d.to`
-                // is only told there), else from the bound address
+                // from the query's destination (`d.to`: wildcard sockets only), else the bound address
                 self.batch.reply(i, &self.scratch.out, d.to);
             }
         }
