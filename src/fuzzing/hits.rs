@@ -93,12 +93,12 @@ impl CacheHits {
         let peer = SocketAddr::from(([10, 1, 2, 3], 5353));
         let sink = || Sink::None;
         let parsed = Message::from_vec(data).ok();
-        let now = Instant::now();
+        let (now, router) = (Instant::now(), self.handler.router.load_full());
         for (i, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
             let mut fresh = Scratch::default();
             if !self
                 .handler
-                .handle_guarded(data, peer, transport, &mut fresh, &sink, now)
+                .handle_guarded(&router, data, (peer, transport), &mut fresh, &sink, now)
             {
                 assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
                 continue; // not routed to the cache (shed, never forwarded)
@@ -111,7 +111,9 @@ impl CacheHits {
             }
             for _ in 0..2 {
                 let warm = &mut self.warm[i];
-                assert!(self.handler.handle_guarded(data, peer, transport, warm, &sink, now));
+                assert!(self
+                    .handler
+                    .handle_guarded(&router, data, (peer, transport), warm, &sink, now));
                 assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
                 ttls_are_left(&warm.out, 0);
                 assert!(
@@ -137,11 +139,13 @@ impl CacheHits {
         fresh: &[u8],
         now: Instant,
     ) {
-        let sink = || Sink::None;
+        let (sink, router) = (|| Sink::None, self.handler.router.load_full());
         let later = u32::from(data[1] % 29) + 1;
         let at = now + Duration::from_secs(u64::from(later));
         let warm = &mut self.warm[i];
-        assert!(self.handler.handle_guarded(data, peer, transport, warm, &sink, at));
+        assert!(self
+            .handler
+            .handle_guarded(&router, data, (peer, transport), warm, &sink, at));
         assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
         let mut replayed = ttls_are_left(&warm.out, later);
         let fresh = super::strict::parse_strict(fresh).expect("strict");

@@ -58,18 +58,19 @@ impl QueryPath {
         super::request::parser_agrees(data);
         let peer: SocketAddr = SocketAddr::from(([10, 1, 2, 3], 5353));
         let sink = || Sink::None;
+        let (router, records_router) = (self.handler.router.load_full(), self.records.router.load_full());
         let query = Message::from_vec(data).ok();
         for (i, transport) in [Transport::Udp, Transport::Tcp].into_iter().enumerate() {
             let mut fresh = Scratch::default();
             let now = Instant::now();
             let answered = self
                 .handler
-                .handle_guarded(data, peer, transport, &mut fresh, &sink, now);
+                .handle_guarded(&router, data, (peer, transport), &mut fresh, &sink, now);
             assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
             let mut records = Scratch::default();
-            let by_records = self
-                .records
-                .handle_guarded(data, peer, transport, &mut records, &sink, now);
+            let by_records =
+                self.records
+                    .handle_guarded(&records_router, data, (peer, transport), &mut records, &sink, now);
             assert_eq!(by_records, answered, "the Record path answers when the direct one does");
             if answered {
                 reply_holds(data, &fresh.out, query.as_ref(), transport);
@@ -85,7 +86,7 @@ impl QueryPath {
             let first = std::mem::take(&mut fresh.out);
             let again = self
                 .handler
-                .handle_guarded(data, peer, transport, &mut fresh, &sink, now);
+                .handle_guarded(&router, data, (peer, transport), &mut fresh, &sink, now);
             assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
             assert_eq!(again, answered, "answered again");
             assert!(
@@ -96,7 +97,9 @@ impl QueryPath {
             );
             for _ in 0..2 {
                 let warm = &mut self.warm[i];
-                let again = self.handler.handle_guarded(data, peer, transport, warm, &sink, now);
+                let again = self
+                    .handler
+                    .handle_guarded(&router, data, (peer, transport), warm, &sink, now);
                 assert_eq!(self.handler.metrics.panics.load(Ordering::Relaxed), 0, "a panic");
                 assert_eq!(again, answered, "a warm worker answers when a fresh one does");
                 if answered {

@@ -33,23 +33,11 @@ impl Handler {
         }
     }
 
-    /// [`Handler::handle_guarded_in`] the router loaded now.
+    /// [`Handler::handle`] in `router` (the caller's, loaded from [`Handler::router`]: once per
+    /// batch by a UDP worker, once per query by a TCP connection) behind a panic guard: a panic while
+    /// answering is caught here, counted in `coredns_panics_total`, and answered SERVFAIL; the
+    /// worker goes on.
     pub fn handle_guarded(
-        &self,
-        bytes: &[u8],
-        peer: SocketAddr,
-        transport: Transport,
-        scratch: &mut Scratch,
-        sink: &dyn Fn() -> defer::Sink,
-        started: Instant,
-    ) -> bool {
-        self.handle_guarded_in(&self.router.load(), bytes, (peer, transport), scratch, sink, started)
-    }
-
-    /// [`Handler::handle`] in `router` (the caller's, loaded from [`Handler::router`] once per
-    /// batch: a reload takes effect from the next) behind a panic guard: a panic while answering is
-    /// caught here, counted in `coredns_panics_total`, and answered SERVFAIL; the worker goes on.
-    pub fn handle_guarded_in(
         &self,
         router: &Arc<Router>,
         bytes: &[u8],

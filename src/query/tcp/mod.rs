@@ -206,7 +206,8 @@ pub fn answer(
         };
         let scratch = &mut all[at].1;
         scratch.local = local; // one scratch serves the handler's every listener on this thread
-        if handler.handle_guarded(query, peer, Transport::Tcp, scratch, sink, started) {
+        let router = handler.router.load(); // per query: a connection outlives a reload
+        if handler.handle_guarded(&router, query, (peer, Transport::Tcp), scratch, sink, started) {
             push_frame(out, &scratch.out);
         }
     })

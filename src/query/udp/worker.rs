@@ -296,7 +296,7 @@ impl Worker<'_> {
                     continue;
                 }
             };
-            if handler.handle_guarded_in(
+            if handler.handle_guarded(
                 router,
                 &query[start..],
                 (client, Transport::Udp),
