@@ -21,78 +21,65 @@ impl Transport {
     }
 }
 
-/// Which plugin wrote a response (`plugin` label of `coredns_dns_responses_total`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[repr(u8)]
-pub enum Plugin {
-    /// Written by the server itself (header errors, no zone, no plugin).
-    #[default]
-    None,
-    Kubernetes,
-    Forward,
-    Cache,
-    Hosts,
-    File,
-    Autopath,
-    Dns64,
-    K8sExternal,
-    Template,
-    Chaos,
-    Local,
-    Transfer,
-    Secondary,
-    Auto,
-    /// `tls { acme }`: a DNS-01 challenge's TXT record.
-    Tls,
-    Etcd,
-    Grpc,
-}
+/// A label enum (`#[repr(u8)]`, variants in declaration order) and its
+/// `ALL`: every variant at its discriminant, as many as the catalogue has
+/// label names for (`$names`), written once for both.
+macro_rules! label_enum {
+    ($(#[$meta:meta])* pub enum $name:ident [$names:expr] { $($(#[$vmeta:meta])* $variant:ident,)* }) => {
+        $(#[$meta])*
+        #[repr(u8)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+        }
 
-impl Plugin {
-    /// Every plugin at its discriminant, as many as the catalogue has
-    /// label names for.
-    pub const ALL: [Plugin; PLUGINS.len()] = {
-        use Plugin::*;
-        [
-            None,
-            Kubernetes,
-            Forward,
-            Cache,
-            Hosts,
-            File,
-            Autopath,
-            Dns64,
-            K8sExternal,
-            Template,
-            Chaos,
-            Local,
-            Transfer,
-            Secondary,
-            Auto,
-            Tls,
-            Etcd,
-            Grpc,
-        ]
+        impl $name {
+            /// Every variant at its discriminant, as many as the catalogue
+            /// has label names for.
+            pub const ALL: [$name; $names.len()] = [$($name::$variant,)*];
+        }
     };
 }
 
-/// The kind of search-path expansion a query was: an outside name with
-/// one of the kubelet's search suffixes appended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Expansion {
-    /// `<name>.<ns>.svc.<zone>`
-    Namespace,
-    /// `<name>.svc.<zone>`
-    Svc,
-    /// `<name>.<zone>`
-    Zone,
+label_enum! {
+    /// Which plugin wrote a response (`plugin` label of `coredns_dns_responses_total`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum Plugin [PLUGINS] {
+        /// Written by the server itself (header errors, no zone, no plugin).
+        #[default]
+        None,
+        Kubernetes,
+        Forward,
+        Cache,
+        Hosts,
+        File,
+        Autopath,
+        Dns64,
+        K8sExternal,
+        Template,
+        Chaos,
+        Local,
+        Transfer,
+        Secondary,
+        Auto,
+        /// `tls { acme }`: a DNS-01 challenge's TXT record.
+        Tls,
+        Etcd,
+        Grpc,
+    }
 }
 
-impl Expansion {
-    /// Every expansion at its discriminant, as many as the catalogue has
-    /// label names for.
-    pub const ALL: [Expansion; EXPANSIONS.len()] = [Expansion::Namespace, Expansion::Svc, Expansion::Zone];
+label_enum! {
+    /// The kind of search-path expansion a query was: an outside name with
+    /// one of the kubelet's search suffixes appended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Expansion [EXPANSIONS] {
+        /// `<name>.<ns>.svc.<zone>`
+        Namespace,
+        /// `<name>.svc.<zone>`
+        Svc,
+        /// `<name>.<zone>`
+        Zone,
+    }
 }
 
 /// Slot for every other rcode (BADVERS, ...).
