@@ -8,7 +8,8 @@
 # dnsperf's client sockets and queries outstanding (default -c 32 -q 400).
 #
 #   fixed    UDP at a fixed 50k qps: server CPU µs per answered query (CPU
-#            seconds from /proc/PID/stat ÷ queries answered), loss, mean latency;
+#            seconds from /proc/PID/stat ÷ queries answered), split into
+#            user space and kernel, loss, mean latency;
 #            echo-ts is the echo with kernel receive timestamps (SO_TIMESTAMPNS)
 #   udp      UDP at saturation: qps per server core (qps ÷ server CPU share)
 #   tcp      TCP at saturation, 32 persistent connections with up to 400
@@ -111,27 +112,32 @@ for s in "${SERVERS[@]}"; do
   [[ $name == echo* ]] || wait_answer "$port" svc-0.ns-0.svc.cluster.local
 done
 
-# CPU ticks of PID and its descendants (NSD serves from a forked child).
+# User and system CPU ticks of PID and its descendants (NSD serves from a
+# forked child), as "USER SYS".
 ticks() {
-  local t p
-  t=$(cpu_ticks "$1")
-  for p in $(pgrep -P "$1" || true); do t=$((t + $(ticks "$p"))); done
-  echo "$t"
+  local u s p cu cs
+  read -r u s < <(sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12, $13}')
+  for p in $(pgrep -P "$1" || true); do
+    read -r cu cs < <(ticks "$p"); u=$((u + cu)); s=$((s + cs))
+  done
+  echo "$u $s"
 }
 
-# row TEST NAME PORT PID DNSPERF_ARGS...: TEST NAME qps cpu_share qps_per_core µs_per_query mean_ms lost%
+# row TEST NAME PORT PID DNSPERF_ARGS...: TEST NAME qps cpu_share
+# qps_per_core µs_per_query mean_ms lost% user_µs sys_µs (the last two:
+# µs per query in user space and in the kernel; they add up to µs_per_query)
 row() {
-  local test=$1 name=$2 port=$3 pid=$4 hz before after out; shift 4
+  local test=$1 name=$2 port=$3 pid=$4 hz u0 s0 u1 s1 out; shift 4
   hz=$(getconf CLK_TCK)
-  before=$(ticks "$pid")
+  read -r u0 s0 < <(ticks "$pid")
   out=$(taskset -c "${CLIENT_CPU:-1}" dnsperf -s 127.0.0.1 -p "$port" -d "$W/mix.txt" -l "$SECS" -T 1 "$@" 2>&1 || true)
-  after=$(ticks "$pid")
-  echo "$out" | awk -v t="$test" -v n="$name" -v cpu="$(( after - before ))" -v hz="$hz" -v secs="$SECS" '
+  read -r u1 s1 < <(ticks "$pid")
+  echo "$out" | awk -v t="$test" -v n="$name" -v usr="$(( u1 - u0 ))" -v sys="$(( s1 - s0 ))" -v hz="$hz" -v secs="$SECS" '
     /Queries completed/ {done=$3} /Queries lost/ {lost=$4} /Queries per second/ {qps=$4}
     /Average Latency/ {lat=$4}
-    END {share=cpu/hz/secs; gsub(/[()%]/, "", lost)
-         printf "%-6s %-10s %9.0f %5.2f %9.0f %7.2f %7.3f %6.2f\n", t, n, qps, share,
-           (share>0)?qps/share:0, (done>0)?cpu/hz/done*1e6:0, lat*1000, lost}'
+    END {cpu=usr+sys; share=cpu/hz/secs; gsub(/[()%]/, "", lost); per=(done>0)?1e6/hz/done:0
+         printf "%-6s %-10s %9.0f %5.2f %9.0f %7.2f %7.3f %6.2f %6.2f %6.2f\n", t, n, qps, share,
+           (share>0)?qps/share:0, cpu*per, lat*1000, lost, usr*per, sys*per}'
 }
 
 tests_for() { # which servers take part in TEST
@@ -142,7 +148,7 @@ tests_for() { # which servers take part in TEST
   esac
 }
 echo "# $(( ${NAMESPACES:-100} * ${PER_NS:-100} )) Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU ${SERVER_CPU:-0}, dnsperf ($CLIENT) on CPU ${CLIENT_CPU:-1}; ${SECS}s per row, $ROUNDS rounds"
-echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%"
+echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%  user   sys"
 for round in $(seq 1 "$ROUNDS"); do
   for test in $TESTS; do
     for s in "${SERVERS[@]}"; do
@@ -163,14 +169,16 @@ rows = {}
 for line in open(sys.argv[1]):
     f = line.split()
     rows.setdefault((f[0], f[1]), []).append([float(x) for x in f[2:]])
-med = {k: [st.median(r[i] for r in v) for i in range(6)] for k, v in rows.items()}
+med = {k: [st.median(r[i] for r in v) for i in range(8)] for k, v in rows.items()}
 for (test, name), m in med.items():
-    print(f"{test:6s} {name:10s} {m[0]:9.0f} qps  cpu {m[1]:4.2f}  {m[2]:9.0f} qps/core  {m[3]:6.2f} µs/query  mean {m[4]:.3f} ms  lost {m[5]:.2f}%")
+    print(f"{test:6s} {name:10s} {m[0]:9.0f} qps  cpu {m[1]:4.2f}  {m[2]:9.0f} qps/core  {m[3]:6.2f} µs/query"
+          f" (user {m[6]:.2f} + kernel {m[7]:.2f})  mean {m[4]:.3f} ms  lost {m[5]:.2f}%")
 def ratio(test, col, a, b, what):
     if (test, a) in med and (test, b) in med and med[(test, b)][col]:
         print(f"ratio  {test:6s} {a}/{b} {what} = {med[(test, a)][col] / med[(test, b)][col]:.2f}")
 for peer in ("echo", "echo-ts", "knot", "base"):
     ratio("fixed", 3, "clusterdns", peer, "µs per query")
+    ratio("fixed", 7, "clusterdns", peer, "kernel µs per query")
 for test in ("udp", "tcp"):
     for peer in ("knot", "nsd", "unbound", "base"):
         ratio(test, 2, "clusterdns", peer, "qps per core")

@@ -32,13 +32,15 @@
 # adds D1 and LL data misses (reads + writes) per query to each row.
 # BIND= (empty) serves on the wildcard address instead of `bind 127.0.0.1`
 # (the UDP sockets then read each datagram's destination, IP_PKTINFO).
-# Loopback only; every dnsperf run is bounded by its query count and -l.
+# PORT=N serves on another port than 5350 (dnsperf sends from N + 40000),
+# for two runs side by side. Loopback only; every dnsperf run is bounded by
+# its query count and -l.
 #
 # usage: loadtest/bench/instr-per-query.sh [QUERIES] [ROUNDS]   (default 40000 1; RATE=2000 WARM=20000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . loadtest/bench/lib.sh
-QUERIES=${1:-40000}; ROUNDS=${2:-1}; RATE=${RATE:-2000}; WARM=${WARM:-20000}; BIND=${BIND-127.0.0.1}
+QUERIES=${1:-40000}; ROUNDS=${2:-1}; RATE=${RATE:-2000}; WARM=${WARM:-20000}; BIND=${BIND-127.0.0.1}; PORT=${PORT:-5350}
 CACHES=${CACHES:---D1=32768,8,64 --LL=1048576,8,64}
 SIM=(); [ -z "${CACHE:-}" ] || read -ra SIM <<<"--cache-sim=yes $CACHES"
 for t in dnsperf valgrind; do
@@ -68,19 +70,20 @@ corefile() {
 # dnsperf_n N: N queries from the mix at RATE per second; prints the count answered.
 dnsperf_n() {
   local secs=$(( $1 / RATE + 30 ))
-  dnsperf -s 127.0.0.1 -p 5350 -x 45350 -d "$W/mix.txt" -n $(( ($1 + 9999) / 10000 )) -l "$secs" -Q "$RATE" -c 1 -q 100 -T 1 2>&1 |
+  dnsperf -s 127.0.0.1 -p "$PORT" -x "$((PORT + 40000))" -d "$W/mix.txt" -n $(( ($1 + 9999) / 10000 )) -l "$secs" -Q "$RATE" -c 1 -q 100 -T 1 2>&1 |
     awk '/Queries completed/ {print $3}'
 }
 
 # variant NAME BINARY EXTRA: one row, NAME and instructions per answered query.
 variant() {
   local name=$1 bin=$2 extra=$3 out answered ir
-  corefile 5350 "$extra" > "$W/Corefile"
+  corefile "$PORT" "$extra" > "$W/Corefile"
   out="$W/callgrind.$name"
-  valgrind --tool=callgrind "${SIM[@]}" --callgrind-out-file="$out" "$bin" -conf "$W/Corefile" >"$W/$name.log" 2>&1 &
+  # names written out in every dump, so that the counted one (.1) reads alone
+  valgrind --tool=callgrind --compress-strings=no "${SIM[@]}" --callgrind-out-file="$out" "$bin" -conf "$W/Corefile" >"$W/$name.log" 2>&1 &
   PID=$!
   for _ in $(seq 1 300); do
-    dig +short +tries=1 +time=1 @127.0.0.1 -p 5350 svc-0.ns-0.svc.cluster.local | grep -q '^[0-9]' && break
+    dig +short +tries=1 +time=1 @127.0.0.1 -p "$PORT" svc-0.ns-0.svc.cluster.local | grep -q '^[0-9]' && break
     sleep 0.5
   done
   [ "$WARM" = 0 ] || dnsperf_n "$WARM" >/dev/null
