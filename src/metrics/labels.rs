@@ -96,10 +96,18 @@ pub fn rcode_name(rcode: ResponseCode) -> String {
 
 /// The rcode slot of `rcode` (its index in [`RCODE_LABELS`]): [`RCODES`]
 /// are codes 0 to 5 in order, so the slot is the code (a compare, not a
-/// search: it is counted for every reply).
+/// search: it is counted for every reply). Matched on the variants, not
+/// through `u16::from` (a match over every rcode hickory names).
+#[inline]
 pub fn rcode_slot(rcode: ResponseCode) -> usize {
-    match u16::from(rcode) {
-        n @ 0..=5 => usize::from(n),
+    match rcode {
+        ResponseCode::NoError => 0,
+        ResponseCode::FormErr => 1,
+        ResponseCode::ServFail => 2,
+        ResponseCode::NXDomain => 3,
+        ResponseCode::NotImp => 4,
+        ResponseCode::Refused => 5,
+        ResponseCode::Unknown(n @ 0..=5) => usize::from(n),
         _ => OTHER,
     }
 }
