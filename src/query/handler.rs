@@ -37,6 +37,7 @@ impl Handler {
     /// batch by a UDP worker, once per query by a TCP connection) behind a panic guard: a panic while
     /// answering is caught here, counted in `coredns_panics_total`, and answered SERVFAIL; the
     /// worker goes on.
+    #[inline(always)]
     pub fn handle_guarded(
         &self,
         router: &Arc<Router>,
@@ -82,6 +83,7 @@ impl Handler {
     }
 
     /// [`Handler::handle`] in `router`.
+    #[inline(always)]
     fn handle_in(
         &self,
         router: &Arc<Router>,
@@ -109,6 +111,7 @@ impl Handler {
     /// replayed from the memo, and repeated cache hits from
     /// [`replay::hits`] (learned from the full path's reply, so their
     /// route is skipped too).
+    #[inline(always)]
     fn serve(
         &self,
         router: &Arc<Router>,
@@ -149,6 +152,7 @@ impl Handler {
 
     /// A plain question's reply replayed (memo, then cache hits), else the
     /// full path's, remembered or learned for the next time.
+    #[inline(always)]
     fn replayed(
         &self,
         router: &Arc<Router>,
@@ -202,6 +206,7 @@ impl Handler {
     /// the client of one answered now or later is counted, and a reply
     /// sent now is counted, logged and told to `dnstap` as the block asks.
     /// Returns whether `scratch.out` holds a reply to send.
+    #[inline(always)]
     fn finish(&self, router: &Router, at: &Arrival<'_>, full: Fate, s: &mut Scratch) -> bool {
         if matches!(full, Fate::Nothing) {
             self.metrics.dropped(at.transport);

@@ -85,6 +85,7 @@ pub fn name_key(name: &hickory_proto::rr::Name, into: &mut Vec<u8>) {
 
 /// Reads a plain query (see [`Wire`]) without allocating; `None` when the
 /// packet is anything else, which [`check`] then decodes whole.
+#[inline(always)]
 pub fn parse(bytes: &[u8]) -> Option<Wire> {
     let header = bytes.get(..12)?;
     let count = |i: usize| u16::from_be_bytes([header[i], header[i + 1]]);

@@ -34,6 +34,7 @@ pub struct Exchange<'a> {
 
 /// Tells the zone's metrics (`stats`), the query log (the summary's
 /// style), `taps` and the block's `trace` of `x`, summarized by `summary`.
+#[inline(always)]
 pub fn record(summary: &Summary, stats: Option<&ZoneStats>, (taps, trace): Observers<'_>, x: &Exchange<'_>) {
     if let Some(stats) = stats {
         stats.record(&Served {

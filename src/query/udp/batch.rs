@@ -158,6 +158,7 @@ impl Batch {
     }
 
     /// Receives up to [`BATCH`] datagrams (waits for the first).
+    #[inline(always)]
     pub fn receive(&mut self, socket: &UdpSocket) -> Result<(), Errno> {
         self.receive_with(socket, MsgFlags::MSG_WAITFORONE)
     }
@@ -167,6 +168,7 @@ impl Batch {
         self.receive_with(socket, MsgFlags::MSG_DONTWAIT)
     }
 
+    #[inline(always)]
     fn receive_with(&mut self, socket: &UdpSocket, flags: MsgFlags) -> Result<(), Errno> {
         self.got.clear();
         self.peers.clear();
@@ -231,6 +233,7 @@ impl Batch {
 
     /// Queues `reply` to the sender of datagram `of`, from `from` (`None`:
     /// the socket's own address).
+    #[inline(always)]
     pub fn reply(&mut self, of: usize, reply: &[u8], from: Option<IpAddr>) {
         let start = self.out.len();
         self.out.extend_from_slice(reply);
@@ -244,6 +247,7 @@ impl Batch {
 
     /// Sends the replies queued, those from one address at a time; a reply
     /// the kernel refuses is skipped.
+    #[inline(always)]
     pub fn send(&mut self, socket: &UdpSocket) {
         let mut at = 0;
         while at < self.replies.len() {

@@ -104,6 +104,7 @@ impl Queue {
     /// stamp; an idle worker reports zero), how many datagrams it read (a
     /// full batch: the queue held more) and the socket's drop count if the
     /// kernel reported one. Returns the change to make, if any.
+    #[inline(always)]
     pub fn observe(
         &mut self,
         least: Option<Duration>,

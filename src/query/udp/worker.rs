@@ -129,6 +129,7 @@ impl Worker<'_> {
     /// wait): notes the time away since the last batch, and asks for stamps
     /// only while a queue may stand ([`Queue::stamps`]). Returns the clock
     /// read. Done after the wait, the wait would count as time away.
+    #[inline(always)]
     fn prepare(&mut self) -> Instant {
         let now = Instant::now();
         self.queue.reading(now);
@@ -139,6 +140,7 @@ impl Worker<'_> {
     /// One batch from the shared socket (`wait`: for the first datagram,
     /// up to [`POLL`]), after a wait (or this one) prepared at `before`
     /// and bounded by `limit`; returns the clock read.
+    #[inline(always)]
     fn shared(&mut self, wait: bool, before: Instant, limit: Duration) -> Instant {
         let got = if wait {
             self.batch.receive(self.socket)
@@ -255,6 +257,7 @@ impl Worker<'_> {
     /// Answers the batch read at `now` and sends the replies (from the
     /// shared socket); returns how many queries were too late to answer.
     /// `count`: the sources are counted for fairness.
+    #[inline(always)]
     fn answer(&mut self, now: Instant, count: bool) -> u64 {
         let (handler, socket) = (self.handler, self.socket);
         let sink = || Sink::Udp(socket.clone());

@@ -123,6 +123,7 @@ impl Family {
 /// have come at all, see `Batch::reports`); returns whether one's
 /// control data was cut and whether one came unstamped while stamps are
 /// asked for.
+#[inline(always)]
 pub fn take<A: Address>(
     results: MultiResults<'_, A>,
     (stamps, look): (bool, bool),
