@@ -2,15 +2,15 @@
 //! loop: one waiting `recvmmsg` on the shared socket, the batch answered,
 //! one `sendmmsg`; while misses it read are in flight on its own runtime,
 //! it waits for the socket through that runtime instead ([`super::wait`]).
-//! When fairness limits a client ([`super::fair`]), the
-//! worker reads in rounds instead: one batch from the shared socket, then
-//! one from each limited client's own queue ([`super::boxes`]), none
-//! waiting (deficit round robin with a quantum of one batch), and waits in
-//! `poll` on all of them only when every one was empty. A limited client
-//! so gets at most a batch per round, while the polite clients' queries
-//! in the shared queue wait at most one round. Meanwhile new misses go to
-//! the shared forwarding lanes, and those still in flight here run between
-//! rounds, which then wait at most [`SHORT`].
+//! When fairness limits a client ([`super::fair`]), the worker reads in
+//! rounds instead: one batch from the shared socket, then one from each
+//! limited client's own queue ([`super::boxes`]), none waiting (deficit
+//! round robin with a quantum of one batch), and waits in `poll` on all of
+//! them only when every one was empty. A limited client so gets at most a
+//! batch per round, while the polite clients' queries in the shared queue
+//! wait at most one round. Meanwhile new misses go to the shared forwarding
+//! lanes, and those still in flight here run between rounds (which then
+//! wait at most [`SHORT`]).
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -125,10 +125,9 @@ pub(super) async fn serve(socket: &Arc<UdpSocket>, handler: &Handler, stop: &Ato
 }
 
 impl Worker<'_> {
-    /// Before each wait for the shared socket (and each read that does not
-    /// wait): notes the time away since the last batch, and asks for stamps
-    /// only while a queue may stand ([`Queue::stamps`]). Returns the clock
-    /// read. Done after the wait, the wait would count as time away.
+    /// Before each wait for the shared socket (and each read that does not wait): notes the time
+    /// away since the last batch, and asks for stamps only while a queue may stand
+    /// ([`Queue::stamps`]). Returns the clock read. Done after the wait, the wait would count as time away.
     #[inline(always)]
     fn prepare(&mut self) -> Instant {
         let now = Instant::now();
@@ -137,9 +136,8 @@ impl Worker<'_> {
         now
     }
 
-    /// One batch from the shared socket (`wait`: for the first datagram,
-    /// up to [`POLL`]), after a wait (or this one) prepared at `before`
-    /// and bounded by `limit`; returns the clock read.
+    /// One batch from the shared socket (`wait`: for the first datagram, up to [`POLL`]), after
+    /// a wait (or this one) prepared at `before` and bounded by `limit`; returns the clock read.
     #[inline(always)]
     fn shared(&mut self, wait: bool, before: Instant, limit: Duration) -> Instant {
         let got = if wait {
@@ -254,9 +252,8 @@ impl Worker<'_> {
         }
     }
 
-    /// Answers the batch read at `now` and sends the replies (from the
-    /// shared socket); returns how many queries were too late to answer.
-    /// `count`: the sources are counted for fairness.
+    /// Answers the batch read at `now` and sends the replies (from the shared socket); returns
+    /// how many queries were too late to answer. `count`: the sources are counted for fairness.
     #[inline(always)]
     fn answer(&mut self, now: Instant, count: bool) -> u64 {
         let (handler, socket) = (self.handler, self.socket);
