@@ -116,7 +116,7 @@ done
 # forked child), as "USER SYS".
 ticks() {
   local u s p cu cs
-  read -r u s < <(sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12, $13}')
+  read -r u s < <(cpu_split "$1")
   for p in $(pgrep -P "$1" || true); do
     read -r cu cs < <(ticks "$p"); u=$((u + cu)); s=$((s + cs))
   done

@@ -2,9 +2,11 @@
 # and Knot serving it, CPU accounting, one dnsperf row, and the median
 # summary. `measure` expects SECS to be set.
 
-# cpu_ticks PID: user + system ticks (fields 14 and 15 of /proc/PID/stat,
-# counted after the command name, which may hold spaces: "(nsd: main)").
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12+$13}'; }
+# cpu_split PID: user and system ticks, as "USER SYS" (fields 14 and 15 of
+# /proc/PID/stat, counted after the command name, which may hold spaces:
+# "(nsd: main)"); cpu_ticks PID: their sum.
+cpu_split() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
+cpu_ticks() { cpu_split "$1" | awk '{print $1+$2}'; }
 
 # measure NAME PID PORT QUERYFILE: one row (qps, the server's CPU share,
 # qps per server core, mean latency, lost queries); dnsperf on CPU 1.
