@@ -10,8 +10,9 @@
 # when missing) and the release profile built again with -Cprofile-use.
 # The result is OUT (default /tmp/clusterdns-pgo/clusterdns), to compare
 # with the plain release build through BIN= and BASE= of the benchmarks.
-# Two fat-LTO builds in their own target directories: about 20 minutes on
-# two cores. Loopback only, as the benchmarks it runs.
+# Two fat-LTO builds in their own target directories (37 minutes in all at
+# nice 15 beside a CI run on a 2-core machine, 2026-12-07). Loopback only,
+# as the benchmarks it runs.
 #
 # usage: loadtest/bench/pgo.sh [OUT]
 set -euo pipefail
