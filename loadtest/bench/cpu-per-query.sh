@@ -8,8 +8,9 @@
 # dnsperf's client sockets and queries outstanding (default -c 32 -q 400).
 #
 #   fixed    UDP at a fixed 50k qps: server CPU µs per answered query (CPU
-#            seconds from /proc/PID/stat ÷ queries answered), split into
-#            user space and kernel, loss, mean latency;
+#            time from /proc/PID/task/*/schedstat ÷ queries answered), split
+#            into user space and kernel by /proc/PID/stat's ticks, loss,
+#            mean latency;
 #            echo-ts is the echo with kernel receive timestamps (SO_TIMESTAMPNS)
 #   udp      UDP at saturation: qps per server core (qps ÷ server CPU share)
 #   tcp      TCP at saturation, 32 persistent connections with up to 400
@@ -113,31 +114,37 @@ for s in "${SERVERS[@]}"; do
 done
 
 # User and system CPU ticks of PID and its descendants (NSD serves from a
-# forked child), as "USER SYS".
+# forked child), and the nanoseconds they ran, as "USER SYS NS". The ticks
+# are sampled at the clock tick (a 5 s row holds a few hundred, ±5%); the
+# nanoseconds, summed over every thread's /proc/PID/task/TID/schedstat, are
+# the scheduler's exact count, and give the row's CPU time: the ticks only
+# split it into user space and kernel.
 ticks() {
-  local u s p cu cs
+  local u s n p cu cs cn
   read -r u s < <(cpu_split "$1")
+  n=$(cpu_ns "$1")
   for p in $(pgrep -P "$1" || true); do
-    read -r cu cs < <(ticks "$p"); u=$((u + cu)); s=$((s + cs))
+    read -r cu cs cn < <(ticks "$p"); u=$((u + cu)); s=$((s + cs)); n=$((n + cn))
   done
-  echo "$u $s"
+  echo "$u $s $n"
 }
 
 # row TEST NAME PORT PID DNSPERF_ARGS...: TEST NAME qps cpu_share
-# qps_per_core µs_per_query mean_ms lost% user_µs sys_µs (the last two:
-# µs per query in user space and in the kernel; they add up to µs_per_query)
+# qps_per_core µs_per_query mean_ms lost% user_µs sys_µs round (the user
+# and kernel µs per query split µs_per_query in the ticks' proportion)
 row() {
-  local test=$1 name=$2 port=$3 pid=$4 hz u0 s0 u1 s1 out; shift 4
-  hz=$(getconf CLK_TCK)
-  read -r u0 s0 < <(ticks "$pid")
+  local test=$1 name=$2 port=$3 pid=$4 u0 s0 n0 u1 s1 n1 out; shift 4
+  read -r u0 s0 n0 < <(ticks "$pid")
   out=$(taskset -c "${CLIENT_CPU:-1}" dnsperf -s 127.0.0.1 -p "$port" -d "$W/mix.txt" -l "$SECS" -T 1 "$@" 2>&1 || true)
-  read -r u1 s1 < <(ticks "$pid")
-  echo "$out" | awk -v t="$test" -v n="$name" -v usr="$(( u1 - u0 ))" -v sys="$(( s1 - s0 ))" -v hz="$hz" -v secs="$SECS" '
+  read -r u1 s1 n1 < <(ticks "$pid")
+  echo "$out" | awk -v t="$test" -v n="$name" -v usr="$(( u1 - u0 ))" -v sys="$(( s1 - s0 ))" -v ns="$(( n1 - n0 ))" \
+    -v secs="$SECS" -v round="$ROUND" '
     /Queries completed/ {done=$3} /Queries lost/ {lost=$4} /Queries per second/ {qps=$4}
     /Average Latency/ {lat=$4}
-    END {cpu=usr+sys; share=cpu/hz/secs; gsub(/[()%]/, "", lost); per=(done>0)?1e6/hz/done:0
-         printf "%-6s %-10s %9.0f %5.2f %9.0f %7.2f %7.3f %6.2f %6.2f %6.2f\n", t, n, qps, share,
-           (share>0)?qps/share:0, cpu*per, lat*1000, lost, usr*per, sys*per}'
+    END {share=ns/1e9/secs; gsub(/[()%]/, "", lost); per=(done>0)?ns/1e3/done:0
+         u=(usr+sys>0)?usr/(usr+sys):0
+         printf "%-6s %-10s %9.0f %5.2f %9.0f %7.2f %7.3f %6.2f %6.2f %6.2f %d\n", t, n, qps, share,
+           (share>0)?qps/share:0, per, lat*1000, lost, per*u, per*(1-u), round}'
 }
 
 tests_for() { # which servers take part in TEST
@@ -149,7 +156,7 @@ tests_for() { # which servers take part in TEST
 }
 echo "# $(( ${NAMESPACES:-100} * ${PER_NS:-100} )) Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU ${SERVER_CPU:-0}, dnsperf ($CLIENT) on CPU ${CLIENT_CPU:-1}; ${SECS}s per row, $ROUNDS rounds"
 echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%  user   sys"
-for round in $(seq 1 "$ROUNDS"); do
+for ROUND in $(seq 1 "$ROUNDS"); do
   for test in $TESTS; do
     for s in "${SERVERS[@]}"; do
       IFS=: read -r name port pid <<<"$s"
@@ -170,12 +177,20 @@ for line in open(sys.argv[1]):
     f = line.split()
     rows.setdefault((f[0], f[1]), []).append([float(x) for x in f[2:]])
 med = {k: [st.median(r[i] for r in v) for i in range(8)] for k, v in rows.items()}
+# paired: each round's ratio (the rows of one round ran within seconds of
+# each other, so a noisy minute moves both), then their median and range
+def paired(test, col, a, b):
+    by = lambda n: {int(r[8]): r[col] for r in rows.get((test, n), [])}
+    ra, rb = by(a), by(b)
+    return sorted(ra[k] / rb[k] for k in ra if k in rb and rb[k])
 for (test, name), m in med.items():
     print(f"{test:6s} {name:10s} {m[0]:9.0f} qps  cpu {m[1]:4.2f}  {m[2]:9.0f} qps/core  {m[3]:6.2f} µs/query"
           f" (user {m[6]:.2f} + kernel {m[7]:.2f})  mean {m[4]:.3f} ms  lost {m[5]:.2f}%")
 def ratio(test, col, a, b, what):
     if (test, a) in med and (test, b) in med and med[(test, b)][col]:
-        print(f"ratio  {test:6s} {a}/{b} {what} = {med[(test, a)][col] / med[(test, b)][col]:.2f}")
+        p = paired(test, col, a, b)
+        each = f"  (paired: median {st.median(p):.2f}, {p[0]:.2f}-{p[-1]:.2f} over {len(p)} rounds)" if p else ""
+        print(f"ratio  {test:6s} {a}/{b} {what} = {med[(test, a)][col] / med[(test, b)][col]:.2f}{each}")
 for peer in ("echo", "echo-ts", "knot", "base"):
     ratio("fixed", 3, "clusterdns", peer, "µs per query")
     ratio("fixed", 7, "clusterdns", peer, "kernel µs per query")
