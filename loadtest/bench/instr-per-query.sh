@@ -30,6 +30,8 @@
 # CACHE=1 also simulates the caches (callgrind --cache-sim=yes, CACHES the
 # geometry, default this machine's per-core L1d and L2 as D1 and LL) and
 # adds D1 and LL data misses (reads + writes) per query to each row.
+# CG='OPTIONS' adds callgrind options, e.g. CG=--dump-instr=yes with KEEP=1
+# for instruction addresses (the code's footprint: loadtest/bench/footprint.py).
 # BIND= (empty) serves on the wildcard address instead of `bind 127.0.0.1`
 # (the UDP sockets then read each datagram's destination, IP_PKTINFO).
 # PORT=N serves on another port than 5350 (dnsperf sends from N + 40000),
@@ -43,6 +45,7 @@ cd "$(dirname "$0")/../.."
 QUERIES=${1:-40000}; ROUNDS=${2:-1}; RATE=${RATE:-2000}; WARM=${WARM:-20000}; BIND=${BIND-127.0.0.1}; PORT=${PORT:-5350}
 CACHES=${CACHES:---D1=32768,8,64 --LL=1048576,8,64}
 SIM=(); [ -z "${CACHE:-}" ] || read -ra SIM <<<"--cache-sim=yes $CACHES"
+read -ra CGX <<<"${CG:-}"
 for t in dnsperf valgrind; do
   command -v $t >/dev/null || { echo "installing $t"; apt-get install -y -qq dnsperf valgrind >/dev/null; }
 done
@@ -80,7 +83,7 @@ variant() {
   corefile "$PORT" "$extra" > "$W/Corefile"
   out="$W/callgrind.$name"
   # names written out in every dump, so that the counted one (.1) reads alone
-  valgrind --tool=callgrind --compress-strings=no "${SIM[@]}" --callgrind-out-file="$out" "$bin" -conf "$W/Corefile" >"$W/$name.log" 2>&1 &
+  valgrind --tool=callgrind --compress-strings=no "${SIM[@]}" "${CGX[@]}" --callgrind-out-file="$out" "$bin" -conf "$W/Corefile" >"$W/$name.log" 2>&1 &
   PID=$!
   for _ in $(seq 1 300); do
     dig +short +tries=1 +time=1 @127.0.0.1 -p "$PORT" svc-0.ns-0.svc.cluster.local | grep -q '^[0-9]' && break
