@@ -26,7 +26,8 @@
 # lines) adds directives to the "clusterdns" server block only, e.g.
 # EXTRA='acl secret.shop.svc.cluster.local {\n block\n}' for the cost of
 # an acl. BIND= (empty) serves clusterdns and base on the wildcard address
-# (`.:53` without `bind`). Loopback only; every dnsperf run is bounded by -l SECONDS.
+# (`.:53` without `bind`). ONLY='clusterdns base echo' runs only those
+# rows, for more rounds in the same time. Loopback only; every dnsperf run is bounded by -l SECONDS.
 #
 # usage: loadtest/bench/cpu-per-query.sh [SECONDS] [ROUNDS] [TESTS]   (TESTS default "fixed udp tcp")
 set -euo pipefail
@@ -147,12 +148,17 @@ row() {
            (share>0)?qps/share:0, per, lat*1000, lost, per*u, per*(1-u), round}'
 }
 
-tests_for() { # which servers take part in TEST
+tests_for() { # which servers take part in TEST (of ONLY's, when it is set)
+  local all s out=""
   case $1 in
-    fixed) echo "clusterdns base echo echo-ts knot" ;;
-    udp) echo "clusterdns base echo knot nsd unbound" ;;
-    tcp) echo "clusterdns base knot nsd unbound" ;;
+    fixed) all="clusterdns base echo echo-ts knot" ;;
+    udp) all="clusterdns base echo knot nsd unbound" ;;
+    tcp) all="clusterdns base knot nsd unbound" ;;
   esac
+  for s in $all; do
+    if [[ -z ${ONLY:-} || " $ONLY " == *" $s "* ]]; then out+="$s "; fi
+  done
+  echo "$out"
 }
 echo "# $(( ${NAMESPACES:-100} * ${PER_NS:-100} )) Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU ${SERVER_CPU:-0}, dnsperf ($CLIENT) on CPU ${CLIENT_CPU:-1}; ${SECS}s per row, $ROUNDS rounds"
 echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%  user   sys"
