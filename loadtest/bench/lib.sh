@@ -8,7 +8,9 @@
 cpu_split() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
 cpu_ticks() { cpu_split "$1" | awk '{print $1+$2}'; }
 # cpu_ns PID: nanoseconds on CPU of all of PID's threads (the first field of
-# each /proc/PID/task/TID/schedstat: exact, where the ticks are sampled).
+# each /proc/PID/task/TID/schedstat: exact, where the ticks are sampled; a
+# thread that ends between two reads takes its time with it, so compare
+# reads of a server whose threads live through the row).
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ns += $1} END {printf "%.0f\n", ns}'; }
 
 # measure NAME PID PORT QUERYFILE: one row (qps, the server's CPU share,
