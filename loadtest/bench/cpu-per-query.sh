@@ -26,8 +26,10 @@
 # lines) adds directives to the "clusterdns" server block only, e.g.
 # EXTRA='acl secret.shop.svc.cluster.local {\n block\n}' for the cost of
 # an acl. BIND= (empty) serves clusterdns and base on the wildcard address
-# (`.:53` without `bind`). ONLY='clusterdns base echo' runs only those
-# rows, for more rounds in the same time. Loopback only; every dnsperf run is bounded by -l SECONDS.
+# (`.:53` without `bind`). Only the servers of TESTS's rows are started;
+# ONLY='clusterdns echo knot' keeps only those rows (and servers): more
+# rounds in the same time, and no idle neighbours on the server's CPU.
+# Loopback only; every dnsperf run is bounded by -l SECONDS.
 #
 # usage: loadtest/bench/cpu-per-query.sh [SECONDS] [ROUNDS] [TESTS]   (TESTS default "fixed udp tcp")
 set -euo pipefail
@@ -60,11 +62,34 @@ if [ -n "${EXTRA:-}" ]; then
   { head -n 2 "$W/Corefile.5340"; printf '%b\n' "$EXTRA"; tail -n +3 "$W/Corefile.5340"; } > "$W/Corefile.x"
   mv "$W/Corefile.x" "$W/Corefile.5340"
 fi
-start clusterdns 5340 "${BIN:-./target/release/clusterdns}" -conf "$W/Corefile.5340"
-if [ -n "${BASE:-}" ]; then cluster_corefile 5341; start base 5341 "$BASE" -conf "$W/Corefile.5341"; fi
-start echo 5342 "$W/echo" 5342
-start echo-ts 5346 "$W/echo" 5346 ts
-start knot 5343 knotd -c "$(knot_conf "$W" 5343 "$W/cluster.local.zone")"
+
+tests_for() { # which servers take part in TEST (of ONLY's, when it is set)
+  local all s out=""
+  case $1 in
+    fixed) all="clusterdns base echo echo-ts knot" ;;
+    udp) all="clusterdns base echo knot nsd unbound" ;;
+    tcp) all="clusterdns base knot nsd unbound" ;;
+  esac
+  for s in $all; do
+    if [[ -z ${ONLY:-} || " $ONLY " == *" $s "* ]]; then out+="$s "; fi
+  done
+  echo "$out"
+}
+
+# serve NAME PORT COMMAND...: starts NAME when a test of TESTS has its row
+# (an idle server pinned to the server's CPU still wakes for its timers).
+serve() {
+  local t
+  for t in $TESTS; do
+    if [[ " $(tests_for "$t") " == *" $1 "* ]]; then start "$@"; return; fi
+  done
+}
+
+serve clusterdns 5340 "${BIN:-./target/release/clusterdns}" -conf "$W/Corefile.5340"
+if [ -n "${BASE:-}" ]; then cluster_corefile 5341; serve base 5341 "$BASE" -conf "$W/Corefile.5341"; fi
+serve echo 5342 "$W/echo" 5342
+serve echo-ts 5346 "$W/echo" 5346 ts
+serve knot 5343 knotd -c "$(knot_conf "$W" 5343 "$W/cluster.local.zone")"
 cat > "$W/nsd.conf" <<EOC
 server:
     ip-address: 127.0.0.1@5344
@@ -85,7 +110,7 @@ zone:
     name: cluster.local
     zonefile: cluster.local.zone
 EOC
-start nsd 5344 nsd -d -c "$W/nsd.conf"
+serve nsd 5344 nsd -d -c "$W/nsd.conf"
 cat > "$W/unbound.conf" <<EOC
 server:
     interface: 127.0.0.1
@@ -108,7 +133,7 @@ auth-zone:
     for-upstream: no
     fallback-enabled: no
 EOC
-start unbound 5345 "$(command -v unbound || echo /usr/sbin/unbound)" -d -c "$W/unbound.conf"
+serve unbound 5345 "$(command -v unbound || echo /usr/sbin/unbound)" -d -c "$W/unbound.conf"
 for s in "${SERVERS[@]}"; do
   IFS=: read -r name port _ <<<"$s"
   [[ $name == echo* ]] || wait_answer "$port" svc-0.ns-0.svc.cluster.local
@@ -148,18 +173,6 @@ row() {
            (share>0)?qps/share:0, per, lat*1000, lost, per*u, per*(1-u), round}'
 }
 
-tests_for() { # which servers take part in TEST (of ONLY's, when it is set)
-  local all s out=""
-  case $1 in
-    fixed) all="clusterdns base echo echo-ts knot" ;;
-    udp) all="clusterdns base echo knot nsd unbound" ;;
-    tcp) all="clusterdns base knot nsd unbound" ;;
-  esac
-  for s in $all; do
-    if [[ -z ${ONLY:-} || " $ONLY " == *" $s "* ]]; then out+="$s "; fi
-  done
-  echo "$out"
-}
 echo "# $(( ${NAMESPACES:-100} * ${PER_NS:-100} )) Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU ${SERVER_CPU:-0}, dnsperf ($CLIENT) on CPU ${CLIENT_CPU:-1}; ${SECS}s per row, $ROUNDS rounds"
 echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%  user   sys"
 for ROUND in $(seq 1 "$ROUNDS"); do
