@@ -174,7 +174,7 @@ row() {
 }
 
 echo "# $(( ${NAMESPACES:-100} * ${PER_NS:-100} )) Services, 70% A / 10% AAAA (NODATA) / 20% NXDOMAIN; servers on CPU ${SERVER_CPU:-0}, dnsperf ($CLIENT) on CPU ${CLIENT_CPU:-1}; ${SECS}s per row, $ROUNDS rounds"
-echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%  user   sys"
+echo "# test   server           qps   cpu  qps/core  µs/query mean_ms  lost%  user   sys round"
 for ROUND in $(seq 1 "$ROUNDS"); do
   for test in $TESTS; do
     for s in "${SERVERS[@]}"; do

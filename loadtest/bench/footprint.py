@@ -53,11 +53,14 @@ if not per_addr:
 for t in (1.0, 0.5, 0.1, 0.01):
     lines = {a // 64 for a, c in per_addr.items() if c / q >= t}
     print(f"run >= {t:<4} per query: {len(lines):5d} lines of code ({len(lines) * 64 / 1024:.1f} KiB)")
-t = 0.5
+# each hot line shared among the functions with a hot instruction in it
+owners = collections.defaultdict(set)
+for a, c in per_addr.items():
+    if c / q >= 0.5:
+        owners[a // 64].add(fn_of[a])
 by_fn = collections.Counter()
-for line in {a // 64 for a, c in per_addr.items() if c / q >= t}:
-    owners = {fn_of[a] for a in per_addr if a // 64 == line and per_addr[a] / q >= t}
-    for o in owners:
-        by_fn[o] += 1 / len(owners)
+for fns in owners.values():
+    for f in fns:
+        by_fn[f] += 1 / len(fns)
 for f, n in by_fn.most_common(int(os.environ.get("N", "15"))):
     print(f"{n:6.1f} lines  {f[:90]}")
