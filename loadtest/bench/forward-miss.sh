@@ -7,7 +7,7 @@
 # a wildcard (`*.example. A`). Each server is pinned to CPU 0, dnsperf and
 # Knot to CPU 1 (taskset -a: every thread); rows alternate between the
 # servers for ROUNDS rounds. A row: queries answered, loss, the server's
-# CPU µs per answered query (/proc/PID/stat user+system ÷ answered), mean
+# CPU µs per answered query (every thread's schedstat, lib.sh cpu_ns ÷ answered), mean
 # latency. BASE=PATH adds a second clusterdns binary (say, main's) as
 # "base", measured in the same rounds; BIN=PATH runs another binary as
 # "clusterdns" than the release build here.
@@ -59,17 +59,16 @@ names() { awk -v p="$2" -v n="$3" 'BEGIN { for (i = 0; i < n; i++) printf "%sq%d
 
 # row NAME PID PORT ROUND: one fixed-rate run of unique names.
 row() {
-  local name=$1 pid=$2 port=$3 round=$4 hz before after out done lost lat
-  hz=$(getconf CLK_TCK)
+  local name=$1 pid=$2 port=$3 round=$4 before after out done lost lat
   names "$W/q.txt" "r${round}${name}" $((RATE * SECS))
-  before=$(cpu_ticks "$pid")
+  before=$(cpu_ns "$pid")
   out=$(taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$W/q.txt" -n 1 -l $((SECS + 10)) -Q "$RATE" -c 8 -q 500 -t 5 2>&1)
-  after=$(cpu_ticks "$pid")
+  after=$(cpu_ns "$pid")
   done=$(echo "$out" | awk '/Queries completed/ {print $3}')
   lost=$(echo "$out" | awk '/Queries lost/ {print $3}')
   lat=$(echo "$out" | awk '/Average Latency/ {print $4}')
   printf "%-10s %8s answered  lost %6s  %8.1f us/query  mean %7.3f ms\n" "$name" "$done" "$lost" \
-    "$(echo "$before $after $hz $done" | awk '{print ($4>0)?($2-$1)/$3*1e6/$4:0}')" "$(echo "$lat" | awk '{print $1*1000}')"
+    "$(echo "$before $after $done" | awk '{print ($3>0)?($2-$1)/1e3/$3:0}')" "$(echo "$lat" | awk '{print $1*1000}')"
 }
 
 echo "# forwarded misses at $RATE qps, ${SECS}s per row, $ROUNDS rounds; servers on CPU 0, dnsperf and Knot on CPU 1"
