@@ -4,27 +4,26 @@
 
 # cpu_split PID: user and system ticks, as "USER SYS" (fields 14 and 15 of
 # /proc/PID/stat, counted after the command name, which may hold spaces:
-# "(nsd: main)"); cpu_ticks PID: their sum.
+# "(nsd: main)"): sampled, for the split of a row's CPU time only.
 cpu_split() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
-cpu_ticks() { cpu_split "$1" | awk '{print $1+$2}'; }
 # cpu_ns PID: nanoseconds on CPU of all of PID's threads (the first field of
 # each /proc/PID/task/TID/schedstat: exact, where the ticks are sampled; a
 # thread that ends between two reads takes its time with it, so compare
 # reads of a server whose threads live through the row).
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ns += $1} END {printf "%.0f\n", ns}'; }
 
-# measure NAME PID PORT QUERYFILE: one row (qps, the server's CPU share,
-# qps per server core, mean latency, lost queries); dnsperf on CPU 1.
+# measure NAME PID PORT QUERYFILE: one row (qps, the server's CPU share
+# from cpu_ns, qps per server core, mean latency, lost queries); dnsperf
+# on CPU 1.
 measure() {
-  local name=$1 pid=$2 port=$3 file=$4 hz before after out qps lat share
-  hz=$(getconf CLK_TCK)
-  before=$(cpu_ticks "$pid")
+  local name=$1 pid=$2 port=$3 file=$4 before after out qps lat share
+  before=$(cpu_ns "$pid")
   out=$(taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$file" -l "$SECS" -c 32 -q 400 -T 1 2>&1)
-  after=$(cpu_ticks "$pid")
+  after=$(cpu_ns "$pid")
   qps=$(echo "$out" | awk '/Queries per second/ {print $4}')
   lat=$(echo "$out" | awk '/Average Latency/ {print $4}')
   lost=$(echo "$out" | awk '/Queries lost/ {print $3}')
-  share=$(echo "$before $after $hz $SECS" | awk '{printf "%.2f", ($2-$1)/$3/$4}')
+  share=$(echo "$before $after $SECS" | awk '{printf "%.2f", ($2-$1)/1e9/$3}')
   printf "%-10s %-9s %10.0f qps  cpu %4s  %10.0f qps/core  mean %7.3f ms  lost %s\n" \
     "$name" "$(basename "$file" .txt)" "$qps" "$share" "$(echo "$qps $share" | awk '{print ($2>0)?$1/$2:0}')" "$(echo "$lat" | awk '{print $1*1000}')" "$lost"
 }

@@ -88,9 +88,8 @@ taskset -c 1 h2load -n "$NAMES" -c 1 -m 1 -i "$W/uris.5346" >/dev/null 2>&1
 # handshake run (hs). Per core: the answers (or handshakes) counted over the
 # server's CPU seconds; its share: those CPU seconds over the run's wall time.
 row() {
-  local name=$1 pid=$2 port=$3 mode=$4 hz before after t0 t1 out rate count lat lost share core
-  hz=$(getconf CLK_TCK)
-  before=$(cpu_ticks "$pid"); t0=$(date +%s.%N)
+  local name=$1 pid=$2 port=$3 mode=$4 before after t0 t1 out rate count lat lost share core
+  before=$(cpu_ns "$pid"); t0=$(date +%s.%N)
   case $mode in
     h2) out=$(taskset -c 1 h2load -c 32 -m 12 -D "$SECS" -i "$W/uris.$port" 2>&1)
         rate=$(echo "$out" | awk '/^finished in/ {print $4; exit}')
@@ -108,9 +107,9 @@ row() {
         lost=$(echo "$out" | awk '/Queries lost/ {print $3; exit}')
         lat=$(echo "$out" | awk '/Average Latency/ {print $4*1000; exit}') ;;
   esac
-  after=$(cpu_ticks "$pid"); t1=$(date +%s.%N)
-  share=$(echo "$before $after $hz $t0 $t1" | awk '{printf "%.2f", ($2-$1)/$3/($5-$4)}')
-  core=$(echo "$before $after $hz ${count:-0}" | awk '{print ($2>$1)?$4/(($2-$1)/$3):0}')
+  after=$(cpu_ns "$pid"); t1=$(date +%s.%N)
+  share=$(echo "$before $after $t0 $t1" | awk '{printf "%.2f", ($2-$1)/1e9/($4-$3)}')
+  core=$(echo "$before $after ${count:-0}" | awk '{print ($2>$1)?$3/(($2-$1)/1e9):0}')
   if [ "$mode" = hs ]; then
     printf "%-10s %-4s %10.0f hs/s  cpu %4s  %10.0f hs/core   client-cpu %5s  failed %s\n" \
       "$name" "$mode" "${rate:-0}" "$share" "$core" "${lat:-0}" "${lost:-?}"
