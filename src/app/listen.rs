@@ -23,7 +23,9 @@ use crate::query::{tcp, udp, Handler, LoopProbe, Router};
 impl Runtime {
     /// Puts `built` in service: routers of existing listener groups are
     /// swapped (in-flight queries finish on the old one), new groups are
-    /// bound, groups no longer configured are stopped.
+    /// bound, then groups no longer configured are stopped (an address
+    /// bound anew, say with other certificates, is never without a
+    /// listener; the old one closes at once, serving what it had queued).
     pub(super) fn switch(&mut self, built: Built, state: &State) -> Result<(), AppError> {
         let Built { routers, live, probes } = built;
         state.live.store(Arc::new(live));
@@ -33,12 +35,10 @@ impl Runtime {
             .filter(|k| !routers.contains_key(*k))
             .cloned()
             .collect();
-        for key in gone {
-            if let Some(g) = self.groups.remove(&key) {
-                g.stop.store(true, Ordering::Relaxed);
-                tracing::info!("closing listeners on port {} (no longer configured)", key.0);
-            }
-        }
+        let gone: Vec<(GroupKey, Group)> = gone
+            .into_iter()
+            .filter_map(|k| Some((k.clone(), self.groups.remove(&k)?)))
+            .collect();
         let mut result = Ok(());
         for (key, router) in routers {
             if let Some(g) = self.groups.get(&key) {
@@ -52,6 +52,11 @@ impl Runtime {
                 Err(e) => result = Err(e),
             }
         }
+        for (key, g) in gone {
+            g.stop.store(true, Ordering::Relaxed);
+            tracing::info!("closing listeners on port {} (no longer configured)", key.0);
+        }
+        crate::query::tcp::accept::look_at_stop_flags();
         // ACME certificates once the listeners (and their challenge answers) are up.
         let acme = self.groups.keys().filter_map(|(_, _, l)| l.tls.as_ref()?.acme.as_ref());
         self.acme.keep(acme.collect::<Vec<_>>());
@@ -74,8 +79,11 @@ impl Runtime {
             handover::drain_udp(&sockets, &self.metrics).await;
         }
         let mut tcp = Vec::new();
+        for g in groups.values() {
+            g.stop.store(true, Ordering::Relaxed);
+        }
+        crate::query::tcp::accept::look_at_stop_flags();
         for (_, group) in groups {
-            group.stop.store(true, Ordering::Relaxed);
             for t in group.threads {
                 let _ = tokio::task::spawn_blocking(move || t.join()).await;
             }

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,10 @@ pub(super) struct Conn {
     /// Milliseconds since the listener's epoch at which the connection
     /// began waiting for a query; 0 while a query is being read.
     pub(super) idle_since: AtomicU64,
+    /// Whether a query (or a request) came on it: a stopping listener
+    /// waits for a new connection's first one (its handshake, then its
+    /// query), up to [`DRAIN`], before closing it as idle.
+    pub(super) served: AtomicBool,
     /// Why it is being closed from outside ([`TcpClose`] as u8).
     pub(super) reason: AtomicU8,
     pub(super) close: Notify,
@@ -117,6 +121,7 @@ impl Conns {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let conn = Arc::new(Conn {
             idle_since: AtomicU64::new(self.now()),
+            served: AtomicBool::new(false),
             reason: AtomicU8::new(TcpClose::Shutdown as u8),
             close: Notify::new(),
             slots: Arc::new(Semaphore::new(limits.pipeline)),
@@ -140,7 +145,7 @@ impl Conns {
     }
 
     /// Closes every connection as soon as it is idle (its queries
-    /// answered), all of them after [`DRAIN`]; waits (at most 1 s more)
+    /// answered; a new one, once it answered its first), all of them after [`DRAIN`]; waits (at most 1 s more)
     /// until their tasks (each holds `conns`) have written their replies.
     pub(super) async fn drain(conns: &Arc<Conns>) {
         let deadline = Instant::now() + DRAIN;
@@ -149,7 +154,7 @@ impl Conns {
                 Ok(mut open) => {
                     let late = Instant::now() >= deadline;
                     open.retain(|_, c| {
-                        let close = late || c.idle().is_some();
+                        let close = late || (c.idle().is_some() && c.served.load(Ordering::Relaxed));
                         if close {
                             c.close(TcpClose::Shutdown);
                         }
@@ -186,6 +191,7 @@ impl Seat {
     pub fn begin(&self) {
         if self.active.fetch_add(1, Ordering::Relaxed) == 0 {
             self.conn.idle_since.store(0, Ordering::Relaxed);
+            self.conn.served.store(true, Ordering::Relaxed);
         }
     }
 
@@ -315,5 +321,29 @@ mod tests {
         assert_eq!(c.count(), 1, "a dropped seat leaves");
         drop(again);
         assert_eq!(c.count(), 0);
+    }
+
+    /// A stopping listener leaves a connection in its handshake alone until
+    /// its first query is answered, then closes it as idle.
+    #[tokio::test]
+    async fn a_draining_listener_lets_a_new_connection_ask_first() {
+        let conns = Arc::new(conns());
+        let (_, conn) = conns
+            .admit(&TcpLimits::default(), [127, 0, 0, 1].into(), None)
+            .expect("admitted");
+        let draining = tokio::spawn({
+            let conns = conns.clone();
+            async move { Conns::drain(&conns).await }
+        });
+        // Idle since it was admitted (its handshake), and never served: ten passes of the drain leave it.
+        let early = tokio::time::timeout(Duration::from_millis(100), conn.close.notified()).await;
+        assert!(early.is_err(), "closed before its first query");
+        conn.served.store(true, Ordering::Relaxed);
+        conn.idle_since.store(conns.now(), Ordering::Relaxed);
+        drop(conns);
+        let closed = tokio::time::timeout(Duration::from_secs(1), conn.close.notified()).await;
+        assert!(closed.is_ok(), "closed once it answered and was idle");
+        assert_eq!(conn.reason(), TcpClose::Shutdown);
+        draining.await.expect("drained");
     }
 }
