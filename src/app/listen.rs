@@ -37,7 +37,7 @@ impl Runtime {
             .collect();
         let gone: Vec<(GroupKey, Group)> = gone
             .into_iter()
-            .filter_map(|k| Some((k.clone(), self.groups.remove(&k)?)))
+            .filter_map(|k| self.groups.remove(&k).map(|g| (k, g)))
             .collect();
         let mut result = Ok(());
         for (key, router) in routers {

@@ -57,6 +57,18 @@ impl Conn {
         let since = self.idle_since.load(Ordering::Relaxed);
         (since != 0 && self.slots.available_permits() == self.pipeline).then_some(since)
     }
+
+    /// A query (or a request) is being read: busy, and served from now on.
+    pub(super) fn busy(&self) {
+        self.idle_since.store(0, Ordering::Relaxed);
+        self.served.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a stopping listener closes it now: idle after a first
+    /// query, or `late` (past [`DRAIN`]).
+    fn drained(&self, late: bool) -> bool {
+        late || (self.idle().is_some() && self.served.load(Ordering::Relaxed))
+    }
 }
 
 /// The listener's open connections.
@@ -145,8 +157,9 @@ impl Conns {
     }
 
     /// Closes every connection as soon as it is idle (its queries
-    /// answered; a new one, once it answered its first), all of them after [`DRAIN`]; waits (at most 1 s more)
-    /// until their tasks (each holds `conns`) have written their replies.
+    /// answered; a new one, once it answered its first), all of them
+    /// after [`DRAIN`]; waits (at most 1 s more) until their tasks (each
+    /// holds `conns`) have written their replies.
     pub(super) async fn drain(conns: &Arc<Conns>) {
         let deadline = Instant::now() + DRAIN;
         loop {
@@ -154,7 +167,7 @@ impl Conns {
                 Ok(mut open) => {
                     let late = Instant::now() >= deadline;
                     open.retain(|_, c| {
-                        let close = late || (c.idle().is_some() && c.served.load(Ordering::Relaxed));
+                        let close = c.drained(late);
                         if close {
                             c.close(TcpClose::Shutdown);
                         }
@@ -190,8 +203,7 @@ impl Seat {
     /// A request began: the connection is busy.
     pub fn begin(&self) {
         if self.active.fetch_add(1, Ordering::Relaxed) == 0 {
-            self.conn.idle_since.store(0, Ordering::Relaxed);
-            self.conn.served.store(true, Ordering::Relaxed);
+            self.conn.busy();
         }
     }
 
@@ -331,15 +343,19 @@ mod tests {
         let (_, conn) = conns
             .admit(&TcpLimits::default(), [127, 0, 0, 1].into(), None)
             .expect("admitted");
+        // Idle since it was admitted (its handshake), and never served: the drain leaves it until late.
+        assert!(
+            conn.idle().is_some() && !conn.drained(false),
+            "closed before its first query"
+        );
+        assert!(conn.drained(true), "closed once late");
+        conn.busy();
+        assert!(!conn.drained(false), "closed while busy");
+        conn.idle_since.store(conns.now(), Ordering::Relaxed);
         let draining = tokio::spawn({
             let conns = conns.clone();
             async move { Conns::drain(&conns).await }
         });
-        // Idle since it was admitted (its handshake), and never served: ten passes of the drain leave it.
-        let early = tokio::time::timeout(Duration::from_millis(100), conn.close.notified()).await;
-        assert!(early.is_err(), "closed before its first query");
-        conn.served.store(true, Ordering::Relaxed);
-        conn.idle_since.store(conns.now(), Ordering::Relaxed);
         drop(conns);
         let closed = tokio::time::timeout(Duration::from_secs(1), conn.close.notified()).await;
         assert!(closed.is_ok(), "closed once it answered and was idle");

@@ -254,8 +254,7 @@ async fn connection<U: Upgrade>(
             Ok(Ok(0)) | Ok(Err(_)) => break TcpClose::Client,
             Ok(Ok(_)) => {}
         }
-        conn.idle_since.store(0, Ordering::Relaxed);
-        conn.served.store(true, Ordering::Relaxed);
+        conn.busy();
         let arrived = tokio::time::Instant::now();
         let (tx, _) = link.get_or_insert_with(|| writer_task(&mut writer, limits, conn));
         let answered = match answer_all(&inbox, peer, handler, conn, tx, arrived.into_std(), &mut left).await {
