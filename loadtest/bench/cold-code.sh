@@ -63,7 +63,8 @@ for r in $(seq 1 "$ROUNDS"); do
     q=$(taskset -c "$C" dnsperf -s 127.0.0.1 -p "$p" -d "$W/names.txt" -l 5 -c 8 -q 500 -Q 50000 2>&1 |
       awk '/Queries completed/ {print $3}')
     b=$(cpu_ns "$pid")
-    echo "$name $r $(((b - a) / ${q:-1}))"
+    [ -n "$q" ] && [ "$q" -gt 0 ] || { echo "# $name round $r: dnsperf answered nothing, row left out" >&2; continue; }
+    echo "$name $r $(((b - a) / q))"
   done
 done | tee "$W/rows"
 python3 - "$W/rows" <<'PY'
