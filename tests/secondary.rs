@@ -55,7 +55,12 @@ fn a_zone_from_bind_is_served_and_follows_its_notify() {
     let named = Named::start(&bin, &dir, named_port, &[server.dns.port()], ZONE);
     let first = until(server.dns, "www.example.com.", ("NOERROR", "192.0.2.1"));
     assert_eq!(first, ("NOERROR".into(), "192.0.2.1".into()), "{}", named.log());
-    assert_eq!(ask(server.dns, "nope.example.com.").0, "NXDOMAIN");
+    assert_eq!(
+        ask(server.dns, "nope.example.com.").0,
+        "NXDOMAIN",
+        "{:?}",
+        server.log.lock().map(|l| l.clone())
+    );
 
     // A new serial and named's NOTIFY: the SOA's refresh is an hour away.
     std::fs::write(&file, zone(2, "192.0.2.2", "3600 600 86400")).expect("rewrite zone");

@@ -253,21 +253,30 @@ fn listen(
     handler: &Arc<Handler>,
     stop: &Arc<AtomicBool>,
 ) -> Result<Listening, AppError> {
-    // Port 0: the port the kernel gave UDP may be taken for TCP (by a
-    // client's connection, say); then try another.
+    // Port 0: a port no socket holds (`udp::unshared`), which another
+    // may take between the probe and the bind; then try another.
     let tries = if addr.port() == 0 { 20 } else { 1 };
     let udp_error = |source| AppError::Bind {
         proto: "udp",
         addr,
         source,
     };
+    let in_use = |e: &std::io::Error| e.kind() == std::io::ErrorKind::AddrInUse;
     let mut attempt = 0;
     let (bound, sockets, listener) = loop {
         attempt += 1;
-        let (bound, sockets) = udp::bind_all(addr, workers).map_err(udp_error)?;
+        let at = match addr.port() {
+            0 => udp::unshared::port(addr).map_err(udp_error)?,
+            _ => addr,
+        };
+        let (bound, sockets) = match udp::bind_all(at, workers) {
+            Ok(bound) => bound,
+            Err(e) if attempt < tries && in_use(&e) => continue,
+            Err(e) => return Err(udp_error(e)),
+        };
         match tcp::bind(bound) {
             Ok(listener) => break (bound, sockets, listener),
-            Err(e) if attempt < tries && e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(e) if attempt < tries && in_use(&e) => continue,
             Err(source) => {
                 return Err(AppError::Bind {
                     proto: "tcp",

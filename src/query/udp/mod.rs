@@ -74,6 +74,7 @@ mod boxes;
 mod door;
 mod fair;
 mod queue;
+pub mod unshared;
 mod wait;
 mod worker;
 
