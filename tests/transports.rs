@@ -759,6 +759,49 @@ fn a_reload_naming_other_certificate_files_serves_them() {
     assert_eq!(ask(&dir, "kdig", port, &verified).trim(), WANT);
 }
 
+/// The same for a DNS over QUIC listener: the new endpoint binds beside
+/// the old one (`SO_REUSEPORT`), so DoQ is served with the new
+/// certificate at once. (It was not served at all: the new bind failed,
+/// the port held, and the old endpoint closed.)
+#[test]
+fn a_reload_naming_other_certificate_files_keeps_doq_listening() {
+    let test = "a_reload_naming_other_certificate_files_keeps_doq_listening";
+    if tools(test).is_none() {
+        return;
+    }
+    let Some(py) = doq_python(test) else {
+        return;
+    };
+    let dir = temp_dir("transports-doq-reload");
+    certificates(&dir);
+    certs::signed(&dir, "two", "ca", "two.test", certs::Usage::Server, false);
+    let port = free_port();
+    let text = |cert: &str| {
+        let quic = block("quic", port, &format!("tls {cert}.pem {cert}.key"));
+        corefile(&quic).replacen("ready 127.0.0.1:0", "ready 127.0.0.1:0\n    reload 2s 1s", 1)
+    };
+    let server = Server::start(&dir, &text("srv"));
+    let script = doq_script();
+    let ask = |host: &str| {
+        let args = [
+            script.to_str().expect("path"),
+            "query",
+            &port.to_string(),
+            "ca.pem",
+            NAME,
+            host,
+        ];
+        output(&dir, py.to_str().expect("path"), &args)
+    };
+    assert_eq!(ask("dns.test").trim(), WANT, "DoQ before the reload");
+    std::fs::write(dir.join("Corefile"), text("two")).expect("rewrite the Corefile");
+    // Logged once the new listeners are bound and the old told to stop.
+    assert!(server.logged(&format!("closing listeners on port {port}")), "no reload");
+    let log = || server.log.lock().map(|l| l.join("\n")).unwrap_or_default();
+    assert_eq!(ask("two.test").trim(), WANT, "DoQ after the reload:\n{}", log());
+    assert!(!server.log_contains("cannot listen"), "{}", log());
+}
+
 /// A client venv's interpreter under target/tools/`venv`, or `None`
 /// (SKIP; a failure under CI).
 fn venv_python(test: &str, venv: &str, pins: &str) -> Option<PathBuf> {

@@ -111,8 +111,7 @@ fn open_quic(
     } else {
         doh3::shape(&stream_limits)
     };
-    let (bound, endpoint) = quic::bind(addr, certs, shape, handler)?;
-    let acceptor = quic::Acceptor::new(endpoint, certs.clone(), shape);
+    let (bound, acceptor) = quic::bind(addr, certs, shape, handler)?;
     let (h, s) = (handler.clone(), stop.clone());
     let task = if is_doq {
         tokio::spawn(doq::serve(acceptor, h, s, quic_limits))

@@ -10,13 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quinn::crypto::rustls::QuicServerConfig;
-use quinn::{Endpoint, IdleTimeout, Incoming, VarInt};
+use quinn::{Endpoint, EndpointConfig, IdleTimeout, Incoming, VarInt};
+use socket2::{Domain, Protocol, Socket, Type};
 
 use super::certs::Certs;
+use crate::query::udp;
 use crate::query::Handler;
 
 /// How long one wait for a connection lasts before the stop flag and
-/// the certificate are looked at again.
+/// the certificate are looked at again (the flag also at once when
+/// `look_at_stop_flags` asks).
 const POLL: Duration = Duration::from_millis(200);
 
 /// What a listener's QUIC transport allows one connection.
@@ -50,48 +53,73 @@ fn server_config(certs: &Certs, shape: Shape, idle: Duration) -> std::io::Result
 }
 
 /// Binds `addr` (UDP) for a QUIC listener; its bound address and
-/// endpoint. Connections close after the block's `timeouts { idle }`.
+/// acceptor. Connections close after the block's `timeouts { idle }`.
+/// The socket has `SO_REUSEPORT`, as the UDP and TCP listeners' have: a
+/// reload that binds the address anew (other certificate files) binds
+/// before the old endpoint closes. Port 0 is a port no socket holds.
 pub fn bind(
     addr: SocketAddr,
-    certs: &Certs,
+    certs: &Arc<Certs>,
     shape: Shape,
     handler: &Handler,
-) -> std::io::Result<(SocketAddr, Endpoint)> {
+) -> std::io::Result<(SocketAddr, Acceptor)> {
     let idle = handler.router.load().tcp.idle;
-    let endpoint = Endpoint::server(server_config(certs, shape, idle)?, addr)?;
-    Ok((endpoint.local_addr()?, endpoint))
+    let at = match addr.port() {
+        0 => udp::unshared::port(addr)?,
+        _ => addr,
+    };
+    let socket = Socket::new(Domain::for_address(at), Type::DGRAM, Some(Protocol::UDP))?;
+    if at.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_port(true)?;
+    socket.bind(&at.into())?;
+    let socket = std::net::UdpSocket::from(socket);
+    let config = Some(server_config(certs, shape, idle)?);
+    let runtime = Arc::new(quinn::TokioRuntime);
+    let endpoint = Endpoint::new(EndpointConfig::default(), config, socket.try_clone()?, runtime)?;
+    let acceptor = Acceptor {
+        endpoint,
+        socket,
+        certs: certs.clone(),
+        in_use: certs.config(),
+        shape,
+    };
+    Ok((acceptor.endpoint.local_addr()?, acceptor))
 }
 
 /// An endpoint's incoming connections, with the certificate in use.
 pub struct Acceptor {
     pub endpoint: Endpoint,
+    /// The endpoint's socket (another descriptor of it).
+    socket: std::net::UdpSocket,
     certs: Arc<Certs>,
     in_use: Arc<rustls::ServerConfig>,
     shape: Shape,
 }
 
 impl Acceptor {
-    pub fn new(endpoint: Endpoint, certs: Arc<Certs>, shape: Shape) -> Acceptor {
-        let in_use = certs.config();
-        Acceptor {
-            endpoint,
-            certs,
-            in_use,
-            shape,
-        }
-    }
-
     /// The next connection, or `None` once `stop` is set or the endpoint
     /// closed. While it waits, a certificate read again is given to the
     /// endpoint for new handshakes.
     pub async fn next(&mut self, stop: &AtomicBool, handler: &Handler) -> Option<Incoming> {
-        while !stop.load(Ordering::Relaxed) {
-            match tokio::time::timeout(POLL, self.endpoint.accept()).await {
-                Ok(accepted) => return accepted,
-                Err(_) => self.rotate(handler),
+        loop {
+            let woken = crate::query::tcp::accept::stopping();
+            if stop.load(Ordering::Relaxed) {
+                // New clients go to the group's other sockets (a reload's
+                // new endpoint) from now, not to this closing one.
+                let _ = udp::leave_group(&self.socket);
+                return None;
+            }
+            tokio::select! {
+                biased;
+                got = tokio::time::timeout(POLL, self.endpoint.accept()) => match got {
+                    Ok(accepted) => return accepted,
+                    Err(_) => self.rotate(handler),
+                },
+                () = woken => {}
             }
         }
-        None
     }
 
     fn rotate(&mut self, handler: &Handler) {

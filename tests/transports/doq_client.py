@@ -1,7 +1,10 @@
 """DNS over QUIC clients for tests/transports.rs (dnspython and aioquic,
 pinned in tests/run's venv target/tools/doq).
 
-  doq_client.py query PORT CA NAME   print the answer's addresses, one a line
+  doq_client.py query PORT CA NAME [HOST]
+                                     print the answer's addresses, one a line
+                                     (the server's certificate names HOST:
+                                     dns.test unless given)
   doq_client.py update PORT CA ZONE  send a DNS UPDATE for ZONE, print the rcode
   doq_client.py flood PORT CA N      open N streams on one connection, send one
                                      byte on each, never finish them; print
@@ -16,9 +19,9 @@ from aioquic.asyncio import connect
 from aioquic.quic.configuration import QuicConfiguration
 
 
-def query(port, ca, name):
+def query(port, ca, name, host="dns.test"):
     q = dns.message.make_query(name, "A")
-    r = dns.query.quic(q, "127.0.0.1", port=port, timeout=10, verify=ca, server_hostname="dns.test")
+    r = dns.query.quic(q, "127.0.0.1", port=port, timeout=10, verify=ca, server_hostname=host)
     for rrset in r.answer:
         for rr in rrset:
             print(rr.to_text())
@@ -51,7 +54,7 @@ async def flood(port, ca, n):
 if __name__ == "__main__":
     mode, port, ca, arg = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     if mode == "query":
-        query(port, ca, arg)
+        query(port, ca, arg, *sys.argv[5:6])
     elif mode == "update":
         update(port, ca, arg)
     else:

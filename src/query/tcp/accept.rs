@@ -1,5 +1,6 @@
 //! The accept loop's one step, shared by every stream listener (DNS over
-//! TCP and TLS here, DNS over HTTPS in `serve`): the next connection,
+//! TCP and TLS here, DNS over HTTPS in `serve`; the QUIC listeners wait
+//! on [`stopping`] too): the next connection,
 //! looking at the stop flag when [`look_at_stop_flags`] asks (a reload or a
 //! shutdown set some) and every 200 ms; a failed accept (out of file
 //! descriptors) is logged and retried after a pause. Once stopped, a
@@ -24,11 +25,17 @@ pub fn look_at_stop_flags() {
     STOPPING.notify_waiters();
 }
 
+/// What [`look_at_stop_flags`] wakes: make it before looking at the flag
+/// (a call between the two still wakes it).
+pub fn stopping() -> tokio::sync::futures::Notified<'static> {
+    STOPPING.notified()
+}
+
 /// The next connection on `listener`; `None` once `stop` is set and no
 /// connection is queued.
 pub async fn next(listener: &TcpListener, stop: &AtomicBool, kind: &str) -> Option<(TcpStream, SocketAddr)> {
     loop {
-        let woken = STOPPING.notified();
+        let woken = stopping();
         if stop.load(Ordering::Relaxed) {
             return queued(listener);
         }
