@@ -67,8 +67,9 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "$name $r $(((b - a) / q))"
   done
 done | tee "$W/rows"
-python3 - "$W/rows" <<'PY'
+PYTHONPATH=loadtest/bench python3 - "$W/rows" <<'PY'
 import statistics as st, sys
+from paired import summary
 rows = {}
 for line in open(sys.argv[1]):
     name, r, ns = line.split()
@@ -76,8 +77,7 @@ for line in open(sys.argv[1]):
 echo = rows["echo"]
 print("# medians: ns per query, ratio to the echo (of medians; each round's own: median, range), added ns (each round's: median)")
 for name, v in rows.items():
-    paired = [v[k] / echo[k] for k in v if k in echo]
     added = [v[k] - echo[k] for k in v if k in echo]
     print(f"{name:14s} {st.median(v.values()):6.0f} ns  x{st.median(v.values()) / st.median(echo.values()):.3f}"
-          f"  (paired {st.median(paired):.3f}, {min(paired):.2f}-{max(paired):.2f})  +{st.median(added):.0f} ns")
+          f"  (paired: {summary(v, echo)})  +{st.median(added):.0f} ns")
 PY

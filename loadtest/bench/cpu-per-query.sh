@@ -189,26 +189,23 @@ for ROUND in $(seq 1 "$ROUNDS"); do
   done
 done | tee "$W/rows.txt"
 echo "# medians over $ROUNDS rounds"
-python3 - "$W/rows.txt" <<'PY'
+PYTHONPATH=loadtest/bench python3 - "$W/rows.txt" <<'PY'
 import sys, statistics as st
+from paired import summary
 rows = {}
 for line in open(sys.argv[1]):
     f = line.split()
     rows.setdefault((f[0], f[1]), []).append([float(x) for x in f[2:]])
 med = {k: [st.median(r[i] for r in v) for i in range(8)] for k, v in rows.items()}
-# paired: each round's ratio (the rows of one round ran within seconds of
-# each other, so a noisy minute moves both), then their median and range
-def paired(test, col, a, b):
-    by = lambda n: {int(r[8]): r[col] for r in rows.get((test, n), [])}
-    ra, rb = by(a), by(b)
-    return sorted(ra[k] / rb[k] for k in ra if k in rb and rb[k])
+def by_round(test, col, name):
+    return {int(r[8]): r[col] for r in rows.get((test, name), [])}
 for (test, name), m in med.items():
     print(f"{test:6s} {name:10s} {m[0]:9.0f} qps  cpu {m[1]:4.2f}  {m[2]:9.0f} qps/core  {m[3]:6.2f} µs/query"
           f" (user {m[6]:.2f} + kernel {m[7]:.2f})  mean {m[4]:.3f} ms  lost {m[5]:.2f}%")
 def ratio(test, col, a, b, what):
     if (test, a) in med and (test, b) in med and med[(test, b)][col]:
-        p = paired(test, col, a, b)
-        each = f"  (paired: median {st.median(p):.2f}, {p[0]:.2f}-{p[-1]:.2f} over {len(p)} rounds)" if p else ""
+        p = summary(by_round(test, col, a), by_round(test, col, b))
+        each = f"  (paired: {p})" if p else ""
         print(f"ratio  {test:6s} {a}/{b} {what} = {med[(test, a)][col] / med[(test, b)][col]:.2f}{each}")
 for peer in ("echo", "echo-ts", "knot", "base"):
     ratio("fixed", 3, "clusterdns", peer, "µs per query")
