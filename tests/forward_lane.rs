@@ -7,13 +7,13 @@
 
 mod common;
 
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::time::Duration;
 
+use common::held::{answer, held};
 use common::{query, rcode_name, temp_dir, udp, Server, REPLY};
-use hickory_proto::op::{Message, MessageType};
-use hickory_proto::rr::rdata::A;
-use hickory_proto::rr::{RData, Record, RecordType};
+use hickory_proto::op::Message;
+use hickory_proto::rr::RecordType;
 
 /// The server forwarding to `up` (this test, answering when it chooses),
 /// with `extra` in its block.
@@ -38,30 +38,6 @@ fn reply(sock: &UdpSocket, limit: Duration) -> Option<Message> {
     let mut buf = vec![0u8; 65535];
     let n = sock.recv(&mut buf).ok()?;
     Message::from_vec(&buf[..n]).ok()
-}
-
-/// The upstream's reply to `req`: its question, one A record.
-fn answer(req: &Message) -> Vec<u8> {
-    let mut m = Message::new(req.metadata.id, MessageType::Response, req.metadata.op_code);
-    m.metadata.recursion_desired = true;
-    m.metadata.recursion_available = true;
-    let q = req.queries[0].clone();
-    let owner = q.name().clone();
-    m.add_query(q);
-    m.add_answer(Record::from_rdata(
-        owner,
-        60,
-        RData::A(A::from(Ipv4Addr::new(192, 0, 2, 9))),
-    ));
-    m.to_vec().expect("encode")
-}
-
-/// The next query the upstream `up` got, and where from.
-fn held(up: &UdpSocket) -> (Message, SocketAddr) {
-    up.set_read_timeout(Some(REPLY)).expect("timeout");
-    let mut buf = vec![0u8; 65535];
-    let (n, from) = up.recv_from(&mut buf).expect("a query upstream");
-    (Message::from_vec(&buf[..n]).expect("a query"), from)
 }
 
 #[test]

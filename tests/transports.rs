@@ -889,6 +889,60 @@ fn grpc_answers_over_tls_and_plain_http2_and_refuses_update_and_oversized() {
     drop(next);
 }
 
+/// A DoQ query forwarded to an upstream (the test) that answers only
+/// after SIGTERM is answered: the stopping listener closes a connection
+/// once its queries are answered and their replies acknowledged, as TCP
+/// drains (it closed them all at once, the reply lost).
+#[test]
+fn a_doq_query_in_flight_at_sigterm_is_answered() {
+    let test = "a_doq_query_in_flight_at_sigterm_is_answered";
+    if tools(test).is_none() {
+        return;
+    }
+    let Some(py) = doq_python(test) else {
+        return;
+    };
+    let dir = temp_dir("transports-doq-stop");
+    certificates(&dir);
+    let up = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind the upstream");
+    let port = free_port();
+    let quic = format!(
+        "quic://.:{port} {{\n    bind 127.0.0.1\n    tls srv.pem srv.key\n    forward . {} {{\n        max_fails 0\n        prefer_udp\n    }}\n}}\n",
+        up.local_addr().expect("addr")
+    );
+    let mut server = Server::start(&dir, &corefile(&quic));
+    let client = Command::new(&py)
+        .arg(doq_script())
+        .args(["query", &port.to_string(), "ca.pem", "late.example.org."])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the DoQ client");
+    let (req, from) = common::held::held(&up);
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    // The listener stopped (without the drain it closed the connection
+    // right after saying so): only now is the query answered upstream.
+    assert!(server.logged("stopped; open connections: 1"), "the listener stopped");
+    up.send_to(&common::held::answer(&req), from).expect("answer");
+    let out = client.wait_with_output().expect("the DoQ client ends");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        printed.trim(),
+        common::held::ADDRESS.to_string(),
+        "answered while stopping"
+    );
+    assert!(server.wait_exit(REPLY).is_some(), "the server exits");
+}
+
 #[test]
 fn doh3_answers_and_refuses_update_and_oversized_gets() {
     let test = "doh3_answers_and_refuses_update_and_oversized_gets";

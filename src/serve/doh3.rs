@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
-use quinn::VarInt;
 
 use super::capped::Capped;
 use super::quic::{Acceptor, Shape};
@@ -81,7 +80,7 @@ pub async fn serve(mut acceptor: Acceptor, handler: Arc<Handler>, stop: Arc<Atom
             open.fetch_sub(1, Ordering::Relaxed);
         });
     }
-    acceptor.endpoint.close(VarInt::from_u32(0), b"shutting down");
+    acceptor.close(0, b"shutting down");
 }
 
 /// One connection: its handshake, then a task per request until it ends.

@@ -17,6 +17,11 @@
 //! is sent a Retry first), each closed after
 //! `timeouts { idle }` without traffic; a handshake within `timeouts {
 //! read }`. Refusals are counted in `clusterdns_doq_refused_total`.
+//!
+//! A stopping listener (a shutdown; a reload that binds it anew) drains
+//! as TCP does: each connection is closed once its queries are answered
+//! and their replies acknowledged (a new one's first query too), every
+//! one after 2 s.
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -28,7 +33,7 @@ use tokio::sync::Semaphore;
 
 use super::quic::{Acceptor, Shape};
 use crate::config::transport::QuicLimits;
-use crate::metrics::DoqRefusal;
+use crate::metrics::{DoqRefusal, TcpClose};
 use crate::query::tcp::conns::{Conns, Seat};
 use crate::query::Handler;
 
@@ -66,7 +71,14 @@ pub async fn serve(mut acceptor: Acceptor, handler: Arc<Handler>, stop: Arc<Atom
         let port = acceptor.port();
         tokio::spawn(async move { connection(seat, port, &handler, &workers).await });
     }
-    acceptor.endpoint.close(VarInt::from_u32(NO_ERROR), b"shutting down");
+    // Stopped: each connection is closed once its queries are answered
+    // (a new one's first too), all of them after the drain's bound.
+    let open = conns.count();
+    if let Ok(addr) = acceptor.endpoint.local_addr() {
+        tracing::info!("quic://{addr} stopped; open connections: {open}, each closed once its queries are answered");
+    }
+    Conns::drain(&conns).await;
+    acceptor.close(NO_ERROR, b"shutting down");
 }
 
 /// A new connection's seat among the listener's (TCP's rule at the cap:
@@ -114,7 +126,10 @@ async fn connection(
     };
     loop {
         let (send, recv) = tokio::select! {
-            _ = seat.closed() => return conn.close(VarInt::from_u32(EXCESSIVE_LOAD), b"evicted"),
+            why = seat.closed() => return match why {
+                TcpClose::Evicted => conn.close(VarInt::from_u32(EXCESSIVE_LOAD), b"evicted"),
+                _ => conn.close(VarInt::from_u32(NO_ERROR), b"shutting down"),
+            },
             accepted = conn.accept_bi() => match accepted {
                 Ok(halves) => halves,
                 Err(_) => return,
@@ -156,18 +171,22 @@ async fn stream(
     let Some(message) = framed(&bytes) else {
         return refuse(&mut send, &mut recv, handler, DoqRefusal::Malformed, PROTOCOL_ERROR);
     };
-    let Ok(_worker) = workers.acquire().await else {
-        return;
+    let answered = {
+        let Ok(_worker) = workers.acquire().await else {
+            return;
+        };
+        super::request::answer(message, ends, handler, started).await
     };
-    match super::request::answer(message, ends, handler, started).await {
+    let write = handler.router.load().tcp.write;
+    match answered {
         Some(reply) => {
             let mut out = Vec::with_capacity(reply.len() + 2);
             crate::query::defer::push_frame(&mut out, &reply);
-            if tokio::time::timeout(handler.router.load().tcp.write, send.write_all(&out))
-                .await
-                .is_ok()
-            {
+            if tokio::time::timeout(write, send.write_all(&out)).await.is_ok() {
                 let _ = send.finish();
+                // Done once the client has the reply: a stopping listener
+                // closes the connection when idle, which drops unsent data.
+                let _ = tokio::time::timeout(write, send.stopped()).await;
                 return;
             }
             let _ = send.reset(VarInt::from_u32(REQUEST_CANCELLED));

@@ -106,9 +106,6 @@ impl Acceptor {
         loop {
             let woken = crate::query::tcp::accept::stopping();
             if stop.load(Ordering::Relaxed) {
-                // New clients go to the group's other sockets (a reload's
-                // new endpoint) from now, not to this closing one.
-                let _ = udp::leave_group(&self.socket);
                 return None;
             }
             tokio::select! {
@@ -120,6 +117,14 @@ impl Acceptor {
                 () = woken => {}
             }
         }
+    }
+
+    /// Closes the endpoint's connections with `code` and `reason`, once
+    /// it has left its port's group: new clients go to the group's other
+    /// sockets from now (a reload's new endpoint), not to this closing one.
+    pub fn close(&self, code: u32, reason: &[u8]) {
+        let _ = udp::leave_group(&self.socket);
+        self.endpoint.close(VarInt::from_u32(code), reason);
     }
 
     fn rotate(&mut self, handler: &Handler) {

@@ -7,6 +7,7 @@ pub mod certs;
 pub mod cluster;
 pub mod delv;
 pub mod dig;
+pub mod held;
 pub mod mmdb;
 pub mod named;
 pub mod netns;

@@ -160,7 +160,7 @@ impl Conns {
     /// answered; a new one, once it answered its first), all of them
     /// after [`DRAIN`]; waits (at most 1 s more) until their tasks (each
     /// holds `conns`) have written their replies.
-    pub(super) async fn drain(conns: &Arc<Conns>) {
+    pub async fn drain(conns: &Arc<Conns>) {
         let deadline = Instant::now() + DRAIN;
         loop {
             let (open, late) = match conns.open.lock() {
