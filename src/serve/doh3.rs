@@ -33,6 +33,8 @@ use crate::query::Handler;
 
 /// ALPN of HTTP/3.
 pub const ALPN: &[&[u8]] = &[b"h3"];
+/// HTTP/3's H3_NO_ERROR (RFC 9114): the code a closing listener gives.
+const H3_NO_ERROR: u32 = 0x100;
 /// Bytes one request stream may hold unread: a head and a message.
 const STREAM_WINDOW: u32 = MAX_FIELDS as u32 + request::MAX_MESSAGE as u32 + 64;
 /// The largest request head (RFC 9114's field section size: each field's
@@ -80,7 +82,7 @@ pub async fn serve(mut acceptor: Acceptor, handler: Arc<Handler>, stop: Arc<Atom
             open.fetch_sub(1, Ordering::Relaxed);
         });
     }
-    acceptor.close(0, b"shutting down");
+    acceptor.close(H3_NO_ERROR, b"shutting down").await;
 }
 
 /// One connection: its handshake, then a task per request until it ends.

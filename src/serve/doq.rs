@@ -78,7 +78,7 @@ pub async fn serve(mut acceptor: Acceptor, handler: Arc<Handler>, stop: Arc<Atom
         tracing::info!("quic://{addr} stopped; open connections: {open}, each closed once its queries are answered");
     }
     Conns::drain(&conns).await;
-    acceptor.close(NO_ERROR, b"shutting down");
+    acceptor.close(NO_ERROR, b"shutting down").await;
 }
 
 /// A new connection's seat among the listener's (TCP's rule at the cap:
@@ -135,10 +135,11 @@ async fn connection(
                 Err(_) => return,
             },
         };
-        // Weak: a stream outliving its connection does not hold its seat.
+        // Busy from now (a drain never sees it idle before its task
+        // runs); weak: a stream outliving its connection does not hold its seat.
+        seat.begin();
         let (handler, workers, seat) = (handler.clone(), workers.clone(), Arc::downgrade(&seat));
         tokio::spawn(async move {
-            seat.upgrade().inspect(|s| s.begin());
             stream(send, recv, ends, &handler, &workers, read).await;
             seat.upgrade().inspect(|s| s.end());
         });

@@ -21,6 +21,10 @@ use crate::query::Handler;
 /// the certificate are looked at again (the flag also at once when
 /// `look_at_stop_flags` asks).
 const POLL: Duration = Duration::from_millis(200);
+/// How long a closed endpoint waits for its connections' closes to leave
+/// (a shutdown would otherwise exit first; clients then wait out their
+/// idle timeout).
+const CLOSING: Duration = Duration::from_millis(200);
 
 /// What a listener's QUIC transport allows one connection.
 #[derive(Debug, Clone, Copy)]
@@ -64,17 +68,7 @@ pub fn bind(
     handler: &Handler,
 ) -> std::io::Result<(SocketAddr, Acceptor)> {
     let idle = handler.router.load().tcp.idle;
-    let at = match addr.port() {
-        0 => udp::unshared::port(addr)?,
-        _ => addr,
-    };
-    let socket = Socket::new(Domain::for_address(at), Type::DGRAM, Some(Protocol::UDP))?;
-    if at.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
-    socket.set_reuse_port(true)?;
-    socket.bind(&at.into())?;
-    let socket = std::net::UdpSocket::from(socket);
+    let socket = socket(addr)?;
     let config = Some(server_config(certs, shape, idle)?);
     let runtime = Arc::new(quinn::TokioRuntime);
     let endpoint = Endpoint::new(EndpointConfig::default(), config, socket.try_clone()?, runtime)?;
@@ -86,6 +80,30 @@ pub fn bind(
         shape,
     };
     Ok((acceptor.endpoint.local_addr()?, acceptor))
+}
+
+/// The endpoint's UDP socket on `addr` (port 0: a port no socket holds,
+/// another tried when one is taken between the probe and the bind).
+fn socket(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    let tries = if addr.port() == 0 { 20 } else { 1 };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let at = match addr.port() {
+            0 => udp::unshared::port(addr)?,
+            _ => addr,
+        };
+        let socket = Socket::new(Domain::for_address(at), Type::DGRAM, Some(Protocol::UDP))?;
+        if at.is_ipv6() {
+            socket.set_only_v6(true)?;
+        }
+        socket.set_reuse_port(true)?;
+        match socket.bind(&at.into()) {
+            Ok(()) => return Ok(socket.into()),
+            Err(e) if attempt < tries && e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// An endpoint's incoming connections, with the certificate in use.
@@ -122,9 +140,11 @@ impl Acceptor {
     /// Closes the endpoint's connections with `code` and `reason`, once
     /// it has left its port's group: new clients go to the group's other
     /// sockets from now (a reload's new endpoint), not to this closing one.
-    pub fn close(&self, code: u32, reason: &[u8]) {
+    /// Waits (at most [`CLOSING`]) for the closes to be sent.
+    pub async fn close(&self, code: u32, reason: &[u8]) {
         let _ = udp::leave_group(&self.socket);
         self.endpoint.close(VarInt::from_u32(code), reason);
+        let _ = tokio::time::timeout(CLOSING, self.endpoint.wait_idle()).await;
     }
 
     fn rotate(&mut self, handler: &Handler) {
