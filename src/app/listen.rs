@@ -253,39 +253,23 @@ fn listen(
     handler: &Arc<Handler>,
     stop: &Arc<AtomicBool>,
 ) -> Result<Listening, AppError> {
-    // Port 0: a port no socket holds (`udp::unshared`), which another
-    // may take between the probe and the bind; then try another.
-    let tries = if addr.port() == 0 { 20 } else { 1 };
     let udp_error = |source| AppError::Bind {
         proto: "udp",
         addr,
         source,
     };
-    let in_use = |e: &std::io::Error| e.kind() == std::io::ErrorKind::AddrInUse;
-    let mut attempt = 0;
-    let (bound, sockets, listener) = loop {
-        attempt += 1;
-        let at = match addr.port() {
-            0 => udp::unshared::port(addr).map_err(udp_error)?,
-            _ => addr,
-        };
-        let (bound, sockets) = match udp::bind_all(at, workers) {
-            Ok(bound) => bound,
-            Err(e) if attempt < tries && in_use(&e) => continue,
-            Err(e) => return Err(udp_error(e)),
-        };
-        match tcp::bind(bound) {
-            Ok(listener) => break (bound, sockets, listener),
-            Err(e) if attempt < tries && in_use(&e) => continue,
-            Err(source) => {
-                return Err(AppError::Bind {
-                    proto: "tcp",
-                    addr: bound,
-                    source,
-                })
-            }
-        }
-    };
+    let in_use =
+        |e: &AppError| matches!(e, AppError::Bind { source, .. } if source.kind() == std::io::ErrorKind::AddrInUse);
+    // Port 0: one port for both, free of every socket (`udp::unshared`).
+    let (bound, sockets, listener) = udp::unshared::bind(addr, udp_error, in_use, |at| {
+        let (bound, sockets) = udp::bind_all(at, workers).map_err(udp_error)?;
+        let listener = tcp::bind(bound).map_err(|source| AppError::Bind {
+            proto: "tcp",
+            addr: bound,
+            source,
+        })?;
+        Ok((bound, sockets, listener))
+    })?;
     let dups = sockets.iter().map(|s| s.try_clone()).collect::<Result<_, _>>();
     let udp = dups.map_err(udp_error)?;
     let threads = udp::start(sockets, handler, stop).map_err(udp_error)?;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{Endpoint, EndpointConfig, IdleTimeout, Incoming, VarInt};
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::Type;
 
 use super::certs::Certs;
 use crate::query::udp;
@@ -82,28 +82,20 @@ pub fn bind(
     Ok((acceptor.endpoint.local_addr()?, acceptor))
 }
 
-/// The endpoint's UDP socket on `addr` (port 0: a port no socket holds,
-/// another tried when one is taken between the probe and the bind).
+/// The endpoint's UDP socket on `addr` (port 0: `udp::unshared::bind`'s).
 fn socket(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
-    let tries = if addr.port() == 0 { 20 } else { 1 };
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let at = match addr.port() {
-            0 => udp::unshared::port(addr)?,
-            _ => addr,
-        };
-        let socket = Socket::new(Domain::for_address(at), Type::DGRAM, Some(Protocol::UDP))?;
-        if at.is_ipv6() {
-            socket.set_only_v6(true)?;
-        }
-        socket.set_reuse_port(true)?;
-        match socket.bind(&at.into()) {
-            Ok(()) => return Ok(socket.into()),
-            Err(e) if attempt < tries && e.kind() == std::io::ErrorKind::AddrInUse => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    let in_use = |e: &std::io::Error| e.kind() == std::io::ErrorKind::AddrInUse;
+    udp::unshared::bind(
+        addr,
+        |e| e,
+        in_use,
+        |at| {
+            let socket = udp::unshared::socket(at, Type::DGRAM)?;
+            socket.set_reuse_port(true)?;
+            socket.bind(&at.into())?;
+            Ok(socket.into())
+        },
+    )
 }
 
 /// An endpoint's incoming connections, with the certificate in use.

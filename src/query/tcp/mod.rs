@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::Type;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -63,10 +63,7 @@ pub const READ_ROOM: usize = 2048;
 /// Binds a TCP listener (with `SO_REUSEPORT`, so it can share a port with
 /// a restarting process) on `addr`.
 pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
+    let socket = super::udp::unshared::socket(addr, Type::STREAM)?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.set_tcp_nodelay(true)?;

@@ -23,7 +23,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 
 use nix::sys::socket::{self, sockopt};
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Socket, Type};
 
 use super::queue::TIGHT_BUFFER;
 
@@ -43,10 +43,7 @@ impl ClientQueue {
         if local.is_ipv4() != ip.is_ipv4() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "other address family"));
         }
-        let socket = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
-        if local.is_ipv6() {
-            socket.set_only_v6(true)?;
-        }
+        let socket = super::unshared::socket(local, Type::DGRAM)?;
         socket.set_reuse_port(true)?;
         let _ = socket.set_recv_buffer_size(TIGHT_BUFFER);
         socket.bind(&local.into())?;

@@ -85,7 +85,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use nix::sys::socket::{self, sockopt};
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::Type;
 
 use super::forward::lanes;
 use super::handler::Handler;
@@ -163,10 +163,7 @@ pub fn queued(socket: &UdpSocket) -> bool {
 }
 
 fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
+    let socket = unshared::socket(addr, Type::DGRAM)?;
     socket.set_reuse_port(true)?;
     let _ = socket.set_recv_buffer_size(ROOMY_BUFFER);
     socket.bind(&addr.into())?;

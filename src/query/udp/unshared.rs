@@ -1,4 +1,5 @@
-//! The port a listener asked for port 0 binds: one no socket holds.
+//! The port a listener asked for port 0 binds: one no socket holds
+//! ([`bind`]); and the sockets of every listener, UDP and TCP ([`socket`]).
 //!
 //! A UDP socket with `SO_REUSEPORT` bound to port 0 may be given a port
 //! that another socket with `SO_REUSEPORT` of the same user already holds:
@@ -17,21 +18,52 @@ use std::net::SocketAddr;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+/// What `bind` makes at `addr`; at port 0, at a port no socket holds
+/// ([`port`]), and at another (up to [`TRIES`] in all) when `bind` finds
+/// that one taken (`in_use`) in the moment between the probe and the
+/// bind. `probe_failed`: the error of a probe that fails.
+pub fn bind<T, E>(
+    addr: SocketAddr,
+    probe_failed: impl Fn(io::Error) -> E,
+    in_use: impl Fn(&E) -> bool,
+    mut bind: impl FnMut(SocketAddr) -> Result<T, E>,
+) -> Result<T, E> {
+    if addr.port() != 0 {
+        return bind(addr);
+    }
+    let mut left = TRIES;
+    loop {
+        left -= 1;
+        match bind(port(addr).map_err(&probe_failed)?) {
+            Err(e) if left > 0 && in_use(&e) => {}
+            done => return done,
+        }
+    }
+}
+
+/// A new socket of `kind` (`Type::DGRAM`: UDP, else TCP) for `addr`'s
+/// family, IPv6 only for an IPv6 address, as every listener's is.
+pub fn socket(addr: SocketAddr, kind: Type) -> io::Result<Socket> {
+    let protocol = if kind == Type::DGRAM {
+        Protocol::UDP
+    } else {
+        Protocol::TCP
+    };
+    let socket = Socket::new(Domain::for_address(addr), kind, Some(protocol))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    Ok(socket)
+}
+
 /// `addr` with a port that no UDP or TCP socket holds on its address now.
 pub fn port(addr: SocketAddr) -> io::Result<SocketAddr> {
-    let probe = |kind, protocol| -> io::Result<Socket> {
-        let socket = Socket::new(Domain::for_address(addr), kind, Some(protocol))?;
-        if addr.is_ipv6() {
-            socket.set_only_v6(true)?;
-        }
-        Ok(socket)
-    };
     let mut refused = io::Error::from(io::ErrorKind::AddrInUse);
     for _ in 0..TRIES {
-        let udp = probe(Type::DGRAM, Protocol::UDP)?;
+        let udp = socket(addr, Type::DGRAM)?;
         udp.bind(&addr.into())?;
         let chosen = udp.local_addr()?.as_socket().ok_or(io::ErrorKind::AddrNotAvailable)?;
-        match probe(Type::STREAM, Protocol::TCP)?.bind(&chosen.into()) {
+        match socket(addr, Type::STREAM)?.bind(&chosen.into()) {
             Ok(()) => return Ok(chosen),
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => refused = e, // held for TCP: another
             Err(e) => return Err(e),
@@ -40,7 +72,8 @@ pub fn port(addr: SocketAddr) -> io::Result<SocketAddr> {
     Err(refused)
 }
 
-/// Ports free for UDP tried for TCP before giving up.
+/// Ports tried before giving up: free for UDP and tried for TCP by the
+/// probes, or chosen and tried by a listener.
 const TRIES: usize = 20;
 
 #[cfg(test)]
