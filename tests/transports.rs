@@ -77,6 +77,11 @@ fn output(dir: &Path, cmd: &str, args: &[&str]) -> String {
         .stdin(Stdio::null())
         .output()
         .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    printed(&out)
+}
+
+/// What a finished command printed: its stdout, then its stderr.
+fn printed(out: &std::process::Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -659,6 +664,37 @@ fn doq_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/transports/doq_client.py")
 }
 
+/// What a DoQ test needs: the tools, the DoQ client's interpreter and a
+/// directory `tag` with the test certificates; `None` (SKIP; a failure
+/// under CI) without them.
+fn doq_setup(test: &str, tag: &str) -> Option<(PathBuf, PathBuf)> {
+    tools(test)?;
+    let py = doq_python(test)?;
+    let dir = temp_dir(tag);
+    certificates(&dir);
+    Some((py, dir))
+}
+
+/// The DoQ client asking `name` of 127.0.0.1:`port`, whose certificate
+/// must chain to ca.pem and name `host`; to run in the test's directory.
+fn doq_query(py: &Path, dir: &Path, port: u16, name: &str, host: &str) -> Command {
+    let mut cmd = Command::new(py);
+    cmd.arg(doq_script())
+        .args(["query", &port.to_string(), "ca.pem", name, host])
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// What [`doq_query`] printed, stdout then stderr.
+fn doq_ask(py: &Path, dir: &Path, port: u16, name: &str, host: &str) -> String {
+    printed(
+        &doq_query(py, dir, port, name, host)
+            .output()
+            .expect("run the DoQ client"),
+    )
+}
+
 /// VmRSS of process `pid` in KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -669,31 +705,14 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn doq_answers_and_a_flood_of_unfinished_streams_stays_bounded() {
     let test = "doq_answers_and_a_flood_of_unfinished_streams_stays_bounded";
-    if tools(test).is_none() {
-        return;
-    }
-    let Some(py) = doq_python(test) else {
+    let Some((py, dir)) = doq_setup(test, "transports-doq") else {
         return;
     };
-    let dir = temp_dir("transports-doq");
-    certificates(&dir);
     let port = free_port();
     let inner =
         "tls srv.pem srv.key\n    quic {\n        max_streams 16\n    }\n    timeouts {\n        read 1s\n    }";
     let server = Server::start(&dir, &corefile(&block("quic", port, inner)));
-    let ask = || {
-        output(
-            &dir,
-            py.to_str().expect("path"),
-            &[
-                doq_script().to_str().expect("path"),
-                "query",
-                &port.to_string(),
-                "ca.pem",
-                NAME,
-            ],
-        )
-    };
+    let ask = || doq_ask(&py, &dir, port, NAME, "dns.test");
     assert_eq!(ask().trim(), WANT, "an answer over DoQ");
     let script = doq_script();
     let args = [
@@ -766,14 +785,9 @@ fn a_reload_naming_other_certificate_files_serves_them() {
 #[test]
 fn a_reload_naming_other_certificate_files_keeps_doq_listening() {
     let test = "a_reload_naming_other_certificate_files_keeps_doq_listening";
-    if tools(test).is_none() {
-        return;
-    }
-    let Some(py) = doq_python(test) else {
+    let Some((py, dir)) = doq_setup(test, "transports-doq-reload") else {
         return;
     };
-    let dir = temp_dir("transports-doq-reload");
-    certificates(&dir);
     certs::signed(&dir, "two", "ca", "two.test", certs::Usage::Server, false);
     let port = free_port();
     let text = |cert: &str| {
@@ -781,18 +795,7 @@ fn a_reload_naming_other_certificate_files_keeps_doq_listening() {
         corefile(&quic).replacen("ready 127.0.0.1:0", "ready 127.0.0.1:0\n    reload 2s 1s", 1)
     };
     let server = Server::start(&dir, &text("srv"));
-    let script = doq_script();
-    let ask = |host: &str| {
-        let args = [
-            script.to_str().expect("path"),
-            "query",
-            &port.to_string(),
-            "ca.pem",
-            NAME,
-            host,
-        ];
-        output(&dir, py.to_str().expect("path"), &args)
-    };
+    let ask = |host: &str| doq_ask(&py, &dir, port, NAME, host);
     assert_eq!(ask("dns.test").trim(), WANT, "DoQ before the reload");
     std::fs::write(dir.join("Corefile"), text("two")).expect("rewrite the Corefile");
     // Logged once the new listeners are bound and the old told to stop.
@@ -896,14 +899,9 @@ fn grpc_answers_over_tls_and_plain_http2_and_refuses_update_and_oversized() {
 #[test]
 fn a_doq_query_in_flight_at_sigterm_is_answered() {
     let test = "a_doq_query_in_flight_at_sigterm_is_answered";
-    if tools(test).is_none() {
-        return;
-    }
-    let Some(py) = doq_python(test) else {
+    let Some((py, dir)) = doq_setup(test, "transports-doq-stop") else {
         return;
     };
-    let dir = temp_dir("transports-doq-stop");
-    certificates(&dir);
     let up = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind the upstream");
     let port = free_port();
     let quic = format!(
@@ -911,10 +909,7 @@ fn a_doq_query_in_flight_at_sigterm_is_answered() {
         up.local_addr().expect("addr")
     );
     let mut server = Server::start(&dir, &corefile(&quic));
-    let client = Command::new(&py)
-        .arg(doq_script())
-        .args(["query", &port.to_string(), "ca.pem", "late.example.org."])
-        .current_dir(&dir)
+    let client = doq_query(&py, &dir, port, "late.example.org.", "dns.test")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -929,12 +924,7 @@ fn a_doq_query_in_flight_at_sigterm_is_answered() {
     // right after saying so): only now is the query answered upstream.
     assert!(server.logged("stopped; open connections: 1"), "the listener stopped");
     up.send_to(&common::held::answer(&req), from).expect("answer");
-    let out = client.wait_with_output().expect("the DoQ client ends");
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let printed = printed(&client.wait_with_output().expect("the DoQ client ends"));
     assert_eq!(
         printed.trim(),
         common::held::ADDRESS.to_string(),
